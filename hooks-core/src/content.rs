@@ -1,0 +1,482 @@
+//! Content blocks and messages in the Anthropic Messages API's exact wire shape.
+//!
+//! Source of the shapes: the Messages API reference and the "Implement tool use" and "Parallel
+//! tool use" pages (`tool_use` and `tool_result` blocks, `stop_reason`). Fields this crate does
+//! not model (`cache_control`, image and document `source`s, `citations`, …) are kept in each
+//! block's `extra` map and written back unchanged, so a message survives a round trip.
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+/// A `tool_use` block: the model asks for one tool call.
+///
+/// Wire shape: `{"type": "tool_use", "id": "toolu_…", "name": "get_weather", "input": {…}}`.
+/// `input` is untrusted: the dispatcher normalizes it (`""` and `null` mean `{}`, a string holding
+/// a JSON object is parsed once) and validates it against the tool's schema before any hook or
+/// tool sees it. Deserializing accepts a missing `type` (as in OpenAI and Gemini conversions) and
+/// fails on any other `type` than `"tool_use"`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolUse {
+    /// The block's id (`toolu_…`); the answering `tool_result` carries it as `tool_use_id`.
+    pub id: String,
+    /// The tool the model asks for.
+    pub name: String,
+    /// The model's arguments, normally a JSON object.
+    pub input: Value,
+    /// Fields this crate does not model, written back unchanged.
+    pub extra: Map<String, Value>,
+}
+
+impl ToolUse {
+    /// A `tool_use` block with no extra fields.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+        ToolUse {
+            id: id.into(),
+            name: name.into(),
+            input,
+            extra: Map::new(),
+        }
+    }
+}
+
+/// The `content` of a `tool_result` block: a string, or an array of content blocks.
+///
+/// Wire shape: `"15 degrees"` or `[{"type": "text", "text": "15 degrees"}, {"type": "image", …}]`
+/// (Messages API: `tool_result.content` is `string | array of text, image, document, …`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ToolResultContent {
+    /// Plain text.
+    Text(String),
+    /// Content blocks (text, image, document, …).
+    Blocks(Vec<ContentBlock>),
+}
+
+impl ToolResultContent {
+    /// The text the model reads: the string itself, or the `text` blocks joined with `\n`
+    /// (other blocks are skipped).
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            ToolResultContent::Text(text) => std::borrow::Cow::Borrowed(text),
+            ToolResultContent::Blocks(blocks) => {
+                let texts: Vec<&str> = blocks
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Text(t) => Some(t.text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                std::borrow::Cow::Owned(texts.join("\n"))
+            }
+        }
+    }
+}
+
+/// A `tool_result` block: the answer to one `tool_use`.
+///
+/// Wire shape: `{"type": "tool_result", "tool_use_id": "toolu_…", "content": "…", "is_error":
+/// true}`; `content` may be absent (an empty result) and `is_error` is omitted when false.
+/// Rule (Messages API, "Implement tool use"): every `tool_use` gets exactly one `tool_result`
+/// with its id in the very next user message, `tool_result` blocks first.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolResult {
+    /// The id of the `tool_use` block this answers.
+    pub tool_use_id: String,
+    /// The result; `None` is an empty result.
+    pub content: Option<ToolResultContent>,
+    /// Whether the call failed (the model sees it as an error it may act on).
+    pub is_error: bool,
+    /// Fields this crate does not model (`cache_control`, …), written back unchanged.
+    pub extra: Map<String, Value>,
+}
+
+impl ToolResult {
+    /// A successful result whose content is `text`.
+    pub fn text(tool_use_id: impl Into<String>, text: impl Into<String>) -> Self {
+        ToolResult {
+            tool_use_id: tool_use_id.into(),
+            content: Some(ToolResultContent::Text(text.into())),
+            is_error: false,
+            extra: Map::new(),
+        }
+    }
+
+    /// A failed result (`is_error: true`) whose content is `text`.
+    pub fn error(tool_use_id: impl Into<String>, text: impl Into<String>) -> Self {
+        ToolResult {
+            is_error: true,
+            ..ToolResult::text(tool_use_id, text)
+        }
+    }
+
+    /// The text of the content (see [`ToolResultContent::text`]); `""` when absent.
+    pub fn content_text(&self) -> std::borrow::Cow<'_, str> {
+        match &self.content {
+            Some(content) => content.text(),
+            None => std::borrow::Cow::Borrowed(""),
+        }
+    }
+}
+
+/// A `text` block: `{"type": "text", "text": "…"}` (plus `citations`, `cache_control`, … in
+/// `extra`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TextBlock {
+    /// The text.
+    pub text: String,
+    /// Fields this crate does not model, written back unchanged.
+    pub extra: Map<String, Value>,
+}
+
+/// One block of a message's `content` array.
+///
+/// `text`, `tool_use` and `tool_result` are modelled; every other block (`image`, `document`,
+/// `thinking`, `server_tool_use`, …) is kept verbatim as [`ContentBlock::Other`], so the
+/// assistant turn can be sent back unchanged. An object without a string `type` is an error.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ContentBlock {
+    /// A `text` block.
+    Text(TextBlock),
+    /// A `tool_use` block.
+    ToolUse(ToolUse),
+    /// A `tool_result` block.
+    ToolResult(ToolResult),
+    /// Any other block, verbatim (it includes its `type`).
+    Other(Map<String, Value>),
+}
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The user turn (it carries `tool_result` blocks).
+    User,
+    /// The assistant turn (it carries `tool_use` blocks).
+    Assistant,
+}
+
+/// A Messages API message: an assistant Message object as the API returns it, or a user turn.
+///
+/// Wire shape: `{"role": "assistant", "content": [...], "stop_reason": "tool_use", "id": …,
+/// "model": …, "usage": …}`. `content` may also be a plain string (user turns); it is read as
+/// one `text` block. Fields not modelled (`id`, `model`, `usage`, `stop_sequence`, …) stay in
+/// `extra`. A user message this crate produces serializes as `{"role": "user", "content": […]}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// `user` or `assistant`.
+    pub role: Role,
+    /// The blocks, in order.
+    pub content: Vec<ContentBlock>,
+    /// Why the model stopped (`end_turn`, `tool_use`, `max_tokens`, …), when given.
+    pub stop_reason: Option<String>,
+    /// Fields this crate does not model, written back unchanged.
+    pub extra: Map<String, Value>,
+}
+
+impl Message {
+    /// A user message holding `content`.
+    pub fn user(content: Vec<ContentBlock>) -> Self {
+        Message {
+            role: Role::User,
+            content,
+            stop_reason: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// The `tool_use` blocks of this message, in order.
+    pub fn tool_uses(&self) -> impl Iterator<Item = &ToolUse> {
+        self.content.iter().filter_map(|b| match b {
+            ContentBlock::ToolUse(t) => Some(t),
+            _ => None,
+        })
+    }
+
+    /// The `tool_result` blocks of this message, in order.
+    pub fn tool_results(&self) -> impl Iterator<Item = &ToolResult> {
+        self.content.iter().filter_map(|b| match b {
+            ContentBlock::ToolResult(t) => Some(t),
+            _ => None,
+        })
+    }
+}
+
+// ---- serde: hand-written so that `type` is checked and `extra` keeps the rest ----
+
+fn take_type<E: serde::de::Error>(map: &mut Map<String, Value>, want: &str) -> Result<(), E> {
+    match map.remove("type") {
+        None => Ok(()),
+        Some(Value::String(t)) if t == want => Ok(()),
+        Some(other) => Err(E::custom(format_args!(
+            "expected a `{want}` block, found type {other}"
+        ))),
+    }
+}
+
+fn take_string<E: serde::de::Error>(
+    map: &mut Map<String, Value>,
+    key: &'static str,
+) -> Result<String, E> {
+    match map.remove(key) {
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(E::custom(format_args!(
+            "field `{key}` must be a string, found {}",
+            kind_of(&other)
+        ))),
+        None => Err(E::missing_field(key)),
+    }
+}
+
+/// The JSON kind of a value, for error messages: `null`, `boolean`, `number`, `string`,
+/// `array`, `object`.
+pub(crate) fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+impl ToolUse {
+    fn from_map<E: serde::de::Error>(mut map: Map<String, Value>) -> Result<Self, E> {
+        take_type(&mut map, "tool_use")?;
+        let id = take_string(&mut map, "id")?;
+        let name = take_string(&mut map, "name")?;
+        let input = map.remove("input").unwrap_or(Value::Null);
+        Ok(ToolUse {
+            id,
+            name,
+            input,
+            extra: map,
+        })
+    }
+}
+
+impl ToolResult {
+    fn from_map<E: serde::de::Error>(mut map: Map<String, Value>) -> Result<Self, E> {
+        take_type(&mut map, "tool_result")?;
+        let tool_use_id = take_string(&mut map, "tool_use_id")?;
+        let content = match map.remove("content") {
+            None => None,
+            Some(v) => Some(ToolResultContent::deserialize(v).map_err(E::custom)?),
+        };
+        let is_error = match map.remove("is_error") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => b,
+            Some(other) => {
+                return Err(E::custom(format_args!(
+                    "field `is_error` must be a boolean, found {}",
+                    kind_of(&other)
+                )));
+            }
+        };
+        Ok(ToolResult {
+            tool_use_id,
+            content,
+            is_error,
+            extra: map,
+        })
+    }
+}
+
+impl TextBlock {
+    fn from_map<E: serde::de::Error>(mut map: Map<String, Value>) -> Result<Self, E> {
+        take_type(&mut map, "text")?;
+        let text = take_string(&mut map, "text")?;
+        Ok(TextBlock { text, extra: map })
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolUse {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        ToolUse::from_map(Map::deserialize(d)?)
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolResult {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        ToolResult::from_map(Map::deserialize(d)?)
+    }
+}
+
+impl<'de> Deserialize<'de> for TextBlock {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        TextBlock::from_map(Map::deserialize(d)?)
+    }
+}
+
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = Map::deserialize(d)?;
+        let kind = match map.get("type") {
+            Some(Value::String(t)) => t.as_str(),
+            Some(other) => {
+                return Err(D::Error::custom(format_args!(
+                    "a content block's `type` must be a string, found {}",
+                    kind_of(other)
+                )));
+            }
+            None => return Err(D::Error::missing_field("type")),
+        };
+        match kind {
+            "text" => TextBlock::from_map(map).map(ContentBlock::Text),
+            "tool_use" => ToolUse::from_map(map).map(ContentBlock::ToolUse),
+            "tool_result" => ToolResult::from_map(map).map(ContentBlock::ToolResult),
+            _ => Ok(ContentBlock::Other(map)),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Content {
+            Text(String),
+            Blocks(Vec<ContentBlock>),
+        }
+        let mut map = Map::deserialize(d)?;
+        let role = match map.remove("role") {
+            Some(v) => Role::deserialize(v).map_err(D::Error::custom)?,
+            None => return Err(D::Error::missing_field("role")),
+        };
+        let content = match map.remove("content") {
+            Some(v) => match Content::deserialize(v).map_err(|_| {
+                D::Error::custom(
+                    "field `content` must be a string or an array of content blocks \
+                     (each an object with a string `type`)",
+                )
+            })? {
+                Content::Text(text) => vec![ContentBlock::Text(TextBlock {
+                    text,
+                    extra: Map::new(),
+                })],
+                Content::Blocks(blocks) => blocks,
+            },
+            None => return Err(D::Error::missing_field("content")),
+        };
+        let stop_reason = match map.remove("stop_reason") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s),
+            Some(other) => {
+                return Err(D::Error::custom(format_args!(
+                    "field `stop_reason` must be a string or null, found {}",
+                    kind_of(&other)
+                )));
+            }
+        };
+        Ok(Message {
+            role,
+            content,
+            stop_reason,
+            extra: map,
+        })
+    }
+}
+
+impl Serialize for ToolUse {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Wire<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            id: &'a str,
+            name: &'a str,
+            input: &'a Value,
+            #[serde(flatten)]
+            extra: &'a Map<String, Value>,
+        }
+        Wire {
+            kind: "tool_use",
+            id: &self.id,
+            name: &self.name,
+            input: &self.input,
+            extra: &self.extra,
+        }
+        .serialize(s)
+    }
+}
+
+impl Serialize for ToolResult {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Wire<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            tool_use_id: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            content: &'a Option<ToolResultContent>,
+            #[serde(skip_serializing_if = "is_false")]
+            is_error: bool,
+            #[serde(flatten)]
+            extra: &'a Map<String, Value>,
+        }
+        Wire {
+            kind: "tool_result",
+            tool_use_id: &self.tool_use_id,
+            content: &self.content,
+            is_error: self.is_error,
+            extra: &self.extra,
+        }
+        .serialize(s)
+    }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl Serialize for TextBlock {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Wire<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            text: &'a str,
+            #[serde(flatten)]
+            extra: &'a Map<String, Value>,
+        }
+        Wire {
+            kind: "text",
+            text: &self.text,
+            extra: &self.extra,
+        }
+        .serialize(s)
+    }
+}
+
+impl Serialize for ContentBlock {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ContentBlock::Text(b) => b.serialize(s),
+            ContentBlock::ToolUse(b) => b.serialize(s),
+            ContentBlock::ToolResult(b) => b.serialize(s),
+            ContentBlock::Other(map) => map.serialize(s),
+        }
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Wire<'a> {
+            role: Role,
+            content: &'a [ContentBlock],
+            #[serde(skip_serializing_if = "Option::is_none")]
+            stop_reason: &'a Option<String>,
+            #[serde(flatten)]
+            extra: &'a Map<String, Value>,
+        }
+        Wire {
+            role: self.role,
+            content: &self.content,
+            stop_reason: &self.stop_reason,
+            extra: &self.extra,
+        }
+        .serialize(s)
+    }
+}

@@ -1,0 +1,114 @@
+//! The runtime of [toolgate](https://docs.rs/toolgate): it enforces an LLM agent's rules in code.
+//!
+//! A [`Dispatcher`] turns every `tool_use` block the model sends into exactly one `tool_result`,
+//! running the PreToolUse hooks ([`PreHookDef`]) before the tool, the PostToolUse observers
+//! ([`PostHookDef`]) after it and the Stop hooks ([`StopHookDef`]) once per [`Session`]. Hooks
+//! decide with a [`Decision`]; a hook that cannot decide halts the agent ([`Halt`]): fail closed.
+//!
+//! Most users depend on the `toolgate` facade and write `#[tool]` and `#[pre_hook]` functions;
+//! everything here also works by hand:
+//!
+//! ```
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//! use serde_json::json;
+//! use toolgate_core::{Decision, Dispatcher, HookContext, PreHookDef, ToolDef, ToolUse};
+//!
+//! /// Arguments of `open_case`.
+//! #[derive(Deserialize, JsonSchema)]
+//! struct OpenCase {
+//!     /// The order the case is about.
+//!     order_id: String,
+//! }
+//!
+//! let dispatcher = Dispatcher::builder()
+//!     .tool(ToolDef::sync("open_case", "Opens a refund case for an order.",
+//!         |_env, args: OpenCase| Ok(format!("case opened for {}", args.order_id))))
+//!     .pre_hook(PreHookDef::sync("app::premium_only", 10, |env, _call| {
+//!         Ok(match env.context().tier() {
+//!             Some("premium") => Decision::Allow,
+//!             _ => Decision::deny_instead("refund cases are for premium users.",
+//!                                         "Offer the refund FAQ instead."),
+//!         })
+//!     }))
+//!     .build()?;
+//!
+//! let free = dispatcher.session(HookContext::builder("u_004", "sess_2").tier("free").build());
+//! let call = ToolUse::new("toolu_1", "open_case", json!({"order_id": "o_2001"}));
+//! let result = toolgate_core::block_on(free.call(&call)).unwrap();
+//! assert!(result.is_error);
+//! assert_eq!(result.content_text(),
+//!     "BLOCKED: refund cases are for premium users. Offer the refund FAQ instead.");
+//! # Ok::<(), toolgate_core::BuildError>(())
+//! ```
+//!
+//! Failing closed needs `panic = "unwind"` (the default): panics in hooks and tools are caught
+//! and become results; with `panic = "abort"` they end the process.
+#![forbid(unsafe_code)]
+
+mod audit;
+mod caller;
+mod content;
+mod context;
+mod decision;
+mod dispatcher;
+mod error;
+mod limits;
+mod outcome;
+mod pipeline;
+mod registry;
+pub mod schema;
+mod session;
+mod state;
+mod time;
+mod timer;
+
+#[doc(hidden)]
+pub mod macro_support;
+
+pub use audit::{AUDIT_LOG_FILE, AuditLog, SESSION_SUMMARIES_FILE};
+pub use caller::{SyncCaller, ToolCaller, sync_caller};
+pub use content::{ContentBlock, Message, Role, TextBlock, ToolResult, ToolResultContent, ToolUse};
+pub use context::{Clock, Extensions, HookContext, HookContextBuilder};
+pub use decision::Decision;
+pub use dispatcher::{BuildError, BuildProblem, Dispatcher, DispatcherBuilder};
+pub use error::{Halt, HookError, INTERNAL_ERROR_MESSAGE, RespondError, ToolError};
+pub use limits::Limits;
+pub use outcome::{CallRecord, Outcome};
+pub use registry::{
+    BoxFuture, Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef, output_text,
+};
+pub use session::{Session, SessionSummary};
+pub use state::{Env, MissingState, State, StateKey};
+pub use time::Rfc3339;
+pub use timer::Timer;
+
+/// Drives a future to completion on the current thread, parking between polls.
+///
+/// For tests, examples and sync hosts: toolgate's futures need no runtime unless a hook or tool
+/// awaits one (a tokio timer, a tokio database client). Not a general executor: one future,
+/// one thread.
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+
+    let mut future = std::pin::pin!(future);
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    loop {
+        match future.as_mut().poll(&mut cx) {
+            Poll::Ready(v) => return v,
+            Poll::Pending => std::thread::park(),
+        }
+    }
+}

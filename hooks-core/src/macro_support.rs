@@ -1,0 +1,96 @@
+//! Support for the code the macros generate. Not public API: reached only through
+//! `toolgate::__private`, and free to change in any release.
+
+use std::fmt::Display;
+
+use serde::Serialize;
+
+use crate::context::HookContext;
+use crate::decision::Decision;
+use crate::error::{HookError, ToolError};
+use crate::state::State;
+
+pub use crate::registry::{BoxFuture, Registration, RegistrationKind, ToolRef, output_text};
+pub use crate::state::{Env, StateKey};
+
+/// What a PreToolUse hook may return.
+#[diagnostic::on_unimplemented(
+    message = "a PreToolUse hook must return `Decision` or `Result<Decision, E>`, not `{Self}`",
+    label = "this return type is not `Decision` or `Result<Decision, E: Display>`",
+    note = "return `Decision::Allow`, `Decision::deny(…)` or `Decision::Rewrite(…)`; return `Err(e)` when the hook cannot decide (the agent halts)"
+)]
+pub trait IntoDecision {
+    /// Converts the hook's return value.
+    fn into_decision(self) -> Result<Decision, HookError>;
+}
+
+impl IntoDecision for Decision {
+    fn into_decision(self) -> Result<Decision, HookError> {
+        Ok(self)
+    }
+}
+
+impl<E: Display> IntoDecision for Result<Decision, E> {
+    fn into_decision(self) -> Result<Decision, HookError> {
+        self.map_err(HookError::new)
+    }
+}
+
+/// What a PostToolUse observer or Stop hook may return.
+#[diagnostic::on_unimplemented(
+    message = "an observer cannot change the result: return `()` or `Result<(), E>`, not `{Self}`",
+    label = "PostToolUse and Stop hooks only observe",
+    note = "to deny, rewrite or allow a call, write a #[pre_hook(order = N)] instead"
+)]
+pub trait IntoObserved {
+    /// Converts the hook's return value.
+    fn into_observed(self) -> Result<(), HookError>;
+}
+
+impl IntoObserved for () {
+    fn into_observed(self) -> Result<(), HookError> {
+        Ok(())
+    }
+}
+
+impl<E: Display> IntoObserved for Result<(), E> {
+    fn into_observed(self) -> Result<(), HookError> {
+        self.map_err(HookError::new)
+    }
+}
+
+/// The text of a tool's `Result<T, E>`.
+pub fn result_text<T, E>(result: Result<T, E>) -> Result<String, ToolError>
+where
+    T: Serialize + 'static,
+    E: Into<ToolError>,
+{
+    match result {
+        Ok(v) => output_text(v),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A parameter the macros inject instead of reading it from the model's input.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an injected parameter",
+    label = "the macros inject `&HookContext` and `toolgate::State<T>` only",
+    note = "a type named `State` must be `toolgate::State<T>` to be injected; rename your own type or pass it inside the input struct"
+)]
+pub trait Injected {}
+
+impl<T: ?Sized> Injected for State<T> {}
+impl Injected for &HookContext {}
+
+/// Checks at compile time that a parameter is injectable (error spanned on its type).
+pub fn assert_injected<T: Injected>() {}
+
+/// Checks at compile time that a struct input can be a tool's input (error spanned on its type).
+pub fn assert_input<T>()
+where
+    T: serde::de::DeserializeOwned + schemars::JsonSchema + Send + 'static,
+{
+}
+
+/// Checks at compile time that a parameter is the `&ToolUse` of a PreToolUse hook.
+pub fn assert_tool_use(_: &crate::content::ToolUse) {}

@@ -1,0 +1,129 @@
+//! [`Outcome`] of one `tool_use`, and the read-only [`CallRecord`] observers receive.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::content::{ToolResult, ToolUse};
+
+/// How one `tool_use` block ended. Serialized in snake_case (`"tool_error"`), as on audit lines.
+///
+/// | outcome | tool ran | `is_error` | content starts with |
+/// |---|---|---|---|
+/// | `ok` | yes | false | the tool's output |
+/// | `tool_error` | yes | true | the tool's message |
+/// | `panicked` | yes | true | a generic failure message |
+/// | `tool_timeout` | yes, cut | true | a message naming the deadline |
+/// | `blocked` | no | true | `BLOCKED: ` |
+/// | `invalid_input` | no | true | a message naming the field path and what was expected |
+/// | `unknown_tool` | no | true | a message naming the tool and the available tools |
+/// | `hook_failed`, `hook_timeout` | no | true, in the `Halt`'s answer | `BLOCKED: ` |
+/// | `not_run` | no | true, where an answer is given | a message saying why |
+/// | `cancelled` | maybe | no answer (the host dropped the call) | – |
+///
+/// A rewrite does not change the outcome; [`CallRecord::rewritten_by`] says it happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Outcome {
+    /// The tool ran and returned a value.
+    Ok,
+    /// The tool ran and returned an error.
+    ToolError,
+    /// The tool panicked; the panic was caught.
+    Panicked,
+    /// The tool ran past its deadline and was cut.
+    ToolTimeout,
+    /// A PreToolUse hook denied the call.
+    Blocked,
+    /// The input did not match the tool's schema (or a hook rewrote it into one that does not).
+    InvalidInput,
+    /// The name is not a tool of this dispatcher.
+    UnknownTool,
+    /// A PreToolUse hook errored or panicked: the agent halts.
+    HookFailed,
+    /// A PreToolUse hook ran past its deadline: the agent halts.
+    HookTimeout,
+    /// The block was not run (an earlier block halted, or the message hit `max_tokens`).
+    NotRun,
+    /// The host dropped the call before it finished.
+    Cancelled,
+}
+
+impl Outcome {
+    /// Every outcome, in declaration order.
+    pub const ALL: [Outcome; 11] = [
+        Outcome::Ok,
+        Outcome::ToolError,
+        Outcome::Panicked,
+        Outcome::ToolTimeout,
+        Outcome::Blocked,
+        Outcome::InvalidInput,
+        Outcome::UnknownTool,
+        Outcome::HookFailed,
+        Outcome::HookTimeout,
+        Outcome::NotRun,
+        Outcome::Cancelled,
+    ];
+
+    /// The snake_case name, as serialized.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::ToolError => "tool_error",
+            Outcome::Panicked => "panicked",
+            Outcome::ToolTimeout => "tool_timeout",
+            Outcome::Blocked => "blocked",
+            Outcome::InvalidInput => "invalid_input",
+            Outcome::UnknownTool => "unknown_tool",
+            Outcome::HookFailed => "hook_failed",
+            Outcome::HookTimeout => "hook_timeout",
+            Outcome::NotRun => "not_run",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+
+    /// Position in [`Outcome::ALL`].
+    pub(crate) const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What happened to one `tool_use` block, handed read-only to every PostToolUse observer once
+/// the result is fixed (observers cannot change it).
+///
+/// Borrowed from the call in flight: an observer that keeps anything copies it.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct CallRecord<'a> {
+    /// The `tool_use` block as the model sent it.
+    pub call: &'a ToolUse,
+    /// The input after normalization (`""`/`null` → `{}`, a JSON string parsed); the raw input
+    /// when it could not be normalized.
+    pub input: &'a Value,
+    /// The input after PreToolUse rewrites, when any hook rewrote it.
+    pub effective_input: Option<&'a Value>,
+    /// The answer sent to the model; `None` when there is none (`cancelled`).
+    pub result: Option<&'a ToolResult>,
+    /// How the call ended.
+    pub outcome: Outcome,
+    /// The full path of the hook that denied, errored or timed out.
+    pub blocked_by: Option<&'a str>,
+    /// The full paths of the hooks that rewrote the input, in order.
+    pub rewritten_by: &'a [&'a str],
+    /// Operator-only text: a panic message, an error's source chain, a validation detail. Never
+    /// shown to the model.
+    pub detail: Option<&'a str>,
+    /// The full size in bytes of the content when it was cut to the dispatcher's limit.
+    pub content_bytes: Option<usize>,
+    /// Time from the start of the call to the result (observers excluded).
+    pub duration: Duration,
+}

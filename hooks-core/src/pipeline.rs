@@ -1,0 +1,628 @@
+//! The life of one tool call (DESIGN.md): normalize → look up → validate → PreToolUse chain →
+//! tool → PostToolUse observers. Exactly one `tool_result` comes out of every `tool_use`, or a
+//! [`Halt`] carrying one.
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use crate::content::{ContentBlock, Message, ToolResult, ToolResultContent, ToolUse};
+use crate::context::HookContext;
+use crate::decision::Decision;
+use crate::dispatcher::{Backend, Inner, ToolEntry};
+use crate::error::Halt;
+use crate::limits::{Refused, check_bounds, cut_result, normalize};
+use crate::outcome::{CallRecord, Outcome};
+use crate::registry::{Args, Invoke, Matcher, PostHookDef, PreHookDef};
+use crate::state::Env;
+use crate::timer::{CatchUnwind, Race, Raced, catch};
+
+/// Counters of one session; atomics, so recording a call allocates nothing.
+pub(crate) struct Stats {
+    pub(crate) calls: AtomicU64,
+    pub(crate) outcomes: [AtomicU64; Outcome::ALL.len()],
+    pub(crate) tools: Box<[AtomicU64]>,
+    pub(crate) observer_errors: AtomicU64,
+}
+
+impl Stats {
+    pub(crate) fn new(tools: usize) -> Self {
+        Stats {
+            calls: AtomicU64::new(0),
+            outcomes: std::array::from_fn(|_| AtomicU64::new(0)),
+            tools: (0..tools).map(|_| AtomicU64::new(0)).collect(),
+            observer_errors: AtomicU64::new(0),
+        }
+    }
+
+    fn record(&self, outcome: Outcome, tool: Option<usize>) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.outcomes[outcome.index()].fetch_add(1, Ordering::Relaxed);
+        if let Some(t) = tool.and_then(|i| self.tools.get(i)) {
+            t.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Reports an observer's or Stop hook's failure on the observer channel: `tracing` (target
+/// `toolgate::observer`) and the session's count.
+pub(crate) fn report_observer_error(stats: Option<&Stats>, hook: &str, what: &str, error: &str) {
+    if let Some(s) = stats {
+        s.observer_errors.fetch_add(1, Ordering::Relaxed);
+    }
+    tracing::warn!(target: "toolgate::observer", hook, on = what, error, "observer failed");
+}
+
+/// How the call ended, before it becomes a `tool_result`.
+struct Verdict<'a> {
+    outcome: Outcome,
+    content: Option<ToolResultContent>,
+    is_error: bool,
+    blocked_by: Option<Cow<'a, str>>,
+    detail: Option<String>,
+    halt: bool,
+}
+
+/// The message the model reads when a PreToolUse hook could not decide.
+pub(crate) const HALT_MESSAGE: &str = "BLOCKED: this call was not run because a policy check \
+     could not be completed. Do not retry it; tell the user this action is unavailable right now.";
+
+const PANIC_MESSAGE: &str = "Error: the tool failed unexpectedly. The details were logged for \
+     the operator; retrying the same call will not help.";
+
+impl<'a> Verdict<'a> {
+    fn error(outcome: Outcome, text: String) -> Self {
+        Verdict {
+            outcome,
+            content: Some(ToolResultContent::Text(text)),
+            is_error: true,
+            blocked_by: None,
+            detail: None,
+            halt: false,
+        }
+    }
+
+    fn ok(text: String) -> Self {
+        Verdict {
+            is_error: false,
+            ..Verdict::error(Outcome::Ok, text)
+        }
+    }
+
+    fn invalid(tool: &str, path: &str, message: &str) -> Self {
+        let at = if path.is_empty() {
+            String::new()
+        } else {
+            format!(" at `{path}`")
+        };
+        Verdict::error(
+            Outcome::InvalidInput,
+            format!(
+                "Error: invalid input for tool `{}`{at}: {message}. Send an input that matches \
+                 the tool's input_schema.",
+                shown_name(tool)
+            ),
+        )
+    }
+
+    fn unknown(name: &str, available: &str) -> Self {
+        let list = if available.is_empty() {
+            "none".to_owned()
+        } else {
+            available.to_owned()
+        };
+        Verdict::error(
+            Outcome::UnknownTool,
+            format!(
+                "Error: unknown tool '{}'. Available tools: {list}.",
+                shown_name(name)
+            ),
+        )
+    }
+
+    fn blocked(hook: &'a str, reason: String, instead: Option<String>) -> Self {
+        let mut text = format!("BLOCKED: {reason}");
+        if let Some(instead) = instead.filter(|s| !s.is_empty()) {
+            text.push(' ');
+            text.push_str(&instead);
+        }
+        Verdict {
+            blocked_by: Some(Cow::Borrowed(hook)),
+            ..Verdict::error(Outcome::Blocked, text)
+        }
+    }
+
+    fn halted(hook: Cow<'a, str>, outcome: Outcome, detail: String) -> Self {
+        Verdict {
+            blocked_by: Some(hook),
+            detail: Some(detail),
+            halt: true,
+            ..Verdict::error(outcome, HALT_MESSAGE.to_owned())
+        }
+    }
+
+    fn panicked(message: String) -> Self {
+        Verdict {
+            detail: Some(format!("the tool panicked: {message}")),
+            ..Verdict::error(Outcome::Panicked, PANIC_MESSAGE.to_owned())
+        }
+    }
+
+    fn tool_timeout(deadline: Duration) -> Self {
+        Verdict {
+            detail: Some(format!(
+                "the tool ran past its deadline of {} ms",
+                deadline.as_millis()
+            )),
+            ..Verdict::error(
+                Outcome::ToolTimeout,
+                format!(
+                    "Error: the tool did not finish within its deadline of {} ms and was \
+                     stopped. Try again later, or with a smaller request.",
+                    deadline.as_millis()
+                ),
+            )
+        }
+    }
+}
+
+/// A tool name as shown back to the model: at most 64 characters of it.
+fn shown_name(name: &str) -> Cow<'_, str> {
+    match name.char_indices().nth(64) {
+        None => Cow::Borrowed(name),
+        Some((end, _)) => Cow::Owned(format!("{}…", &name[..end])),
+    }
+}
+
+/// A PreToolUse hook that could not decide.
+enum HookFailure {
+    Failed(String),
+    TimedOut(Duration),
+}
+
+/// Keeps a `cancelled` audit line for a call future dropped before it finished.
+struct CancelGuard<'a> {
+    inner: &'a Inner,
+    env: Env<'a>,
+    stats: Option<&'a Stats>,
+    call: &'a ToolUse,
+    tool: Option<usize>,
+    stage: &'static str,
+    observers_done: usize,
+    started: Instant,
+    armed: bool,
+}
+
+impl Drop for CancelGuard<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        if let Some(s) = self.stats {
+            s.record(Outcome::Cancelled, self.tool);
+        }
+        if std::thread::panicking() {
+            // Running user code while unwinding could abort the process.
+            tracing::error!(target: "toolgate::observer", tool_use_id = %self.call.id,
+                "call dropped during a panic; observers skipped");
+            return;
+        }
+        let detail = format!(
+            "the host dropped the call before it finished ({})",
+            self.stage
+        );
+        let record = CallRecord {
+            call: self.call,
+            input: &self.call.input,
+            effective_input: None,
+            result: None,
+            outcome: Outcome::Cancelled,
+            blocked_by: None,
+            rewritten_by: &[],
+            detail: Some(&detail),
+            content_bytes: None,
+            duration: self.started.elapsed(),
+        };
+        let known = self.tool.is_some();
+        for obs in self.inner.observers.iter().skip(self.observers_done) {
+            if !obs.imp.is_sync() || !applies(obs, &self.call.name, known) {
+                continue;
+            }
+            match catch(|| obs.imp.run(self.env, &record)) {
+                Ok(Invoke::Ready(Ok(()))) | Ok(Invoke::Pending(_)) => {}
+                Ok(Invoke::Ready(Err(e))) => {
+                    report_observer_error(self.stats, &obs.path, &self.call.id, e.message());
+                }
+                Err(p) => report_observer_error(
+                    self.stats,
+                    &obs.path,
+                    &self.call.id,
+                    &format!("panicked: {p}"),
+                ),
+            }
+        }
+    }
+}
+
+fn applies(obs: &PostHookDef, tool: &str, known: bool) -> bool {
+    match &obs.matcher {
+        Matcher::All => true,
+        Matcher::Tools(_) => known && obs.matcher.matches(tool),
+    }
+}
+
+impl Inner {
+    /// Runs one `tool_use` through the whole pipeline.
+    pub(crate) async fn run_call<'a>(
+        &'a self,
+        context: &'a HookContext,
+        stats: Option<&'a Stats>,
+        call: &'a ToolUse,
+    ) -> Result<ToolResult, Halt> {
+        let started = Instant::now();
+        let env = Env::new(context, &self.states);
+        let mut guard = CancelGuard {
+            inner: self,
+            env,
+            stats,
+            call,
+            tool: None,
+            stage: "before the tool ran",
+            observers_done: 0,
+            started,
+            armed: true,
+        };
+        let normalized = normalize(call, &self.limits);
+        let mut rewritten: Option<ToolUse> = None;
+        let mut rewritten_by: Vec<&str> = Vec::new();
+
+        let verdict: Verdict<'_> = 'verdict: {
+            let current: &ToolUse = match &normalized {
+                Ok(c) => c,
+                Err(Refused(msg)) => break 'verdict Verdict::invalid(&call.name, "", msg),
+            };
+            let Some(index) = self.find(&call.name) else {
+                break 'verdict Verdict::unknown(&call.name, &self.available);
+            };
+            guard.tool = Some(index);
+            let tool = &self.tools[index];
+            let mut args = match validate(tool, &current.input) {
+                Ok(a) => a,
+                Err((path, msg)) => break 'verdict Verdict::invalid(&tool.name, &path, &msg),
+            };
+            for &h in tool.chain.iter() {
+                let hook = &self.pre_hooks[h];
+                let view = rewritten.as_ref().unwrap_or(current);
+                match self.run_pre_hook(hook, env, view).await {
+                    Ok(Decision::Allow) => {}
+                    Ok(Decision::Deny { reason, instead }) => {
+                        break 'verdict Verdict::blocked(&hook.path, reason, instead);
+                    }
+                    Ok(Decision::Rewrite(input)) => {
+                        rewritten_by.push(&hook.path);
+                        let checked = match &input {
+                            Value::Object(_) => check_bounds(&input, &self.limits)
+                                .map_err(|Refused(m)| (String::new(), m))
+                                .and_then(|()| validate(tool, &input)),
+                            other => Err((
+                                String::new(),
+                                format!(
+                                    "the input must be a JSON object, found a JSON {}",
+                                    crate::content::kind_of(other)
+                                ),
+                            )),
+                        };
+                        match checked {
+                            Ok(a) => {
+                                args = a;
+                                rewritten = Some(ToolUse {
+                                    id: call.id.clone(),
+                                    name: call.name.clone(),
+                                    input,
+                                    extra: call.extra.clone(),
+                                });
+                            }
+                            Err((path, msg)) => {
+                                let at = if path.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(" at `{path}`")
+                                };
+                                break 'verdict Verdict {
+                                    detail: Some(format!(
+                                        "PreToolUse hook `{}` rewrote the input into an invalid \
+                                         one{at}: {msg}",
+                                        hook.path
+                                    )),
+                                    ..Verdict::error(
+                                        Outcome::InvalidInput,
+                                        format!(
+                                            "Error: invalid input for tool `{}`: a policy rewrite \
+                                             of this call produced an input that is invalid{at} \
+                                             ({msg}). This is a problem on our side; do not \
+                                             retry the same call.",
+                                            tool.name
+                                        ),
+                                    )
+                                };
+                            }
+                        }
+                    }
+                    Err(HookFailure::Failed(detail)) => {
+                        break 'verdict Verdict::halted(
+                            Cow::Borrowed(&hook.path),
+                            Outcome::HookFailed,
+                            detail,
+                        );
+                    }
+                    Err(HookFailure::TimedOut(d)) => {
+                        break 'verdict Verdict::halted(
+                            Cow::Borrowed(&hook.path),
+                            Outcome::HookTimeout,
+                            format!("the hook ran past its deadline of {} ms", d.as_millis()),
+                        );
+                    }
+                }
+            }
+            guard.stage = "while the tool ran";
+            let view = rewritten.as_ref().unwrap_or(current);
+            self.run_tool(tool, env, view, args).await
+        };
+
+        let Verdict {
+            outcome,
+            mut content,
+            is_error,
+            blocked_by,
+            detail,
+            halt,
+        } = verdict;
+        let content_bytes = match &mut content {
+            Some(ToolResultContent::Text(text)) => cut_result(text, self.limits.max_result_bytes),
+            _ => None,
+        };
+        let result = ToolResult {
+            tool_use_id: call.id.clone(),
+            content,
+            is_error,
+            extra: Map::new(),
+        };
+        let record = CallRecord {
+            call,
+            input: match &normalized {
+                Ok(c) => &c.input,
+                Err(_) => &call.input,
+            },
+            effective_input: rewritten.as_ref().map(|r| &r.input),
+            result: Some(&result),
+            outcome,
+            blocked_by: blocked_by.as_deref(),
+            rewritten_by: &rewritten_by,
+            detail: detail.as_deref(),
+            content_bytes,
+            duration: started.elapsed(),
+        };
+        guard.stage = "while the observers ran";
+        self.observe(env, stats, &record, guard.tool.is_some(), &mut guard)
+            .await;
+        if let Some(s) = stats {
+            s.record(outcome, guard.tool);
+        }
+        guard.armed = false;
+        if halt {
+            return Err(Halt {
+                outcome,
+                hook: blocked_by.map(Cow::into_owned).unwrap_or_default(),
+                tool_use_id: call.id.clone(),
+                detail: detail.unwrap_or_default(),
+                answer: Message::user(vec![ContentBlock::ToolResult(result)]),
+            });
+        }
+        Ok(result)
+    }
+
+    async fn run_pre_hook(
+        &self,
+        hook: &PreHookDef,
+        env: Env<'_>,
+        call: &ToolUse,
+    ) -> Result<Decision, HookFailure> {
+        match catch(|| hook.imp.run(env, call)) {
+            Err(p) => Err(HookFailure::Failed(format!("the hook panicked: {p}"))),
+            Ok(Invoke::Ready(r)) => r.map_err(|e| HookFailure::Failed(e.to_string())),
+            Ok(Invoke::Pending(fut)) => {
+                let deadline = hook.timeout.or(self.hook_timeout);
+                match self.race(CatchUnwind(fut), deadline).await {
+                    Raced::Done(Ok(r)) => r.map_err(|e| HookFailure::Failed(e.to_string())),
+                    Raced::Done(Err(p)) => {
+                        Err(HookFailure::Failed(format!("the hook panicked: {p}")))
+                    }
+                    Raced::TimedOut => Err(HookFailure::TimedOut(deadline.unwrap_or_default())),
+                }
+            }
+        }
+    }
+
+    async fn run_tool<'a>(
+        &'a self,
+        tool: &'a ToolEntry,
+        env: Env<'_>,
+        call: &ToolUse,
+        args: Option<Args>,
+    ) -> Verdict<'a> {
+        let deadline = tool.timeout.or(self.tool_timeout);
+        match &tool.backend {
+            Backend::Local(imp) => {
+                let Some(args) = args else {
+                    return Verdict::panicked("no validated arguments for a local tool".into());
+                };
+                let produced = match catch(|| imp.invoke(env, args)) {
+                    Err(p) => return Verdict::panicked(p),
+                    Ok(Invoke::Ready(r)) => r,
+                    Ok(Invoke::Pending(fut)) => match self.race(CatchUnwind(fut), deadline).await {
+                        Raced::Done(Ok(r)) => r,
+                        Raced::Done(Err(p)) => return Verdict::panicked(p),
+                        Raced::TimedOut => {
+                            return Verdict::tool_timeout(deadline.unwrap_or_default());
+                        }
+                    },
+                };
+                match produced {
+                    Ok(text) => Verdict::ok(text),
+                    Err(e) => Verdict {
+                        detail: e.detail(),
+                        ..Verdict::error(Outcome::ToolError, e.message().to_owned())
+                    },
+                }
+            }
+            Backend::Caller { caller, .. } => {
+                let fut = match catch(|| caller.call_tool(env.context(), call)) {
+                    Err(p) => return Verdict::panicked(p),
+                    Ok(fut) => fut,
+                };
+                match self.race(CatchUnwind(fut), deadline).await {
+                    Raced::Done(Ok(Ok(result))) => Verdict {
+                        outcome: if result.is_error {
+                            Outcome::ToolError
+                        } else {
+                            Outcome::Ok
+                        },
+                        content: result.content,
+                        is_error: result.is_error,
+                        blocked_by: None,
+                        detail: None,
+                        halt: false,
+                    },
+                    Raced::Done(Ok(Err(halt))) => Verdict::halted(
+                        Cow::Owned(halt.hook),
+                        halt.outcome,
+                        format!("the wrapped caller halted: {}", halt.detail),
+                    ),
+                    Raced::Done(Err(p)) => Verdict::panicked(p),
+                    Raced::TimedOut => Verdict::tool_timeout(deadline.unwrap_or_default()),
+                }
+            }
+        }
+    }
+
+    fn race<F: std::future::Future + Unpin>(&self, fut: F, deadline: Option<Duration>) -> Race<F> {
+        let sleep = match (deadline, &self.timer) {
+            (Some(d), Some(timer)) => Some(timer.sleep(d)),
+            _ => None,
+        };
+        Race { fut, sleep }
+    }
+
+    async fn observe(
+        &self,
+        env: Env<'_>,
+        stats: Option<&Stats>,
+        record: &CallRecord<'_>,
+        known: bool,
+        guard: &mut CancelGuard<'_>,
+    ) {
+        for (i, obs) in self.observers.iter().enumerate() {
+            guard.observers_done = i;
+            if !applies(obs, &record.call.name, known) {
+                continue;
+            }
+            let failure = match catch(|| obs.imp.run(env, record)) {
+                Ok(Invoke::Ready(r)) => r.err().map(|e| e.to_string()),
+                Ok(Invoke::Pending(fut)) => match CatchUnwind(fut).await {
+                    Ok(r) => r.err().map(|e| e.to_string()),
+                    Err(p) => Some(format!("panicked: {p}")),
+                },
+                Err(p) => Some(format!("panicked: {p}")),
+            };
+            if let Some(error) = failure {
+                report_observer_error(stats, &obs.path, &record.call.id, &error);
+            }
+        }
+        guard.observers_done = self.observers.len();
+    }
+
+    /// Answers a block that is not run (`max_tokens`, or after a halt): observers see it with
+    /// outcome `not_run`; the returned result says why.
+    pub(crate) async fn not_run(
+        &self,
+        context: &HookContext,
+        stats: Option<&Stats>,
+        call: &ToolUse,
+        why: &str,
+    ) -> ToolResult {
+        let started = Instant::now();
+        let env = Env::new(context, &self.states);
+        let tool = self.find(&call.name);
+        let mut guard = CancelGuard {
+            inner: self,
+            env,
+            stats,
+            call,
+            tool,
+            stage: "before the tool ran",
+            observers_done: 0,
+            started,
+            armed: true,
+        };
+        let result = ToolResult::error(call.id.clone(), format!("Not run: {why}"));
+        let record = CallRecord {
+            call,
+            input: &call.input,
+            effective_input: None,
+            result: Some(&result),
+            outcome: Outcome::NotRun,
+            blocked_by: None,
+            rewritten_by: &[],
+            detail: None,
+            content_bytes: None,
+            duration: started.elapsed(),
+        };
+        self.observe(env, stats, &record, tool.is_some(), &mut guard)
+            .await;
+        if let Some(s) = stats {
+            s.record(Outcome::NotRun, tool);
+        }
+        guard.armed = false;
+        result
+    }
+}
+
+/// Validates an input for a tool: the unknown-field check, then the argument type (or, for a
+/// wrapped caller, its required fields). On failure: `(path, message)` for the model.
+fn validate(tool: &ToolEntry, input: &Value) -> Result<Option<Args>, (String, String)> {
+    let unknown = |tool: &ToolEntry| {
+        tool.fields.check(input).map_err(|e| {
+            let expected = e
+                .expected
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            (
+                e.path_text(),
+                format!("unknown field `{}`, expected one of {expected}", e.field),
+            )
+        })
+    };
+    match &tool.backend {
+        Backend::Local(imp) => match imp.validate(input) {
+            Some(args) => {
+                unknown(tool)?;
+                Ok(Some(args))
+            }
+            None => {
+                unknown(tool)?;
+                Err(imp.explain(input))
+            }
+        },
+        Backend::Caller { required, .. } => {
+            unknown(tool)?;
+            if let Some(missing) = required.iter().find(|r| input.get(r.as_str()).is_none()) {
+                return Err((String::new(), format!("missing field `{missing}`")));
+            }
+            Ok(None)
+        }
+    }
+}

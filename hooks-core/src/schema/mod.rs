@@ -1,0 +1,280 @@
+//! Tool schemas: one canonical JSON Schema per tool, built once when the dispatcher is built,
+//! then one transform per target.
+//!
+//! [`generate`] asks schemars (draft 2020-12, subschemas inlined, no `$schema`) for the argument
+//! type's schema. [`canonicalize`] turns that into the canonical form every target starts from:
+//! - no `$schema`, no `title` anywhere (titles name generated Rust structs);
+//! - an optional or nullable value is always `{"anyOf": [X, {"type": "null"}]}` (schemars writes
+//!   `type: [T, "null"]` and puts `null` in `enum`), with its description on the outside;
+//! - a unit enum whose variants have doc comments (`oneOf` of `const`s) is a plain `enum`, the
+//!   variants' docs appended to the description;
+//! - integer and number `format`s (`uint32`, `int64`, `double`) are dropped; `minimum: 0` stays
+//!   for unsigned integers;
+//! - every object with `properties` says `additionalProperties: false` (the dispatcher rejects
+//!   unknown fields at every depth) unless the tool opted out;
+//! - `$ref`/`$defs` remain only for recursive types.
+//!
+//! Property order is declaration order: schemars' `preserve_order` feature is on, which also
+//! turns `serde_json::Map` into an insertion-ordered map for every crate in the build.
+//!
+//! The Anthropic `input_schema` ([`anthropic_input_schema`]) is the canonical form with the
+//! nullable `anyOf` collapsed to its non-null branch (optionality is said by `required`), since
+//! Anthropic's tool docs ask for no type arrays and clients handle plain schemas best.
+
+pub(crate) mod check;
+
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde_json::{Map, Value, json};
+
+/// The schema of `A` as schemars writes it (draft 2020-12, inlined, no `$schema`).
+pub(crate) fn generate<A: JsonSchema>() -> Value {
+    let settings = SchemaSettings::draft2020_12().with(|s| {
+        s.inline_subschemas = true;
+        s.meta_schema = None;
+    });
+    settings
+        .into_generator()
+        .into_root_schema_for::<A>()
+        .to_value()
+}
+
+/// The canonical form of a raw schemars schema (see the module docs). `closed` adds
+/// `additionalProperties: false` to every object that has `properties`.
+pub fn canonicalize(raw: &Value, closed: bool) -> Value {
+    let mut v = raw.clone();
+    if let Value::Object(root) = &mut v {
+        root.remove("$schema");
+    }
+    canon(&mut v, closed);
+    v
+}
+
+const NUMERIC_FORMATS: &[&str] = &[
+    "int8", "int16", "int32", "int64", "int128", "int", "uint8", "uint16", "uint32", "uint64",
+    "uint128", "uint", "float", "double",
+];
+
+fn canon(v: &mut Value, closed: bool) {
+    let Value::Object(map) = v else { return };
+    map.remove("title");
+    // Recurse first, so that children are canonical before this level is rewritten.
+    for key in ["properties", "$defs", "definitions", "patternProperties"] {
+        if let Some(Value::Object(props)) = map.get_mut(key) {
+            for (_, p) in props.iter_mut() {
+                canon(p, closed);
+            }
+        }
+    }
+    for key in [
+        "items",
+        "additionalProperties",
+        "not",
+        "contains",
+        "propertyNames",
+        "if",
+        "then",
+        "else",
+    ] {
+        if let Some(child) = map.get_mut(key) {
+            canon(child, closed);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+        if let Some(Value::Array(items)) = map.get_mut(key) {
+            for item in items.iter_mut() {
+                canon(item, closed);
+            }
+        }
+    }
+
+    if let Some(Value::String(f)) = map.get("format")
+        && NUMERIC_FORMATS.contains(&f.as_str())
+    {
+        map.remove("format");
+    }
+
+    documented_enum_to_enum(map);
+    if closed && map.contains_key("properties") && !map.contains_key("additionalProperties") {
+        map.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    type_array_to_any_of(map);
+}
+
+fn is_null_schema(v: &Value) -> bool {
+    v.get("type").and_then(Value::as_str) == Some("null")
+        && v.as_object().is_some_and(|m| m.len() == 1)
+}
+
+/// `{"type": ["string", "null"], "enum": ["a", null], …}` → `{"anyOf": [{"type": "string",
+/// "enum": ["a"], …}, {"type": "null"}]}`, keeping `description` and `default` outside.
+fn type_array_to_any_of(map: &mut Map<String, Value>) {
+    let Some(Value::Array(types)) = map.get("type") else {
+        return;
+    };
+    let non_null: Vec<Value> = types
+        .iter()
+        .filter(|t| t.as_str() != Some("null"))
+        .cloned()
+        .collect();
+    let has_null = non_null.len() < types.len();
+    if !has_null || non_null.len() != 1 {
+        return;
+    }
+    let mut inner = std::mem::take(map);
+    inner.insert(
+        "type".into(),
+        non_null.into_iter().next().unwrap_or(Value::Null),
+    );
+    if let Some(Value::Array(values)) = inner.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    for key in [
+        "description",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+    ] {
+        if let Some(val) = inner.remove(key) {
+            map.insert(key.into(), val);
+        }
+    }
+    map.insert(
+        "anyOf".into(),
+        json!([Value::Object(inner), {"type": "null"}]),
+    );
+}
+
+/// A unit enum with documented variants: `oneOf: [{const: "A", description: "first"}, …]` →
+/// `{type: string, enum: ["A", …]}` with `A: first` appended to the description.
+fn documented_enum_to_enum(map: &mut Map<String, Value>) {
+    let Some(Value::Array(variants)) = map.get("oneOf") else {
+        return;
+    };
+    let mut values = Vec::new();
+    let mut docs = Vec::new();
+    for variant in variants {
+        let Some(obj) = variant.as_object() else {
+            return;
+        };
+        let Some(c) = obj.get("const") else { return };
+        if !(c.is_string() || c.is_number() || c.is_boolean()) {
+            return;
+        }
+        if obj
+            .keys()
+            .any(|k| !matches!(k.as_str(), "const" | "type" | "description"))
+        {
+            return;
+        }
+        if let Some(Value::String(d)) = obj.get("description") {
+            let shown = c.as_str().map_or_else(|| c.to_string(), str::to_owned);
+            docs.push(format!("`{shown}`: {}", d.trim_end_matches('.')));
+        }
+        values.push(c.clone());
+    }
+    if values.is_empty() || !values.iter().all(Value::is_string) {
+        return;
+    }
+    map.remove("oneOf");
+    map.insert("type".into(), Value::String("string".into()));
+    map.insert("enum".into(), Value::Array(values));
+    if !docs.is_empty() {
+        let values_doc = format!("One of: {}.", docs.join("; "));
+        let desc = match map.get("description").and_then(Value::as_str) {
+            Some(d) if !d.is_empty() => format!("{} {values_doc}", with_period(d)),
+            _ => values_doc,
+        };
+        map.insert("description".into(), Value::String(desc));
+    }
+}
+
+fn with_period(s: &str) -> String {
+    let s = s.trim_end();
+    if s.ends_with(['.', '!', '?', ':']) {
+        s.to_owned()
+    } else {
+        format!("{s}.")
+    }
+}
+
+/// Splits `{"anyOf": [X, {"type": "null"}], description…}` into (X merged with the outer
+/// keywords, true); any other schema into (itself, false).
+pub(crate) fn split_nullable(v: &Value) -> (Value, bool) {
+    let Some(map) = v.as_object() else {
+        return (v.clone(), false);
+    };
+    let Some(Value::Array(branches)) = map.get("anyOf") else {
+        return (v.clone(), false);
+    };
+    if branches.len() != 2 {
+        return (v.clone(), false);
+    }
+    let (inner, null) = if is_null_schema(&branches[1]) {
+        (&branches[0], true)
+    } else if is_null_schema(&branches[0]) {
+        (&branches[1], true)
+    } else {
+        (&branches[0], false)
+    };
+    if !null {
+        return (v.clone(), false);
+    }
+    let mut merged = match inner {
+        Value::Object(m) => m.clone(),
+        other => return (other.clone(), true),
+    };
+    for (k, val) in map {
+        if k != "anyOf" {
+            merged.insert(k.clone(), val.clone());
+        }
+    }
+    (Value::Object(merged), true)
+}
+
+/// The Anthropic `input_schema`: the canonical form with every nullable `anyOf` collapsed to its
+/// non-null branch.
+pub fn anthropic_input_schema(canonical: &Value) -> Value {
+    let mut v = canonical.clone();
+    collapse_nullable(&mut v);
+    v
+}
+
+fn collapse_nullable(v: &mut Value) {
+    let (collapsed, was) = split_nullable(v);
+    if was {
+        *v = collapsed;
+    }
+    let Value::Object(map) = v else { return };
+    for key in ["properties", "$defs", "patternProperties"] {
+        if let Some(Value::Object(props)) = map.get_mut(key) {
+            for (_, p) in props.iter_mut() {
+                collapse_nullable(p);
+            }
+        }
+    }
+    for key in ["items", "additionalProperties", "not", "contains"] {
+        if let Some(child) = map.get_mut(key) {
+            collapse_nullable(child);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+        if let Some(Value::Array(items)) = map.get_mut(key) {
+            for item in items.iter_mut() {
+                collapse_nullable(item);
+            }
+        }
+    }
+}
+
+/// Whether `name` is a valid tool name for every target: `^[a-zA-Z0-9_-]{1,64}$` (Anthropic's
+/// published pattern, narrowed to 64, which OpenAI and Gemini also accept).
+pub fn is_valid_tool_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}

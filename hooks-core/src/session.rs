@@ -1,0 +1,255 @@
+//! [`Session`]: one conversation, one [`HookContext`]; answers assistant messages and ends with
+//! the Stop hooks and a [`SessionSummary`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::OnceLock;
+use std::sync::atomic::Ordering;
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use crate::content::{ContentBlock, Message, Role, ToolResult, ToolUse};
+use crate::context::HookContext;
+use crate::dispatcher::Dispatcher;
+use crate::error::{Halt, RespondError};
+use crate::outcome::Outcome;
+use crate::pipeline::{Stats, report_observer_error};
+use crate::state::Env;
+use crate::time::Rfc3339;
+use crate::timer::catch;
+
+/// What happened in one session, handed to each Stop hook and returned by [`Session::end`].
+///
+/// Serialized (the audit log's summary line adds `ts`): `{"session_id": "sess_1", "user_id":
+/// "u_001", "started_at": "2026-11-24T10:15:00Z", "ended_at": "…", "calls": 4, "outcomes":
+/// {"ok": 3, "blocked": 1}, "tools": {"lookup_user": 2, …}, "observer_errors": 0}`. `outcomes`
+/// lists only outcomes that occurred; `tools` counts calls of this dispatcher's tools by name
+/// (a call of an unknown name counts only under `unknown_tool`, so the model cannot add keys).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct SessionSummary {
+    /// The context's session id.
+    pub session_id: String,
+    /// The context's user id.
+    pub user_id: String,
+    /// When the session was opened (context clock).
+    #[serde(serialize_with = "rfc3339")]
+    pub started_at: SystemTime,
+    /// When it ended (context clock).
+    #[serde(serialize_with = "rfc3339")]
+    pub ended_at: SystemTime,
+    /// `tool_use` blocks handled, every outcome included.
+    pub calls: u64,
+    /// Outcome → count.
+    pub outcomes: BTreeMap<Outcome, u64>,
+    /// Tool name → count.
+    pub tools: BTreeMap<String, u64>,
+    /// Errors and panics of PostToolUse observers and Stop hooks (Stop hooks that ran before
+    /// the one reading this included).
+    pub observer_errors: u64,
+}
+
+fn rfc3339<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+    Rfc3339(*t).serialize(s)
+}
+
+/// One conversation: every `tool_use` of it goes through [`call`](Self::call) or
+/// [`respond`](Self::respond), with one trusted [`HookContext`].
+///
+/// The Stop hooks run exactly once: at [`end`](Self::end), or when the session is dropped
+/// unended. (When it is dropped during a panic they are skipped, since running them could abort
+/// the process; `tracing` says so.) Failing closed needs `panic = "unwind"` (the default): with
+/// `panic = "abort"` a panicking hook ends the process instead of halting the agent.
+pub struct Session {
+    dispatcher: Dispatcher,
+    context: HookContext,
+    stats: Stats,
+    started_at: SystemTime,
+    summary: OnceLock<SessionSummary>,
+}
+
+impl Session {
+    pub(crate) fn new(dispatcher: Dispatcher, context: HookContext) -> Self {
+        let stats = Stats::new(dispatcher.inner.tools.len());
+        let started_at = context.now();
+        Session {
+            dispatcher,
+            context,
+            stats,
+            started_at,
+            summary: OnceLock::new(),
+        }
+    }
+
+    /// The session's trusted context.
+    pub fn context(&self) -> &HookContext {
+        &self.context
+    }
+
+    /// The dispatcher the session runs on.
+    pub fn dispatcher(&self) -> &Dispatcher {
+        &self.dispatcher
+    }
+
+    /// Runs one `tool_use` block through the pipeline and returns its `tool_result` (with
+    /// `is_error: true` for every failure the model can act on: `blocked`, `invalid_input`,
+    /// `unknown_tool`, `tool_error`, `panicked`, `tool_timeout`).
+    ///
+    /// # Errors
+    /// [`Halt`] when a PreToolUse hook errored, panicked or timed out: the tool did not run, and
+    /// the halt's answer holds a `BLOCKED:` result for this id.
+    ///
+    /// Dropping the future before it finishes records the call as `cancelled`.
+    pub async fn call(&self, call: &ToolUse) -> Result<ToolResult, Halt> {
+        self.dispatcher
+            .inner
+            .run_call(&self.context, Some(&self.stats), call)
+            .await
+    }
+
+    /// Answers an assistant message: its `tool_use` blocks run one after another, in order, each
+    /// independent of the others, and the answer is one user message
+    /// `{"role": "user", "content": [tool_result, …]}` with one `tool_result` per `tool_use`, in
+    /// the same order (Messages API, "Parallel tool use": all results in the next user message,
+    /// `tool_result` blocks first). A message without `tool_use` blocks gets an empty content.
+    ///
+    /// # Errors
+    /// - [`RespondError::MaxTokens`] when `stop_reason` is `max_tokens`: nothing runs (the last
+    ///   block may be cut off) and every block is audited as `not_run`;
+    /// - [`RespondError::Halt`] when a PreToolUse hook failed: later blocks are not run, and the
+    ///   halt's answer covers every block (`BLOCKED:` for the failed one, `Not run:` after it);
+    /// - [`RespondError::NotAssistant`] for a user message.
+    pub async fn respond(&self, message: &Message) -> Result<Message, RespondError> {
+        if message.role != Role::Assistant {
+            return Err(RespondError::NotAssistant);
+        }
+        let uses: Vec<&ToolUse> = message.tool_uses().collect();
+        let inner = &self.dispatcher.inner;
+        if message.stop_reason.as_deref() == Some("max_tokens") {
+            for call in &uses {
+                inner
+                    .not_run(
+                        &self.context,
+                        Some(&self.stats),
+                        call,
+                        "the assistant message stopped at max_tokens, so this tool_use may be \
+                         cut off.",
+                    )
+                    .await;
+            }
+            return Err(RespondError::MaxTokens {
+                tool_uses: uses.len(),
+            });
+        }
+        let mut content = Vec::with_capacity(uses.len());
+        for (i, call) in uses.iter().enumerate() {
+            match self.call(call).await {
+                Ok(result) => content.push(ContentBlock::ToolResult(result)),
+                Err(mut halt) => {
+                    content.append(&mut halt.answer.content);
+                    for rest in &uses[i + 1..] {
+                        let result = inner
+                            .not_run(
+                                &self.context,
+                                Some(&self.stats),
+                                rest,
+                                "an earlier call in this message was stopped because a policy \
+                                 check could not be completed.",
+                            )
+                            .await;
+                        content.push(ContentBlock::ToolResult(result));
+                    }
+                    halt.answer = Message::user(content);
+                    return Err(RespondError::Halt(halt));
+                }
+            }
+        }
+        Ok(Message::user(content))
+    }
+
+    /// The counts so far, without ending the session.
+    pub fn summary_so_far(&self) -> SessionSummary {
+        self.snapshot(self.context.now())
+    }
+
+    fn snapshot(&self, ended_at: SystemTime) -> SessionSummary {
+        let inner = &self.dispatcher.inner;
+        let outcomes = Outcome::ALL
+            .iter()
+            .zip(self.stats.outcomes.iter())
+            .filter_map(|(o, n)| {
+                let n = n.load(Ordering::Relaxed);
+                (n > 0).then_some((*o, n))
+            })
+            .collect();
+        let tools = inner
+            .tools
+            .iter()
+            .zip(self.stats.tools.iter())
+            .filter_map(|(t, n)| {
+                let n = n.load(Ordering::Relaxed);
+                (n > 0).then(|| (t.name.to_string(), n))
+            })
+            .collect();
+        SessionSummary {
+            session_id: self.context.session_id().to_owned(),
+            user_id: self.context.user_id().to_owned(),
+            started_at: self.started_at,
+            ended_at,
+            calls: self.stats.calls.load(Ordering::Relaxed),
+            outcomes,
+            tools,
+            observer_errors: self.stats.observer_errors.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Ends the session: runs the Stop hooks once, in path order (the audit log's summary line
+    /// last, so it counts the others' errors), and returns the final summary. Calling it again,
+    /// or dropping the session afterwards, runs nothing more and returns the same summary.
+    pub fn end(&self) -> SessionSummary {
+        self.summary.get_or_init(|| self.run_stop_hooks()).clone()
+    }
+
+    fn run_stop_hooks(&self) -> SessionSummary {
+        let inner = &self.dispatcher.inner;
+        let env = Env::new(&self.context, &inner.states);
+        let mut summary = self.snapshot(self.context.now());
+        for hook in &inner.stop_hooks {
+            summary.observer_errors = self.stats.observer_errors.load(Ordering::Relaxed);
+            let failure = match catch(|| (hook.imp)(env, &summary)) {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(p) => Some(format!("panicked: {p}")),
+            };
+            if let Some(error) = failure {
+                report_observer_error(Some(&self.stats), &hook.path, "stop", &error);
+            }
+        }
+        summary.observer_errors = self.stats.observer_errors.load(Ordering::Relaxed);
+        summary
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if self.summary.get().is_some() {
+            return;
+        }
+        if std::thread::panicking() {
+            tracing::error!(target: "toolgate::observer", session_id = self.context.session_id(),
+                "session dropped during a panic; Stop hooks skipped");
+            return;
+        }
+        self.end();
+    }
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("context", &self.context)
+            .field("ended", &self.summary.get().is_some())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,229 @@
+//! Attribute arguments, parsed by hand with `syn::meta::parser` (no darling).
+//!
+//! Every key consumes its whole value (`= tokens` up to the next top-level comma) before the
+//! value is checked, so one bad argument never derails the others: all problems of an
+//! attribute are reported together.
+
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::{ToTokens, quote};
+use syn::meta::ParseNestedMeta;
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{LitInt, LitStr, Path, Token};
+
+use crate::ctxt::Errors;
+
+/// The keys an attribute accepts, for messages.
+pub(crate) struct Keys {
+    pub(crate) attr: &'static str,
+    pub(crate) valid: &'static [&'static str],
+}
+
+/// One parsed `key = value` (or flag) argument.
+pub(crate) struct Arg {
+    pub(crate) key: String,
+    pub(crate) key_span: Span,
+    /// `None` for a flag.
+    pub(crate) value: Option<TokenStream>,
+}
+
+/// Parses the arguments of `#[attr(...)]`, reporting syntax errors, unknown keys and
+/// duplicates to `errors`.
+pub(crate) fn parse(args: TokenStream, keys: &Keys, errors: &mut Errors) -> Vec<Arg> {
+    let mut out: Vec<Arg> = Vec::new();
+    let parser = syn::meta::parser(|meta| {
+        let key = meta
+            .path
+            .get_ident()
+            .map(|i| i.to_string())
+            .unwrap_or_else(|| meta.path.to_token_stream().to_string().replace(' ', ""));
+        let key_span = meta.path.span();
+        let value = value_tokens(&meta)?;
+        if !keys.valid.contains(&key.as_str()) {
+            errors.at(
+                key_span,
+                format_args!(
+                    "unknown argument `{key}` for `#[{}]`; valid arguments are {}",
+                    keys.attr,
+                    keys.valid
+                        .iter()
+                        .map(|k| format!("`{k}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+            return Ok(());
+        }
+        if out.iter().any(|a| a.key == key) {
+            errors.at(
+                key_span,
+                format_args!("duplicate argument `{key}`; give it once"),
+            );
+            return Ok(());
+        }
+        out.push(Arg {
+            key,
+            key_span,
+            value,
+        });
+        Ok(())
+    });
+    if let Err(e) = parser.parse2(args) {
+        errors.push(e);
+    }
+    out
+}
+
+/// Consumes `= tokens…` up to the next top-level comma, or a parenthesized group; `None` for a
+/// bare flag.
+fn value_tokens(meta: &ParseNestedMeta<'_>) -> syn::Result<Option<TokenStream>> {
+    if meta.input.peek(Token![=]) {
+        let input = meta.value()?;
+        let mut tokens = TokenStream::new();
+        while !input.is_empty() && !input.peek(Token![,]) {
+            let tt: TokenTree = input.parse()?;
+            tt.to_tokens(&mut tokens);
+        }
+        if tokens.is_empty() {
+            return Err(input.error("expected a value after `=`"));
+        }
+        Ok(Some(tokens))
+    } else if meta.input.peek(syn::token::Paren) {
+        let group: proc_macro2::Group = meta.input.parse()?;
+        Ok(Some(group.stream()))
+    } else {
+        Ok(None)
+    }
+}
+
+impl Arg {
+    fn value_or_err(&self, errors: &mut Errors, shape: &str) -> Option<&TokenStream> {
+        match &self.value {
+            Some(v) => Some(v),
+            None => {
+                errors.at(
+                    self.key_span,
+                    format_args!("`{}` needs a value: `{} = {shape}`", self.key, self.key),
+                );
+                None
+            }
+        }
+    }
+
+    /// A string literal value.
+    pub(crate) fn lit_str(&self, errors: &mut Errors) -> Option<LitStr> {
+        let v = self.value_or_err(errors, "\"…\"")?;
+        match syn::parse2::<LitStr>(v.clone()) {
+            Ok(s) => Some(s),
+            Err(_) => {
+                errors.spanned(
+                    v,
+                    format_args!(
+                        "`{}` must be a string literal, like `{} = \"…\"`",
+                        self.key, self.key
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// An integer literal, possibly negative.
+    pub(crate) fn int(&self, errors: &mut Errors, example: &str) -> Option<i64> {
+        let v = self.value_or_err(errors, example)?;
+        let parsed = (|input: syn::parse::ParseStream<'_>| {
+            let neg: Option<Token![-]> = input.parse()?;
+            let lit: LitInt = input.parse()?;
+            let n: i64 = lit.base10_parse()?;
+            Ok(if neg.is_some() { -n } else { n })
+        })
+        .parse2(v.clone());
+        match parsed {
+            Ok(n) => Some(n),
+            Err(_) => {
+                errors.spanned(
+                    v,
+                    format_args!(
+                        "`{}` must be an integer literal, like `{} = {example}`",
+                        self.key, self.key
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// A path, given bare or as a string literal.
+    pub(crate) fn path(&self, errors: &mut Errors) -> Option<TokenStream> {
+        let v = self.value_or_err(errors, "path")?;
+        if let Ok(s) = syn::parse2::<LitStr>(v.clone()) {
+            return match s.parse::<Path>() {
+                Ok(p) => Some(quote!(#p)),
+                Err(_) => {
+                    errors.spanned(
+                        &s,
+                        "`crate` must be a path, like `crate = my_facade::toolgate`",
+                    );
+                    None
+                }
+            };
+        }
+        match syn::parse2::<Path>(v.clone()) {
+            Ok(p) => Some(quote!(#p)),
+            Err(_) => {
+                errors.spanned(
+                    v,
+                    "`crate` must be a path, like `crate = my_facade::toolgate`",
+                );
+                None
+            }
+        }
+    }
+
+    /// A bracketed list of paths: `[a, b::c]`.
+    pub(crate) fn path_list(&self, errors: &mut Errors) -> Option<Vec<Path>> {
+        let v = self.value_or_err(errors, "[tool_a, tool_b]")?;
+        let list = (|input: syn::parse::ParseStream<'_>| {
+            let content;
+            syn::bracketed!(content in input);
+            let items = Punctuated::<Path, Token![,]>::parse_terminated(&content)?;
+            Ok(items.into_iter().collect::<Vec<_>>())
+        })
+        .parse2(v.clone());
+        match list {
+            Ok(items) if items.is_empty() => {
+                errors.spanned(
+                    v,
+                    "`tools = []` matches nothing; name at least one #[tool] function, or leave \
+                     `tools` out to match every tool",
+                );
+                None
+            }
+            Ok(items) => Some(items),
+            Err(_) => {
+                errors.spanned(
+                    v,
+                    "`tools` must be a list of #[tool] functions, like `tools = [lookup_user, \
+                     issue_refund]`",
+                );
+                None
+            }
+        }
+    }
+
+    /// A flag given a value is an error.
+    pub(crate) fn flag(&self, errors: &mut Errors) -> bool {
+        if let Some(v) = &self.value {
+            errors.spanned(
+                v,
+                format_args!(
+                    "`{}` is a flag and takes no value: write `{}` alone",
+                    self.key, self.key
+                ),
+            );
+            return false;
+        }
+        true
+    }
+}

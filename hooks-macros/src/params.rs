@@ -1,0 +1,134 @@
+//! Telling injected parameters from model arguments.
+//!
+//! The rule, by type (written the way the user wrote it, checked by the compiler afterwards):
+//! - `&HookContext` (any path ending in `HookContext`) is the session's context;
+//! - `State<T>` (any path ending in `State` with one type argument) is application state;
+//! - in hooks, `&ToolUse`, `&CallRecord` and `&SessionSummary` are the hook's subject;
+//! - every other parameter is a model argument (a field of the input).
+//!
+//! The generated code asserts that an injected type really is toolgate's
+//! (`__private::assert_injected`), so a user type that happens to be called `State<T>` is a
+//! compile error that says so, never a silent misreading.
+
+use syn::{GenericArgument, PathArguments, Type};
+
+/// What an injected parameter is.
+#[derive(Clone)]
+pub(crate) enum Injected {
+    Context,
+    State(Box<Type>),
+    ToolUse,
+    CallRecord,
+    Summary,
+}
+
+impl Injected {
+    pub(crate) fn describe(&self) -> &'static str {
+        match self {
+            Injected::Context => "`&HookContext`",
+            Injected::State(_) => "`State<T>`",
+            Injected::ToolUse => "`&ToolUse`",
+            Injected::CallRecord => "`&CallRecord`",
+            Injected::Summary => "`&SessionSummary`",
+        }
+    }
+}
+
+/// How a parameter's type reads.
+pub(crate) enum Class {
+    Injected(Injected),
+    /// `&mut HookContext` and friends: a mistake worth its own message.
+    MutRef(&'static str),
+    Other,
+}
+
+fn strip(ty: &Type) -> &Type {
+    match ty {
+        Type::Group(g) => strip(&g.elem),
+        Type::Paren(p) => strip(&p.elem),
+        other => other,
+    }
+}
+
+fn last_ident(ty: &Type) -> Option<(&syn::PathSegment, String)> {
+    match strip(ty) {
+        Type::Path(p) if p.qself.is_none() => {
+            let seg = p.path.segments.last()?;
+            Some((seg, seg.ident.to_string()))
+        }
+        _ => None,
+    }
+}
+
+pub(crate) fn classify(ty: &Type) -> Class {
+    match strip(ty) {
+        Type::Reference(r) => {
+            let Some((_, name)) = last_ident(&r.elem) else {
+                return Class::Other;
+            };
+            let injected = match name.as_str() {
+                "HookContext" => Injected::Context,
+                "ToolUse" => Injected::ToolUse,
+                "CallRecord" => Injected::CallRecord,
+                "SessionSummary" => Injected::Summary,
+                _ => return Class::Other,
+            };
+            if r.mutability.is_some() {
+                return Class::MutRef(injected.describe());
+            }
+            Class::Injected(injected)
+        }
+        other => {
+            let Some((seg, name)) = last_ident(other) else {
+                return Class::Other;
+            };
+            if name != "State" {
+                return Class::Other;
+            }
+            if let PathArguments::AngleBracketed(args) = &seg.arguments {
+                let types: Vec<&Type> = args
+                    .args
+                    .iter()
+                    .filter_map(|a| match a {
+                        GenericArgument::Type(t) => Some(t),
+                        _ => None,
+                    })
+                    .collect();
+                if types.len() == 1 && args.args.len() == 1 {
+                    return Class::Injected(Injected::State(Box::new(types[0].clone())));
+                }
+            }
+            Class::Other
+        }
+    }
+}
+
+/// Whether the type is a reference (a model argument must be owned: it is deserialized).
+pub(crate) fn is_reference(ty: &Type) -> bool {
+    matches!(strip(ty), Type::Reference(_))
+}
+
+/// Why a type cannot be a whole-input struct, when the macro can see it.
+pub(crate) fn not_a_struct(ty: &Type) -> Option<&'static str> {
+    match strip(ty) {
+        Type::Reference(_) => Some("a reference; take the struct by value"),
+        Type::Tuple(_) => Some("a tuple; use a struct with named fields"),
+        Type::Array(_) | Type::Slice(_) => Some("an array; use a struct with named fields"),
+        Type::Path(_) => {
+            let (_, name) = last_ident(ty)?;
+            match name.as_str() {
+                "Option" | "Vec" | "HashMap" | "BTreeMap" | "HashSet" | "BTreeSet" | "Box"
+                | "String" | "str" | "bool" | "char" | "u8" | "u16" | "u32" | "u64" | "u128"
+                | "usize" | "i8" | "i16" | "i32" | "i64" | "i128" | "isize" | "f32" | "f64"
+                | "Value" => Some("not a struct; use a struct with named fields"),
+                _ => None,
+            }
+        }
+        _ => Some("not a struct; use a struct with named fields"),
+    }
+}
+
+/// Whether the return type is spelled as a `Result` (any path ending in `Result`).
+pub(crate) fn is_result(ty: &Type) -> bool {
+    last_ident(ty).is_some_and(|(_, n)| n == "Result")
+}

@@ -1,0 +1,480 @@
+//! `#[tool]`: checks the function, keeps it as written, and registers a tool that calls it.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Ident, ReturnType, Type};
+
+use crate::args::{self, Keys};
+use crate::ctxt::Errors;
+use crate::doc::{doc_text, is_doc};
+use crate::func::{Func, ParamKind};
+use crate::params::{Class, Injected, classify, is_reference, is_result, not_a_struct};
+
+const KEYS: Keys = Keys {
+    attr: "tool",
+    valid: &[
+        "name",
+        "description",
+        "allow_unknown_fields",
+        "timeout_ms",
+        "crate",
+    ],
+};
+
+/// A checked parameter, in declaration order.
+enum Role {
+    /// A field of the generated argument struct.
+    Field {
+        ident: Ident,
+        ty: Box<Type>,
+        doc: String,
+        pass: Vec<syn::Attribute>,
+    },
+    /// The whole input, a user struct (`#[input]`).
+    Input(Box<Type>),
+    Context,
+    State(Box<Type>),
+}
+
+/// The tool's name from the function's identifier, `r#` removed.
+pub(crate) fn unraw(ident: &Ident) -> String {
+    let s = ident.to_string();
+    s.strip_prefix("r#").map(str::to_owned).unwrap_or(s)
+}
+
+/// Why a tool name breaks `^[a-zA-Z0-9_-]{1,64}$`, if it does.
+fn name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("a tool name cannot be empty".into());
+    }
+    if name.len() > 64 {
+        return Some(format!(
+            "tool name `{name}` is {} characters long; the limit is 64 (`^[a-zA-Z0-9_-]{{1,64}}$`)",
+            name.len()
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
+        return Some(format!(
+            "tool name `{name}` contains {c:?}; use only letters, digits, `_` and `-` \
+             (`^[a-zA-Z0-9_-]{{1,64}}$`)"
+        ));
+    }
+    None
+}
+
+/// `-` is not allowed in identifiers: mangle it for the name-guard constant.
+fn mangle(name: &str) -> String {
+    name.replace('-', "_dash_")
+}
+
+fn strip_param_attrs(func: &mut Func) {
+    for p in &mut func.params {
+        p.attrs.retain(|a| {
+            !(is_doc(a)
+                || a.path().is_ident("input")
+                || a.path().is_ident("serde")
+                || a.path().is_ident("schemars"))
+        });
+    }
+}
+
+pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut func: Func = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(e) => {
+            let e = e.to_compile_error();
+            return quote!(#item #e);
+        }
+    };
+    let mut errors = Errors::new();
+    let parsed = args::parse(args, &KEYS, &mut errors);
+    let mut name_lit = None;
+    let mut description_lit = None;
+    let mut allow_unknown = false;
+    let mut timeout_ms = None;
+    let mut krate = quote!(::toolgate);
+    for a in &parsed {
+        match a.key.as_str() {
+            "name" => name_lit = a.lit_str(&mut errors),
+            "description" => description_lit = a.lit_str(&mut errors),
+            "allow_unknown_fields" => allow_unknown = a.flag(&mut errors),
+            "timeout_ms" => {
+                timeout_ms = a.int(&mut errors, "5000").and_then(|n| {
+                    if n <= 0 {
+                        errors.at(
+                            a.key_span,
+                            "`timeout_ms` must be a positive number of milliseconds",
+                        );
+                        None
+                    } else {
+                        Some((n as u64, a.key_span))
+                    }
+                })
+            }
+            "crate" => {
+                if let Some(p) = a.path(&mut errors) {
+                    krate = p;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    // The function itself.
+    if let Some(c) = &func.constness {
+        errors.spanned(c, "a tool cannot be a `const fn`; remove `const`");
+    }
+    if let Some(u) = &func.unsafety {
+        errors.spanned(
+            u,
+            "a tool cannot be an `unsafe fn`: the model calls it with untrusted input",
+        );
+    }
+    if let Some((e, _)) = &func.abi {
+        errors.spanned(e, "a tool cannot have an `extern` ABI; remove it");
+    }
+    if !func.generics.params.is_empty() {
+        errors.spanned(
+            &func.generics,
+            "a tool function cannot be generic: its input schema must be one concrete type; \
+             write a non-generic wrapper and mark that `#[tool]`",
+        );
+    }
+    if let Some(w) = &func.where_clause {
+        errors.spanned(
+            w,
+            "a tool function cannot have a `where` clause: it cannot be generic",
+        );
+    }
+    if let Some((_, span)) = timeout_ms
+        && func.asyncness.is_none()
+    {
+        errors.at(
+            span,
+            "`timeout_ms` needs an `async fn`: sync code cannot be cut at a deadline",
+        );
+    }
+
+    let name = match &name_lit {
+        Some(l) => l.value(),
+        None => unraw(&func.ident),
+    };
+    if let Some(problem) = name_problem(&name) {
+        match &name_lit {
+            Some(l) => errors.spanned(l, format_args!("{problem}; fix `name = …`")),
+            None => errors.spanned(
+                &func.ident,
+                format_args!("{problem}; rename the function or set `#[tool(name = \"…\")]`"),
+            ),
+        }
+    }
+    let description = match &description_lit {
+        Some(l) => l.value().trim().to_owned(),
+        None => doc_text(&func.attrs),
+    };
+    if description.is_empty() {
+        match &description_lit {
+            Some(l) => errors.spanned(l, "the tool's description cannot be empty"),
+            None => errors.spanned(
+                &func.ident,
+                format_args!(
+                    "tool `{name}` has no description: add a `///` doc comment saying what it does \
+                     and when to use it (the model reads it to choose the tool), or set \
+                     `#[tool(description = \"…\")]`"
+                ),
+            ),
+        }
+    }
+
+    // Parameters.
+    let mut roles: Vec<Role> = Vec::new();
+    let mut input_param: Option<Span> = None;
+    let mut first_field: Option<(Span, String)> = None;
+    for p in &func.params {
+        let (pat, ident, ty) = match &p.kind {
+            ParamKind::Receiver(tokens) => {
+                errors.spanned(
+                    tokens,
+                    "`#[tool]` goes on a free function, not a method: `self` cannot come from \
+                     the model's input; move the body into a free function and take what it \
+                     needs as parameters (`State<T>` for shared state)",
+                );
+                continue;
+            }
+            ParamKind::Typed { pat, ident, ty, .. } => (pat, ident, ty),
+        };
+        if let Some(cfg) = p.attrs.iter().find(|a| a.path().is_ident("cfg")) {
+            errors.spanned(
+                cfg,
+                "`#[cfg]` on a tool parameter is not supported: the schema would change with it",
+            );
+        }
+        let is_input = p.attrs.iter().find(|a| a.path().is_ident("input"));
+        let class = classify(ty);
+        if let Some(attr) = is_input {
+            if let Class::Injected(inj) = &class {
+                errors.spanned(
+                    attr,
+                    format_args!(
+                        "{} is injected, not the model's input; remove `#[input]`",
+                        inj.describe()
+                    ),
+                );
+                continue;
+            }
+            if input_param.is_some() {
+                errors.spanned(
+                    attr,
+                    "two parameters want the whole input: only one parameter may be `#[input]`",
+                );
+                continue;
+            }
+            if let Some(why) = not_a_struct(ty) {
+                errors.spanned(
+                    ty,
+                    format_args!("`#[input]` takes a struct that derives Deserialize and JsonSchema; this type is {why}"),
+                );
+            }
+            input_param = Some(p.span());
+            roles.push(Role::Input(ty.clone()));
+            continue;
+        }
+        match class {
+            Class::Injected(Injected::Context) => roles.push(Role::Context),
+            Class::Injected(Injected::State(inner)) => {
+                let _ = inner;
+                roles.push(Role::State(ty.clone()));
+            }
+            Class::Injected(other) => errors.spanned(
+                ty,
+                format_args!(
+                    "{} is given to hooks, not tools; a tool takes model arguments, \
+                     `&HookContext` and `State<T>`",
+                    other.describe()
+                ),
+            ),
+            Class::MutRef(what) => errors.spanned(
+                ty,
+                format_args!(
+                    "{what} is read-only (the context is frozen); take it by shared reference"
+                ),
+            ),
+            Class::Other => {
+                let Some(ident) = ident else {
+                    errors.spanned(
+                        pat,
+                        "name this parameter with a plain identifier: its name is the input \
+                         field's name",
+                    );
+                    continue;
+                };
+                if ident == "_" {
+                    errors.spanned(
+                        pat,
+                        "name this parameter: its name is the input field's name",
+                    );
+                    continue;
+                }
+                if is_reference(ty) {
+                    errors.spanned(
+                        ty,
+                        "a model argument is deserialized into an owned value: take `String` \
+                         instead of `&str`, `Vec<T>` instead of `&[T]`",
+                    );
+                    continue;
+                }
+                if first_field.is_none() {
+                    first_field = Some((p.span(), unraw(ident)));
+                }
+                roles.push(Role::Field {
+                    ident: ident.clone(),
+                    ty: ty.clone(),
+                    doc: doc_text(&p.attrs),
+                    pass: p
+                        .attrs
+                        .iter()
+                        .filter(|a| a.path().is_ident("serde") || a.path().is_ident("schemars"))
+                        .cloned()
+                        .collect(),
+                });
+            }
+        }
+    }
+    if input_param.is_some()
+        && let Some((span, field)) = &first_field
+    {
+        errors.at(
+            *span,
+            format_args!(
+                "`#[input]` takes the whole input, so `{field}` cannot be a model argument too; \
+                 move it into the input struct (other parameters may only be `&HookContext` \
+                 and `State<T>`)"
+            ),
+        );
+    }
+
+    strip_param_attrs(&mut func);
+    if let Some(errs) = errors.check() {
+        return quote!(#func #errs);
+    }
+
+    let p = quote!(#krate::__private);
+    let krate_text = krate.to_string().replace(' ', "");
+    let serde_path = format!("{krate_text}::__private::serde");
+    let schemars_path = format!("{krate_text}::__private::schemars");
+    let fn_ident = &func.ident;
+    let fn_name = unraw(fn_ident);
+    let vis = &func.vis;
+    let companion = format_ident!("__toolgate_tool_{}", fn_name, span = fn_ident.span());
+    let guard = format_ident!(
+        "__toolgate_tool_named_{}",
+        mangle(&name),
+        span = fn_ident.span()
+    );
+    let is_async = func.asyncness.is_some();
+
+    // The argument type and how the call's arguments are formed.
+    let struct_input = roles.iter().find_map(|r| match r {
+        Role::Input(ty) => Some(ty.clone()),
+        _ => None,
+    });
+    let mut fields = Vec::new();
+    let mut field_bindings = Vec::new();
+    let mut state_lets = Vec::new();
+    let mut state_keys = Vec::new();
+    let mut asserts = Vec::new();
+    let mut call_args = Vec::new();
+    for (i, role) in roles.iter().enumerate() {
+        match role {
+            Role::Field {
+                ident,
+                ty,
+                doc,
+                pass,
+            } => {
+                let binding = format_ident!("__a{}", i);
+                let describe = (!doc.is_empty()).then(|| quote!(#[schemars(description = #doc)]));
+                fields.push(quote! { #describe #(#pass)* #ident: #ty });
+                field_bindings.push(quote!(#ident: #binding));
+                call_args.push(quote!(#binding));
+            }
+            Role::Input(ty) => {
+                asserts.push(quote_spanned!(ty.span()=> #p::assert_input::<#ty>();));
+                call_args.push(quote!(__args));
+            }
+            Role::Context => call_args.push(quote!(__env.context())),
+            Role::State(ty) => {
+                let binding = format_ident!("__s{}", i);
+                let inner = match classify(ty) {
+                    Class::Injected(Injected::State(inner)) => inner,
+                    _ => ty.clone(),
+                };
+                asserts.push(quote_spanned!(ty.span()=> #p::assert_injected::<#ty>();));
+                state_lets.push(quote! {
+                    let #binding: #ty = match __env.state::<#inner>() {
+                        ::core::result::Result::Ok(s) => s,
+                        ::core::result::Result::Err(e) => {
+                            return ::core::result::Result::Err(#p::ToolError::internal(e));
+                        }
+                    };
+                });
+                state_keys.push(quote!(.needs_state(#p::StateKey::of::<#inner>())));
+                call_args.push(quote!(#binding));
+            }
+        }
+    }
+    let (args_ty, args_def, unpack) = match &struct_input {
+        Some(ty) => (quote!(#ty), quote!(), quote!()),
+        None => (
+            quote!(__ToolgateArgs),
+            quote! {
+                #[derive(#p::serde::Deserialize, #p::schemars::JsonSchema)]
+                #[serde(crate = #serde_path)]
+                #[schemars(crate = #schemars_path)]
+                #[allow(non_camel_case_types, non_snake_case, dead_code)]
+                struct __ToolgateArgs { #(#fields,)* }
+            },
+            quote!(let __ToolgateArgs { #(#field_bindings,)* } = __args;),
+        ),
+    };
+
+    let ret_span = match &func.output {
+        ReturnType::Default => fn_ident.span(),
+        ReturnType::Type(_, ty) => ty.span(),
+    };
+    let awaited = if is_async { quote!(.await) } else { quote!() };
+    let invoke = quote!(#fn_ident(#(#call_args),*) #awaited);
+    let to_text = match &func.output {
+        ReturnType::Type(_, ty) if is_result(ty) => {
+            quote_spanned!(ret_span=> #p::result_text(__out))
+        }
+        _ => quote_spanned!(ret_span=> #p::output_text(__out)),
+    };
+    let body = quote! {
+        #unpack
+        #(#state_lets)*
+        let __out = #invoke;
+        #to_text
+    };
+    let make = if is_async {
+        quote! {
+            fn __toolgate_call<'a>(
+                __env: #p::Env<'a>,
+                __args: #args_ty,
+            ) -> #p::BoxFuture<'a, ::core::result::Result<::std::string::String, #p::ToolError>> {
+                ::std::boxed::Box::pin(async move { #body })
+            }
+            #p::ToolDef::new_async::<#args_ty, _>(#name, #description, __toolgate_call)
+        }
+    } else {
+        quote! {
+            fn __toolgate_call(
+                __env: #p::Env<'_>,
+                __args: #args_ty,
+            ) -> ::core::result::Result<::std::string::String, #p::ToolError> {
+                #body
+            }
+            #p::ToolDef::sync::<#args_ty, _>(#name, #description, __toolgate_call)
+        }
+    };
+    let unknown = allow_unknown.then(|| quote!(.allow_unknown_fields()));
+    let timeout =
+        timeout_ms.map(|(ms, _)| quote!(.timeout(::core::time::Duration::from_millis(#ms))));
+    let path = quote!(::core::concat!(::core::module_path!(), "::", #fn_name));
+
+    quote! {
+        #func
+
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        /// Names the tool of this `#[tool]` function for hook matchers (not public API).
+        #vis const #companion: #p::ToolRef = #p::ToolRef { name: #name };
+
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals, dead_code)]
+        const #guard: () = ();
+
+        const _: () = {
+            #args_def
+            #[allow(dead_code)]
+            fn __toolgate_asserts() { #(#asserts)* }
+            fn __toolgate_make() -> #p::ToolDef {
+                #make
+                #unknown
+                #timeout
+                #(#state_keys)*
+                .path(#path)
+            }
+            #p::inventory::submit! {
+                #p::Registration {
+                    path: #path,
+                    kind: #p::RegistrationKind::Tool { name: #name, make: __toolgate_make },
+                }
+            }
+        };
+    }
+}
