@@ -1,11 +1,171 @@
-//! toolgate: enforce an LLM agent's rules in code.
+//! toolgate enforces an LLM agent's rules in code.
+//!
+//! A prompt that says "only premium users may open refund cases" is advice the model follows
+//! almost always; a `#[pre_hook]` that denies the call is a rule that holds every time. Tools are
+//! plain functions marked [`#[tool]`](macro@tool): the macro derives the tool's JSON Schema from
+//! the signature and doc comments and registers it. Rules are functions marked
+//! [`#[pre_hook(order = N)]`](macro@pre_hook) (authorize, deny, rewrite, before the tool runs),
+//! [`#[post_hook]`](macro@post_hook) (observe: audit, metrics) and
+//! [`#[stop_hook]`](macro@stop_hook) (once per session). The [`Dispatcher`] turns every
+//! `tool_use` block the model sends into exactly one `tool_result`.
+//!
+//! ```standalone_crate
+//! use serde_json::json;
+//! use toolgate::{Decision, Dispatcher, HookContext, ToolUse, pre_hook, tool};
+//!
+//! /// Opens a refund case for one of the customer's orders.
+//! #[tool]
+//! fn open_refund_case(
+//!     /// The order the refund is for, e.g. o_1001.
+//!     order_id: String,
+//! ) -> String {
+//!     format!("case opened for {order_id}")
+//! }
+//!
+//! /// Refund cases are for premium customers; the tier comes from the host, never the model.
+//! #[pre_hook(order = 10, tools = [open_refund_case])]
+//! fn premium_only(ctx: &HookContext) -> Decision {
+//!     match ctx.tier() {
+//!         Some("premium") => Decision::Allow,
+//!         _ => Decision::deny_instead(
+//!             "refund cases are for premium customers.",
+//!             "Point the customer to the refund FAQ instead.",
+//!         ),
+//!     }
+//! }
+//!
+//! let dispatcher = Dispatcher::builder().registered_under(module_path!()).build()?;
+//! let free = HookContext::builder("u_004", "sess_1").tier("free").build();
+//! let session = dispatcher.session(free);
+//! let call = ToolUse::new("toolu_01", "open_refund_case", json!({"order_id": "o_2001"}));
+//! let result = toolgate::block_on(session.call(&call)).expect("no hook failed");
+//! assert!(result.is_error);
+//! assert_eq!(
+//!     result.content_text(),
+//!     "BLOCKED: refund cases are for premium customers. Point the customer to the refund FAQ instead."
+//! );
+//! # Ok::<(), toolgate::BuildError>(())
+//! ```
+//!
+//! # The life of one tool call
+//!
+//! 1. **Normalize**: `input` of `""` or `null` means `{}`; a string holding a JSON object is
+//!    parsed once; anything else that is not an object is `invalid_input`. Inputs larger or
+//!    deeper than the [`Limits`] are `invalid_input` too.
+//! 2. **Look up** the name among the dispatcher's tools (a filtered-out tool is unknown).
+//! 3. **Validate** by deserializing into the tool's argument type; unknown fields are
+//!    `invalid_input` (the schema says `additionalProperties: false`) unless the tool opts out.
+//!    Only a failed input is deserialized again, path-aware, to name the field.
+//! 4. **PreToolUse chain**: the matching hooks in `(order, path)` order. [`Decision::Allow`]
+//!    goes on; [`Decision::Deny`] stops with `BLOCKED: <reason>`; [`Decision::Rewrite`] is
+//!    validated again and seen by later hooks and the tool; an error, a panic or a deadline
+//!    halts the agent with [`Halt`] (fail closed: the tool does not run).
+//! 5. **Tool**: its value becomes the text (a JSON string is the text itself); its error is an
+//!    `is_error` result with the error's `Display`; a panic is caught.
+//! 6. **PostToolUse observers** see a read-only [`CallRecord`], whatever the outcome; the
+//!    [`AuditLog`] runs last.
+//! 7. **Stop**: [`Session::end`] (or dropping the session) runs the Stop hooks once.
+//!
+//! | outcome | tool ran | `is_error` | content starts with |
+//! |---|---|---|---|
+//! | `ok` | yes | false | the tool's output |
+//! | `tool_error` | yes | true | the tool's message |
+//! | `panicked` | yes | true | a generic failure message |
+//! | `tool_timeout` | yes, cut | true | a message naming the deadline |
+//! | `blocked` | no | true | `BLOCKED: ` |
+//! | `invalid_input` | no | true | a message naming the field path and what was expected |
+//! | `unknown_tool` | no | true | a message naming the tool and the available tools |
+//! | `hook_failed`, `hook_timeout` | no | true, in the `Halt`'s answer | `BLOCKED: ` |
+//! | `not_run` | no | true, where an answer is given | a message saying why |
+//! | `cancelled` | maybe | no answer (the host dropped the call) | – |
+//!
+//! Failing closed needs `panic = "unwind"` (the default profile setting): panics in hooks and
+//! tools are caught and become results or halts; with `panic = "abort"` they end the process.
+//!
+//! # `#[tool]`
+//!
+//! On a free function, sync or `async`, that returns `T` or `Result<T, E>` with
+//! `T: Serialize` (a `T` that serializes to a JSON string is the text itself; `()` is an empty
+//! text) and `E: Into<ToolError>` (any `std::error::Error`, whose `Display` the model reads, or
+//! a [`ToolError`]). The return type must be spelled as a path ending in `Result` to be read as
+//! one.
+//!
+//! - **Description**: the function's doc comment (wrapped lines are joined), or
+//!   `#[tool(description = "…")]`. A tool without one does not compile.
+//! - **Name**: the function's name with `r#` removed (`fn r#type` is the tool `type`), or
+//!   `#[tool(name = "…")]`; checked at compile time against `^[a-zA-Z0-9_-]{1,64}$`.
+//! - **Input, flat form**: every parameter that is not injected is a field of a generated
+//!   argument struct, named like the parameter; a `///` comment on the parameter is the
+//!   property's description; `#[serde(…)]` and `#[schemars(…)]` on a parameter are moved onto
+//!   the field (`#[schemars(schema_with = "…")]` gives a `serde_json::Value` its schema). An
+//!   `Option<T>` parameter is optional (absent from `required`; omitted or `null` both accepted);
+//!   every other parameter is required. Parameters must be owned (`String`, not `&str`).
+//! - **Input, struct form**: mark one parameter `#[input]`; its type derives `Deserialize` and
+//!   `JsonSchema` and is the whole input (field doc comments are the descriptions). Other
+//!   parameters may then only be injected ones.
+//! - **Injected parameters** are told apart by type, never by name: `&HookContext` (the session's
+//!   trusted context) and `State<T>` (state given to [`DispatcherBuilder::state`]). They are
+//!   not in the schema. A type that reads like one but is not toolgate's does not compile.
+//! - `#[tool(allow_unknown_fields)]` drops `additionalProperties: false` and accepts (and
+//!   ignores) unknown input fields.
+//! - `#[tool(timeout_ms = N)]` (async tools only) cuts the tool at its deadline:
+//!   `tool_timeout`. Deadlines need a [`Timer`] on the dispatcher.
+//! - `#[tool(crate = path)]` for crates that re-export toolgate under another path.
+//!
+//! The function stays callable as written; the registered tool calls it directly by path, so
+//! there is no mutable slot a wrapper could rebind. Beside it, `#[tool]` emits one hidden
+//! constant, `__toolgate_tool_<fn name>`, with the function's visibility: hook matchers name a
+//! tool through it, so import it along with the function (`use tools::{lookup_user,
+//! __toolgate_tool_lookup_user};`), or name the function by a path (`tools::lookup_user`), or
+//! glob-import its module. Everything else it generates lives in `const _: () = { … };`.
+//!
+//! # Hooks
+//!
+//! - `#[pre_hook(order = N)]`, `#[pre_hook(order = N, tools = [a, b::c])]`: parameters are
+//!   `&HookContext`, `&ToolUse` and `State<T>` (any subset, any order); returns [`Decision`] or
+//!   `Result<Decision, E: Display>` (an `Err` halts the agent); sync or async (`timeout_ms = N`
+//!   sets an async hook's deadline). `order` is required; equal orders run by the function's
+//!   full path. `tools` names `#[tool]` functions by Rust path, so a misspelling does not
+//!   compile; without it the hook matches every tool.
+//! - `#[post_hook]`, `#[post_hook(tools = [a])]`: `&HookContext`, `&CallRecord`, `State<T>`;
+//!   returns `()` or `Result<(), E: Display>`; sync or async. It observes and cannot change the
+//!   result.
+//! - `#[stop_hook]`: `&HookContext`, `&SessionSummary`, `State<T>`; returns `()` or
+//!   `Result<(), E>`; synchronous only (it runs from `drop`).
+//!
+//! The most common mistake, a PreToolUse hook without `order`, does not compile:
+//!
+//! ```compile_fail
+//! use toolgate::{Decision, ToolUse, pre_hook};
+//!
+//! #[pre_hook]
+//! fn allow_everything(_call: &ToolUse) -> Decision {
+//!     Decision::Allow
+//! }
+//! ```
+//!
+//! ```text
+//! error: `#[pre_hook]` needs an `order`: write `#[pre_hook(order = 10)]` (lower runs first;
+//!        equal orders run by the function's path); put cheap, decisive checks first
+//! ```
+//!
+//! # Registration and linking
+//!
+//! The macros register with `inventory` (linkme's `#[link_section]` statics are refused under
+//! `#![forbid(unsafe_code)]`). [`DispatcherBuilder::registered`] takes every registered item of
+//! the linked crates; [`DispatcherBuilder::registered_under`] the items under one module path
+//! (a specialist); [`DispatcherBuilder::item`] one item by full path. Items in a library crate
+//! are only linked when the binary uses that crate: if nothing else names it, write
+//! `use my_tools as _;`. One test binary shares one registry, so tests build dispatchers from
+//! module paths or lists, never from everything. Doctests that register items need a crate of
+//! their own (`standalone_crate` in edition 2024).
 #![forbid(unsafe_code)]
 
 pub use toolgate_core::*;
 pub use toolgate_macros::{post_hook, pre_hook, stop_hook, tool};
 
-#[doc(hidden)]
 /// Not public API: what the macros' generated code reaches. Free to change in any release.
+#[doc(hidden)]
 pub mod __private {
     pub use inventory;
     pub use schemars;

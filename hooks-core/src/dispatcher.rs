@@ -20,7 +20,7 @@ use crate::registry::{
     ToolDef, registered,
 };
 use crate::schema::check::{FieldCheck, open_properties, root_problem};
-use crate::schema::{anthropic_input_schema, canonicalize, is_valid_tool_name};
+use crate::schema::{anthropic_input_schema, canonicalize, is_valid_tool_name, unwrap_doc};
 use crate::session::Session;
 use crate::state::{StateKey, StateMap};
 use crate::timer::Timer;
@@ -616,7 +616,7 @@ impl DispatcherBuilder {
                 .collect();
             definitions.push(json!({
                 "name": c.name,
-                "description": c.description,
+                "description": unwrap_doc(&c.description),
                 "input_schema": anthropic_input_schema(&c.schema),
             }));
             entries.push(ToolEntry {

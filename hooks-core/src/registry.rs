@@ -117,7 +117,8 @@ where
 }
 
 /// Turns a tool's return value into the text the model reads: a value that serializes to a JSON
-/// string becomes that string itself (no quotes); anything else becomes its compact JSON text.
+/// string becomes that string itself (no quotes); `()` becomes the empty text; anything else
+/// becomes its compact JSON text (`{"id":"o_1","amount_cents":2599}`).
 ///
 /// # Errors
 /// A value that cannot be serialized (a map with non-string keys, a failing `Serialize` impl)
@@ -130,6 +131,9 @@ pub fn output_text<T: Serialize + 'static>(value: T) -> Result<String, ToolError
     }
     if let Some(s) = any.downcast_mut::<Option<&'static str>>() {
         return Ok(s.take().unwrap_or_default().to_owned());
+    }
+    if any.is::<Option<()>>() {
+        return Ok(String::new());
     }
     let value = slot
         .take()

@@ -14,6 +14,9 @@
 //!   unknown fields at every depth) unless the tool opted out;
 //! - `$ref`/`$defs` remain only for recursive types.
 //!
+//! - descriptions are unwrapped ([`unwrap_doc`]): a doc comment wrapped at 100 columns reads as
+//!   one paragraph.
+//!
 //! Property order is declaration order: schemars' `preserve_order` feature is on, which also
 //! turns `serde_json::Map` into an insertion-ordered map for every crate in the build.
 //!
@@ -58,6 +61,9 @@ const NUMERIC_FORMATS: &[&str] = &[
 fn canon(v: &mut Value, closed: bool) {
     let Value::Object(map) = v else { return };
     map.remove("title");
+    if let Some(Value::String(d)) = map.get_mut("description") {
+        *d = unwrap_doc(d);
+    }
     // Recurse first, so that children are canonical before this level is rewritten.
     for key in ["properties", "$defs", "definitions", "patternProperties"] {
         if let Some(Value::Object(props)) = map.get_mut(key) {
@@ -269,6 +275,46 @@ fn collapse_nullable(v: &mut Value) {
     }
 }
 
+/// Unwraps a doc comment into the text a model reads: lines of one paragraph are joined with a
+/// space; a blank line (paragraph break) stays `\n\n`; lines that start a list item (`- `,
+/// `* `, `+ `, `1. `), a table row (`|`) or a code fence, and the lines inside a fence, keep their
+/// line break. Leading and trailing space is trimmed.
+pub fn unwrap_doc(doc: &str) -> String {
+    let mut out = String::with_capacity(doc.len());
+    let mut in_fence = false;
+    let mut prev_blank = true;
+    for raw in doc.trim().lines() {
+        let line = raw.trim_end();
+        let trimmed = line.trim_start();
+        let fence = trimmed.starts_with("```");
+        if trimmed.is_empty() {
+            if !prev_blank {
+                out.push_str("\n\n");
+            }
+            prev_blank = true;
+            continue;
+        }
+        let starts_block = fence
+            || in_fence
+            || trimmed.starts_with("- ")
+            || trimmed.starts_with("* ")
+            || trimmed.starts_with("+ ")
+            || trimmed.starts_with('|')
+            || trimmed
+                .split_once(". ")
+                .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if !prev_blank {
+            out.push(if starts_block { '\n' } else { ' ' });
+        }
+        out.push_str(if in_fence || fence { line } else { trimmed });
+        if fence {
+            in_fence = !in_fence;
+        }
+        prev_blank = false;
+    }
+    out
+}
+
 /// Whether `name` is a valid tool name for every target: `^[a-zA-Z0-9_-]{1,64}$` (Anthropic's
 /// published pattern, narrowed to 64, which OpenAI and Gemini also accept).
 pub fn is_valid_tool_name(name: &str) -> bool {
@@ -277,4 +323,64 @@ pub fn is_valid_tool_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unwraps_doc_comments() {
+        assert_eq!(
+            unwrap_doc(
+                "Retrieves customer information based on their customer ID. Returns the\ncustomer's name, email, and phone number."
+            ),
+            "Retrieves customer information based on their customer ID. Returns the customer's name, email, and phone number."
+        );
+        assert_eq!(unwrap_doc("One.\n\nTwo\nlines."), "One.\n\nTwo lines.");
+        assert_eq!(
+            unwrap_doc("Units:\n- celsius\n- fahrenheit"),
+            "Units:\n- celsius\n- fahrenheit"
+        );
+        assert_eq!(
+            unwrap_doc("Steps:\n1. look\n2. act"),
+            "Steps:\n1. look\n2. act"
+        );
+        assert_eq!(unwrap_doc("  padded  "), "padded");
+    }
+
+    #[test]
+    fn canonical_form_of_an_optional_enum() {
+        let raw = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "Args",
+            "type": "object",
+            "properties": {
+                "unit": {"description": "The unit", "type": ["string", "null"],
+                         "enum": ["celsius", "fahrenheit", null]},
+                "n": {"type": "integer", "format": "uint32", "minimum": 0}
+            }
+        });
+        let canonical = canonicalize(&raw, true);
+        assert_eq!(
+            canonical,
+            json!({
+                "type": "object",
+                "properties": {
+                    "unit": {"description": "The unit", "anyOf": [
+                        {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                        {"type": "null"}
+                    ]},
+                    "n": {"type": "integer", "minimum": 0}
+                },
+                "additionalProperties": false
+            })
+        );
+        assert_eq!(
+            anthropic_input_schema(&canonical)["properties"]["unit"],
+            json!({
+                "type": "string", "enum": ["celsius", "fahrenheit"], "description": "The unit"
+            })
+        );
+    }
 }
