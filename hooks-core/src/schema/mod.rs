@@ -3,7 +3,9 @@
 //!
 //! [`generate`] asks schemars (draft 2020-12, subschemas inlined, no `$schema`) for the argument
 //! type's schema. [`canonicalize`] turns that into the canonical form every target starts from:
-//! - no `$schema`, no `title` anywhere (titles name generated Rust structs);
+//! - no `$schema`, no `title` anywhere (titles name generated Rust structs), no root
+//!   `description` (a `#[input]` struct's doc is about the Rust type; the tool's description is
+//!   the function's);
 //! - an optional or nullable value is always `{"anyOf": [X, {"type": "null"}]}` (schemars writes
 //!   `type: [T, "null"]` and puts `null` in `enum`), with its description on the outside;
 //! - a unit enum whose variants have doc comments (`oneOf` of `const`s) is a plain `enum`, the
@@ -48,6 +50,9 @@ pub fn canonicalize(raw: &Value, closed: bool) -> Value {
     let mut v = raw.clone();
     if let Value::Object(root) = &mut v {
         root.remove("$schema");
+        // The root's doc is the Rust argument type's; the tool's description says what the
+        // tool does.
+        root.remove("description");
     }
     canon(&mut v, closed);
     v
