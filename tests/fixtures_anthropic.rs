@@ -155,7 +155,10 @@ fn the_schema_and_the_deserializer_agree_for_every_fixture_tool() {
             .unwrap()
             .retain(|k, _| required.contains(&k.as_str()));
         let r = toolgate::block_on(s.call(&ToolUse::new("t", name, minimal))).unwrap();
-        assert!(!r.content_text().starts_with("Error: invalid input"), "{name}");
+        assert!(
+            !r.content_text().starts_with("Error: invalid input"),
+            "{name}"
+        );
         // Each required property missing: invalid, naming it.
         for field in &required {
             let mut missing = full.clone();
@@ -178,7 +181,10 @@ fn the_schema_and_the_deserializer_agree_for_every_fixture_tool() {
             let mut with_null = full.clone();
             with_null[k] = Value::Null;
             let r = toolgate::block_on(s.call(&ToolUse::new("t", name, with_null))).unwrap();
-            assert!(!r.content_text().starts_with("Error: invalid input"), "{name}.{k}");
+            assert!(
+                !r.content_text().starts_with("Error: invalid input"),
+                "{name}.{k}"
+            );
         }
     }
     let summary = s.end();
@@ -272,9 +278,10 @@ fn string_results_equal_the_published_ones_exactly() {
 #[test]
 fn the_unknown_tool_answer_names_the_tool_and_the_available_tools() {
     let d = dispatcher();
-    let response: Message =
-        serde_json::from_value(fixture("anthropic/responses/06_edge_unknown_tool_name.json"))
-            .unwrap();
+    let response: Message = serde_json::from_value(fixture(
+        "anthropic/responses/06_edge_unknown_tool_name.json",
+    ))
+    .unwrap();
     let answer = toolgate::block_on(session(&d).respond(&response)).unwrap();
     let result = answer.tool_results().next().unwrap();
     assert!(result.is_error);

@@ -29,7 +29,11 @@ pub fn get_weather(
         "Chicago, IL" => (41, "light rain"),
         "Denver, CO" => (54, "clear skies"),
         "San Francisco, CA" => (59, "fog"),
-        _ => return Err(ToolError::new(format!("No weather station for '{location}'."))),
+        _ => {
+            return Err(ToolError::new(format!(
+                "No weather station for '{location}'."
+            )));
+        }
     };
     let city = location.split(',').next().unwrap_or_default();
     Ok(match unit.unwrap_or(Unit::Fahrenheit) {

@@ -1,0 +1,333 @@
+//! One test per row of DESIGN.md's outcome table (the two `*_timeout` rows live with the
+//! deadline tests): `is_error`, the content, the audit line's `outcome`, and whether the tool's
+//! side effect happened.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll, Waker};
+
+use serde_json::{Value, json};
+use toolgate::{
+    AuditLog, Dispatcher, HookContext, Message, Outcome, RespondError, Session, ToolResult, ToolUse,
+};
+
+/// Counts the refunds actually made: the side effect.
+#[derive(Default)]
+pub struct Journal {
+    pub refunds: AtomicUsize,
+}
+
+mod items {
+    use super::Journal;
+    use toolgate::{Decision, HookContext, State, ToolError, ToolUse, pre_hook, tool};
+
+    /// Refunds part of an order.
+    #[tool]
+    pub fn refund(
+        /// The order to refund.
+        order_id: String,
+        /// The amount, in cents.
+        amount_cents: u64,
+        journal: State<Journal>,
+    ) -> Result<String, ToolError> {
+        journal
+            .refunds
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if order_id == "o_boom" {
+            panic!("ledger invariant broken for {order_id}");
+        }
+        if amount_cents > 10_000 {
+            return Err(ToolError::new(format!(
+                "{amount_cents} cents is more than order {order_id} cost; refund at most 10000."
+            )));
+        }
+        Ok(format!("refunded {amount_cents} cents on {order_id}"))
+    }
+
+    /// Waits for a payment provider that never answers.
+    #[tool]
+    pub async fn slow_refund(
+        /// The order to refund.
+        order_id: String,
+        journal: State<Journal>,
+    ) -> String {
+        journal
+            .refunds
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::future::pending::<()>().await;
+        order_id
+    }
+
+    /// Denies refunds on frozen orders.
+    #[pre_hook(order = 10, tools = [refund])]
+    pub fn frozen_orders(call: &ToolUse) -> Decision {
+        if call.input["order_id"] == "o_frozen" {
+            Decision::deny_instead(
+                "order o_frozen is frozen by fraud review.",
+                "Tell the customer a specialist will call back.",
+            )
+        } else {
+            Decision::Allow
+        }
+    }
+
+    /// A policy check whose backing service is down for one order.
+    #[pre_hook(order = 20, tools = [refund])]
+    pub fn risk_service(_ctx: &HookContext, call: &ToolUse) -> Result<Decision, String> {
+        if call.input["order_id"] == "o_risk_down" {
+            return Err("risk service unreachable: connection refused".into());
+        }
+        Ok(Decision::Allow)
+    }
+}
+
+struct Harness {
+    session: Session,
+    journal: std::sync::Arc<Journal>,
+    dir: std::path::PathBuf,
+}
+
+impl Harness {
+    fn new() -> Self {
+        let dir = common::temp_dir("outcomes");
+        let journal = std::sync::Arc::new(Journal::default());
+        let dispatcher = Dispatcher::builder()
+            .registered_under(format!("{}::items", module_path!()))
+            .state_arc(journal.clone())
+            .audit_log(AuditLog::open(&dir).unwrap())
+            .build()
+            .unwrap();
+        let session = dispatcher.session(HookContext::builder("u_001", "sess_outcomes").build());
+        Harness {
+            session,
+            journal,
+            dir,
+        }
+    }
+
+    fn call(&self, name: &str, input: Value) -> Result<ToolResult, toolgate::Halt> {
+        toolgate::block_on(self.session.call(&ToolUse::new("toolu_1", name, input)))
+    }
+
+    fn refunds(&self) -> usize {
+        self.journal.refunds.load(Ordering::SeqCst)
+    }
+
+    fn audit(&self) -> Vec<Value> {
+        common::jsonl(&self.dir.join("audit_log.jsonl"))
+    }
+}
+
+#[test]
+fn ok() {
+    let h = Harness::new();
+    let r = h
+        .call("refund", json!({"order_id": "o_1", "amount_cents": 2599}))
+        .unwrap();
+    assert_eq!(r, ToolResult::text("toolu_1", "refunded 2599 cents on o_1"));
+    assert_eq!(h.refunds(), 1);
+    let line = &h.audit()[0];
+    assert_eq!(line["outcome"], "ok");
+    assert_eq!(line["is_error"], false);
+    assert_eq!(line["content"], "refunded 2599 cents on o_1");
+}
+
+#[test]
+fn tool_error() {
+    let h = Harness::new();
+    let r = h
+        .call("refund", json!({"order_id": "o_1", "amount_cents": 45000}))
+        .unwrap();
+    assert!(r.is_error);
+    assert_eq!(
+        r.content_text(),
+        "45000 cents is more than order o_1 cost; refund at most 10000."
+    );
+    assert_eq!(h.refunds(), 1);
+    assert_eq!(h.audit()[0]["outcome"], "tool_error");
+}
+
+#[test]
+fn panicked() {
+    let h = Harness::new();
+    let r = h
+        .call("refund", json!({"order_id": "o_boom", "amount_cents": 1}))
+        .unwrap();
+    assert!(r.is_error);
+    assert_eq!(
+        r.content_text(),
+        "Error: the tool failed unexpectedly. The details were logged for the operator; retrying \
+         the same call will not help."
+    );
+    assert_eq!(h.refunds(), 1);
+    let line = &h.audit()[0];
+    assert_eq!(line["outcome"], "panicked");
+    assert_eq!(
+        line["detail"],
+        "the tool panicked: ledger invariant broken for o_boom"
+    );
+    assert!(
+        !r.content_text().contains("ledger"),
+        "the panic text never reaches the model"
+    );
+}
+
+#[test]
+fn blocked() {
+    let h = Harness::new();
+    let r = h
+        .call("refund", json!({"order_id": "o_frozen", "amount_cents": 1}))
+        .unwrap();
+    assert!(r.is_error);
+    assert_eq!(
+        r.content_text(),
+        "BLOCKED: order o_frozen is frozen by fraud review. Tell the customer a specialist will call back."
+    );
+    assert_eq!(h.refunds(), 0);
+    let line = &h.audit()[0];
+    assert_eq!(line["outcome"], "blocked");
+    assert_eq!(line["blocked_by"], "outcomes::items::frozen_orders");
+}
+
+#[test]
+fn invalid_input() {
+    let h = Harness::new();
+    let r = h
+        .call("refund", json!({"order_id": "o_1", "amount_cents": "ten"}))
+        .unwrap();
+    assert!(r.is_error);
+    assert_eq!(
+        r.content_text(),
+        "Error: invalid input for tool `refund` at `amount_cents`: invalid type: string \"ten\", \
+         expected u64. Send an input that matches the tool's input_schema."
+    );
+    let r = h
+        .call(
+            "refund",
+            json!({"order_id": "o_1", "amount_cents": 1, "note": "x"}),
+        )
+        .unwrap();
+    assert_eq!(
+        r.content_text(),
+        "Error: invalid input for tool `refund`: unknown field `note`, expected one of \
+         `order_id`, `amount_cents`. Send an input that matches the tool's input_schema."
+    );
+    assert_eq!(h.refunds(), 0);
+    let audit = h.audit();
+    assert_eq!(audit[0]["outcome"], "invalid_input");
+    assert_eq!(audit[1]["outcome"], "invalid_input");
+}
+
+#[test]
+fn unknown_tool() {
+    let h = Harness::new();
+    let r = h.call("refnud", json!({"order_id": "o_1"})).unwrap();
+    assert!(r.is_error);
+    assert_eq!(
+        r.content_text(),
+        "Error: unknown tool 'refnud'. Available tools: refund, slow_refund."
+    );
+    assert_eq!(h.refunds(), 0);
+    assert_eq!(h.audit()[0]["outcome"], "unknown_tool");
+}
+
+#[test]
+fn hook_failed_halts_with_a_blocked_answer_and_the_tool_not_run() {
+    let h = Harness::new();
+    let halt = h
+        .call(
+            "refund",
+            json!({"order_id": "o_risk_down", "amount_cents": 1}),
+        )
+        .unwrap_err();
+    assert_eq!(halt.outcome, Outcome::HookFailed);
+    assert_eq!(halt.hook, "outcomes::items::risk_service");
+    assert_eq!(halt.detail, "risk service unreachable: connection refused");
+    let answer = halt.result().unwrap();
+    assert_eq!(answer.tool_use_id, "toolu_1");
+    assert!(answer.is_error);
+    assert!(answer.content_text().starts_with("BLOCKED: "));
+    assert!(
+        !answer.content_text().contains("risk service"),
+        "operator detail stays out"
+    );
+    assert_eq!(h.refunds(), 0);
+    let line = &h.audit()[0];
+    assert_eq!(line["outcome"], "hook_failed");
+    assert_eq!(line["blocked_by"], "outcomes::items::risk_service");
+    assert_eq!(
+        line["detail"],
+        "risk service unreachable: connection refused"
+    );
+}
+
+fn assistant(blocks: Value, stop_reason: &str) -> Message {
+    serde_json::from_value(json!({
+        "role": "assistant", "content": blocks, "stop_reason": stop_reason
+    }))
+    .unwrap()
+}
+
+#[test]
+fn not_run_after_a_halt_and_at_max_tokens() {
+    let h = Harness::new();
+    let message = assistant(
+        json!([
+            {"type": "tool_use", "id": "toolu_a", "name": "refund", "input": {"order_id": "o_risk_down", "amount_cents": 1}},
+            {"type": "tool_use", "id": "toolu_b", "name": "refund", "input": {"order_id": "o_1", "amount_cents": 1}}
+        ]),
+        "tool_use",
+    );
+    let RespondError::Halt(halt) = toolgate::block_on(h.session.respond(&message)).unwrap_err()
+    else {
+        panic!("expected a halt")
+    };
+    let results: Vec<&ToolResult> = halt.answer().tool_results().collect();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0].tool_use_id, "toolu_a");
+    assert!(results[0].content_text().starts_with("BLOCKED: "));
+    assert_eq!(results[1].tool_use_id, "toolu_b");
+    assert!(results[1].is_error);
+    assert_eq!(
+        results[1].content_text(),
+        "Not run: an earlier call in this message was stopped because a policy check could not \
+         be completed."
+    );
+    assert_eq!(h.refunds(), 0);
+
+    let cut = assistant(
+        json!([{"type": "tool_use", "id": "toolu_c", "name": "refund", "input": {"order_id": "o_1"}}]),
+        "max_tokens",
+    );
+    let err = toolgate::block_on(h.session.respond(&cut)).unwrap_err();
+    assert!(matches!(err, RespondError::MaxTokens { tool_uses: 1 }));
+    assert_eq!(h.refunds(), 0);
+    let outcomes: Vec<Value> = h.audit().iter().map(|l| l["outcome"].clone()).collect();
+    assert_eq!(
+        outcomes,
+        [json!("hook_failed"), json!("not_run"), json!("not_run")]
+    );
+}
+
+#[test]
+fn cancelled_when_the_host_drops_the_call() {
+    let h = Harness::new();
+    let call = ToolUse::new("toolu_slow", "slow_refund", json!({"order_id": "o_1"}));
+    {
+        let mut fut = std::pin::pin!(h.session.call(&call));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(fut.as_mut().poll(&mut cx).is_pending());
+    } // dropped unfinished
+    assert_eq!(h.refunds(), 1, "the tool had started");
+    let audit = h.audit();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0]["outcome"], "cancelled");
+    assert_eq!(audit[0]["tool_use_id"], "toolu_slow");
+    assert_eq!(
+        audit[0]["detail"],
+        "the host dropped the call before it finished (while the tool ran)"
+    );
+    let summary = h.session.end();
+    assert_eq!(summary.outcomes.get(&Outcome::Cancelled), Some(&1));
+}

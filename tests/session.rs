@@ -1,0 +1,353 @@
+//! Sessions: failing closed, observers that fail, Stop exactly once, one message with several
+//! `tool_use` blocks, async hooks and tools.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::{Value, json};
+use toolgate::{
+    AuditLog, ContentBlock, Dispatcher, HookContext, Message, Outcome, ToolResult, ToolUse,
+};
+
+/// Side effects and hook runs, shared through `State<Counters>`.
+#[derive(Default)]
+pub struct Counters {
+    pub sends: AtomicUsize,
+    pub stops: AtomicUsize,
+    pub observed: AtomicUsize,
+}
+
+mod failing_policy {
+    //! A PreToolUse hook that errors, and one that panics.
+    use super::Counters;
+    use toolgate::{Decision, State, ToolUse, pre_hook, tool};
+
+    /// Sends a message to the customer.
+    #[tool]
+    pub fn send_message(
+        /// The text to send.
+        text: String,
+        counters: State<Counters>,
+    ) -> String {
+        counters
+            .sends
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        format!("sent: {text}")
+    }
+
+    /// Errors when the moderation service cannot be reached.
+    #[pre_hook(order = 1)]
+    pub fn moderation(call: &ToolUse) -> Result<Decision, std::io::Error> {
+        match call.input["text"].as_str() {
+            Some("unreachable") => Err(std::io::Error::other(
+                "moderation API timed out after 3 retries",
+            )),
+            Some("bug") => panic!("moderation table index out of range"),
+            Some("spam") => Ok(Decision::deny("messages must not advertise.")),
+            _ => Ok(Decision::Allow),
+        }
+    }
+}
+
+fn session_with(
+    counters: &Arc<Counters>,
+    module: &str,
+    dir: Option<&std::path::Path>,
+) -> toolgate::Session {
+    let mut b = Dispatcher::builder()
+        .registered_under(format!("{}::{module}", module_path!()))
+        .state_arc(counters.clone());
+    if let Some(dir) = dir {
+        b = b.audit_log(AuditLog::open(dir).unwrap());
+    }
+    b.build()
+        .unwrap()
+        .session(HookContext::builder("u_001", "sess_session").build())
+}
+
+#[test]
+fn a_hook_error_fails_closed() {
+    let counters = Arc::new(Counters::default());
+    let s = session_with(&counters, "failing_policy", None);
+    let call = ToolUse::new("toolu_e", "send_message", json!({"text": "unreachable"}));
+    let halt = toolgate::block_on(s.call(&call)).unwrap_err();
+    assert_eq!(counters.sends.load(Ordering::SeqCst), 0);
+    assert_eq!(halt.outcome, Outcome::HookFailed);
+    assert_eq!(halt.hook, "session::failing_policy::moderation");
+    assert_eq!(halt.detail, "moderation API timed out after 3 retries");
+    let answer = serde_json::to_value(halt.answer()).unwrap();
+    assert_eq!(
+        answer,
+        json!({"role": "user", "content": [{
+            "type": "tool_result",
+            "tool_use_id": "toolu_e",
+            "content": "BLOCKED: this call was not run because a policy check could not be completed. Do not retry it; tell the user this action is unavailable right now.",
+            "is_error": true
+        }]})
+    );
+}
+
+#[test]
+fn a_hook_panic_fails_closed() {
+    let counters = Arc::new(Counters::default());
+    let s = session_with(&counters, "failing_policy", None);
+    let call = ToolUse::new("toolu_p", "send_message", json!({"text": "bug"}));
+    let halt = toolgate::block_on(s.call(&call)).unwrap_err();
+    assert_eq!(counters.sends.load(Ordering::SeqCst), 0);
+    assert_eq!(halt.outcome, Outcome::HookFailed);
+    assert_eq!(
+        halt.detail,
+        "the hook panicked: moderation table index out of range"
+    );
+    let r = halt.result().unwrap();
+    assert_eq!(r.tool_use_id, "toolu_p");
+    assert!(r.is_error);
+    assert!(r.content_text().starts_with("BLOCKED: "));
+    // The session goes on for a host that chooses to continue.
+    let ok = ToolUse::new("toolu_q", "send_message", json!({"text": "hello"}));
+    assert_eq!(
+        toolgate::block_on(s.call(&ok)).unwrap(),
+        ToolResult::text("toolu_q", "sent: hello")
+    );
+}
+
+#[test]
+fn three_blocks_one_denied_one_failing_one_fine_give_three_results_in_order() {
+    let counters = Arc::new(Counters::default());
+    let s = session_with(&counters, "failing_policy", None);
+    let message: Message = serde_json::from_value(json!({
+        "role": "assistant",
+        "stop_reason": "tool_use",
+        "content": [
+            {"type": "text", "text": "I'll send three messages."},
+            {"type": "tool_use", "id": "toolu_1", "name": "send_message", "input": {"text": "spam"}},
+            {"type": "tool_use", "id": "toolu_2", "name": "send_message", "input": {"txt": "typo"}},
+            {"type": "text", "text": "and one more"},
+            {"type": "tool_use", "id": "toolu_3", "name": "send_message", "input": {"text": "hi"}}
+        ]
+    }))
+    .unwrap();
+    let answer = toolgate::block_on(s.respond(&message)).unwrap();
+    let blocks: Vec<(String, bool, String)> = answer
+        .content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::ToolResult(r) => (
+                r.tool_use_id.clone(),
+                r.is_error,
+                r.content_text().into_owned(),
+            ),
+            other => panic!("only tool_result blocks expected, got {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        blocks,
+        [
+            (
+                "toolu_1".into(),
+                true,
+                "BLOCKED: messages must not advertise.".into()
+            ),
+            (
+                "toolu_2".into(),
+                true,
+                "Error: invalid input for tool `send_message`: unknown field `txt`, expected one \
+                 of `text`. Send an input that matches the tool's input_schema."
+                    .into()
+            ),
+            ("toolu_3".into(), false, "sent: hi".into()),
+        ]
+    );
+    assert_eq!(counters.sends.load(Ordering::SeqCst), 1);
+    let summary = s.end();
+    assert_eq!(summary.calls, 3);
+    assert_eq!(
+        summary.outcomes.into_iter().collect::<Vec<_>>(),
+        [
+            (Outcome::Ok, 1),
+            (Outcome::Blocked, 1),
+            (Outcome::InvalidInput, 1)
+        ]
+    );
+    assert_eq!(
+        summary.tools.into_iter().collect::<Vec<_>>(),
+        [("send_message".to_owned(), 3)]
+    );
+}
+
+mod observers {
+    //! An observer that panics, one that fails, a Stop hook that fails and one that counts.
+    use super::Counters;
+    use toolgate::{CallRecord, HookContext, SessionSummary, State, post_hook, stop_hook, tool};
+
+    /// Echoes its text.
+    #[tool]
+    pub fn echo(
+        /// The text.
+        text: String,
+    ) -> String {
+        text
+    }
+
+    /// Panics on every call.
+    #[post_hook]
+    pub fn a_panicking_metrics(record: &CallRecord<'_>) {
+        panic!("metrics backend exploded on {}", record.call.id);
+    }
+
+    /// Fails on every call.
+    #[post_hook]
+    pub fn b_failing_alerts(_record: &CallRecord<'_>) -> Result<(), String> {
+        Err("alert queue full".into())
+    }
+
+    /// Counts what it sees.
+    #[post_hook]
+    pub async fn c_counting(record: &CallRecord<'_>, counters: State<Counters>) {
+        assert!(record.result.is_some());
+        counters
+            .observed
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Fails at the end of every session.
+    #[stop_hook]
+    pub fn a_failing_summary_mail(
+        _ctx: &HookContext,
+        _summary: &SessionSummary,
+    ) -> Result<(), String> {
+        Err("SMTP refused".into())
+    }
+
+    /// Counts Stop runs and checks the summary it gets.
+    #[stop_hook]
+    pub fn b_count_stops(summary: &SessionSummary, counters: State<Counters>) {
+        assert_eq!(summary.calls, summary.outcomes.values().sum::<u64>());
+        counters
+            .stops
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn failing_observers_and_stop_hooks_leave_results_and_summary_intact_and_are_counted() {
+    let counters = Arc::new(Counters::default());
+    let dir = common::temp_dir("observers");
+    let s = session_with(&counters, "observers", Some(&dir));
+    for i in 0..3 {
+        let call = ToolUse::new(
+            format!("toolu_{i}"),
+            "echo",
+            json!({"text": format!("hi {i}")}),
+        );
+        let r = toolgate::block_on(s.call(&call)).unwrap();
+        assert_eq!(r, ToolResult::text(format!("toolu_{i}"), format!("hi {i}")));
+    }
+    assert_eq!(counters.observed.load(Ordering::SeqCst), 3);
+    let summary = s.end();
+    // 3 calls x 2 failing observers, + 1 failing Stop hook.
+    assert_eq!(summary.observer_errors, 7);
+    assert_eq!(summary.calls, 3);
+    assert_eq!(counters.stops.load(Ordering::SeqCst), 1);
+    // The audit log (the last observer and the last Stop hook) still wrote everything.
+    let calls = common::jsonl(&dir.join("audit_log.jsonl"));
+    assert_eq!(calls.len(), 3);
+    let summaries = common::jsonl(&dir.join("session_summaries.jsonl"));
+    assert_eq!(summaries.len(), 1);
+    assert_eq!(summaries[0]["observer_errors"], 7);
+    assert_eq!(summaries[0]["calls"], 3);
+    assert_eq!(summaries[0]["outcomes"], json!({"ok": 3}));
+    assert_eq!(summaries[0]["tools"], json!({"echo": 3}));
+}
+
+#[test]
+fn stop_runs_exactly_once_for_end_for_drop_and_for_end_then_drop() {
+    let counters = Arc::new(Counters::default());
+    let dir = common::temp_dir("stop-once");
+    let stops = || counters.stops.load(Ordering::SeqCst);
+
+    let s = session_with(&counters, "observers", Some(&dir));
+    let first = s.end();
+    assert_eq!(stops(), 1);
+    assert_eq!(s.end(), first, "a second end returns the same summary");
+    assert_eq!(stops(), 1);
+    drop(s);
+    assert_eq!(stops(), 1, "end then drop: once");
+
+    let s = session_with(&counters, "observers", Some(&dir));
+    drop(s);
+    assert_eq!(stops(), 2, "drop alone: once");
+
+    let summaries = common::jsonl(&dir.join("session_summaries.jsonl"));
+    assert_eq!(summaries.len(), 2);
+}
+
+mod asynchronous {
+    //! Async tools and hooks, driven without a runtime.
+    use toolgate::{Decision, HookContext, ToolUse, pre_hook, tool};
+
+    /// Looks up an account asynchronously.
+    #[tool]
+    pub async fn lookup(
+        /// The account.
+        account: String,
+        ctx: &HookContext,
+    ) -> Result<String, std::fmt::Error> {
+        let user = ctx.user_id().to_owned();
+        std::future::ready(()).await;
+        Ok(format!("{account} seen by {user}"))
+    }
+
+    /// Denies closed accounts after an async check.
+    #[pre_hook(order = 1, tools = [lookup])]
+    pub async fn closed_accounts(call: &ToolUse) -> Decision {
+        std::future::ready(()).await;
+        if call.input["account"] == "closed" {
+            Decision::deny("the account is closed.")
+        } else {
+            Decision::Allow
+        }
+    }
+}
+
+#[test]
+fn async_tools_and_hooks_run_in_the_same_pipeline() {
+    let counters = Arc::new(Counters::default());
+    let s = session_with(&counters, "asynchronous", None);
+    let r = toolgate::block_on(s.call(&ToolUse::new("t1", "lookup", json!({"account": "a1"}))))
+        .unwrap();
+    assert_eq!(r, ToolResult::text("t1", "a1 seen by u_001"));
+    let r = toolgate::block_on(s.call(&ToolUse::new("t2", "lookup", json!({"account": "closed"}))))
+        .unwrap();
+    assert_eq!(
+        r,
+        ToolResult::error("t2", "BLOCKED: the account is closed.")
+    );
+}
+
+#[test]
+fn input_normalization_accepts_empty_and_stringified_objects() {
+    let counters = Arc::new(Counters::default());
+    let s = session_with(&counters, "observers", None);
+    let cases: [(Value, &str); 4] = [
+        (json!("{\"text\": \"from a string\"}"), "from a string"),
+        (
+            json!(null),
+            "Error: invalid input for tool `echo`: missing field `text`. Send an input that matches the tool's input_schema.",
+        ),
+        (
+            json!(""),
+            "Error: invalid input for tool `echo`: missing field `text`. Send an input that matches the tool's input_schema.",
+        ),
+        (
+            json!([1, 2]),
+            "Error: invalid input for tool `echo`: the input must be a JSON object, found a JSON array. Send an input that matches the tool's input_schema.",
+        ),
+    ];
+    for (input, expected) in cases {
+        let r = toolgate::block_on(s.call(&ToolUse::new("t", "echo", input))).unwrap();
+        assert_eq!(r.content_text(), expected);
+    }
+}
