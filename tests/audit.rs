@@ -1,0 +1,147 @@
+//! The audit log: line formats, concurrency, and write errors that never change a result.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+use toolgate::{AuditLog, Clock, Dispatcher, HookContext, Outcome, ToolResult, ToolUse};
+
+mod tools {
+    use toolgate::tool;
+
+    /// Adds two numbers.
+    #[tool]
+    pub fn add(
+        /// The first number.
+        a: i64,
+        /// The second number.
+        b: i64,
+    ) -> i64 {
+        a + b
+    }
+}
+
+fn dispatcher(log: AuditLog) -> Dispatcher {
+    Dispatcher::builder()
+        .registered_under(format!("{}::tools", module_path!()))
+        .audit_log(log)
+        .build()
+        .unwrap()
+}
+
+fn at(secs: u64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
+}
+
+#[test]
+fn lines_have_the_documented_fields() {
+    let dir = common::temp_dir("audit-format");
+    let d = dispatcher(AuditLog::open(dir.join("nested/created")).unwrap());
+    let ctx = HookContext::builder("u_001", "sess_fmt")
+        .clock(Clock::fixed(at(1_795_515_300)))
+        .build();
+    let s = d.session(ctx);
+    let r = toolgate::block_on(s.call(&ToolUse::new(
+        "toolu_1",
+        "add",
+        json!("{\"a\": 2, \"b\": 3}"),
+    )))
+    .unwrap();
+    assert_eq!(r, ToolResult::text("toolu_1", "5"));
+    s.end();
+    let lines = common::jsonl(&dir.join("nested/created/audit_log.jsonl"));
+    let mut line = lines[0].clone();
+    let duration = line.as_object_mut().unwrap().remove("duration_us").unwrap();
+    assert!(duration.is_u64());
+    assert_eq!(
+        line,
+        json!({
+            "ts": "2026-11-24T10:15:00Z",
+            "session_id": "sess_fmt",
+            "user_id": "u_001",
+            "tool_use_id": "toolu_1",
+            "tool": "add",
+            "input": {"a": 2, "b": 3},
+            "outcome": "ok",
+            "is_error": false,
+            "content": "5"
+        })
+    );
+    let summaries = common::jsonl(&dir.join("nested/created/session_summaries.jsonl"));
+    assert_eq!(
+        summaries,
+        [json!({
+            "ts": "2026-11-24T10:15:00Z",
+            "session_id": "sess_fmt",
+            "user_id": "u_001",
+            "started_at": "2026-11-24T10:15:00Z",
+            "ended_at": "2026-11-24T10:15:00Z",
+            "calls": 1,
+            "outcomes": {"ok": 1},
+            "tools": {"add": 1},
+            "observer_errors": 0
+        })]
+    );
+}
+
+#[test]
+fn eight_threads_of_a_thousand_calls_lose_and_interleave_nothing() {
+    let dir = common::temp_dir("audit-threads");
+    let d = Arc::new(dispatcher(AuditLog::open(&dir).unwrap()));
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let d = Arc::clone(&d);
+            std::thread::spawn(move || {
+                let s =
+                    d.session(HookContext::builder(format!("u_{t}"), format!("sess_{t}")).build());
+                for i in 0..1000 {
+                    let call =
+                        ToolUse::new(format!("toolu_{t}_{i}"), "add", json!({"a": t, "b": i}));
+                    let r = toolgate::block_on(s.call(&call)).unwrap();
+                    assert_eq!(r.content_text(), (t + i).to_string());
+                }
+                s.end()
+            })
+        })
+        .collect();
+    let summaries: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(summaries.iter().all(|s| s.calls == 1000));
+
+    let text = std::fs::read_to_string(dir.join("audit_log.jsonl")).unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).expect("every line parses on its own");
+        let id = v["tool_use_id"].as_str().unwrap().to_owned();
+        let (t, i) = id.trim_start_matches("toolu_").split_once('_').unwrap();
+        assert_eq!(v["session_id"], format!("sess_{t}"));
+        assert_eq!(
+            v["content"],
+            (t.parse::<i64>().unwrap() + i.parse::<i64>().unwrap()).to_string()
+        );
+        assert!(seen.insert(id), "no line twice");
+    }
+    assert_eq!(seen.len(), 8000, "none lost");
+    assert_eq!(text.lines().count(), 8000);
+    assert_eq!(common::jsonl(&dir.join("session_summaries.jsonl")).len(), 8);
+}
+
+#[test]
+fn a_write_error_goes_to_the_observer_channel_and_the_result_is_unchanged() {
+    let dir = common::temp_dir("audit-full");
+    // Every write to /dev/full fails with ENOSPC.
+    std::os::unix::fs::symlink("/dev/full", dir.join("audit_log.jsonl")).unwrap();
+    std::os::unix::fs::symlink("/dev/full", dir.join("session_summaries.jsonl")).unwrap();
+    let d = dispatcher(AuditLog::open(&dir).unwrap());
+    let s = d.session(HookContext::builder("u_001", "sess_full").build());
+    let r = toolgate::block_on(s.call(&ToolUse::new("toolu_1", "add", json!({"a": 1, "b": 1}))))
+        .unwrap();
+    assert_eq!(r, ToolResult::text("toolu_1", "2"));
+    let summary = s.end();
+    assert_eq!(summary.outcomes.get(&Outcome::Ok), Some(&1));
+    assert_eq!(
+        summary.observer_errors, 2,
+        "the call line and the summary line both failed"
+    );
+}

@@ -1,0 +1,205 @@
+//! `build()` lists every problem at once.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toolgate::{BuildProblem, Decision, Dispatcher, PreHookDef, StateKey, StopHookDef, ToolDef};
+
+/// An argument struct.
+#[derive(Deserialize, JsonSchema)]
+struct Plain {
+    /// A field.
+    a: String,
+}
+
+/// An argument struct with an untyped property.
+#[derive(Deserialize, JsonSchema)]
+struct Untyped {
+    /// Anything at all.
+    payload: serde_json::Value,
+    /// A nested struct with an untyped property.
+    nested: Inner,
+}
+
+/// Nested.
+#[derive(Deserialize, JsonSchema)]
+struct Inner {
+    /// Anything.
+    extra: serde_json::Value,
+}
+
+struct Ledger;
+
+fn ok<A>(_: toolgate::Env<'_>, _: A) -> Result<String, toolgate::ToolError> {
+    Ok(String::new())
+}
+
+#[test]
+fn every_problem_is_reported_together() {
+    let err = Dispatcher::builder()
+        .tool(ToolDef::sync("dup", "First.", ok::<Plain>).path("app::a::dup"))
+        .tool(ToolDef::sync("dup", "Second.", ok::<Plain>).path("app::b::dup"))
+        .tool(ToolDef::sync("bad.name", "Dotted.", ok::<Plain>).path("app::bad"))
+        .tool(ToolDef::sync("quiet", "  ", ok::<Plain>).path("app::quiet"))
+        .tool(ToolDef::sync("stringly", "A string root.", ok::<String>).path("app::stringly"))
+        .tool(ToolDef::sync("untyped", "Untyped.", ok::<Untyped>).path("app::untyped"))
+        .tool(
+            ToolDef::sync("ledgered", "Needs a ledger.", ok::<Plain>)
+                .path("app::ledgered")
+                .needs_state(StateKey::of::<Ledger>()),
+        )
+        .pre_hook(PreHookDef::sync("app::typo", 1, |_, _| Ok(Decision::Allow)).tools(["dupp"]))
+        .stop_hook(
+            StopHookDef::new("app::stop", |_, _| Ok(())).needs_state(StateKey::of::<Ledger>()),
+        )
+        .registered_under("app::nowhere")
+        .item("app::no_such_item")
+        .only_tools([
+            "dup", "bad.name", "quiet", "stringly", "untyped", "ledgered", "ghost",
+        ])
+        .build()
+        .unwrap_err();
+    let ledger = std::any::type_name::<Ledger>();
+    assert_eq!(
+        err.problems,
+        [
+            BuildProblem::NothingUnder("app::nowhere".into()),
+            BuildProblem::NoSuchItem("app::no_such_item".into()),
+            BuildProblem::UnknownFilterTool("ghost".into()),
+            BuildProblem::InvalidToolName {
+                tool: "bad.name".into(),
+                path: "app::bad".into()
+            },
+            BuildProblem::NoDescription {
+                tool: "quiet".into(),
+                path: "app::quiet".into()
+            },
+            BuildProblem::RootNotObject {
+                tool: "stringly".into(),
+                path: "app::stringly".into(),
+                found: "`type: \"string\"`".into()
+            },
+            BuildProblem::OpenProperty {
+                tool: "untyped".into(),
+                path: "app::untyped".into(),
+                property: "payload".into()
+            },
+            BuildProblem::OpenProperty {
+                tool: "untyped".into(),
+                path: "app::untyped".into(),
+                property: "nested.extra".into()
+            },
+            BuildProblem::MissingState {
+                item: "app::ledgered".into(),
+                type_name: ledger
+            },
+            BuildProblem::DuplicateTool {
+                tool: "dup".into(),
+                paths: vec!["app::a::dup".into(), "app::b::dup".into()]
+            },
+            BuildProblem::UnknownMatcherTool {
+                hook: "app::typo".into(),
+                tool: "dupp".into()
+            },
+            BuildProblem::MissingState {
+                item: "app::stop".into(),
+                type_name: ledger
+            },
+        ]
+    );
+    let text = err.to_string();
+    assert!(text.starts_with("the dispatcher cannot be built (12 problems):\n- "));
+    assert!(text.contains(
+        "tool `untyped` (app::untyped): property `payload` accepts any JSON (its schema is `true` \
+         or `{}`, as for serde_json::Value); give it an explicit schema with \
+         #[schemars(schema_with = \"…\")] on the parameter or field, or use a typed struct"
+    ));
+}
+
+mod one {
+    use toolgate::tool;
+
+    /// Looks a user up (one).
+    #[tool]
+    pub fn lookup(
+        /// The id.
+        id: String,
+    ) -> String {
+        id
+    }
+}
+
+mod two {
+    use toolgate::tool;
+
+    /// Looks a user up (two).
+    #[tool]
+    pub fn lookup(
+        /// The id.
+        id: String,
+    ) -> String {
+        id
+    }
+}
+
+#[test]
+fn two_tools_of_one_name_in_different_modules_name_both_paths() {
+    let err = Dispatcher::builder()
+        .registered_under(module_path!())
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.problems,
+        [BuildProblem::DuplicateTool {
+            tool: "lookup".into(),
+            paths: vec!["build::one::lookup".into(), "build::two::lookup".into()]
+        }]
+    );
+    assert_eq!(
+        err.to_string(),
+        "the dispatcher cannot be built (1 problem):\n- two tools are named `lookup`: \
+         build::one::lookup and build::two::lookup; rename one with #[tool(name = \"…\")] or \
+         filter one out"
+    );
+    // Either one alone builds.
+    for module in ["one", "two"] {
+        let d = Dispatcher::builder()
+            .registered_under(format!("{}::{module}", module_path!()))
+            .build()
+            .unwrap();
+        assert_eq!(
+            d.tool_path("lookup"),
+            Some(format!("build::{module}::lookup").as_str())
+        );
+    }
+}
+
+mod explicit_schema {
+    use schemars::{Schema, SchemaGenerator, json_schema};
+    use toolgate::tool;
+
+    fn any_object(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "object", "description": "Free-form metadata."})
+    }
+
+    /// Stores metadata.
+    #[tool]
+    pub fn store(
+        /// The key.
+        key: String,
+        #[schemars(schema_with = "any_object")] meta: serde_json::Value,
+    ) -> String {
+        format!("{key}={meta}")
+    }
+}
+
+#[test]
+fn a_value_with_an_explicit_schema_builds() {
+    let d = Dispatcher::builder()
+        .registered_under(format!("{}::explicit_schema", module_path!()))
+        .build()
+        .unwrap();
+    assert_eq!(
+        d.tool_definitions()[0]["input_schema"]["properties"]["meta"],
+        serde_json::json!({"type": "object", "description": "Free-form metadata."})
+    );
+}
