@@ -13,7 +13,7 @@ mod tools {
 
     /// Adds two numbers.
     #[tool]
-    pub fn add(
+    pub(crate) fn add(
         /// The first number.
         a: i64,
         /// The second number.

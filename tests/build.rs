@@ -5,6 +5,7 @@ use serde::Deserialize;
 use toolgate::{BuildProblem, Decision, Dispatcher, PreHookDef, StateKey, StopHookDef, ToolDef};
 
 /// An argument struct.
+#[allow(dead_code)]
 #[derive(Deserialize, JsonSchema)]
 struct Plain {
     /// A field.
@@ -12,6 +13,7 @@ struct Plain {
 }
 
 /// An argument struct with an untyped property.
+#[allow(dead_code)]
 #[derive(Deserialize, JsonSchema)]
 struct Untyped {
     /// Anything at all.
@@ -21,6 +23,7 @@ struct Untyped {
 }
 
 /// Nested.
+#[allow(dead_code)]
 #[derive(Deserialize, JsonSchema)]
 struct Inner {
     /// Anything.
@@ -120,7 +123,7 @@ mod one {
 
     /// Looks a user up (one).
     #[tool]
-    pub fn lookup(
+    pub(crate) fn lookup(
         /// The id.
         id: String,
     ) -> String {
@@ -133,7 +136,7 @@ mod two {
 
     /// Looks a user up (two).
     #[tool]
-    pub fn lookup(
+    pub(crate) fn lookup(
         /// The id.
         id: String,
     ) -> String {
@@ -183,7 +186,7 @@ mod explicit_schema {
 
     /// Stores metadata.
     #[tool]
-    pub fn store(
+    pub(crate) fn store(
         /// The key.
         key: String,
         #[schemars(schema_with = "any_object")] meta: serde_json::Value,

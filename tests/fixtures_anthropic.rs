@@ -63,11 +63,11 @@ mod open {
     //! A tool that opts out of `additionalProperties: false`.
     use toolgate::tool;
 
-    pub const MODULE: &str = module_path!();
+    pub(crate) const MODULE: &str = module_path!();
 
     /// Get the current time in a given timezone
     #[tool(allow_unknown_fields)]
-    pub fn get_time_lenient(
+    pub(crate) fn get_time_lenient(
         /// The timezone, e.g. America/New_York
         timezone: String,
     ) -> String {

@@ -5,7 +5,7 @@
 mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Waker};
 
 use serde_json::{Value, json};
 use toolgate::{
@@ -14,8 +14,8 @@ use toolgate::{
 
 /// Counts the refunds actually made: the side effect.
 #[derive(Default)]
-pub struct Journal {
-    pub refunds: AtomicUsize,
+pub(crate) struct Journal {
+    pub(crate) refunds: AtomicUsize,
 }
 
 mod items {
@@ -24,7 +24,7 @@ mod items {
 
     /// Refunds part of an order.
     #[tool]
-    pub fn refund(
+    pub(crate) fn refund(
         /// The order to refund.
         order_id: String,
         /// The amount, in cents.
@@ -47,7 +47,7 @@ mod items {
 
     /// Waits for a payment provider that never answers.
     #[tool]
-    pub async fn slow_refund(
+    pub(crate) async fn slow_refund(
         /// The order to refund.
         order_id: String,
         journal: State<Journal>,
@@ -61,7 +61,7 @@ mod items {
 
     /// Denies refunds on frozen orders.
     #[pre_hook(order = 10, tools = [refund])]
-    pub fn frozen_orders(call: &ToolUse) -> Decision {
+    pub(crate) fn frozen_orders(call: &ToolUse) -> Decision {
         if call.input["order_id"] == "o_frozen" {
             Decision::deny_instead(
                 "order o_frozen is frozen by fraud review.",
@@ -74,7 +74,7 @@ mod items {
 
     /// A policy check whose backing service is down for one order.
     #[pre_hook(order = 20, tools = [refund])]
-    pub fn risk_service(_ctx: &HookContext, call: &ToolUse) -> Result<Decision, String> {
+    pub(crate) fn risk_service(_ctx: &HookContext, call: &ToolUse) -> Result<Decision, String> {
         if call.input["order_id"] == "o_risk_down" {
             return Err("risk service unreachable: connection refused".into());
         }

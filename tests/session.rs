@@ -13,10 +13,10 @@ use toolgate::{
 
 /// Side effects and hook runs, shared through `State<Counters>`.
 #[derive(Default)]
-pub struct Counters {
-    pub sends: AtomicUsize,
-    pub stops: AtomicUsize,
-    pub observed: AtomicUsize,
+pub(crate) struct Counters {
+    pub(crate) sends: AtomicUsize,
+    pub(crate) stops: AtomicUsize,
+    pub(crate) observed: AtomicUsize,
 }
 
 mod failing_policy {
@@ -26,7 +26,7 @@ mod failing_policy {
 
     /// Sends a message to the customer.
     #[tool]
-    pub fn send_message(
+    pub(crate) fn send_message(
         /// The text to send.
         text: String,
         counters: State<Counters>,
@@ -39,7 +39,7 @@ mod failing_policy {
 
     /// Errors when the moderation service cannot be reached.
     #[pre_hook(order = 1)]
-    pub fn moderation(call: &ToolUse) -> Result<Decision, std::io::Error> {
+    pub(crate) fn moderation(call: &ToolUse) -> Result<Decision, std::io::Error> {
         match call.input["text"].as_str() {
             Some("unreachable") => Err(std::io::Error::other(
                 "moderation API timed out after 3 retries",
@@ -184,7 +184,7 @@ mod observers {
 
     /// Echoes its text.
     #[tool]
-    pub fn echo(
+    pub(crate) fn echo(
         /// The text.
         text: String,
     ) -> String {
@@ -193,19 +193,19 @@ mod observers {
 
     /// Panics on every call.
     #[post_hook]
-    pub fn a_panicking_metrics(record: &CallRecord<'_>) {
+    pub(crate) fn a_panicking_metrics(record: &CallRecord<'_>) {
         panic!("metrics backend exploded on {}", record.call.id);
     }
 
     /// Fails on every call.
     #[post_hook]
-    pub fn b_failing_alerts(_record: &CallRecord<'_>) -> Result<(), String> {
+    pub(crate) fn b_failing_alerts(_record: &CallRecord<'_>) -> Result<(), String> {
         Err("alert queue full".into())
     }
 
     /// Counts what it sees.
     #[post_hook]
-    pub async fn c_counting(record: &CallRecord<'_>, counters: State<Counters>) {
+    pub(crate) async fn c_counting(record: &CallRecord<'_>, counters: State<Counters>) {
         assert!(record.result.is_some());
         counters
             .observed
@@ -214,7 +214,7 @@ mod observers {
 
     /// Fails at the end of every session.
     #[stop_hook]
-    pub fn a_failing_summary_mail(
+    pub(crate) fn a_failing_summary_mail(
         _ctx: &HookContext,
         _summary: &SessionSummary,
     ) -> Result<(), String> {
@@ -223,7 +223,7 @@ mod observers {
 
     /// Counts Stop runs and checks the summary it gets.
     #[stop_hook]
-    pub fn b_count_stops(summary: &SessionSummary, counters: State<Counters>) {
+    pub(crate) fn b_count_stops(summary: &SessionSummary, counters: State<Counters>) {
         assert_eq!(summary.calls, summary.outcomes.values().sum::<u64>());
         counters
             .stops
@@ -290,7 +290,7 @@ mod asynchronous {
 
     /// Looks up an account asynchronously.
     #[tool]
-    pub async fn lookup(
+    pub(crate) async fn lookup(
         /// The account.
         account: String,
         ctx: &HookContext,
@@ -302,7 +302,7 @@ mod asynchronous {
 
     /// Denies closed accounts after an async check.
     #[pre_hook(order = 1, tools = [lookup])]
-    pub async fn closed_accounts(call: &ToolUse) -> Decision {
+    pub(crate) async fn closed_accounts(call: &ToolUse) -> Decision {
         std::future::ready(()).await;
         if call.input["account"] == "closed" {
             Decision::deny("the account is closed.")

@@ -16,11 +16,11 @@ mod inner_items {
 
     /// Counts the inner tool's runs.
     #[derive(Default)]
-    pub struct Runs(pub AtomicUsize);
+    pub(crate) struct Runs(pub AtomicUsize);
 
     /// Charges a card.
     #[tool]
-    pub fn charge(
+    pub(crate) fn charge(
         /// Amount in cents.
         amount_cents: u64,
         runs: State<Runs>,
@@ -31,7 +31,7 @@ mod inner_items {
 
     /// The inner dispatcher's own rule: nothing above 1000 cents.
     #[pre_hook(order = 1)]
-    pub fn inner_cap(call: &ToolUse) -> Decision {
+    pub(crate) fn inner_cap(call: &ToolUse) -> Decision {
         if call.input["amount_cents"].as_u64().unwrap_or(0) > 1000 {
             Decision::deny("inner cap: at most 1000 cents.")
         } else {

@@ -356,7 +356,9 @@ impl DispatcherBuilder {
         let mut stop: Vec<StopHookDef> = Vec::new();
         let mut known_tools: BTreeSet<String> = BTreeSet::new();
         let mut taken: BTreeSet<&'static str> = BTreeSet::new();
-        let all: Vec<_> = registered().collect();
+        // Sorted by path: inventory's order is the link order, which varies between builds.
+        let mut all: Vec<_> = registered().collect();
+        all.sort_by_key(|r| r.path);
         for reg in &all {
             if let RegistrationKind::Tool { name, .. } = reg.kind {
                 known_tools.insert(name.to_owned());
@@ -522,8 +524,9 @@ impl DispatcherBuilder {
                 });
             }
         }
-        for (name, paths) in &by_name {
+        for (name, paths) in &mut by_name {
             if paths.len() > 1 {
+                paths.sort();
                 problems.push(BuildProblem::DuplicateTool {
                     tool: name.clone(),
                     paths: paths.clone(),

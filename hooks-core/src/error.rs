@@ -176,7 +176,7 @@ pub struct Halt {
     pub tool_use_id: String,
     /// Operator-only: the error text or panic message.
     pub detail: String,
-    pub(crate) answer: Message,
+    pub(crate) answer: Box<Message>,
 }
 
 impl Halt {
@@ -188,7 +188,7 @@ impl Halt {
 
     /// The answer, by value.
     pub fn into_answer(self) -> Message {
-        self.answer
+        *self.answer
     }
 
     /// The `BLOCKED:` result for the `tool_use` the hook failed on.

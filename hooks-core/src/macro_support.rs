@@ -71,19 +71,33 @@ where
     }
 }
 
-/// A parameter the macros inject instead of reading it from the model's input.
+/// A parameter the macros inject instead of reading it from the model's input (after axum's
+/// extractors): the generated code calls `<T as Inject>::inject(env)` with the span of the
+/// parameter's type, so a type that is not injectable is one error, on that type.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an injected parameter",
     label = "the macros inject `&HookContext` and `toolgate::State<T>` only",
     note = "a type named `State` must be `toolgate::State<T>` to be injected; rename your own type or pass it inside the input struct"
 )]
-pub trait Injected {}
+pub trait Inject<'a>: Sized {
+    /// Takes the value out of the call's environment.
+    ///
+    /// # Errors
+    /// [`MissingState`](crate::MissingState) when a `State<T>` was not given to the builder.
+    fn inject(env: Env<'a>) -> Result<Self, crate::state::MissingState>;
+}
 
-impl<T: ?Sized> Injected for State<T> {}
-impl Injected for &HookContext {}
+impl<'a, T: Send + Sync + 'static> Inject<'a> for State<T> {
+    fn inject(env: Env<'a>) -> Result<Self, crate::state::MissingState> {
+        env.state::<T>()
+    }
+}
 
-/// Checks at compile time that a parameter is injectable (error spanned on its type).
-pub fn assert_injected<T: Injected>() {}
+impl<'a> Inject<'a> for &'a HookContext {
+    fn inject(env: Env<'a>) -> Result<Self, crate::state::MissingState> {
+        Ok(env.context())
+    }
+}
 
 /// Checks at compile time that a struct input can be a tool's input (error spanned on its type).
 pub fn assert_input<T>()

@@ -417,7 +417,7 @@ impl Inner {
                 hook: blocked_by.map(Cow::into_owned).unwrap_or_default(),
                 tool_use_id: call.id.clone(),
                 detail: detail.unwrap_or_default(),
-                answer: Message::user(vec![ContentBlock::ToolResult(result)]),
+                answer: Box::new(Message::user(vec![ContentBlock::ToolResult(result)])),
             });
         }
         Ok(result)

@@ -160,7 +160,7 @@ impl Session {
                             .await;
                         content.push(ContentBlock::ToolResult(result));
                     }
-                    halt.answer = Message::user(content);
+                    *halt.answer = Message::user(content);
                     return Err(RespondError::Halt(halt));
                 }
             }

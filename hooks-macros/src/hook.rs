@@ -66,7 +66,7 @@ fn tool_ref(path: &Path) -> Path {
 }
 
 enum Arg {
-    Context,
+    Context(Box<syn::Type>),
     Subject,
     State(Box<syn::Type>, Box<syn::Type>),
 }
@@ -182,7 +182,7 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenS
                     errors.spanned(ty, "`&HookContext` is given once; remove this parameter");
                 }
                 seen_context = true;
-                call_args.push(Arg::Context);
+                call_args.push(Arg::Context(ty.clone()));
             }
             Class::Injected(Injected::State(inner)) => {
                 call_args.push(Arg::State(ty.clone(), inner))
@@ -236,17 +236,28 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenS
 
     let mut state_lets = Vec::new();
     let mut state_keys = Vec::new();
-    let mut asserts = Vec::new();
     let mut invoke_args = Vec::new();
     for (i, a) in call_args.iter().enumerate() {
         match a {
-            Arg::Context => invoke_args.push(quote!(__env.context())),
+            Arg::Context(ty) => {
+                let binding = format_ident!("__c{}", i);
+                let inject = quote_spanned!(ty.span()=> <#ty as #p::Inject<'_>>::inject(__env));
+                state_lets.push(quote! {
+                    let #binding = match #inject {
+                        ::core::result::Result::Ok(c) => c,
+                        ::core::result::Result::Err(e) => {
+                            return ::core::result::Result::Err(#p::HookError::new(e));
+                        }
+                    };
+                });
+                invoke_args.push(quote!(#binding));
+            }
             Arg::Subject => invoke_args.push(quote!(__subject)),
             Arg::State(ty, inner) => {
                 let binding = format_ident!("__s{}", i);
-                asserts.push(quote_spanned!(ty.span()=> #p::assert_injected::<#ty>();));
+                let inject = quote_spanned!(ty.span()=> <#ty as #p::Inject<'_>>::inject(__env));
                 state_lets.push(quote! {
-                    let #binding: #ty = match __env.state::<#inner>() {
+                    let #binding = match #inject {
                         ::core::result::Result::Ok(s) => s,
                         ::core::result::Result::Err(e) => {
                             return ::core::result::Result::Err(#p::HookError::new(e));
@@ -337,8 +348,6 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenS
         #func
 
         const _: () = {
-            #[allow(dead_code)]
-            fn __toolgate_asserts() { #(#asserts)* }
             fn __toolgate_make() -> #def {
                 #make_def
                 #matcher

@@ -6,9 +6,9 @@
 //! - in hooks, `&ToolUse`, `&CallRecord` and `&SessionSummary` are the hook's subject;
 //! - every other parameter is a model argument (a field of the input).
 //!
-//! The generated code asserts that an injected type really is toolgate's
-//! (`__private::assert_injected`), so a user type that happens to be called `State<T>` is a
-//! compile error that says so, never a silent misreading.
+//! The generated code takes each injected value through `<T as __private::Inject>::inject`,
+//! spanned on the parameter's type, so a user type that happens to be called `State<T>` is one
+//! compile error on that type that says so, never a silent misreading.
 
 use syn::{GenericArgument, PathArguments, Type};
 

@@ -33,7 +33,7 @@ enum Role {
     },
     /// The whole input, a user struct (`#[input]`).
     Input(Box<Type>),
-    Context,
+    Context(Box<Type>),
     State(Box<Type>),
 }
 
@@ -244,7 +244,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             continue;
         }
         match class {
-            Class::Injected(Injected::Context) => roles.push(Role::Context),
+            Class::Injected(Injected::Context) => roles.push(Role::Context(ty.clone())),
             Class::Injected(Injected::State(inner)) => {
                 let _ = inner;
                 roles.push(Role::State(ty.clone()));
@@ -366,16 +366,28 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                 asserts.push(quote_spanned!(ty.span()=> #p::assert_input::<#ty>();));
                 call_args.push(quote!(__args));
             }
-            Role::Context => call_args.push(quote!(__env.context())),
+            Role::Context(ty) => {
+                let binding = format_ident!("__c{}", i);
+                let inject = quote_spanned!(ty.span()=> <#ty as #p::Inject<'_>>::inject(__env));
+                state_lets.push(quote! {
+                    let #binding = match #inject {
+                        ::core::result::Result::Ok(c) => c,
+                        ::core::result::Result::Err(e) => {
+                            return ::core::result::Result::Err(#p::ToolError::internal(e));
+                        }
+                    };
+                });
+                call_args.push(quote!(#binding));
+            }
             Role::State(ty) => {
                 let binding = format_ident!("__s{}", i);
                 let inner = match classify(ty) {
                     Class::Injected(Injected::State(inner)) => inner,
                     _ => ty.clone(),
                 };
-                asserts.push(quote_spanned!(ty.span()=> #p::assert_injected::<#ty>();));
+                let inject = quote_spanned!(ty.span()=> <#ty as #p::Inject<'_>>::inject(__env));
                 state_lets.push(quote! {
-                    let #binding: #ty = match __env.state::<#inner>() {
+                    let #binding = match #inject {
                         ::core::result::Result::Ok(s) => s,
                         ::core::result::Result::Err(e) => {
                             return ::core::result::Result::Err(#p::ToolError::internal(e));

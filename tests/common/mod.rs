@@ -1,7 +1,7 @@
 //! Shared test support: the six published tools as Rust functions, and small helpers.
 #![allow(dead_code)]
 
-pub mod official;
+pub(crate) mod official;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::Value;
 
 /// A fresh, empty folder under the system's temp dir, unique per call.
-pub fn temp_dir(tag: &str) -> PathBuf {
+pub(crate) fn temp_dir(tag: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
         "toolgate-test-{tag}-{}-{}",
@@ -22,7 +22,7 @@ pub fn temp_dir(tag: &str) -> PathBuf {
 }
 
 /// Every line of a JSONL file, parsed.
-pub fn jsonl(path: &std::path::Path) -> Vec<Value> {
+pub(crate) fn jsonl(path: &std::path::Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     text.lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSONL line {l:?}: {e}")))
@@ -30,7 +30,7 @@ pub fn jsonl(path: &std::path::Path) -> Vec<Value> {
 }
 
 /// Reads a fixture under `tests/fixtures/`.
-pub fn fixture(rel: &str) -> Value {
+pub(crate) fn fixture(rel: &str) -> Value {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(rel);

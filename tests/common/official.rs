@@ -7,19 +7,19 @@ use serde::{Deserialize, Serialize};
 use toolgate::{ToolError, tool};
 
 /// This module's path, for `registered_under`.
-pub const MODULE: &str = module_path!();
+pub(crate) const MODULE: &str = module_path!();
 
 /// A temperature unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Unit {
+pub(crate) enum Unit {
     Celsius,
     Fahrenheit,
 }
 
 /// Get the current weather in a given location
 #[tool]
-pub fn get_weather(
+pub(crate) fn get_weather(
     /// The city and state, e.g. San Francisco, CA
     location: String,
     /// The unit of temperature, either 'celsius' or 'fahrenheit'
@@ -44,7 +44,7 @@ pub fn get_weather(
 
 /// Get the current time in a given timezone
 #[tool]
-pub fn get_time(
+pub(crate) fn get_time(
     /// The timezone, e.g. America/New_York
     timezone: String,
 ) -> String {
@@ -56,7 +56,7 @@ pub fn get_time(
 
 /// A stock quote.
 #[derive(Serialize)]
-pub struct Quote {
+pub(crate) struct Quote {
     ticker: String,
     price_usd: f64,
 }
@@ -67,7 +67,7 @@ pub struct Quote {
 /// the current or most recent price of a specific stock. It will not provide any other
 /// information about the stock or company.
 #[tool]
-pub fn get_stock_price(
+pub(crate) fn get_stock_price(
     /// The stock ticker symbol, e.g. AAPL for Apple Inc.
     ticker: String,
 ) -> Result<Quote, ToolError> {
@@ -81,15 +81,15 @@ pub fn get_stock_price(
 
 /// The input of `get_customer_info`, in the struct form.
 #[derive(Deserialize, JsonSchema)]
-pub struct CustomerQuery {
+pub(crate) struct CustomerQuery {
     /// The unique identifier for the customer.
-    pub customer_id: String,
+    pub(crate) customer_id: String,
 }
 
 /// Retrieves customer information based on their customer ID. Returns the customer's name,
 /// email, and phone number.
 #[tool]
-pub fn get_customer_info(#[input] query: CustomerQuery) -> Result<String, ToolError> {
+pub(crate) fn get_customer_info(#[input] query: CustomerQuery) -> Result<String, ToolError> {
     match query.customer_id.as_str() {
         "C1" => Ok("John Doe, john@example.com, 123-456-7890".to_owned()),
         other => Err(ToolError::new(format!("Customer '{other}' not found."))),
@@ -98,7 +98,7 @@ pub fn get_customer_info(#[input] query: CustomerQuery) -> Result<String, ToolEr
 
 /// An order, as the cookbook returns it.
 #[derive(Serialize)]
-pub struct Order {
+pub(crate) struct Order {
     id: String,
     product: String,
     quantity: u32,
@@ -109,7 +109,7 @@ pub struct Order {
 /// Retrieves the details of a specific order based on the order ID. Returns the order ID,
 /// product name, quantity, price, and order status.
 #[tool]
-pub fn get_order_details(
+pub(crate) fn get_order_details(
     /// The unique identifier for the order.
     order_id: String,
 ) -> Result<Order, ToolError> {
@@ -128,7 +128,7 @@ pub fn get_order_details(
 /// Cancels an order based on the provided order ID. Returns a confirmation message if the
 /// cancellation is successful.
 #[tool]
-pub fn cancel_order(
+pub(crate) fn cancel_order(
     /// The unique identifier for the order to be cancelled.
     order_id: String,
 ) -> String {

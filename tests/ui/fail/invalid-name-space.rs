@@ -1,0 +1,9 @@
+use toolgate::tool;
+
+/// Looks a user up.
+#[tool(name = "lookup user")]
+fn lookup_user(user_id: String) -> String {
+    user_id
+}
+
+fn main() {}
