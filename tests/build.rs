@@ -147,7 +147,8 @@ mod two {
 #[test]
 fn two_tools_of_one_name_in_different_modules_name_both_paths() {
     let err = Dispatcher::builder()
-        .registered_under(module_path!())
+        .registered_under(format!("{}::one", module_path!()))
+        .registered_under(format!("{}::two", module_path!()))
         .build()
         .unwrap_err();
     assert_eq!(
@@ -204,5 +205,37 @@ fn a_value_with_an_explicit_schema_builds() {
     assert_eq!(
         d.tool_definitions()[0]["input_schema"]["properties"]["meta"],
         serde_json::json!({"type": "object", "description": "Free-form metadata."})
+    );
+}
+
+mod newtype_input {
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+    use toolgate::tool;
+
+    /// A list of ids: a newtype, whose schema is an array, not an object.
+    #[derive(Deserialize, JsonSchema)]
+    pub(crate) struct Ids(pub(crate) Vec<String>);
+
+    /// Tags records.
+    #[tool]
+    pub(crate) fn tag(#[input] ids: Ids) -> usize {
+        ids.0.len()
+    }
+}
+
+#[test]
+fn a_struct_input_that_is_not_a_struct_with_named_fields_fails_build() {
+    let err = Dispatcher::builder()
+        .registered_under(format!("{}::newtype_input", module_path!()))
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.problems,
+        [BuildProblem::RootNotObject {
+            tool: "tag".into(),
+            path: "build::newtype_input::tag".into(),
+            found: "`type: \"array\"`".into()
+        }]
     );
 }
