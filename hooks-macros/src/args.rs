@@ -111,6 +111,20 @@ impl Arg {
         }
     }
 
+    /// A deadline in milliseconds: a positive integer literal.
+    pub(crate) fn timeout_ms(&self, errors: &mut Errors) -> Option<(u64, Span)> {
+        match self.int(errors, "500")? {
+            n if n > 0 => Some((n as u64, self.key_span)),
+            _ => {
+                errors.at(
+                    self.key_span,
+                    "`timeout_ms` must be a positive number of milliseconds",
+                );
+                None
+            }
+        }
+    }
+
     /// A string literal value.
     pub(crate) fn lit_str(&self, errors: &mut Errors) -> Option<LitStr> {
         let v = self.value_or_err(errors, "\"…\"")?;

@@ -13,6 +13,8 @@ use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
 use syn::{Attribute, Generics, Ident, LitStr, ReturnType, Token, Type, Visibility, WhereClause};
 
+use crate::ctxt::Errors;
+
 /// A function item.
 pub(crate) struct Func {
     pub(crate) attrs: Vec<Attribute>,
@@ -169,6 +171,58 @@ impl Parse for Param {
                 ty: Box::new(ty),
             },
         })
+    }
+}
+
+impl Func {
+    /// Reports what a tool or hook function cannot be: `const`, `unsafe`, `extern`, generic.
+    /// `what` names the item in messages ("tool", "PreToolUse hook"); `generic_fix` says how to
+    /// do without generics.
+    pub(crate) fn check_plain(&self, what: &str, generic_fix: &str, errors: &mut Errors) {
+        if let Some(c) = &self.constness {
+            errors.spanned(
+                c,
+                format_args!("a {what} cannot be a `const fn`; remove `const`"),
+            );
+        }
+        if let Some(u) = &self.unsafety {
+            errors.spanned(
+                u,
+                format_args!(
+                    "a {what} cannot be an `unsafe fn`: it runs on the model's untrusted input"
+                ),
+            );
+        }
+        if let Some((e, _)) = &self.abi {
+            errors.spanned(
+                e,
+                format_args!("a {what} cannot have an `extern` ABI; remove it"),
+            );
+        }
+        if !self.generics.params.is_empty() {
+            errors.spanned(
+                &self.generics,
+                format_args!("a {what} cannot be generic: {generic_fix}"),
+            );
+        }
+        if let Some(w) = &self.where_clause {
+            errors.spanned(
+                w,
+                format_args!("a {what} cannot have a `where` clause: it cannot be generic"),
+            );
+        }
+    }
+
+    /// Reports a deadline on a sync function: sync code cannot be cut.
+    pub(crate) fn check_timeout(&self, timeout_ms: Option<(u64, Span)>, errors: &mut Errors) {
+        if let Some((_, span)) = timeout_ms
+            && self.asyncness.is_none()
+        {
+            errors.at(
+                span,
+                "`timeout_ms` needs an `async fn`: sync code cannot be cut at a deadline",
+            );
+        }
     }
 }
 

@@ -94,19 +94,7 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenS
                 order = a.int(&mut errors, "10");
             }
             "tools" => tools = a.path_list(&mut errors),
-            "timeout_ms" => {
-                timeout_ms = a.int(&mut errors, "500").and_then(|n| {
-                    if n <= 0 {
-                        errors.at(
-                            a.key_span,
-                            "`timeout_ms` must be a positive number of milliseconds",
-                        );
-                        None
-                    } else {
-                        Some((n as u64, a.key_span))
-                    }
-                })
-            }
+            "timeout_ms" => timeout_ms = a.timeout_ms(&mut errors),
             "crate" => {
                 if let Some(p) = a.path(&mut errors) {
                     krate = p;
@@ -125,21 +113,11 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenS
 
     // The function itself.
     let what = kind.name();
-    if let Some(c) = &func.constness {
-        errors.spanned(c, format_args!("a {what} cannot be a `const fn`"));
-    }
-    if let Some(u) = &func.unsafety {
-        errors.spanned(u, format_args!("a {what} cannot be an `unsafe fn`"));
-    }
-    if let Some((e, _)) = &func.abi {
-        errors.spanned(e, format_args!("a {what} cannot have an `extern` ABI"));
-    }
-    if !func.generics.params.is_empty() {
-        errors.spanned(&func.generics, format_args!("a {what} cannot be generic"));
-    }
-    if let Some(w) = &func.where_clause {
-        errors.spanned(w, format_args!("a {what} cannot have a `where` clause"));
-    }
+    func.check_plain(
+        what,
+        "hooks are registered once, for one concrete signature",
+        &mut errors,
+    );
     if kind == Kind::Stop
         && let Some(a) = &func.asyncness
     {
@@ -150,14 +128,7 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenS
              observer, or hand it to a task)",
         );
     }
-    if let Some((_, span)) = timeout_ms
-        && func.asyncness.is_none()
-    {
-        errors.at(
-            span,
-            "`timeout_ms` needs an `async fn`: sync code cannot be cut at a deadline",
-        );
-    }
+    func.check_timeout(timeout_ms, &mut errors);
 
     let (subject_name, subject_desc) = kind.subject();
     let mut call_args = Vec::new();

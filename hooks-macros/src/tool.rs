@@ -102,19 +102,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             "name" => name_lit = a.lit_str(&mut errors),
             "description" => description_lit = a.lit_str(&mut errors),
             "allow_unknown_fields" => allow_unknown = a.flag(&mut errors),
-            "timeout_ms" => {
-                timeout_ms = a.int(&mut errors, "5000").and_then(|n| {
-                    if n <= 0 {
-                        errors.at(
-                            a.key_span,
-                            "`timeout_ms` must be a positive number of milliseconds",
-                        );
-                        None
-                    } else {
-                        Some((n as u64, a.key_span))
-                    }
-                })
-            }
+            "timeout_ms" => timeout_ms = a.timeout_ms(&mut errors),
             "crate" => {
                 if let Some(p) = a.path(&mut errors) {
                     krate = p;
@@ -125,39 +113,13 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     }
 
     // The function itself.
-    if let Some(c) = &func.constness {
-        errors.spanned(c, "a tool cannot be a `const fn`; remove `const`");
-    }
-    if let Some(u) = &func.unsafety {
-        errors.spanned(
-            u,
-            "a tool cannot be an `unsafe fn`: the model calls it with untrusted input",
-        );
-    }
-    if let Some((e, _)) = &func.abi {
-        errors.spanned(e, "a tool cannot have an `extern` ABI; remove it");
-    }
-    if !func.generics.params.is_empty() {
-        errors.spanned(
-            &func.generics,
-            "a tool function cannot be generic: its input schema must be one concrete type; \
-             write a non-generic wrapper and mark that `#[tool]`",
-        );
-    }
-    if let Some(w) = &func.where_clause {
-        errors.spanned(
-            w,
-            "a tool function cannot have a `where` clause: it cannot be generic",
-        );
-    }
-    if let Some((_, span)) = timeout_ms
-        && func.asyncness.is_none()
-    {
-        errors.at(
-            span,
-            "`timeout_ms` needs an `async fn`: sync code cannot be cut at a deadline",
-        );
-    }
+    func.check_plain(
+        "tool",
+        "its input schema must be one concrete type; write a non-generic wrapper and mark that \
+         `#[tool]`",
+        &mut errors,
+    );
+    func.check_timeout(timeout_ms, &mut errors);
 
     let name = match &name_lit {
         Some(l) => l.value(),
