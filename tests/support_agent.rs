@@ -212,6 +212,25 @@ fn every_bundled_transcript_replays_with_its_expected_outcomes_results_and_audit
             })
             .collect();
         assert_eq!(&audited, expected, "{}", t.source);
+        let answered: Vec<(String, bool)> = replay
+            .messages
+            .iter()
+            .flat_map(|m| m.answer.as_ref().unwrap().tool_results())
+            .map(|r| (r.content_text().into_owned(), r.is_error))
+            .collect();
+        let logged: Vec<(String, bool)> = lines
+            .iter()
+            .map(|l| {
+                (
+                    l["content"].as_str().unwrap().to_owned(),
+                    l["is_error"].as_bool().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            logged, answered,
+            "the audit line holds what the model was told"
+        );
         for l in &lines {
             assert_eq!(l["session_id"], t.context.session_id.as_str());
             assert_eq!(l["user_id"], t.context.user_id.as_str());
@@ -1111,4 +1130,95 @@ fn free_tier_refunds_are_denied_with_an_alternative_and_faq_limits_at_or_under_5
         let got: Value = serde_json::from_str(&result.content_text()).unwrap();
         assert_eq!(got.as_array().unwrap().len(), entries, "limit {limit}");
     }
+}
+
+#[test]
+fn a_hook_that_cannot_decide_halts_the_agent_and_answers_every_block() {
+    // A policy whose backing store is down: it errors instead of deciding (fail closed).
+    let broken = || {
+        toolgate::PreHookDef::sync("test::broken_policy", 5, |_env, _call| {
+            Err(toolgate::HookError::new("policy store unreachable"))
+        })
+    };
+    let t = transcript::load(&fixture("03_parallel_batch.json")).unwrap();
+    let dir = TempDir::new("halt");
+    let audit = AuditLog::open(dir.path()).unwrap();
+    let agent =
+        Agent::build_with(Specialist::Refunds, Some(&audit), |b| b.pre_hook(broken())).unwrap();
+    let replay = agent::replay_on(&agent, &t);
+    drop((agent, audit));
+
+    assert_eq!(
+        replay.halted.as_deref(),
+        Some(
+            "agent halted: PreToolUse hook `test::broken_policy` failed on tool_use \
+             `toolu_01OoNZYW2mZp0zVZomHFwUbb`: policy store unreachable"
+        )
+    );
+    let answer = replay.messages[0].answer.as_ref().unwrap();
+    let results: Vec<(&str, bool, String)> = answer
+        .tool_results()
+        .map(|r| {
+            (
+                r.tool_use_id.as_str(),
+                r.is_error,
+                r.content_text().into_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(results.len(), 3);
+    assert_eq!(
+        (results[0].0, results[0].1),
+        ("toolu_01OoNZYW2mZp0zVZomHFwUbb", true)
+    );
+    assert!(
+        results[0]
+            .2
+            .starts_with("BLOCKED: this call was not run because a policy check")
+    );
+    for (r, id) in results[1..].iter().zip([
+        "toolu_01YrEqmSM9wCZ7Uw9xfogoEm",
+        "toolu_01vnEN5N1aE6PwZPf1Qh6yYT",
+    ]) {
+        assert_eq!((r.0, r.1), (id, true));
+        assert!(r.2.starts_with("Not run: "), "{}", r.2);
+    }
+    let lines = dir.lines("audit_log.jsonl");
+    let outcomes: Vec<&str> = lines
+        .iter()
+        .map(|l| l["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["hook_failed", "not_run", "not_run"]);
+    assert_eq!(lines[0]["blocked_by"], "test::broken_policy");
+    assert_eq!(lines[0]["detail"], "policy store unreachable");
+    assert!(
+        !lines[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("unreachable"),
+        "the detail is operator-only"
+    );
+    assert_eq!(
+        agent::mismatches(&t, &replay)
+            .iter()
+            .map(|m| (m.tool_use_id.as_str(), m.expected, m.actual))
+            .collect::<Vec<_>>(),
+        [
+            (
+                "toolu_01OoNZYW2mZp0zVZomHFwUbb",
+                Outcome::Blocked,
+                Some(Outcome::HookFailed)
+            ),
+            (
+                "toolu_01YrEqmSM9wCZ7Uw9xfogoEm",
+                Outcome::Ok,
+                Some(Outcome::NotRun)
+            ),
+            (
+                "toolu_01vnEN5N1aE6PwZPf1Qh6yYT",
+                Outcome::Ok,
+                Some(Outcome::NotRun)
+            ),
+        ]
+    );
 }

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use toolgate::{
-    AuditLog, BuildError, Clock, Dispatcher, HookContext, Message, Outcome, RespondError,
-    SessionSummary,
+    AuditLog, BuildError, Clock, Dispatcher, DispatcherBuilder, HookContext, Message, Outcome,
+    RespondError, SessionSummary,
 };
 
 use super::ledger::{Ledger, Refund};
@@ -59,6 +59,16 @@ impl Agent {
         specialist: Specialist,
         audit: Option<&AuditLog>,
     ) -> Result<Agent, BuildError> {
+        Agent::build_with(specialist, audit, |b| b)
+    }
+
+    /// [`build`](Self::build), with `extra` adding to the builder before it builds (a test adds
+    /// a hook that cannot decide, to see the agent halt).
+    pub(crate) fn build_with(
+        specialist: Specialist,
+        audit: Option<&AuditLog>,
+        extra: impl FnOnce(DispatcherBuilder) -> DispatcherBuilder,
+    ) -> Result<Agent, BuildError> {
         let ledger = Arc::new(Ledger::new());
         let calls = Arc::new(CallLog::default());
         let builder = Dispatcher::builder().registered_under(super::AGENT_PATH);
@@ -79,7 +89,7 @@ impl Agent {
             builder = builder.audit_log(log.clone());
         }
         Ok(Agent {
-            dispatcher: builder.build()?,
+            dispatcher: extra(builder).build()?,
             ledger,
             calls,
         })
@@ -140,13 +150,20 @@ pub(crate) fn hook_context(transcript: &Transcript) -> HookContext {
         .build()
 }
 
-/// Replays `transcript` on a fresh agent of its specialist: each assistant message is answered
-/// in turn (`Session::respond`), then the session ends (Stop hooks, summary line).
+/// Replays `transcript` on a fresh agent of its specialist (see [`replay_on`]).
 pub(crate) fn replay(
     transcript: &Transcript,
     audit: Option<&AuditLog>,
 ) -> Result<SessionReplay, BuildError> {
     let agent = Agent::build(transcript.context.specialist, audit)?;
+    Ok(replay_on(&agent, transcript))
+}
+
+/// Replays `transcript` on `agent`: each assistant message is answered in turn
+/// (`Session::respond`), then the session ends (Stop hooks, summary line). When a PreToolUse
+/// hook cannot decide, the agent halts: the halt's answer is kept and later messages are not
+/// replayed.
+pub(crate) fn replay_on(agent: &Agent, transcript: &Transcript) -> SessionReplay {
     let session = agent.dispatcher.session(hook_context(transcript));
     let mut messages = Vec::with_capacity(transcript.messages.len());
     let mut halted = None;
@@ -172,12 +189,12 @@ pub(crate) fn replay(
     }
     let summary = session.end();
     let refunds = toolgate::block_on(agent.ledger.refunds());
-    Ok(SessionReplay {
+    SessionReplay {
         messages,
         summary,
         halted,
         refunds,
-    })
+    }
 }
 
 /// The expected outcomes that did not happen, in transcript order of the ids.
