@@ -177,3 +177,8 @@ pub mod __private {
         ToolDef, ToolError, ToolUse,
     };
 }
+
+/// The README's examples, compiled and run as doctests (`cargo test --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,0 +1,218 @@
+//! The two specialists, built from one registry, and the replay of one transcript through them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use toolgate::{
+    AuditLog, BuildError, Clock, Dispatcher, DispatcherBuilder, HookContext, Message, Outcome,
+    RespondError, SessionSummary,
+};
+
+use super::ledger::{Ledger, Refund};
+use super::output::{CallLine, CallLog};
+use super::tools::TicketQueue;
+use super::transcript::Transcript;
+
+/// A specialist: one dispatcher over the agent's registered tools and hooks, with a subset of
+/// the tools. A hook whose tools are all filtered out is not part of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Specialist {
+    /// Every tool but `create_jira_ticket`.
+    Refunds,
+    /// `lookup_user`, `get_order_details`, `search_faq`, `create_jira_ticket`.
+    Triage,
+}
+
+impl Specialist {
+    /// Both, in the order `--help` lists them.
+    pub(crate) const ALL: [Specialist; 2] = [Specialist::Refunds, Specialist::Triage];
+
+    /// `refunds` or `triage`.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Specialist::Refunds => "refunds",
+            Specialist::Triage => "triage",
+        }
+    }
+
+    /// The specialist with this name.
+    pub(crate) fn from_name(name: &str) -> Option<Specialist> {
+        Specialist::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+/// One specialist's dispatcher and the state it was given (fresh for every transcript).
+pub(crate) struct Agent {
+    /// The dispatcher.
+    pub(crate) dispatcher: Dispatcher,
+    /// The refund ledger the tools and hooks share.
+    pub(crate) ledger: Arc<Ledger>,
+    /// What the `record_call` observer saw.
+    pub(crate) calls: Arc<CallLog>,
+}
+
+impl Agent {
+    /// Builds `specialist` from the items registered under the agent's module path (its tools in
+    /// `tools`, hooks in `policy`, observer in `output`), with a fresh ledger, and with
+    /// `audit` as its audit log when given.
+    pub(crate) fn build(
+        specialist: Specialist,
+        audit: Option<&AuditLog>,
+    ) -> Result<Agent, BuildError> {
+        Agent::build_with(specialist, audit, |b| b)
+    }
+
+    /// [`build`](Self::build), with `extra` adding to the builder before it builds (a test adds
+    /// a hook that cannot decide, to see the agent halt).
+    pub(crate) fn build_with(
+        specialist: Specialist,
+        audit: Option<&AuditLog>,
+        extra: impl FnOnce(DispatcherBuilder) -> DispatcherBuilder,
+    ) -> Result<Agent, BuildError> {
+        let ledger = Arc::new(Ledger::new());
+        let calls = Arc::new(CallLog::default());
+        let builder = Dispatcher::builder().registered_under(super::AGENT_PATH);
+        let builder = match specialist {
+            Specialist::Refunds => builder.without_tools(["create_jira_ticket"]),
+            Specialist::Triage => builder.only_tools([
+                "lookup_user",
+                "get_order_details",
+                "search_faq",
+                "create_jira_ticket",
+            ]),
+        };
+        let mut builder = builder
+            .state_arc(Arc::clone(&ledger))
+            .state_arc(Arc::clone(&calls))
+            .state(TicketQueue::default());
+        if let Some(log) = audit {
+            builder = builder.audit_log(log.clone());
+        }
+        Ok(Agent {
+            dispatcher: extra(builder).build()?,
+            ledger,
+            calls,
+        })
+    }
+}
+
+/// What became of one assistant message.
+#[derive(Debug)]
+pub(crate) struct MessageReplay {
+    /// The user message answering it (one `tool_result` per `tool_use`, in order); `None` when
+    /// the message has no `tool_use` or stopped at `max_tokens`. After a halt, the halt's
+    /// answer.
+    pub(crate) answer: Option<Message>,
+    /// What the observer recorded for its `tool_use` blocks, in order.
+    pub(crate) calls: Vec<CallLine>,
+    /// Why the message got no regular answer (`max_tokens`, a halt).
+    pub(crate) problem: Option<String>,
+}
+
+/// What became of one transcript.
+#[derive(Debug)]
+pub(crate) struct SessionReplay {
+    /// One entry per assistant message that was replayed (after a halt, none more).
+    pub(crate) messages: Vec<MessageReplay>,
+    /// `Session::end`'s summary.
+    pub(crate) summary: SessionSummary,
+    /// Set when a PreToolUse hook failed: the agent halted and later messages were not replayed.
+    pub(crate) halted: Option<String>,
+    /// The refunds the session's ledger recorded.
+    pub(crate) refunds: Vec<Refund>,
+}
+
+impl SessionReplay {
+    /// Every call of the session, in order.
+    pub(crate) fn calls(&self) -> impl Iterator<Item = &CallLine> {
+        self.messages.iter().flat_map(|m| m.calls.iter())
+    }
+}
+
+/// A `tool_use` whose outcome is not the transcript's expected one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Mismatch {
+    /// The block's id.
+    pub(crate) tool_use_id: String,
+    /// What the transcript expects.
+    pub(crate) expected: Outcome,
+    /// What happened; `None` when the block was never reached (the agent halted earlier).
+    pub(crate) actual: Option<Outcome>,
+}
+
+/// The host's trusted context for a transcript: its user, tier and session, and a fixed clock
+/// at its `now`.
+pub(crate) fn hook_context(transcript: &Transcript) -> HookContext {
+    let c = &transcript.context;
+    HookContext::builder(c.user_id.clone(), c.session_id.clone())
+        .tier(c.tier.clone())
+        .clock(Clock::fixed(c.now))
+        .build()
+}
+
+/// Replays `transcript` on a fresh agent of its specialist (see [`replay_on`]).
+pub(crate) fn replay(
+    transcript: &Transcript,
+    audit: Option<&AuditLog>,
+) -> Result<SessionReplay, BuildError> {
+    let agent = Agent::build(transcript.context.specialist, audit)?;
+    Ok(replay_on(&agent, transcript))
+}
+
+/// Replays `transcript` on `agent`: each assistant message is answered in turn
+/// (`Session::respond`), then the session ends (Stop hooks, summary line). When a PreToolUse
+/// hook cannot decide, the agent halts: the halt's answer is kept and later messages are not
+/// replayed.
+pub(crate) fn replay_on(agent: &Agent, transcript: &Transcript) -> SessionReplay {
+    let session = agent.dispatcher.session(hook_context(transcript));
+    let mut messages = Vec::with_capacity(transcript.messages.len());
+    let mut halted = None;
+    for message in &transcript.messages {
+        let has_calls = message.tool_uses().next().is_some();
+        let (answer, problem) = match toolgate::block_on(session.respond(message)) {
+            Ok(answer) => (has_calls.then_some(answer), None),
+            Err(RespondError::Halt(halt)) => {
+                let text = halt.to_string();
+                halted = Some(text.clone());
+                (Some(halt.into_answer()), Some(text))
+            }
+            Err(other) => (None, Some(other.to_string())),
+        };
+        messages.push(MessageReplay {
+            answer,
+            calls: agent.calls.take(),
+            problem,
+        });
+        if halted.is_some() {
+            break;
+        }
+    }
+    let summary = session.end();
+    let refunds = toolgate::block_on(agent.ledger.refunds());
+    SessionReplay {
+        messages,
+        summary,
+        halted,
+        refunds,
+    }
+}
+
+/// The expected outcomes that did not happen, in transcript order of the ids.
+pub(crate) fn mismatches(transcript: &Transcript, replay: &SessionReplay) -> Vec<Mismatch> {
+    let actual: BTreeMap<&str, Outcome> = replay
+        .calls()
+        .map(|c| (c.tool_use_id.as_str(), c.outcome))
+        .collect();
+    transcript
+        .tool_use_ids()
+        .filter_map(|id| {
+            let expected = *transcript.expected.get(id)?;
+            let actual = actual.get(id).copied();
+            (actual != Some(expected)).then(|| Mismatch {
+                tool_use_id: id.to_owned(),
+                expected,
+                actual,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,272 @@
+//! The command line: parsing the arguments by hand (four flags need no parser crate), and
+//! [`run`], which the binary and the integration test both call.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+
+use toolgate::AuditLog;
+
+use super::agent::{self, Agent, Specialist};
+use super::output;
+use super::transcript::{self, Transcript};
+
+/// Every transcript replayed as expected (or `--schemas`, `--help`).
+pub(crate) const EXIT_OK: u8 = 0;
+/// The replay finished, but an outcome differed from the transcript's expected one, the agent
+/// halted, or the output could not be written.
+pub(crate) const EXIT_FAILED: u8 = 1;
+/// Nothing ran: a bad argument, or a transcript that is not JSON or not a transcript.
+pub(crate) const EXIT_BAD_INPUT: u8 = 2;
+
+/// The default `--out-dir`.
+pub(crate) const DEFAULT_OUT_DIR: &str = "data";
+
+const HELP: &str = "\
+Replays customer-support transcripts (assistant messages as the Messages API returns them)
+through the support agent's tools and hooks.
+
+usage:
+  support_agent [--transcript FILE] [--json] [--out-dir DIR]
+  support_agent --schemas [--specialist refunds|triage]
+
+  (no option)          replay every bundled transcript; one readable line per tool call
+  --transcript FILE    replay that file only
+  --json               print only the user message answering each assistant message, one JSON
+                       line each
+  --out-dir DIR        append audit_log.jsonl and session_summaries.jsonl there (default: data)
+  --schemas            print the specialist's tool definitions as one JSON array and exit
+  --specialist NAME    with --schemas: refunds (default) or triage
+  --help               this text
+
+exit codes: 0 all outcomes as expected; 1 an outcome differed (or the agent halted, or output
+failed); 2 a bad argument or transcript (nothing was run or written)";
+
+/// What the command line asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Command {
+    /// `--help`.
+    Help,
+    /// `--schemas [--specialist NAME]`.
+    Schemas(Specialist),
+    /// Replay transcripts.
+    Replay {
+        /// `--transcript FILE`; every bundled transcript when absent.
+        transcript: Option<PathBuf>,
+        /// `--json`.
+        json: bool,
+        /// `--out-dir DIR`.
+        out_dir: PathBuf,
+    },
+}
+
+/// Parses the arguments (without the program name). `--name value` and `--name=value` both work;
+/// each option may be given once.
+pub(crate) fn parse_args<I>(args: I) -> Result<Command, String>
+where
+    I: IntoIterator<Item = OsString>,
+{
+    let mut transcript: Option<PathBuf> = None;
+    let mut out_dir: Option<PathBuf> = None;
+    let mut specialist: Option<Specialist> = None;
+    let mut json = false;
+    let mut schemas = false;
+    let mut help = false;
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let Some(arg) = arg.to_str().map(str::to_owned) else {
+            return Err(format!(
+                "argument {} is not UTF-8 text",
+                arg.to_string_lossy()
+            ));
+        };
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_owned(), Some(OsString::from(v))),
+            _ => (arg.clone(), None),
+        };
+        let mut value = |name: &str| -> Result<OsString, String> {
+            match inline.clone().or_else(|| args.next()) {
+                Some(v) if !v.is_empty() => Ok(v),
+                _ => Err(format!("{name} needs a value")),
+            }
+        };
+        let flag = |inline: &Option<OsString>, seen: bool| -> Result<bool, String> {
+            if inline.is_some() {
+                return Err(format!("{name} takes no value"));
+            }
+            if seen {
+                return Err(format!("{name} is given twice"));
+            }
+            Ok(true)
+        };
+        match name.as_str() {
+            "--transcript" if transcript.is_none() => {
+                transcript = Some(PathBuf::from(value("--transcript")?))
+            }
+            "--out-dir" if out_dir.is_none() => out_dir = Some(PathBuf::from(value("--out-dir")?)),
+            "--specialist" if specialist.is_none() => {
+                let v = value("--specialist")?;
+                let v = v.to_string_lossy();
+                specialist = Some(
+                    Specialist::from_name(&v)
+                        .ok_or_else(|| format!("--specialist {v}: expected refunds or triage"))?,
+                );
+            }
+            "--transcript" | "--out-dir" | "--specialist" => {
+                return Err(format!("{name} is given twice"));
+            }
+            "--json" => json = flag(&inline, json)?,
+            "--schemas" => schemas = flag(&inline, schemas)?,
+            "--help" | "-h" => help = flag(&inline, help)?,
+            _ => return Err(format!("unknown argument `{arg}`")),
+        }
+    }
+    if help {
+        return Ok(Command::Help);
+    }
+    if schemas {
+        if transcript.is_some() || out_dir.is_some() {
+            return Err(
+                "--schemas prints tool definitions and replays nothing: it takes no \
+                        --transcript or --out-dir"
+                    .to_owned(),
+            );
+        }
+        return Ok(Command::Schemas(specialist.unwrap_or(Specialist::Refunds)));
+    }
+    if specialist.is_some() {
+        return Err(
+            "--specialist goes with --schemas (a transcript names its own specialist)".to_owned(),
+        );
+    }
+    Ok(Command::Replay {
+        transcript,
+        json,
+        out_dir: out_dir.unwrap_or_else(|| PathBuf::from(DEFAULT_OUT_DIR)),
+    })
+}
+
+/// Runs the command line `args` (without the program name), writing to `out` and `err`, and
+/// returns the exit code ([`EXIT_OK`], [`EXIT_FAILED`], [`EXIT_BAD_INPUT`]).
+pub(crate) fn run<I>(args: I, out: &mut dyn Write, err: &mut dyn Write) -> u8
+where
+    I: IntoIterator<Item = OsString>,
+{
+    let command = match parse_args(args) {
+        Ok(c) => c,
+        Err(problem) => {
+            let _ = writeln!(err, "error: {problem} (see --help)");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let written = match command {
+        Command::Help => writeln!(out, "{HELP}").map(|()| EXIT_OK),
+        Command::Schemas(specialist) => match Agent::build(specialist, None) {
+            Ok(agent) => {
+                serde_json::to_writer_pretty(&mut *out, agent.dispatcher.tool_definitions())
+                    .map_err(std::io::Error::from)
+                    .and_then(|()| writeln!(out))
+                    .map(|()| EXIT_OK)
+            }
+            Err(e) => {
+                let _ = writeln!(err, "error: {e}");
+                return EXIT_FAILED;
+            }
+        },
+        Command::Replay {
+            transcript,
+            json,
+            out_dir,
+        } => return replay(transcript, json, out_dir, out, err),
+    };
+    match written {
+        Ok(code) => code,
+        Err(e) => output_failed(err, &e),
+    }
+}
+
+/// Reports a failed write to stdout (quietly when the reader went away, as `| head` does).
+fn output_failed(err: &mut dyn Write, e: &std::io::Error) -> u8 {
+    if e.kind() != std::io::ErrorKind::BrokenPipe {
+        let _ = writeln!(err, "error: cannot write the output: {e}");
+    }
+    EXIT_FAILED
+}
+
+fn replay(
+    transcript: Option<PathBuf>,
+    json: bool,
+    out_dir: PathBuf,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    // Every transcript is read and checked before anything runs or is written.
+    let loaded: Result<Vec<Transcript>, _> = match &transcript {
+        Some(path) => transcript::load(path).map(|t| vec![t]),
+        None => transcript::bundled(),
+    };
+    let transcripts = match loaded {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let audit = match AuditLog::open(&out_dir) {
+        Ok(log) => log,
+        Err(e) => {
+            let _ = writeln!(
+                err,
+                "error: cannot open the audit folder {}: {e}",
+                out_dir.display()
+            );
+            return EXIT_FAILED;
+        }
+    };
+
+    let mut code = EXIT_OK;
+    let mut calls = 0;
+    for t in &transcripts {
+        let replayed = match agent::replay(t, Some(&audit)) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = writeln!(err, "error: {e}");
+                return EXIT_FAILED;
+            }
+        };
+        calls += replayed.summary.calls;
+        let written = if json {
+            output::write_json(out, &replayed)
+        } else {
+            output::write_readable(out, t, &replayed)
+        };
+        if let Err(e) = written {
+            return output_failed(err, &e);
+        }
+        if let Some(halt) = &replayed.halted {
+            let _ = writeln!(err, "error: {}: {halt}", t.source);
+            code = EXIT_FAILED;
+        }
+        for m in agent::mismatches(t, &replayed) {
+            let actual = m.actual.map_or("not reached", |o| o.as_str());
+            let _ = writeln!(
+                err,
+                "mismatch: {}: tool_use {}: expected {}, got {actual}",
+                t.source, m.tool_use_id, m.expected
+            );
+            code = EXIT_FAILED;
+        }
+    }
+    if !json
+        && let Err(e) = output::write_footer(
+            out,
+            &audit.audit_log_path(),
+            &audit.session_summaries_path(),
+            calls,
+            transcripts.len(),
+        )
+    {
+        return output_failed(err, &e);
+    }
+    code
+}

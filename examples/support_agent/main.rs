@@ -1,0 +1,43 @@
+//! A customer-support agent replaying real Messages API transcripts through toolgate's hooks.
+//!
+//! `cargo run --example support_agent` replays every bundled transcript
+//! (`tests/fixtures/support/*.json`) and prints one line per tool call: the tool, its input,
+//! what the hooks decided and the result. It needs no network and no API key: the assistant
+//! messages are recorded, the tools answer from seed data. `--help` lists the options.
+//!
+//! The files, one concern each:
+//! - `seed.rs`: customers, orders and FAQ entries;
+//! - `ledger.rs`: the refund ledger (`State<Ledger>`, async), ISO weeks;
+//! - `tools.rs`: the six `#[tool]` functions;
+//! - `policy.rs`: the five `#[pre_hook]` rules;
+//! - `agent.rs`: the two specialists (one registry, filtered) and the replay of a transcript;
+//! - `transcript.rs`: the bundled transcripts, reading and checking a transcript file;
+//! - `output.rs`: the `#[post_hook]` observer and what is printed;
+//! - `cli.rs`: the command line and exit codes.
+//!
+//! The integration test `tests/support_agent.rs` compiles these same files (it includes this
+//! one as a module), so it exercises the very tools and hooks this program runs.
+
+pub(crate) mod agent;
+pub(crate) mod cli;
+pub(crate) mod ledger;
+pub(crate) mod output;
+pub(crate) mod policy;
+pub(crate) mod seed;
+pub(crate) mod tools;
+pub(crate) mod transcript;
+
+use std::process::ExitCode;
+
+/// The module path every tool, hook and observer of the agent is registered under: the
+/// specialists are built from it (`Dispatcher::builder().registered_under(AGENT_PATH)`).
+pub(crate) const AGENT_PATH: &str = module_path!();
+
+fn main() -> ExitCode {
+    let code = cli::run(
+        std::env::args_os().skip(1),
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    );
+    ExitCode::from(code)
+}

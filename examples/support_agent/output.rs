@@ -1,0 +1,248 @@
+//! What the replay prints: a PostToolUse observer that keeps what happened to each call (which
+//! hook blocked or rewrote it), the readable lines and the `--json` lines.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::Value;
+use toolgate::{CallRecord, Message, Outcome, SessionSummary, State, post_hook};
+
+use super::agent::{MessageReplay, SessionReplay};
+use super::transcript::Transcript;
+
+/// What the observer keeps of one `tool_use` block (a copy of its `CallRecord`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CallLine {
+    /// The block's id.
+    pub(crate) tool_use_id: String,
+    /// The tool the model asked for.
+    pub(crate) tool: String,
+    /// The input as received (after normalization).
+    pub(crate) input: Value,
+    /// The input after rewrites, when a hook rewrote it.
+    pub(crate) effective_input: Option<Value>,
+    /// How the call ended.
+    pub(crate) outcome: Outcome,
+    /// The full path of the hook that denied (or failed).
+    pub(crate) blocked_by: Option<String>,
+    /// The full paths of the hooks that rewrote the input.
+    pub(crate) rewritten_by: Vec<String>,
+    /// Whether the answer is an error.
+    pub(crate) is_error: bool,
+    /// The answer's text (empty when there is no answer).
+    pub(crate) content: String,
+}
+
+/// The calls recorded since the last [`take`](Self::take): application state for the observer.
+#[derive(Debug, Default)]
+pub(crate) struct CallLog {
+    lines: Mutex<Vec<CallLine>>,
+}
+
+impl CallLog {
+    /// Takes the lines recorded so far, oldest first.
+    pub(crate) fn take(&self) -> Vec<CallLine> {
+        std::mem::take(&mut *self.lines.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// Keeps a copy of every call's record for the replay's output. Runs once per `tool_use`,
+/// whatever its outcome, before the audit log.
+#[post_hook]
+pub(crate) fn record_call(record: &CallRecord<'_>, log: State<CallLog>) {
+    let line = CallLine {
+        tool_use_id: record.call.id.clone(),
+        tool: record.call.name.clone(),
+        input: record.input.clone(),
+        effective_input: record.effective_input.cloned(),
+        outcome: record.outcome,
+        blocked_by: record.blocked_by.map(str::to_owned),
+        rewritten_by: record
+            .rewritten_by
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect(),
+        is_error: record.result.is_some_and(|r| r.is_error),
+        content: record
+            .result
+            .map(|r| r.content_text().into_owned())
+            .unwrap_or_default(),
+    };
+    log.lines
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(line);
+}
+
+/// At most `max` characters of `text` on one line (`…` marks a cut).
+fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    match flat.char_indices().nth(max) {
+        None => flat,
+        Some((end, _)) => format!("{}…", &flat[..end]),
+    }
+}
+
+/// The decision part of a call's line: what the hooks and the pipeline made of it, with the
+/// outcome's name (`allowed, ok`; `blocked by support_agent::policy::premium_only`;
+/// `rewritten by … to {…}, allowed, ok`; `failed, invalid_input`).
+pub(crate) fn decision(line: &CallLine) -> String {
+    let mut out = String::new();
+    if !line.rewritten_by.is_empty() {
+        let _ = write!(out, "rewritten by {}", line.rewritten_by.join(", "));
+        if let Some(effective) = &line.effective_input {
+            let _ = write!(out, " to {}", one_line(&effective.to_string(), 80));
+        }
+        out.push_str(", ");
+    }
+    let hook = line.blocked_by.as_deref().unwrap_or("?");
+    let outcome = line.outcome;
+    let _ = match outcome {
+        Outcome::Ok | Outcome::ToolError | Outcome::Panicked | Outcome::ToolTimeout => {
+            write!(out, "allowed, {outcome}")
+        }
+        Outcome::Blocked => write!(out, "blocked by {hook}"),
+        Outcome::HookFailed | Outcome::HookTimeout => {
+            write!(out, "failed, {outcome} in {hook} (agent halted)")
+        }
+        _ => write!(out, "failed, {outcome}"),
+    };
+    out
+}
+
+/// One readable line for a call: id, tool, input, decision, result.
+///
+/// `toolu_01…  lookup_user {"user_id":"u_999"} | blocked by support_agent::policy::own_records_only | BLOCKED: …`
+pub(crate) fn call_line(line: &CallLine) -> String {
+    format!(
+        "{}  {} {} | {} | {}",
+        line.tool_use_id,
+        line.tool,
+        one_line(&line.input.to_string(), 90),
+        decision(line),
+        one_line(&line.content, 110)
+    )
+}
+
+/// `calls 4; outcomes ok 3, blocked 1; tools lookup_user 2, …; observer errors 0`.
+pub(crate) fn summary_line(s: &SessionSummary) -> String {
+    let counts = |m: Vec<(String, u64)>| {
+        if m.is_empty() {
+            "none".to_owned()
+        } else {
+            m.into_iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    format!(
+        "calls {}; outcomes {}; tools {}; observer errors {}",
+        s.calls,
+        counts(
+            s.outcomes
+                .iter()
+                .map(|(o, n)| (o.to_string(), *n))
+                .collect()
+        ),
+        counts(s.tools.iter().map(|(t, n)| (t.clone(), *n)).collect()),
+        s.observer_errors
+    )
+}
+
+/// Prints one replayed transcript in the readable form.
+pub(crate) fn write_readable(
+    out: &mut dyn Write,
+    transcript: &Transcript,
+    replay: &SessionReplay,
+) -> io::Result<()> {
+    let ctx = &transcript.context;
+    writeln!(out, "== {}", transcript.source)?;
+    if let Some(about) = &transcript.about {
+        writeln!(out, "   {about}")?;
+    }
+    writeln!(
+        out,
+        "   session {}, user {} ({}), specialist {}, clock {}",
+        ctx.session_id,
+        ctx.user_id,
+        ctx.tier,
+        ctx.specialist.as_str(),
+        ctx.now_text
+    )?;
+    for message in &replay.messages {
+        write_message(out, transcript, message)?;
+    }
+    for r in &replay.refunds {
+        writeln!(
+            out,
+            "   ledger: {} refunded {} cents on {} ({}, ISO week {})",
+            r.refund_id, r.amount_cents, r.order_id, r.owner, r.week
+        )?;
+    }
+    writeln!(out, "   summary: {}", summary_line(&replay.summary))?;
+    writeln!(out)
+}
+
+fn write_message(
+    out: &mut dyn Write,
+    transcript: &Transcript,
+    message: &MessageReplay,
+) -> io::Result<()> {
+    for line in &message.calls {
+        let expected = transcript.expected.get(&line.tool_use_id);
+        let mark = match expected {
+            Some(e) if *e != line.outcome => format!("  [EXPECTED {e}]"),
+            _ => String::new(),
+        };
+        writeln!(out, "   {}{mark}", call_line(line))?;
+    }
+    if let Some(problem) = &message.problem {
+        writeln!(out, "   ! {problem}")?;
+    }
+    Ok(())
+}
+
+/// Prints where the audit files are and how many lines this run appended to them.
+pub(crate) fn write_footer(
+    out: &mut dyn Write,
+    audit_log: &Path,
+    summaries: &Path,
+    calls: u64,
+    sessions: usize,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "audit log: {} ({calls} line{} appended, one per tool_use)",
+        audit_log.display(),
+        if calls == 1 { "" } else { "s" }
+    )?;
+    writeln!(
+        out,
+        "session summaries: {} ({sessions} line{} appended, one per session)",
+        summaries.display(),
+        if sessions == 1 { "" } else { "s" }
+    )
+}
+
+/// Prints the user message answering each assistant message, one JSON line each (`--json`).
+/// An assistant message without `tool_use` blocks, or one that stopped at `max_tokens`, has no
+/// answer and prints nothing.
+pub(crate) fn write_json(out: &mut dyn Write, replay: &SessionReplay) -> io::Result<()> {
+    for message in &replay.messages {
+        if let Some(answer) = &message.answer {
+            write_message_json(out, answer)?;
+        }
+    }
+    Ok(())
+}
+
+fn write_message_json(out: &mut dyn Write, answer: &Message) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, answer)?;
+    writeln!(out)
+}

@@ -1,0 +1,190 @@
+//! The agent's rules, each a `#[pre_hook]`: cheap and decisive checks first, the one that
+//! awaits the ledger last.
+//!
+//! | order | hook | tools | rule |
+//! |---|---|---|---|
+//! | 10 | `premium_only` | `prepare_case_file`, `issue_refund` | only premium customers |
+//! | 20 | `no_case_files_during_deploy` | `prepare_case_file` | not Thursdays 02:00–04:00 UTC |
+//! | 30 | `own_records_only` | `lookup_user`, `get_order_details`, `prepare_case_file`, `issue_refund` | the session's user and their orders only |
+//! | 40 | `cap_faq_limit` | `search_faq` | `limit` above 5 is rewritten to 5 |
+//! | 50 | `weekly_refund_limit` | `issue_refund` | at most 50000 cents per customer per ISO week |
+//!
+//! Every fact a rule decides on comes from the session's `HookContext` (user, tier, clock) or
+//! the shop's own records, never from what the model claims. A denial tells the model why and,
+//! where there is one, what to do instead.
+
+use std::time::SystemTime;
+
+use jiff::civil::Weekday;
+use serde_json::Value;
+use toolgate::{Decision, HookContext, State, ToolUse, pre_hook};
+
+use super::ledger::{IsoWeek, Ledger, OutOfRange, utc};
+use super::seed;
+// Matchers name tools by path (`tools::issue_refund`), so a misspelling does not compile.
+use super::tools;
+
+/// The most refunds one customer may get in one ISO week (UTC), in cents.
+pub(crate) const WEEKLY_REFUND_LIMIT_CENTS: u64 = 50_000;
+
+/// The most entries `search_faq` may return.
+pub(crate) const FAQ_LIMIT_MAX: u64 = 5;
+
+/// Whether `at` falls in the weekly deploy window: Thursdays from 02:00 (inclusive) to 04:00
+/// (exclusive), UTC.
+pub(crate) fn in_deploy_window(at: SystemTime) -> Result<bool, OutOfRange> {
+    let t = utc(at)?;
+    Ok(t.weekday() == Weekday::Thursday && (2..4).contains(&t.hour()))
+}
+
+/// A string field of a validated input (absent when the tool has no such field).
+fn field<'a>(call: &'a ToolUse, name: &str) -> Option<&'a str> {
+    call.input.get(name).and_then(Value::as_str)
+}
+
+/// Case files and refunds are for premium customers. The tier is the host's fact; a model that
+/// was talked into "this is really a credit, not a refund" still cannot open a case.
+#[pre_hook(order = 10, tools = [tools::prepare_case_file, tools::issue_refund])]
+pub(crate) fn premium_only(ctx: &HookContext) -> Decision {
+    match ctx.tier() {
+        Some("premium") => Decision::Allow,
+        tier => Decision::deny_instead(
+            format!(
+                "case files and refunds are for premium customers, and this customer's tier is \
+                 {}.",
+                tier.unwrap_or("unknown")
+            ),
+            "Answer from the refund policy (search_faq), or tell the customer that upgrading to \
+             premium includes refunds handled by support.",
+        ),
+    }
+}
+
+/// No case files during the weekly deploy window (Thursdays 02:00–04:00 UTC, by the context's
+/// clock): the case system is being redeployed.
+#[pre_hook(order = 20, tools = [tools::prepare_case_file])]
+pub(crate) fn no_case_files_during_deploy(ctx: &HookContext) -> Result<Decision, OutOfRange> {
+    if !in_deploy_window(ctx.now())? {
+        return Ok(Decision::Allow);
+    }
+    Ok(Decision::deny_instead(
+        "case files cannot be opened during the weekly deploy window, Thursdays 02:00 to 04:00 \
+         UTC.",
+        "Tell the customer the case will be opened after 04:00 UTC today, and keep the details \
+         they gave so you can call prepare_case_file then.",
+    ))
+}
+
+/// A `user_id` in the input must be the session's user, and an `order_id` one of that user's
+/// orders. An order that does not exist is denied with the same words as another customer's,
+/// so the hook tells nobody whether an order id exists.
+#[pre_hook(order = 30, tools = [tools::lookup_user, tools::get_order_details, tools::prepare_case_file, tools::issue_refund])]
+pub(crate) fn own_records_only(ctx: &HookContext, call: &ToolUse) -> Decision {
+    if let Some(user_id) = field(call, "user_id")
+        && user_id != ctx.user_id()
+    {
+        return Decision::deny_instead(
+            format!(
+                "this conversation can only use the signed-in customer's own account, and \
+                 {user_id} is not it."
+            ),
+            format!(
+                "Use the signed-in customer's id, {}, or ask them what they need for their own \
+                 account.",
+                ctx.user_id()
+            ),
+        );
+    }
+    if let Some(order_id) = field(call, "order_id") {
+        let owned = seed::order(order_id).is_some_and(|o| o.owner == ctx.user_id());
+        if !owned {
+            return Decision::deny_instead(
+                format!("order {order_id} is not one of the signed-in customer's orders."),
+                "Ask the customer to check the order number (lookup_user lists their orders).",
+            );
+        }
+    }
+    Decision::Allow
+}
+
+/// `search_faq` returns at most 5 entries: a larger `limit` is rewritten to 5 (the call goes on;
+/// the audit line records the rewrite).
+#[pre_hook(order = 40, tools = [tools::search_faq])]
+pub(crate) fn cap_faq_limit(call: &ToolUse) -> Decision {
+    match call.input.get("limit").and_then(Value::as_u64) {
+        Some(limit) if limit > FAQ_LIMIT_MAX => {
+            let mut input = call.input.clone();
+            input["limit"] = Value::from(FAQ_LIMIT_MAX);
+            Decision::rewrite(input)
+        }
+        _ => Decision::Allow,
+    }
+}
+
+/// Why the spend-limit hook could not decide (the agent halts: fail closed).
+#[derive(Debug)]
+pub(crate) enum SpendLimitError {
+    /// The clock cannot be placed in a week.
+    Clock(OutOfRange),
+    /// The input lacks what the schema guarantees (a bug in the pipeline, never the model's).
+    Input,
+}
+
+impl std::fmt::Display for SpendLimitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpendLimitError::Clock(e) => e.fmt(f),
+            SpendLimitError::Input => {
+                f.write_str("issue_refund input without a string order_id and a u64 amount_cents")
+            }
+        }
+    }
+}
+
+/// A customer gets at most 50000 cents of refunds per ISO week (UTC, by the context's clock):
+/// the refunds the ledger holds for the order's owner this week plus this one must not exceed
+/// it. Awaits the ledger, so it runs last.
+#[pre_hook(order = 50, tools = [tools::issue_refund])]
+pub(crate) async fn weekly_refund_limit(
+    ctx: &HookContext,
+    call: &ToolUse,
+    ledger: State<Ledger>,
+) -> Result<Decision, SpendLimitError> {
+    let (Some(order_id), Some(amount)) = (
+        field(call, "order_id"),
+        call.input.get("amount_cents").and_then(Value::as_u64),
+    ) else {
+        return Err(SpendLimitError::Input);
+    };
+    let Some(order) = seed::order(order_id) else {
+        // `own_records_only` (order 30) lets no unknown order through; answer as it does.
+        return Ok(Decision::deny(format!(
+            "order {order_id} is not one of the signed-in customer's orders."
+        )));
+    };
+    let week = IsoWeek::of(ctx.now()).map_err(SpendLimitError::Clock)?;
+    let already = ledger.refunded_in_week(order.owner, week).await;
+    let total = already.saturating_add(amount);
+    if total <= WEEKLY_REFUND_LIMIT_CENTS {
+        return Ok(Decision::Allow);
+    }
+    let left = WEEKLY_REFUND_LIMIT_CENTS.saturating_sub(already);
+    let instead = if left == 0 {
+        "No more refunds can be issued to this customer this week; tell them the rest will be \
+         reviewed by a human agent."
+            .to_owned()
+    } else {
+        format!(
+            "Refund at most {left} cents now and tell the customer the rest will be reviewed by \
+             a human agent."
+        )
+    };
+    Ok(Decision::deny_instead(
+        format!(
+            "a refund of {amount} cents would bring this customer's refunds in ISO week {week} to \
+             {total} cents, above the weekly limit of {WEEKLY_REFUND_LIMIT_CENTS} cents \
+             ({already} cents already refunded this week)."
+        ),
+        instead,
+    ))
+}

@@ -1,0 +1,303 @@
+//! Transcripts: the bundled sessions, and reading and checking a transcript file before anything
+//! runs.
+//!
+//! A transcript is one JSON object:
+//!
+//! ```json
+//! {
+//!   "_about": "what the session shows (keys starting with `_` are comments)",
+//!   "context": {"user_id": "u_001", "tier": "premium", "session_id": "sess_1",
+//!               "now": "2026-11-24T10:15:00Z", "specialist": "refunds"},
+//!   "messages": [ {"role": "assistant", "content": [ … tool_use … ], "stop_reason": "tool_use", …} ],
+//!   "expected_outcomes": {"toolu_01…": "ok", "toolu_02…": "blocked"}
+//! }
+//! ```
+//!
+//! `messages` are assistant Message objects exactly as the Messages API returns them (the replay
+//! writes the user turns); `expected_outcomes` is optional and names outcomes as the audit log
+//! does. `now` is an RFC 3339 instant: the session's fixed clock.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::Path;
+use std::time::SystemTime;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use toolgate::{Message, Outcome, Role};
+
+use super::agent::Specialist;
+
+/// The bundled transcripts (copies of `tests/fixtures/support/*.json`): name and text.
+pub(crate) const BUNDLED: &[(&str, &str)] = &[
+    (
+        "01_premium_refund.json",
+        include_str!("../../tests/fixtures/support/01_premium_refund.json"),
+    ),
+    (
+        "02_free_tier_unusual_phrasing.json",
+        include_str!("../../tests/fixtures/support/02_free_tier_unusual_phrasing.json"),
+    ),
+    (
+        "03_parallel_batch.json",
+        include_str!("../../tests/fixtures/support/03_parallel_batch.json"),
+    ),
+    (
+        "04_edges.json",
+        include_str!("../../tests/fixtures/support/04_edges.json"),
+    ),
+    (
+        "05_capability_check.json",
+        include_str!("../../tests/fixtures/support/05_capability_check.json"),
+    ),
+];
+
+/// The trusted facts of a transcript's session.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionFacts {
+    /// The authenticated user.
+    pub(crate) user_id: String,
+    /// `free` or `premium`.
+    pub(crate) tier: String,
+    /// The session id (on every audit line).
+    pub(crate) session_id: String,
+    /// The fixed clock.
+    pub(crate) now: SystemTime,
+    /// `now` as written in the file.
+    pub(crate) now_text: String,
+    /// Which specialist answers.
+    pub(crate) specialist: Specialist,
+}
+
+/// A transcript, read and checked.
+#[derive(Debug, Clone)]
+pub(crate) struct Transcript {
+    /// Where it came from: the file's path, or the bundled file's name.
+    pub(crate) source: String,
+    /// The `_about` comment, when there is one.
+    pub(crate) about: Option<String>,
+    /// The session's facts.
+    pub(crate) context: SessionFacts,
+    /// The assistant messages, in order.
+    pub(crate) messages: Vec<Message>,
+    /// Expected outcome per `tool_use` id (empty when the file has none).
+    pub(crate) expected: BTreeMap<String, Outcome>,
+}
+
+impl Transcript {
+    /// The ids of every `tool_use` block, in order.
+    pub(crate) fn tool_use_ids(&self) -> impl Iterator<Item = &str> {
+        self.messages
+            .iter()
+            .flat_map(|m| m.tool_uses().map(|t| t.id.as_str()))
+    }
+}
+
+/// A transcript that cannot be replayed: the file and the problem, on one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TranscriptError {
+    /// The file.
+    pub(crate) source: String,
+    /// What is wrong with it.
+    pub(crate) problem: String,
+}
+
+impl fmt::Display for TranscriptError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // One line, whatever the parser said.
+        let problem: String = self
+            .problem
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        write!(f, "{}: {problem}", self.source)
+    }
+}
+
+impl std::error::Error for TranscriptError {}
+
+/// The `context` object as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawContext {
+    user_id: String,
+    tier: String,
+    session_id: String,
+    now: String,
+    specialist: String,
+}
+
+/// Reads and checks every bundled transcript.
+pub(crate) fn bundled() -> Result<Vec<Transcript>, TranscriptError> {
+    BUNDLED
+        .iter()
+        .map(|(name, text)| parse(name, text))
+        .collect()
+}
+
+/// Reads and checks the transcript at `path`.
+pub(crate) fn load(path: &Path) -> Result<Transcript, TranscriptError> {
+    let source = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| TranscriptError {
+        source: source.clone(),
+        problem: if e.kind() == std::io::ErrorKind::InvalidData {
+            "is not UTF-8 text".to_owned()
+        } else {
+            format!("cannot be read: {e}")
+        },
+    })?;
+    parse(&source, &text)
+}
+
+/// Reads and checks a transcript's text; `source` names it in errors.
+///
+/// Checks: the text is one JSON object with `context`, `messages` and optionally
+/// `expected_outcomes` (other keys only when they start with `_`); `context` has exactly
+/// `user_id`, `tier` (`free` or `premium`), `session_id`, `now` (RFC 3339) and `specialist`
+/// (`refunds` or `triage`); `messages` is a non-empty array of assistant messages in the
+/// Messages API's shape; `tool_use` ids are unique; every `expected_outcomes` key is one of
+/// them and every value an outcome name.
+pub(crate) fn parse(source: &str, text: &str) -> Result<Transcript, TranscriptError> {
+    let fail = |problem: String| TranscriptError {
+        source: source.to_owned(),
+        problem,
+    };
+    let value: Value = serde_json::from_str(text).map_err(|e| fail(format!("is not JSON: {e}")))?;
+    let Value::Object(mut top) = value else {
+        return Err(fail(format!(
+            "must be a JSON object with `context` and `messages`, found {}",
+            kind(&value)
+        )));
+    };
+    let about = match top.get("_about") {
+        Some(Value::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    if let Some(key) = top.keys().find(|k| {
+        !k.starts_with('_') && !matches!(k.as_str(), "context" | "messages" | "expected_outcomes")
+    }) {
+        return Err(fail(format!(
+            "unknown key `{key}` (expected `context`, `messages`, `expected_outcomes`, or a \
+             comment key starting with `_`)"
+        )));
+    }
+
+    let raw = top
+        .remove("context")
+        .ok_or_else(|| fail("missing key `context`".to_owned()))?;
+    let raw = RawContext::deserialize(raw).map_err(|e| fail(format!("context: {e}")))?;
+    if !matches!(raw.tier.as_str(), "free" | "premium") {
+        return Err(fail(format!(
+            "context.tier: `{}` is not a tier (expected `free` or `premium`)",
+            raw.tier
+        )));
+    }
+    let specialist = Specialist::from_name(&raw.specialist).ok_or_else(|| {
+        fail(format!(
+            "context.specialist: `{}` is not a specialist (expected `refunds` or `triage`)",
+            raw.specialist
+        ))
+    })?;
+    let now = raw
+        .now
+        .parse::<jiff::Timestamp>()
+        .ok()
+        .and_then(|ts| SystemTime::try_from(ts).ok())
+        .ok_or_else(|| {
+            fail(format!(
+                "context.now: `{}` is not an RFC 3339 instant like 2026-11-24T10:15:00Z",
+                raw.now
+            ))
+        })?;
+
+    let messages = match top.remove("messages") {
+        Some(Value::Array(items)) => items,
+        Some(other) => {
+            return Err(fail(format!(
+                "`messages` must be an array of assistant messages, found {}",
+                kind(&other)
+            )));
+        }
+        None => return Err(fail("missing key `messages`".to_owned())),
+    };
+    if messages.is_empty() {
+        return Err(fail("`messages` is empty: nothing to replay".to_owned()));
+    }
+    let messages = messages
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let message =
+                Message::deserialize(m).map_err(|e| fail(format!("messages[{i}]: {e}")))?;
+            if message.role != Role::Assistant {
+                return Err(fail(format!(
+                    "messages[{i}]: role is `user`; a transcript holds the assistant's messages \
+                     only (the replay writes the user turns)"
+                )));
+            }
+            Ok(message)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let mut ids = BTreeSet::new();
+    for id in messages.iter().flat_map(|m| m.tool_uses().map(|t| &t.id)) {
+        if !ids.insert(id.as_str()) {
+            return Err(fail(format!("tool_use id `{id}` appears twice")));
+        }
+    }
+
+    let expected = match top.remove("expected_outcomes") {
+        None | Some(Value::Null) => BTreeMap::new(),
+        Some(Value::Object(map)) => expected_outcomes(map, &ids).map_err(fail)?,
+        Some(other) => {
+            return Err(fail(format!(
+                "`expected_outcomes` must be an object of tool_use id to outcome, found {}",
+                kind(&other)
+            )));
+        }
+    };
+
+    Ok(Transcript {
+        source: source.to_owned(),
+        about,
+        context: SessionFacts {
+            user_id: raw.user_id,
+            tier: raw.tier,
+            session_id: raw.session_id,
+            now,
+            now_text: raw.now,
+            specialist,
+        },
+        messages,
+        expected,
+    })
+}
+
+fn expected_outcomes(
+    map: Map<String, Value>,
+    ids: &BTreeSet<&str>,
+) -> Result<BTreeMap<String, Outcome>, String> {
+    let mut expected = BTreeMap::new();
+    for (id, outcome) in map {
+        if !ids.contains(id.as_str()) {
+            return Err(format!(
+                "expected_outcomes: `{id}` is not the id of a tool_use block in `messages`"
+            ));
+        }
+        let outcome =
+            Outcome::deserialize(&outcome).map_err(|e| format!("expected_outcomes.{id}: {e}"))?;
+        expected.insert(id, outcome);
+    }
+    Ok(expected)
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

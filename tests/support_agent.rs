@@ -1,0 +1,1224 @@
+//! The support agent (`cargo run --example support_agent`), tested through the example's own
+//! files: every bundled transcript replays with its expected outcomes, results and audit lines;
+//! the command line's modes and exit codes; and each rule at its exact edges.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::SystemTime;
+
+use serde_json::{Value, json};
+use toolgate::{AuditLog, Outcome, Session, ToolUse};
+
+// The example itself, compiled as a module of this test: the same tools, hooks and CLI.
+#[allow(dead_code)]
+#[path = "../examples/support_agent/main.rs"]
+mod example;
+
+use example::agent::{self, Agent, Specialist};
+use example::cli;
+use example::ledger::IsoWeek;
+use example::policy::in_deploy_window;
+use example::transcript;
+
+// ---------------------------------------------------------------- helpers
+
+/// A fresh folder under the system temp dir, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "toolgate-support-{}-{}-{name}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        TempDir(dir)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+
+    fn lines(&self, file: &str) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.0.join(file)).expect("the file was written");
+        text.lines()
+            .map(|l| serde_json::from_str(l).expect("each line is one JSON object"))
+            .collect()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn at(rfc3339: &str) -> SystemTime {
+    let ts: jiff::Timestamp = rfc3339.parse().expect("a valid instant");
+    SystemTime::try_from(ts).expect("in range")
+}
+
+fn hook(name: &str) -> String {
+    format!("{}::policy::{name}", example::AGENT_PATH)
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/support")
+        .join(name)
+}
+
+/// Runs the example's command line; returns (exit code, stdout, stderr).
+fn run(args: &[&OsString]) -> (u8, String, String) {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = cli::run(args.iter().map(|a| (*a).clone()), &mut out, &mut err);
+    (
+        code,
+        String::from_utf8(out).expect("utf-8 stdout"),
+        String::from_utf8(err).expect("utf-8 stderr"),
+    )
+}
+
+fn os(s: impl Into<OsString>) -> OsString {
+    s.into()
+}
+
+/// A session of `specialist` for `user` at `now`, on a fresh agent (fresh ledger).
+fn session(specialist: Specialist, user: &str, tier: &str, now: &str) -> (Agent, Session) {
+    let agent = Agent::build(specialist, None).expect("the agent builds");
+    let ctx = toolgate::HookContext::builder(user, "sess_test")
+        .tier(tier)
+        .clock(toolgate::Clock::fixed(at(now)))
+        .build();
+    let session = agent.dispatcher.session(ctx);
+    (agent, session)
+}
+
+/// Calls one tool; returns (outcome, is_error, content) as the observer recorded them.
+fn call(agent: &Agent, session: &Session, tool: &str, input: Value) -> (Outcome, bool, String) {
+    let use_ = ToolUse::new("toolu_test", tool, input);
+    let result = toolgate::block_on(session.call(&use_)).expect("no hook failed");
+    let mut lines = agent.calls.take();
+    assert_eq!(lines.len(), 1, "one observer record per call");
+    let line = lines.remove(0);
+    assert_eq!(line.is_error, result.is_error);
+    assert_eq!(line.content, result.content_text());
+    (line.outcome, line.is_error, line.content)
+}
+
+// ---------------------------------------------------------------- the bundled transcripts
+
+/// Outcome per tool_use id, as the fixtures' `expected_outcomes` say (written out here too, so
+/// an edited fixture cannot make this test pass by accident).
+const EXPECTED: &[(&str, &[(&str, &str)])] = &[
+    (
+        "01_premium_refund.json",
+        &[
+            ("toolu_01u8jzPde0IgxLd6GncfBAep", "ok"),
+            ("toolu_01AjIhKtJ0RlgLKOmxgJTeKd", "ok"),
+            ("toolu_014vUCsMehGAkWvj7FAc9QeW", "ok"),
+            ("toolu_01UStPKR0CsTy4Qwb8DwkNhF", "ok"),
+        ],
+    ),
+    (
+        "02_free_tier_unusual_phrasing.json",
+        &[
+            ("toolu_01TAwR4y9ojfljoQoaF1Llqs", "ok"),
+            ("toolu_01zzzgEOzdmenCkhvMdgaKjI", "blocked"),
+            ("toolu_01EtfjgVvVqE1SkHbn88HxjS", "ok"),
+        ],
+    ),
+    (
+        "03_parallel_batch.json",
+        &[
+            ("toolu_01OoNZYW2mZp0zVZomHFwUbb", "blocked"),
+            ("toolu_01YrEqmSM9wCZ7Uw9xfogoEm", "ok"),
+            ("toolu_01vnEN5N1aE6PwZPf1Qh6yYT", "ok"),
+        ],
+    ),
+    (
+        "04_edges.json",
+        &[
+            ("toolu_01jL5DZPjN0MEQ7wjJJibaZU", "invalid_input"),
+            ("toolu_011id6Vw5DQL05HA064GiIjH", "unknown_tool"),
+            ("toolu_01YXg4JdpmrcXgGCJbW56eCu", "blocked"),
+        ],
+    ),
+    (
+        "05_capability_check.json",
+        &[
+            ("toolu_011CiAhzCueQpBenQtYh5Xj8", "tool_error"),
+            ("toolu_01GzvAmwufUxbvJDCTbyvHNs", "ok"),
+        ],
+    ),
+];
+
+#[test]
+fn every_bundled_transcript_replays_with_its_expected_outcomes_results_and_audit_lines() {
+    let transcripts = transcript::bundled().expect("the bundled transcripts are valid");
+    let names: Vec<&str> = transcripts.iter().map(|t| t.source.as_str()).collect();
+    let want: Vec<&str> = EXPECTED.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, want);
+
+    for (t, (_, expected)) in transcripts.iter().zip(EXPECTED) {
+        let dir = TempDir::new("replay");
+        let audit = AuditLog::open(dir.path()).unwrap();
+        let replay = agent::replay(t, Some(&audit)).expect("the agent builds");
+        drop(audit);
+
+        // The fixture's own expectations agree with the list above, and hold.
+        let from_file: Vec<(&str, &str)> = t
+            .tool_use_ids()
+            .map(|id| (id, t.expected[id].as_str()))
+            .collect();
+        assert_eq!(&from_file, expected, "{}", t.source);
+        assert_eq!(agent::mismatches(t, &replay), vec![], "{}", t.source);
+        assert_eq!(replay.halted, None);
+
+        // One answer per assistant message: one tool_result per tool_use, same ids, same order.
+        assert_eq!(replay.messages.len(), t.messages.len());
+        for (message, replayed) in t.messages.iter().zip(&replay.messages) {
+            let answer = replayed
+                .answer
+                .as_ref()
+                .expect("every fixture message has tool_use");
+            let asked: Vec<&str> = message.tool_uses().map(|u| u.id.as_str()).collect();
+            let answered: Vec<&str> = answer
+                .tool_results()
+                .map(|r| r.tool_use_id.as_str())
+                .collect();
+            assert_eq!(answered, asked);
+            assert_eq!(answer.content.len(), asked.len(), "tool_result blocks only");
+        }
+        let outcomes: Vec<(&str, &str)> = replay
+            .calls()
+            .map(|c| (c.tool_use_id.as_str(), c.outcome.as_str()))
+            .collect();
+        assert_eq!(&outcomes, expected, "{}", t.source);
+
+        // Exactly one audit line per call, in order, with that outcome; one summary line.
+        let lines = dir.lines("audit_log.jsonl");
+        let audited: Vec<(&str, &str)> = lines
+            .iter()
+            .map(|l| {
+                (
+                    l["tool_use_id"].as_str().unwrap(),
+                    l["outcome"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(&audited, expected, "{}", t.source);
+        let answered: Vec<(String, bool)> = replay
+            .messages
+            .iter()
+            .flat_map(|m| m.answer.as_ref().unwrap().tool_results())
+            .map(|r| (r.content_text().into_owned(), r.is_error))
+            .collect();
+        let logged: Vec<(String, bool)> = lines
+            .iter()
+            .map(|l| {
+                (
+                    l["content"].as_str().unwrap().to_owned(),
+                    l["is_error"].as_bool().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            logged, answered,
+            "the audit line holds what the model was told"
+        );
+        for l in &lines {
+            assert_eq!(l["session_id"], t.context.session_id.as_str());
+            assert_eq!(l["user_id"], t.context.user_id.as_str());
+            assert_eq!(l["ts"], t.context.now_text.as_str());
+        }
+        let summaries = dir.lines("session_summaries.jsonl");
+        assert_eq!(summaries.len(), 1);
+        assert_eq!(summaries[0]["calls"], json!(expected.len()));
+        assert_eq!(summaries[0]["observer_errors"], json!(0));
+    }
+}
+
+#[test]
+fn the_bundled_transcripts_show_which_hook_decided() {
+    let transcripts = transcript::bundled().unwrap();
+    let mut decided = BTreeMap::new();
+    for t in &transcripts {
+        let replay = agent::replay(t, None).unwrap();
+        for c in replay.calls() {
+            decided.insert(
+                c.tool_use_id.clone(),
+                (
+                    c.blocked_by.clone(),
+                    c.rewritten_by.clone(),
+                    c.content.clone(),
+                ),
+            );
+        }
+    }
+    let (by, _, content) = &decided["toolu_01zzzgEOzdmenCkhvMdgaKjI"];
+    assert_eq!(by.as_deref(), Some(hook("premium_only").as_str()));
+    assert_eq!(
+        content,
+        "BLOCKED: case files and refunds are for premium customers, and this customer's tier is \
+         free. Answer from the refund policy (search_faq), or tell the customer that upgrading \
+         to premium includes refunds handled by support."
+    );
+    let (by, _, content) = &decided["toolu_01OoNZYW2mZp0zVZomHFwUbb"];
+    assert_eq!(by.as_deref(), Some(hook("own_records_only").as_str()));
+    assert_eq!(
+        content,
+        "BLOCKED: this conversation can only use the signed-in customer's own account, and \
+         u_999 is not it. Use the signed-in customer's id, u_001, or ask them what they need for \
+         their own account."
+    );
+    let (by, _, content) = &decided["toolu_01YXg4JdpmrcXgGCJbW56eCu"];
+    assert_eq!(
+        by.as_deref(),
+        Some(hook("no_case_files_during_deploy").as_str())
+    );
+    assert!(content.starts_with(
+        "BLOCKED: case files cannot be opened during the weekly deploy window, Thursdays 02:00 \
+         to 04:00 UTC. Tell the customer"
+    ));
+    let (by, rewritten, content) = &decided["toolu_01vnEN5N1aE6PwZPf1Qh6yYT"];
+    assert_eq!(by, &None);
+    assert_eq!(rewritten, &vec![hook("cap_faq_limit")]);
+    let entries: Value = serde_json::from_str(content).unwrap();
+    assert_eq!(
+        entries[0]["question"],
+        "How long do I have to ask for a refund?"
+    );
+    let (_, _, content) = &decided["toolu_011CiAhzCueQpBenQtYh5Xj8"];
+    assert_eq!(
+        content,
+        "A case file needs at least one piece of evidence (a photo, a screenshot, a tracking \
+         page). Ask the customer for one, then call prepare_case_file again with it in \
+         `evidence`."
+    );
+    let (_, _, content) = &decided["toolu_01UStPKR0CsTy4Qwb8DwkNhF"];
+    assert_eq!(
+        content,
+        r#"{"refund_id":"re_0001","order_id":"o_1001","amount_cents":2599,"refunded_total_cents":2599,"status":"issued"}"#
+    );
+}
+
+#[test]
+fn audit_lines_carry_blocked_by_rewritten_by_and_effective_input_only_when_they_apply() {
+    let t = transcript::load(&fixture("03_parallel_batch.json")).unwrap();
+    let dir = TempDir::new("audit-keys");
+    let audit = AuditLog::open(dir.path()).unwrap();
+    agent::replay(&t, Some(&audit)).unwrap();
+    let lines = dir.lines("audit_log.jsonl");
+    let keys = |l: &Value| -> Vec<String> { l.as_object().unwrap().keys().cloned().collect() };
+    let base = [
+        "ts",
+        "session_id",
+        "user_id",
+        "tool_use_id",
+        "tool",
+        "input",
+        "outcome",
+        "is_error",
+        "content",
+        "duration_us",
+    ];
+    let with = |extra: &[&str]| -> Vec<String> {
+        base.iter().chain(extra).map(|s| (*s).to_owned()).collect()
+    };
+    assert_eq!(keys(&lines[0]), with(&["blocked_by"]));
+    assert_eq!(lines[0]["blocked_by"], hook("own_records_only").as_str());
+    assert_eq!(lines[0]["is_error"], true);
+    assert_eq!(keys(&lines[1]), with(&[]));
+    assert_eq!(lines[1]["is_error"], false);
+    assert_eq!(keys(&lines[2]), with(&["rewritten_by", "effective_input"]));
+    assert_eq!(lines[2]["rewritten_by"], json!([hook("cap_faq_limit")]));
+    assert_eq!(
+        lines[2]["input"],
+        json!({"query": "refund window for electronics", "limit": 50})
+    );
+    assert_eq!(
+        lines[2]["effective_input"],
+        json!({"query": "refund window for electronics", "limit": 5})
+    );
+}
+
+// ---------------------------------------------------------------- the command line
+
+#[test]
+fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are() {
+    let dir = TempDir::new("readable");
+    let (code, out, err) = run(&[&os("--out-dir"), &os(dir.path())]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    let call_lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with("toolu_"))
+        .collect();
+    assert_eq!(call_lines.len(), 15);
+    assert_eq!(
+        call_lines[0],
+        r#"   toolu_01u8jzPde0IgxLd6GncfBAep  lookup_user {"user_id":"u_001"} | allowed, ok | {"user_id":"u_001","tier":"premium","orders":["o_1001","o_1002"]}"#
+    );
+    assert!(call_lines[5].starts_with(&format!(
+        "   toolu_01zzzgEOzdmenCkhvMdgaKjI  prepare_case_file {{\"user_id\":\"u_004\",\
+         \"order_id\":\"o_2001\",\"reason\":\"Customer wants the shipping fee credited … \
+         | blocked by {} | BLOCKED: case files",
+        hook("premium_only")
+    )));
+    assert!(call_lines[9].contains(&format!(
+        r#"| rewritten by {} to {{"query":"refund window for electronics","limit":5}}, allowed, ok | [{{"question""#,
+        hook("cap_faq_limit")
+    )));
+    assert!(call_lines[10].contains("| failed, invalid_input | Error: invalid input"));
+    assert!(call_lines[11].contains("| failed, unknown_tool | Error: unknown tool"));
+    assert!(call_lines[13].contains("| allowed, tool_error | A case file needs"));
+    let summaries: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("   summary: "))
+        .collect();
+    assert_eq!(summaries.len(), 5);
+    assert_eq!(
+        summaries[3],
+        "   summary: calls 3; outcomes blocked 1, invalid_input 1, unknown_tool 1; tools \
+         issue_refund 1, prepare_case_file 1; observer errors 0"
+    );
+    assert!(
+        out.contains(
+            "   ledger: re_0001 refunded 2599 cents on o_1001 (u_001, ISO week 2026-W48)\n"
+        )
+    );
+    let tail: Vec<&str> = out.lines().rev().take(2).collect();
+    assert_eq!(
+        tail,
+        [
+            format!(
+                "session summaries: {} (5 lines appended, one per session)",
+                dir.path().join("session_summaries.jsonl").display()
+            ),
+            format!(
+                "audit log: {} (15 lines appended, one per tool_use)",
+                dir.path().join("audit_log.jsonl").display()
+            ),
+        ]
+    );
+    assert_eq!(dir.lines("audit_log.jsonl").len(), 15);
+    assert_eq!(dir.lines("session_summaries.jsonl").len(), 5);
+
+    // Appended to, not replaced.
+    let (code, _, _) = run(&[&os("--out-dir"), &os(dir.path())]);
+    assert_eq!(code, cli::EXIT_OK);
+    assert_eq!(dir.lines("audit_log.jsonl").len(), 30);
+    assert_eq!(dir.lines("session_summaries.jsonl").len(), 10);
+}
+
+#[test]
+fn json_mode_prints_only_the_user_messages_one_json_line_each() {
+    let dir = TempDir::new("json");
+    let (code, out, err) = run(&[&os("--json"), &os("--out-dir"), &os(dir.path())]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    let transcripts = transcript::bundled().unwrap();
+    let messages: Vec<&toolgate::Message> =
+        transcripts.iter().flat_map(|t| t.messages.iter()).collect();
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every stdout line is JSON"))
+        .collect();
+    assert_eq!(lines.len(), 13);
+    assert_eq!(lines.len(), messages.len());
+    for (line, message) in lines.iter().zip(&messages) {
+        let obj = line.as_object().unwrap();
+        assert_eq!(obj.keys().collect::<Vec<_>>(), ["role", "content"]);
+        assert_eq!(line["role"], "user");
+        let ids: Vec<&str> = line["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                assert_eq!(b["type"], "tool_result");
+                b["tool_use_id"].as_str().unwrap()
+            })
+            .collect();
+        let asked: Vec<&str> = message.tool_uses().map(|u| u.id.as_str()).collect();
+        assert_eq!(ids, asked);
+    }
+    // The parallel batch: three results in tool_use order; only the blocked one is an error.
+    assert_eq!(
+        lines[7]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b.get("is_error").cloned())
+            .collect::<Vec<_>>(),
+        [Some(json!(true)), None, None]
+    );
+    assert_eq!(dir.lines("audit_log.jsonl").len(), 15);
+}
+
+#[test]
+fn one_transcript_file_in_json_mode() {
+    let dir = TempDir::new("one");
+    let file = fixture("02_free_tier_unusual_phrasing.json");
+    let (code, out, err) = run(&[
+        &os("--transcript"),
+        &os(&file),
+        &os("--json"),
+        &os(format!("--out-dir={}", dir.path().display())),
+    ]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!(out.lines().count(), 3);
+    let second: Value = serde_json::from_str(out.lines().nth(1).unwrap()).unwrap();
+    assert_eq!(
+        second["content"][0]["tool_use_id"],
+        "toolu_01zzzgEOzdmenCkhvMdgaKjI"
+    );
+    assert_eq!(second["content"][0]["is_error"], true);
+    assert_eq!(dir.lines("audit_log.jsonl").len(), 3);
+    assert_eq!(
+        dir.lines("session_summaries.jsonl")[0]["session_id"],
+        "sess_free_02"
+    );
+}
+
+#[test]
+fn a_bad_transcript_exits_2_with_one_line_before_anything_runs_or_is_written() {
+    let fixture_text = std::fs::read_to_string(fixture("03_parallel_batch.json")).unwrap();
+    let good: Value = serde_json::from_str(&fixture_text).unwrap();
+    let edited = |edit: &dyn Fn(&mut Value)| {
+        let mut v = good.clone();
+        edit(&mut v);
+        v.to_string()
+    };
+    let cases: Vec<(String, &str)> = vec![
+        (
+            "{\"context\": 1".to_owned(),
+            "is not JSON: EOF while parsing",
+        ),
+        (
+            "[]".to_owned(),
+            "must be a JSON object with `context` and `messages`, found an array",
+        ),
+        (
+            edited(&|v| v["messages"] = json!({})),
+            "`messages` must be an array of assistant messages, found an object",
+        ),
+        (
+            edited(&|v| v["messages"] = json!([])),
+            "`messages` is empty: nothing to replay",
+        ),
+        (edited(&|v| v["extra"] = json!(1)), "unknown key `extra`"),
+        (
+            edited(&|v| {
+                v["context"].as_object_mut().unwrap().remove("user_id");
+            }),
+            "context: missing field `user_id`",
+        ),
+        (
+            edited(&|v| v["context"]["now"] = json!("yesterday")),
+            "context.now: `yesterday` is not an RFC 3339 instant",
+        ),
+        (
+            edited(&|v| v["context"]["tier"] = json!("gold")),
+            "context.tier: `gold` is not a tier",
+        ),
+        (
+            edited(&|v| v["context"]["specialist"] = json!("billing")),
+            "context.specialist: `billing` is not a specialist",
+        ),
+        (
+            edited(&|v| v["messages"][0]["role"] = json!("user")),
+            "messages[0]: role is `user`",
+        ),
+        (
+            edited(&|v| {
+                v["messages"][0]["content"][1]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("id");
+            }),
+            "messages[0]: field `content` must be a string or an array of content blocks",
+        ),
+        (
+            edited(&|v| {
+                v["messages"][0]["content"][2]["id"] = json!("toolu_01OoNZYW2mZp0zVZomHFwUbb")
+            }),
+            "tool_use id `toolu_01OoNZYW2mZp0zVZomHFwUbb` appears twice",
+        ),
+        (
+            edited(&|v| v["expected_outcomes"]["toolu_nope"] = json!("ok")),
+            "expected_outcomes: `toolu_nope` is not the id of a tool_use block",
+        ),
+        (
+            edited(&|v| v["expected_outcomes"]["toolu_01YrEqmSM9wCZ7Uw9xfogoEm"] = json!("fine")),
+            "expected_outcomes.toolu_01YrEqmSM9wCZ7Uw9xfogoEm: unknown variant `fine`",
+        ),
+    ];
+    for (text, problem) in cases {
+        let dir = TempDir::new("bad");
+        let file = dir.path().with_extension("json");
+        std::fs::write(&file, &text).unwrap();
+        for extra in [None, Some("--json")] {
+            let mut args = vec![
+                os("--transcript"),
+                os(&file),
+                os("--out-dir"),
+                os(dir.path()),
+            ];
+            args.extend(extra.map(os));
+            let (code, out, err) = run(&args.iter().collect::<Vec<_>>());
+            assert_eq!(code, cli::EXIT_BAD_INPUT, "{problem}");
+            assert_eq!(out, "", "{problem}");
+            let prefix = format!("error: {}: {problem}", file.display());
+            assert!(
+                err.starts_with(&prefix),
+                "{err:?} should start with {prefix:?}"
+            );
+            assert_eq!(err.lines().count(), 1, "{err:?}");
+            assert!(
+                !dir.path().exists(),
+                "nothing is written for a bad transcript"
+            );
+        }
+        let _ = std::fs::remove_file(&file);
+    }
+
+    let dir = TempDir::new("missing");
+    let missing = dir.path().join("nope.json");
+    let (code, _, err) = run(&[
+        &os("--transcript"),
+        &os(&missing),
+        &os("--out-dir"),
+        &os(dir.path()),
+    ]);
+    assert_eq!(code, cli::EXIT_BAD_INPUT);
+    assert!(err.starts_with(&format!("error: {}: cannot be read: ", missing.display())));
+    assert!(!dir.path().exists());
+}
+
+#[test]
+fn an_outcome_other_than_expected_exits_1_after_finishing_the_replay() {
+    let text = std::fs::read_to_string(fixture("03_parallel_batch.json")).unwrap();
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    v["expected_outcomes"]["toolu_01OoNZYW2mZp0zVZomHFwUbb"] = json!("ok");
+    let dir = TempDir::new("mismatch");
+    let file = dir.path().with_extension("json");
+    std::fs::write(&file, v.to_string()).unwrap();
+    let (code, out, err) = run(&[
+        &os("--transcript"),
+        &os(&file),
+        &os("--out-dir"),
+        &os(dir.path()),
+    ]);
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(code, cli::EXIT_FAILED);
+    assert_eq!(
+        err,
+        format!(
+            "mismatch: {}: tool_use toolu_01OoNZYW2mZp0zVZomHFwUbb: expected ok, got blocked\n",
+            file.display()
+        )
+    );
+    assert!(
+        out.contains("| BLOCKED: this conversation can only use")
+            && out.contains("  [EXPECTED ok]\n")
+    );
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.trim_start().starts_with("toolu_"))
+            .count(),
+        3
+    );
+    assert_eq!(dir.lines("audit_log.jsonl").len(), 3);
+}
+
+#[test]
+fn schemas_prints_each_specialists_tool_definitions_as_one_json_array() {
+    let names = |out: &str| -> Vec<String> {
+        let defs: Value = serde_json::from_str(out).expect("one JSON value");
+        defs.as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (code, out, err) = run(&[&os("--schemas")]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!(
+        names(&out),
+        [
+            "get_order_details",
+            "issue_refund",
+            "lookup_user",
+            "prepare_case_file",
+            "search_faq"
+        ]
+    );
+    let (code, out, _) = run(&[&os("--schemas"), &os("--specialist"), &os("triage")]);
+    assert_eq!(code, cli::EXIT_OK);
+    assert_eq!(
+        names(&out),
+        [
+            "create_jira_ticket",
+            "get_order_details",
+            "lookup_user",
+            "search_faq"
+        ]
+    );
+    let defs: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        defs[3]["input_schema"],
+        json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What the customer asked, in their words."},
+                "limit": {"type": "integer", "minimum": 0,
+                          "description": "How many entries to return, at most 5 (default 3)."}
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        })
+    );
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    for (args, message) in [
+        (
+            vec!["--bogus"],
+            "error: unknown argument `--bogus` (see --help)\n",
+        ),
+        (
+            vec!["--out-dir"],
+            "error: --out-dir needs a value (see --help)\n",
+        ),
+        (
+            vec!["--json=yes"],
+            "error: --json takes no value (see --help)\n",
+        ),
+        (
+            vec!["--json", "--json"],
+            "error: --json is given twice (see --help)\n",
+        ),
+        (
+            vec!["--specialist", "triage"],
+            "error: --specialist goes with --schemas (a transcript names its own specialist) (see --help)\n",
+        ),
+        (
+            vec!["--schemas", "--specialist", "billing"],
+            "error: --specialist billing: expected refunds or triage (see --help)\n",
+        ),
+    ] {
+        let args: Vec<OsString> = args.into_iter().map(os).collect();
+        let (code, out, err) = run(&args.iter().collect::<Vec<_>>());
+        assert_eq!(
+            (code, out.as_str(), err.as_str()),
+            (cli::EXIT_BAD_INPUT, "", message)
+        );
+    }
+    let (code, out, _) = run(&[&os("--help")]);
+    assert_eq!(code, cli::EXIT_OK);
+    assert!(out.starts_with("Replays customer-support transcripts"));
+}
+
+// ---------------------------------------------------------------- the specialists
+
+#[test]
+fn both_specialists_come_from_one_registry_with_their_own_tools_and_hook_chains() {
+    let refunds = Agent::build(Specialist::Refunds, None).unwrap().dispatcher;
+    let triage = Agent::build(Specialist::Triage, None).unwrap().dispatcher;
+    let chain = |d: &toolgate::Dispatcher, tool: &str| -> Vec<String> {
+        d.pre_hook_chain(tool)
+            .unwrap()
+            .into_iter()
+            .map(|p| p.rsplit("::").next().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        chain(&refunds, "issue_refund"),
+        ["premium_only", "own_records_only", "weekly_refund_limit"]
+    );
+    assert_eq!(
+        chain(&refunds, "prepare_case_file"),
+        [
+            "premium_only",
+            "no_case_files_during_deploy",
+            "own_records_only"
+        ]
+    );
+    assert_eq!(chain(&refunds, "lookup_user"), ["own_records_only"]);
+    assert_eq!(chain(&refunds, "get_order_details"), ["own_records_only"]);
+    assert_eq!(chain(&refunds, "search_faq"), ["cap_faq_limit"]);
+    assert_eq!(chain(&triage, "lookup_user"), ["own_records_only"]);
+    assert_eq!(chain(&triage, "create_jira_ticket"), Vec::<String>::new());
+    assert_eq!(triage.pre_hook_chain("issue_refund"), None);
+    assert_eq!(
+        refunds.tool_path("lookup_user"),
+        triage.tool_path("lookup_user")
+    );
+    assert_eq!(
+        refunds.tool_path("lookup_user"),
+        Some(format!("{}::tools::lookup_user", example::AGENT_PATH).as_str())
+    );
+
+    let (agent, s) = session(
+        Specialist::Triage,
+        "u_001",
+        "premium",
+        "2026-11-24T10:15:00Z",
+    );
+    let (outcome, _, content) = call(
+        &agent,
+        &s,
+        "create_jira_ticket",
+        json!({"summary": "Refund button 500s", "description": "Since 09:00 UTC"}),
+    );
+    assert_eq!(outcome, Outcome::Ok);
+    assert_eq!(
+        content,
+        r#"{"ticket":"SUP-1","summary":"Refund button 500s","description_chars":15,"status":"open"}"#
+    );
+    let (outcome, _, content) = call(
+        &agent,
+        &s,
+        "issue_refund",
+        json!({"order_id": "o_1001", "amount_cents": 1}),
+    );
+    assert_eq!(outcome, Outcome::UnknownTool);
+    assert_eq!(
+        content,
+        "Error: unknown tool 'issue_refund'. Available tools: create_jira_ticket, \
+         get_order_details, lookup_user, search_faq."
+    );
+}
+
+// ---------------------------------------------------------------- the rules at their edges
+
+#[test]
+fn the_deploy_window_is_thursday_from_0200_inclusive_to_0400_exclusive_utc() {
+    for (instant, inside) in [
+        ("2026-11-26T01:59:59.999999999Z", false),
+        ("2026-11-26T02:00:00Z", true),
+        ("2026-11-26T03:10:00Z", true),
+        ("2026-11-26T03:59:59.999999999Z", true),
+        ("2026-11-26T04:00:00Z", false),
+        ("2026-11-25T02:30:00Z", false),      // a Wednesday
+        ("2026-11-27T02:30:00Z", false),      // a Friday
+        ("2026-12-03T02:00:00Z", true),       // the next Thursday
+        ("2026-11-26T03:30:00+02:00", false), // 01:30 UTC
+        ("2026-11-25T21:30:00-05:00", true),  // Thursday 02:30 UTC
+    ] {
+        assert_eq!(in_deploy_window(at(instant)), Ok(inside), "{instant}");
+    }
+    // Through the dispatcher: 04:00 sharp is open again.
+    let input = json!({"user_id": "u_007", "order_id": "o_3001", "reason": "Never delivered",
+                       "evidence": ["tracking page screenshot"]});
+    let (agent, s) = session(
+        Specialist::Refunds,
+        "u_007",
+        "premium",
+        "2026-11-26T02:00:00Z",
+    );
+    assert_eq!(
+        call(&agent, &s, "prepare_case_file", input.clone()).0,
+        Outcome::Blocked
+    );
+    let (agent, s) = session(
+        Specialist::Refunds,
+        "u_007",
+        "premium",
+        "2026-11-26T04:00:00Z",
+    );
+    assert_eq!(call(&agent, &s, "prepare_case_file", input).0, Outcome::Ok);
+}
+
+#[test]
+fn iso_weeks_start_on_monday_utc_and_cross_years() {
+    for (instant, year, week, shown) in [
+        ("2026-11-24T10:15:00Z", 2026, 48, "2026-W48"),
+        ("2026-11-29T23:59:59Z", 2026, 48, "2026-W48"), // Sunday
+        ("2026-11-30T00:00:00Z", 2026, 49, "2026-W49"), // Monday
+        ("2026-11-30T00:30:00+01:00", 2026, 48, "2026-W48"), // Sunday 23:30 UTC
+        ("2027-01-01T12:00:00Z", 2026, 53, "2026-W53"),
+        ("2027-01-04T00:00:00Z", 2027, 1, "2027-W01"),
+        ("2024-12-30T00:00:00Z", 2025, 1, "2025-W01"),
+    ] {
+        let w = IsoWeek::of(at(instant)).unwrap();
+        assert_eq!(
+            (w.year, w.week, w.to_string().as_str()),
+            (year, week, shown),
+            "{instant}"
+        );
+    }
+}
+
+#[test]
+fn the_weekly_refund_limit_counts_the_owners_refunds_in_the_iso_week_of_now() {
+    let limit_hook = hook("weekly_refund_limit");
+    // 30000 + 20000 = 50000 exactly is allowed; one cent more is not.
+    let (agent, s) = session(
+        Specialist::Refunds,
+        "u_007",
+        "premium",
+        "2026-11-26T11:30:00Z",
+    );
+    assert_eq!(
+        call(
+            &agent,
+            &s,
+            "issue_refund",
+            json!({"order_id": "o_3002", "amount_cents": 30000})
+        )
+        .0,
+        Outcome::Ok
+    );
+    assert_eq!(
+        call(
+            &agent,
+            &s,
+            "issue_refund",
+            json!({"order_id": "o_3001", "amount_cents": 20000})
+        )
+        .0,
+        Outcome::Ok
+    );
+    let use_ = ToolUse::new(
+        "toolu_x",
+        "issue_refund",
+        json!({"order_id": "o_3001", "amount_cents": 1}),
+    );
+    let result = toolgate::block_on(s.call(&use_)).unwrap();
+    assert!(result.is_error);
+    assert_eq!(
+        result.content_text(),
+        "BLOCKED: a refund of 1 cents would bring this customer's refunds in ISO week 2026-W48 \
+         to 50001 cents, above the weekly limit of 50000 cents (50000 cents already refunded \
+         this week). No more refunds can be issued to this customer this week; tell them the \
+         rest will be reviewed by a human agent."
+    );
+    assert_eq!(
+        agent.calls.take()[0].blocked_by.as_deref(),
+        Some(limit_hook.as_str())
+    );
+
+    // One refund above the limit, with nothing refunded yet: the hook says how much fits.
+    let (agent, s) = session(
+        Specialist::Refunds,
+        "u_007",
+        "premium",
+        "2026-11-26T11:30:00Z",
+    );
+    let (outcome, _, content) = call(
+        &agent,
+        &s,
+        "issue_refund",
+        json!({"order_id": "o_3001", "amount_cents": 52000}),
+    );
+    assert_eq!(outcome, Outcome::Blocked);
+    assert!(content.ends_with(
+        "(0 cents already refunded this week). Refund at most 50000 cents now and tell the \
+         customer the rest will be reviewed by a human agent."
+    ));
+    // An amount that would overflow is denied, not a panic.
+    let (outcome, _, _) = call(
+        &agent,
+        &s,
+        "issue_refund",
+        json!({"order_id": "o_3001", "amount_cents": u64::MAX}),
+    );
+    assert_eq!(outcome, Outcome::Blocked);
+
+    // The week turns on Monday 00:00 UTC: Sunday's refunds no longer count.
+    let agent = Agent::build(Specialist::Refunds, None).unwrap();
+    let open = |now: &str| {
+        agent.dispatcher.session(
+            toolgate::HookContext::builder("u_007", "sess_week")
+                .tier("premium")
+                .clock(toolgate::Clock::fixed(at(now)))
+                .build(),
+        )
+    };
+    let sunday = open("2026-11-29T23:59:59Z");
+    assert_eq!(
+        call(
+            &agent,
+            &sunday,
+            "issue_refund",
+            json!({"order_id": "o_3002", "amount_cents": 30000})
+        )
+        .0,
+        Outcome::Ok
+    );
+    let monday = open("2026-11-30T00:00:00Z");
+    assert_eq!(
+        call(
+            &agent,
+            &monday,
+            "issue_refund",
+            json!({"order_id": "o_3001", "amount_cents": 30000})
+        )
+        .0,
+        Outcome::Ok
+    );
+    assert_eq!(
+        call(
+            &agent,
+            &monday,
+            "issue_refund",
+            json!({"order_id": "o_3001", "amount_cents": 20001})
+        )
+        .0,
+        Outcome::Blocked
+    );
+    let weeks: Vec<String> = toolgate::block_on(agent.ledger.refunds())
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} {} {}",
+                r.refund_id, r.order_id, r.amount_cents, r.week
+            )
+        })
+        .collect();
+    assert_eq!(
+        weeks,
+        [
+            "re_0001 o_3002 30000 2026-W48",
+            "re_0002 o_3001 30000 2026-W49"
+        ]
+    );
+}
+
+#[test]
+fn the_refund_tool_refuses_zero_and_more_than_is_left_on_the_order() {
+    let (agent, s) = session(
+        Specialist::Refunds,
+        "u_001",
+        "premium",
+        "2026-11-24T10:15:00Z",
+    );
+    let (outcome, _, content) = call(
+        &agent,
+        &s,
+        "issue_refund",
+        json!({"order_id": "o_1001", "amount_cents": 0}),
+    );
+    assert_eq!(outcome, Outcome::ToolError);
+    assert_eq!(
+        content,
+        "amount_cents must be at least 1: give the amount to refund in cents."
+    );
+    let (outcome, _, content) = call(
+        &agent,
+        &s,
+        "issue_refund",
+        json!({"order_id": "o_1001", "amount_cents": 2600}),
+    );
+    assert_eq!(outcome, Outcome::ToolError);
+    assert_eq!(
+        content,
+        "Refund refused: 2600 cents is more than order o_1001 has left to refund (2599 cents \
+         paid, 0 cents already refunded, 2599 cents left). Refund at most 2599 cents."
+    );
+    assert_eq!(
+        call(
+            &agent,
+            &s,
+            "issue_refund",
+            json!({"order_id": "o_1001", "amount_cents": 2000})
+        )
+        .0,
+        Outcome::Ok
+    );
+    let (outcome, _, content) = call(
+        &agent,
+        &s,
+        "issue_refund",
+        json!({"order_id": "o_1001", "amount_cents": 600}),
+    );
+    assert_eq!(outcome, Outcome::ToolError);
+    assert!(content.contains("(2599 cents paid, 2000 cents already refunded, 599 cents left)"));
+    let (_, _, content) = call(
+        &agent,
+        &s,
+        "get_order_details",
+        json!({"order_id": "o_1001"}),
+    );
+    assert_eq!(
+        content,
+        r#"{"order_id":"o_1001","user_id":"u_001","amount_cents":2599,"refunded_cents":2000}"#
+    );
+}
+
+#[test]
+fn the_ownership_rule_answers_alike_for_another_customers_order_and_a_missing_one() {
+    let (agent, s) = session(
+        Specialist::Refunds,
+        "u_001",
+        "premium",
+        "2026-11-24T10:15:00Z",
+    );
+    let (o1, _, theirs) = call(
+        &agent,
+        &s,
+        "get_order_details",
+        json!({"order_id": "o_3001"}),
+    );
+    let (o2, _, missing) = call(
+        &agent,
+        &s,
+        "get_order_details",
+        json!({"order_id": "o_9999"}),
+    );
+    assert_eq!((o1, o2), (Outcome::Blocked, Outcome::Blocked));
+    assert_eq!(
+        theirs,
+        "BLOCKED: order o_3001 is not one of the signed-in customer's orders. Ask the customer \
+         to check the order number (lookup_user lists their orders)."
+    );
+    assert_eq!(missing, theirs.replace("o_3001", "o_9999"));
+    // The same on the refund and case-file paths.
+    let (o, _, refund) = call(
+        &agent,
+        &s,
+        "issue_refund",
+        json!({"order_id": "o_3001", "amount_cents": 100}),
+    );
+    assert_eq!((o, refund.as_str()), (Outcome::Blocked, theirs.as_str()));
+    let (o, _, _) = call(
+        &agent,
+        &s,
+        "prepare_case_file",
+        json!({"user_id": "u_001", "order_id": "o_2001", "reason": "x", "evidence": ["y"]}),
+    );
+    assert_eq!(o, Outcome::Blocked);
+    // Own order: allowed.
+    assert_eq!(
+        call(
+            &agent,
+            &s,
+            "get_order_details",
+            json!({"order_id": "o_1002"})
+        )
+        .0,
+        Outcome::Ok
+    );
+}
+
+#[test]
+fn free_tier_refunds_are_denied_with_an_alternative_and_faq_limits_at_or_under_5_pass_unchanged() {
+    let (agent, s) = session(Specialist::Refunds, "u_004", "free", "2026-11-24T15:40:00Z");
+    let (outcome, is_error, content) = call(
+        &agent,
+        &s,
+        "issue_refund",
+        json!({"order_id": "o_2001", "amount_cents": 1299}),
+    );
+    assert_eq!((outcome, is_error), (Outcome::Blocked, true));
+    assert!(content.starts_with("BLOCKED: case files and refunds are for premium customers"));
+    assert!(content.contains("Answer from the refund policy (search_faq)"));
+    for (limit, rewritten, entries) in [(5, false, 5), (6, true, 5), (1, false, 1), (0, false, 0)] {
+        let use_ = ToolUse::new(
+            "toolu_faq",
+            "search_faq",
+            json!({"query": "refund order damaged shipping premium delivery", "limit": limit}),
+        );
+        let result = toolgate::block_on(s.call(&use_)).unwrap();
+        let line = agent.calls.take().remove(0);
+        assert_eq!(line.rewritten_by.is_empty(), !rewritten, "limit {limit}");
+        let got: Value = serde_json::from_str(&result.content_text()).unwrap();
+        assert_eq!(got.as_array().unwrap().len(), entries, "limit {limit}");
+    }
+}
+
+#[test]
+fn a_hook_that_cannot_decide_halts_the_agent_and_answers_every_block() {
+    // A policy whose backing store is down: it errors instead of deciding (fail closed).
+    let broken = || {
+        toolgate::PreHookDef::sync("test::broken_policy", 5, |_env, _call| {
+            Err(toolgate::HookError::new("policy store unreachable"))
+        })
+    };
+    let t = transcript::load(&fixture("03_parallel_batch.json")).unwrap();
+    let dir = TempDir::new("halt");
+    let audit = AuditLog::open(dir.path()).unwrap();
+    let agent =
+        Agent::build_with(Specialist::Refunds, Some(&audit), |b| b.pre_hook(broken())).unwrap();
+    let replay = agent::replay_on(&agent, &t);
+    drop((agent, audit));
+
+    assert_eq!(
+        replay.halted.as_deref(),
+        Some(
+            "agent halted: PreToolUse hook `test::broken_policy` failed on tool_use \
+             `toolu_01OoNZYW2mZp0zVZomHFwUbb`: policy store unreachable"
+        )
+    );
+    let answer = replay.messages[0].answer.as_ref().unwrap();
+    let results: Vec<(&str, bool, String)> = answer
+        .tool_results()
+        .map(|r| {
+            (
+                r.tool_use_id.as_str(),
+                r.is_error,
+                r.content_text().into_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(results.len(), 3);
+    assert_eq!(
+        (results[0].0, results[0].1),
+        ("toolu_01OoNZYW2mZp0zVZomHFwUbb", true)
+    );
+    assert!(
+        results[0]
+            .2
+            .starts_with("BLOCKED: this call was not run because a policy check")
+    );
+    for (r, id) in results[1..].iter().zip([
+        "toolu_01YrEqmSM9wCZ7Uw9xfogoEm",
+        "toolu_01vnEN5N1aE6PwZPf1Qh6yYT",
+    ]) {
+        assert_eq!((r.0, r.1), (id, true));
+        assert!(r.2.starts_with("Not run: "), "{}", r.2);
+    }
+    let lines = dir.lines("audit_log.jsonl");
+    let outcomes: Vec<&str> = lines
+        .iter()
+        .map(|l| l["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["hook_failed", "not_run", "not_run"]);
+    assert_eq!(lines[0]["blocked_by"], "test::broken_policy");
+    assert_eq!(lines[0]["detail"], "policy store unreachable");
+    assert!(
+        !lines[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("unreachable"),
+        "the detail is operator-only"
+    );
+    assert_eq!(
+        agent::mismatches(&t, &replay)
+            .iter()
+            .map(|m| (m.tool_use_id.as_str(), m.expected, m.actual))
+            .collect::<Vec<_>>(),
+        [
+            (
+                "toolu_01OoNZYW2mZp0zVZomHFwUbb",
+                Outcome::Blocked,
+                Some(Outcome::HookFailed)
+            ),
+            (
+                "toolu_01YrEqmSM9wCZ7Uw9xfogoEm",
+                Outcome::Ok,
+                Some(Outcome::NotRun)
+            ),
+            (
+                "toolu_01vnEN5N1aE6PwZPf1Qh6yYT",
+                Outcome::Ok,
+                Some(Outcome::NotRun)
+            ),
+        ]
+    );
+}
