@@ -539,7 +539,7 @@ fn a_bad_transcript_exits_2_with_one_line_before_anything_runs_or_is_written() {
                     .unwrap()
                     .remove("id");
             }),
-            "messages[0]: field `content` must be a string or an array of content blocks",
+            "messages[0]: content[1]: missing field `id`",
         ),
         (
             edited(&|v| {

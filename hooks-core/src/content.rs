@@ -333,30 +333,31 @@ impl<'de> Deserialize<'de> for ContentBlock {
 
 impl<'de> Deserialize<'de> for Message {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Content {
-            Text(String),
-            Blocks(Vec<ContentBlock>),
-        }
         let mut map = Map::deserialize(d)?;
         let role = match map.remove("role") {
             Some(v) => Role::deserialize(v).map_err(D::Error::custom)?,
             None => return Err(D::Error::missing_field("role")),
         };
         let content = match map.remove("content") {
-            Some(v) => match Content::deserialize(v).map_err(|_| {
-                D::Error::custom(
-                    "field `content` must be a string or an array of content blocks \
-                     (each an object with a string `type`)",
-                )
-            })? {
-                Content::Text(text) => vec![ContentBlock::Text(TextBlock {
-                    text,
-                    extra: Map::new(),
-                })],
-                Content::Blocks(blocks) => blocks,
-            },
+            Some(Value::String(text)) => vec![ContentBlock::Text(TextBlock {
+                text,
+                extra: Map::new(),
+            })],
+            Some(Value::Array(items)) => {
+                let mut blocks = Vec::with_capacity(items.len());
+                for (i, item) in items.into_iter().enumerate() {
+                    let block = ContentBlock::deserialize(item)
+                        .map_err(|e| D::Error::custom(format_args!("content[{i}]: {e}")))?;
+                    blocks.push(block);
+                }
+                blocks
+            }
+            Some(other) => {
+                return Err(D::Error::custom(format_args!(
+                    "field `content` must be a string or an array of content blocks, found {}",
+                    kind_of(&other)
+                )));
+            }
             None => return Err(D::Error::missing_field("content")),
         };
         let stop_reason = match map.remove("stop_reason") {
@@ -478,5 +479,51 @@ impl Serialize for Message {
             extra: &self.extra,
         }
         .serialize(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_bad_block_is_named_by_its_index() {
+        let err = serde_json::from_value::<Message>(json!({
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "ok"},
+                {"type": "tool_use", "name": "lookup_user", "input": {}}
+            ]
+        }))
+        .unwrap_err();
+        assert_eq!(err.to_string(), "content[1]: missing field `id`");
+        let err =
+            serde_json::from_value::<Message>(json!({"role": "user", "content": 7})).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "field `content` must be a string or an array of content blocks, found number"
+        );
+    }
+
+    #[test]
+    fn string_content_is_one_text_block_and_other_blocks_stay_verbatim() {
+        let m: Message = serde_json::from_value(json!({"role": "user", "content": "hi"})).unwrap();
+        assert_eq!(
+            m.content,
+            [ContentBlock::Text(TextBlock {
+                text: "hi".into(),
+                extra: Map::new()
+            })]
+        );
+        let thinking = json!({"type": "thinking", "thinking": "…", "signature": "abc"});
+        let block: ContentBlock = serde_json::from_value(thinking.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&block).unwrap(), thinking);
+        let wrong: Result<ToolUse, _> =
+            serde_json::from_value(json!({"type": "text", "id": "a", "name": "b"}));
+        assert_eq!(
+            wrong.unwrap_err().to_string(),
+            "expected a `tool_use` block, found type \"text\""
+        );
     }
 }
