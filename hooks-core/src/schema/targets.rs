@@ -64,7 +64,7 @@ pub struct Definition {
     /// The entry, in the target's wire format (see the module docs).
     pub value: Value,
     /// For a strict target (`AnthropicStrict`, `OpenAi`, `OpenAiResponses`): why the tool had to
-    /// be emitted non-strict (`"property `labels` is a map …"`); `None` when it is strict, and
+    /// be emitted non-strict (``property `labels` is a map …``); `None` when it is strict, and
     /// always `None` for the other targets.
     pub non_strict: Option<String>,
 }
@@ -164,7 +164,7 @@ pub fn definition(
 pub struct NonStrictTool {
     /// The tool's name.
     pub tool: String,
-    /// Why its schema is outside the strict subset (`"property `labels` is a map …"`).
+    /// Why its schema is outside the strict subset (``property `labels` is a map …``).
     pub reason: String,
 }
 
@@ -180,16 +180,19 @@ impl fmt::Display for NonStrictTool {
 pub struct SchemaProblem {
     /// The tool's name.
     pub tool: String,
-    /// Why (`"property `tree.children[]` is a recursive type …"`).
+    /// Why (``property `tree.children[]` is a recursive type …``).
     pub reason: String,
 }
 
 /// The tools a target cannot express, all of them (today only Gemini refuses tools: a
 /// recursive type, a map, a tuple, …). Other targets of the same dispatcher are unaffected.
 ///
-/// `Display`: ``gemini cannot express 1 tool; filter it out for this target
-/// (DispatcherBuilder::without_tools) or change its input type:\n- `walk_tree`: property
-/// `tree.children[]` is a recursive type …``.
+/// `Display` (one line per tool):
+///
+/// ```text
+/// gemini cannot express 1 tool; filter it out for this target (DispatcherBuilder::without_tools) or change its input type:
+/// - `walk_tree`: property `tree.children[]` is a recursive type (`$ref`), which Gemini's `parameters` (an OpenAPI 3.0 subset without `$ref`) cannot express
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemaError {
     /// The target.
