@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -15,11 +15,13 @@ use crate::content::{ToolResult, ToolUse};
 use crate::context::HookContext;
 use crate::error::Halt;
 use crate::limits::Limits;
+use crate::provider::Provider;
 use crate::registry::{
     BoxFuture, ErasedTool, Matcher, PostHookDef, PreHookDef, RegistrationKind, StopHookDef,
     ToolDef, registered,
 };
 use crate::schema::check::{FieldCheck, open_properties, root_problem};
+use crate::schema::targets::{NonStrictTool, Rendered, SchemaError, render};
 use crate::schema::{anthropic_input_schema, canonicalize, is_valid_tool_name, unwrap_doc};
 use crate::session::Session;
 use crate::state::{StateKey, StateMap};
@@ -67,6 +69,8 @@ pub(crate) struct Inner {
     pub(crate) tool_timeout: Option<Duration>,
     /// `"a, b, c"`, for unknown-tool messages.
     pub(crate) available: String,
+    /// Definitions per target (by `Provider::index`), rendered on first use.
+    pub(crate) rendered: [OnceLock<Result<Rendered, SchemaError>>; Provider::ALL.len()],
 }
 
 impl Inner {
@@ -74,6 +78,22 @@ impl Inner {
         self.tools
             .binary_search_by(|t| t.name.as_ref().cmp(name))
             .ok()
+    }
+
+    /// The definitions for `provider`, rendered once from the canonical schemas (the
+    /// descriptions are the Anthropic definitions', which are in tool order).
+    fn rendered(&self, provider: Provider) -> &Result<Rendered, SchemaError> {
+        self.rendered[provider.index()].get_or_init(|| {
+            let tools = self.tools.iter().zip(&self.definitions).map(|(t, d)| {
+                let description = d.get("description").and_then(Value::as_str);
+                (
+                    t.name.as_ref(),
+                    description.unwrap_or_default(),
+                    &t.canonical,
+                )
+            });
+            render(provider, tools)
+        })
     }
 }
 
@@ -106,6 +126,43 @@ impl Dispatcher {
     /// […], "additionalProperties": false}}, …]`. Built once, at `build()`.
     pub fn tool_definitions(&self) -> &[Value] {
         &self.inner.definitions
+    }
+
+    /// The `tools` entries for `provider`, sorted by name, each in that API's format (see
+    /// [`schema::targets`](crate::schema::targets) for every target's rules):
+    /// `anthropic` is [`tool_definitions`](Self::tool_definitions); `openai` gives
+    /// `[{"type": "function", "function": {"name": …, "description": …, "parameters": {…},
+    /// "strict": true}}, …]`; `gemini` gives the `functionDeclarations` entries `[{"name": …,
+    /// "description": …, "parameters": {…}}, …]`; `mcp` the `tools/list` entries `[{"name": …,
+    /// "description": …, "inputSchema": {…}}, …]`. Built on first use, then cached.
+    ///
+    /// # Errors
+    /// A [`SchemaError`] naming every tool the target cannot express, with the reason (today only
+    /// Gemini: a recursive type, a map, a tuple, …); the other targets are unaffected. A strict
+    /// target never fails: it emits such a tool non-strict (see
+    /// [`non_strict_tools`](Self::non_strict_tools)).
+    pub fn tool_definitions_for(&self, provider: Provider) -> Result<&[Value], SchemaError> {
+        if provider == Provider::Anthropic {
+            return Ok(&self.inner.definitions);
+        }
+        match self.inner.rendered(provider) {
+            Ok(r) => Ok(&r.definitions),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    /// The tools a strict target (`anthropic-strict`, `openai`, `openai-responses`) had to
+    /// emit non-strict, with the reason, for a host to log at start-up:
+    /// `` `tag_items`: property `labels` is a map (`additionalProperties` is a schema, as for
+    /// HashMap<String, T>) ``. Empty for every other target.
+    pub fn non_strict_tools(&self, provider: Provider) -> &[NonStrictTool] {
+        if !provider.is_strict() {
+            return &[];
+        }
+        match self.inner.rendered(provider) {
+            Ok(r) => &r.non_strict,
+            Err(_) => &[],
+        }
     }
 
     /// The names of this dispatcher's tools, sorted.
@@ -650,6 +707,7 @@ impl DispatcherBuilder {
                 hook_timeout: self.hook_timeout,
                 tool_timeout: self.tool_timeout,
                 available,
+                rendered: Default::default(),
             }),
         })
     }

@@ -56,6 +56,7 @@ mod error;
 mod limits;
 mod outcome;
 mod pipeline;
+pub mod provider;
 mod registry;
 pub mod schema;
 mod session;
@@ -75,9 +76,11 @@ pub use dispatcher::{BuildError, BuildProblem, Dispatcher, DispatcherBuilder};
 pub use error::{Halt, HookError, INTERNAL_ERROR_MESSAGE, RespondError, ToolError};
 pub use limits::Limits;
 pub use outcome::{CallRecord, Outcome};
+pub use provider::{ConvertError, Provider, UnknownProvider};
 pub use registry::{
     BoxFuture, Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef, output_text,
 };
+pub use schema::targets::{NonStrictTool, SchemaError, SchemaProblem};
 pub use session::{Session, SessionSummary};
 pub use state::{Env, MissingState, State, StateKey};
 pub use time::Rfc3339;

@@ -24,9 +24,11 @@
 //!
 //! The Anthropic `input_schema` ([`anthropic_input_schema`]) is the canonical form with the
 //! nullable `anyOf` collapsed to its non-null branch (optionality is said by `required`), since
-//! Anthropic's tool docs ask for no type arrays and clients handle plain schemas best.
+//! Anthropic's tool docs ask for no type arrays and clients handle plain schemas best. Every other
+//! target's transform is in [`targets`].
 
 pub(crate) mod check;
+pub mod targets;
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
