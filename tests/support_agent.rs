@@ -684,6 +684,67 @@ fn schemas_prints_each_specialists_tool_definitions_as_one_json_array() {
 }
 
 #[test]
+fn schemas_prints_each_providers_definitions() {
+    let search_faq = |provider: &str| -> Value {
+        let (code, out, err) = run(&[
+            &os("--schemas"),
+            &os("--specialist"),
+            &os("triage"),
+            &os("--provider"),
+            &os(provider),
+        ]);
+        assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""), "{provider}");
+        let defs: Value = serde_json::from_str(&out).expect("one JSON array");
+        assert_eq!(defs.as_array().unwrap().len(), 4, "{provider}");
+        defs.as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["name"] == "search_faq" || d["function"]["name"] == "search_faq")
+            .cloned()
+            .unwrap()
+    };
+    let query =
+        json!({"type": "string", "description": "What the customer asked, in their words."});
+    let limit_doc = "How many entries to return, at most 5 (default 3).";
+    let openai = search_faq("openai");
+    assert_eq!(openai["type"], "function");
+    assert_eq!(openai["function"]["strict"], true);
+    assert_eq!(
+        openai["function"]["parameters"],
+        json!({
+            "type": "object",
+            "properties": {
+                "query": query,
+                "limit": {"type": ["integer", "null"], "minimum": 0, "description": limit_doc}
+            },
+            "required": ["query", "limit"],
+            "additionalProperties": false
+        })
+    );
+    let responses = search_faq("openai-responses");
+    assert_eq!(
+        (responses["type"].as_str(), responses["strict"].as_bool()),
+        (Some("function"), Some(true))
+    );
+    assert_eq!(responses["parameters"], openai["function"]["parameters"]);
+    let gemini = search_faq("gemini");
+    assert_eq!(
+        gemini["parameters"],
+        json!({
+            "type": "object",
+            "properties": {
+                "query": query,
+                "limit": {"type": "integer", "nullable": true, "description": limit_doc, "minimum": 0}
+            },
+            "required": ["query"]
+        })
+    );
+    let mcp = search_faq("mcp");
+    assert_eq!(mcp["inputSchema"], search_faq("anthropic")["input_schema"]);
+    assert_eq!(search_faq("anthropic-strict")["strict"], true);
+}
+
+#[test]
 fn bad_arguments_exit_2() {
     for (args, message) in [
         (
@@ -709,6 +770,15 @@ fn bad_arguments_exit_2() {
         (
             vec!["--schemas", "--specialist", "billing"],
             "error: --specialist billing: expected refunds or triage (see --help)\n",
+        ),
+        (
+            vec!["--schemas", "--provider", "bogus"],
+            "error: --provider bogus: expected anthropic, anthropic-strict, openai, \
+             openai-responses, gemini or mcp (see --help)\n",
+        ),
+        (
+            vec!["--provider", "openai"],
+            "error: --provider goes with --schemas (see --help)\n",
         ),
     ] {
         let args: Vec<OsString> = args.into_iter().map(os).collect();

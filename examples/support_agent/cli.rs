@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 
-use toolgate::AuditLog;
+use toolgate::{AuditLog, Provider};
 
 use super::agent::{self, Agent, Specialist};
 use super::output;
@@ -28,7 +28,7 @@ through the support agent's tools and hooks.
 
 usage:
   support_agent [--transcript FILE] [--json] [--out-dir DIR]
-  support_agent --schemas [--specialist refunds|triage]
+  support_agent --schemas [--specialist refunds|triage] [--provider NAME]
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
@@ -37,6 +37,8 @@ usage:
   --out-dir DIR        append audit_log.jsonl and session_summaries.jsonl there (default: data)
   --schemas            print the specialist's tool definitions as one JSON array and exit
   --specialist NAME    with --schemas: refunds (default) or triage
+  --provider NAME      with --schemas: anthropic (default), anthropic-strict, openai (Chat
+                       Completions), openai-responses, gemini (functionDeclarations entries), mcp
   --help               this text
 
 exit codes: 0 all outcomes as expected; 1 an outcome differed (or the agent halted, or output
@@ -47,8 +49,8 @@ failed); 2 a bad argument or transcript (nothing was run or written)";
 pub(crate) enum Command {
     /// `--help`.
     Help,
-    /// `--schemas [--specialist NAME]`.
-    Schemas(Specialist),
+    /// `--schemas [--specialist NAME] [--provider NAME]`.
+    Schemas(Specialist, Provider),
     /// Replay transcripts.
     Replay {
         /// `--transcript FILE`; every bundled transcript when absent.
@@ -69,6 +71,7 @@ where
     let mut transcript: Option<PathBuf> = None;
     let mut out_dir: Option<PathBuf> = None;
     let mut specialist: Option<Specialist> = None;
+    let mut provider: Option<Provider> = None;
     let mut json = false;
     let mut schemas = false;
     let mut help = false;
@@ -112,7 +115,17 @@ where
                         .ok_or_else(|| format!("--specialist {v}: expected refunds or triage"))?,
                 );
             }
-            "--transcript" | "--out-dir" | "--specialist" => {
+            "--provider" if provider.is_none() => {
+                let v = value("--provider")?;
+                let v = v.to_string_lossy();
+                provider = Some(v.parse::<Provider>().map_err(|_| {
+                    format!(
+                        "--provider {v}: expected anthropic, anthropic-strict, openai, \
+                         openai-responses, gemini or mcp"
+                    )
+                })?);
+            }
+            "--transcript" | "--out-dir" | "--specialist" | "--provider" => {
                 return Err(format!("{name} is given twice"));
             }
             "--json" => json = flag(&inline, json)?,
@@ -132,12 +145,18 @@ where
                     .to_owned(),
             );
         }
-        return Ok(Command::Schemas(specialist.unwrap_or(Specialist::Refunds)));
+        return Ok(Command::Schemas(
+            specialist.unwrap_or(Specialist::Refunds),
+            provider.unwrap_or(Provider::Anthropic),
+        ));
     }
     if specialist.is_some() {
         return Err(
             "--specialist goes with --schemas (a transcript names its own specialist)".to_owned(),
         );
+    }
+    if provider.is_some() {
+        return Err("--provider goes with --schemas".to_owned());
     }
     Ok(Command::Replay {
         transcript,
@@ -161,9 +180,20 @@ where
     };
     let written = match command {
         Command::Help => writeln!(out, "{HELP}").map(|()| EXIT_OK),
-        Command::Schemas(specialist) => match Agent::build(specialist, None) {
+        Command::Schemas(specialist, provider) => match Agent::build(specialist, None) {
             Ok(agent) => {
-                serde_json::to_writer_pretty(&mut *out, agent.dispatcher.tool_definitions())
+                let definitions = match agent.dispatcher.tool_definitions_for(provider) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        let _ = writeln!(err, "error: {e}");
+                        return EXIT_FAILED;
+                    }
+                };
+                // A host logs these at start-up: tools a strict target had to emit non-strict.
+                for tool in agent.dispatcher.non_strict_tools(provider) {
+                    let _ = writeln!(err, "note: {provider} emits {tool} non-strict");
+                }
+                serde_json::to_writer_pretty(&mut *out, definitions)
                     .map_err(std::io::Error::from)
                     .and_then(|()| writeln!(out))
                     .map(|()| EXIT_OK)
