@@ -57,6 +57,7 @@ pub fn canonicalize(raw: &Value, closed: bool) -> Value {
         root.remove("description");
     }
     canon(&mut v, closed);
+    attach_values_docs(&mut v);
     v
 }
 
@@ -195,13 +196,55 @@ fn documented_enum_to_enum(map: &mut Map<String, Value>) {
     map.insert("type".into(), Value::String("string".into()));
     map.insert("enum".into(), Value::Array(values));
     if !docs.is_empty() {
+        // Attached to a description by `attach_values_docs`, once the nullable wrapper (whose
+        // description is the field's doc) is known.
         let values_doc = format!("One of: {}.", docs.join("; "));
+        map.insert(VALUES_DOC.into(), Value::String(values_doc));
+    }
+}
+
+/// A private key carrying a documented enum's "One of: …" text during canonicalization.
+const VALUES_DOC: &str = "x-toolgate-values-doc";
+
+/// Appends each documented enum's values text to the description the model reads: the
+/// description of the nullable wrapper around it when there is one (the field's doc), else its
+/// own.
+fn attach_values_docs(v: &mut Value) {
+    let Value::Object(map) = v else { return };
+    let mut hoisted = None;
+    if map_has_description(map)
+        && let Some(Value::Array(branches)) = map.get_mut("anyOf")
+        && branches.len() == 2
+    {
+        for b in branches.iter_mut() {
+            if let Value::Object(bm) = b
+                && let Some(doc) = bm.remove(VALUES_DOC)
+            {
+                hoisted = Some(doc);
+            }
+        }
+    }
+    if let Some(doc) = hoisted.or_else(|| map.remove(VALUES_DOC)) {
+        let doc = doc.as_str().unwrap_or_default().to_owned();
         let desc = match map.get("description").and_then(Value::as_str) {
-            Some(d) if !d.is_empty() => format!("{} {values_doc}", with_period(d)),
-            _ => values_doc,
+            Some(d) if !d.is_empty() => format!("{} {doc}", with_period(d)),
+            _ => doc,
         };
         map.insert("description".into(), Value::String(desc));
     }
+    for (_, child) in map.iter_mut() {
+        match child {
+            Value::Object(_) => attach_values_docs(child),
+            Value::Array(items) => items.iter_mut().for_each(attach_values_docs),
+            _ => {}
+        }
+    }
+}
+
+fn map_has_description(map: &Map<String, Value>) -> bool {
+    map.get("description")
+        .and_then(Value::as_str)
+        .is_some_and(|d| !d.is_empty())
 }
 
 fn with_period(s: &str) -> String {
@@ -354,6 +397,38 @@ mod tests {
             "Steps:\n1. look\n2. act"
         );
         assert_eq!(unwrap_doc("  padded  "), "padded");
+    }
+
+    #[test]
+    fn documented_enum_values_reach_the_fields_description() {
+        let variants = json!([
+            {"description": "Window seat.", "type": "string", "const": "window"},
+            {"description": "Aisle seat.", "type": "string", "const": "aisle"}
+        ]);
+        let raw = json!({
+            "type": "object",
+            "properties": {
+                "seat": {"description": "Preferred seat", "anyOf": [{"oneOf": variants}, {"type": "null"}]},
+                "plain": {"description": "Seat", "oneOf": variants},
+                "bare": {"anyOf": [{"oneOf": variants}, {"type": "null"}]}
+            }
+        });
+        let canonical = canonicalize(&raw, true);
+        let values = "One of: `window`: Window seat; `aisle`: Aisle seat.";
+        let enum_schema = json!({"type": "string", "enum": ["window", "aisle"]});
+        assert_eq!(
+            canonical["properties"]["seat"],
+            json!({"description": format!("Preferred seat. {values}"), "anyOf": [enum_schema, {"type": "null"}]})
+        );
+        assert_eq!(
+            canonical["properties"]["plain"],
+            json!({"description": format!("Seat. {values}"), "type": "string", "enum": ["window", "aisle"]})
+        );
+        assert_eq!(
+            canonical["properties"]["bare"]["anyOf"][0],
+            json!({"type": "string", "enum": ["window", "aisle"], "description": values})
+        );
+        assert!(!canonical.to_string().contains("x-toolgate"));
     }
 
     #[test]
