@@ -1,7 +1,7 @@
 //! Tool schemas: one canonical JSON Schema per tool, built once when the dispatcher is built,
 //! then one transform per target.
 //!
-//! [`generate`] asks schemars (draft 2020-12, subschemas inlined, no `$schema`) for the argument
+//! `generate` asks schemars (draft 2020-12, subschemas inlined, no `$schema`) for the argument
 //! type's schema. [`canonicalize`] turns that into the canonical form every target starts from:
 //! - no `$schema`, no `title` anywhere (titles name generated Rust structs), no root
 //!   `description` (a `#[input]` struct's doc is about the Rust type; the tool's description is
