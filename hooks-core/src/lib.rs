@@ -85,6 +85,8 @@ pub use session::{Session, SessionSummary};
 pub use state::{Env, MissingState, State, StateKey};
 pub use time::Rfc3339;
 pub use timer::Timer;
+#[cfg(feature = "tokio")]
+pub use timer::TokioTimer;
 
 /// Drives a future to completion on the current thread, parking between polls.
 ///

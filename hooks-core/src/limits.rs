@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use crate::content::{ToolUse, kind_of};
+use crate::content::{ContentBlock, TextBlock, ToolResultContent, ToolUse, kind_of};
 
 /// Bounds the dispatcher applies to every call.
 ///
@@ -13,8 +13,12 @@ use crate::content::{ToolUse, kind_of};
 ///   it;
 /// - `max_input_depth` (default 32 levels; `{}` is depth 1): deeper input is `invalid_input`;
 /// - `max_result_bytes` (default 256 KiB = 262 144 bytes): a longer result text is cut at a
-///   character boundary and ends with a marker saying so; the audit line's `content_bytes` keeps
-///   the full size.
+///   character boundary and ends with a marker saying so
+///   (`\n[toolgate: result cut at 262144 of 300000 bytes]`); the audit line's `content_bytes`
+///   keeps the full size. A result made of content blocks (from a wrapped caller) is measured as
+///   the bytes of its `text` blocks plus the compact JSON of every other block (an image's
+///   base64 counts); the blocks that fit are kept, the `text` block that crosses the limit is
+///   cut, later blocks are dropped and a last `text` block carries the marker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Limits {
@@ -211,6 +215,71 @@ pub(crate) fn cut_result(text: &mut String, max: usize) -> Option<usize> {
     Some(full)
 }
 
+/// Cuts a `tool_result` content to `max` bytes (see [`Limits`]); returns the full size when it
+/// cut.
+pub(crate) fn cut_content(content: &mut ToolResultContent, max: usize) -> Option<usize> {
+    let blocks = match content {
+        ToolResultContent::Text(text) => return cut_result(text, max),
+        ToolResultContent::Blocks(blocks) => blocks,
+    };
+    let sizes: Vec<usize> = blocks.iter().map(block_size).collect();
+    let full = sizes.iter().fold(0usize, |a, b| a.saturating_add(*b));
+    if full <= max {
+        return None;
+    }
+    let mut kept = 0usize;
+    let mut keep = 0usize;
+    for (block, &size) in blocks.iter_mut().zip(&sizes) {
+        if kept.saturating_add(size) <= max {
+            kept += size;
+            keep += 1;
+            continue;
+        }
+        if let ContentBlock::Text(t) = block {
+            let mut end = max - kept;
+            while end > 0 && !t.text.is_char_boundary(end) {
+                end -= 1;
+            }
+            if end > 0 {
+                t.text.truncate(end);
+                kept += end;
+                keep += 1;
+            }
+        }
+        break;
+    }
+    blocks.truncate(keep);
+    blocks.push(ContentBlock::Text(TextBlock {
+        text: format!("[toolgate: result cut at {kept} of {full} bytes]"),
+        extra: Map::new(),
+    }));
+    Some(full)
+}
+
+/// A block's size: a `text` block's text, any other block's compact JSON.
+fn block_size(block: &ContentBlock) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    match block {
+        ContentBlock::Text(t) => t.text.len(),
+        other => {
+            let mut count = Count(0);
+            match serde_json::to_writer(&mut count, other) {
+                Ok(()) => count.0,
+                Err(_) => usize::MAX,
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,5 +361,47 @@ mod tests {
         assert_eq!(s, "a\n[toolgate: result cut at 1 of 30 bytes]");
         let mut short = "abc".to_owned();
         assert_eq!(cut_result(&mut short, 3), None);
+    }
+
+    #[test]
+    fn cuts_block_results() {
+        let text = |t: &str| {
+            ContentBlock::Text(TextBlock {
+                text: t.to_owned(),
+                extra: Map::new(),
+            })
+        };
+        let image: ContentBlock = serde_json::from_value(json!({"type": "image", "source":
+            {"type": "base64", "media_type": "image/png", "data": "AAAA"}}))
+        .unwrap();
+        let image_size = serde_json::to_string(&image).unwrap().len();
+        assert_eq!(image_size, 82);
+
+        let mut fits = ToolResultContent::Blocks(vec![text("abc"), image.clone()]);
+        assert_eq!(cut_content(&mut fits, 85), None);
+
+        // 3 + 82 + 10 = 95 bytes, limit 91: the image fits, the last text is cut to 6 bytes.
+        let mut c = ToolResultContent::Blocks(vec![text("abc"), image.clone(), text("0123456789")]);
+        assert_eq!(cut_content(&mut c, 91), Some(95));
+        assert_eq!(
+            c,
+            ToolResultContent::Blocks(vec![
+                text("abc"),
+                image.clone(),
+                text("012345"),
+                text("[toolgate: result cut at 91 of 95 bytes]"),
+            ])
+        );
+
+        // The image does not fit: it and everything after it are dropped.
+        let mut c = ToolResultContent::Blocks(vec![text("abc"), image, text("z")]);
+        assert_eq!(cut_content(&mut c, 40), Some(86));
+        assert_eq!(
+            c,
+            ToolResultContent::Blocks(vec![
+                text("abc"),
+                text("[toolgate: result cut at 3 of 86 bytes]"),
+            ])
+        );
     }
 }

@@ -13,11 +13,11 @@ use crate::context::HookContext;
 use crate::decision::Decision;
 use crate::dispatcher::{Backend, Inner, ToolEntry};
 use crate::error::Halt;
-use crate::limits::{Refused, check_bounds, cut_result, normalize};
+use crate::limits::{Refused, check_bounds, cut_content, normalize};
 use crate::outcome::{CallRecord, Outcome};
 use crate::registry::{Args, Invoke, Matcher, PostHookDef, PreHookDef};
 use crate::state::Env;
-use crate::timer::{CatchUnwind, Race, Raced, catch};
+use crate::timer::{CatchUnwind, Deadline, Race, Raced, catch};
 
 /// Counters of one session; atomics, so recording a call allocates nothing.
 pub(crate) struct Stats {
@@ -150,6 +150,17 @@ impl<'a> Verdict<'a> {
         }
     }
 
+    /// The timer panicked while a tool ran: an internal error (the tool is not at fault).
+    fn timer_failed(message: String) -> Self {
+        Verdict {
+            detail: Some(format!("the dispatcher's timer panicked: {message}")),
+            ..Verdict::error(
+                Outcome::ToolError,
+                crate::error::INTERNAL_ERROR_MESSAGE.to_owned(),
+            )
+        }
+    }
+
     fn tool_timeout(deadline: Duration) -> Self {
         Verdict {
             detail: Some(format!(
@@ -188,6 +199,8 @@ struct CancelGuard<'a> {
     env: Env<'a>,
     stats: Option<&'a Stats>,
     call: &'a ToolUse,
+    /// The input after normalization (the raw one when it could not be normalized).
+    input: &'a Value,
     tool: Option<usize>,
     stage: &'static str,
     observers_done: usize,
@@ -215,7 +228,7 @@ impl Drop for CancelGuard<'_> {
         );
         let record = CallRecord {
             call: self.call,
-            input: &self.call.input,
+            input: self.input,
             effective_input: None,
             result: None,
             outcome: Outcome::Cancelled,
@@ -263,18 +276,22 @@ impl Inner {
     ) -> Result<ToolResult, Halt> {
         let started = Instant::now();
         let env = Env::new(context, &self.states);
+        let normalized = normalize(call, &self.limits);
         let mut guard = CancelGuard {
             inner: self,
             env,
             stats,
             call,
+            input: match &normalized {
+                Ok(c) => &c.input,
+                Err(_) => &call.input,
+            },
             tool: None,
             stage: "before the tool ran",
             observers_done: 0,
             started,
             armed: true,
         };
-        let normalized = normalize(call, &self.limits);
         let mut rewritten: Option<ToolUse> = None;
         let mut rewritten_by: Vec<&str> = Vec::new();
 
@@ -379,10 +396,9 @@ impl Inner {
             detail,
             halt,
         } = verdict;
-        let content_bytes = match &mut content {
-            Some(ToolResultContent::Text(text)) => cut_result(text, self.limits.max_result_bytes),
-            _ => None,
-        };
+        let content_bytes = content
+            .as_mut()
+            .and_then(|c| cut_content(c, self.limits.max_result_bytes));
         let result = ToolResult {
             tool_use_id: call.id.clone(),
             content,
@@ -440,6 +456,9 @@ impl Inner {
                         Err(HookFailure::Failed(format!("the hook panicked: {p}")))
                     }
                     Raced::TimedOut => Err(HookFailure::TimedOut(deadline.unwrap_or_default())),
+                    Raced::TimerFailed(p) => Err(HookFailure::Failed(format!(
+                        "the dispatcher's timer panicked: {p}"
+                    ))),
                 }
             }
         }
@@ -467,6 +486,7 @@ impl Inner {
                         Raced::TimedOut => {
                             return Verdict::tool_timeout(deadline.unwrap_or_default());
                         }
+                        Raced::TimerFailed(p) => return Verdict::timer_failed(p),
                     },
                 };
                 match produced {
@@ -502,17 +522,17 @@ impl Inner {
                     ),
                     Raced::Done(Err(p)) => Verdict::panicked(p),
                     Raced::TimedOut => Verdict::tool_timeout(deadline.unwrap_or_default()),
+                    Raced::TimerFailed(p) => Verdict::timer_failed(p),
                 }
             }
         }
     }
 
     fn race<F: std::future::Future + Unpin>(&self, fut: F, deadline: Option<Duration>) -> Race<F> {
-        let sleep = match (deadline, &self.timer) {
-            (Some(d), Some(timer)) => Some(timer.sleep(d)),
-            _ => None,
-        };
-        Race { fut, sleep }
+        Race {
+            fut,
+            deadline: Deadline::new(self.timer.as_deref(), deadline),
+        }
     }
 
     async fn observe(
@@ -543,6 +563,33 @@ impl Inner {
         guard.observers_done = self.observers.len();
     }
 
+    /// Records a block the host gave up on before it started (a `respond` future dropped while
+    /// an earlier block of its message ran): outcome `cancelled`, seen by the sync observers, as
+    /// for a call dropped unfinished.
+    pub(crate) fn cancelled_before_start(
+        &self,
+        context: &HookContext,
+        stats: Option<&Stats>,
+        call: &ToolUse,
+    ) {
+        let normalized = normalize(call, &self.limits);
+        drop(CancelGuard {
+            inner: self,
+            env: Env::new(context, &self.states),
+            stats,
+            call,
+            input: match &normalized {
+                Ok(c) => &c.input,
+                Err(_) => &call.input,
+            },
+            tool: self.find(&call.name),
+            stage: "before it started, while an earlier block of its message ran",
+            observers_done: 0,
+            started: Instant::now(),
+            armed: true,
+        });
+    }
+
     /// Answers a block that is not run (`max_tokens`, or after a halt): observers see it with
     /// outcome `not_run`; the returned result says why.
     pub(crate) async fn not_run(
@@ -555,11 +602,17 @@ impl Inner {
         let started = Instant::now();
         let env = Env::new(context, &self.states);
         let tool = self.find(&call.name);
+        let normalized = normalize(call, &self.limits);
+        let input = match &normalized {
+            Ok(c) => &c.input,
+            Err(_) => &call.input,
+        };
         let mut guard = CancelGuard {
             inner: self,
             env,
             stats,
             call,
+            input,
             tool,
             stage: "before the tool ran",
             observers_done: 0,
@@ -569,7 +622,7 @@ impl Inner {
         let result = ToolResult::error(call.id.clone(), format!("Not run: {why}"));
         let record = CallRecord {
             call,
-            input: &call.input,
+            input,
             effective_input: None,
             result: Some(&result),
             outcome: Outcome::NotRun,

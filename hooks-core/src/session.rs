@@ -126,8 +126,16 @@ impl Session {
         }
         let uses: Vec<&ToolUse> = message.tool_uses().collect();
         let inner = &self.dispatcher.inner;
+        // Dropped unfinished, the blocks not yet started are audited as `cancelled` too (the
+        // one in flight records itself), so every block keeps exactly one line.
+        let mut pending = Unstarted {
+            session: self,
+            uses: &uses,
+            next: 0,
+        };
         if message.stop_reason.as_deref() == Some("max_tokens") {
-            for call in &uses {
+            for (i, call) in uses.iter().enumerate() {
+                pending.next = i + 1;
                 inner
                     .not_run(
                         &self.context,
@@ -144,11 +152,13 @@ impl Session {
         }
         let mut content = Vec::with_capacity(uses.len());
         for (i, call) in uses.iter().enumerate() {
+            pending.next = i + 1;
             match self.call(call).await {
                 Ok(result) => content.push(ContentBlock::ToolResult(result)),
                 Err(mut halt) => {
                     content.append(&mut halt.answer.content);
-                    for rest in &uses[i + 1..] {
+                    for (j, rest) in uses.iter().enumerate().skip(i + 1) {
+                        pending.next = j + 1;
                         let result = inner
                             .not_run(
                                 &self.context,
@@ -228,6 +238,28 @@ impl Session {
         }
         summary.observer_errors = self.stats.observer_errors.load(Ordering::Relaxed);
         summary
+    }
+}
+
+/// The blocks of a `respond` not yet started; on drop (the host gave up on the message), each
+/// is recorded as `cancelled`.
+struct Unstarted<'a> {
+    session: &'a Session,
+    uses: &'a [&'a ToolUse],
+    next: usize,
+}
+
+impl Drop for Unstarted<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let s = self.session;
+        for call in self.uses.iter().skip(self.next) {
+            s.dispatcher
+                .inner
+                .cancelled_before_start(&s.context, Some(&s.stats), call);
+        }
     }
 }
 
