@@ -177,6 +177,9 @@ pub struct Halt {
     /// Operator-only: the error text or panic message.
     pub detail: String,
     pub(crate) answer: Box<Message>,
+    /// The position in `answer.content` of the failed call's result (ids may repeat, so the
+    /// result is found by position, not by id).
+    pub(crate) index: usize,
 }
 
 impl Halt {
@@ -191,11 +194,13 @@ impl Halt {
         *self.answer
     }
 
-    /// The `BLOCKED:` result for the `tool_use` the hook failed on.
+    /// The `BLOCKED:` result for the `tool_use` the hook failed on (by position in the answer,
+    /// so a message that repeats an id still gets the right block).
     pub fn result(&self) -> Option<&ToolResult> {
-        self.answer
-            .tool_results()
-            .find(|r| r.tool_use_id == self.tool_use_id)
+        match self.answer.content.get(self.index) {
+            Some(crate::content::ContentBlock::ToolResult(r)) => Some(r),
+            _ => None,
+        }
     }
 }
 

@@ -296,14 +296,17 @@ impl Inner {
         let mut rewritten_by: Vec<&str> = Vec::new();
 
         let verdict: Verdict<'_> = 'verdict: {
+            // Looked up first so the summary's `tools` counts every call of a known tool, an
+            // input refused at normalization included; the refusal still comes first.
+            let found = self.find(&call.name);
+            guard.tool = found;
             let current: &ToolUse = match &normalized {
                 Ok(c) => c,
                 Err(Refused(msg)) => break 'verdict Verdict::invalid(&call.name, "", msg),
             };
-            let Some(index) = self.find(&call.name) else {
+            let Some(index) = found else {
                 break 'verdict Verdict::unknown(&call.name, &self.available);
             };
-            guard.tool = Some(index);
             let tool = &self.tools[index];
             let mut args = match validate(tool, &current.input) {
                 Ok(a) => a,
@@ -434,6 +437,7 @@ impl Inner {
                 tool_use_id: call.id.clone(),
                 detail: detail.unwrap_or_default(),
                 answer: Box::new(Message::user(vec![ContentBlock::ToolResult(result)])),
+                index: 0,
             });
         }
         Ok(result)

@@ -156,6 +156,7 @@ impl Session {
             match self.call(call).await {
                 Ok(result) => content.push(ContentBlock::ToolResult(result)),
                 Err(mut halt) => {
+                    halt.index += content.len();
                     content.append(&mut halt.answer.content);
                     for (j, rest) in uses.iter().enumerate().skip(i + 1) {
                         pending.next = j + 1;
