@@ -149,6 +149,25 @@
 //!        equal orders run by the function's path); put cheap, decisive checks first
 //! ```
 //!
+//! # Bounds, deadlines and cancellation
+//!
+//! - **Bounds** ([`Limits`], set with [`DispatcherBuilder::limits`]): an input over 1 MiB of
+//!   compact JSON or nested deeper than 32 levels is `invalid_input` before any hook or tool sees
+//!   it (a hook's rewrite is held to the same bounds); a result over 256 KiB is cut with a
+//!   marker, and the audit line's `content_bytes` keeps its full size.
+//! - **Deadlines**: `timeout_ms = N` on an async `#[pre_hook]` or `#[tool]`, or a dispatcher
+//!   default ([`DispatcherBuilder::hook_timeout`], [`DispatcherBuilder::tool_timeout`]), needs a
+//!   [`Timer`] ([`DispatcherBuilder::timer`]; `build()` fails without one). The core depends on
+//!   no runtime: the `tokio` feature (off by default) adds `TokioTimer`, and any runtime's sleep
+//!   fits the trait. A PreToolUse hook past its deadline halts the agent with `hook_timeout`
+//!   (never a denial); a tool past its deadline is `tool_timeout`. **Sync code cannot be cut**:
+//!   a deadline stops async code at an `.await` that yields, and a sync hook or tool (or async
+//!   code that blocks its thread) runs to its end. A timer that panics fails closed.
+//! - **Cancellation**: a `call` or `respond` future dropped before it finishes (the host gave
+//!   up) leaves one `cancelled` audit line per unanswered `tool_use` (the one in flight and,
+//!   for `respond`, those not yet started), seen by the sync observers; the session's Stop hooks
+//!   still run once. A future never polled did nothing and records nothing.
+//!
 //! # Registration and linking
 //!
 //! The macros register with `inventory` (linkme's `#[link_section]` statics are refused under

@@ -1,0 +1,476 @@
+//! The fuzz harnesses, as plain functions: `fuzz_targets/*.rs` hand them libFuzzer's bytes.
+//!
+//! - [`respond`]: bytes → a Messages API `Message` (JSON) → [`Session::respond`] on a dispatcher
+//!   with the fixtures' tools, hooks that deny, rewrite, error, panic or wait past a deadline
+//!   (chosen by words in the input), an audit log and observers → the answer's invariants.
+//! - [`validate`]: bytes → a `tool_use` input (the bytes as JSON, and the bytes as a string) →
+//!   normalization, bounds and validation against tools with rich argument types.
+//!
+//! Every panic that is not injected on purpose aborts the process, even when the dispatcher
+//! would have caught it, so a panic inside toolgate's own code is a finding rather than a
+//! `panicked` outcome.
+#![forbid(unsafe_code)]
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::sync::{LazyLock, Once};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolgate::{
+    AuditLog, BoxFuture, ContentBlock, Decision, Dispatcher, Env, HookContext, HookError, Message,
+    Outcome, PostHookDef, PreHookDef, RespondError, Role, StopHookDef, Timer, ToolDef, ToolError,
+    ToolResult, ToolUse,
+};
+
+/// Every panic a harness injects on purpose starts with this text.
+pub const INJECTED: &str = "injected fault";
+
+/// The longest result text: the default limit plus the cut marker.
+const MAX_RESULT: usize = (256 << 10) + 64;
+
+/// Replaces libFuzzer's panic hook: injected panics are silent, any other panic aborts.
+fn init() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            let payload = info.payload();
+            let text = payload
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| payload.downcast_ref::<String>().map(String::as_str));
+            if text.is_some_and(|t| t.starts_with(INJECTED)) {
+                return;
+            }
+            eprintln!("{info}");
+            std::process::abort();
+        }));
+    });
+}
+
+/// A timer whose deadlines have all passed: an async hook or tool that yields loses.
+struct Expired;
+
+impl Timer for Expired {
+    fn sleep(&self, _duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::ready(()))
+    }
+}
+
+fn yield_once() -> impl std::future::Future<Output = ()> + Send {
+    let mut yielded = false;
+    std::future::poll_fn(move |cx| {
+        if yielded {
+            std::task::Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
+}
+
+thread_local! {
+    static RUNS: Cell<usize> = const { Cell::new(0) };
+    static STOPS: Cell<usize> = const { Cell::new(0) };
+    static RECORDS: RefCell<Vec<(String, Outcome, Option<ToolResult>)>> =
+        const { RefCell::new(Vec::new()) };
+}
+
+/// An audit folder whose two files are links to `/dev/null`: the audit lines are serialized
+/// and written in full, at no disk cost.
+fn null_audit_log() -> AuditLog {
+    let dir = std::env::temp_dir().join(format!("toolgate-fuzz-audit-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    for name in [toolgate::AUDIT_LOG_FILE, toolgate::SESSION_SUMMARIES_FILE] {
+        let path = dir.join(name);
+        if std::fs::symlink_metadata(&path).is_err() {
+            std::os::unix::fs::symlink("/dev/null", &path).expect("link to /dev/null");
+        }
+    }
+    AuditLog::open(&dir).expect("open the audit log")
+}
+
+// ---- respond ----
+
+/// `get_stock_price`.
+#[derive(Deserialize, JsonSchema)]
+struct Stock {
+    /// The ticker.
+    ticker: String,
+}
+
+/// `get_weather`'s unit.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Unit {
+    /// Celsius.
+    Celsius,
+    /// Fahrenheit.
+    Fahrenheit,
+}
+
+/// `get_weather`.
+#[derive(Deserialize, JsonSchema)]
+struct Weather {
+    /// The place.
+    location: String,
+    /// The unit.
+    #[allow(dead_code)]
+    unit: Option<Unit>,
+}
+
+/// `get_time`.
+#[derive(Deserialize, JsonSchema)]
+struct Time {
+    /// The timezone.
+    timezone: String,
+}
+
+/// `get_order_details`.
+#[derive(Deserialize, JsonSchema)]
+struct Order {
+    /// The order.
+    order_id: String,
+}
+
+/// What a tool does, chosen by words in its main argument.
+fn act(tool: &str, arg: &str) -> Result<String, ToolError> {
+    RUNS.with(|r| r.set(r.get() + 1));
+    if arg.contains("boom") {
+        panic!("{INJECTED}: {tool} exploded");
+    }
+    if arg.contains("fail") {
+        return Err(ToolError::new(format!("{tool} failed for {arg:?}")));
+    }
+    if arg.contains("internal") {
+        return Err(ToolError::internal(std::io::Error::other("backend down")));
+    }
+    if arg.contains("big") {
+        return Ok("b".repeat(300_000));
+    }
+    Ok(format!("{tool}: {arg}"))
+}
+
+fn get_time(_env: Env<'_>, t: Time) -> BoxFuture<'_, Result<String, ToolError>> {
+    Box::pin(async move {
+        if t.timezone.contains("slow") {
+            RUNS.with(|r| r.set(r.get() + 1));
+            yield_once().await;
+            return Ok("too late".to_owned());
+        }
+        act("get_time", &t.timezone)
+    })
+}
+
+/// The main argument of a call, whatever the tool.
+fn main_arg(call: &ToolUse) -> &str {
+    ["ticker", "location", "order_id", "timezone"]
+        .iter()
+        .find_map(|k| call.input.get(k).and_then(Value::as_str))
+        .unwrap_or("")
+}
+
+fn policy(_env: Env<'_>, call: &ToolUse) -> Result<Decision, HookError> {
+    let arg = main_arg(call);
+    if arg.contains("deny") {
+        return Ok(Decision::deny_instead("policy says no.", "Ask a human."));
+    }
+    if arg.contains("halt") {
+        return Err(HookError::new("the policy backend is down"));
+    }
+    if arg.contains("hookpanic") {
+        panic!("{INJECTED}: policy");
+    }
+    if arg.contains("badrewrite") {
+        return Ok(Decision::Rewrite(json!({"zzz": [1, 2]})));
+    }
+    if arg.contains("rewrite") {
+        let mut input = call.input.clone();
+        for k in ["ticker", "location", "order_id", "timezone"] {
+            if let Some(v) = input.get_mut(k) {
+                *v = json!("rewritten");
+            }
+        }
+        return Ok(Decision::Rewrite(input));
+    }
+    Ok(Decision::Allow)
+}
+
+fn slow_check<'a>(_env: Env<'a>, call: &'a ToolUse) -> BoxFuture<'a, Result<Decision, HookError>> {
+    Box::pin(async move {
+        if main_arg(call).contains("wait") {
+            yield_once().await;
+        }
+        Ok(Decision::Allow)
+    })
+}
+
+static RESPOND: LazyLock<Dispatcher> = LazyLock::new(|| {
+    Dispatcher::builder()
+        .tool(ToolDef::sync(
+            "get_stock_price",
+            "Gets a stock's price.",
+            |_env, s: Stock| act("get_stock_price", &s.ticker),
+        ))
+        .tool(ToolDef::sync(
+            "get_weather",
+            "Gets the weather.",
+            |_env, w: Weather| act("get_weather", &w.location),
+        ))
+        .tool(ToolDef::sync(
+            "get_order_details",
+            "Gets an order.",
+            |_env, o: Order| act("get_order_details", &o.order_id),
+        ))
+        .tool(ToolDef::new_async("get_time", "Gets the time.", get_time))
+        .pre_hook(PreHookDef::sync("fuzz::a_policy", 1, policy))
+        .pre_hook(
+            PreHookDef::new_async("fuzz::b_slow_check", 2, slow_check)
+                .tools(["get_weather", "get_time"]),
+        )
+        .post_hook(PostHookDef::sync("fuzz::a_flaky", |_env, r| {
+            if r.call.id.contains("obspanic") {
+                panic!("{INJECTED}: observer");
+            }
+            if r.call.id.contains("obsfail") {
+                return Err(HookError::new("observer failed"));
+            }
+            Ok(())
+        }))
+        .post_hook(PostHookDef::sync("fuzz::b_record", |_env, r| {
+            RECORDS.with(|v| {
+                v.borrow_mut()
+                    .push((r.call.id.clone(), r.outcome, r.result.cloned()))
+            });
+            Ok(())
+        }))
+        .stop_hook(StopHookDef::new("fuzz::stops", |_env, _s| {
+            STOPS.with(|s| s.set(s.get() + 1));
+            Ok(())
+        }))
+        .audit_log(null_audit_log())
+        .timer(Expired)
+        .hook_timeout(Duration::from_millis(50))
+        .tool_timeout(Duration::from_millis(80))
+        .build()
+        .expect("the respond dispatcher builds")
+});
+
+/// Fuzzes the message-to-results path.
+pub fn respond(data: &[u8]) {
+    init();
+    let Ok(message) = serde_json::from_slice::<Message>(data) else {
+        return;
+    };
+    // What this crate writes, it reads back.
+    let text = serde_json::to_string(&message).expect("a parsed message serializes");
+    let again: Message = serde_json::from_str(&text).expect("a serialized message parses");
+    assert_eq!(again.content.len(), message.content.len());
+    assert_eq!(again.role, message.role);
+
+    let uses: Vec<&ToolUse> = message.tool_uses().collect();
+    RUNS.with(|r| r.set(0));
+    STOPS.with(|s| s.set(0));
+    RECORDS.with(|r| r.borrow_mut().clear());
+    let session = RESPOND.session(HookContext::builder("u_fuzz", "sess_fuzz").build());
+    let got = toolgate::block_on(session.respond(&message));
+    let answer = match got {
+        Ok(m) => Some(m),
+        Err(RespondError::Halt(h)) => {
+            assert!(matches!(h.outcome, Outcome::HookFailed | Outcome::HookTimeout));
+            let r = h.result().expect("the halted block's result");
+            assert!(r.is_error && r.content_text().starts_with("BLOCKED: "));
+            Some(h.into_answer())
+        }
+        Err(RespondError::MaxTokens { tool_uses }) => {
+            assert_eq!(message.stop_reason.as_deref(), Some("max_tokens"));
+            assert_eq!(tool_uses, uses.len());
+            None
+        }
+        Err(RespondError::NotAssistant) => {
+            assert_eq!(message.role, Role::User);
+            None
+        }
+        Err(other) => panic!("unexpected error {other}"),
+    };
+    let records = RECORDS.with(|r| r.borrow_mut().split_off(0));
+    if message.role == Role::User {
+        assert!(records.is_empty());
+    } else {
+        assert_eq!(records.len(), uses.len(), "one record per tool_use");
+    }
+    for (rec, call) in records.iter().zip(&uses) {
+        assert_eq!(rec.0, call.id);
+    }
+    if let Some(answer) = &answer {
+        assert_eq!(answer.role, Role::User);
+        assert_eq!(answer.content.len(), uses.len(), "one tool_result per tool_use");
+        for ((block, call), rec) in answer.content.iter().zip(&uses).zip(&records) {
+            let ContentBlock::ToolResult(r) = block else {
+                panic!("only tool_result blocks in the answer");
+            };
+            assert_eq!(r.tool_use_id, call.id, "ids in order");
+            assert!(r.content_text().len() <= MAX_RESULT, "a result over the limit");
+            assert_eq!(rec.2.as_ref(), Some(r), "observers saw the result the host got");
+        }
+        let text = serde_json::to_string(answer).expect("the answer serializes");
+        let back: Message = serde_json::from_str(&text).expect("the answer parses");
+        assert_eq!(back.content.len(), uses.len());
+    }
+    let ran = records
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.1,
+                Outcome::Ok | Outcome::ToolError | Outcome::Panicked | Outcome::ToolTimeout
+            )
+        })
+        .count();
+    assert_eq!(RUNS.with(Cell::get), ran, "side effects only for calls that reached a tool");
+    let summary = session.end();
+    assert_eq!(summary.calls, records.len() as u64);
+    drop(session);
+    assert_eq!(STOPS.with(Cell::get), 1, "Stop exactly once");
+}
+
+// ---- validate ----
+
+/// A small recursive structure.
+#[derive(Deserialize, JsonSchema)]
+struct Nested {
+    /// Its level.
+    #[allow(dead_code)]
+    level: u8,
+    /// What it holds.
+    #[allow(dead_code)]
+    inner: Option<Box<Nested>>,
+}
+
+/// A tagged choice.
+#[derive(Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Choice {
+    /// First.
+    A {
+        /// A number.
+        #[allow(dead_code)]
+        x: i32,
+    },
+    /// Second.
+    B {
+        /// A text.
+        #[allow(dead_code)]
+        y: String,
+    },
+}
+
+/// Many kinds of field.
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct Rich {
+    /// An id.
+    id: u32,
+    /// A name.
+    name: String,
+    /// Tags.
+    tags: Vec<String>,
+    /// A nested value.
+    nested: Nested,
+    /// A choice.
+    choice: Choice,
+    /// A ratio.
+    ratio: Option<f64>,
+    /// A flag.
+    flag: bool,
+    /// Counts by name.
+    counts: BTreeMap<String, i64>,
+    /// A letter.
+    letter: Option<char>,
+}
+
+/// One integer.
+#[derive(Deserialize, JsonSchema)]
+struct Flat {
+    /// A number.
+    #[allow(dead_code)]
+    a: i64,
+}
+
+/// Anything, ignored.
+#[derive(Deserialize, JsonSchema)]
+struct Open {
+    /// A note.
+    #[allow(dead_code)]
+    a: Option<String>,
+}
+
+fn ran(_: impl Sized) -> Result<String, ToolError> {
+    RUNS.with(|r| r.set(r.get() + 1));
+    Ok("ran".to_owned())
+}
+
+static VALIDATE: LazyLock<Dispatcher> = LazyLock::new(|| {
+    Dispatcher::builder()
+        .tool(ToolDef::sync("rich", "Many fields.", |_env, a: Rich| ran(a)))
+        .tool(ToolDef::sync("flat", "One integer.", |_env, a: Flat| ran(a)))
+        .tool(ToolDef::sync("open", "Anything.", |_env, a: Open| ran(a)).allow_unknown_fields())
+        .build()
+        .expect("the validate dispatcher builds")
+});
+
+fn container_depth(v: &Value) -> usize {
+    match v {
+        Value::Array(a) => 1 + a.iter().map(container_depth).max().unwrap_or(0),
+        Value::Object(m) => 1 + m.values().map(container_depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Fuzzes normalization, bounds and validation.
+pub fn validate(data: &[u8]) {
+    init();
+    let mut inputs = vec![Value::String(String::from_utf8_lossy(data).into_owned())];
+    let parsed = serde_json::from_slice::<Value>(data).ok();
+    if let Some(v) = &parsed {
+        inputs.push(v.clone());
+    }
+    let session = VALIDATE.session(HookContext::builder("u_fuzz", "sess_fuzz").build());
+    for input in inputs {
+        for tool in ["rich", "flat", "open"] {
+            let before = RUNS.with(Cell::get);
+            let call = ToolUse::new("toolu_fuzz", tool, input.clone());
+            let r = toolgate::block_on(session.call(&call)).expect("no hooks, no halt");
+            let ran = RUNS.with(Cell::get) - before;
+            let text = r.content_text();
+            assert!(text.len() <= MAX_RESULT);
+            if r.is_error {
+                assert_eq!(ran, 0, "an invalid input reached the tool");
+                assert!(
+                    text.starts_with(&format!("Error: invalid input for tool `{tool}`")),
+                    "{text}"
+                );
+            } else {
+                assert_eq!((ran, text.as_ref()), (1, "ran"));
+            }
+            // An independent oracle for `flat` and `open` on object inputs.
+            if let Value::Object(m) = &input
+                && container_depth(&input) <= 32
+                && data.len() < 1 << 19
+            {
+                let want_ok = match tool {
+                    "flat" => m.len() == 1 && m.get("a").and_then(Value::as_i64).is_some(),
+                    "open" => matches!(m.get("a"), None | Some(Value::Null | Value::String(_))),
+                    _ => continue,
+                };
+                assert_eq!(!r.is_error, want_ok, "{tool} on {input}: {text}");
+            }
+        }
+    }
+    let summary = session.end();
+    let invalid = summary.outcomes.get(&Outcome::InvalidInput).copied().unwrap_or(0);
+    let ok = summary.outcomes.get(&Outcome::Ok).copied().unwrap_or(0);
+    assert_eq!(invalid + ok, summary.calls, "only ok or invalid_input");
+}
