@@ -682,3 +682,51 @@ fn a_call_future_never_polled_did_nothing_and_records_nothing() {
     assert!(json_lines(&dir.path().join("audit_log.jsonl")).is_empty());
     assert_eq!(j.started.load(Ordering::SeqCst), 0);
 }
+
+fn hung_observer<'a>(
+    _env: Env<'a>,
+    _record: &'a toolgate::CallRecord<'a>,
+) -> BoxFuture<'a, Result<(), HookError>> {
+    hang()
+}
+
+#[test]
+fn a_call_dropped_while_an_async_observer_runs_is_seen_once_by_every_later_sync_observer() {
+    let j = Arc::new(Journal::default());
+    let dir = TempDir::new("cancel-observer");
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (before, after) = (Arc::clone(&seen), Arc::clone(&seen));
+    let d = builder(&j)
+        .post_hook(PostHookDef::sync("tests::a_before", move |_env, r| {
+            before.lock().unwrap().push(("a_before", r.outcome));
+            Ok(())
+        }))
+        .post_hook(PostHookDef::new_async("tests::b_hangs", hung_observer))
+        .post_hook(PostHookDef::sync("tests::c_after", move |_env, r| {
+            after.lock().unwrap().push(("c_after", r.outcome));
+            Ok(())
+        }))
+        .audit_log(AuditLog::open(dir.path()).unwrap())
+        .build()
+        .unwrap();
+    let s = d.session(ctx());
+    let call = use_of("toolu_1", "quick");
+    {
+        let mut fut = pin!(s.call(&call));
+        assert!(poll_once(fut.as_mut()).is_none());
+    }
+    // The tool ran; the observer before the hung one saw the result, the one after it saw
+    // the call once, as cancelled; the audit log has one line.
+    assert_eq!(j.finished.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [("a_before", Outcome::Ok), ("c_after", Outcome::Cancelled)]
+    );
+    let lines = json_lines(&dir.path().join("audit_log.jsonl"));
+    assert_eq!(lines.len(), 1);
+    assert_eq!(
+        lines[0]["detail"],
+        "the host dropped the call before it finished (while the observers ran)"
+    );
+    assert_eq!(s.end().outcomes.get(&Outcome::Cancelled), Some(&1));
+}
