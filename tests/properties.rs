@@ -20,8 +20,10 @@
 //! outcome and content; Stop ran exactly once per session; the summary's counts are right.
 //!
 //! Case counts: `PROPTEST_CASES` overrides every block here (the long run); otherwise the CI
-//! run makes 4 000 + 1 500 cases. Long run (release build, about 1 million cases):
-//! `PROPTEST_CASES=1000000 cargo test --release --test properties -- --test-threads 2`.
+//! run makes 4 000 + 1 500 cases. Long run (release build, 1 million cases per property):
+//! `PROPTEST_CASES=1000000 cargo test --release --test properties -- --test-threads 2 --nocapture`
+//! (recorded on 2026-11-30, 2 shared cores: 1 000 001 + 1 000 000 cases, all passed, 832 s; the
+//! fault classes it generated are printed with `--nocapture`).
 
 // proptest's `TestCaseError` and the model's halting `Expected` are large; this is test code.
 #![allow(clippy::result_large_err)]
