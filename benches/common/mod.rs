@@ -23,7 +23,7 @@ use toolgate::{AuditLog, Dispatcher, HookContext, ToolUse};
 // The tools.
 
 /// What `lookup_user` returns: a small struct the model reads as JSON text.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub(crate) struct User {
     pub(crate) user_id: String,
     pub(crate) name: &'static str,
