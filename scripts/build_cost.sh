@@ -10,7 +10,9 @@
 #
 # Both crates of a pair have the same functions, the same `main` (build the tool list, answer one
 # call named on the command line) and the same dependency versions (this workspace's Cargo.lock
-# is copied into each). Each crate has its own target folder under a temporary directory.
+# is copied into each). Each crate has its own target folder under a temporary directory. The
+# toolgate crates depend on a snapshot of the committed tree (`git archive HEAD`), so editing the
+# work tree during a run changes nothing.
 #
 # Usage: scripts/build_cost.sh [ROUNDS]   (default 3)
 # Needs the crates of this workspace's Cargo.lock in the local cargo cache (build it once).
@@ -19,6 +21,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+snapshot="$work/toolgate-src"
+mkdir -p "$snapshot"
+git -C "$root" archive HEAD | tar -x -C "$snapshot"
 
 # gen_toolgate N DIR / gen_plain N DIR: write a crate of N tools.
 gen_toolgate() {
@@ -30,7 +35,7 @@ name = "with-toolgate"
 version = "0.0.0"
 edition = "2024"
 [dependencies]
-toolgate = { path = "$root" }
+toolgate = { path = "$snapshot" }
 serde = { version = "1", features = ["derive"] }
 serde_json = "1"
 [workspace]
@@ -161,8 +166,8 @@ for c in small 100; do
   gen_toolgate "$n" "$work/toolgate-$c"
   gen_plain "$n" "$work/plain-$c"
 done
-for d in "$work"/*/; do
-  cp "$root/Cargo.lock" "$d/Cargo.lock"
+for d in "$work"/toolgate-small "$work"/toolgate-100 "$work"/plain-small "$work"/plain-100; do
+  cp "$snapshot/Cargo.lock" "$d/Cargo.lock"
 done
 
 seconds() {
