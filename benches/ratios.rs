@@ -10,7 +10,9 @@
 //! file), `allocs_over_limit` (allocations per call, 4 hooks + observer, minus LIMIT's),
 //! `audit_records_per_s` (one thread, through the dispatcher with only the audit log),
 //! `audit_lost_lines` and `audit_interleaved_lines` (two threads, one log), and
-//! `threads2_over_threads1` (throughput of 2 threads sharing one dispatcher ÷ 1 thread).
+//! `threads2_over_threads1` (throughput of 2 threads sharing one dispatcher ÷ 1 thread), read
+//! against `threads2_cpu_per_call_over_threads1` (CPU time per call, 2 threads ÷ 1: contention)
+//! and `threads2_runqueue_wait_share` (time the 2 threads waited for a core: a busy machine).
 
 mod common;
 
@@ -39,8 +41,8 @@ fn main() {
     let bench = common::bench_mode();
     let plan = if bench {
         Plan {
-            rounds: 61,
-            batch: Duration::from_millis(5),
+            rounds: 301,
+            batch: Duration::from_micros(500),
             alloc_calls: 10_000,
             thread_rounds: 21,
             thread_batch: Duration::from_millis(40),
@@ -155,8 +157,13 @@ fn main() {
     );
 
     // 4. Two threads sharing one dispatcher ÷ one thread (allow path, 4 hooks + observer).
-    let ratio = threads_ratio(&hooks, &call, plan.thread_rounds, plan.thread_batch);
-    figure("threads2_over_threads1", ratio);
+    let threads = threads_ratio(&hooks, &call, plan.thread_rounds, plan.thread_batch);
+    figure("threads2_over_threads1", threads.wall_ratio);
+    figure(
+        "threads2_cpu_per_call_over_threads1",
+        threads.cpu_per_call_ratio,
+    );
+    figure("threads2_runqueue_wait_share", threads.runqueue_share_2);
     figure(
         "available_parallelism",
         std::thread::available_parallelism().map_or(0, |n| n.get()) as f64,
@@ -216,9 +223,19 @@ fn audit_two_threads(calls_per_thread: usize) -> (usize, usize) {
     (expected.len(), interleaved)
 }
 
-/// The median over rounds of (2 threads' calls per second) ÷ (1 thread's), each thread with its
-/// own session on one shared dispatcher.
-fn threads_ratio(d: &Dispatcher, call: &ToolUse, rounds: usize, batch: Duration) -> f64 {
+/// What the thread figure is read against: how busy the machine let the threads be.
+struct ThreadFigures {
+    /// Median over rounds of (2 threads' calls per second) ÷ (1 thread's).
+    wall_ratio: f64,
+    /// CPU time per call with 2 threads ÷ with 1 thread (1.0: sharing the dispatcher costs
+    /// nothing; above: contention).
+    cpu_per_call_ratio: f64,
+    /// Share of the 2-thread runs' thread time spent runnable but waiting for a core.
+    runqueue_share_2: f64,
+}
+
+/// Each thread with its own session on one shared dispatcher; 1 and 2 threads alternate.
+fn threads_ratio(d: &Dispatcher, call: &ToolUse, rounds: usize, batch: Duration) -> ThreadFigures {
     // Calibrate: calls one thread makes in about `batch`.
     let n = {
         let s = d.session(context("sess_calibrate"));
@@ -233,39 +250,81 @@ fn threads_ratio(d: &Dispatcher, call: &ToolUse, rounds: usize, batch: Duration)
         n * 4
     };
     let mut ratios = Vec::with_capacity(rounds);
+    let (mut cpu1, mut cpu2, mut on2, mut wait2) = (0u64, 0u64, 0u64, 0u64);
     for round in 0..rounds {
-        let (t1, t2) = if round % 2 == 0 {
-            let t1 = run_threads(d, call, 1, n);
-            (t1, run_threads(d, call, 2, n))
+        let (one, two) = if round % 2 == 0 {
+            let one = run_threads(d, call, 1, n);
+            (one, run_threads(d, call, 2, n))
         } else {
-            let t2 = run_threads(d, call, 2, n);
-            (run_threads(d, call, 1, n), t2)
+            let two = run_threads(d, call, 2, n);
+            (run_threads(d, call, 1, n), two)
         };
         // (2n / t2) / (n / t1)
-        ratios.push(2.0 * t1.as_secs_f64() / t2.as_secs_f64());
+        ratios.push(2.0 * one.wall.as_secs_f64() / two.wall.as_secs_f64());
+        cpu1 += one.on_cpu_ns;
+        cpu2 += two.on_cpu_ns;
+        on2 += two.on_cpu_ns;
+        wait2 += two.waiting_ns;
     }
-    median(&ratios)
+    ThreadFigures {
+        wall_ratio: median(&ratios),
+        cpu_per_call_ratio: (cpu2 as f64 / 2.0) / cpu1 as f64,
+        runqueue_share_2: wait2 as f64 / (on2 + wait2).max(1) as f64,
+    }
+}
+
+struct ThreadRun {
+    wall: Duration,
+    /// Summed over the threads, from /proc/thread-self/schedstat (0 where unavailable).
+    on_cpu_ns: u64,
+    waiting_ns: u64,
 }
 
 /// Wall time for `threads` threads to make `n` calls each, from a common start.
-fn run_threads(d: &Dispatcher, call: &ToolUse, threads: usize, n: u64) -> Duration {
+fn run_threads(d: &Dispatcher, call: &ToolUse, threads: usize, n: u64) -> ThreadRun {
     let barrier = Barrier::new(threads + 1);
     let mut start = Instant::now();
+    let mut sched = Vec::new();
     std::thread::scope(|s| {
-        for t in 0..threads {
-            let barrier = &barrier;
-            s.spawn(move || {
-                let session = d.session(context(&format!("sess_thread_{t}")));
-                barrier.wait();
-                for _ in 0..n {
-                    keep(poll_ready(session.call(call)));
-                }
-            });
-        }
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    let session = d.session(context(&format!("sess_thread_{t}")));
+                    barrier.wait();
+                    let before = schedstat();
+                    for _ in 0..n {
+                        keep(poll_ready(session.call(call)));
+                    }
+                    let after = schedstat();
+                    (
+                        after.0.saturating_sub(before.0),
+                        after.1.saturating_sub(before.1),
+                    )
+                })
+            })
+            .collect();
         barrier.wait();
         start = Instant::now();
+        sched = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or((0, 0)))
+            .collect();
     });
-    start.elapsed()
+    ThreadRun {
+        wall: start.elapsed(),
+        on_cpu_ns: sched.iter().map(|s| s.0).sum(),
+        waiting_ns: sched.iter().map(|s| s.1).sum(),
+    }
+}
+
+/// This thread's (ns on a CPU, ns runnable but waiting for one) so far (Linux schedstat).
+fn schedstat() -> (u64, u64) {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    let mut fields = text
+        .split_whitespace()
+        .map(|f| f.parse::<u64>().unwrap_or(0));
+    (fields.next().unwrap_or(0), fields.next().unwrap_or(0))
 }
 
 /// The 1-minute load average (Linux), to read the thread figure against.

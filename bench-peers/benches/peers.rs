@@ -368,7 +368,7 @@ fn rig_text(r: &rig_core::tool::ToolResult) -> String {
 fn main() {
     let bench = common::bench_mode();
     let (rounds, batch, alloc_calls) = if bench {
-        (41, Duration::from_millis(5), 10_000)
+        (301, Duration::from_micros(500), 10_000)
     } else {
         (1, Duration::from_micros(500), 10)
     };
