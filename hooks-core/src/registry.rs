@@ -135,10 +135,18 @@ pub fn output_text<T: Serialize + 'static>(value: T) -> Result<String, ToolError
     if any.is::<Option<()>>() {
         return Ok(String::new());
     }
-    let value = slot
-        .take()
-        .ok_or_else(|| ToolError::internal("toolgate: output taken twice"))?;
-    let text = serde_json::to_string(&value).map_err(ToolError::internal)?;
+    match slot.take() {
+        Some(value) => json_text(serde_json::to_string(&value)),
+        None => json_text(Err(serde::ser::Error::custom(
+            "toolgate: output taken twice",
+        ))),
+    }
+}
+
+/// The non-generic rest of [`output_text`] (compiled once, not once per output type): a JSON
+/// string becomes its text, anything else stays JSON; errors are internal.
+fn json_text(text: Result<String, serde_json::Error>) -> Result<String, ToolError> {
+    let text = text.map_err(ToolError::internal)?;
     if text.starts_with('"') {
         return serde_json::from_str::<String>(&text).map_err(ToolError::internal);
     }
@@ -187,12 +195,26 @@ impl ToolDef {
         description: impl Into<Cow<'static, str>>,
         imp: Arc<dyn ErasedTool>,
     ) -> Self {
-        let name = name.into();
+        Self::with_schema(
+            name.into(),
+            description.into(),
+            crate::schema::generate::<A>(),
+            imp,
+        )
+    }
+
+    /// The non-generic rest of [`ToolDef::with`], compiled once instead of once per tool.
+    fn with_schema(
+        name: Cow<'static, str>,
+        description: Cow<'static, str>,
+        schema: Value,
+        imp: Arc<dyn ErasedTool>,
+    ) -> Self {
         ToolDef {
             path: name.clone(),
             name,
-            description: description.into(),
-            schema: crate::schema::generate::<A>(),
+            description,
+            schema,
             additional_properties: false,
             states: Vec::new(),
             timeout: None,

@@ -13,8 +13,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Rfc3339(pub SystemTime);
 
-impl fmt::Display for Rfc3339 {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Rfc3339 {
+    /// Writes the timestamp into a stack buffer: no allocation, no `fmt` machinery (the audit
+    /// log writes one per line).
+    fn text(self) -> Text {
         let (secs, nanos): (i64, u32) = match self.0.duration_since(UNIX_EPOCH) {
             Ok(d) => (d.as_secs() as i64, d.subsec_nanos()),
             Err(e) => {
@@ -29,23 +31,84 @@ impl fmt::Display for Rfc3339 {
             }
         };
         let days = secs.div_euclid(86_400);
-        let rem = secs.rem_euclid(86_400);
+        let rem = secs.rem_euclid(86_400) as u64;
         let (y, m, d) = civil_from_days(days);
-        write!(
-            f,
-            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
-            rem / 3600,
-            rem % 3600 / 60,
-            rem % 60
-        )?;
-        if nanos != 0 {
-            let mut frac = format!("{nanos:09}");
-            while frac.ends_with('0') {
-                frac.pop();
-            }
-            write!(f, ".{frac}")?;
+        let mut t = Text {
+            bytes: [0; Text::CAP],
+            len: 0,
+        };
+        // As `{y:04}`: the sign counts toward the width.
+        if y < 0 {
+            t.push(b'-');
+            t.digits(y.unsigned_abs(), 3);
+        } else {
+            t.digits(y as u64, 4);
         }
-        f.write_str("Z")
+        t.push(b'-');
+        t.digits(u64::from(m), 2);
+        t.push(b'-');
+        t.digits(u64::from(d), 2);
+        t.push(b'T');
+        t.digits(rem / 3600, 2);
+        t.push(b':');
+        t.digits(rem % 3600 / 60, 2);
+        t.push(b':');
+        t.digits(rem % 60, 2);
+        if nanos != 0 {
+            let mut frac = nanos;
+            let mut width = 9;
+            while frac % 10 == 0 {
+                frac /= 10;
+                width -= 1;
+            }
+            t.push(b'.');
+            t.digits(u64::from(frac), width);
+        }
+        t.push(b'Z');
+        t
+    }
+}
+
+/// An RFC 3339 text on the stack. The longest is 44 bytes: a sign and 12 year digits (an `i64`
+/// of seconds spans about ±292 billion years), `-MM-DDTHH:MM:SS`, `.` and 9 digits, `Z`.
+struct Text {
+    bytes: [u8; Text::CAP],
+    len: usize,
+}
+
+impl Text {
+    const CAP: usize = 48;
+
+    fn push(&mut self, b: u8) {
+        if let Some(slot) = self.bytes.get_mut(self.len) {
+            *slot = b;
+            self.len += 1;
+        }
+    }
+
+    /// `v` in decimal, zero-padded to `width` digits.
+    fn digits(&mut self, mut v: u64, width: usize) {
+        let mut tmp = [b'0'; 20];
+        let mut n = 0;
+        while v > 0 || n < width.max(1) {
+            tmp[19 - n] = b'0' + (v % 10) as u8;
+            v /= 10;
+            n += 1;
+        }
+        for &b in &tmp[20 - n..] {
+            self.push(b);
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        // Only ASCII digits and `-T:.Z` are ever pushed.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+}
+
+impl fmt::Display for Rfc3339 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.text().as_str())
     }
 }
 
@@ -57,7 +120,7 @@ impl fmt::Debug for Rfc3339 {
 
 impl serde::Serialize for Rfc3339 {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
+        s.serialize_str(self.text().as_str())
     }
 }
 
@@ -93,6 +156,24 @@ mod tests {
         assert_eq!(at(951_782_400, 0), "2000-02-29T00:00:00Z");
         assert_eq!(at(1_795_515_300, 250_000_000), "2026-11-24T10:15:00.25Z");
         assert_eq!(at(1_795_515_300, 1_000), "2026-11-24T10:15:00.000001Z");
+    }
+
+    #[test]
+    fn formats_like_the_fmt_version_at_the_edges() {
+        // Year 10000 and later: more than four digits.
+        assert_eq!(at(253_402_300_800, 0), "10000-01-01T00:00:00Z");
+        assert_eq!(
+            at(253_402_300_799, 999_999_999),
+            "9999-12-31T23:59:59.999999999Z"
+        );
+        assert_eq!(at(59, 100), "1970-01-01T00:00:59.0000001Z");
+        // Year -1 (2 BC): the sign counts toward the width of four, as `{:04}` writes it.
+        let t = UNIX_EPOCH - Duration::from_secs(62_198_755_200);
+        assert_eq!(Rfc3339(t).to_string(), "-001-01-01T00:00:00Z");
+        assert_eq!(
+            serde_json::to_string(&Rfc3339(UNIX_EPOCH + Duration::new(1, 5))).unwrap(),
+            "\"1970-01-01T00:00:01.000000005Z\""
+        );
     }
 
     #[test]

@@ -1,0 +1,1 @@
+//! Nothing here: the bench is `benches/peers.rs`.

@@ -1,0 +1,338 @@
+//! The ratio figures of BENCHMARKS.md, measured side by side in one process run.
+//!
+//! `cargo bench --bench ratios` prints one `NAME VALUE` line per figure: sides interleaved round
+//! by round, the median of the rounds. Under `cargo test --all-targets` (no `--bench` argument)
+//! it does one quick round and asserts only correctness (every side answers the same text; no
+//! audit line lost or interleaved), never a time.
+//!
+//! Figures: `dispatch_nohooks_over_limit`, `dispatch_4hooks_over_limit` (4 sync PreToolUse hooks
+//! that allow + 1 observer), `dispatch_4hooks_audit_over_limit` (the same plus `AuditLog` to a
+//! file), `allocs_over_limit` (allocations per call, 4 hooks + observer, minus LIMIT's),
+//! `audit_records_per_s` (one thread, through the dispatcher with only the audit log),
+//! `audit_lost_lines` and `audit_interleaved_lines` (two threads, one log), and
+//! `threads2_over_threads1` (throughput of 2 threads sharing one dispatcher ÷ 1 thread), read
+//! against `threads2_cpu_per_call_over_threads1` (CPU time per call, 2 threads ÷ 1: contention)
+//! and `threads2_runqueue_wait_share` (time the 2 threads waited for a core: a busy machine).
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use toolgate::{AuditLog, Dispatcher, ToolUse};
+
+use common::{
+    EXPECTED, Side, TempDir, call, context, count_allocs, figure, interleave, keep, limit, median,
+    median_ratio, poll_ready, result_text,
+};
+
+struct Plan {
+    rounds: usize,
+    batch: Duration,
+    alloc_calls: u64,
+    thread_rounds: usize,
+    thread_batch: Duration,
+    lost_calls_per_thread: usize,
+}
+
+fn main() {
+    let bench = common::bench_mode();
+    let plan = if bench {
+        Plan {
+            rounds: 301,
+            batch: Duration::from_micros(500),
+            alloc_calls: 10_000,
+            thread_rounds: 21,
+            thread_batch: Duration::from_millis(40),
+            lost_calls_per_thread: 50_000,
+        }
+    } else {
+        Plan {
+            rounds: 1,
+            batch: Duration::from_micros(500),
+            alloc_calls: 10,
+            thread_rounds: 1,
+            thread_batch: Duration::from_millis(1),
+            lost_calls_per_thread: 200,
+        }
+    };
+    let started = Instant::now();
+
+    let call = call();
+    let nohooks = common::dispatcher_nohooks();
+    let hooks = common::dispatcher_hooks();
+    let audit_dir = TempDir::new("ratios");
+    let hooks_audit = common::dispatcher_hooks_audit(
+        AuditLog::open(audit_dir.0.join("hooks")).expect("open the audit log"),
+    );
+    let audit_only = common::dispatcher_audit_only(
+        AuditLog::open(audit_dir.0.join("only")).expect("open the audit log"),
+    );
+    let s_nohooks = nohooks.session(context("sess_nohooks"));
+    let s_hooks = hooks.session(context("sess_hooks"));
+    let s_hooks_audit = hooks_audit.session(context("sess_hooks_audit"));
+    let s_audit_only = audit_only.session(context("sess_audit_only"));
+
+    // Every side does the same work: check it once, outside the timed loops.
+    assert_eq!(limit(&call.input), EXPECTED);
+    for s in [&s_nohooks, &s_hooks, &s_hooks_audit, &s_audit_only] {
+        assert_eq!(result_text(poll_ready(s.call(&call))), EXPECTED);
+    }
+
+    let mut sides = [
+        Side::new("limit", || keep(limit(&call.input))),
+        Side::new("nohooks", || keep(poll_ready(s_nohooks.call(&call)))),
+        Side::new("hooks", || keep(poll_ready(s_hooks.call(&call)))),
+        Side::new("hooks_audit", || {
+            keep(poll_ready(s_hooks_audit.call(&call)))
+        }),
+        Side::new("audit_only", || keep(poll_ready(s_audit_only.call(&call)))),
+    ];
+
+    // `--profile SIDE N`: run one side N times and stop, for callgrind (instruction counts are
+    // repeatable on a noisy machine): `valgrind --tool=callgrind target/release/deps/ratios-…
+    // --profile hooks 100000`.
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--profile") {
+        let name = args.get(i + 1).map_or("hooks", String::as_str);
+        let n = args
+            .get(i + 2)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(100_000);
+        let side = sides
+            .iter_mut()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no side named {name}"));
+        (side.run)(n);
+        return;
+    }
+
+    // 1. Time per call, sides interleaved.
+    let ns = interleave(&mut sides, plan.rounds, plan.batch);
+    drop(sides);
+    for (side, v) in ["limit", "nohooks", "hooks", "hooks_audit", "audit_only"]
+        .iter()
+        .zip(&ns)
+    {
+        figure(&format!("ns_per_call_{side}"), median(v));
+    }
+    figure("dispatch_nohooks_over_limit", median_ratio(&ns[1], &ns[0]));
+    figure("dispatch_4hooks_over_limit", median_ratio(&ns[2], &ns[0]));
+    figure(
+        "dispatch_4hooks_audit_over_limit",
+        median_ratio(&ns[3], &ns[0]),
+    );
+    figure("audit_records_per_s", 1e9 / median(&ns[4]));
+
+    // 2. Allocations per call: deterministic.
+    let (a_limit, b_limit) = count_allocs(plan.alloc_calls, || keep(limit(&call.input)));
+    let (a_nohooks, _) = count_allocs(plan.alloc_calls, || {
+        keep(poll_ready(s_nohooks.call(&call)));
+    });
+    let (a_hooks, b_hooks) = count_allocs(plan.alloc_calls, || {
+        keep(poll_ready(s_hooks.call(&call)));
+    });
+    let (a_audit, _) = count_allocs(plan.alloc_calls, || {
+        keep(poll_ready(s_hooks_audit.call(&call)));
+    });
+    figure("allocs_per_call_limit", a_limit);
+    figure("allocs_per_call_nohooks", a_nohooks);
+    figure("allocs_per_call_4hooks", a_hooks);
+    figure("allocs_per_call_4hooks_audit", a_audit);
+    figure("alloc_bytes_per_call_limit", b_limit);
+    figure("alloc_bytes_per_call_4hooks", b_hooks);
+    figure("allocs_nohooks_over_limit", a_nohooks - a_limit);
+    figure("allocs_over_limit", a_hooks - a_limit);
+
+    // 3. Two threads appending to one audit log: nothing lost, nothing interleaved.
+    let (lost, interleaved) = audit_two_threads(plan.lost_calls_per_thread);
+    figure("audit_lost_lines", lost as f64);
+    figure("audit_interleaved_lines", interleaved as f64);
+    assert_eq!(
+        (lost, interleaved),
+        (0, 0),
+        "audit lines were lost or interleaved"
+    );
+
+    // 4. Two threads sharing one dispatcher ÷ one thread (allow path, 4 hooks + observer).
+    let threads = threads_ratio(&hooks, &call, plan.thread_rounds, plan.thread_batch);
+    figure("threads2_over_threads1", threads.wall_ratio);
+    figure(
+        "threads2_cpu_per_call_over_threads1",
+        threads.cpu_per_call_ratio,
+    );
+    figure("threads2_runqueue_wait_share", threads.runqueue_share_2);
+    figure(
+        "available_parallelism",
+        std::thread::available_parallelism().map_or(0, |n| n.get()) as f64,
+    );
+    if let Some(load) = load_average() {
+        figure("loadavg_1min", load);
+    }
+
+    drop((s_nohooks, s_hooks, s_hooks_audit, s_audit_only));
+    figure("bench_seconds", started.elapsed().as_secs_f64());
+}
+
+/// Two threads, one session each, one dispatcher and one audit log; then every line of the log
+/// is read back. Returns (lost, interleaved): calls without their line, and lines that are not
+/// one whole, expected JSON object (unparsable, unknown or repeated).
+fn audit_two_threads(calls_per_thread: usize) -> (usize, usize) {
+    let dir = TempDir::new("two-threads");
+    let d = common::dispatcher_audit_only(AuditLog::open(&dir.0).expect("open the audit log"));
+    let barrier = Barrier::new(2);
+    std::thread::scope(|s| {
+        for t in 0..2 {
+            let (d, barrier) = (&d, &barrier);
+            s.spawn(move || {
+                let session = d.session(context(&format!("sess_t{t}")));
+                let calls: Vec<ToolUse> = (0..calls_per_thread)
+                    .map(|i| {
+                        ToolUse::new(format!("toolu_t{t}_{i}"), "lookup_user", common::input())
+                    })
+                    .collect();
+                barrier.wait();
+                for c in &calls {
+                    keep(poll_ready(session.call(c)));
+                }
+            });
+        }
+    });
+    drop(d);
+    let text = std::fs::read_to_string(dir.0.join(toolgate::AUDIT_LOG_FILE)).unwrap_or_default();
+    let mut expected: HashSet<(String, String)> = (0..2)
+        .flat_map(|t| {
+            (0..calls_per_thread).map(move |i| (format!("sess_t{t}"), format!("toolu_t{t}_{i}")))
+        })
+        .collect();
+    let mut interleaved = 0;
+    for line in text.lines() {
+        let key = serde_json::from_str::<Value>(line).ok().and_then(|v| {
+            let whole = v.get("content").and_then(Value::as_str) == Some(EXPECTED);
+            let s = v.get("session_id")?.as_str()?.to_owned();
+            let id = v.get("tool_use_id")?.as_str()?.to_owned();
+            whole.then_some((s, id))
+        });
+        match key {
+            Some(k) if expected.remove(&k) => {}
+            _ => interleaved += 1,
+        }
+    }
+    (expected.len(), interleaved)
+}
+
+/// What the thread figure is read against: how busy the machine let the threads be.
+struct ThreadFigures {
+    /// Median over rounds of (2 threads' calls per second) ÷ (1 thread's).
+    wall_ratio: f64,
+    /// CPU time per call with 2 threads ÷ with 1 thread (1.0: sharing the dispatcher costs
+    /// nothing; above: contention).
+    cpu_per_call_ratio: f64,
+    /// Share of the 2-thread runs' thread time spent runnable but waiting for a core.
+    runqueue_share_2: f64,
+}
+
+/// Each thread with its own session on one shared dispatcher; 1 and 2 threads alternate.
+fn threads_ratio(d: &Dispatcher, call: &ToolUse, rounds: usize, batch: Duration) -> ThreadFigures {
+    // Calibrate: calls one thread makes in about `batch`.
+    let n = {
+        let s = d.session(context("sess_calibrate"));
+        let start = Instant::now();
+        let mut n = 0u64;
+        while start.elapsed() < batch / 4 {
+            for _ in 0..100 {
+                keep(poll_ready(s.call(call)));
+            }
+            n += 100;
+        }
+        n * 4
+    };
+    let mut ratios = Vec::with_capacity(rounds);
+    let (mut cpu1, mut cpu2, mut on2, mut wait2) = (0u64, 0u64, 0u64, 0u64);
+    for round in 0..rounds {
+        let (one, two) = if round % 2 == 0 {
+            let one = run_threads(d, call, 1, n);
+            (one, run_threads(d, call, 2, n))
+        } else {
+            let two = run_threads(d, call, 2, n);
+            (run_threads(d, call, 1, n), two)
+        };
+        // (2n / t2) / (n / t1)
+        ratios.push(2.0 * one.wall.as_secs_f64() / two.wall.as_secs_f64());
+        cpu1 += one.on_cpu_ns;
+        cpu2 += two.on_cpu_ns;
+        on2 += two.on_cpu_ns;
+        wait2 += two.waiting_ns;
+    }
+    ThreadFigures {
+        wall_ratio: median(&ratios),
+        cpu_per_call_ratio: (cpu2 as f64 / 2.0) / cpu1 as f64,
+        runqueue_share_2: wait2 as f64 / (on2 + wait2).max(1) as f64,
+    }
+}
+
+struct ThreadRun {
+    wall: Duration,
+    /// Summed over the threads, from /proc/thread-self/schedstat (0 where unavailable).
+    on_cpu_ns: u64,
+    waiting_ns: u64,
+}
+
+/// Wall time for `threads` threads to make `n` calls each, from a common start.
+fn run_threads(d: &Dispatcher, call: &ToolUse, threads: usize, n: u64) -> ThreadRun {
+    let barrier = Barrier::new(threads + 1);
+    let mut start = Instant::now();
+    let mut sched = Vec::new();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    let session = d.session(context(&format!("sess_thread_{t}")));
+                    barrier.wait();
+                    let before = schedstat();
+                    for _ in 0..n {
+                        keep(poll_ready(session.call(call)));
+                    }
+                    let after = schedstat();
+                    (
+                        after.0.saturating_sub(before.0),
+                        after.1.saturating_sub(before.1),
+                    )
+                })
+            })
+            .collect();
+        barrier.wait();
+        start = Instant::now();
+        sched = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or((0, 0)))
+            .collect();
+    });
+    ThreadRun {
+        wall: start.elapsed(),
+        on_cpu_ns: sched.iter().map(|s| s.0).sum(),
+        waiting_ns: sched.iter().map(|s| s.1).sum(),
+    }
+}
+
+/// This thread's (ns on a CPU, ns runnable but waiting for one) so far (Linux schedstat).
+fn schedstat() -> (u64, u64) {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    let mut fields = text
+        .split_whitespace()
+        .map(|f| f.parse::<u64>().unwrap_or(0));
+    (fields.next().unwrap_or(0), fields.next().unwrap_or(0))
+}
+
+/// The 1-minute load average (Linux), to read the thread figure against.
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
