@@ -64,6 +64,8 @@ pub(crate) struct Inner {
     pub(crate) observers: Vec<PostHookDef>,
     /// Sorted by path; the audit log's summary last.
     pub(crate) stop_hooks: Vec<StopHookDef>,
+    /// Whether every observer is sync (they then run without a future).
+    pub(crate) observers_sync: bool,
     pub(crate) states: StateMap,
     pub(crate) limits: Limits,
     pub(crate) timer: Option<Arc<dyn Timer>>,
@@ -764,6 +766,7 @@ impl DispatcherBuilder {
                 tools: entries,
                 definitions,
                 pre_hooks: pre,
+                observers_sync: post.iter().all(|o| o.imp.is_sync()),
                 observers: post,
                 stop_hooks: stop,
                 states: self.states,

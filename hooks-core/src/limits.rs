@@ -1,7 +1,5 @@
 //! Bounds on untrusted input and on results, and input normalization.
 
-use std::borrow::Cow;
-
 use serde_json::{Map, Value};
 
 use crate::content::{ContentBlock, TextBlock, ToolResultContent, ToolUse, kind_of};
@@ -60,6 +58,25 @@ impl Limits {
     }
 }
 
+/// A `tool_use` block after normalization: the block itself when its input was already an
+/// object (no copy), or a boxed copy with the normalized input (a small value either way, since
+/// it lives in every call future).
+#[derive(Debug)]
+pub(crate) enum Normalized<'a> {
+    Borrowed(&'a ToolUse),
+    Owned(Box<ToolUse>),
+}
+
+impl std::ops::Deref for Normalized<'_> {
+    type Target = ToolUse;
+    fn deref(&self) -> &ToolUse {
+        match self {
+            Normalized::Borrowed(t) => t,
+            Normalized::Owned(t) => t,
+        }
+    }
+}
+
 /// Why an input was refused before validation; the text is written for the model.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Refused(pub(crate) String);
@@ -67,20 +84,17 @@ pub(crate) struct Refused(pub(crate) String);
 /// Normalizes a `tool_use` input (DESIGN.md, step 1): an object stays as is (borrowed, no copy);
 /// `null` and `""` mean `{}`; a string holding a JSON object is parsed once. Anything else, or an
 /// input over the limits, is refused.
-pub(crate) fn normalize<'a>(
-    call: &'a ToolUse,
-    limits: &Limits,
-) -> Result<Cow<'a, ToolUse>, Refused> {
+pub(crate) fn normalize<'a>(call: &'a ToolUse, limits: &Limits) -> Result<Normalized<'a>, Refused> {
     let owned = |input: Value| {
-        Cow::Owned(ToolUse {
+        Normalized::Owned(Box::new(ToolUse {
             id: call.id.clone(),
             name: call.name.clone(),
             input,
             extra: call.extra.clone(),
-        })
+        }))
     };
     let normalized = match &call.input {
-        Value::Object(_) => Cow::Borrowed(call),
+        Value::Object(_) => Normalized::Borrowed(call),
         Value::Null => owned(Value::Object(Map::new())),
         Value::String(s) if s.trim().is_empty() => owned(Value::Object(Map::new())),
         Value::String(s) => {
@@ -300,7 +314,7 @@ mod tests {
         );
         assert!(matches!(
             normalize(&call(json!({"a": 1})), &l).unwrap(),
-            Cow::Borrowed(_)
+            Normalized::Borrowed(_)
         ));
         assert_eq!(
             normalize(&call(json!([1])), &l).unwrap_err().0,

@@ -143,6 +143,17 @@ impl<'a> Verdict<'a> {
         }
     }
 
+    /// The verdict of a local tool's return value.
+    fn produced(r: Result<String, crate::error::ToolError>) -> Self {
+        match r {
+            Ok(text) => Verdict::ok(text),
+            Err(e) => Verdict {
+                detail: e.detail(),
+                ..Verdict::error(Outcome::ToolError, e.message().to_owned())
+            },
+        }
+    }
+
     fn panicked(message: String) -> Self {
         Verdict {
             detail: Some(format!("the tool panicked: {message}")),
@@ -185,6 +196,13 @@ fn shown_name(name: &str) -> Cow<'_, str> {
         None => Cow::Borrowed(name),
         Some((end, _)) => Cow::Owned(format!("{}…", &name[..end])),
     }
+}
+
+/// A tool started: done already (sync), or a future to await (async).
+enum Started<'a> {
+    Done(Verdict<'a>),
+    Local(crate::registry::BoxFuture<'a, Result<String, crate::error::ToolError>>),
+    Caller(crate::registry::BoxFuture<'a, Result<ToolResult, Halt>>),
 }
 
 /// A PreToolUse hook that could not decide.
@@ -292,7 +310,8 @@ impl Inner {
             started,
             armed: true,
         };
-        let mut rewritten: Option<ToolUse> = None;
+        // Boxed: this lives in every call future, and is rarely set.
+        let mut rewritten: Option<Box<ToolUse>> = None;
         let mut rewritten_by: Vec<&str> = Vec::new();
 
         let verdict: Verdict<'_> = 'verdict: {
@@ -314,8 +333,14 @@ impl Inner {
             };
             for &h in tool.chain.iter() {
                 let hook = &self.pre_hooks[h];
-                let view = rewritten.as_ref().unwrap_or(current);
-                match self.run_pre_hook(hook, env, view).await {
+                let view = rewritten.as_deref().unwrap_or(current);
+                // A sync hook answers inline: no nested future on the common path.
+                let decided = match catch(|| hook.imp.run(env, view)) {
+                    Ok(Invoke::Ready(r)) => r.map_err(|e| HookFailure::Failed(e.to_string())),
+                    Ok(Invoke::Pending(fut)) => self.await_pre_hook(hook, fut).await,
+                    Err(p) => Err(HookFailure::Failed(format!("the hook panicked: {p}"))),
+                };
+                match decided {
                     Ok(Decision::Allow) => {}
                     Ok(Decision::Deny { reason, instead }) => {
                         break 'verdict Verdict::blocked(&hook.path, reason, instead);
@@ -337,12 +362,12 @@ impl Inner {
                         match checked {
                             Ok(a) => {
                                 args = a;
-                                rewritten = Some(ToolUse {
+                                rewritten = Some(Box::new(ToolUse {
                                     id: call.id.clone(),
                                     name: call.name.clone(),
                                     input,
                                     extra: call.extra.clone(),
-                                });
+                                }));
                             }
                             Err((path, msg)) => {
                                 let at = if path.is_empty() {
@@ -387,8 +412,12 @@ impl Inner {
                 }
             }
             guard.stage = "while the tool ran";
-            let view = rewritten.as_ref().unwrap_or(current);
-            self.run_tool(tool, env, view, args).await
+            let view = rewritten.as_deref().unwrap_or(current);
+            match self.start_tool(tool, env, view, args) {
+                Started::Done(verdict) => verdict,
+                Started::Local(fut) => self.await_local_tool(tool, fut).await,
+                Started::Caller(fut) => self.await_caller(tool, fut).await,
+            }
         };
 
         let Verdict {
@@ -424,8 +453,12 @@ impl Inner {
             duration: started.elapsed(),
         };
         guard.stage = "while the observers ran";
-        self.observe(env, stats, &record, guard.tool.is_some(), &mut guard)
-            .await;
+        if self.observers_sync {
+            self.observe_sync(env, stats, &record, guard.tool.is_some());
+        } else {
+            self.observe(env, stats, &record, guard.tool.is_some(), &mut guard)
+                .await;
+        }
         if let Some(s) = stats {
             s.record(outcome, guard.tool);
         }
@@ -443,92 +476,96 @@ impl Inner {
         Ok(result)
     }
 
-    async fn run_pre_hook(
+    /// Awaits an async PreToolUse hook against its deadline.
+    async fn await_pre_hook(
         &self,
         hook: &PreHookDef,
-        env: Env<'_>,
-        call: &ToolUse,
+        fut: crate::registry::BoxFuture<'_, Result<Decision, crate::error::HookError>>,
     ) -> Result<Decision, HookFailure> {
-        match catch(|| hook.imp.run(env, call)) {
-            Err(p) => Err(HookFailure::Failed(format!("the hook panicked: {p}"))),
-            Ok(Invoke::Ready(r)) => r.map_err(|e| HookFailure::Failed(e.to_string())),
-            Ok(Invoke::Pending(fut)) => {
-                let deadline = hook.timeout.or(self.hook_timeout);
-                match self.race(CatchUnwind(fut), deadline).await {
-                    Raced::Done(Ok(r)) => r.map_err(|e| HookFailure::Failed(e.to_string())),
-                    Raced::Done(Err(p)) => {
-                        Err(HookFailure::Failed(format!("the hook panicked: {p}")))
-                    }
-                    Raced::TimedOut => Err(HookFailure::TimedOut(deadline.unwrap_or_default())),
-                    Raced::TimerFailed(p) => Err(HookFailure::Failed(format!(
-                        "the dispatcher's timer panicked: {p}"
-                    ))),
+        let deadline = hook.timeout.or(self.hook_timeout);
+        match self.race(CatchUnwind(fut), deadline).await {
+            Raced::Done(Ok(r)) => r.map_err(|e| HookFailure::Failed(e.to_string())),
+            Raced::Done(Err(p)) => Err(HookFailure::Failed(format!("the hook panicked: {p}"))),
+            Raced::TimedOut => Err(HookFailure::TimedOut(deadline.unwrap_or_default())),
+            Raced::TimerFailed(p) => Err(HookFailure::Failed(format!(
+                "the dispatcher's timer panicked: {p}"
+            ))),
+        }
+    }
+
+    /// Starts the tool: a sync tool's verdict is ready at once; an async one is a future to await.
+    fn start_tool<'a>(
+        &'a self,
+        tool: &'a ToolEntry,
+        env: Env<'a>,
+        call: &'a ToolUse,
+        args: Option<Args>,
+    ) -> Started<'a> {
+        match &tool.backend {
+            Backend::Local(imp) => {
+                let Some(args) = args else {
+                    return Started::Done(Verdict::panicked(
+                        "no validated arguments for a local tool".into(),
+                    ));
+                };
+                match catch(|| imp.invoke(env, args)) {
+                    Err(p) => Started::Done(Verdict::panicked(p)),
+                    Ok(Invoke::Ready(r)) => Started::Done(Verdict::produced(r)),
+                    Ok(Invoke::Pending(fut)) => Started::Local(fut),
+                }
+            }
+            Backend::Caller { caller, .. } => {
+                match catch(|| caller.call_tool(env.context(), call)) {
+                    Err(p) => Started::Done(Verdict::panicked(p)),
+                    Ok(fut) => Started::Caller(fut),
                 }
             }
         }
     }
 
-    async fn run_tool<'a>(
+    /// Awaits an async tool against its deadline.
+    async fn await_local_tool<'a>(
         &'a self,
         tool: &'a ToolEntry,
-        env: Env<'_>,
-        call: &ToolUse,
-        args: Option<Args>,
+        fut: crate::registry::BoxFuture<'_, Result<String, crate::error::ToolError>>,
     ) -> Verdict<'a> {
         let deadline = tool.timeout.or(self.tool_timeout);
-        match &tool.backend {
-            Backend::Local(imp) => {
-                let Some(args) = args else {
-                    return Verdict::panicked("no validated arguments for a local tool".into());
-                };
-                let produced = match catch(|| imp.invoke(env, args)) {
-                    Err(p) => return Verdict::panicked(p),
-                    Ok(Invoke::Ready(r)) => r,
-                    Ok(Invoke::Pending(fut)) => match self.race(CatchUnwind(fut), deadline).await {
-                        Raced::Done(Ok(r)) => r,
-                        Raced::Done(Err(p)) => return Verdict::panicked(p),
-                        Raced::TimedOut => {
-                            return Verdict::tool_timeout(deadline.unwrap_or_default());
-                        }
-                        Raced::TimerFailed(p) => return Verdict::timer_failed(p),
-                    },
-                };
-                match produced {
-                    Ok(text) => Verdict::ok(text),
-                    Err(e) => Verdict {
-                        detail: e.detail(),
-                        ..Verdict::error(Outcome::ToolError, e.message().to_owned())
-                    },
-                }
-            }
-            Backend::Caller { caller, .. } => {
-                let fut = match catch(|| caller.call_tool(env.context(), call)) {
-                    Err(p) => return Verdict::panicked(p),
-                    Ok(fut) => fut,
-                };
-                match self.race(CatchUnwind(fut), deadline).await {
-                    Raced::Done(Ok(Ok(result))) => Verdict {
-                        outcome: if result.is_error {
-                            Outcome::ToolError
-                        } else {
-                            Outcome::Ok
-                        },
-                        content: result.content,
-                        is_error: result.is_error,
-                        blocked_by: None,
-                        detail: None,
-                        halt: false,
-                    },
-                    Raced::Done(Ok(Err(halt))) => Verdict::halted(
-                        Cow::Owned(halt.hook),
-                        halt.outcome,
-                        format!("the wrapped caller halted: {}", halt.detail),
-                    ),
-                    Raced::Done(Err(p)) => Verdict::panicked(p),
-                    Raced::TimedOut => Verdict::tool_timeout(deadline.unwrap_or_default()),
-                    Raced::TimerFailed(p) => Verdict::timer_failed(p),
-                }
-            }
+        match self.race(CatchUnwind(fut), deadline).await {
+            Raced::Done(Ok(r)) => Verdict::produced(r),
+            Raced::Done(Err(p)) => Verdict::panicked(p),
+            Raced::TimedOut => Verdict::tool_timeout(deadline.unwrap_or_default()),
+            Raced::TimerFailed(p) => Verdict::timer_failed(p),
+        }
+    }
+
+    /// Awaits a wrapped caller against the tool's deadline.
+    async fn await_caller<'a>(
+        &'a self,
+        tool: &'a ToolEntry,
+        fut: crate::registry::BoxFuture<'_, Result<ToolResult, Halt>>,
+    ) -> Verdict<'a> {
+        let deadline = tool.timeout.or(self.tool_timeout);
+        match self.race(CatchUnwind(fut), deadline).await {
+            Raced::Done(Ok(Ok(result))) => Verdict {
+                outcome: if result.is_error {
+                    Outcome::ToolError
+                } else {
+                    Outcome::Ok
+                },
+                content: result.content,
+                is_error: result.is_error,
+                blocked_by: None,
+                detail: None,
+                halt: false,
+            },
+            Raced::Done(Ok(Err(halt))) => Verdict::halted(
+                Cow::Owned(halt.hook),
+                halt.outcome,
+                format!("the wrapped caller halted: {}", halt.detail),
+            ),
+            Raced::Done(Err(p)) => Verdict::panicked(p),
+            Raced::TimedOut => Verdict::tool_timeout(deadline.unwrap_or_default()),
+            Raced::TimerFailed(p) => Verdict::timer_failed(p),
         }
     }
 
@@ -536,6 +573,31 @@ impl Inner {
         Race {
             fut,
             deadline: Deadline::new(self.timer.as_deref(), deadline),
+        }
+    }
+
+    /// Runs the observers when every one is sync: no future, no await.
+    fn observe_sync(
+        &self,
+        env: Env<'_>,
+        stats: Option<&Stats>,
+        record: &CallRecord<'_>,
+        known: bool,
+    ) {
+        for obs in &self.observers {
+            if applies(obs, &record.call.name, known) {
+                let failure = match catch(|| obs.imp.run(env, record)) {
+                    Ok(Invoke::Ready(r)) => r.err().map(|e| e.to_string()),
+                    // Not reached: `observers_sync` says every observer answers at once.
+                    Ok(Invoke::Pending(_)) => {
+                        Some("an observer said sync returned a future".into())
+                    }
+                    Err(p) => Some(format!("panicked: {p}")),
+                };
+                if let Some(error) = failure {
+                    report_observer_error(stats, &obs.path, &record.call.id, &error);
+                }
+            }
         }
     }
 
