@@ -170,7 +170,7 @@ fn a_rewrite_that_fails_validation_is_invalid_input_and_the_tool_does_not_run() 
     assert_eq!(
         r.content_text(),
         "Error: invalid input for tool `search`: a policy rewrite of this call produced an input \
-         that is invalid at `query` (invalid type: integer `7`, expected a string). This is a \
+         that is invalid at `query` (expected a string, found the number 7). This is a \
          problem on our side; do not retry the same call."
     );
     assert_eq!(
@@ -183,7 +183,7 @@ fn a_rewrite_that_fails_validation_is_invalid_input_and_the_tool_does_not_run() 
     assert_eq!(
         line["detail"],
         "PreToolUse hook `app::broken_rewrite` rewrote the input into an invalid one at `query`: \
-         invalid type: integer `7`, expected a string"
+         expected a string, found the number 7"
     );
 }
 

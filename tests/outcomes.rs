@@ -199,8 +199,8 @@ fn invalid_input() {
     assert!(r.is_error);
     assert_eq!(
         r.content_text(),
-        "Error: invalid input for tool `refund` at `amount_cents`: invalid type: string \"ten\", \
-         expected u64. Send an input that matches the tool's input_schema."
+        "Error: invalid input for tool `refund` at `amount_cents`: expected an integer ≥ 0, found the \
+         string \"ten\". Send an input that matches the tool's input_schema."
     );
     let r = h
         .call(

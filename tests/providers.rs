@@ -1497,8 +1497,9 @@ fn enum_values_are_matched_exactly_and_the_error_names_the_accepted_ones() {
     assert_eq!(outcomes, BTreeMap::from([(Outcome::InvalidInput, 5)]));
     let expected = ToolResult::error(
         "call_a",
-        "Error: invalid input for tool `get_weather` at `units`: unknown variant `Celsius`, \
-         expected `celsius` or `fahrenheit`. Send an input that matches the tool's input_schema.",
+        "Error: invalid input for tool `get_weather` at `units`: expected one of `celsius`, \
+         `fahrenheit` (or null), found the string \"Celsius\". Send an input that matches the \
+         tool's input_schema.",
     );
     for r in &results {
         assert_eq!(r, &expected);

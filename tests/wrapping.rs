@@ -145,5 +145,11 @@ fn a_plain_closure_adapts_to_a_caller() {
         "Error: invalid input for tool `ping`: missing field `times`. Send an input that matches \
          the tool's input_schema."
     );
+    // The wrapped caller's own schema is checked before the caller sees the input.
+    assert_eq!(
+        run(json!({"times": "two"})).content_text(),
+        "Error: invalid input for tool `ping` at `times`: expected an integer, found the string \
+         \"two\". Send an input that matches the tool's input_schema."
+    );
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }

@@ -32,10 +32,7 @@ pub(crate) enum Backend {
     /// A Rust function (registered or hand-built).
     Local(Arc<dyn ErasedTool>),
     /// A wrapped caller the dispatcher owns.
-    Caller {
-        caller: Arc<dyn ToolCaller>,
-        required: Vec<String>,
-    },
+    Caller { caller: Arc<dyn ToolCaller> },
 }
 
 /// One tool of a built dispatcher.
@@ -44,6 +41,9 @@ pub(crate) struct ToolEntry {
     pub(crate) path: Cow<'static, str>,
     pub(crate) backend: Backend,
     pub(crate) canonical: Value,
+    /// The schema as generated (schemars' own form, with integer `format`s), for explaining an
+    /// invalid input.
+    pub(crate) raw_schema: Value,
     pub(crate) fields: FieldCheck,
     /// Indices into `Inner::pre_hooks` of the hooks that match this tool, in chain order.
     pub(crate) chain: Box<[usize]>,
@@ -528,6 +528,7 @@ impl DispatcherBuilder {
             path: Cow<'static, str>,
             description: Cow<'static, str>,
             schema: Value,
+            raw: Value,
             backend: Backend,
             states: Vec<StateKey>,
             timeout: Option<Duration>,
@@ -536,6 +537,7 @@ impl DispatcherBuilder {
             .into_iter()
             .map(|t| Candidate {
                 schema: canonicalize(&t.schema, !t.additional_properties),
+                raw: t.schema,
                 name: t.name,
                 path: t.path,
                 description: t.description,
@@ -557,24 +559,15 @@ impl DispatcherBuilder {
                     .unwrap_or_default()
                     .to_owned();
                 let schema = def.get("input_schema").cloned().unwrap_or(Value::Null);
-                let required = schema
-                    .get("required")
-                    .and_then(Value::as_array)
-                    .map(|r| {
-                        r.iter()
-                            .filter_map(|v| v.as_str().map(str::to_owned))
-                            .collect()
-                    })
-                    .unwrap_or_default();
                 known_tools.insert(name.clone());
                 candidates.push(Candidate {
                     path: Cow::Owned(format!("<wrapped caller #{ci}>::{name}")),
                     name: Cow::Owned(name),
                     description: Cow::Owned(description),
+                    raw: schema.clone(),
                     schema,
                     backend: Backend::Caller {
                         caller: Arc::clone(caller),
-                        required,
                     },
                     states: Vec::new(),
                     timeout: None,
@@ -747,6 +740,7 @@ impl DispatcherBuilder {
             entries.push(ToolEntry {
                 fields: FieldCheck::from_schema(&c.schema),
                 canonical: c.schema,
+                raw_schema: c.raw,
                 name: c.name,
                 path: c.path,
                 backend: c.backend,

@@ -16,6 +16,7 @@ use crate::error::Halt;
 use crate::limits::{Refused, check_bounds, cut_content, normalize};
 use crate::outcome::{CallRecord, Outcome};
 use crate::registry::{Args, Invoke, Matcher, PostHookDef, PreHookDef};
+use crate::schema::explain::explain;
 use crate::state::Env;
 use crate::timer::{CatchUnwind, Deadline, Race, Raced, catch};
 
@@ -709,39 +710,30 @@ impl Inner {
 }
 
 /// Validates an input for a tool: the unknown-field check, then the argument type (or, for a
-/// wrapped caller, its required fields). On failure: `(path, message)` for the model.
+/// wrapped caller, its schema). On failure: `(path, message)` for the model, the path and what
+/// was expected found by the schema walk, serde's own message when the walk finds nothing.
 fn validate(tool: &ToolEntry, input: &Value) -> Result<Option<Args>, (String, String)> {
-    let unknown = |tool: &ToolEntry| {
-        tool.fields.check(input).map_err(|e| {
-            let expected = e
-                .expected
-                .iter()
-                .map(|k| format!("`{k}`"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            (
-                e.path_text(),
-                format!("unknown field `{}`, expected one of {expected}", e.field),
-            )
-        })
-    };
+    tool.fields.check(input).map_err(|e| {
+        let expected = e
+            .expected
+            .iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        (
+            e.path_text(),
+            format!("unknown field `{}`, expected one of {expected}", e.field),
+        )
+    })?;
+    let explained = || explain(&tool.raw_schema, input).map(|m| (m.path, m.message));
     match &tool.backend {
         Backend::Local(imp) => match imp.validate(input) {
-            Some(args) => {
-                unknown(tool)?;
-                Ok(Some(args))
-            }
-            None => {
-                unknown(tool)?;
-                Err(imp.explain(input))
-            }
+            Ok(args) => Ok(Some(args)),
+            Err(serde_message) => Err(explained().unwrap_or((String::new(), serde_message))),
         },
-        Backend::Caller { required, .. } => {
-            unknown(tool)?;
-            if let Some(missing) = required.iter().find(|r| input.get(r.as_str()).is_none()) {
-                return Err((String::new(), format!("missing field `{missing}`")));
-            }
-            Ok(None)
-        }
+        Backend::Caller { .. } => match explained() {
+            Some(problem) => Err(problem),
+            None => Ok(None),
+        },
     }
 }

@@ -40,10 +40,9 @@ pub(crate) enum Invoke<'a, T> {
 pub(crate) type Args = Box<dyn Any + Send>;
 
 pub(crate) trait ErasedTool: Send + Sync {
-    /// Deserializes `input` into the argument type (plainly, fast).
-    fn validate(&self, input: &Value) -> Option<Args>;
-    /// Deserializes again, path-aware, to name the failing field: `(path, message)`.
-    fn explain(&self, input: &Value) -> (String, String);
+    /// Deserializes `input` into the argument type (plainly, fast); on failure, serde's message
+    /// (the schema walk of `schema::explain` names the path).
+    fn validate(&self, input: &Value) -> Result<Args, String>;
     fn invoke<'a>(&'a self, env: Env<'a>, args: Args) -> Invoke<'a, Result<String, ToolError>>;
 }
 
@@ -57,21 +56,10 @@ struct AsyncTool<A, F> {
     _args: PhantomData<fn() -> A>,
 }
 
-fn validate<A: DeserializeOwned + Send + 'static>(input: &Value) -> Option<Args> {
-    A::deserialize(input).ok().map(|a| Box::new(a) as Args)
-}
-
-fn explain<A: DeserializeOwned>(input: &Value) -> (String, String) {
-    match serde_path_to_error::deserialize::<_, A>(input) {
-        Ok(_) => (
-            String::new(),
-            "the input did not match the schema".to_owned(),
-        ),
-        Err(e) => {
-            let path = e.path().to_string();
-            let path = if path == "." { String::new() } else { path };
-            (path, e.into_inner().to_string())
-        }
+fn validate<A: DeserializeOwned + Send + 'static>(input: &Value) -> Result<Args, String> {
+    match A::deserialize(input) {
+        Ok(a) => Ok(Box::new(a)),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -86,11 +74,8 @@ where
     A: DeserializeOwned + Send + 'static,
     F: Fn(Env<'_>, A) -> Result<String, ToolError> + Send + Sync + 'static,
 {
-    fn validate(&self, input: &Value) -> Option<Args> {
+    fn validate(&self, input: &Value) -> Result<Args, String> {
         validate::<A>(input)
-    }
-    fn explain(&self, input: &Value) -> (String, String) {
-        explain::<A>(input)
     }
     fn invoke<'a>(&'a self, env: Env<'a>, args: Args) -> Invoke<'a, Result<String, ToolError>> {
         Invoke::Ready(downcast::<A>(args).and_then(|a| (self.f)(env, a)))
@@ -102,11 +87,8 @@ where
     A: DeserializeOwned + Send + 'static,
     F: for<'a> Fn(Env<'a>, A) -> BoxFuture<'a, Result<String, ToolError>> + Send + Sync + 'static,
 {
-    fn validate(&self, input: &Value) -> Option<Args> {
+    fn validate(&self, input: &Value) -> Result<Args, String> {
         validate::<A>(input)
-    }
-    fn explain(&self, input: &Value) -> (String, String) {
-        explain::<A>(input)
     }
     fn invoke<'a>(&'a self, env: Env<'a>, args: Args) -> Invoke<'a, Result<String, ToolError>> {
         match downcast::<A>(args) {

@@ -28,6 +28,7 @@
 //! target's transform is in [`targets`].
 
 pub(crate) mod check;
+pub(crate) mod explain;
 pub mod targets;
 
 use schemars::JsonSchema;
