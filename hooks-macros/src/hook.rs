@@ -9,7 +9,7 @@ use syn::{Path, ReturnType};
 use crate::args::{self, Keys};
 use crate::ctxt::Errors;
 use crate::func::{Func, ParamKind};
-use crate::params::{Class, Injected, classify};
+use crate::params::{Class, Injected, classify, inject_let};
 use crate::tool::unraw;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -212,29 +212,13 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenS
         match a {
             Arg::Context(ty) => {
                 let binding = format_ident!("__c{}", i);
-                let inject = quote_spanned!(ty.span()=> <#ty as #p::Inject<'_>>::inject(__env));
-                state_lets.push(quote! {
-                    let #binding = match #inject {
-                        ::core::result::Result::Ok(c) => c,
-                        ::core::result::Result::Err(e) => {
-                            return ::core::result::Result::Err(#p::HookError::new(e));
-                        }
-                    };
-                });
+                state_lets.push(inject_let(&p, &binding, ty, quote!(#p::HookError::new)));
                 invoke_args.push(quote!(#binding));
             }
             Arg::Subject => invoke_args.push(quote!(__subject)),
             Arg::State(ty, inner) => {
                 let binding = format_ident!("__s{}", i);
-                let inject = quote_spanned!(ty.span()=> <#ty as #p::Inject<'_>>::inject(__env));
-                state_lets.push(quote! {
-                    let #binding = match #inject {
-                        ::core::result::Result::Ok(s) => s,
-                        ::core::result::Result::Err(e) => {
-                            return ::core::result::Result::Err(#p::HookError::new(e));
-                        }
-                    };
-                });
+                state_lets.push(inject_let(&p, &binding, ty, quote!(#p::HookError::new)));
                 state_keys.push(quote!(.needs_state(#p::StateKey::of::<#inner>())));
                 invoke_args.push(quote!(#binding));
             }

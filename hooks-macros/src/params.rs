@@ -10,6 +10,9 @@
 //! spanned on the parameter's type, so a user type that happens to be called `State<T>` is one
 //! compile error on that type that says so, never a silent misreading.
 
+use proc_macro2::{Ident, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
 use syn::{GenericArgument, PathArguments, Type};
 
 /// What an injected parameter is.
@@ -131,4 +134,22 @@ pub(crate) fn not_a_struct(ty: &Type) -> Option<&'static str> {
 /// Whether the return type is spelled as a `Result` (any path ending in `Result`).
 pub(crate) fn is_result(ty: &Type) -> bool {
     last_ident(ty).is_some_and(|(_, n)| n == "Result")
+}
+
+/// `let binding = <ty as Inject>::inject(__env)`, returning `Err(on_missing(e))` from the
+/// generated function when a state is missing. Spanned on the parameter's type, so a type that is
+/// not injectable is one error, there.
+pub(crate) fn inject_let(
+    private: &TokenStream,
+    binding: &Ident,
+    ty: &Type,
+    on_missing: TokenStream,
+) -> TokenStream {
+    let inject = quote_spanned!(ty.span()=> <#ty as #private::Inject<'_>>::inject(__env));
+    quote! {
+        let #binding = match #inject {
+            ::core::result::Result::Ok(v) => v,
+            ::core::result::Result::Err(e) => return ::core::result::Result::Err(#on_missing(e)),
+        };
+    }
 }

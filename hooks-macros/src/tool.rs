@@ -9,7 +9,7 @@ use crate::args::{self, Keys};
 use crate::ctxt::Errors;
 use crate::doc::{doc_text, is_doc};
 use crate::func::{Func, ParamKind};
-use crate::params::{Class, Injected, classify, is_reference, is_result, not_a_struct};
+use crate::params::{Class, Injected, classify, inject_let, is_reference, is_result, not_a_struct};
 
 const KEYS: Keys = Keys {
     attr: "tool",
@@ -330,15 +330,12 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             }
             Role::Context(ty) => {
                 let binding = format_ident!("__c{}", i);
-                let inject = quote_spanned!(ty.span()=> <#ty as #p::Inject<'_>>::inject(__env));
-                state_lets.push(quote! {
-                    let #binding = match #inject {
-                        ::core::result::Result::Ok(c) => c,
-                        ::core::result::Result::Err(e) => {
-                            return ::core::result::Result::Err(#p::ToolError::internal(e));
-                        }
-                    };
-                });
+                state_lets.push(inject_let(
+                    &p,
+                    &binding,
+                    ty,
+                    quote!(#p::ToolError::internal),
+                ));
                 call_args.push(quote!(#binding));
             }
             Role::State(ty) => {
@@ -347,15 +344,12 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                     Class::Injected(Injected::State(inner)) => inner,
                     _ => ty.clone(),
                 };
-                let inject = quote_spanned!(ty.span()=> <#ty as #p::Inject<'_>>::inject(__env));
-                state_lets.push(quote! {
-                    let #binding = match #inject {
-                        ::core::result::Result::Ok(s) => s,
-                        ::core::result::Result::Err(e) => {
-                            return ::core::result::Result::Err(#p::ToolError::internal(e));
-                        }
-                    };
-                });
+                state_lets.push(inject_let(
+                    &p,
+                    &binding,
+                    ty,
+                    quote!(#p::ToolError::internal),
+                ));
                 state_keys.push(quote!(.needs_state(#p::StateKey::of::<#inner>())));
                 call_args.push(quote!(#binding));
             }
