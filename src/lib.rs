@@ -149,6 +149,47 @@
 //!        equal orders run by the function's path); put cheap, decisive checks first
 //! ```
 //!
+//! # Other providers
+//!
+//! One canonical schema per tool, one transform per target:
+//! [`Dispatcher::tool_definitions_for`] gives the `tools` entries for each [`Provider`]
+//! (Anthropic, Anthropic strict, OpenAI Chat Completions and Responses, Gemini
+//! `functionDeclarations`, MCP `tools/list`), and [`provider`] converts each API's tool calls
+//! into [`ToolUse`] blocks and [`ToolResult`]s back into its result format, so the same hooks
+//! and outcomes apply whatever the model's API. A strict target emits a tool it cannot express
+//! strictly as non-strict and [`Dispatcher::non_strict_tools`] says which and why; Gemini
+//! refuses what its schema subset cannot express, naming the tools.
+//!
+//! ```standalone_crate
+//! use serde_json::json;
+//! use toolgate::{Dispatcher, HookContext, Provider, provider, tool};
+//!
+//! /// Gets the current weather in a city.
+//! #[tool]
+//! fn get_weather(
+//!     /// The city, e.g. Bogotá.
+//!     city: String,
+//! ) -> String {
+//!     format!("{city}: 21°C")
+//! }
+//!
+//! let dispatcher = Dispatcher::builder().registered_under(module_path!()).build()?;
+//! let tools = dispatcher.tool_definitions_for(Provider::OpenAi)?;
+//! assert_eq!(tools[0]["function"]["strict"], true);
+//!
+//! // An OpenAI `tool_calls` entry: the arguments are a JSON string.
+//! let tool_call = json!({"id": "call_1", "type": "function",
+//!     "function": {"name": "get_weather", "arguments": "{\"city\": \"Bogotá\"}"}});
+//! let session = dispatcher.session(HookContext::builder("u_1", "sess_1").build());
+//! let call = provider::openai::tool_use(&tool_call)?;
+//! let result = toolgate::block_on(session.call(&call)).expect("no hook failed");
+//! assert_eq!(
+//!     provider::openai::tool_message(&result),
+//!     json!({"role": "tool", "tool_call_id": "call_1", "content": "Bogotá: 21°C"})
+//! );
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Bounds, deadlines and cancellation
 //!
 //! - **Bounds** ([`Limits`], set with [`DispatcherBuilder::limits`]): an input over 1 MiB of
