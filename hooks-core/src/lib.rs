@@ -47,6 +47,7 @@
 #![forbid(unsafe_code)]
 
 mod audit;
+mod builder;
 mod caller;
 mod content;
 mod context;
@@ -54,6 +55,7 @@ mod decision;
 mod dispatcher;
 mod error;
 mod limits;
+mod name_index;
 mod outcome;
 mod pipeline;
 pub mod provider;
@@ -68,11 +70,12 @@ mod timer;
 pub mod macro_support;
 
 pub use audit::{AUDIT_LOG_FILE, AuditLog, SESSION_SUMMARIES_FILE};
+pub use builder::{BuildError, BuildProblem, DispatcherBuilder};
 pub use caller::{SyncCaller, ToolCaller, sync_caller};
 pub use content::{ContentBlock, Message, Role, TextBlock, ToolResult, ToolResultContent, ToolUse};
 pub use context::{Clock, Extensions, HookContext, HookContextBuilder};
 pub use decision::Decision;
-pub use dispatcher::{BuildError, BuildProblem, Dispatcher, DispatcherBuilder};
+pub use dispatcher::Dispatcher;
 pub use error::{Halt, HookError, INTERNAL_ERROR_MESSAGE, RespondError, ToolError};
 pub use limits::Limits;
 pub use outcome::{CallRecord, Outcome};
