@@ -44,6 +44,28 @@
 //!
 //! Failing closed needs `panic = "unwind"` (the default): panics in hooks and tools are caught
 //! and become results; with `panic = "abort"` they end the process.
+//!
+//! # Where things live
+//!
+//! One file per idea, in the order a call meets them:
+//!
+//! | file | what |
+//! |---|---|
+//! | `content.rs` | `tool_use`, `tool_result`, messages: the Messages API wire shapes |
+//! | `context.rs`, `state.rs` | the trusted [`HookContext`]; application [`State`] and [`Env`] |
+//! | `registry.rs` | [`ToolDef`] and the hook definitions, type-erased calls, `inventory` registration |
+//! | `builder.rs` | [`DispatcherBuilder`]: sources, filters and every start-up check ([`BuildError`]) |
+//! | `dispatcher.rs`, `name_index.rs` | the built [`Dispatcher`]; finding a tool by name |
+//! | `limits.rs` | [`Limits`] and input normalization (DESIGN step 1) |
+//! | `schema/` | canonical schemas (`mod.rs`), build checks and the unknown-field check (`check.rs`), explaining invalid input (`explain.rs`), provider targets (`targets.rs`) |
+//! | `pipeline.rs` | one call: look-up, validation, the PreToolUse chain, the tool, the observers |
+//! | `decision.rs`, `outcome.rs`, `error.rs` | [`Decision`]; [`Outcome`] and [`CallRecord`]; [`ToolError`], [`Halt`] |
+//! | `session.rs` | [`Session`]: messages, Stop hooks, [`SessionSummary`] |
+//! | `audit.rs`, `time.rs` | [`AuditLog`]; RFC 3339 timestamps |
+//! | `timer.rs` | deadlines ([`Timer`]) and caught panics |
+//! | `caller.rs` | wrapping by ownership: [`ToolCaller`] |
+//! | `provider.rs` | [`Provider`] and the other APIs' call and result formats |
+//! | `macro_support.rs` | what the macros' generated code calls (not public API) |
 #![forbid(unsafe_code)]
 
 mod audit;
