@@ -12,10 +12,10 @@ use crate::content::{ContentBlock, Message, ToolResult, ToolResultContent, ToolU
 use crate::context::HookContext;
 use crate::decision::Decision;
 use crate::dispatcher::{Backend, Inner, ToolEntry};
-use crate::error::Halt;
+use crate::error::{Halt, HookError, ToolError};
 use crate::limits::{Refused, check_bounds, cut_content, normalize};
 use crate::outcome::{CallRecord, Outcome};
-use crate::registry::{Args, Invoke, Matcher, PostHookDef, PreHookDef};
+use crate::registry::{Args, BoxFuture, Invoke, Matcher, PostHookDef, PreHookDef};
 use crate::schema::explain::explain;
 use crate::state::Env;
 use crate::timer::{CatchUnwind, Deadline, Race, Raced, catch};
@@ -145,7 +145,7 @@ impl<'a> Verdict<'a> {
     }
 
     /// The verdict of a local tool's return value.
-    fn produced(r: Result<String, crate::error::ToolError>) -> Self {
+    fn produced(r: Result<String, ToolError>) -> Self {
         match r {
             Ok(text) => Verdict::ok(text),
             Err(e) => Verdict {
@@ -202,8 +202,8 @@ fn shown_name(name: &str) -> Cow<'_, str> {
 /// A tool started: done already (sync), or a future to await (async).
 enum Started<'a> {
     Done(Verdict<'a>),
-    Local(crate::registry::BoxFuture<'a, Result<String, crate::error::ToolError>>),
-    Caller(crate::registry::BoxFuture<'a, Result<ToolResult, Halt>>),
+    Local(BoxFuture<'a, Result<String, ToolError>>),
+    Caller(BoxFuture<'a, Result<ToolResult, Halt>>),
 }
 
 /// A PreToolUse hook that could not decide.
@@ -481,7 +481,7 @@ impl Inner {
     async fn await_pre_hook(
         &self,
         hook: &PreHookDef,
-        fut: crate::registry::BoxFuture<'_, Result<Decision, crate::error::HookError>>,
+        fut: BoxFuture<'_, Result<Decision, HookError>>,
     ) -> Result<Decision, HookFailure> {
         let deadline = hook.timeout.or(self.hook_timeout);
         match self.race(CatchUnwind(fut), deadline).await {
@@ -528,7 +528,7 @@ impl Inner {
     async fn await_local_tool<'a>(
         &'a self,
         tool: &'a ToolEntry,
-        fut: crate::registry::BoxFuture<'_, Result<String, crate::error::ToolError>>,
+        fut: BoxFuture<'_, Result<String, ToolError>>,
     ) -> Verdict<'a> {
         let deadline = tool.timeout.or(self.tool_timeout);
         match self.race(CatchUnwind(fut), deadline).await {
@@ -543,7 +543,7 @@ impl Inner {
     async fn await_caller<'a>(
         &'a self,
         tool: &'a ToolEntry,
-        fut: crate::registry::BoxFuture<'_, Result<ToolResult, Halt>>,
+        fut: BoxFuture<'_, Result<ToolResult, Halt>>,
     ) -> Verdict<'a> {
         let deadline = tool.timeout.or(self.tool_timeout);
         match self.race(CatchUnwind(fut), deadline).await {
