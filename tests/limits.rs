@@ -170,6 +170,45 @@ fn an_input_over_one_mib_is_invalid_before_any_hook_or_tool_sees_it() {
     let lines = over.lines();
     assert_eq!(lines.len(), 1);
     assert_eq!(lines[0]["outcome"], "invalid_input");
+    // The refused input is not copied into the audit log.
+    assert_eq!(
+        lines[0]["input"],
+        "[input not recorded: over the input limits (1048576 bytes, 32 levels)]"
+    );
+}
+
+#[test]
+fn an_input_nested_far_past_the_limit_is_refused_and_never_serialized() {
+    // Built directly (a host that does not parse with serde_json's depth limit of 128): 100 000
+    // levels would overflow the stack of any recursive walk or serializer.
+    // Built without `json!` (which would serialize its arguments, recursively).
+    let mut deep = Value::String("bottom".into());
+    for _ in 0..100_000 {
+        deep = Value::Array(vec![deep]);
+    }
+    let mut input = serde_json::Map::new();
+    input.insert("text".into(), deep);
+    let f = fixture(None, None);
+    let call = ToolUse::new("toolu_1", "echo", Value::Object(input));
+    let s = f
+        .dispatcher
+        .session(HookContext::builder("u_1", "sess_limits").build());
+    let r = toolgate::block_on(s.call(&call)).unwrap();
+    s.end();
+    // serde_json drops a `Value` recursively: this one would overflow the test's own stack.
+    std::mem::forget(call);
+    assert!(r.is_error);
+    assert_eq!(
+        r.content_text(),
+        "Error: invalid input for tool `echo`: the input is nested more than 32 levels deep; \
+         flatten it. Send an input that matches the tool's input_schema."
+    );
+    assert!(f.untouched());
+    let lines = f.lines();
+    assert_eq!(
+        lines[0]["input"],
+        "[input not recorded: over the input limits (1048576 bytes, 32 levels)]"
+    );
 }
 
 #[test]

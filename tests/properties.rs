@@ -882,6 +882,29 @@ fn bounds(v: &Value, l: &Limits) -> Option<String> {
     (size > l.max_input_bytes).then(|| "the input is too large".to_owned())
 }
 
+/// The input an audit line shows: the normalized input; when normalization refuses it, the raw
+/// input, or a fixed note when the raw input itself is over the limits (never copied whole).
+fn recorded(input: &Value, l: &Limits) -> Value {
+    if let Ok(v) = normalize(input, l) {
+        return v;
+    }
+    let over = match input {
+        Value::String(s) => s.len() + 2 > l.max_input_bytes,
+        other => {
+            depth(other) > l.max_input_depth
+                || serde_json::to_string(other).unwrap().len() > l.max_input_bytes
+        }
+    };
+    if over {
+        Value::String(format!(
+            "[input not recorded: over the input limits ({} bytes, {} levels)]",
+            l.max_input_bytes, l.max_input_depth
+        ))
+    } else {
+        input.clone()
+    }
+}
+
 /// Normalization (DESIGN.md step 1) and bounds: the object, or why it is refused.
 fn normalize(input: &Value, l: &Limits) -> Result<Value, String> {
     let v = match input {
@@ -986,7 +1009,7 @@ impl Model {
             blocked_by: None,
             rewritten_by: Vec::new(),
             detail: None,
-            input: call.input.clone(),
+            input: recorded(&call.input, &l),
             known_tool: known,
         };
         let input = match normalize(&call.input, &l) {
@@ -1166,7 +1189,7 @@ impl Model {
             blocked_by: None,
             rewritten_by: Vec::new(),
             detail: None,
-            input: normalize(&call.input, l).unwrap_or_else(|_| call.input.clone()),
+            input: recorded(&call.input, l),
             known_tool: call.name == "alpha" || call.name == "beta",
         }
     }

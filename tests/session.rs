@@ -351,3 +351,56 @@ fn input_normalization_accepts_empty_and_stringified_objects() {
         assert_eq!(r.content_text(), expected);
     }
 }
+
+mod no_arguments {
+    //! Tools that take nothing from the model.
+    use toolgate::{HookContext, State, tool};
+
+    use super::Counters;
+
+    /// Tells the signed-in user's id.
+    #[tool]
+    pub(crate) fn whoami(ctx: &HookContext) -> String {
+        ctx.user_id().to_owned()
+    }
+
+    /// Counts the messages sent so far.
+    #[tool]
+    pub(crate) fn sent_so_far(counters: State<Counters>) -> usize {
+        counters.sends.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Pings.
+    #[tool]
+    pub(crate) fn ping() {}
+}
+
+#[test]
+fn tools_without_model_arguments_build_and_run() {
+    let counters = Arc::new(Counters::default());
+    let d = Dispatcher::builder()
+        .registered_under(format!("{}::no_arguments", module_path!()))
+        .state_arc(counters.clone())
+        .build()
+        .unwrap();
+    let empty = json!({"type": "object", "properties": {}, "additionalProperties": false});
+    for def in d.tool_definitions() {
+        assert_eq!(def["input_schema"], empty, "{}", def["name"]);
+    }
+    let s = d.session(HookContext::builder("u_001", "sess_noargs").build());
+    let run = |name: &str, input: Value| {
+        toolgate::block_on(s.call(&ToolUse::new("t", name, input))).unwrap()
+    };
+    assert_eq!(run("whoami", json!({})), ToolResult::text("t", "u_001"));
+    assert_eq!(run("whoami", json!(null)), ToolResult::text("t", "u_001"));
+    assert_eq!(run("sent_so_far", json!("")), ToolResult::text("t", "0"));
+    assert_eq!(run("ping", json!({})), ToolResult::text("t", ""));
+    assert_eq!(
+        run("whoami", json!({"user_id": "u_999"})).content_text(),
+        "Error: invalid input for tool `whoami`: unknown field `user_id`; no fields are expected \
+         here. Send an input that matches the tool's input_schema."
+    );
+    for provider in toolgate::Provider::ALL {
+        assert!(d.tool_definitions_for(provider).is_ok(), "{provider}");
+    }
+}

@@ -13,7 +13,7 @@ use crate::context::HookContext;
 use crate::decision::Decision;
 use crate::dispatcher::{Backend, Inner, ToolEntry};
 use crate::error::{Halt, HookError, ToolError};
-use crate::limits::{Refused, check_bounds, cut_content, normalize};
+use crate::limits::{Limits, Normalized, Refused, check_bounds, cut_content, normalize};
 use crate::outcome::{CallRecord, Outcome};
 use crate::registry::{Args, BoxFuture, Invoke, Matcher, PostHookDef, PreHookDef};
 use crate::schema::explain::explain;
@@ -148,10 +148,21 @@ impl<'a> Verdict<'a> {
     fn produced(r: Result<String, ToolError>) -> Self {
         match r {
             Ok(text) => Verdict::ok(text),
-            Err(e) => Verdict {
-                detail: e.detail(),
-                ..Verdict::error(Outcome::ToolError, e.message().to_owned())
-            },
+            Err(e) => {
+                // The error's `Display` and `source()` chain are user code: a panic there (or in
+                // its drop) must not escape the pipeline.
+                let parts = catch(move || (e.message().to_owned(), e.detail()));
+                let (message, detail) = parts.unwrap_or_else(|p| {
+                    (
+                        crate::error::INTERNAL_ERROR_MESSAGE.to_owned(),
+                        Some(format!("the tool's error panicked while it was read: {p}")),
+                    )
+                });
+                Verdict {
+                    detail,
+                    ..Verdict::error(Outcome::ToolError, message)
+                }
+            }
         }
     }
 
@@ -278,6 +289,41 @@ impl Drop for CancelGuard<'_> {
     }
 }
 
+/// The input a record (and the audit line) shows: the normalized input; the raw one when it
+/// could not be normalized; a short note instead of an input refused for its size or depth, so
+/// a huge or deeply nested input is never copied into the log (nor walked without bound).
+struct Recorded<'a> {
+    normalized: Result<Normalized<'a>, Refused>,
+    omitted: Option<Value>,
+}
+
+impl<'a> Recorded<'a> {
+    fn new(call: &'a ToolUse, limits: &Limits) -> Self {
+        let normalized = normalize(call, limits);
+        let omitted = match &normalized {
+            Ok(_) => None,
+            Err(_) => check_bounds(&call.input, limits).err().map(|_| {
+                Value::String(format!(
+                    "[input not recorded: over the input limits ({} bytes, {} levels)]",
+                    limits.max_input_bytes, limits.max_input_depth
+                ))
+            }),
+        };
+        Recorded {
+            normalized,
+            omitted,
+        }
+    }
+
+    fn input(&'a self, call: &'a ToolUse) -> &'a Value {
+        match (&self.normalized, &self.omitted) {
+            (Ok(c), _) => &c.input,
+            (Err(_), Some(note)) => note,
+            (Err(_), None) => &call.input,
+        }
+    }
+}
+
 fn applies(obs: &PostHookDef, tool: &str, known: bool) -> bool {
     match &obs.matcher {
         Matcher::All => true,
@@ -295,16 +341,14 @@ impl Inner {
     ) -> Result<ToolResult, Halt> {
         let started = Instant::now();
         let env = Env::new(context, &self.states);
-        let normalized = normalize(call, &self.limits);
+        let recorded = Recorded::new(call, &self.limits);
+        let normalized = &recorded.normalized;
         let mut guard = CancelGuard {
             inner: self,
             env,
             stats,
             call,
-            input: match &normalized {
-                Ok(c) => &c.input,
-                Err(_) => &call.input,
-            },
+            input: recorded.input(call),
             tool: None,
             stage: "before the tool ran",
             observers_done: 0,
@@ -440,10 +484,7 @@ impl Inner {
         };
         let record = CallRecord {
             call,
-            input: match &normalized {
-                Ok(c) => &c.input,
-                Err(_) => &call.input,
-            },
+            input: recorded.input(call),
             effective_input: rewritten.as_ref().map(|r| &r.input),
             result: Some(&result),
             outcome,
@@ -639,16 +680,13 @@ impl Inner {
         stats: Option<&Stats>,
         call: &ToolUse,
     ) {
-        let normalized = normalize(call, &self.limits);
+        let recorded = Recorded::new(call, &self.limits);
         drop(CancelGuard {
             inner: self,
             env: Env::new(context, &self.states),
             stats,
             call,
-            input: match &normalized {
-                Ok(c) => &c.input,
-                Err(_) => &call.input,
-            },
+            input: recorded.input(call),
             tool: self.find(&call.name),
             stage: "before it started, while an earlier block of its message ran",
             observers_done: 0,
@@ -669,11 +707,8 @@ impl Inner {
         let started = Instant::now();
         let env = Env::new(context, &self.states);
         let tool = self.find(&call.name);
-        let normalized = normalize(call, &self.limits);
-        let input = match &normalized {
-            Ok(c) => &c.input,
-            Err(_) => &call.input,
-        };
+        let recorded = Recorded::new(call, &self.limits);
+        let input = recorded.input(call);
         let mut guard = CancelGuard {
             inner: self,
             env,
@@ -714,22 +749,34 @@ impl Inner {
 /// was expected found by the schema walk, serde's own message when the walk finds nothing.
 fn validate(tool: &ToolEntry, input: &Value) -> Result<Option<Args>, (String, String)> {
     tool.fields.check(input).map_err(|e| {
-        let expected = e
-            .expected
-            .iter()
-            .map(|k| format!("`{k}`"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        (
-            e.path_text(),
-            format!("unknown field `{}`, expected one of {expected}", e.field),
-        )
+        let message = if e.expected.is_empty() {
+            format!("unknown field `{}`; no fields are expected here", e.field)
+        } else {
+            let expected = e
+                .expected
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("unknown field `{}`, expected one of {expected}", e.field)
+        };
+        (e.path_text(), message)
     })?;
     let explained = || explain(&tool.raw_schema, input).map(|m| (m.path, m.message));
     match &tool.backend {
-        Backend::Local(imp) => match imp.validate(input) {
-            Ok(args) => Ok(Some(args)),
-            Err(serde_message) => Err(explained().unwrap_or((String::new(), serde_message))),
+        // The argument type's `Deserialize` is user code: a panic in it is a refusal, not an
+        // escape.
+        Backend::Local(imp) => match catch(|| imp.validate(input)) {
+            Ok(Ok(args)) => Ok(Some(args)),
+            Ok(Err(serde_message)) => Err(explained().unwrap_or((String::new(), serde_message))),
+            Err(p) => {
+                tracing::error!(target: "toolgate::validation", tool = %tool.name, panic = %p,
+                    "the tool's input type panicked while deserializing");
+                Err((
+                    String::new(),
+                    "the input could not be read (the tool's input type failed on it)".to_owned(),
+                ))
+            }
         },
         Backend::Caller { .. } => match explained() {
             Some(problem) => Err(problem),

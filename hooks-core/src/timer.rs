@@ -106,7 +106,7 @@ impl<T> Future for CatchUnwind<'_, T> {
         match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
             Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
             Ok(Poll::Pending) => Poll::Pending,
-            Err(payload) => Poll::Ready(Err(panic_message(payload.as_ref()))),
+            Err(payload) => Poll::Ready(Err(take_panic(payload))),
         }
     }
 }
@@ -163,7 +163,7 @@ impl<F: Future + Unpin> Future for Race<F> {
                 Ok(Poll::Ready(())) => return Poll::Ready(Raced::TimedOut),
                 Ok(Poll::Pending) => {}
                 Err(payload) => {
-                    let p = panic_message(payload.as_ref());
+                    let p = take_panic(payload);
                     self.deadline = Deadline::None;
                     return Poll::Ready(Raced::TimerFailed(p));
                 }
@@ -173,8 +173,19 @@ impl<F: Future + Unpin> Future for Race<F> {
     }
 }
 
+/// The text of a panic payload, for the operator; the payload is then disposed of without
+/// letting a panic in its own `drop` escape (a payload whose drop panics is leaked: unwinding
+/// out of the pipeline would leave a `tool_use` unanswered).
+pub(crate) fn take_panic(payload: Box<dyn Any + Send>) -> String {
+    let message = panic_message(payload.as_ref());
+    if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        std::mem::forget(again);
+    }
+    message
+}
+
 /// The text of a panic payload (`&str` or `String`), for the operator.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&'static str>() {
         (*s).to_owned()
     } else if let Some(s) = payload.downcast_ref::<String>() {
@@ -186,5 +197,5 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
 
 /// Runs `f`, turning a panic into `Err(panic message)`.
 pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> Result<T, String> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(|p| panic_message(p.as_ref()))
+    catch_unwind(AssertUnwindSafe(f)).map_err(take_panic)
 }

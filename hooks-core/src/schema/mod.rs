@@ -56,6 +56,15 @@ pub fn canonicalize(raw: &Value, closed: bool) -> Value {
         // The root's doc is the Rust argument type's; the tool's description says what the
         // tool does.
         root.remove("description");
+        // A tool without model arguments (an empty argument struct): an object with no
+        // properties, which is not a map.
+        if root.get("type").and_then(Value::as_str) == Some("object")
+            && !root.contains_key("properties")
+            && !root.contains_key("additionalProperties")
+            && !root.contains_key("patternProperties")
+        {
+            root.insert("properties".into(), Value::Object(Map::new()));
+        }
     }
     canon(&mut v, closed);
     attach_values_docs(&mut v);

@@ -1,0 +1,152 @@
+//! Panics in user code never escape the pipeline, even when the panic payload's own `drop`
+//! panics, an error's `Display` panics, or an input type's `Deserialize` panics: every
+//! `tool_use` still gets exactly one answer.
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer};
+use serde_json::json;
+use toolgate::{
+    Decision, Dispatcher, HookContext, INTERNAL_ERROR_MESSAGE, Outcome, PreHookDef, ToolDef,
+    ToolError, ToolUse,
+};
+
+/// A panic payload whose `drop` panics too.
+struct BadDrop;
+
+impl Drop for BadDrop {
+    fn drop(&mut self) {
+        panic!("the payload's drop panicked");
+    }
+}
+
+/// An error whose `Display` panics.
+#[derive(Debug)]
+struct BadDisplay;
+
+impl fmt::Display for BadDisplay {
+    fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+        panic!("Display of the error panicked");
+    }
+}
+
+impl std::error::Error for BadDisplay {}
+
+/// Arguments.
+#[derive(Deserialize, JsonSchema)]
+struct Args {
+    /// What to do.
+    mode: String,
+}
+
+/// Arguments whose `Deserialize` panics on one value.
+#[derive(JsonSchema)]
+struct Fragile {
+    /// A number.
+    n: u32,
+}
+
+impl<'de> Deserialize<'de> for Fragile {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Raw {
+            n: u32,
+        }
+        let raw = Raw::deserialize(d)?;
+        assert!(raw.n != 13, "unlucky number");
+        Ok(Fragile { n: raw.n })
+    }
+}
+
+fn dispatcher() -> Dispatcher {
+    Dispatcher::builder()
+        .tool(ToolDef::sync("act", "Acts.", |_env, a: Args| {
+            match a.mode.as_str() {
+                "payload" => std::panic::panic_any(BadDrop),
+                "display" => Err(ToolError::internal(BadDisplay)),
+                "converted" => Err(ToolError::from(BadDisplay)),
+                _ => Ok("done".to_owned()),
+            }
+        }))
+        .tool(ToolDef::sync("count", "Counts.", |_env, f: Fragile| {
+            Ok(f.n.to_string())
+        }))
+        .pre_hook(
+            PreHookDef::sync("app::hook", 1, |_env, call| {
+                if call.input["mode"] == "hook_payload" {
+                    std::panic::panic_any(BadDrop);
+                }
+                Ok(Decision::Allow)
+            })
+            .tools(["act"]),
+        )
+        .build()
+        .unwrap()
+}
+
+fn quiet<T>(f: impl FnOnce() -> T) -> T {
+    // The default hook prints each panic; these are on purpose.
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let out = f();
+    std::panic::set_hook(previous);
+    out
+}
+
+#[test]
+fn no_panic_escapes() {
+    let d = dispatcher();
+    let s = d.session(HookContext::builder("u", "sess_panics").build());
+    let run = |name: &str, input| {
+        let call = ToolUse::new("t", name, input);
+        toolgate::block_on(s.call(&call))
+    };
+    // Panics on purpose: silenced while the calls run, asserted afterwards.
+    let (hook_halt, payload, display, converted, fragile, fine) = quiet(|| {
+        (
+            run("act", json!({"mode": "hook_payload"})),
+            run("act", json!({"mode": "payload"})),
+            run("act", json!({"mode": "display"})),
+            run("act", json!({"mode": "converted"})),
+            run("count", json!({"n": 13})),
+            run("count", json!({"n": 12})),
+        )
+    });
+    let halt = hook_halt.unwrap_err();
+    assert_eq!(halt.outcome, Outcome::HookFailed);
+    assert_eq!(
+        halt.detail,
+        "the hook panicked: a panic with a non-string payload"
+    );
+    let panicked = "Error: the tool failed unexpectedly. The details were logged for the \
+                    operator; retrying the same call will not help.";
+    // A payload whose drop panics: still the tool's `panicked` answer.
+    let r = payload.unwrap();
+    assert!(r.is_error);
+    assert_eq!(r.content_text(), panicked);
+    // `ToolError::internal` of an error whose Display panics: read by the pipeline, caught there.
+    let r = display.unwrap();
+    assert!(r.is_error);
+    assert_eq!(r.content_text(), INTERNAL_ERROR_MESSAGE);
+    // `ToolError::from` reads Display inside the tool: the tool panicked.
+    assert_eq!(converted.unwrap().content_text(), panicked);
+    assert_eq!(
+        fragile.unwrap().content_text(),
+        "Error: invalid input for tool `count`: the input could not be read (the tool's input \
+         type failed on it). Send an input that matches the tool's input_schema."
+    );
+    assert_eq!(fine.unwrap().content_text(), "12");
+    let summary = s.end();
+    assert_eq!(summary.calls, 6);
+    assert_eq!(
+        summary.outcomes.into_iter().collect::<Vec<_>>(),
+        [
+            (Outcome::Ok, 1),
+            (Outcome::ToolError, 1),
+            (Outcome::Panicked, 2),
+            (Outcome::InvalidInput, 1),
+            (Outcome::HookFailed, 1),
+        ]
+    );
+}
