@@ -86,9 +86,12 @@
 //!
 //! On a free function, sync or `async`, that returns `T` or `Result<T, E>` with
 //! `T: Serialize` (a `T` that serializes to a JSON string is the text itself; `()` is an empty
-//! text) and `E: Into<ToolError>` (any `std::error::Error`, whose `Display` the model reads, or
-//! a [`ToolError`]). The return type must be spelled as a path ending in `Result` to be read as
-//! one.
+//! text). The error `E` becomes the `is_error` result: through `Into<ToolError>` when it has it
+//! (any `std::error::Error`, whose `Display` the model reads and whose source chain goes to the
+//! audit line's `detail`, or a [`ToolError`]), otherwise through `Display` (`String`,
+//! `anyhow::Error`). The return type is read as a `Result` when its last path segment ends in
+//! `Result` (`Result<T, E>`, `io::Result<T>`, an alias `type ToolResult<T> = …`); name an alias
+//! that way, or it is serialized as a value (`{"Err": …}`).
 //!
 //! - **Description**: the function's doc comment (wrapped lines are joined), or
 //!   `#[tool(description = "…")]`. A tool without one does not compile.

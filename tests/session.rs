@@ -404,3 +404,94 @@ fn tools_without_model_arguments_build_and_run() {
         assert!(d.tool_definitions_for(provider).is_ok(), "{provider}");
     }
 }
+
+mod error_types {
+    //! A tool's error may be any `std::error::Error`, a `ToolError`, or anything `Display`
+    //! (`String`, `anyhow::Error`), also behind an alias whose name ends in `Result`.
+    use toolgate::{ToolError, tool};
+
+    pub(crate) type ToolResult<T> = Result<T, String>;
+
+    /// Fails with a `String`.
+    #[tool]
+    pub(crate) fn string_error(
+        /// Whether to fail.
+        fail: bool,
+    ) -> Result<u32, String> {
+        if fail {
+            Err("the ledger is closed today".into())
+        } else {
+            Ok(7)
+        }
+    }
+
+    /// Fails through an alias.
+    #[tool]
+    pub(crate) fn aliased(
+        /// Whether to fail.
+        fail: bool,
+    ) -> ToolResult<&'static str> {
+        if fail {
+            Err("aliased failure".into())
+        } else {
+            Ok("fine")
+        }
+    }
+
+    /// Fails with an io::Error (its Display is the message).
+    #[tool]
+    pub(crate) fn io_error(
+        /// Whether to fail.
+        fail: bool,
+    ) -> std::io::Result<u32> {
+        if fail {
+            Err(std::io::Error::other("disk quota exceeded"))
+        } else {
+            Ok(1)
+        }
+    }
+
+    /// Fails with an internal ToolError.
+    #[tool]
+    pub(crate) fn internal(
+        /// Whether to fail.
+        fail: bool,
+    ) -> Result<u32, ToolError> {
+        if fail {
+            Err(ToolError::internal(std::io::Error::other(
+                "db-7 refused the connection",
+            )))
+        } else {
+            Ok(2)
+        }
+    }
+}
+
+#[test]
+fn every_error_type_becomes_an_is_error_result() {
+    let counters = Arc::new(Counters::default());
+    let s = session_with(&counters, "error_types", None);
+    let run = |name: &str, fail: bool| {
+        toolgate::block_on(s.call(&ToolUse::new("t", name, json!({"fail": fail})))).unwrap()
+    };
+    assert_eq!(run("string_error", false), ToolResult::text("t", "7"));
+    assert_eq!(
+        run("string_error", true),
+        ToolResult::error("t", "the ledger is closed today")
+    );
+    assert_eq!(run("aliased", false), ToolResult::text("t", "fine"));
+    assert_eq!(
+        run("aliased", true),
+        ToolResult::error("t", "aliased failure")
+    );
+    assert_eq!(
+        run("io_error", true),
+        ToolResult::error("t", "disk quota exceeded")
+    );
+    assert_eq!(
+        run("internal", true),
+        ToolResult::error("t", toolgate::INTERNAL_ERROR_MESSAGE)
+    );
+    let summary = s.end();
+    assert_eq!(summary.outcomes.get(&Outcome::ToolError), Some(&4));
+}

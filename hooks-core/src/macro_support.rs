@@ -3,8 +3,6 @@
 
 use std::fmt::Display;
 
-use serde::Serialize;
-
 use crate::context::HookContext;
 use crate::decision::Decision;
 use crate::error::{HookError, ToolError};
@@ -59,15 +57,38 @@ impl<E: Display> IntoObserved for Result<(), E> {
     }
 }
 
-/// The text of a tool's `Result<T, E>`.
-pub fn result_text<T, E>(result: Result<T, E>) -> Result<String, ToolError>
-where
-    T: Serialize + 'static,
-    E: Into<ToolError>,
-{
-    match result {
-        Ok(v) => output_text(v),
-        Err(e) => Err(e.into()),
+/// A tool's error on its way to a [`ToolError`]: through `Into<ToolError>` when `E` has it (any
+/// `std::error::Error`, keeping its source chain for the audit line, or a `ToolError` itself),
+/// else through `Display` (`String`, `anyhow::Error`). Chosen at compile time by method
+/// resolution (autoref specialization): call `ErrorOf(e).into_tool_error()` with both traits in
+/// scope.
+pub struct ErrorOf<E>(pub E);
+
+/// The preferred conversion of [`ErrorOf`]: `E: Into<ToolError>`.
+#[diagnostic::on_unimplemented(
+    message = "a tool's error type must convert into `ToolError` or implement `Display`",
+    note = "return `Result<T, E>` with `E: std::error::Error`, `String`, or `ToolError`"
+)]
+pub trait ViaInto {
+    /// Converts.
+    fn into_tool_error(self) -> ToolError;
+}
+
+impl<E: Into<ToolError>> ViaInto for ErrorOf<E> {
+    fn into_tool_error(self) -> ToolError {
+        self.0.into()
+    }
+}
+
+/// The fallback conversion of [`ErrorOf`]: `E: Display`, the text the model reads.
+pub trait ViaDisplay {
+    /// Converts.
+    fn into_tool_error(self) -> ToolError;
+}
+
+impl<E: Display> ViaDisplay for &ErrorOf<E> {
+    fn into_tool_error(self) -> ToolError {
+        ToolError::new(self.0.to_string())
     }
 }
 

@@ -184,7 +184,11 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenS
                 ty,
                 format_args!("{d} is read-only for hooks; take it by shared reference"),
             ),
-            Class::Other => errors.spanned(
+            Class::ByValue(d) => errors.spanned(
+                ty,
+                format_args!("take {d} by reference: it is given to the hook, not moved"),
+            ),
+            Class::Other | Class::ImplTrait => errors.spanned(
                 ty,
                 format_args!("{allowed}; this parameter is none of them"),
             ),

@@ -42,6 +42,10 @@ pub(crate) enum Class {
     Injected(Injected),
     /// `&mut HookContext` and friends: a mistake worth its own message.
     MutRef(&'static str),
+    /// `HookContext` (and friends) by value: the same.
+    ByValue(&'static str),
+    /// `impl Trait`: no concrete type to deserialize into.
+    ImplTrait,
     Other,
 }
 
@@ -81,10 +85,18 @@ pub(crate) fn classify(ty: &Type) -> Class {
             }
             Class::Injected(injected)
         }
+        Type::ImplTrait(_) => Class::ImplTrait,
         other => {
             let Some((seg, name)) = last_ident(other) else {
                 return Class::Other;
             };
+            match name.as_str() {
+                "HookContext" => return Class::ByValue("`&HookContext`"),
+                "ToolUse" => return Class::ByValue("`&ToolUse`"),
+                "CallRecord" => return Class::ByValue("`&CallRecord`"),
+                "SessionSummary" => return Class::ByValue("`&SessionSummary`"),
+                _ => {}
+            }
             if name != "State" {
                 return Class::Other;
             }
@@ -131,9 +143,10 @@ pub(crate) fn not_a_struct(ty: &Type) -> Option<&'static str> {
     }
 }
 
-/// Whether the return type is spelled as a `Result` (any path ending in `Result`).
+/// Whether the return type is spelled as a `Result`: a path whose last segment ends in `Result`
+/// (`Result<T, E>`, `io::Result<T>`, `anyhow::Result<T>`, an alias `ToolResult<T>`).
 pub(crate) fn is_result(ty: &Type) -> bool {
-    last_ident(ty).is_some_and(|(_, n)| n == "Result")
+    last_ident(ty).is_some_and(|(_, n)| n.ends_with("Result"))
 }
 
 /// `let binding = <ty as Inject>::inject(__env)`, returning `Err(on_missing(e))` from the

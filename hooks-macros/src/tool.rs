@@ -66,9 +66,11 @@ fn name_problem(name: &str) -> Option<String> {
     None
 }
 
-/// `-` is not allowed in identifiers: mangle it for the name-guard constant.
+/// A tool name as an identifier for the name-guard constant: `-` is not allowed in
+/// identifiers, so `_` is written `__` and `-` is written `_h` (one-to-one: `a-b` and `a_hb`
+/// stay apart).
 fn mangle(name: &str) -> String {
-    name.replace('-', "_dash_")
+    name.replace('_', "__").replace('-', "_h")
 }
 
 fn strip_param_attrs(func: &mut Func) {
@@ -225,6 +227,15 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                     "{what} is read-only (the context is frozen); take it by shared reference"
                 ),
             ),
+            Class::ByValue(what) => errors.spanned(
+                ty,
+                format_args!("take {what} by reference: it is injected, not read from the input"),
+            ),
+            Class::ImplTrait => errors.spanned(
+                ty,
+                "a model argument needs a concrete type that derives Deserialize and JsonSchema, \
+                 not `impl Trait`",
+            ),
             Class::Other => {
                 let Some(ident) = ident else {
                     errors.spanned(
@@ -378,7 +389,14 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let invoke = quote!(#fn_ident(#(#call_args),*) #awaited);
     let to_text = match &func.output {
         ReturnType::Type(_, ty) if is_result(ty) => {
-            quote_spanned!(ret_span=> #p::result_text(__out))
+            quote_spanned!(ret_span=> match __out {
+                ::core::result::Result::Ok(v) => #p::output_text(v),
+                ::core::result::Result::Err(e) => {
+                    #[allow(unused_imports)]
+                    use #p::{ViaDisplay as _, ViaInto as _};
+                    ::core::result::Result::Err(#p::ErrorOf(e).into_tool_error())
+                }
+            })
         }
         _ => quote_spanned!(ret_span=> #p::output_text(__out)),
     };
