@@ -780,6 +780,11 @@ fn bad_arguments_exit_2() {
             vec!["--provider", "openai"],
             "error: --provider goes with --schemas (see --help)\n",
         ),
+        (
+            vec!["--schemas", "--json"],
+            "error: --schemas prints one JSON array already; --json goes with a replay (see \
+             --help)\n",
+        ),
     ] {
         let args: Vec<OsString> = args.into_iter().map(os).collect();
         let (code, out, err) = run(&args.iter().collect::<Vec<_>>());
@@ -1291,4 +1296,60 @@ fn a_hook_that_cannot_decide_halts_the_agent_and_answers_every_block() {
             ),
         ]
     );
+}
+
+#[test]
+fn control_characters_from_the_model_are_flattened_in_readable_lines() {
+    let text = std::fs::read_to_string(fixture("03_parallel_batch.json")).unwrap();
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    v["messages"][0]["content"][1]["name"] = json!("look\u{1b}[31mup\nfake line");
+    v["expected_outcomes"] = json!({});
+    let dir = TempDir::new("control");
+    let file = dir.path().with_extension("json");
+    std::fs::write(&file, v.to_string()).unwrap();
+    let (code, out, _) = run(&[
+        &os("--transcript"),
+        &os(&file),
+        &os("--out-dir"),
+        &os(dir.path()),
+    ]);
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(code, cli::EXIT_OK);
+    assert!(
+        !out.contains('\u{1b}'),
+        "no escape character reaches the terminal"
+    );
+    assert!(
+        out.lines().any(|l| l
+            .trim_start()
+            .starts_with("toolu_01OoNZYW2mZp0zVZomHFwUbb  look [31mup fake line {")),
+        "{out}"
+    );
+    assert!(!out.lines().any(|l| l.starts_with("fake line")));
+}
+
+#[test]
+fn a_message_cut_at_max_tokens_prints_no_answer_but_a_note_in_json_mode() {
+    let text = std::fs::read_to_string(fixture("01_premium_refund.json")).unwrap();
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    v["messages"][0]["stop_reason"] = json!("max_tokens");
+    v["expected_outcomes"] = json!({});
+    let dir = TempDir::new("max-tokens");
+    let file = dir.path().with_extension("json");
+    std::fs::write(&file, v.to_string()).unwrap();
+    let (code, out, err) = run(&[
+        &os("--transcript"),
+        &os(&file),
+        &os("--json"),
+        &os("--out-dir"),
+        &os(dir.path()),
+    ]);
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(code, cli::EXIT_OK);
+    // Messages 2 to 4 are answered; the first one, cut off, is not.
+    assert_eq!(out.lines().count(), 3);
+    assert!(err.starts_with("note: no answer: "), "{err}");
+    assert!(err.contains("max_tokens"), "{err}");
+    let audit = dir.lines("audit_log.jsonl");
+    assert_eq!(audit[0]["outcome"], "not_run");
 }

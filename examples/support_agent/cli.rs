@@ -138,6 +138,11 @@ where
         return Ok(Command::Help);
     }
     if schemas {
+        if json {
+            return Err(
+                "--schemas prints one JSON array already; --json goes with a replay".to_owned(),
+            );
+        }
         if transcript.is_some() || out_dir.is_some() {
             return Err(
                 "--schemas prints tool definitions and replays nothing: it takes no \
@@ -266,7 +271,7 @@ fn replay(
         };
         calls += replayed.summary.calls;
         let written = if json {
-            output::write_json(out, &replayed)
+            output::write_json(out, err, &replayed)
         } else {
             output::write_readable(out, t, &replayed)
         };

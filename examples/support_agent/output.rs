@@ -119,10 +119,12 @@ pub(crate) fn decision(line: &CallLine) -> String {
 ///
 /// `toolu_01…  lookup_user {"user_id":"u_999"} | blocked by support_agent::policy::own_records_only | BLOCKED: …`
 pub(crate) fn call_line(line: &CallLine) -> String {
+    // Every field the model wrote is flattened: a control character in a tool name or id could
+    // otherwise break the one-line format or drive the terminal.
     format!(
         "{}  {} {} | {} | {}",
-        line.tool_use_id,
-        line.tool,
+        one_line(&line.tool_use_id, 64),
+        one_line(&line.tool, 64),
         one_line(&line.input.to_string(), 90),
         decision(line),
         one_line(&line.content, 110)
@@ -232,11 +234,19 @@ pub(crate) fn write_footer(
 
 /// Prints the user message answering each assistant message, one JSON line each (`--json`).
 /// An assistant message without `tool_use` blocks, or one that stopped at `max_tokens`, has no
-/// answer and prints nothing.
-pub(crate) fn write_json(out: &mut dyn Write, replay: &SessionReplay) -> io::Result<()> {
+/// answer: nothing on stdout, and a `note:` line on `err` saying why.
+pub(crate) fn write_json(
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    replay: &SessionReplay,
+) -> io::Result<()> {
     for message in &replay.messages {
-        if let Some(answer) = &message.answer {
-            write_message_json(out, answer)?;
+        match (&message.answer, &message.problem) {
+            (Some(answer), _) => write_message_json(out, answer)?,
+            (None, Some(problem)) => {
+                let _ = writeln!(err, "note: no answer: {}", one_line(problem, 200));
+            }
+            (None, None) => {}
         }
     }
     Ok(())

@@ -169,15 +169,14 @@ impl<'s> Walker<'s> {
 
     fn check_number(&self, s: &Map<String, Value>, v: &Value) -> Result<(), Found> {
         let (min, max) = bounds(s);
-        let out_of_range = if let Some(i) = v.as_i64() {
-            min.is_some_and(|m| (i as f64) < m) || max.is_some_and(|m| (i as f64) > m)
-        } else if let Some(u) = v.as_u64() {
-            max.is_some_and(|m| (u as f64) > m)
-        } else if let Some(f) = v.as_f64() {
-            min.is_some_and(|m| f < m) || max.is_some_and(|m| f > m)
-        } else {
-            false
+        let value = match (v.as_i64(), v.as_u64(), v.as_f64()) {
+            (Some(i), _, _) => Num::Int(i128::from(i)),
+            (_, Some(u), _) => Num::Int(i128::from(u)),
+            (_, _, Some(f)) => Num::Float(f),
+            _ => return Ok(()),
         };
+        let out_of_range =
+            min.is_some_and(|m| value.less_than(m)) || max.is_some_and(|m| m.less_than(value));
         if out_of_range {
             return Err(here(format!(
                 "expected {}, found {}",
@@ -281,20 +280,71 @@ fn is_kind(t: &str, v: &Value) -> bool {
     }
 }
 
+/// A bound or a value: integers compared exactly (an `i64` bound is not rounded through `f64`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Num {
+    Int(i128),
+    Float(f64),
+}
+
+impl Num {
+    fn from_json(v: &Value) -> Option<Num> {
+        match (v.as_i64(), v.as_u64(), v.as_f64()) {
+            (Some(i), _, _) => Some(Num::Int(i128::from(i))),
+            (_, Some(u), _) => Some(Num::Int(i128::from(u))),
+            (_, _, Some(f)) => Some(Num::Float(f)),
+            _ => None,
+        }
+    }
+
+    fn less_than(self, other: Num) -> bool {
+        match (self, other) {
+            (Num::Int(a), Num::Int(b)) => a < b,
+            (a, b) => a.as_f64() < b.as_f64(),
+        }
+    }
+
+    fn max(self, other: Num) -> Num {
+        if self.less_than(other) { other } else { self }
+    }
+
+    fn min(self, other: Num) -> Num {
+        if other.less_than(self) { other } else { self }
+    }
+
+    fn as_f64(self) -> f64 {
+        match self {
+            Num::Int(i) => i as f64,
+            Num::Float(f) => f,
+        }
+    }
+}
+
+impl std::fmt::Display for Num {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Num::Int(i) => write!(f, "{i}"),
+            Num::Float(x) if x.fract() == 0.0 && x.abs() < 1e15 => write!(f, "{}", *x as i64),
+            Num::Float(x) => write!(f, "{x}"),
+        }
+    }
+}
+
 /// The range of a number schema: `minimum`/`maximum`, narrowed by schemars' integer `format`.
-fn bounds(s: &Map<String, Value>) -> (Option<f64>, Option<f64>) {
+fn bounds(s: &Map<String, Value>) -> (Option<Num>, Option<Num>) {
+    let int = |lo: i128, hi: i128| Some((Num::Int(lo), Num::Int(hi)));
     let format_range = match s.get("format").and_then(Value::as_str) {
-        Some("uint8") => Some((0.0, u8::MAX as f64)),
-        Some("uint16") => Some((0.0, u16::MAX as f64)),
-        Some("uint32") => Some((0.0, u32::MAX as f64)),
-        Some("uint64") | Some("uint") => Some((0.0, u64::MAX as f64)),
-        Some("int8") => Some((i8::MIN as f64, i8::MAX as f64)),
-        Some("int16") => Some((i16::MIN as f64, i16::MAX as f64)),
-        Some("int32") => Some((i32::MIN as f64, i32::MAX as f64)),
-        Some("int64") | Some("int") => Some((i64::MIN as f64, i64::MAX as f64)),
+        Some("uint8") => int(0, u8::MAX.into()),
+        Some("uint16") => int(0, u16::MAX.into()),
+        Some("uint32") => int(0, u32::MAX.into()),
+        Some("uint64") | Some("uint") => int(0, u64::MAX.into()),
+        Some("int8") => int(i8::MIN.into(), i8::MAX.into()),
+        Some("int16") => int(i16::MIN.into(), i16::MAX.into()),
+        Some("int32") => int(i32::MIN.into(), i32::MAX.into()),
+        Some("int64") | Some("int") => int(i64::MIN.into(), i64::MAX.into()),
         _ => None,
     };
-    let get = |k: &str| s.get(k).and_then(Value::as_f64);
+    let get = |k: &str| s.get(k).and_then(Num::from_json);
     let mut min = get("minimum");
     let mut max = get("maximum");
     if let Some((lo, hi)) = format_range {
@@ -313,12 +363,13 @@ fn describe(t: &str, s: &Map<String, Value>) -> String {
             } else {
                 "a number"
             };
-            match bounds(s) {
-                (Some(lo), Some(hi)) if hi < 1e15 => {
-                    format!("{noun} from {} to {}", num(lo), num(hi))
-                }
-                (Some(lo), _) => format!("{noun} ≥ {}", num(lo)),
-                (None, Some(hi)) => format!("{noun} ≤ {}", num(hi)),
+            // No JSON integer serde_json reads as one is above u64::MAX: that bound says nothing.
+            let (lo, hi) = bounds(s);
+            let hi = hi.filter(|h| *h != Num::Int(u64::MAX.into()));
+            match (lo, hi) {
+                (Some(lo), Some(hi)) => format!("{noun} from {lo} to {hi}"),
+                (Some(lo), None) => format!("{noun} ≥ {lo}"),
+                (None, Some(hi)) => format!("{noun} ≤ {hi}"),
                 (None, None) => noun.to_owned(),
             }
         }
@@ -328,14 +379,6 @@ fn describe(t: &str, s: &Map<String, Value>) -> String {
         "object" => "an object".into(),
         "null" => "null".into(),
         other => format!("a value of type `{other}`"),
-    }
-}
-
-fn num(f: f64) -> String {
-    if f.fract() == 0.0 && f.abs() < 1e18 {
-        format!("{}", f as i64)
-    } else {
-        f.to_string()
     }
 }
 
