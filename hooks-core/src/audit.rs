@@ -16,7 +16,7 @@
 //! `content_bytes` (the full size in bytes when the content was cut).
 //!
 //! `dir/session_summaries.jsonl` gets one line per session: `ts` followed by the fields of
-//! [`SessionSummary`](crate::SessionSummary).
+//! [`SessionSummary`].
 //!
 //! Each line is written with one `write` call on a file opened with `O_APPEND`, so lines from
 //! concurrent sessions and threads never interleave. A failed write is reported on the observer

@@ -1,5 +1,5 @@
 //! [`Dispatcher`]: the built, shared, immutable set of tools and hooks every session runs on
-//! (built by [`DispatcherBuilder`](crate::DispatcherBuilder)).
+//! (built by [`DispatcherBuilder`]).
 
 use std::borrow::Cow;
 use std::fmt;
