@@ -495,6 +495,19 @@ fn nested_object(levels: usize) -> Value {
 }
 
 impl World {
+    /// A fresh world for one case: every counter at zero, no events.
+    fn new(case: &Case) -> Arc<World> {
+        Arc::new(World {
+            case: case.clone(),
+            hook_calls: Default::default(),
+            tool_calls: Default::default(),
+            obs_calls: Default::default(),
+            stops: AtomicUsize::new(0),
+            events: Mutex::new(Vec::new()),
+            seen: Mutex::new(Vec::new()),
+        })
+    }
+
     fn hook_step(&self, k: usize) -> HookStep {
         let spec = &self.case.hooks[k];
         let i = self.hook_calls[k].fetch_add(1, Ordering::SeqCst);
@@ -1312,15 +1325,7 @@ fn check_text(got: &str, want: &Text, max: usize) -> Result<(), TestCaseError> {
 
 fn run_case(case: &Case) -> Result<(), TestCaseError> {
     let log = AuditScratch::get();
-    let w = Arc::new(World {
-        case: case.clone(),
-        hook_calls: Default::default(),
-        tool_calls: Default::default(),
-        obs_calls: Default::default(),
-        stops: AtomicUsize::new(0),
-        events: Mutex::new(Vec::new()),
-        seen: Mutex::new(Vec::new()),
-    });
+    let w = World::new(case);
     let d = build(case, &w, log.log.clone());
     let l = limits(case.small_limits);
     let mut message = message(case);
@@ -1698,15 +1703,7 @@ proptest! {
             end_explicitly: true,
         };
         let scratch = AuditScratch::get();
-        let w = Arc::new(World {
-            case: case.clone(),
-            hook_calls: Default::default(),
-            tool_calls: Default::default(),
-            obs_calls: Default::default(),
-            stops: AtomicUsize::new(0),
-            events: Mutex::new(Vec::new()),
-            seen: Mutex::new(Vec::new()),
-        });
+        let w = World::new(&case);
         let d = build(&case, &w, scratch.log.clone());
         let call = ToolUse::new("toolu_1", name, input);
         let mut m = Model { hook_calls: Vec::new(), tool_calls: [0; 2], events: Vec::new() };

@@ -305,6 +305,20 @@ fn at(path: &str) -> String {
     }
 }
 
+/// The keys a target does not accept on this node: `always`, plus `format` when its value is
+/// not one of `formats`.
+fn keys_to_move(map: &Map<String, Value>, always: &[&str], formats: &[&str]) -> Vec<String> {
+    let mut moved: Vec<String> = always.iter().map(|s| (*s).to_owned()).collect();
+    if map
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|f| !formats.contains(&f))
+    {
+        moved.push("format".into());
+    }
+    moved
+}
+
 /// Moves `keys` (those present) out of `map` and appends them to its description as
 /// `{key: value, …}` (values as compact JSON), after a blank line.
 fn relocate(map: &mut Map<String, Value>, keys: &[String]) {
@@ -452,20 +466,13 @@ fn anthropic_node(v: &mut Value, path: &str) -> Result<(), String> {
         }
         map.insert("additionalProperties".into(), Value::Bool(false));
     }
-    let mut moved: Vec<String> = ANTHROPIC_BOUNDS.iter().map(|s| (*s).to_owned()).collect();
+    let mut moved = keys_to_move(map, ANTHROPIC_BOUNDS, ANTHROPIC_FORMATS);
     if map
         .get("minItems")
         .and_then(Value::as_u64)
         .is_some_and(|n| n > 1)
     {
         moved.push("minItems".into());
-    }
-    if map
-        .get("format")
-        .and_then(Value::as_str)
-        .is_some_and(|f| !ANTHROPIC_FORMATS.contains(&f))
-    {
-        moved.push("format".into());
     }
     relocate(map, &moved);
     walk_children(map, path, &mut |child, p| anthropic_node(child, p))
@@ -595,14 +602,7 @@ fn openai_node(v: &mut Value, path: &str, depth: usize) -> Result<(), String> {
         };
         map.insert("required".into(), Value::Array(keys));
     }
-    let mut moved: Vec<String> = OPENAI_MOVED.iter().map(|s| (*s).to_owned()).collect();
-    if map
-        .get("format")
-        .and_then(Value::as_str)
-        .is_some_and(|f| !OPENAI_FORMATS.contains(&f))
-    {
-        moved.push("format".into());
-    }
+    let moved = keys_to_move(map, OPENAI_MOVED, OPENAI_FORMATS);
     relocate(map, &moved);
     walk_children(map, path, &mut |child, p| {
         // `$defs` start a new nesting count: they are reached through `$ref`.
