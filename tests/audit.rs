@@ -145,3 +145,32 @@ fn a_write_error_goes_to_the_observer_channel_and_the_result_is_unchanged() {
         "the call line and the summary line both failed"
     );
 }
+
+#[test]
+fn opening_a_file_as_the_audit_folder_names_the_path() {
+    let dir = common::temp_dir("audit-not-a-folder");
+    let file = dir.join("plain-file");
+    std::fs::write(&file, "not a folder").unwrap();
+    let err = AuditLog::open(&file).err().expect("a file is not a folder");
+    assert_eq!(err.kind(), std::io::ErrorKind::NotADirectory);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "cannot use `{}` as the audit folder: it exists and is not a folder",
+            file.display()
+        )
+    );
+    // A folder that cannot be created because a parent is a file names the folder.
+    let below = file.join("below");
+    let err = AuditLog::open(&below).err().expect("a parent is a file");
+    assert!(
+        err.to_string().starts_with(&format!(
+            "cannot create the audit folder `{}`: ",
+            below.display()
+        )),
+        "{err}"
+    );
+    // The file is untouched.
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a folder");
+    let _ = std::fs::remove_dir_all(&dir);
+}

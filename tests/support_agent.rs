@@ -599,6 +599,28 @@ fn a_bad_transcript_exits_2_with_one_line_before_anything_runs_or_is_written() {
 }
 
 #[test]
+fn an_out_dir_that_is_a_file_exits_1_naming_it_and_writes_nothing() {
+    let dir = TempDir::new("out-dir-file");
+    std::fs::create_dir_all(dir.path()).unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let (code, out, err) = run(&[&os("--out-dir"), &os(&file)]);
+    assert_eq!(
+        (code, out.as_str(), err),
+        (
+            cli::EXIT_FAILED,
+            "",
+            format!(
+                "error: --out-dir: cannot use `{}` as the audit folder: it exists and is not a \
+                 folder\n",
+                file.display()
+            )
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
+}
+
+#[test]
 fn an_outcome_other_than_expected_exits_1_after_finishing_the_replay() {
     let text = std::fs::read_to_string(fixture("03_parallel_batch.json")).unwrap();
     let mut v: Value = serde_json::from_str(&text).unwrap();

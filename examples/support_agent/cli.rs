@@ -250,11 +250,7 @@ fn replay(
     let audit = match AuditLog::open(&out_dir) {
         Ok(log) => log,
         Err(e) => {
-            let _ = writeln!(
-                err,
-                "error: cannot open the audit folder {}: {e}",
-                out_dir.display()
-            );
+            let _ = writeln!(err, "error: --out-dir: {e}");
             return EXIT_FAILED;
         }
     };

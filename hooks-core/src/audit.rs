@@ -64,15 +64,42 @@ impl AuditLog {
     /// `dir/session_summaries.jsonl`, for appending.
     ///
     /// # Errors
-    /// The I/O error of creating the folder or opening a file.
+    /// An [`io::Error`] whose message names the path that failed:
+    /// - `dir` exists and is not a folder: kind [`io::ErrorKind::NotADirectory`], message
+    ///   ``cannot use `DIR` as the audit folder: it exists and is not a folder``;
+    /// - the folder cannot be created: the kind of the underlying error, message
+    ///   ``cannot create the audit folder `DIR`: …``;
+    /// - a file cannot be opened for appending: the kind of the underlying error, message
+    ///   ``cannot open `DIR/audit_log.jsonl` for appending: …``.
     pub fn open(dir: impl AsRef<Path>) -> io::Result<AuditLog> {
         let dir = dir.as_ref().to_path_buf();
-        std::fs::create_dir_all(&dir)?;
+        if dir.exists() && !dir.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!(
+                    "cannot use `{}` as the audit folder: it exists and is not a folder",
+                    dir.display()
+                ),
+            ));
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot create the audit folder `{}`: {e}", dir.display()),
+            )
+        })?;
         let open = |name: &str| {
+            let path = dir.join(name);
             OpenOptions::new()
                 .create(true)
                 .append(true)
-                .open(dir.join(name))
+                .open(&path)
+                .map_err(|e| {
+                    io::Error::new(
+                        e.kind(),
+                        format!("cannot open `{}` for appending: {e}", path.display()),
+                    )
+                })
         };
         Ok(AuditLog {
             files: Arc::new(Files {
