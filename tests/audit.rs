@@ -151,7 +151,7 @@ fn opening_a_file_as_the_audit_folder_names_the_path() {
     let dir = common::temp_dir("audit-not-a-folder");
     let file = dir.join("plain-file");
     std::fs::write(&file, "not a folder").unwrap();
-    let err = AuditLog::open(&file).err().expect("a file is not a folder");
+    let err = AuditLog::open(&file).expect_err("a file is not a folder");
     assert_eq!(err.kind(), std::io::ErrorKind::NotADirectory);
     assert_eq!(
         err.to_string(),
@@ -162,7 +162,7 @@ fn opening_a_file_as_the_audit_folder_names_the_path() {
     );
     // A folder that cannot be created because a parent is a file names the folder.
     let below = file.join("below");
-    let err = AuditLog::open(&below).err().expect("a parent is a file");
+    let err = AuditLog::open(&below).expect_err("a parent is a file");
     assert!(
         err.to_string().starts_with(&format!(
             "cannot create the audit folder `{}`: ",
