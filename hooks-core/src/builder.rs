@@ -322,6 +322,24 @@ impl DispatcherBuilder {
         candidates.retain(|c| !self.without.iter().any(|n| *n == c.name));
 
         // 4. Each tool on its own, then duplicates.
+        let need_state = |item: &str, states: &[StateKey], problems: &mut Vec<BuildProblem>| {
+            for key in states {
+                if !self.states.contains(key) {
+                    problems.push(BuildProblem::MissingState {
+                        item: item.to_owned(),
+                        type_name: key.type_name(),
+                    });
+                }
+            }
+        };
+        let need_timer =
+            |item: &str, deadline: Option<Duration>, problems: &mut Vec<BuildProblem>| {
+                if deadline.is_some() && self.timer.is_none() {
+                    problems.push(BuildProblem::DeadlineWithoutTimer {
+                        item: item.to_owned(),
+                    });
+                }
+            };
         let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for c in &candidates {
             by_name
@@ -354,19 +372,8 @@ impl DispatcherBuilder {
                     property,
                 });
             }
-            for key in &c.states {
-                if !self.states.contains(key) {
-                    problems.push(BuildProblem::MissingState {
-                        item: c.path.to_string(),
-                        type_name: key.type_name(),
-                    });
-                }
-            }
-            if c.timeout.is_some() && self.timer.is_none() {
-                problems.push(BuildProblem::DeadlineWithoutTimer {
-                    item: c.path.to_string(),
-                });
-            }
+            need_state(&c.path, &c.states, &mut problems);
+            need_timer(&c.path, c.timeout, &mut problems);
         }
         for (name, paths) in &mut by_name {
             if paths.len() > 1 {
@@ -404,23 +411,9 @@ impl DispatcherBuilder {
         };
         pre.retain(|h| keeps(&h.matcher));
         post.retain(|h| keeps(&h.matcher));
-        let need_state = |item: &str, states: &[StateKey], problems: &mut Vec<BuildProblem>| {
-            for key in states {
-                if !self.states.contains(key) {
-                    problems.push(BuildProblem::MissingState {
-                        item: item.to_owned(),
-                        type_name: key.type_name(),
-                    });
-                }
-            }
-        };
         for h in &pre {
             need_state(&h.path, &h.states, &mut problems);
-            if h.timeout.is_some() && self.timer.is_none() {
-                problems.push(BuildProblem::DeadlineWithoutTimer {
-                    item: h.path.to_string(),
-                });
-            }
+            need_timer(&h.path, h.timeout, &mut problems);
         }
         for h in &post {
             need_state(&h.path, &h.states, &mut problems);
@@ -428,16 +421,16 @@ impl DispatcherBuilder {
         for h in &stop {
             need_state(&h.path, &h.states, &mut problems);
         }
-        for (what, set) in [
-            ("hook_timeout", self.hook_timeout),
-            ("tool_timeout", self.tool_timeout),
-        ] {
-            if set.is_some() && self.timer.is_none() {
-                problems.push(BuildProblem::DeadlineWithoutTimer {
-                    item: format!("DispatcherBuilder::{what}"),
-                });
-            }
-        }
+        need_timer(
+            "DispatcherBuilder::hook_timeout",
+            self.hook_timeout,
+            &mut problems,
+        );
+        need_timer(
+            "DispatcherBuilder::tool_timeout",
+            self.tool_timeout,
+            &mut problems,
+        );
 
         if !problems.is_empty() {
             return Err(BuildError { problems });
@@ -461,12 +454,21 @@ impl DispatcherBuilder {
                 .filter(|(_, h)| h.matcher.matches(&c.name))
                 .map(|(i, _)| i)
                 .collect();
+            let observers: Box<[usize]> = post
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| o.matcher.matches(&c.name))
+                .map(|(i, _)| i)
+                .collect();
+            let description = unwrap_doc(&c.description);
             definitions.push(json!({
                 "name": c.name,
-                "description": unwrap_doc(&c.description),
+                "description": description,
                 "input_schema": anthropic_input_schema(&c.schema),
             }));
             entries.push(ToolEntry {
+                description,
+                observers,
                 fields: FieldCheck::from_schema(&c.schema),
                 canonical: c.schema,
                 raw_schema: c.raw,
@@ -490,6 +492,12 @@ impl DispatcherBuilder {
                 definitions,
                 pre_hooks: pre,
                 observers_sync: post.iter().all(|o| o.imp.is_sync()),
+                observers_of_unknown: post
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, o)| matches!(o.matcher, Matcher::All))
+                    .map(|(i, _)| i)
+                    .collect(),
                 observers: post,
                 stop_hooks: stop,
                 states: self.states,

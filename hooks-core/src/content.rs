@@ -38,6 +38,17 @@ impl ToolUse {
             extra: Map::new(),
         }
     }
+
+    /// The same block (`id`, `name`, extra fields) with another `input`: what the pipeline
+    /// runs after a normalization or a PreToolUse rewrite.
+    pub(crate) fn with_input(&self, input: Value) -> ToolUse {
+        ToolUse {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            input,
+            extra: self.extra.clone(),
+        }
+    }
 }
 
 /// The `content` of a `tool_result` block: a string, or an array of content blocks.

@@ -35,6 +35,8 @@ pub(crate) enum Backend {
 pub(crate) struct ToolEntry {
     pub(crate) name: Cow<'static, str>,
     pub(crate) path: Cow<'static, str>,
+    /// The description as every target shows it (unwrapped, see `schema::unwrap_doc`).
+    pub(crate) description: String,
     pub(crate) backend: Backend,
     pub(crate) canonical: Value,
     /// The schema as generated (schemars' own form, with integer `format`s), for explaining an
@@ -43,6 +45,8 @@ pub(crate) struct ToolEntry {
     pub(crate) fields: FieldCheck,
     /// Indices into `Inner::pre_hooks` of the hooks that match this tool, in chain order.
     pub(crate) chain: Box<[usize]>,
+    /// Indices into `Inner::observers` of the observers that see this tool's calls, in order.
+    pub(crate) observers: Box<[usize]>,
     pub(crate) timeout: Option<Duration>,
 }
 
@@ -60,6 +64,9 @@ pub(crate) struct Inner {
     pub(crate) observers: Vec<PostHookDef>,
     /// Sorted by path; the audit log's summary last.
     pub(crate) stop_hooks: Vec<StopHookDef>,
+    /// Indices into `observers` of those that see calls of unknown tools (the ones without a
+    /// tool matcher).
+    pub(crate) observers_of_unknown: Box<[usize]>,
     /// Whether every observer is sync (they then run without a future).
     pub(crate) observers_sync: bool,
     pub(crate) states: StateMap,
@@ -80,18 +87,22 @@ impl Inner {
         self.by_name.find(name, |i| self.tools[i].name.as_ref())
     }
 
-    /// The definitions for `provider`, rendered once from the canonical schemas (the
-    /// descriptions are the Anthropic definitions', which are in tool order).
+    /// The observers of a call of `tool` (an index into `tools`; `None` for an unknown name),
+    /// as indices into `observers`, in the order they run.
+    pub(crate) fn observers_for(&self, tool: Option<usize>) -> &[usize] {
+        match tool.and_then(|i| self.tools.get(i)) {
+            Some(t) => &t.observers,
+            None => &self.observers_of_unknown,
+        }
+    }
+
+    /// The definitions for `provider`, rendered once from the canonical schemas.
     fn rendered(&self, provider: Provider) -> &Result<Rendered, SchemaError> {
         self.rendered[provider.index()].get_or_init(|| {
-            let tools = self.tools.iter().zip(&self.definitions).map(|(t, d)| {
-                let description = d.get("description").and_then(Value::as_str);
-                (
-                    t.name.as_ref(),
-                    description.unwrap_or_default(),
-                    &t.canonical,
-                )
-            });
+            let tools = self
+                .tools
+                .iter()
+                .map(|t| (t.name.as_ref(), t.description.as_str(), &t.canonical));
             render(provider, tools)
         })
     }

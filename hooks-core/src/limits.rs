@@ -81,18 +81,21 @@ impl std::ops::Deref for Normalized<'_> {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Refused(pub(crate) String);
 
+impl Refused {
+    /// An input that is valid JSON but not an object.
+    pub(crate) fn not_object(input: &Value) -> Refused {
+        Refused(format!(
+            "the input must be a JSON object, found a JSON {}",
+            kind_of(input)
+        ))
+    }
+}
+
 /// Normalizes a `tool_use` input (DESIGN.md, step 1): an object stays as is (borrowed, no copy);
 /// `null` and `""` mean `{}`; a string holding a JSON object is parsed once. Anything else, or an
 /// input over the limits, is refused.
 pub(crate) fn normalize<'a>(call: &'a ToolUse, limits: &Limits) -> Result<Normalized<'a>, Refused> {
-    let owned = |input: Value| {
-        Normalized::Owned(Box::new(ToolUse {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            input,
-            extra: call.extra.clone(),
-        }))
-    };
+    let owned = |input: Value| Normalized::Owned(Box::new(call.with_input(input)));
     let normalized = match &call.input {
         Value::Object(_) => Normalized::Borrowed(call),
         Value::Null => owned(Value::Object(Map::new())),
@@ -117,12 +120,7 @@ pub(crate) fn normalize<'a>(call: &'a ToolUse, limits: &Limits) -> Result<Normal
                 }
             }
         }
-        other => {
-            return Err(Refused(format!(
-                "the input must be a JSON object, found a JSON {}",
-                kind_of(other)
-            )));
-        }
+        other => return Err(Refused::not_object(other)),
     };
     check_bounds(&normalized.input, limits)?;
     Ok(normalized)

@@ -15,14 +15,13 @@ use crate::dispatcher::{Backend, Inner, ToolEntry};
 use crate::error::{Halt, HookError, ToolError};
 use crate::limits::{Limits, Normalized, Refused, check_bounds, cut_content, normalize};
 use crate::outcome::{CallRecord, Outcome};
-use crate::registry::{Args, BoxFuture, Invoke, Matcher, PostHookDef, PreHookDef};
+use crate::registry::{Args, BoxFuture, Invoke, PostHookDef, PreHookDef};
 use crate::schema::explain::explain;
 use crate::state::Env;
 use crate::timer::{CatchUnwind, Deadline, Race, Raced, catch};
 
 /// Counters of one session; atomics, so recording a call allocates nothing.
 pub(crate) struct Stats {
-    pub(crate) calls: AtomicU64,
     pub(crate) outcomes: [AtomicU64; Outcome::ALL.len()],
     pub(crate) tools: Box<[AtomicU64]>,
     pub(crate) observer_errors: AtomicU64,
@@ -31,15 +30,21 @@ pub(crate) struct Stats {
 impl Stats {
     pub(crate) fn new(tools: usize) -> Self {
         Stats {
-            calls: AtomicU64::new(0),
             outcomes: std::array::from_fn(|_| AtomicU64::new(0)),
             tools: (0..tools).map(|_| AtomicU64::new(0)).collect(),
             observer_errors: AtomicU64::new(0),
         }
     }
 
+    /// Every call recorded: the sum of the outcome counts.
+    pub(crate) fn calls(&self) -> u64 {
+        self.outcomes
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .sum()
+    }
+
     fn record(&self, outcome: Outcome, tool: Option<usize>) {
-        self.calls.fetch_add(1, Ordering::Relaxed);
         self.outcomes[outcome.index()].fetch_add(1, Ordering::Relaxed);
         if let Some(t) = tool.and_then(|i| self.tools.get(i)) {
             t.fetch_add(1, Ordering::Relaxed);
@@ -60,7 +65,6 @@ pub(crate) fn report_observer_error(stats: Option<&Stats>, hook: &str, what: &st
 struct Verdict<'a> {
     outcome: Outcome,
     content: Option<ToolResultContent>,
-    is_error: bool,
     blocked_by: Option<Cow<'a, str>>,
     detail: Option<String>,
     halt: bool,
@@ -74,11 +78,12 @@ const PANIC_MESSAGE: &str = "Error: the tool failed unexpectedly. The details we
      the operator; retrying the same call will not help.";
 
 impl<'a> Verdict<'a> {
+    /// A verdict with `text` as the content; `is_error` follows from `outcome` (every outcome
+    /// but `ok` is an error).
     fn error(outcome: Outcome, text: String) -> Self {
         Verdict {
             outcome,
             content: Some(ToolResultContent::Text(text)),
-            is_error: true,
             blocked_by: None,
             detail: None,
             halt: false,
@@ -86,18 +91,11 @@ impl<'a> Verdict<'a> {
     }
 
     fn ok(text: String) -> Self {
-        Verdict {
-            is_error: false,
-            ..Verdict::error(Outcome::Ok, text)
-        }
+        Verdict::error(Outcome::Ok, text)
     }
 
     fn invalid(tool: &str, path: &str, message: &str) -> Self {
-        let at = if path.is_empty() {
-            String::new()
-        } else {
-            format!(" at `{path}`")
-        };
+        let at = at_path(path);
         Verdict::error(
             Outcome::InvalidInput,
             format!(
@@ -110,9 +108,9 @@ impl<'a> Verdict<'a> {
 
     fn unknown(name: &str, available: &str) -> Self {
         let list = if available.is_empty() {
-            "none".to_owned()
+            "none"
         } else {
-            available.to_owned()
+            available
         };
         Verdict::error(
             Outcome::UnknownTool,
@@ -202,6 +200,15 @@ impl<'a> Verdict<'a> {
     }
 }
 
+/// `` at `path` `` for a message, or nothing at the top level.
+fn at_path(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!(" at `{path}`")
+    }
+}
+
 /// A tool name as shown back to the model: at most 64 characters of it.
 fn shown_name(name: &str) -> Cow<'_, str> {
     match name.char_indices().nth(64) {
@@ -268,24 +275,36 @@ impl Drop for CancelGuard<'_> {
             content_bytes: None,
             duration: self.started.elapsed(),
         };
-        let known = self.tool.is_some();
-        for obs in self.inner.observers.iter().skip(self.observers_done) {
-            if !obs.imp.is_sync() || !applies(obs, &self.call.name, known) {
+        let inner = self.inner;
+        for &o in inner
+            .observers_for(self.tool)
+            .iter()
+            .skip(self.observers_done)
+        {
+            let obs = &inner.observers[o];
+            if !obs.imp.is_sync() {
                 continue;
             }
-            match catch(|| obs.imp.run(self.env, &record)) {
-                Ok(Invoke::Ready(Ok(()))) | Ok(Invoke::Pending(_)) => {}
-                Ok(Invoke::Ready(Err(e))) => {
-                    report_observer_error(self.stats, &obs.path, &self.call.id, e.message());
-                }
-                Err(p) => report_observer_error(
-                    self.stats,
-                    &obs.path,
-                    &self.call.id,
-                    &format!("panicked: {p}"),
-                ),
+            // A sync observer never answers with a future; were one returned, it is dropped.
+            if let Err(error) = start_observer(obs, self.env, &record) {
+                report_observer_error(self.stats, &obs.path, &self.call.id, &error);
             }
         }
+    }
+}
+
+/// Starts one observer: `Ok(None)` when it is done, `Ok(Some(future))` for an async one still
+/// running, `Err(text)` when it failed (its error's message, or `panicked: …`).
+fn start_observer<'a>(
+    obs: &'a PostHookDef,
+    env: Env<'a>,
+    record: &'a CallRecord<'a>,
+) -> Result<Option<BoxFuture<'a, Result<(), HookError>>>, String> {
+    match catch(|| obs.imp.run(env, record)) {
+        Ok(Invoke::Ready(Ok(()))) => Ok(None),
+        Ok(Invoke::Ready(Err(e))) => Err(e.message().to_owned()),
+        Ok(Invoke::Pending(fut)) => Ok(Some(fut)),
+        Err(p) => Err(format!("panicked: {p}")),
     }
 }
 
@@ -321,13 +340,6 @@ impl<'a> Recorded<'a> {
             (Err(_), Some(note)) => note,
             (Err(_), None) => &call.input,
         }
-    }
-}
-
-fn applies(obs: &PostHookDef, tool: &str, known: bool) -> bool {
-    match &obs.matcher {
-        Matcher::All => true,
-        Matcher::Tools(_) => known && obs.matcher.matches(tool),
     }
 }
 
@@ -396,30 +408,15 @@ impl Inner {
                             Value::Object(_) => check_bounds(&input, &self.limits)
                                 .map_err(|Refused(m)| (String::new(), m))
                                 .and_then(|()| validate(tool, &input)),
-                            other => Err((
-                                String::new(),
-                                format!(
-                                    "the input must be a JSON object, found a JSON {}",
-                                    crate::content::kind_of(other)
-                                ),
-                            )),
+                            other => Err((String::new(), Refused::not_object(other).0)),
                         };
                         match checked {
                             Ok(a) => {
                                 args = a;
-                                rewritten = Some(Box::new(ToolUse {
-                                    id: call.id.clone(),
-                                    name: call.name.clone(),
-                                    input,
-                                    extra: call.extra.clone(),
-                                }));
+                                rewritten = Some(Box::new(call.with_input(input)));
                             }
                             Err((path, msg)) => {
-                                let at = if path.is_empty() {
-                                    String::new()
-                                } else {
-                                    format!(" at `{path}`")
-                                };
+                                let at = at_path(&path);
                                 break 'verdict Verdict {
                                     detail: Some(format!(
                                         "PreToolUse hook `{}` rewrote the input into an invalid \
@@ -468,7 +465,6 @@ impl Inner {
         let Verdict {
             outcome,
             mut content,
-            is_error,
             blocked_by,
             detail,
             halt,
@@ -479,7 +475,7 @@ impl Inner {
         let result = ToolResult {
             tool_use_id: call.id.clone(),
             content,
-            is_error,
+            is_error: outcome != Outcome::Ok,
             extra: Map::new(),
         };
         let record = CallRecord {
@@ -496,10 +492,9 @@ impl Inner {
         };
         guard.stage = "while the observers ran";
         if self.observers_sync {
-            self.observe_sync(env, stats, &record, guard.tool.is_some());
+            self.observe_sync(env, stats, &record, guard.tool);
         } else {
-            self.observe(env, stats, &record, guard.tool.is_some(), &mut guard)
-                .await;
+            self.observe(env, stats, &record, &mut guard).await;
         }
         if let Some(s) = stats {
             s.record(outcome, guard.tool);
@@ -541,21 +536,14 @@ impl Inner {
         tool: &'a ToolEntry,
         env: Env<'a>,
         call: &'a ToolUse,
-        args: Option<Args>,
+        args: Args,
     ) -> Started<'a> {
         match &tool.backend {
-            Backend::Local(imp) => {
-                let Some(args) = args else {
-                    return Started::Done(Verdict::panicked(
-                        "no validated arguments for a local tool".into(),
-                    ));
-                };
-                match catch(|| imp.invoke(env, args)) {
-                    Err(p) => Started::Done(Verdict::panicked(p)),
-                    Ok(Invoke::Ready(r)) => Started::Done(Verdict::produced(r)),
-                    Ok(Invoke::Pending(fut)) => Started::Local(fut),
-                }
-            }
+            Backend::Local(imp) => match catch(|| imp.invoke(env, args)) {
+                Err(p) => Started::Done(Verdict::panicked(p)),
+                Ok(Invoke::Ready(r)) => Started::Done(Verdict::produced(r)),
+                Ok(Invoke::Pending(fut)) => Started::Local(fut),
+            },
             Backend::Caller { caller, .. } => {
                 match catch(|| caller.call_tool(env.context(), call)) {
                     Err(p) => Started::Done(Verdict::panicked(p)),
@@ -595,7 +583,6 @@ impl Inner {
                     Outcome::Ok
                 },
                 content: result.content,
-                is_error: result.is_error,
                 blocked_by: None,
                 detail: None,
                 halt: false,
@@ -624,51 +611,46 @@ impl Inner {
         env: Env<'_>,
         stats: Option<&Stats>,
         record: &CallRecord<'_>,
-        known: bool,
+        tool: Option<usize>,
     ) {
-        for obs in &self.observers {
-            if applies(obs, &record.call.name, known) {
-                let failure = match catch(|| obs.imp.run(env, record)) {
-                    Ok(Invoke::Ready(r)) => r.err().map(|e| e.to_string()),
-                    // Not reached: `observers_sync` says every observer answers at once.
-                    Ok(Invoke::Pending(_)) => {
-                        Some("an observer said sync returned a future".into())
-                    }
-                    Err(p) => Some(format!("panicked: {p}")),
-                };
-                if let Some(error) = failure {
-                    report_observer_error(stats, &obs.path, &record.call.id, &error);
-                }
-            }
+        for &o in self.observers_for(tool) {
+            let obs = &self.observers[o];
+            let failure = match start_observer(obs, env, record) {
+                Ok(None) => continue,
+                // Not reached: `observers_sync` says every observer answers at once.
+                Ok(Some(_)) => "an observer said sync returned a future".to_owned(),
+                Err(error) => error,
+            };
+            report_observer_error(stats, &obs.path, &record.call.id, &failure);
         }
     }
 
+    /// Runs the observers of the call, awaiting the async ones; `guard.observers_done` counts
+    /// those finished, so a drop mid-way runs only the rest.
     async fn observe(
         &self,
         env: Env<'_>,
         stats: Option<&Stats>,
         record: &CallRecord<'_>,
-        known: bool,
         guard: &mut CancelGuard<'_>,
     ) {
-        for (i, obs) in self.observers.iter().enumerate() {
+        let list = self.observers_for(guard.tool);
+        for (i, &o) in list.iter().enumerate() {
             guard.observers_done = i;
-            if !applies(obs, &record.call.name, known) {
-                continue;
-            }
-            let failure = match catch(|| obs.imp.run(env, record)) {
-                Ok(Invoke::Ready(r)) => r.err().map(|e| e.to_string()),
-                Ok(Invoke::Pending(fut)) => match CatchUnwind(fut).await {
-                    Ok(r) => r.err().map(|e| e.to_string()),
+            let obs = &self.observers[o];
+            let failure = match start_observer(obs, env, record) {
+                Ok(None) => None,
+                Ok(Some(fut)) => match CatchUnwind(fut).await {
+                    Ok(r) => r.err().map(|e| e.message().to_owned()),
                     Err(p) => Some(format!("panicked: {p}")),
                 },
-                Err(p) => Some(format!("panicked: {p}")),
+                Err(error) => Some(error),
             };
             if let Some(error) = failure {
                 report_observer_error(stats, &obs.path, &record.call.id, &error);
             }
         }
-        guard.observers_done = self.observers.len();
+        guard.observers_done = list.len();
     }
 
     /// Records a block the host gave up on before it started (a `respond` future dropped while
@@ -734,8 +716,7 @@ impl Inner {
             content_bytes: None,
             duration: started.elapsed(),
         };
-        self.observe(env, stats, &record, tool.is_some(), &mut guard)
-            .await;
+        self.observe(env, stats, &record, &mut guard).await;
         if let Some(s) = stats {
             s.record(Outcome::NotRun, tool);
         }
@@ -747,7 +728,9 @@ impl Inner {
 /// Validates an input for a tool: the unknown-field check, then the argument type (or, for a
 /// wrapped caller, its schema). On failure: `(path, message)` for the model, the path and what
 /// was expected found by the schema walk, serde's own message when the walk finds nothing.
-fn validate(tool: &ToolEntry, input: &Value) -> Result<Option<Args>, (String, String)> {
+/// A wrapped caller's arguments are `()` (its input goes to it as JSON); boxing a zero-sized
+/// value allocates nothing.
+fn validate(tool: &ToolEntry, input: &Value) -> Result<Args, (String, String)> {
     tool.fields.check(input).map_err(|e| {
         let message = if e.expected.is_empty() {
             format!("unknown field `{}`; no fields are expected here", e.field)
@@ -767,7 +750,7 @@ fn validate(tool: &ToolEntry, input: &Value) -> Result<Option<Args>, (String, St
         // The argument type's `Deserialize` is user code: a panic in it is a refusal, not an
         // escape.
         Backend::Local(imp) => match catch(|| imp.validate(input)) {
-            Ok(Ok(args)) => Ok(Some(args)),
+            Ok(Ok(args)) => Ok(args),
             Ok(Err(serde_message)) => Err(explained().unwrap_or((String::new(), serde_message))),
             Err(p) => {
                 tracing::error!(target: "toolgate::validation", tool = %tool.name, panic = %p,
@@ -780,7 +763,7 @@ fn validate(tool: &ToolEntry, input: &Value) -> Result<Option<Args>, (String, St
         },
         Backend::Caller { .. } => match explained() {
             Some(problem) => Err(problem),
-            None => Ok(None),
+            None => Ok(Box::new(())),
         },
     }
 }

@@ -208,7 +208,7 @@ impl Session {
             user_id: self.context.user_id().to_owned(),
             started_at: self.started_at,
             ended_at,
-            calls: self.stats.calls.load(Ordering::Relaxed),
+            calls: self.stats.calls(),
             outcomes,
             tools,
             observer_errors: self.stats.observer_errors.load(Ordering::Relaxed),
