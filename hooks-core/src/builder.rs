@@ -177,13 +177,17 @@ impl DispatcherBuilder {
         self
     }
 
-    /// A default deadline for async PreToolUse hooks without their own `timeout_ms`.
+    /// A default deadline for async PreToolUse hooks without their own `timeout_ms`; past it the
+    /// agent halts with `hook_timeout`. Without a [`timer`](Self::timer), `build()` fails with
+    /// [`BuildProblem::DeadlineWithoutTimer`] naming `DispatcherBuilder::hook_timeout`.
     pub fn hook_timeout(mut self, deadline: Duration) -> Self {
         self.hook_timeout = Some(deadline);
         self
     }
 
-    /// A default deadline for async tools without their own `timeout_ms`.
+    /// A default deadline for async tools without their own `timeout_ms`; past it the outcome
+    /// is `tool_timeout`. Without a [`timer`](Self::timer), `build()` fails with
+    /// [`BuildProblem::DeadlineWithoutTimer`] naming `DispatcherBuilder::tool_timeout`.
     pub fn tool_timeout(mut self, deadline: Duration) -> Self {
         self.tool_timeout = Some(deadline);
         self

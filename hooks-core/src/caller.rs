@@ -17,8 +17,16 @@ use crate::registry::BoxFuture;
 /// a remote tool server.
 ///
 /// A caller's answer is final for its call: `Ok(result)` is the `tool_result` (with `is_error`
-/// when it failed), `Err(halt)` means its own policy could not decide (the wrapping dispatcher
-/// then halts too: fail closed).
+/// when it failed; outcome `tool_error` in the wrapping dispatcher's audit line), `Err(halt)`
+/// means its own policy could not decide (the wrapping dispatcher then halts too: fail
+/// closed).
+///
+/// Its definitions are checked by [`DispatcherBuilder::build`](crate::DispatcherBuilder::build)
+/// like a `#[tool]`'s: an entry without a valid `name` is
+/// [`BuildProblem::InvalidToolName`](crate::BuildProblem::InvalidToolName), one without an
+/// object `input_schema` is [`BuildProblem::RootNotObject`](crate::BuildProblem::RootNotObject).
+/// The `input_schema` is used as given (it is not canonicalized): inputs are validated against
+/// it, and unknown fields are refused only where it says `additionalProperties: false`.
 pub trait ToolCaller: Send + Sync + 'static {
     /// The tools this caller answers, as Anthropic `tools` entries: `{"name": …,
     /// "description": …, "input_schema": {…}}`. Read once, when the wrapping dispatcher is built.
@@ -35,6 +43,11 @@ pub trait ToolCaller: Send + Sync + 'static {
 
 /// A plain synchronous closure as a [`ToolCaller`]: `Ok(text)` becomes a result, `Err(e)` an
 /// `is_error` result with `e`'s message. Made with [`sync_caller`].
+///
+/// A [`ToolCaller`] answers with a `tool_result` only, so the operator-only detail of a
+/// [`ToolError::internal`] (its source chain) cannot reach the wrapping dispatcher's audit line;
+/// it goes to `tracing` instead (target `toolgate::caller`, level `warn`, fields
+/// `tool_use_id`, `tool`, `detail`).
 pub struct SyncCaller<F> {
     definitions: Vec<Value>,
     f: F,
@@ -77,7 +90,13 @@ where
     ) -> BoxFuture<'a, Result<ToolResult, Halt>> {
         let result = match (self.f)(context, call) {
             Ok(text) => ToolResult::text(call.id.clone(), text),
-            Err(e) => ToolResult::error(call.id.clone(), e.message()),
+            Err(e) => {
+                if let Some(detail) = e.detail() {
+                    tracing::warn!(target: "toolgate::caller", tool_use_id = %call.id,
+                        tool = %call.name, detail = %detail, "wrapped tool failed");
+                }
+                ToolResult::error(call.id.clone(), e.message())
+            }
         };
         Box::pin(std::future::ready(Ok(result)))
     }

@@ -181,21 +181,27 @@ impl Dispatcher {
         self.inner.tools.iter().map(|t| t.name.as_ref())
     }
 
-    /// The full Rust path of a tool (`my_app::tools::lookup_user`), for logs and build errors.
+    /// The full Rust path of a tool (`my_app::tools::lookup_user`), for logs and build errors;
+    /// `<wrapped caller #N>::name` for a tool of the N-th wrapped [`ToolCaller`] (from 0);
+    /// `None` when this dispatcher has no tool named `tool`.
     pub fn tool_path(&self, tool: &str) -> Option<&str> {
         self.inner
             .find(tool)
             .map(|i| self.inner.tools[i].path.as_ref())
     }
 
-    /// The canonical schema of a tool (the form every target's transform starts from).
+    /// The canonical schema of a tool (the form every target's transform starts from; see
+    /// [`schema`](crate::schema)): the `input_schema` before the Anthropic form collapses
+    /// optional values, so an `Option<u32>` property reads `{"anyOf": [{"type": "integer",
+    /// "minimum": 0}, {"type": "null"}]}`. `None` when this dispatcher has no tool named `tool`.
     pub fn canonical_schema(&self, tool: &str) -> Option<&Value> {
         self.inner
             .find(tool)
             .map(|i| &self.inner.tools[i].canonical)
     }
 
-    /// The PreToolUse chain of a tool: the full paths of its hooks, in the order they run.
+    /// The PreToolUse chain of a tool: the full paths of its hooks, in the order they run
+    /// (`order`, then path). `None` when this dispatcher has no tool named `tool`.
     pub fn pre_hook_chain(&self, tool: &str) -> Option<Vec<&str>> {
         let i = self.inner.find(tool)?;
         Some(

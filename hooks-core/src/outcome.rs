@@ -107,7 +107,9 @@ pub struct CallRecord<'a> {
     /// The `tool_use` block as the model sent it.
     pub call: &'a ToolUse,
     /// The input after normalization (`""`/`null` → `{}`, a JSON string parsed); the raw input
-    /// when it could not be normalized.
+    /// when it could not be normalized; and, for an input over the size or depth limits
+    /// ([`Limits`](crate::Limits)), the string `"[input not recorded: over the input limits (N
+    /// bytes, M levels)]"` instead, so a huge input is never copied into a log.
     pub input: &'a Value,
     /// The input after PreToolUse rewrites, when any hook rewrote it.
     pub effective_input: Option<&'a Value>,

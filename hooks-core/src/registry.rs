@@ -270,8 +270,10 @@ impl ToolDef {
         self
     }
 
-    /// Sets a deadline for an async tool (the outcome is `tool_timeout`); needs a timer on the
-    /// dispatcher. Sync code cannot be cut.
+    /// Sets a deadline for an async tool (the outcome is `tool_timeout`). Needs a timer on the
+    /// dispatcher ([`DispatcherBuilder::timer`](crate::DispatcherBuilder::timer)): without one,
+    /// `build()` fails with [`BuildProblem::DeadlineWithoutTimer`](crate::BuildProblem). Sync
+    /// code cannot be cut.
     pub fn timeout(mut self, deadline: Duration) -> Self {
         self.timeout = Some(deadline);
         self
@@ -431,7 +433,9 @@ impl PreHookDef {
     }
 
     /// Sets a deadline for an async hook; past it the agent halts with `hook_timeout`. Needs a
-    /// timer on the dispatcher. Sync code cannot be cut.
+    /// timer on the dispatcher ([`DispatcherBuilder::timer`](crate::DispatcherBuilder::timer)):
+    /// without one, `build()` fails with
+    /// [`BuildProblem::DeadlineWithoutTimer`](crate::BuildProblem). Sync code cannot be cut.
     pub fn timeout(mut self, deadline: Duration) -> Self {
         self.timeout = Some(deadline);
         self

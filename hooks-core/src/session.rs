@@ -96,11 +96,11 @@ impl Session {
     /// `is_error: true` for every failure the model can act on: `blocked`, `invalid_input`,
     /// `unknown_tool`, `tool_error`, `panicked`, `tool_timeout`).
     ///
+    /// Dropping the future before it finishes records the call as `cancelled`.
+    ///
     /// # Errors
     /// [`Halt`] when a PreToolUse hook errored, panicked or timed out: the tool did not run, and
     /// the halt's answer holds a `BLOCKED:` result for this id.
-    ///
-    /// Dropping the future before it finishes records the call as `cancelled`.
     pub async fn call(&self, call: &ToolUse) -> Result<ToolResult, Halt> {
         self.dispatcher
             .inner
