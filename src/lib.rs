@@ -89,9 +89,9 @@
 //! text). The error `E` becomes the `is_error` result: through `Into<ToolError>` when it has it
 //! (any `std::error::Error`, whose `Display` the model reads and whose source chain goes to the
 //! audit line's `detail`, or a [`ToolError`]), otherwise through `Display` (`String`,
-//! `anyhow::Error`). The return type is read as a `Result` when its last path segment ends in
-//! `Result` (`Result<T, E>`, `io::Result<T>`, an alias `type ToolResult<T> = …`); name an alias
-//! that way, or it is serialized as a value (`{"Err": …}`).
+//! `anyhow::Error`). Whether the return type is a `Result` is decided by the type, not its
+//! spelling: `io::Result<T>` and an alias `type Outcome = Result<…>` are results, and a
+//! struct named `SearchResult` is a plain output.
 //!
 //! - **Description**: the function's doc comment (wrapped lines are joined), or
 //!   `#[tool(description = "…")]`. A tool without one does not compile.

@@ -57,6 +57,47 @@ impl<E: Display> IntoObserved for Result<(), E> {
     }
 }
 
+/// A tool's return value on its way to a `Result`, chosen by its type, not by how it is
+/// spelled: a `Result<T, E>` (however named: `io::Result<T>`, an alias `type Outcome =
+/// Result<…>`) splits into its `Ok` and `Err`; any other `T` is `Ok(T)` with the error type
+/// [`Infallible`](std::convert::Infallible). Chosen at compile time by method resolution
+/// (autoref specialization): call `Returned(Some(value)).split()` with both [`SplitResult`] and
+/// [`SplitPlain`] in scope. `None` comes back only when the value was already taken.
+pub struct Returned<R>(pub Option<R>);
+
+/// The preferred split of [`Returned`]: the value is a `Result<T, E>`.
+pub trait SplitResult {
+    /// The `Ok` type.
+    type Ok;
+    /// The `Err` type.
+    type Err;
+    /// Splits.
+    fn split(self) -> Option<Result<Self::Ok, Self::Err>>;
+}
+
+impl<T, E> SplitResult for Returned<Result<T, E>> {
+    type Ok = T;
+    type Err = E;
+    fn split(self) -> Option<Result<T, E>> {
+        self.0
+    }
+}
+
+/// The fallback split of [`Returned`]: the value is the output itself.
+pub trait SplitPlain {
+    /// The output type.
+    type Ok;
+    /// Splits.
+    fn split(self) -> Option<Result<Self::Ok, std::convert::Infallible>>;
+}
+
+impl<T> SplitPlain for &mut Returned<T> {
+    type Ok = T;
+    fn split(self) -> Option<Result<T, std::convert::Infallible>> {
+        self.0.take().map(Ok)
+    }
+}
+
 /// A tool's error on its way to a [`ToolError`]: through `Into<ToolError>` when `E` has it (any
 /// `std::error::Error`, keeping its source chain for the audit line, or a `ToolError` itself),
 /// else through `Display` (`String`, `anyhow::Error`). Chosen at compile time by method
@@ -126,6 +167,3 @@ where
     T: serde::de::DeserializeOwned + schemars::JsonSchema + Send + 'static,
 {
 }
-
-/// Checks at compile time that a parameter is the `&ToolUse` of a PreToolUse hook.
-pub fn assert_tool_use(_: &crate::content::ToolUse) {}

@@ -143,12 +143,6 @@ pub(crate) fn not_a_struct(ty: &Type) -> Option<&'static str> {
     }
 }
 
-/// Whether the return type is spelled as a `Result`: a path whose last segment ends in `Result`
-/// (`Result<T, E>`, `io::Result<T>`, `anyhow::Result<T>`, an alias `ToolResult<T>`).
-pub(crate) fn is_result(ty: &Type) -> bool {
-    last_ident(ty).is_some_and(|(_, n)| n.ends_with("Result"))
-}
-
 /// `let binding = <ty as Inject>::inject(__env)`, returning `Err(on_missing(e))` from the
 /// generated function when a state is missing. Spanned on the parameter's type, so a type that is
 /// not injectable is one error, there.

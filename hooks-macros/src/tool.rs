@@ -9,7 +9,7 @@ use crate::args::{self, Keys};
 use crate::ctxt::Errors;
 use crate::doc::{doc_text, is_doc};
 use crate::func::{Func, ParamKind};
-use crate::params::{Class, Injected, classify, inject_let, is_reference, is_result, not_a_struct};
+use crate::params::{Class, Injected, classify, inject_let, is_reference, not_a_struct};
 
 const KEYS: Keys = Keys {
     attr: "tool",
@@ -387,19 +387,23 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     };
     let awaited = if is_async { quote!(.await) } else { quote!() };
     let invoke = quote!(#fn_ident(#(#call_args),*) #awaited);
-    let to_text = match &func.output {
-        ReturnType::Type(_, ty) if is_result(ty) => {
-            quote_spanned!(ret_span=> match __out {
-                ::core::result::Result::Ok(v) => #p::output_text(v),
-                ::core::result::Result::Err(e) => {
-                    #[allow(unused_imports)]
-                    use #p::{ViaDisplay as _, ViaInto as _};
-                    ::core::result::Result::Err(#p::ErrorOf(e).into_tool_error())
-                }
-            })
-        }
-        _ => quote_spanned!(ret_span=> #p::output_text(__out)),
-    };
+    // `Result` or not is decided by the type (an alias counts), not by its spelling.
+    let to_text = quote_spanned!(ret_span=> {
+        #[allow(unused_imports)]
+        use #p::{SplitPlain as _, SplitResult as _, ViaDisplay as _, ViaInto as _};
+        // A plain output's `Err` arm has the empty type `Infallible`.
+        #[allow(unreachable_patterns)]
+        let __text = match #p::Returned(::core::option::Option::Some(__out)).split() {
+            ::core::option::Option::Some(::core::result::Result::Ok(v)) => #p::output_text(v),
+            ::core::option::Option::Some(::core::result::Result::Err(e)) => {
+                ::core::result::Result::Err(#p::ErrorOf(e).into_tool_error())
+            }
+            ::core::option::Option::None => ::core::result::Result::Err(
+                #p::ToolError::internal("toolgate: the tool's output was taken twice"),
+            ),
+        };
+        __text
+    });
     let body = quote! {
         #unpack
         #(#state_lets)*
