@@ -80,10 +80,10 @@ pub(crate) fn search_faq(
     /// How many entries to return, at most 5 (default 3).
     limit: Option<u32>,
 ) -> Value {
-    let limit = usize::try_from(limit.unwrap_or(3)).unwrap_or(usize::MAX);
     let entries: Vec<Value> = seed::search_faq(&query)
         .into_iter()
-        .take(limit)
+        // Lossless: `usize` is at least 32 bits on every target toolgate supports.
+        .take(limit.unwrap_or(3) as usize)
         .map(|e| json!({ "question": e.question, "answer": e.answer }))
         .collect();
     Value::Array(entries)
