@@ -5,11 +5,12 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::SystemTime;
 
 use serde_json::{Value, json};
-use toolgate::{AuditLog, Outcome, Session, ToolUse};
+use toolgate::{AuditLog, Clock, Dispatcher, HookContext, Outcome, Session, State, ToolUse};
 
 // The example itself, compiled as a module of this test: the same tools, hooks and CLI.
 #[allow(dead_code)]
@@ -18,9 +19,10 @@ mod example;
 
 use example::agent::{self, Agent, Specialist};
 use example::cli;
-use example::ledger::IsoWeek;
+use example::ledger::{IsoWeek, Ledger};
+use example::output::CallLog;
 use example::policy::in_deploy_window;
-use example::transcript;
+use example::{tools, transcript};
 
 // ---------------------------------------------------------------- helpers
 
@@ -90,9 +92,9 @@ fn os(s: impl Into<OsString>) -> OsString {
 /// A session of `specialist` for `user` at `now`, on a fresh agent (fresh ledger).
 fn session(specialist: Specialist, user: &str, tier: &str, now: &str) -> (Agent, Session) {
     let agent = Agent::build(specialist, None).expect("the agent builds");
-    let ctx = toolgate::HookContext::builder(user, "sess_test")
+    let ctx = HookContext::builder(user, "sess_test")
         .tier(tier)
-        .clock(toolgate::Clock::fixed(at(now)))
+        .clock(Clock::fixed(at(now)))
         .build();
     let session = agent.dispatcher.session(ctx);
     (agent, session)
@@ -826,7 +828,7 @@ fn bad_arguments_exit_2() {
 fn both_specialists_come_from_one_registry_with_their_own_tools_and_hook_chains() {
     let refunds = Agent::build(Specialist::Refunds, None).unwrap().dispatcher;
     let triage = Agent::build(Specialist::Triage, None).unwrap().dispatcher;
-    let chain = |d: &toolgate::Dispatcher, tool: &str| -> Vec<String> {
+    let chain = |d: &Dispatcher, tool: &str| -> Vec<String> {
         d.pre_hook_chain(tool)
             .unwrap()
             .into_iter()
@@ -1031,9 +1033,9 @@ fn the_weekly_refund_limit_counts_the_owners_refunds_in_the_iso_week_of_now() {
     let agent = Agent::build(Specialist::Refunds, None).unwrap();
     let open = |now: &str| {
         agent.dispatcher.session(
-            toolgate::HookContext::builder("u_007", "sess_week")
+            HookContext::builder("u_007", "sess_week")
                 .tier("premium")
-                .clock(toolgate::Clock::fixed(at(now)))
+                .clock(Clock::fixed(at(now)))
                 .build(),
         )
     };
@@ -1200,6 +1202,91 @@ fn the_ownership_rule_answers_alike_for_another_customers_order_and_a_missing_on
         )
         .0,
         Outcome::Ok
+    );
+}
+
+#[test]
+fn the_tools_refuse_a_missing_order_themselves_when_no_ownership_hook_ran() {
+    // In the agent `own_records_only` denies a missing order before any tool runs; the tools
+    // check anyway, since they are callable directly or by a dispatcher with other hooks.
+    let missing = "No order has the id o_9999; check the order number with the customer.";
+    let ledger = || State::from_arc(Arc::new(Ledger::default()));
+    let ctx = || {
+        HookContext::builder("u_001", "sess_test")
+            .tier("premium")
+            .clock(Clock::fixed(at("2026-11-24T10:15:00Z")))
+            .build()
+    };
+    let err = toolgate::block_on(tools::get_order_details("o_9999".to_owned(), ledger()))
+        .expect_err("no such order");
+    assert_eq!(err.message(), missing);
+    let err = tools::prepare_case_file(
+        "u_001".to_owned(),
+        "o_9999".to_owned(),
+        "Never delivered".to_owned(),
+        vec!["tracking page screenshot".to_owned()],
+    )
+    .expect_err("no such order");
+    assert_eq!(err.message(), missing);
+    let err = toolgate::block_on(tools::issue_refund(
+        "o_9999".to_owned(),
+        100,
+        &ctx(),
+        ledger(),
+    ))
+    .expect_err("no such order");
+    assert_eq!(err.message(), missing);
+
+    // Who owns the order is the hooks' business: called directly, the tool opens the case.
+    let case = tools::prepare_case_file(
+        "u_001".to_owned(),
+        "o_3001".to_owned(),
+        "Never delivered".to_owned(),
+        vec!["tracking page screenshot".to_owned()],
+    )
+    .expect("o_3001 exists");
+    assert_eq!(
+        case,
+        json!({"case_id": "case_o_3001", "user_id": "u_001", "order_id": "o_3001",
+               "reason": "Never delivered", "evidence": ["tracking page screenshot"],
+               "status": "open"})
+    );
+
+    // A dispatcher with the refund tool and the weekly limit only: the limit has no refunds to
+    // count for a missing order and allows the call; the tool refuses it.
+    let calls = Arc::new(CallLog::default());
+    let dispatcher = Dispatcher::builder()
+        .items([
+            format!("{}::tools::issue_refund", example::AGENT_PATH),
+            format!("{}::policy::weekly_refund_limit", example::AGENT_PATH),
+            format!("{}::output::record_call", example::AGENT_PATH),
+        ])
+        .state(Ledger::default())
+        .state_arc(Arc::clone(&calls))
+        .build()
+        .expect("the dispatcher builds");
+    assert_eq!(
+        dispatcher.pre_hook_chain("issue_refund"),
+        Some(vec![hook("weekly_refund_limit").as_str()])
+    );
+    let session = dispatcher.session(ctx());
+    let use_ = ToolUse::new(
+        "toolu_missing",
+        "issue_refund",
+        json!({"order_id": "o_9999", "amount_cents": 100}),
+    );
+    let result = toolgate::block_on(session.call(&use_)).expect("no hook failed");
+    assert_eq!(
+        (result.is_error, result.content_text().as_ref()),
+        (true, missing)
+    );
+    let lines = calls.take();
+    assert_eq!(
+        lines
+            .iter()
+            .map(|l| (l.outcome, l.blocked_by.as_deref()))
+            .collect::<Vec<_>>(),
+        [(Outcome::ToolError, None)]
     );
 }
 
