@@ -809,6 +809,16 @@ fn bad_arguments_exit_2() {
             "error: --schemas prints one JSON array already; --json goes with a replay (see \
              --help)\n",
         ),
+        (
+            vec!["--schemas", "--transcript", "session.json"],
+            "error: --schemas prints tool definitions and replays nothing: it takes no \
+             --transcript or --out-dir (see --help)\n",
+        ),
+        (
+            vec!["--out-dir=data", "--schemas"],
+            "error: --schemas prints tool definitions and replays nothing: it takes no \
+             --transcript or --out-dir (see --help)\n",
+        ),
     ] {
         let args: Vec<OsString> = args.into_iter().map(os).collect();
         let (code, out, err) = run(&args.iter().collect::<Vec<_>>());
