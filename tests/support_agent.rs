@@ -5,11 +5,12 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::SystemTime;
 
 use serde_json::{Value, json};
-use toolgate::{AuditLog, Outcome, Session, ToolUse};
+use toolgate::{AuditLog, Clock, Dispatcher, HookContext, Outcome, Session, State, ToolUse};
 
 // The example itself, compiled as a module of this test: the same tools, hooks and CLI.
 #[allow(dead_code)]
@@ -18,9 +19,10 @@ mod example;
 
 use example::agent::{self, Agent, Specialist};
 use example::cli;
-use example::ledger::IsoWeek;
+use example::ledger::{IsoWeek, Ledger};
+use example::output::CallLog;
 use example::policy::in_deploy_window;
-use example::transcript;
+use example::{tools, transcript};
 
 // ---------------------------------------------------------------- helpers
 
@@ -90,9 +92,9 @@ fn os(s: impl Into<OsString>) -> OsString {
 /// A session of `specialist` for `user` at `now`, on a fresh agent (fresh ledger).
 fn session(specialist: Specialist, user: &str, tier: &str, now: &str) -> (Agent, Session) {
     let agent = Agent::build(specialist, None).expect("the agent builds");
-    let ctx = toolgate::HookContext::builder(user, "sess_test")
+    let ctx = HookContext::builder(user, "sess_test")
         .tier(tier)
-        .clock(toolgate::Clock::fixed(at(now)))
+        .clock(Clock::fixed(at(now)))
         .build();
     let session = agent.dispatcher.session(ctx);
     (agent, session)
@@ -156,6 +158,128 @@ const EXPECTED: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
 ];
+
+/// What the model is told for each tool_use of the bundled transcripts: (id, is_error, content).
+const RESULTS: &[(&str, bool, &str)] = &[
+    (
+        "toolu_01u8jzPde0IgxLd6GncfBAep",
+        false,
+        r#"{"user_id":"u_001","tier":"premium","orders":["o_1001","o_1002"]}"#,
+    ),
+    (
+        "toolu_01AjIhKtJ0RlgLKOmxgJTeKd",
+        false,
+        r#"{"order_id":"o_1001","user_id":"u_001","amount_cents":2599,"refunded_cents":0}"#,
+    ),
+    (
+        "toolu_014vUCsMehGAkWvj7FAc9QeW",
+        false,
+        r#"{"case_id":"case_o_1001","user_id":"u_001","order_id":"o_1001","reason":"Item arrived with a cracked screen","evidence":["photo_front.jpg","photo_box.jpg"],"status":"open"}"#,
+    ),
+    (
+        "toolu_01UStPKR0CsTy4Qwb8DwkNhF",
+        false,
+        r#"{"refund_id":"re_0001","order_id":"o_1001","amount_cents":2599,"refunded_total_cents":2599,"status":"issued"}"#,
+    ),
+    (
+        "toolu_01TAwR4y9ojfljoQoaF1Llqs",
+        false,
+        r#"{"user_id":"u_004","tier":"free","orders":["o_2001"]}"#,
+    ),
+    (
+        "toolu_01zzzgEOzdmenCkhvMdgaKjI",
+        true,
+        "BLOCKED: case files and refunds are for premium customers, and this customer's tier is \
+         free. Answer from the refund policy (search_faq), or tell the customer that upgrading \
+         to premium includes refunds handled by support.",
+    ),
+    (
+        "toolu_01EtfjgVvVqE1SkHbn88HxjS",
+        false,
+        r#"[{"question":"Can shipping fees be credited back to my account?","answer":"Shipping fees are credited as account credit when an order arrives late or damaged; other shipping fees are not refundable."},{"question":"What does premium include?","answer":"Premium customers get case files, refunds handled by the support team, and free shipping on every order."}]"#,
+    ),
+    (
+        "toolu_01OoNZYW2mZp0zVZomHFwUbb",
+        true,
+        "BLOCKED: this conversation can only use the signed-in customer's own account, and \
+         u_999 is not it. Use the signed-in customer's id, u_001, or ask them what they need for \
+         their own account.",
+    ),
+    (
+        "toolu_01YrEqmSM9wCZ7Uw9xfogoEm",
+        false,
+        r#"{"order_id":"o_1002","user_id":"u_001","amount_cents":45000,"refunded_cents":0}"#,
+    ),
+    (
+        "toolu_01vnEN5N1aE6PwZPf1Qh6yYT",
+        false,
+        r#"[{"question":"How long do I have to ask for a refund?","answer":"Refunds can be requested within 30 days of delivery; electronics within 14 days, unopened or with a fault reported in that window."},{"question":"My order arrived damaged. What do I do?","answer":"Send photos of the item and the box; premium customers get a case file and a refund or replacement, usually within 2 business days."},{"question":"My order never arrived.","answer":"If tracking shows no delivery 5 days after the estimate, contact support with the tracking page; we open a case and reship or refund."}]"#,
+    ),
+    (
+        "toolu_01jL5DZPjN0MEQ7wjJJibaZU",
+        true,
+        "Error: invalid input for tool `issue_refund`: missing field `amount_cents`. Send an \
+         input that matches the tool's input_schema.",
+    ),
+    (
+        "toolu_011id6Vw5DQL05HA064GiIjH",
+        true,
+        "Error: unknown tool 'create_jira_ticket'. Available tools: get_order_details, \
+         issue_refund, lookup_user, prepare_case_file, search_faq.",
+    ),
+    (
+        "toolu_01YXg4JdpmrcXgGCJbW56eCu",
+        true,
+        "BLOCKED: case files cannot be opened during the weekly deploy window, Thursdays 02:00 \
+         to 04:00 UTC. Tell the customer the case will be opened after 04:00 UTC today, and keep \
+         the details they gave so you can call prepare_case_file then.",
+    ),
+    (
+        "toolu_011CiAhzCueQpBenQtYh5Xj8",
+        true,
+        "A case file needs at least one piece of evidence (a photo, a screenshot, a tracking \
+         page). Ask the customer for one, then call prepare_case_file again with it in \
+         `evidence`.",
+    ),
+    (
+        "toolu_01GzvAmwufUxbvJDCTbyvHNs",
+        false,
+        r#"{"case_id":"case_o_3001","user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":["tracking page screenshot"],"status":"open"}"#,
+    ),
+];
+
+/// The readable line of each tool_use of the bundled transcripts, in order, as
+/// `cargo run --example support_agent` prints it (hook paths under `support_agent::policy`).
+const READABLE_LINES: &[&str] = &[
+    r#"   toolu_01u8jzPde0IgxLd6GncfBAep  lookup_user {"user_id":"u_001"} | allowed, ok | {"user_id":"u_001","tier":"premium","orders":["o_1001","o_1002"]}"#,
+    r#"   toolu_01AjIhKtJ0RlgLKOmxgJTeKd  get_order_details {"order_id":"o_1001"} | allowed, ok | {"order_id":"o_1001","user_id":"u_001","amount_cents":2599,"refunded_cents":0}"#,
+    r#"   toolu_014vUCsMehGAkWvj7FAc9QeW  prepare_case_file {"user_id":"u_001","order_id":"o_1001","reason":"Item arrived with a cracked screen","evid… | allowed, ok | {"case_id":"case_o_1001","user_id":"u_001","order_id":"o_1001","reason":"Item arrived with a cracked screen","…"#,
+    r#"   toolu_01UStPKR0CsTy4Qwb8DwkNhF  issue_refund {"order_id":"o_1001","amount_cents":2599} | allowed, ok | {"refund_id":"re_0001","order_id":"o_1001","amount_cents":2599,"refunded_total_cents":2599,"status":"issued"}"#,
+    r#"   toolu_01TAwR4y9ojfljoQoaF1Llqs  lookup_user {"user_id":"u_004"} | allowed, ok | {"user_id":"u_004","tier":"free","orders":["o_2001"]}"#,
+    r#"   toolu_01zzzgEOzdmenCkhvMdgaKjI  prepare_case_file {"user_id":"u_004","order_id":"o_2001","reason":"Customer wants the shipping fee credited … | blocked by support_agent::policy::premium_only | BLOCKED: case files and refunds are for premium customers, and this customer's tier is free. Answer from the r…"#,
+    r#"   toolu_01EtfjgVvVqE1SkHbn88HxjS  search_faq {"query":"account credit for shipping fees"} | allowed, ok | [{"question":"Can shipping fees be credited back to my account?","answer":"Shipping fees are credited as accou…"#,
+    r#"   toolu_01OoNZYW2mZp0zVZomHFwUbb  lookup_user {"user_id":"u_999"} | blocked by support_agent::policy::own_records_only | BLOCKED: this conversation can only use the signed-in customer's own account, and u_999 is not it. Use the sig…"#,
+    r#"   toolu_01YrEqmSM9wCZ7Uw9xfogoEm  get_order_details {"order_id":"o_1002"} | allowed, ok | {"order_id":"o_1002","user_id":"u_001","amount_cents":45000,"refunded_cents":0}"#,
+    r#"   toolu_01vnEN5N1aE6PwZPf1Qh6yYT  search_faq {"query":"refund window for electronics","limit":50} | rewritten by support_agent::policy::cap_faq_limit to {"query":"refund window for electronics","limit":5}, allowed, ok | [{"question":"How long do I have to ask for a refund?","answer":"Refunds can be requested within 30 days of de…"#,
+    r#"   toolu_01jL5DZPjN0MEQ7wjJJibaZU  issue_refund {"order_id":"o_3001"} | failed, invalid_input | Error: invalid input for tool `issue_refund`: missing field `amount_cents`. Send an input that matches the too…"#,
+    r#"   toolu_011id6Vw5DQL05HA064GiIjH  create_jira_ticket {"summary":"Refund flow broken","description":"Customer cannot get a refund"} | failed, unknown_tool | Error: unknown tool 'create_jira_ticket'. Available tools: get_order_details, issue_refund, lookup_user, prepa…"#,
+    r#"   toolu_01YXg4JdpmrcXgGCJbW56eCu  prepare_case_file {"user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":["tracking pa… | blocked by support_agent::policy::no_case_files_during_deploy | BLOCKED: case files cannot be opened during the weekly deploy window, Thursdays 02:00 to 04:00 UTC. Tell the c…"#,
+    r#"   toolu_011CiAhzCueQpBenQtYh5Xj8  prepare_case_file {"user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":[]} | allowed, tool_error | A case file needs at least one piece of evidence (a photo, a screenshot, a tracking page). Ask the customer fo…"#,
+    r#"   toolu_01GzvAmwufUxbvJDCTbyvHNs  prepare_case_file {"user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":["tracking pa… | allowed, ok | {"case_id":"case_o_3001","user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":["trackin…"#,
+];
+
+/// `READABLE_LINES[range]` with the hook paths as this test's copy of the example names them.
+fn readable_lines(range: std::ops::Range<usize>) -> Vec<String> {
+    READABLE_LINES[range]
+        .iter()
+        .map(|l| {
+            l.replace(
+                "support_agent::policy::",
+                &format!("{}::policy::", example::AGENT_PATH),
+            )
+        })
+        .collect()
+}
 
 #[test]
 fn every_bundled_transcript_replays_with_its_expected_outcomes_results_and_audit_lines() {
@@ -231,6 +355,17 @@ fn every_bundled_transcript_replays_with_its_expected_outcomes_results_and_audit
             logged, answered,
             "the audit line holds what the model was told"
         );
+        let told: Vec<(String, bool)> = expected
+            .iter()
+            .map(|(id, _)| {
+                let (_, is_error, content) = RESULTS
+                    .iter()
+                    .find(|(r, _, _)| r == id)
+                    .expect("every tool_use has its result above");
+                ((*content).to_owned(), *is_error)
+            })
+            .collect();
+        assert_eq!(answered, told, "{}", t.source);
         for l in &lines {
             assert_eq!(l["session_id"], t.context.session_id.as_str());
             assert_eq!(l["user_id"], t.context.user_id.as_str());
@@ -281,10 +416,12 @@ fn the_bundled_transcripts_show_which_hook_decided() {
         by.as_deref(),
         Some(hook("no_case_files_during_deploy").as_str())
     );
-    assert!(content.starts_with(
+    assert_eq!(
+        content,
         "BLOCKED: case files cannot be opened during the weekly deploy window, Thursdays 02:00 \
-         to 04:00 UTC. Tell the customer"
-    ));
+         to 04:00 UTC. Tell the customer the case will be opened after 04:00 UTC today, and keep \
+         the details they gave so you can call prepare_case_file then."
+    );
     let (by, rewritten, content) = &decided["toolu_01vnEN5N1aE6PwZPf1Qh6yYT"];
     assert_eq!(by, &None);
     assert_eq!(rewritten, &vec![hook("cap_faq_limit")]);
@@ -358,24 +495,7 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
         .lines()
         .filter(|l| l.trim_start().starts_with("toolu_"))
         .collect();
-    assert_eq!(call_lines.len(), 15);
-    assert_eq!(
-        call_lines[0],
-        r#"   toolu_01u8jzPde0IgxLd6GncfBAep  lookup_user {"user_id":"u_001"} | allowed, ok | {"user_id":"u_001","tier":"premium","orders":["o_1001","o_1002"]}"#
-    );
-    assert!(call_lines[5].starts_with(&format!(
-        "   toolu_01zzzgEOzdmenCkhvMdgaKjI  prepare_case_file {{\"user_id\":\"u_004\",\
-         \"order_id\":\"o_2001\",\"reason\":\"Customer wants the shipping fee credited … \
-         | blocked by {} | BLOCKED: case files",
-        hook("premium_only")
-    )));
-    assert!(call_lines[9].contains(&format!(
-        r#"| rewritten by {} to {{"query":"refund window for electronics","limit":5}}, allowed, ok | [{{"question""#,
-        hook("cap_faq_limit")
-    )));
-    assert!(call_lines[10].contains("| failed, invalid_input | Error: invalid input"));
-    assert!(call_lines[11].contains("| failed, unknown_tool | Error: unknown tool"));
-    assert!(call_lines[13].contains("| allowed, tool_error | A case file needs"));
+    assert_eq!(call_lines, readable_lines(0..15));
     let summaries: Vec<&str> = out
         .lines()
         .filter(|l| l.starts_with("   summary: "))
@@ -386,10 +506,13 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
         "   summary: calls 3; outcomes blocked 1, invalid_input 1, unknown_tool 1; tools \
          issue_refund 1, prepare_case_file 1; observer errors 0"
     );
-    assert!(
-        out.contains(
-            "   ledger: re_0001 refunded 2599 cents on o_1001 (u_001, ISO week 2026-W48)\n"
-        )
+    let ledger: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("   ledger: "))
+        .collect();
+    assert_eq!(
+        ledger,
+        ["   ledger: re_0001 refunded 2599 cents on o_1001 (u_001, ISO week 2026-W48)"]
     );
     let tail: Vec<&str> = out.lines().rev().take(2).collect();
     assert_eq!(
@@ -643,15 +766,13 @@ fn an_outcome_other_than_expected_exits_1_after_finishing_the_replay() {
             file.display()
         )
     );
-    assert!(
-        out.contains("| BLOCKED: this conversation can only use")
-            && out.contains("  [EXPECTED ok]\n")
-    );
+    let mut want = readable_lines(7..10);
+    want[0].push_str("  [EXPECTED ok]");
     assert_eq!(
         out.lines()
             .filter(|l| l.trim_start().starts_with("toolu_"))
-            .count(),
-        3
+            .collect::<Vec<_>>(),
+        want
     );
     assert_eq!(dir.lines("audit_log.jsonl").len(), 3);
 }
@@ -807,6 +928,16 @@ fn bad_arguments_exit_2() {
             "error: --schemas prints one JSON array already; --json goes with a replay (see \
              --help)\n",
         ),
+        (
+            vec!["--schemas", "--transcript", "session.json"],
+            "error: --schemas prints tool definitions and replays nothing: it takes no \
+             --transcript or --out-dir (see --help)\n",
+        ),
+        (
+            vec!["--out-dir=data", "--schemas"],
+            "error: --schemas prints tool definitions and replays nothing: it takes no \
+             --transcript or --out-dir (see --help)\n",
+        ),
     ] {
         let args: Vec<OsString> = args.into_iter().map(os).collect();
         let (code, out, err) = run(&args.iter().collect::<Vec<_>>());
@@ -815,9 +946,33 @@ fn bad_arguments_exit_2() {
             (cli::EXIT_BAD_INPUT, "", message)
         );
     }
-    let (code, out, _) = run(&[&os("--help")]);
-    assert_eq!(code, cli::EXIT_OK);
-    assert!(out.starts_with("Replays customer-support transcripts"));
+    let (code, out, err) = run(&[&os("--help")]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!(
+        out,
+        "\
+Replays customer-support transcripts (assistant messages as the Messages API returns them)
+through the support agent's tools and hooks.
+
+usage:
+  support_agent [--transcript FILE] [--json] [--out-dir DIR]
+  support_agent --schemas [--specialist refunds|triage] [--provider NAME]
+
+  (no option)          replay every bundled transcript; one readable line per tool call
+  --transcript FILE    replay that file only
+  --json               print only the user message answering each assistant message, one JSON
+                       line each
+  --out-dir DIR        append audit_log.jsonl and session_summaries.jsonl there (default: data)
+  --schemas            print the specialist's tool definitions as one JSON array and exit
+  --specialist NAME    with --schemas: refunds (default) or triage
+  --provider NAME      with --schemas: anthropic (default), anthropic-strict, openai (Chat
+                       Completions), openai-responses, gemini (functionDeclarations entries), mcp
+  --help               this text
+
+exit codes: 0 all outcomes as expected; 1 an outcome differed (or the agent halted, or output
+failed); 2 a bad argument or transcript (nothing was run or written)
+"
+    );
 }
 
 // ---------------------------------------------------------------- the specialists
@@ -826,7 +981,7 @@ fn bad_arguments_exit_2() {
 fn both_specialists_come_from_one_registry_with_their_own_tools_and_hook_chains() {
     let refunds = Agent::build(Specialist::Refunds, None).unwrap().dispatcher;
     let triage = Agent::build(Specialist::Triage, None).unwrap().dispatcher;
-    let chain = |d: &toolgate::Dispatcher, tool: &str| -> Vec<String> {
+    let chain = |d: &Dispatcher, tool: &str| -> Vec<String> {
         d.pre_hook_chain(tool)
             .unwrap()
             .into_iter()
@@ -1014,26 +1169,36 @@ fn the_weekly_refund_limit_counts_the_owners_refunds_in_the_iso_week_of_now() {
         json!({"order_id": "o_3001", "amount_cents": 52000}),
     );
     assert_eq!(outcome, Outcome::Blocked);
-    assert!(content.ends_with(
-        "(0 cents already refunded this week). Refund at most 50000 cents now and tell the \
-         customer the rest will be reviewed by a human agent."
-    ));
+    assert_eq!(
+        content,
+        "BLOCKED: a refund of 52000 cents would bring this customer's refunds in ISO week \
+         2026-W48 to 52000 cents, above the weekly limit of 50000 cents (0 cents already \
+         refunded this week). Refund at most 50000 cents now and tell the customer the rest will \
+         be reviewed by a human agent."
+    );
     // An amount that would overflow is denied, not a panic.
-    let (outcome, _, _) = call(
+    let (outcome, _, content) = call(
         &agent,
         &s,
         "issue_refund",
         json!({"order_id": "o_3001", "amount_cents": u64::MAX}),
     );
     assert_eq!(outcome, Outcome::Blocked);
+    assert_eq!(
+        content,
+        "BLOCKED: a refund of 18446744073709551615 cents would bring this customer's refunds in \
+         ISO week 2026-W48 to 18446744073709551615 cents, above the weekly limit of 50000 cents \
+         (0 cents already refunded this week). Refund at most 50000 cents now and tell the \
+         customer the rest will be reviewed by a human agent."
+    );
 
     // The week turns on Monday 00:00 UTC: Sunday's refunds no longer count.
     let agent = Agent::build(Specialist::Refunds, None).unwrap();
     let open = |now: &str| {
         agent.dispatcher.session(
-            toolgate::HookContext::builder("u_007", "sess_week")
+            HookContext::builder("u_007", "sess_week")
                 .tier("premium")
-                .clock(toolgate::Clock::fixed(at(now)))
+                .clock(Clock::fixed(at(now)))
                 .build(),
         )
     };
@@ -1135,7 +1300,11 @@ fn the_refund_tool_refuses_zero_and_more_than_is_left_on_the_order() {
         json!({"order_id": "o_1001", "amount_cents": 600}),
     );
     assert_eq!(outcome, Outcome::ToolError);
-    assert!(content.contains("(2599 cents paid, 2000 cents already refunded, 599 cents left)"));
+    assert_eq!(
+        content,
+        "Refund refused: 600 cents is more than order o_1001 has left to refund (2599 cents \
+         paid, 2000 cents already refunded, 599 cents left). Refund at most 599 cents."
+    );
     let (_, _, content) = call(
         &agent,
         &s,
@@ -1204,6 +1373,91 @@ fn the_ownership_rule_answers_alike_for_another_customers_order_and_a_missing_on
 }
 
 #[test]
+fn the_tools_refuse_a_missing_order_themselves_when_no_ownership_hook_ran() {
+    // In the agent `own_records_only` denies a missing order before any tool runs; the tools
+    // check anyway, since they are callable directly or by a dispatcher with other hooks.
+    let missing = "No order has the id o_9999; check the order number with the customer.";
+    let ledger = || State::from_arc(Arc::new(Ledger::default()));
+    let ctx = || {
+        HookContext::builder("u_001", "sess_test")
+            .tier("premium")
+            .clock(Clock::fixed(at("2026-11-24T10:15:00Z")))
+            .build()
+    };
+    let err = toolgate::block_on(tools::get_order_details("o_9999".to_owned(), ledger()))
+        .expect_err("no such order");
+    assert_eq!(err.message(), missing);
+    let err = tools::prepare_case_file(
+        "u_001".to_owned(),
+        "o_9999".to_owned(),
+        "Never delivered".to_owned(),
+        vec!["tracking page screenshot".to_owned()],
+    )
+    .expect_err("no such order");
+    assert_eq!(err.message(), missing);
+    let err = toolgate::block_on(tools::issue_refund(
+        "o_9999".to_owned(),
+        100,
+        &ctx(),
+        ledger(),
+    ))
+    .expect_err("no such order");
+    assert_eq!(err.message(), missing);
+
+    // Who owns the order is the hooks' business: called directly, the tool opens the case.
+    let case = tools::prepare_case_file(
+        "u_001".to_owned(),
+        "o_3001".to_owned(),
+        "Never delivered".to_owned(),
+        vec!["tracking page screenshot".to_owned()],
+    )
+    .expect("o_3001 exists");
+    assert_eq!(
+        case,
+        json!({"case_id": "case_o_3001", "user_id": "u_001", "order_id": "o_3001",
+               "reason": "Never delivered", "evidence": ["tracking page screenshot"],
+               "status": "open"})
+    );
+
+    // A dispatcher with the refund tool and the weekly limit only: the limit has no refunds to
+    // count for a missing order and allows the call; the tool refuses it.
+    let calls = Arc::new(CallLog::default());
+    let dispatcher = Dispatcher::builder()
+        .items([
+            format!("{}::tools::issue_refund", example::AGENT_PATH),
+            format!("{}::policy::weekly_refund_limit", example::AGENT_PATH),
+            format!("{}::output::record_call", example::AGENT_PATH),
+        ])
+        .state(Ledger::default())
+        .state_arc(Arc::clone(&calls))
+        .build()
+        .expect("the dispatcher builds");
+    assert_eq!(
+        dispatcher.pre_hook_chain("issue_refund"),
+        Some(vec![hook("weekly_refund_limit").as_str()])
+    );
+    let session = dispatcher.session(ctx());
+    let use_ = ToolUse::new(
+        "toolu_missing",
+        "issue_refund",
+        json!({"order_id": "o_9999", "amount_cents": 100}),
+    );
+    let result = toolgate::block_on(session.call(&use_)).expect("no hook failed");
+    assert_eq!(
+        (result.is_error, result.content_text().as_ref()),
+        (true, missing)
+    );
+    let lines = calls.take();
+    assert_eq!(
+        lines
+            .iter()
+            .map(|l| (l.outcome, l.blocked_by.as_deref()))
+            .collect::<Vec<_>>(),
+        [(Outcome::ToolError, None)]
+    );
+}
+
+#[test]
 fn free_tier_refunds_are_denied_with_an_alternative_and_faq_limits_at_or_under_5_pass_unchanged() {
     let (agent, s) = session(Specialist::Refunds, "u_004", "free", "2026-11-24T15:40:00Z");
     let (outcome, is_error, content) = call(
@@ -1213,8 +1467,12 @@ fn free_tier_refunds_are_denied_with_an_alternative_and_faq_limits_at_or_under_5
         json!({"order_id": "o_2001", "amount_cents": 1299}),
     );
     assert_eq!((outcome, is_error), (Outcome::Blocked, true));
-    assert!(content.starts_with("BLOCKED: case files and refunds are for premium customers"));
-    assert!(content.contains("Answer from the refund policy (search_faq)"));
+    assert_eq!(
+        content,
+        "BLOCKED: case files and refunds are for premium customers, and this customer's tier is \
+         free. Answer from the refund policy (search_faq), or tell the customer that upgrading \
+         to premium includes refunds handled by support."
+    );
     for (limit, rewritten, entries) in [(5, false, 5), (6, true, 5), (1, false, 1), (0, false, 0)] {
         let use_ = ToolUse::new(
             "toolu_faq",
@@ -1263,23 +1521,22 @@ fn a_hook_that_cannot_decide_halts_the_agent_and_answers_every_block() {
             )
         })
         .collect();
-    assert_eq!(results.len(), 3);
+    let not_run = "Not run: an earlier call in this message was stopped because a policy check \
+                   could not be completed.";
     assert_eq!(
-        (results[0].0, results[0].1),
-        ("toolu_01OoNZYW2mZp0zVZomHFwUbb", true)
+        results,
+        [
+            (
+                "toolu_01OoNZYW2mZp0zVZomHFwUbb",
+                true,
+                "BLOCKED: this call was not run because a policy check could not be completed. \
+                 Do not retry it; tell the user this action is unavailable right now."
+                    .to_owned()
+            ),
+            ("toolu_01YrEqmSM9wCZ7Uw9xfogoEm", true, not_run.to_owned()),
+            ("toolu_01vnEN5N1aE6PwZPf1Qh6yYT", true, not_run.to_owned()),
+        ]
     );
-    assert!(
-        results[0]
-            .2
-            .starts_with("BLOCKED: this call was not run because a policy check")
-    );
-    for (r, id) in results[1..].iter().zip([
-        "toolu_01YrEqmSM9wCZ7Uw9xfogoEm",
-        "toolu_01vnEN5N1aE6PwZPf1Qh6yYT",
-    ]) {
-        assert_eq!((r.0, r.1), (id, true));
-        assert!(r.2.starts_with("Not run: "), "{}", r.2);
-    }
     let lines = dir.lines("audit_log.jsonl");
     let outcomes: Vec<&str> = lines
         .iter()
@@ -1370,8 +1627,12 @@ fn a_message_cut_at_max_tokens_prints_no_answer_but_a_note_in_json_mode() {
     assert_eq!(code, cli::EXIT_OK);
     // Messages 2 to 4 are answered; the first one, cut off, is not.
     assert_eq!(out.lines().count(), 3);
-    assert!(err.starts_with("note: no answer: "), "{err}");
-    assert!(err.contains("max_tokens"), "{err}");
+    assert_eq!(
+        err,
+        "note: no answer: the assistant message stopped at max_tokens, so its 1 tool_use \
+         block(s) may be cut off and none was run; request the turn again with a larger \
+         max_tokens\n"
+    );
     let audit = dir.lines("audit_log.jsonl");
     assert_eq!(audit[0]["outcome"], "not_run");
 }

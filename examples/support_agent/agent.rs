@@ -69,7 +69,7 @@ impl Agent {
         audit: Option<&AuditLog>,
         extra: impl FnOnce(DispatcherBuilder) -> DispatcherBuilder,
     ) -> Result<Agent, BuildError> {
-        let ledger = Arc::new(Ledger::new());
+        let ledger = Arc::new(Ledger::default());
         let calls = Arc::new(CallLog::default());
         let builder = Dispatcher::builder().registered_under(super::AGENT_PATH);
         let builder = match specialist {

@@ -93,7 +93,7 @@ where
                 _ => Err(format!("{name} needs a value")),
             }
         };
-        let flag = |inline: &Option<OsString>, seen: bool| -> Result<bool, String> {
+        let flag = |seen: bool| -> Result<bool, String> {
             if inline.is_some() {
                 return Err(format!("{name} takes no value"));
             }
@@ -128,9 +128,9 @@ where
             "--transcript" | "--out-dir" | "--specialist" | "--provider" => {
                 return Err(format!("{name} is given twice"));
             }
-            "--json" => json = flag(&inline, json)?,
-            "--schemas" => schemas = flag(&inline, schemas)?,
-            "--help" | "-h" => help = flag(&inline, help)?,
+            "--json" => json = flag(json)?,
+            "--schemas" => schemas = flag(schemas)?,
+            "--help" | "-h" => help = flag(help)?,
             _ => return Err(format!("unknown argument `{arg}`")),
         }
     }

@@ -99,6 +99,14 @@ impl fmt::Display for RefundRefused {
 
 impl std::error::Error for RefundRefused {}
 
+/// The cents of the refunds `keep` selects (saturating at `u64::MAX`).
+fn sum_cents(refunds: &[Refund], keep: impl Fn(&Refund) -> bool) -> u64 {
+    refunds
+        .iter()
+        .filter(|r| keep(r))
+        .fold(0, |sum, r| sum.saturating_add(r.amount_cents))
+}
+
 /// The shop's refund ledger. In memory here; its methods are `async` because a real ledger is a
 /// database the hooks and tools await.
 #[derive(Debug, Default)]
@@ -107,11 +115,6 @@ pub(crate) struct Ledger {
 }
 
 impl Ledger {
-    /// An empty ledger.
-    pub(crate) fn new() -> Self {
-        Ledger::default()
-    }
-
     fn lock(&self) -> MutexGuard<'_, Vec<Refund>> {
         // The list is only ever pushed to, so it is consistent even after a panic elsewhere.
         self.refunds.lock().unwrap_or_else(PoisonError::into_inner)
@@ -119,18 +122,12 @@ impl Ledger {
 
     /// The cents refunded on `owner`'s orders in `week` (saturating at `u64::MAX`).
     pub(crate) async fn refunded_in_week(&self, owner: &str, week: IsoWeek) -> u64 {
-        self.lock()
-            .iter()
-            .filter(|r| r.owner == owner && r.week == week)
-            .fold(0, |sum, r| sum.saturating_add(r.amount_cents))
+        sum_cents(&self.lock(), |r| r.owner == owner && r.week == week)
     }
 
     /// The cents refunded on one order so far, all weeks together.
     pub(crate) async fn refunded_for_order(&self, order_id: &str) -> u64 {
-        self.lock()
-            .iter()
-            .filter(|r| r.order_id == order_id)
-            .fold(0, |sum, r| sum.saturating_add(r.amount_cents))
+        sum_cents(&self.lock(), |r| r.order_id == order_id)
     }
 
     /// Records a refund of `amount_cents` on `order` in `week`, unless the order's refunds would
@@ -142,10 +139,7 @@ impl Ledger {
         week: IsoWeek,
     ) -> Result<Refund, RefundRefused> {
         let mut refunds = self.lock();
-        let refunded_cents = refunds
-            .iter()
-            .filter(|r| r.order_id == order.order_id)
-            .fold(0u64, |sum, r| sum.saturating_add(r.amount_cents));
+        let refunded_cents = sum_cents(&refunds, |r| r.order_id == order.order_id);
         if refunded_cents.saturating_add(amount_cents) > order.amount_cents {
             return Err(RefundRefused {
                 order_id: order.order_id.to_owned(),

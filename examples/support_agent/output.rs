@@ -76,12 +76,17 @@ pub(crate) fn record_call(record: &CallRecord<'_>, log: State<CallLog>) {
         .push(line);
 }
 
+/// `text` with every control character (newline, escape, …) replaced by a space: one line that
+/// cannot drive the terminal.
+pub(crate) fn flatten(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
 /// At most `max` characters of `text` on one line (`…` marks a cut).
 fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
+    let flat = flatten(text);
     match flat.char_indices().nth(max) {
         None => flat,
         Some((end, _)) => format!("{}…", &flat[..end]),

@@ -2,9 +2,9 @@
 //! (the tool's `description` and each property's).
 //!
 //! The tools check what only they can check (an empty evidence list, an amount above what is
-//! left to refund) and answer with an error the model can act on (`tool_error`). Who may call
-//! them is the hooks' business (`policy.rs`): by the time a tool runs, its input matched the
-//! schema and every PreToolUse hook allowed it.
+//! left to refund, an order that does not exist) and answer with an error the model can act on
+//! (`tool_error`). Who may call them is the hooks' business (`policy.rs`): by the time a tool
+//! runs, its input matched the schema and every PreToolUse hook allowed it.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -21,12 +21,14 @@ pub(crate) struct TicketQueue {
     last: AtomicU32,
 }
 
-/// The message for an order the tool cannot use: the same whether the order does not exist or
-/// belongs to someone else.
+/// The answer for an order id the shop does not have.
+///
+/// Kept on purpose although the agent never reaches it: `own_records_only` denies an unknown
+/// order before any tool runs. A tool is also callable directly, or by a dispatcher with other
+/// hooks, and a missing order must then be an error the model can act on, not a panic.
 fn no_such_order(order_id: &str) -> ToolError {
     ToolError::new(format!(
-        "Order {order_id} is not one of this customer's orders; check the order number with \
-         the customer."
+        "No order has the id {order_id}; check the order number with the customer."
     ))
 }
 
@@ -80,10 +82,10 @@ pub(crate) fn search_faq(
     /// How many entries to return, at most 5 (default 3).
     limit: Option<u32>,
 ) -> Value {
-    let limit = usize::try_from(limit.unwrap_or(3)).unwrap_or(usize::MAX);
     let entries: Vec<Value> = seed::search_faq(&query)
         .into_iter()
-        .take(limit)
+        // Lossless: `usize` is at least 32 bits on every target toolgate supports.
+        .take(limit.unwrap_or(3) as usize)
         .map(|e| json!({ "question": e.question, "answer": e.answer }))
         .collect();
     Value::Array(entries)
@@ -104,9 +106,7 @@ pub(crate) fn prepare_case_file(
     /// least one.
     evidence: Vec<String>,
 ) -> Result<Value, ToolError> {
-    let order = seed::order(&order_id)
-        .filter(|o| o.owner == user_id)
-        .ok_or_else(|| no_such_order(&order_id))?;
+    let order = seed::order(&order_id).ok_or_else(|| no_such_order(&order_id))?;
     if evidence.is_empty() {
         return Err(ToolError::new(
             "A case file needs at least one piece of evidence (a photo, a screenshot, a \

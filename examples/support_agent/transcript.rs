@@ -27,6 +27,7 @@ use serde_json::{Map, Value};
 use toolgate::{Message, Outcome, Role};
 
 use super::agent::Specialist;
+use super::output::flatten;
 
 /// The bundled transcripts (copies of `tests/fixtures/support/*.json`): name and text.
 pub(crate) const BUNDLED: &[(&str, &str)] = &[
@@ -105,12 +106,7 @@ pub(crate) struct TranscriptError {
 impl fmt::Display for TranscriptError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // One line, whatever the parser said.
-        let problem: String = self
-            .problem
-            .chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .collect();
-        write!(f, "{}: {problem}", self.source)
+        write!(f, "{}: {}", self.source, flatten(&self.problem))
     }
 }
 
