@@ -1636,3 +1636,29 @@ fn a_message_cut_at_max_tokens_prints_no_answer_but_a_note_in_json_mode() {
     let audit = dir.lines("audit_log.jsonl");
     assert_eq!(audit[0]["outcome"], "not_run");
 }
+
+#[test]
+fn the_weekly_limit_fails_closed_on_an_input_without_its_fields() {
+    // The dispatcher validates every input before a hook sees it, so only a direct call can
+    // hand the hook a broken one: it answers `Err` (the agent would halt), never a panic.
+    let ctx = HookContext::builder("u_007", "sess_direct")
+        .tier("premium")
+        .clock(Clock::fixed(at("2026-11-26T11:30:00Z")))
+        .build();
+    for input in [
+        json!({"amount_cents": 100}),
+        json!({"order_id": "o_3001"}),
+        json!({"order_id": "o_3001", "amount_cents": -5}),
+    ] {
+        let call = ToolUse::new("toolu_direct", "issue_refund", input);
+        let decided = toolgate::block_on(example::policy::weekly_refund_limit(
+            &ctx,
+            &call,
+            State::from_arc(Arc::new(Ledger::default())),
+        ));
+        assert_eq!(
+            decided,
+            Err("issue_refund's input lacks order_id or amount_cents".to_owned())
+        );
+    }
+}

@@ -123,27 +123,29 @@ pub(crate) fn cap_faq_limit(call: &ToolUse) -> Decision {
 
 /// A customer gets at most 50000 cents of refunds per ISO week (UTC, by the context's clock):
 /// the refunds the ledger holds for the order's owner this week plus this one must not exceed
-/// it. Awaits the ledger, so it runs last. A clock outside the calendar's range is an `Err`: the
-/// agent halts (fail closed).
+/// it. Awaits the ledger, so it runs last. A clock outside the calendar's range, or an input
+/// without the two fields, is an `Err`: the agent halts (fail closed).
 #[pre_hook(order = 50, tools = [tools::issue_refund])]
 pub(crate) async fn weekly_refund_limit(
     ctx: &HookContext,
     call: &ToolUse,
     ledger: State<Ledger>,
-) -> Result<Decision, OutOfRange> {
+) -> Result<Decision, String> {
     // Every input a hook sees matched `issue_refund`'s schema (a rewritten one is checked
-    // again), which requires both fields. Were that ever broken, the dispatcher would turn the
-    // panic into `hook_failed` and halt the agent, as it does on an `Err`.
-    let order_id = field(call, "order_id").expect("issue_refund's schema requires order_id");
-    let amount = call.input["amount_cents"]
-        .as_u64()
-        .expect("issue_refund's schema requires a u64 amount_cents");
+    // again), which requires both fields; a policy still reads untrusted input without a
+    // panic, and fails closed if that ever changes.
+    let (Some(order_id), Some(amount)) = (
+        field(call, "order_id"),
+        call.input.get("amount_cents").and_then(Value::as_u64),
+    ) else {
+        return Err("issue_refund's input lacks order_id or amount_cents".to_owned());
+    };
     // An order the shop does not have has no owner and no refunds to count: the refund tool
     // refuses it itself (and in the agent `own_records_only` denied it already).
     let Some(order) = seed::order(order_id) else {
         return Ok(Decision::Allow);
     };
-    let week = IsoWeek::of(ctx.now())?;
+    let week = IsoWeek::of(ctx.now()).map_err(|e| e.to_string())?;
     let already = ledger.refunded_in_week(order.owner, week).await;
     let total = already.saturating_add(amount);
     if total <= WEEKLY_REFUND_LIMIT_CENTS {
