@@ -134,7 +134,7 @@
 //!   returns `()` or `Result<(), E: Display>`; sync or async. It observes and cannot change the
 //!   result.
 //! - `#[stop_hook]`: `&HookContext`, `&SessionSummary`, `State<T>`; returns `()` or
-//!   `Result<(), E>`; synchronous only (it runs from `drop`).
+//!   `Result<(), E: Display>`; synchronous only (it runs from `drop`).
 //!
 //! The most common mistake, a PreToolUse hook without `order`, does not compile:
 //!

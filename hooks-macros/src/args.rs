@@ -39,7 +39,18 @@ pub(crate) fn parse(args: TokenStream, keys: &Keys, errors: &mut Errors) -> Vec<
             .map(|i| i.to_string())
             .unwrap_or_else(|| meta.path.to_token_stream().to_string().replace(' ', ""));
         let key_span = meta.path.span();
+        let parenthesized = meta.input.peek(syn::token::Paren);
         let value = value_tokens(&meta)?;
+        if parenthesized {
+            errors.at(
+                key_span,
+                format_args!(
+                    "write `{key} = …`, not `{key}(…)` (a flag is written alone, without \
+                     parentheses)"
+                ),
+            );
+            return Ok(());
+        }
         if !keys.valid.contains(&key.as_str()) {
             errors.at(
                 key_span,
@@ -116,8 +127,8 @@ impl Arg {
         match self.int(errors, "500")? {
             n if n > 0 => Some((n as u64, self.key_span)),
             _ => {
-                errors.at(
-                    self.key_span,
+                errors.spanned(
+                    self.value.as_ref(),
                     "`timeout_ms` must be a positive number of milliseconds",
                 );
                 None
@@ -143,18 +154,30 @@ impl Arg {
         }
     }
 
-    /// An integer literal, possibly negative.
+    /// An integer literal, possibly negative, that fits an `i64`.
     pub(crate) fn int(&self, errors: &mut Errors, example: &str) -> Option<i64> {
         let v = self.value_or_err(errors, example)?;
         let parsed = (|input: syn::parse::ParseStream<'_>| {
             let neg: Option<Token![-]> = input.parse()?;
             let lit: LitInt = input.parse()?;
-            let n: i64 = lit.base10_parse()?;
+            let n: i128 = lit.base10_parse()?;
             Ok(if neg.is_some() { -n } else { n })
         })
         .parse2(v.clone());
-        match parsed {
-            Ok(n) => Some(n),
+        match parsed.map(i64::try_from) {
+            Ok(Ok(n)) => Some(n),
+            Ok(Err(_)) => {
+                errors.spanned(
+                    v,
+                    format_args!(
+                        "`{}` is out of range: it must fit in an i64 ({} to {})",
+                        self.key,
+                        i64::MIN,
+                        i64::MAX
+                    ),
+                );
+                None
+            }
             Err(_) => {
                 errors.spanned(
                     v,

@@ -73,7 +73,7 @@ impl Parse for Func {
             )
         })?;
         let ident: Ident = input.parse()?;
-        let mut generics: Generics = input.parse()?;
+        let generics: Generics = input.parse()?;
         let content;
         let _paren = syn::parenthesized!(content in input);
         let mut params = Vec::new();
@@ -85,8 +85,8 @@ impl Parse for Func {
             content.parse::<Token![,]>()?;
         }
         let output: ReturnType = input.parse()?;
+        // `Generics`' own parser stops at `>`: the `where` clause comes after the output.
         let where_clause: Option<WhereClause> = input.parse()?;
-        generics.where_clause = None;
         let body: Group = match input.parse::<TokenTree>() {
             Ok(TokenTree::Group(g)) if g.delimiter() == Delimiter::Brace => g,
             Ok(other) => {

@@ -118,9 +118,23 @@ pub(crate) fn classify(ty: &Type) -> Class {
     }
 }
 
-/// Whether the type is a reference (a model argument must be owned: it is deserialized).
-pub(crate) fn is_reference(ty: &Type) -> bool {
-    matches!(strip(ty), Type::Reference(_))
+/// Whether the type is or holds a reference (`&str`, `Option<&str>`, `Vec<&[u8]>`, `(u8,
+/// &str)`): a model argument must be owned, since it is deserialized.
+pub(crate) fn has_reference(ty: &Type) -> bool {
+    match strip(ty) {
+        Type::Reference(_) => true,
+        Type::Path(p) => p.path.segments.iter().any(|seg| match &seg.arguments {
+            PathArguments::AngleBracketed(args) => args.args.iter().any(|a| match a {
+                GenericArgument::Type(t) => has_reference(t),
+                _ => false,
+            }),
+            _ => false,
+        }),
+        Type::Tuple(t) => t.elems.iter().any(has_reference),
+        Type::Array(a) => has_reference(&a.elem),
+        Type::Slice(s) => has_reference(&s.elem),
+        _ => false,
+    }
 }
 
 /// Why a type cannot be a whole-input struct, when the macro can see it.

@@ -7,9 +7,9 @@ use syn::{Ident, ReturnType, Type};
 
 use crate::args::{self, Keys};
 use crate::ctxt::Errors;
-use crate::doc::{doc_text, is_doc};
+use crate::doc::{doc_text, is_doc, non_literal_doc};
 use crate::func::{Func, ParamKind};
-use crate::params::{Class, Injected, classify, inject_let, is_reference, not_a_struct};
+use crate::params::{Class, Injected, classify, has_reference, inject_let, not_a_struct};
 
 const KEYS: Keys = Keys {
     attr: "tool",
@@ -34,7 +34,11 @@ enum Role {
     /// The whole input, a user struct (`#[input]`).
     Input(Box<Type>),
     Context(Box<Type>),
-    State(Box<Type>),
+    /// `State<T>`: the parameter's type, and `T`.
+    State {
+        ty: Box<Type>,
+        inner: Box<Type>,
+    },
 }
 
 /// The tool's name from the function's identifier, `r#` removed.
@@ -48,10 +52,11 @@ fn name_problem(name: &str) -> Option<String> {
     if name.is_empty() {
         return Some("a tool name cannot be empty".into());
     }
-    if name.len() > 64 {
+    let chars = name.chars().count();
+    if chars > 64 {
         return Some(format!(
-            "tool name `{name}` is {} characters long; the limit is 64 (`^[a-zA-Z0-9_-]{{1,64}}$`)",
-            name.len()
+            "tool name `{name}` is {chars} characters long; the limit is 64 \
+             (`^[a-zA-Z0-9_-]{{1,64}}$`)"
         ));
     }
     if let Some(c) = name
@@ -143,6 +148,12 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     if description.is_empty() {
         match &description_lit {
             Some(l) => errors.spanned(l, "the tool's description cannot be empty"),
+            None if non_literal_doc(&func.attrs).is_some() => errors.spanned(
+                non_literal_doc(&func.attrs),
+                "`#[tool]` reads doc comments written as string literals only, and this \
+                 `#[doc = …]` is computed (`concat!`, `include_str!`): write the description in \
+                 `///` lines, or set `#[tool(description = \"…\")]`",
+            ),
             None => errors.spanned(
                 &func.ident,
                 format_args!(
@@ -156,7 +167,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
 
     // Parameters.
     let mut roles: Vec<Role> = Vec::new();
-    let mut input_param: Option<Span> = None;
+    let mut has_input = false;
     let mut first_field: Option<(Span, String)> = None;
     for p in &func.params {
         let (pat, ident, ty) = match &p.kind {
@@ -171,14 +182,35 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             }
             ParamKind::Typed { pat, ident, ty, .. } => (pat, ident, ty),
         };
-        if let Some(cfg) = p.attrs.iter().find(|a| a.path().is_ident("cfg")) {
+        if let Some(cfg) = p
+            .attrs
+            .iter()
+            .find(|a| a.path().is_ident("cfg") || a.path().is_ident("cfg_attr"))
+        {
             errors.spanned(
                 cfg,
-                "`#[cfg]` on a tool parameter is not supported: the schema would change with it",
+                "`#[cfg]` and `#[cfg_attr]` on a tool parameter are not supported: the schema \
+                 would change with them",
             );
         }
         let is_input = p.attrs.iter().find(|a| a.path().is_ident("input"));
         let class = classify(ty);
+        // `#[serde]`/`#[schemars]` go onto the generated argument struct's fields, so they mean
+        // something on a model argument only.
+        let field_attr = p
+            .attrs
+            .iter()
+            .find(|a| a.path().is_ident("serde") || a.path().is_ident("schemars"));
+        if let Some(attr) = field_attr
+            && (is_input.is_some() || matches!(class, Class::Injected(_)))
+        {
+            errors.spanned(
+                attr,
+                "`#[serde]` and `#[schemars]` apply to flat model arguments only: put them on \
+                 the input struct's fields (for `#[input]`), or remove them (an injected \
+                 parameter is not part of the input)",
+            );
+        }
         if let Some(attr) = is_input {
             if let Class::Injected(inj) = &class {
                 errors.spanned(
@@ -190,7 +222,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                 );
                 continue;
             }
-            if input_param.is_some() {
+            if has_input {
                 errors.spanned(
                     attr,
                     "two parameters want the whole input: only one parameter may be `#[input]`",
@@ -203,16 +235,16 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                     format_args!("`#[input]` takes a struct that derives Deserialize and JsonSchema; this type is {why}"),
                 );
             }
-            input_param = Some(p.span());
+            has_input = true;
             roles.push(Role::Input(ty.clone()));
             continue;
         }
         match class {
             Class::Injected(Injected::Context) => roles.push(Role::Context(ty.clone())),
-            Class::Injected(Injected::State(inner)) => {
-                let _ = inner;
-                roles.push(Role::State(ty.clone()));
-            }
+            Class::Injected(Injected::State(inner)) => roles.push(Role::State {
+                ty: ty.clone(),
+                inner,
+            }),
             Class::Injected(other) => errors.spanned(
                 ty,
                 format_args!(
@@ -252,11 +284,12 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                     );
                     continue;
                 }
-                if is_reference(ty) {
+                if has_reference(ty) {
                     errors.spanned(
                         ty,
                         "a model argument is deserialized into an owned value: take `String` \
-                         instead of `&str`, `Vec<T>` instead of `&[T]`",
+                         instead of `&str` and `Vec<T>` instead of `&[T]`, also inside `Option` \
+                         or `Vec`",
                     );
                     continue;
                 }
@@ -277,9 +310,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             }
         }
     }
-    if input_param.is_some()
-        && let Some((span, field)) = &first_field
-    {
+    if has_input && let Some((span, field)) = &first_field {
         errors.at(
             *span,
             format_args!(
@@ -349,12 +380,8 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                 ));
                 call_args.push(quote!(#binding));
             }
-            Role::State(ty) => {
+            Role::State { ty, inner } => {
                 let binding = format_ident!("__s{}", i);
-                let inner = match classify(ty) {
-                    Class::Injected(Injected::State(inner)) => inner,
-                    _ => ty.clone(),
-                };
                 state_lets.push(inject_let(
                     &p,
                     &binding,
