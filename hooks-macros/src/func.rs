@@ -10,7 +10,6 @@
 use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
 use quote::{ToTokens, quote};
 use syn::parse::{Parse, ParseStream};
-use syn::spanned::Spanned;
 use syn::{Attribute, Generics, Ident, LitStr, ReturnType, Token, Type, Visibility, WhereClause};
 
 use crate::ctxt::Errors;
@@ -222,20 +221,6 @@ impl Func {
                 span,
                 "`timeout_ms` needs an `async fn`: sync code cannot be cut at a deadline",
             );
-        }
-    }
-}
-
-impl Param {
-    /// The parameter's span, for errors about the whole parameter.
-    pub(crate) fn span(&self) -> Span {
-        match &self.kind {
-            ParamKind::Receiver(tokens) => tokens.span(),
-            ParamKind::Typed { pat, ty, .. } => {
-                let mut all = pat.clone();
-                ty.to_tokens(&mut all);
-                all.span()
-            }
         }
     }
 }

@@ -294,7 +294,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                     continue;
                 }
                 if first_field.is_none() {
-                    first_field = Some((p.span(), unraw(ident)));
+                    first_field = Some((ident.span(), unraw(ident)));
                 }
                 roles.push(Role::Field {
                     ident: ident.clone(),
