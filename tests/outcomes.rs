@@ -296,17 +296,36 @@ fn not_run_after_a_halt_and_at_max_tokens() {
     );
     assert_eq!(h.refunds(), 0);
 
+    // Both blocks are valid calls that would refund if they ran: only the `max_tokens` rule
+    // keeps the journal at zero.
     let cut = assistant(
-        json!([{"type": "tool_use", "id": "toolu_c", "name": "refund", "input": {"order_id": "o_1"}}]),
+        json!([
+            {"type": "tool_use", "id": "toolu_c", "name": "refund", "input": {"order_id": "o_1", "amount_cents": 100}},
+            {"type": "tool_use", "id": "toolu_d", "name": "refund", "input": {"order_id": "o_2", "amount_cents": 200}}
+        ]),
         "max_tokens",
     );
     let err = toolgate::block_on(h.session.respond(&cut)).unwrap_err();
-    assert!(matches!(err, RespondError::MaxTokens { tool_uses: 1 }));
+    assert!(matches!(err, RespondError::MaxTokens { tool_uses: 2 }));
+    assert_eq!(
+        err.to_string(),
+        "the assistant message stopped at max_tokens, so its 2 tool_use block(s) may be cut off \
+         and none was run; request the turn again with a larger max_tokens"
+    );
     assert_eq!(h.refunds(), 0);
-    let outcomes: Vec<Value> = h.audit().iter().map(|l| l["outcome"].clone()).collect();
+    let audit = h.audit();
+    let outcomes: Vec<(Value, Value)> = audit
+        .iter()
+        .map(|l| (l["tool_use_id"].clone(), l["outcome"].clone()))
+        .collect();
     assert_eq!(
         outcomes,
-        [json!("hook_failed"), json!("not_run"), json!("not_run")]
+        [
+            (json!("toolu_a"), json!("hook_failed")),
+            (json!("toolu_b"), json!("not_run")),
+            (json!("toolu_c"), json!("not_run")),
+            (json!("toolu_d"), json!("not_run")),
+        ]
     );
 }
 
