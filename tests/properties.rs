@@ -854,6 +854,8 @@ struct Expected {
     /// The input as the audit line must show it (after normalization).
     input: Value,
     known_tool: bool,
+    /// The full size of a result the model cut (`content_bytes`); `None` when not cut.
+    content_bytes: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -1024,6 +1026,7 @@ impl Model {
             detail: None,
             input: recorded(&call.input, &l),
             known_tool: known,
+            content_bytes: None,
         };
         let input = match normalize(&call.input, &l) {
             Ok(v) => v,
@@ -1185,7 +1188,8 @@ impl Model {
                 ),
             }
         };
-        let (text, _) = cut(text, l.max_result_bytes);
+        let (text, content_bytes) = cut(text, l.max_result_bytes);
+        e.content_bytes = content_bytes;
         e.outcome = outcome;
         e.is_error = outcome != Outcome::Ok;
         e.text = Text::Exact(text);
@@ -1204,6 +1208,7 @@ impl Model {
             detail: None,
             input: recorded(&call.input, l),
             known_tool: call.name == "alpha" || call.name == "beta",
+            content_bytes: None,
         }
     }
 }
@@ -1421,6 +1426,7 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
         if e.detail.is_some() {
             prop_assert_eq!(&s.detail, &e.detail);
         }
+        prop_assert_eq!(s.content_bytes, e.content_bytes, "content_bytes of {:?}", e);
         if let Some(m) = &answer_msg {
             let ContentBlock::ToolResult(r) = &m.content[i] else {
                 unreachable!()
@@ -1485,12 +1491,11 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
         }
         let was_cut = content.contains("\n[toolgate: result cut at ");
         prop_assert_eq!(line.get("content_bytes").is_some(), was_cut);
-        if let Some(s) = seen.get(i) {
-            prop_assert_eq!(
-                line.get("content_bytes").and_then(Value::as_u64),
-                s.content_bytes.map(|n| n as u64)
-            );
-        }
+        // The full size the model computed, not the one the observers were given.
+        prop_assert_eq!(
+            line.get("content_bytes").and_then(Value::as_u64),
+            e.content_bytes.map(|n| n as u64)
+        );
     }
 
     // The summary: counts, tools, observer errors; one summary line.
