@@ -113,7 +113,7 @@ fn allow_never_short_circuits() {
 #[test]
 fn a_rewrite_is_seen_by_later_hooks_and_the_tool_and_recorded() {
     let log = Log::default();
-    let dir = common::temp_dir("chain-rewrite");
+    let dir = common::TempDir::new("chain-rewrite");
     let d = Dispatcher::builder()
         .tool(search_tool(&log))
         .pre_hook(hook(
@@ -136,7 +136,7 @@ fn a_rewrite_is_seen_by_later_hooks_and_the_tool_and_recorded() {
             "tool:refunds:Some(5)"
         ]
     );
-    let line = &common::jsonl(&dir.join("audit_log.jsonl"))[0];
+    let line = &common::json_lines(&dir.join("audit_log.jsonl"))[0];
     assert_eq!(
         line["outcome"], "ok",
         "a rewrite does not change the outcome"
@@ -152,7 +152,7 @@ fn a_rewrite_is_seen_by_later_hooks_and_the_tool_and_recorded() {
 #[test]
 fn a_rewrite_that_fails_validation_is_invalid_input_and_the_tool_does_not_run() {
     let log = Log::default();
-    let dir = common::temp_dir("chain-bad-rewrite");
+    let dir = common::TempDir::new("chain-bad-rewrite");
     let d = Dispatcher::builder()
         .tool(search_tool(&log))
         .pre_hook(hook(
@@ -177,7 +177,7 @@ fn a_rewrite_that_fails_validation_is_invalid_input_and_the_tool_does_not_run() 
         entries(&log),
         [r#"app::broken_rewrite:{"query":"refunds"}"#]
     );
-    let line = &common::jsonl(&dir.join("audit_log.jsonl"))[0];
+    let line = &common::json_lines(&dir.join("audit_log.jsonl"))[0];
     assert_eq!(line["outcome"], "invalid_input");
     assert_eq!(line["rewritten_by"], json!(["app::broken_rewrite"]));
     assert_eq!(

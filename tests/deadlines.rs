@@ -3,6 +3,7 @@
 //! `TokioTimer` on a real runtime, call futures dropped unfinished (`cancelled`), and Stop
 //! exactly once. Timers here are test timers on threads, so no runtime is needed.
 
+mod common;
 mod reliability_support;
 
 use std::pin::pin;
@@ -10,21 +11,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use common::{HALT_TEXT, NOT_RUN_HALT, TempDir, assistant, json_lines};
 use reliability_support::{
-    PanickingTimer, TempDir, ThreadTimer, hang, json_lines, poll_once, quiet_injected_panics,
-    yield_once,
+    PanickingTimer, ThreadTimer, hang, poll_once, quiet_injected_panics, yield_once,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use toolgate::{
-    AuditLog, BoxFuture, BuildProblem, ContentBlock, Decision, Dispatcher, DispatcherBuilder, Env,
-    HookContext, HookError, INTERNAL_ERROR_MESSAGE, Message, Outcome, PostHookDef, PreHookDef,
-    RespondError, StopHookDef, ToolDef, ToolError, ToolUse,
+    AuditLog, BoxFuture, BuildProblem, Decision, Dispatcher, DispatcherBuilder, Env, HookContext,
+    HookError, INTERNAL_ERROR_MESSAGE, Outcome, PostHookDef, PreHookDef, RespondError, StopHookDef,
+    ToolDef, ToolError, ToolUse,
 };
-
-const HALT_TEXT: &str = "BLOCKED: this call was not run because a policy check could not be \
-     completed. Do not retry it; tell the user this action is unavailable right now.";
 
 /// Arguments of the test tools.
 #[derive(Deserialize, JsonSchema)]
@@ -182,15 +180,13 @@ fn async_hook_past_its_deadline_halts_as_hook_timeout_not_as_a_denial() {
     assert_eq!(j.started.load(Ordering::SeqCst), 0, "the tool must not run");
 
     // Through `respond`: the halt answers every block; the later one is not run.
-    let message = Message {
-        role: toolgate::Role::Assistant,
-        content: vec![
-            ContentBlock::ToolUse(use_of("toolu_2", "quick")),
-            ContentBlock::ToolUse(use_of("toolu_3", "quick")),
-        ],
-        stop_reason: Some("tool_use".into()),
-        extra: Default::default(),
-    };
+    let message = assistant(
+        json!([
+            {"type": "tool_use", "id": "toolu_2", "name": "quick", "input": {}},
+            {"type": "tool_use", "id": "toolu_3", "name": "quick", "input": {}}
+        ]),
+        "tool_use",
+    );
     let Err(RespondError::Halt(halt)) = toolgate::block_on(s.respond(&message)) else {
         panic!("a timed-out hook must halt the agent");
     };
@@ -200,7 +196,8 @@ fn async_hook_past_its_deadline_halts_as_hook_timeout_not_as_a_denial() {
     assert_eq!(results[0].tool_use_id, "toolu_2");
     assert_eq!(results[0].content_text(), HALT_TEXT);
     assert_eq!(results[1].tool_use_id, "toolu_3");
-    assert!(results[1].content_text().starts_with("Not run: "));
+    assert!(results[1].is_error);
+    assert_eq!(results[1].content_text(), NOT_RUN_HALT);
     assert_eq!(j.started.load(Ordering::SeqCst), 0);
 
     let summary = s.end();
@@ -621,18 +618,16 @@ fn a_respond_dropped_mid_message_gives_every_block_one_line_in_order() {
     let dir = TempDir::new("cancel-respond");
     let d = cancel_builder(&j, &dir).build().unwrap();
     let s = d.session(ctx());
-    let message: Message = serde_json::from_value(json!({
-        "role": "assistant",
-        "stop_reason": "tool_use",
-        "content": [
+    let message = assistant(
+        json!([
             {"type": "text", "text": "Three calls."},
             {"type": "tool_use", "id": "toolu_1", "name": "quick", "input": {}},
             {"type": "tool_use", "id": "toolu_2", "name": "hung", "input": {}},
             {"type": "tool_use", "id": "toolu_3", "name": "quick", "input": {}},
             {"type": "tool_use", "id": "toolu_4", "name": "nope", "input": {}}
-        ]
-    }))
-    .unwrap();
+        ]),
+        "tool_use",
+    );
     {
         let mut fut = pin!(s.respond(&message));
         assert!(poll_once(fut.as_mut()).is_none());

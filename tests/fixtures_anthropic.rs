@@ -145,7 +145,11 @@ const KNOWN: [(&str, &str); 5] = [
 /// Per fixture tool: its text with every property given (an enum gets its first value, so
 /// `unit` is `celsius`), and with only the required ones (an optional property absent or null).
 const EXPECTED: [(&str, &str, &str); 6] = [
-    ("cancel_order", "Order O7731 cancelled.", "Order O7731 cancelled."),
+    (
+        "cancel_order",
+        "Order O7731 cancelled.",
+        "Order O7731 cancelled.",
+    ),
     (
         "get_customer_info",
         "John Doe, john@example.com, 123-456-7890",
@@ -161,8 +165,16 @@ const EXPECTED: [(&str, &str, &str); 6] = [
         r#"{"ticker":"MSFT","price_usd":421.37}"#,
         r#"{"ticker":"MSFT","price_usd":421.37}"#,
     ),
-    ("get_time", "Chicago time: 9:15 AM CST", "Chicago time: 9:15 AM CST"),
-    ("get_weather", "Chicago: 5°C, light rain", "Chicago: 41°F, light rain"),
+    (
+        "get_time",
+        "Chicago time: 9:15 AM CST",
+        "Chicago time: 9:15 AM CST",
+    ),
+    (
+        "get_weather",
+        "Chicago: 5°C, light rain",
+        "Chicago: 41°F, light rain",
+    ),
 ];
 
 #[test]
@@ -264,10 +276,9 @@ fn shape(message: &Value) -> Vec<(String, bool, String)> {
         .map(|b| {
             let text = match &b["content"] {
                 Value::String(s) => s.clone(),
-                Value::Array(blocks) => blocks
-                    .iter()
-                    .map(|c| c["text"].as_str().unwrap())
-                    .collect(),
+                Value::Array(blocks) => {
+                    blocks.iter().map(|c| c["text"].as_str().unwrap()).collect()
+                }
                 other => panic!("unexpected content {other}"),
             };
             (

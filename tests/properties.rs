@@ -28,6 +28,7 @@
 // proptest's `TestCaseError` and the model's halting `Expected` are large; this is test code.
 #![allow(clippy::result_large_err)]
 
+mod common;
 mod reliability_support;
 
 use std::collections::BTreeMap;
@@ -36,8 +37,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::{HALT_TEXT, NOT_RUN_HALT, NOT_RUN_MAX_TOKENS, PANIC_TEXT, TempDir, assistant};
 use proptest::prelude::*;
-use reliability_support::{ExpiredTimer, INJECTED, TempDir, quiet_injected_panics};
+use reliability_support::{ExpiredTimer, INJECTED, any_json, quiet_injected_panics, short_text};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -272,49 +274,12 @@ fn obs_act() -> impl Strategy<Value = ObsAct> {
 }
 
 /// Short strings with the characters that need escaping in JSON.
-fn short_text() -> impl Strategy<Value = String> {
-    const CHARS: &[char] = &[
-        'a', 'b', 'n', 's', 'z', ' ', '"', '\\', '\n', '\t', '\u{0}', '\u{7f}', 'é', '€', '🦀',
-    ];
-    prop::collection::vec(prop::sample::select(CHARS), 0..12).prop_map(String::from_iter)
-}
-
-/// Any JSON value, small (at most a few dozen nodes and well under a kilobyte).
-fn any_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        any::<u64>().prop_map(Value::from),
-        (-1e12f64..1e12).prop_map(Value::from),
-        short_text().prop_map(Value::String),
-        Just(json!("n")),
-        Just(json!(5)),
-    ];
-    leaf.prop_recursive(4, 24, 4, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::btree_map(
-                prop_oneof![
-                    Just("n".to_owned()),
-                    Just("s".to_owned()),
-                    Just("tags".to_owned()),
-                    "[a-z]{1,5}"
-                ],
-                inner,
-                0..4
-            )
-            .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
-}
-
 fn input_kind() -> impl Strategy<Value = InputKind> {
     let base = prop_oneof![
         6 => (any::<i64>(), prop::option::of(short_text())).prop_map(|(n, s)| InputKind::Alpha(n, s)),
         4 => (prop::option::of(short_text()), prop::option::of(prop::collection::vec(short_text(), 0..3)))
             .prop_map(|(s, t)| InputKind::Beta(s, t)),
-        4 => any_json().prop_map(InputKind::Any),
+        4 => any_json(&["n", "s", "tags"]).prop_map(InputKind::Any),
         1 => Just(InputKind::Null),
         1 => Just(InputKind::EmptyString),
         1 => Just(InputKind::Whitespace),
@@ -424,15 +389,6 @@ struct BetaArgs {
 const HOOK_DEADLINE_MS: u64 = 50;
 const OWN_HOOK_DEADLINE_MS: u64 = 5;
 const TOOL_DEADLINE_MS: u64 = 70;
-
-const HALT_TEXT: &str = "BLOCKED: this call was not run because a policy check could not be \
-     completed. Do not retry it; tell the user this action is unavailable right now.";
-const PANIC_TEXT: &str = "Error: the tool failed unexpectedly. The details were logged for the \
-     operator; retrying the same call will not help.";
-const NOT_RUN_HALT: &str = "Not run: an earlier call in this message was stopped because a \
-     policy check could not be completed.";
-const NOT_RUN_MAX_TOKENS: &str = "Not run: the assistant message stopped at max_tokens, so \
-     this tool_use may be cut off.";
 
 fn limits(small: bool) -> Limits {
     if small {
@@ -1690,7 +1646,7 @@ proptest! {
     #[test]
     fn any_input_is_validated_before_any_tool_sees_it(
         name in prop_oneof![Just("alpha"), Just("beta"), Just("gamma")],
-        input in prop_oneof![any_json(), input_kind().prop_map(|k| materialize(&k, &limits(true)))],
+        input in prop_oneof![any_json(&["n", "s", "tags"]), input_kind().prop_map(|k| materialize(&k, &limits(true)))],
     ) {
         quiet_injected_panics();
         let case = Case {
@@ -1753,14 +1709,13 @@ fn regression_halt_result_is_the_failed_block_when_ids_repeat() {
         .build()
         .unwrap();
     let s = d.session(HookContext::builder("u", "s").build());
-    let message: Message = serde_json::from_value(json!({
-        "role": "assistant",
-        "content": [
+    let message = assistant(
+        json!([
             {"type": "tool_use", "id": "toolu_same", "name": "ping", "input": {}},
             {"type": "tool_use", "id": "toolu_same", "name": "pong", "input": {}}
-        ]
-    }))
-    .unwrap();
+        ]),
+        "tool_use",
+    );
     let Err(RespondError::Halt(halt)) = toolgate::block_on(s.respond(&message)) else {
         panic!("the broken hook halts");
     };

@@ -6,10 +6,9 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use common::{HALT_TEXT, assistant};
 use serde_json::{Value, json};
-use toolgate::{
-    AuditLog, ContentBlock, Dispatcher, HookContext, Message, Outcome, ToolResult, ToolUse,
-};
+use toolgate::{AuditLog, ContentBlock, Dispatcher, HookContext, Outcome, ToolResult, ToolUse};
 
 /// Side effects and hook runs, shared through `State<Counters>`.
 #[derive(Default)]
@@ -83,7 +82,7 @@ fn a_hook_error_fails_closed() {
         json!({"role": "user", "content": [{
             "type": "tool_result",
             "tool_use_id": "toolu_e",
-            "content": "BLOCKED: this call was not run because a policy check could not be completed. Do not retry it; tell the user this action is unavailable right now.",
+            "content": HALT_TEXT,
             "is_error": true
         }]})
     );
@@ -104,7 +103,7 @@ fn a_hook_panic_fails_closed() {
     let r = halt.result().unwrap();
     assert_eq!(r.tool_use_id, "toolu_p");
     assert!(r.is_error);
-    assert!(r.content_text().starts_with("BLOCKED: "));
+    assert_eq!(r.content_text(), HALT_TEXT);
     // The session goes on for a host that chooses to continue.
     let ok = ToolUse::new("toolu_q", "send_message", json!({"text": "hello"}));
     assert_eq!(
@@ -117,18 +116,16 @@ fn a_hook_panic_fails_closed() {
 fn three_blocks_one_denied_one_failing_one_fine_give_three_results_in_order() {
     let counters = Arc::new(Counters::default());
     let s = session_with(&counters, "failing_policy", None);
-    let message: Message = serde_json::from_value(json!({
-        "role": "assistant",
-        "stop_reason": "tool_use",
-        "content": [
+    let message = assistant(
+        json!([
             {"type": "text", "text": "I'll send three messages."},
             {"type": "tool_use", "id": "toolu_1", "name": "send_message", "input": {"text": "spam"}},
             {"type": "tool_use", "id": "toolu_2", "name": "send_message", "input": {"txt": "typo"}},
             {"type": "text", "text": "and one more"},
             {"type": "tool_use", "id": "toolu_3", "name": "send_message", "input": {"text": "hi"}}
-        ]
-    }))
-    .unwrap();
+        ]),
+        "tool_use",
+    );
     let answer = toolgate::block_on(s.respond(&message)).unwrap();
     let blocks: Vec<(String, bool, String)> = answer
         .content
@@ -234,7 +231,7 @@ mod observers {
 #[test]
 fn failing_observers_and_stop_hooks_leave_results_and_summary_intact_and_are_counted() {
     let counters = Arc::new(Counters::default());
-    let dir = common::temp_dir("observers");
+    let dir = common::TempDir::new("observers");
     let s = session_with(&counters, "observers", Some(&dir));
     for i in 0..3 {
         let call = ToolUse::new(
@@ -252,9 +249,9 @@ fn failing_observers_and_stop_hooks_leave_results_and_summary_intact_and_are_cou
     assert_eq!(summary.calls, 3);
     assert_eq!(counters.stops.load(Ordering::SeqCst), 1);
     // The audit log (the last observer and the last Stop hook) still wrote everything.
-    let calls = common::jsonl(&dir.join("audit_log.jsonl"));
+    let calls = common::json_lines(&dir.join("audit_log.jsonl"));
     assert_eq!(calls.len(), 3);
-    let summaries = common::jsonl(&dir.join("session_summaries.jsonl"));
+    let summaries = common::json_lines(&dir.join("session_summaries.jsonl"));
     assert_eq!(summaries.len(), 1);
     assert_eq!(summaries[0]["observer_errors"], 7);
     assert_eq!(summaries[0]["calls"], 3);
@@ -265,7 +262,7 @@ fn failing_observers_and_stop_hooks_leave_results_and_summary_intact_and_are_cou
 #[test]
 fn stop_runs_exactly_once_for_end_for_drop_and_for_end_then_drop() {
     let counters = Arc::new(Counters::default());
-    let dir = common::temp_dir("stop-once");
+    let dir = common::TempDir::new("stop-once");
     let stops = || counters.stops.load(Ordering::SeqCst);
 
     let s = session_with(&counters, "observers", Some(&dir));
@@ -280,7 +277,7 @@ fn stop_runs_exactly_once_for_end_for_drop_and_for_end_then_drop() {
     drop(s);
     assert_eq!(stops(), 2, "drop alone: once");
 
-    let summaries = common::jsonl(&dir.join("session_summaries.jsonl"));
+    let summaries = common::json_lines(&dir.join("session_summaries.jsonl"));
     assert_eq!(summaries.len(), 2);
 }
 
