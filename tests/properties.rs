@@ -37,7 +37,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{HALT_TEXT, NOT_RUN_HALT, NOT_RUN_MAX_TOKENS, PANIC_TEXT, TempDir, assistant};
+use common::{
+    HALT_TEXT, NOT_RUN_HALT, NOT_RUN_MAX_TOKENS, PANIC_TEXT, TempDir, assistant, tool_timeout_text,
+};
 use proptest::prelude::*;
 use reliability_support::{ExpiredTimer, INJECTED, any_json, quiet_injected_panics, short_text};
 use schemars::JsonSchema;
@@ -1113,10 +1115,7 @@ impl Model {
         let (outcome, text, detail) = if cut_off {
             (
                 Outcome::ToolTimeout,
-                format!(
-                    "Error: the tool did not finish within its deadline of {TOOL_DEADLINE_MS} ms \
-                     and was stopped. Try again later, or with a smaller request."
-                ),
+                tool_timeout_text(TOOL_DEADLINE_MS),
                 Some(format!(
                     "the tool ran past its deadline of {TOOL_DEADLINE_MS} ms"
                 )),

@@ -24,6 +24,14 @@ pub(crate) const NOT_RUN_HALT: &str = "Not run: an earlier call in this message 
 pub(crate) const NOT_RUN_MAX_TOKENS: &str = "Not run: the assistant message stopped at \
      max_tokens, so this tool_use may be cut off.";
 
+/// The answer for a tool cut at its deadline of `ms` milliseconds.
+pub(crate) fn tool_timeout_text(ms: u64) -> String {
+    format!(
+        "Error: the tool did not finish within its deadline of {ms} ms and was stopped. Try \
+         again later, or with a smaller request."
+    )
+}
+
 /// A folder under the system temp dir, fresh and empty, unique per call, removed on drop.
 pub(crate) struct TempDir(PathBuf);
 
