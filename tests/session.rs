@@ -397,8 +397,47 @@ fn tools_without_model_arguments_build_and_run() {
         "Error: invalid input for tool `whoami`: unknown field `user_id`; no fields are expected \
          here. Send an input that matches the tool's input_schema."
     );
+    // Every target expresses a tool without model arguments: its exact definitions.
+    let tools = [
+        ("ping", "Pings."),
+        ("sent_so_far", "Counts the messages sent so far."),
+        ("whoami", "Tells the signed-in user's id."),
+    ];
+    let strict_empty = json!({
+        "type": "object", "properties": {}, "additionalProperties": false, "required": []
+    });
     for provider in toolgate::Provider::ALL {
-        assert!(d.tool_definitions_for(provider).is_ok(), "{provider}");
+        let expected: Vec<Value> = tools
+            .iter()
+            .map(|&(name, description)| match provider {
+                toolgate::Provider::Anthropic => {
+                    json!({"name": name, "description": description, "input_schema": empty})
+                }
+                toolgate::Provider::AnthropicStrict => json!({
+                    "name": name, "description": description, "input_schema": empty,
+                    "strict": true
+                }),
+                toolgate::Provider::OpenAi => json!({"type": "function", "function": {
+                    "name": name, "description": description, "parameters": strict_empty,
+                    "strict": true
+                }}),
+                toolgate::Provider::OpenAiResponses => json!({
+                    "type": "function", "name": name, "description": description,
+                    "parameters": strict_empty, "strict": true
+                }),
+                // Gemini: a function without parameters omits `parameters`.
+                toolgate::Provider::Gemini => json!({"name": name, "description": description}),
+                toolgate::Provider::Mcp => {
+                    json!({"name": name, "description": description, "inputSchema": empty})
+                }
+                other => panic!("no expectation for {other}"),
+            })
+            .collect();
+        assert_eq!(
+            d.tool_definitions_for(provider).unwrap(),
+            expected,
+            "{provider}"
+        );
     }
 }
 
