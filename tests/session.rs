@@ -328,24 +328,41 @@ fn async_tools_and_hooks_run_in_the_same_pipeline() {
 fn input_normalization_accepts_empty_and_stringified_objects() {
     let counters = Arc::new(Counters::default());
     let s = session_with(&counters, "observers", None);
-    let cases: [(Value, &str); 4] = [
-        (json!("{\"text\": \"from a string\"}"), "from a string"),
+    let invalid = |why: &str| {
+        ToolResult::error(
+            "t",
+            format!(
+                "Error: invalid input for tool `echo`{why}. Send an input that matches the \
+                 tool's input_schema."
+            ),
+        )
+    };
+    // A JSON object, encoded once as a string and then again: parsed once only.
+    let double_encoded = json!(serde_json::to_string(&json!("{\"text\": \"twice\"}")).unwrap());
+    assert_eq!(double_encoded, json!("\"{\\\"text\\\": \\\"twice\\\"}\""));
+    let cases: [(Value, ToolResult); 6] = [
         (
-            json!(null),
-            "Error: invalid input for tool `echo`: missing field `text`. Send an input that matches the tool's input_schema.",
+            json!("{\"text\": \"from a string\"}"),
+            ToolResult::text("t", "from a string"),
         ),
-        (
-            json!(""),
-            "Error: invalid input for tool `echo`: missing field `text`. Send an input that matches the tool's input_schema.",
-        ),
+        (json!(null), invalid(": missing field `text`")),
+        (json!(""), invalid(": missing field `text`")),
         (
             json!([1, 2]),
-            "Error: invalid input for tool `echo`: the input must be a JSON object, found a JSON array. Send an input that matches the tool's input_schema.",
+            invalid(": the input must be a JSON object, found a JSON array"),
+        ),
+        (
+            double_encoded,
+            invalid(": the input must be a JSON object, but it is a string holding a JSON string"),
+        ),
+        (
+            json!("[1, 2]"),
+            invalid(": the input must be a JSON object, but it is a string holding a JSON array"),
         ),
     ];
     for (input, expected) in cases {
-        let r = toolgate::block_on(s.call(&ToolUse::new("t", "echo", input))).unwrap();
-        assert_eq!(r.content_text(), expected);
+        let r = toolgate::block_on(s.call(&ToolUse::new("t", "echo", input.clone()))).unwrap();
+        assert_eq!(r, expected, "{input}");
     }
 }
 
