@@ -88,6 +88,32 @@ fn the_first_deny_wins_and_later_hooks_do_not_run() {
 }
 
 #[test]
+fn a_denial_is_blocked_reason_then_instead_with_no_trailing_space() {
+    let cases = [
+        (Decision::deny("not today."), "BLOCKED: not today."),
+        (
+            Decision::deny_instead("not today.", ""),
+            "BLOCKED: not today.",
+        ),
+        (
+            Decision::deny_instead("not today.", "Try tomorrow."),
+            "BLOCKED: not today. Try tomorrow.",
+        ),
+    ];
+    for (decision, text) in cases {
+        let log = Log::default();
+        let d = Dispatcher::builder()
+            .tool(search_tool(&log))
+            .pre_hook(hook(&log, "app::deny", 1, decision))
+            .build()
+            .unwrap();
+        let r = run(&d, json!({"query": "refunds"}));
+        assert_eq!(r, ToolResult::error("toolu_1", text));
+        assert_eq!(entries(&log), [r#"app::deny:{"query":"refunds"}"#]);
+    }
+}
+
+#[test]
 fn allow_never_short_circuits() {
     let log = Log::default();
     let d = Dispatcher::builder()
