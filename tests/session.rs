@@ -3,8 +3,9 @@
 
 mod common;
 
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use common::{HALT_TEXT, assistant};
 use serde_json::{Value, json};
@@ -16,6 +17,22 @@ pub(crate) struct Counters {
     pub(crate) sends: AtomicUsize,
     pub(crate) stops: AtomicUsize,
     pub(crate) observed: AtomicUsize,
+    /// What the observers and Stop hooks of `observers` saw, in the order they ran.
+    pub(crate) order: Mutex<Vec<String>>,
+    /// The audit folder of the session, when it has one.
+    pub(crate) audit_dir: Mutex<Option<PathBuf>>,
+}
+
+impl Counters {
+    fn note(&self, entry: String) {
+        self.order.lock().unwrap().push(entry);
+    }
+
+    /// The lines of an audit file of this session's folder; `None` without an audit log.
+    fn audit_lines(&self, file: &str) -> Option<Vec<Value>> {
+        let dir = self.audit_dir.lock().unwrap().clone()?;
+        Some(common::json_lines(&dir.join(file)))
+    }
 }
 
 mod failing_policy {
@@ -61,6 +78,7 @@ fn session_with(
     if let Some(dir) = dir {
         b = b.audit_log(AuditLog::open(dir).unwrap());
     }
+    *counters.audit_dir.lock().unwrap() = dir.map(std::path::Path::to_path_buf);
     b.build()
         .unwrap()
         .session(HookContext::builder("u_001", "sess_session").build())
@@ -190,20 +208,36 @@ mod observers {
 
     /// Panics on every call.
     #[post_hook]
-    pub(crate) fn a_panicking_metrics(record: &CallRecord<'_>) {
+    pub(crate) fn a_panicking_metrics(record: &CallRecord<'_>, counters: State<Counters>) {
+        counters.note(format!("a_panicking_metrics {}", record.call.id));
         panic!("metrics backend exploded on {}", record.call.id);
     }
 
     /// Fails on every call.
     #[post_hook]
-    pub(crate) fn b_failing_alerts(_record: &CallRecord<'_>) -> Result<(), String> {
+    pub(crate) fn b_failing_alerts(
+        record: &CallRecord<'_>,
+        counters: State<Counters>,
+    ) -> Result<(), String> {
+        counters.note(format!("b_failing_alerts {}", record.call.id));
         Err("alert queue full".into())
     }
 
-    /// Counts what it sees.
+    /// Counts what it sees, and notes which audit lines exist while it runs (the `AuditLog`
+    /// runs after it: the current call has no line yet).
     #[post_hook]
     pub(crate) async fn c_counting(record: &CallRecord<'_>, counters: State<Counters>) {
-        assert!(record.result.is_some());
+        let audit = counters.audit_lines("audit_log.jsonl").map(|lines| {
+            lines
+                .iter()
+                .map(|l| l["tool_use_id"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        });
+        counters.note(format!(
+            "c_counting {} result={} audit={audit:?}",
+            record.call.id,
+            record.result.is_some()
+        ));
         counters
             .observed
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -214,14 +248,23 @@ mod observers {
     pub(crate) fn a_failing_summary_mail(
         _ctx: &HookContext,
         _summary: &SessionSummary,
+        counters: State<Counters>,
     ) -> Result<(), String> {
+        counters.note("a_failing_summary_mail".to_owned());
         Err("SMTP refused".into())
     }
 
-    /// Counts Stop runs and checks the summary it gets.
+    /// Counts Stop runs and checks the summary it gets; notes how many summary lines exist while
+    /// it runs (the `AuditLog`'s comes after).
     #[stop_hook]
     pub(crate) fn b_count_stops(summary: &SessionSummary, counters: State<Counters>) {
-        assert_eq!(summary.calls, summary.outcomes.values().sum::<u64>());
+        let summaries = counters
+            .audit_lines("session_summaries.jsonl")
+            .map(|lines| lines.len());
+        counters.note(format!(
+            "b_count_stops consistent={} summaries={summaries:?}",
+            summary.calls == summary.outcomes.values().sum::<u64>()
+        ));
         counters
             .stops
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -257,6 +300,24 @@ fn failing_observers_and_stop_hooks_leave_results_and_summary_intact_and_are_cou
     assert_eq!(summaries[0]["calls"], 3);
     assert_eq!(summaries[0]["outcomes"], json!({"ok": 3}));
     assert_eq!(summaries[0]["tools"], json!({"echo": 3}));
+    // Path order, the AuditLog last: each call's line is written after every other observer
+    // ran, and the summary line after every other Stop hook.
+    assert_eq!(
+        *counters.order.lock().unwrap(),
+        [
+            "a_panicking_metrics toolu_0",
+            "b_failing_alerts toolu_0",
+            r#"c_counting toolu_0 result=true audit=Some([])"#,
+            "a_panicking_metrics toolu_1",
+            "b_failing_alerts toolu_1",
+            r#"c_counting toolu_1 result=true audit=Some(["toolu_0"])"#,
+            "a_panicking_metrics toolu_2",
+            "b_failing_alerts toolu_2",
+            r#"c_counting toolu_2 result=true audit=Some(["toolu_0", "toolu_1"])"#,
+            "a_failing_summary_mail",
+            "b_count_stops consistent=true summaries=Some(0)",
+        ]
+    );
 }
 
 #[test]
