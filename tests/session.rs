@@ -565,16 +565,32 @@ mod error_types {
         }
     }
 
-    /// Fails with an internal ToolError.
+    /// An error with a source: a pool that could not connect.
+    #[derive(Debug)]
+    pub(crate) struct PoolExhausted(pub(crate) std::io::Error);
+
+    impl std::fmt::Display for PoolExhausted {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("no connection left in the pool")
+        }
+    }
+
+    impl std::error::Error for PoolExhausted {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    /// Fails with an internal ToolError whose error has a source.
     #[tool]
     pub(crate) fn internal(
         /// Whether to fail.
         fail: bool,
     ) -> Result<u32, ToolError> {
         if fail {
-            Err(ToolError::internal(std::io::Error::other(
+            Err(ToolError::internal(PoolExhausted(std::io::Error::other(
                 "db-7 refused the connection",
-            )))
+            ))))
         } else {
             Ok(2)
         }
@@ -584,7 +600,8 @@ mod error_types {
 #[test]
 fn every_error_type_becomes_an_is_error_result() {
     let counters = Arc::new(Counters::default());
-    let s = session_with(&counters, "error_types", None);
+    let dir = common::TempDir::new("error-types");
+    let s = session_with(&counters, "error_types", Some(&dir));
     let run = |name: &str, fail: bool| {
         toolgate::block_on(s.call(&ToolUse::new("t", name, json!({"fail": fail})))).unwrap()
     };
@@ -608,4 +625,46 @@ fn every_error_type_becomes_an_is_error_result() {
     );
     let summary = s.end();
     assert_eq!(summary.outcomes.get(&Outcome::ToolError), Some(&4));
+    // Only the internal error has operator detail: its error and source chain, joined.
+    let lines: Vec<(Value, Value, Value, Option<Value>)> =
+        common::json_lines(&dir.join("audit_log.jsonl"))
+            .into_iter()
+            .map(|l| {
+                (
+                    l["tool"].clone(),
+                    l["outcome"].clone(),
+                    l["content"].clone(),
+                    l.get("detail").cloned(),
+                )
+            })
+            .collect();
+    let line = |tool: &str, outcome: &str, content: &str, detail: Option<&str>| {
+        (
+            json!(tool),
+            json!(outcome),
+            json!(content),
+            detail.map(|d| json!(d)),
+        )
+    };
+    assert_eq!(
+        lines,
+        [
+            line("string_error", "ok", "7", None),
+            line(
+                "string_error",
+                "tool_error",
+                "the ledger is closed today",
+                None
+            ),
+            line("aliased", "ok", "fine", None),
+            line("aliased", "tool_error", "aliased failure", None),
+            line("io_error", "tool_error", "disk quota exceeded", None),
+            line(
+                "internal",
+                "tool_error",
+                toolgate::INTERNAL_ERROR_MESSAGE,
+                Some("no connection left in the pool: db-7 refused the connection"),
+            ),
+        ]
+    );
 }
