@@ -18,7 +18,7 @@ use toolgate::{BoxFuture, Timer};
 pub(crate) const INJECTED: &str = "injected fault";
 
 /// Installs, once per test binary, a panic hook that stays silent for panics whose message
-/// starts with [`INJECTED`] (and for tokio's "no runtime" panic, which a test provokes on
+/// starts with [`INJECTED`] or whose payload is an [`InjectedPayload`] (and for tokio's "no runtime" panic, which a test provokes on
 /// purpose) and hands every other panic to the hook that was installed before (the default one
 /// prints it). It is never removed: tests of one binary run in parallel, so
 /// restoring the previous hook from one test could silence or unsilence another mid-run; the
@@ -33,12 +33,25 @@ pub(crate) fn quiet_injected_panics() {
                 .downcast_ref::<&str>()
                 .copied()
                 .or_else(|| payload.downcast_ref::<String>().map(String::as_str));
-            if text.is_some_and(|t| t.starts_with(INJECTED) || t.contains("Tokio 1.x runtime")) {
+            if text.is_some_and(|t| t.starts_with(INJECTED) || t.contains("Tokio 1.x runtime"))
+                || payload.is::<InjectedPayload>()
+            {
                 return;
             }
             previous(info);
         }));
     });
+}
+
+/// A panic payload that is not a string, injected on purpose (so [`quiet_injected_panics`]
+/// keeps it quiet too). Dropping it panics as well, with an [`INJECTED`] message: whoever
+/// catches the panic must survive the drop of its payload.
+pub(crate) struct InjectedPayload;
+
+impl Drop for InjectedPayload {
+    fn drop(&mut self) {
+        panic!("{INJECTED}: the payload's drop panicked");
+    }
 }
 
 /// A timer that sleeps on a thread of its own per sleep: real time, no runtime needed, so
