@@ -35,12 +35,24 @@ fn at(secs: u64) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
 }
 
+/// A clock that moves one second forward at every read, starting at `start`: each timestamp
+/// the dispatcher writes is distinct, so a field read at the wrong moment (or two fields
+/// swapped) shows.
+fn ticking(start: u64) -> Clock {
+    let reads = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    Clock::Custom(Arc::new(move || {
+        at(start + reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst))
+    }))
+}
+
 #[test]
 fn lines_have_the_documented_fields() {
-    let dir = common::temp_dir("audit-format");
+    let dir = common::TempDir::new("audit-format");
     let d = dispatcher(AuditLog::open(dir.join("nested/created")).unwrap());
+    // Reads, in order: the session's start (10:15:00), one per audit line (:01, :02), the
+    // summary's `ended_at` (:03), the summary line's `ts` (:04).
     let ctx = HookContext::builder("u_001", "sess_fmt")
-        .clock(Clock::fixed(at(1_795_515_300)))
+        .clock(ticking(1_795_515_300))
         .build();
     let s = d.session(ctx);
     let r = toolgate::block_on(s.call(&ToolUse::new(
@@ -50,37 +62,58 @@ fn lines_have_the_documented_fields() {
     )))
     .unwrap();
     assert_eq!(r, ToolResult::text("toolu_1", "5"));
+    let r = toolgate::block_on(s.call(&ToolUse::new("toolu_2", "add", json!({"a": 1, "b": 1}))))
+        .unwrap();
+    assert_eq!(r, ToolResult::text("toolu_2", "2"));
     s.end();
-    let lines = common::jsonl(&dir.join("nested/created/audit_log.jsonl"));
-    let mut line = lines[0].clone();
-    let duration = line.as_object_mut().unwrap().remove("duration_us").unwrap();
-    assert!(duration.is_u64());
-    assert_eq!(
-        line,
-        json!({
-            "ts": "2026-11-24T10:15:00Z",
-            "session_id": "sess_fmt",
-            "user_id": "u_001",
-            "tool_use_id": "toolu_1",
-            "tool": "add",
-            "input": {"a": 2, "b": 3},
-            "outcome": "ok",
-            "is_error": false,
-            "content": "5"
+    let lines = common::json_lines(&dir.join("nested/created/audit_log.jsonl"));
+    let lines: Vec<Value> = lines
+        .into_iter()
+        .map(|mut line| {
+            let duration = line.as_object_mut().unwrap().remove("duration_us").unwrap();
+            assert!(duration.is_u64());
+            line
         })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            json!({
+                "ts": "2026-11-24T10:15:01Z",
+                "session_id": "sess_fmt",
+                "user_id": "u_001",
+                "tool_use_id": "toolu_1",
+                "tool": "add",
+                "input": {"a": 2, "b": 3},
+                "outcome": "ok",
+                "is_error": false,
+                "content": "5"
+            }),
+            json!({
+                "ts": "2026-11-24T10:15:02Z",
+                "session_id": "sess_fmt",
+                "user_id": "u_001",
+                "tool_use_id": "toolu_2",
+                "tool": "add",
+                "input": {"a": 1, "b": 1},
+                "outcome": "ok",
+                "is_error": false,
+                "content": "2"
+            })
+        ]
     );
-    let summaries = common::jsonl(&dir.join("nested/created/session_summaries.jsonl"));
+    let summaries = common::json_lines(&dir.join("nested/created/session_summaries.jsonl"));
     assert_eq!(
         summaries,
         [json!({
-            "ts": "2026-11-24T10:15:00Z",
+            "ts": "2026-11-24T10:15:04Z",
             "session_id": "sess_fmt",
             "user_id": "u_001",
             "started_at": "2026-11-24T10:15:00Z",
-            "ended_at": "2026-11-24T10:15:00Z",
-            "calls": 1,
-            "outcomes": {"ok": 1},
-            "tools": {"add": 1},
+            "ended_at": "2026-11-24T10:15:03Z",
+            "calls": 2,
+            "outcomes": {"ok": 2},
+            "tools": {"add": 2},
             "observer_errors": 0
         })]
     );
@@ -88,7 +121,7 @@ fn lines_have_the_documented_fields() {
 
 #[test]
 fn eight_threads_of_a_thousand_calls_lose_and_interleave_nothing() {
-    let dir = common::temp_dir("audit-threads");
+    let dir = common::TempDir::new("audit-threads");
     let d = Arc::new(dispatcher(AuditLog::open(&dir).unwrap()));
     let threads: Vec<_> = (0..8)
         .map(|t| {
@@ -124,12 +157,15 @@ fn eight_threads_of_a_thousand_calls_lose_and_interleave_nothing() {
     }
     assert_eq!(seen.len(), 8000, "none lost");
     assert_eq!(text.lines().count(), 8000);
-    assert_eq!(common::jsonl(&dir.join("session_summaries.jsonl")).len(), 8);
+    assert_eq!(
+        common::json_lines(&dir.join("session_summaries.jsonl")).len(),
+        8
+    );
 }
 
 #[test]
 fn a_write_error_goes_to_the_observer_channel_and_the_result_is_unchanged() {
-    let dir = common::temp_dir("audit-full");
+    let dir = common::TempDir::new("audit-full");
     // Every write to /dev/full fails with ENOSPC.
     std::os::unix::fs::symlink("/dev/full", dir.join("audit_log.jsonl")).unwrap();
     std::os::unix::fs::symlink("/dev/full", dir.join("session_summaries.jsonl")).unwrap();
@@ -148,7 +184,7 @@ fn a_write_error_goes_to_the_observer_channel_and_the_result_is_unchanged() {
 
 #[test]
 fn opening_a_file_as_the_audit_folder_names_the_path() {
-    let dir = common::temp_dir("audit-not-a-folder");
+    let dir = common::TempDir::new("audit-not-a-folder");
     let file = dir.join("plain-file");
     std::fs::write(&file, "not a folder").unwrap();
     let err = AuditLog::open(&file).expect_err("a file is not a folder");

@@ -109,13 +109,45 @@ fn every_problem_is_reported_together() {
             },
         ]
     );
-    let text = err.to_string();
-    assert!(text.starts_with("the dispatcher cannot be built (12 problems):\n- "));
-    assert!(text.contains(
-        "tool `untyped` (app::untyped): property `payload` accepts any JSON (its schema is `true` \
-         or `{}`, as for serde_json::Value); give it an explicit schema with \
-         #[schemars(schema_with = \"…\")] on the parameter or field, or use a typed struct"
-    ));
+    let open_property = |property: &str| {
+        format!(
+            "tool `untyped` (app::untyped): property `{property}` accepts any JSON (its schema is \
+             `true` or `{{}}`, as for serde_json::Value); give it an explicit schema with \
+             #[schemars(schema_with = \"…\")] on the parameter or field, or use a typed struct"
+        )
+    };
+    let lines = [
+        "the dispatcher cannot be built (12 problems):".to_owned(),
+        "- nothing is registered under module path `app::nowhere` (is the crate linked? add \
+         `use my_crate as _;`)"
+            .to_owned(),
+        "- no registered item has the path `app::no_such_item`".to_owned(),
+        "- the tool filter names `ghost`, which no source of this builder provides".to_owned(),
+        "- tool `bad.name` (app::bad) has an invalid name: use 1 to 64 letters, digits, `_` or `-`"
+            .to_owned(),
+        "- tool `quiet` (app::quiet) has no description: the model needs one to choose the tool"
+            .to_owned(),
+        "- tool `stringly` (app::stringly) has an input schema whose root is `type: \"string\"`; \
+         a tool's input must be a struct with named fields, whose schema is \
+         `{\"type\": \"object\", …}`"
+            .to_owned(),
+        format!("- {}", open_property("payload")),
+        format!("- {}", open_property("nested.extra")),
+        format!(
+            "- `app::ledgered` takes State<{ledger}>, but the builder was not given one: add \
+             .state(…) with a {ledger}"
+        ),
+        "- two tools are named `dup`: app::a::dup and app::b::dup; rename one with \
+         #[tool(name = \"…\")] or filter one out"
+            .to_owned(),
+        "- hook `app::typo` matches tool `dupp`, which is registered nowhere".to_owned(),
+        format!(
+            "- `app::stop` takes State<{ledger}>, but the builder was not given one: add \
+             .state(…) with a {ledger}"
+        ),
+    ];
+    assert_eq!(ledger, "build::Ledger");
+    assert_eq!(err.to_string(), lines.join("\n"));
 }
 
 mod one {

@@ -88,6 +88,32 @@ fn the_first_deny_wins_and_later_hooks_do_not_run() {
 }
 
 #[test]
+fn a_denial_is_blocked_reason_then_instead_with_no_trailing_space() {
+    let cases = [
+        (Decision::deny("not today."), "BLOCKED: not today."),
+        (
+            Decision::deny_instead("not today.", ""),
+            "BLOCKED: not today.",
+        ),
+        (
+            Decision::deny_instead("not today.", "Try tomorrow."),
+            "BLOCKED: not today. Try tomorrow.",
+        ),
+    ];
+    for (decision, text) in cases {
+        let log = Log::default();
+        let d = Dispatcher::builder()
+            .tool(search_tool(&log))
+            .pre_hook(hook(&log, "app::deny", 1, decision))
+            .build()
+            .unwrap();
+        let r = run(&d, json!({"query": "refunds"}));
+        assert_eq!(r, ToolResult::error("toolu_1", text));
+        assert_eq!(entries(&log), [r#"app::deny:{"query":"refunds"}"#]);
+    }
+}
+
+#[test]
 fn allow_never_short_circuits() {
     let log = Log::default();
     let d = Dispatcher::builder()
@@ -113,7 +139,7 @@ fn allow_never_short_circuits() {
 #[test]
 fn a_rewrite_is_seen_by_later_hooks_and_the_tool_and_recorded() {
     let log = Log::default();
-    let dir = common::temp_dir("chain-rewrite");
+    let dir = common::TempDir::new("chain-rewrite");
     let d = Dispatcher::builder()
         .tool(search_tool(&log))
         .pre_hook(hook(
@@ -136,7 +162,7 @@ fn a_rewrite_is_seen_by_later_hooks_and_the_tool_and_recorded() {
             "tool:refunds:Some(5)"
         ]
     );
-    let line = &common::jsonl(&dir.join("audit_log.jsonl"))[0];
+    let line = &common::json_lines(&dir.join("audit_log.jsonl"))[0];
     assert_eq!(
         line["outcome"], "ok",
         "a rewrite does not change the outcome"
@@ -152,7 +178,7 @@ fn a_rewrite_is_seen_by_later_hooks_and_the_tool_and_recorded() {
 #[test]
 fn a_rewrite_that_fails_validation_is_invalid_input_and_the_tool_does_not_run() {
     let log = Log::default();
-    let dir = common::temp_dir("chain-bad-rewrite");
+    let dir = common::TempDir::new("chain-bad-rewrite");
     let d = Dispatcher::builder()
         .tool(search_tool(&log))
         .pre_hook(hook(
@@ -177,7 +203,7 @@ fn a_rewrite_that_fails_validation_is_invalid_input_and_the_tool_does_not_run() 
         entries(&log),
         [r#"app::broken_rewrite:{"query":"refunds"}"#]
     );
-    let line = &common::jsonl(&dir.join("audit_log.jsonl"))[0];
+    let line = &common::json_lines(&dir.join("audit_log.jsonl"))[0];
     assert_eq!(line["outcome"], "invalid_input");
     assert_eq!(line["rewritten_by"], json!(["app::broken_rewrite"]));
     assert_eq!(

@@ -3,6 +3,7 @@
 //! `TokioTimer` on a real runtime, call futures dropped unfinished (`cancelled`), and Stop
 //! exactly once. Timers here are test timers on threads, so no runtime is needed.
 
+mod common;
 mod reliability_support;
 
 use std::pin::pin;
@@ -10,21 +11,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use common::{HALT_TEXT, NOT_RUN_HALT, TempDir, assistant, json_lines, tool_timeout_text};
 use reliability_support::{
-    PanickingTimer, TempDir, ThreadTimer, hang, json_lines, poll_once, quiet_injected_panics,
-    yield_once,
+    PanickingTimer, ThreadTimer, hang, poll_once, quiet_injected_panics, yield_once,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use toolgate::{
-    AuditLog, BoxFuture, BuildProblem, ContentBlock, Decision, Dispatcher, DispatcherBuilder, Env,
-    HookContext, HookError, INTERNAL_ERROR_MESSAGE, Message, Outcome, PostHookDef, PreHookDef,
-    RespondError, StopHookDef, ToolDef, ToolError, ToolUse,
+    AuditLog, BoxFuture, BuildProblem, Decision, Dispatcher, DispatcherBuilder, Env, HookContext,
+    HookError, INTERNAL_ERROR_MESSAGE, Outcome, PostHookDef, PreHookDef, RespondError, StopHookDef,
+    ToolDef, ToolError, ToolResult, ToolUse,
 };
-
-const HALT_TEXT: &str = "BLOCKED: this call was not run because a policy check could not be \
-     completed. Do not retry it; tell the user this action is unavailable right now.";
 
 /// Arguments of the test tools.
 #[derive(Deserialize, JsonSchema)]
@@ -182,15 +180,13 @@ fn async_hook_past_its_deadline_halts_as_hook_timeout_not_as_a_denial() {
     assert_eq!(j.started.load(Ordering::SeqCst), 0, "the tool must not run");
 
     // Through `respond`: the halt answers every block; the later one is not run.
-    let message = Message {
-        role: toolgate::Role::Assistant,
-        content: vec![
-            ContentBlock::ToolUse(use_of("toolu_2", "quick")),
-            ContentBlock::ToolUse(use_of("toolu_3", "quick")),
-        ],
-        stop_reason: Some("tool_use".into()),
-        extra: Default::default(),
-    };
+    let message = assistant(
+        json!([
+            {"type": "tool_use", "id": "toolu_2", "name": "quick", "input": {}},
+            {"type": "tool_use", "id": "toolu_3", "name": "quick", "input": {}}
+        ]),
+        "tool_use",
+    );
     let Err(RespondError::Halt(halt)) = toolgate::block_on(s.respond(&message)) else {
         panic!("a timed-out hook must halt the agent");
     };
@@ -200,7 +196,8 @@ fn async_hook_past_its_deadline_halts_as_hook_timeout_not_as_a_denial() {
     assert_eq!(results[0].tool_use_id, "toolu_2");
     assert_eq!(results[0].content_text(), HALT_TEXT);
     assert_eq!(results[1].tool_use_id, "toolu_3");
-    assert!(results[1].content_text().starts_with("Not run: "));
+    assert!(results[1].is_error);
+    assert_eq!(results[1].content_text(), NOT_RUN_HALT);
     assert_eq!(j.started.load(Ordering::SeqCst), 0);
 
     let summary = s.end();
@@ -318,14 +315,9 @@ fn async_tool_past_its_deadline_is_tool_timeout_and_is_dropped() {
         .unwrap();
     let s = d.session(ctx());
     let r = toolgate::block_on(s.call(&use_of("toolu_1", "hung"))).unwrap();
-    assert!(r.is_error);
-    assert_eq!(
-        r.content_text(),
-        "Error: the tool did not finish within its deadline of 20 ms and was stopped. Try \
-         again later, or with a smaller request."
-    );
+    assert_eq!(r, ToolResult::error("toolu_1", tool_timeout_text(20)));
     let r = toolgate::block_on(s.call(&use_of("toolu_2", "hung_own"))).unwrap();
-    assert!(r.content_text().contains("deadline of 15 ms"));
+    assert_eq!(r, ToolResult::error("toolu_2", tool_timeout_text(15)));
     assert_eq!(j.started.load(Ordering::SeqCst), 2);
     assert_eq!(j.finished.load(Ordering::SeqCst), 0);
     assert_eq!(
@@ -457,10 +449,7 @@ fn macro_deadlines_are_enforced() {
     let s = d.session(ctx());
     let call = ToolUse::new("toolu_1", "slow_lookup", json!({"order_id": "o_1"}));
     let r = toolgate::block_on(s.call(&call)).unwrap();
-    assert!(
-        r.content_text()
-            .starts_with("Error: the tool did not finish within its deadline of 20 ms")
-    );
+    assert_eq!(r, ToolResult::error("toolu_1", tool_timeout_text(20)));
     let call = ToolUse::new("toolu_2", "fast_lookup", json!({"order_id": "o_1"}));
     let halt = toolgate::block_on(s.call(&call)).unwrap_err();
     assert_eq!(halt.outcome, Outcome::HookTimeout);
@@ -496,7 +485,7 @@ fn tokio_timer_cuts_hooks_and_tools_on_a_tokio_runtime() {
         .unwrap_err();
     assert_eq!(halt.outcome, Outcome::HookTimeout);
     let r = rt.block_on(s.call(&use_of("toolu_2", "hung"))).unwrap();
-    assert!(r.content_text().contains("deadline of 20 ms"));
+    assert_eq!(r, ToolResult::error("toolu_2", tool_timeout_text(20)));
     let r = rt.block_on(s.call(&use_of("toolu_3", "yielding"))).unwrap();
     assert_eq!(r.content_text(), "yielded");
     assert_eq!(j.dropped.load(Ordering::SeqCst), 1);
@@ -515,6 +504,9 @@ fn tokio_timer_outside_a_runtime_fails_closed_instead_of_panicking() {
     let s = d.session(ctx());
     let halt = toolgate::block_on(s.call(&use_of("toolu_1", "quick"))).unwrap_err();
     assert_eq!(halt.outcome, Outcome::HookFailed);
+    assert_eq!(halt.result().unwrap().content_text(), HALT_TEXT);
+    // The rest of the detail is tokio's own panic text, worded by tokio (not by toolgate) and
+    // free to change between its releases: only its stable part is checked.
     assert!(
         halt.detail.starts_with("the dispatcher's timer panicked: ")
             && halt.detail.contains("Tokio 1.x runtime"),
@@ -621,18 +613,16 @@ fn a_respond_dropped_mid_message_gives_every_block_one_line_in_order() {
     let dir = TempDir::new("cancel-respond");
     let d = cancel_builder(&j, &dir).build().unwrap();
     let s = d.session(ctx());
-    let message: Message = serde_json::from_value(json!({
-        "role": "assistant",
-        "stop_reason": "tool_use",
-        "content": [
+    let message = assistant(
+        json!([
             {"type": "text", "text": "Three calls."},
             {"type": "tool_use", "id": "toolu_1", "name": "quick", "input": {}},
             {"type": "tool_use", "id": "toolu_2", "name": "hung", "input": {}},
             {"type": "tool_use", "id": "toolu_3", "name": "quick", "input": {}},
             {"type": "tool_use", "id": "toolu_4", "name": "nope", "input": {}}
-        ]
-    }))
-    .unwrap();
+        ]),
+        "tool_use",
+    );
     {
         let mut fut = pin!(s.respond(&message));
         assert!(poll_once(fut.as_mut()).is_none());

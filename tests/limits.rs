@@ -4,12 +4,12 @@
 //! audit line's `content_bytes` keeps its full size. Defaults: 1 MiB input, 32 levels, 256 KiB
 //! result.
 
-mod reliability_support;
+mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use reliability_support::{TempDir, json_lines};
+use common::{TempDir, json_lines};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -259,13 +259,12 @@ fn an_input_string_nested_past_the_json_parsers_limit_is_invalid_not_a_crash() {
     let deep = format!("{}{}", "{\"a\":".repeat(5000), "}".repeat(5000));
     let r = f.call("open", Value::String(deep));
     assert!(r.is_error);
-    assert!(
-        r.content_text().starts_with(
-            "Error: invalid input for tool `open`: the input must be a JSON object, but it is a \
-             string that is not valid JSON (recursion limit exceeded"
-        ),
-        "{}",
-        r.content_text()
+    // serde_json stops at 128 levels: the 128th `{` starts at column 5 × 127 + 1.
+    assert_eq!(
+        r.content_text(),
+        "Error: invalid input for tool `open`: the input must be a JSON object, but it is a \
+         string that is not valid JSON (recursion limit exceeded at line 1 column 636). Send an \
+         input that matches the tool's input_schema."
     );
     assert!(f.untouched());
 }
@@ -280,11 +279,14 @@ fn custom_limits_apply_and_a_rewrite_over_them_is_invalid() {
         "Error: invalid input for tool `open`: the input is nested more than 2 levels deep; \
          flatten it. Send an input that matches the tool's input_schema."
     );
+    // `{"text":"` + 60 + `"}`: 71 bytes.
     let r = f.call("echo", json!({ "text": "z".repeat(60) }));
-    assert!(
-        r.content_text().contains("over the limit of 64 bytes"),
-        "{}",
-        r.content_text()
+    assert!(r.is_error);
+    assert_eq!(
+        r.content_text(),
+        "Error: invalid input for tool `echo`: the input is too large: 71 bytes or more, over \
+         the limit of 64 bytes; send a smaller input. Send an input that matches the tool's \
+         input_schema."
     );
     assert!(f.untouched());
     let short = fixture(Some(Limits::default().max_result_bytes(10)), None);
@@ -298,23 +300,21 @@ fn custom_limits_apply_and_a_rewrite_over_them_is_invalid() {
     let f = fixture(Some(limits), Some(json!({ "text": "w".repeat(100) })));
     let r = f.call("echo", json!({"text": "short"}));
     assert!(r.is_error);
-    assert!(
-        r.content_text().starts_with(
-            "Error: invalid input for tool `echo`: a policy rewrite of this call produced an \
-             input that is invalid (the input is too large"
-        ),
-        "{}",
-        r.content_text()
+    // The rewrite `{"text":"` + 100 + `"}`: 111 bytes.
+    assert_eq!(
+        r.content_text(),
+        "Error: invalid input for tool `echo`: a policy rewrite of this call produced an input \
+         that is invalid (the input is too large: 111 bytes or more, over the limit of 64 bytes; \
+         send a smaller input). This is a problem on our side; do not retry the same call."
     );
     assert_eq!(f.seen.tools.load(Ordering::SeqCst), 0);
     let line = &f.lines()[0];
     assert_eq!(line["outcome"], "invalid_input");
     assert_eq!(line["rewritten_by"], json!(["tests::policy"]));
-    assert!(
-        line["detail"]
-            .as_str()
-            .unwrap()
-            .starts_with("PreToolUse hook `tests::policy` rewrote the input into an invalid one")
+    assert_eq!(
+        line["detail"],
+        "PreToolUse hook `tests::policy` rewrote the input into an invalid one: the input is too \
+         large: 111 bytes or more, over the limit of 64 bytes; send a smaller input"
     );
 }
 
@@ -338,11 +338,13 @@ fn a_result_over_256_kib_is_cut_with_a_marker_and_its_full_size_is_audited() {
         json!({"bytes": 300_000, "fill": "€", "error": true}),
     );
     assert!(r.is_error);
-    let text = r.content_text();
-    assert!(
-        text.ends_with("\n[toolgate: result cut at 262143 of 300000 bytes]"),
-        "{}",
-        &text[262_000..]
+    // `€` is 3 bytes: the cut falls back to 262143 = 3 × 87381.
+    assert_eq!(
+        r.content_text(),
+        format!(
+            "{}\n[toolgate: result cut at 262143 of 300000 bytes]",
+            "€".repeat(87_381)
+        )
     );
 
     let r = f.call(

@@ -7,9 +7,10 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Waker};
 
+use common::{HALT_TEXT, NOT_RUN_HALT, PANIC_TEXT, assistant};
 use serde_json::{Value, json};
 use toolgate::{
-    AuditLog, Dispatcher, HookContext, Message, Outcome, RespondError, Session, ToolResult, ToolUse,
+    AuditLog, Dispatcher, HookContext, Outcome, RespondError, Session, ToolResult, ToolUse,
 };
 
 /// Counts the refunds actually made: the side effect.
@@ -85,12 +86,12 @@ mod items {
 struct Harness {
     session: Session,
     journal: std::sync::Arc<Journal>,
-    dir: std::path::PathBuf,
+    dir: common::TempDir,
 }
 
 impl Harness {
     fn new() -> Self {
-        let dir = common::temp_dir("outcomes");
+        let dir = common::TempDir::new("outcomes");
         let journal = std::sync::Arc::new(Journal::default());
         let dispatcher = Dispatcher::builder()
             .registered_under(format!("{}::items", module_path!()))
@@ -115,7 +116,7 @@ impl Harness {
     }
 
     fn audit(&self) -> Vec<Value> {
-        common::jsonl(&self.dir.join("audit_log.jsonl"))
+        common::json_lines(&self.dir.join("audit_log.jsonl"))
     }
 }
 
@@ -155,11 +156,7 @@ fn panicked() {
         .call("refund", json!({"order_id": "o_boom", "amount_cents": 1}))
         .unwrap();
     assert!(r.is_error);
-    assert_eq!(
-        r.content_text(),
-        "Error: the tool failed unexpectedly. The details were logged for the operator; retrying \
-         the same call will not help."
-    );
+    assert_eq!(r.content_text(), PANIC_TEXT);
     assert_eq!(h.refunds(), 1);
     let line = &h.audit()[0];
     assert_eq!(line["outcome"], "panicked");
@@ -247,11 +244,8 @@ fn hook_failed_halts_with_a_blocked_answer_and_the_tool_not_run() {
     let answer = halt.result().unwrap();
     assert_eq!(answer.tool_use_id, "toolu_1");
     assert!(answer.is_error);
-    assert!(answer.content_text().starts_with("BLOCKED: "));
-    assert!(
-        !answer.content_text().contains("risk service"),
-        "operator detail stays out"
-    );
+    // The fixed halt text: the operator detail ("risk service …") stays out.
+    assert_eq!(answer.content_text(), HALT_TEXT);
     assert_eq!(h.refunds(), 0);
     let line = &h.audit()[0];
     assert_eq!(line["outcome"], "hook_failed");
@@ -260,13 +254,6 @@ fn hook_failed_halts_with_a_blocked_answer_and_the_tool_not_run() {
         line["detail"],
         "risk service unreachable: connection refused"
     );
-}
-
-fn assistant(blocks: Value, stop_reason: &str) -> Message {
-    serde_json::from_value(json!({
-        "role": "assistant", "content": blocks, "stop_reason": stop_reason
-    }))
-    .unwrap()
 }
 
 #[test]
@@ -286,27 +273,43 @@ fn not_run_after_a_halt_and_at_max_tokens() {
     let results: Vec<&ToolResult> = halt.answer().tool_results().collect();
     assert_eq!(results.len(), 2);
     assert_eq!(results[0].tool_use_id, "toolu_a");
-    assert!(results[0].content_text().starts_with("BLOCKED: "));
+    assert!(results[0].is_error);
+    assert_eq!(results[0].content_text(), HALT_TEXT);
     assert_eq!(results[1].tool_use_id, "toolu_b");
     assert!(results[1].is_error);
-    assert_eq!(
-        results[1].content_text(),
-        "Not run: an earlier call in this message was stopped because a policy check could not \
-         be completed."
-    );
+    assert_eq!(results[1].content_text(), NOT_RUN_HALT);
     assert_eq!(h.refunds(), 0);
 
+    // Both blocks are valid calls that would refund if they ran: only the `max_tokens` rule
+    // keeps the journal at zero.
     let cut = assistant(
-        json!([{"type": "tool_use", "id": "toolu_c", "name": "refund", "input": {"order_id": "o_1"}}]),
+        json!([
+            {"type": "tool_use", "id": "toolu_c", "name": "refund", "input": {"order_id": "o_1", "amount_cents": 100}},
+            {"type": "tool_use", "id": "toolu_d", "name": "refund", "input": {"order_id": "o_2", "amount_cents": 200}}
+        ]),
         "max_tokens",
     );
     let err = toolgate::block_on(h.session.respond(&cut)).unwrap_err();
-    assert!(matches!(err, RespondError::MaxTokens { tool_uses: 1 }));
+    assert!(matches!(err, RespondError::MaxTokens { tool_uses: 2 }));
+    assert_eq!(
+        err.to_string(),
+        "the assistant message stopped at max_tokens, so its 2 tool_use block(s) may be cut off \
+         and none was run; request the turn again with a larger max_tokens"
+    );
     assert_eq!(h.refunds(), 0);
-    let outcomes: Vec<Value> = h.audit().iter().map(|l| l["outcome"].clone()).collect();
+    let audit = h.audit();
+    let outcomes: Vec<(Value, Value)> = audit
+        .iter()
+        .map(|l| (l["tool_use_id"].clone(), l["outcome"].clone()))
+        .collect();
     assert_eq!(
         outcomes,
-        [json!("hook_failed"), json!("not_run"), json!("not_run")]
+        [
+            (json!("toolu_a"), json!("hook_failed")),
+            (json!("toolu_b"), json!("not_run")),
+            (json!("toolu_c"), json!("not_run")),
+            (json!("toolu_d"), json!("not_run")),
+        ]
     );
 }
 

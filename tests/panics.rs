@@ -2,8 +2,13 @@
 //! panics, an error's `Display` panics, or an input type's `Deserialize` panics: every
 //! `tool_use` still gets exactly one answer.
 
+mod common;
+mod reliability_support;
+
 use std::fmt;
 
+use common::{HALT_TEXT, PANIC_TEXT};
+use reliability_support::{INJECTED, InjectedPayload, quiet_injected_panics};
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use serde_json::json;
@@ -12,22 +17,13 @@ use toolgate::{
     ToolError, ToolUse,
 };
 
-/// A panic payload whose `drop` panics too.
-struct BadDrop;
-
-impl Drop for BadDrop {
-    fn drop(&mut self) {
-        panic!("the payload's drop panicked");
-    }
-}
-
 /// An error whose `Display` panics.
 #[derive(Debug)]
 struct BadDisplay;
 
 impl fmt::Display for BadDisplay {
     fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
-        panic!("Display of the error panicked");
+        panic!("{INJECTED}: Display of the error panicked");
     }
 }
 
@@ -54,7 +50,7 @@ impl<'de> Deserialize<'de> for Fragile {
             n: u32,
         }
         let raw = Raw::deserialize(d)?;
-        assert!(raw.n != 13, "unlucky number");
+        assert!(raw.n != 13, "{INJECTED}: unlucky number");
         Ok(Fragile { n: raw.n })
     }
 }
@@ -63,7 +59,7 @@ fn dispatcher() -> Dispatcher {
     Dispatcher::builder()
         .tool(ToolDef::sync("act", "Acts.", |_env, a: Args| {
             match a.mode.as_str() {
-                "payload" => std::panic::panic_any(BadDrop),
+                "payload" => std::panic::panic_any(InjectedPayload),
                 "display" => Err(ToolError::internal(BadDisplay)),
                 "converted" => Err(ToolError::from(BadDisplay)),
                 _ => Ok("done".to_owned()),
@@ -75,7 +71,7 @@ fn dispatcher() -> Dispatcher {
         .pre_hook(
             PreHookDef::sync("app::hook", 1, |_env, call| {
                 if call.input["mode"] == "hook_payload" {
-                    std::panic::panic_any(BadDrop);
+                    std::panic::panic_any(InjectedPayload);
                 }
                 Ok(Decision::Allow)
             })
@@ -85,52 +81,41 @@ fn dispatcher() -> Dispatcher {
         .unwrap()
 }
 
-fn quiet<T>(f: impl FnOnce() -> T) -> T {
-    // The default hook prints each panic; these are on purpose.
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let out = f();
-    std::panic::set_hook(previous);
-    out
-}
-
 #[test]
 fn no_panic_escapes() {
+    // Panics on purpose: kept off stderr, asserted below.
+    quiet_injected_panics();
     let d = dispatcher();
     let s = d.session(HookContext::builder("u", "sess_panics").build());
     let run = |name: &str, input| {
         let call = ToolUse::new("t", name, input);
         toolgate::block_on(s.call(&call))
     };
-    // Panics on purpose: silenced while the calls run, asserted afterwards.
-    let (hook_halt, payload, display, converted, fragile, fine) = quiet(|| {
-        (
-            run("act", json!({"mode": "hook_payload"})),
-            run("act", json!({"mode": "payload"})),
-            run("act", json!({"mode": "display"})),
-            run("act", json!({"mode": "converted"})),
-            run("count", json!({"n": 13})),
-            run("count", json!({"n": 12})),
-        )
-    });
+    let (hook_halt, payload, display, converted, fragile, fine) = (
+        run("act", json!({"mode": "hook_payload"})),
+        run("act", json!({"mode": "payload"})),
+        run("act", json!({"mode": "display"})),
+        run("act", json!({"mode": "converted"})),
+        run("count", json!({"n": 13})),
+        run("count", json!({"n": 12})),
+    );
     let halt = hook_halt.unwrap_err();
     assert_eq!(halt.outcome, Outcome::HookFailed);
     assert_eq!(
         halt.detail,
         "the hook panicked: a panic with a non-string payload"
     );
-    let panicked = "Error: the tool failed unexpectedly. The details were logged for the \
-                    operator; retrying the same call will not help.";
+    assert_eq!(halt.result().unwrap().content_text(), HALT_TEXT);
     // A payload whose drop panics: still the tool's `panicked` answer.
     let r = payload.unwrap();
     assert!(r.is_error);
-    assert_eq!(r.content_text(), panicked);
+    assert_eq!(r.content_text(), PANIC_TEXT);
     // `ToolError::internal` of an error whose Display panics: read by the pipeline, caught there.
     let r = display.unwrap();
     assert!(r.is_error);
     assert_eq!(r.content_text(), INTERNAL_ERROR_MESSAGE);
     // `ToolError::from` reads Display inside the tool: the tool panicked.
-    assert_eq!(converted.unwrap().content_text(), panicked);
+    assert_eq!(converted.unwrap().content_text(), PANIC_TEXT);
     assert_eq!(
         fragile.unwrap().content_text(),
         "Error: invalid input for tool `count`: the input could not be read (the tool's input \

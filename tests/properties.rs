@@ -28,6 +28,7 @@
 // proptest's `TestCaseError` and the model's halting `Expected` are large; this is test code.
 #![allow(clippy::result_large_err)]
 
+mod common;
 mod reliability_support;
 
 use std::collections::BTreeMap;
@@ -36,8 +37,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::{
+    HALT_TEXT, NOT_RUN_HALT, NOT_RUN_MAX_TOKENS, PANIC_TEXT, TempDir, assistant, tool_timeout_text,
+};
 use proptest::prelude::*;
-use reliability_support::{ExpiredTimer, INJECTED, TempDir, quiet_injected_panics};
+use reliability_support::{ExpiredTimer, INJECTED, any_json, quiet_injected_panics, short_text};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -272,49 +276,12 @@ fn obs_act() -> impl Strategy<Value = ObsAct> {
 }
 
 /// Short strings with the characters that need escaping in JSON.
-fn short_text() -> impl Strategy<Value = String> {
-    const CHARS: &[char] = &[
-        'a', 'b', 'n', 's', 'z', ' ', '"', '\\', '\n', '\t', '\u{0}', '\u{7f}', 'é', '€', '🦀',
-    ];
-    prop::collection::vec(prop::sample::select(CHARS), 0..12).prop_map(String::from_iter)
-}
-
-/// Any JSON value, small (at most a few dozen nodes and well under a kilobyte).
-fn any_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        any::<u64>().prop_map(Value::from),
-        (-1e12f64..1e12).prop_map(Value::from),
-        short_text().prop_map(Value::String),
-        Just(json!("n")),
-        Just(json!(5)),
-    ];
-    leaf.prop_recursive(4, 24, 4, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::btree_map(
-                prop_oneof![
-                    Just("n".to_owned()),
-                    Just("s".to_owned()),
-                    Just("tags".to_owned()),
-                    "[a-z]{1,5}"
-                ],
-                inner,
-                0..4
-            )
-            .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
-}
-
 fn input_kind() -> impl Strategy<Value = InputKind> {
     let base = prop_oneof![
         6 => (any::<i64>(), prop::option::of(short_text())).prop_map(|(n, s)| InputKind::Alpha(n, s)),
         4 => (prop::option::of(short_text()), prop::option::of(prop::collection::vec(short_text(), 0..3)))
             .prop_map(|(s, t)| InputKind::Beta(s, t)),
-        4 => any_json().prop_map(InputKind::Any),
+        4 => any_json(&["n", "s", "tags"]).prop_map(InputKind::Any),
         1 => Just(InputKind::Null),
         1 => Just(InputKind::EmptyString),
         1 => Just(InputKind::Whitespace),
@@ -424,15 +391,6 @@ struct BetaArgs {
 const HOOK_DEADLINE_MS: u64 = 50;
 const OWN_HOOK_DEADLINE_MS: u64 = 5;
 const TOOL_DEADLINE_MS: u64 = 70;
-
-const HALT_TEXT: &str = "BLOCKED: this call was not run because a policy check could not be \
-     completed. Do not retry it; tell the user this action is unavailable right now.";
-const PANIC_TEXT: &str = "Error: the tool failed unexpectedly. The details were logged for the \
-     operator; retrying the same call will not help.";
-const NOT_RUN_HALT: &str = "Not run: an earlier call in this message was stopped because a \
-     policy check could not be completed.";
-const NOT_RUN_MAX_TOKENS: &str = "Not run: the assistant message stopped at max_tokens, so \
-     this tool_use may be cut off.";
 
 fn limits(small: bool) -> Limits {
     if small {
@@ -854,6 +812,8 @@ struct Expected {
     /// The input as the audit line must show it (after normalization).
     input: Value,
     known_tool: bool,
+    /// The full size of a result the model cut (`content_bytes`); `None` when not cut.
+    content_bytes: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -1024,6 +984,7 @@ impl Model {
             detail: None,
             input: recorded(&call.input, &l),
             known_tool: known,
+            content_bytes: None,
         };
         let input = match normalize(&call.input, &l) {
             Ok(v) => v,
@@ -1154,10 +1115,7 @@ impl Model {
         let (outcome, text, detail) = if cut_off {
             (
                 Outcome::ToolTimeout,
-                format!(
-                    "Error: the tool did not finish within its deadline of {TOOL_DEADLINE_MS} ms \
-                     and was stopped. Try again later, or with a smaller request."
-                ),
+                tool_timeout_text(TOOL_DEADLINE_MS),
                 Some(format!(
                     "the tool ran past its deadline of {TOOL_DEADLINE_MS} ms"
                 )),
@@ -1185,7 +1143,8 @@ impl Model {
                 ),
             }
         };
-        let (text, _) = cut(text, l.max_result_bytes);
+        let (text, content_bytes) = cut(text, l.max_result_bytes);
+        e.content_bytes = content_bytes;
         e.outcome = outcome;
         e.is_error = outcome != Outcome::Ok;
         e.text = Text::Exact(text);
@@ -1204,6 +1163,7 @@ impl Model {
             detail: None,
             input: recorded(&call.input, l),
             known_tool: call.name == "alpha" || call.name == "beta",
+            content_bytes: None,
         }
     }
 }
@@ -1323,6 +1283,21 @@ fn check_text(got: &str, want: &Text, max: usize) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// The operator detail: exactly the model's, but for a rewrite the chain made invalid, whose
+/// serde message the model does not compute (its answer is checked by prefix too): there, the
+/// detail names the hook that rewrote last.
+fn check_detail(got: Option<&str>, e: &Expected) -> Result<(), TestCaseError> {
+    match (e.outcome, e.rewritten_by.last(), &e.detail) {
+        (Outcome::InvalidInput, Some(hook), None) => {
+            let got = got.unwrap_or_default();
+            let prefix = format!("PreToolUse hook `{hook}` rewrote the input into an invalid one");
+            prop_assert!(got.starts_with(&prefix), "{:?} for {:?}", got, e);
+        }
+        _ => prop_assert_eq!(got, e.detail.as_deref(), "detail of {:?}", e),
+    }
+    Ok(())
+}
+
 fn run_case(case: &Case) -> Result<(), TestCaseError> {
     let log = AuditScratch::get();
     let w = World::new(case);
@@ -1418,9 +1393,8 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
         prop_assert_eq!(s.outcome, e.outcome);
         prop_assert_eq!(&s.blocked_by, &e.blocked_by);
         prop_assert_eq!(&s.rewritten_by, &e.rewritten_by);
-        if e.detail.is_some() {
-            prop_assert_eq!(&s.detail, &e.detail);
-        }
+        check_detail(s.detail.as_deref(), e)?;
+        prop_assert_eq!(s.content_bytes, e.content_bytes, "content_bytes of {:?}", e);
         if let Some(m) = &answer_msg {
             let ContentBlock::ToolResult(r) = &m.content[i] else {
                 unreachable!()
@@ -1480,17 +1454,14 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
                 .map(String::as_str)
                 .collect::<Vec<_>>()
         );
-        if let Some(detail) = &e.detail {
-            prop_assert_eq!(line["detail"].as_str(), Some(detail.as_str()));
-        }
+        check_detail(line.get("detail").and_then(Value::as_str), e)?;
         let was_cut = content.contains("\n[toolgate: result cut at ");
         prop_assert_eq!(line.get("content_bytes").is_some(), was_cut);
-        if let Some(s) = seen.get(i) {
-            prop_assert_eq!(
-                line.get("content_bytes").and_then(Value::as_u64),
-                s.content_bytes.map(|n| n as u64)
-            );
-        }
+        // The full size the model computed, not the one the observers were given.
+        prop_assert_eq!(
+            line.get("content_bytes").and_then(Value::as_u64),
+            e.content_bytes.map(|n| n as u64)
+        );
     }
 
     // The summary: counts, tools, observer errors; one summary line.
@@ -1685,7 +1656,7 @@ proptest! {
     #[test]
     fn any_input_is_validated_before_any_tool_sees_it(
         name in prop_oneof![Just("alpha"), Just("beta"), Just("gamma")],
-        input in prop_oneof![any_json(), input_kind().prop_map(|k| materialize(&k, &limits(true)))],
+        input in prop_oneof![any_json(&["n", "s", "tags"]), input_kind().prop_map(|k| materialize(&k, &limits(true)))],
     ) {
         quiet_injected_panics();
         let case = Case {
@@ -1748,14 +1719,13 @@ fn regression_halt_result_is_the_failed_block_when_ids_repeat() {
         .build()
         .unwrap();
     let s = d.session(HookContext::builder("u", "s").build());
-    let message: Message = serde_json::from_value(json!({
-        "role": "assistant",
-        "content": [
+    let message = assistant(
+        json!([
             {"type": "tool_use", "id": "toolu_same", "name": "ping", "input": {}},
             {"type": "tool_use", "id": "toolu_same", "name": "pong", "input": {}}
-        ]
-    }))
-    .unwrap();
+        ]),
+        "tool_use",
+    );
     let Err(RespondError::Halt(halt)) = toolgate::block_on(s.respond(&message)) else {
         panic!("the broken hook halts");
     };

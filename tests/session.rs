@@ -3,13 +3,13 @@
 
 mod common;
 
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
+use common::{HALT_TEXT, assistant};
 use serde_json::{Value, json};
-use toolgate::{
-    AuditLog, ContentBlock, Dispatcher, HookContext, Message, Outcome, ToolResult, ToolUse,
-};
+use toolgate::{AuditLog, ContentBlock, Dispatcher, HookContext, Outcome, ToolResult, ToolUse};
 
 /// Side effects and hook runs, shared through `State<Counters>`.
 #[derive(Default)]
@@ -17,6 +17,22 @@ pub(crate) struct Counters {
     pub(crate) sends: AtomicUsize,
     pub(crate) stops: AtomicUsize,
     pub(crate) observed: AtomicUsize,
+    /// What the observers and Stop hooks of `observers` saw, in the order they ran.
+    pub(crate) order: Mutex<Vec<String>>,
+    /// The audit folder of the session, when it has one.
+    pub(crate) audit_dir: Mutex<Option<PathBuf>>,
+}
+
+impl Counters {
+    fn note(&self, entry: String) {
+        self.order.lock().unwrap().push(entry);
+    }
+
+    /// The lines of an audit file of this session's folder; `None` without an audit log.
+    fn audit_lines(&self, file: &str) -> Option<Vec<Value>> {
+        let dir = self.audit_dir.lock().unwrap().clone()?;
+        Some(common::json_lines(&dir.join(file)))
+    }
 }
 
 mod failing_policy {
@@ -62,6 +78,7 @@ fn session_with(
     if let Some(dir) = dir {
         b = b.audit_log(AuditLog::open(dir).unwrap());
     }
+    *counters.audit_dir.lock().unwrap() = dir.map(std::path::Path::to_path_buf);
     b.build()
         .unwrap()
         .session(HookContext::builder("u_001", "sess_session").build())
@@ -83,7 +100,7 @@ fn a_hook_error_fails_closed() {
         json!({"role": "user", "content": [{
             "type": "tool_result",
             "tool_use_id": "toolu_e",
-            "content": "BLOCKED: this call was not run because a policy check could not be completed. Do not retry it; tell the user this action is unavailable right now.",
+            "content": HALT_TEXT,
             "is_error": true
         }]})
     );
@@ -104,7 +121,7 @@ fn a_hook_panic_fails_closed() {
     let r = halt.result().unwrap();
     assert_eq!(r.tool_use_id, "toolu_p");
     assert!(r.is_error);
-    assert!(r.content_text().starts_with("BLOCKED: "));
+    assert_eq!(r.content_text(), HALT_TEXT);
     // The session goes on for a host that chooses to continue.
     let ok = ToolUse::new("toolu_q", "send_message", json!({"text": "hello"}));
     assert_eq!(
@@ -117,18 +134,16 @@ fn a_hook_panic_fails_closed() {
 fn three_blocks_one_denied_one_failing_one_fine_give_three_results_in_order() {
     let counters = Arc::new(Counters::default());
     let s = session_with(&counters, "failing_policy", None);
-    let message: Message = serde_json::from_value(json!({
-        "role": "assistant",
-        "stop_reason": "tool_use",
-        "content": [
+    let message = assistant(
+        json!([
             {"type": "text", "text": "I'll send three messages."},
             {"type": "tool_use", "id": "toolu_1", "name": "send_message", "input": {"text": "spam"}},
             {"type": "tool_use", "id": "toolu_2", "name": "send_message", "input": {"txt": "typo"}},
             {"type": "text", "text": "and one more"},
             {"type": "tool_use", "id": "toolu_3", "name": "send_message", "input": {"text": "hi"}}
-        ]
-    }))
-    .unwrap();
+        ]),
+        "tool_use",
+    );
     let answer = toolgate::block_on(s.respond(&message)).unwrap();
     let blocks: Vec<(String, bool, String)> = answer
         .content
@@ -193,20 +208,36 @@ mod observers {
 
     /// Panics on every call.
     #[post_hook]
-    pub(crate) fn a_panicking_metrics(record: &CallRecord<'_>) {
+    pub(crate) fn a_panicking_metrics(record: &CallRecord<'_>, counters: State<Counters>) {
+        counters.note(format!("a_panicking_metrics {}", record.call.id));
         panic!("metrics backend exploded on {}", record.call.id);
     }
 
     /// Fails on every call.
     #[post_hook]
-    pub(crate) fn b_failing_alerts(_record: &CallRecord<'_>) -> Result<(), String> {
+    pub(crate) fn b_failing_alerts(
+        record: &CallRecord<'_>,
+        counters: State<Counters>,
+    ) -> Result<(), String> {
+        counters.note(format!("b_failing_alerts {}", record.call.id));
         Err("alert queue full".into())
     }
 
-    /// Counts what it sees.
+    /// Counts what it sees, and notes which audit lines exist while it runs (the `AuditLog`
+    /// runs after it: the current call has no line yet).
     #[post_hook]
     pub(crate) async fn c_counting(record: &CallRecord<'_>, counters: State<Counters>) {
-        assert!(record.result.is_some());
+        let audit = counters.audit_lines("audit_log.jsonl").map(|lines| {
+            lines
+                .iter()
+                .map(|l| l["tool_use_id"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        });
+        counters.note(format!(
+            "c_counting {} result={} audit={audit:?}",
+            record.call.id,
+            record.result.is_some()
+        ));
         counters
             .observed
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -217,14 +248,23 @@ mod observers {
     pub(crate) fn a_failing_summary_mail(
         _ctx: &HookContext,
         _summary: &SessionSummary,
+        counters: State<Counters>,
     ) -> Result<(), String> {
+        counters.note("a_failing_summary_mail".to_owned());
         Err("SMTP refused".into())
     }
 
-    /// Counts Stop runs and checks the summary it gets.
+    /// Counts Stop runs and checks the summary it gets; notes how many summary lines exist while
+    /// it runs (the `AuditLog`'s comes after).
     #[stop_hook]
     pub(crate) fn b_count_stops(summary: &SessionSummary, counters: State<Counters>) {
-        assert_eq!(summary.calls, summary.outcomes.values().sum::<u64>());
+        let summaries = counters
+            .audit_lines("session_summaries.jsonl")
+            .map(|lines| lines.len());
+        counters.note(format!(
+            "b_count_stops consistent={} summaries={summaries:?}",
+            summary.calls == summary.outcomes.values().sum::<u64>()
+        ));
         counters
             .stops
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -234,7 +274,7 @@ mod observers {
 #[test]
 fn failing_observers_and_stop_hooks_leave_results_and_summary_intact_and_are_counted() {
     let counters = Arc::new(Counters::default());
-    let dir = common::temp_dir("observers");
+    let dir = common::TempDir::new("observers");
     let s = session_with(&counters, "observers", Some(&dir));
     for i in 0..3 {
         let call = ToolUse::new(
@@ -252,20 +292,38 @@ fn failing_observers_and_stop_hooks_leave_results_and_summary_intact_and_are_cou
     assert_eq!(summary.calls, 3);
     assert_eq!(counters.stops.load(Ordering::SeqCst), 1);
     // The audit log (the last observer and the last Stop hook) still wrote everything.
-    let calls = common::jsonl(&dir.join("audit_log.jsonl"));
+    let calls = common::json_lines(&dir.join("audit_log.jsonl"));
     assert_eq!(calls.len(), 3);
-    let summaries = common::jsonl(&dir.join("session_summaries.jsonl"));
+    let summaries = common::json_lines(&dir.join("session_summaries.jsonl"));
     assert_eq!(summaries.len(), 1);
     assert_eq!(summaries[0]["observer_errors"], 7);
     assert_eq!(summaries[0]["calls"], 3);
     assert_eq!(summaries[0]["outcomes"], json!({"ok": 3}));
     assert_eq!(summaries[0]["tools"], json!({"echo": 3}));
+    // Path order, the AuditLog last: each call's line is written after every other observer
+    // ran, and the summary line after every other Stop hook.
+    assert_eq!(
+        *counters.order.lock().unwrap(),
+        [
+            "a_panicking_metrics toolu_0",
+            "b_failing_alerts toolu_0",
+            r#"c_counting toolu_0 result=true audit=Some([])"#,
+            "a_panicking_metrics toolu_1",
+            "b_failing_alerts toolu_1",
+            r#"c_counting toolu_1 result=true audit=Some(["toolu_0"])"#,
+            "a_panicking_metrics toolu_2",
+            "b_failing_alerts toolu_2",
+            r#"c_counting toolu_2 result=true audit=Some(["toolu_0", "toolu_1"])"#,
+            "a_failing_summary_mail",
+            "b_count_stops consistent=true summaries=Some(0)",
+        ]
+    );
 }
 
 #[test]
 fn stop_runs_exactly_once_for_end_for_drop_and_for_end_then_drop() {
     let counters = Arc::new(Counters::default());
-    let dir = common::temp_dir("stop-once");
+    let dir = common::TempDir::new("stop-once");
     let stops = || counters.stops.load(Ordering::SeqCst);
 
     let s = session_with(&counters, "observers", Some(&dir));
@@ -280,7 +338,7 @@ fn stop_runs_exactly_once_for_end_for_drop_and_for_end_then_drop() {
     drop(s);
     assert_eq!(stops(), 2, "drop alone: once");
 
-    let summaries = common::jsonl(&dir.join("session_summaries.jsonl"));
+    let summaries = common::json_lines(&dir.join("session_summaries.jsonl"));
     assert_eq!(summaries.len(), 2);
 }
 
@@ -331,24 +389,41 @@ fn async_tools_and_hooks_run_in_the_same_pipeline() {
 fn input_normalization_accepts_empty_and_stringified_objects() {
     let counters = Arc::new(Counters::default());
     let s = session_with(&counters, "observers", None);
-    let cases: [(Value, &str); 4] = [
-        (json!("{\"text\": \"from a string\"}"), "from a string"),
+    let invalid = |why: &str| {
+        ToolResult::error(
+            "t",
+            format!(
+                "Error: invalid input for tool `echo`{why}. Send an input that matches the \
+                 tool's input_schema."
+            ),
+        )
+    };
+    // A JSON object, encoded once as a string and then again: parsed once only.
+    let double_encoded = json!(serde_json::to_string(&json!("{\"text\": \"twice\"}")).unwrap());
+    assert_eq!(double_encoded, json!("\"{\\\"text\\\": \\\"twice\\\"}\""));
+    let cases: [(Value, ToolResult); 6] = [
         (
-            json!(null),
-            "Error: invalid input for tool `echo`: missing field `text`. Send an input that matches the tool's input_schema.",
+            json!("{\"text\": \"from a string\"}"),
+            ToolResult::text("t", "from a string"),
         ),
-        (
-            json!(""),
-            "Error: invalid input for tool `echo`: missing field `text`. Send an input that matches the tool's input_schema.",
-        ),
+        (json!(null), invalid(": missing field `text`")),
+        (json!(""), invalid(": missing field `text`")),
         (
             json!([1, 2]),
-            "Error: invalid input for tool `echo`: the input must be a JSON object, found a JSON array. Send an input that matches the tool's input_schema.",
+            invalid(": the input must be a JSON object, found a JSON array"),
+        ),
+        (
+            double_encoded,
+            invalid(": the input must be a JSON object, but it is a string holding a JSON string"),
+        ),
+        (
+            json!("[1, 2]"),
+            invalid(": the input must be a JSON object, but it is a string holding a JSON array"),
         ),
     ];
     for (input, expected) in cases {
-        let r = toolgate::block_on(s.call(&ToolUse::new("t", "echo", input))).unwrap();
-        assert_eq!(r.content_text(), expected);
+        let r = toolgate::block_on(s.call(&ToolUse::new("t", "echo", input.clone()))).unwrap();
+        assert_eq!(r, expected, "{input}");
     }
 }
 
@@ -400,8 +475,47 @@ fn tools_without_model_arguments_build_and_run() {
         "Error: invalid input for tool `whoami`: unknown field `user_id`; no fields are expected \
          here. Send an input that matches the tool's input_schema."
     );
+    // Every target expresses a tool without model arguments: its exact definitions.
+    let tools = [
+        ("ping", "Pings."),
+        ("sent_so_far", "Counts the messages sent so far."),
+        ("whoami", "Tells the signed-in user's id."),
+    ];
+    let strict_empty = json!({
+        "type": "object", "properties": {}, "additionalProperties": false, "required": []
+    });
     for provider in toolgate::Provider::ALL {
-        assert!(d.tool_definitions_for(provider).is_ok(), "{provider}");
+        let expected: Vec<Value> = tools
+            .iter()
+            .map(|&(name, description)| match provider {
+                toolgate::Provider::Anthropic => {
+                    json!({"name": name, "description": description, "input_schema": empty})
+                }
+                toolgate::Provider::AnthropicStrict => json!({
+                    "name": name, "description": description, "input_schema": empty,
+                    "strict": true
+                }),
+                toolgate::Provider::OpenAi => json!({"type": "function", "function": {
+                    "name": name, "description": description, "parameters": strict_empty,
+                    "strict": true
+                }}),
+                toolgate::Provider::OpenAiResponses => json!({
+                    "type": "function", "name": name, "description": description,
+                    "parameters": strict_empty, "strict": true
+                }),
+                // Gemini: a function without parameters omits `parameters`.
+                toolgate::Provider::Gemini => json!({"name": name, "description": description}),
+                toolgate::Provider::Mcp => {
+                    json!({"name": name, "description": description, "inputSchema": empty})
+                }
+                other => panic!("no expectation for {other}"),
+            })
+            .collect();
+        assert_eq!(
+            d.tool_definitions_for(provider).unwrap(),
+            expected,
+            "{provider}"
+        );
     }
 }
 
@@ -451,16 +565,32 @@ mod error_types {
         }
     }
 
-    /// Fails with an internal ToolError.
+    /// An error with a source: a pool that could not connect.
+    #[derive(Debug)]
+    pub(crate) struct PoolExhausted(pub(crate) std::io::Error);
+
+    impl std::fmt::Display for PoolExhausted {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("no connection left in the pool")
+        }
+    }
+
+    impl std::error::Error for PoolExhausted {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    /// Fails with an internal ToolError whose error has a source.
     #[tool]
     pub(crate) fn internal(
         /// Whether to fail.
         fail: bool,
     ) -> Result<u32, ToolError> {
         if fail {
-            Err(ToolError::internal(std::io::Error::other(
+            Err(ToolError::internal(PoolExhausted(std::io::Error::other(
                 "db-7 refused the connection",
-            )))
+            ))))
         } else {
             Ok(2)
         }
@@ -470,7 +600,8 @@ mod error_types {
 #[test]
 fn every_error_type_becomes_an_is_error_result() {
     let counters = Arc::new(Counters::default());
-    let s = session_with(&counters, "error_types", None);
+    let dir = common::TempDir::new("error-types");
+    let s = session_with(&counters, "error_types", Some(&dir));
     let run = |name: &str, fail: bool| {
         toolgate::block_on(s.call(&ToolUse::new("t", name, json!({"fail": fail})))).unwrap()
     };
@@ -494,4 +625,46 @@ fn every_error_type_becomes_an_is_error_result() {
     );
     let summary = s.end();
     assert_eq!(summary.outcomes.get(&Outcome::ToolError), Some(&4));
+    // Only the internal error has operator detail: its error and source chain, joined.
+    let lines: Vec<(Value, Value, Value, Option<Value>)> =
+        common::json_lines(&dir.join("audit_log.jsonl"))
+            .into_iter()
+            .map(|l| {
+                (
+                    l["tool"].clone(),
+                    l["outcome"].clone(),
+                    l["content"].clone(),
+                    l.get("detail").cloned(),
+                )
+            })
+            .collect();
+    let line = |tool: &str, outcome: &str, content: &str, detail: Option<&str>| {
+        (
+            json!(tool),
+            json!(outcome),
+            json!(content),
+            detail.map(|d| json!(d)),
+        )
+    };
+    assert_eq!(
+        lines,
+        [
+            line("string_error", "ok", "7", None),
+            line(
+                "string_error",
+                "tool_error",
+                "the ledger is closed today",
+                None
+            ),
+            line("aliased", "ok", "fine", None),
+            line("aliased", "tool_error", "aliased failure", None),
+            line("io_error", "tool_error", "disk quota exceeded", None),
+            line(
+                "internal",
+                "tool_error",
+                toolgate::INTERNAL_ERROR_MESSAGE,
+                Some("no connection left in the pool: db-7 refused the connection"),
+            ),
+        ]
+    );
 }

@@ -2,10 +2,12 @@
 //! An input carrying `user_id`, `tier` or a field named like an injected parameter is a claim;
 //! the hooks decide on the host's facts, and the audit line names the authenticated user.
 
+mod common;
 mod reliability_support;
 
+use common::{TempDir, json_lines};
 use proptest::prelude::*;
-use reliability_support::{TempDir, json_lines};
+use reliability_support::any_json;
 use serde_json::{Map, Value, json};
 use toolgate::{Dispatcher, HookContext, Outcome, ToolUse};
 
@@ -166,26 +168,6 @@ fn an_injected_parameter_cannot_be_supplied_by_the_model() {
     );
 }
 
-/// Any JSON value, small.
-fn any_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        "[a-z_]{0,12}".prop_map(Value::String),
-        Just(json!("premium")),
-        Just(json!("u_alice")),
-        Just(json!("u_bob")),
-    ];
-    leaf.prop_recursive(3, 16, 4, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::btree_map("[a-z_]{1,8}", inner, 0..4)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
-}
-
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(600),
@@ -206,7 +188,7 @@ proptest! {
         claims in prop::collection::btree_map(
             prop_oneof![Just("user_id".to_owned()), Just("tier".to_owned()),
                         Just("role".to_owned()), Just("owner".to_owned()), "[a-z]{1,6}"],
-            any_json(),
+            any_json(&["premium", "u_alice", "u_bob", "tier", "user_id", "order_id"]),
             0..5,
         ),
     ) {

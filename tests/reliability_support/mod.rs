@@ -1,12 +1,11 @@
 //! Helpers shared by the reliability tests (properties, deadlines, limits, concurrency, trusted
-//! context): test timers that need no runtime, temporary folders, audit-log readers, a quiet
-//! panic hook for injected faults, and a one-poll driver for cancellation tests.
+//! context): test timers that need no runtime, a quiet panic hook for injected faults, a
+//! one-poll driver for cancellation tests, and a JSON strategy for property tests. Temporary
+//! folders and audit-log readers are in `tests/common`.
 #![allow(dead_code)]
 
 use std::future::Future;
-use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -19,7 +18,7 @@ use toolgate::{BoxFuture, Timer};
 pub(crate) const INJECTED: &str = "injected fault";
 
 /// Installs, once per test binary, a panic hook that stays silent for panics whose message
-/// starts with [`INJECTED`] (and for tokio's "no runtime" panic, which a test provokes on
+/// starts with [`INJECTED`] or whose payload is an [`InjectedPayload`] (and for tokio's "no runtime" panic, which a test provokes on
 /// purpose) and hands every other panic to the hook that was installed before (the default one
 /// prints it). It is never removed: tests of one binary run in parallel, so
 /// restoring the previous hook from one test could silence or unsilence another mid-run; the
@@ -34,12 +33,25 @@ pub(crate) fn quiet_injected_panics() {
                 .downcast_ref::<&str>()
                 .copied()
                 .or_else(|| payload.downcast_ref::<String>().map(String::as_str));
-            if text.is_some_and(|t| t.starts_with(INJECTED) || t.contains("Tokio 1.x runtime")) {
+            if text.is_some_and(|t| t.starts_with(INJECTED) || t.contains("Tokio 1.x runtime"))
+                || payload.is::<InjectedPayload>()
+            {
                 return;
             }
             previous(info);
         }));
     });
+}
+
+/// A panic payload that is not a string, injected on purpose (so [`quiet_injected_panics`]
+/// keeps it quiet too). Dropping it panics as well, with an [`INJECTED`] message: whoever
+/// catches the panic must survive the drop of its payload.
+pub(crate) struct InjectedPayload;
+
+impl Drop for InjectedPayload {
+    fn drop(&mut self) {
+        panic!("{INJECTED}: the payload's drop panicked");
+    }
 }
 
 /// A timer that sleeps on a thread of its own per sleep: real time, no runtime needed, so
@@ -117,47 +129,44 @@ pub(crate) fn poll_once<F: Future>(fut: Pin<&mut F>) -> Option<F::Output> {
     }
 }
 
-/// A folder under the system temp dir, removed on drop.
-pub(crate) struct TempDir(PathBuf);
-
-impl TempDir {
-    /// A new, empty folder whose name contains `label`.
-    pub(crate) fn new(label: &str) -> TempDir {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("toolgate-{label}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    /// The folder.
-    pub(crate) fn path(&self) -> &Path {
-        &self.0
-    }
+/// A short string mixing plain letters with the characters JSON and UTF-8 make hard: quotes,
+/// backslashes, control characters, multi-byte characters.
+pub(crate) fn short_text() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    const CHARS: &[char] = &[
+        'a', 'b', 'n', 's', 'z', ' ', '"', '\\', '\n', '\t', '\u{0}', '\u{7f}', 'é', '€', '🦀',
+    ];
+    prop::collection::vec(prop::sample::select(CHARS), 0..12).prop_map(String::from_iter)
 }
 
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The JSON lines of a file, each parsed (a line that does not parse fails the test: a torn or
-/// interleaved line).
-pub(crate) fn json_lines(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    assert!(
-        text.is_empty() || text.ends_with('\n'),
-        "{} does not end with a newline",
-        path.display()
-    );
-    text.lines()
-        .enumerate()
-        .map(|(i, line)| {
-            serde_json::from_str(line).unwrap_or_else(|e| {
-                panic!("line {} of {} is not JSON ({e})", i + 1, path.display())
-            })
-        })
-        .collect()
+/// Any JSON value, small (at most a few dozen nodes and well under a kilobyte). `words` are
+/// the strings a test's tools and hooks care about (field names, tiers, user ids): they appear
+/// as string leaves and as object keys, next to arbitrary ones.
+pub(crate) fn any_json(
+    words: &'static [&'static str],
+) -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let word = prop::sample::select(words);
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        (-1e12f64..1e12).prop_map(Value::from),
+        short_text().prop_map(Value::String),
+        "[a-z_]{0,12}".prop_map(Value::String),
+        word.clone().prop_map(Value::from),
+        Just(Value::from(5)),
+    ];
+    leaf.prop_recursive(4, 24, 4, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map(
+                prop_oneof![word.clone().prop_map(str::to_owned), "[a-z_]{1,8}"],
+                inner,
+                0..4
+            )
+            .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
 }
