@@ -403,6 +403,50 @@ mod deep {
     }
 }
 
+/// A map of structs and a data-carrying enum: the unknown-field check reaches map values and
+/// enum branches.
+mod nested_inputs {
+    use std::collections::HashMap;
+
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+    use toolgate::tool;
+
+    #[derive(Debug, Deserialize, JsonSchema)]
+    pub(crate) struct Label {
+        /// A CSS colour name.
+        color: String,
+    }
+
+    /// Sets labels by name.
+    #[tool]
+    fn set_labels(
+        /// Labels by name.
+        labels: HashMap<String, Label>,
+    ) -> String {
+        let colors: Vec<&str> = labels.values().map(|l| l.color.as_str()).collect();
+        colors.join(",")
+    }
+
+    #[derive(Debug, Deserialize, JsonSchema)]
+    pub(crate) enum Shape {
+        Circle { r: f64 },
+        Square { side: f64 },
+    }
+
+    /// Computes a shape's area.
+    #[tool]
+    fn area(
+        /// The shape.
+        shape: Shape,
+    ) -> String {
+        match shape {
+            Shape::Circle { r } => format!("{:.1}", std::f64::consts::PI * r * r),
+            Shape::Square { side } => format!("{:.1}", side * side),
+        }
+    }
+}
+
 // ================================================================ helpers
 
 fn dispatcher(module: &str) -> Dispatcher {
@@ -1504,6 +1548,52 @@ fn enum_values_are_matched_exactly_and_the_error_names_the_accepted_ones() {
     for r in &results {
         assert_eq!(r, &expected);
     }
+}
+
+#[test]
+fn unknown_fields_in_map_values_and_enum_variants_are_invalid_input() {
+    let d = dispatcher("nested_inputs");
+    let calls = [
+        ToolUse::new(
+            "c1",
+            "set_labels",
+            json!({"labels": {"bug": {"color": "red"}}}),
+        ),
+        ToolUse::new(
+            "c2",
+            "set_labels",
+            json!({"labels": {"bug": {"color": "red"}, "wip": {"colour": "grey"}}}),
+        ),
+        ToolUse::new("c3", "area", json!({"shape": {"Square": {"side": 2.0}}})),
+        ToolUse::new(
+            "c4",
+            "area",
+            json!({"shape": {"Square": {"side": 2.0, "r": 1.0}}}),
+        ),
+    ];
+    let (results, outcomes) = run(&d, &calls);
+    assert_eq!(
+        outcomes,
+        BTreeMap::from([(Outcome::Ok, 2), (Outcome::InvalidInput, 2)])
+    );
+    assert_eq!(
+        results,
+        vec![
+            ToolResult::text("c1", "red"),
+            ToolResult::error(
+                "c2",
+                "Error: invalid input for tool `set_labels` at `labels.wip`: unknown field \
+                 `colour`, expected one of `color`. Send an input that matches the tool's \
+                 input_schema."
+            ),
+            ToolResult::text("c3", "4.0"),
+            ToolResult::error(
+                "c4",
+                "Error: invalid input for tool `area` at `shape.Square`: unknown field `r`, \
+                 expected one of `side`. Send an input that matches the tool's input_schema."
+            ),
+        ]
+    );
 }
 
 #[test]

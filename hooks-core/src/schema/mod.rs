@@ -12,8 +12,13 @@
 //!   variants' docs appended to the description;
 //! - integer and number `format`s (`uint32`, `int64`, `double`) are dropped; `minimum: 0` stays
 //!   for unsigned integers;
-//! - every object with `properties` says `additionalProperties: false` (the dispatcher rejects
-//!   unknown fields at every depth) unless the tool opted out;
+//! - every object with `properties` says `additionalProperties: false` unless the tool opted
+//!   out. The dispatcher then rejects unknown fields in such objects wherever the schema reaches
+//!   them: through properties, array items, map values (`HashMap<String, T>`) and the branches
+//!   of an `anyOf`/`oneOf` (an enum with data: refused only when no branch accepts the input).
+//!   It does not look past a `$ref` (a recursive type is checked down to its first `$ref`) or
+//!   into `allOf` (its branches describe one value together, so one branch's unknown key may be
+//!   another's field);
 //! - `$ref`/`$defs` remain only for recursive types.
 //!
 //! - descriptions are unwrapped ([`unwrap_doc`]): a doc comment wrapped at 100 columns reads as
