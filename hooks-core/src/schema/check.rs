@@ -66,6 +66,9 @@ pub(crate) fn open_properties(canonical: &Value) -> Vec<String> {
     found
 }
 
+/// Follows only what a property path names (`properties`, `items`, combinator branches), not
+/// every subschema ([`super::for_each_subschema_mut`]): an open value under `$defs` or a map's
+/// `additionalProperties` is not a property the build refuses.
 fn walk_open(v: &Value, prefix: &str, found: &mut Vec<String>, depth: usize) {
     if depth > 32 {
         return;

@@ -54,7 +54,9 @@ use std::fmt;
 
 use serde_json::{Map, Value, json};
 
-use super::anthropic_input_schema;
+use super::{
+    anthropic_input_schema, split_null_branches, split_nullable, try_for_each_subschema_mut,
+};
 use crate::provider::Provider;
 
 /// One tool's entry in a target's tool list.
@@ -266,28 +268,6 @@ pub(crate) fn render<'a>(
 
 // ---- shared helpers ----
 
-/// Keywords that hold one subschema.
-const CHILD: &[&str] = &[
-    "items",
-    "additionalProperties",
-    "not",
-    "if",
-    "then",
-    "else",
-    "contains",
-    "propertyNames",
-];
-/// Keywords that hold an array of subschemas.
-const CHILD_LISTS: &[&str] = &["anyOf", "oneOf", "allOf", "prefixItems"];
-/// Keywords that hold a map of subschemas.
-const CHILD_MAPS: &[&str] = &[
-    "properties",
-    "$defs",
-    "definitions",
-    "patternProperties",
-    "dependentSchemas",
-];
-
 fn join(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_owned()
@@ -337,45 +317,32 @@ fn relocate(map: &mut Map<String, Value>, keys: &[String]) {
     map.insert("description".into(), Value::String(text));
 }
 
-/// Whether `v` is `{"type": "null"}`.
-fn is_null(v: &Value) -> bool {
-    v.get("type").and_then(Value::as_str) == Some("null")
-        && v.as_object().is_some_and(|m| m.len() == 1)
-}
+/// Keywords no target's subset can express, and how a reason names them.
+const INEXPRESSIBLE: &[(&str, &str)] = &[
+    ("not", "`not`"),
+    ("if", "`if`/`then`/`else`"),
+    ("then", "`if`/`then`/`else`"),
+    ("else", "`if`/`then`/`else`"),
+    ("prefixItems", "a tuple (`prefixItems`)"),
+    ("patternProperties", "`patternProperties`"),
+    ("propertyNames", "`propertyNames`"),
+    ("dependentSchemas", "dependent schemas"),
+    ("dependentRequired", "dependent schemas"),
+    ("unevaluatedProperties", "`unevaluated*` keywords"),
+    ("unevaluatedItems", "`unevaluated*` keywords"),
+];
 
-/// Why a keyword makes a schema inexpressible in a subset, if it does.
-fn inexpressible(map: &Map<String, Value>, path: &str, extra: &[&str]) -> Option<String> {
-    let what = |k: &str| -> Option<&'static str> {
-        Some(match k {
-            "not" => "`not`",
-            "if" | "then" | "else" => "`if`/`then`/`else`",
-            "prefixItems" => "a tuple (`prefixItems`)",
-            "patternProperties" => "`patternProperties`",
-            "propertyNames" => "`propertyNames`",
-            "dependentSchemas" | "dependentRequired" => "dependent schemas",
-            "unevaluatedProperties" | "unevaluatedItems" => "`unevaluated*` keywords",
-            "allOf" => "`allOf`",
-            _ => return None,
-        })
-    };
-    [
-        "not",
-        "if",
-        "then",
-        "else",
-        "prefixItems",
-        "patternProperties",
-        "propertyNames",
-        "dependentSchemas",
-        "dependentRequired",
-        "unevaluatedProperties",
-        "unevaluatedItems",
-    ]
-    .iter()
-    .chain(extra)
-    .find(|k| map.contains_key(**k))
-    .and_then(|k| what(k))
-    .map(|w| format!("{} uses {w}", at(path)))
+/// `allOf`, which OpenAI strict and Gemini cannot express (an `extra` of [`inexpressible`]).
+const ALL_OF: &[(&str, &str)] = &[("allOf", "`allOf`")];
+
+/// Why a keyword makes a schema inexpressible in a subset, if it does: the first of
+/// [`INEXPRESSIBLE`] and then `extra` that `map` has.
+fn inexpressible(map: &Map<String, Value>, path: &str, extra: &[(&str, &str)]) -> Option<String> {
+    INEXPRESSIBLE
+        .iter()
+        .chain(extra)
+        .find(|(k, _)| map.contains_key(*k))
+        .map(|(_, what)| format!("{} uses {what}", at(path)))
 }
 
 /// Why an object schema's `additionalProperties` cannot be closed, if it cannot: a map
@@ -388,11 +355,16 @@ fn open_object(map: &Map<String, Value>, path: &str) -> Option<String> {
             at(path)
         )),
         Some(Value::Bool(true)) | None => None,
-        Some(_) => Some(format!(
-            "{} is a map (`additionalProperties` is a schema, as for HashMap<String, T>)",
-            at(path)
-        )),
+        Some(_) => Some(is_a_map(path)),
     }
+}
+
+/// The reason a map (`additionalProperties` is a schema) cannot be closed.
+fn is_a_map(path: &str) -> String {
+    format!(
+        "{} is a map (`additionalProperties` is a schema, as for HashMap<String, T>)",
+        at(path)
+    )
 }
 
 fn is_object_schema(map: &Map<String, Value>) -> bool {
@@ -475,48 +447,28 @@ fn anthropic_node(v: &mut Value, path: &str) -> Result<(), String> {
         moved.push("minItems".into());
     }
     relocate(map, &moved);
-    walk_children(map, path, &mut |child, p| anthropic_node(child, p))
+    walk_children(map, path, &mut |_, child, p| anthropic_node(child, p))
 }
 
-/// Calls `f` on every subschema of `map` with its path.
+/// Calls `f(keyword, child, path)` on every subschema of `map` but a bool
+/// `additionalProperties`, in [`super::try_for_each_subschema_mut`]'s order. The path is
+/// `path.name` under `properties`, `keyword.name` under the other maps (`$defs.Node`),
+/// `path[]` under `items`, and `path` under the rest.
 fn walk_children(
     map: &mut Map<String, Value>,
     path: &str,
-    f: &mut dyn FnMut(&mut Value, &str) -> Result<(), String>,
+    f: &mut dyn FnMut(&str, &mut Value, &str) -> Result<(), String>,
 ) -> Result<(), String> {
-    for key in CHILD_MAPS {
-        if let Some(Value::Object(children)) = map.get_mut(*key) {
-            for (name, child) in children.iter_mut() {
-                let p = if *key == "properties" {
-                    join(path, name)
-                } else {
-                    join(key, name)
-                };
-                f(child, &p)?;
-            }
-        }
-    }
-    for key in CHILD {
-        if *key == "additionalProperties" && matches!(map.get(*key), Some(Value::Bool(_))) {
-            continue;
-        }
-        if let Some(child) = map.get_mut(*key) {
-            let p = if *key == "items" {
-                format!("{path}[]")
-            } else {
-                path.to_owned()
-            };
-            f(child, &p)?;
-        }
-    }
-    for key in CHILD_LISTS {
-        if let Some(Value::Array(children)) = map.get_mut(*key) {
-            for child in children.iter_mut() {
-                f(child, path)?;
-            }
-        }
-    }
-    Ok(())
+    try_for_each_subschema_mut(map, |keyword, name, child| {
+        let p = match (keyword, name) {
+            ("properties", Some(name)) => join(path, name),
+            (_, Some(name)) => join(keyword, name),
+            ("items", None) => format!("{path}[]"),
+            ("additionalProperties", None) if child.is_boolean() => return Ok(()),
+            (_, None) => path.to_owned(),
+        };
+        f(keyword, child, &p)
+    })
 }
 
 // ---- OpenAI strict ----
@@ -576,7 +528,7 @@ fn openai_node(v: &mut Value, path: &str, depth: usize) -> Result<(), String> {
         }
         return Ok(());
     }
-    if let Some(reason) = inexpressible(map, path, &["allOf"]) {
+    if let Some(reason) = inexpressible(map, path, ALL_OF) {
         return Err(reason);
     }
     if let Some(one_of) = map.remove("oneOf") {
@@ -604,9 +556,9 @@ fn openai_node(v: &mut Value, path: &str, depth: usize) -> Result<(), String> {
     }
     let moved = keys_to_move(map, OPENAI_MOVED, OPENAI_FORMATS);
     relocate(map, &moved);
-    walk_children(map, path, &mut |child, p| {
+    walk_children(map, path, &mut |keyword, child, p| {
         // `$defs` start a new nesting count: they are reached through `$ref`.
-        let d = if p.starts_with("$defs.") || p.starts_with("definitions.") {
+        let d = if matches!(keyword, "$defs" | "definitions") {
             0
         } else {
             depth
@@ -619,36 +571,18 @@ fn openai_node(v: &mut Value, path: &str, depth: usize) -> Result<(), String> {
 /// `{"type": ["string", "null"], …, "description": …}` when the non-null branch is a plain
 /// scalar (one `type` of `string`, `number`, `integer` or `boolean`, no combinator or `$ref`).
 fn nullable_scalar(v: &Value) -> Option<Value> {
-    let map = v.as_object()?;
-    let Some(Value::Array(branches)) = map.get("anyOf") else {
+    let (Value::Object(mut merged), true) = split_nullable(v) else {
         return None;
     };
-    let [a, b] = branches.as_slice() else {
-        return None;
-    };
-    let inner = if is_null(b) {
-        a
-    } else if is_null(a) {
-        b
-    } else {
-        return None;
-    };
-    let inner = inner.as_object()?;
-    let ty = inner.get("type")?.as_str()?;
-    if !matches!(ty, "string" | "number" | "integer" | "boolean")
+    let ty = merged.get("type")?.as_str()?.to_owned();
+    if !matches!(ty.as_str(), "string" | "number" | "integer" | "boolean")
         || ["anyOf", "oneOf", "allOf", "$ref"]
             .iter()
-            .any(|k| inner.contains_key(*k))
+            .any(|k| merged.contains_key(*k))
     {
         return None;
     }
-    let mut merged = inner.clone();
     merged.insert("type".into(), json!([ty, "null"]));
-    for (k, val) in map {
-        if k != "anyOf" {
-            merged.insert(k.clone(), val.clone());
-        }
-    }
     Some(Value::Object(merged))
 }
 
@@ -680,7 +614,7 @@ fn gemini_parameters(canonical: &Value) -> Result<Option<Value>, String> {
 }
 
 fn gemini_node(v: &Value, path: &str) -> Result<Value, String> {
-    let (v, nullable) = gemini_split_null(v);
+    let (v, nullable) = split_null_branches(v, true);
     let Value::Object(map) = &v else {
         return Err(format!("{} accepts any JSON value", at(path)));
     };
@@ -691,7 +625,7 @@ fn gemini_node(v: &Value, path: &str) -> Result<Value, String> {
             at(path)
         ));
     }
-    if let Some(reason) = inexpressible(map, path, &["allOf"]) {
+    if let Some(reason) = inexpressible(map, path, ALL_OF) {
         return Err(reason);
     }
     let mut out = Map::new();
@@ -770,16 +704,11 @@ fn gemini_node(v: &Value, path: &str) -> Result<Value, String> {
         out.insert("items".into(), gemini_node(items, &format!("{path}[]"))?);
     }
     if ty.as_deref() == Some("object") || map.contains_key("properties") {
-        match map.get("additionalProperties") {
-            None | Some(Value::Bool(false)) => {}
-            Some(Value::Bool(true)) => {}
-            Some(_) => {
-                return Err(format!(
-                    "{} is a map (`additionalProperties` is a schema, as for HashMap<String, T>), \
-                     which Gemini's `parameters` cannot express",
-                    at(path)
-                ));
-            }
+        if !matches!(map.get("additionalProperties"), None | Some(Value::Bool(_))) {
+            return Err(format!(
+                "{}, which Gemini's `parameters` cannot express",
+                is_a_map(path)
+            ));
         }
         let props = match map.get("properties") {
             Some(Value::Object(props)) if !props.is_empty() => props,
@@ -843,41 +772,6 @@ fn gemini_node(v: &Value, path: &str) -> Result<Value, String> {
         relocate(&mut out, &keys);
     }
     Ok(Value::Object(out))
-}
-
-/// Removes the `{"type": "null"}` branches of an `anyOf`: (the schema without them, whether
-/// there were any). One remaining branch is merged with the outer keywords (outer ones win, as
-/// in [`super::split_nullable`]).
-fn gemini_split_null(v: &Value) -> (Value, bool) {
-    let Some(map) = v.as_object() else {
-        return (v.clone(), false);
-    };
-    let Some(Value::Array(branches)) = map.get("anyOf") else {
-        return (v.clone(), false);
-    };
-    let rest: Vec<&Value> = branches.iter().filter(|b| !is_null(b)).collect();
-    if rest.len() == branches.len() {
-        return (v.clone(), false);
-    }
-    let mut outer = map.clone();
-    outer.remove("anyOf");
-    match rest.as_slice() {
-        [only] => {
-            let mut merged = match only {
-                Value::Object(m) => m.clone(),
-                other => return ((*other).clone(), true),
-            };
-            merged.extend(outer);
-            (Value::Object(merged), true)
-        }
-        _ => {
-            outer.insert(
-                "anyOf".into(),
-                Value::Array(rest.into_iter().cloned().collect()),
-            );
-            (Value::Object(outer), true)
-        }
-    }
 }
 
 #[cfg(test)]
