@@ -53,7 +53,37 @@ pub(crate) fn generate<A: JsonSchema>() -> Value {
 }
 
 /// The canonical form of a raw schemars schema (see the module docs). `closed` adds
-/// `additionalProperties: false` to every object that has `properties`.
+/// `additionalProperties: false` to every object that has `properties`. Never fails: a keyword
+/// it does not know is kept as it is.
+///
+/// Source of the rules it serves: Anthropic's tool-use docs ("Define tools": `input_schema` is
+/// a JSON Schema object with `"type": "object"` at the root); the nullable `anyOf` form is the
+/// one every target's transform starts from ([`targets`]).
+///
+/// ```
+/// use serde_json::json;
+/// use toolgate_core::schema::canonicalize;
+///
+/// let raw = json!({
+///     "$schema": "https://json-schema.org/draft/2020-12/schema",
+///     "title": "Args",
+///     "type": "object",
+///     "properties": {
+///         "unit": {"description": "The unit", "type": ["string", "null"],
+///                  "enum": ["celsius", "fahrenheit", null]},
+///         "n": {"type": "integer", "format": "uint32", "minimum": 0}
+///     }
+/// });
+/// assert_eq!(canonicalize(&raw, true), json!({
+///     "type": "object",
+///     "properties": {
+///         "unit": {"description": "The unit", "anyOf": [
+///             {"type": "string", "enum": ["celsius", "fahrenheit"]}, {"type": "null"}]},
+///         "n": {"type": "integer", "minimum": 0}
+///     },
+///     "additionalProperties": false
+/// }));
+/// ```
 pub fn canonicalize(raw: &Value, closed: bool) -> Value {
     let mut v = raw.clone();
     if let Value::Object(root) = &mut v {
@@ -293,7 +323,39 @@ pub(crate) fn split_null_branches(v: &Value, wider: bool) -> (Value, bool) {
 }
 
 /// The Anthropic `input_schema`: the canonical form with every nullable `anyOf` collapsed to its
-/// non-null branch.
+/// non-null branch (the field's outer keywords, such as its description, kept); optionality is
+/// then said by `required` alone. Never fails.
+///
+/// Source: Anthropic's tool-use docs ("Define tools"): `input_schema` is a JSON Schema object
+/// with `"type": "object"` at the root and no top-level `oneOf`/`anyOf`/`allOf`; their examples
+/// write an optional field as a plain schema left out of `required`, not as a union with
+/// `null`.
+///
+/// ```
+/// use serde_json::json;
+/// use toolgate_core::schema::anthropic_input_schema;
+///
+/// let canonical = json!({
+///     "type": "object",
+///     "properties": {
+///         "location": {"type": "string"},
+///         "unit": {"description": "The unit", "anyOf": [
+///             {"type": "string", "enum": ["celsius", "fahrenheit"]}, {"type": "null"}]}
+///     },
+///     "required": ["location"],
+///     "additionalProperties": false
+/// });
+/// assert_eq!(anthropic_input_schema(&canonical), json!({
+///     "type": "object",
+///     "properties": {
+///         "location": {"type": "string"},
+///         "unit": {"type": "string", "enum": ["celsius", "fahrenheit"],
+///                  "description": "The unit"}
+///     },
+///     "required": ["location"],
+///     "additionalProperties": false
+/// }));
+/// ```
 pub fn anthropic_input_schema(canonical: &Value) -> Value {
     let mut v = canonical.clone();
     collapse_nullable(&mut v);

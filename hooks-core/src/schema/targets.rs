@@ -196,6 +196,7 @@ pub struct SchemaProblem {
 /// - `walk_tree`: property `tree.children[]` is a recursive type (`$ref`), which Gemini's `parameters` (an OpenAPI 3.0 subset without `$ref`) cannot express
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SchemaError {
     /// The target.
     pub provider: Provider,
@@ -499,7 +500,11 @@ const OPENAI_MOVED: &[&str] = &[
     "maxContains",
 ];
 
-/// Deepest object nesting OpenAI strict mode accepts (the root object is level 1).
+/// Deepest object nesting OpenAI strict mode accepts (the root object is level 1). Source:
+/// OpenAI's "Structured Outputs" guide, "Supported schemas", "Objects have limitations on nesting
+/// depth and size": "A schema may have up to 5000 object properties total, with up to 10 levels
+/// of nesting." (earlier versions said 100 properties and 5 levels). `$defs` entries start their
+/// own count; [`definition`] emits a deeper tool non-strict.
 pub const OPENAI_MAX_NESTING: usize = 10;
 
 /// The canonical schema in OpenAI's strict subset, or why it cannot be.
