@@ -845,16 +845,15 @@ mod tests {
                                               "side": {"type": "number"}},
              "required": ["kind", "side"], "additionalProperties": false}
         ]}}));
-        let strict = openai_strict(&schema).unwrap_or_default();
+        let strict = openai_strict(&schema).expect("a oneOf of closed objects is strict");
         assert_eq!(strict["properties"]["shape"]["oneOf"], Value::Null);
         assert_eq!(
             strict["properties"]["shape"]["anyOf"][1]["properties"]["kind"],
             json!({"type": "string", "const": "square"})
         );
         let gemini = gemini_parameters(&schema)
-            .ok()
-            .flatten()
-            .unwrap_or_default();
+            .expect("Gemini expresses a oneOf of objects")
+            .expect("the tool has parameters");
         assert_eq!(
             gemini["properties"]["shape"]["anyOf"][0],
             json!({"type": "object",
@@ -870,9 +869,8 @@ mod tests {
         let schema = root(json!({"id": {"description": "An id.", "anyOf": [
             {"type": "string"}, {"type": "integer"}, {"type": "null"}]}}));
         let gemini = gemini_parameters(&schema)
-            .ok()
-            .flatten()
-            .unwrap_or_default();
+            .expect("Gemini expresses a union")
+            .expect("the tool has parameters");
         assert_eq!(
             gemini["properties"]["id"],
             json!({"nullable": true, "description": "An id.",
@@ -910,9 +908,72 @@ mod tests {
                     .to_owned()
             )
         );
-        // Anthropic strict accepts `allOf` but not the tuple; the integer enum is fine for all.
-        assert!(anthropic_strict(&all_of).is_ok());
-        assert!(anthropic_strict(&tuple).is_err());
-        assert!(openai_strict(&numbers).is_ok());
+        // Anthropic strict accepts `allOf` (narrowing each branch) but not the tuple; the
+        // integer enum is fine for OpenAI strict.
+        assert_eq!(
+            anthropic_strict(&all_of),
+            Ok(root(json!({"x": {"allOf": [
+                {"type": "string"}, {"description": "{minLength: 1}"}]}})))
+        );
+        assert_eq!(
+            anthropic_strict(&tuple),
+            Err("property `pair` uses a tuple (`prefixItems`)".to_owned())
+        );
+        assert_eq!(
+            openai_strict(&numbers),
+            Ok(json!({"type": "object",
+                      "properties": {"level": {"type": "integer", "enum": [1, 2, 3]}},
+                      "additionalProperties": false, "required": ["level"]}))
+        );
+    }
+
+    #[test]
+    fn openai_strict_moves_default_and_requires_a_defaulted_field() {
+        // `#[serde(default = "five")] n: u32`: not in `required`, with a `default`.
+        let schema = json!({"type": "object",
+            "properties": {"q": {"type": "string"},
+                           "n": {"type": "integer", "minimum": 0, "default": 5,
+                                 "description": "How many."}},
+            "required": ["q"], "additionalProperties": false});
+        assert_eq!(
+            openai_strict(&schema),
+            Ok(json!({"type": "object",
+                "properties": {"q": {"type": "string"},
+                               "n": {"type": "integer", "minimum": 0,
+                                     "description": "How many.\n\n{default: 5}"}},
+                "required": ["q", "n"], "additionalProperties": false}))
+        );
+    }
+
+    #[test]
+    fn anthropic_strict_moves_min_items_above_one_and_writes_one_of_as_any_of() {
+        let schema = root(json!({
+            "tags": {"type": "array", "items": {"type": "string"}, "minItems": 2},
+            "notes": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "id": {"oneOf": [{"type": "string"}, {"type": "integer"}]}
+        }));
+        assert_eq!(
+            anthropic_strict(&schema),
+            Ok(root(json!({
+                "tags": {"type": "array", "items": {"type": "string"},
+                         "description": "{minItems: 2}"},
+                "notes": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "id": {"anyOf": [{"type": "string"}, {"type": "integer"}]}
+            })))
+        );
+    }
+
+    #[test]
+    fn gemini_moves_exclusive_minimum_and_multiple_of_into_the_description() {
+        let schema = root(
+            json!({"step": {"type": "number", "description": "Step size.",
+            "exclusiveMinimum": 0, "multipleOf": 0.5, "maximum": 10}}),
+        );
+        assert_eq!(
+            gemini_parameters(&schema),
+            Ok(Some(json!({"type": "object", "properties": {"step": {
+                "type": "number", "maximum": 10,
+                "description": "Step size.\n\n{exclusiveMinimum: 0, multipleOf: 0.5}"}}})))
+        );
     }
 }
