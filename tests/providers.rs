@@ -1231,18 +1231,35 @@ fn every_rule_has_a_breaking_case() {
     for rule in ALL_RULES {
         assert!(
             cases.iter().any(|(r, _, _)| r == rule),
-            "{rule:?} is not proven"
+            "{rule:?} has no breaking case for {}",
+            proving_test(*rule)
         );
     }
+    // Each rule has its own test.
+    let mut tests: Vec<&str> = ALL_RULES.iter().map(|r| proving_test(*r)).collect();
+    tests.sort_unstable();
+    tests.dedup();
+    assert_eq!(tests.len(), ALL_RULES.len());
 }
 
+/// One test per rule, and [`proving_test`]: its exhaustive `match` makes a rule missing from
+/// the list a compile error.
 macro_rules! proven {
-    ($($test:ident: $rule:ident,)*) => {$(
-        #[test]
-        fn $test() {
-            prove(Rule::$rule);
+    ($($test:ident: $rule:ident,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                prove(Rule::$rule);
+            }
+        )*
+
+        /// The name of the test that proves `rule`.
+        fn proving_test(rule: Rule) -> &'static str {
+            match rule {
+                $(Rule::$rule => stringify!($test),)*
+            }
         }
-    )*};
+    };
 }
 
 proven! {
