@@ -403,6 +403,50 @@ mod deep {
     }
 }
 
+/// A map of structs and a data-carrying enum: the unknown-field check reaches map values and
+/// enum branches.
+mod nested_inputs {
+    use std::collections::HashMap;
+
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+    use toolgate::tool;
+
+    #[derive(Debug, Deserialize, JsonSchema)]
+    pub(crate) struct Label {
+        /// A CSS colour name.
+        color: String,
+    }
+
+    /// Sets labels by name.
+    #[tool]
+    fn set_labels(
+        /// Labels by name.
+        labels: HashMap<String, Label>,
+    ) -> String {
+        let colors: Vec<&str> = labels.values().map(|l| l.color.as_str()).collect();
+        colors.join(",")
+    }
+
+    #[derive(Debug, Deserialize, JsonSchema)]
+    pub(crate) enum Shape {
+        Circle { r: f64 },
+        Square { side: f64 },
+    }
+
+    /// Computes a shape's area.
+    #[tool]
+    fn area(
+        /// The shape.
+        shape: Shape,
+    ) -> String {
+        match shape {
+            Shape::Circle { r } => format!("{:.1}", std::f64::consts::PI * r * r),
+            Shape::Square { side } => format!("{:.1}", side * side),
+        }
+    }
+}
+
 // ================================================================ helpers
 
 fn dispatcher(module: &str) -> Dispatcher {
@@ -564,14 +608,24 @@ fn coverage_tools_match_their_golden_files_for_every_provider() {
 }
 
 #[test]
-fn anthropic_target_is_the_default_definitions() {
+fn default_definitions_are_the_anthropic_golden_files() {
+    assert_eq!(Provider::default(), Provider::Anthropic);
     for module in ["openai_fixture", "gemini_fixture", "coverage"] {
         let d = dispatcher(module);
-        assert_eq!(
-            d.tool_definitions_for(Provider::Anthropic),
-            Ok(d.tool_definitions())
-        );
-        assert_eq!(Provider::default(), Provider::Anthropic);
+        let dir = format!("tests/golden/anthropic/{module}");
+        let files = std::fs::read_dir(manifest_path(&dir))
+            .unwrap_or_else(|e| panic!("{dir}: {e}"))
+            .count();
+        assert_eq!(d.tool_definitions().len(), files, "{dir}");
+        for def in d.tool_definitions() {
+            let name = name_of(Provider::Anthropic, def);
+            let expected = load(&format!("{dir}/{name}.json"));
+            assert_same_json(
+                def,
+                &expected,
+                &format!("default definitions: {dir}/{name}"),
+            );
+        }
     }
 }
 
@@ -611,9 +665,8 @@ fn gemini_definitions_equal_the_published_parameters_declarations() {
     for decl in &declarations {
         // Deliberate difference: the published `search_knowledge_base` uses
         // `parametersJsonSchema` (plain JSON Schema); toolgate emits `parameters` only, so it
-        // is not compared.
+        // is not compared (`compared` below counts the two that are).
         if decl.get("parameters").is_none() {
-            assert!(decl.get("parametersJsonSchema").is_some());
             continue;
         }
         let name = name_of(Provider::Gemini, decl);
@@ -1178,18 +1231,35 @@ fn every_rule_has_a_breaking_case() {
     for rule in ALL_RULES {
         assert!(
             cases.iter().any(|(r, _, _)| r == rule),
-            "{rule:?} is not proven"
+            "{rule:?} has no breaking case for {}",
+            proving_test(*rule)
         );
     }
+    // Each rule has its own test.
+    let mut tests: Vec<&str> = ALL_RULES.iter().map(|r| proving_test(*r)).collect();
+    tests.sort_unstable();
+    tests.dedup();
+    assert_eq!(tests.len(), ALL_RULES.len());
 }
 
+/// One test per rule, and [`proving_test`]: its exhaustive `match` makes a rule missing from
+/// the list a compile error.
 macro_rules! proven {
-    ($($test:ident: $rule:ident,)*) => {$(
-        #[test]
-        fn $test() {
-            prove(Rule::$rule);
+    ($($test:ident: $rule:ident,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                prove(Rule::$rule);
+            }
+        )*
+
+        /// The name of the test that proves `rule`.
+        fn proving_test(rule: Rule) -> &'static str {
+            match rule {
+                $(Rule::$rule => stringify!($test),)*
+            }
         }
-    )*};
+    };
 }
 
 proven! {
@@ -1274,20 +1344,27 @@ fn openai_chat_tool_calls_run_and_answer_with_one_tool_message_each() {
         .as_array()
         .cloned()
         .unwrap_or_default();
-    // After the assistant message (its `tool_calls` sent back as received), one `role: "tool"`
-    // message per call, in order, with the same ids as the published answer.
-    assert_eq!(tail[0]["tool_calls"], message["tool_calls"]);
+    // After the assistant message, one `role: "tool"` message per call, in the order of its
+    // `tool_calls`, with their ids.
+    let call_ids: Vec<&Value> = tail[0]["tool_calls"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tool_calls in {}", tail[0]))
+        .iter()
+        .map(|c| &c["id"])
+        .collect();
+    let answer_ids: Vec<&Value> = messages.iter().map(|m| &m["tool_call_id"]).collect();
+    assert_eq!(answer_ids, call_ids);
     assert_eq!(messages[0], tail[1]);
-    // The published second answer uses the array form of `content`; toolgate sends the string.
-    assert_eq!(
-        tail[2]["content"],
-        json!([{"type": "text", "text": "14°C, overcast"}])
-    );
+    // The published second answer uses the array form of `content`; toolgate sends the string,
+    // the blocks' text.
+    let mut published = tail[2].clone();
+    published["content"] = published["content"][0]["text"].clone();
     assert_eq!(
         messages[1],
         json!({"role": "tool", "tool_call_id": "call_Hs3Fd9Gk1Jl5Zx7Cv2Bn8Mq",
                "content": "14°C, overcast"})
     );
+    assert_eq!(messages[1], published);
     assert_eq!(messages[2], tail[3]);
 }
 
@@ -1504,6 +1581,52 @@ fn enum_values_are_matched_exactly_and_the_error_names_the_accepted_ones() {
     for r in &results {
         assert_eq!(r, &expected);
     }
+}
+
+#[test]
+fn unknown_fields_in_map_values_and_enum_variants_are_invalid_input() {
+    let d = dispatcher("nested_inputs");
+    let calls = [
+        ToolUse::new(
+            "c1",
+            "set_labels",
+            json!({"labels": {"bug": {"color": "red"}}}),
+        ),
+        ToolUse::new(
+            "c2",
+            "set_labels",
+            json!({"labels": {"bug": {"color": "red"}, "wip": {"colour": "grey"}}}),
+        ),
+        ToolUse::new("c3", "area", json!({"shape": {"Square": {"side": 2.0}}})),
+        ToolUse::new(
+            "c4",
+            "area",
+            json!({"shape": {"Square": {"side": 2.0, "r": 1.0}}}),
+        ),
+    ];
+    let (results, outcomes) = run(&d, &calls);
+    assert_eq!(
+        outcomes,
+        BTreeMap::from([(Outcome::Ok, 2), (Outcome::InvalidInput, 2)])
+    );
+    assert_eq!(
+        results,
+        vec![
+            ToolResult::text("c1", "red"),
+            ToolResult::error(
+                "c2",
+                "Error: invalid input for tool `set_labels` at `labels.wip`: unknown field \
+                 `colour`, expected one of `color`. Send an input that matches the tool's \
+                 input_schema."
+            ),
+            ToolResult::text("c3", "4.0"),
+            ToolResult::error(
+                "c4",
+                "Error: invalid input for tool `area` at `shape.Square`: unknown field `r`, \
+                 expected one of `side`. Send an input that matches the tool's input_schema."
+            ),
+        ]
+    );
 }
 
 #[test]

@@ -98,16 +98,10 @@ impl Provider {
         )
     }
 
-    /// The position in [`Provider::ALL`].
+    /// The position in [`Provider::ALL`] (which lists the variants in declaration order, and
+    /// the variants have default discriminants).
     pub(crate) const fn index(self) -> usize {
-        match self {
-            Provider::Anthropic => 0,
-            Provider::AnthropicStrict => 1,
-            Provider::OpenAi => 2,
-            Provider::OpenAiResponses => 3,
-            Provider::Gemini => 4,
-            Provider::Mcp => 5,
-        }
+        self as usize
     }
 }
 
@@ -117,13 +111,29 @@ impl fmt::Display for Provider {
     }
 }
 
-/// A provider name [`Provider::from_str`] does not know.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "unknown provider `{0}`: expected one of anthropic, anthropic-strict, openai, \
-     openai-responses, gemini, mcp"
-)]
-pub struct UnknownProvider(pub String);
+/// A provider name [`Provider::from_str`] does not know. `Display`: ``unknown provider
+/// `claude`: expected one of anthropic, anthropic-strict, openai, openai-responses, gemini,
+/// mcp`` (the names of [`Provider::ALL`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownProvider(
+    /// The name as given.
+    pub String,
+);
+
+impl fmt::Display for UnknownProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown provider `{}`: expected one of ", self.0)?;
+        for (i, p) in Provider::ALL.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(p.name())?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for UnknownProvider {}
 
 impl FromStr for Provider {
     type Err = UnknownProvider;
@@ -408,7 +418,9 @@ pub mod gemini {
     /// {"output": "19°C, sunny"}}}`, or `{"error": "…"}` inside `response` for a failed result
     /// (`FunctionResponse.response`: "Use "output" key to specify function output and "error"
     /// key to specify error details"). `name` is the call's; `id` is there only when the call
-    /// had one. The text is the content as is (`BLOCKED: …` stays).
+    /// had one. A call without a string `name` (one [`tool_use`] refuses, so the host should not
+    /// be answering it) gets `"name": ""`, and a non-string `name` is echoed as given: this
+    /// function never fails. The text is the content as is (`BLOCKED: …` stays).
     pub fn function_response(function_call: &Value, result: &ToolResult) -> Value {
         let call = call_of(function_call);
         let mut response = Map::new();
@@ -488,5 +500,28 @@ pub mod mcp {
             Some(c) => json!([{"type": "text", "text": c.text().into_owned()}]),
         };
         json!({"content": content, "isError": result.is_error})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn index_is_the_position_in_all() {
+        for (i, p) in Provider::ALL.into_iter().enumerate() {
+            assert_eq!(p.index(), i, "{p}");
+        }
+    }
+
+    #[test]
+    fn a_gemini_call_without_a_name_is_answered_with_an_empty_name() {
+        let result = ToolResult::text("gemini-0-0", "19°C, sunny");
+        assert_eq!(
+            gemini::function_response(&json!({"functionCall": {"args": {}}}), &result),
+            json!({"functionResponse": {"name": "", "response": {"output": "19°C, sunny"}}})
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! A validator of tool definitions, one [`Rule`] per requirement of `PROVIDERS.md` (and of
 //! DESIGN.md's schema table, and two API errors the Gemini rules quote). It is written from those
-//! texts, not from toolgate's transforms, and proven by `rules_are_proven`: one breaking schema per
-//! rule.
+//! texts, not from toolgate's transforms, and proven in `providers.rs` (`proven!`, one test per
+//! rule, and `every_rule_has_a_breaking_case`): at least one breaking schema per rule.
 
 use serde_json::{Map, Value};
 
@@ -20,9 +20,21 @@ pub(crate) enum Target {
     Mcp,
 }
 
-/// One requirement. The doc comment of each says where it comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Rule {
+/// Defines [`Rule`] and [`ALL_RULES`] from one list, so that `ALL_RULES` cannot miss a variant.
+macro_rules! rules {
+    ($($(#[$doc:meta])* $rule:ident,)*) => {
+        /// One requirement. The doc comment of each says where it comes from.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum Rule {
+            $($(#[$doc])* $rule,)*
+        }
+
+        /// Every rule, in declaration order, for the proof that each one is exercised.
+        pub(crate) const ALL_RULES: &[Rule] = &[$(Rule::$rule,)*];
+    };
+}
+
+rules! {
     // ---- Anthropic (Messages API, "Define tools"; DESIGN.md "Schemas") ----
     /// `{name, description, input_schema}`, optional `strict`, `input_examples`,
     /// `cache_control`; nothing else.
@@ -102,40 +114,6 @@ pub(crate) enum Rule {
     /// `{name, description, inputSchema}` (optional `title`, `outputSchema`, `annotations`).
     McpShape,
 }
-
-/// Every rule, for the proof that each one is exercised.
-pub(crate) const ALL_RULES: &[Rule] = &[
-    Rule::AnthropicShape,
-    Rule::ToolName,
-    Rule::RootObject,
-    Rule::RootCombinator,
-    Rule::NoSchemaKeyword,
-    Rule::NoRootTitle,
-    Rule::RefOnlyForRecursion,
-    Rule::NoNumericFormat,
-    Rule::NoTypeArray,
-    Rule::ClosedObjects,
-    Rule::StrictEveryObjectClosed,
-    Rule::StrictNoBounds,
-    Rule::StrictNoRecursion,
-    Rule::StrictMinItems,
-    Rule::StrictFormat,
-    Rule::OpenAiShape,
-    Rule::OpenAiClosed,
-    Rule::OpenAiAllRequired,
-    Rule::OpenAiNoComposition,
-    Rule::OpenAiNesting,
-    Rule::OpenAiNoDefault,
-    Rule::OpenAiRefResolves,
-    Rule::GeminiShape,
-    Rule::GeminiName,
-    Rule::GeminiOneType,
-    Rule::GeminiRejectedKeyword,
-    Rule::GeminiSchemaField,
-    Rule::GeminiObjectProperties,
-    Rule::GeminiStringFormat,
-    Rule::McpShape,
-];
 
 /// A broken rule and where (a JSON pointer-like path into the definition).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -66,6 +66,9 @@ pub(crate) fn open_properties(canonical: &Value) -> Vec<String> {
     found
 }
 
+/// Follows only what a property path names (`properties`, `items`, combinator branches), not
+/// every subschema ([`super::for_each_subschema_mut`]): an open value under `$defs` or a map's
+/// `additionalProperties` is not a property the build refuses.
 fn walk_open(v: &Value, prefix: &str, found: &mut Vec<String>, depth: usize) {
     if depth > 32 {
         return;
@@ -98,9 +101,21 @@ fn walk_open(v: &Value, prefix: &str, found: &mut Vec<String>, depth: usize) {
     }
 }
 
-/// The unknown-field check derived from a canonical schema: objects with `properties` and
-/// `additionalProperties: false` reject keys they do not list, at every depth the schema
-/// describes without `$ref` (a recursive type is checked down to its first `$ref`).
+/// The unknown-field check derived from a canonical schema. What it refuses, and where:
+///
+/// - an object with `properties` and `additionalProperties: false`: a key it does not list
+///   ([`UnknownField`] naming the listed keys); each listed key's value is checked in turn;
+/// - an array's `items`: every element;
+/// - a map (`additionalProperties: <schema>` without `properties`, as for
+///   `HashMap<String, T>`): every value;
+/// - `anyOf`/`oneOf` branches (a data-carrying or untagged enum; the nullable `anyOf: [X,
+///   {"type": "null"}]` is split first and checks X): see [`FieldCheck::AnyOf`].
+///
+/// Not checked: anything past a `$ref` (a recursive type is checked down to its first `$ref`,
+/// which is never resolved), `allOf` (its branches constrain the same value together, so a key
+/// unknown to one branch may be declared by another; schemars does not emit it for tool inputs),
+/// `patternProperties`, and the keys an object with `properties` allows beyond them when its
+/// `additionalProperties` is a schema (a `#[serde(flatten)]` map).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum FieldCheck {
     /// Nothing to check.
@@ -112,6 +127,81 @@ pub(crate) enum FieldCheck {
     },
     /// An array whose items are checked.
     Array(Box<FieldCheck>),
+    /// A map (an object without `properties`) whose every value is checked.
+    Map(Box<FieldCheck>),
+    /// Alternatives (`anyOf`/`oneOf` branches): an input passes if a branch whose JSON kinds
+    /// include the input's passes, and also when no branch has the input's kind (that is the
+    /// deserializer's to reject), so a valid input is never refused. When every such branch
+    /// refuses it, the error is that of the branch whose properties name the most of the
+    /// input object's keys (an externally tagged variant's name, an internally tagged enum's
+    /// fields); on a tie, the first such branch.
+    AnyOf(Vec<Branch>),
+}
+
+/// One `anyOf`/`oneOf` branch: the JSON kinds it accepts ([`kinds`] bits) and its check.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Branch {
+    kinds: u8,
+    check: FieldCheck,
+}
+
+const NULL: u8 = 1;
+const BOOL: u8 = 2;
+const NUMBER: u8 = 4;
+const STRING: u8 = 8;
+const ARRAY: u8 = 16;
+const OBJECT: u8 = 32;
+const ALL_KINDS: u8 = 63;
+
+/// The kind bit of a JSON value.
+fn kind_of(v: &Value) -> u8 {
+    match v {
+        Value::Null => NULL,
+        Value::Bool(_) => BOOL,
+        Value::Number(_) => NUMBER,
+        Value::String(_) => STRING,
+        Value::Array(_) => ARRAY,
+        Value::Object(_) => OBJECT,
+    }
+}
+
+/// The JSON kinds a schema accepts, as far as its `type`, `const`, `enum`, `properties` or
+/// `items` say; all kinds when they say nothing.
+fn kinds(schema: &Value) -> u8 {
+    let Value::Object(map) = schema else {
+        return if *schema == Value::Bool(false) {
+            0
+        } else {
+            ALL_KINDS
+        };
+    };
+    let named = |t: &Value| match t.as_str() {
+        Some("null") => NULL,
+        Some("boolean") => BOOL,
+        Some("number" | "integer") => NUMBER,
+        Some("string") => STRING,
+        Some("array") => ARRAY,
+        Some("object") => OBJECT,
+        _ => ALL_KINDS,
+    };
+    match map.get("type") {
+        Some(Value::Array(types)) => return types.iter().fold(0, |k, t| k | named(t)),
+        Some(t) => return named(t),
+        None => {}
+    }
+    if let Some(c) = map.get("const") {
+        return kind_of(c);
+    }
+    if let Some(Value::Array(values)) = map.get("enum") {
+        return values.iter().fold(0, |k, v| k | kind_of(v));
+    }
+    if map.contains_key("properties") {
+        return OBJECT;
+    }
+    if map.contains_key("items") {
+        return ARRAY;
+    }
+    ALL_KINDS
 }
 
 /// One step of a path into the input.
@@ -189,28 +279,74 @@ impl FieldCheck {
                 inner => FieldCheck::Array(Box::new(inner)),
             };
         }
+        if let Some(values @ Value::Object(_)) = map.get("additionalProperties") {
+            return match Self::build(values, depth + 1) {
+                FieldCheck::Any => FieldCheck::Any,
+                inner => FieldCheck::Map(Box::new(inner)),
+            };
+        }
+        if let Some(Value::Array(branches)) = map.get("anyOf").or_else(|| map.get("oneOf")) {
+            let branches: Vec<Branch> = branches
+                .iter()
+                .map(|b| Branch {
+                    kinds: kinds(b),
+                    check: Self::build(b, depth + 1),
+                })
+                .collect();
+            // A branch that accepts every value unchecked makes the whole check pass.
+            if branches
+                .iter()
+                .any(|b| b.kinds == ALL_KINDS && b.check == FieldCheck::Any)
+                || branches.iter().all(|b| b.check == FieldCheck::Any)
+            {
+                return FieldCheck::Any;
+            }
+            return FieldCheck::AnyOf(branches);
+        }
         FieldCheck::Any
     }
 
     /// Checks `input`; allocates nothing unless a field is unknown.
     pub(crate) fn check(&self, input: &Value) -> Result<(), UnknownField> {
+        match self.visit(input, true) {
+            Ok(()) => Ok(()),
+            Err(Some(e)) => Err(e),
+            // `visit` with `report` always says what is wrong.
+            Err(None) => {
+                debug_assert!(false, "an unknown field without a report");
+                Ok(())
+            }
+        }
+    }
+
+    /// The check: `Err(None)` for a refusal when `report` is false (nothing allocated, used to
+    /// try `anyOf` branches), `Err(Some(_))` when it is true.
+    fn visit(&self, input: &Value, report: bool) -> Result<(), Option<UnknownField>> {
+        let within = |seg: Seg| {
+            move |e: Option<UnknownField>| {
+                e.map(|mut e| {
+                    e.path.insert(0, seg);
+                    e
+                })
+            }
+        };
         match (self, input) {
             (FieldCheck::Any, _) => Ok(()),
             (FieldCheck::Object { props, closed }, Value::Object(obj)) => {
                 for (key, value) in obj {
+                    // A linear scan: argument structs have a handful of fields.
                     match props.iter().find(|(k, _)| k == key) {
                         // The common case (a scalar or open property): no call.
                         Some((_, FieldCheck::Any)) => {}
-                        Some((_, inner)) => inner.check(value).map_err(|mut e| {
-                            e.path.insert(0, Seg::Key(key.clone()));
-                            e
-                        })?,
+                        Some((_, inner)) => inner
+                            .visit(value, report)
+                            .map_err(within(Seg::Key(key.clone())))?,
                         None if *closed => {
-                            return Err(UnknownField {
+                            return Err(report.then(|| UnknownField {
                                 path: Vec::new(),
                                 field: key.clone(),
                                 expected: props.iter().map(|(k, _)| k.clone()).collect(),
-                            });
+                            }));
                         }
                         None => {}
                     }
@@ -219,15 +355,52 @@ impl FieldCheck {
             }
             (FieldCheck::Array(inner), Value::Array(items)) => {
                 for (i, item) in items.iter().enumerate() {
-                    inner.check(item).map_err(|mut e| {
-                        e.path.insert(0, Seg::Index(i));
-                        e
-                    })?;
+                    inner.visit(item, report).map_err(within(Seg::Index(i)))?;
                 }
                 Ok(())
             }
+            (FieldCheck::Map(inner), Value::Object(obj)) => {
+                for (key, value) in obj {
+                    inner
+                        .visit(value, report)
+                        .map_err(within(Seg::Key(key.clone())))?;
+                }
+                Ok(())
+            }
+            (FieldCheck::AnyOf(branches), _) => {
+                let kind = kind_of(input);
+                let applicable = || branches.iter().filter(|b| b.kinds & kind != 0);
+                if applicable().next().is_none()
+                    || applicable().any(|b| b.check.visit(input, false).is_ok())
+                {
+                    return Ok(());
+                }
+                if !report {
+                    return Err(None);
+                }
+                // The first of the best-matching branches (`max_by_key` keeps the last).
+                let best = applicable()
+                    .rev()
+                    .max_by_key(|b| b.check.known_keys(input))
+                    .map(|b| b.check.visit(input, true));
+                match best {
+                    Some(Err(e)) => Err(e),
+                    _ => Ok(()),
+                }
+            }
             // A value of another kind is the deserializer's to reject.
             _ => Ok(()),
+        }
+    }
+
+    /// How many of `input`'s keys this check's object lists (0 when either is not an object).
+    fn known_keys(&self, input: &Value) -> usize {
+        match (self, input) {
+            (FieldCheck::Object { props, .. }, Value::Object(obj)) => obj
+                .keys()
+                .filter(|key| props.iter().any(|(k, _)| k == *key))
+                .count(),
+            _ => 0,
         }
     }
 }
@@ -272,6 +445,140 @@ mod tests {
             .check(&json!({"tags": [{"k": "a"}, {"k": "b", "v": 1}]}))
             .unwrap_err();
         assert_eq!((e.path_text().as_str(), e.field.as_str()), ("tags[1]", "v"));
+    }
+
+    fn closed(props: Value) -> Value {
+        json!({"type": "object", "properties": props, "additionalProperties": false})
+    }
+
+    fn unknown(path: Vec<Seg>, field: &str, expected: &[&str]) -> UnknownField {
+        UnknownField {
+            path,
+            field: field.to_owned(),
+            expected: expected.iter().map(|k| (*k).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn checks_every_value_of_a_map() {
+        // `labels: HashMap<String, Label>`
+        let label = closed(json!({"color": {"type": "string"}}));
+        let schema = closed(json!({"labels": {
+            "type": "object", "additionalProperties": label}}));
+        let check = FieldCheck::from_schema(&schema);
+        assert_eq!(
+            check.check(&json!({"labels": {"a": {"color": "red"}, "b": {"color": "x"}}})),
+            Ok(())
+        );
+        assert_eq!(
+            check.check(&json!({"labels": {"a": {"color": "red"}, "b": {"colour": "x"}}})),
+            Err(unknown(
+                vec![Seg::Key("labels".into()), Seg::Key("b".into())],
+                "colour",
+                &["color"]
+            ))
+        );
+        // A map of scalars checks nothing.
+        let scalars = closed(json!({"m": {"type": "object",
+                                           "additionalProperties": {"type": "integer"}}}));
+        assert_eq!(
+            FieldCheck::from_schema(&scalars),
+            FieldCheck::Object {
+                props: vec![("m".into(), FieldCheck::Any)],
+                closed: true
+            }
+        );
+    }
+
+    /// `enum Shape { Circle { r: f64 }, Square { side: f64 }, Unit }`, externally tagged, as
+    /// schemars writes it.
+    fn shape() -> Value {
+        json!({"oneOf": [
+            {"type": "string", "const": "Unit"},
+            {"type": "object", "properties": {"Circle": closed(json!({"r": {"type": "number"}}))},
+             "required": ["Circle"], "additionalProperties": false},
+            {"type": "object", "properties": {"Square": closed(json!({"side": {"type": "number"}}))},
+             "required": ["Square"], "additionalProperties": false}
+        ]})
+    }
+
+    #[test]
+    fn checks_the_branches_of_a_data_carrying_enum() {
+        let schema =
+            closed(json!({"shape": shape(), "shapes": {"type": "array", "items": shape()}}));
+        let check = FieldCheck::from_schema(&schema);
+        for valid in [
+            json!({"shape": "Unit"}),
+            json!({"shape": {"Circle": {"r": 1.0}}}),
+            json!({"shape": {"Square": {"side": 2.0}}}),
+            json!({"shapes": ["Unit", {"Square": {"side": 2.0}}]}),
+            // Of no branch's kind: the deserializer's to refuse.
+            json!({"shape": 3}),
+        ] {
+            assert_eq!(check.check(&valid), Ok(()), "{valid}");
+        }
+        // The branch naming the variant reports, not the first object branch.
+        assert_eq!(
+            check.check(&json!({"shape": {"Square": {"side": 2.0, "r": 1.0}}})),
+            Err(unknown(
+                vec![Seg::Key("shape".into()), Seg::Key("Square".into())],
+                "r",
+                &["side"]
+            ))
+        );
+        assert_eq!(
+            check.check(&json!({"shapes": ["Unit", {"Circle": {"r": 1.0, "side": 2.0}}]})),
+            Err(unknown(
+                vec![
+                    Seg::Key("shapes".into()),
+                    Seg::Index(1),
+                    Seg::Key("Circle".into())
+                ],
+                "side",
+                &["r"]
+            ))
+        );
+        // No branch names the key: the first object branch reports.
+        assert_eq!(
+            check.check(&json!({"shape": {"Triangle": {}}})),
+            Err(unknown(
+                vec![Seg::Key("shape".into())],
+                "Triangle",
+                &["Circle"]
+            ))
+        );
+    }
+
+    #[test]
+    fn an_internally_tagged_enum_reports_the_branch_with_most_known_keys() {
+        let schema = closed(json!({"shape": {"oneOf": [
+            closed(json!({"kind": {"type": "string", "const": "circle"}, "r": {"type": "number"}})),
+            closed(json!({"kind": {"type": "string", "const": "square"}, "side": {"type": "number"}}))
+        ]}}));
+        let check = FieldCheck::from_schema(&schema);
+        assert_eq!(
+            check.check(&json!({"shape": {"kind": "square", "side": 1, "sides": 4}})),
+            Err(unknown(
+                vec![Seg::Key("shape".into())],
+                "sides",
+                &["kind", "side"]
+            ))
+        );
+    }
+
+    #[test]
+    fn a_branch_that_accepts_anything_unchecked_turns_the_check_off() {
+        let schema = closed(json!({"v": {"anyOf": [
+            {"description": "anything"},
+            closed(json!({"a": {"type": "string"}}))
+        ]}}));
+        assert_eq!(
+            FieldCheck::from_schema(&schema),
+            FieldCheck::Object {
+                props: vec![("v".into(), FieldCheck::Any)],
+                closed: true
+            }
+        );
     }
 
     #[test]

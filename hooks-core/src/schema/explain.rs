@@ -169,11 +169,8 @@ impl<'s> Walker<'s> {
 
     fn check_number(&self, s: &Map<String, Value>, v: &Value) -> Result<(), Found> {
         let (min, max) = bounds(s);
-        let value = match (v.as_i64(), v.as_u64(), v.as_f64()) {
-            (Some(i), _, _) => Num::Int(i128::from(i)),
-            (_, Some(u), _) => Num::Int(i128::from(u)),
-            (_, _, Some(f)) => Num::Float(f),
-            _ => return Ok(()),
+        let Some(value) = Num::from_json(v) else {
+            return Ok(());
         };
         let out_of_range =
             min.is_some_and(|m| value.less_than(m)) || max.is_some_and(|m| m.less_than(value));

@@ -12,8 +12,13 @@
 //!   variants' docs appended to the description;
 //! - integer and number `format`s (`uint32`, `int64`, `double`) are dropped; `minimum: 0` stays
 //!   for unsigned integers;
-//! - every object with `properties` says `additionalProperties: false` (the dispatcher rejects
-//!   unknown fields at every depth) unless the tool opted out;
+//! - every object with `properties` says `additionalProperties: false` unless the tool opted
+//!   out. The dispatcher then rejects unknown fields in such objects wherever the schema reaches
+//!   them: through properties, array items, map values (`HashMap<String, T>`) and the branches
+//!   of an `anyOf`/`oneOf` (an enum with data: refused only when no branch accepts the input).
+//!   It does not look past a `$ref` (a recursive type is checked down to its first `$ref`) or
+//!   into `allOf` (its branches describe one value together, so one branch's unknown key may be
+//!   another's field);
 //! - `$ref`/`$defs` remain only for recursive types.
 //!
 //! - descriptions are unwrapped ([`unwrap_doc`]): a doc comment wrapped at 100 columns reads as
@@ -48,7 +53,37 @@ pub(crate) fn generate<A: JsonSchema>() -> Value {
 }
 
 /// The canonical form of a raw schemars schema (see the module docs). `closed` adds
-/// `additionalProperties: false` to every object that has `properties`.
+/// `additionalProperties: false` to every object that has `properties`. Never fails: a keyword
+/// it does not know is kept as it is.
+///
+/// Source of the rules it serves: Anthropic's tool-use docs ("Define tools": `input_schema` is
+/// a JSON Schema object with `"type": "object"` at the root); the nullable `anyOf` form is the
+/// one every target's transform starts from ([`targets`]).
+///
+/// ```
+/// use serde_json::json;
+/// use toolgate_core::schema::canonicalize;
+///
+/// let raw = json!({
+///     "$schema": "https://json-schema.org/draft/2020-12/schema",
+///     "title": "Args",
+///     "type": "object",
+///     "properties": {
+///         "unit": {"description": "The unit", "type": ["string", "null"],
+///                  "enum": ["celsius", "fahrenheit", null]},
+///         "n": {"type": "integer", "format": "uint32", "minimum": 0}
+///     }
+/// });
+/// assert_eq!(canonicalize(&raw, true), json!({
+///     "type": "object",
+///     "properties": {
+///         "unit": {"description": "The unit", "anyOf": [
+///             {"type": "string", "enum": ["celsius", "fahrenheit"]}, {"type": "null"}]},
+///         "n": {"type": "integer", "minimum": 0}
+///     },
+///     "additionalProperties": false
+/// }));
+/// ```
 pub fn canonicalize(raw: &Value, closed: bool) -> Value {
     let mut v = raw.clone();
     if let Value::Object(root) = &mut v {
@@ -83,34 +118,7 @@ fn canon(v: &mut Value, closed: bool) {
         *d = unwrap_doc(d);
     }
     // Recurse first, so that children are canonical before this level is rewritten.
-    for key in ["properties", "$defs", "definitions", "patternProperties"] {
-        if let Some(Value::Object(props)) = map.get_mut(key) {
-            for (_, p) in props.iter_mut() {
-                canon(p, closed);
-            }
-        }
-    }
-    for key in [
-        "items",
-        "additionalProperties",
-        "not",
-        "contains",
-        "propertyNames",
-        "if",
-        "then",
-        "else",
-    ] {
-        if let Some(child) = map.get_mut(key) {
-            canon(child, closed);
-        }
-    }
-    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
-        if let Some(Value::Array(items)) = map.get_mut(key) {
-            for item in items.iter_mut() {
-                canon(item, closed);
-            }
-        }
-    }
+    for_each_subschema_mut(map, |_, _, child| canon(child, closed));
 
     if let Some(Value::String(f)) = map.get("format")
         && NUMERIC_FORMATS.contains(&f.as_str())
@@ -125,6 +133,7 @@ fn canon(v: &mut Value, closed: bool) {
     type_array_to_any_of(map);
 }
 
+/// Whether `v` is exactly `{"type": "null"}`.
 fn is_null_schema(v: &Value) -> bool {
     v.get("type").and_then(Value::as_str) == Some("null")
         && v.as_object().is_some_and(|m| m.len() == 1)
@@ -267,41 +276,86 @@ fn with_period(s: &str) -> String {
 }
 
 /// Splits `{"anyOf": [X, {"type": "null"}], description…}` into (X merged with the outer
-/// keywords, true); any other schema into (itself, false).
+/// keywords, true); any other schema into (itself, false). `split_null_branches(v, false)`.
 pub(crate) fn split_nullable(v: &Value) -> (Value, bool) {
+    split_null_branches(v, false)
+}
+
+/// Removes the `{"type": "null"}` branches of `v`'s `anyOf`: (the schema without them, whether
+/// there were any). One remaining branch is merged with the outer keywords (outer ones win, in
+/// their order after the branch's own keys): `{"description": "d", "anyOf": [{"type":
+/// "string"}, {"type": "null"}]}` → `({"type": "string", "description": "d"}, true)`. Unless
+/// `wider`, only the two-branch `anyOf: [X, null]` (either order) is split. When `wider`, an
+/// `anyOf` of several branches keeps the non-null ones (`{"anyOf": [A, B, null]}` → `({"anyOf":
+/// [A, B]}, true)`). Any other schema: `(v, false)`.
+pub(crate) fn split_null_branches(v: &Value, wider: bool) -> (Value, bool) {
     let Some(map) = v.as_object() else {
         return (v.clone(), false);
     };
     let Some(Value::Array(branches)) = map.get("anyOf") else {
         return (v.clone(), false);
     };
-    if branches.len() != 2 {
-        return (v.clone(), false);
-    }
-    let (inner, null) = if is_null_schema(&branches[1]) {
-        (&branches[0], true)
-    } else if is_null_schema(&branches[0]) {
-        (&branches[1], true)
-    } else {
-        (&branches[0], false)
-    };
-    if !null {
-        return (v.clone(), false);
-    }
-    let mut merged = match inner {
-        Value::Object(m) => m.clone(),
-        other => return (other.clone(), true),
-    };
-    for (k, val) in map {
-        if k != "anyOf" {
-            merged.insert(k.clone(), val.clone());
+    let rest: Vec<&Value> = branches.iter().filter(|b| !is_null_schema(b)).collect();
+    match rest.as_slice() {
+        _ if rest.len() == branches.len() => (v.clone(), false),
+        [only] if wider || branches.len() == 2 => {
+            let mut merged = match only {
+                Value::Object(m) => m.clone(),
+                other => return ((*other).clone(), true),
+            };
+            for (k, val) in map {
+                if k != "anyOf" {
+                    merged.insert(k.clone(), val.clone());
+                }
+            }
+            (Value::Object(merged), true)
         }
+        _ if wider => {
+            let mut outer = map.clone();
+            outer.insert(
+                "anyOf".into(),
+                Value::Array(rest.into_iter().cloned().collect()),
+            );
+            (Value::Object(outer), true)
+        }
+        _ => (v.clone(), false),
     }
-    (Value::Object(merged), true)
 }
 
 /// The Anthropic `input_schema`: the canonical form with every nullable `anyOf` collapsed to its
-/// non-null branch.
+/// non-null branch (the field's outer keywords, such as its description, kept); optionality is
+/// then said by `required` alone. Never fails.
+///
+/// Source: Anthropic's tool-use docs ("Define tools"): `input_schema` is a JSON Schema object
+/// with `"type": "object"` at the root and no top-level `oneOf`/`anyOf`/`allOf`; their examples
+/// write an optional field as a plain schema left out of `required`, not as a union with
+/// `null`.
+///
+/// ```
+/// use serde_json::json;
+/// use toolgate_core::schema::anthropic_input_schema;
+///
+/// let canonical = json!({
+///     "type": "object",
+///     "properties": {
+///         "location": {"type": "string"},
+///         "unit": {"description": "The unit", "anyOf": [
+///             {"type": "string", "enum": ["celsius", "fahrenheit"]}, {"type": "null"}]}
+///     },
+///     "required": ["location"],
+///     "additionalProperties": false
+/// });
+/// assert_eq!(anthropic_input_schema(&canonical), json!({
+///     "type": "object",
+///     "properties": {
+///         "location": {"type": "string"},
+///         "unit": {"type": "string", "enum": ["celsius", "fahrenheit"],
+///                  "description": "The unit"}
+///     },
+///     "required": ["location"],
+///     "additionalProperties": false
+/// }));
+/// ```
 pub fn anthropic_input_schema(canonical: &Value) -> Value {
     let mut v = canonical.clone();
     collapse_nullable(&mut v);
@@ -313,25 +367,75 @@ fn collapse_nullable(v: &mut Value) {
     if was {
         *v = collapsed;
     }
-    let Value::Object(map) = v else { return };
-    for key in ["properties", "$defs", "patternProperties"] {
-        if let Some(Value::Object(props)) = map.get_mut(key) {
-            for (_, p) in props.iter_mut() {
-                collapse_nullable(p);
+    if let Value::Object(map) = v {
+        for_each_subschema_mut(map, |_, _, child| collapse_nullable(child));
+    }
+}
+
+/// Keywords whose value is one subschema.
+pub(crate) const CHILD: &[&str] = &[
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+];
+/// Keywords whose value is an array of subschemas.
+pub(crate) const CHILD_LISTS: &[&str] = &["anyOf", "oneOf", "allOf", "prefixItems"];
+/// Keywords whose value is a map of named subschemas.
+pub(crate) const CHILD_MAPS: &[&str] = &[
+    "properties",
+    "$defs",
+    "definitions",
+    "patternProperties",
+    "dependentSchemas",
+];
+
+/// Calls `f(keyword, name, child)` on every direct subschema of the schema object `map`: those
+/// under [`CHILD_MAPS`] (with the entry's `name`), then [`CHILD`], then [`CHILD_LISTS`] (`name`
+/// is `None` for both), each list in its order. A bool child (`additionalProperties: false`) is
+/// passed too. Stops at, and returns, the first error.
+pub(crate) fn try_for_each_subschema_mut<E>(
+    map: &mut Map<String, Value>,
+    mut f: impl FnMut(&'static str, Option<&str>, &mut Value) -> Result<(), E>,
+) -> Result<(), E> {
+    for key in CHILD_MAPS {
+        if let Some(Value::Object(children)) = map.get_mut(*key) {
+            for (name, child) in children.iter_mut() {
+                f(key, Some(name), child)?;
             }
         }
     }
-    for key in ["items", "additionalProperties", "not", "contains"] {
-        if let Some(child) = map.get_mut(key) {
-            collapse_nullable(child);
+    for key in CHILD {
+        if let Some(child) = map.get_mut(*key) {
+            f(key, None, child)?;
         }
     }
-    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
-        if let Some(Value::Array(items)) = map.get_mut(key) {
-            for item in items.iter_mut() {
-                collapse_nullable(item);
+    for key in CHILD_LISTS {
+        if let Some(Value::Array(children)) = map.get_mut(*key) {
+            for child in children.iter_mut() {
+                f(key, None, child)?;
             }
         }
+    }
+    Ok(())
+}
+
+/// [`try_for_each_subschema_mut`] for a callback that cannot fail.
+pub(crate) fn for_each_subschema_mut(
+    map: &mut Map<String, Value>,
+    mut f: impl FnMut(&'static str, Option<&str>, &mut Value),
+) {
+    let done = try_for_each_subschema_mut::<std::convert::Infallible>(map, |k, n, c| {
+        f(k, n, c);
+        Ok(())
+    });
+    match done {
+        Ok(()) => {}
+        Err(never) => match never {},
     }
 }
 

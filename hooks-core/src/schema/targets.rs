@@ -54,7 +54,9 @@ use std::fmt;
 
 use serde_json::{Map, Value, json};
 
-use super::anthropic_input_schema;
+use super::{
+    anthropic_input_schema, split_null_branches, split_nullable, try_for_each_subschema_mut,
+};
 use crate::provider::Provider;
 
 /// One tool's entry in a target's tool list.
@@ -194,6 +196,7 @@ pub struct SchemaProblem {
 /// - `walk_tree`: property `tree.children[]` is a recursive type (`$ref`), which Gemini's `parameters` (an OpenAPI 3.0 subset without `$ref`) cannot express
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SchemaError {
     /// The target.
     pub provider: Provider,
@@ -266,28 +269,6 @@ pub(crate) fn render<'a>(
 
 // ---- shared helpers ----
 
-/// Keywords that hold one subschema.
-const CHILD: &[&str] = &[
-    "items",
-    "additionalProperties",
-    "not",
-    "if",
-    "then",
-    "else",
-    "contains",
-    "propertyNames",
-];
-/// Keywords that hold an array of subschemas.
-const CHILD_LISTS: &[&str] = &["anyOf", "oneOf", "allOf", "prefixItems"];
-/// Keywords that hold a map of subschemas.
-const CHILD_MAPS: &[&str] = &[
-    "properties",
-    "$defs",
-    "definitions",
-    "patternProperties",
-    "dependentSchemas",
-];
-
 fn join(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_owned()
@@ -337,45 +318,32 @@ fn relocate(map: &mut Map<String, Value>, keys: &[String]) {
     map.insert("description".into(), Value::String(text));
 }
 
-/// Whether `v` is `{"type": "null"}`.
-fn is_null(v: &Value) -> bool {
-    v.get("type").and_then(Value::as_str) == Some("null")
-        && v.as_object().is_some_and(|m| m.len() == 1)
-}
+/// Keywords no target's subset can express, and how a reason names them.
+const INEXPRESSIBLE: &[(&str, &str)] = &[
+    ("not", "`not`"),
+    ("if", "`if`/`then`/`else`"),
+    ("then", "`if`/`then`/`else`"),
+    ("else", "`if`/`then`/`else`"),
+    ("prefixItems", "a tuple (`prefixItems`)"),
+    ("patternProperties", "`patternProperties`"),
+    ("propertyNames", "`propertyNames`"),
+    ("dependentSchemas", "dependent schemas"),
+    ("dependentRequired", "dependent schemas"),
+    ("unevaluatedProperties", "`unevaluated*` keywords"),
+    ("unevaluatedItems", "`unevaluated*` keywords"),
+];
 
-/// Why a keyword makes a schema inexpressible in a subset, if it does.
-fn inexpressible(map: &Map<String, Value>, path: &str, extra: &[&str]) -> Option<String> {
-    let what = |k: &str| -> Option<&'static str> {
-        Some(match k {
-            "not" => "`not`",
-            "if" | "then" | "else" => "`if`/`then`/`else`",
-            "prefixItems" => "a tuple (`prefixItems`)",
-            "patternProperties" => "`patternProperties`",
-            "propertyNames" => "`propertyNames`",
-            "dependentSchemas" | "dependentRequired" => "dependent schemas",
-            "unevaluatedProperties" | "unevaluatedItems" => "`unevaluated*` keywords",
-            "allOf" => "`allOf`",
-            _ => return None,
-        })
-    };
-    [
-        "not",
-        "if",
-        "then",
-        "else",
-        "prefixItems",
-        "patternProperties",
-        "propertyNames",
-        "dependentSchemas",
-        "dependentRequired",
-        "unevaluatedProperties",
-        "unevaluatedItems",
-    ]
-    .iter()
-    .chain(extra)
-    .find(|k| map.contains_key(**k))
-    .and_then(|k| what(k))
-    .map(|w| format!("{} uses {w}", at(path)))
+/// `allOf`, which OpenAI strict and Gemini cannot express (an `extra` of [`inexpressible`]).
+const ALL_OF: &[(&str, &str)] = &[("allOf", "`allOf`")];
+
+/// Why a keyword makes a schema inexpressible in a subset, if it does: the first of
+/// [`INEXPRESSIBLE`] and then `extra` that `map` has.
+fn inexpressible(map: &Map<String, Value>, path: &str, extra: &[(&str, &str)]) -> Option<String> {
+    INEXPRESSIBLE
+        .iter()
+        .chain(extra)
+        .find(|(k, _)| map.contains_key(*k))
+        .map(|(_, what)| format!("{} uses {what}", at(path)))
 }
 
 /// Why an object schema's `additionalProperties` cannot be closed, if it cannot: a map
@@ -388,11 +356,16 @@ fn open_object(map: &Map<String, Value>, path: &str) -> Option<String> {
             at(path)
         )),
         Some(Value::Bool(true)) | None => None,
-        Some(_) => Some(format!(
-            "{} is a map (`additionalProperties` is a schema, as for HashMap<String, T>)",
-            at(path)
-        )),
+        Some(_) => Some(is_a_map(path)),
     }
+}
+
+/// The reason a map (`additionalProperties` is a schema) cannot be closed.
+fn is_a_map(path: &str) -> String {
+    format!(
+        "{} is a map (`additionalProperties` is a schema, as for HashMap<String, T>)",
+        at(path)
+    )
 }
 
 fn is_object_schema(map: &Map<String, Value>) -> bool {
@@ -475,48 +448,28 @@ fn anthropic_node(v: &mut Value, path: &str) -> Result<(), String> {
         moved.push("minItems".into());
     }
     relocate(map, &moved);
-    walk_children(map, path, &mut |child, p| anthropic_node(child, p))
+    walk_children(map, path, &mut |_, child, p| anthropic_node(child, p))
 }
 
-/// Calls `f` on every subschema of `map` with its path.
+/// Calls `f(keyword, child, path)` on every subschema of `map` but a bool
+/// `additionalProperties`, in [`super::try_for_each_subschema_mut`]'s order. The path is
+/// `path.name` under `properties`, `keyword.name` under the other maps (`$defs.Node`),
+/// `path[]` under `items`, and `path` under the rest.
 fn walk_children(
     map: &mut Map<String, Value>,
     path: &str,
-    f: &mut dyn FnMut(&mut Value, &str) -> Result<(), String>,
+    f: &mut dyn FnMut(&str, &mut Value, &str) -> Result<(), String>,
 ) -> Result<(), String> {
-    for key in CHILD_MAPS {
-        if let Some(Value::Object(children)) = map.get_mut(*key) {
-            for (name, child) in children.iter_mut() {
-                let p = if *key == "properties" {
-                    join(path, name)
-                } else {
-                    join(key, name)
-                };
-                f(child, &p)?;
-            }
-        }
-    }
-    for key in CHILD {
-        if *key == "additionalProperties" && matches!(map.get(*key), Some(Value::Bool(_))) {
-            continue;
-        }
-        if let Some(child) = map.get_mut(*key) {
-            let p = if *key == "items" {
-                format!("{path}[]")
-            } else {
-                path.to_owned()
-            };
-            f(child, &p)?;
-        }
-    }
-    for key in CHILD_LISTS {
-        if let Some(Value::Array(children)) = map.get_mut(*key) {
-            for child in children.iter_mut() {
-                f(child, path)?;
-            }
-        }
-    }
-    Ok(())
+    try_for_each_subschema_mut(map, |keyword, name, child| {
+        let p = match (keyword, name) {
+            ("properties", Some(name)) => join(path, name),
+            (_, Some(name)) => join(keyword, name),
+            ("items", None) => format!("{path}[]"),
+            ("additionalProperties", None) if child.is_boolean() => return Ok(()),
+            (_, None) => path.to_owned(),
+        };
+        f(keyword, child, &p)
+    })
 }
 
 // ---- OpenAI strict ----
@@ -547,7 +500,11 @@ const OPENAI_MOVED: &[&str] = &[
     "maxContains",
 ];
 
-/// Deepest object nesting OpenAI strict mode accepts (the root object is level 1).
+/// Deepest object nesting OpenAI strict mode accepts (the root object is level 1). Source:
+/// OpenAI's "Structured Outputs" guide, "Supported schemas", "Objects have limitations on nesting
+/// depth and size": "A schema may have up to 5000 object properties total, with up to 10 levels
+/// of nesting." (earlier versions said 100 properties and 5 levels). `$defs` entries start their
+/// own count; [`definition`] emits a deeper tool non-strict.
 pub const OPENAI_MAX_NESTING: usize = 10;
 
 /// The canonical schema in OpenAI's strict subset, or why it cannot be.
@@ -576,7 +533,7 @@ fn openai_node(v: &mut Value, path: &str, depth: usize) -> Result<(), String> {
         }
         return Ok(());
     }
-    if let Some(reason) = inexpressible(map, path, &["allOf"]) {
+    if let Some(reason) = inexpressible(map, path, ALL_OF) {
         return Err(reason);
     }
     if let Some(one_of) = map.remove("oneOf") {
@@ -604,9 +561,9 @@ fn openai_node(v: &mut Value, path: &str, depth: usize) -> Result<(), String> {
     }
     let moved = keys_to_move(map, OPENAI_MOVED, OPENAI_FORMATS);
     relocate(map, &moved);
-    walk_children(map, path, &mut |child, p| {
+    walk_children(map, path, &mut |keyword, child, p| {
         // `$defs` start a new nesting count: they are reached through `$ref`.
-        let d = if p.starts_with("$defs.") || p.starts_with("definitions.") {
+        let d = if matches!(keyword, "$defs" | "definitions") {
             0
         } else {
             depth
@@ -619,36 +576,18 @@ fn openai_node(v: &mut Value, path: &str, depth: usize) -> Result<(), String> {
 /// `{"type": ["string", "null"], …, "description": …}` when the non-null branch is a plain
 /// scalar (one `type` of `string`, `number`, `integer` or `boolean`, no combinator or `$ref`).
 fn nullable_scalar(v: &Value) -> Option<Value> {
-    let map = v.as_object()?;
-    let Some(Value::Array(branches)) = map.get("anyOf") else {
+    let (Value::Object(mut merged), true) = split_nullable(v) else {
         return None;
     };
-    let [a, b] = branches.as_slice() else {
-        return None;
-    };
-    let inner = if is_null(b) {
-        a
-    } else if is_null(a) {
-        b
-    } else {
-        return None;
-    };
-    let inner = inner.as_object()?;
-    let ty = inner.get("type")?.as_str()?;
-    if !matches!(ty, "string" | "number" | "integer" | "boolean")
+    let ty = merged.get("type")?.as_str()?.to_owned();
+    if !matches!(ty.as_str(), "string" | "number" | "integer" | "boolean")
         || ["anyOf", "oneOf", "allOf", "$ref"]
             .iter()
-            .any(|k| inner.contains_key(*k))
+            .any(|k| merged.contains_key(*k))
     {
         return None;
     }
-    let mut merged = inner.clone();
     merged.insert("type".into(), json!([ty, "null"]));
-    for (k, val) in map {
-        if k != "anyOf" {
-            merged.insert(k.clone(), val.clone());
-        }
-    }
     Some(Value::Object(merged))
 }
 
@@ -680,7 +619,7 @@ fn gemini_parameters(canonical: &Value) -> Result<Option<Value>, String> {
 }
 
 fn gemini_node(v: &Value, path: &str) -> Result<Value, String> {
-    let (v, nullable) = gemini_split_null(v);
+    let (v, nullable) = split_null_branches(v, true);
     let Value::Object(map) = &v else {
         return Err(format!("{} accepts any JSON value", at(path)));
     };
@@ -691,7 +630,7 @@ fn gemini_node(v: &Value, path: &str) -> Result<Value, String> {
             at(path)
         ));
     }
-    if let Some(reason) = inexpressible(map, path, &["allOf"]) {
+    if let Some(reason) = inexpressible(map, path, ALL_OF) {
         return Err(reason);
     }
     let mut out = Map::new();
@@ -770,16 +709,11 @@ fn gemini_node(v: &Value, path: &str) -> Result<Value, String> {
         out.insert("items".into(), gemini_node(items, &format!("{path}[]"))?);
     }
     if ty.as_deref() == Some("object") || map.contains_key("properties") {
-        match map.get("additionalProperties") {
-            None | Some(Value::Bool(false)) => {}
-            Some(Value::Bool(true)) => {}
-            Some(_) => {
-                return Err(format!(
-                    "{} is a map (`additionalProperties` is a schema, as for HashMap<String, T>), \
-                     which Gemini's `parameters` cannot express",
-                    at(path)
-                ));
-            }
+        if !matches!(map.get("additionalProperties"), None | Some(Value::Bool(_))) {
+            return Err(format!(
+                "{}, which Gemini's `parameters` cannot express",
+                is_a_map(path)
+            ));
         }
         let props = match map.get("properties") {
             Some(Value::Object(props)) if !props.is_empty() => props,
@@ -843,41 +777,6 @@ fn gemini_node(v: &Value, path: &str) -> Result<Value, String> {
         relocate(&mut out, &keys);
     }
     Ok(Value::Object(out))
-}
-
-/// Removes the `{"type": "null"}` branches of an `anyOf`: (the schema without them, whether
-/// there were any). One remaining branch is merged with the outer keywords (outer ones win, as
-/// in [`super::split_nullable`]).
-fn gemini_split_null(v: &Value) -> (Value, bool) {
-    let Some(map) = v.as_object() else {
-        return (v.clone(), false);
-    };
-    let Some(Value::Array(branches)) = map.get("anyOf") else {
-        return (v.clone(), false);
-    };
-    let rest: Vec<&Value> = branches.iter().filter(|b| !is_null(b)).collect();
-    if rest.len() == branches.len() {
-        return (v.clone(), false);
-    }
-    let mut outer = map.clone();
-    outer.remove("anyOf");
-    match rest.as_slice() {
-        [only] => {
-            let mut merged = match only {
-                Value::Object(m) => m.clone(),
-                other => return ((*other).clone(), true),
-            };
-            merged.extend(outer);
-            (Value::Object(merged), true)
-        }
-        _ => {
-            outer.insert(
-                "anyOf".into(),
-                Value::Array(rest.into_iter().cloned().collect()),
-            );
-            (Value::Object(outer), true)
-        }
-    }
 }
 
 #[cfg(test)]
@@ -946,16 +845,15 @@ mod tests {
                                               "side": {"type": "number"}},
              "required": ["kind", "side"], "additionalProperties": false}
         ]}}));
-        let strict = openai_strict(&schema).unwrap_or_default();
+        let strict = openai_strict(&schema).expect("a oneOf of closed objects is strict");
         assert_eq!(strict["properties"]["shape"]["oneOf"], Value::Null);
         assert_eq!(
             strict["properties"]["shape"]["anyOf"][1]["properties"]["kind"],
             json!({"type": "string", "const": "square"})
         );
         let gemini = gemini_parameters(&schema)
-            .ok()
-            .flatten()
-            .unwrap_or_default();
+            .expect("Gemini expresses a oneOf of objects")
+            .expect("the tool has parameters");
         assert_eq!(
             gemini["properties"]["shape"]["anyOf"][0],
             json!({"type": "object",
@@ -971,9 +869,8 @@ mod tests {
         let schema = root(json!({"id": {"description": "An id.", "anyOf": [
             {"type": "string"}, {"type": "integer"}, {"type": "null"}]}}));
         let gemini = gemini_parameters(&schema)
-            .ok()
-            .flatten()
-            .unwrap_or_default();
+            .expect("Gemini expresses a union")
+            .expect("the tool has parameters");
         assert_eq!(
             gemini["properties"]["id"],
             json!({"nullable": true, "description": "An id.",
@@ -1011,9 +908,72 @@ mod tests {
                     .to_owned()
             )
         );
-        // Anthropic strict accepts `allOf` but not the tuple; the integer enum is fine for all.
-        assert!(anthropic_strict(&all_of).is_ok());
-        assert!(anthropic_strict(&tuple).is_err());
-        assert!(openai_strict(&numbers).is_ok());
+        // Anthropic strict accepts `allOf` (narrowing each branch) but not the tuple; the
+        // integer enum is fine for OpenAI strict.
+        assert_eq!(
+            anthropic_strict(&all_of),
+            Ok(root(json!({"x": {"allOf": [
+                {"type": "string"}, {"description": "{minLength: 1}"}]}})))
+        );
+        assert_eq!(
+            anthropic_strict(&tuple),
+            Err("property `pair` uses a tuple (`prefixItems`)".to_owned())
+        );
+        assert_eq!(
+            openai_strict(&numbers),
+            Ok(json!({"type": "object",
+                      "properties": {"level": {"type": "integer", "enum": [1, 2, 3]}},
+                      "additionalProperties": false, "required": ["level"]}))
+        );
+    }
+
+    #[test]
+    fn openai_strict_moves_default_and_requires_a_defaulted_field() {
+        // `#[serde(default = "five")] n: u32`: not in `required`, with a `default`.
+        let schema = json!({"type": "object",
+            "properties": {"q": {"type": "string"},
+                           "n": {"type": "integer", "minimum": 0, "default": 5,
+                                 "description": "How many."}},
+            "required": ["q"], "additionalProperties": false});
+        assert_eq!(
+            openai_strict(&schema),
+            Ok(json!({"type": "object",
+                "properties": {"q": {"type": "string"},
+                               "n": {"type": "integer", "minimum": 0,
+                                     "description": "How many.\n\n{default: 5}"}},
+                "required": ["q", "n"], "additionalProperties": false}))
+        );
+    }
+
+    #[test]
+    fn anthropic_strict_moves_min_items_above_one_and_writes_one_of_as_any_of() {
+        let schema = root(json!({
+            "tags": {"type": "array", "items": {"type": "string"}, "minItems": 2},
+            "notes": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "id": {"oneOf": [{"type": "string"}, {"type": "integer"}]}
+        }));
+        assert_eq!(
+            anthropic_strict(&schema),
+            Ok(root(json!({
+                "tags": {"type": "array", "items": {"type": "string"},
+                         "description": "{minItems: 2}"},
+                "notes": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "id": {"anyOf": [{"type": "string"}, {"type": "integer"}]}
+            })))
+        );
+    }
+
+    #[test]
+    fn gemini_moves_exclusive_minimum_and_multiple_of_into_the_description() {
+        let schema = root(
+            json!({"step": {"type": "number", "description": "Step size.",
+            "exclusiveMinimum": 0, "multipleOf": 0.5, "maximum": 10}}),
+        );
+        assert_eq!(
+            gemini_parameters(&schema),
+            Ok(Some(json!({"type": "object", "properties": {"step": {
+                "type": "number", "maximum": 10,
+                "description": "Step size.\n\n{exclusiveMinimum: 0, multipleOf: 0.5}"}}})))
+        );
     }
 }
