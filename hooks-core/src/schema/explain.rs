@@ -1,8 +1,11 @@
 //! Why an input does not match a tool's schema: the path of the first mismatch, in the input's
 //! own order, and what was expected there.
 //!
-//! Acceptance is always the argument type's to decide (plain serde deserialization). This walk
-//! runs only once deserialization has failed, to tell the model *where* and *what*: it checks
+//! For a `#[tool]` (or a [`ToolDef`](crate::ToolDef)), acceptance is the argument type's to
+//! decide (plain serde deserialization), and this walk runs only once deserialization has
+//! failed, to tell the model *where* and *what*. A wrapped [`ToolCaller`](crate::ToolCaller)
+//! has no Rust argument type: for its tools this walk is the validator, run on every call
+//! against the schema the caller gave. It checks
 //! what serde enforces structurally (JSON kinds, integer ranges from schemars' `format`,
 //! `minimum`/`maximum`, enum values, required properties, tuple lengths) against the raw
 //! schemars schema of the argument type. It is one generic function for every tool, so no
