@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::audit::AuditLog;
 use crate::caller::ToolCaller;
@@ -18,7 +18,8 @@ use crate::registry::{
     Matcher, PostHookDef, PreHookDef, RegistrationKind, StopHookDef, ToolDef, registered,
 };
 use crate::schema::check::{FieldCheck, open_properties, root_problem};
-use crate::schema::{anthropic_input_schema, canonicalize, is_valid_tool_name, unwrap_doc};
+use crate::schema::targets::anthropic_entry;
+use crate::schema::{canonicalize, is_valid_tool_name, unwrap_doc};
 use crate::state::{StateKey, StateMap};
 use crate::timer::Timer;
 
@@ -465,11 +466,7 @@ impl DispatcherBuilder {
                 .map(|(i, _)| i)
                 .collect();
             let description = unwrap_doc(&c.description);
-            definitions.push(json!({
-                "name": c.name,
-                "description": description,
-                "input_schema": anthropic_input_schema(&c.schema),
-            }));
+            definitions.push(anthropic_entry(&c.name, &description, &c.schema));
             entries.push(ToolEntry {
                 description,
                 observers,

@@ -71,6 +71,16 @@ pub struct Definition {
     pub non_strict: Option<String>,
 }
 
+/// The Anthropic `tools` entry of one tool: `{"name": …, "description": …, "input_schema": …}`
+/// (the builder makes every dispatcher's default definitions with it).
+pub(crate) fn anthropic_entry(name: &str, description: &str, canonical: &Value) -> Value {
+    json!({
+        "name": name,
+        "description": description,
+        "input_schema": anthropic_input_schema(canonical),
+    })
+}
+
 /// The entry of one tool for `provider`, from the tool's `name`, `description` (already
 /// unwrapped) and canonical schema.
 ///
@@ -90,11 +100,7 @@ pub fn definition(
         non_strict: None,
     };
     match provider {
-        Provider::Anthropic => Ok(plain(json!({
-            "name": name,
-            "description": description,
-            "input_schema": anthropic_input_schema(canonical),
-        }))),
+        Provider::Anthropic => Ok(plain(anthropic_entry(name, description, canonical))),
         Provider::AnthropicStrict => {
             let schema = anthropic_input_schema(canonical);
             Ok(match anthropic_strict(&schema) {
