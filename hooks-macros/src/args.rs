@@ -249,6 +249,25 @@ impl Arg {
         }
     }
 
+    /// The arguments every attribute shares: `crate = path` and `timeout_ms = N` (a key that is
+    /// neither is ignored here: `parse` already reported unknown keys).
+    pub(crate) fn common(
+        &self,
+        errors: &mut Errors,
+        krate: &mut TokenStream,
+        timeout_ms: &mut Option<(u64, Span)>,
+    ) {
+        match self.key.as_str() {
+            "timeout_ms" => *timeout_ms = self.timeout_ms(errors),
+            "crate" => {
+                if let Some(p) = self.path(errors) {
+                    *krate = p;
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// A flag given a value is an error.
     pub(crate) fn flag(&self, errors: &mut Errors) -> bool {
         if let Some(v) = &self.value {

@@ -225,6 +225,17 @@ impl Func {
     }
 }
 
+impl Func {
+    /// Parses the item an attribute sits on; on failure, the item as written followed by the
+    /// parse error, so the rest of the crate still sees the function.
+    pub(crate) fn parse_item(item: TokenStream) -> Result<Func, TokenStream> {
+        syn::parse2(item.clone()).map_err(|e| {
+            let e = e.to_compile_error();
+            quote!(#item #e)
+        })
+    }
+}
+
 impl ToTokens for Param {
     fn to_tokens(&self, tokens: &mut TokenStream) {
         for attr in &self.attrs {

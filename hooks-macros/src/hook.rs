@@ -72,12 +72,9 @@ enum Arg {
 }
 
 pub(crate) fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenStream {
-    let func: Func = match syn::parse2(item.clone()) {
+    let func = match Func::parse_item(item) {
         Ok(f) => f,
-        Err(e) => {
-            let e = e.to_compile_error();
-            return quote!(#item #e);
-        }
+        Err(tokens) => return tokens,
     };
     let mut errors = Errors::new();
     let keys = kind.keys();
@@ -94,13 +91,7 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, item: TokenStream) -> TokenS
                 order = a.int(&mut errors, "10");
             }
             "tools" => tools = a.path_list(&mut errors),
-            "timeout_ms" => timeout_ms = a.timeout_ms(&mut errors),
-            "crate" => {
-                if let Some(p) = a.path(&mut errors) {
-                    krate = p;
-                }
-            }
-            _ => {}
+            _ => a.common(&mut errors, &mut krate, &mut timeout_ms),
         }
     }
     if kind == Kind::Pre && !order_given {

@@ -90,12 +90,9 @@ fn strip_param_attrs(func: &mut Func) {
 }
 
 pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
-    let mut func: Func = match syn::parse2(item.clone()) {
+    let mut func = match Func::parse_item(item) {
         Ok(f) => f,
-        Err(e) => {
-            let e = e.to_compile_error();
-            return quote!(#item #e);
-        }
+        Err(tokens) => return tokens,
     };
     let mut errors = Errors::new();
     let parsed = args::parse(args, &KEYS, &mut errors);
@@ -109,13 +106,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             "name" => name_lit = a.lit_str(&mut errors),
             "description" => description_lit = a.lit_str(&mut errors),
             "allow_unknown_fields" => allow_unknown = a.flag(&mut errors),
-            "timeout_ms" => timeout_ms = a.timeout_ms(&mut errors),
-            "crate" => {
-                if let Some(p) = a.path(&mut errors) {
-                    krate = p;
-                }
-            }
-            _ => {}
+            _ => a.common(&mut errors, &mut krate, &mut timeout_ms),
         }
     }
 
