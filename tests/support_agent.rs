@@ -6,11 +6,14 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::SystemTime;
 
 use serde_json::{Value, json};
 use toolgate::{AuditLog, Clock, Dispatcher, HookContext, Outcome, Session, State, ToolUse};
+
+mod common;
+
+use common::{TempDir, json_lines};
 
 // The example itself, compiled as a module of this test: the same tools, hooks and CLI.
 #[allow(dead_code)]
@@ -25,39 +28,6 @@ use example::policy::in_deploy_window;
 use example::{tools, transcript};
 
 // ---------------------------------------------------------------- helpers
-
-/// A fresh folder under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "toolgate-support-{}-{}-{name}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        TempDir(dir)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-
-    fn lines(&self, file: &str) -> Vec<Value> {
-        let text = std::fs::read_to_string(self.0.join(file)).expect("the file was written");
-        text.lines()
-            .map(|l| serde_json::from_str(l).expect("each line is one JSON object"))
-            .collect()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn at(rfc3339: &str) -> SystemTime {
     let ts: jiff::Timestamp = rfc3339.parse().expect("a valid instant");
@@ -325,7 +295,7 @@ fn every_bundled_transcript_replays_with_its_expected_outcomes_results_and_audit
         assert_eq!(&outcomes, expected, "{}", t.source);
 
         // Exactly one audit line per call, in order, with that outcome; one summary line.
-        let lines = dir.lines("audit_log.jsonl");
+        let lines = json_lines(&dir.path().join("audit_log.jsonl"));
         let audited: Vec<(&str, &str)> = lines
             .iter()
             .map(|l| {
@@ -371,7 +341,7 @@ fn every_bundled_transcript_replays_with_its_expected_outcomes_results_and_audit
             assert_eq!(l["user_id"], t.context.user_id.as_str());
             assert_eq!(l["ts"], t.context.now_text.as_str());
         }
-        let summaries = dir.lines("session_summaries.jsonl");
+        let summaries = json_lines(&dir.path().join("session_summaries.jsonl"));
         assert_eq!(summaries.len(), 1);
         assert_eq!(summaries[0]["calls"], json!(expected.len()));
         assert_eq!(summaries[0]["observer_errors"], json!(0));
@@ -450,7 +420,7 @@ fn audit_lines_carry_blocked_by_rewritten_by_and_effective_input_only_when_they_
     let dir = TempDir::new("audit-keys");
     let audit = AuditLog::open(dir.path()).unwrap();
     agent::replay(&t, Some(&audit)).unwrap();
-    let lines = dir.lines("audit_log.jsonl");
+    let lines = json_lines(&dir.path().join("audit_log.jsonl"));
     let keys = |l: &Value| -> Vec<String> { l.as_object().unwrap().keys().cloned().collect() };
     let base = [
         "ts",
@@ -528,14 +498,20 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
             ),
         ]
     );
-    assert_eq!(dir.lines("audit_log.jsonl").len(), 15);
-    assert_eq!(dir.lines("session_summaries.jsonl").len(), 5);
+    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 15);
+    assert_eq!(
+        json_lines(&dir.path().join("session_summaries.jsonl")).len(),
+        5
+    );
 
     // Appended to, not replaced.
     let (code, _, _) = run(&[&os("--out-dir"), &os(dir.path())]);
     assert_eq!(code, cli::EXIT_OK);
-    assert_eq!(dir.lines("audit_log.jsonl").len(), 30);
-    assert_eq!(dir.lines("session_summaries.jsonl").len(), 10);
+    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 30);
+    assert_eq!(
+        json_lines(&dir.path().join("session_summaries.jsonl")).len(),
+        10
+    );
 }
 
 #[test]
@@ -578,7 +554,7 @@ fn json_mode_prints_only_the_user_messages_one_json_line_each() {
             .collect::<Vec<_>>(),
         [Some(json!(true)), None, None]
     );
-    assert_eq!(dir.lines("audit_log.jsonl").len(), 15);
+    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 15);
 }
 
 #[test]
@@ -599,9 +575,9 @@ fn one_transcript_file_in_json_mode() {
         "toolu_01zzzgEOzdmenCkhvMdgaKjI"
     );
     assert_eq!(second["content"][0]["is_error"], true);
-    assert_eq!(dir.lines("audit_log.jsonl").len(), 3);
+    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 3);
     assert_eq!(
-        dir.lines("session_summaries.jsonl")[0]["session_id"],
+        json_lines(&dir.path().join("session_summaries.jsonl"))[0]["session_id"],
         "sess_free_02"
     );
 }
@@ -681,15 +657,11 @@ fn a_bad_transcript_exits_2_with_one_line_before_anything_runs_or_is_written() {
     ];
     for (text, problem) in cases {
         let dir = TempDir::new("bad");
-        let file = dir.path().with_extension("json");
+        let file = dir.path().join("transcript.json");
+        let out_dir = dir.path().join("out");
         std::fs::write(&file, &text).unwrap();
         for extra in [None, Some("--json")] {
-            let mut args = vec![
-                os("--transcript"),
-                os(&file),
-                os("--out-dir"),
-                os(dir.path()),
-            ];
+            let mut args = vec![os("--transcript"), os(&file), os("--out-dir"), os(&out_dir)];
             args.extend(extra.map(os));
             let (code, out, err) = run(&args.iter().collect::<Vec<_>>());
             assert_eq!(code, cli::EXIT_BAD_INPUT, "{problem}");
@@ -700,31 +672,28 @@ fn a_bad_transcript_exits_2_with_one_line_before_anything_runs_or_is_written() {
                 "{err:?} should start with {prefix:?}"
             );
             assert_eq!(err.lines().count(), 1, "{err:?}");
-            assert!(
-                !dir.path().exists(),
-                "nothing is written for a bad transcript"
-            );
+            assert!(!out_dir.exists(), "nothing is written for a bad transcript");
         }
-        let _ = std::fs::remove_file(&file);
     }
 
     let dir = TempDir::new("missing");
     let missing = dir.path().join("nope.json");
+    let out_dir = dir.path().join("out");
     let (code, _, err) = run(&[
         &os("--transcript"),
         &os(&missing),
         &os("--out-dir"),
-        &os(dir.path()),
+        &os(&out_dir),
     ]);
     assert_eq!(code, cli::EXIT_BAD_INPUT);
+    // The rest of the line is the operating system's text.
     assert!(err.starts_with(&format!("error: {}: cannot be read: ", missing.display())));
-    assert!(!dir.path().exists());
+    assert!(!out_dir.exists());
 }
 
 #[test]
 fn an_out_dir_that_is_a_file_exits_1_naming_it_and_writes_nothing() {
     let dir = TempDir::new("out-dir-file");
-    std::fs::create_dir_all(dir.path()).unwrap();
     let file = dir.path().join("a-file");
     std::fs::write(&file, "x").unwrap();
     let (code, out, err) = run(&[&os("--out-dir"), &os(&file)]);
@@ -774,7 +743,7 @@ fn an_outcome_other_than_expected_exits_1_after_finishing_the_replay() {
             .collect::<Vec<_>>(),
         want
     );
-    assert_eq!(dir.lines("audit_log.jsonl").len(), 3);
+    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 3);
 }
 
 #[test]
@@ -1537,7 +1506,7 @@ fn a_hook_that_cannot_decide_halts_the_agent_and_answers_every_block() {
             ("toolu_01vnEN5N1aE6PwZPf1Qh6yYT", true, not_run.to_owned()),
         ]
     );
-    let lines = dir.lines("audit_log.jsonl");
+    let lines = json_lines(&dir.path().join("audit_log.jsonl"));
     let outcomes: Vec<&str> = lines
         .iter()
         .map(|l| l["outcome"].as_str().unwrap())
@@ -1633,7 +1602,7 @@ fn a_message_cut_at_max_tokens_prints_no_answer_but_a_note_in_json_mode() {
          block(s) may be cut off and none was run; request the turn again with a larger \
          max_tokens\n"
     );
-    let audit = dir.lines("audit_log.jsonl");
+    let audit = json_lines(&dir.path().join("audit_log.jsonl"));
     assert_eq!(audit[0]["outcome"], "not_run");
 }
 
