@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::split_nullable;
+use super::walk::split_nullable;
 
 /// Why a canonical schema cannot be a tool's `input_schema` root, if it cannot.
 pub(crate) fn root_problem(canonical: &Value) -> Option<String> {
@@ -67,7 +67,7 @@ pub(crate) fn open_properties(canonical: &Value) -> Vec<String> {
 }
 
 /// Follows only what a property path names (`properties`, `items`, combinator branches), not
-/// every subschema ([`super::for_each_subschema_mut`]): an open value under `$defs` or a map's
+/// every subschema ([`super::walk::for_each_subschema_mut`]): an open value under `$defs` or a map's
 /// `additionalProperties` is not a property the build refuses.
 fn walk_open(v: &Value, prefix: &str, found: &mut Vec<String>, depth: usize) {
     if depth > 32 {

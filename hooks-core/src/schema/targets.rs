@@ -54,9 +54,8 @@ use std::fmt;
 
 use serde_json::{Map, Value, json};
 
-use super::{
-    anthropic_input_schema, split_null_branches, split_nullable, try_for_each_subschema_mut,
-};
+use super::anthropic_input_schema;
+use super::walk::{split_null_branches, split_nullable, try_for_each_subschema_mut};
 use crate::provider::Provider;
 
 /// One tool's entry in a target's tool list.
@@ -458,7 +457,7 @@ fn anthropic_node(v: &mut Value, path: &str) -> Result<(), String> {
 }
 
 /// Calls `f(keyword, child, path)` on every subschema of `map` but a bool
-/// `additionalProperties`, in [`super::try_for_each_subschema_mut`]'s order. The path is
+/// `additionalProperties`, in [`super::walk::try_for_each_subschema_mut`]'s order. The path is
 /// `path.name` under `properties`, `keyword.name` under the other maps (`$defs.Node`),
 /// `path[]` under `items`, and `path` under the rest.
 fn walk_children(
