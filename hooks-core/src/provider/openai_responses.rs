@@ -1,0 +1,84 @@
+//! OpenAI Responses API: `function_call` items in, `function_call_output` items out.
+
+use serde_json::{Value, json};
+
+use super::{ConvertError, object, string_field, text_saying_failure};
+use crate::content::{ToolResult, ToolUse, kind_of};
+
+const WHAT: &str = "an OpenAI Responses function_call item";
+
+/// A `function_call` output item as a [`ToolUse`].
+///
+/// In: `{"type": "function_call", "id": "fc_…", "call_id": "call_…", "name": "get_weather",
+/// "arguments": "{…}", "status": "completed"}`. The `ToolUse` id is `call_id` (what
+/// `function_call_output` must name); `arguments`, a JSON string, is left to the pipeline
+/// as for Chat Completions.
+///
+/// # Errors
+/// [`ConvertError`] when the item is not an object, its `type` is not `"function_call"`, or
+/// `call_id` or `name` is missing or not a string.
+pub fn tool_use(item: &Value) -> Result<ToolUse, ConvertError> {
+    let obj = object(item, WHAT)?;
+    match obj.get("type") {
+        Some(Value::String(t)) if t == "function_call" => {}
+        Some(t) => {
+            return Err(ConvertError::new(
+                WHAT,
+                format!("expected type \"function_call\", found {t}"),
+            ));
+        }
+        None => return Err(ConvertError::new(WHAT, "`type` is missing")),
+    }
+    let call_id = string_field(obj, "call_id", WHAT)?;
+    let name = string_field(obj, "name", WHAT)?;
+    let input = obj.get("arguments").cloned().unwrap_or(Value::Null);
+    Ok(ToolUse::new(call_id, name, input))
+}
+
+/// The `function_call` items of a response, in order; other items (`message`,
+/// `reasoning`, …) are skipped.
+///
+/// In: a Response object (`{"id": "resp_…", "output": [ … ]}`) or its `output` array.
+///
+/// # Errors
+/// [`ConvertError`] when there is no `output` array, or a `function_call` item fails
+/// [`tool_use`].
+pub fn tool_uses(response_or_output: &Value) -> Result<Vec<ToolUse>, ConvertError> {
+    let items = match response_or_output {
+        Value::Array(items) => items,
+        Value::Object(obj) => match obj.get("output") {
+            Some(Value::Array(items)) => items,
+            _ => {
+                return Err(ConvertError::new(
+                    "an OpenAI response",
+                    "`output` is missing or not an array",
+                ));
+            }
+        },
+        other => {
+            return Err(ConvertError::new(
+                "an OpenAI response",
+                format!(
+                    "expected a Response object or its `output` array, found {}",
+                    kind_of(other)
+                ),
+            ));
+        }
+    };
+    items
+        .iter()
+        .filter(|i| i.get("type").and_then(Value::as_str) == Some("function_call"))
+        .map(tool_use)
+        .collect()
+}
+
+/// A result as the input item that answers its call: `{"type": "function_call_output",
+/// "call_id": "call_…", "output": "19°C, sunny"}`. No error field exists: a failure says so
+/// in the text, as in [`openai::tool_message`](super::openai::tool_message).
+pub fn function_call_output(result: &ToolResult) -> Value {
+    json!({
+        "type": "function_call_output",
+        "call_id": result.tool_use_id,
+        "output": text_saying_failure(result),
+    })
+}
