@@ -14,11 +14,11 @@ use crate::caller::ToolCaller;
 use crate::dispatcher::{Backend, Dispatcher, Inner, ToolEntry};
 use crate::limits::Limits;
 use crate::name_index::NameIndex;
+use crate::provider::anthropic::entry as anthropic_entry;
 use crate::registry::{
     Matcher, PostHookDef, PreHookDef, RegistrationKind, StopHookDef, ToolDef, registered,
 };
 use crate::schema::check::{FieldCheck, open_properties, root_problem};
-use crate::schema::targets::anthropic_entry;
 use crate::schema::{canonicalize, is_valid_tool_name, unwrap_doc};
 use crate::state::{StateKey, StateMap};
 use crate::timer::Timer;

@@ -57,14 +57,14 @@
 //! | `builder.rs` | [`DispatcherBuilder`]: sources, filters and every start-up check ([`BuildError`]) |
 //! | `dispatcher.rs`, `name_index.rs` | the built [`Dispatcher`]; finding a tool by name |
 //! | `limits.rs` | [`Limits`] and input normalization (DESIGN step 1) |
-//! | `schema/` | canonical schemas (`mod.rs`), build checks and the unknown-field check (`check.rs`), explaining invalid input (`explain.rs`), provider targets (`targets.rs`) |
+//! | `schema/` | canonical schemas (`mod.rs`), walking subschemas and the nullable `anyOf` (`walk.rs`), build checks and the unknown-field check (`check.rs`), explaining invalid input (`explain.rs`), the first path of the provider items (`targets.rs`, re-exports) |
 //! | `pipeline.rs` | one call: look-up, validation, the PreToolUse chain, the tool, the observers |
 //! | `decision.rs`, `outcome.rs`, `error.rs` | [`Decision`]; [`Outcome`] and [`CallRecord`]; [`ToolError`], [`Halt`] |
 //! | `session.rs` | [`Session`]: messages, Stop hooks, [`SessionSummary`] |
 //! | `audit.rs`, `time.rs` | [`AuditLog`]; RFC 3339 timestamps |
 //! | `timer.rs` | deadlines ([`Timer`]) and caught panics |
 //! | `caller.rs` | wrapping by ownership: [`ToolCaller`] |
-//! | `provider.rs` | [`Provider`] and the other APIs' call and result formats |
+//! | `provider/` | [`Provider`], tool definitions and their rendering (`mod.rs`); one file per API, its schema transform beside its call and result conversions (`anthropic.rs`, `openai.rs`, `openai_responses.rs`, `gemini.rs`, `mcp.rs`); what the transforms share (`subset.rs`) |
 //! | `macro_support.rs` | what the macros' generated code calls (not public API) |
 #![forbid(unsafe_code)]
 
@@ -101,11 +101,12 @@ pub use dispatcher::Dispatcher;
 pub use error::{Halt, HookError, INTERNAL_ERROR_MESSAGE, RespondError, ToolError};
 pub use limits::Limits;
 pub use outcome::{CallRecord, Outcome};
-pub use provider::{ConvertError, Provider, UnknownProvider};
+pub use provider::{
+    ConvertError, NonStrictTool, Provider, SchemaError, SchemaProblem, UnknownProvider,
+};
 pub use registry::{
     BoxFuture, Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef, output_text,
 };
-pub use schema::targets::{NonStrictTool, SchemaError, SchemaProblem};
 pub use session::{Session, SessionSummary};
 pub use state::{Env, MissingState, State, StateKey};
 pub use time::Rfc3339;

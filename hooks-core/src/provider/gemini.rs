@@ -1,12 +1,252 @@
-//! Gemini: `functionCall` parts in, `functionResponse` parts out (docs: "Function calling").
+//! Gemini: the `functionDeclarations` entry, `functionCall` parts in, `functionResponse` parts
+//! out.
+//!
+//! Documents: "Function calling", the `FunctionDeclaration` and `Schema` references (the entry
+//! and its `parameters`), `FunctionCall` and `FunctionResponse` (the parts).
+//!
+//! The entry: `{"name": …, "description": …, "parameters": …}`, with `parameters` in Gemini's
+//! OpenAPI 3.0 subset: one `type` per schema, lowercase (the REST API accepts Google's own
+//! lowercase examples), a nullable value as its type plus `nullable: true`; no
+//! `additionalProperties`, `$schema`, `$ref`, `const` (written as a one-value `enum`), `oneOf`
+//! (written as `anyOf`), `exclusiveMinimum`, `exclusiveMaximum`, `multipleOf`, `if`; `enum` only
+//! on strings, with `format: "enum"`; string `format` only `enum` or `date-time` (API error:
+//! "only 'enum' and 'date-time' are supported for STRING type"); an object must list properties
+//! (API error: "should be non-empty for OBJECT type"), so a tool without parameters has no
+//! `parameters`; the name starts with a letter or `_` (Vertex AI). Property order is kept as
+//! declared; `propertyOrdering` is not added (the published `parameters` examples do not use
+//! it). A keyword that only narrows values is moved into the description; a tool the subset
+//! cannot express (a recursive type, a map, a tuple, a non-string `enum`, …) is refused, by
+//! name: one bad declaration fails the whole request.
+//!
+//! Calls and results: [`tool_use`] and [`function_response`].
 
 use serde_json::{Map, Value, json};
 
-use super::{ConvertError, object, string_field};
+use super::subset::{ALL_OF, at, inexpressible, is_a_map, join, relocate};
+use super::{ConvertError, Definition, Target, object, string_field};
 use crate::content::{ToolResult, ToolUse, kind_of};
+use crate::schema::walk::split_null_branches;
+
+/// [`Provider::Gemini`](super::Provider::Gemini).
+pub(super) const TARGET: Target = Target {
+    name: "gemini",
+    strict: false,
+    definition,
+};
+
+/// `{"name": …, "description": …, "parameters": …}` (no `parameters` for a tool without any).
+///
+/// # Errors
+/// Why the tool cannot be expressed: a name that does not start with a letter or `_`, or a
+/// schema outside the subset ([`parameters`]).
+fn definition(name: &str, description: &str, canonical: &Value) -> Result<Definition, String> {
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        return Err(format!(
+            "the name `{name}` does not start with a letter or `_`, which Vertex AI \
+             requires of a function name"
+        ));
+    }
+    let mut entry = Map::new();
+    entry.insert("name".into(), name.into());
+    entry.insert("description".into(), description.into());
+    if let Some(schema) = parameters(canonical)? {
+        entry.insert("parameters".into(), schema);
+    }
+    Ok(Definition::plain(Value::Object(entry)))
+}
+
+/// `Schema` fields Gemini's `parameters` accepts and this transform keeps as they are.
+const KEPT: &[&str] = &[
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minProperties",
+    "maxProperties",
+    "default",
+    "example",
+];
+
+/// The Gemini `parameters` of a canonical schema: `Ok(None)` for a tool without parameters.
+pub(super) fn parameters(canonical: &Value) -> Result<Option<Value>, String> {
+    if let Some(Value::Object(props)) = canonical.get("properties")
+        && props.is_empty()
+    {
+        return Ok(None);
+    }
+    node(canonical, "").map(Some)
+}
+
+/// One node in the subset, its subschemas converted too; `path` names it in a reason.
+fn node(v: &Value, path: &str) -> Result<Value, String> {
+    let (v, nullable) = split_null_branches(v, true);
+    let Value::Object(map) = &v else {
+        return Err(format!("{} accepts any JSON value", at(path)));
+    };
+    if map.contains_key("$ref") {
+        return Err(format!(
+            "{} is a recursive type (`$ref`), which Gemini's `parameters` (an OpenAPI 3.0 \
+             subset without `$ref`) cannot express",
+            at(path)
+        ));
+    }
+    if let Some(reason) = inexpressible(map, path, ALL_OF) {
+        return Err(reason);
+    }
+    let mut out = Map::new();
+    let mut notes = Map::new();
+
+    // type
+    let mut ty = match map.get("type") {
+        None => None,
+        Some(Value::String(t)) if t == "null" => {
+            return Err(format!("{} can only be null", at(path)));
+        }
+        Some(Value::String(t)) => Some(t.clone()),
+        Some(other) => {
+            return Err(format!(
+                "{} has several types ({other}); Gemini allows one `type` per schema",
+                at(path)
+            ));
+        }
+    };
+    let mut values = match map.get("enum") {
+        Some(Value::Array(vals)) => Some(vals.clone()),
+        _ => None,
+    };
+    if let Some(c) = map.get("const") {
+        values = Some(vec![c.clone()]);
+    }
+    if let Some(vals) = &values {
+        if !vals.iter().all(Value::is_string) {
+            return Err(format!(
+                "{} has non-string `enum` values; Gemini allows `enum` only on strings",
+                at(path)
+            ));
+        }
+        if ty.is_none() {
+            ty = Some("string".into());
+        }
+    }
+    let combinator = map.get("anyOf").or_else(|| map.get("oneOf"));
+    if ty.is_none() && combinator.is_none() {
+        return Err(format!("{} has no `type`", at(path)));
+    }
+    if let Some(t) = &ty {
+        out.insert("type".into(), Value::String(t.clone()));
+    }
+    match (map.get("format"), ty.as_deref(), &values) {
+        (_, Some("string"), Some(_)) => {
+            out.insert("format".into(), "enum".into());
+        }
+        (Some(Value::String(f)), Some(t), None)
+            if matches!(
+                (t, f.as_str()),
+                ("string", "date-time")
+                    | ("number", "float" | "double")
+                    | ("integer", "int32" | "int64")
+            ) =>
+        {
+            out.insert("format".into(), Value::String(f.clone()));
+        }
+        (Some(f), _, _) => {
+            notes.insert("format".into(), f.clone());
+        }
+        _ => {}
+    }
+    if let Some(vals) = values {
+        out.insert("enum".into(), Value::Array(vals));
+    }
+    if nullable {
+        out.insert("nullable".into(), Value::Bool(true));
+    }
+    if let Some(d) = map.get("description") {
+        out.insert("description".into(), d.clone());
+    }
+
+    // children
+    if let Some(items) = map.get("items") {
+        out.insert("items".into(), node(items, &format!("{path}[]"))?);
+    }
+    if ty.as_deref() == Some("object") || map.contains_key("properties") {
+        if !matches!(map.get("additionalProperties"), None | Some(Value::Bool(_))) {
+            return Err(format!(
+                "{}, which Gemini's `parameters` cannot express",
+                is_a_map(path)
+            ));
+        }
+        let props = match map.get("properties") {
+            Some(Value::Object(props)) if !props.is_empty() => props,
+            _ => {
+                return Err(format!(
+                    "{} is an object with no declared properties, which Gemini's `parameters` \
+                     refuses (\"should be non-empty for OBJECT type\")",
+                    at(path)
+                ));
+            }
+        };
+        let mut converted = Map::new();
+        for (name, p) in props {
+            converted.insert(name.clone(), node(p, &join(path, name))?);
+        }
+        out.insert("properties".into(), Value::Object(converted));
+        if let Some(required) = map.get("required") {
+            out.insert("required".into(), required.clone());
+        }
+    }
+    if let Some(Value::Array(branches)) = combinator {
+        let converted = branches
+            .iter()
+            .map(|b| node(b, path))
+            .collect::<Result<Vec<_>, _>>()?;
+        out.insert("anyOf".into(), Value::Array(converted));
+    }
+
+    // the rest: kept, or moved into the description
+    for (k, val) in map {
+        let handled = matches!(
+            k.as_str(),
+            "type"
+                | "enum"
+                | "const"
+                | "format"
+                | "description"
+                | "items"
+                | "properties"
+                | "required"
+                | "additionalProperties"
+                | "anyOf"
+                | "oneOf"
+                | "title"
+                | "$schema"
+                | "$defs"
+                | "definitions"
+        );
+        if handled {
+            continue;
+        }
+        if KEPT.contains(&k.as_str()) {
+            out.insert(k.clone(), val.clone());
+        } else {
+            notes.insert(k.clone(), val.clone());
+        }
+    }
+    if !notes.is_empty() {
+        let keys: Vec<String> = notes.keys().cloned().collect();
+        out.extend(notes);
+        relocate(&mut out, &keys);
+    }
+    Ok(Value::Object(out))
+}
+
+// ---- calls in, results out ----
 
 const WHAT: &str = "a Gemini functionCall";
 
+/// The `FunctionCall` of a content part, or the value itself (a bare `FunctionCall`).
 fn call_of(part: &Value) -> &Value {
     part.get("functionCall").unwrap_or(part)
 }
@@ -68,9 +308,39 @@ pub fn function_response(function_call: &Value, result: &ToolResult) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
+
+    fn root(props: Value) -> Value {
+        json!({"type": "object", "properties": props, "additionalProperties": false})
+    }
+
+    #[test]
+    fn gemini_drops_null_from_a_wider_union() {
+        let schema = root(json!({"id": {"description": "An id.", "anyOf": [
+            {"type": "string"}, {"type": "integer"}, {"type": "null"}]}}));
+        let gemini = parameters(&schema)
+            .expect("Gemini expresses a union")
+            .expect("the tool has parameters");
+        assert_eq!(
+            gemini["properties"]["id"],
+            json!({"nullable": true, "description": "An id.",
+                   "anyOf": [{"type": "string"}, {"type": "integer"}]})
+        );
+    }
+
+    #[test]
+    fn gemini_moves_exclusive_minimum_and_multiple_of_into_the_description() {
+        let schema = root(
+            json!({"step": {"type": "number", "description": "Step size.",
+            "exclusiveMinimum": 0, "multipleOf": 0.5, "maximum": 10}}),
+        );
+        assert_eq!(
+            parameters(&schema),
+            Ok(Some(json!({"type": "object", "properties": {"step": {
+                "type": "number", "maximum": 10,
+                "description": "Step size.\n\n{exclusiveMinimum: 0, multipleOf: 0.5}"}}})))
+        );
+    }
 
     #[test]
     fn a_gemini_call_without_a_name_is_answered_with_an_empty_name() {

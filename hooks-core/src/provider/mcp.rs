@@ -1,9 +1,38 @@
-//! MCP: `tools/call` requests in, `CallToolResult` out (spec: "Tools").
+//! MCP: `tools/list` entries, `tools/call` requests in, `CallToolResult` out.
+//!
+//! Documents: the Model Context Protocol specification, "Tools" (`tools/list`, `tools/call`,
+//! "Error Handling").
+//!
+//! The entry: `{"name": …, "description": …, "inputSchema": …}`, with the Anthropic
+//! `input_schema` ([`anthropic_input_schema`]) as `inputSchema`: a JSON Schema object whose root
+//! is `"type": "object"`, which is all the spec asks. A tool error is a result with `isError:
+//! true`, not a JSON-RPC error, so the model sees it.
+//!
+//! Calls and results: [`tool_use`] and [`call_tool_result`].
 
 use serde_json::{Value, json};
 
-use super::{ConvertError, object, string_field};
+use super::{ConvertError, Definition, Target, object, string_field};
 use crate::content::{ToolResult, ToolUse, kind_of};
+use crate::schema::anthropic_input_schema;
+
+/// [`Provider::Mcp`](super::Provider::Mcp).
+pub(super) const TARGET: Target = Target {
+    name: "mcp",
+    strict: false,
+    definition,
+};
+
+/// `{"name": …, "description": …, "inputSchema": …}`. Never an error.
+fn definition(name: &str, description: &str, canonical: &Value) -> Result<Definition, String> {
+    Ok(Definition::plain(json!({
+        "name": name,
+        "description": description,
+        "inputSchema": anthropic_input_schema(canonical),
+    })))
+}
+
+// ---- calls in, results out ----
 
 const WHAT: &str = "an MCP tools/call request";
 

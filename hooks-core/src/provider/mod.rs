@@ -1,22 +1,72 @@
-//! [`Provider`]: the APIs a dispatcher's tools can be handed to, and conversions of tool calls
-//! (in) and tool results (out) between their wire formats and toolgate's [`ToolUse`](crate::ToolUse) and
-//! [`ToolResult`] (the Anthropic Messages API shape).
+//! [`Provider`]: the APIs a dispatcher's tools can be handed to, each in its own file: the tool
+//! definitions it is shown (one transform of the canonical schema per target) and the
+//! conversions of tool calls (in) and tool results (out) between its wire format and toolgate's
+//! [`ToolUse`](crate::ToolUse) and [`ToolResult`] (the Anthropic Messages API shape).
 //!
-//! A call converted from any provider is a [`ToolUse`](crate::ToolUse) like any other: the same pipeline, hooks
-//! and outcomes apply (`invalid_input` for arguments that are not a JSON object, `unknown_tool`,
-//! `blocked`, …). The conversions check only what they need to answer the call (an id, a name);
-//! the arguments are left to the pipeline, so a model's malformed arguments become an
-//! `invalid_input` result the model can read, never a host error.
+//! | [`Provider`] | file | entry | calls in | results out |
+//! |---|---|---|---|---|
+//! | `Anthropic`, `AnthropicStrict` | [`anthropic`] | `{name, description, input_schema}`, `strict: true` for the strict one | (toolgate's own shape) | (toolgate's own shape) |
+//! | `OpenAi` | [`openai`] | `{type: "function", function: {name, description, parameters, strict}}` | [`openai::tool_use`], [`openai::tool_uses`] | [`openai::tool_message`] |
+//! | `OpenAiResponses` | [`openai_responses`] | `{type: "function", name, description, parameters, strict}` | [`openai_responses::tool_use`], [`openai_responses::tool_uses`] | [`openai_responses::function_call_output`] |
+//! | `Gemini` | [`gemini`] | `{name, description, parameters}` (OpenAPI 3.0 subset) | [`gemini::tool_use`] | [`gemini::function_response`] |
+//! | `Mcp` | [`mcp`] | `{name, description, inputSchema}` | [`mcp::tool_use`] | [`mcp::call_tool_result`] |
 //!
-//! | provider | calls in | results out |
-//! |---|---|---|
-//! | OpenAI Chat Completions | [`openai::tool_use`], [`openai::tool_uses`] | [`openai::tool_message`] |
-//! | OpenAI Responses | [`openai_responses::tool_use`], [`openai_responses::tool_uses`] | [`openai_responses::function_call_output`] |
-//! | Gemini | [`gemini::tool_use`] | [`gemini::function_response`] |
-//! | MCP | [`mcp::tool_use`] | [`mcp::call_tool_result`] |
+//! Each file's docs name the API documents it follows and the rules it enforces.
+//!
+//! # Tool definitions
+//!
+//! [`definition`] turns a tool's name, description and canonical schema
+//! ([`canonicalize`](crate::schema::canonicalize)) into one entry of a target's tool list; a
+//! dispatcher renders each target's list once
+//! ([`Dispatcher::tool_definitions_for`](crate::Dispatcher::tool_definitions_for)).
+//!
+//! What a transform does with what a target cannot take: a constraint a target does not support
+//! but that only narrows values (`minimum`, `maxLength`, an unsupported string `format`,
+//! `default` for OpenAI strict, …) is removed and written at the end of the description as
+//! `{minimum: 0, maxLength: 40}`, as Anthropic's SDKs do ("Structured outputs", "How SDK
+//! transformation works"): the model still reads it, and the dispatcher validates every input
+//! against the Rust type anyway. A construct a target cannot express (a map, a recursive type, a
+//! tuple, `not`, …) is not dropped: a strict target emits the tool non-strict and says why
+//! ([`Definition::non_strict`], [`NonStrictTool`]); Gemini refuses the tool ([`definition`]
+//! returns the reason, [`SchemaError`] lists every such tool).
+//!
+//! # Calls and results
+//!
+//! A call converted from any provider is a [`ToolUse`](crate::ToolUse) like any other: the same
+//! pipeline, hooks and outcomes apply (`invalid_input` for arguments that are not a JSON object,
+//! `unknown_tool`, `blocked`, …). The conversions check only what they need to answer the call
+//! (an id, a name); the arguments are left to the pipeline, so a model's malformed arguments
+//! become an `invalid_input` result the model can read, never a host error ([`ConvertError`] is
+//! for the host's side only).
 //!
 //! Results carry the text of the content ([`ToolResult::content_text`]: a string as is, `text`
 //! blocks joined with `\n`, other blocks left out).
+//!
+//! # Adding a provider
+//!
+//! One new file and one enum arm; nothing else in the crate changes:
+//!
+//! 1. `provider/<name>.rs`: a module doc naming the API documents and the rules; a
+//!    `pub(super) const TARGET: Target` (its name, whether it is strict, and its `definition`
+//!    function: `(name, description, canonical schema)` → [`Definition`], or why the target
+//!    cannot express the tool); then the public call and result conversions, returning
+//!    [`ConvertError`]. It builds on the shared modules only: `crate::schema` (the canonical
+//!    form, [`anthropic_input_schema`](crate::schema::anthropic_input_schema), the subschema
+//!    walker and the nullable split in `schema::walk`) and `provider::subset` (paths in
+//!    reasons, moving narrowing keywords into the description, the keywords no subset can
+//!    express); never another provider's file (the one exception: `openai_responses` builds on
+//!    `openai`'s strict transform, both being OpenAI's with one schema subset).
+//! 2. Here: `pub mod <name>;`, the variant (documented with its entry's shape), its arm in
+//!    `Provider::target` (the compiler asks for it), and its place in [`Provider::ALL`] (the
+//!    test `all_lists_every_variant_in_declaration_order` asks for that, once its own `match`
+//!    gives the variant a position).
+//!
+//! Names, parsing, strictness, [`definition`], the dispatcher's per-target cache (indexed by
+//! [`Provider::ALL`]) and its [`SchemaError`] then follow. Tests: the golden-file tests in
+//! `tests/providers.rs` run for every provider in [`Provider::ALL`], so they fail until
+//! `tests/golden/<name>/` holds the hand-written entries; the rule validator
+//! (`tests/provider_rules/`) gets the new API's rules, written from its documents, and
+//! `target_of` in `tests/providers.rs` maps the provider to them.
 
 use std::fmt;
 use std::str::FromStr;
@@ -25,10 +75,12 @@ use serde_json::{Map, Value};
 
 use crate::content::{ToolResult, kind_of};
 
+pub mod anthropic;
 pub mod gemini;
 pub mod mcp;
 pub mod openai;
 pub mod openai_responses;
+mod subset;
 
 /// A target API for tool definitions
 /// ([`Dispatcher::tool_definitions_for`](crate::Dispatcher::tool_definitions_for)) and
@@ -83,24 +135,27 @@ impl Provider {
     /// The provider's name: `anthropic`, `anthropic-strict`, `openai`, `openai-responses`,
     /// `gemini` or `mcp`.
     pub const fn name(self) -> &'static str {
-        match self {
-            Provider::Anthropic => "anthropic",
-            Provider::AnthropicStrict => "anthropic-strict",
-            Provider::OpenAi => "openai",
-            Provider::OpenAiResponses => "openai-responses",
-            Provider::Gemini => "gemini",
-            Provider::Mcp => "mcp",
-        }
+        self.target().name
     }
 
     /// Whether definitions for this provider are strict where the schema allows it
     /// (`anthropic-strict`, `openai`, `openai-responses`), so that
     /// [`Dispatcher::non_strict_tools`](crate::Dispatcher::non_strict_tools) may list tools.
     pub const fn is_strict(self) -> bool {
-        matches!(
-            self,
-            Provider::AnthropicStrict | Provider::OpenAi | Provider::OpenAiResponses
-        )
+        self.target().strict
+    }
+
+    /// The provider's file: its name, strictness and definitions. The one `match` over the
+    /// variants (see "Adding a provider" in the module docs).
+    const fn target(self) -> Target {
+        match self {
+            Provider::Anthropic => anthropic::TARGET,
+            Provider::AnthropicStrict => anthropic::STRICT_TARGET,
+            Provider::OpenAi => openai::TARGET,
+            Provider::OpenAiResponses => openai_responses::TARGET,
+            Provider::Gemini => gemini::TARGET,
+            Provider::Mcp => mcp::TARGET,
+        }
     }
 
     /// The position in [`Provider::ALL`] (which lists the variants in declaration order, and
@@ -108,6 +163,19 @@ impl Provider {
     pub(crate) const fn index(self) -> usize {
         self as usize
     }
+}
+
+/// What a provider file tells the rest of the crate: one `const` per [`Provider`] variant,
+/// returned by `Provider::target`.
+#[derive(Clone, Copy)]
+struct Target {
+    /// [`Provider::name`]: what `FromStr` parses and `Display` writes.
+    name: &'static str,
+    /// [`Provider::is_strict`].
+    strict: bool,
+    /// One tool's entry from its `(name, description, canonical schema)` (the description
+    /// already unwrapped), or why the target cannot express the tool. See [`definition`].
+    definition: fn(&str, &str, &Value) -> Result<Definition, String>,
 }
 
 impl fmt::Display for Provider {
@@ -210,8 +278,159 @@ fn text_saying_failure(result: &ToolResult) -> String {
     }
 }
 
+// ---- tool definitions ----
+
+/// One tool's entry in a target's tool list.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Definition {
+    /// The entry, in the target's wire format (see the module docs).
+    pub value: Value,
+    /// For a strict target (`AnthropicStrict`, `OpenAi`, `OpenAiResponses`): why the tool had to
+    /// be emitted non-strict (``property `labels` is a map …``); `None` when it is strict, and
+    /// always `None` for the other targets.
+    pub non_strict: Option<String>,
+}
+
+impl Definition {
+    /// An entry with nothing to report (`non_strict: None`).
+    fn plain(value: Value) -> Self {
+        Definition {
+            value,
+            non_strict: None,
+        }
+    }
+}
+
+/// The entry of one tool for `provider`, from the tool's `name`, `description` (already
+/// unwrapped) and canonical schema: the transform of the provider's file (see the module docs'
+/// table for each entry's shape).
+///
+/// # Errors
+/// For [`Provider::Gemini`] only: the reason the tool cannot be expressed in Gemini's
+/// `parameters` (a recursive type, a map, a tuple, `not`/`if`, a non-string `enum`, a name that
+/// does not start with a letter or `_`). Every other target can express every canonical schema
+/// (a strict one falls back to non-strict).
+pub fn definition(
+    provider: Provider,
+    name: &str,
+    description: &str,
+    canonical: &Value,
+) -> Result<Definition, String> {
+    (provider.target().definition)(name, description, canonical)
+}
+
+/// A tool a strict target had to emit non-strict, and why (for a host to log at start-up).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NonStrictTool {
+    /// The tool's name.
+    pub tool: String,
+    /// Why its schema is outside the strict subset (``property `labels` is a map …``).
+    pub reason: String,
+}
+
+impl fmt::Display for NonStrictTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}`: {}", self.tool, self.reason)
+    }
+}
+
+/// One tool a target cannot express.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SchemaProblem {
+    /// The tool's name.
+    pub tool: String,
+    /// Why (``property `tree.children[]` is a recursive type …``).
+    pub reason: String,
+}
+
+/// The tools a target cannot express, all of them (today only Gemini refuses tools: a
+/// recursive type, a map, a tuple, …). Other targets of the same dispatcher are unaffected.
+///
+/// `Display` (one line per tool):
+///
+/// ```text
+/// gemini cannot express 1 tool; filter it out for this target (DispatcherBuilder::without_tools) or change its input type:
+/// - `walk_tree`: property `tree.children[]` is a recursive type (`$ref`), which Gemini's `parameters` (an OpenAPI 3.0 subset without `$ref`) cannot express
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SchemaError {
+    /// The target.
+    pub provider: Provider,
+    /// One entry per tool, in the dispatcher's tool order (by name).
+    pub problems: Vec<SchemaProblem>,
+}
+
+impl fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.problems.len();
+        write!(
+            f,
+            "{} cannot express {n} tool{}; filter {} out for this target \
+             (DispatcherBuilder::without_tools) or change {} input type:",
+            self.provider,
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "it" } else { "them" },
+            if n == 1 { "its" } else { "their" },
+        )?;
+        for p in &self.problems {
+            write!(f, "\n- `{}`: {}", p.tool, p.reason)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SchemaError {}
+
+/// The definitions of a dispatcher's tools for one target, built once (lazily) per dispatcher.
+#[derive(Debug)]
+pub(crate) struct Rendered {
+    pub(crate) definitions: Vec<Value>,
+    pub(crate) non_strict: Vec<NonStrictTool>,
+}
+
+/// Renders every tool `(name, description, canonical)` for `provider`, collecting every tool
+/// the target cannot express.
+pub(crate) fn render<'a>(
+    provider: Provider,
+    tools: impl Iterator<Item = (&'a str, &'a str, &'a Value)>,
+) -> Result<Rendered, SchemaError> {
+    let mut rendered = Rendered {
+        definitions: Vec::new(),
+        non_strict: Vec::new(),
+    };
+    let mut problems = Vec::new();
+    for (name, description, canonical) in tools {
+        match definition(provider, name, description, canonical) {
+            Ok(d) => {
+                if let Some(reason) = d.non_strict {
+                    rendered.non_strict.push(NonStrictTool {
+                        tool: name.to_owned(),
+                        reason,
+                    });
+                }
+                rendered.definitions.push(d.value);
+            }
+            Err(reason) => problems.push(SchemaProblem {
+                tool: name.to_owned(),
+                reason,
+            }),
+        }
+    }
+    if problems.is_empty() {
+        Ok(rendered)
+    } else {
+        Err(SchemaError { provider, problems })
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -219,5 +438,124 @@ mod tests {
         for (i, p) in Provider::ALL.into_iter().enumerate() {
             assert_eq!(p.index(), i, "{p}");
         }
+    }
+
+    /// A new variant stops this `match` from compiling until it has a position here, and the
+    /// test fails until [`Provider::ALL`] lists it there (the dispatcher's per-target cache is
+    /// indexed by `ALL`).
+    #[test]
+    fn all_lists_every_variant_in_declaration_order() {
+        let position = |p: Provider| match p {
+            Provider::Anthropic => 0,
+            Provider::AnthropicStrict => 1,
+            Provider::OpenAi => 2,
+            Provider::OpenAiResponses => 3,
+            Provider::Gemini => 4,
+            Provider::Mcp => 5,
+        };
+        let listed: Vec<usize> = Provider::ALL.into_iter().map(position).collect();
+        assert_eq!(listed, [0, 1, 2, 3, 4, 5]);
+    }
+
+    fn root(props: Value) -> Value {
+        json!({"type": "object", "properties": props, "additionalProperties": false})
+    }
+
+    #[test]
+    fn a_tool_without_parameters() {
+        let empty = root(json!({}));
+        let gemini = definition(Provider::Gemini, "ping", "Answers pong.", &empty);
+        assert_eq!(
+            gemini.map(|d| d.value),
+            Ok(json!({"name": "ping", "description": "Answers pong."}))
+        );
+        let openai = definition(Provider::OpenAiResponses, "ping", "Answers pong.", &empty);
+        assert_eq!(
+            openai.map(|d| d.value),
+            Ok(
+                json!({"type": "function", "name": "ping", "description": "Answers pong.",
+                      "parameters": {"type": "object", "properties": {}, "required": [],
+                                     "additionalProperties": false},
+                      "strict": true})
+            )
+        );
+    }
+
+    #[test]
+    fn one_of_becomes_any_of_and_const_a_gemini_enum() {
+        let schema = root(json!({"shape": {"oneOf": [
+            {"type": "object", "properties": {"kind": {"type": "string", "const": "circle"},
+                                              "r": {"type": "number"}},
+             "required": ["kind", "r"], "additionalProperties": false},
+            {"type": "object", "properties": {"kind": {"type": "string", "const": "square"},
+                                              "side": {"type": "number"}},
+             "required": ["kind", "side"], "additionalProperties": false}
+        ]}}));
+        let strict = openai::strict(&schema).expect("a oneOf of closed objects is strict");
+        assert_eq!(strict["properties"]["shape"]["oneOf"], Value::Null);
+        assert_eq!(
+            strict["properties"]["shape"]["anyOf"][1]["properties"]["kind"],
+            json!({"type": "string", "const": "square"})
+        );
+        let gemini = gemini::parameters(&schema)
+            .expect("Gemini expresses a oneOf of objects")
+            .expect("the tool has parameters");
+        assert_eq!(
+            gemini["properties"]["shape"]["anyOf"][0],
+            json!({"type": "object",
+                   "properties": {"kind": {"type": "string", "format": "enum",
+                                           "enum": ["circle"]},
+                                  "r": {"type": "number"}},
+                   "required": ["kind", "r"]})
+        );
+    }
+
+    #[test]
+    fn what_each_target_cannot_express() {
+        let tuple = root(json!({"pair": {"type": "array", "prefixItems": [
+            {"type": "string"}, {"type": "integer"}], "minItems": 2, "maxItems": 2}}));
+        let all_of = root(json!({"x": {"allOf": [{"type": "string"}, {"minLength": 1}]}}));
+        let numbers = root(json!({"level": {"type": "integer", "enum": [1, 2, 3]}}));
+        assert_eq!(
+            openai::strict(&tuple),
+            Err("property `pair` uses a tuple (`prefixItems`)".to_owned())
+        );
+        assert_eq!(
+            openai::strict(&all_of),
+            Err("property `x` uses `allOf`".to_owned())
+        );
+        assert_eq!(
+            gemini::parameters(&numbers),
+            Err(
+                "property `level` has non-string `enum` values; Gemini allows `enum` only on \
+                 strings"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            definition(Provider::Gemini, "3d_print", "Prints.", &numbers).map(|d| d.value),
+            Err(
+                "the name `3d_print` does not start with a letter or `_`, which Vertex AI \
+                 requires of a function name"
+                    .to_owned()
+            )
+        );
+        // Anthropic strict accepts `allOf` (narrowing each branch) but not the tuple; the
+        // integer enum is fine for OpenAI strict.
+        assert_eq!(
+            anthropic::strict(&all_of),
+            Ok(root(json!({"x": {"allOf": [
+                {"type": "string"}, {"description": "{minLength: 1}"}]}})))
+        );
+        assert_eq!(
+            anthropic::strict(&tuple),
+            Err("property `pair` uses a tuple (`prefixItems`)".to_owned())
+        );
+        assert_eq!(
+            openai::strict(&numbers),
+            Ok(json!({"type": "object",
+                      "properties": {"level": {"type": "integer", "enum": [1, 2, 3]}},
+                      "additionalProperties": false, "required": ["level"]}))
+        );
     }
 }

@@ -1,9 +1,46 @@
-//! OpenAI Responses API: `function_call` items in, `function_call_output` items out.
+//! OpenAI Responses API: the flat `tools` entry, `function_call` items in,
+//! `function_call_output` items out.
+//!
+//! Documents: "Function calling" (the Responses API's entry, its `function_call` and
+//! `function_call_output` items) and "Structured Outputs", "Supported schemas" (the strict
+//! subset, shared with Chat Completions and described in [`openai`](super::openai)).
+//!
+//! The entry: `{"type": "function", "name": …, "description": …, "parameters": …, "strict":
+//! true}`, the Chat Completions `function` object without the nesting; `strict` is always sent
+//! (the two APIs default differently). The `ToolUse` id is the item's `call_id`, which the
+//! answer names; the item's own `id` (`fc_…`) is not used. No error field exists: a failed
+//! result says so in its text.
+//!
+//! This file uses [`openai`](super::openai)'s strict transform: both are OpenAI's, with one
+//! schema subset. It is the one import between provider files.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use super::{ConvertError, object, string_field, text_saying_failure};
+use super::openai::function;
+use super::{ConvertError, Definition, Target, object, string_field, text_saying_failure};
 use crate::content::{ToolResult, ToolUse, kind_of};
+
+/// [`Provider::OpenAiResponses`](super::Provider::OpenAiResponses).
+pub(super) const TARGET: Target = Target {
+    name: "openai-responses",
+    strict: true,
+    definition,
+};
+
+/// `{"type": "function", …}` followed by the keys of [`openai`](super::openai)'s `function`
+/// object. Never an error.
+fn definition(name: &str, description: &str, canonical: &Value) -> Result<Definition, String> {
+    let (fields, non_strict) = function(name, description, canonical);
+    let mut flat = Map::new();
+    flat.insert("type".into(), "function".into());
+    flat.extend(fields);
+    Ok(Definition {
+        value: Value::Object(flat),
+        non_strict,
+    })
+}
+
+// ---- calls in, results out ----
 
 const WHAT: &str = "an OpenAI Responses function_call item";
 

@@ -29,8 +29,10 @@
 //!
 //! The Anthropic `input_schema` ([`anthropic_input_schema`]) is the canonical form with the
 //! nullable `anyOf` collapsed to its non-null branch (optionality is said by `required`), since
-//! Anthropic's tool docs ask for no type arrays and clients handle plain schemas best. Every other
-//! target's transform is in [`targets`].
+//! Anthropic's tool docs ask for no type arrays and clients handle plain schemas best. Every
+//! target's transform is in its provider's file under [`crate::provider`]; [`targets`] keeps the
+//! first path of the definitions' types. Walking subschemas (and splitting the nullable `anyOf`)
+//! is in `walk.rs`, shared by this module, the unknown-field check and the transforms.
 
 pub(crate) mod check;
 pub(crate) mod explain;
@@ -61,7 +63,7 @@ pub(crate) fn generate<A: JsonSchema>() -> Value {
 ///
 /// Source of the rules it serves: Anthropic's tool-use docs ("Define tools": `input_schema` is
 /// a JSON Schema object with `"type": "object"` at the root); the nullable `anyOf` form is the
-/// one every target's transform starts from ([`targets`]).
+/// one every target's transform starts from ([`crate::provider`]).
 ///
 /// ```
 /// use serde_json::json;
