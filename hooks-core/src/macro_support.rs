@@ -167,3 +167,33 @@ where
     T: serde::de::DeserializeOwned + schemars::JsonSchema + Send + 'static,
 {
 }
+
+/// What a hook matcher's lookup finds when the function it names has no `#[tool]` companion
+/// beside it: the generated code defines a fallback constant of this type, which the real
+/// companion (a [`ToolRef`]) shadows. [`ToolFunction`] does not accept it, so such a matcher does
+/// not compile, with the trait's message on the path the user wrote.
+pub struct NotATool;
+
+/// A function named in a hook's `tools = [...]`, with what was found beside it (`C`): a
+/// [`ToolRef`] for a `#[tool]` function, else [`NotATool`]. The generated code calls
+/// `ToolFunction::tool_name(path, companion)`; when `path` does not resolve, its type is an error
+/// and rustc reports only the unresolved path (with its own "a function with a similar name
+/// exists").
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `#[tool]` function, or its tool is not in scope here",
+    label = "no tool found beside this function",
+    note = "a hook finds a tool beside its function: name a `#[tool]` function of this module, or \
+            of a glob-imported one (`use tools::*;`), by its name, and any other by its path \
+            (`tools = [tools::lookup_user]`); `use tools::lookup_user;` alone imports the \
+            function, not its tool"
+)]
+pub trait ToolFunction<C>: Sized {
+    /// The tool's name.
+    fn tool_name(self, companion: C) -> &'static str;
+}
+
+impl<F> ToolFunction<ToolRef> for F {
+    fn tool_name(self, companion: ToolRef) -> &'static str {
+        companion.name
+    }
+}
