@@ -12,7 +12,7 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{LitInt, LitStr, Path, Token};
 
-use crate::ctxt::Errors;
+use crate::ctxt::Ctxt;
 
 /// The keys an attribute accepts, for messages.
 pub(crate) struct Keys {
@@ -29,8 +29,8 @@ pub(crate) struct Arg {
 }
 
 /// Parses the arguments of `#[attr(...)]`, reporting syntax errors, unknown keys and
-/// duplicates to `errors`.
-pub(crate) fn parse(args: TokenStream, keys: &Keys, errors: &mut Errors) -> Vec<Arg> {
+/// duplicates to `cx`.
+pub(crate) fn parse(args: TokenStream, keys: &Keys, cx: &mut Ctxt) -> Vec<Arg> {
     let mut out: Vec<Arg> = Vec::new();
     let parser = syn::meta::parser(|meta| {
         let key = meta
@@ -42,7 +42,7 @@ pub(crate) fn parse(args: TokenStream, keys: &Keys, errors: &mut Errors) -> Vec<
         let parenthesized = meta.input.peek(syn::token::Paren);
         let value = value_tokens(&meta)?;
         if parenthesized {
-            errors.at(
+            cx.at(
                 key_span,
                 format_args!(
                     "write `{key} = …`, not `{key}(…)` (a flag is written alone, without \
@@ -52,7 +52,7 @@ pub(crate) fn parse(args: TokenStream, keys: &Keys, errors: &mut Errors) -> Vec<
             return Ok(());
         }
         if !keys.valid.contains(&key.as_str()) {
-            errors.at(
+            cx.at(
                 key_span,
                 format_args!(
                     "unknown argument `{key}` for `#[{}]`; valid arguments are {}",
@@ -67,7 +67,7 @@ pub(crate) fn parse(args: TokenStream, keys: &Keys, errors: &mut Errors) -> Vec<
             return Ok(());
         }
         if out.iter().any(|a| a.key == key) {
-            errors.at(
+            cx.at(
                 key_span,
                 format_args!("duplicate argument `{key}`; give it once"),
             );
@@ -81,7 +81,7 @@ pub(crate) fn parse(args: TokenStream, keys: &Keys, errors: &mut Errors) -> Vec<
         Ok(())
     });
     if let Err(e) = parser.parse2(args) {
-        errors.push(e);
+        cx.push(e);
     }
     out
 }
@@ -109,11 +109,11 @@ fn value_tokens(meta: &ParseNestedMeta<'_>) -> syn::Result<Option<TokenStream>> 
 }
 
 impl Arg {
-    fn value_or_err(&self, errors: &mut Errors, shape: &str) -> Option<&TokenStream> {
+    fn value_or_err(&self, cx: &mut Ctxt, shape: &str) -> Option<&TokenStream> {
         match &self.value {
             Some(v) => Some(v),
             None => {
-                errors.at(
+                cx.at(
                     self.key_span,
                     format_args!("`{}` needs a value: `{} = {shape}`", self.key, self.key),
                 );
@@ -123,11 +123,11 @@ impl Arg {
     }
 
     /// A deadline in milliseconds: a positive integer literal.
-    pub(crate) fn timeout_ms(&self, errors: &mut Errors) -> Option<(u64, Span)> {
-        match self.int(errors, "500")? {
+    pub(crate) fn timeout_ms(&self, cx: &mut Ctxt) -> Option<(u64, Span)> {
+        match self.int(cx, "500")? {
             n if n > 0 => Some((n as u64, self.key_span)),
             _ => {
-                errors.spanned(
+                cx.spanned(
                     self.value.as_ref(),
                     "`timeout_ms` must be a positive number of milliseconds",
                 );
@@ -137,12 +137,12 @@ impl Arg {
     }
 
     /// A string literal value.
-    pub(crate) fn lit_str(&self, errors: &mut Errors) -> Option<LitStr> {
-        let v = self.value_or_err(errors, "\"…\"")?;
+    pub(crate) fn lit_str(&self, cx: &mut Ctxt) -> Option<LitStr> {
+        let v = self.value_or_err(cx, "\"…\"")?;
         match syn::parse2::<LitStr>(v.clone()) {
             Ok(s) => Some(s),
             Err(_) => {
-                errors.spanned(
+                cx.spanned(
                     v,
                     format_args!(
                         "`{}` must be a string literal, like `{} = \"…\"`",
@@ -155,8 +155,8 @@ impl Arg {
     }
 
     /// An integer literal, possibly negative, that fits an `i64`.
-    pub(crate) fn int(&self, errors: &mut Errors, example: &str) -> Option<i64> {
-        let v = self.value_or_err(errors, example)?;
+    pub(crate) fn int(&self, cx: &mut Ctxt, example: &str) -> Option<i64> {
+        let v = self.value_or_err(cx, example)?;
         let parsed = (|input: syn::parse::ParseStream<'_>| {
             let neg: Option<Token![-]> = input.parse()?;
             let lit: LitInt = input.parse()?;
@@ -167,7 +167,7 @@ impl Arg {
         match parsed.map(i64::try_from) {
             Ok(Ok(n)) => Some(n),
             Ok(Err(_)) => {
-                errors.spanned(
+                cx.spanned(
                     v,
                     format_args!(
                         "`{}` is out of range: it must fit in an i64 ({} to {})",
@@ -179,7 +179,7 @@ impl Arg {
                 None
             }
             Err(_) => {
-                errors.spanned(
+                cx.spanned(
                     v,
                     format_args!(
                         "`{}` must be an integer literal, like `{} = {example}`",
@@ -192,13 +192,13 @@ impl Arg {
     }
 
     /// A path, given bare or as a string literal.
-    pub(crate) fn path(&self, errors: &mut Errors) -> Option<TokenStream> {
-        let v = self.value_or_err(errors, "path")?;
+    pub(crate) fn path(&self, cx: &mut Ctxt) -> Option<TokenStream> {
+        let v = self.value_or_err(cx, "path")?;
         if let Ok(s) = syn::parse2::<LitStr>(v.clone()) {
             return match s.parse::<Path>() {
                 Ok(p) => Some(quote!(#p)),
                 Err(_) => {
-                    errors.spanned(
+                    cx.spanned(
                         &s,
                         "`crate` must be a path, like `crate = my_facade::toolgate`",
                     );
@@ -209,7 +209,7 @@ impl Arg {
         match syn::parse2::<Path>(v.clone()) {
             Ok(p) => Some(quote!(#p)),
             Err(_) => {
-                errors.spanned(
+                cx.spanned(
                     v,
                     "`crate` must be a path, like `crate = my_facade::toolgate`",
                 );
@@ -219,8 +219,8 @@ impl Arg {
     }
 
     /// A bracketed list of paths: `[a, b::c]`.
-    pub(crate) fn path_list(&self, errors: &mut Errors) -> Option<Vec<Path>> {
-        let v = self.value_or_err(errors, "[tool_a, tool_b]")?;
+    pub(crate) fn path_list(&self, cx: &mut Ctxt) -> Option<Vec<Path>> {
+        let v = self.value_or_err(cx, "[tool_a, tool_b]")?;
         let list = (|input: syn::parse::ParseStream<'_>| {
             let content;
             syn::bracketed!(content in input);
@@ -230,7 +230,7 @@ impl Arg {
         .parse2(v.clone());
         match list {
             Ok(items) if items.is_empty() => {
-                errors.spanned(
+                cx.spanned(
                     v,
                     "`tools = []` matches nothing; name at least one #[tool] function, or leave \
                      `tools` out to match every tool",
@@ -239,7 +239,7 @@ impl Arg {
             }
             Ok(items) => Some(items),
             Err(_) => {
-                errors.spanned(
+                cx.spanned(
                     v,
                     "`tools` must be a list of #[tool] functions, like `tools = [lookup_user, \
                      issue_refund]`",
@@ -253,14 +253,14 @@ impl Arg {
     /// neither is ignored here: `parse` already reported unknown keys).
     pub(crate) fn common(
         &self,
-        errors: &mut Errors,
+        cx: &mut Ctxt,
         krate: &mut TokenStream,
         timeout_ms: &mut Option<(u64, Span)>,
     ) {
         match self.key.as_str() {
-            "timeout_ms" => *timeout_ms = self.timeout_ms(errors),
+            "timeout_ms" => *timeout_ms = self.timeout_ms(cx),
             "crate" => {
-                if let Some(p) = self.path(errors) {
+                if let Some(p) = self.path(cx) {
                     *krate = p;
                 }
             }
@@ -269,9 +269,9 @@ impl Arg {
     }
 
     /// A flag given a value is an error.
-    pub(crate) fn flag(&self, errors: &mut Errors) -> bool {
+    pub(crate) fn flag(&self, cx: &mut Ctxt) -> bool {
         if let Some(v) = &self.value {
-            errors.spanned(
+            cx.spanned(
                 v,
                 format_args!(
                     "`{}` is a flag and takes no value: write `{}` alone",

@@ -1,29 +1,30 @@
-//! An error collector (after serde_derive's `Ctxt`): every problem of an item is gathered and
-//! reported together, and the collector insists on being checked.
+//! The error collector (after serde_derive's `Ctxt`): every problem of an item is gathered while
+//! it is checked and reported together, and the collector insists on being checked.
 
-use proc_macro2::TokenStream;
+use proc_macro2::Span;
 use quote::ToTokens;
 use std::fmt::Display;
 
-/// Gathers errors while an item is checked.
+/// Gathers the errors found while one item is checked. `check` must be called before it is
+/// dropped (a forgotten check would silently expand a broken item).
 #[derive(Default)]
-pub(crate) struct Errors {
+pub(crate) struct Ctxt {
     errors: Option<syn::Error>,
     checked: bool,
 }
 
-impl Errors {
+impl Ctxt {
     pub(crate) fn new() -> Self {
-        Errors::default()
+        Ctxt::default()
     }
 
-    /// Adds an error spanned on `tokens`.
+    /// Adds an error spanned on `tokens` (the smallest offending tokens).
     pub(crate) fn spanned(&mut self, tokens: impl ToTokens, msg: impl Display) {
         self.push(syn::Error::new_spanned(tokens.into_token_stream(), msg));
     }
 
     /// Adds an error at `span`.
-    pub(crate) fn at(&mut self, span: proc_macro2::Span, msg: impl Display) {
+    pub(crate) fn at(&mut self, span: Span, msg: impl Display) {
         self.push(syn::Error::new(span, msg));
     }
 
@@ -35,14 +36,17 @@ impl Errors {
         }
     }
 
-    /// Finishes: the errors as `compile_error!` tokens, if any.
-    pub(crate) fn check(mut self) -> Option<TokenStream> {
+    /// Finishes checking: every error gathered, combined into one `syn::Error`, if any.
+    pub(crate) fn check(mut self) -> Result<(), syn::Error> {
         self.checked = true;
-        self.errors.take().map(|e| e.to_compile_error())
+        match self.errors.take() {
+            Some(errors) => Err(errors),
+            None => Ok(()),
+        }
     }
 }
 
-impl Drop for Errors {
+impl Drop for Ctxt {
     fn drop(&mut self) {
         if !self.checked && !std::thread::panicking() {
             panic!("toolgate-macros: an error collector was dropped without being checked");

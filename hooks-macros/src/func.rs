@@ -12,7 +12,7 @@ use quote::{ToTokens, quote};
 use syn::parse::{Parse, ParseStream};
 use syn::{Attribute, Generics, Ident, LitStr, ReturnType, Token, Type, Visibility, WhereClause};
 
-use crate::ctxt::Errors;
+use crate::ctxt::Ctxt;
 
 /// A function item.
 pub(crate) struct Func {
@@ -177,15 +177,15 @@ impl Func {
     /// Reports what a tool or hook function cannot be: `const`, `unsafe`, `extern`, generic.
     /// `what` names the item in messages ("tool", "PreToolUse hook"); `generic_fix` says how to
     /// do without generics.
-    pub(crate) fn check_plain(&self, what: &str, generic_fix: &str, errors: &mut Errors) {
+    pub(crate) fn check_plain(&self, what: &str, generic_fix: &str, cx: &mut Ctxt) {
         if let Some(c) = &self.constness {
-            errors.spanned(
+            cx.spanned(
                 c,
                 format_args!("a {what} cannot be a `const fn`; remove `const`"),
             );
         }
         if let Some(u) = &self.unsafety {
-            errors.spanned(
+            cx.spanned(
                 u,
                 format_args!(
                     "a {what} cannot be an `unsafe fn`: it runs on the model's untrusted input"
@@ -193,19 +193,19 @@ impl Func {
             );
         }
         if let Some((e, _)) = &self.abi {
-            errors.spanned(
+            cx.spanned(
                 e,
                 format_args!("a {what} cannot have an `extern` ABI; remove it"),
             );
         }
         if !self.generics.params.is_empty() {
-            errors.spanned(
+            cx.spanned(
                 &self.generics,
                 format_args!("a {what} cannot be generic: {generic_fix}"),
             );
         }
         if let Some(w) = &self.where_clause {
-            errors.spanned(
+            cx.spanned(
                 w,
                 format_args!("a {what} cannot have a `where` clause: it cannot be generic"),
             );
@@ -213,11 +213,11 @@ impl Func {
     }
 
     /// Reports a deadline on a sync function: sync code cannot be cut.
-    pub(crate) fn check_timeout(&self, timeout_ms: Option<(u64, Span)>, errors: &mut Errors) {
+    pub(crate) fn check_timeout(&self, timeout_ms: Option<(u64, Span)>, cx: &mut Ctxt) {
         if let Some((_, span)) = timeout_ms
             && self.asyncness.is_none()
         {
-            errors.at(
+            cx.at(
                 span,
                 "`timeout_ms` needs an `async fn`: sync code cannot be cut at a deadline",
             );

@@ -3,13 +3,35 @@
 //! generate names only `::toolgate::__private::…` (or `crate = path`'s), so a user's crate needs
 //! no other dependency.
 //!
-//! Layout (after serde_derive): `func` parses the function by hand (no syn `full`), `args`
-//! parses attribute arguments, `params` tells injected parameters from model arguments,
-//! `tool` and `hook` check and expand, `ctxt` gathers every error of an item so they are
-//! reported together. On error the function is emitted unchanged (minus the parameter
-//! attributes the macro owns) next to the errors, so IDEs keep working.
+//! Each attribute reads like serde_derive: parse the function and the attribute's arguments,
+//! check them into a spec with every problem gathered in one `Ctxt`, then
+//! `ctxt.check()` and an expansion that cannot fail. With errors, the function is emitted
+//! unchanged (minus the parameter attributes the macro owns) next to the errors, so IDEs keep
+//! working, and a tool still emits the companion items hooks name it by, so one mistake is one
+//! error (thiserror's fallback).
+//!
+//! # Where things live
+//!
+//! | file | what |
+//! |---|---|
+//! | `lib.rs` | the four attribute entry points |
+//! | `ctxt.rs` | `Ctxt`: gathers an item's errors, insists on being checked |
+//! | `func.rs` | a hand parser for the function item (no syn `full`), and the checks every tool and hook shares (not generic, not `const`, `timeout_ms` needs `async`) |
+//! | `args.rs` | attribute arguments (`key = value`, flags) parsed with `syn::meta::parser` |
+//! | `doc.rs` | doc comment text: descriptions of tools and parameters |
+//! | `params.rs` | telling injected parameters (`&HookContext`, `State<T>`, a hook's subject) from model arguments, by type |
+//! | `companion.rs` | the constant and name guard `#[tool]` puts beside its function, and how a hook's `tools = [...]` finds them |
+//! | `codegen.rs` | generated pieces tools and hooks share: the registered path, injection, deadlines |
+//! | `tool/mod.rs` | `#[tool]`: parse → check → `ctxt.check()` → expand or fall back |
+//! | `tool/check.rs` | `ToolSpec` and the checks that build it |
+//! | `tool/expand.rs` | the tool's expansion (argument struct, call, registration) and its fallback |
+//! | `hook/mod.rs` | the three hook attributes: `Kind`, parse → check → `ctxt.check()` → expand or fall back |
+//! | `hook/check.rs` | `HookSpec` and the checks that build it |
+//! | `hook/expand.rs` | a hook's expansion (call, matcher, registration) and its fallback |
 
 mod args;
+mod codegen;
+mod companion;
 mod ctxt;
 mod doc;
 mod func;

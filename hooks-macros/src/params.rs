@@ -10,19 +10,38 @@
 //! spanned on the parameter's type, so a user type that happens to be called `State<T>` is one
 //! compile error on that type that says so, never a silent misreading.
 
-use proc_macro2::{Ident, TokenStream};
-use quote::{quote, quote_spanned};
-use syn::spanned::Spanned;
 use syn::{GenericArgument, PathArguments, Type};
 
-/// What an injected parameter is.
-#[derive(Clone)]
-pub(crate) enum Injected {
-    Context,
-    State(Box<Type>),
+/// What a hook is about: the one parameter each hook kind is given by reference.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Subject {
+    /// `&ToolUse`, a PreToolUse hook's.
     ToolUse,
+    /// `&CallRecord`, a PostToolUse observer's.
     CallRecord,
-    Summary,
+    /// `&SessionSummary`, a Stop hook's.
+    SessionSummary,
+}
+
+impl Subject {
+    /// The parameter as written, for messages.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Subject::ToolUse => "`&ToolUse`",
+            Subject::CallRecord => "`&CallRecord`",
+            Subject::SessionSummary => "`&SessionSummary`",
+        }
+    }
+}
+
+/// What an injected parameter is.
+pub(crate) enum Injected {
+    /// `&HookContext`.
+    Context,
+    /// `State<T>`, holding `T`.
+    State(Box<Type>),
+    /// A hook's subject.
+    Subject(Subject),
 }
 
 impl Injected {
@@ -30,11 +49,18 @@ impl Injected {
         match self {
             Injected::Context => "`&HookContext`",
             Injected::State(_) => "`State<T>`",
-            Injected::ToolUse => "`&ToolUse`",
-            Injected::CallRecord => "`&CallRecord`",
-            Injected::Summary => "`&SessionSummary`",
+            Injected::Subject(s) => s.describe(),
         }
     }
+}
+
+/// A checked `&HookContext` or `State<T>` parameter, which the generated code takes from the
+/// call's environment.
+pub(crate) struct Injection {
+    /// The parameter's type as written: the generated `<ty as Inject>::inject` is spanned on it.
+    pub(crate) ty: Box<Type>,
+    /// For `State<T>`, `T`: declared to the builder (`needs_state`), which checks it was given.
+    pub(crate) state: Option<Box<Type>>,
 }
 
 /// How a parameter's type reads.
@@ -75,9 +101,9 @@ pub(crate) fn classify(ty: &Type) -> Class {
             };
             let injected = match name.as_str() {
                 "HookContext" => Injected::Context,
-                "ToolUse" => Injected::ToolUse,
-                "CallRecord" => Injected::CallRecord,
-                "SessionSummary" => Injected::Summary,
+                "ToolUse" => Injected::Subject(Subject::ToolUse),
+                "CallRecord" => Injected::Subject(Subject::CallRecord),
+                "SessionSummary" => Injected::Subject(Subject::SessionSummary),
                 _ => return Class::Other,
             };
             if r.mutability.is_some() {
@@ -91,10 +117,10 @@ pub(crate) fn classify(ty: &Type) -> Class {
                 return Class::Other;
             };
             match name.as_str() {
-                "HookContext" => return Class::ByValue("`&HookContext`"),
-                "ToolUse" => return Class::ByValue("`&ToolUse`"),
-                "CallRecord" => return Class::ByValue("`&CallRecord`"),
-                "SessionSummary" => return Class::ByValue("`&SessionSummary`"),
+                "HookContext" => return Class::ByValue(Injected::Context.describe()),
+                "ToolUse" => return Class::ByValue(Subject::ToolUse.describe()),
+                "CallRecord" => return Class::ByValue(Subject::CallRecord.describe()),
+                "SessionSummary" => return Class::ByValue(Subject::SessionSummary.describe()),
                 _ => {}
             }
             if name != "State" {
@@ -154,23 +180,5 @@ pub(crate) fn not_a_struct(ty: &Type) -> Option<&'static str> {
             }
         }
         _ => Some("not a struct; use a struct with named fields"),
-    }
-}
-
-/// `let binding = <ty as Inject>::inject(__env)`, returning `Err(on_missing(e))` from the
-/// generated function when a state is missing. Spanned on the parameter's type, so a type that is
-/// not injectable is one error, there.
-pub(crate) fn inject_let(
-    private: &TokenStream,
-    binding: &Ident,
-    ty: &Type,
-    on_missing: TokenStream,
-) -> TokenStream {
-    let inject = quote_spanned!(ty.span()=> <#ty as #private::Inject<'_>>::inject(__env));
-    quote! {
-        let #binding = match #inject {
-            ::core::result::Result::Ok(v) => v,
-            ::core::result::Result::Err(e) => return ::core::result::Result::Err(#on_missing(e)),
-        };
     }
 }

@@ -1,15 +1,17 @@
-//! `#[tool]`: checks the function, keeps it as written, and registers a tool that calls it.
+//! `#[tool]`'s checks: the attribute's arguments and the function become a [`ToolSpec`], every
+//! problem going to the [`Ctxt`]. The spec is built even when there are problems, so the
+//! fallback still has the function and its name.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
-use syn::spanned::Spanned;
-use syn::{Ident, ReturnType, Type};
+use quote::quote;
+use syn::{Attribute, Ident, LitStr, Type};
 
 use crate::args::{self, Keys};
-use crate::ctxt::Errors;
+use crate::companion::{ToolName, name_problem, unraw};
+use crate::ctxt::Ctxt;
 use crate::doc::{doc_text, is_doc, non_literal_doc};
 use crate::func::{Func, ParamKind};
-use crate::params::{Class, Injected, classify, has_reference, inject_let, not_a_struct};
+use crate::params::{Class, Injected, Injection, classify, has_reference, not_a_struct};
 
 const KEYS: Keys = Keys {
     attr: "tool",
@@ -22,130 +24,167 @@ const KEYS: Keys = Keys {
     ],
 };
 
-/// A checked parameter, in declaration order.
-enum Role {
-    /// A field of the generated argument struct.
-    Field {
-        ident: Ident,
-        ty: Box<Type>,
-        doc: String,
-        pass: Vec<syn::Attribute>,
-    },
-    /// The whole input, a user struct (`#[input]`).
+/// A checked `#[tool]`: everything the expansion needs, nothing left to fail.
+pub(crate) struct ToolSpec {
+    /// The function as written, minus the parameter attributes the macro owns (`///`,
+    /// `#[input]`, `#[serde]`, `#[schemars]`).
+    pub(crate) func: Func,
+    /// The facade: `::toolgate`, or `crate = path`.
+    pub(crate) krate: TokenStream,
+    /// `None` when `name = …` cannot be read or breaks the rule (an error says which).
+    pub(crate) name: Option<ToolName>,
+    /// The description the model reads: `description = "…"`, else the doc comment.
+    pub(crate) description: String,
+    /// `allow_unknown_fields`: no `additionalProperties: false`.
+    pub(crate) allow_unknown_fields: bool,
+    /// `timeout_ms = N` (async tools only).
+    pub(crate) timeout_ms: Option<u64>,
+    /// The parameters in declaration order, the order the call passes them in.
+    pub(crate) params: Vec<ToolParam>,
+}
+
+/// One checked parameter of a tool.
+pub(crate) enum ToolParam {
+    /// A model argument: a field of the generated argument struct.
+    Field(Field),
+    /// `#[input]`: the whole input, a struct of the user's.
     Input(Box<Type>),
-    Context(Box<Type>),
-    /// `State<T>`: the parameter's type, and `T`.
-    State {
-        ty: Box<Type>,
-        inner: Box<Type>,
-    },
+    /// `&HookContext` or `State<T>`.
+    Injected(Injection),
 }
 
-/// The tool's name from the function's identifier, `r#` removed.
-pub(crate) fn unraw(ident: &Ident) -> String {
-    let s = ident.to_string();
-    s.strip_prefix("r#").map(str::to_owned).unwrap_or(s)
+/// A model argument.
+pub(crate) struct Field {
+    /// The parameter's name, which is the input field's name.
+    pub(crate) ident: Ident,
+    pub(crate) ty: Box<Type>,
+    /// The parameter's `///` comment: the property's description.
+    pub(crate) doc: String,
+    /// `#[serde(…)]` and `#[schemars(…)]`, moved onto the generated field.
+    pub(crate) attrs: Vec<Attribute>,
 }
 
-/// Why a tool name breaks `^[a-zA-Z0-9_-]{1,64}$`, if it does.
-fn name_problem(name: &str) -> Option<String> {
-    if name.is_empty() {
-        return Some("a tool name cannot be empty".into());
+/// `name = "…"` as given.
+enum NameArg {
+    Absent,
+    /// Given, but not a string literal (an error says so).
+    Unreadable,
+    Given(LitStr),
+}
+
+/// The attribute's arguments, parsed.
+struct ToolArgs {
+    name: NameArg,
+    description: Option<LitStr>,
+    allow_unknown_fields: bool,
+    timeout_ms: Option<(u64, Span)>,
+    krate: TokenStream,
+}
+
+impl ToolArgs {
+    fn from_ast(cx: &mut Ctxt, args: TokenStream) -> ToolArgs {
+        let mut out = ToolArgs {
+            name: NameArg::Absent,
+            description: None,
+            allow_unknown_fields: false,
+            timeout_ms: None,
+            krate: quote!(::toolgate),
+        };
+        for a in &args::parse(args, &KEYS, cx) {
+            match a.key.as_str() {
+                "name" => {
+                    out.name = match a.lit_str(cx) {
+                        Some(lit) => NameArg::Given(lit),
+                        None => NameArg::Unreadable,
+                    }
+                }
+                "description" => out.description = a.lit_str(cx),
+                "allow_unknown_fields" => out.allow_unknown_fields = a.flag(cx),
+                _ => a.common(cx, &mut out.krate, &mut out.timeout_ms),
+            }
+        }
+        out
     }
-    let chars = name.chars().count();
-    if chars > 64 {
-        return Some(format!(
-            "tool name `{name}` is {chars} characters long; the limit is 64 \
-             (`^[a-zA-Z0-9_-]{{1,64}}$`)"
-        ));
-    }
-    if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
-    {
-        return Some(format!(
-            "tool name `{name}` contains {c:?}; use only letters, digits, `_` and `-` \
-             (`^[a-zA-Z0-9_-]{{1,64}}$`)"
-        ));
-    }
-    None
 }
 
-/// A tool name as an identifier for the name-guard constant: `-` is not allowed in
-/// identifiers, so `_` is written `__` and `-` is written `_h` (one-to-one: `a-b` and `a_hb`
-/// stay apart).
-fn mangle(name: &str) -> String {
-    name.replace('_', "__").replace('-', "_h")
-}
-
-fn strip_param_attrs(func: &mut Func) {
-    for p in &mut func.params {
-        p.attrs.retain(|a| {
-            !(is_doc(a)
-                || a.path().is_ident("input")
-                || a.path().is_ident("serde")
-                || a.path().is_ident("schemars"))
-        });
-    }
-}
-
-pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
-    let mut func = match Func::parse_item(item) {
-        Ok(f) => f,
-        Err(tokens) => return tokens,
-    };
-    let mut errors = Errors::new();
-    let parsed = args::parse(args, &KEYS, &mut errors);
-    let mut name_lit = None;
-    let mut description_lit = None;
-    let mut allow_unknown = false;
-    let mut timeout_ms = None;
-    let mut krate = quote!(::toolgate);
-    for a in &parsed {
-        match a.key.as_str() {
-            "name" => name_lit = a.lit_str(&mut errors),
-            "description" => description_lit = a.lit_str(&mut errors),
-            "allow_unknown_fields" => allow_unknown = a.flag(&mut errors),
-            _ => a.common(&mut errors, &mut krate, &mut timeout_ms),
+impl ToolSpec {
+    /// Parses the attribute's arguments and checks them and the function.
+    pub(crate) fn from_ast(cx: &mut Ctxt, args: TokenStream, mut func: Func) -> ToolSpec {
+        let args = ToolArgs::from_ast(cx, args);
+        func.check_plain(
+            "tool",
+            "its input schema must be one concrete type; write a non-generic wrapper and mark \
+             that `#[tool]`",
+            cx,
+        );
+        func.check_timeout(args.timeout_ms, cx);
+        let name = check_name(cx, &args.name, &func);
+        let written = match &args.name {
+            NameArg::Given(lit) => lit.value(),
+            _ => unraw(&func.ident),
+        };
+        let description = check_description(cx, args.description.as_ref(), &func, &written);
+        let params = check_params(cx, &func);
+        strip_param_attrs(&mut func);
+        ToolSpec {
+            func,
+            krate: args.krate,
+            name,
+            description,
+            allow_unknown_fields: args.allow_unknown_fields,
+            timeout_ms: args.timeout_ms.map(|(ms, _)| ms),
+            params,
         }
     }
+}
 
-    // The function itself.
-    func.check_plain(
-        "tool",
-        "its input schema must be one concrete type; write a non-generic wrapper and mark that \
-         `#[tool]`",
-        &mut errors,
-    );
-    func.check_timeout(timeout_ms, &mut errors);
-
-    let name = match &name_lit {
-        Some(l) => l.value(),
-        None => unraw(&func.ident),
+/// The tool's name: `name = "…"`, else the function's; `None` when unreadable or invalid.
+fn check_name(cx: &mut Ctxt, arg: &NameArg, func: &Func) -> Option<ToolName> {
+    let (name, fix) = match arg {
+        NameArg::Unreadable => return None,
+        NameArg::Given(lit) => (
+            ToolName {
+                value: lit.value(),
+                span: lit.span(),
+            },
+            "fix `name = …`",
+        ),
+        NameArg::Absent => (
+            ToolName {
+                value: unraw(&func.ident),
+                span: func.ident.span(),
+            },
+            "rename the function or set `#[tool(name = \"…\")]`",
+        ),
     };
-    if let Some(problem) = name_problem(&name) {
-        match &name_lit {
-            Some(l) => errors.spanned(l, format_args!("{problem}; fix `name = …`")),
-            None => errors.spanned(
-                &func.ident,
-                format_args!("{problem}; rename the function or set `#[tool(name = \"…\")]`"),
-            ),
+    match name_problem(&name.value) {
+        Some(problem) => {
+            cx.at(name.span, format_args!("{problem}; {fix}"));
+            None
         }
+        None => Some(name),
     }
-    let description = match &description_lit {
-        Some(l) => l.value().trim().to_owned(),
+}
+
+/// The description the model reads; an empty one is an error.
+fn check_description(cx: &mut Ctxt, given: Option<&LitStr>, func: &Func, name: &str) -> String {
+    let description = match given {
+        Some(lit) => lit.value().trim().to_owned(),
         None => doc_text(&func.attrs),
     };
-    if description.is_empty() {
-        match &description_lit {
-            Some(l) => errors.spanned(l, "the tool's description cannot be empty"),
-            None if non_literal_doc(&func.attrs).is_some() => errors.spanned(
-                non_literal_doc(&func.attrs),
+    if !description.is_empty() {
+        return description;
+    }
+    match given {
+        Some(lit) => cx.spanned(lit, "the tool's description cannot be empty"),
+        None => match non_literal_doc(&func.attrs) {
+            Some(doc) => cx.spanned(
+                doc,
                 "`#[tool]` reads doc comments written as string literals only, and this \
                  `#[doc = …]` is computed (`concat!`, `include_str!`): write the description in \
                  `///` lines, or set `#[tool(description = \"…\")]`",
             ),
-            None => errors.spanned(
+            None => cx.spanned(
                 &func.ident,
                 format_args!(
                     "tool `{name}` has no description: add a `///` doc comment saying what it does \
@@ -153,17 +192,20 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                      `#[tool(description = \"…\")]`"
                 ),
             ),
-        }
+        },
     }
+    description
+}
 
-    // Parameters.
-    let mut roles: Vec<Role> = Vec::new();
+/// Each parameter becomes a model argument, the whole input, or an injected value.
+fn check_params(cx: &mut Ctxt, func: &Func) -> Vec<ToolParam> {
+    let mut params = Vec::new();
     let mut has_input = false;
-    let mut first_field: Option<(Span, String)> = None;
+    let mut first_field: Option<&Ident> = None;
     for p in &func.params {
         let (pat, ident, ty) = match &p.kind {
             ParamKind::Receiver(tokens) => {
-                errors.spanned(
+                cx.spanned(
                     tokens,
                     "`#[tool]` goes on a free function, not a method: `self` cannot come from \
                      the model's input; move the body into a free function and take what it \
@@ -173,39 +215,36 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             }
             ParamKind::Typed { pat, ident, ty, .. } => (pat, ident, ty),
         };
-        if let Some(cfg) = p
-            .attrs
-            .iter()
-            .find(|a| a.path().is_ident("cfg") || a.path().is_ident("cfg_attr"))
-        {
-            errors.spanned(
+        let attr = |names: &[&str]| {
+            p.attrs
+                .iter()
+                .find(|a| names.iter().any(|n| a.path().is_ident(n)))
+        };
+        if let Some(cfg) = attr(&["cfg", "cfg_attr"]) {
+            cx.spanned(
                 cfg,
                 "`#[cfg]` and `#[cfg_attr]` on a tool parameter are not supported: the schema \
                  would change with them",
             );
         }
-        let is_input = p.attrs.iter().find(|a| a.path().is_ident("input"));
+        let input = attr(&["input"]);
         let class = classify(ty);
         // `#[serde]`/`#[schemars]` go onto the generated argument struct's fields, so they mean
         // something on a model argument only.
-        let field_attr = p
-            .attrs
-            .iter()
-            .find(|a| a.path().is_ident("serde") || a.path().is_ident("schemars"));
-        if let Some(attr) = field_attr
-            && (is_input.is_some() || matches!(class, Class::Injected(_)))
+        if let Some(field_attr) = attr(&["serde", "schemars"])
+            && (input.is_some() || matches!(class, Class::Injected(_)))
         {
-            errors.spanned(
-                attr,
+            cx.spanned(
+                field_attr,
                 "`#[serde]` and `#[schemars]` apply to flat model arguments only: put them on \
                  the input struct's fields (for `#[input]`), or remove them (an injected \
                  parameter is not part of the input)",
             );
         }
-        if let Some(attr) = is_input {
+        if let Some(input) = input {
             if let Class::Injected(inj) = &class {
-                errors.spanned(
-                    attr,
+                cx.spanned(
+                    input,
                     format_args!(
                         "{} is injected, not the model's input; remove `#[input]`",
                         inj.describe()
@@ -214,54 +253,62 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                 continue;
             }
             if has_input {
-                errors.spanned(
-                    attr,
+                cx.spanned(
+                    input,
                     "two parameters want the whole input: only one parameter may be `#[input]`",
                 );
                 continue;
             }
             if let Some(why) = not_a_struct(ty) {
-                errors.spanned(
+                cx.spanned(
                     ty,
-                    format_args!("`#[input]` takes a struct that derives Deserialize and JsonSchema; this type is {why}"),
+                    format_args!(
+                        "`#[input]` takes a struct that derives Deserialize and JsonSchema; this \
+                         type is {why}"
+                    ),
                 );
             }
             has_input = true;
-            roles.push(Role::Input(ty.clone()));
+            params.push(ToolParam::Input(ty.clone()));
             continue;
         }
         match class {
-            Class::Injected(Injected::Context) => roles.push(Role::Context(ty.clone())),
-            Class::Injected(Injected::State(inner)) => roles.push(Role::State {
+            Class::Injected(Injected::Context) => params.push(ToolParam::Injected(Injection {
                 ty: ty.clone(),
-                inner,
-            }),
-            Class::Injected(other) => errors.spanned(
+                state: None,
+            })),
+            Class::Injected(Injected::State(inner)) => {
+                params.push(ToolParam::Injected(Injection {
+                    ty: ty.clone(),
+                    state: Some(inner),
+                }))
+            }
+            Class::Injected(subject @ Injected::Subject(_)) => cx.spanned(
                 ty,
                 format_args!(
                     "{} is given to hooks, not tools; a tool takes model arguments, \
                      `&HookContext` and `State<T>`",
-                    other.describe()
+                    subject.describe()
                 ),
             ),
-            Class::MutRef(what) => errors.spanned(
+            Class::MutRef(what) => cx.spanned(
                 ty,
                 format_args!(
                     "{what} is read-only (the context is frozen); take it by shared reference"
                 ),
             ),
-            Class::ByValue(what) => errors.spanned(
+            Class::ByValue(what) => cx.spanned(
                 ty,
                 format_args!("take {what} by reference: it is injected, not read from the input"),
             ),
-            Class::ImplTrait => errors.spanned(
+            Class::ImplTrait => cx.spanned(
                 ty,
                 "a model argument needs a concrete type that derives Deserialize and JsonSchema, \
                  not `impl Trait`",
             ),
             Class::Other => {
                 let Some(ident) = ident else {
-                    errors.spanned(
+                    cx.spanned(
                         pat,
                         "name this parameter with a plain identifier: its name is the input \
                          field's name",
@@ -269,14 +316,14 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                     continue;
                 };
                 if ident == "_" {
-                    errors.spanned(
+                    cx.spanned(
                         pat,
                         "name this parameter: its name is the input field's name",
                     );
                     continue;
                 }
                 if has_reference(ty) {
-                    errors.spanned(
+                    cx.spanned(
                         ty,
                         "a model argument is deserialized into an owned value: take `String` \
                          instead of `&str` and `Vec<T>` instead of `&[T]`, also inside `Option` \
@@ -284,205 +331,44 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
                     );
                     continue;
                 }
-                if first_field.is_none() {
-                    first_field = Some((ident.span(), unraw(ident)));
-                }
-                roles.push(Role::Field {
+                first_field.get_or_insert(ident);
+                params.push(ToolParam::Field(Field {
                     ident: ident.clone(),
                     ty: ty.clone(),
                     doc: doc_text(&p.attrs),
-                    pass: p
+                    attrs: p
                         .attrs
                         .iter()
                         .filter(|a| a.path().is_ident("serde") || a.path().is_ident("schemars"))
                         .cloned()
                         .collect(),
-                });
+                }));
             }
         }
     }
-    if has_input && let Some((span, field)) = &first_field {
-        errors.at(
-            *span,
+    if has_input && let Some(field) = first_field {
+        cx.at(
+            field.span(),
             format_args!(
-                "`#[input]` takes the whole input, so `{field}` cannot be a model argument too; \
+                "`#[input]` takes the whole input, so `{}` cannot be a model argument too; \
                  move it into the input struct (other parameters may only be `&HookContext` \
-                 and `State<T>`)"
+                 and `State<T>`)",
+                unraw(field)
             ),
         );
     }
+    params
+}
 
-    strip_param_attrs(&mut func);
-    if let Some(errs) = errors.check() {
-        return quote!(#func #errs);
-    }
-
-    let p = quote!(#krate::__private);
-    let krate_text = krate.to_string().replace(' ', "");
-    let serde_path = format!("{krate_text}::__private::serde");
-    let schemars_path = format!("{krate_text}::__private::schemars");
-    let fn_ident = &func.ident;
-    let fn_name = unraw(fn_ident);
-    let vis = &func.vis;
-    let companion = format_ident!("__toolgate_tool_{}", fn_name, span = fn_ident.span());
-    let guard = format_ident!(
-        "__toolgate_tool_named_{}",
-        mangle(&name),
-        span = fn_ident.span()
-    );
-    let is_async = func.asyncness.is_some();
-
-    // The argument type and how the call's arguments are formed.
-    let struct_input = roles.iter().find_map(|r| match r {
-        Role::Input(ty) => Some(ty.clone()),
-        _ => None,
-    });
-    let mut fields = Vec::new();
-    let mut field_bindings = Vec::new();
-    let mut state_lets = Vec::new();
-    let mut state_keys = Vec::new();
-    let mut asserts = Vec::new();
-    let mut call_args = Vec::new();
-    for (i, role) in roles.iter().enumerate() {
-        match role {
-            Role::Field {
-                ident,
-                ty,
-                doc,
-                pass,
-            } => {
-                let binding = format_ident!("__a{}", i);
-                let describe = (!doc.is_empty()).then(|| quote!(#[schemars(description = #doc)]));
-                fields.push(quote! { #describe #(#pass)* #ident: #ty });
-                field_bindings.push(quote!(#ident: #binding));
-                call_args.push(quote!(#binding));
-            }
-            Role::Input(ty) => {
-                asserts.push(quote_spanned!(ty.span()=> #p::assert_input::<#ty>();));
-                call_args.push(quote!(__args));
-            }
-            Role::Context(ty) => {
-                let binding = format_ident!("__c{}", i);
-                state_lets.push(inject_let(
-                    &p,
-                    &binding,
-                    ty,
-                    quote!(#p::ToolError::internal),
-                ));
-                call_args.push(quote!(#binding));
-            }
-            Role::State { ty, inner } => {
-                let binding = format_ident!("__s{}", i);
-                state_lets.push(inject_let(
-                    &p,
-                    &binding,
-                    ty,
-                    quote!(#p::ToolError::internal),
-                ));
-                state_keys.push(quote!(.needs_state(#p::StateKey::of::<#inner>())));
-                call_args.push(quote!(#binding));
-            }
-        }
-    }
-    let (args_ty, args_def, unpack) = match &struct_input {
-        Some(ty) => (quote!(#ty), quote!(), quote!()),
-        None => (
-            quote!(__ToolgateArgs),
-            quote! {
-                #[derive(#p::serde::Deserialize, #p::schemars::JsonSchema)]
-                #[serde(crate = #serde_path)]
-                #[schemars(crate = #schemars_path)]
-                #[allow(non_camel_case_types, non_snake_case, dead_code)]
-                struct __ToolgateArgs { #(#fields,)* }
-            },
-            quote!(let __ToolgateArgs { #(#field_bindings,)* } = __args;),
-        ),
-    };
-
-    let ret_span = match &func.output {
-        ReturnType::Default => fn_ident.span(),
-        ReturnType::Type(_, ty) => ty.span(),
-    };
-    let awaited = if is_async { quote!(.await) } else { quote!() };
-    let invoke = quote!(#fn_ident(#(#call_args),*) #awaited);
-    // `Result` or not is decided by the type (an alias counts), not by its spelling.
-    let to_text = quote_spanned!(ret_span=> {
-        #[allow(unused_imports)]
-        use #p::{SplitPlain as _, SplitResult as _, ViaDisplay as _, ViaInto as _};
-        // A plain output's `Err` arm has the empty type `Infallible`.
-        #[allow(unreachable_patterns)]
-        let __text = match #p::Returned(::core::option::Option::Some(__out)).split() {
-            ::core::option::Option::Some(::core::result::Result::Ok(v)) => #p::output_text(v),
-            ::core::option::Option::Some(::core::result::Result::Err(e)) => {
-                ::core::result::Result::Err(#p::ErrorOf(e).into_tool_error())
-            }
-            ::core::option::Option::None => ::core::result::Result::Err(
-                #p::ToolError::internal("toolgate: the tool's output was taken twice"),
-            ),
-        };
-        __text
-    });
-    let body = quote! {
-        #unpack
-        #(#state_lets)*
-        let __out = #invoke;
-        #to_text
-    };
-    let make = if is_async {
-        quote! {
-            fn __toolgate_call<'a>(
-                __env: #p::Env<'a>,
-                __args: #args_ty,
-            ) -> #p::BoxFuture<'a, ::core::result::Result<::std::string::String, #p::ToolError>> {
-                ::std::boxed::Box::pin(async move { #body })
-            }
-            #p::ToolDef::new_async::<#args_ty, _>(#name, #description, __toolgate_call)
-        }
-    } else {
-        quote! {
-            fn __toolgate_call(
-                __env: #p::Env<'_>,
-                __args: #args_ty,
-            ) -> ::core::result::Result<::std::string::String, #p::ToolError> {
-                #body
-            }
-            #p::ToolDef::sync::<#args_ty, _>(#name, #description, __toolgate_call)
-        }
-    };
-    let unknown = allow_unknown.then(|| quote!(.allow_unknown_fields()));
-    let timeout =
-        timeout_ms.map(|(ms, _)| quote!(.timeout(::core::time::Duration::from_millis(#ms))));
-    let path = quote!(::core::concat!(::core::module_path!(), "::", #fn_name));
-
-    quote! {
-        #func
-
-        #[doc(hidden)]
-        #[allow(non_upper_case_globals)]
-        /// Names the tool of this `#[tool]` function for hook matchers (not public API).
-        #vis const #companion: #p::ToolRef = #p::ToolRef { name: #name };
-
-        #[doc(hidden)]
-        #[allow(non_upper_case_globals, dead_code)]
-        const #guard: () = ();
-
-        const _: () = {
-            #args_def
-            #[allow(dead_code)]
-            fn __toolgate_asserts() { #(#asserts)* }
-            fn __toolgate_make() -> #p::ToolDef {
-                #make
-                #unknown
-                #timeout
-                #(#state_keys)*
-                .path(#path)
-            }
-            #p::inventory::submit! {
-                #p::Registration {
-                    path: #path,
-                    kind: #p::RegistrationKind::Tool { name: #name, make: __toolgate_make },
-                }
-            }
-        };
+/// Removes the parameter attributes the macro consumed: rustc rejects `///` and `#[input]` on
+/// parameters, and `#[serde]`/`#[schemars]` went onto the generated fields.
+fn strip_param_attrs(func: &mut Func) {
+    for p in &mut func.params {
+        p.attrs.retain(|a| {
+            !(is_doc(a)
+                || a.path().is_ident("input")
+                || a.path().is_ident("serde")
+                || a.path().is_ident("schemars"))
+        });
     }
 }

@@ -1,0 +1,212 @@
+//! `#[tool]`'s expansion from a checked [`ToolSpec`] (it cannot fail), and the fallback emitted
+//! beside the errors of one that did not check.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::Type;
+use syn::spanned::Spanned;
+
+use super::check::{ToolParam, ToolSpec};
+use crate::codegen::{
+    awaited, inject_let, needs_state, private, registered_path, return_span, timeout,
+};
+use crate::companion::{self, unraw};
+
+/// The function as written, its companion items, and its registration.
+pub(crate) fn tool(spec: &ToolSpec) -> TokenStream {
+    let p = private(&spec.krate);
+    let func = &spec.func;
+    let companion = companion::items(&p, &func.vis, &func.ident, spec.name.as_ref());
+    let name = tool_name(spec);
+    let path = registered_path(func);
+    let args_struct = args_struct(spec, &p);
+    let asserts = input_asserts(spec, &p);
+    let make = make_def(spec, &p);
+    let settings = settings(spec, &p);
+    quote! {
+        #func
+
+        #companion
+
+        const _: () = {
+            #args_struct
+            #[allow(dead_code)]
+            fn __toolgate_asserts() { #asserts }
+            fn __toolgate_make() -> #p::ToolDef {
+                #make
+                #settings
+                .path(#path)
+            }
+            #p::inventory::submit! {
+                #p::Registration {
+                    path: #path,
+                    kind: #p::RegistrationKind::Tool { name: #name, make: __toolgate_make },
+                }
+            }
+        };
+    }
+}
+
+/// For a tool with errors: the function (so the rest of the crate and IDEs still see it), the
+/// errors, and the companion items, so hooks naming the tool add no error of their own.
+pub(crate) fn fallback(spec: &ToolSpec, errors: &syn::Error) -> TokenStream {
+    let p = private(&spec.krate);
+    let func = &spec.func;
+    let companion = companion::items(&p, &func.vis, &func.ident, spec.name.as_ref());
+    let errors = errors.to_compile_error();
+    quote!(#func #errors #companion)
+}
+
+/// The tool's name; the function's when the spec has none (never, once checked).
+fn tool_name(spec: &ToolSpec) -> String {
+    spec.name
+        .as_ref()
+        .map_or_else(|| unraw(&spec.func.ident), |n| n.value.clone())
+}
+
+/// The `#[input]` struct, if the tool takes one.
+fn input(spec: &ToolSpec) -> Option<&Type> {
+    spec.params.iter().find_map(|param| match param {
+        ToolParam::Input(ty) => Some(&**ty),
+        _ => None,
+    })
+}
+
+/// The type the input is deserialized into: the `#[input]` struct, else the generated one.
+fn args_type(spec: &ToolSpec) -> TokenStream {
+    match input(spec) {
+        Some(ty) => quote!(#ty),
+        None => quote!(__ToolgateArgs),
+    }
+}
+
+/// The generated argument struct of a flat tool: one field per model argument, its doc comment
+/// the description, its `#[serde]`/`#[schemars]` attributes carried over.
+fn args_struct(spec: &ToolSpec, p: &TokenStream) -> Option<TokenStream> {
+    if input(spec).is_some() {
+        return None;
+    }
+    let fields = spec.params.iter().filter_map(|param| match param {
+        ToolParam::Field(f) => {
+            let (ident, ty, attrs, doc) = (&f.ident, &f.ty, &f.attrs, &f.doc);
+            let describe = (!doc.is_empty()).then(|| quote!(#[schemars(description = #doc)]));
+            Some(quote! { #describe #(#attrs)* #ident: #ty })
+        }
+        _ => None,
+    });
+    let krate = spec.krate.to_string().replace(' ', "");
+    let serde_path = format!("{krate}::__private::serde");
+    let schemars_path = format!("{krate}::__private::schemars");
+    Some(quote! {
+        #[derive(#p::serde::Deserialize, #p::schemars::JsonSchema)]
+        #[serde(crate = #serde_path)]
+        #[schemars(crate = #schemars_path)]
+        #[allow(non_camel_case_types, non_snake_case, dead_code)]
+        struct __ToolgateArgs { #(#fields,)* }
+    })
+}
+
+/// Compile-time checks that an `#[input]` struct can be an input, spanned on its type.
+fn input_asserts(spec: &ToolSpec, p: &TokenStream) -> Option<TokenStream> {
+    let ty = input(spec)?;
+    Some(quote_spanned!(ty.span()=> #p::assert_input::<#ty>();))
+}
+
+/// The `ToolDef`: a generated function that unpacks the input, injects, calls the user's
+/// function and turns its output into the result text.
+fn make_def(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
+    let name = tool_name(spec);
+    let description = &spec.description;
+    let args_ty = args_type(spec);
+    let body = call_body(spec, p);
+    if spec.func.asyncness.is_some() {
+        quote! {
+            fn __toolgate_call<'a>(
+                __env: #p::Env<'a>,
+                __args: #args_ty,
+            ) -> #p::BoxFuture<'a, ::core::result::Result<::std::string::String, #p::ToolError>> {
+                ::std::boxed::Box::pin(async move { #body })
+            }
+            #p::ToolDef::new_async::<#args_ty, _>(#name, #description, __toolgate_call)
+        }
+    } else {
+        quote! {
+            fn __toolgate_call(
+                __env: #p::Env<'_>,
+                __args: #args_ty,
+            ) -> ::core::result::Result<::std::string::String, #p::ToolError> {
+                #body
+            }
+            #p::ToolDef::sync::<#args_ty, _>(#name, #description, __toolgate_call)
+        }
+    }
+}
+
+/// The generated call: bind the fields, inject, call in declaration order, convert.
+fn call_body(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
+    let mut bindings = Vec::new();
+    let mut injections = Vec::new();
+    let mut args = Vec::new();
+    for (i, param) in spec.params.iter().enumerate() {
+        match param {
+            ToolParam::Field(f) => {
+                let (ident, binding) = (&f.ident, format_ident!("__a{}", i));
+                bindings.push(quote!(#ident: #binding));
+                args.push(quote!(#binding));
+            }
+            ToolParam::Input(_) => args.push(quote!(__args)),
+            ToolParam::Injected(injection) => {
+                let binding = format_ident!("__i{}", i);
+                let on_missing = quote!(#p::ToolError::internal);
+                injections.push(inject_let(p, &binding, injection, on_missing));
+                args.push(quote!(#binding));
+            }
+        }
+    }
+    let unpack = input(spec)
+        .is_none()
+        .then(|| quote!(let __ToolgateArgs { #(#bindings,)* } = __args;));
+    let fn_ident = &spec.func.ident;
+    let awaited = awaited(&spec.func);
+    let to_text = output_text(spec, p);
+    quote! {
+        #unpack
+        #(#injections)*
+        let __out = #fn_ident(#(#args),*) #awaited;
+        #to_text
+    }
+}
+
+/// `__out` as the result text. `Result` or not is decided by the type (an alias counts), not by
+/// its spelling; spanned on the return type, where a type error belongs.
+fn output_text(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
+    quote_spanned!(return_span(&spec.func)=> {
+        #[allow(unused_imports)]
+        use #p::{SplitPlain as _, SplitResult as _, ViaDisplay as _, ViaInto as _};
+        // A plain output's `Err` arm has the empty type `Infallible`.
+        #[allow(unreachable_patterns)]
+        let __text = match #p::Returned(::core::option::Option::Some(__out)).split() {
+            ::core::option::Option::Some(::core::result::Result::Ok(v)) => #p::output_text(v),
+            ::core::option::Option::Some(::core::result::Result::Err(e)) => {
+                ::core::result::Result::Err(#p::ErrorOf(e).into_tool_error())
+            }
+            ::core::option::Option::None => ::core::result::Result::Err(
+                #p::ToolError::internal("toolgate: the tool's output was taken twice"),
+            ),
+        };
+        __text
+    })
+}
+
+/// The builder calls after the constructor: unknown fields, deadline, states needed.
+fn settings(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
+    let unknown = spec
+        .allow_unknown_fields
+        .then(|| quote!(.allow_unknown_fields()));
+    let timeout = timeout(spec.timeout_ms);
+    let states = spec.params.iter().filter_map(|param| match param {
+        ToolParam::Injected(injection) => needs_state(p, injection),
+        _ => None,
+    });
+    quote!(#unknown #timeout #(#states)*)
+}
