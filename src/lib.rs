@@ -117,10 +117,12 @@
 //!
 //! The function stays callable as written; the registered tool calls it directly by path, so
 //! there is no mutable slot a wrapper could rebind. Beside it, `#[tool]` emits one hidden
-//! constant, `__toolgate_tool_<fn name>`, with the function's visibility: hook matchers name a
-//! tool through it, so import it along with the function (`use tools::{lookup_user,
-//! __toolgate_tool_lookup_user};`), or name the function by a path (`tools::lookup_user`), or
-//! glob-import its module. Everything else it generates lives in `const _: () = { … };`.
+//! constant, `__toolgate_tool_<fn name>`, with the function's visibility, and a private guard
+//! that makes two tools of one name in one module a compile error. Hook matchers find a tool
+//! through that constant, in the module their path names: name the function by a path
+//! (`tools::lookup_user`), or glob-import its module, or import the constant along with the
+//! function (`use tools::{lookup_user, __toolgate_tool_lookup_user};`). Everything else it
+//! generates lives in `const _: () = { … };`.
 //!
 //! # Hooks
 //!
