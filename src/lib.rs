@@ -34,17 +34,20 @@
 //!     }
 //! }
 //!
-//! let dispatcher = Dispatcher::builder().registered_under(module_path!()).build()?;
-//! let free = HookContext::builder("u_004", "sess_1").tier("free").build();
-//! let session = dispatcher.session(free);
-//! let call = ToolUse::new("toolu_01", "open_refund_case", json!({"order_id": "o_2001"}));
-//! let result = toolgate::block_on(session.call(&call)).expect("no hook failed");
-//! assert!(result.is_error);
-//! assert_eq!(
-//!     result.content_text(),
-//!     "BLOCKED: refund cases are for premium customers. Point the customer to the refund FAQ instead."
-//! );
-//! # Ok::<(), toolgate::BuildError>(())
+//! fn main() -> Result<(), toolgate::BuildError> {
+//!     let dispatcher = Dispatcher::builder().registered_under(module_path!()).build()?;
+//!     let free = HookContext::builder("u_004", "sess_1").tier("free").build();
+//!     let session = dispatcher.session(free);
+//!     let call = ToolUse::new("toolu_01", "open_refund_case", json!({"order_id": "o_2001"}));
+//!     let result = toolgate::block_on(session.call(&call)).expect("no hook failed");
+//!     assert!(result.is_error);
+//!     assert_eq!(
+//!         result.content_text(),
+//!         "BLOCKED: refund cases are for premium customers. Point the customer to the refund FAQ \
+//!          instead."
+//!     );
+//!     Ok(())
+//! }
 //! ```
 //!
 //! # The life of one tool call
@@ -121,8 +124,9 @@
 //! that makes two tools of one name in one module a compile error. Hook matchers find a tool
 //! through that constant, in the module their path names: name the function by a path
 //! (`tools::lookup_user`), or glob-import its module, or import the constant along with the
-//! function (`use tools::{lookup_user, __toolgate_tool_lookup_user};`). Everything else it
-//! generates lives in `const _: () = { … };`.
+//! function (`use tools::{lookup_user, __toolgate_tool_lookup_user};`); a tool defined inside a
+//! function body cannot be named by a hook. Everything else it generates lives in
+//! `const _: () = { … };`.
 //!
 //! # Hooks
 //!

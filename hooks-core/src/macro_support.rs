@@ -185,7 +185,9 @@ pub struct NotATool;
     note = "a hook finds a tool beside its function: name a `#[tool]` function of this module, or \
             of a glob-imported one (`use tools::*;`), by its name, and any other by its path \
             (`tools = [tools::lookup_user]`); `use tools::lookup_user;` alone imports the \
-            function, not its tool"
+            function, not its tool",
+    note = "a tool defined inside a function body cannot be named in `tools = [...]`: define it \
+            at module level"
 )]
 pub trait ToolFunction<C>: Sized {
     /// The tool's name.

@@ -27,8 +27,13 @@
 //!   other "cannot find" errors until it is fixed, as for any failed glob import);
 //! - a function that is not a tool, or a tool imported by name without its companion, finds the
 //!   fallback: `ToolFunction`'s `#[diagnostic::on_unimplemented]` says "`fn() {helper}` is not a
-//!   `#[tool]` function, or its tool is not in scope here" on the path, and its note says what to
+//!   `#[tool]` function, or its tool is not in scope here" on the path, and its notes say what to
 //!   write;
+//! - a tool defined inside a function body cannot be named: `self::*` is the module's, and the
+//!   fallback in the block shadows the function body's items. No fallback can rank below a
+//!   function body's items but above a module's glob imports (a module-level fallback glob makes
+//!   the name ambiguous beside the user's `use tools::*;`, E0659), so the lookup serves modules,
+//!   where `inventory` registrations and `registered_under` filters live anyway;
 //! - a path naming the constant itself (rustc's suggestions did, before) is refused here, with
 //!   the function's name to write instead.
 //!

@@ -1,6 +1,7 @@
 //! Every way a hook's `tools = [...]` names a `#[tool]` function finds its tool: by name in the
 //! same module, through a glob import or a glob re-export, by relative, `self::`, `super::` and
-//! `crate::` paths, a raw identifier, and a tool beside a module of the same name.
+//! `crate::` paths, a raw identifier, a tool beside a module of the same name, and from a hook
+//! defined inside a function body.
 use toolgate::{CallRecord, Decision, Dispatcher, ToolUse, post_hook, pre_hook, tool};
 
 /// The search backend, a module named like the tool that calls it.
@@ -87,14 +88,27 @@ fn first(_call: &ToolUse) -> Decision {
 fn observe(_record: &CallRecord<'_>) {}
 
 fn main() {
+    #[pre_hook(order = 5, tools = [search, tools::lookup_user])]
+    fn fifth(_call: &ToolUse) -> Decision {
+        Decision::Allow
+    }
+
     let d = Dispatcher::builder().registered_under(module_path!()).build().unwrap();
     let chain = |tool| d.pre_hook_chain(tool).unwrap();
     let path = |hook: &str| format!("{}::{hook}", module_path!());
-    assert_eq!(chain("search"), [path("first"), path("tools::deeper::third")]);
+    assert_eq!(
+        chain("search"),
+        [path("first"), path("tools::deeper::third"), path("fifth")]
+    );
     assert_eq!(chain("type"), [path("first")]);
     assert_eq!(
         chain("lookup_user"),
-        [path("first"), path("globbed::second"), path("tools::deeper::third")]
+        [
+            path("first"),
+            path("globbed::second"),
+            path("tools::deeper::third"),
+            path("fifth")
+        ]
     );
     assert_eq!(
         chain("find_order"),
