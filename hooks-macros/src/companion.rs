@@ -50,7 +50,7 @@ use syn::spanned::Spanned;
 use syn::{Ident, Path, Visibility};
 
 /// The prefix of every companion constant's name.
-pub(crate) const COMPANION_PREFIX: &str = "__toolgate_tool_";
+const COMPANION_PREFIX: &str = "__toolgate_tool_";
 
 /// A tool's name, and where it was written.
 pub(crate) struct ToolName {
@@ -170,7 +170,10 @@ pub(crate) fn matcher_problem(path: &Path) -> Option<String> {
 /// user wrote it (`lookup_user`, `tools::lookup_user`, `other_crate::lookup_user`).
 pub(crate) fn matcher_entry(private: &TokenStream, path: &Path) -> TokenStream {
     let Some(last) = path.segments.last() else {
-        return quote!();
+        // syn parses no empty path; an entry must never silently match nothing.
+        return quote!(::core::compile_error!(
+            "toolgate: an empty path in `tools = [...]`"
+        ));
     };
     // Every token on the path, so an error underlines the path and nothing else.
     let span = path.span();
