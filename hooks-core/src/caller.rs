@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::content::{ToolResult, ToolUse};
 use crate::context::HookContext;
 use crate::error::{Halt, ToolError};
-use crate::registry::BoxFuture;
+use crate::future::BoxFuture;
 
 /// Something that answers `tool_use` blocks: a [`Dispatcher`](crate::Dispatcher), an MCP client,
 /// a remote tool server.

@@ -76,9 +76,11 @@ mod context;
 mod decision;
 mod dispatcher;
 mod error;
+mod future;
 mod limits;
 mod name_index;
 mod outcome;
+mod panic;
 mod pipeline;
 pub mod provider;
 mod registry;
@@ -99,14 +101,13 @@ pub use context::{Clock, Extensions, HookContext, HookContextBuilder};
 pub use decision::Decision;
 pub use dispatcher::Dispatcher;
 pub use error::{Halt, HookError, INTERNAL_ERROR_MESSAGE, RespondError, ToolError};
+pub use future::BoxFuture;
 pub use limits::Limits;
 pub use outcome::{CallRecord, Outcome};
 pub use provider::{
     ConvertError, NonStrictTool, Provider, SchemaError, SchemaProblem, UnknownProvider,
 };
-pub use registry::{
-    BoxFuture, Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef, output_text,
-};
+pub use registry::{Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef, output_text};
 pub use session::{Session, SessionSummary};
 pub use state::{Env, MissingState, State, StateKey};
 pub use time::Rfc3339;

@@ -8,7 +8,8 @@ use crate::decision::Decision;
 use crate::error::{HookError, ToolError};
 use crate::state::State;
 
-pub use crate::registry::{BoxFuture, Registration, RegistrationKind, ToolRef, output_text};
+pub use crate::future::BoxFuture;
+pub use crate::registry::{Registration, RegistrationKind, ToolRef, output_text};
 pub use crate::state::{Env, StateKey};
 
 /// What a PreToolUse hook may return.

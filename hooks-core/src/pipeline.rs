@@ -13,12 +13,14 @@ use crate::context::HookContext;
 use crate::decision::Decision;
 use crate::dispatcher::{Backend, Inner, ToolEntry};
 use crate::error::{Halt, HookError, ToolError};
+use crate::future::{BoxFuture, Invoke};
 use crate::limits::{Limits, Normalized, Refused, check_bounds, cut_content, normalize};
 use crate::outcome::{CallRecord, Outcome};
-use crate::registry::{Args, BoxFuture, Invoke, PostHookDef, PreHookDef};
+use crate::panic::{CatchUnwind, catch};
+use crate::registry::{Args, PostHookDef, PreHookDef};
 use crate::schema::explain::explain;
 use crate::state::Env;
-use crate::timer::{CatchUnwind, Deadline, Race, Raced, catch};
+use crate::timer::{Deadline, Race, Raced};
 
 /// Counters of one session; atomics, so recording a call allocates nothing.
 pub(crate) struct Stats {

@@ -9,9 +9,7 @@
 use std::any::Any;
 use std::borrow::Cow;
 use std::fmt;
-use std::future::Future;
 use std::marker::PhantomData;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,18 +21,10 @@ use serde_json::Value;
 use crate::content::ToolUse;
 use crate::decision::Decision;
 use crate::error::{HookError, ToolError};
+use crate::future::{BoxFuture, Invoke};
 use crate::outcome::CallRecord;
 use crate::session::SessionSummary;
 use crate::state::{Env, StateKey};
-
-/// A boxed `Send` future, the shape every async tool and hook is erased to.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// A tool's or hook's answer: ready now (sync code, no allocation) or a future (async code).
-pub(crate) enum Invoke<'a, T> {
-    Ready(T),
-    Pending(BoxFuture<'a, T>),
-}
 
 /// Validated arguments, erased (the tool downcasts them back).
 pub(crate) type Args = Box<dyn Any + Send>;

@@ -14,10 +14,10 @@ use crate::context::HookContext;
 use crate::dispatcher::Dispatcher;
 use crate::error::{Halt, RespondError};
 use crate::outcome::Outcome;
+use crate::panic::catch;
 use crate::pipeline::{Stats, report_observer_error};
 use crate::state::Env;
 use crate::time::Rfc3339;
-use crate::timer::catch;
 
 /// What happened in one session, handed to each Stop hook and returned by [`Session::end`].
 ///

@@ -1,14 +1,14 @@
-//! Deadlines without a runtime: the [`Timer`] trait, and the small futures the pipeline uses to
-//! race a hook or tool against its deadline and to catch its panics.
+//! Deadlines without a runtime: the [`Timer`] trait, and the small future the pipeline uses to
+//! race a hook or tool against its deadline.
 
-use std::any::Any;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::registry::BoxFuture;
+use crate::future::BoxFuture;
+use crate::panic::{catch, take_panic};
 
 /// A source of sleeps, so deadlines work on any async runtime while the core depends on none.
 ///
@@ -96,21 +96,6 @@ impl Timer for TokioTimer {
     }
 }
 
-/// Polls a boxed future, turning a panic inside `poll` into `Err(panic message)`.
-pub(crate) struct CatchUnwind<'a, T>(pub(crate) BoxFuture<'a, T>);
-
-impl<T> Future for CatchUnwind<'_, T> {
-    type Output = Result<T, String>;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let fut = &mut self.0;
-        match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
-            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
-            Ok(Poll::Pending) => Poll::Pending,
-            Err(payload) => Poll::Ready(Err(take_panic(payload))),
-        }
-    }
-}
-
 /// How a future raced against a deadline ended.
 pub(crate) enum Raced<T> {
     Done(T),
@@ -171,31 +156,4 @@ impl<F: Future + Unpin> Future for Race<F> {
         }
         Poll::Pending
     }
-}
-
-/// The text of a panic payload, for the operator; the payload is then disposed of without
-/// letting a panic in its own `drop` escape (a payload whose drop panics is leaked: unwinding
-/// out of the pipeline would leave a `tool_use` unanswered).
-pub(crate) fn take_panic(payload: Box<dyn Any + Send>) -> String {
-    let message = panic_message(payload.as_ref());
-    if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
-        std::mem::forget(again);
-    }
-    message
-}
-
-/// The text of a panic payload (`&str` or `String`), for the operator.
-fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&'static str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic with a non-string payload".to_owned()
-    }
-}
-
-/// Runs `f`, turning a panic into `Err(panic message)`.
-pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> Result<T, String> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(take_panic)
 }
