@@ -87,6 +87,7 @@ mod registry;
 pub mod schema;
 mod session;
 mod state;
+mod stats;
 mod time;
 mod timer;
 
@@ -103,12 +104,12 @@ pub use dispatcher::Dispatcher;
 pub use error::{Halt, HookError, INTERNAL_ERROR_MESSAGE, RespondError, ToolError};
 pub use future::BoxFuture;
 pub use limits::Limits;
-pub use outcome::{CallRecord, Outcome};
+pub use outcome::{CallRecord, Outcome, SessionSummary};
 pub use provider::{
     ConvertError, NonStrictTool, Provider, SchemaError, SchemaProblem, UnknownProvider,
 };
 pub use registry::{Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef, output_text};
-pub use session::{Session, SessionSummary};
+pub use session::Session;
 pub use state::{Env, MissingState, State, StateKey};
 pub use time::Rfc3339;
 pub use timer::Timer;

@@ -22,8 +22,7 @@ use crate::content::ToolUse;
 use crate::decision::Decision;
 use crate::error::{HookError, ToolError};
 use crate::future::{BoxFuture, Invoke};
-use crate::outcome::CallRecord;
-use crate::session::SessionSummary;
+use crate::outcome::{CallRecord, SessionSummary};
 use crate::state::{Env, StateKey};
 
 /// Validated arguments, erased (the tool downcasts them back).

@@ -1,58 +1,19 @@
 //! [`Session`]: one conversation, one [`HookContext`]; answers assistant messages and ends with
 //! the Stop hooks and a [`SessionSummary`].
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
-use serde::Serialize;
-
 use crate::content::{ContentBlock, Message, Role, ToolResult, ToolUse};
 use crate::context::HookContext;
 use crate::dispatcher::Dispatcher;
 use crate::error::{Halt, RespondError};
-use crate::outcome::Outcome;
+use crate::outcome::{Outcome, SessionSummary};
 use crate::panic::catch;
-use crate::pipeline::{Stats, report_observer_error};
 use crate::state::Env;
-use crate::time::Rfc3339;
-
-/// What happened in one session, handed to each Stop hook and returned by [`Session::end`].
-///
-/// Serialized (the audit log's summary line adds `ts`): `{"session_id": "sess_1", "user_id":
-/// "u_001", "started_at": "2026-11-24T10:15:00Z", "ended_at": "…", "calls": 4, "outcomes":
-/// {"ok": 3, "blocked": 1}, "tools": {"lookup_user": 2, …}, "observer_errors": 0}`. `outcomes`
-/// lists only outcomes that occurred; `tools` counts calls of this dispatcher's tools by name
-/// (a call of an unknown name counts only under `unknown_tool`, so the model cannot add keys).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct SessionSummary {
-    /// The context's session id.
-    pub session_id: String,
-    /// The context's user id.
-    pub user_id: String,
-    /// When the session was opened (context clock).
-    #[serde(serialize_with = "rfc3339")]
-    pub started_at: SystemTime,
-    /// When it ended (context clock).
-    #[serde(serialize_with = "rfc3339")]
-    pub ended_at: SystemTime,
-    /// `tool_use` blocks handled, every outcome included.
-    pub calls: u64,
-    /// Outcome → count.
-    pub outcomes: BTreeMap<Outcome, u64>,
-    /// Tool name → count.
-    pub tools: BTreeMap<String, u64>,
-    /// Errors and panics of PostToolUse observers and Stop hooks (Stop hooks that ran before
-    /// the one reading this included).
-    pub observer_errors: u64,
-}
-
-fn rfc3339<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-    Rfc3339(*t).serialize(s)
-}
+use crate::stats::{Stats, report_observer_error};
 
 /// One conversation: every `tool_use` of it goes through [`call`](Self::call) or
 /// [`respond`](Self::respond), with one trusted [`HookContext`].
