@@ -79,6 +79,7 @@ mod error;
 mod future;
 mod limits;
 mod name_index;
+mod normalize;
 mod outcome;
 mod panic;
 mod pipeline;
