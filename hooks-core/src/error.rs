@@ -7,10 +7,7 @@ use std::fmt;
 
 use crate::content::{Message, ToolResult};
 use crate::outcome::Outcome;
-
-/// The message the model reads when a tool fails in a way it must not see the details of.
-pub const INTERNAL_ERROR_MESSAGE: &str = "Error: the tool failed with an internal error. The details were logged for the operator; \
-     retrying the same call will not help.";
+use crate::texts::INTERNAL_ERROR_MESSAGE;
 
 /// A tool's failure: `is_error: true` with [`message`](Self::message) as the content.
 ///

@@ -89,6 +89,7 @@ pub mod schema;
 mod session;
 mod state;
 mod stats;
+mod texts;
 mod time;
 mod timer;
 
@@ -102,7 +103,7 @@ pub use content::{ContentBlock, Message, Role, TextBlock, ToolResult, ToolResult
 pub use context::{Clock, Extensions, HookContext, HookContextBuilder};
 pub use decision::Decision;
 pub use dispatcher::Dispatcher;
-pub use error::{Halt, HookError, INTERNAL_ERROR_MESSAGE, RespondError, ToolError};
+pub use error::{Halt, HookError, RespondError, ToolError};
 pub use future::BoxFuture;
 pub use limits::Limits;
 pub use outcome::{CallRecord, Outcome, SessionSummary};
@@ -112,6 +113,7 @@ pub use provider::{
 pub use registry::{Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef, output_text};
 pub use session::Session;
 pub use state::{Env, MissingState, State, StateKey};
+pub use texts::INTERNAL_ERROR_MESSAGE;
 pub use time::Rfc3339;
 pub use timer::Timer;
 #[cfg(feature = "tokio")]

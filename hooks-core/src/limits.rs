@@ -4,6 +4,7 @@
 use serde_json::Map;
 
 use crate::content::{ContentBlock, TextBlock, ToolResultContent};
+use crate::texts;
 
 /// Bounds the dispatcher applies to every call.
 ///
@@ -71,9 +72,8 @@ pub(crate) fn cut_result(text: &mut String, max: usize) -> Option<usize> {
         end -= 1;
     }
     text.truncate(end);
-    text.push_str(&format!(
-        "\n[toolgate: result cut at {end} of {full} bytes]"
-    ));
+    text.push('\n');
+    text.push_str(&texts::result_cut(end, full));
     Some(full)
 }
 
@@ -112,7 +112,7 @@ pub(crate) fn cut_content(content: &mut ToolResultContent, max: usize) -> Option
     }
     blocks.truncate(keep);
     blocks.push(ContentBlock::Text(TextBlock {
-        text: format!("[toolgate: result cut at {kept} of {full} bytes]"),
+        text: texts::result_cut(kept, full),
         extra: Map::new(),
     }));
     Some(full)

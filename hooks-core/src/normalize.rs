@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 
 use crate::content::{ToolUse, kind_of};
 use crate::limits::Limits;
+use crate::texts;
 
 /// A `tool_use` block after normalization: the block itself when its input was already an
 /// object (no copy), or a boxed copy with the normalized input (a small value either way, since
@@ -32,10 +33,7 @@ pub(crate) struct Refused(pub(crate) String);
 impl Refused {
     /// An input that is valid JSON but not an object.
     pub(crate) fn not_object(input: &Value) -> Refused {
-        Refused(format!(
-            "the input must be a JSON object, found a JSON {}",
-            kind_of(input)
-        ))
+        Refused(texts::not_an_object(kind_of(input)))
     }
 }
 
@@ -54,18 +52,8 @@ pub(crate) fn normalize<'a>(call: &'a ToolUse, limits: &Limits) -> Result<Normal
             }
             match serde_json::from_str::<Value>(s) {
                 Ok(v @ Value::Object(_)) => owned(v),
-                Ok(other) => {
-                    return Err(Refused(format!(
-                        "the input must be a JSON object, but it is a string holding a JSON {}",
-                        kind_of(&other)
-                    )));
-                }
-                Err(e) => {
-                    return Err(Refused(format!(
-                        "the input must be a JSON object, but it is a string that is not valid \
-                         JSON ({e})"
-                    )));
-                }
+                Ok(other) => return Err(Refused(texts::string_not_an_object(kind_of(&other)))),
+                Err(e) => return Err(Refused(texts::string_not_json(e))),
             }
         }
         other => return Err(Refused::not_object(other)),
@@ -75,11 +63,7 @@ pub(crate) fn normalize<'a>(call: &'a ToolUse, limits: &Limits) -> Result<Normal
 }
 
 fn too_large(bytes: usize, limits: &Limits) -> Refused {
-    Refused(format!(
-        "the input is too large: {bytes} bytes or more, over the limit of {} bytes; send a \
-         smaller input",
-        limits.max_input_bytes
-    ))
+    Refused(texts::too_large(bytes, limits.max_input_bytes))
 }
 
 /// Checks size and depth in one walk that allocates nothing and stops at the first excess.
@@ -87,10 +71,7 @@ pub(crate) fn check_bounds(input: &Value, limits: &Limits) -> Result<(), Refused
     let mut bytes = 0usize;
     match walk(input, 1, limits, &mut bytes) {
         Ok(()) => Ok(()),
-        Err(Excess::Depth) => Err(Refused(format!(
-            "the input is nested more than {} levels deep; flatten it",
-            limits.max_input_depth
-        ))),
+        Err(Excess::Depth) => Err(Refused(texts::too_deep(limits.max_input_depth))),
         Err(Excess::Bytes) => Err(too_large(bytes, limits)),
     }
 }

@@ -21,6 +21,7 @@ use crate::registry::{Args, PostHookDef, PreHookDef};
 use crate::schema::explain::explain;
 use crate::state::Env;
 use crate::stats::{Stats, report_observer_error};
+use crate::texts;
 use crate::timer::{Deadline, Race, Raced};
 
 /// How the call ended, before it becomes a `tool_result`.
@@ -31,13 +32,6 @@ struct Verdict<'a> {
     detail: Option<String>,
     halt: bool,
 }
-
-/// The message the model reads when a PreToolUse hook could not decide.
-pub(crate) const HALT_MESSAGE: &str = "BLOCKED: this call was not run because a policy check \
-     could not be completed. Do not retry it; tell the user this action is unavailable right now.";
-
-const PANIC_MESSAGE: &str = "Error: the tool failed unexpectedly. The details were logged for \
-     the operator; retrying the same call will not help.";
 
 impl<'a> Verdict<'a> {
     /// A verdict with `text` as the content; `is_error` follows from `outcome` (every outcome
@@ -57,41 +51,20 @@ impl<'a> Verdict<'a> {
     }
 
     fn invalid(tool: &str, path: &str, message: &str) -> Self {
-        let at = at_path(path);
         Verdict::error(
             Outcome::InvalidInput,
-            format!(
-                "Error: invalid input for tool `{}`{at}: {message}. Send an input that matches \
-                 the tool's input_schema.",
-                shown_name(tool)
-            ),
+            texts::invalid_input(tool, path, message),
         )
     }
 
     fn unknown(name: &str, available: &str) -> Self {
-        let list = if available.is_empty() {
-            "none"
-        } else {
-            available
-        };
-        Verdict::error(
-            Outcome::UnknownTool,
-            format!(
-                "Error: unknown tool '{}'. Available tools: {list}.",
-                shown_name(name)
-            ),
-        )
+        Verdict::error(Outcome::UnknownTool, texts::unknown_tool(name, available))
     }
 
-    fn blocked(hook: &'a str, reason: String, instead: Option<String>) -> Self {
-        let mut text = format!("BLOCKED: {reason}");
-        if let Some(instead) = instead.filter(|s| !s.is_empty()) {
-            text.push(' ');
-            text.push_str(&instead);
-        }
+    fn blocked(hook: &'a str, reason: &str, instead: Option<&str>) -> Self {
         Verdict {
             blocked_by: Some(Cow::Borrowed(hook)),
-            ..Verdict::error(Outcome::Blocked, text)
+            ..Verdict::error(Outcome::Blocked, texts::blocked(reason, instead))
         }
     }
 
@@ -100,7 +73,7 @@ impl<'a> Verdict<'a> {
             blocked_by: Some(hook),
             detail: Some(detail),
             halt: true,
-            ..Verdict::error(outcome, HALT_MESSAGE.to_owned())
+            ..Verdict::error(outcome, texts::HALT_MESSAGE.to_owned())
         }
     }
 
@@ -114,7 +87,7 @@ impl<'a> Verdict<'a> {
                 let parts = catch(move || (e.message().to_owned(), e.detail()));
                 let (message, detail) = parts.unwrap_or_else(|p| {
                     (
-                        crate::error::INTERNAL_ERROR_MESSAGE.to_owned(),
+                        texts::INTERNAL_ERROR_MESSAGE.to_owned(),
                         Some(format!("the tool's error panicked while it was read: {p}")),
                     )
                 });
@@ -129,7 +102,7 @@ impl<'a> Verdict<'a> {
     fn panicked(message: String) -> Self {
         Verdict {
             detail: Some(format!("the tool panicked: {message}")),
-            ..Verdict::error(Outcome::Panicked, PANIC_MESSAGE.to_owned())
+            ..Verdict::error(Outcome::Panicked, texts::PANIC_MESSAGE.to_owned())
         }
     }
 
@@ -137,10 +110,7 @@ impl<'a> Verdict<'a> {
     fn timer_failed(message: String) -> Self {
         Verdict {
             detail: Some(format!("the dispatcher's timer panicked: {message}")),
-            ..Verdict::error(
-                Outcome::ToolError,
-                crate::error::INTERNAL_ERROR_MESSAGE.to_owned(),
-            )
+            ..Verdict::error(Outcome::ToolError, texts::INTERNAL_ERROR_MESSAGE.to_owned())
         }
     }
 
@@ -150,32 +120,8 @@ impl<'a> Verdict<'a> {
                 "the tool ran past its deadline of {} ms",
                 deadline.as_millis()
             )),
-            ..Verdict::error(
-                Outcome::ToolTimeout,
-                format!(
-                    "Error: the tool did not finish within its deadline of {} ms and was \
-                     stopped. Try again later, or with a smaller request.",
-                    deadline.as_millis()
-                ),
-            )
+            ..Verdict::error(Outcome::ToolTimeout, texts::tool_timeout(deadline))
         }
-    }
-}
-
-/// `` at `path` `` for a message, or nothing at the top level.
-fn at_path(path: &str) -> String {
-    if path.is_empty() {
-        String::new()
-    } else {
-        format!(" at `{path}`")
-    }
-}
-
-/// A tool name as shown back to the model: at most 64 characters of it.
-fn shown_name(name: &str) -> Cow<'_, str> {
-    match name.char_indices().nth(64) {
-        None => Cow::Borrowed(name),
-        Some((end, _)) => Cow::Owned(format!("{}…", &name[..end])),
     }
 }
 
@@ -362,7 +308,7 @@ impl Inner {
                 match decided {
                     Ok(Decision::Allow) => {}
                     Ok(Decision::Deny { reason, instead }) => {
-                        break 'verdict Verdict::blocked(&hook.path, reason, instead);
+                        break 'verdict Verdict::blocked(&hook.path, &reason, instead.as_deref());
                     }
                     Ok(Decision::Rewrite(input)) => {
                         rewritten_by.push(&hook.path);
@@ -378,7 +324,7 @@ impl Inner {
                                 rewritten = Some(Box::new(call.with_input(input)));
                             }
                             Err((path, msg)) => {
-                                let at = at_path(&path);
+                                let at = texts::at_path(&path);
                                 break 'verdict Verdict {
                                     detail: Some(format!(
                                         "PreToolUse hook `{}` rewrote the input into an invalid \
@@ -387,13 +333,7 @@ impl Inner {
                                     )),
                                     ..Verdict::error(
                                         Outcome::InvalidInput,
-                                        format!(
-                                            "Error: invalid input for tool `{}`: a policy rewrite \
-                                             of this call produced an input that is invalid{at} \
-                                             ({msg}). This is a problem on our side; do not \
-                                             retry the same call.",
-                                            tool.name
-                                        ),
+                                        texts::invalid_rewrite(&tool.name, &path, &msg),
                                     )
                                 };
                             }
@@ -665,7 +605,7 @@ impl Inner {
             started,
             armed: true,
         };
-        let result = ToolResult::error(call.id.clone(), format!("Not run: {why}"));
+        let result = ToolResult::error(call.id.clone(), texts::not_run(why));
         let record = CallRecord {
             call,
             input,
@@ -693,20 +633,9 @@ impl Inner {
 /// A wrapped caller's arguments are `()` (its input goes to it as JSON); boxing a zero-sized
 /// value allocates nothing.
 fn validate(tool: &ToolEntry, input: &Value) -> Result<Args, (String, String)> {
-    tool.fields.check(input).map_err(|e| {
-        let message = if e.expected.is_empty() {
-            format!("unknown field `{}`; no fields are expected here", e.field)
-        } else {
-            let expected = e
-                .expected
-                .iter()
-                .map(|k| format!("`{k}`"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            format!("unknown field `{}`, expected one of {expected}", e.field)
-        };
-        (e.path_text(), message)
-    })?;
+    tool.fields
+        .check(input)
+        .map_err(|e| (e.path_text(), texts::unknown_field(&e.field, &e.expected)))?;
     let explained = || explain(&tool.raw_schema, input).map(|m| (m.path, m.message));
     match &tool.backend {
         // The argument type's `Deserialize` is user code: a panic in it is a refusal, not an
@@ -717,10 +646,7 @@ fn validate(tool: &ToolEntry, input: &Value) -> Result<Args, (String, String)> {
             Err(p) => {
                 tracing::error!(target: "toolgate::validation", tool = %tool.name, panic = %p,
                     "the tool's input type panicked while deserializing");
-                Err((
-                    String::new(),
-                    "the input could not be read (the tool's input type failed on it)".to_owned(),
-                ))
+                Err((String::new(), texts::INPUT_UNREADABLE.to_owned()))
             }
         },
         Backend::Caller { .. } => match explained() {

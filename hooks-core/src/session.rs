@@ -14,6 +14,7 @@ use crate::outcome::{Outcome, SessionSummary};
 use crate::panic::catch;
 use crate::state::Env;
 use crate::stats::{Stats, report_observer_error};
+use crate::texts;
 
 /// One conversation: every `tool_use` of it goes through [`call`](Self::call) or
 /// [`respond`](Self::respond), with one trusted [`HookContext`].
@@ -102,8 +103,7 @@ impl Session {
                         &self.context,
                         Some(&self.stats),
                         call,
-                        "the assistant message stopped at max_tokens, so this tool_use may be \
-                         cut off.",
+                        texts::NOT_RUN_AT_MAX_TOKENS,
                     )
                     .await;
             }
@@ -126,8 +126,7 @@ impl Session {
                                 &self.context,
                                 Some(&self.stats),
                                 rest,
-                                "an earlier call in this message was stopped because a policy \
-                                 check could not be completed.",
+                                texts::NOT_RUN_AFTER_HALT,
                             )
                             .await;
                         content.push(ContentBlock::ToolResult(result));

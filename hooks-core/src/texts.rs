@@ -1,0 +1,174 @@
+//! Every text toolgate writes for the model, in one place so they are reviewed together.
+//!
+//! Each is an `is_error` `tool_result` the model reads and acts on, so each says what happened
+//! and what to do next, and none carries operator detail (panic text, error chains, hook paths:
+//! those go to the audit line's `detail`). Not here, because toolgate does not write them: the
+//! tool's own output and `ToolError` messages, a hook's deny reason, and the explanation of an
+//! invalid input's field (written by the schema walk in `schema/explain.rs`, which fills the
+//! `{message}` of [`invalid_input`]). The prefixes `Error:`, `BLOCKED:` and `Not run:` are relied
+//! on by the providers that mark failures by text (the `provider` module).
+
+use std::borrow::Cow;
+use std::fmt::Display;
+use std::time::Duration;
+
+// The tool ran, or was meant to, and failed.
+
+/// The message the model reads when a tool fails in a way it must not see the details of.
+pub const INTERNAL_ERROR_MESSAGE: &str = "Error: the tool failed with an internal error. The details were logged for the operator; \
+     retrying the same call will not help.";
+
+/// A tool (or a wrapped caller) panicked.
+pub(crate) const PANIC_MESSAGE: &str = "Error: the tool failed unexpectedly. The details were logged for \
+     the operator; retrying the same call will not help.";
+
+/// A tool ran past its deadline and was cut.
+pub(crate) fn tool_timeout(deadline: Duration) -> String {
+    format!(
+        "Error: the tool did not finish within its deadline of {} ms and was stopped. Try again \
+         later, or with a smaller request.",
+        deadline.as_millis()
+    )
+}
+
+// The call was refused before the tool ran.
+
+/// A PreToolUse hook denied the call: `BLOCKED: <reason>`, then ` <instead>` when given.
+pub(crate) fn blocked(reason: &str, instead: Option<&str>) -> String {
+    let mut text = format!("BLOCKED: {reason}");
+    if let Some(instead) = instead.filter(|s| !s.is_empty()) {
+        text.push(' ');
+        text.push_str(instead);
+    }
+    text
+}
+
+/// A PreToolUse hook could not decide (it errored, panicked or ran past its deadline): the agent
+/// halts, and this is the answer its `Halt` carries.
+pub(crate) const HALT_MESSAGE: &str = "BLOCKED: this call was not run because a policy check \
+     could not be completed. Do not retry it; tell the user this action is unavailable right now.";
+
+/// The name is not a tool of this dispatcher; `available` is `"a, b, c"` (empty for none).
+pub(crate) fn unknown_tool(name: &str, available: &str) -> String {
+    let list = if available.is_empty() {
+        "none"
+    } else {
+        available
+    };
+    format!(
+        "Error: unknown tool '{}'. Available tools: {list}.",
+        shown_name(name)
+    )
+}
+
+/// The input does not match the tool's schema: `message` (one of the reasons below, or the
+/// schema walk's explanation) at `path` (`options.filters[2]`; empty at the top level).
+pub(crate) fn invalid_input(tool: &str, path: &str, message: &str) -> String {
+    let at = at_path(path);
+    format!(
+        "Error: invalid input for tool `{}`{at}: {message}. Send an input that matches the \
+         tool's input_schema.",
+        shown_name(tool)
+    )
+}
+
+/// A PreToolUse hook rewrote the input into one that is invalid (`message` at `path`): not the
+/// model's fault, so it is told not to retry.
+pub(crate) fn invalid_rewrite(tool: &str, path: &str, message: &str) -> String {
+    let at = at_path(path);
+    format!(
+        "Error: invalid input for tool `{tool}`: a policy rewrite of this call produced an input \
+         that is invalid{at} ({message}). This is a problem on our side; do not retry the same \
+         call."
+    )
+}
+
+// Why an input is invalid: the `message` of `invalid_input`.
+
+/// An input that is valid JSON but not an object (`kind`: `array`, `number`, …).
+pub(crate) fn not_an_object(kind: &str) -> String {
+    format!("the input must be a JSON object, found a JSON {kind}")
+}
+
+/// A string input holding JSON that is not an object.
+pub(crate) fn string_not_an_object(kind: &str) -> String {
+    format!("the input must be a JSON object, but it is a string holding a JSON {kind}")
+}
+
+/// A string input that is not JSON at all (`error`: serde_json's message).
+pub(crate) fn string_not_json(error: impl Display) -> String {
+    format!("the input must be a JSON object, but it is a string that is not valid JSON ({error})")
+}
+
+/// An input over `max_input_bytes` (`bytes`: as far as it was measured).
+pub(crate) fn too_large(bytes: usize, max_input_bytes: usize) -> String {
+    format!(
+        "the input is too large: {bytes} bytes or more, over the limit of {max_input_bytes} \
+         bytes; send a smaller input"
+    )
+}
+
+/// An input nested deeper than `max_input_depth`.
+pub(crate) fn too_deep(max_input_depth: usize) -> String {
+    format!("the input is nested more than {max_input_depth} levels deep; flatten it")
+}
+
+/// A field the schema does not allow (`expected`: the fields it does).
+pub(crate) fn unknown_field(field: &str, expected: &[String]) -> String {
+    if expected.is_empty() {
+        format!("unknown field `{field}`; no fields are expected here")
+    } else {
+        let expected = expected
+            .iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!("unknown field `{field}`, expected one of {expected}")
+    }
+}
+
+/// The tool's input type panicked while it read the input.
+pub(crate) const INPUT_UNREADABLE: &str =
+    "the input could not be read (the tool's input type failed on it)";
+
+// The call was not run at all.
+
+/// A block that is not run, with the reason: `Not run: <why>`.
+pub(crate) fn not_run(why: &str) -> String {
+    format!("Not run: {why}")
+}
+
+/// Why every block of a message that stopped at `max_tokens` is not run.
+pub(crate) const NOT_RUN_AT_MAX_TOKENS: &str =
+    "the assistant message stopped at max_tokens, so this tool_use may be cut off.";
+
+/// Why the blocks after a halted one are not run.
+pub(crate) const NOT_RUN_AFTER_HALT: &str = "an earlier call in this message was stopped because \
+     a policy check could not be completed.";
+
+// A result over `max_result_bytes`.
+
+/// The marker that ends a cut result: `[toolgate: result cut at <kept> of <full> bytes]`.
+pub(crate) fn result_cut(kept: usize, full: usize) -> String {
+    format!("[toolgate: result cut at {kept} of {full} bytes]")
+}
+
+// Shared pieces.
+
+/// `` at `path` `` for a message, or nothing at the top level (also used in the operator's
+/// `detail`).
+pub(crate) fn at_path(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!(" at `{path}`")
+    }
+}
+
+/// A tool name as shown back to the model: at most 64 characters of it.
+fn shown_name(name: &str) -> Cow<'_, str> {
+    match name.char_indices().nth(64) {
+        None => Cow::Borrowed(name),
+        Some((end, _)) => Cow::Owned(format!("{}…", &name[..end])),
+    }
+}
