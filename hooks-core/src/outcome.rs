@@ -133,7 +133,8 @@ pub struct CallRecord<'a> {
     pub duration: Duration,
 }
 
-/// What happened in one session, handed to each Stop hook and returned by [`Session::end`].
+/// What happened in one session, handed to each Stop hook and returned by
+/// [`Session::end`](crate::Session::end).
 ///
 /// Serialized (the audit log's summary line adds `ts`): `{"session_id": "sess_1", "user_id":
 /// "u_001", "started_at": "2026-11-24T10:15:00Z", "ended_at": "…", "calls": 4, "outcomes":
