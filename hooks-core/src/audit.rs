@@ -34,8 +34,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::definitions::{PostHookDef, StopHookDef};
 use crate::outcome::{CallRecord, Outcome, SessionSummary};
-use crate::registry::{PostHookDef, StopHookDef};
 use crate::state::Env;
 use crate::time::Rfc3339;
 

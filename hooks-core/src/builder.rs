@@ -11,13 +11,12 @@ use serde_json::Value;
 
 use crate::audit::AuditLog;
 use crate::caller::ToolCaller;
+use crate::definitions::{Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef};
 use crate::dispatcher::{Backend, Dispatcher, Inner, ToolEntry};
 use crate::limits::Limits;
 use crate::name_index::NameIndex;
 use crate::provider::anthropic::entry as anthropic_entry;
-use crate::registry::{
-    Matcher, PostHookDef, PreHookDef, RegistrationKind, StopHookDef, ToolDef, registered,
-};
+use crate::registry::{RegistrationKind, registered};
 use crate::schema::check::{FieldCheck, open_properties, root_problem};
 use crate::schema::{canonicalize, is_valid_tool_name, unwrap_doc};
 use crate::state::{StateKey, StateMap};

@@ -74,7 +74,9 @@ mod caller;
 mod content;
 mod context;
 mod decision;
+mod definitions;
 mod dispatcher;
+mod erased;
 mod error;
 mod future;
 mod limits;
@@ -102,6 +104,7 @@ pub use caller::{SyncCaller, ToolCaller, sync_caller};
 pub use content::{ContentBlock, Message, Role, TextBlock, ToolResult, ToolResultContent, ToolUse};
 pub use context::{Clock, Extensions, HookContext, HookContextBuilder};
 pub use decision::Decision;
+pub use definitions::{Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef, output_text};
 pub use dispatcher::Dispatcher;
 pub use error::{Halt, HookError, RespondError, ToolError};
 pub use future::BoxFuture;
@@ -110,7 +113,6 @@ pub use outcome::{CallRecord, Outcome, SessionSummary};
 pub use provider::{
     ConvertError, NonStrictTool, Provider, SchemaError, SchemaProblem, UnknownProvider,
 };
-pub use registry::{Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef, output_text};
 pub use session::Session;
 pub use state::{Env, MissingState, State, StateKey};
 pub use texts::INTERNAL_ERROR_MESSAGE;

@@ -8,8 +8,9 @@ use crate::decision::Decision;
 use crate::error::{HookError, ToolError};
 use crate::state::State;
 
+pub use crate::definitions::output_text;
 pub use crate::future::BoxFuture;
-pub use crate::registry::{Registration, RegistrationKind, ToolRef, output_text};
+pub use crate::registry::{Registration, RegistrationKind, ToolRef};
 pub use crate::state::{Env, StateKey};
 
 /// What a PreToolUse hook may return.

@@ -1,0 +1,431 @@
+//! What a dispatcher is built from: tool definitions ([`ToolDef`]) and hooks ([`PreHookDef`],
+//! [`PostHookDef`], [`StopHookDef`]), each narrowed to tools by a [`Matcher`].
+//!
+//! Everything here can be built by hand (the runtime is usable without the macros); the macros
+//! generate exactly these calls. Sync tools and hooks are called directly, with no boxed future;
+//! async ones return a boxed `Send` future (see `erased.rs`).
+
+use std::any::Any;
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::content::ToolUse;
+use crate::decision::Decision;
+use crate::erased::{AsyncTool, ErasedTool, HookFn, PostHookFn, PreHookFn, StopFn, SyncTool};
+use crate::error::{HookError, ToolError};
+use crate::future::BoxFuture;
+use crate::outcome::{CallRecord, SessionSummary};
+use crate::state::{Env, StateKey};
+
+/// Turns a tool's return value into the text the model reads: a value that serializes to a JSON
+/// string becomes that string itself (no quotes); `()` becomes the empty text; anything else
+/// becomes its compact JSON text (`{"id":"o_1","amount_cents":2599}`).
+///
+/// # Errors
+/// A value that cannot be serialized (a map with non-string keys, a failing `Serialize` impl)
+/// is an internal [`ToolError`].
+pub fn output_text<T: Serialize + 'static>(value: T) -> Result<String, ToolError> {
+    let mut slot = Some(value);
+    let any: &mut dyn Any = &mut slot;
+    if let Some(s) = any.downcast_mut::<Option<String>>() {
+        return Ok(s.take().unwrap_or_default());
+    }
+    if let Some(s) = any.downcast_mut::<Option<&'static str>>() {
+        return Ok(s.take().unwrap_or_default().to_owned());
+    }
+    if any.is::<Option<()>>() {
+        return Ok(String::new());
+    }
+    match slot.take() {
+        Some(value) => json_text(serde_json::to_string(&value)),
+        None => json_text(Err(serde::ser::Error::custom(
+            "toolgate: output taken twice",
+        ))),
+    }
+}
+
+/// The non-generic rest of [`output_text`] (compiled once, not once per output type): a JSON
+/// string becomes its text, anything else stays JSON; errors are internal.
+fn json_text(text: Result<String, serde_json::Error>) -> Result<String, ToolError> {
+    let text = text.map_err(ToolError::internal)?;
+    if text.starts_with('"') {
+        return serde_json::from_str::<String>(&text).map_err(ToolError::internal);
+    }
+    Ok(text)
+}
+
+/// One tool: its name, description, input schema (from the argument type) and a type-erased
+/// call. Built by `#[tool]`, or by hand with [`ToolDef::sync`] / [`ToolDef::new_async`].
+///
+/// The argument type `A` is the tool's input: the model's `input` object is deserialized into it
+/// (that is the validation) and its `JsonSchema` is the `input_schema`. It must be a struct with
+/// named fields (its schema's root must be an object; `build()` checks).
+///
+/// ```
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+/// use toolgate_core::{Dispatcher, ToolDef};
+///
+/// /// Arguments of `get_time`.
+/// #[derive(Deserialize, JsonSchema)]
+/// struct GetTime {
+///     /// The timezone, e.g. America/New_York
+///     timezone: String,
+/// }
+///
+/// let tool = ToolDef::sync("get_time", "Get the current time in a given timezone",
+///     |_env, args: GetTime| Ok(format!("09:15 in {}", args.timezone)));
+/// let dispatcher = Dispatcher::builder().tool(tool).build().unwrap();
+/// assert_eq!(dispatcher.tool_definitions()[0]["name"], "get_time");
+/// ```
+#[derive(Clone)]
+pub struct ToolDef {
+    pub(crate) name: Cow<'static, str>,
+    pub(crate) description: Cow<'static, str>,
+    pub(crate) path: Cow<'static, str>,
+    pub(crate) schema: Value,
+    pub(crate) additional_properties: bool,
+    pub(crate) states: Vec<StateKey>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) imp: Arc<dyn ErasedTool>,
+}
+
+impl ToolDef {
+    fn with<A: JsonSchema>(
+        name: impl Into<Cow<'static, str>>,
+        description: impl Into<Cow<'static, str>>,
+        imp: Arc<dyn ErasedTool>,
+    ) -> Self {
+        Self::with_schema(
+            name.into(),
+            description.into(),
+            crate::schema::generate::<A>(),
+            imp,
+        )
+    }
+
+    /// The non-generic rest of [`ToolDef::with`], compiled once instead of once per tool.
+    fn with_schema(
+        name: Cow<'static, str>,
+        description: Cow<'static, str>,
+        schema: Value,
+        imp: Arc<dyn ErasedTool>,
+    ) -> Self {
+        ToolDef {
+            path: name.clone(),
+            name,
+            description,
+            schema,
+            additional_properties: false,
+            states: Vec::new(),
+            timeout: None,
+            imp,
+        }
+    }
+
+    /// A synchronous tool: `f` gets the [`Env`] (context and states) and the validated
+    /// arguments, and returns the text the model reads (see [`output_text`]) or a
+    /// [`ToolError`]. Called directly: no future is allocated.
+    pub fn sync<A, F>(
+        name: impl Into<Cow<'static, str>>,
+        description: impl Into<Cow<'static, str>>,
+        f: F,
+    ) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(Env<'_>, A) -> Result<String, ToolError> + Send + Sync + 'static,
+    {
+        Self::with::<A>(name, description, Arc::new(SyncTool::new(f)))
+    }
+
+    /// An async tool: `f` returns a boxed `Send` future of the text or a [`ToolError`]. Write `f`
+    /// as a `fn` item (closures cannot name the higher-ranked lifetime).
+    pub fn new_async<A, F>(
+        name: impl Into<Cow<'static, str>>,
+        description: impl Into<Cow<'static, str>>,
+        f: F,
+    ) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: for<'a> Fn(Env<'a>, A) -> BoxFuture<'a, Result<String, ToolError>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        Self::with::<A>(name, description, Arc::new(AsyncTool::new(f)))
+    }
+
+    /// Sets the full Rust path (`my_crate::tools::lookup_user`), used in build errors, module
+    /// filtering and explicit lists. Defaults to the name.
+    pub fn path(mut self, path: impl Into<Cow<'static, str>>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// Opts out of `additionalProperties: false`: unknown input fields are then accepted (and
+    /// ignored by the argument type) instead of being `invalid_input`.
+    pub fn allow_unknown_fields(mut self) -> Self {
+        self.additional_properties = true;
+        self
+    }
+
+    /// Declares that the tool takes a `State<T>`, so `build()` checks the builder was given one.
+    pub fn needs_state(mut self, key: StateKey) -> Self {
+        self.states.push(key);
+        self
+    }
+
+    /// Sets a deadline for an async tool (the outcome is `tool_timeout`). Needs a timer on the
+    /// dispatcher ([`DispatcherBuilder::timer`](crate::DispatcherBuilder::timer)): without one,
+    /// `build()` fails with [`BuildProblem::DeadlineWithoutTimer`](crate::BuildProblem). Sync
+    /// code cannot be cut.
+    pub fn timeout(mut self, deadline: Duration) -> Self {
+        self.timeout = Some(deadline);
+        self
+    }
+
+    /// The tool's name (`^[a-zA-Z0-9_-]{1,64}$`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The tool's description.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The tool's full Rust path.
+    pub fn full_path(&self) -> &str {
+        &self.path
+    }
+
+    /// The schema as generated from the argument type (before any target's transform).
+    pub fn raw_schema(&self) -> &Value {
+        &self.schema
+    }
+}
+
+impl fmt::Debug for ToolDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolDef")
+            .field("name", &self.name)
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Which tools a hook applies to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Matcher {
+    /// Every tool of the dispatcher.
+    All,
+    /// The tools of these names.
+    Tools(Vec<Cow<'static, str>>),
+}
+
+impl Matcher {
+    pub(crate) fn matches(&self, tool: &str) -> bool {
+        match self {
+            Matcher::All => true,
+            Matcher::Tools(names) => names.iter().any(|n| n == tool),
+        }
+    }
+}
+
+/// The methods the hook definitions share, written once: `tools` (for the two with a matcher),
+/// `needs_state`, `full_path`, and a `Debug` that shows the path and the named fields. `$who`
+/// names the item in the docs.
+macro_rules! hook_def_shared {
+    ($def:ident, $who:literal, debug($($field:ident),*) $(, tools = $tools_doc:literal)?) => {
+        impl $def {
+            $(
+                #[doc = $tools_doc]
+                pub fn tools<I, S>(mut self, names: I) -> Self
+                where
+                    I: IntoIterator<Item = S>,
+                    S: Into<Cow<'static, str>>,
+                {
+                    self.matcher = Matcher::Tools(names.into_iter().map(Into::into).collect());
+                    self
+                }
+            )?
+
+            #[doc = concat!("Declares that the ", $who, " takes a `State<T>`.")]
+            pub fn needs_state(mut self, key: StateKey) -> Self {
+                self.states.push(key);
+                self
+            }
+
+            #[doc = concat!("The ", $who, "'s full path.")]
+            pub fn full_path(&self) -> &str {
+                &self.path
+            }
+        }
+
+        impl fmt::Debug for $def {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($def))
+                    .field("path", &self.path)
+                    $(.field(stringify!($field), &self.$field))*
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
+
+/// A PreToolUse hook: decides about each call of the tools it matches, before the tool runs.
+/// Built by `#[pre_hook(order = N, tools = [...])]`, or by hand.
+///
+/// Hooks run sorted by `(order, path)`, lowest first; put the cheap, decisive checks first.
+#[derive(Clone)]
+pub struct PreHookDef {
+    pub(crate) path: Cow<'static, str>,
+    pub(crate) order: i64,
+    pub(crate) matcher: Matcher,
+    pub(crate) states: Vec<StateKey>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) imp: PreHookFn,
+}
+
+hook_def_shared!(
+    PreHookDef,
+    "hook",
+    debug(order, matcher),
+    tools = "Narrows the hook to these tools. `build()` fails when a name is registered nowhere."
+);
+
+impl PreHookDef {
+    fn new(path: Cow<'static, str>, order: i64, imp: PreHookFn) -> Self {
+        PreHookDef {
+            path,
+            order,
+            matcher: Matcher::All,
+            states: Vec::new(),
+            timeout: None,
+            imp,
+        }
+    }
+
+    /// A synchronous hook at `path` (its full Rust path, the tie-break and audit name) with
+    /// `order`; matches every tool until [`tools`](Self::tools) narrows it.
+    pub fn sync<F>(path: impl Into<Cow<'static, str>>, order: i64, f: F) -> Self
+    where
+        F: Fn(Env<'_>, &ToolUse) -> Result<Decision, HookError> + Send + Sync + 'static,
+    {
+        Self::new(path.into(), order, HookFn::Sync(Arc::new(f)))
+    }
+
+    /// An async hook; write `f` as a `fn` item returning a boxed future.
+    pub fn new_async<F>(path: impl Into<Cow<'static, str>>, order: i64, f: F) -> Self
+    where
+        F: for<'a> Fn(Env<'a>, &'a ToolUse) -> BoxFuture<'a, Result<Decision, HookError>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        Self::new(path.into(), order, HookFn::Async(Arc::new(f)))
+    }
+
+    /// Sets a deadline for an async hook; past it the agent halts with `hook_timeout`. Needs a
+    /// timer on the dispatcher ([`DispatcherBuilder::timer`](crate::DispatcherBuilder::timer)):
+    /// without one, `build()` fails with
+    /// [`BuildProblem::DeadlineWithoutTimer`](crate::BuildProblem). Sync code cannot be cut.
+    pub fn timeout(mut self, deadline: Duration) -> Self {
+        self.timeout = Some(deadline);
+        self
+    }
+
+    /// The hook's order.
+    pub fn order(&self) -> i64 {
+        self.order
+    }
+
+    /// The tools the hook applies to.
+    pub fn matcher(&self) -> &Matcher {
+        &self.matcher
+    }
+}
+
+/// A PostToolUse observer: sees every `tool_use` block's [`CallRecord`] once its result is fixed
+/// (audit, metrics, alerts). It cannot change the result; its errors and panics go to `tracing`
+/// (target `toolgate::observer`) and are counted in the session's `observer_errors`.
+///
+/// Observers run in path order, the built-in `AuditLog` last. When the host drops a call
+/// unfinished, only sync observers run (from `drop`, with outcome `cancelled`).
+#[derive(Clone)]
+pub struct PostHookDef {
+    pub(crate) path: Cow<'static, str>,
+    pub(crate) matcher: Matcher,
+    pub(crate) states: Vec<StateKey>,
+    pub(crate) imp: PostHookFn,
+}
+
+hook_def_shared!(
+    PostHookDef,
+    "observer",
+    debug(matcher),
+    tools = "Narrows the observer to these tools (it then sees no `unknown_tool` calls)."
+);
+
+impl PostHookDef {
+    fn new(path: Cow<'static, str>, imp: PostHookFn) -> Self {
+        PostHookDef {
+            path,
+            matcher: Matcher::All,
+            states: Vec::new(),
+            imp,
+        }
+    }
+
+    /// A synchronous observer at `path`.
+    pub fn sync<F>(path: impl Into<Cow<'static, str>>, f: F) -> Self
+    where
+        F: Fn(Env<'_>, &CallRecord<'_>) -> Result<(), HookError> + Send + Sync + 'static,
+    {
+        Self::new(path.into(), HookFn::Sync(Arc::new(f)))
+    }
+
+    /// An async observer; write `f` as a `fn` item returning a boxed future.
+    pub fn new_async<F>(path: impl Into<Cow<'static, str>>, f: F) -> Self
+    where
+        F: for<'a> Fn(Env<'a>, &'a CallRecord<'a>) -> BoxFuture<'a, Result<(), HookError>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        Self::new(path.into(), HookFn::Async(Arc::new(f)))
+    }
+}
+
+/// A Stop hook: runs once per session, when it ends (or is dropped), with the session's
+/// [`SessionSummary`]. Synchronous, because it must be able to run from `drop`. Its errors are
+/// reported to `tracing` and counted in `observer_errors`, never raised.
+#[derive(Clone)]
+pub struct StopHookDef {
+    pub(crate) path: Cow<'static, str>,
+    pub(crate) states: Vec<StateKey>,
+    pub(crate) imp: Arc<StopFn>,
+}
+
+hook_def_shared!(StopHookDef, "hook", debug());
+
+impl StopHookDef {
+    /// A Stop hook at `path`.
+    pub fn new<F>(path: impl Into<Cow<'static, str>>, f: F) -> Self
+    where
+        F: Fn(Env<'_>, &SessionSummary) -> Result<(), HookError> + Send + Sync + 'static,
+    {
+        StopHookDef {
+            path: path.into(),
+            states: Vec::new(),
+            imp: Arc::new(f),
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! Type erasure: every tool and hook, whatever its argument type and whether it is sync or
+//! async, behind one shape the pipeline calls. A sync one answers with [`Invoke::Ready`]
+//! (called directly, no boxed future); an async one with [`Invoke::Pending`].
+
+use std::any::Any;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::content::ToolUse;
+use crate::decision::Decision;
+use crate::error::{HookError, ToolError};
+use crate::future::{BoxFuture, Invoke};
+use crate::outcome::{CallRecord, SessionSummary};
+use crate::state::Env;
+
+/// Validated arguments, erased (the tool downcasts them back).
+pub(crate) type Args = Box<dyn Any + Send>;
+
+/// A tool with its argument type erased.
+pub(crate) trait ErasedTool: Send + Sync {
+    /// Deserializes `input` into the argument type (plainly, fast); on failure, serde's message
+    /// (the schema walk of `schema::explain` names the path).
+    fn validate(&self, input: &Value) -> Result<Args, String>;
+    fn invoke<'a>(&'a self, env: Env<'a>, args: Args) -> Invoke<'a, Result<String, ToolError>>;
+}
+
+/// A sync tool `f` taking arguments `A`.
+pub(crate) struct SyncTool<A, F> {
+    f: F,
+    _args: PhantomData<fn() -> A>,
+}
+
+/// An async tool `f` taking arguments `A`.
+pub(crate) struct AsyncTool<A, F> {
+    f: F,
+    _args: PhantomData<fn() -> A>,
+}
+
+impl<A, F> SyncTool<A, F> {
+    pub(crate) fn new(f: F) -> Self {
+        SyncTool {
+            f,
+            _args: PhantomData,
+        }
+    }
+}
+
+impl<A, F> AsyncTool<A, F> {
+    pub(crate) fn new(f: F) -> Self {
+        AsyncTool {
+            f,
+            _args: PhantomData,
+        }
+    }
+}
+
+fn validate<A: DeserializeOwned + Send + 'static>(input: &Value) -> Result<Args, String> {
+    match A::deserialize(input) {
+        Ok(a) => Ok(Box::new(a)),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn downcast<A: 'static>(args: Args) -> Result<A, ToolError> {
+    args.downcast::<A>()
+        .map(|b| *b)
+        .map_err(|_| ToolError::internal("toolgate: validated arguments had an unexpected type"))
+}
+
+impl<A, F> ErasedTool for SyncTool<A, F>
+where
+    A: DeserializeOwned + Send + 'static,
+    F: Fn(Env<'_>, A) -> Result<String, ToolError> + Send + Sync + 'static,
+{
+    fn validate(&self, input: &Value) -> Result<Args, String> {
+        validate::<A>(input)
+    }
+    fn invoke<'a>(&'a self, env: Env<'a>, args: Args) -> Invoke<'a, Result<String, ToolError>> {
+        Invoke::Ready(downcast::<A>(args).and_then(|a| (self.f)(env, a)))
+    }
+}
+
+impl<A, F> ErasedTool for AsyncTool<A, F>
+where
+    A: DeserializeOwned + Send + 'static,
+    F: for<'a> Fn(Env<'a>, A) -> BoxFuture<'a, Result<String, ToolError>> + Send + Sync + 'static,
+{
+    fn validate(&self, input: &Value) -> Result<Args, String> {
+        validate::<A>(input)
+    }
+    fn invoke<'a>(&'a self, env: Env<'a>, args: Args) -> Invoke<'a, Result<String, ToolError>> {
+        match downcast::<A>(args) {
+            Ok(a) => Invoke::Pending((self.f)(env, a)),
+            Err(e) => Invoke::Ready(Err(e)),
+        }
+    }
+}
+
+/// A hook's function, erased: `Sync` answers inline, `Async` returns a boxed future. `S` and `A`
+/// are the `dyn Fn` shapes of one kind of hook (below).
+pub(crate) enum HookFn<S: ?Sized, A: ?Sized> {
+    Sync(Arc<S>),
+    Async(Arc<A>),
+}
+
+impl<S: ?Sized, A: ?Sized> Clone for HookFn<S, A> {
+    fn clone(&self) -> Self {
+        match self {
+            HookFn::Sync(f) => HookFn::Sync(Arc::clone(f)),
+            HookFn::Async(f) => HookFn::Async(Arc::clone(f)),
+        }
+    }
+}
+
+impl<S: ?Sized, A: ?Sized> HookFn<S, A> {
+    /// Whether the hook answers inline (it can then run from `drop`).
+    pub(crate) fn is_sync(&self) -> bool {
+        matches!(self, HookFn::Sync(_))
+    }
+}
+
+/// A sync PreToolUse hook.
+pub(crate) type PreSync = dyn Fn(Env<'_>, &ToolUse) -> Result<Decision, HookError> + Send + Sync;
+/// An async PreToolUse hook.
+pub(crate) type PreAsync = dyn for<'a> Fn(Env<'a>, &'a ToolUse) -> BoxFuture<'a, Result<Decision, HookError>>
+    + Send
+    + Sync;
+/// A PreToolUse hook, erased.
+pub(crate) type PreHookFn = HookFn<PreSync, PreAsync>;
+
+impl PreHookFn {
+    /// Asks the hook about `call`.
+    pub(crate) fn run<'a>(
+        &'a self,
+        env: Env<'a>,
+        call: &'a ToolUse,
+    ) -> Invoke<'a, Result<Decision, HookError>> {
+        match self {
+            HookFn::Sync(f) => Invoke::Ready(f(env, call)),
+            HookFn::Async(f) => Invoke::Pending(f(env, call)),
+        }
+    }
+}
+
+/// A sync PostToolUse observer.
+pub(crate) type PostSync = dyn Fn(Env<'_>, &CallRecord<'_>) -> Result<(), HookError> + Send + Sync;
+/// An async PostToolUse observer.
+pub(crate) type PostAsync = dyn for<'a> Fn(Env<'a>, &'a CallRecord<'a>) -> BoxFuture<'a, Result<(), HookError>>
+    + Send
+    + Sync;
+/// A PostToolUse observer, erased.
+pub(crate) type PostHookFn = HookFn<PostSync, PostAsync>;
+
+impl PostHookFn {
+    /// Shows the observer `record`.
+    pub(crate) fn run<'a>(
+        &'a self,
+        env: Env<'a>,
+        record: &'a CallRecord<'a>,
+    ) -> Invoke<'a, Result<(), HookError>> {
+        match self {
+            HookFn::Sync(f) => Invoke::Ready(f(env, record)),
+            HookFn::Async(f) => Invoke::Pending(f(env, record)),
+        }
+    }
+}
+
+/// A Stop hook (sync only: it must be able to run from `drop`).
+pub(crate) type StopFn = dyn Fn(Env<'_>, &SessionSummary) -> Result<(), HookError> + Send + Sync;
