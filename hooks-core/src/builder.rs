@@ -12,7 +12,8 @@ use serde_json::Value;
 use crate::audit::AuditLog;
 use crate::caller::ToolCaller;
 use crate::definitions::{Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef};
-use crate::dispatcher::{Backend, Dispatcher, Inner, ToolEntry};
+use crate::dispatcher::Dispatcher;
+use crate::inner::{Backend, Inner, ToolEntry};
 use crate::limits::Limits;
 use crate::name_index::NameIndex;
 use crate::provider::anthropic::entry as anthropic_entry;
@@ -509,6 +510,14 @@ impl DispatcherBuilder {
                 rendered: Default::default(),
             }),
         })
+    }
+}
+
+impl Dispatcher {
+    /// Starts an empty builder: add registered items ([`DispatcherBuilder::registered`],
+    /// [`DispatcherBuilder::registered_under`], [`DispatcherBuilder::item`]) or hand-built ones.
+    pub fn builder() -> DispatcherBuilder {
+        DispatcherBuilder::default()
     }
 }
 

@@ -1,138 +1,36 @@
 //! [`Dispatcher`]: the built, shared, immutable set of tools and hooks every session runs on
-//! (built by [`DispatcherBuilder`]).
+//! (built by [`DispatcherBuilder`](crate::DispatcherBuilder)), and what it tells the host: its
+//! tools' definitions for each provider, paths, schemas and chains.
 
-use std::borrow::Cow;
 use std::fmt;
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::builder::DispatcherBuilder;
 use crate::caller::ToolCaller;
 use crate::content::{ToolResult, ToolUse};
 use crate::context::HookContext;
-use crate::definitions::{PostHookDef, PreHookDef, StopHookDef};
-use crate::erased::ErasedTool;
 use crate::error::Halt;
 use crate::future::BoxFuture;
-use crate::limits::Limits;
-use crate::name_index::NameIndex;
-use crate::provider::{NonStrictTool, Provider, Rendered, SchemaError, render};
-use crate::schema::check::FieldCheck;
-use crate::session::Session;
-use crate::state::StateMap;
-use crate::timer::Timer;
-
-/// How a tool is reached.
-pub(crate) enum Backend {
-    /// A Rust function (registered or hand-built).
-    Local(Arc<dyn ErasedTool>),
-    /// A wrapped caller the dispatcher owns.
-    Caller { caller: Arc<dyn ToolCaller> },
-}
-
-/// One tool of a built dispatcher.
-pub(crate) struct ToolEntry {
-    pub(crate) name: Cow<'static, str>,
-    pub(crate) path: Cow<'static, str>,
-    /// The description as every target shows it (unwrapped, see `schema::unwrap_doc`).
-    pub(crate) description: String,
-    pub(crate) backend: Backend,
-    pub(crate) canonical: Value,
-    /// The schema as generated (schemars' own form, with integer `format`s), for explaining an
-    /// invalid input.
-    pub(crate) raw_schema: Value,
-    pub(crate) fields: FieldCheck,
-    /// Indices into `Inner::pre_hooks` of the hooks that match this tool, in chain order.
-    pub(crate) chain: Box<[usize]>,
-    /// Indices into `Inner::observers` of the observers that see this tool's calls, in order.
-    pub(crate) observers: Box<[usize]>,
-    pub(crate) timeout: Option<Duration>,
-}
-
-/// The shared, immutable state of a dispatcher.
-pub(crate) struct Inner {
-    /// Sorted by name.
-    pub(crate) tools: Vec<ToolEntry>,
-    /// Tool name → index in `tools`, for [`Inner::find`].
-    pub(crate) by_name: NameIndex,
-    /// Anthropic `tools` entries, in `tools` order.
-    pub(crate) definitions: Vec<Value>,
-    /// Sorted by `(order, path)`.
-    pub(crate) pre_hooks: Vec<PreHookDef>,
-    /// Sorted by path; the audit log's observer last.
-    pub(crate) observers: Vec<PostHookDef>,
-    /// Sorted by path; the audit log's summary last.
-    pub(crate) stop_hooks: Vec<StopHookDef>,
-    /// Indices into `observers` of those that see calls of unknown tools (the ones without a
-    /// tool matcher).
-    pub(crate) observers_of_unknown: Box<[usize]>,
-    /// Whether every observer is sync (they then run without a future).
-    pub(crate) observers_sync: bool,
-    pub(crate) states: StateMap,
-    pub(crate) limits: Limits,
-    pub(crate) timer: Option<Arc<dyn Timer>>,
-    pub(crate) hook_timeout: Option<Duration>,
-    pub(crate) tool_timeout: Option<Duration>,
-    /// `"a, b, c"`, for unknown-tool messages.
-    pub(crate) available: String,
-    /// Definitions per target (by `Provider::index`), rendered on first use.
-    pub(crate) rendered: [OnceLock<Result<Rendered, SchemaError>>; Provider::ALL.len()],
-}
-
-impl Inner {
-    /// The index in `tools` of the tool named `name`: one hash of the name and, as a rule, one
-    /// comparison (a binary search cost a string comparison per step).
-    pub(crate) fn find(&self, name: &str) -> Option<usize> {
-        self.by_name.find(name, |i| self.tools[i].name.as_ref())
-    }
-
-    /// The observers of a call of `tool` (an index into `tools`; `None` for an unknown name),
-    /// as indices into `observers`, in the order they run.
-    pub(crate) fn observers_for(&self, tool: Option<usize>) -> &[usize] {
-        match tool.and_then(|i| self.tools.get(i)) {
-            Some(t) => &t.observers,
-            None => &self.observers_of_unknown,
-        }
-    }
-
-    /// The definitions for `provider`, rendered once from the canonical schemas.
-    fn rendered(&self, provider: Provider) -> &Result<Rendered, SchemaError> {
-        self.rendered[provider.index()].get_or_init(|| {
-            let tools = self
-                .tools
-                .iter()
-                .map(|t| (t.name.as_ref(), t.description.as_str(), &t.canonical));
-            render(provider, tools)
-        })
-    }
-}
+use crate::inner::Inner;
+use crate::provider::{NonStrictTool, Provider, SchemaError};
 
 /// Turns `tool_use` blocks into `tool_result` blocks through the PreToolUse chain, the tool and
 /// the PostToolUse observers, for many sessions at once.
 ///
 /// Built once with [`Dispatcher::builder`], then shared: it is `Send + Sync` and cloning it
-/// shares one `Arc`. Open a [`Session`] per conversation with [`Dispatcher::session`]. The
-/// dispatcher is itself a [`ToolCaller`], so it can be wrapped by another dispatcher (each
-/// inner call runs once; the inner one runs its own hooks without a session, so no Stop).
+/// shares one `Arc`. Open a [`Session`](crate::Session) per conversation with
+/// [`Dispatcher::session`]. The dispatcher is itself a [`ToolCaller`], so it can be wrapped by
+/// another dispatcher (each inner call runs once; the inner one runs its own hooks without a
+/// session, so no Stop).
 #[derive(Clone)]
 pub struct Dispatcher {
     pub(crate) inner: Arc<Inner>,
 }
 
+// `Dispatcher::builder` is in `builder.rs` and `Dispatcher::session` in `session.rs`, beside
+// what they make, so neither file imports this one back.
 impl Dispatcher {
-    /// Starts an empty builder: add registered items ([`DispatcherBuilder::registered`],
-    /// [`DispatcherBuilder::registered_under`], [`DispatcherBuilder::item`]) or hand-built ones.
-    pub fn builder() -> DispatcherBuilder {
-        DispatcherBuilder::default()
-    }
-
-    /// Opens a session (one conversation) with the host's trusted `context`.
-    pub fn session(&self, context: HookContext) -> Session {
-        Session::new(self.clone(), context)
-    }
-
     /// The Anthropic Messages API `tools` entries, sorted by name: `[{"name": "get_weather",
     /// "description": "…", "input_schema": {"type": "object", "properties": {…}, "required":
     /// […], "additionalProperties": false}}, …]`. Built once, at `build()`.

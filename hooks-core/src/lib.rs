@@ -79,6 +79,7 @@ mod dispatcher;
 mod erased;
 mod error;
 mod future;
+mod inner;
 mod limits;
 mod name_index;
 mod normalize;

@@ -11,10 +11,10 @@ use crate::content::{ContentBlock, Message, ToolResult, ToolResultContent, ToolU
 use crate::context::HookContext;
 use crate::decision::Decision;
 use crate::definitions::{PostHookDef, PreHookDef};
-use crate::dispatcher::{Backend, Inner, ToolEntry};
 use crate::erased::Args;
 use crate::error::{Halt, HookError, ToolError};
 use crate::future::{BoxFuture, Invoke};
+use crate::inner::{Backend, Inner, ToolEntry};
 use crate::limits::{Limits, cut_content};
 use crate::normalize::{Normalized, Refused, check_bounds, normalize};
 use crate::outcome::{CallRecord, Outcome};

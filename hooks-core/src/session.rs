@@ -31,8 +31,15 @@ pub struct Session {
     summary: OnceLock<SessionSummary>,
 }
 
+impl Dispatcher {
+    /// Opens a session (one conversation) with the host's trusted `context`.
+    pub fn session(&self, context: HookContext) -> Session {
+        Session::new(self.clone(), context)
+    }
+}
+
 impl Session {
-    pub(crate) fn new(dispatcher: Dispatcher, context: HookContext) -> Self {
+    fn new(dispatcher: Dispatcher, context: HookContext) -> Self {
         let stats = Stats::new(dispatcher.inner.tools.len());
         let started_at = context.now();
         Session {

@@ -1,0 +1,104 @@
+//! The state behind a [`Dispatcher`](crate::Dispatcher): its tools ([`ToolEntry`]), hooks and
+//! settings, shared by every session and never changed after `build()`.
+
+use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::caller::ToolCaller;
+use crate::definitions::{PostHookDef, PreHookDef, StopHookDef};
+use crate::erased::ErasedTool;
+use crate::limits::Limits;
+use crate::name_index::NameIndex;
+use crate::provider::{Provider, Rendered, SchemaError, render};
+use crate::schema::check::FieldCheck;
+use crate::state::StateMap;
+use crate::timer::Timer;
+
+/// How a tool is reached.
+pub(crate) enum Backend {
+    /// A Rust function (registered or hand-built).
+    Local(Arc<dyn ErasedTool>),
+    /// A wrapped caller the dispatcher owns.
+    Caller { caller: Arc<dyn ToolCaller> },
+}
+
+/// One tool of a built dispatcher.
+pub(crate) struct ToolEntry {
+    pub(crate) name: Cow<'static, str>,
+    pub(crate) path: Cow<'static, str>,
+    /// The description as every target shows it (unwrapped, see `schema::unwrap_doc`).
+    pub(crate) description: String,
+    pub(crate) backend: Backend,
+    pub(crate) canonical: Value,
+    /// The schema as generated (schemars' own form, with integer `format`s), for explaining an
+    /// invalid input.
+    pub(crate) raw_schema: Value,
+    pub(crate) fields: FieldCheck,
+    /// Indices into `Inner::pre_hooks` of the hooks that match this tool, in chain order.
+    pub(crate) chain: Box<[usize]>,
+    /// Indices into `Inner::observers` of the observers that see this tool's calls, in order.
+    pub(crate) observers: Box<[usize]>,
+    pub(crate) timeout: Option<Duration>,
+}
+
+/// The shared, immutable state of a dispatcher, made by `DispatcherBuilder::build`. Its calls
+/// run in `pipeline.rs` (`Inner::run_call`, `not_run`, `cancelled_before_start`).
+pub(crate) struct Inner {
+    /// Sorted by name.
+    pub(crate) tools: Vec<ToolEntry>,
+    /// Tool name → index in `tools`, for [`Inner::find`].
+    pub(crate) by_name: NameIndex,
+    /// Anthropic `tools` entries, in `tools` order.
+    pub(crate) definitions: Vec<Value>,
+    /// Sorted by `(order, path)`.
+    pub(crate) pre_hooks: Vec<PreHookDef>,
+    /// Sorted by path; the audit log's observer last.
+    pub(crate) observers: Vec<PostHookDef>,
+    /// Sorted by path; the audit log's summary last.
+    pub(crate) stop_hooks: Vec<StopHookDef>,
+    /// Indices into `observers` of those that see calls of unknown tools (the ones without a
+    /// tool matcher).
+    pub(crate) observers_of_unknown: Box<[usize]>,
+    /// Whether every observer is sync (they then run without a future).
+    pub(crate) observers_sync: bool,
+    pub(crate) states: StateMap,
+    pub(crate) limits: Limits,
+    pub(crate) timer: Option<Arc<dyn Timer>>,
+    pub(crate) hook_timeout: Option<Duration>,
+    pub(crate) tool_timeout: Option<Duration>,
+    /// `"a, b, c"`, for unknown-tool messages.
+    pub(crate) available: String,
+    /// Definitions per target (by `Provider::index`), rendered on first use.
+    pub(crate) rendered: [OnceLock<Result<Rendered, SchemaError>>; Provider::ALL.len()],
+}
+
+impl Inner {
+    /// The index in `tools` of the tool named `name`: one hash of the name and, as a rule, one
+    /// comparison (a binary search cost a string comparison per step).
+    pub(crate) fn find(&self, name: &str) -> Option<usize> {
+        self.by_name.find(name, |i| self.tools[i].name.as_ref())
+    }
+
+    /// The observers of a call of `tool` (an index into `tools`; `None` for an unknown name),
+    /// as indices into `observers`, in the order they run.
+    pub(crate) fn observers_for(&self, tool: Option<usize>) -> &[usize] {
+        match tool.and_then(|i| self.tools.get(i)) {
+            Some(t) => &t.observers,
+            None => &self.observers_of_unknown,
+        }
+    }
+
+    /// The definitions for `provider`, rendered once from the canonical schemas.
+    pub(crate) fn rendered(&self, provider: Provider) -> &Result<Rendered, SchemaError> {
+        self.rendered[provider.index()].get_or_init(|| {
+            let tools = self
+                .tools
+                .iter()
+                .map(|t| (t.name.as_ref(), t.description.as_str(), &t.canonical));
+            render(provider, tools)
+        })
+    }
+}
