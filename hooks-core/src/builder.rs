@@ -203,24 +203,159 @@ impl DispatcherBuilder {
     /// nowhere; an item asking for a `State<T>` the builder was not given; a source or filter
     /// naming nothing; a deadline without a timer.
     pub fn build(self) -> Result<Dispatcher, BuildError> {
-        let mut problems = Vec::new();
+        let DispatcherBuilder {
+            sources,
+            tools,
+            pre_hooks,
+            post_hooks,
+            stop_hooks,
+            callers,
+            only,
+            without,
+            states,
+            audit,
+            limits,
+            timer,
+            hook_timeout,
+            tool_timeout,
+        } = self;
+        let mut problems = Problems::new(&states, timer.is_some());
 
-        // 1. Registered items from the sources.
-        let mut tools: Vec<ToolDef> = Vec::new();
-        let mut pre: Vec<PreHookDef> = Vec::new();
-        let mut post: Vec<PostHookDef> = Vec::new();
-        let mut stop: Vec<StopHookDef> = Vec::new();
-        let mut known_tools: BTreeSet<String> = BTreeSet::new();
+        // 1. The registered items the sources select, then the hand-built ones.
+        let Items {
+            tools,
+            mut pre,
+            mut post,
+            stop,
+            mut known_tools,
+        } = Items::registered(&sources, &mut problems)
+            .with(tools, pre_hooks, post_hooks, stop_hooks);
+        // 2. to 5. The tools: from definitions and callers, filtered, each checked, duplicates.
+        let mut candidates = candidates(tools, &callers, &mut known_tools);
+        filter(&mut candidates, only.as_deref(), &without, &mut problems);
+        for c in &candidates {
+            check_tool(c, &mut problems);
+        }
+        check_duplicates(&candidates, &mut problems);
+        // 6. to 8. The hooks: their matchers, which ones this dispatcher keeps, their needs.
+        check_matchers(&pre, &post, &known_tools, &mut problems);
+        keep_hooks(&mut pre, &mut post, &candidates);
+        check_hooks(&pre, &post, &stop, &mut problems);
+        problems.need_timer("DispatcherBuilder::hook_timeout", hook_timeout);
+        problems.need_timer("DispatcherBuilder::tool_timeout", tool_timeout);
+        problems.check()?;
+
+        // 9. Assemble.
+        let tables = assemble(candidates, pre, post, stop, audit.as_ref());
+        let inner = Inner {
+            states,
+            limits,
+            timer,
+            hook_timeout,
+            tool_timeout,
+            ..tables
+        };
+        Ok(Dispatcher {
+            inner: Arc::new(inner),
+        })
+    }
+}
+
+impl Dispatcher {
+    /// Starts an empty builder: add registered items ([`DispatcherBuilder::registered`],
+    /// [`DispatcherBuilder::registered_under`], [`DispatcherBuilder::item`]) or hand-built ones.
+    pub fn builder() -> DispatcherBuilder {
+        DispatcherBuilder::default()
+    }
+}
+
+/// Every problem `build()` finds, in the order found (one collector for every step, so the
+/// error lists them all at once).
+struct Problems<'b> {
+    found: Vec<BuildProblem>,
+    /// The states the builder was given.
+    states: &'b StateMap,
+    has_timer: bool,
+}
+
+impl<'b> Problems<'b> {
+    fn new(states: &'b StateMap, has_timer: bool) -> Self {
+        Problems {
+            found: Vec::new(),
+            states,
+            has_timer,
+        }
+    }
+
+    fn push(&mut self, problem: BuildProblem) {
+        self.found.push(problem);
+    }
+
+    /// `item` takes these states: each must have been given.
+    fn need_states(&mut self, item: &str, states: &[StateKey]) {
+        for key in states {
+            if !self.states.contains(key) {
+                self.push(BuildProblem::MissingState {
+                    item: item.to_owned(),
+                    type_name: key.type_name(),
+                });
+            }
+        }
+    }
+
+    /// `item` has this deadline: a deadline needs a timer.
+    fn need_timer(&mut self, item: &str, deadline: Option<Duration>) {
+        if deadline.is_some() && !self.has_timer {
+            self.push(BuildProblem::DeadlineWithoutTimer {
+                item: item.to_owned(),
+            });
+        }
+    }
+
+    /// The end of the checks: every problem found, or none.
+    fn check(self) -> Result<(), BuildError> {
+        if self.found.is_empty() {
+            Ok(())
+        } else {
+            Err(BuildError {
+                problems: self.found,
+            })
+        }
+    }
+}
+
+/// Every tool and hook definition the sources give, before any filter.
+struct Items {
+    tools: Vec<ToolDef>,
+    pre: Vec<PreHookDef>,
+    post: Vec<PostHookDef>,
+    stop: Vec<StopHookDef>,
+    /// Every tool name registered or given anywhere (a matcher may name a tool that this
+    /// dispatcher filters out, or that only another dispatcher takes).
+    known_tools: BTreeSet<String>,
+}
+
+impl Items {
+    /// Step 1: the registered items the sources select, each once; a source that selects
+    /// nothing is a problem.
+    fn registered(sources: &[Source], problems: &mut Problems<'_>) -> Items {
+        let mut items = Items {
+            tools: Vec::new(),
+            pre: Vec::new(),
+            post: Vec::new(),
+            stop: Vec::new(),
+            known_tools: BTreeSet::new(),
+        };
         let mut taken: BTreeSet<&'static str> = BTreeSet::new();
         // Sorted by path: inventory's order is the link order, which varies between builds.
         let mut all: Vec<_> = registered().collect();
         all.sort_by_key(|r| r.path);
         for reg in &all {
             if let RegistrationKind::Tool { name, .. } = reg.kind {
-                known_tools.insert(name.to_owned());
+                items.known_tools.insert(name.to_owned());
             }
         }
-        for source in &self.sources {
+        for source in sources {
             let selected: Vec<_> = all
                 .iter()
                 .filter(|r| match source {
@@ -241,289 +376,300 @@ impl DispatcherBuilder {
                     continue;
                 }
                 match reg.kind {
-                    RegistrationKind::Tool { make, .. } => tools.push(make()),
-                    RegistrationKind::PreHook(make) => pre.push(make()),
-                    RegistrationKind::PostHook(make) => post.push(make()),
-                    RegistrationKind::StopHook(make) => stop.push(make()),
+                    RegistrationKind::Tool { make, .. } => items.tools.push(make()),
+                    RegistrationKind::PreHook(make) => items.pre.push(make()),
+                    RegistrationKind::PostHook(make) => items.post.push(make()),
+                    RegistrationKind::StopHook(make) => items.stop.push(make()),
                 }
             }
         }
-        tools.extend(self.tools);
-        pre.extend(self.pre_hooks);
-        post.extend(self.post_hooks);
-        stop.extend(self.stop_hooks);
-        for t in &tools {
-            known_tools.insert(t.name.to_string());
-        }
-
-        // 2. Tools, from definitions and callers.
-        struct Candidate {
-            name: Cow<'static, str>,
-            path: Cow<'static, str>,
-            description: Cow<'static, str>,
-            schema: Value,
-            raw: Value,
-            backend: Backend,
-            states: Vec<StateKey>,
-            timeout: Option<Duration>,
-        }
-        let mut candidates: Vec<Candidate> = tools
-            .into_iter()
-            .map(|t| Candidate {
-                schema: canonicalize(&t.schema, !t.additional_properties),
-                raw: t.schema,
-                name: t.name,
-                path: t.path,
-                description: t.description,
-                backend: Backend::Local(t.imp),
-                states: t.states,
-                timeout: t.timeout,
-            })
-            .collect();
-        for (ci, caller) in self.callers.iter().enumerate() {
-            for def in caller.tool_definitions() {
-                let name = def
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                let description = def
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                let schema = def.get("input_schema").cloned().unwrap_or(Value::Null);
-                known_tools.insert(name.clone());
-                candidates.push(Candidate {
-                    path: Cow::Owned(format!("<wrapped caller #{ci}>::{name}")),
-                    name: Cow::Owned(name),
-                    description: Cow::Owned(description),
-                    raw: schema.clone(),
-                    schema,
-                    backend: Backend::Caller {
-                        caller: Arc::clone(caller),
-                    },
-                    states: Vec::new(),
-                    timeout: None,
-                });
-            }
-        }
-
-        // 3. Filters.
-        let provided: BTreeSet<String> = candidates.iter().map(|c| c.name.to_string()).collect();
-        if let Some(only) = &self.only {
-            for n in only {
-                if !provided.contains(n) {
-                    problems.push(BuildProblem::UnknownFilterTool(n.clone()));
-                }
-            }
-            candidates.retain(|c| only.iter().any(|n| *n == c.name));
-        }
-        for n in &self.without {
-            if !provided.contains(n) {
-                problems.push(BuildProblem::UnknownFilterTool(n.clone()));
-            }
-        }
-        candidates.retain(|c| !self.without.iter().any(|n| *n == c.name));
-
-        // 4. Each tool on its own, then duplicates.
-        let need_state = |item: &str, states: &[StateKey], problems: &mut Vec<BuildProblem>| {
-            for key in states {
-                if !self.states.contains(key) {
-                    problems.push(BuildProblem::MissingState {
-                        item: item.to_owned(),
-                        type_name: key.type_name(),
-                    });
-                }
-            }
-        };
-        let need_timer =
-            |item: &str, deadline: Option<Duration>, problems: &mut Vec<BuildProblem>| {
-                if deadline.is_some() && self.timer.is_none() {
-                    problems.push(BuildProblem::DeadlineWithoutTimer {
-                        item: item.to_owned(),
-                    });
-                }
-            };
-        let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for c in &candidates {
-            by_name
-                .entry(c.name.to_string())
-                .or_default()
-                .push(c.path.to_string());
-            if !is_valid_tool_name(&c.name) {
-                problems.push(BuildProblem::InvalidToolName {
-                    tool: c.name.to_string(),
-                    path: c.path.to_string(),
-                });
-            }
-            if c.description.trim().is_empty() {
-                problems.push(BuildProblem::NoDescription {
-                    tool: c.name.to_string(),
-                    path: c.path.to_string(),
-                });
-            }
-            if let Some(found) = root_problem(&c.schema) {
-                problems.push(BuildProblem::RootNotObject {
-                    tool: c.name.to_string(),
-                    path: c.path.to_string(),
-                    found,
-                });
-            }
-            for property in open_properties(&c.schema) {
-                problems.push(BuildProblem::OpenProperty {
-                    tool: c.name.to_string(),
-                    path: c.path.to_string(),
-                    property,
-                });
-            }
-            need_state(&c.path, &c.states, &mut problems);
-            need_timer(&c.path, c.timeout, &mut problems);
-        }
-        for (name, paths) in &mut by_name {
-            if paths.len() > 1 {
-                paths.sort();
-                problems.push(BuildProblem::DuplicateTool {
-                    tool: name.clone(),
-                    paths: paths.clone(),
-                });
-            }
-        }
-        let kept: BTreeSet<&str> = candidates.iter().map(|c| c.name.as_ref()).collect();
-
-        // 5. Hooks: matchers, then which hooks this dispatcher keeps.
-        let check_matcher = |path: &str, matcher: &Matcher, problems: &mut Vec<BuildProblem>| {
-            if let Matcher::Tools(names) = matcher {
-                for n in names {
-                    if !known_tools.contains(n.as_ref()) {
-                        problems.push(BuildProblem::UnknownMatcherTool {
-                            hook: path.to_owned(),
-                            tool: n.to_string(),
-                        });
-                    }
-                }
-            }
-        };
-        for h in &pre {
-            check_matcher(&h.path, &h.matcher, &mut problems);
-        }
-        for h in &post {
-            check_matcher(&h.path, &h.matcher, &mut problems);
-        }
-        let keeps = |m: &Matcher| match m {
-            Matcher::All => true,
-            Matcher::Tools(names) => names.iter().any(|n| kept.contains(n.as_ref())),
-        };
-        pre.retain(|h| keeps(&h.matcher));
-        post.retain(|h| keeps(&h.matcher));
-        for h in &pre {
-            need_state(&h.path, &h.states, &mut problems);
-            need_timer(&h.path, h.timeout, &mut problems);
-        }
-        for h in &post {
-            need_state(&h.path, &h.states, &mut problems);
-        }
-        for h in &stop {
-            need_state(&h.path, &h.states, &mut problems);
-        }
-        need_timer(
-            "DispatcherBuilder::hook_timeout",
-            self.hook_timeout,
-            &mut problems,
-        );
-        need_timer(
-            "DispatcherBuilder::tool_timeout",
-            self.tool_timeout,
-            &mut problems,
-        );
-
-        if !problems.is_empty() {
-            return Err(BuildError { problems });
-        }
-
-        // 6. Assemble.
-        pre.sort_by(|a, b| (a.order, a.path.as_ref()).cmp(&(b.order, b.path.as_ref())));
-        post.sort_by(|a, b| a.path.cmp(&b.path));
-        stop.sort_by(|a, b| a.path.cmp(&b.path));
-        if let Some(log) = &self.audit {
-            post.push(log.observer());
-            stop.push(log.stop_hook());
-        }
-        candidates.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut entries = Vec::with_capacity(candidates.len());
-        let mut definitions = Vec::with_capacity(candidates.len());
-        for c in candidates {
-            let chain: Box<[usize]> = pre
-                .iter()
-                .enumerate()
-                .filter(|(_, h)| h.matcher.matches(&c.name))
-                .map(|(i, _)| i)
-                .collect();
-            let observers: Box<[usize]> = post
-                .iter()
-                .enumerate()
-                .filter(|(_, o)| o.matcher.matches(&c.name))
-                .map(|(i, _)| i)
-                .collect();
-            let description = unwrap_doc(&c.description);
-            definitions.push(anthropic_entry(&c.name, &description, &c.schema));
-            entries.push(ToolEntry {
-                description,
-                observers,
-                fields: FieldCheck::from_schema(&c.schema),
-                canonical: c.schema,
-                raw_schema: c.raw,
-                name: c.name,
-                path: c.path,
-                backend: c.backend,
-                chain,
-                timeout: c.timeout,
-            });
-        }
-        let available = entries
-            .iter()
-            .map(|t| t.name.as_ref())
-            .collect::<Vec<_>>()
-            .join(", ");
-        let by_name = NameIndex::new(entries.iter().map(|t| t.name.as_ref()));
-        Ok(Dispatcher {
-            inner: Arc::new(Inner {
-                by_name,
-                tools: entries,
-                definitions,
-                pre_hooks: pre,
-                observers_sync: post.iter().all(|o| o.imp.is_sync()),
-                observers_of_unknown: post
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, o)| matches!(o.matcher, Matcher::All))
-                    .map(|(i, _)| i)
-                    .collect(),
-                observers: post,
-                stop_hooks: stop,
-                states: self.states,
-                limits: self.limits,
-                timer: self.timer,
-                hook_timeout: self.hook_timeout,
-                tool_timeout: self.tool_timeout,
-                available,
-                rendered: Default::default(),
-            }),
-        })
+        items
     }
-}
 
-impl Dispatcher {
-    /// Starts an empty builder: add registered items ([`DispatcherBuilder::registered`],
-    /// [`DispatcherBuilder::registered_under`], [`DispatcherBuilder::item`]) or hand-built ones.
-    pub fn builder() -> DispatcherBuilder {
-        DispatcherBuilder::default()
+    /// The hand-built definitions, after the registered ones.
+    fn with(
+        mut self,
+        tools: Vec<ToolDef>,
+        pre: Vec<PreHookDef>,
+        post: Vec<PostHookDef>,
+        stop: Vec<StopHookDef>,
+    ) -> Items {
+        for t in &tools {
+            self.known_tools.insert(t.name.to_string());
+        }
+        self.tools.extend(tools);
+        self.pre.extend(pre);
+        self.post.extend(post);
+        self.stop.extend(stop);
+        self
     }
 }
 
 fn under(path: &str, prefix: &str) -> bool {
     path.strip_prefix(prefix)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
+}
+
+/// A tool of the dispatcher to be, from a definition or a wrapped caller.
+struct Candidate {
+    name: Cow<'static, str>,
+    path: Cow<'static, str>,
+    description: Cow<'static, str>,
+    /// Canonical (a caller's schema is used as given).
+    schema: Value,
+    /// As generated, for explaining invalid inputs.
+    raw: Value,
+    backend: Backend,
+    states: Vec<StateKey>,
+    timeout: Option<Duration>,
+}
+
+/// Step 2: the candidate tools, the definitions' then the callers' (whose names become known).
+fn candidates(
+    tools: Vec<ToolDef>,
+    callers: &[Arc<dyn ToolCaller>],
+    known_tools: &mut BTreeSet<String>,
+) -> Vec<Candidate> {
+    let mut candidates: Vec<Candidate> = tools
+        .into_iter()
+        .map(|t| Candidate {
+            schema: canonicalize(&t.schema, !t.additional_properties),
+            raw: t.schema,
+            name: t.name,
+            path: t.path,
+            description: t.description,
+            backend: Backend::Local(t.imp),
+            states: t.states,
+            timeout: t.timeout,
+        })
+        .collect();
+    for (ci, caller) in callers.iter().enumerate() {
+        for def in caller.tool_definitions() {
+            let text = |key: &str| {
+                def.get(key)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let name = text("name");
+            let description = text("description");
+            let schema = def.get("input_schema").cloned().unwrap_or(Value::Null);
+            known_tools.insert(name.clone());
+            candidates.push(Candidate {
+                path: Cow::Owned(format!("<wrapped caller #{ci}>::{name}")),
+                name: Cow::Owned(name),
+                description: Cow::Owned(description),
+                raw: schema.clone(),
+                schema,
+                backend: Backend::Caller {
+                    caller: Arc::clone(caller),
+                },
+                states: Vec::new(),
+                timeout: None,
+            });
+        }
+    }
+    candidates
+}
+
+/// Step 3: `only_tools` and `without_tools`; a name no candidate has is a problem.
+fn filter(
+    candidates: &mut Vec<Candidate>,
+    only: Option<&[String]>,
+    without: &[String],
+    problems: &mut Problems<'_>,
+) {
+    let provided: BTreeSet<String> = candidates.iter().map(|c| c.name.to_string()).collect();
+    if let Some(only) = only {
+        for n in only {
+            if !provided.contains(n) {
+                problems.push(BuildProblem::UnknownFilterTool(n.clone()));
+            }
+        }
+        candidates.retain(|c| only.iter().any(|n| *n == c.name));
+    }
+    for n in without {
+        if !provided.contains(n) {
+            problems.push(BuildProblem::UnknownFilterTool(n.clone()));
+        }
+    }
+    candidates.retain(|c| !without.iter().any(|n| *n == c.name));
+}
+
+/// Step 4: one kept tool on its own: its name, description, schema, states and deadline.
+fn check_tool(c: &Candidate, problems: &mut Problems<'_>) {
+    let tool = || c.name.to_string();
+    let path = || c.path.to_string();
+    if !is_valid_tool_name(&c.name) {
+        problems.push(BuildProblem::InvalidToolName {
+            tool: tool(),
+            path: path(),
+        });
+    }
+    if c.description.trim().is_empty() {
+        problems.push(BuildProblem::NoDescription {
+            tool: tool(),
+            path: path(),
+        });
+    }
+    if let Some(found) = root_problem(&c.schema) {
+        problems.push(BuildProblem::RootNotObject {
+            tool: tool(),
+            path: path(),
+            found,
+        });
+    }
+    for property in open_properties(&c.schema) {
+        problems.push(BuildProblem::OpenProperty {
+            tool: tool(),
+            path: path(),
+            property,
+        });
+    }
+    problems.need_states(&c.path, &c.states);
+    problems.need_timer(&c.path, c.timeout);
+}
+
+/// Step 5: two kept tools with one name, named by their sorted paths.
+fn check_duplicates(candidates: &[Candidate], problems: &mut Problems<'_>) {
+    let mut by_name: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for c in candidates {
+        by_name.entry(&c.name).or_default().push(c.path.to_string());
+    }
+    for (name, mut paths) in by_name {
+        if paths.len() > 1 {
+            paths.sort();
+            problems.push(BuildProblem::DuplicateTool {
+                tool: name.to_owned(),
+                paths,
+            });
+        }
+    }
+}
+
+/// Step 6: every tool a hook's matcher names is known somewhere.
+fn check_matchers(
+    pre: &[PreHookDef],
+    post: &[PostHookDef],
+    known_tools: &BTreeSet<String>,
+    problems: &mut Problems<'_>,
+) {
+    let matchers = pre
+        .iter()
+        .map(|h| (&h.path, &h.matcher))
+        .chain(post.iter().map(|h| (&h.path, &h.matcher)));
+    for (path, matcher) in matchers {
+        if let Matcher::Tools(names) = matcher {
+            for n in names {
+                if !known_tools.contains(n.as_ref()) {
+                    problems.push(BuildProblem::UnknownMatcherTool {
+                        hook: path.to_string(),
+                        tool: n.to_string(),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Step 7: the hooks this dispatcher keeps: those matching every tool, or one it kept.
+fn keep_hooks(pre: &mut Vec<PreHookDef>, post: &mut Vec<PostHookDef>, kept: &[Candidate]) {
+    let kept: BTreeSet<&str> = kept.iter().map(|c| c.name.as_ref()).collect();
+    let keeps = |m: &Matcher| match m {
+        Matcher::All => true,
+        Matcher::Tools(names) => names.iter().any(|n| kept.contains(n.as_ref())),
+    };
+    pre.retain(|h| keeps(&h.matcher));
+    post.retain(|h| keeps(&h.matcher));
+}
+
+/// Step 8: the kept hooks' states and deadlines.
+fn check_hooks(
+    pre: &[PreHookDef],
+    post: &[PostHookDef],
+    stop: &[StopHookDef],
+    problems: &mut Problems<'_>,
+) {
+    for h in pre {
+        problems.need_states(&h.path, &h.states);
+        problems.need_timer(&h.path, h.timeout);
+    }
+    for h in post {
+        problems.need_states(&h.path, &h.states);
+    }
+    for h in stop {
+        problems.need_states(&h.path, &h.states);
+    }
+}
+
+/// Step 9, once every check passed: hooks in run order (the audit log last), tools sorted by
+/// name with their chains and observers resolved, the definitions rendered; default settings,
+/// which `build()` replaces with the builder's.
+fn assemble(
+    mut candidates: Vec<Candidate>,
+    mut pre: Vec<PreHookDef>,
+    mut post: Vec<PostHookDef>,
+    mut stop: Vec<StopHookDef>,
+    audit: Option<&AuditLog>,
+) -> Inner {
+    pre.sort_by(|a, b| (a.order, a.path.as_ref()).cmp(&(b.order, b.path.as_ref())));
+    post.sort_by(|a, b| a.path.cmp(&b.path));
+    stop.sort_by(|a, b| a.path.cmp(&b.path));
+    if let Some(log) = audit {
+        post.push(log.observer());
+        stop.push(log.stop_hook());
+    }
+    candidates.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut tools = Vec::with_capacity(candidates.len());
+    let mut definitions = Vec::with_capacity(candidates.len());
+    for c in candidates {
+        let description = unwrap_doc(&c.description);
+        definitions.push(anthropic_entry(&c.name, &description, &c.schema));
+        tools.push(ToolEntry {
+            description,
+            chain: matching(&pre, |h| h.matcher.matches(&c.name)),
+            observers: matching(&post, |o| o.matcher.matches(&c.name)),
+            fields: FieldCheck::from_schema(&c.schema),
+            canonical: c.schema,
+            raw_schema: c.raw,
+            name: c.name,
+            path: c.path,
+            backend: c.backend,
+            timeout: c.timeout,
+        });
+    }
+    let available = tools
+        .iter()
+        .map(|t| t.name.as_ref())
+        .collect::<Vec<_>>()
+        .join(", ");
+    Inner {
+        by_name: NameIndex::new(tools.iter().map(|t| t.name.as_ref())),
+        tools,
+        definitions,
+        pre_hooks: pre,
+        observers_sync: post.iter().all(|o| o.imp.is_sync()),
+        observers_of_unknown: matching(&post, |o| matches!(o.matcher, Matcher::All)),
+        observers: post,
+        stop_hooks: stop,
+        states: StateMap::default(),
+        limits: Limits::default(),
+        timer: None,
+        hook_timeout: None,
+        tool_timeout: None,
+        available,
+        rendered: Default::default(),
+    }
+}
+
+/// The indices of the `items` for which `keep` holds, in order.
+fn matching<T>(items: &[T], keep: impl Fn(&T) -> bool) -> Box<[usize]> {
+    items
+        .iter()
+        .enumerate()
+        .filter(|(_, item)| keep(item))
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// One problem found by [`DispatcherBuilder::build`].
