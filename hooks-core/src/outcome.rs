@@ -133,6 +133,56 @@ pub struct CallRecord<'a> {
     pub duration: Duration,
 }
 
+// Made by the pipeline only: observers read records, they never build one.
+impl<'a> CallRecord<'a> {
+    /// A record of `outcome` and nothing more: no rewrite, no hook at fault, no detail, the
+    /// content whole. The pipeline adds what applies.
+    pub(crate) fn new(
+        call: &'a ToolUse,
+        input: &'a Value,
+        outcome: Outcome,
+        result: Option<&'a ToolResult>,
+        duration: Duration,
+    ) -> Self {
+        CallRecord {
+            call,
+            input,
+            effective_input: None,
+            result,
+            outcome,
+            blocked_by: None,
+            rewritten_by: &[],
+            detail: None,
+            content_bytes: None,
+            duration,
+        }
+    }
+
+    /// A block not run (the message stopped at `max_tokens`, or an earlier block halted),
+    /// answered with `result`.
+    pub(crate) fn not_run(
+        call: &'a ToolUse,
+        input: &'a Value,
+        result: &'a ToolResult,
+        duration: Duration,
+    ) -> Self {
+        CallRecord::new(call, input, Outcome::NotRun, Some(result), duration)
+    }
+
+    /// A call the host dropped before it finished: no answer; `detail` says at which stage.
+    pub(crate) fn cancelled(
+        call: &'a ToolUse,
+        input: &'a Value,
+        detail: &'a str,
+        duration: Duration,
+    ) -> Self {
+        CallRecord {
+            detail: Some(detail),
+            ..CallRecord::new(call, input, Outcome::Cancelled, None, duration)
+        }
+    }
+}
+
 /// What happened in one session, handed to each Stop hook and returned by
 /// [`Session::end`](crate::Session::end).
 ///

@@ -1,0 +1,362 @@
+//! The life of one tool call (DESIGN.md): normalize → look up → validate → PreToolUse chain →
+//! tool → PostToolUse observers. Exactly one `tool_result` comes out of every `tool_use`, or a
+//! [`Halt`] carrying one. [`Inner::run_call`] reads as that life; how a call ends is in
+//! `verdict.rs`, what the observers see and the record of a dropped call in `observe.rs`.
+
+mod observe;
+mod verdict;
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::content::{ToolResult, ToolUse};
+use crate::context::HookContext;
+use crate::decision::Decision;
+use crate::definitions::PreHookDef;
+use crate::erased::Args;
+use crate::error::{Halt, HookError, ToolError};
+use crate::future::{BoxFuture, Invoke};
+use crate::inner::{Backend, Inner, ToolEntry};
+use crate::limits::Limits;
+use crate::normalize::{Normalized, Refused, check_bounds, normalize};
+use crate::outcome::{CallRecord, Outcome};
+use crate::panic::{CatchUnwind, catch};
+use crate::schema::explain::explain;
+use crate::state::Env;
+use crate::stats::Stats;
+use crate::texts;
+use crate::timer::{Deadline, Race, Raced};
+
+use observe::CancelGuard;
+use verdict::{Answer, HookFailure, Verdict};
+
+impl Inner {
+    /// Runs one `tool_use` through the whole pipeline.
+    pub(crate) async fn run_call<'a>(
+        &'a self,
+        context: &'a HookContext,
+        stats: Option<&'a Stats>,
+        call: &'a ToolUse,
+    ) -> Result<ToolResult, Halt> {
+        let started = Instant::now();
+        let env = Env::new(context, &self.states);
+        // 1. Normalize. 2. Look up: before the refusal is answered, so the summary's `tools`
+        // counts every call of a known tool, an input refused at normalization included.
+        let recorded = Recorded::new(call, &self.limits);
+        let found = self.find(&call.name);
+        let input = recorded.input(call);
+        let mut guard = CancelGuard::new(self, env, stats, call, input, found, started);
+        let mut rewrites = Rewrites::default();
+
+        let verdict: Verdict<'_> = 'verdict: {
+            let current: &ToolUse = match &recorded.normalized {
+                Ok(c) => c,
+                Err(Refused(msg)) => break 'verdict Verdict::invalid(&call.name, "", msg),
+            };
+            let Some(index) = found else {
+                break 'verdict Verdict::unknown(&call.name, &self.available);
+            };
+            let tool = &self.tools[index];
+            // 3. Validate.
+            let args = match validate(tool, &current.input) {
+                Ok(a) => a,
+                Err((path, msg)) => break 'verdict Verdict::invalid(&tool.name, &path, &msg),
+            };
+            // 4. The PreToolUse chain.
+            let args = match self
+                .run_chain(tool, env, current, args, &mut rewrites)
+                .await
+            {
+                Ok(a) => a,
+                Err(verdict) => break 'verdict verdict,
+            };
+            // 5. The tool.
+            guard.stage = "while the tool ran";
+            let view = rewrites.call.as_deref().unwrap_or(current);
+            match self.start_tool(tool, env, view, args) {
+                Started::Done(verdict) => verdict,
+                Started::Local(fut) => self.await_local_tool(tool, fut).await,
+                Started::Caller(fut) => self.await_caller(tool, fut).await,
+            }
+        };
+
+        // 6. The `tool_result`, then the PostToolUse observers.
+        let answer = Answer::new(call, verdict, self.limits.max_result_bytes);
+        let effective_input = rewrites.call.as_ref().map(|r| &r.input);
+        let record = answer.record(
+            call,
+            input,
+            effective_input,
+            &rewrites.by,
+            started.elapsed(),
+        );
+        guard.stage = "while the observers ran";
+        if self.observers_sync {
+            self.observe_sync(env, stats, &record, self.observers_for(found));
+        } else {
+            self.observe(env, stats, &record, &mut guard).await;
+        }
+        guard.finish(answer.outcome);
+        answer.into_result()
+    }
+
+    /// Runs the tool's PreToolUse chain in order on `current` (as rewritten so far). `Ok` with
+    /// the arguments the tool runs with when every hook allowed; `Err` when one denied, could
+    /// not decide, or rewrote the input into an invalid one.
+    async fn run_chain<'a>(
+        &'a self,
+        tool: &'a ToolEntry,
+        env: Env<'a>,
+        current: &'a ToolUse,
+        mut args: Args,
+        rewrites: &mut Rewrites<'a>,
+    ) -> Result<Args, Verdict<'a>> {
+        for &h in tool.chain.iter() {
+            let hook = &self.pre_hooks[h];
+            let view = rewrites.call.as_deref().unwrap_or(current);
+            // A sync hook answers inline: no nested future on the common path.
+            let decided = match catch(|| hook.imp.run(env, view)) {
+                Ok(Invoke::Ready(r)) => r.map_err(|e| HookFailure::Failed(e.to_string())),
+                Ok(Invoke::Pending(fut)) => self.await_pre_hook(hook, fut).await,
+                Err(p) => Err(HookFailure::Failed(format!("the hook panicked: {p}"))),
+            };
+            match decided {
+                Ok(Decision::Allow) => {}
+                Ok(Decision::Deny { reason, instead }) => {
+                    return Err(Verdict::blocked(&hook.path, &reason, instead.as_deref()));
+                }
+                Ok(Decision::Rewrite(input)) => {
+                    args = self.rewrite(tool, hook, current, input, rewrites)?;
+                }
+                Err(failure) => return Err(Verdict::hook_failed(&hook.path, failure)),
+            }
+        }
+        Ok(args)
+    }
+
+    /// A hook's `Rewrite(input)`: held to the input bounds and validated again. `Ok` with the
+    /// new arguments, the rewritten call then being what later hooks and the tool see; `Err`
+    /// when the new input is invalid. Either way the hook is recorded in `rewritten_by`.
+    fn rewrite<'a>(
+        &self,
+        tool: &ToolEntry,
+        hook: &'a PreHookDef,
+        call: &ToolUse,
+        input: Value,
+        rewrites: &mut Rewrites<'a>,
+    ) -> Result<Args, Verdict<'a>> {
+        rewrites.by.push(&hook.path);
+        let checked = match &input {
+            Value::Object(_) => check_bounds(&input, &self.limits)
+                .map_err(|Refused(m)| (String::new(), m))
+                .and_then(|()| validate(tool, &input)),
+            other => Err((String::new(), Refused::not_object(other).0)),
+        };
+        match checked {
+            Ok(args) => {
+                rewrites.call = Some(Box::new(call.with_input(input)));
+                Ok(args)
+            }
+            Err((path, msg)) => Err(Verdict::invalid_rewrite(
+                &tool.name, &hook.path, &path, &msg,
+            )),
+        }
+    }
+
+    /// Awaits an async PreToolUse hook against its deadline.
+    async fn await_pre_hook(
+        &self,
+        hook: &PreHookDef,
+        fut: BoxFuture<'_, Result<Decision, HookError>>,
+    ) -> Result<Decision, HookFailure> {
+        let deadline = hook.timeout.or(self.hook_timeout);
+        match self.race(CatchUnwind(fut), deadline).await {
+            Raced::Done(Ok(r)) => r.map_err(|e| HookFailure::Failed(e.to_string())),
+            Raced::Done(Err(p)) => Err(HookFailure::Failed(format!("the hook panicked: {p}"))),
+            Raced::TimedOut => Err(HookFailure::TimedOut(deadline.unwrap_or_default())),
+            Raced::TimerFailed(p) => Err(HookFailure::Failed(format!(
+                "the dispatcher's timer panicked: {p}"
+            ))),
+        }
+    }
+
+    /// Starts the tool: a sync tool's verdict is ready at once; an async one is a future to await.
+    fn start_tool<'a>(
+        &'a self,
+        tool: &'a ToolEntry,
+        env: Env<'a>,
+        call: &'a ToolUse,
+        args: Args,
+    ) -> Started<'a> {
+        match &tool.backend {
+            Backend::Local(imp) => match catch(|| imp.invoke(env, args)) {
+                Err(p) => Started::Done(Verdict::panicked(p)),
+                Ok(Invoke::Ready(r)) => Started::Done(Verdict::produced(r)),
+                Ok(Invoke::Pending(fut)) => Started::Local(fut),
+            },
+            Backend::Caller { caller, .. } => {
+                match catch(|| caller.call_tool(env.context(), call)) {
+                    Err(p) => Started::Done(Verdict::panicked(p)),
+                    Ok(fut) => Started::Caller(fut),
+                }
+            }
+        }
+    }
+
+    /// Awaits an async tool against its deadline.
+    async fn await_local_tool<'a>(
+        &'a self,
+        tool: &'a ToolEntry,
+        fut: BoxFuture<'_, Result<String, ToolError>>,
+    ) -> Verdict<'a> {
+        let deadline = tool.timeout.or(self.tool_timeout);
+        match self.race(CatchUnwind(fut), deadline).await {
+            Raced::Done(Ok(r)) => Verdict::produced(r),
+            Raced::Done(Err(p)) => Verdict::panicked(p),
+            Raced::TimedOut => Verdict::tool_timeout(deadline.unwrap_or_default()),
+            Raced::TimerFailed(p) => Verdict::timer_failed(p),
+        }
+    }
+
+    /// Awaits a wrapped caller against the tool's deadline.
+    async fn await_caller<'a>(
+        &'a self,
+        tool: &'a ToolEntry,
+        fut: BoxFuture<'_, Result<ToolResult, Halt>>,
+    ) -> Verdict<'a> {
+        let deadline = tool.timeout.or(self.tool_timeout);
+        match self.race(CatchUnwind(fut), deadline).await {
+            Raced::Done(Ok(answer)) => Verdict::answered_by_caller(answer),
+            Raced::Done(Err(p)) => Verdict::panicked(p),
+            Raced::TimedOut => Verdict::tool_timeout(deadline.unwrap_or_default()),
+            Raced::TimerFailed(p) => Verdict::timer_failed(p),
+        }
+    }
+
+    fn race<F: std::future::Future + Unpin>(&self, fut: F, deadline: Option<Duration>) -> Race<F> {
+        Race {
+            fut,
+            deadline: Deadline::new(self.timer.as_deref(), deadline),
+        }
+    }
+
+    /// Records a block the host gave up on before it started (a `respond` future dropped while
+    /// an earlier block of its message ran): outcome `cancelled`, seen by the sync observers, as
+    /// for a call dropped unfinished.
+    pub(crate) fn cancelled_before_start(
+        &self,
+        context: &HookContext,
+        stats: Option<&Stats>,
+        call: &ToolUse,
+    ) {
+        let recorded = Recorded::new(call, &self.limits);
+        let env = Env::new(context, &self.states);
+        let tool = self.find(&call.name);
+        let input = recorded.input(call);
+        let mut guard = CancelGuard::new(self, env, stats, call, input, tool, Instant::now());
+        guard.stage = "before it started, while an earlier block of its message ran";
+        drop(guard);
+    }
+
+    /// Answers a block that is not run (`max_tokens`, or after a halt): observers see it with
+    /// outcome `not_run`; the returned result says why.
+    pub(crate) async fn not_run(
+        &self,
+        context: &HookContext,
+        stats: Option<&Stats>,
+        call: &ToolUse,
+        why: &str,
+    ) -> ToolResult {
+        let started = Instant::now();
+        let env = Env::new(context, &self.states);
+        let tool = self.find(&call.name);
+        let recorded = Recorded::new(call, &self.limits);
+        let input = recorded.input(call);
+        let mut guard = CancelGuard::new(self, env, stats, call, input, tool, started);
+        let result = ToolResult::error(call.id.clone(), texts::not_run(why));
+        let record = CallRecord::not_run(call, input, &result, started.elapsed());
+        self.observe(env, stats, &record, &mut guard).await;
+        guard.finish(Outcome::NotRun);
+        result
+    }
+}
+
+/// A tool started: done already (sync), or a future to await (async).
+enum Started<'a> {
+    Done(Verdict<'a>),
+    Local(BoxFuture<'a, Result<String, ToolError>>),
+    Caller(BoxFuture<'a, Result<ToolResult, Halt>>),
+}
+
+/// The PreToolUse rewrites of one call: the call with the last rewritten input (boxed: this
+/// lives in every call future and is rarely set), and the hooks that rewrote, in order.
+#[derive(Default)]
+struct Rewrites<'a> {
+    call: Option<Box<ToolUse>>,
+    by: Vec<&'a str>,
+}
+
+/// The input a record (and the audit line) shows: the normalized input; the raw one when it
+/// could not be normalized; a short note instead of an input refused for its size or depth, so
+/// a huge or deeply nested input is never copied into the log (nor walked without bound).
+struct Recorded<'a> {
+    normalized: Result<Normalized<'a>, Refused>,
+    omitted: Option<Value>,
+}
+
+impl<'a> Recorded<'a> {
+    fn new(call: &'a ToolUse, limits: &Limits) -> Self {
+        let normalized = normalize(call, limits);
+        let omitted = match &normalized {
+            Ok(_) => None,
+            Err(_) => check_bounds(&call.input, limits).err().map(|_| {
+                Value::String(format!(
+                    "[input not recorded: over the input limits ({} bytes, {} levels)]",
+                    limits.max_input_bytes, limits.max_input_depth
+                ))
+            }),
+        };
+        Recorded {
+            normalized,
+            omitted,
+        }
+    }
+
+    fn input(&'a self, call: &'a ToolUse) -> &'a Value {
+        match (&self.normalized, &self.omitted) {
+            (Ok(c), _) => &c.input,
+            (Err(_), Some(note)) => note,
+            (Err(_), None) => &call.input,
+        }
+    }
+}
+
+/// Validates an input for a tool: the unknown-field check, then the argument type (or, for a
+/// wrapped caller, its schema). On failure: `(path, message)` for the model, the path and what
+/// was expected found by the schema walk, serde's own message when the walk finds nothing.
+/// A wrapped caller's arguments are `()` (its input goes to it as JSON); boxing a zero-sized
+/// value allocates nothing.
+fn validate(tool: &ToolEntry, input: &Value) -> Result<Args, (String, String)> {
+    tool.fields
+        .check(input)
+        .map_err(|e| (e.path_text(), texts::unknown_field(&e.field, &e.expected)))?;
+    let explained = || explain(&tool.raw_schema, input).map(|m| (m.path, m.message));
+    match &tool.backend {
+        // The argument type's `Deserialize` is user code: a panic in it is a refusal, not an
+        // escape.
+        Backend::Local(imp) => match catch(|| imp.validate(input)) {
+            Ok(Ok(args)) => Ok(args),
+            Ok(Err(serde_message)) => Err(explained().unwrap_or((String::new(), serde_message))),
+            Err(p) => {
+                tracing::error!(target: "toolgate::validation", tool = %tool.name, panic = %p,
+                    "the tool's input type panicked while deserializing");
+                Err((String::new(), texts::INPUT_UNREADABLE.to_owned()))
+            }
+        },
+        Backend::Caller { .. } => match explained() {
+            Some(problem) => Err(problem),
+            None => Ok(Box::new(())),
+        },
+    }
+}

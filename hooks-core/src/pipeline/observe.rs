@@ -1,0 +1,162 @@
+//! The last step of a call: the PostToolUse observers see its [`CallRecord`]; and the
+//! [`CancelGuard`] that still shows them a `cancelled` record when the host drops the call
+//! before it finished.
+
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::content::ToolUse;
+use crate::definitions::PostHookDef;
+use crate::error::HookError;
+use crate::future::{BoxFuture, Invoke};
+use crate::inner::Inner;
+use crate::outcome::{CallRecord, Outcome};
+use crate::panic::{CatchUnwind, catch};
+use crate::state::Env;
+use crate::stats::{Stats, report_observer_error};
+
+/// Keeps a `cancelled` audit line for a call future dropped before it finished. Armed from the
+/// start of a call until [`finish`](Self::finish); dropped while armed, it counts the call as
+/// `cancelled` and shows the sync observers that have not seen the call its record.
+pub(super) struct CancelGuard<'a> {
+    inner: &'a Inner,
+    env: Env<'a>,
+    stats: Option<&'a Stats>,
+    call: &'a ToolUse,
+    /// The input as recorded (see `Recorded`).
+    pub(super) input: &'a Value,
+    /// The tool's index in `Inner::tools`; `None` for an unknown name.
+    pub(super) tool: Option<usize>,
+    /// Where the call was, for the record's `detail`.
+    pub(super) stage: &'static str,
+    /// How many of the call's observers have finished.
+    observers_done: usize,
+    started: Instant,
+    armed: bool,
+}
+
+impl<'a> CancelGuard<'a> {
+    /// An armed guard for `call`, at the stage "before the tool ran".
+    pub(super) fn new(
+        inner: &'a Inner,
+        env: Env<'a>,
+        stats: Option<&'a Stats>,
+        call: &'a ToolUse,
+        input: &'a Value,
+        tool: Option<usize>,
+        started: Instant,
+    ) -> Self {
+        CancelGuard {
+            inner,
+            env,
+            stats,
+            call,
+            input,
+            tool,
+            stage: "before the tool ran",
+            observers_done: 0,
+            started,
+            armed: true,
+        }
+    }
+
+    /// The call is over: counts it as `outcome` in the session's stats and disarms the guard.
+    pub(super) fn finish(&mut self, outcome: Outcome) {
+        if let Some(s) = self.stats {
+            s.record(outcome, self.tool);
+        }
+        self.armed = false;
+    }
+}
+
+impl Drop for CancelGuard<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        if let Some(s) = self.stats {
+            s.record(Outcome::Cancelled, self.tool);
+        }
+        if std::thread::panicking() {
+            // Running user code while unwinding could abort the process.
+            tracing::error!(target: "toolgate::observer", tool_use_id = %self.call.id,
+                "call dropped during a panic; observers skipped");
+            return;
+        }
+        let detail = format!(
+            "the host dropped the call before it finished ({})",
+            self.stage
+        );
+        let record = CallRecord::cancelled(self.call, self.input, &detail, self.started.elapsed());
+        let list = self.inner.observers_for(self.tool);
+        let rest = list.get(self.observers_done..).unwrap_or_default();
+        self.inner.observe_sync(self.env, self.stats, &record, rest);
+    }
+}
+
+impl Inner {
+    /// Shows `record` to the sync observers among `list` (indices into `observers`): no future,
+    /// no await. Async ones are skipped; when `observers_sync` holds there are none.
+    pub(super) fn observe_sync(
+        &self,
+        env: Env<'_>,
+        stats: Option<&Stats>,
+        record: &CallRecord<'_>,
+        list: &[usize],
+    ) {
+        for &o in list {
+            let obs = &self.observers[o];
+            if !obs.imp.is_sync() {
+                continue;
+            }
+            // A sync observer answers at once: `start_observer` gives no future here.
+            if let Err(error) = start_observer(obs, env, record) {
+                report_observer_error(stats, &obs.path, &record.call.id, &error);
+            }
+        }
+    }
+
+    /// Shows `record` to the call's observers, awaiting the async ones; `guard` counts those
+    /// finished, so a drop mid-way shows it only to the rest.
+    pub(super) async fn observe(
+        &self,
+        env: Env<'_>,
+        stats: Option<&Stats>,
+        record: &CallRecord<'_>,
+        guard: &mut CancelGuard<'_>,
+    ) {
+        let list = self.observers_for(guard.tool);
+        for (i, &o) in list.iter().enumerate() {
+            guard.observers_done = i;
+            let obs = &self.observers[o];
+            let failure = match start_observer(obs, env, record) {
+                Ok(None) => None,
+                Ok(Some(fut)) => match CatchUnwind(fut).await {
+                    Ok(r) => r.err().map(|e| e.message().to_owned()),
+                    Err(p) => Some(format!("panicked: {p}")),
+                },
+                Err(error) => Some(error),
+            };
+            if let Some(error) = failure {
+                report_observer_error(stats, &obs.path, &record.call.id, &error);
+            }
+        }
+        guard.observers_done = list.len();
+    }
+}
+
+/// Starts one observer: `Ok(None)` when it is done, `Ok(Some(future))` for an async one still
+/// running, `Err(text)` when it failed (its error's message, or `panicked: …`).
+fn start_observer<'a>(
+    obs: &'a PostHookDef,
+    env: Env<'a>,
+    record: &'a CallRecord<'a>,
+) -> Result<Option<BoxFuture<'a, Result<(), HookError>>>, String> {
+    match catch(|| obs.imp.run(env, record)) {
+        Ok(Invoke::Ready(Ok(()))) => Ok(None),
+        Ok(Invoke::Ready(Err(e))) => Err(e.message().to_owned()),
+        Ok(Invoke::Pending(fut)) => Ok(Some(fut)),
+        Err(p) => Err(format!("panicked: {p}")),
+    }
+}

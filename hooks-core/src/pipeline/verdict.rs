@@ -1,0 +1,251 @@
+//! How a call ended: a [`Verdict`] (outcome, content, the hook at fault, operator detail), then
+//! the [`Answer`] made of it, the `tool_result` the model reads and the record observers see.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::content::{ContentBlock, Message, ToolResult, ToolResultContent, ToolUse};
+use crate::error::{Halt, ToolError};
+use crate::limits::cut_content;
+use crate::outcome::{CallRecord, Outcome};
+use crate::panic::catch;
+use crate::texts;
+
+/// How the call ended, before it becomes a `tool_result`.
+pub(super) struct Verdict<'a> {
+    outcome: Outcome,
+    content: Option<ToolResultContent>,
+    /// The hook that denied, errored or timed out.
+    blocked_by: Option<Cow<'a, str>>,
+    /// Operator-only text.
+    detail: Option<String>,
+    /// A PreToolUse hook could not decide: the agent halts.
+    halt: bool,
+}
+
+/// A PreToolUse hook that could not decide.
+pub(super) enum HookFailure {
+    Failed(String),
+    TimedOut(Duration),
+}
+
+impl<'a> Verdict<'a> {
+    /// A verdict with `text` as the content; `is_error` follows from `outcome` (every outcome
+    /// but `ok` is an error).
+    fn error(outcome: Outcome, text: String) -> Self {
+        Verdict {
+            outcome,
+            content: Some(ToolResultContent::Text(text)),
+            blocked_by: None,
+            detail: None,
+            halt: false,
+        }
+    }
+
+    fn ok(text: String) -> Self {
+        Verdict::error(Outcome::Ok, text)
+    }
+
+    pub(super) fn invalid(tool: &str, path: &str, message: &str) -> Self {
+        Verdict::error(
+            Outcome::InvalidInput,
+            texts::invalid_input(tool, path, message),
+        )
+    }
+
+    /// A PreToolUse hook at `hook` rewrote the input into one that is invalid (`message` at
+    /// `path`).
+    pub(super) fn invalid_rewrite(tool: &str, hook: &str, path: &str, message: &str) -> Self {
+        Verdict {
+            detail: Some(format!(
+                "PreToolUse hook `{hook}` rewrote the input into an invalid one{}: {message}",
+                texts::at_path(path)
+            )),
+            ..Verdict::error(
+                Outcome::InvalidInput,
+                texts::invalid_rewrite(tool, path, message),
+            )
+        }
+    }
+
+    pub(super) fn unknown(name: &str, available: &str) -> Self {
+        Verdict::error(Outcome::UnknownTool, texts::unknown_tool(name, available))
+    }
+
+    pub(super) fn blocked(hook: &'a str, reason: &str, instead: Option<&str>) -> Self {
+        Verdict {
+            blocked_by: Some(Cow::Borrowed(hook)),
+            ..Verdict::error(Outcome::Blocked, texts::blocked(reason, instead))
+        }
+    }
+
+    /// The PreToolUse hook at `hook` could not decide: `hook_failed` or `hook_timeout`, a halt.
+    pub(super) fn hook_failed(hook: &'a str, failure: HookFailure) -> Self {
+        match failure {
+            HookFailure::Failed(detail) => {
+                Verdict::halted(Cow::Borrowed(hook), Outcome::HookFailed, detail)
+            }
+            HookFailure::TimedOut(d) => Verdict::halted(
+                Cow::Borrowed(hook),
+                Outcome::HookTimeout,
+                format!("the hook ran past its deadline of {} ms", d.as_millis()),
+            ),
+        }
+    }
+
+    fn halted(hook: Cow<'a, str>, outcome: Outcome, detail: String) -> Self {
+        Verdict {
+            blocked_by: Some(hook),
+            detail: Some(detail),
+            halt: true,
+            ..Verdict::error(outcome, texts::HALT_MESSAGE.to_owned())
+        }
+    }
+
+    /// The verdict of a local tool's return value.
+    pub(super) fn produced(r: Result<String, ToolError>) -> Self {
+        match r {
+            Ok(text) => Verdict::ok(text),
+            Err(e) => {
+                // The error's `Display` and `source()` chain are user code: a panic there (or in
+                // its drop) must not escape the pipeline.
+                let parts = catch(move || (e.message().to_owned(), e.detail()));
+                let (message, detail) = parts.unwrap_or_else(|p| {
+                    (
+                        texts::INTERNAL_ERROR_MESSAGE.to_owned(),
+                        Some(format!("the tool's error panicked while it was read: {p}")),
+                    )
+                });
+                Verdict {
+                    detail,
+                    ..Verdict::error(Outcome::ToolError, message)
+                }
+            }
+        }
+    }
+
+    /// The verdict of a wrapped caller's answer: its result is final (`tool_error` when it says
+    /// `is_error`); its halt halts this dispatcher too.
+    pub(super) fn answered_by_caller(answer: Result<ToolResult, Halt>) -> Self {
+        match answer {
+            Ok(result) => Verdict {
+                outcome: if result.is_error {
+                    Outcome::ToolError
+                } else {
+                    Outcome::Ok
+                },
+                content: result.content,
+                blocked_by: None,
+                detail: None,
+                halt: false,
+            },
+            Err(halt) => Verdict::halted(
+                Cow::Owned(halt.hook),
+                halt.outcome,
+                format!("the wrapped caller halted: {}", halt.detail),
+            ),
+        }
+    }
+
+    pub(super) fn panicked(message: String) -> Self {
+        Verdict {
+            detail: Some(format!("the tool panicked: {message}")),
+            ..Verdict::error(Outcome::Panicked, texts::PANIC_MESSAGE.to_owned())
+        }
+    }
+
+    /// The timer panicked while a tool ran: an internal error (the tool is not at fault).
+    pub(super) fn timer_failed(message: String) -> Self {
+        Verdict {
+            detail: Some(format!("the dispatcher's timer panicked: {message}")),
+            ..Verdict::error(Outcome::ToolError, texts::INTERNAL_ERROR_MESSAGE.to_owned())
+        }
+    }
+
+    pub(super) fn tool_timeout(deadline: Duration) -> Self {
+        Verdict {
+            detail: Some(format!(
+                "the tool ran past its deadline of {} ms",
+                deadline.as_millis()
+            )),
+            ..Verdict::error(Outcome::ToolTimeout, texts::tool_timeout(deadline))
+        }
+    }
+}
+
+/// A verdict made into the `tool_result` for `call`, its content cut to `max_result_bytes`.
+pub(super) struct Answer<'a> {
+    result: ToolResult,
+    pub(super) outcome: Outcome,
+    blocked_by: Option<Cow<'a, str>>,
+    detail: Option<String>,
+    /// The full size of the content, when it was cut.
+    content_bytes: Option<usize>,
+    halt: bool,
+}
+
+impl<'a> Answer<'a> {
+    pub(super) fn new(call: &ToolUse, verdict: Verdict<'a>, max_result_bytes: usize) -> Self {
+        let Verdict {
+            outcome,
+            mut content,
+            blocked_by,
+            detail,
+            halt,
+        } = verdict;
+        let content_bytes = content
+            .as_mut()
+            .and_then(|c| cut_content(c, max_result_bytes));
+        Answer {
+            result: ToolResult {
+                tool_use_id: call.id.clone(),
+                content,
+                is_error: outcome != Outcome::Ok,
+                extra: Map::new(),
+            },
+            outcome,
+            blocked_by,
+            detail,
+            content_bytes,
+            halt,
+        }
+    }
+
+    /// The record observers see: `input` as recorded, and the rewrites (`effective_input`, the
+    /// hooks that rewrote).
+    pub(super) fn record<'r>(
+        &'r self,
+        call: &'r ToolUse,
+        input: &'r Value,
+        effective_input: Option<&'r Value>,
+        rewritten_by: &'r [&'r str],
+        duration: Duration,
+    ) -> CallRecord<'r> {
+        CallRecord {
+            effective_input,
+            blocked_by: self.blocked_by.as_deref(),
+            rewritten_by,
+            detail: self.detail.as_deref(),
+            content_bytes: self.content_bytes,
+            ..CallRecord::new(call, input, self.outcome, Some(&self.result), duration)
+        }
+    }
+
+    /// What the host gets: the result, or, when a PreToolUse hook could not decide, a [`Halt`]
+    /// whose answer is the one-block message carrying it.
+    pub(super) fn into_result(self) -> Result<ToolResult, Halt> {
+        if !self.halt {
+            return Ok(self.result);
+        }
+        Err(Halt {
+            outcome: self.outcome,
+            hook: self.blocked_by.map(Cow::into_owned).unwrap_or_default(),
+            tool_use_id: self.result.tool_use_id.clone(),
+            detail: self.detail.unwrap_or_default(),
+            answer: Box::new(Message::user(vec![ContentBlock::ToolResult(self.result)])),
+            index: 0,
+        })
+    }
+}
