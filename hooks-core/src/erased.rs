@@ -117,6 +117,7 @@ impl<S: ?Sized, A: ?Sized> Clone for HookFn<S, A> {
 
 impl<S: ?Sized, A: ?Sized> HookFn<S, A> {
     /// Whether the hook answers inline (it can then run from `drop`).
+    #[inline]
     pub(crate) fn is_sync(&self) -> bool {
         matches!(self, HookFn::Sync(_))
     }
@@ -133,6 +134,7 @@ pub(crate) type PreHookFn = HookFn<PreSync, PreAsync>;
 
 impl PreHookFn {
     /// Asks the hook about `call`.
+    #[inline]
     pub(crate) fn run<'a>(
         &'a self,
         env: Env<'a>,
@@ -156,6 +158,7 @@ pub(crate) type PostHookFn = HookFn<PostSync, PostAsync>;
 
 impl PostHookFn {
     /// Shows the observer `record`.
+    #[inline]
     pub(crate) fn run<'a>(
         &'a self,
         env: Env<'a>,

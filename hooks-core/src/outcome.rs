@@ -137,6 +137,7 @@ pub struct CallRecord<'a> {
 impl<'a> CallRecord<'a> {
     /// A record of `outcome` and nothing more: no rewrite, no hook at fault, no detail, the
     /// content whole. The pipeline adds what applies.
+    #[inline]
     pub(crate) fn new(
         call: &'a ToolUse,
         input: &'a Value,

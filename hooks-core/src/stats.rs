@@ -30,6 +30,7 @@ impl Stats {
     }
 
     /// Counts one call of `outcome` (and of the tool at index `tool`, when it is one).
+    #[inline]
     pub(crate) fn record(&self, outcome: Outcome, tool: Option<usize>) {
         self.outcomes[outcome.index()].fetch_add(1, Ordering::Relaxed);
         if let Some(t) = tool.and_then(|i| self.tools.get(i)) {

@@ -38,6 +38,7 @@ pub(super) struct CancelGuard<'a> {
 
 impl<'a> CancelGuard<'a> {
     /// An armed guard for `call`, at the stage "before the tool ran".
+    #[inline]
     pub(super) fn new(
         inner: &'a Inner,
         env: Env<'a>,
@@ -62,6 +63,7 @@ impl<'a> CancelGuard<'a> {
     }
 
     /// The call is over: counts it as `outcome` in the session's stats and disarms the guard.
+    #[inline]
     pub(super) fn finish(&mut self, outcome: Outcome) {
         if let Some(s) = self.stats {
             s.record(outcome, self.tool);

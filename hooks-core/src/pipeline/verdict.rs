@@ -34,6 +34,7 @@ pub(super) enum HookFailure {
 impl<'a> Verdict<'a> {
     /// A verdict with `text` as the content; `is_error` follows from `outcome` (every outcome
     /// but `ok` is an error).
+    #[inline]
     fn error(outcome: Outcome, text: String) -> Self {
         Verdict {
             outcome,
@@ -105,6 +106,7 @@ impl<'a> Verdict<'a> {
     }
 
     /// The verdict of a local tool's return value.
+    #[inline]
     pub(super) fn produced(r: Result<String, ToolError>) -> Self {
         match r {
             Ok(text) => Verdict::ok(text),
@@ -187,6 +189,7 @@ pub(super) struct Answer<'a> {
 }
 
 impl<'a> Answer<'a> {
+    #[inline]
     pub(super) fn new(call: &ToolUse, verdict: Verdict<'a>, max_result_bytes: usize) -> Self {
         let Verdict {
             outcome,
@@ -215,6 +218,7 @@ impl<'a> Answer<'a> {
 
     /// The record observers see: `input` as recorded, and the rewrites (`effective_input`, the
     /// hooks that rewrote).
+    #[inline]
     pub(super) fn record<'r>(
         &'r self,
         call: &'r ToolUse,
@@ -235,6 +239,7 @@ impl<'a> Answer<'a> {
 
     /// What the host gets: the result, or, when a PreToolUse hook could not decide, a [`Halt`]
     /// whose answer is the one-block message carrying it.
+    #[inline]
     pub(super) fn into_result(self) -> Result<ToolResult, Halt> {
         if !self.halt {
             return Ok(self.result);
