@@ -45,7 +45,7 @@ pub(crate) struct ToolEntry {
 }
 
 /// The shared, immutable state of a dispatcher, made by `DispatcherBuilder::build`. Its calls
-/// run in `pipeline.rs` (`Inner::run_call`, `not_run`, `cancelled_before_start`).
+/// run in `pipeline/` (`Inner::run_call`, `not_run`, `cancelled_before_start`).
 pub(crate) struct Inner {
     /// Sorted by name.
     pub(crate) tools: Vec<ToolEntry>,

@@ -47,25 +47,53 @@
 //!
 //! # Where things live
 //!
-//! One file per idea, in the order a call meets them:
+//! One file per idea, roughly in the order a call meets them. Shared types sit low (`content`,
+//! `future`, `texts`, `outcome`) and no file imports one that imports it back: the builder, the
+//! session and the dispatcher are on top.
 //!
-//! | file | what |
+//! | file | what it holds |
 //! |---|---|
 //! | `content.rs` | `tool_use`, `tool_result`, messages: the Messages API wire shapes |
-//! | `context.rs`, `state.rs` | the trusted [`HookContext`]; application [`State`] and [`Env`] |
-//! | `registry.rs` | [`ToolDef`] and the hook definitions, type-erased calls, `inventory` registration |
-//! | `builder.rs` | [`DispatcherBuilder`]: sources, filters and every start-up check ([`BuildError`]) |
-//! | `dispatcher.rs`, `name_index.rs` | the built [`Dispatcher`]; finding a tool by name |
-//! | `limits.rs` | [`Limits`] and input normalization (DESIGN step 1) |
-//! | `schema/` | canonical schemas (`mod.rs`), walking subschemas and the nullable `anyOf` (`walk.rs`), build checks and the unknown-field check (`check.rs`), explaining invalid input (`explain.rs`), the first path of the provider items (`targets.rs`, re-exports) |
-//! | `pipeline.rs` | one call: look-up, validation, the PreToolUse chain, the tool, the observers |
-//! | `decision.rs`, `outcome.rs`, `error.rs` | [`Decision`]; [`Outcome`] and [`CallRecord`]; [`ToolError`], [`Halt`] |
-//! | `session.rs` | [`Session`]: messages, Stop hooks, [`SessionSummary`] |
-//! | `audit.rs`, `time.rs` | [`AuditLog`]; RFC 3339 timestamps |
-//! | `timer.rs` | deadlines ([`Timer`]) and caught panics |
-//! | `caller.rs` | wrapping by ownership: [`ToolCaller`] |
-//! | `provider/` | [`Provider`], tool definitions and their rendering (`mod.rs`); one file per API, its schema transform beside its call and result conversions (`anthropic.rs`, `openai.rs`, `openai_responses.rs`, `gemini.rs`, `mcp.rs`); what the transforms share (`subset.rs`) |
+//! | `context.rs` | the trusted [`HookContext`], its [`Clock`] and typed [`Extensions`] |
+//! | `state.rs` | application [`State`] and the [`Env`] a tool or hook is called with |
+//! | `decision.rs` | [`Decision`], what a PreToolUse hook answers |
+//! | `definitions.rs` | what a dispatcher is built from: [`ToolDef`], [`PreHookDef`], [`PostHookDef`], [`StopHookDef`], [`Matcher`], [`output_text`] |
+//! | `erased.rs` | type erasure: every tool and hook behind one shape, a sync one answered inline |
+//! | `future.rs` | [`BoxFuture`], and `Invoke`: an answer ready now or a future |
+//! | `registry.rs` | the `inventory` registry the macros fill (`Registration`, `ToolRef`) |
+//! | `builder.rs` | [`DispatcherBuilder`]: sources, filters and every start-up check ([`BuildError`]), as named steps |
+//! | `inner.rs` | `Inner`: what `build()` makes and every session shares (tools with their chains and observers, hooks, settings) |
+//! | `dispatcher.rs` | [`Dispatcher`]: the public face of `Inner` (definitions per provider, paths, schemas, chains) |
+//! | `name_index.rs` | finding a tool by the name the model sent |
+//! | `normalize.rs` | DESIGN step 1: the input normalized and held to the input [`Limits`] |
+//! | `limits.rs` | [`Limits`]; a result cut to its bound |
+//! | `schema/mod.rs` | canonical schemas |
+//! | `schema/walk.rs` | walking a schema: the keywords that hold subschemas, the nullable `anyOf` |
+//! | `schema/check.rs` | the start-up schema checks and the unknown-field check |
+//! | `schema/explain.rs` | explaining an invalid input: where, and what was expected |
+//! | `schema/targets.rs` | the provider items under their first path (re-exports of `provider/`) |
+//! | `pipeline/mod.rs` | one call: `run_call` (normalize → look up → validate → PreToolUse chain → tool → observers) |
+//! | `pipeline/verdict.rs` | how a call ended, then the `tool_result` and the record made of it |
+//! | `pipeline/observe.rs` | the PostToolUse observers; the `cancelled` record of a dropped call |
+//! | `panic.rs` | caught panics: a panic in user code becomes a result or a halt |
+//! | `timer.rs` | deadlines: [`Timer`], `TokioTimer`, a future raced against its deadline |
+//! | `texts.rs` | every text toolgate writes for the model ([`INTERNAL_ERROR_MESSAGE`] among them) |
+//! | `outcome.rs` | what observers see: [`Outcome`], [`CallRecord`], [`SessionSummary`] |
+//! | `error.rs` | [`ToolError`], [`HookError`], [`Halt`], [`RespondError`] |
+//! | `session.rs` | [`Session`]: `call`, `respond`, the Stop hooks and the summary |
+//! | `stats.rs` | a session's counters; the observer channel (`tracing` and `observer_errors`) |
+//! | `audit.rs` | [`AuditLog`]: the built-in observer and Stop hook that append JSON lines |
+//! | `time.rs` | RFC 3339 timestamps ([`Rfc3339`]) |
+//! | `caller.rs` | wrapping by ownership: [`ToolCaller`], [`SyncCaller`] |
+//! | `provider/mod.rs` | [`Provider`]; the tool definitions of each target and their rendering |
+//! | `provider/anthropic.rs` | Anthropic: the `tools` entries, default and strict |
+//! | `provider/openai.rs` | OpenAI Chat Completions: the `tools` entry, `tool_calls` in, `tool` messages out; the strict subset |
+//! | `provider/openai_responses.rs` | OpenAI Responses: the flat `tools` entry, `function_call` in, `function_call_output` out |
+//! | `provider/gemini.rs` | Gemini: `functionDeclarations`, `functionCall` in, `functionResponse` out |
+//! | `provider/mcp.rs` | MCP: `tools/list` entries, `tools/call` in, `CallToolResult` out |
+//! | `provider/subset.rs` | what the providers' schema transforms share |
 //! | `macro_support.rs` | what the macros' generated code calls (not public API) |
+//! | `lib.rs` | this page, the re-exports and [`block_on`] |
 #![forbid(unsafe_code)]
 
 mod audit;
