@@ -28,8 +28,7 @@
 // proptest's `TestCaseError` and the model's halting `Expected` are large; this is test code.
 #![allow(clippy::result_large_err)]
 
-mod common;
-mod reliability_support;
+mod support;
 
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -37,14 +36,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{
-    HALT_TEXT, NOT_RUN_HALT, NOT_RUN_MAX_TOKENS, PANIC_TEXT, TempDir, assistant, tool_timeout_text,
-};
 use proptest::prelude::*;
-use reliability_support::{ExpiredTimer, INJECTED, any_json, quiet_injected_panics, short_text};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use support::{
+    ExpiredTimer, HALT_TEXT, INJECTED, NOT_RUN_HALT, NOT_RUN_MAX_TOKENS, PANIC_TEXT, TempDir,
+    any_json, assistant, quiet_injected_panics, short_text, tool_timeout_text,
+};
 use toolgate::{
     AuditLog, BoxFuture, CallRecord, ContentBlock, Decision, Dispatcher, Env, HookContext,
     HookError, INTERNAL_ERROR_MESSAGE, Limits, Message, Outcome, PostHookDef, PreHookDef,
@@ -565,12 +564,12 @@ fn hook_async<'a, const K: usize>(
             input: call.input.clone(),
         });
         if step.yields {
-            reliability_support::yield_once().await;
+            support::yield_once().await;
         }
         if step.act == HookAct::Hang && w.case.deadlines {
-            reliability_support::hang::<()>().await;
+            support::hang::<()>().await;
         } else if step.act == HookAct::Hang {
-            reliability_support::yield_once().await;
+            support::yield_once().await;
         }
         w.decide(K, step.act, call)
     })
@@ -596,12 +595,12 @@ fn beta(env: Env<'_>, args: BetaArgs) -> BoxFuture<'_, Result<String, ToolError>
             args: serde_json::to_value(&args).unwrap(),
         });
         if step.yields {
-            reliability_support::yield_once().await;
+            support::yield_once().await;
         }
         if step.act == ToolAct::Hang && w.case.deadlines {
-            reliability_support::hang::<()>().await;
+            support::hang::<()>().await;
         } else if step.act == ToolAct::Hang {
-            reliability_support::yield_once().await;
+            support::yield_once().await;
         }
         w.tool_result("beta", step.act, serde_json::to_string(&args).unwrap())
     })
@@ -632,7 +631,7 @@ fn obs_async<'a>(env: Env<'a>, _r: &'a CallRecord<'a>) -> BoxFuture<'a, Result<(
         let i = w.obs_calls[1].fetch_add(1, Ordering::SeqCst);
         let (act, yields) = w.case.observer_async[i % w.case.observer_async.len()];
         if yields {
-            reliability_support::yield_once().await;
+            support::yield_once().await;
         }
         w.observe(1, act)
     })

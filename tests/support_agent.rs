@@ -11,9 +11,9 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 use toolgate::{AuditLog, Clock, Dispatcher, HookContext, Outcome, Session, State, ToolUse};
 
-mod common;
+mod support;
 
-use common::{TempDir, json_lines};
+use support::{TempDir, json_lines};
 
 // The example itself, compiled as a module of this test: the same tools, hooks and CLI.
 #[allow(dead_code)]

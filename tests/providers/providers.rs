@@ -1,9 +1,7 @@
 //! Tool definitions for every provider (hand-written golden files under `tests/golden/`, the
 //! published fixtures, and every emitted schema checked by the rule validator in
-//! `tests/provider_rules/`), and tool calls and results converted from and to each provider's
+//! `provider_rules.rs`), and tool calls and results converted from and to each provider's
 //! format, through the same pipeline and outcomes.
-
-mod provider_rules;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -12,7 +10,7 @@ use serde_json::{Value, json};
 use toolgate::provider::{gemini, mcp, openai, openai_responses};
 use toolgate::{BuildProblem, Dispatcher, HookContext, Outcome, Provider, ToolResult, ToolUse};
 
-use provider_rules::{ALL_RULES, Rule, Target, check};
+use crate::provider_rules::{ALL_RULES, Rule, Target, check};
 
 // ================================================================ tools
 
@@ -451,7 +449,7 @@ mod nested_inputs {
 
 fn dispatcher(module: &str) -> Dispatcher {
     match Dispatcher::builder()
-        .registered_under(format!("providers::{module}"))
+        .registered_under(format!("{}::{module}", module_path!()))
         .build()
     {
         Ok(d) => d,
@@ -600,7 +598,7 @@ fn coverage_tools_match_their_golden_files_for_every_provider() {
     }
     // Gemini cannot express the recursive and the map tool; without them, the rest matches.
     let without = Dispatcher::builder()
-        .registered_under("providers::coverage")
+        .registered_under(format!("{}::coverage", module_path!()))
         .without_tools(["walk_tree", "tag_items"])
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
@@ -790,7 +788,7 @@ fn openai_strict_allows_ten_levels_of_nesting_and_not_eleven() {
 #[test]
 fn a_value_without_a_schema_fails_build_saying_how_to_give_one() {
     let Err(e) = Dispatcher::builder()
-        .registered_under("providers::open_value")
+        .registered_under(format!("{}::open_value", module_path!()))
         .build()
     else {
         panic!("a bare serde_json::Value property was accepted")
@@ -799,16 +797,16 @@ fn a_value_without_a_schema_fails_build_saying_how_to_give_one() {
         e.problems,
         vec![BuildProblem::OpenProperty {
             tool: "store_anything".into(),
-            path: "providers::open_value::store_anything".into(),
+            path: "providers::providers::open_value::store_anything".into(),
             property: "payload".into(),
         }]
     );
     assert_eq!(
         e.problems[0].to_string(),
-        "tool `store_anything` (providers::open_value::store_anything): property `payload` \
-         accepts any JSON (its schema is `true` or `{}`, as for serde_json::Value); give it an \
-         explicit schema with #[schemars(schema_with = \"…\")] on the parameter or field, or use \
-         a typed struct"
+        "tool `store_anything` (providers::providers::open_value::store_anything): property \
+         `payload` accepts any JSON (its schema is `true` or `{}`, as for serde_json::Value); give \
+         it an explicit schema with #[schemars(schema_with = \"…\")] on the parameter or field, \
+         or use a typed struct"
     );
 }
 

@@ -4,12 +4,10 @@
 //! audit line's `content_bytes` keeps its full size. Defaults: 1 MiB input, 32 levels, 256 KiB
 //! result.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::{TempDir, json_lines};
+use crate::support::{TempDir, json_lines};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

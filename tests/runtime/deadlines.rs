@@ -3,17 +3,14 @@
 //! `TokioTimer` on a real runtime, call futures dropped unfinished (`cancelled`), and Stop
 //! exactly once. Timers here are test timers on threads, so no runtime is needed.
 
-mod common;
-mod reliability_support;
-
 use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{HALT_TEXT, NOT_RUN_HALT, TempDir, assistant, json_lines, tool_timeout_text};
-use reliability_support::{
-    PanickingTimer, ThreadTimer, hang, poll_once, quiet_injected_panics, yield_once,
+use crate::support::{
+    HALT_TEXT, NOT_RUN_HALT, PanickingTimer, TempDir, ThreadTimer, assistant, hang, json_lines,
+    poll_once, quiet_injected_panics, tool_timeout_text, yield_once,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -453,7 +450,7 @@ fn macro_deadlines_are_enforced() {
     let call = ToolUse::new("toolu_2", "fast_lookup", json!({"order_id": "o_1"}));
     let halt = toolgate::block_on(s.call(&call)).unwrap_err();
     assert_eq!(halt.outcome, Outcome::HookTimeout);
-    assert_eq!(halt.hook, "deadlines::with_macros::fraud_check");
+    assert_eq!(halt.hook, "runtime::deadlines::with_macros::fraud_check");
     let summary = s.end();
     assert_eq!(summary.outcomes.get(&Outcome::ToolTimeout), Some(&1));
     assert_eq!(summary.outcomes.get(&Outcome::HookTimeout), Some(&1));

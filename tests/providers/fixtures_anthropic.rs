@@ -2,9 +2,7 @@
 //! the published JSON, every `tool_result` content form round-trips, and each published
 //! response is answered like its published user message.
 
-mod common;
-
-use common::{fixture, official};
+use crate::support::{fixture, official};
 use serde_json::{Map, Value, json};
 use toolgate::{Dispatcher, HookContext, Message, Outcome, ToolResult, ToolUse};
 

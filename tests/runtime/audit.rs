@@ -1,10 +1,9 @@
 //! The audit log: line formats, concurrency, and write errors that never change a result.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::support;
 use serde_json::{Value, json};
 use toolgate::{AuditLog, Clock, Dispatcher, HookContext, Outcome, ToolResult, ToolUse};
 
@@ -47,7 +46,7 @@ fn ticking(start: u64) -> Clock {
 
 #[test]
 fn lines_have_the_documented_fields() {
-    let dir = common::TempDir::new("audit-format");
+    let dir = support::TempDir::new("audit-format");
     let d = dispatcher(AuditLog::open(dir.join("nested/created")).unwrap());
     // Reads, in order: the session's start (10:15:00), one per audit line (:01, :02), the
     // summary's `ended_at` (:03), the summary line's `ts` (:04).
@@ -66,7 +65,7 @@ fn lines_have_the_documented_fields() {
         .unwrap();
     assert_eq!(r, ToolResult::text("toolu_2", "2"));
     s.end();
-    let lines = common::json_lines(&dir.join("nested/created/audit_log.jsonl"));
+    let lines = support::json_lines(&dir.join("nested/created/audit_log.jsonl"));
     let lines: Vec<Value> = lines
         .into_iter()
         .map(|mut line| {
@@ -102,7 +101,7 @@ fn lines_have_the_documented_fields() {
             })
         ]
     );
-    let summaries = common::json_lines(&dir.join("nested/created/session_summaries.jsonl"));
+    let summaries = support::json_lines(&dir.join("nested/created/session_summaries.jsonl"));
     assert_eq!(
         summaries,
         [json!({
@@ -121,7 +120,7 @@ fn lines_have_the_documented_fields() {
 
 #[test]
 fn eight_threads_of_a_thousand_calls_lose_and_interleave_nothing() {
-    let dir = common::TempDir::new("audit-threads");
+    let dir = support::TempDir::new("audit-threads");
     let d = Arc::new(dispatcher(AuditLog::open(&dir).unwrap()));
     let threads: Vec<_> = (0..8)
         .map(|t| {
@@ -158,14 +157,14 @@ fn eight_threads_of_a_thousand_calls_lose_and_interleave_nothing() {
     assert_eq!(seen.len(), 8000, "none lost");
     assert_eq!(text.lines().count(), 8000);
     assert_eq!(
-        common::json_lines(&dir.join("session_summaries.jsonl")).len(),
+        support::json_lines(&dir.join("session_summaries.jsonl")).len(),
         8
     );
 }
 
 #[test]
 fn a_write_error_goes_to_the_observer_channel_and_the_result_is_unchanged() {
-    let dir = common::TempDir::new("audit-full");
+    let dir = support::TempDir::new("audit-full");
     // Every write to /dev/full fails with ENOSPC.
     std::os::unix::fs::symlink("/dev/full", dir.join("audit_log.jsonl")).unwrap();
     std::os::unix::fs::symlink("/dev/full", dir.join("session_summaries.jsonl")).unwrap();
@@ -184,7 +183,7 @@ fn a_write_error_goes_to_the_observer_channel_and_the_result_is_unchanged() {
 
 #[test]
 fn opening_a_file_as_the_audit_folder_names_the_path() {
-    let dir = common::TempDir::new("audit-not-a-folder");
+    let dir = support::TempDir::new("audit-not-a-folder");
     let file = dir.join("plain-file");
     std::fs::write(&file, "not a folder").unwrap();
     let err = AuditLog::open(&file).expect_err("a file is not a folder");

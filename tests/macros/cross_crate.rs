@@ -42,7 +42,7 @@ fn a_library_crates_items_are_registered_once_linked() {
     assert_eq!(
         d.pre_hook_chain("account_balance").unwrap(),
         [
-            "cross_crate::local::no_weekend_balance",
+            "macros::cross_crate::local::no_weekend_balance",
             "toolgate_extern_tools::own_account"
         ]
     );
@@ -78,7 +78,7 @@ fn one_tool_name_in_two_crates_is_a_build_error_naming_both_paths() {
         [BuildProblem::DuplicateTool {
             tool: "echo".into(),
             paths: vec![
-                "cross_crate::local::echo".into(),
+                "macros::cross_crate::local::echo".into(),
                 "toolgate_extern_tools::echo".into()
             ]
         }]

@@ -1,13 +1,11 @@
 //! Sessions: failing closed, observers that fail, Stop exactly once, one message with several
 //! `tool_use` blocks, async hooks and tools.
 
-mod common;
-
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use common::{HALT_TEXT, assistant};
+use crate::support::{self, HALT_TEXT, assistant};
 use serde_json::{Value, json};
 use toolgate::{AuditLog, ContentBlock, Dispatcher, HookContext, Outcome, ToolResult, ToolUse};
 
@@ -31,7 +29,7 @@ impl Counters {
     /// The lines of an audit file of this session's folder; `None` without an audit log.
     fn audit_lines(&self, file: &str) -> Option<Vec<Value>> {
         let dir = self.audit_dir.lock().unwrap().clone()?;
-        Some(common::json_lines(&dir.join(file)))
+        Some(support::json_lines(&dir.join(file)))
     }
 }
 
@@ -92,7 +90,7 @@ fn a_hook_error_fails_closed() {
     let halt = toolgate::block_on(s.call(&call)).unwrap_err();
     assert_eq!(counters.sends.load(Ordering::SeqCst), 0);
     assert_eq!(halt.outcome, Outcome::HookFailed);
-    assert_eq!(halt.hook, "session::failing_policy::moderation");
+    assert_eq!(halt.hook, "runtime::session::failing_policy::moderation");
     assert_eq!(halt.detail, "moderation API timed out after 3 retries");
     let answer = serde_json::to_value(halt.answer()).unwrap();
     assert_eq!(
@@ -274,7 +272,7 @@ mod observers {
 #[test]
 fn failing_observers_and_stop_hooks_leave_results_and_summary_intact_and_are_counted() {
     let counters = Arc::new(Counters::default());
-    let dir = common::TempDir::new("observers");
+    let dir = support::TempDir::new("observers");
     let s = session_with(&counters, "observers", Some(&dir));
     for i in 0..3 {
         let call = ToolUse::new(
@@ -292,9 +290,9 @@ fn failing_observers_and_stop_hooks_leave_results_and_summary_intact_and_are_cou
     assert_eq!(summary.calls, 3);
     assert_eq!(counters.stops.load(Ordering::SeqCst), 1);
     // The audit log (the last observer and the last Stop hook) still wrote everything.
-    let calls = common::json_lines(&dir.join("audit_log.jsonl"));
+    let calls = support::json_lines(&dir.join("audit_log.jsonl"));
     assert_eq!(calls.len(), 3);
-    let summaries = common::json_lines(&dir.join("session_summaries.jsonl"));
+    let summaries = support::json_lines(&dir.join("session_summaries.jsonl"));
     assert_eq!(summaries.len(), 1);
     assert_eq!(summaries[0]["observer_errors"], 7);
     assert_eq!(summaries[0]["calls"], 3);
@@ -323,7 +321,7 @@ fn failing_observers_and_stop_hooks_leave_results_and_summary_intact_and_are_cou
 #[test]
 fn stop_runs_exactly_once_for_end_for_drop_and_for_end_then_drop() {
     let counters = Arc::new(Counters::default());
-    let dir = common::TempDir::new("stop-once");
+    let dir = support::TempDir::new("stop-once");
     let stops = || counters.stops.load(Ordering::SeqCst);
 
     let s = session_with(&counters, "observers", Some(&dir));
@@ -338,7 +336,7 @@ fn stop_runs_exactly_once_for_end_for_drop_and_for_end_then_drop() {
     drop(s);
     assert_eq!(stops(), 2, "drop alone: once");
 
-    let summaries = common::json_lines(&dir.join("session_summaries.jsonl"));
+    let summaries = support::json_lines(&dir.join("session_summaries.jsonl"));
     assert_eq!(summaries.len(), 2);
 }
 
@@ -600,7 +598,7 @@ mod error_types {
 #[test]
 fn every_error_type_becomes_an_is_error_result() {
     let counters = Arc::new(Counters::default());
-    let dir = common::TempDir::new("error-types");
+    let dir = support::TempDir::new("error-types");
     let s = session_with(&counters, "error_types", Some(&dir));
     let run = |name: &str, fail: bool| {
         toolgate::block_on(s.call(&ToolUse::new("t", name, json!({"fail": fail})))).unwrap()
@@ -627,7 +625,7 @@ fn every_error_type_becomes_an_is_error_result() {
     assert_eq!(summary.outcomes.get(&Outcome::ToolError), Some(&4));
     // Only the internal error has operator detail: its error and source chain, joined.
     let lines: Vec<(Value, Value, Value, Option<Value>)> =
-        common::json_lines(&dir.join("audit_log.jsonl"))
+        support::json_lines(&dir.join("audit_log.jsonl"))
             .into_iter()
             .map(|l| {
                 (

@@ -2,12 +2,8 @@
 //! An input carrying `user_id`, `tier` or a field named like an injected parameter is a claim;
 //! the hooks decide on the host's facts, and the audit line names the authenticated user.
 
-mod common;
-mod reliability_support;
-
-use common::{TempDir, json_lines};
+use crate::support::{TempDir, any_json, json_lines};
 use proptest::prelude::*;
-use reliability_support::any_json;
 use serde_json::{Map, Value, json};
 use toolgate::{Dispatcher, HookContext, Outcome, ToolUse};
 
@@ -173,7 +169,7 @@ proptest! {
         cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(600),
         failure_persistence: Some(Box::new(
             proptest::test_runner::FileFailurePersistence::Direct(
-                "tests/trusted_context.proptest-regressions",
+                "tests/runtime/trusted_context.proptest-regressions",
             ),
         )),
         ..ProptestConfig::default()

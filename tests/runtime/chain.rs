@@ -1,10 +1,9 @@
 //! PreToolUse chain semantics: order, first deny wins, Allow never short-circuits, rewrites,
 //! ties broken by path, matchers and filtering.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 
+use crate::support;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -139,7 +138,7 @@ fn allow_never_short_circuits() {
 #[test]
 fn a_rewrite_is_seen_by_later_hooks_and_the_tool_and_recorded() {
     let log = Log::default();
-    let dir = common::TempDir::new("chain-rewrite");
+    let dir = support::TempDir::new("chain-rewrite");
     let d = Dispatcher::builder()
         .tool(search_tool(&log))
         .pre_hook(hook(
@@ -162,7 +161,7 @@ fn a_rewrite_is_seen_by_later_hooks_and_the_tool_and_recorded() {
             "tool:refunds:Some(5)"
         ]
     );
-    let line = &common::json_lines(&dir.join("audit_log.jsonl"))[0];
+    let line = &support::json_lines(&dir.join("audit_log.jsonl"))[0];
     assert_eq!(
         line["outcome"], "ok",
         "a rewrite does not change the outcome"
@@ -178,7 +177,7 @@ fn a_rewrite_is_seen_by_later_hooks_and_the_tool_and_recorded() {
 #[test]
 fn a_rewrite_that_fails_validation_is_invalid_input_and_the_tool_does_not_run() {
     let log = Log::default();
-    let dir = common::TempDir::new("chain-bad-rewrite");
+    let dir = support::TempDir::new("chain-bad-rewrite");
     let d = Dispatcher::builder()
         .tool(search_tool(&log))
         .pre_hook(hook(
@@ -203,7 +202,7 @@ fn a_rewrite_that_fails_validation_is_invalid_input_and_the_tool_does_not_run() 
         entries(&log),
         [r#"app::broken_rewrite:{"query":"refunds"}"#]
     );
-    let line = &common::json_lines(&dir.join("audit_log.jsonl"))[0];
+    let line = &support::json_lines(&dir.join("audit_log.jsonl"))[0];
     assert_eq!(line["outcome"], "invalid_input");
     assert_eq!(line["rewritten_by"], json!(["app::broken_rewrite"]));
     assert_eq!(

@@ -3,15 +3,11 @@
 //! pipe's atomic write), each session's lines come in its call order, and the summaries'
 //! totals equal the calls made. Also one session shared by two threads.
 
-mod common;
-mod reliability_support;
-
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
-use common::{TempDir, json_lines};
-use reliability_support::{INJECTED, quiet_injected_panics};
+use crate::support::{INJECTED, TempDir, json_lines, quiet_injected_panics};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -2,13 +2,9 @@
 //! panics, an error's `Display` panics, or an input type's `Deserialize` panics: every
 //! `tool_use` still gets exactly one answer.
 
-mod common;
-mod reliability_support;
-
 use std::fmt;
 
-use common::{HALT_TEXT, PANIC_TEXT};
-use reliability_support::{INJECTED, InjectedPayload, quiet_injected_panics};
+use crate::support::{HALT_TEXT, INJECTED, InjectedPayload, PANIC_TEXT, quiet_injected_panics};
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use serde_json::json;

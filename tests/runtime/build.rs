@@ -146,7 +146,7 @@ fn every_problem_is_reported_together() {
              .state(…) with a {ledger}"
         ),
     ];
-    assert_eq!(ledger, "build::Ledger");
+    assert_eq!(ledger, "runtime::build::Ledger");
     assert_eq!(err.to_string(), lines.join("\n"));
 }
 
@@ -187,14 +187,17 @@ fn two_tools_of_one_name_in_different_modules_name_both_paths() {
         err.problems,
         [BuildProblem::DuplicateTool {
             tool: "lookup".into(),
-            paths: vec!["build::one::lookup".into(), "build::two::lookup".into()]
+            paths: vec![
+                "runtime::build::one::lookup".into(),
+                "runtime::build::two::lookup".into()
+            ]
         }]
     );
     assert_eq!(
         err.to_string(),
         "the dispatcher cannot be built (1 problem):\n- two tools are named `lookup`: \
-         build::one::lookup and build::two::lookup; rename one with #[tool(name = \"…\")] or \
-         filter one out"
+         runtime::build::one::lookup and runtime::build::two::lookup; rename one with \
+         #[tool(name = \"…\")] or filter one out"
     );
     // Either one alone builds.
     for module in ["one", "two"] {
@@ -204,7 +207,7 @@ fn two_tools_of_one_name_in_different_modules_name_both_paths() {
             .unwrap();
         assert_eq!(
             d.tool_path("lookup"),
-            Some(format!("build::{module}::lookup").as_str())
+            Some(format!("runtime::build::{module}::lookup").as_str())
         );
     }
 }
@@ -266,7 +269,7 @@ fn a_struct_input_that_is_not_a_struct_with_named_fields_fails_build() {
         err.problems,
         [BuildProblem::RootNotObject {
             tool: "tag".into(),
-            path: "build::newtype_input::tag".into(),
+            path: "runtime::build::newtype_input::tag".into(),
             found: "`type: \"array\"`".into()
         }]
     );

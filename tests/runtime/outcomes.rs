@@ -2,12 +2,10 @@
 //! deadline tests): `is_error`, the content, the audit line's `outcome`, and whether the tool's
 //! side effect happened.
 
-mod common;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Waker};
 
-use common::{HALT_TEXT, NOT_RUN_HALT, PANIC_TEXT, assistant};
+use crate::support::{self, HALT_TEXT, NOT_RUN_HALT, PANIC_TEXT, assistant};
 use serde_json::{Value, json};
 use toolgate::{
     AuditLog, Dispatcher, HookContext, Outcome, RespondError, Session, ToolResult, ToolUse,
@@ -86,12 +84,12 @@ mod items {
 struct Harness {
     session: Session,
     journal: std::sync::Arc<Journal>,
-    dir: common::TempDir,
+    dir: support::TempDir,
 }
 
 impl Harness {
     fn new() -> Self {
-        let dir = common::TempDir::new("outcomes");
+        let dir = support::TempDir::new("outcomes");
         let journal = std::sync::Arc::new(Journal::default());
         let dispatcher = Dispatcher::builder()
             .registered_under(format!("{}::items", module_path!()))
@@ -116,7 +114,7 @@ impl Harness {
     }
 
     fn audit(&self) -> Vec<Value> {
-        common::json_lines(&self.dir.join("audit_log.jsonl"))
+        support::json_lines(&self.dir.join("audit_log.jsonl"))
     }
 }
 
@@ -184,7 +182,10 @@ fn blocked() {
     assert_eq!(h.refunds(), 0);
     let line = &h.audit()[0];
     assert_eq!(line["outcome"], "blocked");
-    assert_eq!(line["blocked_by"], "outcomes::items::frozen_orders");
+    assert_eq!(
+        line["blocked_by"],
+        "runtime::outcomes::items::frozen_orders"
+    );
 }
 
 #[test]
@@ -239,7 +240,7 @@ fn hook_failed_halts_with_a_blocked_answer_and_the_tool_not_run() {
         )
         .unwrap_err();
     assert_eq!(halt.outcome, Outcome::HookFailed);
-    assert_eq!(halt.hook, "outcomes::items::risk_service");
+    assert_eq!(halt.hook, "runtime::outcomes::items::risk_service");
     assert_eq!(halt.detail, "risk service unreachable: connection refused");
     let answer = halt.result().unwrap();
     assert_eq!(answer.tool_use_id, "toolu_1");
@@ -249,7 +250,7 @@ fn hook_failed_halts_with_a_blocked_answer_and_the_tool_not_run() {
     assert_eq!(h.refunds(), 0);
     let line = &h.audit()[0];
     assert_eq!(line["outcome"], "hook_failed");
-    assert_eq!(line["blocked_by"], "outcomes::items::risk_service");
+    assert_eq!(line["blocked_by"], "runtime::outcomes::items::risk_service");
     assert_eq!(
         line["detail"],
         "risk service unreachable: connection refused"

@@ -1,0 +1,23 @@
+//! The runtime's tests, one binary (one link) for what were fourteen: each file is one area of
+//! the pipeline, and its tests are named `<file>::<test>` (`cargo test --test runtime chain::`
+//! runs one area). Items registered with the macros are looked up under each module's own path
+//! (`registered_under(module_path!())` and sub-modules), never registry-wide: one binary shares
+//! one registry.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod audit;
+mod build;
+mod chain;
+mod concurrency;
+mod context;
+mod deadlines;
+mod limits;
+mod observers;
+mod outcomes;
+mod panics;
+mod session;
+mod tracing_channels;
+mod trusted_context;
+mod wrapping;
