@@ -1427,6 +1427,68 @@ fn the_tools_refuse_a_missing_order_themselves_when_no_ownership_hook_ran() {
 }
 
 #[test]
+fn the_refund_tool_shows_the_ledgers_refusal_and_keeps_its_internal_errors_from_the_model() {
+    // A dispatcher with the refund tool alone (no weekly limit, which reads the calendar too and
+    // would halt first) and the audit log.
+    let dir = TempDir::new("support-internal");
+    let dispatcher = Dispatcher::builder()
+        .items([format!("{}::tools::issue_refund", example::AGENT_PATH)])
+        .state(Ledger::default())
+        .audit_log(AuditLog::open(&dir).expect("the audit log opens"))
+        .build()
+        .expect("the dispatcher builds");
+    let run = |now: SystemTime, amount_cents: u64| {
+        let ctx = HookContext::builder("u_001", "sess_internal")
+            .clock(Clock::fixed(now))
+            .build();
+        let session = dispatcher.session(ctx);
+        let use_ = ToolUse::new(
+            "toolu_refund",
+            "issue_refund",
+            json!({"order_id": "o_1001", "amount_cents": amount_cents}),
+        );
+        let result = toolgate::block_on(session.call(&use_)).expect("no hook failed");
+        serde_json::to_value(result).unwrap()
+    };
+    // A clock past the calendar's range (year 12000): `IsoWeek::of` fails, forwarded with `?`.
+    let far = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(316_000_000_000);
+    assert_eq!(
+        run(far, 100),
+        json!({"type": "tool_result", "tool_use_id": "toolu_refund", "is_error": true,
+               "content": toolgate::INTERNAL_ERROR_MESSAGE})
+    );
+    // The ledger's refusal is written for the model and opted in with `ToolError::for_model`.
+    assert_eq!(
+        run(at("2026-11-24T10:15:00Z"), 2600),
+        json!({"type": "tool_result", "tool_use_id": "toolu_refund", "is_error": true,
+               "content": "Refund refused: 2600 cents is more than order o_1001 has left to \
+                           refund (2599 cents paid, 0 cents already refunded, 2599 cents left). \
+                           Refund at most 2599 cents."})
+    );
+    let lines: Vec<Value> = json_lines(&dir.join(toolgate::AUDIT_LOG_FILE))
+        .iter()
+        .map(|l| json!([l["outcome"], l["content"], l.get("detail")]))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            json!([
+                "tool_error",
+                toolgate::INTERNAL_ERROR_MESSAGE,
+                "the context's clock reads an instant outside the calendar's range"
+            ]),
+            json!([
+                "tool_error",
+                "Refund refused: 2600 cents is more than order o_1001 has left to refund (2599 \
+                 cents paid, 0 cents already refunded, 2599 cents left). Refund at most 2599 \
+                 cents.",
+                null
+            ]),
+        ]
+    );
+}
+
+#[test]
 fn free_tier_refunds_are_denied_with_an_alternative_and_faq_limits_at_or_under_5_pass_unchanged() {
     let (agent, s) = session(Specialist::Refunds, "u_004", "free", "2026-11-24T15:40:00Z");
     let (outcome, is_error, content) = call(

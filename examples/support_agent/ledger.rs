@@ -71,8 +71,9 @@ pub(crate) struct Refund {
     pub(crate) week: IsoWeek,
 }
 
-/// Why the ledger refused to record a refund. Its `Display` is written for the model (the refund
-/// tool returns it as its error).
+/// Why the ledger refused to record a refund. Its `Display` is written for the model, and the
+/// refund tool opts it in with `.map_err(ToolError::for_model)?` (a `std::error::Error`
+/// forwarded with a bare `?` would be internal: the model would read the generic message).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RefundRefused {
     /// The order.

@@ -5,6 +5,12 @@
 //! left to refund, an order that does not exist) and answer with an error the model can act on
 //! (`tool_error`). Who may call them is the hooks' business (`policy.rs`): by the time a tool
 //! runs, its input matched the schema and every PreToolUse hook allowed it.
+//!
+//! Only text written for the model reaches it: the tools' own messages are `ToolError::new`, and
+//! the ledger's `RefundRefused` (whose `Display` is written for the model) is opted in with
+//! `ToolError::for_model`. Any other error (a calendar failure here, a database error in a real
+//! shop) is internal: the model reads the generic message and the audit line's `detail` keeps
+//! the error.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -21,7 +27,8 @@ pub(crate) struct TicketQueue {
     last: AtomicU32,
 }
 
-/// The answer for an order id the shop does not have.
+/// The answer for an order id the shop does not have: written for the model
+/// (`ToolError::new`), so the model reads it as is.
 ///
 /// Kept on purpose although the agent never reaches it: `own_records_only` denies an unknown
 /// order before any tool runs. A tool is also callable directly, or by a dispatcher with other
@@ -143,8 +150,13 @@ pub(crate) async fn issue_refund(
             "amount_cents must be at least 1: give the amount to refund in cents.",
         ));
     }
-    let week = IsoWeek::of(ctx.now()).map_err(ToolError::internal)?;
-    let refund = ledger.record_refund(order, amount_cents, week).await?;
+    // Internal (what `?` does with a library error): the model reads the generic message.
+    let week = IsoWeek::of(ctx.now())?;
+    // Written for the model: shown on purpose.
+    let refund = ledger
+        .record_refund(order, amount_cents, week)
+        .await
+        .map_err(ToolError::for_model)?;
     let total = ledger.refunded_for_order(order.order_id).await;
     Ok(json!({
         "refund_id": refund.refund_id,

@@ -11,26 +11,85 @@ use crate::texts::INTERNAL_ERROR_MESSAGE;
 
 /// A tool's failure: `is_error: true` with [`message`](Self::message) as the content.
 ///
-/// Two kinds, after rig's split between what the model is told and what the operator logs:
-/// - any `E: std::error::Error + Send + Sync + 'static` converts with `?` or `.into()`: its
-///   `Display` is the model-facing message (write it for the model: what went wrong, what to do),
-///   and its `source()` chain goes to the audit line's `detail`;
-/// - [`ToolError::internal`] shows the model a generic message ([`INTERNAL_ERROR_MESSAGE`]) and
-///   keeps the error's whole chain for the audit line's `detail` only.
+/// **Only text written for the model is shown to it.** Library errors routinely hold what the
+/// model must never read: a DSN with its password (`postgres://billing:…@db-7/ledger`), a signed
+/// URL, a key, a host name. So a `ToolError` is one of two kinds, after rig's split between what
+/// the model is told and what the operator logs:
 ///
-/// `ToolError` deliberately does not implement `std::error::Error` (anyhow's pattern): that is
-/// what lets the blanket `From<E: Error>` coexist with `From<ToolError>` without specialization.
+/// - **model-facing**: [`ToolError::new`] (text the tool's author wrote), and
+///   [`ToolError::for_model`] (an error value whose `Display` was written for the model: its
+///   `Display` is the message, its `source()` chain goes to the audit line's `detail`);
+/// - **internal**, the default for every other error: [`ToolError::internal`], and any
+///   `E: std::error::Error + Send + Sync + 'static` converted with `?` or `.into()`. The model
+///   reads [`INTERNAL_ERROR_MESSAGE`]; the error's `Display` and its whole `source()` chain,
+///   joined with `": "`, go to the audit line's `detail` only.
+///
+/// A `#[tool]` function's error type follows the same rule: `ToolError`, `String` and `&str`
+/// errors are shown as written; any other type is internal unless the tool says
+/// `#[tool(errors = "shown")]` (see the `toolgate` facade's `#[tool]` section).
+///
+/// `anyhow::Error` (and `eyre::Report`) converts into the `Box<dyn Error + Send + Sync>` both
+/// constructors take: `ToolError::internal(e)` keeps its chain for `detail`, and
+/// `ToolError::for_model(e)` shows its `Display` on purpose.
+///
+/// Rust's coherence rules forbid a `From<MyError> for ToolError` beside the blanket
+/// `From<E: Error>`, so the opt-in is on the value (`for_model`) or on the tool (`errors =
+/// "shown"`), never on the type. `ToolError` deliberately does not implement
+/// `std::error::Error` (anyhow's pattern): that is what lets the blanket `From<E: Error>`
+/// coexist with `From<ToolError>` without specialization.
+///
+/// ```
+/// use toolgate_core::{INTERNAL_ERROR_MESSAGE, ToolError};
+///
+/// // Written for the model: shown as is.
+/// let e = ToolError::new("Order o_9 was not found; check the id with the customer.");
+/// assert_eq!(e.message(), "Order o_9 was not found; check the id with the customer.");
+/// assert_eq!(e.detail(), None);
+///
+/// // A library error forwarded with `?`: internal. The model never reads the password.
+/// fn connect() -> Result<(), std::io::Error> {
+///     Err(std::io::Error::other("postgres://billing:s3cr3t@db-7/ledger: connection refused"))
+/// }
+/// fn lookup() -> Result<String, ToolError> {
+///     connect()?;
+///     Ok("found".into())
+/// }
+/// let e = lookup().unwrap_err();
+/// assert_eq!(e.message(), INTERNAL_ERROR_MESSAGE);
+/// assert!(e.is_internal());
+/// assert_eq!(
+///     e.detail().as_deref(),
+///     Some("postgres://billing:s3cr3t@db-7/ledger: connection refused")
+/// );
+/// ```
+///
+/// An error type whose `Display` is written for the model, opted in value by value:
 ///
 /// ```
 /// use toolgate_core::ToolError;
 ///
-/// let e = ToolError::new("Order o_9 was not found; check the id with the customer.");
-/// assert_eq!(e.message(), "Order o_9 was not found; check the id with the customer.");
+/// /// Why a refund was refused. Its `Display` is written for the model.
+/// #[derive(Debug)]
+/// struct RefundRefused { left_cents: u64 }
 ///
-/// let io = std::io::Error::other("connection refused (db-7:5432)");
-/// let e = ToolError::internal(io);
-/// assert!(e.message().starts_with("Error: the tool failed with an internal error."));
-/// assert_eq!(e.detail().as_deref(), Some("connection refused (db-7:5432)"));
+/// impl std::fmt::Display for RefundRefused {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         write!(f, "Refund refused: refund at most {} cents.", self.left_cents)
+///     }
+/// }
+/// impl std::error::Error for RefundRefused {}
+///
+/// fn refund(cents: u64) -> Result<u64, RefundRefused> {
+///     if cents > 599 { Err(RefundRefused { left_cents: 599 }) } else { Ok(cents) }
+/// }
+///
+/// fn issue_refund(cents: u64) -> Result<String, ToolError> {
+///     let done = refund(cents).map_err(ToolError::for_model)?;
+///     Ok(format!("refunded {done} cents"))
+/// }
+/// let e = issue_refund(600).unwrap_err();
+/// assert_eq!(e.message(), "Refund refused: refund at most 599 cents.");
+/// assert!(!e.is_internal());
 /// ```
 pub struct ToolError {
     message: Cow<'static, str>,
@@ -39,7 +98,8 @@ pub struct ToolError {
 }
 
 impl ToolError {
-    /// A failure whose `message` the model reads as is.
+    /// A failure whose `message` the model reads as is: text written for the model (what went
+    /// wrong, what to do next). No `detail`.
     pub fn new(message: impl Into<Cow<'static, str>>) -> Self {
         ToolError {
             message: message.into(),
@@ -49,7 +109,8 @@ impl ToolError {
     }
 
     /// A failure the model must not see the details of: it reads [`INTERNAL_ERROR_MESSAGE`];
-    /// `error` and its source chain go to the audit line's `detail`.
+    /// `error`'s `Display` and its `source()` chain, joined with `": "`, go to the audit line's
+    /// `detail`. The default for every library error (what `?` does).
     pub fn internal(error: impl Into<Box<dyn StdError + Send + Sync + 'static>>) -> Self {
         ToolError {
             message: Cow::Borrowed(INTERNAL_ERROR_MESSAGE),
@@ -58,35 +119,45 @@ impl ToolError {
         }
     }
 
+    /// An error whose `Display` was written for the model, shown on purpose: the model reads
+    /// `error`'s `Display` (read now); its `source()` chain (what caused it, often operator
+    /// detail) goes to the audit line's `detail`, joined with `": "`, never to the model.
+    ///
+    /// The opt-in for one value, typically `.map_err(ToolError::for_model)?`; for every error
+    /// of a `#[tool]` function, `#[tool(errors = "shown")]`. Takes what
+    /// [`ToolError::internal`] takes: any `std::error::Error + Send + Sync + 'static`, a
+    /// `Box<dyn Error + Send + Sync>`, `anyhow::Error`.
+    pub fn for_model(error: impl Into<Box<dyn StdError + Send + Sync + 'static>>) -> Self {
+        let error = error.into();
+        ToolError {
+            message: Cow::Owned(error.to_string()),
+            source: Some(error),
+            internal: false,
+        }
+    }
+
     /// The text the model reads.
     pub fn message(&self) -> &str {
         &self.message
     }
 
-    /// Whether this was made by [`ToolError::internal`].
+    /// Whether the model reads the generic [`INTERNAL_ERROR_MESSAGE`] instead of the error: made
+    /// by [`ToolError::internal`] or converted from a `std::error::Error` with `?`/`.into()`.
     pub fn is_internal(&self) -> bool {
         self.internal
     }
 
-    /// Operator-only text: for an internal error, the error and its source chain joined with
-    /// `": "`; for a converted error, its source chain (when it has one); `None` otherwise.
+    /// Operator-only text, for the audit line's `detail`: for an internal error, the error and
+    /// its source chain joined with `": "`; for [`ToolError::for_model`], its source chain (when
+    /// it has one); `None` for [`ToolError::new`].
     pub fn detail(&self) -> Option<String> {
         let source = self.source.as_deref()?;
-        let mut parts = Vec::new();
-        let mut next: Option<&(dyn StdError + 'static)> = if self.internal {
+        let first: Option<&(dyn StdError + 'static)> = if self.internal {
             Some(source)
         } else {
             source.source()
         };
-        while let Some(e) = next {
-            parts.push(e.to_string());
-            next = e.source();
-        }
-        if parts.is_empty() {
-            None
-        } else {
-            Some(parts.join(": "))
-        }
+        chain_text(first)
     }
 
     /// The wrapped error, when there is one.
@@ -95,13 +166,68 @@ impl ToolError {
     }
 }
 
+/// `first` and each `source()` after it, joined with `": "`; `None` when there is none.
+pub(crate) fn chain_text(first: Option<&(dyn StdError + 'static)>) -> Option<String> {
+    let mut parts = Vec::new();
+    let mut next = first;
+    while let Some(e) = next {
+        parts.push(e.to_string());
+        next = e.source();
+    }
+    if parts.is_empty() {
+        None
+    } else {
+        Some(parts.join(": "))
+    }
+}
+
+/// Any `std::error::Error` converted with `?` or `.into()` is **internal**: the model reads
+/// [`INTERNAL_ERROR_MESSAGE`], the error's `Display` and source chain go to `detail` (as
+/// [`ToolError::internal`]). Show one on purpose with [`ToolError::for_model`].
 impl<E: StdError + Send + Sync + 'static> From<E> for ToolError {
     fn from(error: E) -> Self {
-        ToolError {
-            message: Cow::Owned(error.to_string()),
-            source: Some(Box::new(error)),
-            internal: false,
+        ToolError::internal(error)
+    }
+}
+
+/// An error known only as text: a `Display`-only error (`anyhow::Error`-like, or one that is not
+/// `Send`), read when it was converted. Its `Display` is `text`; `source` is the rest of its
+/// chain, when it had one.
+#[derive(Debug)]
+pub(crate) struct Noted {
+    text: String,
+    source: Option<Box<Noted>>,
+}
+
+impl Noted {
+    /// `text`, caused by `source` (when given).
+    pub(crate) fn new(text: String, source: Option<String>) -> Noted {
+        Noted {
+            text,
+            source: source.map(|text| Box::new(Noted { text, source: None })),
         }
+    }
+
+    /// `error` and its chain, read now (for an error that cannot be kept: not `Send`).
+    pub(crate) fn read(error: &(dyn StdError + 'static)) -> Noted {
+        Noted {
+            text: error.to_string(),
+            source: error.source().map(|s| Box::new(Noted::read(s))),
+        }
+    }
+}
+
+impl fmt::Display for Noted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl StdError for Noted {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.source
+            .as_deref()
+            .map(|s| s as &(dyn StdError + 'static))
     }
 }
 

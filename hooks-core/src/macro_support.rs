@@ -1,11 +1,14 @@
 //! Support for the code the macros generate. Not public API: reached only through
 //! `toolgate::__private`, and free to change in any release.
 
+use std::borrow::Cow;
+use std::error::Error as StdError;
 use std::fmt::Display;
+use std::marker::PhantomData;
 
 use crate::context::HookContext;
 use crate::decision::Decision;
-use crate::error::{HookError, ToolError};
+use crate::error::{HookError, Noted, ToolError};
 use crate::state::State;
 
 pub use crate::definitions::output_text;
@@ -100,40 +103,169 @@ impl<T> SplitPlain for &mut Returned<T> {
     }
 }
 
-/// A tool's error on its way to a [`ToolError`]: through `Into<ToolError>` when `E` has it (any
-/// `std::error::Error`, keeping its source chain for the audit line, or a `ToolError` itself),
-/// else through `Display` (`String`, `anyhow::Error`). Chosen at compile time by method
-/// resolution (autoref specialization): call `ErrorOf(e).into_tool_error()` with both traits in
-/// scope.
-pub struct ErrorOf<E>(pub E);
+/// A tool's error on its way to a [`ToolError`], by the rule "only text written for the model
+/// is shown to it". The conversion is chosen by the error's type at compile time, by method
+/// resolution (autoref specialization, after anyhow's `kind.rs`): the generated code calls
+/// `(&&&ErrorOf::of(&e)).tool_error_kind()` with [`AuthoredKind`], [`BoxableKind`] and
+/// [`DisplayKind`] in scope, then the kind's `internal(e)` (the default) or `shown(e)`
+/// (`#[tool(errors = "shown")]`). The first kind that applies wins:
+///
+/// | `E` | kind | default | `errors = "shown"` |
+/// |---|---|---|---|
+/// | `ToolError` | [`Authored`] | as made | as made |
+/// | `String`, `&str`, `Cow<str>`, `Box<str>` | [`Authored`] | shown as written | shown as written |
+/// | `Box<dyn Error>`, `Box<dyn Error + Send>` | [`Authored`] (chain read now) | internal | `Display` shown, chain to `detail` |
+/// | `E: Into<Box<dyn Error + Send + Sync>>`: any `std::error::Error`, `Box<dyn Error + Send + Sync>`, `anyhow::Error` | [`Boxable`] | internal | `Display` shown, chain to `detail` |
+/// | any other `E: Display` | [`Displayed`] | internal, `detail` from `{:#}` | `Display` shown |
+///
+/// Internal: the model reads [`INTERNAL_ERROR_MESSAGE`](crate::INTERNAL_ERROR_MESSAGE) and the
+/// error's text goes to the audit line's `detail`. A `Display`-only error's chain is read from
+/// its alternate form `{:#}`, which `anyhow::Error` and `eyre::Report` write as `outer: cause:
+/// root`.
+pub struct ErrorOf<E>(PhantomData<fn() -> E>);
 
-/// The preferred conversion of [`ErrorOf`]: `E: Into<ToolError>`.
-#[diagnostic::on_unimplemented(
-    message = "a tool's error type must convert into `ToolError` or implement `Display`",
-    note = "return `Result<T, E>` with `E: std::error::Error`, `String`, or `ToolError`"
-)]
-pub trait ViaInto {
-    /// Converts.
-    fn into_tool_error(self) -> ToolError;
-}
-
-impl<E: Into<ToolError>> ViaInto for ErrorOf<E> {
-    fn into_tool_error(self) -> ToolError {
-        self.0.into()
+impl<E> ErrorOf<E> {
+    /// The kind probe for `error`'s type (the value is converted afterwards, by the kind).
+    pub fn of(_error: &E) -> Self {
+        ErrorOf(PhantomData)
     }
 }
 
-/// The fallback conversion of [`ErrorOf`]: `E: Display`, the text the model reads.
-pub trait ViaDisplay {
-    /// Converts.
-    fn into_tool_error(self) -> ToolError;
+/// The error types of the [`Authored`] kind: text written for the model (`String`, `&str`,
+/// `Cow<str>`, `Box<str>`), a `ToolError` as made, and the boxed errors that are not `Send`
+/// (their chain read now).
+pub trait AuthoredError {
+    /// Converts, for a tool without `errors = "shown"`.
+    fn internal(self) -> ToolError;
+    /// Converts, for a tool with `errors = "shown"`.
+    fn shown(self) -> ToolError;
 }
 
-impl<E: Display> ViaDisplay for &ErrorOf<E> {
-    fn into_tool_error(self) -> ToolError {
-        ToolError::new(self.0.to_string())
+impl AuthoredError for ToolError {
+    fn internal(self) -> ToolError {
+        self
+    }
+    fn shown(self) -> ToolError {
+        self
     }
 }
+
+macro_rules! authored_text {
+    ($($t:ty),*) => {$(
+        impl AuthoredError for $t {
+            fn internal(self) -> ToolError {
+                ToolError::new(String::from(self))
+            }
+            fn shown(self) -> ToolError {
+                ToolError::new(String::from(self))
+            }
+        }
+    )*};
+}
+
+authored_text!(String, &str, Cow<'_, str>, Box<str>);
+
+macro_rules! unsendable_box {
+    ($($t:ty),*) => {$(
+        // Not `Send`: the error cannot be kept, so its chain is read now.
+        impl AuthoredError for $t {
+            fn internal(self) -> ToolError {
+                ToolError::internal(Noted::read(&*self))
+            }
+            fn shown(self) -> ToolError {
+                ToolError::for_model(Noted::read(&*self))
+            }
+        }
+    )*};
+}
+
+unsendable_box!(Box<dyn StdError>, Box<dyn StdError + Send>);
+
+/// The kind of a `ToolError`, `String` or `&str` error (and other [`AuthoredError`]s).
+pub struct Authored;
+
+impl Authored {
+    /// See [`ErrorOf`].
+    pub fn internal<E: AuthoredError>(self, error: E) -> ToolError {
+        error.internal()
+    }
+    /// See [`ErrorOf`].
+    pub fn shown<E: AuthoredError>(self, error: E) -> ToolError {
+        error.shown()
+    }
+}
+
+/// The kind of an error that boxes into `Box<dyn Error + Send + Sync>`: any `std::error::Error
+/// + Send + Sync + 'static`, a boxed one, `anyhow::Error`.
+pub struct Boxable;
+
+impl Boxable {
+    /// See [`ErrorOf`].
+    pub fn internal<E: Into<Box<dyn StdError + Send + Sync + 'static>>>(
+        self,
+        error: E,
+    ) -> ToolError {
+        ToolError::internal(error)
+    }
+    /// See [`ErrorOf`].
+    pub fn shown<E: Into<Box<dyn StdError + Send + Sync + 'static>>>(self, error: E) -> ToolError {
+        ToolError::for_model(error)
+    }
+}
+
+/// The kind of an error known only by its `Display`.
+pub struct Displayed;
+
+impl Displayed {
+    /// See [`ErrorOf`].
+    pub fn internal<E: Display>(self, error: E) -> ToolError {
+        ToolError::internal(Noted::new(format!("{error:#}"), None))
+    }
+    /// See [`ErrorOf`]: the `Display` is shown; the alternate form, when it says more, goes to
+    /// `detail` (without the `Display` it starts with).
+    pub fn shown<E: Display>(self, error: E) -> ToolError {
+        let (text, full) = (error.to_string(), format!("{error:#}"));
+        let rest = match full.strip_prefix(text.as_str()) {
+            _ if full == text => None,
+            Some(rest) => rest.strip_prefix(": ").map(str::to_owned),
+            None => Some(full.clone()),
+        };
+        ToolError::for_model(Noted::new(text, rest))
+    }
+}
+
+/// The first kind of [`ErrorOf`]: [`Authored`].
+pub trait AuthoredKind {
+    /// The kind.
+    fn tool_error_kind(&self) -> Authored {
+        Authored
+    }
+}
+
+impl<E: AuthoredError> AuthoredKind for &&ErrorOf<E> {}
+
+/// The second kind of [`ErrorOf`]: [`Boxable`].
+pub trait BoxableKind {
+    /// The kind.
+    fn tool_error_kind(&self) -> Boxable {
+        Boxable
+    }
+}
+
+impl<E: Into<Box<dyn StdError + Send + Sync + 'static>>> BoxableKind for &ErrorOf<E> {}
+
+/// The last kind of [`ErrorOf`]: [`Displayed`].
+pub trait DisplayKind {
+    /// The kind.
+    fn tool_error_kind(&self) -> Displayed {
+        Displayed
+    }
+}
+
+// Unbounded, so the probe always finds a kind: an error type that is not even `Display` fails
+// at `Displayed`'s conversion, with rustc's "`E` doesn't implement `std::fmt::Display`" on the
+// tool's return type.
+impl<E> DisplayKind for ErrorOf<E> {}
 
 /// A parameter the macros inject instead of reading it from the model's input (after axum's
 /// extractors): the generated code calls `<T as Inject>::inject(env)` with the span of the

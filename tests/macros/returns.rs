@@ -40,7 +40,8 @@ mod tools {
         SearchResult { hits }
     }
 
-    /// An `io::Result`, whose error keeps its source for the audit line.
+    /// An `io::Result`: its error is internal (the model reads the generic text; the error goes
+    /// to the audit line's `detail`).
     #[tool]
     pub(crate) fn read_config(
         /// Whether the file is missing.
@@ -107,7 +108,7 @@ fn a_struct_named_like_a_result_is_an_output() {
 fn a_path_qualified_result_is_a_result() {
     assert_eq!(
         answer(&call("read_config", json!({"missing": true}))),
-        (true, "config.toml is missing".to_owned())
+        (true, toolgate::INTERNAL_ERROR_MESSAGE.to_owned())
     );
     assert_eq!(
         answer(&call("read_config", json!({"missing": false}))),

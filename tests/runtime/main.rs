@@ -13,6 +13,7 @@ mod chain;
 mod concurrency;
 mod context;
 mod deadlines;
+mod errors;
 mod limits;
 mod observers;
 mod outcomes;

@@ -58,6 +58,7 @@ fn dispatcher() -> Dispatcher {
                 "payload" => std::panic::panic_any(InjectedPayload),
                 "display" => Err(ToolError::internal(BadDisplay)),
                 "converted" => Err(ToolError::from(BadDisplay)),
+                "for_model" => Err(ToolError::for_model(BadDisplay)),
                 _ => Ok("done".to_owned()),
             }
         }))
@@ -87,11 +88,12 @@ fn no_panic_escapes() {
         let call = ToolUse::new("t", name, input);
         toolgate::block_on(s.call(&call))
     };
-    let (hook_halt, payload, display, converted, fragile, fine) = (
+    let (hook_halt, payload, display, converted, for_model, fragile, fine) = (
         run("act", json!({"mode": "hook_payload"})),
         run("act", json!({"mode": "payload"})),
         run("act", json!({"mode": "display"})),
         run("act", json!({"mode": "converted"})),
+        run("act", json!({"mode": "for_model"})),
         run("count", json!({"n": 13})),
         run("count", json!({"n": 12})),
     );
@@ -110,8 +112,10 @@ fn no_panic_escapes() {
     let r = display.unwrap();
     assert!(r.is_error);
     assert_eq!(r.content_text(), INTERNAL_ERROR_MESSAGE);
-    // `ToolError::from` reads Display inside the tool: the tool panicked.
-    assert_eq!(converted.unwrap().content_text(), PANIC_TEXT);
+    // `ToolError::from` is internal too: Display read by the pipeline, caught there.
+    assert_eq!(converted.unwrap().content_text(), INTERNAL_ERROR_MESSAGE);
+    // `ToolError::for_model` reads Display inside the tool: the tool panicked.
+    assert_eq!(for_model.unwrap().content_text(), PANIC_TEXT);
     assert_eq!(
         fragile.unwrap().content_text(),
         "Error: invalid input for tool `count`: the input could not be read (the tool's input \
@@ -119,12 +123,12 @@ fn no_panic_escapes() {
     );
     assert_eq!(fine.unwrap().content_text(), "12");
     let summary = s.end();
-    assert_eq!(summary.calls, 6);
+    assert_eq!(summary.calls, 7);
     assert_eq!(
         summary.outcomes.into_iter().collect::<Vec<_>>(),
         [
             (Outcome::Ok, 1),
-            (Outcome::ToolError, 1),
+            (Outcome::ToolError, 2),
             (Outcome::Panicked, 2),
             (Outcome::InvalidInput, 1),
             (Outcome::HookFailed, 1),

@@ -518,8 +518,9 @@ fn tools_without_model_arguments_build_and_run() {
 }
 
 mod error_types {
-    //! A tool's error may be any `std::error::Error`, a `ToolError`, or anything `Display`
-    //! (`String`, `anyhow::Error`), also behind an alias whose name ends in `Result`.
+    //! A tool's error may be any `std::error::Error` (internal unless opted in), a `ToolError`,
+    //! a `String` (shown), or anything `Display` (`anyhow::Error`, internal), also behind an
+    //! alias whose name ends in `Result`. Every path is pinned in `errors.rs`.
     use toolgate::{ToolError, tool};
 
     pub(crate) type ToolResult<T> = Result<T, String>;
@@ -550,7 +551,7 @@ mod error_types {
         }
     }
 
-    /// Fails with an io::Error (its Display is the message).
+    /// Fails with an io::Error (internal: its Display goes to `detail`).
     #[tool]
     pub(crate) fn io_error(
         /// Whether to fail.
@@ -615,7 +616,7 @@ fn every_error_type_becomes_an_is_error_result() {
     );
     assert_eq!(
         run("io_error", true),
-        ToolResult::error("t", "disk quota exceeded")
+        ToolResult::error("t", toolgate::INTERNAL_ERROR_MESSAGE)
     );
     assert_eq!(
         run("internal", true),
@@ -623,7 +624,7 @@ fn every_error_type_becomes_an_is_error_result() {
     );
     let summary = s.end();
     assert_eq!(summary.outcomes.get(&Outcome::ToolError), Some(&4));
-    // Only the internal error has operator detail: its error and source chain, joined.
+    // Only the internal errors have operator detail: the error and its source chain, joined.
     let lines: Vec<(Value, Value, Value, Option<Value>)> =
         support::json_lines(&dir.join("audit_log.jsonl"))
             .into_iter()
@@ -656,7 +657,12 @@ fn every_error_type_becomes_an_is_error_result() {
             ),
             line("aliased", "ok", "fine", None),
             line("aliased", "tool_error", "aliased failure", None),
-            line("io_error", "tool_error", "disk quota exceeded", None),
+            line(
+                "io_error",
+                "tool_error",
+                toolgate::INTERNAL_ERROR_MESSAGE,
+                Some("disk quota exceeded"),
+            ),
             line(
                 "internal",
                 "tool_error",

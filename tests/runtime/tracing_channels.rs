@@ -125,3 +125,55 @@ fn a_wrapped_callers_internal_error_sends_its_chain_to_tracing() {
         ]
     );
 }
+
+#[test]
+fn a_wrapped_caller_forwarding_a_driver_error_with_question_mark_shows_the_model_the_generic_text()
+{
+    use crate::errors::{DSN_CHAIN, REFUSED, REFUSED_CAUSE, Refused, query};
+    let legacy = sync_caller(
+        vec![
+            json!({"name": "ledger", "description": "Reads the ledger.",
+                   "input_schema": {"type": "object", "properties": {}}}),
+            json!({"name": "refund", "description": "Refunds.",
+                   "input_schema": {"type": "object", "properties": {}}}),
+        ],
+        |_ctx, call| {
+            if call.name == "refund" {
+                return Err(ToolError::for_model(Refused::new()));
+            }
+            let rows = query()?;
+            Ok(rows)
+        },
+    );
+    let d = Dispatcher::builder().wrap(legacy).build().unwrap();
+    let mut results = Vec::new();
+    let events = captured(|| {
+        let s = d.session(HookContext::builder("u_1", "sess_trace").build());
+        for (id, name) in [("toolu_7", "ledger"), ("toolu_8", "refund")] {
+            let r = toolgate::block_on(s.call(&ToolUse::new(id, name, json!({})))).unwrap();
+            results.push(serde_json::to_value(r).unwrap());
+        }
+    });
+    assert_eq!(
+        results,
+        [
+            json!({"type": "tool_result", "tool_use_id": "toolu_7", "is_error": true,
+                   "content": toolgate::INTERNAL_ERROR_MESSAGE}),
+            json!({"type": "tool_result", "tool_use_id": "toolu_8", "is_error": true,
+                   "content": REFUSED}),
+        ]
+    );
+    assert_eq!(
+        events,
+        [
+            format!(
+                "WARN toolgate::caller message=wrapped tool failed tool_use_id=toolu_7 \
+                 tool=ledger detail={DSN_CHAIN}"
+            ),
+            format!(
+                "WARN toolgate::caller message=wrapped tool failed tool_use_id=toolu_8 \
+                 tool=refund detail={REFUSED_CAUSE}"
+            ),
+        ]
+    );
+}

@@ -6,7 +6,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use syn::{Attribute, Ident, LitStr, Type};
 
-use crate::args::{self, Keys};
+use crate::args::{self, Arg, Keys};
 use crate::companion::{ToolName, name_problem, unraw};
 use crate::ctxt::Ctxt;
 use crate::doc::{doc_text, is_doc, non_literal_doc};
@@ -21,6 +21,7 @@ const KEYS: Keys = Keys {
         "allow_unknown_fields",
         "timeout_ms",
         "crate",
+        "errors",
     ],
 };
 
@@ -39,6 +40,8 @@ pub(crate) struct ToolSpec {
     pub(crate) allow_unknown_fields: bool,
     /// `timeout_ms = N` (async tools only).
     pub(crate) timeout_ms: Option<u64>,
+    /// `errors = "shown"`: the error type's `Display` is written for the model.
+    pub(crate) errors_shown: bool,
     /// The parameters in declaration order, the order the call passes them in.
     pub(crate) params: Vec<ToolParam>,
 }
@@ -78,6 +81,7 @@ struct ToolArgs {
     description: Option<LitStr>,
     allow_unknown_fields: bool,
     timeout_ms: Option<(u64, Span)>,
+    errors_shown: bool,
     krate: TokenStream,
 }
 
@@ -88,6 +92,7 @@ impl ToolArgs {
             description: None,
             allow_unknown_fields: false,
             timeout_ms: None,
+            errors_shown: false,
             krate: quote!(::toolgate),
         };
         for a in &args::parse(args, &KEYS, cx) {
@@ -100,6 +105,7 @@ impl ToolArgs {
                 }
                 "description" => out.description = a.lit_str(cx),
                 "allow_unknown_fields" => out.allow_unknown_fields = a.flag(cx),
+                "errors" => out.errors_shown = check_errors(cx, a),
                 _ => a.common(cx, &mut out.krate, &mut out.timeout_ms),
             }
         }
@@ -133,7 +139,41 @@ impl ToolSpec {
             description,
             allow_unknown_fields: args.allow_unknown_fields,
             timeout_ms: args.timeout_ms.map(|(ms, _)| ms),
+            errors_shown: args.errors_shown,
             params,
+        }
+    }
+}
+
+/// `errors = "shown"`, the only value: the tool's error type's `Display` is written for the model.
+/// (Without it, the model reads a generic message for any error but `ToolError`, `String` and
+/// `&str`.)
+fn check_errors(cx: &mut Ctxt, arg: &Arg) -> bool {
+    const VALID: &str = "valid values: `\"shown\"` (the model reads the error type's `Display`); \
+                         leave `errors` out for the default (the model reads a generic message \
+                         for any error but `ToolError`, `String` and `&str`)";
+    let Some(value) = &arg.value else {
+        cx.at(
+            arg.key_span,
+            format_args!("`errors` needs a value; {VALID}"),
+        );
+        return false;
+    };
+    match syn::parse2::<LitStr>(value.clone()) {
+        Ok(lit) if lit.value() == "shown" => true,
+        Ok(lit) => {
+            cx.spanned(
+                &lit,
+                format_args!("unknown value `{:?}` for `errors`; {VALID}", lit.value()),
+            );
+            false
+        }
+        Err(_) => {
+            cx.spanned(
+                value,
+                format_args!("`errors` takes a string literal; {VALID}"),
+            );
+            false
         }
     }
 }

@@ -178,17 +178,27 @@ fn call_body(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
 }
 
 /// `__out` as the result text. `Result` or not is decided by the type (an alias counts), not by
-/// its spelling; spanned on the return type, where a type error belongs.
+/// its spelling; spanned on the return type, where a type error belongs. An `Err` becomes a
+/// `ToolError` by its type's kind (`__private::ErrorOf`): shown as written for `ToolError`,
+/// `String` and `&str`, internal for any other type unless `errors = "shown"`.
 fn output_text(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
-    quote_spanned!(return_span(&spec.func)=> {
+    // The error's kind (`ErrorOf`) is chosen by its type; `errors = "shown"` picks the kind's
+    // model-facing conversion.
+    let span = return_span(&spec.func);
+    let convert = if spec.errors_shown {
+        quote_spanned!(span=> shown)
+    } else {
+        quote_spanned!(span=> internal)
+    };
+    quote_spanned!(span=> {
         #[allow(unused_imports)]
-        use #p::{SplitPlain as _, SplitResult as _, ViaDisplay as _, ViaInto as _};
+        use #p::{AuthoredKind as _, BoxableKind as _, DisplayKind as _, SplitPlain as _, SplitResult as _};
         // A plain output's `Err` arm has the empty type `Infallible`.
         #[allow(unreachable_patterns)]
         let __text = match #p::Returned(::core::option::Option::Some(__out)).split() {
             ::core::option::Option::Some(::core::result::Result::Ok(v)) => #p::output_text(v),
             ::core::option::Option::Some(::core::result::Result::Err(e)) => {
-                ::core::result::Result::Err(#p::ErrorOf(e).into_tool_error())
+                ::core::result::Result::Err((&&&#p::ErrorOf::of(&e)).tool_error_kind().#convert(e))
             }
             ::core::option::Option::None => ::core::result::Result::Err(
                 #p::ToolError::internal("toolgate: the tool's output was taken twice"),
