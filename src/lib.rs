@@ -64,7 +64,10 @@
 //!    validated again and seen by later hooks and the tool; an error, a panic or a deadline
 //!    halts the agent with [`Halt`] (fail closed: the tool does not run).
 //! 5. **Tool**: its value becomes the text (a JSON string is the text itself); its error is an
-//!    `is_error` result with the error's `Display`; a panic is caught.
+//!    `is_error` result: the tool's message when it was written for the model, else the generic
+//!    [`INTERNAL_ERROR_MESSAGE`] with the error in the audit line's `detail` (see
+//!    [What the model reads when a tool fails](#what-the-model-reads-when-a-tool-fails)); a
+//!    panic is caught.
 //! 6. **PostToolUse observers** see a read-only [`CallRecord`], whatever the outcome; the
 //!    [`AuditLog`] runs last.
 //! 7. **Stop**: [`Session::end`] (or dropping the session) runs the Stop hooks once.
@@ -72,7 +75,7 @@
 //! | outcome | tool ran | `is_error` | content starts with |
 //! |---|---|---|---|
 //! | `ok` | yes | false | the tool's output |
-//! | `tool_error` | yes | true | the tool's message |
+//! | `tool_error` | yes | true | the tool's message for the model, or the generic [`INTERNAL_ERROR_MESSAGE`] |
 //! | `panicked` | yes | true | a generic failure message |
 //! | `tool_timeout` | yes, cut | true | a message naming the deadline |
 //! | `blocked` | no | true | `BLOCKED: ` |
@@ -89,12 +92,11 @@
 //!
 //! On a free function, sync or `async`, that returns `T` or `Result<T, E>` with
 //! `T: Serialize` (a `T` that serializes to a JSON string is the text itself; `()` is an empty
-//! text). The error `E` becomes the `is_error` result: through `Into<ToolError>` when it has it
-//! (any `std::error::Error`, whose `Display` the model reads and whose source chain goes to the
-//! audit line's `detail`, or a [`ToolError`]), otherwise through `Display` (`String`,
-//! `anyhow::Error`). Whether the return type is a `Result` is decided by the type, not its
-//! spelling: `io::Result<T>` and an alias `type Outcome = Result<…>` are results, and a
-//! struct named `SearchResult` is a plain output.
+//! text). The error `E` becomes an `is_error` result by the rule of the next section: a
+//! [`ToolError`], a `String` or a `&str` is shown as written; any other error type is internal
+//! unless the tool says `errors = "shown"`. Whether the return type is a `Result` is decided by
+//! the type, not its spelling: `io::Result<T>` and an alias `type Outcome = Result<…>` are
+//! results, and a struct named `SearchResult` is a plain output.
 //!
 //! - **Description**: the function's doc comment (wrapped lines are joined), or
 //!   `#[tool(description = "…")]`. A tool without one does not compile.
@@ -116,6 +118,8 @@
 //!   ignores) unknown input fields.
 //! - `#[tool(timeout_ms = N)]` (async tools only) cuts the tool at its deadline:
 //!   `tool_timeout`. Deadlines need a [`Timer`] on the dispatcher.
+//! - `#[tool(errors = "shown")]`: the tool's error type's `Display` is written for the model,
+//!   which reads it (its `source()` chain still goes to `detail`). `"shown"` is the only value.
 //! - `#[tool(crate = path)]` for crates that re-export toolgate under another path.
 //!
 //! The function stays callable as written; the registered tool calls it directly by path, so
@@ -127,6 +131,91 @@
 //! function (`use tools::{lookup_user, __toolgate_tool_lookup_user};`); a tool defined inside a
 //! function body cannot be named by a hook. Everything else it generates lives in
 //! `const _: () = { … };`.
+//!
+//! # What the model reads when a tool fails
+//!
+//! **Only text written for the model is shown to it.** A driver or HTTP error forwarded with `?`
+//! routinely holds a DSN with its password, a signed URL or a key, so every error is internal
+//! unless it was written for the model or opted in:
+//!
+//! | the tool's error | the model reads | the audit line's `detail` |
+//! |---|---|---|
+//! | [`ToolError::new`]`(text)`, a `String`, a `&str` | the text | – |
+//! | any `std::error::Error` (with `?` into `ToolError`, or as the tool's `E`), `Box<dyn Error>`, [`ToolError::internal`] | [`INTERNAL_ERROR_MESSAGE`] | its `Display` and `source()` chain, joined with `": "` |
+//! | a `Display`-only type such as `anyhow::Error` as the tool's `E` | [`INTERNAL_ERROR_MESSAGE`] | its alternate form `{:#}` (anyhow's whole chain) |
+//! | [`ToolError::for_model`]`(e)`, or any error of a `#[tool(errors = "shown")]` tool | `e`'s `Display` | its `source()` chain |
+//!
+//! Rust's coherence rules forbid a per-type `From<MyError> for ToolError` beside the blanket
+//! `From<E: Error>`, so the opt-in is on the value (`.map_err(ToolError::for_model)?`) or on the
+//! tool (`errors = "shown"`). `errors = "shown"` does not reach inside a `ToolError`: a tool
+//! returning `Result<T, ToolError>` chooses per value.
+//!
+//! ```standalone_crate
+//! use serde_json::json;
+//! use toolgate::{Dispatcher, HookContext, INTERNAL_ERROR_MESSAGE, ToolError, ToolUse, tool};
+//!
+//! /// The database driver's error: its text names the DSN, password included.
+//! #[derive(Debug)]
+//! struct DriverError;
+//! impl std::fmt::Display for DriverError {
+//!     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+//!         f.write_str("postgres://billing:s3cr3t@db-7/ledger: connection refused")
+//!     }
+//! }
+//! impl std::error::Error for DriverError {}
+//!
+//! fn balance_of(_account: &str) -> Result<u64, DriverError> {
+//!     Err(DriverError)
+//! }
+//!
+//! /// Why a transfer was refused; its `Display` is written for the model.
+//! #[derive(Debug)]
+//! struct Refused(u64);
+//! impl std::fmt::Display for Refused {
+//!     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+//!         write!(f, "Transfer refused: at most {} cents can be moved today.", self.0)
+//!     }
+//! }
+//! impl std::error::Error for Refused {}
+//!
+//! /// Gets an account's balance, in cents.
+//! #[tool]
+//! fn get_balance(
+//!     /// The account, e.g. `acc_1`.
+//!     account: String,
+//! ) -> Result<u64, ToolError> {
+//!     let cents = balance_of(&account)?; // internal: the model never reads the DSN
+//!     Ok(cents)
+//! }
+//!
+//! /// Moves money between the customer's accounts.
+//! #[tool(errors = "shown")]
+//! fn transfer(
+//!     /// The amount, in cents.
+//!     cents: u64,
+//! ) -> Result<String, Refused> {
+//!     if cents > 5000 { Err(Refused(5000)) } else { Ok("moved".into()) }
+//! }
+//!
+//! fn main() -> Result<(), toolgate::BuildError> {
+//!     let dispatcher = Dispatcher::builder().registered_under(module_path!()).build()?;
+//!     let session = dispatcher.session(HookContext::builder("u_1", "sess_1").build());
+//!     let call = ToolUse::new("toolu_1", "get_balance", json!({"account": "acc_1"}));
+//!     let result = toolgate::block_on(session.call(&call)).expect("no hook failed");
+//!     assert_eq!(
+//!         serde_json::to_value(&result).unwrap(),
+//!         json!({"type": "tool_result", "tool_use_id": "toolu_1", "is_error": true,
+//!                "content": INTERNAL_ERROR_MESSAGE})
+//!     );
+//!     let call = ToolUse::new("toolu_2", "transfer", json!({"cents": 9000}));
+//!     let result = toolgate::block_on(session.call(&call)).expect("no hook failed");
+//!     assert_eq!(
+//!         result.content_text(),
+//!         "Transfer refused: at most 5000 cents can be moved today."
+//!     );
+//!     Ok(())
+//! }
+//! ```
 //!
 //! # Hooks
 //!

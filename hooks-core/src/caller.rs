@@ -42,12 +42,16 @@ pub trait ToolCaller: Send + Sync + 'static {
 }
 
 /// A plain synchronous closure as a [`ToolCaller`]: `Ok(text)` becomes a result, `Err(e)` an
-/// `is_error` result with `e`'s message. Made with [`sync_caller`].
+/// `is_error` result with `e`'s [`message`](ToolError::message): the text of a
+/// [`ToolError::new`] or [`ToolError::for_model`], and the generic
+/// [`INTERNAL_ERROR_MESSAGE`](crate::INTERNAL_ERROR_MESSAGE) for an internal error (a library
+/// error forwarded with `?`, or [`ToolError::internal`]). Made with [`sync_caller`].
 ///
-/// A [`ToolCaller`] answers with a `tool_result` only, so the operator-only detail of a
-/// [`ToolError::internal`] (its source chain) cannot reach the wrapping dispatcher's audit line;
-/// it goes to `tracing` instead (target `toolgate::caller`, level `warn`, fields
-/// `tool_use_id`, `tool`, `detail`).
+/// A [`ToolCaller`] answers with a `tool_result` only, so the operator-only
+/// [`detail`](ToolError::detail) (an internal error's `Display` and source chain, a
+/// `for_model` error's source chain) cannot reach the wrapping dispatcher's audit line; it goes
+/// to `tracing` instead (target `toolgate::caller`, level `warn`, fields `tool_use_id`, `tool`,
+/// `detail`).
 pub struct SyncCaller<F> {
     definitions: Vec<Value>,
     f: F,

@@ -132,7 +132,8 @@ impl ToolDef {
 
     /// A synchronous tool: `f` gets the [`Env`] (context and states) and the validated
     /// arguments, and returns the text the model reads (see [`output_text`]) or a
-    /// [`ToolError`]. Called directly: no future is allocated.
+    /// [`ToolError`]. A library error forwarded with `?` is internal (the model reads the
+    /// generic message; see [`ToolError`]). Called directly: no future is allocated.
     pub fn sync<A, F>(
         name: impl Into<Cow<'static, str>>,
         description: impl Into<Cow<'static, str>>,

@@ -79,7 +79,7 @@
 //! | `timer.rs` | deadlines: [`Timer`], `TokioTimer`, a future raced against its deadline |
 //! | `texts.rs` | every text toolgate writes for the model ([`INTERNAL_ERROR_MESSAGE`] among them) |
 //! | `outcome.rs` | what observers see: [`Outcome`], [`CallRecord`], [`SessionSummary`] |
-//! | `error.rs` | [`ToolError`], [`HookError`], [`Halt`], [`RespondError`] |
+//! | `error.rs` | [`ToolError`] (what the model reads, what the operator logs), [`HookError`], [`Halt`], [`RespondError`] |
 //! | `session.rs` | [`Session`]: `call`, `respond`, the Stop hooks and the summary |
 //! | `stats.rs` | a session's counters; the observer channel (`tracing` and `observer_errors`) |
 //! | `audit.rs` | [`AuditLog`]: the built-in observer and Stop hook that append JSON lines |
@@ -92,7 +92,7 @@
 //! | `provider/gemini.rs` | Gemini: `functionDeclarations`, `functionCall` in, `functionResponse` out |
 //! | `provider/mcp.rs` | MCP: `tools/list` entries, `tools/call` in, `CallToolResult` out |
 //! | `provider/subset.rs` | what the providers' schema transforms share |
-//! | `macro_support.rs` | what the macros' generated code calls (not public API) |
+//! | `macro_support.rs` | what the macros' generated code calls (not public API), a tool's error converted by its type's kind among them |
 //! | `lib.rs` | this page, the re-exports and [`block_on`] |
 #![forbid(unsafe_code)]
 

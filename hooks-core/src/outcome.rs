@@ -16,7 +16,7 @@ use crate::time::Rfc3339;
 /// | outcome | tool ran | `is_error` | content starts with |
 /// |---|---|---|---|
 /// | `ok` | yes | false | the tool's output |
-/// | `tool_error` | yes | true | the tool's message |
+/// | `tool_error` | yes | true | the tool's message for the model, or the generic [`INTERNAL_ERROR_MESSAGE`](crate::INTERNAL_ERROR_MESSAGE) |
 /// | `panicked` | yes | true | a generic failure message |
 /// | `tool_timeout` | yes, cut | true | a message naming the deadline |
 /// | `blocked` | no | true | `BLOCKED: ` |
@@ -124,8 +124,8 @@ pub struct CallRecord<'a> {
     pub blocked_by: Option<&'a str>,
     /// The full paths of the hooks that rewrote the input, in order.
     pub rewritten_by: &'a [&'a str],
-    /// Operator-only text: a panic message, an error's source chain, a validation detail. Never
-    /// shown to the model.
+    /// Operator-only text: a panic message, an internal tool error with its source chain (see
+    /// [`ToolError`](crate::ToolError)), a validation detail. Never shown to the model.
     pub detail: Option<&'a str>,
     /// The full size in bytes of the content when it was cut to the dispatcher's limit.
     pub content_bytes: Option<usize>,

@@ -14,7 +14,9 @@ use std::time::Duration;
 
 // The tool ran, or was meant to, and failed.
 
-/// The message the model reads when a tool fails in a way it must not see the details of.
+/// The message the model reads when a tool fails with an error not written for it: a library
+/// error forwarded with `?`, [`ToolError::internal`](crate::ToolError::internal), any error of
+/// a `#[tool]` but `ToolError`, `String` and `&str` unless the tool says `errors = "shown"`.
 pub const INTERNAL_ERROR_MESSAGE: &str = "Error: the tool failed with an internal error. The details were logged for the operator; \
      retrying the same call will not help.";
 
