@@ -106,15 +106,15 @@ impl<T> SplitPlain for &mut Returned<T> {
 /// A tool's error on its way to a [`ToolError`], by the rule "only text written for the model
 /// is shown to it". The conversion is chosen by the error's type at compile time, by method
 /// resolution (autoref specialization, after anyhow's `kind.rs`): the generated code calls
-/// `(&&&ErrorOf::of(&e)).tool_error_kind()` with [`AuthoredKind`], [`BoxableKind`] and
+/// `(&&&ErrorOf::of(&e)).tool_error_kind()` with [`ListedKind`], [`BoxableKind`] and
 /// [`DisplayKind`] in scope, then the kind's `internal(e)` (the default) or `shown(e)`
 /// (`#[tool(errors = "shown")]`). The first kind that applies wins:
 ///
 /// | `E` | kind | default | `errors = "shown"` |
 /// |---|---|---|---|
-/// | `ToolError` | [`Authored`] | as made | as made |
-/// | `String`, `&str`, `Cow<str>`, `Box<str>` | [`Authored`] | shown as written | shown as written |
-/// | `Box<dyn Error>`, `Box<dyn Error + Send>` | [`Authored`] (chain read now) | internal | `Display` shown, chain to `detail` |
+/// | `ToolError` | [`Listed`] | as made | as made |
+/// | `String`, `&str`, `Cow<str>`, `Box<str>` | [`Listed`] | shown as written | shown as written |
+/// | `Box<dyn Error>`, `Box<dyn Error + Send>` | [`Listed`] (chain read now) | internal | `Display` shown, chain to `detail` |
 /// | `E: Into<Box<dyn Error + Send + Sync>>`: any `std::error::Error`, `Box<dyn Error + Send + Sync>`, `anyhow::Error` | [`Boxable`] | internal | `Display` shown, chain to `detail` |
 /// | any other `E: Display` | [`Displayed`] | internal, `detail` from `{:#}` | `Display` shown |
 ///
@@ -131,17 +131,18 @@ impl<E> ErrorOf<E> {
     }
 }
 
-/// The error types of the [`Authored`] kind: text written for the model (`String`, `&str`,
-/// `Cow<str>`, `Box<str>`), a `ToolError` as made, and the boxed errors that are not `Send`
-/// (their chain read now).
-pub trait AuthoredError {
+/// The error types of the [`Listed`] kind, each listed by name (no blanket impl, so none
+/// overlaps another kind): text written for the model (`String`, `&str`, `Cow<str>`,
+/// `Box<str>`), a `ToolError` as made, and the boxed errors that are not `Send` (their chain read
+/// now, since they cannot be kept).
+pub trait ListedError {
     /// Converts, for a tool without `errors = "shown"`.
     fn internal(self) -> ToolError;
     /// Converts, for a tool with `errors = "shown"`.
     fn shown(self) -> ToolError;
 }
 
-impl AuthoredError for ToolError {
+impl ListedError for ToolError {
     fn internal(self) -> ToolError {
         self
     }
@@ -152,7 +153,7 @@ impl AuthoredError for ToolError {
 
 macro_rules! authored_text {
     ($($t:ty),*) => {$(
-        impl AuthoredError for $t {
+        impl ListedError for $t {
             fn internal(self) -> ToolError {
                 ToolError::new(String::from(self))
             }
@@ -168,7 +169,7 @@ authored_text!(String, &str, Cow<'_, str>, Box<str>);
 macro_rules! unsendable_box {
     ($($t:ty),*) => {$(
         // Not `Send`: the error cannot be kept, so its chain is read now.
-        impl AuthoredError for $t {
+        impl ListedError for $t {
             fn internal(self) -> ToolError {
                 ToolError::internal(Noted::read(&*self))
             }
@@ -181,16 +182,16 @@ macro_rules! unsendable_box {
 
 unsendable_box!(Box<dyn StdError>, Box<dyn StdError + Send>);
 
-/// The kind of a `ToolError`, `String` or `&str` error (and other [`AuthoredError`]s).
-pub struct Authored;
+/// The kind of a `ToolError`, a `String` or `&str` error, and the other [`ListedError`]s.
+pub struct Listed;
 
-impl Authored {
+impl Listed {
     /// See [`ErrorOf`].
-    pub fn internal<E: AuthoredError>(self, error: E) -> ToolError {
+    pub fn internal<E: ListedError>(self, error: E) -> ToolError {
         error.internal()
     }
     /// See [`ErrorOf`].
-    pub fn shown<E: AuthoredError>(self, error: E) -> ToolError {
+    pub fn shown<E: ListedError>(self, error: E) -> ToolError {
         error.shown()
     }
 }
@@ -225,24 +226,25 @@ impl Displayed {
     /// `detail` (without the `Display` it starts with).
     pub fn shown<E: Display>(self, error: E) -> ToolError {
         let (text, full) = (error.to_string(), format!("{error:#}"));
-        let rest = match full.strip_prefix(text.as_str()) {
-            _ if full == text => None,
-            Some(rest) => rest.strip_prefix(": ").map(str::to_owned),
-            None => Some(full.clone()),
-        };
+        let rest = (full != text).then(|| {
+            full.strip_prefix(text.as_str())
+                .and_then(|rest| rest.strip_prefix(": "))
+                .unwrap_or(&full)
+                .to_owned()
+        });
         ToolError::for_model(Noted::new(text, rest))
     }
 }
 
-/// The first kind of [`ErrorOf`]: [`Authored`].
-pub trait AuthoredKind {
+/// The first kind of [`ErrorOf`]: [`Listed`].
+pub trait ListedKind {
     /// The kind.
-    fn tool_error_kind(&self) -> Authored {
-        Authored
+    fn tool_error_kind(&self) -> Listed {
+        Listed
     }
 }
 
-impl<E: AuthoredError> AuthoredKind for &&ErrorOf<E> {}
+impl<E: ListedError> ListedKind for &&ErrorOf<E> {}
 
 /// The second kind of [`ErrorOf`]: [`Boxable`].
 pub trait BoxableKind {

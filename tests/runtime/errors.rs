@@ -107,6 +107,21 @@ impl fmt::Display for Report {
     }
 }
 
+/// A `Display`-only error whose alternate form does not start with its `Display` (`.1`), or is
+/// its `Display` (`.1` empty).
+#[derive(Debug)]
+pub(crate) struct Coded(&'static str, &'static str);
+
+impl fmt::Display for Coded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if f.alternate() && !self.1.is_empty() {
+            self.1
+        } else {
+            self.0
+        })
+    }
+}
+
 mod paths {
     //! One tool per conversion path, each failing every time.
     use super::*;
@@ -209,6 +224,27 @@ mod paths {
     #[tool(errors = "shown")]
     pub(crate) fn report_shown() -> Result<u32, Report> {
         Err(Report(vec![REFUSED, REFUSED_CAUSE]))
+    }
+
+    /// A `Display`-only error opted in whose `{:#}` says something else: all of it to `detail`.
+    #[tool(errors = "shown")]
+    pub(crate) fn coded_shown() -> Result<u32, Coded> {
+        Err(Coded(
+            "The export is still running.",
+            "export job 7 (state=running)",
+        ))
+    }
+
+    /// A `Display`-only error opted in whose `{:#}` is its `{}`: no `detail`.
+    #[tool(errors = "shown")]
+    pub(crate) fn plain_display_shown() -> Result<u32, Coded> {
+        Err(Coded("The export is still running.", ""))
+    }
+
+    /// The same, not opted in: internal, its text to `detail`.
+    #[tool]
+    pub(crate) fn plain_display_error() -> Result<u32, Coded> {
+        Err(Coded("The export is still running.", ""))
     }
 
     /// A boxed error opted in.
@@ -323,6 +359,7 @@ fn each_conversion_path_without_an_opt_in() {
             "driver_error",
             "driver_error_async",
             "report_error",
+            "plain_display_error",
             "boxed_error",
             "boxed_local_error",
         ]),
@@ -357,6 +394,11 @@ fn each_conversion_path_without_an_opt_in() {
                 Some(DSN_CHAIN)
             ),
             failed("report_error", INTERNAL_ERROR_MESSAGE, Some(DSN_CHAIN)),
+            failed(
+                "plain_display_error",
+                INTERNAL_ERROR_MESSAGE,
+                Some("The export is still running.")
+            ),
             failed("boxed_error", INTERNAL_ERROR_MESSAGE, Some(DSN_CHAIN)),
             failed("boxed_local_error", INTERNAL_ERROR_MESSAGE, Some(DSN_CHAIN)),
         ]
@@ -371,6 +413,8 @@ fn each_conversion_path_with_errors_shown() {
             "refused_shown_async",
             "io_shown",
             "report_shown",
+            "coded_shown",
+            "plain_display_shown",
             "boxed_shown",
             "boxed_local_shown",
             "string_shown",
@@ -385,6 +429,12 @@ fn each_conversion_path_with_errors_shown() {
                 None
             ),
             failed("report_shown", REFUSED, Some(REFUSED_CAUSE)),
+            failed(
+                "coded_shown",
+                "The export is still running.",
+                Some("export job 7 (state=running)")
+            ),
+            failed("plain_display_shown", "The export is still running.", None),
             failed("boxed_shown", REFUSED, Some(REFUSED_CAUSE)),
             failed("boxed_local_shown", REFUSED, Some(REFUSED_CAUSE)),
             failed(

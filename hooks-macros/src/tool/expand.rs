@@ -192,7 +192,7 @@ fn output_text(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
     };
     quote_spanned!(span=> {
         #[allow(unused_imports)]
-        use #p::{AuthoredKind as _, BoxableKind as _, DisplayKind as _, SplitPlain as _, SplitResult as _};
+        use #p::{ListedKind as _, BoxableKind as _, DisplayKind as _, SplitPlain as _, SplitResult as _};
         // A plain output's `Err` arm has the empty type `Infallible`.
         #[allow(unreachable_patterns)]
         let __text = match #p::Returned(::core::option::Option::Some(__out)).split() {
