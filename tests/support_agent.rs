@@ -786,8 +786,8 @@ fn schemas_prints_each_specialists_tool_definitions_as_one_json_array() {
             "type": "object",
             "properties": {
                 "query": {"type": "string", "description": "What the customer asked, in their words."},
-                "limit": {"type": "integer", "minimum": 0,
-                          "description": "How many entries to return, at most 5 (default 3)."}
+                "limit": {"description": "How many entries to return, at most 5 (default 3).",
+                          "anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}]}
             },
             "required": ["query"],
             "additionalProperties": false

@@ -19,7 +19,8 @@ use crate::name_index::NameIndex;
 use crate::provider::anthropic::entry as anthropic_entry;
 use crate::registry::{RegistrationKind, registered};
 use crate::schema::check::{FieldCheck, open_properties, root_problem};
-use crate::schema::{canonicalize, is_valid_tool_name, unwrap_doc};
+use crate::schema::meta;
+use crate::schema::{canonicalize, closed_form, is_valid_tool_name, unwrap_doc};
 use crate::state::{StateKey, StateMap};
 use crate::timer::Timer;
 
@@ -198,7 +199,10 @@ impl DispatcherBuilder {
     ///
     /// # Errors
     /// A [`BuildError`] listing every problem found (see [`BuildProblem`]): two tools with one
-    /// name; an invalid tool name or an empty description; a schema whose root is not an object;
+    /// name; an invalid tool name or an empty description; a schema that is not valid JSON
+    /// Schema (checked against its draft's meta-schema, every `$ref` pointing within it: a
+    /// `#[schemars(schema_with = …)]` part, a wrapped caller's schema); a schema whose root is
+    /// not an object;
     /// a property whose schema is a bare `true` or `{}`; a hook matcher naming a tool registered
     /// nowhere; an item asking for a `State<T>` the builder was not given; a source or filter
     /// naming nothing; a deadline without a timer.
@@ -230,11 +234,13 @@ impl DispatcherBuilder {
             mut known_tools,
         } = Items::registered(&sources, &mut problems)
             .with(tools, pre_hooks, post_hooks, stop_hooks);
-        // 2. to 5. The tools: from definitions and callers, filtered, each checked, duplicates.
+        // 2. to 5. The tools: from definitions and callers, filtered, each checked (its schema
+        // against the meta-schema first), duplicates.
         let mut candidates = candidates(tools, &callers, &mut known_tools);
         filter(&mut candidates, only.as_deref(), &without, &mut problems);
-        for c in &candidates {
-            check_tool(c, &mut problems);
+        for c in &mut candidates {
+            let valid = check_schema(c, &mut problems);
+            check_tool(c, valid, &mut problems);
         }
         check_duplicates(&candidates, &mut problems);
         // 6. to 8. The hooks: their matchers, which ones this dispatcher keeps, their needs.
@@ -417,8 +423,13 @@ struct Candidate {
     description: Cow<'static, str>,
     /// Canonical (a caller's schema is used as given).
     schema: Value,
-    /// As generated, for explaining invalid inputs.
+    /// As generated (schemars' form, or the caller's), checked against the meta-schema.
     raw: Value,
+    /// What inputs are validated or explained against (`ToolEntry::validation`).
+    validation: Value,
+    /// A wrapped caller's schema compiled by `boon` (step 4).
+    #[cfg(feature = "full-validation")]
+    full: Option<crate::schema::full::Compiled>,
     backend: Backend,
     states: Vec<StateKey>,
     timeout: Option<Duration>,
@@ -434,6 +445,9 @@ fn candidates(
         .into_iter()
         .map(|t| Candidate {
             schema: canonicalize(&t.schema, !t.additional_properties),
+            validation: closed_form(&t.schema, !t.additional_properties),
+            #[cfg(feature = "full-validation")]
+            full: None,
             raw: t.schema,
             name: t.name,
             path: t.path,
@@ -460,6 +474,9 @@ fn candidates(
                 name: Cow::Owned(name),
                 description: Cow::Owned(description),
                 raw: schema.clone(),
+                validation: schema.clone(),
+                #[cfg(feature = "full-validation")]
+                full: None,
                 schema,
                 backend: Backend::Caller {
                     caller: Arc::clone(caller),
@@ -496,8 +513,42 @@ fn filter(
     candidates.retain(|c| !without.iter().any(|n| *n == c.name));
 }
 
-/// Step 4: one kept tool on its own: its name, description, schema, states and deadline.
-fn check_tool(c: &Candidate, problems: &mut Problems<'_>) {
+/// Step 4: one kept tool's schema against the JSON Schema meta-schema of its draft
+/// (`schema::meta`; with the `full-validation` feature, also compiled by `boon`, which keeps a
+/// wrapped caller's compiled schema for validating its inputs). Every tool's schema is checked:
+/// a derived one may hold a `#[schemars(schema_with = …)]` part, and a wrapped caller's (a
+/// remote server's) is whatever it sent. `false` when the schema is invalid (each fault is an
+/// [`BuildProblem::InvalidSchema`]); the tool's other schema checks are then skipped, since they
+/// would read a schema that means nothing.
+fn check_schema(c: &mut Candidate, problems: &mut Problems<'_>) -> bool {
+    let (draft, mut faults) = meta::check(&c.raw);
+    #[cfg(feature = "full-validation")]
+    if faults.is_empty() {
+        match crate::schema::full::compile(&c.raw) {
+            Ok(compiled) => {
+                if matches!(c.backend, Backend::Caller { .. }) {
+                    c.full = Some(compiled);
+                }
+            }
+            Err(f) => faults = f,
+        }
+    }
+    let valid = faults.is_empty();
+    for fault in faults.drain(..) {
+        problems.push(BuildProblem::InvalidSchema {
+            tool: c.name.to_string(),
+            path: c.path.to_string(),
+            draft: draft.name(),
+            keyword: fault.pointer,
+            reason: fault.reason,
+        });
+    }
+    valid
+}
+
+/// Step 4: one kept tool on its own: its name, description, schema (when it is valid JSON
+/// Schema), states and deadline.
+fn check_tool(c: &Candidate, schema_valid: bool, problems: &mut Problems<'_>) {
     let tool = || c.name.to_string();
     let path = || c.path.to_string();
     if !is_valid_tool_name(&c.name) {
@@ -512,14 +563,19 @@ fn check_tool(c: &Candidate, problems: &mut Problems<'_>) {
             path: path(),
         });
     }
-    if let Some(found) = root_problem(&c.schema) {
+    if let Some(found) = root_problem(&c.schema).filter(|_| schema_valid) {
         problems.push(BuildProblem::RootNotObject {
             tool: tool(),
             path: path(),
             found,
         });
     }
-    for property in open_properties(&c.schema) {
+    let open = if schema_valid {
+        open_properties(&c.schema)
+    } else {
+        Vec::new()
+    };
+    for property in open {
         problems.push(BuildProblem::OpenProperty {
             tool: tool(),
             path: path(),
@@ -631,7 +687,9 @@ fn assemble(
             observers: matching(&post, |o| o.matcher.matches(&c.name)),
             fields: FieldCheck::from_schema(&c.schema),
             canonical: c.schema,
-            raw_schema: c.raw,
+            validation: c.validation,
+            #[cfg(feature = "full-validation")]
+            full: c.full,
             name: c.name,
             path: c.path,
             backend: c.backend,
@@ -712,6 +770,26 @@ pub enum BuildProblem {
         /// What the root is.
         found: String,
     },
+    /// A schema toolgate did not derive (a `#[schemars(schema_with = …)]` part, a wrapped
+    /// caller's `input_schema`) is not valid JSON Schema: one problem per fault, at its keyword.
+    #[error(
+        "tool `{tool}` ({path}) has an input schema that is not valid {draft} {}: {reason}; fix the schema (its #[schemars(schema_with = …)] function, or the wrapped caller's definition)",
+        keyword_place(.keyword)
+    )]
+    InvalidSchema {
+        /// The name.
+        tool: String,
+        /// The tool's full path.
+        path: String,
+        /// The draft the schema was checked as (its `$schema`; `JSON Schema 2020-12` when it
+        /// names none).
+        draft: &'static str,
+        /// Where, as a JSON pointer into the schema (`/properties/unit/type`; empty for the
+        /// root).
+        keyword: String,
+        /// Why (``the string "strin" is not a JSON Schema type (one of `array`, …)``).
+        reason: String,
+    },
     /// A property's schema is a bare `true` or `{}`.
     #[error(
         "tool `{tool}` ({path}): property `{property}` accepts any JSON (its schema is `true` or `{{}}`, as for serde_json::Value); give it an explicit schema with #[schemars(schema_with = \"…\")] on the parameter or field, or use a typed struct"
@@ -761,6 +839,15 @@ pub enum BuildProblem {
         /// The item (or builder setting) with the deadline.
         item: String,
     },
+}
+
+/// `at `/properties/unit/type``, or `at its root`.
+fn keyword_place(pointer: &str) -> String {
+    if pointer.is_empty() {
+        "at its root".into()
+    } else {
+        format!("at `{pointer}`")
+    }
 }
 
 /// Every problem [`DispatcherBuilder::build`] found, reported together; `Display` writes one per

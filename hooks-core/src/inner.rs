@@ -33,10 +33,16 @@ pub(crate) struct ToolEntry {
     pub(crate) description: String,
     pub(crate) backend: Backend,
     pub(crate) canonical: Value,
-    /// The schema as generated (schemars' own form, with integer `format`s), for explaining an
-    /// invalid input.
-    pub(crate) raw_schema: Value,
+    /// What an input is validated (a wrapped caller's) or explained (a derived tool's) against:
+    /// a derived tool's raw schemars schema closed as the canonical form is (integer `format`s
+    /// kept: they give integer ranges), or a wrapped caller's schema as given.
+    pub(crate) validation: Value,
+    /// The unknown-field check of a derived tool's canonical schema (the fast path, before its
+    /// argument type deserializes the input).
     pub(crate) fields: FieldCheck,
+    /// A wrapped caller's schema compiled by `boon`, which applies what the input walk does not.
+    #[cfg(feature = "full-validation")]
+    pub(crate) full: Option<crate::schema::full::Compiled>,
     /// Indices into `Inner::pre_hooks` of the hooks that match this tool, in chain order.
     pub(crate) chain: Box<[usize]>,
     /// Indices into `Inner::observers` of the observers that see this tool's calls, in order.

@@ -7,6 +7,12 @@
 //! invalid input's field (written by the schema walk in `schema/explain.rs`, which fills the
 //! `{message}` of [`invalid_input`]). The prefixes `Error:`, `BLOCKED:` and `Not run:` are relied
 //! on by the providers that mark failures by text (the `provider` module).
+//!
+//! Model input quoted back (a tool name, an unknown field, a field path, a value) is cut to
+//! [`MAX_QUOTED_CHARS`] characters with `…` ([`quoted`]), so one call cannot make an error the
+//! model then carries in every later request; a deserializer's own message, which may quote the
+//! input, is cut to [`MAX_DESERIALIZER_MESSAGE_CHARS`]. An invalid input lists every problem
+//! found, up to [`MAX_LISTED_PROBLEMS`], in the order `schema/explain.rs` documents.
 
 use std::borrow::Cow;
 use std::fmt::Display;
@@ -59,31 +65,150 @@ pub(crate) fn unknown_tool(name: &str, available: &str) -> String {
     };
     format!(
         "Error: unknown tool '{}'. Available tools: {list}.",
-        shown_name(name)
+        quoted(name)
     )
 }
 
-/// The input does not match the tool's schema: `message` (one of the reasons below, or the
-/// schema walk's explanation) at `path` (`options.filters[2]`; empty at the top level).
-pub(crate) fn invalid_input(tool: &str, path: &str, message: &str) -> String {
-    let at = at_path(path);
+/// One thing wrong with an input: where (`options.filters[2]`; empty at the top level) and what
+/// (`expected an integer, found the string "ten"`), both already bounded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Problem {
+    pub(crate) path: String,
+    pub(crate) message: String,
+}
+
+impl Problem {
+    /// A problem of the whole input (no path).
+    pub(crate) fn here(message: String) -> Problem {
+        Problem {
+            path: String::new(),
+            message,
+        }
+    }
+}
+
+/// The most problems an invalid-input message lists; the others are counted (`and 2 more`).
+pub(crate) const MAX_LISTED_PROBLEMS: usize = 5;
+
+/// Every problem found with one input: the first [`MAX_LISTED_PROBLEMS`] in order, and how many
+/// more (a lower bound when `more_at_least`: the walk stopped collecting).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Problems {
+    pub(crate) listed: Vec<Problem>,
+    pub(crate) more: usize,
+    pub(crate) more_at_least: bool,
+}
+
+impl Problems {
+    /// A single problem.
+    pub(crate) fn one(problem: Problem) -> Problems {
+        Problems {
+            listed: vec![problem],
+            more: 0,
+            more_at_least: false,
+        }
+    }
+
+    /// Whether nothing was found.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.listed.is_empty()
+    }
+
+    /// `and 2 more problems`, `and at least 995 more problems`, or nothing.
+    fn others(&self) -> String {
+        let at_least = if self.more_at_least { "at least " } else { "" };
+        match self.more {
+            0 => String::new(),
+            1 if !self.more_at_least => "and 1 more problem".to_owned(),
+            n => format!("and {at_least}{n} more problems"),
+        }
+    }
+}
+
+/// The input does not match the tool's schema. One problem:
+///
+/// ```text
+/// Error: invalid input for tool `refund` at `amount_cents`: expected an integer ≥ 0, found the string "ten". Send an input that matches the tool's input_schema.
+/// ```
+///
+/// Several: how many, one line per problem (its path first, when it has one), a last line
+/// counting those past [`MAX_LISTED_PROBLEMS`], then what to do:
+///
+/// ```text
+/// Error: invalid input for tool `refund` (7 problems):
+/// - at `amount_cents`: expected an integer ≥ 0, found the string "ten"
+/// - unknown field `note`, expected one of `order_id`, `amount_cents`
+/// - …three more lines…
+/// - and 2 more problems
+/// Send an input that matches the tool's input_schema.
+/// ```
+pub(crate) fn invalid_input(tool: &str, problems: &Problems) -> String {
+    let tool = quoted(tool);
+    match problems.listed.as_slice() {
+        [] => format!(
+            "Error: invalid input for tool `{tool}`. Send an input that matches the tool's \
+             input_schema."
+        ),
+        [one] if problems.more == 0 => format!(
+            "Error: invalid input for tool `{tool}`{}: {}. Send an input that matches the \
+             tool's input_schema.",
+            at_path(&one.path),
+            one.message
+        ),
+        listed => {
+            let total = listed.len() + problems.more;
+            let plus = if problems.more_at_least {
+                " or more"
+            } else {
+                ""
+            };
+            let mut text =
+                format!("Error: invalid input for tool `{tool}` ({total}{plus} problems):");
+            for p in listed {
+                text.push_str("\n- ");
+                if !p.path.is_empty() {
+                    text.push_str(&format!("at `{}`: ", quoted(&p.path)));
+                }
+                text.push_str(&p.message);
+            }
+            if problems.more > 0 {
+                text.push_str("\n- ");
+                text.push_str(&problems.others());
+            }
+            text.push_str("\nSend an input that matches the tool's input_schema.");
+            text
+        }
+    }
+}
+
+/// A PreToolUse hook rewrote the input into one that is invalid (the first of its problems,
+/// then how many others): not the model's fault, so it is told not to retry.
+pub(crate) fn invalid_rewrite(tool: &str, problems: &Problems) -> String {
+    let (at, message) = match problems.listed.first() {
+        Some(first) => (at_path(&first.path), first.message.as_str()),
+        None => (String::new(), "no detail"),
+    };
+    let mut others = problems.others();
+    if !others.is_empty() {
+        others.insert_str(0, "; ");
+    }
     format!(
-        "Error: invalid input for tool `{}`{at}: {message}. Send an input that matches the \
-         tool's input_schema.",
-        shown_name(tool)
+        "Error: invalid input for tool `{}`: a policy rewrite of this call produced an input \
+         that is invalid{at} ({message}{others}). This is a problem on our side; do not retry \
+         the same call.",
+        quoted(tool)
     )
 }
 
-/// A PreToolUse hook rewrote the input into one that is invalid (`message` at `path`): not the
-/// model's fault, so it is told not to retry.
-pub(crate) fn invalid_rewrite(tool: &str, path: &str, message: &str) -> String {
-    let at = at_path(path);
-    format!(
-        "Error: invalid input for tool `{tool}`: a policy rewrite of this call produced an input \
-         that is invalid{at} ({message}). This is a problem on our side; do not retry the same \
-         call."
-    )
+/// A deserializer's own message (a custom `Deserialize`'s, which may quote the input), cut to
+/// [`MAX_DESERIALIZER_MESSAGE_CHARS`].
+pub(crate) fn deserializer_message(message: &str) -> String {
+    cut_chars(message, MAX_DESERIALIZER_MESSAGE_CHARS).into_owned()
 }
+
+/// A wrapped caller's input the walk could not check to the end within its step budget.
+pub(crate) const TOO_COMPLEX_TO_CHECK: &str = "the input could not be checked against the \
+     tool's input_schema within the validator's step budget; send a smaller input";
 
 // Why an input is invalid: the `message` of `invalid_input`.
 
@@ -115,8 +240,10 @@ pub(crate) fn too_deep(max_input_depth: usize) -> String {
     format!("the input is nested more than {max_input_depth} levels deep; flatten it")
 }
 
-/// A field the schema does not allow (`expected`: the fields it does).
-pub(crate) fn unknown_field(field: &str, expected: &[String]) -> String {
+/// A field the schema does not allow (`expected`: the fields it does). The field's name is
+/// model input: [`quoted`].
+pub(crate) fn unknown_field(field: &str, expected: &[&str]) -> String {
+    let field = quoted(field);
     if expected.is_empty() {
         format!("unknown field `{field}`; no fields are expected here")
     } else {
@@ -157,20 +284,89 @@ pub(crate) fn result_cut(kept: usize, full: usize) -> String {
 
 // Shared pieces.
 
-/// `` at `path` `` for a message, or nothing at the top level (also used in the operator's
-/// `detail`).
+/// `` at `path` `` for a message (the path [`quoted`]), or nothing at the top level (also used in
+/// the operator's `detail`).
 pub(crate) fn at_path(path: &str) -> String {
     if path.is_empty() {
         String::new()
     } else {
-        format!(" at `{path}`")
+        format!(" at `{}`", quoted(path))
     }
 }
 
-/// A tool name as shown back to the model: at most 64 characters of it.
-fn shown_name(name: &str) -> Cow<'_, str> {
-    match name.char_indices().nth(64) {
-        None => Cow::Borrowed(name),
-        Some((end, _)) => Cow::Owned(format!("{}…", &name[..end])),
+/// The most characters (Unicode scalar values) of one piece of model input an error quotes back.
+pub(crate) const MAX_QUOTED_CHARS: usize = 64;
+
+/// The most characters of a deserializer's own message (a custom `Deserialize`'s, which may quote
+/// the input) an error shows.
+pub(crate) const MAX_DESERIALIZER_MESSAGE_CHARS: usize = 160;
+
+/// A piece of model input as an error quotes it: its first [`MAX_QUOTED_CHARS`] characters, then
+/// `…` when there were more (cut on a character boundary).
+pub(crate) fn quoted(text: &str) -> Cow<'_, str> {
+    cut_chars(text, MAX_QUOTED_CHARS)
+}
+
+/// `text`'s first `max` characters, then `…` when there were more.
+pub(crate) fn cut_chars(text: &str, max: usize) -> Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        None => Cow::Borrowed(text),
+        Some((end, _)) => Cow::Owned(format!("{}…", &text[..end])),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoted_input_is_cut_on_a_character_boundary() {
+        assert_eq!(quoted("short"), "short");
+        let exact = "é".repeat(MAX_QUOTED_CHARS);
+        assert_eq!(quoted(&exact), exact.as_str());
+        let long = "é".repeat(MAX_QUOTED_CHARS + 1);
+        assert_eq!(quoted(&long), format!("{}…", "é".repeat(MAX_QUOTED_CHARS)));
+    }
+
+    fn problem(path: &str, message: &str) -> Problem {
+        Problem {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn one_problem_keeps_the_single_line_form() {
+        let one = Problems::one(problem("a.b", "expected an integer, found null"));
+        assert_eq!(
+            invalid_input("t", &one),
+            "Error: invalid input for tool `t` at `a.b`: expected an integer, found null. Send an \
+             input that matches the tool's input_schema."
+        );
+        let several = Problems {
+            listed: vec![problem("a", "x"), problem("", "y")],
+            more: 3,
+            more_at_least: false,
+        };
+        assert_eq!(
+            invalid_input("t", &several),
+            "Error: invalid input for tool `t` (5 problems):\n- at `a`: x\n- y\n- and 3 more \
+             problems\nSend an input that matches the tool's input_schema."
+        );
+        assert_eq!(
+            invalid_rewrite("t", &several),
+            "Error: invalid input for tool `t`: a policy rewrite of this call produced an input \
+             that is invalid at `a` (x; and 3 more problems). This is a problem on our side; do \
+             not retry the same call."
+        );
+        let capped = Problems {
+            more_at_least: true,
+            ..several
+        };
+        assert_eq!(
+            invalid_input("t", &capped),
+            "Error: invalid input for tool `t` (5 or more problems):\n- at `a`: x\n- y\n- and \
+             at least 3 more problems\nSend an input that matches the tool's input_schema."
+        );
     }
 }

@@ -11,6 +11,7 @@ use toolgate::provider::{gemini, mcp, openai, openai_responses};
 use toolgate::{BuildProblem, Dispatcher, HookContext, Outcome, Provider, ToolResult, ToolUse};
 
 use crate::provider_rules::{ALL_RULES, Rule, Target, check};
+use crate::support::optional_fields_nullable;
 
 // ================================================================ tools
 
@@ -689,8 +690,10 @@ fn anthropic_definitions_equal_the_published_ones_but_closed() {
             .and_then(|t| t.iter().find(|t| t["name"] == name))
             .cloned()
             .unwrap_or_else(|| panic!("{name} is not published"));
-        // Deliberate difference: toolgate closes every object (`additionalProperties: false`,
-        // DESIGN.md) because the dispatcher refuses unknown fields.
+        // Deliberate differences: toolgate closes every object (`additionalProperties: false`,
+        // DESIGN.md) because the dispatcher refuses unknown fields, and an optional field
+        // accepts `null` as its `Option<T>` does.
+        tool["input_schema"] = optional_fields_nullable(tool["input_schema"].take());
         tool["input_schema"]["additionalProperties"] = json!(false);
         let mine = definitions(&d, Provider::Anthropic)
             .into_iter()
@@ -1613,9 +1616,9 @@ fn unknown_fields_in_map_values_and_enum_variants_are_invalid_input() {
             ToolResult::text("c1", "red"),
             ToolResult::error(
                 "c2",
-                "Error: invalid input for tool `set_labels` at `labels.wip`: unknown field \
-                 `colour`, expected one of `color`. Send an input that matches the tool's \
-                 input_schema."
+                "Error: invalid input for tool `set_labels` (2 problems):\n- at `labels.wip`: \
+                 unknown field `colour`, expected one of `color`\n- at `labels.wip`: missing \
+                 field `color`\nSend an input that matches the tool's input_schema."
             ),
             ToolResult::text("c3", "4.0"),
             ToolResult::error(

@@ -166,8 +166,10 @@ fn three_blocks_one_denied_one_failing_one_fine_give_three_results_in_order() {
             (
                 "toolu_2".into(),
                 true,
-                "Error: invalid input for tool `send_message`: unknown field `txt`, expected one \
-                 of `text`. Send an input that matches the tool's input_schema."
+                // Both problems, so one retry fixes the call.
+                "Error: invalid input for tool `send_message` (2 problems):\n- unknown field \
+                 `txt`, expected one of `text`\n- missing field `text`\nSend an input that \
+                 matches the tool's input_schema."
                     .into()
             ),
             ("toolu_3".into(), false, "sent: hi".into()),

@@ -91,8 +91,9 @@ fn a_dispatcher_inside_a_dispatcher_runs_each_inner_call_exactly_once() {
         toolgate::block_on(s.call(&ToolUse::new("t5", "charge", json!({"amount": 1})))).unwrap();
     assert_eq!(
         bad.content_text(),
-        "Error: invalid input for tool `charge`: unknown field `amount`, expected one of \
-         `amount_cents`. Send an input that matches the tool's input_schema."
+        "Error: invalid input for tool `charge` (2 problems):\n- unknown field `amount`, \
+         expected one of `amount_cents`\n- missing field `amount_cents`\nSend an input that \
+         matches the tool's input_schema."
     );
     let summary = s.end();
     assert_eq!(summary.outcomes.get(&Outcome::Ok), Some(&2));

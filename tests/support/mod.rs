@@ -131,6 +131,41 @@ pub(crate) fn fixture(rel: &str) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// A published `input_schema` as toolgate writes the same tool with an `Option<T>` for each
+/// optional field: every property left out of `required` also accepts `null`
+/// (`{"description": …, "anyOf": [X, {"type": "null"}]}`), as the argument type does. The
+/// deliberate difference from the published definitions (besides `additionalProperties:
+/// false`): the schema sent accepts every input the argument type accepts.
+pub(crate) fn optional_fields_nullable(mut schema: Value) -> Value {
+    if let Value::Object(map) = &mut schema {
+        let required: Vec<Value> = map
+            .get("required")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if let Some(Value::Object(props)) = map.get_mut("properties") {
+            for (name, prop) in props.iter_mut() {
+                let inner = optional_fields_nullable(prop.take());
+                *prop = if required.contains(&Value::String(name.clone())) {
+                    inner
+                } else {
+                    let mut branch = inner;
+                    let mut outer = serde_json::Map::new();
+                    if let Some(d) = branch.as_object_mut().and_then(|m| m.remove("description")) {
+                        outer.insert("description".into(), d);
+                    }
+                    outer.insert(
+                        "anyOf".into(),
+                        Value::Array(vec![branch, serde_json::json!({"type": "null"})]),
+                    );
+                    Value::Object(outer)
+                };
+            }
+        }
+    }
+    schema
+}
+
 // ================================================================ reliability
 
 /// Every panic a test injects on purpose starts with this text; [`quiet_injected_panics`] keeps

@@ -22,10 +22,10 @@ use crate::limits::Limits;
 use crate::normalize::{Normalized, Refused, check_bounds, normalize};
 use crate::outcome::{CallRecord, Outcome};
 use crate::panic::{CatchUnwind, catch};
-use crate::schema::explain::explain;
+use crate::schema::explain::{Integers, problems};
 use crate::state::Env;
 use crate::stats::Stats;
-use crate::texts;
+use crate::texts::{self, Problem, Problems};
 use crate::timer::{Deadline, Race, Raced};
 
 use observe::CancelGuard;
@@ -52,7 +52,10 @@ impl Inner {
         let verdict: Verdict<'_> = 'verdict: {
             let current: &ToolUse = match &recorded.normalized {
                 Ok(c) => c,
-                Err(Refused(msg)) => break 'verdict Verdict::invalid(&call.name, "", msg),
+                Err(Refused(msg)) => {
+                    let problem = Problems::one(Problem::here(msg.clone()));
+                    break 'verdict Verdict::invalid(&call.name, &problem);
+                }
             };
             let Some(index) = found else {
                 break 'verdict Verdict::unknown(&call.name, &self.available);
@@ -61,7 +64,7 @@ impl Inner {
             // 3. Validate.
             let args = match validate(tool, &current.input) {
                 Ok(a) => a,
-                Err((path, msg)) => break 'verdict Verdict::invalid(&tool.name, &path, &msg),
+                Err(problems) => break 'verdict Verdict::invalid(&tool.name, &problems),
             };
             // 4. The PreToolUse chain.
             let args = match self
@@ -147,20 +150,19 @@ impl Inner {
         rewrites: &mut Rewrites<'a>,
     ) -> Result<Args, Verdict<'a>> {
         rewrites.by.push(&hook.path);
+        let refused = |Refused(m)| Problems::one(Problem::here(m));
         let checked = match &input {
             Value::Object(_) => check_bounds(&input, &self.limits)
-                .map_err(|Refused(m)| (String::new(), m))
+                .map_err(refused)
                 .and_then(|()| validate(tool, &input)),
-            other => Err((String::new(), Refused::not_object(other).0)),
+            other => Err(refused(Refused::not_object(other))),
         };
         match checked {
             Ok(args) => {
                 rewrites.call = Some(Box::new(call.with_input(input)));
                 Ok(args)
             }
-            Err((path, msg)) => Err(Verdict::invalid_rewrite(
-                &tool.name, &hook.path, &path, &msg,
-            )),
+            Err(problems) => Err(Verdict::invalid_rewrite(&tool.name, &hook.path, &problems)),
         }
     }
 
@@ -332,31 +334,71 @@ impl<'a> Recorded<'a> {
     }
 }
 
-/// Validates an input for a tool: the unknown-field check, then the argument type (or, for a
-/// wrapped caller, its schema). On failure: `(path, message)` for the model, the path and what
-/// was expected found by the schema walk, serde's own message when the walk finds nothing.
-/// A wrapped caller's arguments are `()` (its input goes to it as JSON); boxing a zero-sized
-/// value allocates nothing.
-fn validate(tool: &ToolEntry, input: &Value) -> Result<Args, (String, String)> {
-    tool.fields
-        .check(input)
-        .map_err(|e| (e.path_text(), texts::unknown_field(&e.field, &e.expected)))?;
-    let explained = || explain(&tool.raw_schema, input).map(|m| (m.path, m.message));
-    match &tool.backend {
-        // The argument type's `Deserialize` is user code: a panic in it is a refusal, not an
-        // escape.
-        Backend::Local(imp) => match catch(|| imp.validate(input)) {
-            Ok(Ok(args)) => Ok(args),
-            Ok(Err(serde_message)) => Err(explained().unwrap_or((String::new(), serde_message))),
+/// Validates an input for a tool. On failure: every problem found, for the model (see
+/// `texts::invalid_input`).
+///
+/// A `#[tool]` or [`ToolDef`](crate::ToolDef): the unknown-field check, then the argument type's
+/// `Deserialize` (user code: a panic in it is a refusal, not an escape); when either refuses, the
+/// input walk (`schema/explain.rs`) lists every problem against the tool's validation schema,
+/// unknown fields and wrong values alike; when the walk finds nothing, the unknown field found, or
+/// serde's own message (cut to a bound), without a path.
+///
+/// A wrapped caller: the input walk against the caller's schema is the validator; with the
+/// `full-validation` feature, the schema compiled by `boon` then applies the keywords the walk
+/// does not (`pattern`, …). Its arguments are `()` (its input goes to it as JSON); boxing a
+/// zero-sized value allocates nothing.
+fn validate(tool: &ToolEntry, input: &Value) -> Result<Args, Problems> {
+    let imp = match &tool.backend {
+        Backend::Local(imp) => imp,
+        Backend::Caller { .. } => return validate_for_caller(tool, input),
+    };
+    let unknown = tool.fields.check(input).err();
+    let mut serde_message = None;
+    if unknown.is_none() {
+        match catch(|| imp.validate(input)) {
+            Ok(Ok(args)) => return Ok(args),
+            Ok(Err(message)) => serde_message = Some(message),
             Err(p) => {
                 tracing::error!(target: "toolgate::validation", tool = %tool.name, panic = %p,
                     "the tool's input type panicked while deserializing");
-                Err((String::new(), texts::INPUT_UNREADABLE.to_owned()))
+                return Err(Problems::one(Problem::here(
+                    texts::INPUT_UNREADABLE.to_owned(),
+                )));
             }
-        },
-        Backend::Caller { .. } => match explained() {
-            Some(problem) => Err(problem),
-            None => Ok(Box::new(())),
-        },
+        }
     }
+    let report = problems(&tool.validation, input, Integers::Serde);
+    if !report.problems.is_empty() {
+        return Err(report.problems);
+    }
+    let problem = match (unknown, serde_message) {
+        (Some(e), _) => {
+            let expected: Vec<&str> = e.expected.iter().map(String::as_str).collect();
+            Problem {
+                path: e.path_text(),
+                message: texts::unknown_field(&e.field, &expected),
+            }
+        }
+        (None, Some(message)) => Problem::here(texts::deserializer_message(&message)),
+        (None, None) => Problem::here(texts::INPUT_UNREADABLE.to_owned()),
+    };
+    Err(Problems::one(problem))
+}
+
+/// A wrapped caller's input against its schema (see [`validate`]).
+fn validate_for_caller(tool: &ToolEntry, input: &Value) -> Result<Args, Problems> {
+    let report = problems(&tool.validation, input, Integers::JsonSchema);
+    if !report.problems.is_empty() {
+        return Err(report.problems);
+    }
+    if report.incomplete {
+        return Err(Problems::one(Problem::here(
+            texts::TOO_COMPLEX_TO_CHECK.to_owned(),
+        )));
+    }
+    #[cfg(feature = "full-validation")]
+    if let Some(full) = &tool.full {
+        full.validate(input)?;
+    }
+    Ok(Box::new(()))
 }

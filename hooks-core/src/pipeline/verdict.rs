@@ -11,7 +11,7 @@ use crate::error::{Halt, ToolError};
 use crate::limits::cut_content;
 use crate::outcome::{CallRecord, Outcome};
 use crate::panic::catch;
-use crate::texts;
+use crate::texts::{self, Problems};
 
 /// How the call ended, before it becomes a `tool_result`.
 pub(super) struct Verdict<'a> {
@@ -49,24 +49,30 @@ impl<'a> Verdict<'a> {
         Verdict::error(Outcome::Ok, text)
     }
 
-    pub(super) fn invalid(tool: &str, path: &str, message: &str) -> Self {
-        Verdict::error(
-            Outcome::InvalidInput,
-            texts::invalid_input(tool, path, message),
-        )
+    /// The input does not match the tool's schema: every problem found (see
+    /// `texts::invalid_input`).
+    pub(super) fn invalid(tool: &str, problems: &Problems) -> Self {
+        Verdict::error(Outcome::InvalidInput, texts::invalid_input(tool, problems))
     }
 
-    /// A PreToolUse hook at `hook` rewrote the input into one that is invalid (`message` at
-    /// `path`).
-    pub(super) fn invalid_rewrite(tool: &str, hook: &str, path: &str, message: &str) -> Self {
+    /// A PreToolUse hook at `hook` rewrote the input into one that is invalid.
+    pub(super) fn invalid_rewrite(tool: &str, hook: &str, problems: &Problems) -> Self {
+        let (at, message) = match problems.listed.first() {
+            Some(p) => (texts::at_path(&p.path), p.message.as_str()),
+            None => (String::new(), ""),
+        };
+        let others = match problems.listed.len().saturating_sub(1) + problems.more {
+            0 => String::new(),
+            n => format!(" (and {n} more problem{})", if n == 1 { "" } else { "s" }),
+        };
         Verdict {
             detail: Some(format!(
-                "PreToolUse hook `{hook}` rewrote the input into an invalid one{}: {message}",
-                texts::at_path(path)
+                "PreToolUse hook `{hook}` rewrote the input into an invalid one{at}: \
+                 {message}{others}"
             )),
             ..Verdict::error(
                 Outcome::InvalidInput,
-                texts::invalid_rewrite(tool, path, message),
+                texts::invalid_rewrite(tool, problems),
             )
         }
     }

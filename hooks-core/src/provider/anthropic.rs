@@ -5,16 +5,19 @@
 //! "Strict tool use" with its "JSON Schema limitations" (the subset `strict: true` accepts).
 //!
 //! - [`Provider::Anthropic`](super::Provider::Anthropic): `{"name": …, "description": …, "input_schema": …}` with the
-//!   schema of [`anthropic_input_schema`] (the canonical form, each nullable `anyOf` collapsed to
-//!   its non-null branch). Every dispatcher's default definitions are these entries.
+//!   schema of [`anthropic_input_schema`] (the canonical form without a root combinator; an
+//!   optional field keeps its nullable `anyOf`, so `null` is accepted where the argument type
+//!   accepts it). Every dispatcher's default definitions are these entries.
 //! - [`Provider::AnthropicStrict`](super::Provider::AnthropicStrict): the same entry with `"strict": true` and the schema narrowed
 //!   to the strict subset: every object `additionalProperties: false`; no numeric bounds
 //!   (`minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `multipleOf`), no string
 //!   length bounds, `minItems` only 0 or 1, no other array bounds, string `format` only
 //!   `date-time`, `time`, `date`, `duration`, `email`, `hostname`, `uri`, `ipv4`, `ipv6`,
-//!   `uuid`; no recursion; `oneOf` written as `anyOf`. A bound or format outside the subset is
-//!   moved into the description; a tool the subset cannot express (a recursive type, a map, a
-//!   tuple, `not`, …) is emitted without `strict`, and
+//!   `uuid`; no recursion; `oneOf` written as `anyOf`; an optional field left out of `required`
+//!   (its nullable `anyOf` collapsed, [`without_null_branches`]). A bound or format outside the
+//!   subset is moved into the description; a tool the subset cannot express (a recursive type,
+//!   a map, a tuple, `not`, a merged object such as a `#[serde(flatten)]` enum, …) is emitted
+//!   without `strict`, and
 //!   [`Dispatcher::non_strict_tools`](crate::Dispatcher::non_strict_tools) says why.
 //!
 //! No call or result conversions: toolgate's [`ToolUse`](crate::ToolUse) and
@@ -23,10 +26,11 @@
 use serde_json::{Value, json};
 
 use super::subset::{
-    at, inexpressible, is_object_schema, keys_to_move, open_object, relocate, walk_children,
+    at, inexpressible, is_object_schema, keys_to_move, merged_object, open_object, relocate,
+    walk_children,
 };
 use super::{Definition, Target};
-use crate::schema::anthropic_input_schema;
+use crate::schema::{anthropic_input_schema, without_null_branches};
 
 /// [`Provider::Anthropic`](super::Provider::Anthropic).
 pub(super) const TARGET: Target = Target {
@@ -58,13 +62,16 @@ fn definition(name: &str, description: &str, canonical: &Value) -> Result<Defini
 }
 
 /// The strict entry, or the default one and why the tool cannot be strict. Never an error.
+/// The strict schema starts from the canonical one with its nullable `anyOf`s collapsed
+/// ([`without_null_branches`]: an optional field is one left out of `required`), so it admits
+/// only what the argument type accepts.
 fn strict_definition(
     name: &str,
     description: &str,
     canonical: &Value,
 ) -> Result<Definition, String> {
     let schema = anthropic_input_schema(canonical);
-    Ok(match strict(&schema) {
+    Ok(match strict(&without_null_branches(canonical)) {
         Ok(narrowed) => Definition::plain(json!({
             "name": name,
             "description": description,
@@ -114,7 +121,8 @@ const BOUNDS: &[&str] = &[
     "contains",
 ];
 
-/// The Anthropic `input_schema` narrowed to the strict subset, or why it cannot be.
+/// A canonical schema, its nullable `anyOf`s collapsed ([`without_null_branches`]), narrowed
+/// to the strict subset, or why it cannot be.
 pub(super) fn strict(schema: &Value) -> Result<Value, String> {
     let mut v = schema.clone();
     node(&mut v, "")?;
@@ -137,6 +145,9 @@ fn node(v: &mut Value, path: &str) -> Result<(), String> {
         ));
     }
     if let Some(reason) = inexpressible(map, path, &[]) {
+        return Err(reason);
+    }
+    if let Some(reason) = merged_object(map, path) {
         return Err(reason);
     }
     if let Some(one_of) = map.remove("oneOf") {

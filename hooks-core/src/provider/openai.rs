@@ -22,7 +22,8 @@
 //! `minProperties`/`maxProperties`; `$defs` and recursion allowed; at most
 //! [`OPENAI_MAX_NESTING`] levels of object nesting (the root object is level 1). A keyword that
 //! only narrows values is moved into the description; a construct the subset cannot express (a
-//! map, a tuple, `allOf`, …) makes the tool non-strict.
+//! map, a tuple, `allOf`, a merged object such as a `#[serde(flatten)]` enum, …) makes the tool
+//! non-strict.
 //!
 //! Calls and results: [`tool_use`], [`tool_uses`] and [`tool_message`]. Chat Completions has no
 //! `is_error` field, so a failed result says so in its text.
@@ -30,7 +31,8 @@
 use serde_json::{Map, Value, json};
 
 use super::subset::{
-    ALL_OF, at, inexpressible, is_object_schema, keys_to_move, open_object, relocate, walk_children,
+    ALL_OF, at, inexpressible, is_object_schema, keys_to_move, merged_object, open_object,
+    relocate, walk_children,
 };
 use super::{ConvertError, Definition, Target, object, string_field, text_saying_failure};
 use crate::content::{ToolResult, ToolUse, kind_of};
@@ -135,6 +137,9 @@ fn node(v: &mut Value, path: &str, depth: usize) -> Result<(), String> {
         return Ok(());
     }
     if let Some(reason) = inexpressible(map, path, ALL_OF) {
+        return Err(reason);
+    }
+    if let Some(reason) = merged_object(map, path) {
         return Err(reason);
     }
     if let Some(one_of) = map.remove("oneOf") {

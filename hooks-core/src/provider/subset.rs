@@ -7,6 +7,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::schema::is_merged;
 use crate::schema::walk::try_for_each_subschema_mut;
 
 /// `path.key`, or `key` at the root.
@@ -93,6 +94,25 @@ pub(super) fn inexpressible(
         .chain(extra)
         .find(|(k, _)| map.contains_key(*k))
         .map(|(_, what)| format!("{} uses {what}", at(path)))
+}
+
+/// Why a merged object (properties of its own beside alternatives: a `#[serde(flatten)]` enum,
+/// see [`crate::schema::canonicalize`]) cannot be strict, if `map` is one: a strict subset
+/// closes every object, so the alternatives' fields could never be given.
+pub(super) fn merged_object(map: &Map<String, Value>, path: &str) -> Option<String> {
+    if !is_merged(map) {
+        return None;
+    }
+    let combinator = ["anyOf", "oneOf", "allOf"]
+        .into_iter()
+        .find(|k| map.contains_key(*k))
+        .unwrap_or("anyOf");
+    Some(format!(
+        "{} has properties of its own beside `{combinator}` alternatives (a #[serde(flatten)] \
+         enum), which a strict schema cannot express: it closes every object \
+         (`additionalProperties: false`), so the alternatives' fields could not be given",
+        at(path)
+    ))
 }
 
 /// Why an object schema's `additionalProperties` cannot be closed, if it cannot: a map

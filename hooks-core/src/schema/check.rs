@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::walk::split_nullable;
+use super::walk::{ALL_KINDS, kind_bit, kinds, split_nullable};
 
 /// Why a canonical schema cannot be a tool's `input_schema` root, if it cannot.
 pub(crate) fn root_problem(canonical: &Value) -> Option<String> {
@@ -59,11 +59,17 @@ fn is_open(v: &Value) -> bool {
 }
 
 /// The paths (`payload`, `options.extra`, `items[].meta`) of properties whose schema is a bare
-/// `true` or `{}`.
+/// `true` or `{}`, each once (a merged object lists its alternatives' properties too).
 pub(crate) fn open_properties(canonical: &Value) -> Vec<String> {
     let mut found = Vec::new();
     walk_open(canonical, "", &mut found, 0);
-    found
+    let mut unique: Vec<String> = Vec::with_capacity(found.len());
+    for path in found {
+        if !unique.contains(&path) {
+            unique.push(path);
+        }
+    }
+    unique
 }
 
 /// Follows only what a property path names (`properties`, `items`, combinator branches), not
@@ -114,8 +120,10 @@ fn walk_open(v: &Value, prefix: &str, found: &mut Vec<String>, depth: usize) {
 /// Not checked: anything past a `$ref` (a recursive type is checked down to its first `$ref`,
 /// which is never resolved), `allOf` (its branches constrain the same value together, so a key
 /// unknown to one branch may be declared by another; schemars does not emit it for tool inputs),
-/// `patternProperties`, and the keys an object with `properties` allows beyond them when its
-/// `additionalProperties` is a schema (a `#[serde(flatten)]` map).
+/// `patternProperties` (an object with them refuses no key), and the keys an object with
+/// `properties` allows beyond them when its `additionalProperties` is a schema (a
+/// `#[serde(flatten)]` map). A merged object (a `#[serde(flatten)]` enum) lists its
+/// alternatives' properties in the canonical form, so they are known keys here.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum FieldCheck {
     /// Nothing to check.
@@ -143,65 +151,6 @@ pub(crate) enum FieldCheck {
 pub(crate) struct Branch {
     kinds: u8,
     check: FieldCheck,
-}
-
-const NULL: u8 = 1;
-const BOOL: u8 = 2;
-const NUMBER: u8 = 4;
-const STRING: u8 = 8;
-const ARRAY: u8 = 16;
-const OBJECT: u8 = 32;
-const ALL_KINDS: u8 = 63;
-
-/// The kind bit of a JSON value.
-fn kind_of(v: &Value) -> u8 {
-    match v {
-        Value::Null => NULL,
-        Value::Bool(_) => BOOL,
-        Value::Number(_) => NUMBER,
-        Value::String(_) => STRING,
-        Value::Array(_) => ARRAY,
-        Value::Object(_) => OBJECT,
-    }
-}
-
-/// The JSON kinds a schema accepts, as far as its `type`, `const`, `enum`, `properties` or
-/// `items` say; all kinds when they say nothing.
-fn kinds(schema: &Value) -> u8 {
-    let Value::Object(map) = schema else {
-        return if *schema == Value::Bool(false) {
-            0
-        } else {
-            ALL_KINDS
-        };
-    };
-    let named = |t: &Value| match t.as_str() {
-        Some("null") => NULL,
-        Some("boolean") => BOOL,
-        Some("number" | "integer") => NUMBER,
-        Some("string") => STRING,
-        Some("array") => ARRAY,
-        Some("object") => OBJECT,
-        _ => ALL_KINDS,
-    };
-    match map.get("type") {
-        Some(Value::Array(types)) => return types.iter().fold(0, |k, t| k | named(t)),
-        Some(t) => return named(t),
-        None => {}
-    }
-    if let Some(c) = map.get("const") {
-        return kind_of(c);
-    }
-    if let Some(Value::Array(values)) = map.get("enum") {
-        return values.iter().fold(0, |k, v| k | kind_of(v));
-    }
-    if map.contains_key("properties") {
-        return OBJECT;
-    }
-    if map.contains_key("items") {
-        return ARRAY;
-    }
-    ALL_KINDS
 }
 
 /// One step of a path into the input.
@@ -263,7 +212,10 @@ impl FieldCheck {
             return FieldCheck::Any;
         };
         if let Some(Value::Object(props)) = map.get("properties") {
-            let closed = map.get("additionalProperties") == Some(&Value::Bool(false));
+            // A key `patternProperties` matches is not unknown; whether one does is a regular
+            // expression's to say, so such an object refuses no key here.
+            let closed = map.get("additionalProperties") == Some(&Value::Bool(false))
+                && !map.contains_key("patternProperties");
             let props: Vec<(String, FieldCheck)> = props
                 .iter()
                 .map(|(k, s)| (k.clone(), Self::build(s, depth + 1)))
@@ -368,7 +320,7 @@ impl FieldCheck {
                 Ok(())
             }
             (FieldCheck::AnyOf(branches), _) => {
-                let kind = kind_of(input);
+                let kind = kind_bit(input);
                 let applicable = || branches.iter().filter(|b| b.kinds & kind != 0);
                 if applicable().next().is_none()
                     || applicable().any(|b| b.check.visit(input, false).is_ok())

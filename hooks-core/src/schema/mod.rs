@@ -12,30 +12,48 @@
 //!   variants' docs appended to the description;
 //! - integer and number `format`s (`uint32`, `int64`, `double`) are dropped; `minimum: 0` stays
 //!   for unsigned integers;
+//! - an object that merges alternatives into its own properties (a *merged object*: one with
+//!   `properties` and an `anyOf`/`oneOf`, or an object with an `allOf`, which is what schemars
+//!   writes for a `#[serde(flatten)]` enum, tagged any way or untagged, and for a struct that is
+//!   only such a field) lists every property its alternatives name among its own properties
+//!   (*hoisted*: a name several alternatives give different schemas gets their `anyOf`, or one
+//!   string `enum` for tag `const`s), and requires the fields every alternative requires; its
+//!   alternatives stay, and check the rest (which fields go together). An `anyOf` with an
+//!   alternative that accepts anything (a flattened `Option` of an enum: `{}`) is dropped;
 //! - every object with `properties` says `additionalProperties: false` unless the tool opted
-//!   out. The dispatcher then rejects unknown fields in such objects wherever the schema reaches
-//!   them: through properties, array items, map values (`HashMap<String, T>`) and the branches
-//!   of an `anyOf`/`oneOf` (an enum with data: refused only when no branch accepts the input).
-//!   It does not look past a `$ref` (a recursive type is checked down to its first `$ref`) or
-//!   into `allOf` (its branches describe one value together, so one branch's unknown key may be
-//!   another's field);
+//!   out, except the alternatives of a merged object (the merged object is closed for them: it
+//!   lists their properties) and an object with `patternProperties`. The dispatcher then rejects
+//!   unknown fields in such objects wherever the schema reaches them: through properties, array
+//!   items, map values (`HashMap<String, T>`) and the branches of an `anyOf`/`oneOf` (an enum
+//!   with data: refused only when no branch accepts the input). It does not look past a `$ref`
+//!   (a recursive type is checked down to its first `$ref`);
 //! - `$ref`/`$defs` remain only for recursive types.
 //!
 //! - descriptions are unwrapped ([`unwrap_doc`]): a doc comment wrapped at 100 columns reads as
 //!   one paragraph.
 //!
+//! So every input the argument type's `Deserialize` reads from a serialized value passes the
+//! unknown-field check, and satisfies the canonical schema (the differential test in
+//! `tests/schemas/differential.rs` checks both, with a real JSON Schema validator). The same
+//! closing ([`closed_form`] of the raw schema) gives the *validation schema* the input walk
+//! (`explain.rs`) explains a refused input against.
+//!
 //! Property order is declaration order: schemars' `preserve_order` feature is on, which also
 //! turns `serde_json::Map` into an insertion-ordered map for every crate in the build.
 //!
-//! The Anthropic `input_schema` ([`anthropic_input_schema`]) is the canonical form with the
-//! nullable `anyOf` collapsed to its non-null branch (optionality is said by `required`), since
-//! Anthropic's tool docs ask for no type arrays and clients handle plain schemas best. Every
-//! target's transform is in its provider's file under [`crate::provider`]; [`targets`] keeps the
-//! first path of the definitions' types. Walking subschemas (and splitting the nullable `anyOf`)
-//! is in `walk.rs`, shared by this module, the unknown-field check and the transforms.
+//! The Anthropic `input_schema` ([`anthropic_input_schema`]) is the canonical form without a
+//! root `anyOf`/`oneOf`/`allOf` (Anthropic refuses one: "input_schema does not support oneOf,
+//! allOf, or anyOf at the top level"; a merged root's properties already list every field).
+//! Every target's transform is in its provider's file under [`crate::provider`]; [`targets`]
+//! keeps the first path of the definitions' types. Walking subschemas (and splitting the
+//! nullable `anyOf`) is in `walk.rs`, shared by this module, the unknown-field check and the
+//! transforms; the meta-schema check of a schema toolgate did not derive is in `meta.rs`.
 
 pub(crate) mod check;
 pub(crate) mod explain;
+#[cfg(feature = "full-validation")]
+pub(crate) mod full;
+pub(crate) mod meta;
 pub mod targets;
 pub(crate) mod walk;
 
@@ -58,8 +76,9 @@ pub(crate) fn generate<A: JsonSchema>() -> Value {
 }
 
 /// The canonical form of a raw schemars schema (see the module docs). `closed` adds
-/// `additionalProperties: false` to every object that has `properties`. Never fails: a keyword
-/// it does not know is kept as it is.
+/// `additionalProperties: false` to every object that has `properties` (but the alternatives of
+/// a merged object, and an object with `patternProperties`). Never fails: a keyword it does not
+/// know is kept as it is.
 ///
 /// Source of the rules it serves: Anthropic's tool-use docs ("Define tools": `input_schema` is
 /// a JSON Schema object with `"type": "object"` at the root); the nullable `anyOf` form is the
@@ -88,6 +107,42 @@ pub(crate) fn generate<A: JsonSchema>() -> Value {
 ///     },
 ///     "additionalProperties": false
 /// }));
+///
+/// // `struct Args { q: String, #[serde(flatten)] mode: Mode }` with
+/// // `#[serde(tag = "kind")] enum Mode { Exact { id: u32 }, Fuzzy { text: String } }`:
+/// let flattened = json!({
+///     "type": "object",
+///     "properties": {"q": {"type": "string"}},
+///     "required": ["q"],
+///     "oneOf": [
+///         {"type": "object", "properties": {"kind": {"type": "string", "const": "Exact"},
+///                                           "id": {"type": "integer", "format": "uint32",
+///                                                  "minimum": 0}},
+///          "required": ["kind", "id"]},
+///         {"type": "object", "properties": {"kind": {"type": "string", "const": "Fuzzy"},
+///                                           "text": {"type": "string"}},
+///          "required": ["kind", "text"]}
+///     ]
+/// });
+/// assert_eq!(canonicalize(&flattened, true), json!({
+///     "type": "object",
+///     "properties": {
+///         "q": {"type": "string"},
+///         "kind": {"type": "string", "enum": ["Exact", "Fuzzy"]},
+///         "id": {"type": "integer", "minimum": 0},
+///         "text": {"type": "string"}
+///     },
+///     "required": ["q", "kind"],
+///     "oneOf": [
+///         {"type": "object", "properties": {"kind": {"type": "string", "const": "Exact"},
+///                                           "id": {"type": "integer", "minimum": 0}},
+///          "required": ["kind", "id"]},
+///         {"type": "object", "properties": {"kind": {"type": "string", "const": "Fuzzy"},
+///                                           "text": {"type": "string"}},
+///          "required": ["kind", "text"]}
+///     ],
+///     "additionalProperties": false
+/// }));
 /// ```
 pub fn canonicalize(raw: &Value, closed: bool) -> Value {
     let mut v = raw.clone();
@@ -96,19 +151,213 @@ pub fn canonicalize(raw: &Value, closed: bool) -> Value {
         // The root's doc is the Rust argument type's; the tool's description says what the
         // tool does.
         root.remove("description");
-        // A tool without model arguments (an empty argument struct): an object with no
-        // properties, which is not a map.
-        if root.get("type").and_then(Value::as_str) == Some("object")
-            && !root.contains_key("properties")
-            && !root.contains_key("additionalProperties")
-            && !root.contains_key("patternProperties")
-        {
-            root.insert("properties".into(), Value::Object(Map::new()));
-        }
     }
-    canon(&mut v, closed);
+    close_root(&mut v, closed);
+    canon(&mut v);
     attach_values_docs(&mut v);
     v
+}
+
+/// The raw schema closed as its canonical form is (see [`canonicalize`]: merged objects list
+/// their alternatives' properties, objects with properties are closed when `closed`), every
+/// other keyword as schemars wrote it (integer `format`s kept). The *validation schema* of a
+/// derived tool: what an invalid input is explained against (`explain.rs`).
+pub(crate) fn closed_form(raw: &Value, closed: bool) -> Value {
+    let mut v = raw.clone();
+    close_root(&mut v, closed);
+    v
+}
+
+/// A root object without properties gets an empty `properties` (a tool without model
+/// arguments: an object with no properties, which is not a map), then the whole schema is
+/// closed ([`close`]).
+fn close_root(v: &mut Value, closed: bool) {
+    if let Value::Object(root) = v
+        && root.get("type").and_then(Value::as_str) == Some("object")
+        && !root.contains_key("properties")
+        && !root.contains_key("additionalProperties")
+        && !root.contains_key("patternProperties")
+    {
+        root.insert("properties".into(), Value::Object(Map::new()));
+    }
+    close(v, closed, false);
+}
+
+/// Combinators whose branches describe the same value as the schema holding them.
+const ALTERNATIVES: [&str; 3] = ["allOf", "anyOf", "oneOf"];
+
+/// Whether `map` is a merged object: `properties` beside an `anyOf`/`oneOf`, or an object
+/// (`type: "object"` or `properties`) with an `allOf`.
+pub(crate) fn is_merged(map: &Map<String, Value>) -> bool {
+    let props = map.contains_key("properties");
+    let object = props || map.get("type").and_then(Value::as_str) == Some("object");
+    (props && (map.contains_key("anyOf") || map.contains_key("oneOf")))
+        || (object && map.contains_key("allOf"))
+}
+
+/// Closes `v` and its subschemas (children first). `branch`: `v` is an alternative of a merged
+/// object (or of one of its alternatives), which the merged object closes.
+fn close(v: &mut Value, closed: bool, branch: bool) {
+    let Value::Object(map) = v else { return };
+    let merged = is_merged(map);
+    for_each_subschema_mut(map, |keyword, _, child| {
+        let inner = (merged || branch) && ALTERNATIVES.contains(&keyword);
+        close(child, closed, inner);
+    });
+    if merged {
+        // `anyOf: [X, {}]` (a flattened `Option`) accepts anything.
+        if let Some(Value::Array(branches)) = map.get("anyOf")
+            && branches.iter().any(accepts_anything)
+        {
+            map.remove("anyOf");
+        }
+        hoist(map);
+    }
+    if closed
+        && !branch
+        && map.contains_key("properties")
+        && !map.contains_key("additionalProperties")
+        && !map.contains_key("patternProperties")
+    {
+        map.insert("additionalProperties".into(), Value::Bool(false));
+    }
+}
+
+/// `true`, or an object schema with no keyword at all.
+fn accepts_anything(v: &Value) -> bool {
+    match v {
+        Value::Bool(b) => *b,
+        Value::Object(m) => m.is_empty(),
+        _ => false,
+    }
+}
+
+/// Lists the properties a merged object's alternatives name among its own (in the order first
+/// named, after its own), and requires the fields every alternative requires.
+fn hoist(map: &mut Map<String, Value>) {
+    let mut named: Vec<(String, Vec<Value>)> = Vec::new();
+    for key in ALTERNATIVES {
+        if let Some(Value::Array(branches)) = map.get(key) {
+            for b in branches {
+                gather_properties(b, &mut named, 0);
+            }
+        }
+    }
+    let always = always_required(map);
+    let props = map
+        .entry("properties")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(props) = props {
+        for (name, schemas) in named {
+            if !props.contains_key(&name) {
+                props.insert(name, union(schemas));
+            }
+        }
+    }
+    let required = map
+        .entry("required")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(required) = required {
+        for name in always {
+            let name = Value::String(name);
+            if !required.contains(&name) {
+                required.push(name);
+            }
+        }
+        if required.is_empty() {
+            map.remove("required");
+        }
+    }
+}
+
+/// The properties an alternative names, its own and those of its alternatives (each distinct
+/// schema once per name).
+fn gather_properties(v: &Value, named: &mut Vec<(String, Vec<Value>)>, depth: usize) {
+    let Value::Object(map) = v else { return };
+    if depth > 32 {
+        return;
+    }
+    if let Some(Value::Object(props)) = map.get("properties") {
+        for (name, schema) in props {
+            match named.iter_mut().find(|(n, _)| n == name) {
+                Some((_, schemas)) if schemas.contains(schema) => {}
+                Some((_, schemas)) => schemas.push(schema.clone()),
+                None => named.push((name.clone(), vec![schema.clone()])),
+            }
+        }
+    }
+    for key in ALTERNATIVES {
+        if let Some(Value::Array(branches)) = map.get(key) {
+            for b in branches {
+                gather_properties(b, named, depth + 1);
+            }
+        }
+    }
+}
+
+/// One schema accepting every value of `schemas`: the only one; one string `enum` for string
+/// `const`s (a tag: `{"type": "string", "const": "A"}` and `… "B"`); else their `anyOf`.
+fn union(mut schemas: Vec<Value>) -> Value {
+    if schemas.len() == 1 {
+        return schemas.pop().unwrap_or(Value::Bool(true));
+    }
+    let tags: Option<Vec<Value>> = schemas
+        .iter()
+        .map(|s| {
+            let m = s.as_object()?;
+            let c = m.get("const").filter(|c| c.is_string())?;
+            let plain = m
+                .keys()
+                .all(|k| matches!(k.as_str(), "const" | "type" | "description"));
+            let typed = m.get("type").is_none_or(|t| t == "string");
+            (plain && typed).then(|| c.clone())
+        })
+        .collect();
+    match tags {
+        Some(values) => json!({"type": "string", "enum": values}),
+        None => json!({ "anyOf": schemas }),
+    }
+}
+
+/// The fields an object schema requires whatever alternative matches: its `required`, those of
+/// each `allOf` branch, and those every `anyOf` (or every `oneOf`) branch requires.
+fn always_required(map: &Map<String, Value>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let add = |out: &mut Vec<String>, name: String| {
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    };
+    if let Some(Value::Array(required)) = map.get("required") {
+        for r in required.iter().filter_map(Value::as_str) {
+            add(&mut out, r.to_owned());
+        }
+    }
+    let of = |v: &Value| match v {
+        Value::Object(m) => always_required(m),
+        _ => Vec::new(),
+    };
+    if let Some(Value::Array(all)) = map.get("allOf") {
+        for name in all.iter().flat_map(of) {
+            add(&mut out, name);
+        }
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = map.get(key) {
+            let mut common: Option<Vec<String>> = None;
+            for b in branches {
+                let r = of(b);
+                common = Some(match common {
+                    None => r,
+                    Some(c) => c.into_iter().filter(|n| r.contains(n)).collect(),
+                });
+            }
+            for name in common.unwrap_or_default() {
+                add(&mut out, name);
+            }
+        }
+    }
+    out
 }
 
 const NUMERIC_FORMATS: &[&str] = &[
@@ -116,14 +365,14 @@ const NUMERIC_FORMATS: &[&str] = &[
     "uint128", "uint", "float", "double",
 ];
 
-fn canon(v: &mut Value, closed: bool) {
+fn canon(v: &mut Value) {
     let Value::Object(map) = v else { return };
     map.remove("title");
     if let Some(Value::String(d)) = map.get_mut("description") {
         *d = unwrap_doc(d);
     }
     // Recurse first, so that children are canonical before this level is rewritten.
-    for_each_subschema_mut(map, |_, _, child| canon(child, closed));
+    for_each_subschema_mut(map, |_, _, child| canon(child));
 
     if let Some(Value::String(f)) = map.get("format")
         && NUMERIC_FORMATS.contains(&f.as_str())
@@ -132,9 +381,6 @@ fn canon(v: &mut Value, closed: bool) {
     }
 
     documented_enum_to_enum(map);
-    if closed && map.contains_key("properties") && !map.contains_key("additionalProperties") {
-        map.insert("additionalProperties".into(), Value::Bool(false));
-    }
     type_array_to_any_of(map);
 }
 
@@ -274,14 +520,17 @@ fn with_period(s: &str) -> String {
     }
 }
 
-/// The Anthropic `input_schema`: the canonical form with every nullable `anyOf` collapsed to its
-/// non-null branch (the field's outer keywords, such as its description, kept); optionality is
-/// then said by `required` alone. Never fails.
+/// The Anthropic `input_schema`: the canonical form without a root `anyOf`, `oneOf` or `allOf`
+/// (a merged root, whose properties already list every field its alternatives name). Never
+/// fails.
 ///
 /// Source: Anthropic's tool-use docs ("Define tools"): `input_schema` is a JSON Schema object
-/// with `"type": "object"` at the root and no top-level `oneOf`/`anyOf`/`allOf`; their examples
-/// write an optional field as a plain schema left out of `required`, not as a union with
-/// `null`.
+/// with `"type": "object"` at the root; the API refuses a top-level combinator ("input_schema
+/// does not support oneOf, allOf, or anyOf at the top level"). An optional field keeps its
+/// nullable `anyOf` (`{"anyOf": [X, {"type": "null"}]}`) and stays out of `required`, so the
+/// schema accepts every input the argument type does, `null` for an `Option` included; the
+/// strict target, which must admit only what the type accepts, writes it as `X` alone
+/// ([`without_null_branches`]).
 ///
 /// ```
 /// use serde_json::json;
@@ -292,24 +541,56 @@ fn with_period(s: &str) -> String {
 ///     "properties": {
 ///         "location": {"type": "string"},
 ///         "unit": {"description": "The unit", "anyOf": [
-///             {"type": "string", "enum": ["celsius", "fahrenheit"]}, {"type": "null"}]}
+///             {"type": "string", "enum": ["celsius", "fahrenheit"]}, {"type": "null"}]},
+///         "kind": {"type": "string", "enum": ["a", "b"]}
 ///     },
-///     "required": ["location"],
+///     "required": ["location", "kind"],
+///     "oneOf": [
+///         {"type": "object", "properties": {"kind": {"const": "a"}}},
+///         {"type": "object", "properties": {"kind": {"const": "b"}}}
+///     ],
 ///     "additionalProperties": false
 /// });
 /// assert_eq!(anthropic_input_schema(&canonical), json!({
 ///     "type": "object",
 ///     "properties": {
 ///         "location": {"type": "string"},
-///         "unit": {"type": "string", "enum": ["celsius", "fahrenheit"],
-///                  "description": "The unit"}
+///         "unit": {"description": "The unit", "anyOf": [
+///             {"type": "string", "enum": ["celsius", "fahrenheit"]}, {"type": "null"}]},
+///         "kind": {"type": "string", "enum": ["a", "b"]}
 ///     },
-///     "required": ["location"],
+///     "required": ["location", "kind"],
 ///     "additionalProperties": false
 /// }));
 /// ```
 pub fn anthropic_input_schema(canonical: &Value) -> Value {
     let mut v = canonical.clone();
+    if let Value::Object(root) = &mut v
+        && root.contains_key("properties")
+    {
+        for key in ALTERNATIVES {
+            root.remove(key);
+        }
+    }
+    v
+}
+
+/// `schema` with every nullable `anyOf` collapsed to its non-null branch (the field's outer
+/// keywords, such as its description, kept): an optional field is then said by `required`
+/// alone, as the strict subsets want it (Anthropic's strict tool use; OpenAI's strict mode
+/// writes it its own way). Never fails.
+///
+/// ```
+/// use serde_json::json;
+/// use toolgate_core::schema::without_null_branches;
+///
+/// let field = json!({"description": "The unit", "anyOf": [
+///     {"type": "string", "enum": ["celsius", "fahrenheit"]}, {"type": "null"}]});
+/// assert_eq!(without_null_branches(&field), json!({
+///     "type": "string", "enum": ["celsius", "fahrenheit"], "description": "The unit"}));
+/// ```
+pub fn without_null_branches(schema: &Value) -> Value {
+    let mut v = schema.clone();
     collapse_nullable(&mut v);
     v
 }
@@ -458,7 +739,7 @@ mod tests {
             })
         );
         assert_eq!(
-            anthropic_input_schema(&canonical)["properties"]["unit"],
+            without_null_branches(&canonical)["properties"]["unit"],
             json!({
                 "type": "string", "enum": ["celsius", "fahrenheit"], "description": "The unit"
             })
