@@ -114,10 +114,11 @@ impl Problems {
         self.listed.is_empty()
     }
 
-    /// `and 2 more problems`, `and at least 995 more problems`, or nothing.
-    fn others(&self) -> String {
+    /// The problems after the first `shown`: `and 2 more problems`, `and at least 995 more
+    /// problems`, or nothing.
+    pub(crate) fn others(&self, shown: usize) -> String {
         let at_least = if self.more_at_least { "at least " } else { "" };
-        match self.more {
+        match self.listed.len().saturating_sub(shown) + self.more {
             0 => String::new(),
             1 if !self.more_at_least => "and 1 more problem".to_owned(),
             n => format!("and {at_least}{n} more problems"),
@@ -173,7 +174,7 @@ pub(crate) fn invalid_input(tool: &str, problems: &Problems) -> String {
             }
             if problems.more > 0 {
                 text.push_str("\n- ");
-                text.push_str(&problems.others());
+                text.push_str(&problems.others(listed.len()));
             }
             text.push_str("\nSend an input that matches the tool's input_schema.");
             text
@@ -188,7 +189,7 @@ pub(crate) fn invalid_rewrite(tool: &str, problems: &Problems) -> String {
         Some(first) => (at_path(&first.path), first.message.as_str()),
         None => (String::new(), "no detail"),
     };
-    let mut others = problems.others();
+    let mut others = problems.others(1);
     if !others.is_empty() {
         others.insert_str(0, "; ");
     }
@@ -356,7 +357,7 @@ mod tests {
         assert_eq!(
             invalid_rewrite("t", &several),
             "Error: invalid input for tool `t`: a policy rewrite of this call produced an input \
-             that is invalid at `a` (x; and 3 more problems). This is a problem on our side; do \
+             that is invalid at `a` (x; and 4 more problems). This is a problem on our side; do \
              not retry the same call."
         );
         let capped = Problems {

@@ -14,6 +14,7 @@ mod concurrency;
 mod context;
 mod deadlines;
 mod errors;
+mod invalid_input;
 mod limits;
 mod observers;
 mod outcomes;

@@ -61,9 +61,9 @@ impl<'a> Verdict<'a> {
             Some(p) => (texts::at_path(&p.path), p.message.as_str()),
             None => (String::new(), ""),
         };
-        let others = match problems.listed.len().saturating_sub(1) + problems.more {
-            0 => String::new(),
-            n => format!(" (and {n} more problem{})", if n == 1 { "" } else { "s" }),
+        let others = match problems.others(1) {
+            o if o.is_empty() => o,
+            o => format!(" ({o})"),
         };
         Verdict {
             detail: Some(format!(
