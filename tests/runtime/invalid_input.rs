@@ -58,7 +58,12 @@ mod items {
         /// The reason code.
         code: Option<Code>,
     ) -> String {
-        let _ = (evidence, labels, code.map(|c| c.0));
+        let colors: Vec<String> = labels
+            .unwrap_or_default()
+            .into_values()
+            .map(|l| l.color)
+            .collect();
+        let _ = (evidence, colors, code.map(|c| c.0));
         format!("case for {order_id}: {amount_cents} cents")
     }
 

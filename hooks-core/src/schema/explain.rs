@@ -405,6 +405,18 @@ impl<'s> Walker<'s> {
             (_, Value::Object(obj)) => self.closest(branches, obj),
             _ => None,
         };
+        // A field every alternative requires (a tag) is missing: that is the problem.
+        let shared_missing = match v {
+            Value::Object(obj) if closest.is_none() => self.missing_everywhere(branches, obj),
+            _ => None,
+        };
+        if let (Some(field), Value::Object(obj)) = (shared_missing, v) {
+            return sink.push(
+                at,
+                Some(obj.len() as u32),
+                format!("missing field `{field}`"),
+            );
+        }
         match closest {
             Some(branch) => self.check(branch, v, at, sink, depth + 1),
             None => {
@@ -448,6 +460,30 @@ impl<'s> Walker<'s> {
                 .collect();
             let tags = tags?;
             (!tags.iter().any(|t| json_equal(t, value))).then_some((i, key.as_str(), tags))
+        })
+    }
+
+    /// A field every object alternative requires and `obj` lacks (the first in the first
+    /// alternative's `required` order).
+    fn missing_everywhere(
+        &self,
+        branches: &'s [Value],
+        obj: &Map<String, Value>,
+    ) -> Option<&'s str> {
+        let required = |b: &'s Value| -> Vec<&'s str> {
+            b.get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default()
+        };
+        let objects: Vec<&'s Value> = branches
+            .iter()
+            .map(|b| self.target(b))
+            .filter(|b| kinds(b) & OBJECT != 0)
+            .collect();
+        let first = objects.first()?;
+        required(first).into_iter().find(|field| {
+            !obj.contains_key(*field) && objects.iter().all(|b| required(b).contains(field))
         })
     }
 

@@ -18,8 +18,11 @@
 //!   only such a field) lists every property its alternatives name among its own properties
 //!   (*hoisted*: a name several alternatives give different schemas gets their `anyOf`, or one
 //!   string `enum` for tag `const`s), and requires the fields every alternative requires; its
-//!   alternatives stay, and check the rest (which fields go together). An `anyOf` with an
-//!   alternative that accepts anything (a flattened `Option` of an enum: `{}`) is dropped;
+//!   alternatives stay, as an `anyOf` (serde takes the first variant key it finds, so "exactly
+//!   one" is more than it checks), and check the rest (which fields go together). An `anyOf` with
+//!   an alternative that accepts anything (a flattened `Option` of an enum: `{}`) is dropped; a
+//!   documented unit variant, which schemars writes as a string `const` alternative that never
+//!   matches an object, is written as the key it is (`{"Unit": null}`);
 //! - every object with `properties` says `additionalProperties: false` unless the tool opted
 //!   out, except the alternatives of a merged object (the merged object is closed for them: it
 //!   lists their properties) and an object with `patternProperties`. The dispatcher then rejects
@@ -133,7 +136,7 @@ pub(crate) fn generate<A: JsonSchema>() -> Value {
 ///         "text": {"type": "string"}
 ///     },
 ///     "required": ["q", "kind"],
-///     "oneOf": [
+///     "anyOf": [
 ///         {"type": "object", "properties": {"kind": {"type": "string", "const": "Exact"},
 ///                                           "id": {"type": "integer", "minimum": 0}},
 ///          "required": ["kind", "id"]},
@@ -205,13 +208,22 @@ fn close(v: &mut Value, closed: bool, branch: bool) {
         close(child, closed, inner);
     });
     if merged {
-        // `anyOf: [X, {}]` (a flattened `Option`) accepts anything.
+        // serde reads a flattened enum from the first key that names a variant (or the first
+        // variant that fits): "exactly one" is more than it checks.
+        if !map.contains_key("anyOf")
+            && let Some(one_of) = map.remove("oneOf")
+        {
+            map.insert("anyOf".into(), one_of);
+        }
+        unit_variants_as_keys(map, 0);
+        hoist(map);
+        // `anyOf: [X, {}]` (a flattened `Option`) accepts anything: X's properties are listed
+        // now, and nothing else of it needs saying.
         if let Some(Value::Array(branches)) = map.get("anyOf")
             && branches.iter().any(accepts_anything)
         {
             map.remove("anyOf");
         }
-        hoist(map);
     }
     if closed
         && !branch
@@ -220,6 +232,53 @@ fn close(v: &mut Value, closed: bool, branch: bool) {
         && !map.contains_key("patternProperties")
     {
         map.insert("additionalProperties".into(), Value::Bool(false));
+    }
+}
+
+/// A unit variant of a flattened externally tagged enum is the key it names, with `null`
+/// (`{"Unit": null}`, as serde reads and writes it), but schemars writes a documented one as a
+/// string alternative (`{"type": "string", "const": "Unit"}`), which never matches the object it
+/// is an alternative of. Such alternatives of a merged object (or of its alternatives) become
+/// `{"type": "object", "properties": {"Unit": {"type": "null"}}, "required": ["Unit"]}` (a
+/// string `enum` of several: an `anyOf` of those), their description kept.
+fn unit_variants_as_keys(map: &mut Map<String, Value>, depth: usize) {
+    if depth > 32 {
+        return;
+    }
+    for key in ALTERNATIVES {
+        let Some(Value::Array(branches)) = map.get_mut(key) else {
+            continue;
+        };
+        for b in branches.iter_mut() {
+            let Value::Object(bm) = b else { continue };
+            let names: Vec<String> = match (bm.get("const"), bm.get("enum")) {
+                (Some(Value::String(c)), _) => vec![c.clone()],
+                (None, Some(Value::Array(vs))) if vs.iter().all(Value::is_string) => vs
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect(),
+                _ => {
+                    unit_variants_as_keys(bm, depth + 1);
+                    continue;
+                }
+            };
+            if bm.get("type").is_some_and(|t| t != "string") || names.is_empty() {
+                continue;
+            }
+            let key_of = |name: &str| {
+                json!({"type": "object", "properties": {name: {"type": "null"}},
+                       "required": [name]})
+            };
+            let mut replaced = match names.as_slice() {
+                [one] => key_of(one),
+                several => json!({"anyOf": several.iter().map(|n| key_of(n)).collect::<Vec<_>>()}),
+            };
+            if let (Some(d), Value::Object(r)) = (bm.get("description"), &mut replaced) {
+                r.insert("description".into(), d.clone());
+            }
+            *b = replaced;
+        }
     }
 }
 
@@ -233,9 +292,12 @@ fn accepts_anything(v: &Value) -> bool {
 }
 
 /// Lists the properties a merged object's alternatives name among its own (in the order first
-/// named, after its own), and requires the fields every alternative requires.
+/// named, after its own), and requires the fields every alternative requires. The
+/// alternatives' docs go with them: a variant key's (`{"Circle": {…}}`) becomes the key's
+/// description, a tag's becomes `One of: `add_up`: Adds; `neg`: Negates.`, as for a documented
+/// unit enum.
 fn hoist(map: &mut Map<String, Value>) {
-    let mut named: Vec<(String, Vec<Value>)> = Vec::new();
+    let mut named: Vec<(String, Vec<Named>)> = Vec::new();
     for key in ALTERNATIVES {
         if let Some(Value::Array(branches)) = map.get(key) {
             for b in branches {
@@ -248,9 +310,9 @@ fn hoist(map: &mut Map<String, Value>) {
         .entry("properties")
         .or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(props) = props {
-        for (name, schemas) in named {
+        for (name, found) in named {
             if !props.contains_key(&name) {
-                props.insert(name, union(schemas));
+                props.insert(name, union(found));
             }
         }
     }
@@ -270,19 +332,36 @@ fn hoist(map: &mut Map<String, Value>) {
     }
 }
 
+/// A property an alternative names: its schema, the alternative's doc, and whether it is the
+/// alternative's only property (a variant key).
+struct Named {
+    schema: Value,
+    doc: Option<String>,
+    only: bool,
+}
+
 /// The properties an alternative names, its own and those of its alternatives (each distinct
 /// schema once per name).
-fn gather_properties(v: &Value, named: &mut Vec<(String, Vec<Value>)>, depth: usize) {
+fn gather_properties(v: &Value, named: &mut Vec<(String, Vec<Named>)>, depth: usize) {
     let Value::Object(map) = v else { return };
     if depth > 32 {
         return;
     }
     if let Some(Value::Object(props)) = map.get("properties") {
+        let doc = map
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         for (name, schema) in props {
+            let entry = Named {
+                schema: schema.clone(),
+                doc: doc.clone(),
+                only: props.len() == 1,
+            };
             match named.iter_mut().find(|(n, _)| n == name) {
-                Some((_, schemas)) if schemas.contains(schema) => {}
-                Some((_, schemas)) => schemas.push(schema.clone()),
-                None => named.push((name.clone(), vec![schema.clone()])),
+                Some((_, found)) if found.iter().any(|f| f.schema == *schema) => {}
+                Some((_, found)) => found.push(entry),
+                None => named.push((name.clone(), vec![entry])),
             }
         }
     }
@@ -295,27 +374,74 @@ fn gather_properties(v: &Value, named: &mut Vec<(String, Vec<Value>)>, depth: us
     }
 }
 
-/// One schema accepting every value of `schemas`: the only one; one string `enum` for string
-/// `const`s (a tag: `{"type": "string", "const": "A"}` and `… "B"`); else their `anyOf`.
-fn union(mut schemas: Vec<Value>) -> Value {
-    if schemas.len() == 1 {
-        return schemas.pop().unwrap_or(Value::Bool(true));
+/// One schema accepting every value the `found` schemas of one property accept: the only one
+/// (with its variant's doc, for a variant key without a doc of its own); one schema when they
+/// differ only in their descriptions (those joined with ` / `: a field that means one thing
+/// per variant); one string `enum` for string `const`s (a tag: `{"type": "string", "const":
+/// "A"}` and `… "B"`, described by the variants' docs); else their `anyOf`.
+fn union(mut found: Vec<Named>) -> Value {
+    if found.len() == 1 {
+        let Named { schema, doc, only } = found.pop().expect("one");
+        let mut schema = schema;
+        if let (Value::Object(m), Some(doc), true) = (&mut schema, doc, only)
+            && !m.contains_key("description")
+        {
+            m.insert("description".into(), Value::String(doc));
+        }
+        return schema;
     }
-    let tags: Option<Vec<Value>> = schemas
+    let undocumented = |s: &Value| {
+        let mut s = s.clone();
+        if let Value::Object(m) = &mut s {
+            m.remove("description");
+        }
+        s
+    };
+    let first = undocumented(&found[0].schema);
+    if found.iter().all(|f| undocumented(&f.schema) == first) {
+        let docs: Vec<&str> = found
+            .iter()
+            .filter_map(|f| f.schema.get("description").and_then(Value::as_str))
+            .collect();
+        let mut one = first;
+        if let (Value::Object(m), false) = (&mut one, docs.is_empty()) {
+            m.insert("description".into(), Value::String(docs.join(" / ")));
+        }
+        return one;
+    }
+    let tags: Option<Vec<(Value, Option<&str>)>> = found
         .iter()
-        .map(|s| {
-            let m = s.as_object()?;
+        .map(|f| {
+            let m = f.schema.as_object()?;
             let c = m.get("const").filter(|c| c.is_string())?;
             let plain = m
                 .keys()
                 .all(|k| matches!(k.as_str(), "const" | "type" | "description"));
             let typed = m.get("type").is_none_or(|t| t == "string");
-            (plain && typed).then(|| c.clone())
+            (plain && typed).then(|| (c.clone(), f.doc.as_deref()))
         })
         .collect();
     match tags {
-        Some(values) => json!({"type": "string", "enum": values}),
-        None => json!({ "anyOf": schemas }),
+        Some(tags) => {
+            let docs: Vec<String> = tags
+                .iter()
+                .filter_map(|(c, d)| {
+                    let d = (*d)?;
+                    Some(format!(
+                        "`{}`: {}",
+                        c.as_str().unwrap_or_default(),
+                        d.trim_end_matches('.')
+                    ))
+                })
+                .collect();
+            let values: Vec<Value> = tags.into_iter().map(|(c, _)| c).collect();
+            let mut tag = json!({"type": "string", "enum": values});
+            if !docs.is_empty() {
+                tag["description"] = Value::String(format!("One of: {}.", docs.join("; ")));
+            }
+            tag
+        }
+        None => json!({ "anyOf": found.into_iter().map(|f| f.schema).collect::<Vec<_>>() }),
     }
 }
 
