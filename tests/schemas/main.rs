@@ -9,3 +9,4 @@ mod support;
 mod corpus;
 mod differential;
 mod flatten;
+mod meta;

@@ -74,9 +74,22 @@ fn faults(e: &CompileError) -> Vec<Fault> {
         CompileError::ValidationError { src, .. } => {
             let mut out = Vec::new();
             leaves(src, &mut |location, kind| {
+                let reason = match kind {
+                    ErrorKind::Format { got, want, err } => format!(
+                        "`{}` is not a valid {}: {}",
+                        texts::quoted(got.as_str().unwrap_or_default()),
+                        if *want == "regex" {
+                            "regular expression"
+                        } else {
+                            want
+                        },
+                        one_line(&err.to_string())
+                    ),
+                    other => one_line(&other.to_string()),
+                };
                 out.push(Fault {
                     pointer: location.to_owned(),
-                    reason: kind.to_string(),
+                    reason,
                 });
             });
             out
@@ -84,8 +97,9 @@ fn faults(e: &CompileError) -> Vec<Fault> {
         CompileError::InvalidRegex { url, regex, src } => vec![Fault {
             pointer: pointer_of(url),
             reason: format!(
-                "`{}` is not a valid regular expression: {src}",
-                texts::quoted(regex)
+                "`{}` is not a valid regular expression: {}",
+                texts::quoted(regex),
+                one_line(&src.to_string())
             ),
         }],
         other => vec![Fault {
@@ -93,6 +107,11 @@ fn faults(e: &CompileError) -> Vec<Fault> {
             reason: other.to_string(),
         }],
     }
+}
+
+/// A message of several lines (a regular expression's parse error) on one line.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The JSON pointer in a compiled schema's URL (`…#/properties/a/pattern` → `/properties/a/pattern`).
