@@ -58,7 +58,11 @@
 //! 2. **Look up** the name among the dispatcher's tools (a filtered-out tool is unknown).
 //! 3. **Validate** by deserializing into the tool's argument type; unknown fields are
 //!    `invalid_input` (the schema says `additionalProperties: false`) unless the tool opts out.
-//!    Only a failed input is deserialized again, path-aware, to name the field.
+//!    A refused input is walked against the schema once, so the message lists every problem
+//!    found, each with its path and what was expected, in the input's order: up to five, then
+//!    `- and N more problems` (one problem keeps the one-line form `Error: invalid input for
+//!    tool `t` at `path`: …`). Model input quoted back (a field name, a path, a value, a tool
+//!    name) is cut to 64 characters with `…`.
 //! 4. **PreToolUse chain**: the matching hooks in `(order, path)` order. [`Decision::Allow`]
 //!    goes on; [`Decision::Deny`] stops with `BLOCKED: <reason>`; [`Decision::Rewrite`] is
 //!    validated again and seen by later hooks and the tool; an error, a panic or a deadline
@@ -105,12 +109,22 @@
 //! - **Input, flat form**: every parameter that is not injected is a field of a generated
 //!   argument struct, named like the parameter; a `///` comment on the parameter is the
 //!   property's description; `#[serde(…)]` and `#[schemars(…)]` on a parameter are moved onto
-//!   the field (`#[schemars(schema_with = "…")]` gives a `serde_json::Value` its schema). An
-//!   `Option<T>` parameter is optional (absent from `required`; omitted or `null` both accepted);
-//!   every other parameter is required. Parameters must be owned (`String`, not `&str`).
+//!   the field (`#[schemars(schema_with = "…")]` gives a `serde_json::Value` its schema; that
+//!   schema is checked against the JSON Schema meta-schema at `build()`). An `Option<T>`
+//!   parameter is optional (absent from `required`; omitted or `null` both accepted, and the
+//!   schema says so: `{"anyOf": [T, {"type": "null"}]}`, written as `T` alone only for a strict
+//!   target); every other parameter is required. Parameters must be owned (`String`, not
+//!   `&str`).
 //! - **Input, struct form**: mark one parameter `#[input]`; its type derives `Deserialize` and
 //!   `JsonSchema` and is the whole input (field doc comments are the descriptions). Other
-//!   parameters may then only be injected ones.
+//!   parameters may then only be injected ones. `#[serde(flatten)]` works for a struct, a map,
+//!   an enum tagged any way or untagged, and an `Option` of one: the schema lists every field
+//!   the variants have (so no input the type accepts is refused as having an unknown field) and
+//!   keeps the variants as an `anyOf` that says which fields go together (Anthropic gets no
+//!   top-level `anyOf`; strict targets emit such a tool non-strict and say why). The rule,
+//!   checked over a corpus of input types with a real JSON Schema validator: every serialized
+//!   value of the input type passes the dispatcher and every non-strict target's schema, and
+//!   every value a strict definition admits deserializes.
 //! - **Injected parameters** are told apart by type, never by name: `&HookContext` (the session's
 //!   trusted context) and `State<T>` (state given to [`DispatcherBuilder::state`]). They are
 //!   not in the schema. A type that reads like one but is not toolgate's does not compile.
@@ -287,6 +301,24 @@
 //! );
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Wrapped callers and schemas toolgate did not derive
+//!
+//! A wrapped [`ToolCaller`] (an MCP client, a remote server, another dispatcher) brings its own
+//! `input_schema`, sent as given. At `build()` it is checked against the meta-schema of the
+//! draft it names in `$schema` (2020-12 when none; 2019-09, 07, 06 and 04 too), as is every
+//! `#[schemars(schema_with = …)]` part of a `#[tool]`'s schema: a keyword of the wrong kind
+//! (`{"type": "strin"}`), a `$ref` that points to nothing or outside the schema, an unknown
+//! `$schema` is a [`BuildProblem::InvalidSchema`] naming the tool and the keyword, and the
+//! schema is never sent. The caller's inputs are then validated against its schema by the same
+//! walk that explains invalid inputs, every validation keyword included (`minLength`,
+//! `maxLength`, `multipleOf`, `uniqueItems`, `exclusiveMinimum`, `dependentRequired`, `not`,
+//! `if`/`then`/`else`, …) but regular expressions (`pattern`, `patternProperties`) and
+//! `format`. The `full-validation` feature (off by default: its regex and URL dependencies about
+//! double the runtime's clean build) adds `boon`, a complete JSON Schema validator: the
+//! meta-schema check then also compiles every regular expression, and a caller's inputs are
+//! also checked against `pattern`, `patternProperties`, `format` (as the draft asserts it) and
+//! `unevaluated*`.
 //!
 //! # Bounds, deadlines and cancellation
 //!

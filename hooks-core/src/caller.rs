@@ -24,9 +24,15 @@ use crate::future::BoxFuture;
 /// Its definitions are checked by [`DispatcherBuilder::build`](crate::DispatcherBuilder::build)
 /// like a `#[tool]`'s: an entry without a valid `name` is
 /// [`BuildProblem::InvalidToolName`](crate::BuildProblem::InvalidToolName), one without an
-/// object `input_schema` is [`BuildProblem::RootNotObject`](crate::BuildProblem::RootNotObject).
-/// The `input_schema` is used as given (it is not canonicalized): inputs are validated against
-/// it, and unknown fields are refused only where it says `additionalProperties: false`.
+/// object `input_schema` is [`BuildProblem::RootNotObject`](crate::BuildProblem::RootNotObject),
+/// and an `input_schema` that is not valid JSON Schema (against the meta-schema of the draft its
+/// `$schema` names, 2020-12 when none; every `$ref` pointing within it) is
+/// [`BuildProblem::InvalidSchema`](crate::BuildProblem::InvalidSchema), one per fault, naming the
+/// keyword: a remote server with a broken schema fails the build rather than being sent.
+/// The `input_schema` is used as given (it is not canonicalized): every input is validated
+/// against it before the caller sees it, every validation keyword included but regular
+/// expressions and `format` (those too with the `full-validation` feature), and unknown fields
+/// are refused only where it says `additionalProperties: false`.
 pub trait ToolCaller: Send + Sync + 'static {
     /// The tools this caller answers, as Anthropic `tools` entries: `{"name": …,
     /// "description": …, "input_schema": {…}}`. Read once, when the wrapping dispatcher is built.

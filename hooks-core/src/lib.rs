@@ -67,10 +67,12 @@
 //! | `name_index.rs` | finding a tool by the name the model sent |
 //! | `normalize.rs` | DESIGN step 1: the input normalized and held to the input [`Limits`] |
 //! | `limits.rs` | [`Limits`]; a result cut to its bound |
-//! | `schema/mod.rs` | canonical schemas |
-//! | `schema/walk.rs` | walking a schema: the keywords that hold subschemas, the nullable `anyOf` |
+//! | `schema/mod.rs` | canonical schemas: closing objects, flattened enums, the Anthropic `input_schema` |
+//! | `schema/walk.rs` | walking a schema: the keywords that hold subschemas, the nullable `anyOf`, JSON kinds, `$ref` within a schema |
 //! | `schema/check.rs` | the start-up schema checks and the unknown-field check |
-//! | `schema/explain.rs` | explaining an invalid input: where, and what was expected |
+//! | `schema/explain.rs` | the input walk: every problem of an invalid input, in order; a wrapped caller's validator |
+//! | `schema/meta.rs` | the meta-schema check of a schema toolgate did not derive (drafts 2020-12 to 04) |
+//! | `schema/full.rs` | `full-validation` only: the same checks by `boon`, a complete JSON Schema validator |
 //! | `schema/targets.rs` | the provider items under their first path (re-exports of `provider/`) |
 //! | `pipeline/mod.rs` | one call: `run_call` (normalize → look up → validate → PreToolUse chain → tool → observers) |
 //! | `pipeline/verdict.rs` | how a call ended, then the `tool_result` and the record made of it |
