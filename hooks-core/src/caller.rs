@@ -29,7 +29,9 @@ use crate::future::BoxFuture;
 /// `$schema` names, 2020-12 when none; every `$ref` pointing within it) is
 /// [`BuildProblem::InvalidSchema`](crate::BuildProblem::InvalidSchema), one per fault, naming the
 /// keyword: a remote server with a broken schema fails the build rather than being sent.
-/// The `input_schema` is used as given (it is not canonicalized): every input is validated
+/// The `input_schema` is used as given (it is not canonicalized; only a root `anyOf`, `oneOf` or
+/// `allOf`, which Anthropic refuses, is left out of the Anthropic and MCP definitions, its
+/// alternatives' properties listed at the root instead): every input is validated
 /// against it before the caller sees it, every validation keyword included but regular
 /// expressions and `format` (those too with the `full-validation` feature), and unknown fields
 /// are refused only where it says `additionalProperties: false`.

@@ -239,6 +239,54 @@ fn a_valid_callers_schema_is_sent_unchanged_to_every_target_that_takes_it() {
     );
 }
 
+#[test]
+fn a_callers_root_alternatives_are_listed_for_anthropic_and_still_checked() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"q": {"type": "string"}},
+        "required": ["q"],
+        "oneOf": [
+            {"properties": {"id": {"type": "integer"}}, "required": ["id"]},
+            {"properties": {"name": {"type": "string"}}, "required": ["name"]}
+        ]
+    });
+    let calls = Arc::new(AtomicUsize::new(0));
+    let d = Dispatcher::builder()
+        .wrap(caller(schema, calls.clone()))
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Anthropic refuses a top-level `oneOf`: its fields are listed instead.
+    let listed = json!({
+        "type": "object",
+        "properties": {
+            "q": {"type": "string"},
+            "id": {"type": "integer"},
+            "name": {"type": "string"}
+        },
+        "required": ["q"]
+    });
+    assert_eq!(d.tool_definitions()[0]["input_schema"], listed);
+    assert_eq!(
+        d.tool_definitions_for(Provider::Mcp).unwrap()[0]["inputSchema"],
+        listed
+    );
+    // The caller's own schema still decides.
+    let s = d.session(HookContext::builder("u_1", "sess_alternatives").build());
+    let run = |input: Value| toolgate::block_on(s.call(&ToolUse::new("t", "ping", input))).unwrap();
+    assert!(!run(json!({"q": "x", "id": 1})).is_error);
+    assert_eq!(
+        run(json!({"q": "x"})).content_text(),
+        "Error: invalid input for tool `ping`: an object does not match any of the 2 allowed \
+         shapes. Send an input that matches the tool's input_schema."
+    );
+    assert_eq!(
+        run(json!({"q": "x", "id": 1, "name": "n"})).content_text(),
+        "Error: invalid input for tool `ping`: an object matches more than one of the 2 allowed \
+         shapes. Send an input that matches the tool's input_schema."
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
 #[cfg(feature = "full-validation")]
 mod full {
     //! With the `full-validation` feature: regular expressions are checked at `build()`, and a

@@ -336,7 +336,8 @@ impl Checker<'_> {
             Expect::Type => self.types(value, pointer),
             Expect::List => match value {
                 Value::Array(items) if !(self.draft == Draft::D4 && items.is_empty()) => {}
-                _ => self.fault(pointer, wrong("a non-empty array")),
+                _ if self.draft == Draft::D4 => self.fault(pointer, wrong("a non-empty array")),
+                _ => self.fault(pointer, wrong("an array")),
             },
             Expect::AnyList => {
                 if !value.is_array() {

@@ -647,8 +647,9 @@ fn with_period(s: &str) -> String {
 }
 
 /// The Anthropic `input_schema`: the canonical form without a root `anyOf`, `oneOf` or `allOf`
-/// (a merged root, whose properties already list every field its alternatives name). Never
-/// fails.
+/// (a merged root, whose properties list every field its alternatives name: a canonical schema
+/// lists them already, and a wrapped caller's, used as given, gets them listed here, with the
+/// fields every alternative requires). Never fails.
 ///
 /// Source: Anthropic's tool-use docs ("Define tools"): `input_schema` is a JSON Schema object
 /// with `"type": "object"` at the root; the API refuses a top-level combinator ("input_schema
@@ -693,7 +694,11 @@ pub fn anthropic_input_schema(canonical: &Value) -> Value {
     let mut v = canonical.clone();
     if let Value::Object(root) = &mut v
         && root.contains_key("properties")
+        && ALTERNATIVES.iter().any(|k| root.contains_key(*k))
     {
+        // Already done for a derived schema; a wrapped caller's is used as given, so its
+        // alternatives' properties are listed here before the alternatives go.
+        hoist(root);
         for key in ALTERNATIVES {
             root.remove(key);
         }
