@@ -16,7 +16,9 @@ use crate::dispatcher::Dispatcher;
 use crate::inner::{Backend, Inner, ToolEntry};
 use crate::limits::Limits;
 use crate::name_index::NameIndex;
+use crate::examples;
 use crate::provider::anthropic::entry as anthropic_entry;
+use crate::provider::{Provider, ToolSource, marked_strict_problems};
 use crate::registry::{RegistrationKind, registered};
 use crate::schema::check::{FieldCheck, open_properties, root_problem};
 use crate::schema::{canonicalize, is_valid_tool_name, unwrap_doc};
@@ -199,9 +201,11 @@ impl DispatcherBuilder {
     /// # Errors
     /// A [`BuildError`] listing every problem found (see [`BuildProblem`]): two tools with one
     /// name; an invalid tool name or an empty description; a schema whose root is not an object;
-    /// a property whose schema is a bare `true` or `{}`; a hook matcher naming a tool registered
-    /// nowhere; an item asking for a `State<T>` the builder was not given; a source or filter
-    /// naming nothing; a deadline without a timer.
+    /// a property whose schema is a bare `true` or `{}`; an input example the tool's schema or
+    /// input type refuses; a tool marked `strict = true` that a strict target cannot take
+    /// strict, or such tools over a strict target's request limits together; a hook matcher
+    /// naming a tool registered nowhere; an item asking for a `State<T>` the builder was not
+    /// given; a source or filter naming nothing; a deadline without a timer.
     pub fn build(self) -> Result<Dispatcher, BuildError> {
         let DispatcherBuilder {
             sources,
@@ -230,14 +234,17 @@ impl DispatcherBuilder {
             mut known_tools,
         } = Items::registered(&sources, &mut problems)
             .with(tools, pre_hooks, post_hooks, stop_hooks);
-        // 2. to 5. The tools: from definitions and callers, filtered, each checked, duplicates.
-        let mut candidates = candidates(tools, &callers, &mut known_tools);
+        // 2. to 7. The tools: from definitions and callers, filtered, each checked with its
+        // input examples, duplicates, the strict mode asked for.
+        let mut candidates = candidates(tools, &callers, &mut known_tools, &mut problems);
         filter(&mut candidates, only.as_deref(), &without, &mut problems);
         for c in &candidates {
             check_tool(c, &mut problems);
+            check_input_examples(c, &mut problems);
         }
         check_duplicates(&candidates, &mut problems);
-        // 6. to 8. The hooks: their matchers, which ones this dispatcher keeps, their needs.
+        check_marked_strict(&candidates, &mut problems);
+        // 8. to 10. The hooks: their matchers, which ones this dispatcher keeps, their needs.
         check_matchers(&pre, &post, &known_tools, &mut problems);
         keep_hooks(&mut pre, &mut post, &candidates);
         check_hooks(&pre, &post, &stop, &mut problems);
@@ -245,7 +252,7 @@ impl DispatcherBuilder {
         problems.need_timer("DispatcherBuilder::tool_timeout", tool_timeout);
         problems.check()?;
 
-        // 9. Assemble.
+        // 11. Assemble.
         let tables = assemble(candidates, pre, post, stop, audit.as_ref());
         let inner = Inner {
             states,
@@ -422,13 +429,18 @@ struct Candidate {
     backend: Backend,
     states: Vec<StateKey>,
     timeout: Option<Duration>,
+    /// `strict = true` / `false`, or neither.
+    strict: Option<bool>,
+    input_examples: Vec<Value>,
 }
 
-/// Step 2: the candidate tools, the definitions' then the callers' (whose names become known).
+/// Step 2: the candidate tools, the definitions' then the callers' (whose names become known;
+/// a caller's `input_examples` are kept, and a value there that is not an array is a problem).
 fn candidates(
     tools: Vec<ToolDef>,
     callers: &[Arc<dyn ToolCaller>],
     known_tools: &mut BTreeSet<String>,
+    problems: &mut Problems<'_>,
 ) -> Vec<Candidate> {
     let mut candidates: Vec<Candidate> = tools
         .into_iter()
@@ -441,6 +453,8 @@ fn candidates(
             backend: Backend::Local(t.imp),
             states: t.states,
             timeout: t.timeout,
+            strict: t.strict,
+            input_examples: t.input_examples,
         })
         .collect();
     for (ci, caller) in callers.iter().enumerate() {
@@ -454,9 +468,27 @@ fn candidates(
             let name = text("name");
             let description = text("description");
             let schema = def.get("input_schema").cloned().unwrap_or(Value::Null);
+            let path = format!("<wrapped caller #{ci}>::{name}");
+            let input_examples = match def.get("input_examples") {
+                None => Vec::new(),
+                Some(Value::Array(examples)) => examples.clone(),
+                Some(other) => {
+                    problems.push(BuildProblem::InvalidInputExample {
+                        tool: name.clone(),
+                        path: path.clone(),
+                        index: None,
+                        field: String::new(),
+                        problem: format!(
+                            "it must be an array of input objects, found {}",
+                            crate::content::kind_of(other)
+                        ),
+                    });
+                    Vec::new()
+                }
+            };
             known_tools.insert(name.clone());
             candidates.push(Candidate {
-                path: Cow::Owned(format!("<wrapped caller #{ci}>::{name}")),
+                path: Cow::Owned(path),
                 name: Cow::Owned(name),
                 description: Cow::Owned(description),
                 raw: schema.clone(),
@@ -466,6 +498,8 @@ fn candidates(
                 },
                 states: Vec::new(),
                 timeout: None,
+                strict: None,
+                input_examples,
             });
         }
     }
@@ -530,7 +564,24 @@ fn check_tool(c: &Candidate, problems: &mut Problems<'_>) {
     problems.need_timer(&c.path, c.timeout);
 }
 
-/// Step 5: two kept tools with one name, named by their sorted paths.
+/// Step 5: a kept tool's input examples, each checked as a call's input is (`examples.rs`).
+fn check_input_examples(c: &Candidate, problems: &mut Problems<'_>) {
+    let imp = match &c.backend {
+        Backend::Local(imp) => Some(imp.as_ref()),
+        Backend::Caller { .. } => None,
+    };
+    for p in examples::check(&c.schema, &c.raw, imp, &c.input_examples) {
+        problems.push(BuildProblem::InvalidInputExample {
+            tool: c.name.to_string(),
+            path: c.path.to_string(),
+            index: Some(p.index),
+            field: p.field,
+            problem: p.problem,
+        });
+    }
+}
+
+/// Step 6: two kept tools with one name, named by their sorted paths.
 fn check_duplicates(candidates: &[Candidate], problems: &mut Problems<'_>) {
     let mut by_name: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for c in candidates {
@@ -547,7 +598,53 @@ fn check_duplicates(candidates: &[Candidate], problems: &mut Problems<'_>) {
     }
 }
 
-/// Step 6: every tool a hook's matcher names is known somewhere.
+/// Step 7: the tools marked `strict = true`, for every strict target: each one's schema fits the
+/// target's strict subset and its limits on one schema, and together they fit its limits on a
+/// request (a marked tool is never emitted non-strict, so the dispatcher cannot be built
+/// otherwise). Tools in name order, targets in [`Provider::ALL`] order.
+fn check_marked_strict(candidates: &[Candidate], problems: &mut Problems<'_>) {
+    let mut marked: Vec<(&Candidate, String)> = candidates
+        .iter()
+        .filter(|c| c.strict == Some(true))
+        .map(|c| (c, unwrap_doc(&c.description)))
+        .collect();
+    if marked.is_empty() {
+        return;
+    }
+    marked.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+    for provider in Provider::ALL.into_iter().filter(|p| p.is_strict()) {
+        let sources = marked.iter().map(|(c, description)| ToolSource {
+            name: &c.name,
+            description,
+            canonical: &c.schema,
+            strict: c.strict,
+            input_examples: &c.input_examples,
+        });
+        let (not_strict, over) = marked_strict_problems(provider, sources);
+        for t in not_strict {
+            let path = marked
+                .iter()
+                .find(|(c, _)| c.name == t.tool)
+                .map(|(c, _)| c.path.to_string())
+                .unwrap_or_default();
+            problems.push(BuildProblem::CannotBeStrict {
+                tool: t.tool,
+                path,
+                provider,
+                reason: t.reason,
+            });
+        }
+        if let Some(reason) = over {
+            problems.push(BuildProblem::StrictLimit {
+                provider,
+                tools: marked.iter().map(|(c, _)| c.name.to_string()).collect(),
+                reason,
+            });
+        }
+    }
+}
+
+/// Step 8: every tool a hook's matcher names is known somewhere.
 fn check_matchers(
     pre: &[PreHookDef],
     post: &[PostHookDef],
@@ -572,7 +669,7 @@ fn check_matchers(
     }
 }
 
-/// Step 7: the hooks this dispatcher keeps: those matching every tool, or one it kept.
+/// Step 9: the hooks this dispatcher keeps: those matching every tool, or one it kept.
 fn keep_hooks(pre: &mut Vec<PreHookDef>, post: &mut Vec<PostHookDef>, kept: &[Candidate]) {
     let kept: BTreeSet<&str> = kept.iter().map(|c| c.name.as_ref()).collect();
     let keeps = |m: &Matcher| match m {
@@ -583,7 +680,7 @@ fn keep_hooks(pre: &mut Vec<PreHookDef>, post: &mut Vec<PostHookDef>, kept: &[Ca
     post.retain(|h| keeps(&h.matcher));
 }
 
-/// Step 8: the kept hooks' states and deadlines.
+/// Step 10: the kept hooks' states and deadlines.
 fn check_hooks(
     pre: &[PreHookDef],
     post: &[PostHookDef],
@@ -602,7 +699,7 @@ fn check_hooks(
     }
 }
 
-/// Step 9, once every check passed: hooks in run order (the audit log last), tools sorted by
+/// Step 11, once every check passed: hooks in run order (the audit log last), tools sorted by
 /// name with their chains and observers resolved, the definitions rendered; default settings,
 /// which `build()` replaces with the builder's.
 fn assemble(
@@ -624,7 +721,12 @@ fn assemble(
     let mut definitions = Vec::with_capacity(candidates.len());
     for c in candidates {
         let description = unwrap_doc(&c.description);
-        definitions.push(anthropic_entry(&c.name, &description, &c.schema));
+        definitions.push(anthropic_entry(
+            &c.name,
+            &description,
+            &c.schema,
+            &c.input_examples,
+        ));
         tools.push(ToolEntry {
             description,
             chain: matching(&pre, |h| h.matcher.matches(&c.name)),
@@ -636,6 +738,8 @@ fn assemble(
             path: c.path,
             backend: c.backend,
             timeout: c.timeout,
+            strict: c.strict,
+            input_examples: c.input_examples,
         });
     }
     let available = tools
@@ -724,6 +828,55 @@ pub enum BuildProblem {
         /// The property's path (`options.extra`).
         property: String,
     },
+    /// An input example a tool would refuse, or a wrapped caller's `input_examples` that is not
+    /// an array (the API refuses a request with an invalid example: "Define tools").
+    #[error(
+        "tool `{tool}` ({path}): {} is invalid{}: {problem}; fix the example or remove it (the API refuses a request whose input_examples do not match the input_schema)",
+        example_name(*index),
+        crate::texts::at_path(field)
+    )]
+    InvalidInputExample {
+        /// The tool's name.
+        tool: String,
+        /// The tool's full path.
+        path: String,
+        /// The example's position in `input_examples`, from 0; `None` when `input_examples`
+        /// itself is not an array.
+        index: Option<usize>,
+        /// Where in the example (`options.filters[2]`; empty at the top level).
+        field: String,
+        /// What is wrong there, as the model would be told for a call with this input.
+        problem: String,
+    },
+    /// A tool marked `strict = true` whose schema a strict target cannot take strict.
+    #[error(
+        "tool `{tool}` ({path}) is marked `strict = true`, but {provider} cannot take it strict: {reason}; remove `strict = true` (the tool is then sent non-strict where it must be) or change its input type"
+    )]
+    CannotBeStrict {
+        /// The tool's name.
+        tool: String,
+        /// The tool's full path.
+        path: String,
+        /// The strict target.
+        provider: Provider,
+        /// Why (``property `labels` is a map …``).
+        reason: String,
+    },
+    /// The tools marked `strict = true` are over a strict target's limits on one request's
+    /// strict tools together.
+    #[error(
+        "the tools marked `strict = true` ({}) cannot all be strict for {provider}: {reason}; mark fewer tools `strict = true` or make parameters required",
+        tools.join(", ")
+    )]
+    StrictLimit {
+        /// The strict target.
+        provider: Provider,
+        /// Every tool marked `strict = true`, by name.
+        tools: Vec<String>,
+        /// Which limits, by how much (``together they hold 30 optional parameters (Anthropic
+        /// strict tool use allows 24 in one request)``).
+        reason: String,
+    },
     /// A hook's matcher names a tool that no source registers.
     #[error("hook `{hook}` matches tool `{tool}`, which is registered nowhere")]
     UnknownMatcherTool {
@@ -761,6 +914,14 @@ pub enum BuildProblem {
         /// The item (or builder setting) with the deadline.
         item: String,
     },
+}
+
+/// How a build problem names an example: `` `input_examples[2]` ``, or `` `input_examples` ``.
+fn example_name(index: Option<usize>) -> String {
+    match index {
+        Some(i) => format!("`input_examples[{i}]`"),
+        None => "`input_examples`".to_owned(),
+    }
 }
 
 /// Every problem [`DispatcherBuilder::build`] found, reported together; `Display` writes one per

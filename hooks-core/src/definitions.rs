@@ -94,6 +94,9 @@ pub struct ToolDef {
     pub(crate) additional_properties: bool,
     pub(crate) states: Vec<StateKey>,
     pub(crate) timeout: Option<Duration>,
+    /// `Some(true)`: always strict in strict targets; `Some(false)`: never; `None`: where it can.
+    pub(crate) strict: Option<bool>,
+    pub(crate) input_examples: Vec<Value>,
     pub(crate) imp: Arc<dyn ErasedTool>,
 }
 
@@ -126,6 +129,8 @@ impl ToolDef {
             additional_properties: false,
             states: Vec::new(),
             timeout: None,
+            strict: None,
+            input_examples: Vec::new(),
             imp,
         }
     }
@@ -189,6 +194,45 @@ impl ToolDef {
     /// code cannot be cut.
     pub fn timeout(mut self, deadline: Duration) -> Self {
         self.timeout = Some(deadline);
+        self
+    }
+
+    /// Sets the tool's strict mode in the strict targets (`anthropic-strict`, `openai`,
+    /// `openai-responses`; the others have none), which otherwise emit a tool strict when its
+    /// schema fits the target's subset and its limits ([`Provider`](crate::Provider) docs,
+    /// "Strict limits"):
+    ///
+    /// - `strict(false)`: the tool is always emitted non-strict, and
+    ///   [`Dispatcher::non_strict_tools`](crate::Dispatcher::non_strict_tools) lists it with the
+    ///   reason ``the tool is marked `strict = false` ``. It counts toward no strict limit.
+    /// - `strict(true)`: the tool is always emitted strict, and is admitted before every tool not
+    ///   marked, so it is never the one demoted past a limit. `build()` fails with
+    ///   [`BuildProblem::CannotBeStrict`](crate::BuildProblem::CannotBeStrict) when a strict
+    ///   target cannot take its schema strict (a map, a recursive type for Anthropic, past an
+    ///   OpenAI limit on one schema, …), and with
+    ///   [`BuildProblem::StrictLimit`](crate::BuildProblem::StrictLimit) when the tools marked
+    ///   `strict(true)` are over a request limit together.
+    ///
+    /// `#[tool(strict = true)]` and `#[tool(strict = false)]` generate this call.
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = Some(strict);
+        self
+    }
+
+    /// Sets the tool's input examples: Anthropic's `input_examples` ("Define tools", "Providing
+    /// tool use examples"), an array of input objects written after the `input_schema` of the
+    /// Anthropic entries (default and strict; no other target has the field):
+    /// `"input_examples": [{"location": "San Francisco, CA", "unit": "fahrenheit"}, {"location":
+    /// "New York, NY"}]`. Replaces any examples set before.
+    ///
+    /// The API answers 400 when an example does not match the `input_schema`, so `build()`
+    /// checks each one as the dispatcher checks a call's input (unknown fields, the schema sent,
+    /// then the argument type's `Deserialize`) and fails with
+    /// [`BuildProblem::InvalidInputExample`](crate::BuildProblem::InvalidInputExample) naming
+    /// the tool, the example's index and the problem. `#[tool(input_examples = path)]` generates
+    /// this call.
+    pub fn input_examples<I: IntoIterator<Item = Value>>(mut self, examples: I) -> Self {
+        self.input_examples = examples.into_iter().collect();
         self
     }
 

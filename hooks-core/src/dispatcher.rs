@@ -13,7 +13,7 @@ use crate::context::HookContext;
 use crate::error::Halt;
 use crate::future::BoxFuture;
 use crate::inner::Inner;
-use crate::provider::{NonStrictTool, Provider, SchemaError};
+use crate::provider::{DefinitionOptions, NonStrictTool, Provider, SchemaError, apply_options};
 
 /// Turns `tool_use` blocks into `tool_result` blocks through the PreToolUse chain, the tool and
 /// the PostToolUse observers, for many sessions at once.
@@ -61,10 +61,50 @@ impl Dispatcher {
         }
     }
 
-    /// The tools a strict target (`anthropic-strict`, `openai`, `openai-responses`) had to
-    /// emit non-strict, with the reason, for a host to log at start-up:
-    /// `` `tag_items`: property `labels` is a map (`additionalProperties` is a schema, as for
-    /// HashMap<String, T>) ``. Empty for every other target.
+    /// [`tool_definitions_for`](Self::tool_definitions_for) with options that belong to the
+    /// request's tool list as a whole ([`DefinitionOptions`]): with
+    /// `cache_control`, the last Anthropic entry gets `"cache_control": {"type": "ephemeral"}`
+    /// (or with its `ttl`), which caches every tool definition of the request (Anthropic "Prompt
+    /// caching"). A copy of the cached entries, made on each call.
+    ///
+    /// ```
+    /// # use schemars::JsonSchema;
+    /// # use serde::Deserialize;
+    /// use serde_json::json;
+    /// use toolgate_core::{CacheControl, DefinitionOptions, Dispatcher, Provider, ToolDef};
+    ///
+    /// # /// Arguments.
+    /// # #[derive(Deserialize, JsonSchema)]
+    /// # struct Ping {}
+    /// let dispatcher = Dispatcher::builder()
+    ///     .tool(ToolDef::sync("ping", "Answers pong.", |_env, _args: Ping| Ok("pong".into())))
+    ///     .build()?;
+    /// let options = DefinitionOptions::new().cache_control(CacheControl::ephemeral());
+    /// let tools = dispatcher.tool_definitions_with(Provider::Anthropic, &options)?;
+    /// assert_eq!(tools[0]["cache_control"], json!({"type": "ephemeral"}));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`tool_definitions_for`](Self::tool_definitions_for).
+    pub fn tool_definitions_with(
+        &self,
+        provider: Provider,
+        options: &DefinitionOptions,
+    ) -> Result<Vec<Value>, SchemaError> {
+        let mut definitions = self.tool_definitions_for(provider)?.to_vec();
+        apply_options(provider, &mut definitions, options);
+        Ok(definitions)
+    }
+
+    /// The tools a strict target (`anthropic-strict`, `openai`, `openai-responses`) emits
+    /// non-strict, with the reason, in name order, for a host to log at start-up: those outside
+    /// its strict subset (`` `tag_items`: property `labels` is a map (`additionalProperties` is
+    /// a schema, as for HashMap<String, T>) ``), those past one of its limits (``its 25 optional
+    /// parameters would bring the optional parameters of the request's strict tools to 25
+    /// (Anthropic strict tool use allows 24 in one request)``; see
+    /// [`Provider`]'s docs, "Strict limits"), and those marked `strict = false` (``the tool is
+    /// marked `strict = false` ``). Empty for every other target.
     pub fn non_strict_tools(&self, provider: Provider) -> &[NonStrictTool] {
         if !provider.is_strict() {
             return &[];

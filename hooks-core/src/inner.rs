@@ -12,7 +12,7 @@ use crate::definitions::{PostHookDef, PreHookDef, StopHookDef};
 use crate::erased::ErasedTool;
 use crate::limits::Limits;
 use crate::name_index::NameIndex;
-use crate::provider::{Provider, Rendered, SchemaError, render};
+use crate::provider::{Provider, Rendered, SchemaError, ToolSource, render};
 use crate::schema::check::FieldCheck;
 use crate::state::StateMap;
 use crate::timer::Timer;
@@ -42,6 +42,10 @@ pub(crate) struct ToolEntry {
     /// Indices into `Inner::observers` of the observers that see this tool's calls, in order.
     pub(crate) observers: Box<[usize]>,
     pub(crate) timeout: Option<Duration>,
+    /// `strict = true` / `false`, or neither (see `ToolDef::strict`).
+    pub(crate) strict: Option<bool>,
+    /// Anthropic `input_examples`, checked at `build()`.
+    pub(crate) input_examples: Vec<Value>,
 }
 
 /// The shared, immutable state of a dispatcher, made by `DispatcherBuilder::build`. Its calls
@@ -94,10 +98,13 @@ impl Inner {
     /// The definitions for `provider`, rendered once from the canonical schemas.
     pub(crate) fn rendered(&self, provider: Provider) -> &Result<Rendered, SchemaError> {
         self.rendered[provider.index()].get_or_init(|| {
-            let tools = self
-                .tools
-                .iter()
-                .map(|t| (t.name.as_ref(), t.description.as_str(), &t.canonical));
+            let tools = self.tools.iter().map(|t| ToolSource {
+                name: &t.name,
+                description: &t.description,
+                canonical: &t.canonical,
+                strict: t.strict,
+                input_examples: &t.input_examples,
+            });
             render(provider, tools)
         })
     }

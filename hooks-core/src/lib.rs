@@ -62,6 +62,7 @@
 //! | `future.rs` | [`BoxFuture`], and `Invoke`: an answer ready now or a future |
 //! | `registry.rs` | the `inventory` registry the macros fill (`Registration`, `ToolRef`) |
 //! | `builder.rs` | [`DispatcherBuilder`]: sources, filters and every start-up check ([`BuildError`]), as named steps |
+//! | `examples.rs` | a tool's `input_examples`, checked at `build()` as a call's input is |
 //! | `inner.rs` | `Inner`: what `build()` makes and every session shares (tools with their chains and observers, hooks, settings) |
 //! | `dispatcher.rs` | [`Dispatcher`]: the public face of `Inner` (definitions per provider, paths, schemas, chains) |
 //! | `name_index.rs` | finding a tool by the name the model sent |
@@ -92,6 +93,8 @@
 //! | `provider/gemini.rs` | Gemini: `functionDeclarations`, `functionCall` in, `functionResponse` out |
 //! | `provider/mcp.rs` | MCP: `tools/list` entries, `tools/call` in, `CallToolResult` out |
 //! | `provider/subset.rs` | what the providers' schema transforms share |
+//! | `provider/request_limits.rs` | limits on a request's strict tools together, and the budget that admits tools in the documented order |
+//! | `provider/options.rs` | options of one definitions call: [`DefinitionOptions`], [`CacheControl`] |
 //! | `macro_support.rs` | what the macros' generated code calls (not public API), a tool's error converted by its type's kind among them |
 //! | `lib.rs` | this page, the re-exports and [`block_on`] |
 #![forbid(unsafe_code)]
@@ -106,6 +109,7 @@ mod definitions;
 mod dispatcher;
 mod erased;
 mod error;
+mod examples;
 mod future;
 mod inner;
 mod limits;
@@ -140,7 +144,8 @@ pub use future::BoxFuture;
 pub use limits::Limits;
 pub use outcome::{CallRecord, Outcome, SessionSummary};
 pub use provider::{
-    ConvertError, NonStrictTool, Provider, SchemaError, SchemaProblem, UnknownProvider,
+    CacheControl, CacheTtl, ConvertError, DefinitionOptions, NonStrictTool, Provider,
+    SchemaError, SchemaProblem, UnknownProvider,
 };
 pub use session::Session;
 pub use state::{Env, MissingState, State, StateKey};

@@ -23,7 +23,7 @@
 use serde_json::{Map, Value, json};
 
 use super::subset::{ALL_OF, at, inexpressible, is_a_map, join, relocate};
-use super::{ConvertError, Definition, Target, object, string_field};
+use super::{ConvertError, Definition, Target, ToolSource, object, string_field};
 use crate::content::{ToolResult, ToolUse, kind_of};
 use crate::schema::walk::split_null_branches;
 
@@ -32,6 +32,8 @@ pub(super) const TARGET: Target = Target {
     name: "gemini",
     strict: false,
     definition,
+    request_limits: None,
+    cache_control: false,
 };
 
 /// `{"name": …, "description": …, "parameters": …}` (no `parameters` for a tool without any).
@@ -39,7 +41,13 @@ pub(super) const TARGET: Target = Target {
 /// # Errors
 /// Why the tool cannot be expressed: a name that does not start with a letter or `_`, or a
 /// schema outside the subset ([`parameters`]).
-fn definition(name: &str, description: &str, canonical: &Value) -> Result<Definition, String> {
+fn definition(tool: &ToolSource<'_>, _may_be_strict: bool) -> Result<Definition, String> {
+    let ToolSource {
+        name,
+        description,
+        canonical,
+        ..
+    } = *tool;
     if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
         return Err(format!(
             "the name `{name}` does not start with a letter or `_`, which Vertex AI \

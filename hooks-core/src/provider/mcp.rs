@@ -12,7 +12,7 @@
 
 use serde_json::{Value, json};
 
-use super::{ConvertError, Definition, Target, object, string_field};
+use super::{ConvertError, Definition, Target, ToolSource, object, string_field};
 use crate::content::{ToolResult, ToolUse, kind_of};
 use crate::schema::anthropic_input_schema;
 
@@ -21,14 +21,16 @@ pub(super) const TARGET: Target = Target {
     name: "mcp",
     strict: false,
     definition,
+    request_limits: None,
+    cache_control: false,
 };
 
 /// `{"name": …, "description": …, "inputSchema": …}`. Never an error.
-fn definition(name: &str, description: &str, canonical: &Value) -> Result<Definition, String> {
+fn definition(tool: &ToolSource<'_>, _may_be_strict: bool) -> Result<Definition, String> {
     Ok(Definition::plain(json!({
-        "name": name,
-        "description": description,
-        "inputSchema": anthropic_input_schema(canonical),
+        "name": tool.name,
+        "description": tool.description,
+        "inputSchema": anthropic_input_schema(tool.canonical),
     })))
 }
 

@@ -80,7 +80,13 @@ pub mod gemini;
 pub mod mcp;
 pub mod openai;
 pub mod openai_responses;
+mod options;
+mod request_limits;
 mod subset;
+
+pub use options::{CacheControl, CacheTtl, DefinitionOptions};
+pub(crate) use options::apply as apply_options;
+use request_limits::{Budget, RequestLimits};
 
 /// A target API for tool definitions
 /// ([`Dispatcher::tool_definitions_for`](crate::Dispatcher::tool_definitions_for)) and
@@ -145,8 +151,8 @@ impl Provider {
         self.target().strict
     }
 
-    /// The provider's file: its name, strictness and definitions. The one `match` over the
-    /// variants (see "Adding a provider" in the module docs).
+    /// The provider's file: its name, strictness, definitions and limits. The one `match` over
+    /// the variants (see "Adding a provider" in the module docs).
     const fn target(self) -> Target {
         match self {
             Provider::Anthropic => anthropic::TARGET,
@@ -173,9 +179,36 @@ struct Target {
     name: &'static str,
     /// [`Provider::is_strict`].
     strict: bool,
-    /// One tool's entry from its `(name, description, canonical schema)` (the description
-    /// already unwrapped), or why the target cannot express the tool. See [`definition`].
-    definition: fn(&str, &str, &Value) -> Result<Definition, String>,
+    /// One tool's entry (see [`ToolSource`]; the description already unwrapped), or why the
+    /// target cannot express the tool. See [`definition`]. `may_be_strict`: for a strict
+    /// target, whether the tool may be emitted strict (`false`: it is marked `strict = false`
+    /// or is past a request limit, and gets the target's non-strict entry); ignored by the
+    /// others.
+    definition: fn(&ToolSource<'_>, bool) -> Result<Definition, String>,
+    /// For a strict target whose limits hold across a request's strict tools together: the
+    /// limits and how one tool's strict entry counts toward them (see "Strict limits" in the
+    /// module docs). `None`: no such limit (a limit on one schema alone is part of the strict
+    /// transform).
+    request_limits: Option<RequestLimits>,
+    /// Whether an entry takes a `cache_control` field ([`DefinitionOptions::cache_control`]).
+    cache_control: bool,
+}
+
+/// One tool as the targets' transforms see it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ToolSource<'a> {
+    /// The tool's name.
+    pub(crate) name: &'a str,
+    /// The description, unwrapped (`schema::unwrap_doc`).
+    pub(crate) description: &'a str,
+    /// The canonical schema ([`canonicalize`](crate::schema::canonicalize)).
+    pub(crate) canonical: &'a Value,
+    /// `Some(true)`: marked `strict = true` ([`ToolDef::strict`](crate::ToolDef::strict));
+    /// `Some(false)`: marked `strict = false`; `None`: strict where the target is and can be.
+    pub(crate) strict: Option<bool>,
+    /// The tool's `input_examples` ([`ToolDef::input_examples`](crate::ToolDef::input_examples)),
+    /// for the targets whose entry has such a field (Anthropic).
+    pub(crate) input_examples: &'a [Value],
 }
 
 impl fmt::Display for Provider {
@@ -317,7 +350,14 @@ pub fn definition(
     description: &str,
     canonical: &Value,
 ) -> Result<Definition, String> {
-    (provider.target().definition)(name, description, canonical)
+    let tool = ToolSource {
+        name,
+        description,
+        canonical,
+        strict: None,
+        input_examples: &[],
+    };
+    (provider.target().definition)(&tool, true)
 }
 
 /// A tool a strict target had to emit non-strict, and why (for a host to log at start-up).
@@ -392,39 +432,115 @@ pub(crate) struct Rendered {
     pub(crate) non_strict: Vec<NonStrictTool>,
 }
 
-/// Renders every tool `(name, description, canonical)` for `provider`, collecting every tool
-/// the target cannot express.
+/// Why a tool marked `strict = false` is non-strict (its [`NonStrictTool::reason`]).
+const MARKED_NON_STRICT: &str = "the tool is marked `strict = false`";
+
+/// Renders every tool for `provider`, in the order given (the dispatcher's: by name),
+/// collecting every tool the target cannot express. For a strict target: each tool marked
+/// `strict = false` or outside the strict subset is non-strict with its reason; then, when the
+/// target limits a request's strict tools together, the strict candidates are admitted in the
+/// documented order (those marked `strict = true` first, then the others, each group in the
+/// given order), and each that would cross a limit is emitted non-strict with the reason.
 pub(crate) fn render<'a>(
     provider: Provider,
-    tools: impl Iterator<Item = (&'a str, &'a str, &'a Value)>,
+    tools: impl Iterator<Item = ToolSource<'a>>,
 ) -> Result<Rendered, SchemaError> {
-    let mut rendered = Rendered {
-        definitions: Vec::new(),
-        non_strict: Vec::new(),
-    };
+    let target = provider.target();
+    let tools: Vec<ToolSource<'a>> = tools.collect();
+    let mut values = Vec::with_capacity(tools.len());
+    let mut reasons: Vec<Option<String>> = Vec::with_capacity(tools.len());
+    let mut strict_ones = Vec::new();
     let mut problems = Vec::new();
-    for (name, description, canonical) in tools {
-        match definition(provider, name, description, canonical) {
+    for (i, tool) in tools.iter().enumerate() {
+        let may_be_strict = tool.strict != Some(false);
+        match (target.definition)(tool, may_be_strict) {
             Ok(d) => {
-                if let Some(reason) = d.non_strict {
-                    rendered.non_strict.push(NonStrictTool {
-                        tool: name.to_owned(),
-                        reason,
-                    });
+                let reason = match d.non_strict {
+                    Some(reason) => Some(reason),
+                    None if target.strict && !may_be_strict => Some(MARKED_NON_STRICT.to_owned()),
+                    None => None,
+                };
+                if target.strict && reason.is_none() {
+                    strict_ones.push(i);
                 }
-                rendered.definitions.push(d.value);
+                values.push(d.value);
+                reasons.push(reason);
             }
-            Err(reason) => problems.push(SchemaProblem {
-                tool: name.to_owned(),
-                reason,
-            }),
+            Err(reason) => {
+                problems.push(SchemaProblem {
+                    tool: tool.name.to_owned(),
+                    reason,
+                });
+                values.push(Value::Null);
+                reasons.push(None);
+            }
         }
     }
-    if problems.is_empty() {
-        Ok(rendered)
-    } else {
-        Err(SchemaError { provider, problems })
+    if !problems.is_empty() {
+        return Err(SchemaError { provider, problems });
     }
+    if let Some(limits) = target.request_limits {
+        // Stable: the marked tools first, each group in the given order.
+        strict_ones.sort_by_key(|&i| tools[i].strict != Some(true));
+        let mut budget = Budget::new(limits);
+        for i in strict_ones {
+            let load = (limits.load)(&values[i]);
+            if tools[i].strict == Some(true) {
+                budget.force(load);
+            } else if let Err(reason) = budget.admit(load) {
+                if let Ok(d) = (target.definition)(&tools[i], false) {
+                    values[i] = d.value;
+                }
+                reasons[i] = Some(reason);
+            }
+        }
+    }
+    let non_strict = tools
+        .iter()
+        .zip(&mut reasons)
+        .filter_map(|(tool, reason)| {
+            reason.take().map(|reason| NonStrictTool {
+                tool: tool.name.to_owned(),
+                reason,
+            })
+        })
+        .collect();
+    Ok(Rendered {
+        definitions: values,
+        non_strict,
+    })
+}
+
+/// Why the tools marked `strict = true` cannot all be strict for a strict `provider` (checked by
+/// `build()`): each marked tool whose schema the target cannot take strict, with the reason (in
+/// the order given); then, when the target limits a request's strict tools together and the
+/// marked tools are over a limit, why (``together they hold 30 optional parameters (Anthropic
+/// strict tool use allows 24 in one request)``). Tools not marked `strict = true` are ignored.
+pub(crate) fn marked_strict_problems<'a>(
+    provider: Provider,
+    tools: impl Iterator<Item = ToolSource<'a>>,
+) -> (Vec<NonStrictTool>, Option<String>) {
+    let target = provider.target();
+    let mut not_strict = Vec::new();
+    let mut budget = target.request_limits.map(Budget::new);
+    for tool in tools.filter(|t| t.strict == Some(true)) {
+        match (target.definition)(&tool, true) {
+            Ok(Definition {
+                non_strict: Some(reason),
+                ..
+            })
+            | Err(reason) => not_strict.push(NonStrictTool {
+                tool: tool.name.to_owned(),
+                reason,
+            }),
+            Ok(Definition { value, .. }) => {
+                if let (Some(budget), Some(limits)) = (&mut budget, target.request_limits) {
+                    budget.force((limits.load)(&value));
+                }
+            }
+        }
+    }
+    (not_strict, budget.and_then(|b| b.over()))
 }
 
 #[cfg(test)]

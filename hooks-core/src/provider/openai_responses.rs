@@ -3,7 +3,8 @@
 //!
 //! Documents: "Function calling" (the Responses API's entry, its `function_call` and
 //! `function_call_output` items) and "Structured Outputs", "Supported schemas" (the strict
-//! subset, shared with Chat Completions and described in [`openai`](super::openai)).
+//! subset and its limits on one schema, shared with Chat Completions and described in
+//! [`openai`](super::openai)).
 //!
 //! The entry: `{"type": "function", "name": …, "description": …, "parameters": …, "strict":
 //! true}`, the Chat Completions `function` object without the nesting; `strict` is always sent
@@ -17,7 +18,9 @@
 use serde_json::{Map, Value, json};
 
 use super::openai::function;
-use super::{ConvertError, Definition, Target, object, string_field, text_saying_failure};
+use super::{
+    ConvertError, Definition, Target, ToolSource, object, string_field, text_saying_failure,
+};
 use crate::content::{ToolResult, ToolUse, kind_of};
 
 /// [`Provider::OpenAiResponses`](super::Provider::OpenAiResponses).
@@ -25,12 +28,14 @@ pub(super) const TARGET: Target = Target {
     name: "openai-responses",
     strict: true,
     definition,
+    request_limits: None,
+    cache_control: false,
 };
 
 /// `{"type": "function", …}` followed by the keys of [`openai`](super::openai)'s `function`
 /// object. Never an error.
-fn definition(name: &str, description: &str, canonical: &Value) -> Result<Definition, String> {
-    let (fields, non_strict) = function(name, description, canonical);
+fn definition(tool: &ToolSource<'_>, may_be_strict: bool) -> Result<Definition, String> {
+    let (fields, non_strict) = function(tool, may_be_strict);
     let mut flat = Map::new();
     flat.insert("type".into(), "function".into());
     flat.extend(fields);
