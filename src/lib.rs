@@ -116,6 +116,19 @@
 //!   not in the schema. A type that reads like one but is not toolgate's does not compile.
 //! - `#[tool(allow_unknown_fields)]` drops `additionalProperties: false` and accepts (and
 //!   ignores) unknown input fields.
+//! - `#[tool(strict = true)]` / `#[tool(strict = false)]`: the tool's mode in the strict targets
+//!   (`anthropic-strict`, `openai`, `openai-responses`), which otherwise make a tool strict where
+//!   its schema fits and the providers' limits allow ([`provider`] module docs, "Strict limits").
+//!   `false` keeps it out of strict mode ([`Dispatcher::non_strict_tools`] lists it); `true`
+//!   keeps it strict and admits it first, never demoted: a flat parameter that is a map or a
+//!   tuple is a compile error, and [`DispatcherBuilder::build`] fails when a strict target
+//!   cannot take its schema strict or the `strict = true` tools are over a limit together
+//!   ([`BuildProblem::CannotBeStrict`], [`BuildProblem::StrictLimit`]).
+//! - `#[tool(input_examples = path)]` (or `= "path"`): a `fn() -> Vec<serde_json::Value>` giving
+//!   Anthropic `input_examples`, sent after the tool's `input_schema` in the Anthropic entries.
+//!   [`DispatcherBuilder::build`] checks each one as a call's input is checked and fails with
+//!   [`BuildProblem::InvalidInputExample`] naming the tool, the example's index and the problem
+//!   (the API refuses a request with an invalid example).
 //! - `#[tool(timeout_ms = N)]` (async tools only) cuts the tool at its deadline:
 //!   `tool_timeout`. Deadlines need a [`Timer`] on the dispatcher.
 //! - `#[tool(errors = "shown")]`: the tool's error type's `Display` is written for the model,

@@ -26,7 +26,11 @@ use crate::future::BoxFuture;
 /// [`BuildProblem::InvalidToolName`](crate::BuildProblem::InvalidToolName), one without an
 /// object `input_schema` is [`BuildProblem::RootNotObject`](crate::BuildProblem::RootNotObject).
 /// The `input_schema` is used as given (it is not canonicalized): inputs are validated against
-/// it, and unknown fields are refused only where it says `additionalProperties: false`.
+/// it, and unknown fields are refused only where it says `additionalProperties: false`. An
+/// entry's `input_examples` are kept in the wrapping dispatcher's Anthropic entries and checked
+/// against that schema like a [`ToolDef`](crate::ToolDef)'s; an invalid example, or a value
+/// there that is not an array, is
+/// [`BuildProblem::InvalidInputExample`](crate::BuildProblem::InvalidInputExample).
 pub trait ToolCaller: Send + Sync + 'static {
     /// The tools this caller answers, as Anthropic `tools` entries: `{"name": …,
     /// "description": …, "input_schema": {…}}`. Read once, when the wrapping dispatcher is built.

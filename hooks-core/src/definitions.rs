@@ -199,8 +199,8 @@ impl ToolDef {
 
     /// Sets the tool's strict mode in the strict targets (`anthropic-strict`, `openai`,
     /// `openai-responses`; the others have none), which otherwise emit a tool strict when its
-    /// schema fits the target's subset and its limits ([`Provider`](crate::Provider) docs,
-    /// "Strict limits"):
+    /// schema fits the target's subset and its limits ([`provider`](crate::provider) module
+    /// docs, "Strict limits"):
     ///
     /// - `strict(false)`: the tool is always emitted non-strict, and
     ///   [`Dispatcher::non_strict_tools`](crate::Dispatcher::non_strict_tools) lists it with the

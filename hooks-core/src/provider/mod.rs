@@ -30,6 +30,44 @@
 //! ([`Definition::non_strict`], [`NonStrictTool`]); Gemini refuses the tool ([`definition`]
 //! returns the reason, [`SchemaError`] lists every such tool).
 //!
+//! # Strict limits
+//!
+//! Strict decoding has limits beyond the schema subset, each written, with its source, in its
+//! provider's file:
+//!
+//! - Anthropic ([`anthropic`], "Structured outputs", "Schema complexity limits"): a request's
+//!   strict tools together hold at most
+//!   [`ANTHROPIC_MAX_STRICT_TOOLS`](anthropic::ANTHROPIC_MAX_STRICT_TOOLS) (20) tools,
+//!   [`ANTHROPIC_MAX_OPTIONAL_PARAMETERS`](anthropic::ANTHROPIC_MAX_OPTIONAL_PARAMETERS) (24)
+//!   optional parameters and
+//!   [`ANTHROPIC_MAX_UNION_PARAMETERS`](anthropic::ANTHROPIC_MAX_UNION_PARAMETERS) (16)
+//!   union-typed parameters.
+//! - OpenAI ([`openai`], "Structured Outputs", "Supported schemas"): one schema holds at most
+//!   5 000 object properties, 10 levels of nesting, 1 000 enum values and 120 000 characters of
+//!   names and values, and an enum of more than 250 string values at most 15 000 characters.
+//!   These concern one tool alone: a tool over one is non-strict whatever the other tools are.
+//!
+//! A dispatcher's definitions for a strict target always keep within these limits. For a limit
+//! on a request's strict tools together, it admits the tools one at a time, in this order, and
+//! emits each tool that would cross a limit non-strict, with the reason ([`NonStrictTool`],
+//! listed by [`Dispatcher::non_strict_tools`](crate::Dispatcher::non_strict_tools)):
+//!
+//! 1. the tools marked `strict = true` ([`ToolDef::strict`](crate::ToolDef::strict)), by name:
+//!    always admitted (`build()` fails when together they are over a limit, so they never are);
+//! 2. then every other tool the target can take strict, by name (the dispatcher's tool order,
+//!    byte order of the names): admitted when the totals stay within every limit, else emitted
+//!    non-strict. A tool that does not fit does not stop the later ones: a smaller tool after it
+//!    may still fit.
+//!
+//! Tools marked `strict = false`, and those outside the strict subset, are non-strict before
+//! any counting and count toward nothing. The result depends only on the set of tools, not on
+//! registration or link order, so every process of a deployment sends the same definitions.
+//! The budget covers one dispatcher's tools, the whole request's when they are its only strict
+//! schemas: strict schemas a host adds to the same request (another dispatcher's tools, an
+//! Anthropic `output_config.format` schema, whose optional parameters count too) are not known
+//! to it, and a host that adds some must leave room for them (for instance by marking tools
+//! `strict = false`).
+//!
 //! # Calls and results
 //!
 //! A call converted from any provider is a [`ToolUse`](crate::ToolUse) like any other: the same
@@ -46,16 +84,19 @@
 //!
 //! One new file and one enum arm; nothing else in the crate changes:
 //!
-//! 1. `provider/<name>.rs`: a module doc naming the API documents and the rules; a
-//!    `pub(super) const TARGET: Target` (its name, whether it is strict, and its `definition`
-//!    function: `(name, description, canonical schema)` → [`Definition`], or why the target
-//!    cannot express the tool); then the public call and result conversions, returning
+//! 1. `provider/<name>.rs`: a module doc naming the API documents, the rules and the limits
+//!    with their sources; a `pub(super) const TARGET: Target` (its name, whether it is strict,
+//!    its `definition` function: a `ToolSource` (name, description, canonical schema, strict
+//!    mode, input examples) → [`Definition`], or why the target cannot express the tool; its
+//!    limits on a request's strict tools together, if any; whether an entry takes
+//!    `cache_control`); then the public call and result conversions, returning
 //!    [`ConvertError`]. It builds on the shared modules only: `crate::schema` (the canonical
 //!    form, [`anthropic_input_schema`](crate::schema::anthropic_input_schema), the subschema
 //!    walker and the nullable split in `schema::walk`) and `provider::subset` (paths in
 //!    reasons, moving narrowing keywords into the description, the keywords no subset can
-//!    express); never another provider's file (the one exception: `openai_responses` builds on
-//!    `openai`'s strict transform, both being OpenAI's with one schema subset).
+//!    express), `provider::request_limits` (a budget across a request's strict tools); never
+//!    another provider's file (the one exception: `openai_responses` builds on `openai`'s
+//!    strict transform, both being OpenAI's with one schema subset).
 //! 2. Here: `pub mod <name>;`, the variant (documented with its entry's shape), its arm in
 //!    `Provider::target` (the compiler asks for it), and its place in [`Provider::ALL`] (the
 //!    test `all_lists_every_variant_in_declaration_order` asks for that, once its own `match`

@@ -50,25 +50,36 @@ pub(crate) struct RequestLimits {
 
 /// One counter of a [`Load`], as reasons name it.
 struct Counter {
-    /// What is counted: `optional parameters`.
-    what: &'static str,
+    /// What is counted, one and several: `optional parameter`, `optional parameters`.
+    one: &'static str,
+    many: &'static str,
     of_load: fn(&Load) -> usize,
     of_limits: fn(&RequestLimits) -> usize,
 }
 
+impl Counter {
+    /// `1 optional parameter`, `25 optional parameters`.
+    fn count(&self, n: usize) -> String {
+        format!("{n} {}", if n == 1 { self.one } else { self.many })
+    }
+}
+
 const COUNTERS: [Counter; 3] = [
     Counter {
-        what: "strict tools",
+        one: "strict tool",
+        many: "strict tools",
         of_load: |l| l.tools,
         of_limits: |l| l.tools,
     },
     Counter {
-        what: "optional parameters",
+        one: "optional parameter",
+        many: "optional parameters",
         of_load: |l| l.optional,
         of_limits: |l| l.optional,
     },
     Counter {
-        what: "union-typed parameters",
+        one: "union-typed parameter",
+        many: "union-typed parameters",
         of_load: |l| l.unions,
         of_limits: |l| l.unions,
     },
@@ -103,19 +114,19 @@ impl Budget {
                     (c.of_load)(&total),
                     (c.of_limits)(&self.limits),
                 );
-                if c.what == "strict tools" {
+                if c.one == "strict tool" {
                     format!(
-                        "the request already holds {} strict tools ({} allows {limit} in one \
-                         request)",
-                        sum - own,
+                        "the request already holds {} ({} allows {limit} in one request)",
+                        c.count(sum - own),
                         self.limits.who
                     )
                 } else {
                     format!(
-                        "its {own} {what} would bring the {what} of the request's strict tools \
-                         to {sum} ({} allows {limit} in one request)",
-                        self.limits.who,
-                        what = c.what
+                        "its {} would bring the {} of the request's strict tools to {sum} ({} \
+                         allows {limit} in one request)",
+                        c.count(own),
+                        c.many,
+                        self.limits.who
                     )
                 }
             })
@@ -142,9 +153,8 @@ impl Budget {
             .filter(|c| (c.of_load)(&self.used) > (c.of_limits)(&self.limits))
             .map(|c| {
                 format!(
-                    "{} {} ({} allows {} in one request)",
-                    (c.of_load)(&self.used),
-                    c.what,
+                    "{} ({} allows {} in one request)",
+                    c.count((c.of_load)(&self.used)),
                     self.limits.who,
                     (c.of_limits)(&self.limits)
                 )
@@ -184,6 +194,20 @@ mod tests {
                  request's strict tools to 25 (Anthropic strict tool use allows 24 in one \
                  request); its 7 union-typed parameters would bring the union-typed parameters of \
                  the request's strict tools to 17 (Anthropic strict tool use allows 16 in one \
+                 request)"
+                .to_owned())
+        );
+        assert_eq!(
+            budget.admit(load(13, 1)),
+            Err("its 13 optional parameters would bring the optional parameters of the \
+                 request's strict tools to 25 (Anthropic strict tool use allows 24 in one \
+                 request)"
+                .to_owned())
+        );
+        assert_eq!(
+            budget.admit(load(1, 7)),
+            Err("its 7 union-typed parameters would bring the union-typed parameters of the \
+                 request's strict tools to 17 (Anthropic strict tool use allows 16 in one \
                  request)"
                 .to_owned())
         );

@@ -208,15 +208,24 @@ fn output_text(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
     })
 }
 
-/// The builder calls after the constructor: unknown fields, deadline, states needed.
+/// The builder calls after the constructor: unknown fields, strict mode, input examples,
+/// deadline, states needed.
 fn settings(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
     let unknown = spec
         .allow_unknown_fields
         .then(|| quote!(.allow_unknown_fields()));
+    let strict = spec.strict.map(|b| quote!(.strict(#b)));
+    // A typed binding spanned on the path: a function of another shape is one error there.
+    let examples = spec.input_examples.as_ref().map(|path| {
+        let typed = quote_spanned!(path.span()=>
+            let __examples: fn() -> ::std::vec::Vec<#p::serde_json::Value> = #path;
+        );
+        quote!(.input_examples({ #typed __examples() }))
+    });
     let timeout = timeout(spec.timeout_ms);
     let states = spec.params.iter().filter_map(|param| match param {
         ToolParam::Injected(injection) => needs_state(p, injection),
         _ => None,
     });
-    quote!(#unknown #timeout #(#states)*)
+    quote!(#unknown #strict #examples #timeout #(#states)*)
 }
