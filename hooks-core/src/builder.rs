@@ -479,7 +479,7 @@ fn candidates(
                         index: None,
                         field: String::new(),
                         problem: format!(
-                            "it must be an array of input objects, found {}",
+                            "it must be an array of input objects, found a JSON {}",
                             crate::content::kind_of(other)
                         ),
                     });

@@ -1,10 +1,14 @@
 //! The providers' tests, one binary: tool definitions and tool calls and results for every
-//! provider (`providers`, checked by the rule validator in `provider_rules`), and the published
-//! Anthropic fixtures (`fixtures_anthropic`). Tests are named `<file>::<test>`.
+//! provider (`providers`, checked by the rule validator in `provider_rules`), the published
+//! Anthropic fixtures (`fixtures_anthropic`), the providers' limits on strict tools
+//! (`strict_limits`) and the per-tool and per-call options: `strict`, `input_examples`,
+//! `cache_control` (`options`). Tests are named `<file>::<test>`.
 
 #[path = "../support/mod.rs"]
 mod support;
 
 mod fixtures_anthropic;
+mod options;
 mod provider_rules;
 mod providers;
+mod strict_limits;

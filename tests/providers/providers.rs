@@ -463,24 +463,24 @@ fn context() -> HookContext {
         .build()
 }
 
-fn manifest_path(rel: &str) -> PathBuf {
+pub(crate) fn manifest_path(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
-fn load(rel: &str) -> Value {
+pub(crate) fn load(rel: &str) -> Value {
     let path = manifest_path(rel);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
 }
 
-fn pretty(v: &Value) -> String {
+pub(crate) fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_default()
 }
 
 /// Equal as JSON values, and every `properties` map lists its keys in the same order
 /// (declaration order is part of the contract; other key orders are not).
-fn assert_same_json(actual: &Value, expected: &Value, what: &str) {
+pub(crate) fn assert_same_json(actual: &Value, expected: &Value, what: &str) {
     assert_eq!(
         actual,
         expected,
@@ -514,7 +514,7 @@ fn same_property_order(actual: &Value, expected: &Value, what: &str, at: &str) {
 }
 
 /// The tool name of a definition in `provider`'s format.
-fn name_of(provider: Provider, definition: &Value) -> String {
+pub(crate) fn name_of(provider: Provider, definition: &Value) -> String {
     let name = match provider {
         Provider::OpenAi => &definition["function"]["name"],
         _ => &definition["name"],
@@ -522,7 +522,7 @@ fn name_of(provider: Provider, definition: &Value) -> String {
     name.as_str().unwrap_or_default().to_owned()
 }
 
-fn target_of(provider: Provider) -> Target {
+pub(crate) fn target_of(provider: Provider) -> Target {
     match provider {
         Provider::OpenAi => Target::OpenAiChat,
         Provider::OpenAiResponses => Target::OpenAiResponses,
@@ -532,7 +532,7 @@ fn target_of(provider: Provider) -> Target {
     }
 }
 
-fn definitions(d: &Dispatcher, provider: Provider) -> Vec<Value> {
+pub(crate) fn definitions(d: &Dispatcher, provider: Provider) -> Vec<Value> {
     match d.tool_definitions_for(provider) {
         Ok(defs) => defs.to_vec(),
         Err(e) => panic!("{provider}: {e}"),
@@ -542,7 +542,7 @@ fn definitions(d: &Dispatcher, provider: Provider) -> Vec<Value> {
 /// Compares every definition of `d` for `provider` with its golden file
 /// `tests/golden/<provider>/<set>/<tool>.json`, checks that no golden file is left over, and
 /// runs the validator on each definition.
-fn check_golden(d: &Dispatcher, provider: Provider, set: &str) {
+pub(crate) fn check_golden(d: &Dispatcher, provider: Provider, set: &str) {
     let dir = format!("tests/golden/{provider}/{set}");
     let defs = definitions(d, provider);
     let mut files: Vec<String> = std::fs::read_dir(manifest_path(&dir))
