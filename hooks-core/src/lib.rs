@@ -144,8 +144,8 @@ pub use future::BoxFuture;
 pub use limits::Limits;
 pub use outcome::{CallRecord, Outcome, SessionSummary};
 pub use provider::{
-    CacheControl, CacheTtl, ConvertError, DefinitionOptions, NonStrictTool, Provider,
-    SchemaError, SchemaProblem, UnknownProvider,
+    CacheControl, CacheTtl, ConvertError, DefinitionOptions, NonStrictTool, Provider, SchemaError,
+    SchemaProblem, UnknownProvider,
 };
 pub use session::Session;
 pub use state::{Env, MissingState, State, StateKey};

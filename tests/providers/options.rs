@@ -150,8 +150,17 @@ struct Day(#[allow(dead_code)] String);
 impl TryFrom<String> for Day {
     type Error = String;
     fn try_from(s: String) -> Result<Self, String> {
-        let digits = |r: std::ops::Range<usize>| s.get(r).is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()));
-        if s.len() == 10 && digits(0..4) && &s[4..5] == "-" && digits(5..7) && &s[7..8] == "-" && digits(8..10) {
+        let digits = |r: std::ops::Range<usize>| {
+            s.get(r)
+                .is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()))
+        };
+        if s.len() == 10
+            && digits(0..4)
+            && &s[4..5] == "-"
+            && digits(5..7)
+            && &s[7..8] == "-"
+            && digits(8..10)
+        {
             Ok(Day(s))
         } else {
             Err(format!("not a YYYY-MM-DD day: {s}"))
@@ -267,11 +276,7 @@ fn a_wrapped_callers_examples_are_kept_and_checked_against_its_schema() {
                 "n",
                 "expected an integer, found the string \"one\""
             ),
-            problem(
-                Some(1),
-                "",
-                "unknown field `m`, expected one of `n`"
-            ),
+            problem(Some(1), "", "unknown field `m`, expected one of `n`"),
         ]
     );
     assert_eq!(
@@ -336,7 +341,11 @@ fn cache_control_goes_on_the_last_anthropic_entry_only() {
     }
     // No option: the same entries as `tool_definitions_for`.
     for p in Provider::ALL {
-        assert_eq!(with(p, &DefinitionOptions::new()), definitions(&d, p), "{p}");
+        assert_eq!(
+            with(p, &DefinitionOptions::new()),
+            definitions(&d, p),
+            "{p}"
+        );
     }
     // No tools, no breakpoint.
     let empty = Dispatcher::builder()

@@ -251,7 +251,10 @@ fn over_anthropic_limits(tools: &[Value]) -> Vec<String> {
             _ => {}
         }
     }
-    let strict: Vec<&Value> = tools.iter().filter(|t| t["strict"] == json!(true)).collect();
+    let strict: Vec<&Value> = tools
+        .iter()
+        .filter(|t| t["strict"] == json!(true))
+        .collect();
     let (mut optional, mut unions) = (0, 0);
     for t in &strict {
         walk(&t["input_schema"], &mut optional, &mut unions);
@@ -437,8 +440,8 @@ fn union_typed_parameters_are_counted_across_the_request() {
 #[test]
 fn the_twenty_first_strict_tool_by_name_is_sent_non_strict() {
     const NAMES: [&str; 21] = [
-        "t01", "t02", "t03", "t04", "t05", "t06", "t07", "t08", "t09", "t10", "t11", "t12",
-        "t13", "t14", "t15", "t16", "t17", "t18", "t19", "t20", "t21",
+        "t01", "t02", "t03", "t04", "t05", "t06", "t07", "t08", "t09", "t10", "t11", "t12", "t13",
+        "t14", "t15", "t16", "t17", "t18", "t19", "t20", "t21",
     ];
     let d = build(NAMES.iter().rev().map(|n| tool::<NoArgs>(n)).collect());
     assert_eq!(

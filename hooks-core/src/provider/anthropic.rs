@@ -114,7 +114,12 @@ pub(crate) fn entry(
     canonical: &Value,
     input_examples: &[Value],
 ) -> Value {
-    entry_with(name, description, anthropic_input_schema(canonical), input_examples)
+    entry_with(
+        name,
+        description,
+        anthropic_input_schema(canonical),
+        input_examples,
+    )
 }
 
 /// The entry's fields in the published order: `name`, `description`, `input_schema`,
@@ -130,7 +135,10 @@ fn entry_with(
     entry.insert("description".into(), description.into());
     entry.insert("input_schema".into(), input_schema);
     if !input_examples.is_empty() {
-        entry.insert("input_examples".into(), Value::Array(input_examples.to_vec()));
+        entry.insert(
+            "input_examples".into(),
+            Value::Array(input_examples.to_vec()),
+        );
     }
     Value::Object(entry)
 }

@@ -125,8 +125,8 @@ mod options;
 mod request_limits;
 mod subset;
 
-pub use options::{CacheControl, CacheTtl, DefinitionOptions};
 pub(crate) use options::apply as apply_options;
+pub use options::{CacheControl, CacheTtl, DefinitionOptions};
 use request_limits::{Budget, RequestLimits};
 
 /// A target API for tool definitions

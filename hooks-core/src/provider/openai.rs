@@ -205,8 +205,7 @@ impl Size {
                 .filter(|v| v.is_string())
                 .map(characters)
                 .sum();
-            if strings > OPENAI_LARGE_ENUM_VALUES && string_length > OPENAI_MAX_LARGE_ENUM_LENGTH
-            {
+            if strings > OPENAI_LARGE_ENUM_VALUES && string_length > OPENAI_MAX_LARGE_ENUM_LENGTH {
                 return Err(format!(
                     "{} has an enum of {strings} string values totalling {string_length} \
                      characters; OpenAI strict mode allows {OPENAI_MAX_LARGE_ENUM_LENGTH} for an \
@@ -447,8 +446,10 @@ mod tests {
         assert!(strict(&enum_schema(words(1000, 4))).is_ok());
         assert_eq!(
             strict(&enum_schema(words(1001, 4))),
-            Err("the schema has 1001 enum values; OpenAI strict mode allows 1000 in one schema"
-                .to_owned())
+            Err(
+                "the schema has 1001 enum values; OpenAI strict mode allows 1000 in one schema"
+                    .to_owned()
+            )
         );
         // A large enum (more than 250 values): 15 000 characters pass, 15 001 do not.
         let mut large = words(300, 50);
@@ -456,17 +457,21 @@ mod tests {
         large[0] = Value::String("x".repeat(51));
         assert_eq!(
             strict(&enum_schema(large)),
-            Err("property `level` has an enum of 300 string values totalling 15001 characters; \
+            Err(
+                "property `level` has an enum of 300 string values totalling 15001 characters; \
                  OpenAI strict mode allows 15000 for an enum of more than 250 values"
-                .to_owned())
+                    .to_owned()
+            )
         );
         // 250 values are not a large enum: 250 × 480 = 120 000 characters, the `level` name
         // (5) brings the schema's total to 120 005.
         assert_eq!(
             strict(&enum_schema(words(250, 480))),
-            Err("the property names, definition names, enum values and const values of the \
+            Err(
+                "the property names, definition names, enum values and const values of the \
                  schema total 120005 characters; OpenAI strict mode allows 120000 in one schema"
-                .to_owned())
+                    .to_owned()
+            )
         );
         assert!(strict(&enum_schema(words(250, 479))).is_ok());
     }
@@ -489,16 +494,21 @@ mod tests {
                             "additionalProperties": false});
         assert_eq!(
             strict(&schema),
-            Err("the schema has 5001 object properties; OpenAI strict mode allows 5000 in one \
+            Err(
+                "the schema has 5001 object properties; OpenAI strict mode allows 5000 in one \
                  schema"
-                .to_owned())
+                    .to_owned()
+            )
         );
         let schema = json!({"type": "object", "properties": props(5000),
                             "additionalProperties": false});
         assert!(strict(&schema).is_ok());
         let mut size = Size::default();
         let defs = json!({"$defs": {"Node": {"type": "object"}}, "const": "é", "enum": [1, "ab"]});
-        assert_eq!(size.add(defs.as_object().unwrap_or(&Map::new()), ""), Ok(()));
+        assert_eq!(
+            size.add(defs.as_object().unwrap_or(&Map::new()), ""),
+            Ok(())
+        );
         assert_eq!(
             size,
             Size {

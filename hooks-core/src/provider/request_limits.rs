@@ -190,34 +190,42 @@ mod tests {
         assert_eq!(budget.admit(load(12, 10)), Ok(()));
         assert_eq!(
             budget.admit(load(13, 7)),
-            Err("its 13 optional parameters would bring the optional parameters of the \
+            Err(
+                "its 13 optional parameters would bring the optional parameters of the \
                  request's strict tools to 25 (Anthropic strict tool use allows 24 in one \
                  request); its 7 union-typed parameters would bring the union-typed parameters of \
                  the request's strict tools to 17 (Anthropic strict tool use allows 16 in one \
                  request)"
-                .to_owned())
+                    .to_owned()
+            )
         );
         assert_eq!(
             budget.admit(load(13, 1)),
-            Err("its 13 optional parameters would bring the optional parameters of the \
+            Err(
+                "its 13 optional parameters would bring the optional parameters of the \
                  request's strict tools to 25 (Anthropic strict tool use allows 24 in one \
                  request)"
-                .to_owned())
+                    .to_owned()
+            )
         );
         assert_eq!(
             budget.admit(load(1, 7)),
-            Err("its 7 union-typed parameters would bring the union-typed parameters of the \
+            Err(
+                "its 7 union-typed parameters would bring the union-typed parameters of the \
                  request's strict tools to 17 (Anthropic strict tool use allows 16 in one \
                  request)"
-                .to_owned())
+                    .to_owned()
+            )
         );
         // A refused tool leaves the totals as they were: exactly the rest still fits.
         assert_eq!(budget.admit(load(12, 6)), Ok(()));
         assert_eq!(
             budget.admit(load(0, 0)),
-            Err("the request already holds 2 strict tools (Anthropic strict tool use allows 2 \
+            Err(
+                "the request already holds 2 strict tools (Anthropic strict tool use allows 2 \
                  in one request)"
-                .to_owned())
+                    .to_owned()
+            )
         );
         assert_eq!(budget.over(), None);
     }
