@@ -24,10 +24,11 @@
 //! A tool's `input_examples` ([`ToolDef::input_examples`](crate::ToolDef::input_examples),
 //! `#[tool(input_examples = …)]`) follow its `input_schema` in both entries: `"input_examples":
 //! [{"location": "San Francisco, CA", "unit": "fahrenheit"}, …]`, an array of input objects.
-//! Rule ("Define tools", "Providing tool use examples", `https://platform.claude.com/docs/en/
-//! agents-and-tools/tool-use/define-tools`): "Each example must be valid according to the
-//! tool's `input_schema`. Invalid examples return a 400 error"; `build()` checks each one
-//! against the tool's schema and its input type. No other target has the field.
+//! Rule ("Define tools", "Providing tool use examples",
+//! `https://platform.claude.com/docs/en/agents-and-tools/tool-use/define-tools`): "Each example
+//! must be valid according to the tool's `input_schema`. Invalid examples return a 400 error";
+//! `build()` checks each one against the tool's schema and its input type. No other target has
+//! the field.
 //!
 //! # Limits on a request's strict tools
 //!

@@ -380,6 +380,10 @@ impl Definition {
 /// unwrapped) and canonical schema: the transform of the provider's file (see the module docs'
 /// table for each entry's shape).
 ///
+/// One tool alone: a limit on a request's strict tools together (Anthropic's, "Strict limits"
+/// in the module docs) is the dispatcher's to apply, so a strict entry from here may still be
+/// one a dispatcher sends non-strict.
+///
 /// # Errors
 /// For [`Provider::Gemini`] only: the reason the tool cannot be expressed in Gemini's
 /// `parameters` (a recursive type, a map, a tuple, `not`/`if`, a non-string `enum`, a name that

@@ -50,6 +50,9 @@ pub(crate) struct RequestLimits {
 
 /// One counter of a [`Load`], as reasons name it.
 struct Counter {
+    /// Whether it counts the tools themselves (a reason then says how many the request already
+    /// holds, not what the tool adds).
+    tools: bool,
     /// What is counted, one and several: `optional parameter`, `optional parameters`.
     one: &'static str,
     many: &'static str,
@@ -66,18 +69,21 @@ impl Counter {
 
 const COUNTERS: [Counter; 3] = [
     Counter {
+        tools: true,
         one: "strict tool",
         many: "strict tools",
         of_load: |l| l.tools,
         of_limits: |l| l.tools,
     },
     Counter {
+        tools: false,
         one: "optional parameter",
         many: "optional parameters",
         of_load: |l| l.optional,
         of_limits: |l| l.optional,
     },
     Counter {
+        tools: false,
         one: "union-typed parameter",
         many: "union-typed parameters",
         of_load: |l| l.unions,
@@ -114,7 +120,7 @@ impl Budget {
                     (c.of_load)(&total),
                     (c.of_limits)(&self.limits),
                 );
-                if c.one == "strict tool" {
+                if c.tools {
                     format!(
                         "the request already holds {} ({} allows {limit} in one request)",
                         c.count(sum - own),
