@@ -621,17 +621,13 @@ fn check_marked_strict(candidates: &[Candidate], problems: &mut Problems<'_>) {
             input_examples: &c.input_examples,
         });
         let (not_strict, over) = marked_strict_problems(provider, sources);
-        for t in not_strict {
-            let path = marked
-                .iter()
-                .find(|(c, _)| c.name == t.tool)
-                .map(|(c, _)| c.path.to_string())
-                .unwrap_or_default();
+        for (i, reason) in not_strict {
+            let c = marked[i].0;
             problems.push(BuildProblem::CannotBeStrict {
-                tool: t.tool,
-                path,
+                tool: c.name.to_string(),
+                path: c.path.to_string(),
                 provider,
-                reason: t.reason,
+                reason,
             });
         }
         if let Some(reason) = over {

@@ -496,6 +496,7 @@ pub(crate) fn render<'a>(
     let mut reasons: Vec<Option<String>> = Vec::with_capacity(tools.len());
     let mut strict_ones = Vec::new();
     let mut problems = Vec::new();
+    // Each tool on its own.
     for (i, tool) in tools.iter().enumerate() {
         let may_be_strict = tool.strict != Some(false);
         match (target.definition)(tool, may_be_strict) {
@@ -524,20 +525,13 @@ pub(crate) fn render<'a>(
     if !problems.is_empty() {
         return Err(SchemaError { provider, problems });
     }
+    // The request's limits, for the tools that are strict so far.
     if let Some(limits) = target.request_limits {
-        // Stable: the marked tools first, each group in the given order.
-        strict_ones.sort_by_key(|&i| tools[i].strict != Some(true));
-        let mut budget = Budget::new(limits);
-        for i in strict_ones {
-            let load = (limits.load)(&values[i]);
-            if tools[i].strict == Some(true) {
-                budget.force(load);
-            } else if let Err(reason) = budget.admit(load) {
-                if let Ok(d) = (target.definition)(&tools[i], false) {
-                    values[i] = d.value;
-                }
-                reasons[i] = Some(reason);
+        for (i, reason) in past_limits(limits, &tools, &values, strict_ones) {
+            if let Ok(d) = (target.definition)(&tools[i], false) {
+                values[i] = d.value;
             }
+            reasons[i] = Some(reason);
         }
     }
     let non_strict = tools
@@ -556,28 +550,49 @@ pub(crate) fn render<'a>(
     })
 }
 
-/// Why the tools marked `strict = true` cannot all be strict for a strict `provider` (checked by
-/// `build()`): each marked tool whose schema the target cannot take strict, with the reason (in
-/// the order given); then, when the target limits a request's strict tools together and the
-/// marked tools are over a limit, why (``together they hold 30 optional parameters (Anthropic
-/// strict tool use allows 24 in one request)``). Tools not marked `strict = true` are ignored.
+/// The strict candidates (indices into `tools`, whose strict entries are in `values`) that
+/// would cross one of `limits`, with the reason: the candidates are admitted in the documented
+/// order, the marked tools first, then the others, each group in the given order.
+fn past_limits(
+    limits: RequestLimits,
+    tools: &[ToolSource<'_>],
+    values: &[Value],
+    mut candidates: Vec<usize>,
+) -> Vec<(usize, String)> {
+    // Stable: each group keeps the given order.
+    candidates.sort_by_key(|&i| tools[i].strict != Some(true));
+    let mut budget = Budget::new(limits);
+    let mut past = Vec::new();
+    for i in candidates {
+        let load = (limits.load)(&values[i]);
+        if tools[i].strict == Some(true) {
+            budget.force(load);
+        } else if let Err(reason) = budget.admit(load) {
+            past.push((i, reason));
+        }
+    }
+    past
+}
+
+/// Why the tools marked `strict = true` (`tools`, each with `strict: Some(true)`) cannot all be
+/// strict for a strict `provider` (checked by `build()`): each tool whose schema the target
+/// cannot take strict, as its position in `tools` and the reason; then, when the target limits a
+/// request's strict tools together and the tools are over a limit, why (``together they hold 30
+/// optional parameters (Anthropic strict tool use allows 24 in one request)``).
 pub(crate) fn marked_strict_problems<'a>(
     provider: Provider,
     tools: impl Iterator<Item = ToolSource<'a>>,
-) -> (Vec<NonStrictTool>, Option<String>) {
+) -> (Vec<(usize, String)>, Option<String>) {
     let target = provider.target();
     let mut not_strict = Vec::new();
     let mut budget = target.request_limits.map(Budget::new);
-    for tool in tools.filter(|t| t.strict == Some(true)) {
+    for (i, tool) in tools.enumerate() {
         match (target.definition)(&tool, true) {
             Ok(Definition {
                 non_strict: Some(reason),
                 ..
             })
-            | Err(reason) => not_strict.push(NonStrictTool {
-                tool: tool.name.to_owned(),
-                reason,
-            }),
+            | Err(reason) => not_strict.push((i, reason)),
             Ok(Definition { value, .. }) => {
                 if let (Some(budget), Some(limits)) = (&mut budget, target.request_limits) {
                     budget.force((limits.load)(&value));
