@@ -103,8 +103,9 @@ impl Dispatcher {
     /// a schema, as for HashMap<String, T>) ``), those past one of its limits (``its 25 optional
     /// parameters would bring the optional parameters of the request's strict tools to 25
     /// (Anthropic strict tool use allows 24 in one request)``; see the
-    /// [`provider`](crate::provider) module docs, "Strict limits"), and those marked `strict = false` (``the tool is
-    /// marked `strict = false` ``). Empty for every other target.
+    /// [`provider`](crate::provider) module docs, "Strict limits"), and those marked
+    /// `strict = false` (``the tool is marked `strict = false` ``). Empty for every other
+    /// target.
     pub fn non_strict_tools(&self, provider: Provider) -> &[NonStrictTool] {
         if !provider.is_strict() {
             return &[];
