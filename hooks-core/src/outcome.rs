@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::content::{ToolResult, ToolUse};
-use crate::time::Rfc3339;
 
 /// How one `tool_use` block ended. Serialized in snake_case (`"tool_error"`), as on audit lines.
 ///
@@ -187,12 +186,13 @@ impl<'a> CallRecord<'a> {
 /// What happened in one session, handed to each Stop hook and returned by
 /// [`Session::end`](crate::Session::end).
 ///
-/// Serialized (the audit log's summary line adds `ts`): `{"session_id": "sess_1", "user_id":
+/// Serialized (the audit log's summary line adds `ts` and `prev`; see
+/// [`SummaryRecord`](crate::SummaryRecord)), and read back from it: `{"session_id": "sess_1", "user_id":
 /// "u_001", "started_at": "2026-11-24T10:15:00Z", "ended_at": "…", "calls": 4, "outcomes":
 /// {"ok": 3, "blocked": 1}, "tools": {"lookup_user": 2, …}, "observer_errors": 0}`. `outcomes`
 /// lists only outcomes that occurred; `tools` counts calls of this dispatcher's tools by name
 /// (a call of an unknown name counts only under `unknown_tool`, so the model cannot add keys).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct SessionSummary {
     /// The context's session id.
@@ -200,10 +200,10 @@ pub struct SessionSummary {
     /// The context's user id.
     pub user_id: String,
     /// When the session was opened (context clock).
-    #[serde(serialize_with = "rfc3339")]
+    #[serde(with = "crate::time::as_rfc3339")]
     pub started_at: SystemTime,
     /// When it ended (context clock).
-    #[serde(serialize_with = "rfc3339")]
+    #[serde(with = "crate::time::as_rfc3339")]
     pub ended_at: SystemTime,
     /// `tool_use` blocks handled, every outcome included.
     pub calls: u64,
@@ -214,8 +214,4 @@ pub struct SessionSummary {
     /// Errors and panics of PostToolUse observers and Stop hooks (Stop hooks that ran before
     /// the one reading this included).
     pub observer_errors: u64,
-}
-
-fn rfc3339<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-    Rfc3339(*t).serialize(s)
 }
