@@ -1416,7 +1416,7 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
     prop_assert_eq!(w.stops.load(Ordering::SeqCst), 1);
 
     // The audit log: one line per block, in order, with the right outcome and content.
-    let lines = log.new_lines(&log.log.audit_log_path(), 0);
+    let lines = log.new_lines(&log.log.audit_log_path().unwrap(), 0);
     prop_assert_eq!(lines.len(), expected.len());
     for (i, (line, e)) in lines.iter().zip(&expected).enumerate() {
         prop_assert_eq!(&line["session_id"], "sess_prop");
@@ -1481,7 +1481,7 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
         })
         .sum::<u64>()
         + failing(case.stop_flaky);
-    let summaries = log.new_lines(&log.log.session_summaries_path(), 1);
+    let summaries = log.new_lines(&log.log.session_summaries_path().unwrap(), 1);
     prop_assert_eq!(summaries.len(), 1);
     let line = &summaries[0];
     prop_assert_eq!(line["calls"].as_u64(), Some(n as u64));

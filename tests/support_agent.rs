@@ -339,8 +339,20 @@ fn every_bundled_transcript_replays_with_its_expected_outcomes_results_and_audit
         for l in &lines {
             assert_eq!(l["session_id"], t.context.session_id.as_str());
             assert_eq!(l["user_id"], t.context.user_id.as_str());
+            assert_eq!(l["tier"], t.context.tier.as_str());
             assert_eq!(l["ts"], t.context.now_text.as_str());
         }
+        // The files' hash chain verifies, every line counted.
+        let (_, last) = support::chained_lines(&dir.path().join("audit_log.jsonl"), support::ZEROS);
+        let verified = toolgate::verify_audit_dir(dir.path()).unwrap();
+        assert_eq!(
+            verified.calls.status,
+            toolgate::ChainStatus::Ok {
+                lines: expected.len() as u64,
+                last_hash: last
+            }
+        );
+        assert!(verified.sessions.status.is_ok());
         let summaries = json_lines(&dir.path().join("session_summaries.jsonl"));
         assert_eq!(summaries.len(), 1);
         assert_eq!(summaries[0]["calls"], json!(expected.len()));
@@ -420,37 +432,34 @@ fn audit_lines_carry_blocked_by_rewritten_by_and_effective_input_only_when_they_
     let dir = TempDir::new("audit-keys");
     let audit = AuditLog::open(dir.path()).unwrap();
     agent::replay(&t, Some(&audit)).unwrap();
-    let lines = json_lines(&dir.path().join("audit_log.jsonl"));
-    let keys = |l: &Value| -> Vec<String> { l.as_object().unwrap().keys().cloned().collect() };
-    let base = [
-        "ts",
-        "session_id",
-        "user_id",
-        "tool_use_id",
-        "tool",
-        "input",
-        "outcome",
-        "is_error",
-        "content",
-        "duration_us",
-    ];
-    let with = |extra: &[&str]| -> Vec<String> {
-        base.iter().chain(extra).map(|s| (*s).to_owned()).collect()
-    };
-    assert_eq!(keys(&lines[0]), with(&["blocked_by"]));
-    assert_eq!(lines[0]["blocked_by"], hook("own_records_only").as_str());
-    assert_eq!(lines[0]["is_error"], true);
-    assert_eq!(keys(&lines[1]), with(&[]));
-    assert_eq!(lines[1]["is_error"], false);
-    assert_eq!(keys(&lines[2]), with(&["rewritten_by", "effective_input"]));
-    assert_eq!(lines[2]["rewritten_by"], json!([hook("cap_faq_limit")]));
+    // Exact lines: the context's tier after the user, the optional members only where they
+    // apply, `prev` last (recomputed by `chained_lines`; `duration_us` set to 0).
+    let (lines, _) = support::chained_lines(&dir.path().join("audit_log.jsonl"), support::ZEROS);
+    let faq = r#"[{\"question\":\"How long do I have to ask for a refund?\",\"answer\":\"Refunds can be requested within 30 days of delivery; electronics within 14 days, unopened or with a fault reported in that window.\"},{\"question\":\"My order arrived damaged. What do I do?\",\"answer\":\"Send photos of the item and the box; premium customers get a case file and a refund or replacement, usually within 2 business days.\"},{\"question\":\"My order never arrived.\",\"answer\":\"If tracking shows no delivery 5 days after the estimate, contact support with the tracking page; we open a case and reship or refund.\"}]"#;
+    let context = r#""ts":"2026-11-25T09:00:00Z","session_id":"sess_parallel_03","user_id":"u_001","tier":"premium""#;
     assert_eq!(
-        lines[2]["input"],
-        json!({"query": "refund window for electronics", "limit": 50})
+        lines,
+        [
+            format!(
+                r#"{{{context},"tool_use_id":"toolu_01OoNZYW2mZp0zVZomHFwUbb","tool":"lookup_user","input":{{"user_id":"u_999"}},"outcome":"blocked","is_error":true,"content":"BLOCKED: this conversation can only use the signed-in customer's own account, and u_999 is not it. Use the signed-in customer's id, u_001, or ask them what they need for their own account.","duration_us":0,"blocked_by":"{}","prev":"…"}}"#,
+                hook("own_records_only")
+            ),
+            format!(
+                r#"{{{context},"tool_use_id":"toolu_01YrEqmSM9wCZ7Uw9xfogoEm","tool":"get_order_details","input":{{"order_id":"o_1002"}},"outcome":"ok","is_error":false,"content":"{{\"order_id\":\"o_1002\",\"user_id\":\"u_001\",\"amount_cents\":45000,\"refunded_cents\":0}}","duration_us":0,"prev":"…"}}"#
+            ),
+            format!(
+                r#"{{{context},"tool_use_id":"toolu_01vnEN5N1aE6PwZPf1Qh6yYT","tool":"search_faq","input":{{"query":"refund window for electronics","limit":50}},"outcome":"ok","is_error":false,"content":"{faq}","duration_us":0,"rewritten_by":["{}"],"effective_input":{{"query":"refund window for electronics","limit":5}},"prev":"…"}}"#,
+                hook("cap_faq_limit")
+            ),
+        ]
     );
+    let (summaries, _) =
+        support::chained_lines(&dir.path().join("session_summaries.jsonl"), support::ZEROS);
     assert_eq!(
-        lines[2]["effective_input"],
-        json!({"query": "refund window for electronics", "limit": 5})
+        summaries,
+        [
+            r#"{"ts":"2026-11-25T09:00:00Z","session_id":"sess_parallel_03","user_id":"u_001","started_at":"2026-11-25T09:00:00Z","ended_at":"2026-11-25T09:00:00Z","calls":3,"outcomes":{"ok":2,"blocked":1},"tools":{"get_order_details":1,"lookup_user":1,"search_faq":1},"observer_errors":0,"prev":"…"}"#
+        ]
     );
 }
 

@@ -291,8 +291,8 @@ fn replay(
     if !json
         && let Err(e) = output::write_footer(
             out,
-            &audit.audit_log_path(),
-            &audit.session_summaries_path(),
+            &out_dir.join(toolgate::AUDIT_LOG_FILE),
+            &out_dir.join(toolgate::SESSION_SUMMARIES_FILE),
             calls,
             transcripts.len(),
         )

@@ -203,9 +203,10 @@ impl DispatcherBuilder {
     /// name; an invalid tool name or an empty description; a schema whose root is not an object;
     /// a property whose schema is a bare `true` or `{}`; an input example the tool's schema or
     /// input type refuses; a tool marked `strict = true` that a strict target cannot take
-    /// strict, or such tools over a strict target's request limits together; a hook matcher
-    /// naming a tool registered nowhere; an item asking for a `State<T>` the builder was not
-    /// given; a source or filter naming nothing; a deadline without a timer.
+    /// strict, or such tools over a strict target's request limits together; a hook matcher or
+    /// the audit log's redaction naming a tool registered nowhere; an item asking for a
+    /// `State<T>` the builder was not given; a source or filter naming nothing; a deadline
+    /// without a timer.
     pub fn build(self) -> Result<Dispatcher, BuildError> {
         let DispatcherBuilder {
             sources,
@@ -246,6 +247,7 @@ impl DispatcherBuilder {
         check_marked_strict(&candidates, &mut problems);
         // 8. to 10. The hooks: their matchers, which ones this dispatcher keeps, their needs.
         check_matchers(&pre, &post, &known_tools, &mut problems);
+        check_redaction(audit.as_ref(), &known_tools, &mut problems);
         keep_hooks(&mut pre, &mut post, &candidates);
         check_hooks(&pre, &post, &stop, &mut problems);
         problems.need_timer("DispatcherBuilder::hook_timeout", hook_timeout);
@@ -665,6 +667,20 @@ fn check_matchers(
     }
 }
 
+/// Step 8 too: every tool the audit log's redaction names is known somewhere (a misspelled tool
+/// would leave its fields in clear).
+fn check_redaction(
+    audit: Option<&AuditLog>,
+    known_tools: &BTreeSet<String>,
+    problems: &mut Problems<'_>,
+) {
+    for tool in audit.into_iter().flat_map(|a| a.redaction().tools()) {
+        if !known_tools.contains(tool) {
+            problems.push(BuildProblem::UnknownRedactionTool(tool.to_owned()));
+        }
+    }
+}
+
 /// Step 9: the hooks this dispatcher keeps: those matching every tool, or one it kept.
 fn keep_hooks(pre: &mut Vec<PreHookDef>, post: &mut Vec<PostHookDef>, kept: &[Candidate]) {
     let kept: BTreeSet<&str> = kept.iter().map(|c| c.name.as_ref()).collect();
@@ -881,6 +897,12 @@ pub enum BuildProblem {
         /// The unknown tool name.
         tool: String,
     },
+    /// The audit log's [`Redaction`](crate::Redaction) has a field rule for a tool that no source
+    /// registers (its fields would be left in clear).
+    #[error(
+        "the audit log's redaction names tool `{0}`, which is registered nowhere (use \"*\" for every tool)"
+    )]
+    UnknownRedactionTool(String),
     /// An item takes a `State<T>` the builder was not given.
     #[error(
         "`{item}` takes State<{type_name}>, but the builder was not given one: add .state(…) with a {type_name}"

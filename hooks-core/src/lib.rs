@@ -83,7 +83,13 @@
 //! | `error.rs` | [`ToolError`] (what the model reads, what the operator logs), [`HookError`], [`Halt`], [`RespondError`] |
 //! | `session.rs` | [`Session`]: `call`, `respond`, the Stop hooks and the summary |
 //! | `stats.rs` | a session's counters; the observer channel (`tracing` and `observer_errors`) |
-//! | `audit.rs` | [`AuditLog`]: the built-in observer and Stop hook that append JSON lines |
+//! | `audit/mod.rs` | [`AuditLog`], [`AuditLogBuilder`]: the built-in observer and Stop hook, records handed to every sink |
+//! | `audit/record.rs` | [`AuditRecord`], [`SummaryRecord`]: what every sink receives; a JSONL line is one's JSON |
+//! | `audit/sink.rs` | [`AuditSink`]: where records go (the JSONL files are the default) |
+//! | `audit/redact.rs` | [`Redaction`] (JSON pointers per tool, text functions), [`mask_card_numbers`], [`mask_emails`] |
+//! | `audit/chain.rs` | the hash chain: `prev` on every line, the file lock, reopening, rotation |
+//! | `audit/files.rs` | the default sink: `audit_log.jsonl` and `session_summaries.jsonl` |
+//! | `audit/verify.rs` | [`verify_audit_dir`], [`verify_audit_file`]: the chain checked, the first broken line named |
 //! | `time.rs` | RFC 3339 timestamps ([`Rfc3339`]) |
 //! | `caller.rs` | wrapping by ownership: [`ToolCaller`], [`SyncCaller`] |
 //! | `provider/mod.rs` | [`Provider`]; the tool definitions of each target and their rendering |
@@ -131,7 +137,12 @@ mod timer;
 #[doc(hidden)]
 pub mod macro_support;
 
-pub use audit::{AUDIT_LOG_FILE, AuditLog, SESSION_SUMMARIES_FILE};
+pub use audit::{
+    AUDIT_LOG_FILE, AuditLog, AuditLogBuilder, AuditRecord, AuditSink, AuditVerification,
+    CHAIN_START, ChainBreak, ChainProblem, ChainStatus, ChainVerification, InvalidPointer,
+    REDACTED, Redaction, SESSION_SUMMARIES_FILE, SummaryRecord, mask_card_numbers, mask_emails,
+    verify_audit_dir, verify_audit_file,
+};
 pub use builder::{BuildError, BuildProblem, DispatcherBuilder};
 pub use caller::{SyncCaller, ToolCaller, sync_caller};
 pub use content::{ContentBlock, Message, Role, TextBlock, ToolResult, ToolResultContent, ToolUse};

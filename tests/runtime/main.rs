@@ -8,6 +8,8 @@
 mod support;
 
 mod audit;
+mod audit_chain;
+mod audit_sinks;
 mod build;
 mod chain;
 mod concurrency;

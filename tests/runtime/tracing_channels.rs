@@ -58,7 +58,7 @@ impl Subscriber for Capture {
 }
 
 /// Runs `f` with the capture as this thread's subscriber; returns what it saw.
-fn captured(f: impl FnOnce()) -> Vec<String> {
+pub(crate) fn captured(f: impl FnOnce()) -> Vec<String> {
     let events = Events::default();
     tracing::subscriber::with_default(Capture(Arc::clone(&events)), f);
     events.lock().unwrap().clone()
