@@ -916,6 +916,19 @@ fn bad_arguments_exit_2() {
             "error: --schemas prints tool definitions and replays nothing: it takes no \
              --transcript or --out-dir (see --help)\n",
         ),
+        (
+            vec!["--verify-audit"],
+            "error: --verify-audit needs a value (see --help)\n",
+        ),
+        (
+            vec!["--verify-audit", "data", "--json"],
+            "error: --verify-audit DIR reads a folder and runs nothing: it takes no other \
+             option (see --help)\n",
+        ),
+        (
+            vec!["--verify-audit=a", "--verify-audit=b"],
+            "error: --verify-audit is given twice (see --help)\n",
+        ),
     ] {
         let args: Vec<OsString> = args.into_iter().map(os).collect();
         let (code, out, err) = run(&args.iter().collect::<Vec<_>>());
@@ -935,6 +948,7 @@ through the support agent's tools and hooks.
 usage:
   support_agent [--transcript FILE] [--json] [--out-dir DIR]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
+  support_agent --verify-audit DIR
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
@@ -945,11 +959,107 @@ usage:
   --specialist NAME    with --schemas: refunds (default) or triage
   --provider NAME      with --schemas: anthropic (default), anthropic-strict, openai (Chat
                        Completions), openai-responses, gemini (functionDeclarations entries), mcp
+  --verify-audit DIR   check the hash chain of DIR's audit files (rotated ones included): ok
+                       with the line count and last hash, or the first line edited, deleted,
+                       inserted or reordered
   --help               this text
 
-exit codes: 0 all outcomes as expected; 1 an outcome differed (or the agent halted, or output
-failed); 2 a bad argument or transcript (nothing was run or written)
+exit codes: 0 all outcomes as expected (or the chain verifies); 1 an outcome differed (or the
+agent halted, output failed, the chain is broken); 2 a bad argument or transcript (nothing was
+run or written)
 "
+    );
+}
+
+#[test]
+fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line() {
+    let dir = TempDir::new("verify-cli");
+    let (code, _, err) = run(&[&os("--out-dir"), &os(dir.path())]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    let calls = dir.path().join("audit_log.jsonl");
+    let (_, last) = support::chained_lines(&calls, support::ZEROS);
+    let (_, last_summary) =
+        support::chained_lines(&dir.path().join("session_summaries.jsonl"), support::ZEROS);
+    let verify = || run(&[&os("--verify-audit"), &os(dir.path())]);
+    assert_eq!(
+        verify(),
+        (
+            cli::EXIT_OK,
+            format!(
+                "audit_log.jsonl: ok, 15 lines, last hash {last}\n\
+                 session_summaries.jsonl: ok, 5 lines, last hash {last_summary}\n\
+                 keep the last hashes elsewhere: lines deleted from the end of a file can only \
+                 be caught against them\n"
+            ),
+            String::new()
+        )
+    );
+
+    // The host rotates; the next replay chains on from the rotated file.
+    let log = AuditLog::open(dir.path()).unwrap();
+    log.rotate().unwrap();
+    drop(log);
+    let transcript = fixture("02_free_tier_unusual_phrasing.json");
+    let (code, _, _) = run(&[
+        &os("--transcript"),
+        &os(&transcript),
+        &os("--out-dir"),
+        &os(dir.path()),
+    ]);
+    assert_eq!(code, cli::EXIT_OK);
+    let (_, last) = support::chained_lines(&calls, &last);
+    let (_, last_summary) =
+        support::chained_lines(&dir.path().join("session_summaries.jsonl"), &last_summary);
+    assert_eq!(
+        verify(),
+        (
+            cli::EXIT_OK,
+            format!(
+                "audit_log.jsonl (2 files): ok, 18 lines, last hash {last}\n\
+                 session_summaries.jsonl (2 files): ok, 6 lines, last hash {last_summary}\n\
+                 keep the last hashes elsewhere: lines deleted from the end of a file can only \
+                 be caught against them\n"
+            ),
+            String::new()
+        )
+    );
+
+    // An edited line: the next one no longer follows it.
+    let rotated = dir.path().join("audit_log.1.jsonl");
+    let text = std::fs::read_to_string(&rotated).unwrap();
+    let edited = text.replacen(r#""outcome":"blocked""#, r#""outcome":"ok""#, 1);
+    assert_ne!(edited, text);
+    let at = text[..text.find(r#""outcome":"blocked""#).unwrap()]
+        .matches('\n')
+        .count()
+        + 1;
+    std::fs::write(&rotated, edited).unwrap();
+    assert_eq!(
+        verify(),
+        (
+            cli::EXIT_FAILED,
+            format!(
+                "audit_log.jsonl (2 files): broken: line {} does not follow line {at}: line {at} \
+                 was edited, or lines were deleted between them in {}\n\
+                 session_summaries.jsonl (2 files): ok, 6 lines, last hash {last_summary}\n",
+                at + 1,
+                rotated.display()
+            ),
+            String::new()
+        )
+    );
+
+    // Not a folder: a bad argument.
+    assert_eq!(
+        run(&[&os("--verify-audit"), &os(&calls)]),
+        (
+            cli::EXIT_BAD_INPUT,
+            String::new(),
+            format!(
+                "error: --verify-audit: `{}` is not a folder (see --help)\n",
+                calls.display()
+            )
+        )
     );
 }
 
