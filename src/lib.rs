@@ -320,6 +320,19 @@
 //!   for `respond`, those not yet started), seen by the sync observers; the session's Stop hooks
 //!   still run once. A future never polled did nothing and records nothing.
 //!
+//! # The audit trail
+//!
+//! [`AuditLog::open`] appends one line per `tool_use` to `dir/audit_log.jsonl` and one per
+//! session to `dir/session_summaries.jsonl` (members listed on [`AuditRecord`] and
+//! [`SummaryRecord`]; `tier` comes from the context, absent when it has none).
+//! [`AuditLog::builder`] adds [`AuditSink`]s (a database, a log pipeline: each receives the same
+//! record) and a [`Redaction`] (JSON pointers per tool into `input` and `effective_input`,
+//! functions over `content` and `detail` such as [`mask_card_numbers`] and [`mask_emails`])
+//! applied before any sink sees a record. Every line ends with `prev`, the SHA-256 of the line
+//! before it in the same file: [`verify_audit_dir`] names the first line edited, deleted,
+//! inserted or reordered (the rule, with reopening, rotation and several writer processes, is
+//! under "The hash chain" in [`AuditLog`]'s docs).
+//!
 //! # Registration and linking
 //!
 //! The macros register with `inventory` (linkme's `#[link_section]` statics are refused under

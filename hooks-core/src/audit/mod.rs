@@ -72,7 +72,7 @@ struct LogInner {
 ///  "tool_use_id":"toolu_01","tool":"issue_refund","input":{"order_id":"o_1","amount_cents":2599},
 ///  "outcome":"blocked","is_error":true,"content":"BLOCKED: …","duration_us":41,
 ///  "blocked_by":"app::policy::spend_limit",
-///  "prev":"9c1e…(64 hex digits)"}
+///  "prev":"…64 hex digits…"}
 /// ```
 ///
 /// `ts` is RFC 3339 UTC from the context's clock; `tier` the context's (absent when it has
