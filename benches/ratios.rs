@@ -9,6 +9,8 @@
 //! that allow + 1 observer), `dispatch_4hooks_audit_over_limit` (the same plus `AuditLog` to a
 //! file), `allocs_over_limit` (allocations per call, 4 hooks + observer, minus LIMIT's),
 //! `audit_records_per_s` (one thread, through the dispatcher with only the audit log),
+//! `audit_chained_over_unchained` (that dispatcher ÷ the same with the unchained sink of
+//! `common::UnchainedJsonl`: what the hash chain costs per line),
 //! `audit_lost_lines` and `audit_interleaved_lines` (two threads, one log), and
 //! `threads2_over_threads1` (throughput of 2 threads sharing one dispatcher ÷ 1 thread), read
 //! against `threads2_cpu_per_call_over_threads1` (CPU time per call, 2 threads ÷ 1: contention)
@@ -70,14 +72,28 @@ fn main() {
     let audit_only = common::dispatcher_audit_only(
         AuditLog::open(audit_dir.0.join("only")).expect("open the audit log"),
     );
+    let unchained_path = audit_dir.0.join("unchained.jsonl");
+    let audit_unchained = common::dispatcher_audit_only(
+        AuditLog::builder()
+            .sink(common::UnchainedJsonl::open(&unchained_path))
+            .build()
+            .expect("the unchained audit log"),
+    );
     let s_nohooks = nohooks.session(context("sess_nohooks"));
     let s_hooks = hooks.session(context("sess_hooks"));
     let s_hooks_audit = hooks_audit.session(context("sess_hooks_audit"));
     let s_audit_only = audit_only.session(context("sess_audit_only"));
+    let s_audit_unchained = audit_unchained.session(context("sess_audit_unchained"));
 
     // Every side does the same work: check it once, outside the timed loops.
     assert_eq!(limit(&call.input), EXPECTED);
-    for s in [&s_nohooks, &s_hooks, &s_hooks_audit, &s_audit_only] {
+    for s in [
+        &s_nohooks,
+        &s_hooks,
+        &s_hooks_audit,
+        &s_audit_only,
+        &s_audit_unchained,
+    ] {
         assert_eq!(result_text(poll_ready(s.call(&call))), EXPECTED);
     }
 
@@ -89,6 +105,9 @@ fn main() {
             keep(poll_ready(s_hooks_audit.call(&call)))
         }),
         Side::new("audit_only", || keep(poll_ready(s_audit_only.call(&call)))),
+        Side::new("audit_unchained", || {
+            keep(poll_ready(s_audit_unchained.call(&call)))
+        }),
     ];
 
     // `--profile SIDE N`: run one side N times and stop, for callgrind (instruction counts are
@@ -112,9 +131,16 @@ fn main() {
     // 1. Time per call, sides interleaved.
     let ns = interleave(&mut sides, plan.rounds, plan.batch);
     drop(sides);
-    for (side, v) in ["limit", "nohooks", "hooks", "hooks_audit", "audit_only"]
-        .iter()
-        .zip(&ns)
+    for (side, v) in [
+        "limit",
+        "nohooks",
+        "hooks",
+        "hooks_audit",
+        "audit_only",
+        "audit_unchained",
+    ]
+    .iter()
+    .zip(&ns)
     {
         figure(&format!("ns_per_call_{side}"), median(v));
     }
@@ -125,6 +151,7 @@ fn main() {
         median_ratio(&ns[3], &ns[0]),
     );
     figure("audit_records_per_s", 1e9 / median(&ns[4]));
+    figure("audit_chained_over_unchained", median_ratio(&ns[4], &ns[5]));
 
     // 2. Allocations per call: deterministic.
     let (a_limit, b_limit) = count_allocs(plan.alloc_calls, || keep(limit(&call.input)));
@@ -172,7 +199,28 @@ fn main() {
         figure("loadavg_1min", load);
     }
 
-    drop((s_nohooks, s_hooks, s_hooks_audit, s_audit_only));
+    drop((
+        s_nohooks,
+        s_hooks,
+        s_hooks_audit,
+        s_audit_only,
+        s_audit_unchained,
+    ));
+    // The chained files verify, whatever the rounds wrote; the unchained file has one line per
+    // line of the chained one.
+    let only = toolgate::verify_audit_dir(audit_dir.0.join("only")).expect("read the audit files");
+    let chained_lines = match only.calls.status {
+        toolgate::ChainStatus::Ok { lines, .. } => lines,
+        broken => panic!("the benchmark's audit chain is broken: {broken}"),
+    };
+    assert!(only.is_ok());
+    assert!(chained_lines > 0);
+    let unchained = std::fs::read_to_string(&unchained_path).unwrap_or_default();
+    assert!(
+        unchained
+            .lines()
+            .all(|l| serde_json::from_str::<Value>(l).is_ok())
+    );
     figure("bench_seconds", started.elapsed().as_secs_f64());
 }
 

@@ -221,6 +221,44 @@ pub(crate) fn dispatcher_audit_only(log: AuditLog) -> Dispatcher {
         .expect("the benchmark dispatcher builds")
 }
 
+/// The audit log as it was before the hash chain, as a sink: each record serialized into a
+/// reused buffer with its `\n` and appended with one `write` to an `O_APPEND` file; no `prev`, no
+/// lock, no hash. Measured against the chained files (`AuditLog::open`) to give the chain's cost
+/// per line: both sides build, redact (no rule) and serialize the same record.
+pub(crate) struct UnchainedJsonl(std::fs::File);
+
+impl UnchainedJsonl {
+    pub(crate) fn open(path: &std::path::Path) -> Self {
+        UnchainedJsonl(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .expect("open the unchained audit file"),
+        )
+    }
+}
+
+impl toolgate::AuditSink for UnchainedJsonl {
+    fn record(&self, record: &toolgate::AuditRecord) -> Result<(), toolgate::HookError> {
+        use std::io::Write;
+        thread_local! {
+            static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        LINE.with(|line| {
+            let mut line = line.borrow_mut();
+            line.clear();
+            serde_json::to_writer(&mut *line, record).map_err(toolgate::HookError::new)?;
+            line.push(b'\n');
+            let written = (&self.0).write(&line).map_err(toolgate::HookError::new)?;
+            if written != line.len() {
+                return Err(toolgate::HookError::new("short write"));
+            }
+            Ok(())
+        })
+    }
+}
+
 /// A fresh folder for an audit log; removed by [`TempDir`]'s drop.
 pub(crate) struct TempDir(pub(crate) PathBuf);
 

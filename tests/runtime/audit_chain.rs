@@ -87,7 +87,7 @@ fn a_reopened_file_continues_its_chain_from_its_last_line() {
     let (summaries, last_summary) = chained_lines(&dir.join("session_summaries.jsonl"), ZEROS);
     assert_eq!(summaries.len(), 2);
     let verified = verify_audit_dir(&dir).unwrap();
-    assert_eq!(verified.calls.files, [path.clone()]);
+    assert_eq!(verified.calls.files, std::slice::from_ref(&path));
     assert_eq!(verified.calls.status, ok(3, last));
     assert_eq!(verified.sessions.status, ok(2, last_summary));
     assert!(verified.is_ok());
