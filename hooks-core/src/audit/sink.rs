@@ -20,26 +20,22 @@ use crate::error::HookError;
 /// client hands the record to a channel or a task and returns at once:
 ///
 /// ```
-/// use std::sync::{Mutex, mpsc};
+/// use std::sync::mpsc;
 /// use toolgate_core::{AuditRecord, AuditSink, HookError};
 ///
 /// /// Sends every record to a writer task (here a channel's receiver).
-/// struct ToDatabase(Mutex<mpsc::Sender<AuditRecord>>);
+/// struct ToDatabase(mpsc::Sender<AuditRecord>);
 ///
 /// impl AuditSink for ToDatabase {
 ///     fn record(&self, record: &AuditRecord) -> Result<(), HookError> {
-///         let sender = self.0.lock().map_err(|_| HookError::new("sender poisoned"))?;
-///         sender
+///         self.0
 ///             .send(record.clone())
 ///             .map_err(|_| HookError::new("the database writer has stopped"))
 ///     }
 /// }
 ///
 /// let (tx, rx) = mpsc::channel();
-/// let log = toolgate_core::AuditLog::builder()
-///     .sink(ToDatabase(Mutex::new(tx)))
-///     .build()
-///     .unwrap();
+/// let log = toolgate_core::AuditLog::builder().sink(ToDatabase(tx)).build().unwrap();
 /// # drop((log, rx));
 /// ```
 pub trait AuditSink: Send + Sync + 'static {
