@@ -18,7 +18,7 @@ use crate::inner::{Backend, Inner, ToolEntry};
 use crate::limits::Limits;
 use crate::name_index::NameIndex;
 use crate::provider::anthropic::entry as anthropic_entry;
-use crate::provider::{Provider, ToolSource, marked_strict_problems};
+use crate::provider::{Provider, ToolSource, marked_strict_problems, mcp};
 use crate::registry::{RegistrationKind, registered};
 use crate::schema::check::{FieldCheck, open_properties, root_problem};
 use crate::schema::{canonicalize, is_valid_tool_name, unwrap_doc};
@@ -428,6 +428,8 @@ struct Candidate {
     schema: Value,
     /// As generated, for explaining invalid inputs.
     raw: Value,
+    /// MCP's `outputSchema`, when the tool has one.
+    output: Option<Value>,
     backend: Backend,
     states: Vec<StateKey>,
     timeout: Option<Duration>,
@@ -449,6 +451,7 @@ fn candidates(
         .map(|t| Candidate {
             schema: canonicalize(&t.schema, !t.additional_properties),
             raw: t.schema,
+            output: t.output_schema.as_ref().and_then(mcp::output_schema),
             name: t.name,
             path: t.path,
             description: t.description,
@@ -495,6 +498,7 @@ fn candidates(
                 description: Cow::Owned(description),
                 raw: schema.clone(),
                 schema,
+                output: None,
                 backend: Backend::Caller {
                     caller: Arc::clone(caller),
                 },
@@ -621,6 +625,7 @@ fn check_marked_strict(candidates: &[Candidate], problems: &mut Problems<'_>) {
             canonical: &c.schema,
             strict: c.strict,
             input_examples: &c.input_examples,
+            output_schema: c.output.as_ref(),
         });
         let (not_strict, over) = marked_strict_problems(provider, sources);
         for (i, reason) in not_strict {
@@ -746,6 +751,7 @@ fn assemble(
             fields: FieldCheck::from_schema(&c.schema),
             canonical: c.schema,
             raw_schema: c.raw,
+            output_schema: c.output,
             name: c.name,
             path: c.path,
             backend: c.backend,

@@ -5,14 +5,12 @@
 //! generate exactly these calls. Sync tools and hooks are called directly, with no boxed future;
 //! async ones return a boxed `Send` future (see `erased.rs`).
 
-use std::any::Any;
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use schemars::JsonSchema;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -22,44 +20,8 @@ use crate::erased::{AsyncTool, ErasedTool, HookFn, PostHookFn, PreHookFn, StopFn
 use crate::error::{HookError, ToolError};
 use crate::future::BoxFuture;
 use crate::outcome::{CallRecord, SessionSummary};
+use crate::output::ToolOutput;
 use crate::state::{Env, StateKey};
-
-/// Turns a tool's return value into the text the model reads: a value that serializes to a JSON
-/// string becomes that string itself (no quotes); `()` becomes the empty text; anything else
-/// becomes its compact JSON text (`{"id":"o_1","amount_cents":2599}`).
-///
-/// # Errors
-/// A value that cannot be serialized (a map with non-string keys, a failing `Serialize` impl)
-/// is an internal [`ToolError`].
-pub fn output_text<T: Serialize + 'static>(value: T) -> Result<String, ToolError> {
-    let mut slot = Some(value);
-    let any: &mut dyn Any = &mut slot;
-    if let Some(s) = any.downcast_mut::<Option<String>>() {
-        return Ok(s.take().unwrap_or_default());
-    }
-    if let Some(s) = any.downcast_mut::<Option<&'static str>>() {
-        return Ok(s.take().unwrap_or_default().to_owned());
-    }
-    if any.is::<Option<()>>() {
-        return Ok(String::new());
-    }
-    match slot.take() {
-        Some(value) => json_text(serde_json::to_string(&value)),
-        None => json_text(Err(serde::ser::Error::custom(
-            "toolgate: output taken twice",
-        ))),
-    }
-}
-
-/// The non-generic rest of [`output_text`] (compiled once, not once per output type): a JSON
-/// string becomes its text, anything else stays JSON; errors are internal.
-fn json_text(text: Result<String, serde_json::Error>) -> Result<String, ToolError> {
-    let text = text.map_err(ToolError::internal)?;
-    if text.starts_with('"') {
-        return serde_json::from_str::<String>(&text).map_err(ToolError::internal);
-    }
-    Ok(text)
-}
 
 /// One tool: its name, description, input schema (from the argument type) and a type-erased
 /// call. Built by `#[tool]`, or by hand with [`ToolDef::sync`] / [`ToolDef::new_async`].
@@ -97,6 +59,8 @@ pub struct ToolDef {
     /// `Some(true)`: always strict in strict targets; `Some(false)`: never; `None`: where it can.
     pub(crate) strict: Option<bool>,
     pub(crate) input_examples: Vec<Value>,
+    /// The schema of the tool's output (its `Ok` type) as generated, when it has one.
+    pub(crate) output_schema: Option<Value>,
     pub(crate) imp: Arc<dyn ErasedTool>,
 }
 
@@ -131,41 +95,59 @@ impl ToolDef {
             timeout: None,
             strict: None,
             input_examples: Vec::new(),
+            output_schema: None,
             imp,
         }
     }
 
     /// A synchronous tool: `f` gets the [`Env`] (context and states) and the validated
-    /// arguments, and returns the text the model reads (see [`output_text`]) or a
-    /// [`ToolError`]. A library error forwarded with `?` is internal (the model reads the
-    /// generic message; see [`ToolError`]). Called directly: no future is allocated.
-    pub fn sync<A, F>(
+    /// arguments, and returns what the model reads, `O` (a `String`, the text; a
+    /// [`Content`](crate::Content), content blocks; see [`ToolOutput`]), or a [`ToolError`]. A
+    /// library error forwarded with `?` is internal (the model reads the generic message; see
+    /// [`ToolError`]). Called directly: no future is allocated.
+    pub fn sync<A, O, F>(
         name: impl Into<Cow<'static, str>>,
         description: impl Into<Cow<'static, str>>,
         f: F,
     ) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
-        F: Fn(Env<'_>, A) -> Result<String, ToolError> + Send + Sync + 'static,
+        O: ToolOutput,
+        F: Fn(Env<'_>, A) -> Result<O, ToolError> + Send + Sync + 'static,
     {
         Self::with::<A>(name, description, Arc::new(SyncTool::new(f)))
     }
 
-    /// An async tool: `f` returns a boxed `Send` future of the text or a [`ToolError`]. Write `f`
-    /// as a `fn` item (closures cannot name the higher-ranked lifetime).
-    pub fn new_async<A, F>(
+    /// An async tool: `f` returns a boxed `Send` future of what the model reads (`O`, as for
+    /// [`ToolDef::sync`]) or a [`ToolError`]. Write `f` as a `fn` item (closures cannot name the
+    /// higher-ranked lifetime). A future of `String` or [`Content`](crate::Content) is boxed
+    /// once more per call to convert its answer; one of
+    /// [`ToolResultContent`](crate::ToolResultContent) (what `#[tool]` generates) is not.
+    pub fn new_async<A, O, F>(
         name: impl Into<Cow<'static, str>>,
         description: impl Into<Cow<'static, str>>,
         f: F,
     ) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
-        F: for<'a> Fn(Env<'a>, A) -> BoxFuture<'a, Result<String, ToolError>>
-            + Send
-            + Sync
-            + 'static,
+        O: ToolOutput,
+        F: for<'a> Fn(Env<'a>, A) -> BoxFuture<'a, Result<O, ToolError>> + Send + Sync + 'static,
     {
         Self::with::<A>(name, description, Arc::new(AsyncTool::new(f)))
+    }
+
+    /// Declares `T` as the type of the tool's output, for MCP: when `T`'s JSON Schema is an
+    /// object (`"type": "object"` at its root, as for a struct or a map), the tool's `tools/list`
+    /// entry carries it as `outputSchema` and its results carry `structuredContent` (see
+    /// [`provider::mcp`](crate::provider::mcp)); any other schema (a string, a number, an array,
+    /// an enum of several shapes) is ignored, since MCP requires an object root. `#[tool]`
+    /// declares its `Ok` type by itself when that type implements `JsonSchema`.
+    ///
+    /// The tool must then answer with `T`'s compact JSON text (what [`output_text`](crate::output_text) makes of a
+    /// `T`): MCP's `structuredContent` is that text parsed back.
+    pub fn output_type<T: JsonSchema>(mut self) -> Self {
+        self.output_schema = Some(crate::schema::generate::<T>());
+        self
     }
 
     /// Sets the full Rust path (`my_crate::tools::lookup_user`), used in build errors, module

@@ -44,7 +44,9 @@ impl Dispatcher {
     /// `[{"type": "function", "function": {"name": …, "description": …, "parameters": {…},
     /// "strict": true}}, …]`; `gemini` gives the `functionDeclarations` entries `[{"name": …,
     /// "description": …, "parameters": {…}}, …]`; `mcp` the `tools/list` entries `[{"name": …,
-    /// "description": …, "inputSchema": {…}}, …]`. Built on first use, then cached.
+    /// "description": …, "inputSchema": {…}}, …]`, with `"outputSchema": {…}` for a tool whose
+    /// output type has an object schema ([`output_schema`](Self::output_schema)). Built on first
+    /// use, then cached.
     ///
     /// # Errors
     /// A [`SchemaError`] naming every tool the target cannot express, with the reason (today only
@@ -138,6 +140,18 @@ impl Dispatcher {
         self.inner
             .find(tool)
             .map(|i| &self.inner.tools[i].canonical)
+    }
+
+    /// MCP's `outputSchema` of a tool: the JSON Schema of its output type when that is an
+    /// object (`{"type": "object", "properties": {…}, …}`; see
+    /// [`provider::mcp::output_schema`](crate::provider::mcp::output_schema)), as its
+    /// [`tool_definitions_for(Provider::Mcp)`](Self::tool_definitions_for) entry shows it; pass
+    /// it to [`provider::mcp::call_tool_result`](crate::provider::mcp::call_tool_result) with the
+    /// tool's results. `None` when the tool has none (its output is text, a non-object value, or
+    /// has no `JsonSchema`; a wrapped caller's tool) or this dispatcher has no tool named `tool`.
+    pub fn output_schema(&self, tool: &str) -> Option<&Value> {
+        let i = self.inner.find(tool)?;
+        self.inner.tools[i].output_schema.as_ref()
     }
 
     /// The PreToolUse chain of a tool: the full paths of its hooks, in the order they run

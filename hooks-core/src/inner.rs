@@ -36,6 +36,9 @@ pub(crate) struct ToolEntry {
     /// The schema as generated (schemars' own form, with integer `format`s), for explaining an
     /// invalid input.
     pub(crate) raw_schema: Value,
+    /// MCP's `outputSchema` of the tool (`provider::mcp::output_schema` of its output type's
+    /// schema), when it has one.
+    pub(crate) output_schema: Option<Value>,
     pub(crate) fields: FieldCheck,
     /// Indices into `Inner::pre_hooks` of the hooks that match this tool, in chain order.
     pub(crate) chain: Box<[usize]>,
@@ -104,6 +107,7 @@ impl Inner {
                 canonical: &t.canonical,
                 strict: t.strict,
                 input_examples: &t.input_examples,
+                output_schema: t.output_schema.as_ref(),
             });
             render(provider, tools)
         })

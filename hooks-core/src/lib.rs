@@ -122,6 +122,7 @@ mod limits;
 mod name_index;
 mod normalize;
 mod outcome;
+mod output;
 mod panic;
 mod pipeline;
 pub mod provider;
@@ -148,12 +149,13 @@ pub use caller::{SyncCaller, ToolCaller, sync_caller};
 pub use content::{ContentBlock, Message, Role, TextBlock, ToolResult, ToolResultContent, ToolUse};
 pub use context::{Clock, Extensions, HookContext, HookContextBuilder};
 pub use decision::Decision;
-pub use definitions::{Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef, output_text};
+pub use definitions::{Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef};
 pub use dispatcher::Dispatcher;
 pub use error::{Halt, HookError, RespondError, ToolError};
 pub use future::BoxFuture;
 pub use limits::Limits;
 pub use outcome::{CallRecord, Outcome, SessionSummary};
+pub use output::{Content, Document, Image, ToolOutput, output_content, output_text};
 pub use provider::{
     CacheControl, CacheTtl, ConvertError, DefinitionOptions, NonStrictTool, Provider, SchemaError,
     SchemaProblem, UnknownProvider,

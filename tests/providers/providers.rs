@@ -1533,14 +1533,14 @@ fn mcp_tools_call_requests_run_and_answer_with_is_error() {
     );
     let (results, _) = run(&d, &[call]);
     assert_eq!(
-        mcp::call_tool_result(&results[0]),
+        mcp::call_tool_result(&results[0], None),
         json!({"content": [{"type": "text", "text":
             "BLOCKED: mail to blocked.example is not allowed. Ask the user for another address."}],
             "isError": true})
     );
     let ok = ToolResult::text("7", "success");
     assert_eq!(
-        mcp::call_tool_result(&ok),
+        mcp::call_tool_result(&ok, None),
         json!({"content": [{"type": "text", "text": "success"}], "isError": false})
     );
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::content::{ToolResult, ToolUse};
+use crate::content::{ToolResult, ToolResultContent, ToolUse};
 use crate::context::HookContext;
 use crate::decision::Decision;
 use crate::definitions::PreHookDef;
@@ -208,7 +208,7 @@ impl Inner {
     async fn await_local_tool<'a>(
         &'a self,
         tool: &'a ToolEntry,
-        fut: BoxFuture<'_, Result<String, ToolError>>,
+        fut: BoxFuture<'_, Result<ToolResultContent, ToolError>>,
     ) -> Verdict<'a> {
         let deadline = tool.timeout.or(self.tool_timeout);
         match self.race(CatchUnwind(fut), deadline).await {
@@ -285,7 +285,7 @@ impl Inner {
 /// A tool started: done already (sync), or a future to await (async).
 enum Started<'a> {
     Done(Verdict<'a>),
-    Local(BoxFuture<'a, Result<String, ToolError>>),
+    Local(BoxFuture<'a, Result<ToolResultContent, ToolError>>),
     Caller(BoxFuture<'a, Result<ToolResult, Halt>>),
 }
 

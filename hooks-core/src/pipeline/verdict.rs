@@ -10,6 +10,7 @@ use crate::content::{ContentBlock, Message, ToolResult, ToolResultContent, ToolU
 use crate::error::{Halt, ToolError};
 use crate::limits::cut_content;
 use crate::outcome::{CallRecord, Outcome};
+use crate::output::checked;
 use crate::panic::catch;
 use crate::texts;
 
@@ -45,8 +46,14 @@ impl<'a> Verdict<'a> {
         }
     }
 
-    fn ok(text: String) -> Self {
-        Verdict::error(Outcome::Ok, text)
+    fn ok(content: Option<ToolResultContent>) -> Self {
+        Verdict {
+            outcome: Outcome::Ok,
+            content,
+            blocked_by: None,
+            detail: None,
+            halt: false,
+        }
     }
 
     pub(super) fn invalid(tool: &str, path: &str, message: &str) -> Self {
@@ -105,11 +112,12 @@ impl<'a> Verdict<'a> {
         }
     }
 
-    /// The verdict of a local tool's return value.
+    /// The verdict of a local tool's return value: its content (blocks checked, see
+    /// `output::checked`), or its error.
     #[inline]
-    pub(super) fn produced(r: Result<String, ToolError>) -> Self {
-        match r {
-            Ok(text) => Verdict::ok(text),
+    pub(super) fn produced(r: Result<ToolResultContent, ToolError>) -> Self {
+        match r.and_then(checked) {
+            Ok(content) => Verdict::ok(content),
             Err(e) => {
                 // The error's `Display` and `source()` chain are user code: a panic there (or in
                 // its drop) must not escape the pipeline.

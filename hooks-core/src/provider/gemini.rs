@@ -23,7 +23,7 @@
 use serde_json::{Map, Value, json};
 
 use super::subset::{ALL_OF, at, inexpressible, is_a_map, join, relocate};
-use super::{ConvertError, Definition, Target, ToolSource, object, string_field};
+use super::{ConvertError, Definition, Target, ToolSource, object, readable_text, string_field};
 use crate::content::{ToolResult, ToolUse, kind_of};
 use crate::schema::walk::split_null_branches;
 
@@ -295,7 +295,9 @@ pub fn tool_use(part: &Value, fallback_id: impl Into<String>) -> Result<ToolUse,
 /// key to specify error details"). `name` is the call's; `id` is there only when the call
 /// had one. A call without a string `name` (one [`tool_use`] refuses, so the host should not
 /// be answering it) gets `"name": ""`, and a non-string `name` is echoed as given: this
-/// function never fails. The text is the content as is (`BLOCKED: …` stays).
+/// function never fails. The text is the content as is (`BLOCKED: …` stays); a result of
+/// content blocks is its texts joined with `\n`, an image or a PDF replaced by a note naming it
+/// (Gemini 3's `functionResponse.parts` are not sent; see [`provider`](super)).
 pub fn function_response(function_call: &Value, result: &ToolResult) -> Value {
     let call = call_of(function_call);
     let mut response = Map::new();
@@ -307,10 +309,7 @@ pub fn function_response(function_call: &Value, result: &ToolResult) -> Value {
     let name = call.get("name").cloned().unwrap_or_else(|| json!(""));
     response.insert("name".into(), name);
     let key = if result.is_error { "error" } else { "output" };
-    response.insert(
-        "response".into(),
-        json!({ key: result.content_text().into_owned() }),
-    );
+    response.insert("response".into(), json!({ key: readable_text(result) }));
     json!({ "functionResponse": response })
 }
 

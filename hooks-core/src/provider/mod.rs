@@ -77,8 +77,24 @@
 //! become an `invalid_input` result the model can read, never a host error ([`ConvertError`] is
 //! for the host's side only).
 //!
-//! Results carry the text of the content ([`ToolResult::content_text`]: a string as is, `text`
-//! blocks joined with `\n`, other blocks left out).
+//! Results: a text result is the same text everywhere. A result of content blocks (a tool's
+//! [`Content`](crate::Content)) goes as far as each API lets it:
+//!
+//! | target | text | image | PDF document | plain-text document | other blocks |
+//! |---|---|---|---|---|---|
+//! | Anthropic | `text` block | `image` block | `document` block | `document` block | as they are |
+//! | OpenAI Chat Completions ([`openai::tool_message`]) | text | a note | a note | its text | a note |
+//! | OpenAI Responses ([`openai_responses::function_call_output`]) | `input_text` | `input_image` | `input_file` | `input_text` | a note |
+//! | Gemini ([`gemini::function_response`]) | text | a note | a note | its text | a note |
+//! | MCP ([`mcp::call_tool_result`]) | `text` | `image` (or `resource_link` for a URL) | `resource` (or `resource_link`) | `resource` | a note |
+//!
+//! A note is a line of text naming what was left out, so the model knows it is missing:
+//! `[toolgate: an image (image/png) was left out: this API's tool results take text only]`.
+//! Where the text is one string, the blocks' texts and notes are joined with `\n`. Chat
+//! Completions' `role: "tool"` message takes a string or text parts only; Gemini's
+//! `functionResponse.response` is a JSON object (Gemini 3 models also accept images and PDFs
+//! in `functionResponse.parts`, earlier ones do not, so toolgate sends the note; a host that
+//! targets Gemini 3 only can add the parts from the result's blocks).
 //!
 //! # Adding a provider
 //!
@@ -114,7 +130,11 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value};
 
-use crate::content::{ToolResult, kind_of};
+use std::borrow::Cow;
+
+use crate::content::{ToolResult, ToolResultContent, kind_of};
+use crate::output::Media;
+use crate::texts;
 
 pub mod anthropic;
 pub mod gemini;
@@ -250,6 +270,8 @@ pub(crate) struct ToolSource<'a> {
     /// The tool's `input_examples` ([`ToolDef::input_examples`](crate::ToolDef::input_examples)),
     /// for the targets whose entry has such a field (Anthropic).
     pub(crate) input_examples: &'a [Value],
+    /// MCP's `outputSchema` of the tool ([`mcp::output_schema`]), for MCP's entry.
+    pub(crate) output_schema: Option<&'a Value>,
 }
 
 impl fmt::Display for Provider {
@@ -337,10 +359,32 @@ fn object<'a>(v: &'a Value, what: &'static str) -> Result<&'a Map<String, Value>
     })
 }
 
-/// The text of a result for an API with no error flag: a failure that does not already say so
-/// (`Error:`, `BLOCKED:`, `Not run:`) gets `Error: ` in front.
+/// The text of a result for an API whose tool results are text: a string as is; blocks' texts
+/// (a plain-text document's too) joined with `\n`, with a note in the place of each block the
+/// text cannot carry (an image, a PDF, …; see the module docs).
+fn readable_text(result: &ToolResult) -> Cow<'_, str> {
+    let blocks = match &result.content {
+        None => return Cow::Borrowed(""),
+        Some(ToolResultContent::Text(text)) => return Cow::Borrowed(text),
+        Some(ToolResultContent::Blocks(blocks)) => blocks,
+    };
+    let lines: Vec<Cow<'_, str>> = blocks
+        .iter()
+        .map(|b| match Media::of(b) {
+            Media::Text(text) | Media::TextDocument(text, _) => Cow::Borrowed(text),
+            media => Cow::Owned(texts::left_out(
+                &media.described().unwrap_or_default(),
+                texts::TEXT_ONLY,
+            )),
+        })
+        .collect();
+    Cow::Owned(lines.join("\n"))
+}
+
+/// The text of a result for an API with no error flag ([`readable_text`]): a failure that does
+/// not already say so (`Error:`, `BLOCKED:`, `Not run:`) gets `Error: ` in front.
 fn text_saying_failure(result: &ToolResult) -> String {
-    let text = result.content_text();
+    let text = readable_text(result);
     if result.is_error
         && !["Error:", "BLOCKED:", "Not run:"]
             .iter()
@@ -401,6 +445,7 @@ pub fn definition(
         canonical,
         strict: None,
         input_examples: &[],
+        output_schema: None,
     };
     (provider.target().definition)(&tool, true)
 }

@@ -397,6 +397,12 @@ pub fn tool_uses(message: &Value) -> Result<Vec<ToolUse>, ConvertError> {
 /// A result as the `role: "tool"` message that answers its call: `{"role": "tool",
 /// "tool_call_id": "call_…", "content": "19°C, sunny"}`.
 ///
+/// `content` is a string: the message takes a string or text parts, nothing else (SDK:
+/// `ChatCompletionToolMessageParam.content: str | Iterable[ChatCompletionContentPartTextParam]`).
+/// A result of content blocks is its texts joined with `\n`, an image or a PDF replaced by a
+/// note naming it (`[toolgate: an image (image/png) was left out: this API's tool results take
+/// text only]`; see [`provider`](super)).
+///
 /// Chat Completions has no `is_error` field, so a failure says so in the text: a failed
 /// result whose text does not start with `Error:`, `BLOCKED:` or `Not run:` gets `Error: `
 /// in front (`BLOCKED: …` stays as it is). Rule (guide): one such message per call, right

@@ -21,7 +21,9 @@ use super::openai::function;
 use super::{
     ConvertError, Definition, Target, ToolSource, object, string_field, text_saying_failure,
 };
-use crate::content::{ToolResult, ToolUse, kind_of};
+use crate::content::{ToolResult, ToolResultContent, ToolUse, kind_of};
+use crate::output::{Media, Source};
+use crate::texts;
 
 /// [`Provider::OpenAiResponses`](super::Provider::OpenAiResponses).
 pub(super) const TARGET: Target = Target {
@@ -117,10 +119,65 @@ pub fn tool_uses(response_or_output: &Value) -> Result<Vec<ToolUse>, ConvertErro
 /// A result as the input item that answers its call: `{"type": "function_call_output",
 /// "call_id": "call_…", "output": "19°C, sunny"}`. No error field exists: a failure says so
 /// in the text, as in [`openai::tool_message`](super::openai::tool_message).
+///
+/// A successful result with an image or a PDF among its blocks gets `output` as an array of
+/// input content (SDK: `FunctionCallOutput.output: str | list[input_text | input_image |
+/// input_file]`), one item per block, in order:
+///
+/// | block | item |
+/// |---|---|
+/// | `text`, plain-text `document` | `{"type": "input_text", "text": …}` |
+/// | `image`, base64 | `{"type": "input_image", "image_url": "data:image/png;base64,…"}` |
+/// | `image`, URL | `{"type": "input_image", "image_url": <url>}` |
+/// | `document`, base64 PDF | `{"type": "input_file", "filename": <title>.pdf or "document.pdf", "file_data": "data:application/pdf;base64,…"}` |
+/// | `document`, PDF URL | `{"type": "input_file", "file_url": <url>}` |
+/// | any other | `input_text` with a note naming what was left out |
+///
+/// Any other result (text only, or a failure) is a string, as for Chat Completions.
 pub fn function_call_output(result: &ToolResult) -> Value {
+    let output = match &result.content {
+        Some(ToolResultContent::Blocks(blocks))
+            if !result.is_error
+                && blocks
+                    .iter()
+                    .any(|b| matches!(Media::of(b), Media::Image(_) | Media::Pdf(..))) =>
+        {
+            Value::Array(blocks.iter().map(|b| input_item(Media::of(b))).collect())
+        }
+        _ => Value::String(text_saying_failure(result)),
+    };
     json!({
         "type": "function_call_output",
         "call_id": result.tool_use_id,
-        "output": text_saying_failure(result),
+        "output": output,
     })
+}
+
+/// One block as a Responses input content item (see [`function_call_output`]'s table).
+fn input_item(media: Media<'_>) -> Value {
+    let text = |text: &str| json!({"type": "input_text", "text": text});
+    match media {
+        Media::Text(t) | Media::TextDocument(t, _) => text(t),
+        Media::Image(Source::Base64(media_type, data)) => json!({"type": "input_image",
+            "image_url": format!("data:{media_type};base64,{data}")}),
+        Media::Image(Source::Url(url)) => json!({"type": "input_image", "image_url": url}),
+        Media::Pdf(Source::Base64(media_type, data), title) => json!({"type": "input_file",
+            "filename": pdf_filename(title),
+            "file_data": format!("data:{media_type};base64,{data}")}),
+        Media::Pdf(Source::Url(url), _) => json!({"type": "input_file", "file_url": url}),
+        Media::Other(_) => text(&texts::left_out(
+            &media.described().unwrap_or_default(),
+            texts::NO_SUCH_CONTENT,
+        )),
+    }
+}
+
+/// The `filename` of an inline PDF: its title, with `.pdf` added unless it ends so; else
+/// `document.pdf`.
+fn pdf_filename(title: Option<&str>) -> String {
+    match title {
+        Some(t) if t.to_ascii_lowercase().ends_with(".pdf") => t.to_owned(),
+        Some(t) => format!("{t}.pdf"),
+        None => "document.pdf".to_owned(),
+    }
 }
