@@ -237,22 +237,26 @@ pub trait ToolOutput: Send + 'static {
 }
 
 impl ToolOutput for String {
+    #[inline]
     fn into_content(self) -> ToolResultContent {
         ToolResultContent::Text(self)
     }
 }
 
 impl ToolOutput for Content {
+    #[inline]
     fn into_content(self) -> ToolResultContent {
         self.into()
     }
 }
 
 impl ToolOutput for ToolResultContent {
+    #[inline]
     fn into_content(self) -> ToolResultContent {
         self
     }
 
+    #[inline]
     fn erase_future<'a>(
         future: BoxFuture<'a, Result<Self, ToolError>>,
     ) -> BoxFuture<'a, Result<ToolResultContent, ToolError>> {
@@ -305,6 +309,7 @@ fn json_text(text: Result<String, serde_json::Error>) -> Result<String, ToolErro
 ///
 /// # Errors
 /// As [`output_text`]: a value that cannot be serialized is an internal [`ToolError`].
+#[inline]
 pub fn output_content<T: Serialize + 'static>(value: T) -> Result<ToolResultContent, ToolError> {
     let mut slot = Some(value);
     let any: &mut dyn Any = &mut slot;

@@ -116,8 +116,10 @@ impl<'a> Verdict<'a> {
     /// `output::checked`), or its error.
     #[inline]
     pub(super) fn produced(r: Result<ToolResultContent, ToolError>) -> Self {
-        match r.and_then(checked) {
-            Ok(content) => Verdict::ok(content),
+        match r {
+            // The common case, a text: nothing to check.
+            Ok(text @ ToolResultContent::Text(_)) => Verdict::ok(Some(text)),
+            Ok(blocks) => Verdict::produced_blocks(blocks),
             Err(e) => {
                 // The error's `Display` and `source()` chain are user code: a panic there (or in
                 // its drop) must not escape the pipeline.
@@ -133,6 +135,16 @@ impl<'a> Verdict<'a> {
                     ..Verdict::error(Outcome::ToolError, message)
                 }
             }
+        }
+    }
+
+    /// The verdict of a local tool's content blocks: checked first, a bad block making the call
+    /// an internal `tool_error` (out of line: the text path does not carry it).
+    #[inline(never)]
+    fn produced_blocks(blocks: ToolResultContent) -> Self {
+        match checked(blocks) {
+            Ok(content) => Verdict::ok(content),
+            Err(e) => Verdict::produced(Err(e)),
         }
     }
 
