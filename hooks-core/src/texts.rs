@@ -178,7 +178,9 @@ pub(crate) const NO_SUCH_CONTENT: &str = "this API's tool results have no such c
 
 /// MCP: a tool with an `outputSchema` whose result text is not the JSON object it describes
 /// (it was cut at the result limit), so `structuredContent` cannot be given.
-pub(crate) const STRUCTURED_LEFT_OUT: &str = "[toolgate: the structured result was left out:      this text is not the whole JSON object the tool's outputSchema describes (it was cut at the      result limit). Ask for less, for example a narrower query.]";
+pub(crate) const STRUCTURED_LEFT_OUT: &str = "[toolgate: the structured result was left out: \
+     this text is not the whole JSON object the tool's outputSchema describes (it was cut at the \
+     result limit). Ask for less, for example a narrower query.]";
 
 // Shared pieces.
 

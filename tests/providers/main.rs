@@ -11,4 +11,5 @@ mod fixtures_anthropic;
 mod options;
 mod provider_rules;
 mod providers;
+mod results;
 mod strict_limits;

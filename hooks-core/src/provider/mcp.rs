@@ -193,20 +193,23 @@ pub fn call_tool_result(result: &ToolResult, output_schema: Option<&Value>) -> V
             .map(|(i, b)| item(i, Media::of(b)))
             .collect(),
     };
-    let mut out = Map::new();
     let mut is_error = result.is_error;
-    if output_schema.is_some() && !is_error {
-        match structured(result) {
-            Some(value) => {
-                out.insert("structuredContent".into(), value);
-            }
-            None => {
+    let structured_content = match output_schema {
+        Some(_) if !is_error => {
+            let value = structured(result);
+            if value.is_none() {
                 content.push(text_item(texts::STRUCTURED_LEFT_OUT));
                 is_error = true;
             }
+            value
         }
-    }
+        _ => None,
+    };
+    let mut out = Map::new();
     out.insert("content".into(), Value::Array(content));
+    if let Some(value) = structured_content {
+        out.insert("structuredContent".into(), value);
+    }
     out.insert("isError".into(), Value::Bool(is_error));
     Value::Object(out)
 }
