@@ -13,6 +13,7 @@ mod audit_sinks;
 mod build;
 mod chain;
 mod concurrency;
+mod content;
 mod context;
 mod deadlines;
 mod errors;
