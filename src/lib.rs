@@ -63,7 +63,8 @@
 //!    goes on; [`Decision::Deny`] stops with `BLOCKED: <reason>`; [`Decision::Rewrite`] is
 //!    validated again and seen by later hooks and the tool; an error, a panic or a deadline
 //!    halts the agent with [`Halt`] (fail closed: the tool does not run).
-//! 5. **Tool**: its value becomes the text (a JSON string is the text itself); its error is an
+//! 5. **Tool**: its value becomes the text (a JSON string is the text itself), a [`Content`]
+//!    its content blocks (images, documents; see [`#[tool]`](#tool)); its error is an
 //!    `is_error` result: the tool's message when it was written for the model, else the generic
 //!    [`INTERNAL_ERROR_MESSAGE`] with the error in the audit line's `detail` (see
 //!    [What the model reads when a tool fails](#what-the-model-reads-when-a-tool-fails)); a
@@ -91,8 +92,70 @@
 //! # `#[tool]`
 //!
 //! On a free function, sync or `async`, that returns `T` or `Result<T, E>` with
-//! `T: Serialize` (a `T` that serializes to a JSON string is the text itself; `()` is an empty
-//! text). The error `E` becomes an `is_error` result by the rule of the next section: a
+//! `T: Serialize`. What the model reads, by the type of `T`:
+//!
+//! | `T` | the `tool_result`'s `content` |
+//! |---|---|
+//! | `String`, `&'static str`, any value that serializes to a JSON string | the text itself: `"15 degrees"` |
+//! | `()` | the empty text `""` |
+//! | [`Content`] | its blocks: `[{"type": "text", …}, {"type": "image", …}, {"type": "document", …}]`; no blocks: no `content` |
+//! | anything else `Serialize` (a struct, a map, a number, `serde_json::Value`) | its compact JSON text: `{"id":"o_1","amount_cents":2599}` |
+//!
+//! When `T` also implements `JsonSchema` and its schema is an object (a struct, a map), the
+//! tool's MCP `tools/list` entry carries it as `outputSchema` and its MCP results carry
+//! `structuredContent` (the JSON parsed back at the MCP boundary only; see
+//! [`provider::mcp`]); every other `T` gets no `outputSchema` (MCP requires an object root).
+//! Nothing to write for it: the type decides, at compile time.
+//!
+//! A tool that returns an image and a caption:
+//!
+//! ```standalone_crate
+//! use serde_json::json;
+//! use toolgate::{Content, Dispatcher, HookContext, Image, ToolError, ToolUse, tool};
+//!
+//! /// A 1×1 PNG, base64 (a real tool renders one, or reads it from storage).
+//! const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+//!
+//! /// Renders a chart of one metric by month, as a PNG with a caption.
+//! #[tool]
+//! fn render_chart(
+//!     /// The metric: `revenue` or `orders`.
+//!     metric: String,
+//! ) -> Result<Content, ToolError> {
+//!     if metric != "revenue" && metric != "orders" {
+//!         return Err(ToolError::new("Charts exist for `revenue` and `orders` only."));
+//!     }
+//!     Ok(Content::new()
+//!         .text(format!("{metric} by month, 2026"))
+//!         .image(Image::png(PNG)))
+//! }
+//!
+//! fn main() -> Result<(), toolgate::BuildError> {
+//!     let dispatcher = Dispatcher::builder().registered_under(module_path!()).build()?;
+//!     let session = dispatcher.session(HookContext::builder("u_1", "sess_1").build());
+//!     let call = ToolUse::new("toolu_1", "render_chart", json!({"metric": "revenue"}));
+//!     let result = toolgate::block_on(session.call(&call)).expect("no hook failed");
+//!     assert_eq!(
+//!         serde_json::to_value(&result).unwrap(),
+//!         json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+//!             {"type": "text", "text": "revenue by month, 2026"},
+//!             {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+//!                                          "data": PNG}}
+//!         ]})
+//!     );
+//!     Ok(())
+//! }
+//! ```
+//!
+//! A block's base64 must be plain standard base64 and a URL `https://…`: a bad block makes the
+//! call an internal `tool_error` (the reason goes to the audit line's `detail`), so it never
+//! makes the API refuse the whole request. Images count against the result limit
+//! ([`Limits`], 256 KiB by default) as their base64: one that does not fit is left out whole
+//! with a note, never cut, so raise the limit for tools that return images. OpenAI Chat
+//! Completions and Gemini take text only: an image or a PDF reaches them as a note naming what
+//! was left out (see [`provider`]).
+//!
+//! The error `E` becomes an `is_error` result by the rule of the next section: a
 //! [`ToolError`], a `String` or a `&str` is shown as written; any other error type is internal
 //! unless the tool says `errors = "shown"`. Whether the return type is a `Result` is decided by
 //! the type, not its spelling: `io::Result<T>` and an alias `type Outcome = Result<…>` are
@@ -301,12 +364,63 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! For MCP, [`Dispatcher::output_schema`] gives a tool's `outputSchema` (also in its
+//! `tools/list` entry) and [`provider::mcp::call_tool_result`] turns a result into a
+//! `CallToolResult` with `structuredContent`:
+//!
+//! ```standalone_crate
+//! use schemars::JsonSchema;
+//! use serde::Serialize;
+//! use serde_json::json;
+//! use toolgate::{Dispatcher, HookContext, Provider, ToolUse, provider::mcp, tool};
+//!
+//! /// Current weather data.
+//! #[derive(Serialize, JsonSchema)]
+//! struct WeatherData {
+//!     /// Temperature in celsius.
+//!     temperature: f64,
+//!     /// Conditions, e.g. "Partly cloudy".
+//!     conditions: String,
+//! }
+//!
+//! /// Gets current weather data for a location.
+//! #[tool]
+//! fn get_weather_data(
+//!     /// City name or zip code.
+//!     location: String,
+//! ) -> WeatherData {
+//!     let _ = location;
+//!     WeatherData { temperature: 22.5, conditions: "Partly cloudy".into() }
+//! }
+//!
+//! let dispatcher = Dispatcher::builder().registered_under(module_path!()).build()?;
+//! let entry = &dispatcher.tool_definitions_for(Provider::Mcp)?[0];
+//! assert_eq!(entry["outputSchema"], json!({"type": "object",
+//!     "properties": {"temperature": {"type": "number", "description": "Temperature in celsius."},
+//!                    "conditions": {"type": "string",
+//!                                   "description": "Conditions, e.g. \"Partly cloudy\"."}},
+//!     "required": ["temperature", "conditions"]}));
+//!
+//! let session = dispatcher.session(HookContext::builder("u_1", "sess_1").build());
+//! let call = ToolUse::new("1", "get_weather_data", json!({"location": "Lisbon"}));
+//! let result = toolgate::block_on(session.call(&call)).expect("no hook failed");
+//! assert_eq!(
+//!     mcp::call_tool_result(&result, dispatcher.output_schema("get_weather_data")),
+//!     json!({"content": [{"type": "text",
+//!                         "text": "{\"temperature\":22.5,\"conditions\":\"Partly cloudy\"}"}],
+//!            "structuredContent": {"temperature": 22.5, "conditions": "Partly cloudy"},
+//!            "isError": false})
+//! );
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Bounds, deadlines and cancellation
 //!
 //! - **Bounds** ([`Limits`], set with [`DispatcherBuilder::limits`]): an input over 1 MiB of
 //!   compact JSON or nested deeper than 32 levels is `invalid_input` before any hook or tool sees
 //!   it (a hook's rewrite is held to the same bounds); a result over 256 KiB is cut with a
-//!   marker, and the audit line's `content_bytes` keeps its full size.
+//!   marker, and the audit line's `content_bytes` keeps its full size. An image or a document
+//!   that does not fit is left out whole, never cut, and the marker names it.
 //! - **Deadlines**: `timeout_ms = N` on an async `#[pre_hook]` or `#[tool]`, or a dispatcher
 //!   default ([`DispatcherBuilder::hook_timeout`], [`DispatcherBuilder::tool_timeout`]), needs a
 //!   [`Timer`] ([`DispatcherBuilder::timer`]; `build()` fails without one). The core depends on

@@ -57,7 +57,8 @@
 //! | `context.rs` | the trusted [`HookContext`], its [`Clock`] and typed [`Extensions`] |
 //! | `state.rs` | application [`State`] and the [`Env`] a tool or hook is called with |
 //! | `decision.rs` | [`Decision`], what a PreToolUse hook answers |
-//! | `definitions.rs` | what a dispatcher is built from: [`ToolDef`], [`PreHookDef`], [`PostHookDef`], [`StopHookDef`], [`Matcher`], [`output_text`] |
+//! | `definitions.rs` | what a dispatcher is built from: [`ToolDef`], [`PreHookDef`], [`PostHookDef`], [`StopHookDef`], [`Matcher`] |
+//! | `output.rs` | what a tool answers with: text ([`output_text`]) or content blocks ([`Content`], [`Image`], [`Document`]), [`ToolOutput`], [`output_content`]; the checks a block result passes; blocks as the providers read them |
 //! | `erased.rs` | type erasure: every tool and hook behind one shape, a sync one answered inline |
 //! | `future.rs` | [`BoxFuture`], and `Invoke`: an answer ready now or a future |
 //! | `registry.rs` | the `inventory` registry the macros fill (`Registration`, `ToolRef`) |

@@ -435,7 +435,7 @@ fn base64_ok(kind: &str, data: &str) -> Result<(), String> {
                 "byte {i} is {:?}, which is not in the standard base64 alphabet",
                 data[i..].chars().next().unwrap_or_default()
             )),
-            None if bytes.len() % 4 != 0 => Some(format!(
+            None if !bytes.len().is_multiple_of(4) => Some(format!(
                 "its length, {}, is not a multiple of 4 (base64 must be padded with `=`)",
                 bytes.len()
             )),

@@ -36,6 +36,7 @@ mod tools {
     /// An enum of two shapes: its schema's root is `oneOf`, not an object.
     #[derive(Serialize, JsonSchema)]
     #[serde(untagged)]
+    #[allow(dead_code)] // only its schema matters
     pub(crate) enum Either {
         /// A count.
         Count(u32),
