@@ -1,8 +1,9 @@
 //! The providers' tests, one binary: tool definitions and tool calls and results for every
 //! provider (`providers`, checked by the rule validator in `provider_rules`), the published
 //! Anthropic fixtures (`fixtures_anthropic`), the providers' limits on strict tools
-//! (`strict_limits`) and the per-tool and per-call options: `strict`, `input_examples`,
-//! `cache_control` (`options`). Tests are named `<file>::<test>`.
+//! (`strict_limits`), the per-tool and per-call options: `strict`, `input_examples`,
+//! `cache_control` (`options`), and tool results per target, text, JSON and content blocks
+//! (`results`). Tests are named `<file>::<test>`.
 
 #[path = "../support/mod.rs"]
 mod support;
