@@ -104,7 +104,9 @@ impl ToolDef {
     /// arguments, and returns what the model reads, `O` (a `String`, the text; a
     /// [`Content`](crate::Content), content blocks; see [`ToolOutput`]), or a [`ToolError`]. A
     /// library error forwarded with `?` is internal (the model reads the generic message; see
-    /// [`ToolError`]). Called directly: no future is allocated.
+    /// [`ToolError`]). Called directly: no future is allocated. `O` is inferred from what `f`
+    /// returns, so write `Ok(String::from("pong"))` or `Ok(text.to_string())`, not
+    /// `Ok("pong".into())`, which names no type.
     pub fn sync<A, O, F>(
         name: impl Into<Cow<'static, str>>,
         description: impl Into<Cow<'static, str>>,

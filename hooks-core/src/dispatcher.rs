@@ -79,7 +79,9 @@ impl Dispatcher {
     /// # #[derive(Deserialize, JsonSchema)]
     /// # struct Ping {}
     /// let dispatcher = Dispatcher::builder()
-    ///     .tool(ToolDef::sync("ping", "Answers pong.", |_env, _args: Ping| Ok("pong".into())))
+    ///     .tool(ToolDef::sync("ping", "Answers pong.", |_env, _args: Ping| {
+    ///         Ok(String::from("pong"))
+    ///     }))
     ///     .build()?;
     /// let options = DefinitionOptions::new().cache_control(CacheControl::ephemeral());
     /// let tools = dispatcher.tool_definitions_with(Provider::Anthropic, &options)?;
