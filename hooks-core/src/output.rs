@@ -524,7 +524,8 @@ impl<'a> Media<'a> {
     }
 
     /// What a note about a left-out block calls it: `an image (image/png)`, `an image
-    /// (https://…)`, `a PDF document "Q3 report"`, `a search_result block`. `None` for the
+    /// (https://…)`, `a PDF document "Q3 report"`, `a search_result block` (`an image block` for
+    /// an image whose fields are not the expected ones). `None` for the
     /// blocks every API can carry as text (`text`, a plain-text document).
     pub(crate) fn described(&self) -> Option<String> {
         Some(match self {
@@ -533,6 +534,9 @@ impl<'a> Media<'a> {
             Media::Image(Source::Url(url)) => format!("an image ({url})"),
             Media::Pdf(_, Some(title)) => format!("a PDF document {title:?}"),
             Media::Pdf(_, None) => "a PDF document".to_owned(),
+            Media::Other(kind) if kind.starts_with(['a', 'e', 'i', 'o', 'u']) => {
+                format!("an {kind} block")
+            }
             Media::Other(kind) => format!("a {kind} block"),
         })
     }
@@ -643,7 +647,8 @@ mod tests {
                 serde_json::from_value(json!({"type": "search_result", "source": "s",
                 "title": "t", "content": []}))
                 .unwrap(),
-            );
+            )
+            .block(serde_json::from_value(json!({"type": "image", "source": "iVBO"})).unwrap());
         let media: Vec<Media<'_>> = content.blocks().iter().map(Media::of).collect();
         assert_eq!(
             media,
@@ -655,6 +660,7 @@ mod tests {
                 Media::Pdf(Source::Url("https://x.test/a.pdf"), None),
                 Media::TextDocument("plain", Some("notes")),
                 Media::Other("search_result"),
+                Media::Other("image"),
             ]
         );
         let described: Vec<Option<String>> = media.iter().map(Media::described).collect();
@@ -668,6 +674,7 @@ mod tests {
                 Some("a PDF document".to_owned()),
                 None,
                 Some("a search_result block".to_owned()),
+                Some("an image block".to_owned()),
             ]
         );
     }

@@ -125,12 +125,11 @@
 //! (`tests/provider_rules/`) gets the new API's rules, written from its documents, and
 //! `target_of` in `tests/providers.rs` maps the provider to them.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
 use serde_json::{Map, Value};
-
-use std::borrow::Cow;
 
 use crate::content::{ToolResult, ToolResultContent, kind_of};
 use crate::output::Media;
