@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::answer::CallAnswer;
 use crate::caller::ToolCaller;
-use crate::content::{ToolResult, ToolUse};
+use crate::content::ToolUse;
 use crate::context::HookContext;
 use crate::error::Halt;
 use crate::future::BoxFuture;
@@ -22,7 +23,9 @@ use crate::provider::{DefinitionOptions, NonStrictTool, Provider, SchemaError, a
 /// shares one `Arc`. Open a [`Session`](crate::Session) per conversation with
 /// [`Dispatcher::session`]. The dispatcher is itself a [`ToolCaller`], so it can be wrapped by
 /// another dispatcher (each inner call runs once; the inner one runs its own hooks without a
-/// session, so no Stop).
+/// session, so no Stop). Its [`CallAnswer`] carries the inner pipeline's outcome, the path of the
+/// inner hook that denied and the inner detail, so the outer audit line says `blocked` (with
+/// the inner hook's path) for a denial inside, `invalid_input`, `panicked`, … likewise.
 #[derive(Clone)]
 pub struct Dispatcher {
     pub(crate) inner: Arc<Inner>,
@@ -196,7 +199,7 @@ impl ToolCaller for Dispatcher {
         &'a self,
         context: &'a HookContext,
         call: &'a ToolUse,
-    ) -> BoxFuture<'a, Result<ToolResult, Halt>> {
+    ) -> BoxFuture<'a, Result<CallAnswer, Halt>> {
         Box::pin(self.inner.run_call(context, None, call))
     }
 }

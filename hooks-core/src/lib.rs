@@ -92,6 +92,7 @@
 //! | `audit/files.rs` | the default sink: `audit_log.jsonl` and `session_summaries.jsonl` |
 //! | `audit/verify.rs` | [`verify_audit_dir`], [`verify_audit_file`]: the chain checked, the first broken line named |
 //! | `time.rs` | RFC 3339 timestamps ([`Rfc3339`]) |
+//! | `answer.rs` | [`CallAnswer`]: a `tool_result` with its outcome, the hook at fault and the operator detail |
 //! | `caller.rs` | wrapping by ownership: [`ToolCaller`], [`SyncCaller`] |
 //! | `provider/mod.rs` | [`Provider`]; the tool definitions of each target and their rendering |
 //! | `provider/anthropic.rs` | Anthropic: the `tools` entries, default and strict |
@@ -106,6 +107,7 @@
 //! | `lib.rs` | this page, the re-exports and [`block_on`] |
 #![forbid(unsafe_code)]
 
+mod answer;
 mod audit;
 mod builder;
 mod caller;
@@ -139,6 +141,7 @@ mod timer;
 #[doc(hidden)]
 pub mod macro_support;
 
+pub use answer::CallAnswer;
 pub use audit::{
     AUDIT_LOG_FILE, AuditLog, AuditLogBuilder, AuditRecord, AuditSink, AuditVerification,
     CHAIN_START, ChainBreak, ChainProblem, ChainStatus, ChainVerification, InvalidPointer,

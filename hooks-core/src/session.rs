@@ -75,6 +75,7 @@ impl Session {
             .inner
             .run_call(&self.context, Some(&self.stats), call)
             .await
+            .map(|answer| answer.result)
     }
 
     /// Answers an assistant message: its `tool_use` blocks run one after another, in order, each

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::answer::CallAnswer;
 use crate::content::{ToolResult, ToolResultContent, ToolUse};
 use crate::context::HookContext;
 use crate::decision::Decision;
@@ -38,7 +39,7 @@ impl Inner {
         context: &'a HookContext,
         stats: Option<&'a Stats>,
         call: &'a ToolUse,
-    ) -> Result<ToolResult, Halt> {
+    ) -> Result<CallAnswer, Halt> {
         let started = Instant::now();
         let env = Env::new(context, &self.states);
         // 1. Normalize. 2. Look up: before the refusal is answered, so the summary's `tools`
@@ -98,7 +99,7 @@ impl Inner {
             self.observe(env, stats, &record, &mut guard).await;
         }
         guard.finish(answer.outcome);
-        answer.into_result()
+        answer.into_answer()
     }
 
     /// Runs the tool's PreToolUse chain in order on `current` (as rewritten so far). `Ok` with
@@ -223,7 +224,7 @@ impl Inner {
     async fn await_caller<'a>(
         &'a self,
         tool: &'a ToolEntry,
-        fut: BoxFuture<'_, Result<ToolResult, Halt>>,
+        fut: BoxFuture<'_, Result<CallAnswer, Halt>>,
     ) -> Verdict<'a> {
         let deadline = tool.timeout.or(self.tool_timeout);
         match self.race(CatchUnwind(fut), deadline).await {
@@ -286,7 +287,7 @@ impl Inner {
 enum Started<'a> {
     Done(Verdict<'a>),
     Local(BoxFuture<'a, Result<ToolResultContent, ToolError>>),
-    Caller(BoxFuture<'a, Result<ToolResult, Halt>>),
+    Caller(BoxFuture<'a, Result<CallAnswer, Halt>>),
 }
 
 /// The PreToolUse rewrites of one call: the call with the last rewritten input (boxed: this

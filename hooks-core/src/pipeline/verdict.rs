@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::answer::CallAnswer;
 use crate::content::{ContentBlock, Message, ToolResult, ToolResultContent, ToolUse};
 use crate::error::{Halt, ToolError};
 use crate::limits::cut_content;
@@ -148,26 +149,55 @@ impl<'a> Verdict<'a> {
         }
     }
 
-    /// The verdict of a wrapped caller's answer: its result is final (`tool_error` when it says
-    /// `is_error`); its halt halts this dispatcher too.
-    pub(super) fn answered_by_caller(answer: Result<ToolResult, Halt>) -> Self {
-        match answer {
-            Ok(result) => Verdict {
-                outcome: if result.is_error {
-                    Outcome::ToolError
-                } else {
-                    Outcome::Ok
-                },
-                content: result.content,
-                blocked_by: None,
-                detail: None,
-                halt: false,
-            },
-            Err(halt) => Verdict::halted(
-                Cow::Owned(halt.hook),
-                halt.outcome,
-                format!("the wrapped caller halted: {}", halt.detail),
+    /// The verdict of a wrapped caller's answer: its result is final and its outcome, hook at
+    /// fault and detail carry over (see [`CallAnswer`] for what each outcome becomes); its halt
+    /// halts this dispatcher too.
+    pub(super) fn answered_by_caller(answer: Result<CallAnswer, Halt>) -> Self {
+        let answer = match answer {
+            Ok(a) => a,
+            Err(halt) => {
+                return Verdict::halted(
+                    Cow::Owned(halt.hook),
+                    halt.outcome,
+                    format!("the wrapped caller halted: {}", halt.detail),
+                );
+            }
+        };
+        let CallAnswer {
+            result,
+            outcome,
+            blocked_by,
+            detail,
+            ..
+        } = answer;
+        let (outcome, detail) = match outcome {
+            Outcome::Ok if result.is_error => (Outcome::ToolError, detail),
+            Outcome::HookFailed | Outcome::HookTimeout => {
+                // A policy that could not decide fails closed here too, even when the caller
+                // answered instead of halting.
+                let detail = format!(
+                    "the wrapped caller answered {outcome} without halting: {}",
+                    detail.as_deref().unwrap_or("no detail")
+                );
+                let hook = blocked_by.unwrap_or_else(|| "<wrapped caller>".to_owned());
+                return Verdict::halted(Cow::Owned(hook), outcome, detail);
+            }
+            Outcome::NotRun | Outcome::Cancelled => (
+                Outcome::ToolError,
+                Some(format!(
+                    "the wrapped caller answered {outcome}, which a caller cannot answer; \
+                     recorded as tool_error{}",
+                    detail.map(|d| format!(": {d}")).unwrap_or_default()
+                )),
             ),
+            other => (other, detail),
+        };
+        Verdict {
+            outcome,
+            content: result.content,
+            blocked_by: blocked_by.map(Cow::Owned),
+            detail,
+            halt: false,
         }
     }
 
@@ -257,12 +287,17 @@ impl<'a> Answer<'a> {
         }
     }
 
-    /// What the host gets: the result, or, when a PreToolUse hook could not decide, a [`Halt`]
+    /// What the host gets: the answer, or, when a PreToolUse hook could not decide, a [`Halt`]
     /// whose answer is the one-block message carrying it.
     #[inline]
-    pub(super) fn into_result(self) -> Result<ToolResult, Halt> {
+    pub(super) fn into_answer(self) -> Result<CallAnswer, Halt> {
         if !self.halt {
-            return Ok(self.result);
+            return Ok(CallAnswer {
+                result: self.result,
+                outcome: self.outcome,
+                blocked_by: self.blocked_by.map(Cow::into_owned),
+                detail: self.detail,
+            });
         }
         Err(Halt {
             outcome: self.outcome,
