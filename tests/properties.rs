@@ -20,7 +20,7 @@
 //! outcome and content; Stop ran exactly once per session; the summary's counts are right.
 //!
 //! Case counts: `PROPTEST_CASES` overrides every block here (the long run); otherwise the CI
-//! run makes 4 000 + 1 500 cases. Long run (release build, 1 million cases per property):
+//! run makes 4 000 + 1 500 cases, and 2 000 of the rewrite-chain property (`rewrite_chain.rs`). Long run (release build, 1 million cases per property):
 //! `PROPTEST_CASES=1000000 cargo test --release --test properties -- --test-threads 2 --nocapture`
 //! (recorded on 2026-11-30, 2 shared cores: 1 000 001 + 1 000 000 cases, all passed, 832 s; the
 //! fault classes it generated are printed with `--nocapture`).
@@ -29,6 +29,10 @@
 #![allow(clippy::result_large_err)]
 
 mod support;
+
+// The rewrite rule of the PreToolUse chain on random chains (issue 12 §1).
+#[path = "properties/rewrite_chain.rs"]
+mod rewrite_chain;
 
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -1017,87 +1021,120 @@ impl Model {
             })
             .collect();
         chain.sort_by_key(|&k| (case.hooks[k].order, hook_path(k)));
+        // A rewrite to a new input starts the chain again from its first hook; one equal to
+        // the input the hook saw is an Allow; one back to an input the call already had, or a
+        // ninth, halts (DESIGN.md, "Rewrites are re-authorized").
         let mut current = input;
-        for k in chain {
-            let spec = &case.hooks[k];
-            let step = spec.steps[self.hook_calls[k] % spec.steps.len()];
-            self.hook_calls[k] += 1;
-            self.events.push(Event::Hook {
-                hook: k,
-                id: call.id.clone(),
-                input: current.clone(),
-            });
-            let path = hook_path(k);
-            let cut_off =
-                case.deadlines && spec.is_async && (step.yields || step.act == HookAct::Hang);
-            if cut_off {
-                let ms = if spec.own_timeout {
-                    OWN_HOOK_DEADLINE_MS
-                } else {
-                    HOOK_DEADLINE_MS
-                };
-                e.outcome = Outcome::HookTimeout;
-                e.text = Text::Exact(HALT_TEXT.into());
-                e.blocked_by = Some(path);
-                e.detail = Some(format!("the hook ran past its deadline of {ms} ms"));
-                return Err(e);
-            }
-            let rewrite = |v: Value| -> Result<Value, ()> {
-                match &v {
-                    Value::Object(_) if bounds(&v, &l).is_none() && valid(&call.name, &v) => Ok(v),
-                    _ => Err(()),
-                }
-            };
-            let alpha = call.name == "alpha";
-            let new = match step.act {
-                HookAct::Allow | HookAct::Hang => None,
-                HookAct::Deny | HookAct::DenyInstead => {
-                    e.outcome = Outcome::Blocked;
-                    e.text = Text::Exact(if step.act == HookAct::Deny {
-                        format!("BLOCKED: hook {k} says no.")
+        let mut had: Vec<Value> = vec![current.clone()];
+        'pass: loop {
+            for &k in &chain {
+                let spec = &case.hooks[k];
+                let step = spec.steps[self.hook_calls[k] % spec.steps.len()];
+                self.hook_calls[k] += 1;
+                self.events.push(Event::Hook {
+                    hook: k,
+                    id: call.id.clone(),
+                    input: current.clone(),
+                });
+                let path = hook_path(k);
+                let cut_off =
+                    case.deadlines && spec.is_async && (step.yields || step.act == HookAct::Hang);
+                if cut_off {
+                    let ms = if spec.own_timeout {
+                        OWN_HOOK_DEADLINE_MS
                     } else {
-                        format!("BLOCKED: hook {k} says no. Ask a human.")
-                    });
-                    e.blocked_by = Some(path);
-                    return Ok(e);
-                }
-                HookAct::Error | HookAct::Panic => {
-                    e.outcome = Outcome::HookFailed;
+                        HOOK_DEADLINE_MS
+                    };
+                    e.outcome = Outcome::HookTimeout;
                     e.text = Text::Exact(HALT_TEXT.into());
                     e.blocked_by = Some(path);
-                    e.detail = Some(if step.act == HookAct::Error {
-                        format!("hook {k} could not reach its backend")
-                    } else {
-                        format!("the hook panicked: {INJECTED}: hook {k}")
-                    });
+                    e.detail = Some(format!("the hook ran past its deadline of {ms} ms"));
                     return Err(e);
                 }
-                HookAct::RewriteValid if alpha => {
-                    Some(json!({"n": 7, "s": format!("rewritten by {k}")}))
-                }
-                HookAct::RewriteValid => {
-                    Some(json!({"s": format!("rewritten by {k}"), "tags": ["r"]}))
-                }
-                HookAct::RewriteUnknownField => Some(json!({"n": 1, "s": null, "zzz": true})),
-                HookAct::RewriteWrongType if alpha => Some(json!({"n": "seven"})),
-                HookAct::RewriteWrongType => Some(json!({"tags": "not a list"})),
-                HookAct::RewriteNonObject => Some(json!([1, 2, 3])),
-                HookAct::RewriteTooDeep => Some(nested_object(40)),
-            };
-            if let Some(v) = new {
-                e.rewritten_by.push(hook_path(k));
-                match rewrite(v) {
-                    Ok(v) => current = v,
-                    Err(()) => {
-                        e.text = Text::Prefix(format!(
-                            "Error: invalid input for tool `{}`: a policy rewrite of this call \
-                             produced an input that is invalid",
-                            call.name
-                        ));
+                let alpha = call.name == "alpha";
+                let new = match step.act {
+                    HookAct::Allow | HookAct::Hang => None,
+                    HookAct::Deny | HookAct::DenyInstead => {
+                        e.outcome = Outcome::Blocked;
+                        e.text = Text::Exact(if step.act == HookAct::Deny {
+                            format!("BLOCKED: hook {k} says no.")
+                        } else {
+                            format!("BLOCKED: hook {k} says no. Ask a human.")
+                        });
+                        e.blocked_by = Some(path);
                         return Ok(e);
                     }
+                    HookAct::Error | HookAct::Panic => {
+                        e.outcome = Outcome::HookFailed;
+                        e.text = Text::Exact(HALT_TEXT.into());
+                        e.blocked_by = Some(path);
+                        e.detail = Some(if step.act == HookAct::Error {
+                            format!("hook {k} could not reach its backend")
+                        } else {
+                            format!("the hook panicked: {INJECTED}: hook {k}")
+                        });
+                        return Err(e);
+                    }
+                    HookAct::RewriteValid if alpha => {
+                        Some(json!({"n": 7, "s": format!("rewritten by {k}")}))
+                    }
+                    HookAct::RewriteValid => {
+                        Some(json!({"s": format!("rewritten by {k}"), "tags": ["r"]}))
+                    }
+                    HookAct::RewriteUnknownField => Some(json!({"n": 1, "s": null, "zzz": true})),
+                    HookAct::RewriteWrongType if alpha => Some(json!({"n": "seven"})),
+                    HookAct::RewriteWrongType => Some(json!({"tags": "not a list"})),
+                    HookAct::RewriteNonObject => Some(json!([1, 2, 3])),
+                    HookAct::RewriteTooDeep => Some(nested_object(40)),
+                };
+                let Some(v) = new else { continue };
+                if v == current {
+                    continue;
                 }
+                e.rewritten_by.push(path.clone());
+                let halt = |e: &mut Expected, detail: String| {
+                    e.outcome = Outcome::HookFailed;
+                    e.text = Text::Exact(HALT_TEXT.into());
+                    e.blocked_by = Some(path.clone());
+                    e.detail = Some(detail);
+                };
+                let order = e
+                    .rewritten_by
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                if had.contains(&v) {
+                    let detail = format!(
+                        "the PreToolUse chain looped: `{path}` rewrote the input back to an \
+                         earlier one (rewrites in order: {order})"
+                    );
+                    halt(&mut e, detail);
+                    return Err(e);
+                }
+                if e.rewritten_by.len() > 8 {
+                    let detail = format!(
+                        "the PreToolUse chain did not settle: more than 8 rewrites for one call \
+                         (rewrites in order: {order})"
+                    );
+                    halt(&mut e, detail);
+                    return Err(e);
+                }
+                let valid_rewrite =
+                    v.is_object() && bounds(&v, &l).is_none() && valid(&call.name, &v);
+                if !valid_rewrite {
+                    e.text = Text::Prefix(format!(
+                        "Error: invalid input for tool `{}`: a policy rewrite of this call \
+                         produced an input that is invalid",
+                        call.name
+                    ));
+                    return Ok(e);
+                }
+                had.push(v.clone());
+                current = v;
+                continue 'pass;
             }
+            break;
         }
         // The tool.
         let t = usize::from(call.name == "beta");

@@ -1623,7 +1623,15 @@ fn free_tier_refunds_are_denied_with_an_alternative_and_faq_limits_at_or_under_5
          free. Answer from the refund policy (search_faq), or tell the customer that upgrading \
          to premium includes refunds handled by support."
     );
-    for (limit, rewritten, entries) in [(5, false, 5), (6, true, 5), (1, false, 1), (0, false, 0)] {
+    // A limit over 5 is rewritten once: the chain starts again with 5, which the cap allows
+    // (issue 12 §1: an idempotent normalizer converges to one rewrite).
+    for (limit, rewritten, entries) in [
+        (5, false, 5),
+        (6, true, 5),
+        (50, true, 5),
+        (1, false, 1),
+        (0, false, 0),
+    ] {
         let use_ = ToolUse::new(
             "toolu_faq",
             "search_faq",
@@ -1631,7 +1639,12 @@ fn free_tier_refunds_are_denied_with_an_alternative_and_faq_limits_at_or_under_5
         );
         let result = toolgate::block_on(s.call(&use_)).unwrap();
         let line = agent.calls.take().remove(0);
-        assert_eq!(line.rewritten_by.is_empty(), !rewritten, "limit {limit}");
+        let want: Vec<String> = if rewritten {
+            vec![hook("cap_faq_limit")]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(line.rewritten_by, want, "limit {limit}");
         let got: Value = serde_json::from_str(&result.content_text()).unwrap();
         assert_eq!(got.as_array().unwrap().len(), entries, "limit {limit}");
     }

@@ -268,6 +268,16 @@ impl Timer for ExpiredTimer {
     }
 }
 
+/// A timer whose deadlines never pass: the test decides, not the machine's speed, that no
+/// deadline is met (a hook or tool that hangs then hangs the test instead).
+pub(crate) struct NeverTimer;
+
+impl Timer for NeverTimer {
+    fn sleep(&self, _duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::pending())
+    }
+}
+
 /// A broken timer: panics when asked for a sleep.
 pub(crate) struct PanickingTimer;
 

@@ -102,9 +102,12 @@ impl Inner {
         answer.into_answer()
     }
 
-    /// Runs the tool's PreToolUse chain in order on `current` (as rewritten so far). `Ok` with
-    /// the arguments the tool runs with when every hook allowed; `Err` when one denied, could
-    /// not decide, or rewrote the input into an invalid one.
+    /// Runs the tool's PreToolUse chain in order on `current` (DESIGN.md, "Rewrites are
+    /// re-authorized"): every hook must allow the input the tool will run with. A `Rewrite` to a
+    /// new input starts the chain again from its first hook with it; a `Rewrite` equal to the
+    /// input the hook saw counts as `Allow`. `Ok` with the arguments the tool runs with when
+    /// every hook allowed in one pass; `Err` when one denied, could not decide, rewrote the input
+    /// into an invalid one, or the rewrites did not settle (see [`Inner::rewrite`]).
     async fn run_chain<'a>(
         &'a self,
         tool: &'a ToolEntry,
@@ -113,32 +116,39 @@ impl Inner {
         mut args: Args,
         rewrites: &mut Rewrites<'a>,
     ) -> Result<Args, Verdict<'a>> {
-        for &h in tool.chain.iter() {
-            let hook = &self.pre_hooks[h];
-            let view = rewrites.call.as_deref().unwrap_or(current);
-            // A sync hook answers inline: no nested future on the common path.
-            let decided = match catch(|| hook.imp.run(env, view)) {
-                Ok(Invoke::Ready(r)) => r.map_err(|e| HookFailure::Failed(e.to_string())),
-                Ok(Invoke::Pending(fut)) => self.await_pre_hook(hook, fut).await,
-                Err(p) => Err(HookFailure::Failed(format!("the hook panicked: {p}"))),
-            };
-            match decided {
-                Ok(Decision::Allow) => {}
-                Ok(Decision::Deny { reason, instead }) => {
-                    return Err(Verdict::blocked(&hook.path, &reason, instead.as_deref()));
+        'pass: loop {
+            for &h in tool.chain.iter() {
+                let hook = &self.pre_hooks[h];
+                let view = rewrites.call.as_deref().unwrap_or(current);
+                // A sync hook answers inline: no nested future on the common path.
+                let decided = match catch(|| hook.imp.run(env, view)) {
+                    Ok(Invoke::Ready(r)) => r.map_err(|e| HookFailure::Failed(e.to_string())),
+                    Ok(Invoke::Pending(fut)) => self.await_pre_hook(hook, fut).await,
+                    Err(p) => Err(HookFailure::Failed(format!("the hook panicked: {p}"))),
+                };
+                match decided {
+                    Ok(Decision::Allow) => {}
+                    Ok(Decision::Rewrite(input)) if input == view.input => {}
+                    Ok(Decision::Rewrite(input)) => {
+                        args = self.rewrite(tool, hook, current, input, rewrites)?;
+                        continue 'pass;
+                    }
+                    Ok(Decision::Deny { reason, instead }) => {
+                        return Err(Verdict::blocked(&hook.path, &reason, instead.as_deref()));
+                    }
+                    Err(failure) => return Err(Verdict::hook_failed(&hook.path, failure)),
                 }
-                Ok(Decision::Rewrite(input)) => {
-                    args = self.rewrite(tool, hook, current, input, rewrites)?;
-                }
-                Err(failure) => return Err(Verdict::hook_failed(&hook.path, failure)),
             }
+            return Ok(args);
         }
-        Ok(args)
     }
 
-    /// A hook's `Rewrite(input)`: held to the input bounds and validated again. `Ok` with the
-    /// new arguments, the rewritten call then being what later hooks and the tool see; `Err`
-    /// when the new input is invalid. Either way the hook is recorded in `rewritten_by`.
+    /// A hook's `Rewrite(input)` to an input other than the current one. The hook is recorded
+    /// in `rewritten_by` whatever follows. A rewrite back to an input the call already had (its
+    /// own, or an earlier rewrite's) or past [`MAX_REWRITES`] halts the call as `hook_failed`
+    /// (the chain would never settle); otherwise the input is held to the input bounds and
+    /// validated again: `Ok` with the new arguments, the rewritten call then being what the
+    /// chain, from its first hook, and the tool see; `Err` when the new input is invalid.
     fn rewrite<'a>(
         &self,
         tool: &ToolEntry,
@@ -148,6 +158,16 @@ impl Inner {
         rewrites: &mut Rewrites<'a>,
     ) -> Result<Args, Verdict<'a>> {
         rewrites.by.push(&hook.path);
+        if input == call.input || rewrites.earlier.contains(&input) {
+            return Err(Verdict::chain_looped(&hook.path, &rewrites.by));
+        }
+        if rewrites.by.len() > MAX_REWRITES {
+            return Err(Verdict::chain_unsettled(
+                &hook.path,
+                &rewrites.by,
+                MAX_REWRITES,
+            ));
+        }
         let checked = match &input {
             Value::Object(_) => check_bounds(&input, &self.limits)
                 .map_err(|Refused(m)| (String::new(), m))
@@ -156,7 +176,10 @@ impl Inner {
         };
         match checked {
             Ok(args) => {
-                rewrites.call = Some(Box::new(call.with_input(input)));
+                let new = Box::new(call.with_input(input));
+                if let Some(previous) = rewrites.call.replace(new) {
+                    rewrites.earlier.push(previous.input);
+                }
                 Ok(args)
             }
             Err((path, msg)) => Err(Verdict::invalid_rewrite(
@@ -290,11 +313,17 @@ enum Started<'a> {
     Caller(BoxFuture<'a, Result<CallAnswer, Halt>>),
 }
 
+/// The most rewrites one call's PreToolUse chain may make; one more halts the call as
+/// `hook_failed` (DESIGN.md, "Rewrites are re-authorized").
+pub(crate) const MAX_REWRITES: usize = 8;
+
 /// The PreToolUse rewrites of one call: the call with the last rewritten input (boxed: this
-/// lives in every call future and is rarely set), and the hooks that rewrote, in order.
+/// lives in every call future and is rarely set), the inputs of the rewrites before it (to
+/// tell a loop), and the hooks that rewrote, in order. Empty, it allocates nothing.
 #[derive(Default)]
 struct Rewrites<'a> {
     call: Option<Box<ToolUse>>,
+    earlier: Vec<Value>,
     by: Vec<&'a str>,
 }
 

@@ -104,6 +104,34 @@ impl<'a> Verdict<'a> {
         }
     }
 
+    /// The PreToolUse hook at `hook` rewrote the input back to one the call already had: the
+    /// chain would loop forever. A halt (`hook_failed`); `by` is every rewrite, in order.
+    pub(super) fn chain_looped(hook: &'a str, by: &[&str]) -> Self {
+        Verdict::halted(
+            Cow::Borrowed(hook),
+            Outcome::HookFailed,
+            format!(
+                "the PreToolUse chain looped: `{hook}` rewrote the input back to an earlier one \
+                 (rewrites in order: {})",
+                listed(by)
+            ),
+        )
+    }
+
+    /// The PreToolUse chain rewrote the input more than `max` times for one call (the last
+    /// time at `hook`). A halt (`hook_failed`); `by` is every rewrite, in order.
+    pub(super) fn chain_unsettled(hook: &'a str, by: &[&str], max: usize) -> Self {
+        Verdict::halted(
+            Cow::Borrowed(hook),
+            Outcome::HookFailed,
+            format!(
+                "the PreToolUse chain did not settle: more than {max} rewrites for one call \
+                 (rewrites in order: {})",
+                listed(by)
+            ),
+        )
+    }
+
     fn halted(hook: Cow<'a, str>, outcome: Outcome, detail: String) -> Self {
         Verdict {
             blocked_by: Some(hook),
@@ -225,6 +253,15 @@ impl<'a> Verdict<'a> {
             ..Verdict::error(Outcome::ToolTimeout, texts::tool_timeout(deadline))
         }
     }
+}
+
+/// Hook paths for a `detail`: `` `a`, `b` ``.
+fn listed(paths: &[&str]) -> String {
+    paths
+        .iter()
+        .map(|p| format!("`{p}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A verdict made into the `tool_result` for `call`, its content cut to `max_result_bytes`.
