@@ -45,8 +45,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use support::{
-    ExpiredTimer, HALT_TEXT, INJECTED, NOT_RUN_HALT, NOT_RUN_MAX_TOKENS, PANIC_TEXT, TempDir,
-    any_json, assistant, quiet_injected_panics, short_text, tool_timeout_text,
+    ExpiredTimer, HALT_TEXT, INJECTED, NOT_RUN_HALT, NOT_RUN_MAX_TOKENS, NeverTimer, PANIC_TEXT,
+    TempDir, any_json, assistant, quiet_injected_panics, short_text, tool_timeout_text,
 };
 use toolgate::{
     AuditLog, BoxFuture, CallRecord, ContentBlock, Decision, Dispatcher, Env, HookContext,
@@ -675,6 +675,10 @@ fn build(case: &Case, w: &Arc<World>, log: AuditLog) -> Dispatcher {
             .timer(ExpiredTimer)
             .hook_timeout(Duration::from_millis(HOOK_DEADLINE_MS))
             .tool_timeout(Duration::from_millis(TOOL_DEADLINE_MS));
+    } else {
+        // The default deadlines stay on, on a timer whose deadlines never pass: no case
+        // depends on the machine's speed.
+        b = b.timer(NeverTimer);
     }
     type SyncHook = fn(Env<'_>, &ToolUse) -> Result<Decision, HookError>;
     type AsyncHook = for<'a> fn(Env<'a>, &'a ToolUse) -> BoxFuture<'a, Result<Decision, HookError>>;

@@ -23,7 +23,7 @@ use crate::registry::{RegistrationKind, registered};
 use crate::schema::check::{FieldCheck, open_properties, root_problem};
 use crate::schema::{canonicalize, is_valid_tool_name, unwrap_doc};
 use crate::state::{StateKey, StateMap};
-use crate::timer::Timer;
+use crate::timer::{DefaultTimer, Timer};
 
 enum Source {
     All,
@@ -33,6 +33,14 @@ enum Source {
 
 /// Builds a [`Dispatcher`]: where its tools and hooks come from, which tools it keeps, the states
 /// it hands out, its audit log, limits and deadlines.
+///
+/// Deadlines are on by default, with no runtime needed: an async PreToolUse hook gets
+/// [`DEFAULT_HOOK_TIMEOUT`](Self::DEFAULT_HOOK_TIMEOUT) (10 s; past it the agent halts with
+/// `hook_timeout`), an async tool [`DEFAULT_TOOL_TIMEOUT`](Self::DEFAULT_TOOL_TIMEOUT) (60 s;
+/// `tool_timeout`), unless the item sets its own `timeout_ms` or the builder another default.
+/// Turning a default off takes [`allow_hanging_hooks`](Self::allow_hanging_hooks) /
+/// [`allow_hanging_tools`](Self::allow_hanging_tools). **Sync hooks and tools cannot be cut
+/// short**: they run to their end whatever the deadline.
 ///
 /// Sources add up: every registered item ([`registered`](Self::registered)), the items under a
 /// module path ([`registered_under`](Self::registered_under), a specialist), single items by full
@@ -56,8 +64,29 @@ pub struct DispatcherBuilder {
     audit: Option<AuditLog>,
     limits: Limits,
     timer: Option<Arc<dyn Timer>>,
-    hook_timeout: Option<Duration>,
-    tool_timeout: Option<Duration>,
+    hook_timeout: DefaultDeadline,
+    tool_timeout: DefaultDeadline,
+}
+
+/// A dispatcher-wide deadline as the builder was told: untouched (the documented default), set,
+/// or turned off by the loudly named call.
+#[derive(Default, Clone, Copy)]
+enum DefaultDeadline {
+    #[default]
+    Default,
+    Set(Duration),
+    Off,
+}
+
+impl DefaultDeadline {
+    /// The deadline in force: `default` unless set or turned off.
+    fn resolve(self, default: Duration) -> Option<Duration> {
+        match self {
+            DefaultDeadline::Default => Some(default),
+            DefaultDeadline::Set(d) => Some(d),
+            DefaultDeadline::Off => None,
+        }
+    }
 }
 
 impl DispatcherBuilder {
@@ -174,25 +203,61 @@ impl DispatcherBuilder {
         self
     }
 
-    /// Gives the dispatcher a timer, needed by any deadline.
+    /// Puts the dispatcher's deadlines on `timer` instead of the default one (`futures-timer`'s
+    /// global helper thread, which needs no runtime): `TokioTimer` (facade feature `tokio`) on a
+    /// tokio server, or a timer the test controls. See [`Timer`].
     pub fn timer(mut self, timer: impl Timer) -> Self {
         self.timer = Some(Arc::new(timer));
         self
     }
 
-    /// A default deadline for async PreToolUse hooks without their own `timeout_ms`; past it the
-    /// agent halts with `hook_timeout`. Without a [`timer`](Self::timer), `build()` fails with
-    /// [`BuildProblem::DeadlineWithoutTimer`] naming `DispatcherBuilder::hook_timeout`.
+    /// The deadline an async PreToolUse hook without its own `timeout_ms` gets when the builder
+    /// sets none: 10 s. A policy check that takes longer is treated as down.
+    pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(10);
+
+    /// The deadline an async tool (or a wrapped caller's tool) without its own `timeout_ms` gets
+    /// when the builder sets none: 60 s, the default request timeout of the MCP SDKs: long
+    /// enough for a slow API call or report query, short enough that a backend that never
+    /// answers does not keep the conversation (and the host's request) open forever.
+    pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
+
+    /// Sets the deadline of async PreToolUse hooks without their own `timeout_ms` (default
+    /// [`DEFAULT_HOOK_TIMEOUT`](Self::DEFAULT_HOOK_TIMEOUT), 10 s). Past it the call is not run
+    /// and the agent halts with `hook_timeout` (fail closed, never a denial).
+    ///
+    /// **Sync hooks cannot be cut short**: a deadline acts at an `.await` that yields, so a sync
+    /// hook (or async code that blocks its thread) runs to its end whatever its deadline. Make a
+    /// hook that waits on the network `async`.
     pub fn hook_timeout(mut self, deadline: Duration) -> Self {
-        self.hook_timeout = Some(deadline);
+        self.hook_timeout = DefaultDeadline::Set(deadline);
         self
     }
 
-    /// A default deadline for async tools without their own `timeout_ms`; past it the outcome
-    /// is `tool_timeout`. Without a [`timer`](Self::timer), `build()` fails with
-    /// [`BuildProblem::DeadlineWithoutTimer`] naming `DispatcherBuilder::tool_timeout`.
+    /// Turns off the default deadline of async PreToolUse hooks: a hook without its own
+    /// `timeout_ms` that never answers (a policy service that hangs) then hangs its call
+    /// forever, with nothing logged. Only for a host that bounds every call itself (it drops
+    /// the call future at its own deadline: the call is then audited as `cancelled`). A hook's
+    /// own `timeout_ms` still applies; a later [`hook_timeout`](Self::hook_timeout) turns the
+    /// default deadline back on.
+    pub fn allow_hanging_hooks(mut self) -> Self {
+        self.hook_timeout = DefaultDeadline::Off;
+        self
+    }
+
+    /// Sets the deadline of async tools without their own `timeout_ms`, wrapped callers
+    /// included (default [`DEFAULT_TOOL_TIMEOUT`](Self::DEFAULT_TOOL_TIMEOUT), 60 s). Past it
+    /// the tool's future is dropped and the outcome is `tool_timeout`. Sync tools cannot be cut
+    /// short (see [`hook_timeout`](Self::hook_timeout)).
     pub fn tool_timeout(mut self, deadline: Duration) -> Self {
-        self.tool_timeout = Some(deadline);
+        self.tool_timeout = DefaultDeadline::Set(deadline);
+        self
+    }
+
+    /// Turns off the default deadline of async tools: a tool without its own `timeout_ms` that
+    /// never finishes then hangs its call forever. A tool's own `timeout_ms` still applies; a
+    /// later [`tool_timeout`](Self::tool_timeout) turns the default deadline back on.
+    pub fn allow_hanging_tools(mut self) -> Self {
+        self.tool_timeout = DefaultDeadline::Off;
         self
     }
 
@@ -205,8 +270,7 @@ impl DispatcherBuilder {
     /// input type refuses; a tool marked `strict = true` that a strict target cannot take
     /// strict, or such tools over a strict target's request limits together; a hook matcher or
     /// the audit log's redaction naming a tool registered nowhere; an item asking for a
-    /// `State<T>` the builder was not given; a source or filter naming nothing; a deadline
-    /// without a timer.
+    /// `State<T>` the builder was not given; a source or filter naming nothing.
     pub fn build(self) -> Result<Dispatcher, BuildError> {
         let DispatcherBuilder {
             sources,
@@ -224,7 +288,7 @@ impl DispatcherBuilder {
             hook_timeout,
             tool_timeout,
         } = self;
-        let mut problems = Problems::new(&states, timer.is_some());
+        let mut problems = Problems::new(&states);
 
         // 1. The registered items the sources select, then the hand-built ones.
         let Items {
@@ -250,8 +314,6 @@ impl DispatcherBuilder {
         check_redaction(audit.as_ref(), &known_tools, &mut problems);
         keep_hooks(&mut pre, &mut post, &candidates);
         check_hooks(&pre, &post, &stop, &mut problems);
-        problems.need_timer("DispatcherBuilder::hook_timeout", hook_timeout);
-        problems.need_timer("DispatcherBuilder::tool_timeout", tool_timeout);
         problems.check()?;
 
         // 11. Assemble.
@@ -259,9 +321,9 @@ impl DispatcherBuilder {
         let inner = Inner {
             states,
             limits,
-            timer,
-            hook_timeout,
-            tool_timeout,
+            timer: timer.unwrap_or_else(|| Arc::new(DefaultTimer)),
+            hook_timeout: hook_timeout.resolve(Self::DEFAULT_HOOK_TIMEOUT),
+            tool_timeout: tool_timeout.resolve(Self::DEFAULT_TOOL_TIMEOUT),
             ..tables
         };
         Ok(Dispatcher {
@@ -284,15 +346,13 @@ struct Problems<'b> {
     found: Vec<BuildProblem>,
     /// The states the builder was given.
     states: &'b StateMap,
-    has_timer: bool,
 }
 
 impl<'b> Problems<'b> {
-    fn new(states: &'b StateMap, has_timer: bool) -> Self {
+    fn new(states: &'b StateMap) -> Self {
         Problems {
             found: Vec::new(),
             states,
-            has_timer,
         }
     }
 
@@ -309,15 +369,6 @@ impl<'b> Problems<'b> {
                     type_name: key.type_name(),
                 });
             }
-        }
-    }
-
-    /// `item` has this deadline: a deadline needs a timer.
-    fn need_timer(&mut self, item: &str, deadline: Option<Duration>) {
-        if deadline.is_some() && !self.has_timer {
-            self.push(BuildProblem::DeadlineWithoutTimer {
-                item: item.to_owned(),
-            });
         }
     }
 
@@ -536,7 +587,7 @@ fn filter(
     candidates.retain(|c| !without.iter().any(|n| *n == c.name));
 }
 
-/// Step 4: one kept tool on its own: its name, description, schema, states and deadline.
+/// Step 4: one kept tool on its own: its name, description, schema and states.
 fn check_tool(c: &Candidate, problems: &mut Problems<'_>) {
     let tool = || c.name.to_string();
     let path = || c.path.to_string();
@@ -567,7 +618,6 @@ fn check_tool(c: &Candidate, problems: &mut Problems<'_>) {
         });
     }
     problems.need_states(&c.path, &c.states);
-    problems.need_timer(&c.path, c.timeout);
 }
 
 /// Step 5: a kept tool's input examples, each checked as a call's input is (`examples.rs`).
@@ -697,7 +747,7 @@ fn keep_hooks(pre: &mut Vec<PreHookDef>, post: &mut Vec<PostHookDef>, kept: &[Ca
     post.retain(|h| keeps(&h.matcher));
 }
 
-/// Step 10: the kept hooks' states and deadlines.
+/// Step 10: the kept hooks' states.
 fn check_hooks(
     pre: &[PreHookDef],
     post: &[PostHookDef],
@@ -706,7 +756,6 @@ fn check_hooks(
 ) {
     for h in pre {
         problems.need_states(&h.path, &h.states);
-        problems.need_timer(&h.path, h.timeout);
     }
     for h in post {
         problems.need_states(&h.path, &h.states);
@@ -776,7 +825,7 @@ fn assemble(
         stop_hooks: stop,
         states: StateMap::default(),
         limits: Limits::default(),
-        timer: None,
+        timer: Arc::new(DefaultTimer),
         hook_timeout: None,
         tool_timeout: None,
         available,
@@ -930,14 +979,6 @@ pub enum BuildProblem {
     /// `only_tools` or `without_tools` names a tool no source provides.
     #[error("the tool filter names `{0}`, which no source of this builder provides")]
     UnknownFilterTool(String),
-    /// A deadline was set but there is no timer.
-    #[error(
-        "`{item}` has a deadline but the dispatcher has no timer: add .timer(…) (the `tokio` feature provides TokioTimer)"
-    )]
-    DeadlineWithoutTimer {
-        /// The item (or builder setting) with the deadline.
-        item: String,
-    },
 }
 
 /// How a build problem names an example: `` `input_examples[2]` ``, or `` `input_examples` ``.

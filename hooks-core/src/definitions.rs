@@ -172,10 +172,10 @@ impl ToolDef {
         self
     }
 
-    /// Sets a deadline for an async tool (the outcome is `tool_timeout`). Needs a timer on the
-    /// dispatcher ([`DispatcherBuilder::timer`](crate::DispatcherBuilder::timer)): without one,
-    /// `build()` fails with [`BuildProblem::DeadlineWithoutTimer`](crate::BuildProblem). Sync
-    /// code cannot be cut.
+    /// Sets the deadline of an async tool (the outcome past it is `tool_timeout`), instead of
+    /// the dispatcher's ([`DispatcherBuilder::tool_timeout`](crate::DispatcherBuilder::tool_timeout),
+    /// 60 s by default). No runtime is needed: every dispatcher has a timer. A sync tool cannot
+    /// be cut short: it runs to its end whatever its deadline.
     pub fn timeout(mut self, deadline: Duration) -> Self {
         self.timeout = Some(deadline);
         self
@@ -313,6 +313,10 @@ macro_rules! hook_def_shared {
 /// Built by `#[pre_hook(order = N, tools = [...])]`, or by hand.
 ///
 /// Hooks run sorted by `(order, path)`, lowest first; put the cheap, decisive checks first.
+///
+/// An async hook has a deadline (its own [`timeout`](Self::timeout), else the dispatcher's, 10 s
+/// by default): past it the agent halts with `hook_timeout`. A sync hook cannot be cut short:
+/// it runs to its end, so a hook that waits on the network should be async.
 #[derive(Clone)]
 pub struct PreHookDef {
     pub(crate) path: Cow<'static, str>,
@@ -362,10 +366,11 @@ impl PreHookDef {
         Self::new(path.into(), order, HookFn::Async(Arc::new(f)))
     }
 
-    /// Sets a deadline for an async hook; past it the agent halts with `hook_timeout`. Needs a
-    /// timer on the dispatcher ([`DispatcherBuilder::timer`](crate::DispatcherBuilder::timer)):
-    /// without one, `build()` fails with
-    /// [`BuildProblem::DeadlineWithoutTimer`](crate::BuildProblem). Sync code cannot be cut.
+    /// Sets the deadline of an async hook, instead of the dispatcher's
+    /// ([`DispatcherBuilder::hook_timeout`](crate::DispatcherBuilder::hook_timeout), 10 s by
+    /// default); past it the call is not run and the agent halts with `hook_timeout`. No runtime
+    /// is needed: every dispatcher has a timer. A sync hook cannot be cut short: it runs to its
+    /// end whatever its deadline.
     pub fn timeout(mut self, deadline: Duration) -> Self {
         self.timeout = Some(deadline);
         self

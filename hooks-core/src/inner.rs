@@ -73,8 +73,13 @@ pub(crate) struct Inner {
     pub(crate) observers_sync: bool,
     pub(crate) states: StateMap,
     pub(crate) limits: Limits,
-    pub(crate) timer: Option<Arc<dyn Timer>>,
+    /// The builder's timer, or the default one.
+    pub(crate) timer: Arc<dyn Timer>,
+    /// The deadline of async PreToolUse hooks without their own; `None` only after
+    /// `allow_hanging_hooks`.
     pub(crate) hook_timeout: Option<Duration>,
+    /// The deadline of async tools (and wrapped callers) without their own; `None` only after
+    /// `allow_hanging_tools`.
     pub(crate) tool_timeout: Option<Duration>,
     /// `"a, b, c"`, for unknown-tool messages.
     pub(crate) available: String,

@@ -261,7 +261,7 @@ impl Inner {
     fn race<F: std::future::Future + Unpin>(&self, fut: F, deadline: Option<Duration>) -> Race<F> {
         Race {
             fut,
-            deadline: Deadline::new(self.timer.as_deref(), deadline),
+            deadline: Deadline::new(&*self.timer, deadline),
         }
     }
 
