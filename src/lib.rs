@@ -60,9 +60,13 @@
 //!    `invalid_input` (the schema says `additionalProperties: false`) unless the tool opts out.
 //!    Only a failed input is deserialized again, path-aware, to name the field.
 //! 4. **PreToolUse chain**: the matching hooks in `(order, path)` order. [`Decision::Allow`]
-//!    goes on; [`Decision::Deny`] stops with `BLOCKED: <reason>`; [`Decision::Rewrite`] is
-//!    validated again and seen by later hooks and the tool; an error, a panic or a deadline
-//!    halts the agent with [`Halt`] (fail closed: the tool does not run).
+//!    goes on; [`Decision::Deny`] stops with `BLOCKED: <reason>`; [`Decision::Rewrite`] to a
+//!    new input is validated again and the chain **starts again from its first hook** with it,
+//!    so the input the tool runs with was seen and allowed by every hook of the chain. A
+//!    `Rewrite` equal to the input counts as `Allow` (an idempotent normalizer converges); a
+//!    rewrite back to an input the call already had, or more than 8 rewrites, halts as
+//!    `hook_failed`. An error, a panic or a deadline halts the agent with [`Halt`] (fail
+//!    closed: the tool does not run).
 //! 5. **Tool**: its value becomes the text (a JSON string is the text itself), a [`Content`]
 //!    its content blocks (images, documents; see [`#[tool]`](#tool)); its error is an
 //!    `is_error` result: the tool's message when it was written for the model, else the generic
@@ -192,8 +196,8 @@
 //!   [`DispatcherBuilder::build`] checks each one as a call's input is checked and fails with
 //!   [`BuildProblem::InvalidInputExample`] naming the tool, the example's index and the problem
 //!   (the API refuses a request with an invalid example).
-//! - `#[tool(timeout_ms = N)]` (async tools only) cuts the tool at its deadline:
-//!   `tool_timeout`. Deadlines need a [`Timer`] on the dispatcher.
+//! - `#[tool(timeout_ms = N)]` (async tools only) sets the tool's deadline instead of the
+//!   dispatcher's (60 s by default): past it, `tool_timeout`.
 //! - `#[tool(errors = "shown")]`: the tool's error type's `Display` is written for the model,
 //!   which reads it (its `source()` chain still goes to `detail`). `"shown"` is the only value.
 //! - `#[tool(crate = path)]` for crates that re-export toolgate under another path.
@@ -298,9 +302,11 @@
 //! - `#[pre_hook(order = N)]`, `#[pre_hook(order = N, tools = [a, b::c])]`: parameters are
 //!   `&HookContext`, `&ToolUse` and `State<T>` (any subset, any order); returns [`Decision`] or
 //!   `Result<Decision, E: Display>` (an `Err` halts the agent); sync or async (`timeout_ms = N`
-//!   sets an async hook's deadline). `order` is required; equal orders run by the function's
-//!   full path. `tools` names `#[tool]` functions by Rust path, so a misspelling does not
-//!   compile; without it the hook matches every tool.
+//!   sets an async hook's deadline instead of the dispatcher's, 10 s by default; **a sync hook
+//!   cannot be cut short**, so a hook that waits on the network should be async). `order` is
+//!   required; equal orders run by the function's full path. `tools` names `#[tool]`
+//!   functions by Rust path, so a misspelling does not compile, nor does an empty list (a hook
+//!   that guards nothing); without it the hook matches every tool.
 //! - `#[post_hook]`, `#[post_hook(tools = [a])]`: `&HookContext`, `&CallRecord`, `State<T>`;
 //!   returns `()` or `Result<(), E: Display>`; sync or async. It observes and cannot change the
 //!   result.
@@ -421,18 +427,33 @@
 //!   it (a hook's rewrite is held to the same bounds); a result over 256 KiB is cut with a
 //!   marker, and the audit line's `content_bytes` keeps its full size. An image or a document
 //!   that does not fit is left out whole, never cut, and the marker names it.
-//! - **Deadlines**: `timeout_ms = N` on an async `#[pre_hook]` or `#[tool]`, or a dispatcher
-//!   default ([`DispatcherBuilder::hook_timeout`], [`DispatcherBuilder::tool_timeout`]), needs a
-//!   [`Timer`] ([`DispatcherBuilder::timer`]; `build()` fails without one). The core depends on
-//!   no runtime: the `tokio` feature (off by default) adds `TokioTimer`, and any runtime's sleep
-//!   fits the trait. A PreToolUse hook past its deadline halts the agent with `hook_timeout`
-//!   (never a denial); a tool past its deadline is `tool_timeout`. **Sync code cannot be cut**:
-//!   a deadline stops async code at an `.await` that yields, and a sync hook or tool (or async
-//!   code that blocks its thread) runs to its end. A timer that panics fails closed.
+//! - **Deadlines, on by default**: an async PreToolUse hook gets 10 s
+//!   ([`DispatcherBuilder::DEFAULT_HOOK_TIMEOUT`]), an async tool or wrapped caller 60 s
+//!   ([`DispatcherBuilder::DEFAULT_TOOL_TIMEOUT`], the MCP SDKs' request timeout), unless it
+//!   sets its own (`timeout_ms = N`) or the builder another default
+//!   ([`DispatcherBuilder::hook_timeout`], [`DispatcherBuilder::tool_timeout`]). A PreToolUse
+//!   hook past its deadline halts the agent with `hook_timeout` (never a denial); a tool past
+//!   its deadline is `tool_timeout`. No runtime is needed: every dispatcher has a [`Timer`]
+//!   (`futures-timer`'s one helper thread); [`DispatcherBuilder::timer`] puts the sleeps on
+//!   another (the `tokio` feature, off by default, adds `TokioTimer`). Turning a default off
+//!   takes [`DispatcherBuilder::allow_hanging_hooks`] / [`DispatcherBuilder::allow_hanging_tools`].
+//!   **Sync code cannot be cut**: a deadline stops async code at an `.await` that yields, and a
+//!   sync hook or tool (or async code that blocks its thread) runs to its end. A timer that
+//!   panics fails closed.
 //! - **Cancellation**: a `call` or `respond` future dropped before it finishes (the host gave
 //!   up) leaves one `cancelled` audit line per unanswered `tool_use` (the one in flight and,
 //!   for `respond`, those not yet started), seen by the sync observers; the session's Stop hooks
 //!   still run once. A future never polled did nothing and records nothing.
+//!
+//! # Wrapping: nested dispatchers
+//!
+//! [`DispatcherBuilder::wrap`] builds a dispatcher around a [`ToolCaller`] it owns (another
+//! [`Dispatcher`], a subagent, an MCP client): its tools become the outer dispatcher's, reached
+//! only through the outer hooks. A caller answers with a [`CallAnswer`] (the `tool_result`,
+//! its outcome, the hook at fault, the operator detail), so the outer audit line keeps the inner
+//! truth: a denial inside is `blocked` with the inner hook's path in `blocked_by`, and
+//! `invalid_input`, `unknown_tool`, `panicked`, `tool_timeout` carry over with the inner
+//! detail; an inner halt halts the outer dispatcher too.
 //!
 //! # The audit trail
 //!
@@ -452,7 +473,11 @@
 //! The macros register with `inventory` (linkme's `#[link_section]` statics are refused under
 //! `#![forbid(unsafe_code)]`). [`DispatcherBuilder::registered`] takes every registered item of
 //! the linked crates; [`DispatcherBuilder::registered_under`] the items under one module path
-//! (a specialist); [`DispatcherBuilder::item`] one item by full path. Items in a library crate
+//! (a specialist); [`DispatcherBuilder::item`] one item by full path. A registered hook whose
+//! tools are all filtered out of a dispatcher is left out of it; a hook given explicitly
+//! ([`DispatcherBuilder::pre_hook`], [`DispatcherBuilder::post_hook`]) whose tools are all
+//! absent, or any hook with an empty tool list, fails the build: a guard is never dropped
+//! silently. Items in a library crate
 //! are only linked when the binary uses that crate: if nothing else names it, write
 //! `use my_tools as _;`. One test binary shares one registry, so tests build dispatchers from
 //! module paths or lists, never from everything. Doctests that register items need a crate of

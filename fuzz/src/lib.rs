@@ -1,8 +1,10 @@
 //! The fuzz harnesses, as plain functions: `fuzz_targets/*.rs` hand them libFuzzer's bytes.
 //!
 //! - [`respond`]: bytes → a Messages API `Message` (JSON) → [`Session::respond`] on a dispatcher
-//!   with the fixtures' tools, hooks that deny, rewrite, error, panic or wait past a deadline
-//!   (chosen by words in the input), an audit log and observers → the answer's invariants.
+//!   with the fixtures' tools, hooks that deny, rewrite (once, to the same input, or in a loop),
+//!   error, panic or wait past the default deadline (chosen by words in the input), an audit log
+//!   and observers → the answer's invariants, among them that a tool runs only with the input
+//!   every hook of its chain saw last.
 //! - [`validate`]: bytes → a `tool_use` input (the bytes as JSON, and the bytes as a string) →
 //!   normalization, bounds and validation against tools with rich argument types.
 //!
@@ -74,6 +76,8 @@ fn yield_once() -> impl std::future::Future<Output = ()> + Send {
 
 thread_local! {
     static RUNS: Cell<usize> = const { Cell::new(0) };
+    /// The main argument each PreToolUse hook saw last (`fuzz::a_policy`, `fuzz::b_slow_check`).
+    static LAST_SEEN: RefCell<[Option<String>; 2]> = const { RefCell::new([None, None]) };
     static STOPS: Cell<usize> = const { Cell::new(0) };
     static RECORDS: RefCell<Vec<(String, Outcome, Option<ToolResult>)>> =
         const { RefCell::new(Vec::new()) };
@@ -136,8 +140,22 @@ struct Order {
     order_id: String,
 }
 
+/// Rewrites are re-authorized (issue 12 §1): a tool runs only with the input every hook of
+/// its chain saw last, since the chain starts again after each rewrite. Calls run one after
+/// another, so the last input a hook of this tool's chain saw is this call's.
+fn check_chain_saw(tool: &str, arg: &str) {
+    LAST_SEEN.with(|seen| {
+        let seen = seen.borrow();
+        assert_eq!(seen[0].as_deref(), Some(arg), "{tool} ran with an input the policy did not last see");
+        if matches!(tool, "get_weather" | "get_time") {
+            assert_eq!(seen[1].as_deref(), Some(arg), "{tool} ran with an input the slow check did not last see");
+        }
+    });
+}
+
 /// What a tool does, chosen by words in its main argument.
 fn act(tool: &str, arg: &str) -> Result<String, ToolError> {
+    check_chain_saw(tool, arg);
     RUNS.with(|r| r.set(r.get() + 1));
     if arg.contains("boom") {
         panic!("{INJECTED}: {tool} exploded");
@@ -157,6 +175,7 @@ fn act(tool: &str, arg: &str) -> Result<String, ToolError> {
 fn get_time(_env: Env<'_>, t: Time) -> BoxFuture<'_, Result<String, ToolError>> {
     Box::pin(async move {
         if t.timezone.contains("slow") {
+            check_chain_saw("get_time", &t.timezone);
             RUNS.with(|r| r.set(r.get() + 1));
             yield_once().await;
             return Ok("too late".to_owned());
@@ -173,8 +192,20 @@ fn main_arg(call: &ToolUse) -> &str {
         .unwrap_or("")
 }
 
+/// `call` with its main argument replaced by `to`.
+fn with_main_arg(call: &ToolUse, to: &str) -> Value {
+    let mut input = call.input.clone();
+    for k in ["ticker", "location", "order_id", "timezone"] {
+        if let Some(v) = input.get_mut(k) {
+            *v = json!(to);
+        }
+    }
+    input
+}
+
 fn policy(_env: Env<'_>, call: &ToolUse) -> Result<Decision, HookError> {
     let arg = main_arg(call);
+    LAST_SEEN.with(|seen| seen.borrow_mut()[0] = Some(arg.to_owned()));
     if arg.contains("deny") {
         return Ok(Decision::deny_instead("policy says no.", "Ask a human."));
     }
@@ -188,21 +219,29 @@ fn policy(_env: Env<'_>, call: &ToolUse) -> Result<Decision, HookError> {
         return Ok(Decision::Rewrite(json!({"zzz": [1, 2]})));
     }
     if arg.contains("rewrite") {
-        let mut input = call.input.clone();
-        for k in ["ticker", "location", "order_id", "timezone"] {
-            if let Some(v) = input.get_mut(k) {
-                *v = json!("rewritten");
-            }
-        }
-        return Ok(Decision::Rewrite(input));
+        // The chain starts again with "rewritten", which this hook then allows.
+        return Ok(Decision::Rewrite(with_main_arg(call, "rewritten")));
+    }
+    if arg.contains("ping") {
+        // The slow check turns "pong" back into "ping": a loop, which halts.
+        return Ok(Decision::Rewrite(with_main_arg(call, &arg.replace("ping", "pong"))));
+    }
+    if arg.contains("same") {
+        // A rewrite equal to the input counts as Allow.
+        return Ok(Decision::Rewrite(call.input.clone()));
     }
     Ok(Decision::Allow)
 }
 
 fn slow_check<'a>(_env: Env<'a>, call: &'a ToolUse) -> BoxFuture<'a, Result<Decision, HookError>> {
     Box::pin(async move {
-        if main_arg(call).contains("wait") {
+        let arg = main_arg(call);
+        LAST_SEEN.with(|seen| seen.borrow_mut()[1] = Some(arg.to_owned()));
+        if arg.contains("wait") {
             yield_once().await;
+        }
+        if arg.contains("pong") {
+            return Ok(Decision::Rewrite(with_main_arg(call, &arg.replace("pong", "ping"))));
         }
         Ok(Decision::Allow)
     })
@@ -252,9 +291,9 @@ static RESPOND: LazyLock<Dispatcher> = LazyLock::new(|| {
             Ok(())
         }))
         .audit_log(null_audit_log())
+        // Every deadline has passed; the hook and tool deadlines are the defaults (10 s, 60 s),
+        // which the dispatcher applies without being told.
         .timer(Expired)
-        .hook_timeout(Duration::from_millis(50))
-        .tool_timeout(Duration::from_millis(80))
         .build()
         .expect("the respond dispatcher builds")
 });
@@ -280,7 +319,18 @@ pub fn respond(data: &[u8]) {
     let answer = match got {
         Ok(m) => Some(m),
         Err(RespondError::Halt(h)) => {
-            assert!(matches!(h.outcome, Outcome::HookFailed | Outcome::HookTimeout));
+            match h.outcome {
+                Outcome::HookTimeout => {
+                    assert_eq!(h.hook, "fuzz::b_slow_check");
+                    assert_eq!(h.detail, "the hook ran past its deadline of 10000 ms");
+                }
+                Outcome::HookFailed => {}
+                other => panic!("a halt with outcome {other}"),
+            }
+            if h.detail.starts_with("the PreToolUse chain") {
+                // Only the ping/pong rewriters loop; they never rewrite 9 times.
+                assert!(h.detail.starts_with("the PreToolUse chain looped: "), "{}", h.detail);
+            }
             let r = h.result().expect("the halted block's result");
             assert!(r.is_error && r.content_text().starts_with("BLOCKED: "));
             Some(h.into_answer())
@@ -304,6 +354,13 @@ pub fn respond(data: &[u8]) {
     }
     for (rec, call) in records.iter().zip(&uses) {
         assert_eq!(rec.0, call.id);
+        if rec.1 == Outcome::ToolTimeout {
+            let text = rec.2.as_ref().expect("a result").content_text();
+            assert!(
+                text.starts_with("Error: the tool did not finish within its deadline of 60000 ms"),
+                "the default tool deadline: {text}"
+            );
+        }
     }
     if let Some(answer) = &answer {
         assert_eq!(answer.role, Role::User);

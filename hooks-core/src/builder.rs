@@ -47,8 +47,11 @@ enum Source {
 /// path ([`item`](Self::item)), hand-built definitions ([`tool`](Self::tool),
 /// [`pre_hook`](Self::pre_hook), …) and wrapped callers ([`wrap`](Self::wrap)). Then
 /// [`only_tools`](Self::only_tools) / [`without_tools`](Self::without_tools) filter the tools: a
-/// filtered tool is gone from the definitions and from the callable surface alike, and a hook
-/// whose matched tools are all gone is not part of the dispatcher.
+/// filtered tool is gone from the definitions and from the callable surface alike, and a
+/// registered hook whose matched tools are all gone is not part of the dispatcher. A guard is
+/// never dropped silently otherwise: a hook with an empty tool list, or one given explicitly
+/// ([`pre_hook`](Self::pre_hook), [`post_hook`](Self::post_hook)) whose tools are all gone, fails
+/// the build.
 #[derive(Default)]
 #[must_use = "call .build() to get the Dispatcher"]
 pub struct DispatcherBuilder {
@@ -132,13 +135,16 @@ impl DispatcherBuilder {
         self
     }
 
-    /// Adds a hand-built PreToolUse hook.
+    /// Adds a hand-built PreToolUse hook. It must guard this dispatcher: `build()` fails when
+    /// its tool list is empty ([`BuildProblem::EmptyMatcher`]) or names only tools this
+    /// dispatcher does not keep ([`BuildProblem::MatchesNoKeptTool`]).
     pub fn pre_hook(mut self, hook: PreHookDef) -> Self {
         self.pre_hooks.push(hook);
         self
     }
 
-    /// Adds a hand-built PostToolUse observer.
+    /// Adds a hand-built PostToolUse observer. As for [`pre_hook`](Self::pre_hook), `build()`
+    /// fails when its tool list is empty or names only tools this dispatcher does not keep.
     pub fn post_hook(mut self, hook: PostHookDef) -> Self {
         self.post_hooks.push(hook);
         self
@@ -269,8 +275,9 @@ impl DispatcherBuilder {
     /// a property whose schema is a bare `true` or `{}`; an input example the tool's schema or
     /// input type refuses; a tool marked `strict = true` that a strict target cannot take
     /// strict, or such tools over a strict target's request limits together; a hook matcher or
-    /// the audit log's redaction naming a tool registered nowhere; an item asking for a
-    /// `State<T>` the builder was not given; a source or filter naming nothing.
+    /// the audit log's redaction naming a tool registered nowhere; a hook matcher naming none; a
+    /// hook given explicitly whose tools are all absent from this dispatcher; an item asking for
+    /// a `State<T>` the builder was not given; a source or filter naming nothing.
     pub fn build(self) -> Result<Dispatcher, BuildError> {
         let DispatcherBuilder {
             sources,
@@ -297,6 +304,7 @@ impl DispatcherBuilder {
             mut post,
             stop,
             mut known_tools,
+            explicit,
         } = Items::registered(&sources, &mut problems)
             .with(tools, pre_hooks, post_hooks, stop_hooks);
         // 2. to 7. The tools: from definitions and callers, filtered, each checked with its
@@ -312,7 +320,13 @@ impl DispatcherBuilder {
         // 8. to 10. The hooks: their matchers, which ones this dispatcher keeps, their needs.
         check_matchers(&pre, &post, &known_tools, &mut problems);
         check_redaction(audit.as_ref(), &known_tools, &mut problems);
-        keep_hooks(&mut pre, &mut post, &candidates);
+        keep_hooks(
+            &mut pre,
+            &mut post,
+            &candidates,
+            (explicit, &known_tools),
+            &mut problems,
+        );
         check_hooks(&pre, &post, &stop, &mut problems);
         problems.check()?;
 
@@ -393,6 +407,17 @@ struct Items {
     /// Every tool name registered or given anywhere (a matcher may name a tool that this
     /// dispatcher filters out, or that only another dispatcher takes).
     known_tools: BTreeSet<String>,
+    /// Where the hooks given to the builder explicitly start in `pre` and `post` (the
+    /// registered ones come first).
+    explicit: Explicit,
+}
+
+/// The positions in `Items::pre` and `Items::post` of the first hook given to the builder
+/// explicitly (`.pre_hook(…)`, `.post_hook(…)`).
+#[derive(Clone, Copy, Default)]
+struct Explicit {
+    pre: usize,
+    post: usize,
 }
 
 impl Items {
@@ -405,6 +430,7 @@ impl Items {
             post: Vec::new(),
             stop: Vec::new(),
             known_tools: BTreeSet::new(),
+            explicit: Explicit::default(),
         };
         let mut taken: BTreeSet<&'static str> = BTreeSet::new();
         // Sorted by path: inventory's order is the link order, which varies between builds.
@@ -457,6 +483,10 @@ impl Items {
         for t in &tools {
             self.known_tools.insert(t.name.to_string());
         }
+        self.explicit = Explicit {
+            pre: self.pre.len(),
+            post: self.post.len(),
+        };
         self.tools.extend(tools);
         self.pre.extend(pre);
         self.post.extend(post);
@@ -697,7 +727,8 @@ fn check_marked_strict(candidates: &[Candidate], problems: &mut Problems<'_>) {
     }
 }
 
-/// Step 8: every tool a hook's matcher names is known somewhere.
+/// Step 8: every hook's matcher names at least one tool, and every tool it names is known
+/// somewhere.
 fn check_matchers(
     pre: &[PreHookDef],
     post: &[PostHookDef],
@@ -710,6 +741,11 @@ fn check_matchers(
         .chain(post.iter().map(|h| (&h.path, &h.matcher)));
     for (path, matcher) in matchers {
         if let Matcher::Tools(names) = matcher {
+            if names.is_empty() {
+                problems.push(BuildProblem::EmptyMatcher {
+                    hook: path.to_string(),
+                });
+            }
             for n in names {
                 if !known_tools.contains(n.as_ref()) {
                     problems.push(BuildProblem::UnknownMatcherTool {
@@ -736,13 +772,50 @@ fn check_redaction(
     }
 }
 
-/// Step 9: the hooks this dispatcher keeps: those matching every tool, or one it kept.
-fn keep_hooks(pre: &mut Vec<PreHookDef>, post: &mut Vec<PostHookDef>, kept: &[Candidate]) {
+/// Step 9: the hooks this dispatcher keeps: those matching every tool, or one it kept. A
+/// registered hook whose tools were all filtered out is left out silently (that is how a
+/// specialist is built); one given to the builder explicitly is a problem, since the caller
+/// meant it to guard this dispatcher (only the tools known somewhere are named: an unknown one
+/// is already a problem of step 8, an empty list too).
+fn keep_hooks(
+    pre: &mut Vec<PreHookDef>,
+    post: &mut Vec<PostHookDef>,
+    kept: &[Candidate],
+    (explicit, known_tools): (Explicit, &BTreeSet<String>),
+    problems: &mut Problems<'_>,
+) {
     let kept: BTreeSet<&str> = kept.iter().map(|c| c.name.as_ref()).collect();
     let keeps = |m: &Matcher| match m {
         Matcher::All => true,
         Matcher::Tools(names) => names.iter().any(|n| kept.contains(n.as_ref())),
     };
+    let given = pre
+        .get(explicit.pre..)
+        .unwrap_or_default()
+        .iter()
+        .map(|h| (&h.path, &h.matcher))
+        .chain(
+            post.get(explicit.post..)
+                .unwrap_or_default()
+                .iter()
+                .map(|h| (&h.path, &h.matcher)),
+        );
+    for (path, matcher) in given {
+        let Matcher::Tools(names) = matcher else {
+            continue;
+        };
+        let known: Vec<String> = names
+            .iter()
+            .filter(|n| known_tools.contains(n.as_ref()))
+            .map(|n| n.to_string())
+            .collect();
+        if !known.is_empty() && !keeps(matcher) {
+            problems.push(BuildProblem::MatchesNoKeptTool {
+                hook: path.to_string(),
+                tools: known,
+            });
+        }
+    }
     pre.retain(|h| keeps(&h.matcher));
     post.retain(|h| keeps(&h.matcher));
 }
@@ -958,6 +1031,31 @@ pub enum BuildProblem {
         "the audit log's redaction names tool `{0}`, which is registered nowhere (use \"*\" for every tool)"
     )]
     UnknownRedactionTool(String),
+    /// A hook's tool list is empty (`PreHookDef::tools([])`, a config file with an empty
+    /// list): it would match no tool, so it would guard (or observe) nothing.
+    #[error(
+        "hook `{hook}` has an empty tool list, so it would never run: name at least one tool, or \
+         leave the list out to match every tool"
+    )]
+    EmptyMatcher {
+        /// The hook's full path.
+        hook: String,
+    },
+    /// A hook given to the builder explicitly (`.pre_hook(…)`, `.post_hook(…)`) matches only
+    /// tools this dispatcher does not have (filtered out, or from another dispatcher): it would
+    /// never run. (A registered hook in that case is simply left out: that is how a specialist
+    /// is built.)
+    #[error(
+        "hook `{hook}` was given to this builder, but none of its tools ({}) is part of this \
+         dispatcher, so it would never run: keep one of them, or do not give this builder the \
+         hook", tools.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", ")
+    )]
+    MatchesNoKeptTool {
+        /// The hook's full path.
+        hook: String,
+        /// The tools it matches (those registered somewhere).
+        tools: Vec<String>,
+    },
     /// An item takes a `State<T>` the builder was not given.
     #[error(
         "`{item}` takes State<{type_name}>, but the builder was not given one: add .state(…) with a {type_name}"

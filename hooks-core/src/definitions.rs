@@ -331,7 +331,9 @@ hook_def_shared!(
     PreHookDef,
     "hook",
     debug(order, matcher),
-    tools = "Narrows the hook to these tools. `build()` fails when a name is registered nowhere."
+    tools = "Narrows the hook to these tools. `build()` fails when a name is registered nowhere, \
+             when the list is empty (the hook would guard nothing), and, for a hook given to the \
+             builder explicitly, when none of the tools is part of the dispatcher."
 );
 
 impl PreHookDef {
@@ -405,7 +407,9 @@ hook_def_shared!(
     PostHookDef,
     "observer",
     debug(matcher),
-    tools = "Narrows the observer to these tools (it then sees no `unknown_tool` calls)."
+    tools = "Narrows the observer to these tools (it then sees no `unknown_tool` calls). `build()` \
+             fails as for a PreToolUse hook: an unknown name, an empty list, or, for an observer \
+             given explicitly, no tool of the dispatcher."
 );
 
 impl PostHookDef {

@@ -45,6 +45,23 @@
 //! Failing closed needs `panic = "unwind"` (the default): panics in hooks and tools are caught
 //! and become results; with `panic = "abort"` they end the process.
 //!
+//! # Rules a deployment can rely on
+//!
+//! - **Rewrites are re-authorized** ([`Decision::Rewrite`]): after a rewrite to a new input the
+//!   PreToolUse chain starts again from its first hook, so the input a tool runs with was seen
+//!   and allowed by every hook of its chain. A rewrite equal to the input counts as `Allow`; a
+//!   rewrite back to an earlier input, or more than 8 rewrites, halts as `hook_failed`.
+//! - **Deadlines by default**: async PreToolUse hooks get 10 s, async tools 60 s
+//!   ([`DispatcherBuilder::DEFAULT_HOOK_TIMEOUT`], [`DispatcherBuilder::DEFAULT_TOOL_TIMEOUT`]),
+//!   on a timer every dispatcher has (no runtime needed); turning them off takes
+//!   [`DispatcherBuilder::allow_hanging_hooks`] / [`DispatcherBuilder::allow_hanging_tools`].
+//!   Sync hooks and tools cannot be cut short.
+//! - **No guard is dropped silently**: a hook with an empty tool list, or one given to the
+//!   builder explicitly whose tools are all absent, is a [`BuildError`].
+//! - **Nested dispatchers keep the truth**: a [`ToolCaller`] answers a [`CallAnswer`], so a
+//!   denial inside a wrapped dispatcher is `blocked`, with the inner hook's path, on the outer
+//!   audit line too.
+//!
 //! # Where things live
 //!
 //! One file per idea, roughly in the order a call meets them. Shared types sit low (`content`,
@@ -74,11 +91,11 @@
 //! | `schema/check.rs` | the start-up schema checks and the unknown-field check |
 //! | `schema/explain.rs` | explaining an invalid input: where, and what was expected |
 //! | `schema/targets.rs` | the provider items under their first path (re-exports of `provider/`) |
-//! | `pipeline/mod.rs` | one call: `run_call` (normalize → look up → validate → PreToolUse chain → tool → observers) |
+//! | `pipeline/mod.rs` | one call: `run_call` (normalize → look up → validate → PreToolUse chain, restarted after each rewrite → tool → observers) |
 //! | `pipeline/verdict.rs` | how a call ended, then the `tool_result` and the record made of it |
 //! | `pipeline/observe.rs` | the PostToolUse observers; the `cancelled` record of a dropped call |
 //! | `panic.rs` | caught panics: a panic in user code becomes a result or a halt |
-//! | `timer.rs` | deadlines: [`Timer`], `TokioTimer`, a future raced against its deadline |
+//! | `timer.rs` | deadlines: [`Timer`], the default timer (`futures-timer`), `TokioTimer`, a future raced against its deadline |
 //! | `texts.rs` | every text toolgate writes for the model ([`INTERNAL_ERROR_MESSAGE`] among them) |
 //! | `outcome.rs` | what observers see: [`Outcome`], [`CallRecord`], [`SessionSummary`] |
 //! | `error.rs` | [`ToolError`] (what the model reads, what the operator logs), [`HookError`], [`Halt`], [`RespondError`] |

@@ -482,35 +482,80 @@ fn equal_orders_break_by_path_stably() {
     }
 }
 
+mod specialist {
+    //! Registered items for the filtering test: a refund tool guarded by its own hook, an FAQ
+    //! tool, and a hook for every tool.
+    use toolgate::{Decision, pre_hook, tool};
+
+    /// Searches the FAQ.
+    #[tool]
+    pub(crate) fn faq(
+        /// What to look for.
+        query: String,
+    ) -> String {
+        format!("faq: {query}")
+    }
+
+    /// Refunds an order.
+    #[tool]
+    pub(crate) fn refund(
+        /// The order.
+        order_id: String,
+    ) -> String {
+        format!("refunded {order_id}")
+    }
+
+    /// Refunds need a human.
+    #[pre_hook(order = 1, tools = [refund])]
+    pub(crate) fn refunds_need_a_human() -> Decision {
+        Decision::deny("refunds need a human.")
+    }
+
+    /// Every call is allowed.
+    #[pre_hook(order = 2)]
+    pub(crate) fn everyone() -> Decision {
+        Decision::Allow
+    }
+}
+
 #[test]
-fn a_hook_whose_tools_are_all_filtered_out_is_not_part_of_the_dispatcher() {
-    let log = Log::default();
-    let other = ToolDef::sync(
-        "other",
-        "Another tool.",
-        |_env, _: Search| Ok(String::new()),
-    );
-    let build = |only: &[&str]| {
-        Dispatcher::builder()
-            .tool(search_tool(&log))
-            .tool(other.clone())
-            .pre_hook(hook(&log, "app::only_other", 1, Decision::deny("no")).tools(["other"]))
-            .pre_hook(hook(&log, "app::everyone", 2, Decision::Allow))
-            .only_tools(only.iter().copied())
-            .build()
-            .unwrap()
-    };
-    let d = build(&["search"]);
-    assert_eq!(d.tool_names().collect::<Vec<_>>(), ["search"]);
-    assert_eq!(d.pre_hook_chain("search").unwrap(), ["app::everyone"]);
-    assert!(!format!("{d:?}").contains("only_other"));
-    let both = build(&["search", "other"]);
+fn a_registered_hook_whose_tools_are_filtered_out_is_left_out_an_explicit_one_fails_build() {
+    let under = format!("{}::specialist", module_path!());
+    let path = |item: &str| format!("{under}::{item}");
+    // A specialist without `refund`: the refund hook is registered, so it is simply not part
+    // of this dispatcher (DESIGN.md, "Registration and filtering").
+    let faq_only = Dispatcher::builder()
+        .registered_under(&under)
+        .only_tools(["faq"])
+        .build()
+        .unwrap();
+    assert_eq!(faq_only.tool_names().collect::<Vec<_>>(), ["faq"]);
+    assert_eq!(faq_only.pre_hook_chain("faq").unwrap(), [path("everyone")]);
+    assert!(!format!("{faq_only:?}").contains("refunds_need_a_human"));
+    let both = Dispatcher::builder()
+        .registered_under(&under)
+        .build()
+        .unwrap();
     assert_eq!(
-        both.pre_hook_chain("other").unwrap(),
-        ["app::only_other", "app::everyone"]
+        both.pre_hook_chain("refund").unwrap(),
+        [path("refunds_need_a_human"), path("everyone")]
     );
-    assert_eq!(both.pre_hook_chain("search").unwrap(), ["app::everyone"]);
-    assert!(format!("{both:?}").contains("only_other"));
+
+    // The same hook given explicitly was meant to guard this dispatcher: a build error.
+    let log = Log::default();
+    let err = Dispatcher::builder()
+        .registered_under(&under)
+        .pre_hook(hook(&log, "app::refund_cap", 1, Decision::deny("no")).tools(["refund"]))
+        .only_tools(["faq"])
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.problems,
+        [BuildProblem::MatchesNoKeptTool {
+            hook: "app::refund_cap".into(),
+            tools: vec!["refund".into()]
+        }]
+    );
 }
 
 #[test]
