@@ -183,6 +183,15 @@ struct Refund {
     note: Option<String>,
 }
 
+/// What the observer saw: outcome, `blocked_by`, `rewritten_by`, `effective_input`, `detail`.
+type Seen = (
+    Outcome,
+    Option<String>,
+    Vec<String>,
+    Option<Value>,
+    Option<String>,
+);
+
 /// The case and what the hooks and the tool saw, shared through `State<World>`.
 struct World {
     case: Case,
@@ -190,17 +199,8 @@ struct World {
     hook_calls: Mutex<Vec<(usize, Value)>>,
     /// The inputs the tool ran with.
     tool_calls: Mutex<Vec<Value>>,
-    /// What the observer saw: outcome, `blocked_by`, `rewritten_by`, `effective_input`,
-    /// `detail`.
-    record: Mutex<
-        Option<(
-            Outcome,
-            Option<String>,
-            Vec<String>,
-            Option<Value>,
-            Option<String>,
-        )>,
-    >,
+    /// What the observer saw.
+    record: Mutex<Option<Seen>>,
 }
 
 fn world(env: &Env<'_>) -> Arc<World> {

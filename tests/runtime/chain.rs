@@ -394,7 +394,7 @@ fn more_than_eight_rewrites_halt_and_eight_settle() {
     let detail = format!(
         "the PreToolUse chain did not settle: more than 8 rewrites for one call (rewrites in \
          order: {})",
-        vec!["`app::counter`"; 9].join(", ")
+        ["`app::counter`"; 9].join(", ")
     );
     assert_eq!(
         (halt.outcome, halt.hook.as_str(), halt.detail.as_str()),
