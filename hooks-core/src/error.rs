@@ -280,8 +280,9 @@ impl From<crate::state::MissingState> for HookError {
     }
 }
 
-/// The agent must stop: a PreToolUse hook errored, panicked or ran past its deadline, so the
-/// policy could not decide and the call was not run (fail closed).
+/// The agent must stop: a PreToolUse hook errored, panicked or ran past its deadline, or the
+/// chain kept rewriting the input (a rewrite back to an earlier input, more than 8 rewrites), so
+/// the policy could not decide and the call was not run (fail closed).
 ///
 /// Carries a complete answer for a host that chooses to go on anyway: a user message with one
 /// `tool_result` per `tool_use` of the call or message (the failed one `BLOCKED: …`, later ones

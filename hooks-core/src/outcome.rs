@@ -44,7 +44,8 @@ pub enum Outcome {
     InvalidInput,
     /// The name is not a tool of this dispatcher.
     UnknownTool,
-    /// A PreToolUse hook errored or panicked: the agent halts.
+    /// A PreToolUse hook errored or panicked, or the chain kept rewriting (a rewrite back to
+    /// an earlier input, or more than 8 rewrites): the agent halts.
     HookFailed,
     /// A PreToolUse hook ran past its deadline: the agent halts.
     HookTimeout,
@@ -113,15 +114,17 @@ pub struct CallRecord<'a> {
     /// ([`Limits`](crate::Limits)), the string `"[input not recorded: over the input limits (N
     /// bytes, M levels)]"` instead, so a huge input is never copied into a log.
     pub input: &'a Value,
-    /// The input after PreToolUse rewrites, when any hook rewrote it.
+    /// The input after PreToolUse rewrites (the last valid one), when any hook rewrote it.
     pub effective_input: Option<&'a Value>,
     /// The answer sent to the model; `None` when there is none (`cancelled`).
     pub result: Option<&'a ToolResult>,
     /// How the call ended.
     pub outcome: Outcome,
-    /// The full path of the hook that denied, errored or timed out.
+    /// The full path of the hook that denied, errored or timed out (inside a wrapped
+    /// dispatcher too: the inner hook's), or whose rewrite made the chain loop.
     pub blocked_by: Option<&'a str>,
-    /// The full paths of the hooks that rewrote the input, in order.
+    /// The full paths of the hooks that rewrote the input, one per rewrite, in order (the chain
+    /// starts again after each rewrite, so a hook may appear more than once).
     pub rewritten_by: &'a [&'a str],
     /// Operator-only text: a panic message, an internal tool error with its source chain (see
     /// [`ToolError`](crate::ToolError)), a validation detail. Never shown to the model.

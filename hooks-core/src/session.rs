@@ -68,8 +68,9 @@ impl Session {
     /// Dropping the future before it finishes records the call as `cancelled`.
     ///
     /// # Errors
-    /// [`Halt`] when a PreToolUse hook errored, panicked or timed out: the tool did not run, and
-    /// the halt's answer holds a `BLOCKED:` result for this id.
+    /// [`Halt`] when a PreToolUse hook errored, panicked or timed out, or the chain kept
+    /// rewriting: the tool did not run, and the halt's answer holds a `BLOCKED:` result for this
+    /// id.
     pub async fn call(&self, call: &ToolUse) -> Result<ToolResult, Halt> {
         self.dispatcher
             .inner
