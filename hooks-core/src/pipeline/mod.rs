@@ -315,7 +315,7 @@ enum Started<'a> {
 
 /// The most rewrites one call's PreToolUse chain may make; one more halts the call as
 /// `hook_failed` (DESIGN.md, "Rewrites are re-authorized").
-pub(crate) const MAX_REWRITES: usize = 8;
+const MAX_REWRITES: usize = 8;
 
 /// The PreToolUse rewrites of one call: the call with the last rewritten input (boxed: this
 /// lives in every call future and is rarely set), the inputs of the rewrites before it (to
