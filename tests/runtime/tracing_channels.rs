@@ -151,7 +151,12 @@ fn a_wrapped_caller_forwarding_a_driver_error_with_question_mark_shows_the_model
             Ok(rows)
         },
     );
-    let d = Dispatcher::builder().wrap(legacy).build().unwrap();
+    let dir = crate::support::TempDir::new("caller-driver-error");
+    let d = Dispatcher::builder()
+        .wrap(legacy)
+        .audit_log(toolgate::AuditLog::open(&dir).unwrap())
+        .build()
+        .unwrap();
     let mut results = Vec::new();
     let events = captured(|| {
         let s = d.session(HookContext::builder("u_1", "sess_trace").build());
@@ -169,17 +174,22 @@ fn a_wrapped_caller_forwarding_a_driver_error_with_question_mark_shows_the_model
                    "content": REFUSED}),
         ]
     );
+    // The operator detail is on the outer audit line (the wrapped caller's `CallAnswer`), not
+    // on `tracing`.
+    assert_eq!(events, Vec::<String>::new());
+    let lines = crate::support::json_lines(&dir.join("audit_log.jsonl"));
     assert_eq!(
-        events,
+        lines
+            .iter()
+            .map(|l| (
+                l["tool_use_id"].clone(),
+                l["outcome"].clone(),
+                l["detail"].clone()
+            ))
+            .collect::<Vec<_>>(),
         [
-            format!(
-                "WARN toolgate::caller message=wrapped tool failed tool_use_id=toolu_7 \
-                 tool=ledger detail={DSN_CHAIN}"
-            ),
-            format!(
-                "WARN toolgate::caller message=wrapped tool failed tool_use_id=toolu_8 \
-                 tool=refund detail={REFUSED_CAUSE}"
-            ),
+            (json!("toolu_7"), json!("tool_error"), json!(DSN_CHAIN)),
+            (json!("toolu_8"), json!("tool_error"), json!(REFUSED_CAUSE)),
         ]
     );
 }
