@@ -23,7 +23,7 @@ use crate::outcome::Outcome;
 /// | outcome | from a [`Dispatcher`](crate::Dispatcher) | from a [`SyncCaller`](crate::SyncCaller) | the wrapping dispatcher records |
 /// |---|---|---|---|
 /// | `ok` | the tool returned a value | `Ok(text)` | `ok` |
-/// | `tool_error` | the tool returned an error (its detail: the error's source chain) | `Err(e)` (detail: `e`'s source chain) | `tool_error`, with the detail |
+/// | `tool_error` | the tool returned an error (detail: its [`ToolError::detail`](crate::ToolError::detail)) | `Err(e)` (detail: `e.detail()`) | `tool_error`, with the detail |
 /// | `panicked`, `tool_timeout` | the tool panicked, or ran past its deadline | never | the same outcome, with the inner detail |
 /// | `blocked` | a PreToolUse hook denied the call; `blocked_by` is its path | never | `blocked`, with the inner hook's path |
 /// | `invalid_input`, `unknown_tool` | the inner dispatcher refused the input or the name | never | the same outcome, with the inner detail |
