@@ -255,6 +255,7 @@ fn a_normalizer_cannot_slip_another_customers_order_past_the_ownership_check() {
     let m = line.as_object_mut().unwrap();
     m.remove("ts");
     m.remove("duration_us");
+    m.remove("prev");
     assert_eq!(
         line,
         json!({"session_id": "sess_chain", "user_id": "u_001", "tool_use_id": "toolu_1",

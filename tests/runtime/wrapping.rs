@@ -241,11 +241,13 @@ impl ToolCaller for Advertises {
     }
 }
 
-/// An audit line without the fields that vary between runs (`ts`, `duration_us`).
+/// An audit line without the fields that vary between runs (`ts`, `duration_us`) and the hash
+/// chain's `prev` (checked by the audit tests).
 fn steady(mut line: Value) -> Value {
     let m = line.as_object_mut().unwrap();
     m.remove("ts");
     m.remove("duration_us");
+    m.remove("prev");
     line
 }
 
