@@ -14,6 +14,7 @@ use crate::context::HookContext;
 use crate::error::Halt;
 use crate::future::BoxFuture;
 use crate::inner::Inner;
+use crate::pre_tool_use::PreToolUse;
 use crate::provider::{DefinitionOptions, NonStrictTool, Provider, SchemaError, apply_options};
 
 /// Turns `tool_use` blocks into `tool_result` blocks through the PreToolUse chain, the tool and
@@ -170,6 +171,51 @@ impl Dispatcher {
                 .map(|&h| self.inner.pre_hooks[h].path.as_ref())
                 .collect(),
         )
+    }
+
+    /// Asks the PreToolUse chain about `call` for the session `context` describes, without
+    /// running the tool or any observer and without counting anything in a session: steps 1 to 4
+    /// of a call (normalize, look up, validate, the chain with its rewrite rule and deadlines).
+    ///
+    /// For hosts that enforce the rules where the tool runs elsewhere (a coding agent's own
+    /// tools), and for replaying recorded calls against today's rules. Hooks that read
+    /// application state see today's state; the context's clock is whatever `context` says.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolgate_core::{Decision, Dispatcher, HookContext, Outcome, PreHookDef, PreToolUse, ToolDef, ToolUse};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Refund {
+    ///     /// Cents.
+    ///     amount_cents: u64,
+    /// }
+    ///
+    /// let dispatcher = Dispatcher::builder()
+    ///     .tool(ToolDef::sync("refund", "Refunds an order.", |_env, a: Refund| {
+    ///         Ok(format!("refunded {}", a.amount_cents))
+    ///     }))
+    ///     .pre_hook(PreHookDef::sync("app::cap", 10, |_env, call: &ToolUse| {
+    ///         Ok(match call.input["amount_cents"].as_u64() {
+    ///             Some(n) if n > 5000 => Decision::deny("refunds above 5000 cents need a person."),
+    ///             _ => Decision::Allow,
+    ///         })
+    ///     }))
+    ///     .build()?;
+    /// let ctx = HookContext::builder("u_001", "sess_1").build();
+    ///
+    /// let small = ToolUse::new("toolu_1", "refund", json!({"amount_cents": 900}));
+    /// assert_eq!(
+    ///     toolgate_core::block_on(dispatcher.pre_tool_use(&ctx, &small)),
+    ///     PreToolUse::Allow { input: json!({"amount_cents": 900}), rewritten_by: vec![] }
+    /// );
+    /// let large = ToolUse::new("toolu_2", "refund", json!({"amount_cents": 9000}));
+    /// let decided = toolgate_core::block_on(dispatcher.pre_tool_use(&ctx, &large));
+    /// assert_eq!(decided.outcome(), Some(Outcome::Blocked));
+    /// # Ok::<(), toolgate_core::BuildError>(())
+    /// ```
+    pub async fn pre_tool_use(&self, context: &HookContext, call: &ToolUse) -> PreToolUse {
+        self.inner.pre_tool_use(context, call).await
     }
 }
 

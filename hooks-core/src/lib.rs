@@ -94,6 +94,8 @@
 //! | `pipeline/mod.rs` | one call: `run_call` (normalize → look up → validate → PreToolUse chain, restarted after each rewrite → tool → observers) |
 //! | `pipeline/verdict.rs` | how a call ended, then the `tool_result` and the record made of it |
 //! | `pipeline/observe.rs` | the PostToolUse observers; the `cancelled` record of a dropped call |
+//! | `pipeline/decide.rs` | the PreToolUse chain asked on its own (steps 1 to 4, no tool, no observers) |
+//! | `pre_tool_use.rs` | [`PreToolUse`]: what the chain decided, for hosts that enforce the rules elsewhere and for what-if replays |
 //! | `panic.rs` | caught panics: a panic in user code becomes a result or a halt |
 //! | `timer.rs` | deadlines: [`Timer`], the default timer (`futures-timer`), `TokioTimer`, a future raced against its deadline |
 //! | `texts.rs` | every text toolgate writes for the model ([`INTERNAL_ERROR_MESSAGE`] among them) |
@@ -145,6 +147,7 @@ mod outcome;
 mod output;
 mod panic;
 mod pipeline;
+mod pre_tool_use;
 pub mod provider;
 mod registry;
 pub mod schema;
@@ -177,6 +180,7 @@ pub use future::BoxFuture;
 pub use limits::Limits;
 pub use outcome::{CallRecord, Outcome, SessionSummary};
 pub use output::{Content, Document, Image, ToolOutput, output_content, output_text};
+pub use pre_tool_use::PreToolUse;
 pub use provider::{
     CacheControl, CacheTtl, ConvertError, DefinitionOptions, NonStrictTool, Provider, SchemaError,
     SchemaProblem, UnknownProvider,

@@ -21,6 +21,7 @@ mod limits;
 mod observers;
 mod outcomes;
 mod panics;
+mod pre_tool_use;
 mod session;
 mod tracing_channels;
 mod trusted_context;

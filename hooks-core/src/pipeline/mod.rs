@@ -3,6 +3,7 @@
 //! [`Halt`] carrying one. [`Inner::run_call`] reads as that life; how a call ends is in
 //! `verdict.rs`, what the observers see and the record of a dropped call in `observe.rs`.
 
+mod decide;
 mod observe;
 mod verdict;
 

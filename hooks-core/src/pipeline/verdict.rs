@@ -13,6 +13,7 @@ use crate::limits::cut_content;
 use crate::outcome::{CallRecord, Outcome};
 use crate::output::checked;
 use crate::panic::catch;
+use crate::pre_tool_use::PreToolUse;
 use crate::texts;
 
 /// How the call ended, before it becomes a `tool_result`.
@@ -262,6 +263,25 @@ fn listed(paths: &[&str]) -> String {
         .map(|p| format!("`{p}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+impl Verdict<'_> {
+    /// A verdict reached before the tool (a refusal at validation or in the chain) as the
+    /// chain-only answer: its outcome, the text the model would read, the hook at fault, the
+    /// operator detail, and the hooks that rewrote before it.
+    pub(super) fn into_refusal(self, rewritten_by: &[&str]) -> PreToolUse {
+        PreToolUse::Refuse {
+            outcome: self.outcome,
+            text: self
+                .content
+                .as_ref()
+                .map(|c| c.text().into_owned())
+                .unwrap_or_default(),
+            blocked_by: self.blocked_by.map(Cow::into_owned),
+            detail: self.detail,
+            rewritten_by: rewritten_by.iter().map(|p| (*p).to_owned()).collect(),
+        }
+    }
 }
 
 /// A verdict made into the `tool_result` for `call`, its content cut to `max_result_bytes`.
