@@ -26,7 +26,8 @@ use serde_json::Value;
 use toolgate::{AuditLog, Dispatcher, ToolUse};
 
 use common::{
-    EXPECTED, Side, TempDir, call, context, count_allocs, figure, interleave, keep, limit, median,
+    EXPECTED, FreshIds, Side, TempDir, call, context, count_allocs, figure, interleave, keep, limit,
+    median,
     median_ratio, poll_ready, result_text,
 };
 
@@ -97,16 +98,24 @@ fn main() {
         assert_eq!(result_text(poll_ready(s.call(&call))), EXPECTED);
     }
 
+    // Each toolgate side gives every call a new id (a repeated id is answered from the
+    // session's memory: a replay, nothing run).
+    let mut ids = [(); 5].map(|()| FreshIds::new());
+    let [i_nohooks, i_hooks, i_hooks_audit, i_audit_only, i_audit_unchained] = &mut ids;
     let mut sides = [
         Side::new("limit", || keep(limit(&call.input))),
-        Side::new("nohooks", || keep(poll_ready(s_nohooks.call(&call)))),
-        Side::new("hooks", || keep(poll_ready(s_hooks.call(&call)))),
-        Side::new("hooks_audit", || {
-            keep(poll_ready(s_hooks_audit.call(&call)))
+        Side::new("nohooks", || {
+            keep(poll_ready(s_nohooks.call(i_nohooks.next())))
         }),
-        Side::new("audit_only", || keep(poll_ready(s_audit_only.call(&call)))),
+        Side::new("hooks", || keep(poll_ready(s_hooks.call(i_hooks.next())))),
+        Side::new("hooks_audit", || {
+            keep(poll_ready(s_hooks_audit.call(i_hooks_audit.next())))
+        }),
+        Side::new("audit_only", || {
+            keep(poll_ready(s_audit_only.call(i_audit_only.next())))
+        }),
         Side::new("audit_unchained", || {
-            keep(poll_ready(s_audit_unchained.call(&call)))
+            keep(poll_ready(s_audit_unchained.call(i_audit_unchained.next())))
         }),
     ];
 
@@ -155,14 +164,15 @@ fn main() {
 
     // 2. Allocations per call: deterministic.
     let (a_limit, b_limit) = count_allocs(plan.alloc_calls, || keep(limit(&call.input)));
+    let mut ids = FreshIds::new();
     let (a_nohooks, _) = count_allocs(plan.alloc_calls, || {
-        keep(poll_ready(s_nohooks.call(&call)));
+        keep(poll_ready(s_nohooks.call(ids.next())));
     });
     let (a_hooks, b_hooks) = count_allocs(plan.alloc_calls, || {
-        keep(poll_ready(s_hooks.call(&call)));
+        keep(poll_ready(s_hooks.call(ids.next())));
     });
     let (a_audit, _) = count_allocs(plan.alloc_calls, || {
-        keep(poll_ready(s_hooks_audit.call(&call)));
+        keep(poll_ready(s_hooks_audit.call(ids.next())));
     });
     figure("allocs_per_call_limit", a_limit);
     figure("allocs_per_call_nohooks", a_nohooks);
@@ -184,7 +194,7 @@ fn main() {
     );
 
     // 4. Two threads sharing one dispatcher ÷ one thread (allow path, 4 hooks + observer).
-    let threads = threads_ratio(&hooks, &call, plan.thread_rounds, plan.thread_batch);
+    let threads = threads_ratio(&hooks, plan.thread_rounds, plan.thread_batch);
     figure("threads2_over_threads1", threads.wall_ratio);
     figure(
         "threads2_cpu_per_call_over_threads1",
@@ -283,15 +293,16 @@ struct ThreadFigures {
 }
 
 /// Each thread with its own session on one shared dispatcher; 1 and 2 threads alternate.
-fn threads_ratio(d: &Dispatcher, call: &ToolUse, rounds: usize, batch: Duration) -> ThreadFigures {
+fn threads_ratio(d: &Dispatcher, rounds: usize, batch: Duration) -> ThreadFigures {
     // Calibrate: calls one thread makes in about `batch`.
     let n = {
         let s = d.session(context("sess_calibrate"));
+        let mut ids = FreshIds::new();
         let start = Instant::now();
         let mut n = 0u64;
         while start.elapsed() < batch / 4 {
             for _ in 0..100 {
-                keep(poll_ready(s.call(call)));
+                keep(poll_ready(s.call(ids.next())));
             }
             n += 100;
         }
@@ -301,11 +312,11 @@ fn threads_ratio(d: &Dispatcher, call: &ToolUse, rounds: usize, batch: Duration)
     let (mut cpu1, mut cpu2, mut on2, mut wait2) = (0u64, 0u64, 0u64, 0u64);
     for round in 0..rounds {
         let (one, two) = if round % 2 == 0 {
-            let one = run_threads(d, call, 1, n);
-            (one, run_threads(d, call, 2, n))
+            let one = run_threads(d, 1, n);
+            (one, run_threads(d, 2, n))
         } else {
-            let two = run_threads(d, call, 2, n);
-            (run_threads(d, call, 1, n), two)
+            let two = run_threads(d, 2, n);
+            (run_threads(d, 1, n), two)
         };
         // (2n / t2) / (n / t1)
         ratios.push(2.0 * one.wall.as_secs_f64() / two.wall.as_secs_f64());
@@ -329,7 +340,7 @@ struct ThreadRun {
 }
 
 /// Wall time for `threads` threads to make `n` calls each, from a common start.
-fn run_threads(d: &Dispatcher, call: &ToolUse, threads: usize, n: u64) -> ThreadRun {
+fn run_threads(d: &Dispatcher, threads: usize, n: u64) -> ThreadRun {
     let barrier = Barrier::new(threads + 1);
     let mut start = Instant::now();
     let mut sched = Vec::new();
@@ -339,10 +350,11 @@ fn run_threads(d: &Dispatcher, call: &ToolUse, threads: usize, n: u64) -> Thread
                 let barrier = &barrier;
                 s.spawn(move || {
                     let session = d.session(context(&format!("sess_thread_{t}")));
+                    let mut ids = FreshIds::new();
                     barrier.wait();
                     let before = schedstat();
                     for _ in 0..n {
-                        keep(poll_ready(session.call(call)));
+                        keep(poll_ready(session.call(ids.next())));
                     }
                     let after = schedstat();
                     (

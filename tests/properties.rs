@@ -51,7 +51,7 @@ use support::{
 use toolgate::{
     AuditLog, BoxFuture, CallRecord, ContentBlock, Decision, Dispatcher, Env, HookContext,
     HookError, INTERNAL_ERROR_MESSAGE, Limits, Message, Outcome, PostHookDef, PreHookDef,
-    RespondError, Role, StopHookDef, TextBlock, ToolDef, ToolError, ToolResult, ToolUse,
+    Reply, RespondError, Role, StopHookDef, TextBlock, ToolDef, ToolError, ToolResult, ToolUse,
 };
 
 fn cases(default: u32) -> u32 {
@@ -309,7 +309,9 @@ fn block_spec() -> impl Strategy<Value = BlockSpec> {
         1 => Just(BlockSpec::Thinking),
         5 => (
             prop_oneof![
-                6 => Just(IdKind::Unique),
+                // Most messages keep valid ids, so most cases reach the pipeline; one bad id
+                // refuses the whole message.
+                18 => Just(IdKind::Unique),
                 2 => Just(IdKind::Duplicate),
                 1 => Just(IdKind::Empty),
                 1 => Just(IdKind::Odd)
@@ -834,6 +836,13 @@ enum Answer {
     },
     MaxTokens(usize),
     NotAssistant,
+    /// No `tool_use` block: `Reply::NothingToRun`.
+    NothingToRun,
+    /// A refused id: its block (from 1) and the error text.
+    BadId {
+        block: usize,
+        text: String,
+    },
 }
 
 /// Container nesting, as the limits count it (`{}` is 1, a scalar 0).
@@ -1220,12 +1229,44 @@ fn model(case: &Case, message: &Message) -> (Answer, Vec<Expected>, Vec<Event>) 
     if case.stop == 2 {
         return (Answer::NotAssistant, Vec::new(), Vec::new());
     }
+    if uses.is_empty() {
+        return (Answer::NothingToRun, Vec::new(), Vec::new());
+    }
     if case.stop == 1 {
         let e = uses
             .iter()
             .map(|c| Model::not_run(c, NOT_RUN_MAX_TOKENS, &l))
             .collect();
         return (Answer::MaxTokens(uses.len()), e, Vec::new());
+    }
+    // The Messages API's id rules, written from its 400 answers: non-empty, the pattern
+    // `^[a-zA-Z0-9_-]+$`, unique in the message. One bad id: nothing runs.
+    let n = uses.len();
+    let bad = uses.iter().enumerate().find_map(|(i, c)| {
+        let pattern = c
+            .id
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-');
+        if c.id.is_empty() {
+            Some((i, "is empty"))
+        } else if !pattern {
+            Some((i, "does not match the Messages API's pattern `^[a-zA-Z0-9_-]+$`"))
+        } else if uses[..i].iter().any(|e| e.id == c.id) {
+            Some((i, "repeats the id of an earlier block"))
+        } else {
+            None
+        }
+    });
+    if let Some((i, rule)) = bad {
+        let text = format!(
+            "tool_use id {} (block {} of {n}) {rule}; none of the message's {n} tool_use \
+             block(s) was run",
+            serde_json::to_string(&uses[i].id).unwrap(),
+            i + 1
+        );
+        let why = format!("Not run: {text}.");
+        let e = uses.iter().map(|c| Model::not_run(c, &why, &l)).collect();
+        return (Answer::BadId { block: i + 1, text }, e, Vec::new());
     }
     let mut out = Vec::new();
     for (i, call) in uses.iter().enumerate() {
@@ -1375,7 +1416,17 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
 
     // The answer: one tool_result per tool_use, same ids, same order, nothing else.
     let answer_msg: Option<Message> = match (&answer, got) {
-        (Answer::Ok, Ok(m)) => Some(m),
+        (Answer::Ok, Ok(Reply::Answer(m))) => Some(m),
+        (Answer::NothingToRun, Ok(Reply::NothingToRun { stop_reason })) => {
+            prop_assert_eq!(stop_reason, message.stop_reason.clone());
+            None
+        }
+        (Answer::BadId { block, text }, Err(RespondError::Id(e))) => {
+            prop_assert_eq!(e.block, *block);
+            prop_assert_eq!(&e.id, &uses[block - 1].id);
+            prop_assert_eq!(&e.to_string(), text);
+            None
+        }
         (
             Answer::Halt {
                 index,
@@ -1736,15 +1787,18 @@ proptest! {
 // ---------------------------------------------------------------------------------------------
 
 /// Finding 1 (property run): with two blocks sharing one id, `Halt::result` returned the first
-/// block's (successful) result instead of the failed block's `BLOCKED:` one.
+/// block's (successful) result instead of the failed block's `BLOCKED:` one. Since issue 12 a
+/// message that repeats an id is refused whole before anything runs (the Messages API refuses
+/// it too: "tool_use ids must be unique"), so no halt can meet a repeated id.
 #[test]
-fn regression_halt_result_is_the_failed_block_when_ids_repeat() {
+fn regression_a_message_repeating_an_id_is_refused_before_anything_runs() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&runs);
     let d = Dispatcher::builder()
-        .tool(ToolDef::sync(
-            "ping",
-            "Answers pong.",
-            |_env, _a: BetaArgs| Ok("pong".to_owned()),
-        ))
+        .tool(ToolDef::sync("ping", "Answers pong.", move |_env, _a: BetaArgs| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Ok("pong".to_owned())
+        }))
         .tool(ToolDef::sync(
             "pong",
             "Answers ping.",
@@ -1766,15 +1820,16 @@ fn regression_halt_result_is_the_failed_block_when_ids_repeat() {
         ]),
         "tool_use",
     );
-    let Err(RespondError::Halt(halt)) = toolgate::block_on(s.respond(&message)) else {
-        panic!("the broken hook halts");
+    let Err(RespondError::Id(e)) = toolgate::block_on(s.respond(&message)) else {
+        panic!("a repeated id refuses the message");
     };
-    let r = halt.result().unwrap();
-    assert!(r.is_error);
-    assert_eq!(r.content_text(), HALT_TEXT);
-    let all: Vec<_> = halt.answer().tool_results().collect();
-    assert_eq!(all[0].content_text(), "pong");
-    assert_eq!(halt.result(), Some(all[1]));
+    assert_eq!(
+        e.to_string(),
+        "tool_use id \"toolu_same\" (block 2 of 2) repeats the id of an earlier block; none of \
+         the message's 2 tool_use block(s) was run"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert_eq!(s.end().outcomes.get(&Outcome::NotRun), Some(&2));
 }
 
 /// Finding 2 (property run): a call of a known tool whose input failed normalization (an array,
@@ -1790,8 +1845,8 @@ fn regression_tools_count_every_call_of_a_known_tool() {
         .build()
         .unwrap();
     let s = d.session(HookContext::builder("u", "s").build());
-    for input in [json!([]), json!({"s": 5}), json!({})] {
-        toolgate::block_on(s.call(&ToolUse::new("toolu_1", "ping", input))).unwrap();
+    for (i, input) in [json!([]), json!({"s": 5}), json!({})].into_iter().enumerate() {
+        toolgate::block_on(s.call(&ToolUse::new(format!("toolu_{i}"), "ping", input))).unwrap();
     }
     let summary = s.end();
     assert_eq!(summary.tools.get("ping"), Some(&3));

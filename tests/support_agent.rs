@@ -72,7 +72,10 @@ fn session(specialist: Specialist, user: &str, tier: &str, now: &str) -> (Agent,
 
 /// Calls one tool; returns (outcome, is_error, content) as the observer recorded them.
 fn call(agent: &Agent, session: &Session, tool: &str, input: Value) -> (Outcome, bool, String) {
-    let use_ = ToolUse::new("toolu_test", tool, input);
+    // Each call its own id: a session answers an id once.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let use_ = ToolUse::new(format!("toolu_test_{n}"), tool, input);
     let result = toolgate::block_on(session.call(&use_)).expect("no hook failed");
     let mut lines = agent.calls.take();
     assert_eq!(lines.len(), 1, "one observer record per call");
@@ -1633,7 +1636,7 @@ fn free_tier_refunds_are_denied_with_an_alternative_and_faq_limits_at_or_under_5
         (0, false, 0),
     ] {
         let use_ = ToolUse::new(
-            "toolu_faq",
+            format!("toolu_faq_{limit}"),
             "search_faq",
             json!({"query": "refund order damaged shipping premium delivery", "limit": limit}),
         );

@@ -246,6 +246,6 @@ impl ToolCaller for Dispatcher {
         context: &'a HookContext,
         call: &'a ToolUse,
     ) -> BoxFuture<'a, Result<CallAnswer, Halt>> {
-        Box::pin(self.inner.run_call(context, None, call))
+        Box::pin(self.inner.run_call(context, None, call, None))
     }
 }

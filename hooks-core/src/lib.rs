@@ -132,6 +132,7 @@ mod builder;
 mod caller;
 mod content;
 mod context;
+mod conversation;
 mod decision;
 mod definitions;
 mod dispatcher;
@@ -139,8 +140,10 @@ mod erased;
 mod error;
 mod examples;
 mod future;
+mod ids;
 mod inner;
 mod limits;
+mod memory;
 mod name_index;
 mod normalize;
 mod outcome;
@@ -150,6 +153,7 @@ mod pipeline;
 mod pre_tool_use;
 pub mod provider;
 mod registry;
+mod reply;
 pub mod schema;
 mod session;
 mod state;
@@ -157,6 +161,7 @@ mod stats;
 mod texts;
 mod time;
 mod timer;
+mod turns;
 
 #[doc(hidden)]
 pub mod macro_support;
@@ -172,12 +177,17 @@ pub use builder::{BuildError, BuildProblem, DispatcherBuilder};
 pub use caller::{SyncCaller, ToolCaller, sync_caller};
 pub use content::{ContentBlock, Message, Role, TextBlock, ToolResult, ToolResultContent, ToolUse};
 pub use context::{Clock, Extensions, HookContext, HookContextBuilder};
+pub use conversation::Conversation;
 pub use decision::Decision;
 pub use definitions::{Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef};
 pub use dispatcher::Dispatcher;
-pub use error::{Halt, HookError, RespondError, ToolError};
+pub use error::{CallError, Halt, HookError, RespondError, ToolError};
 pub use future::BoxFuture;
+pub use ids::{IdError, IdRule};
 pub use limits::Limits;
+pub use memory::{
+    AnswerStore, Claim, InputDigest, MemoryAnswerStore, Remembered, StoreError, StoreFuture,
+};
 pub use outcome::{CallRecord, Outcome, SessionSummary};
 pub use output::{Content, Document, Image, ToolOutput, output_content, output_text};
 pub use pre_tool_use::PreToolUse;
@@ -185,6 +195,7 @@ pub use provider::{
     CacheControl, CacheTtl, ConvertError, DefinitionOptions, NonStrictTool, Provider, SchemaError,
     SchemaProblem, UnknownProvider,
 };
+pub use reply::Reply;
 pub use session::Session;
 pub use state::{Env, MissingState, State, StateKey};
 pub use texts::INTERNAL_ERROR_MESSAGE;

@@ -133,6 +133,12 @@ pub struct CallRecord<'a> {
     pub content_bytes: Option<usize>,
     /// Time from the start of the call to the result (observers excluded).
     pub duration: Duration,
+    /// `true` when this `tool_use` id was answered before in the session and this answer was
+    /// replayed from its memory (nothing ran: no hook, no tool), or when it is the answer to a
+    /// retry of a call cancelled after its tool started (outcome `not_run`). The call's own
+    /// record came earlier; a replay is not counted in the session summary (nor, later, in
+    /// reports).
+    pub replay: bool,
 }
 
 // Made by the pipeline only: observers read records, they never build one.
@@ -158,6 +164,7 @@ impl<'a> CallRecord<'a> {
             detail: None,
             content_bytes: None,
             duration,
+            replay: false,
         }
     }
 
@@ -208,7 +215,8 @@ pub struct SessionSummary {
     /// When it ended (context clock).
     #[serde(with = "crate::time::as_rfc3339")]
     pub ended_at: SystemTime,
-    /// `tool_use` blocks handled, every outcome included.
+    /// `tool_use` blocks handled, every outcome included; replays (see
+    /// [`CallRecord::replay`]) are not counted.
     pub calls: u64,
     /// Outcome → count.
     pub outcomes: BTreeMap<Outcome, u64>,

@@ -144,6 +144,20 @@ pub(crate) fn not_run(why: &str) -> String {
 pub(crate) const NOT_RUN_AT_MAX_TOKENS: &str =
     "the assistant message stopped at max_tokens, so this tool_use may be cut off.";
 
+/// Why every call of another API's turn cut at its output limit is not run (OpenAI
+/// `finish_reason: "length"`, Responses `status: "incomplete"`, Gemini `MAX_TOKENS`).
+pub(crate) const NOT_RUN_TRUNCATED: &str =
+    "the turn was cut at its output limit, so this call may be cut off.";
+
+/// Why a `tool_use` with an empty id is not run.
+pub(crate) const NOT_RUN_EMPTY_ID: &str =
+    "the tool_use id is empty, so no tool_result could answer it.";
+
+/// The answer to a retry of a call whose first attempt was cancelled while its tool ran.
+pub(crate) const NOT_RUN_AGAIN: &str = "Not run: this call was interrupted earlier while the \
+     tool ran, so it may or may not have taken effect, and it is not run again. Check whether \
+     it took effect before making the call again.";
+
 /// Why the blocks after a halted one are not run.
 pub(crate) const NOT_RUN_AFTER_HALT: &str = "an earlier call in this message was stopped because \
      a policy check could not be completed.";

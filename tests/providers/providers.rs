@@ -1295,16 +1295,25 @@ proven! {
 
 // ================================================================ calls in, results out
 
+/// Runs each call in a session of its own (the calls stand for several providers'
+/// conversations, and may share an id); the outcomes of all of them, counted.
 fn run(d: &Dispatcher, calls: &[ToolUse]) -> (Vec<ToolResult>, BTreeMap<Outcome, u64>) {
-    let session = d.session(context());
+    let mut outcomes = BTreeMap::new();
     let results = calls
         .iter()
-        .map(|c| match toolgate::block_on(session.call(c)) {
-            Ok(r) => r,
-            Err(halt) => panic!("halted: {halt:?}"),
+        .map(|c| {
+            let session = d.session(context());
+            let r = match toolgate::block_on(session.call(c)) {
+                Ok(r) => r,
+                Err(e) => panic!("no answer: {e:?}"),
+            };
+            for (o, n) in session.end().outcomes {
+                *outcomes.entry(o).or_insert(0) += n;
+            }
+            r
         })
         .collect();
-    (results, session.end().outcomes)
+    (results, outcomes)
 }
 
 #[test]

@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::support::{
-    HALT_TEXT, NOT_RUN_HALT, PanickingTimer, TempDir, ThreadTimer, assistant, hang, json_lines,
+    HALT_TEXT, NOT_RUN_HALT, PanickingTimer, TempDir, ThreadTimer, assistant, halt_of, hang,
+    json_lines,
     poll_once, quiet_injected_panics, tool_timeout_text, yield_once,
 };
 use schemars::JsonSchema;
@@ -165,7 +166,7 @@ fn async_hook_past_its_deadline_halts_as_hook_timeout_not_as_a_denial() {
         .unwrap();
     let s = d.session(ctx());
 
-    let halt = toolgate::block_on(s.call(&use_of("toolu_1", "quick"))).unwrap_err();
+    let halt = halt_of(toolgate::block_on(s.call(&use_of("toolu_1", "quick"))));
     assert_eq!(halt.outcome, Outcome::HookTimeout);
     assert_eq!(halt.hook, "tests::slow_policy");
     assert_eq!(halt.detail, "the hook ran past its deadline of 20 ms");
@@ -233,13 +234,13 @@ fn the_dispatcher_default_hook_deadline_applies_and_a_hook_deadline_overrides_it
         .build()
         .unwrap();
     let s = d.session(ctx());
-    let halt = toolgate::block_on(s.call(&use_of("toolu_1", "quick"))).unwrap_err();
+    let halt = halt_of(toolgate::block_on(s.call(&use_of("toolu_1", "quick"))));
     assert_eq!(
         (halt.outcome, halt.hook.as_str()),
         (Outcome::HookTimeout, "tests::a_default")
     );
     assert_eq!(halt.detail, "the hook ran past its deadline of 25 ms");
-    let halt = toolgate::block_on(s.call(&use_of("toolu_2", "yielding"))).unwrap_err();
+    let halt = halt_of(toolgate::block_on(s.call(&use_of("toolu_2", "yielding"))));
     assert_eq!(
         (halt.outcome, halt.hook.as_str()),
         (Outcome::HookTimeout, "tests::b_own")
@@ -517,7 +518,7 @@ fn a_panicking_timer_fails_closed() {
         .build()
         .unwrap();
     let s = d.session(ctx());
-    let halt = toolgate::block_on(s.call(&use_of("toolu_1", "quick"))).unwrap_err();
+    let halt = halt_of(toolgate::block_on(s.call(&use_of("toolu_1", "quick"))));
     assert_eq!(halt.outcome, Outcome::HookFailed);
     assert_eq!(
         halt.detail,
@@ -573,7 +574,7 @@ fn macro_deadlines_are_enforced() {
     let r = toolgate::block_on(s.call(&call)).unwrap();
     assert_eq!(r, ToolResult::error("toolu_1", tool_timeout_text(20)));
     let call = ToolUse::new("toolu_2", "fast_lookup", json!({"order_id": "o_1"}));
-    let halt = toolgate::block_on(s.call(&call)).unwrap_err();
+    let halt = halt_of(toolgate::block_on(s.call(&call)));
     assert_eq!(halt.outcome, Outcome::HookTimeout);
     assert_eq!(halt.hook, "runtime::deadlines::with_macros::fraud_check");
     let summary = s.end();
@@ -609,9 +610,7 @@ fn tokio_timer_cuts_hooks_and_tools_on_a_tokio_runtime() {
         .build()
         .unwrap();
     let s = d.session(ctx());
-    let halt = rt
-        .block_on(s.call(&use_of("toolu_1", "quick")))
-        .unwrap_err();
+    let halt = halt_of(rt.block_on(s.call(&use_of("toolu_1", "quick"))));
     assert_eq!(halt.outcome, Outcome::HookTimeout);
     let r = rt.block_on(s.call(&use_of("toolu_2", "hung"))).unwrap();
     assert_eq!(r, ToolResult::error("toolu_2", tool_timeout_text(20)));
@@ -631,7 +630,7 @@ fn tokio_timer_outside_a_runtime_fails_closed_instead_of_panicking() {
         .build()
         .unwrap();
     let s = d.session(ctx());
-    let halt = toolgate::block_on(s.call(&use_of("toolu_1", "quick"))).unwrap_err();
+    let halt = halt_of(toolgate::block_on(s.call(&use_of("toolu_1", "quick"))));
     assert_eq!(halt.outcome, Outcome::HookFailed);
     assert_eq!(halt.result().unwrap().content_text(), HALT_TEXT);
     // The rest of the detail is tokio's own panic text, worded by tokio (not by toolgate) and

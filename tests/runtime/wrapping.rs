@@ -139,14 +139,19 @@ fn a_plain_closure_adapts_to_a_caller() {
     assert_eq!(legacy.tool_definitions()[0]["name"], "ping");
     let d = Dispatcher::builder().wrap(legacy).build().unwrap();
     let s = d.session(HookContext::builder("u_9", "sess_ping").build());
-    let run = |input| toolgate::block_on(s.call(&ToolUse::new("t", "ping", input))).unwrap();
+    let n = std::cell::Cell::new(0);
+    let run = |input| {
+        n.set(n.get() + 1);
+        let call = ToolUse::new(format!("t{}", n.get()), "ping", input);
+        toolgate::block_on(s.call(&call)).unwrap()
+    };
     assert_eq!(
         run(json!({"times": 2})),
-        ToolResult::text("t", "pong pong for u_9")
+        ToolResult::text("t1", "pong pong for u_9")
     );
     assert_eq!(
         run(json!({"times": 9})),
-        ToolResult::error("t", "at most 3 pongs.")
+        ToolResult::error("t2", "at most 3 pongs.")
     );
     assert_eq!(
         run(json!({})).content_text(),

@@ -170,6 +170,22 @@ fn zero_duration(line: &str) -> String {
     }
 }
 
+/// The `Halt` a call must end in (a test fails on any other answer).
+pub(crate) fn halt_of(r: Result<toolgate::ToolResult, toolgate::CallError>) -> toolgate::Halt {
+    match r {
+        Err(toolgate::CallError::Halt(h)) => h,
+        other => panic!("expected a halt, got {other:?}"),
+    }
+}
+
+/// The user message of a `Reply::Answer` (a test fails on any other reply).
+pub(crate) fn answer_of(r: toolgate::Reply) -> toolgate::Message {
+    match r {
+        toolgate::Reply::Answer(m) => m,
+        other => panic!("expected an answer, got {other:?}"),
+    }
+}
+
 /// An assistant message with these content blocks and this `stop_reason`.
 pub(crate) fn assistant(blocks: Value, stop_reason: &str) -> toolgate::Message {
     serde_json::from_value(serde_json::json!({

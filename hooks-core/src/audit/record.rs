@@ -38,6 +38,7 @@ use crate::outcome::{CallRecord, Outcome, SessionSummary};
 /// | `effective_input` | JSON | hooks rewrote the input: what the tool got |
 /// | `detail` | string | operator-only text: a panic message, an error chain |
 /// | `content_bytes` | integer, bytes | the content was cut: its full size |
+/// | `replay` | `true` | the session answered this `tool_use` id before and replayed that answer: nothing ran, and counts leave the line out ([`CallRecord::replay`]) |
 ///
 /// Members may be added in later versions (readers ignore members they do not know; serde's
 /// `Deserialize` here does): read lines by name, never by position.
@@ -83,6 +84,9 @@ pub struct AuditRecord {
     /// The full size in bytes of the content, when it was cut.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_bytes: Option<u64>,
+    /// `true` for a replayed answer ([`CallRecord::replay`]); absent (`false`) otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replay: bool,
 }
 
 impl AuditRecord {
@@ -108,6 +112,7 @@ impl AuditRecord {
             effective_input: call.effective_input.cloned(),
             detail: call.detail.map(str::to_owned),
             content_bytes: call.content_bytes.map(|n| n as u64),
+            replay: call.replay,
         }
     }
 }

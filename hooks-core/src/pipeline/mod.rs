@@ -31,15 +31,18 @@ use crate::texts;
 use crate::timer::{Deadline, Race, Raced};
 
 use observe::CancelGuard;
+pub(crate) use observe::Progress;
 use verdict::{Answer, HookFailure, Verdict};
 
 impl Inner {
-    /// Runs one `tool_use` through the whole pipeline.
+    /// Runs one `tool_use` through the whole pipeline; `progress`, when given, is told when the
+    /// tool starts and how the call ended.
     pub(crate) async fn run_call<'a>(
         &'a self,
         context: &'a HookContext,
         stats: Option<&'a Stats>,
         call: &'a ToolUse,
+        progress: Option<&'a Progress>,
     ) -> Result<CallAnswer, Halt> {
         let started = Instant::now();
         let env = Env::new(context, &self.states);
@@ -49,6 +52,7 @@ impl Inner {
         let found = self.find(&call.name);
         let input = recorded.input(call);
         let mut guard = CancelGuard::new(self, env, stats, call, input, found, started);
+        guard.progress = progress;
         let mut rewrites = Rewrites::default();
 
         let verdict: Verdict<'_> = 'verdict: {
@@ -74,7 +78,7 @@ impl Inner {
                 Err(verdict) => break 'verdict verdict,
             };
             // 5. The tool.
-            guard.stage = "while the tool ran";
+            guard.tool_starts();
             let view = rewrites.call.as_deref().unwrap_or(current);
             match self.start_tool(tool, env, view, args) {
                 Started::Done(verdict) => verdict,
@@ -304,6 +308,34 @@ impl Inner {
         self.observe(env, stats, &record, &mut guard).await;
         guard.finish(Outcome::NotRun);
         result
+    }
+
+    /// Answers a block again from the session's memory (`replay`): nothing runs, observers see
+    /// the remembered `outcome` and `result` with `replay: true`, and the session's counts do
+    /// not change. `detail` says why, for the operator.
+    pub(crate) async fn replay(
+        &self,
+        context: &HookContext,
+        stats: Option<&Stats>,
+        call: &ToolUse,
+        outcome: Outcome,
+        result: &ToolResult,
+        detail: &str,
+    ) {
+        let started = Instant::now();
+        let env = Env::new(context, &self.states);
+        let tool = self.find(&call.name);
+        let recorded = Recorded::new(call, &self.limits);
+        let input = recorded.input(call);
+        let mut guard = CancelGuard::new(self, env, stats, call, input, tool, started);
+        guard.replay = true;
+        let record = CallRecord {
+            detail: Some(detail),
+            replay: true,
+            ..CallRecord::new(call, input, outcome, Some(result), started.elapsed())
+        };
+        self.observe(env, stats, &record, &mut guard).await;
+        guard.finish(outcome);
     }
 }
 

@@ -18,12 +18,21 @@
 //! cannot express (a recursive type, a map, a tuple, a non-string `enum`, …) is refused, by
 //! name: one bad declaration fails the whole request.
 //!
-//! Calls and results: [`tool_use`] and [`function_response`].
+//! Calls and results: [`tool_use`] and [`function_response`]. A host answering a whole
+//! candidate uses [`Session::respond_gemini_candidate`](crate::Session::respond_gemini_candidate):
+//! it runs nothing when `finishReason` is `MAX_TOKENS` (the bare converters carry no finish
+//! reason). Ids: Gemini's `id` is optional; a call without one keeps working, with the id
+//! `gemini-{turn}-{i}` (the host's turn number, the call's position among the candidate's
+//! calls from 0), so the same candidate retried gets the same ids and is answered from the
+//! session's memory; ids must be unique in the candidate.
 
 use serde_json::{Map, Value, json};
 
 use super::subset::{ALL_OF, at, inexpressible, is_a_map, join, relocate};
-use super::{ConvertError, Definition, Target, ToolSource, object, readable_text, string_field};
+use super::{
+    ConvertError, Definition, Target, ToolSource, Turn, object, optional_string, readable_text,
+    string_field, the_one,
+};
 use crate::content::{ToolResult, ToolUse, kind_of};
 use crate::schema::walk::split_null_branches;
 
@@ -286,6 +295,44 @@ pub fn tool_use(part: &Value, fallback_id: impl Into<String>) -> Result<ToolUse,
     };
     let input = obj.get("args").cloned().unwrap_or(Value::Null);
     Ok(ToolUse::new(id, name, input))
+}
+
+/// A whole candidate (or a `GenerateContentResponse` with one candidate), for
+/// [`Session::respond_gemini_candidate`](crate::Session::respond_gemini_candidate): the
+/// `functionCall` parts of `content.parts`, in order, a call without an id getting
+/// `gemini-{turn}-{i}` (`i`: its position among the candidate's calls, from 0); its
+/// `finishReason`, and whether that is `MAX_TOKENS`.
+pub(crate) fn candidate_turn(candidate: &Value, turn: usize) -> Result<Turn<'_>, ConvertError> {
+    const CANDIDATE: &str = "a Gemini candidate";
+    let obj = object(the_one(candidate, "candidates", CANDIDATE)?, CANDIDATE)?;
+    let parts: &[Value] = match obj.get("content").and_then(|c| c.get("parts")) {
+        None | Some(Value::Null) => &[],
+        Some(Value::Array(parts)) => parts,
+        Some(other) => {
+            return Err(ConvertError::new(
+                CANDIDATE,
+                format!("`content.parts` must be an array, found {}", kind_of(other)),
+            ));
+        }
+    };
+    let items: Vec<&Value> = parts
+        .iter()
+        .filter(|p| p.get("functionCall").is_some())
+        .collect();
+    let uses = items
+        .iter()
+        .enumerate()
+        .map(|(i, p)| tool_use(p, format!("gemini-{turn}-{i}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let stop_reason = optional_string(obj, "finishReason", CANDIDATE)?;
+    let truncated = (stop_reason.as_deref() == Some("MAX_TOKENS"))
+        .then(|| "finishReason: \"MAX_TOKENS\"".to_owned());
+    Ok(Turn {
+        uses,
+        items,
+        stop_reason,
+        truncated,
+    })
 }
 
 /// The `functionResponse` part that answers `function_call` (the part or `FunctionCall`

@@ -131,7 +131,7 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value};
 
-use crate::content::{ToolResult, ToolResultContent, kind_of};
+use crate::content::{ToolResult, ToolResultContent, ToolUse, kind_of};
 use crate::output::Media;
 use crate::texts;
 
@@ -358,6 +358,58 @@ fn object<'a>(v: &'a Value, what: &'static str) -> Result<&'a Map<String, Value>
     })
 }
 
+/// One whole turn of another API, read for a session's entry point
+/// ([`Session::respond_openai_choice`](crate::Session::respond_openai_choice), …): its calls,
+/// why it stopped, and whether it was cut at its output limit.
+pub(crate) struct Turn<'a> {
+    /// The calls, in order.
+    pub(crate) uses: Vec<ToolUse>,
+    /// The call items as the API sent them, in the same order (Gemini's answer echoes them).
+    pub(crate) items: Vec<&'a Value>,
+    /// The API's stop reason, as given.
+    pub(crate) stop_reason: Option<String>,
+    /// What says the turn was cut at its output limit (`finish_reason: "length"`, …).
+    pub(crate) truncated: Option<String>,
+}
+
+/// The one element of `obj[key]` when the value is a whole API response (`choices`,
+/// `candidates`), or the value itself.
+fn the_one<'a>(v: &'a Value, key: &str, what: &'static str) -> Result<&'a Value, ConvertError> {
+    match v.get(key) {
+        None => Ok(v),
+        Some(Value::Array(items)) if items.len() == 1 => Ok(&items[0]),
+        Some(Value::Array(items)) => Err(ConvertError::new(
+            what,
+            format!(
+                "`{key}` has {} entries; pass the one to answer, not the whole response",
+                items.len()
+            ),
+        )),
+        Some(other) => Err(ConvertError::new(
+            what,
+            format!("`{key}` must be an array, found {}", kind_of(other)),
+        )),
+    }
+}
+
+/// A string field that may be absent or `null`.
+fn optional_string(
+    obj: &Map<String, Value>,
+    key: &str,
+    what: &'static str,
+) -> Result<Option<String>, ConvertError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(ConvertError::new(
+            what,
+            format!("`{key}` must be a string, found {}", kind_of(other)),
+        )),
+    }
+}
+
+/// The text of a result for an API with no error flag: a failure that does not already say so
+/// (`Error:`, `BLOCKED:`, `Not run:`) gets `Error: ` in front.
 /// The text of a result for an API whose tool results are text: a string as is; blocks' texts
 /// (a plain-text document's too) joined with `\n`, with a note in the place of each block the
 /// text cannot carry (an image, a PDF, …; see the module docs).

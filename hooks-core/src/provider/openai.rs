@@ -47,7 +47,12 @@
 //! a request's strict tools together.
 //!
 //! Calls and results: [`tool_use`], [`tool_uses`] and [`tool_message`]. Chat Completions has no
-//! `is_error` field, so a failed result says so in its text.
+//! `is_error` field, so a failed result says so in its text. A host answering a whole choice
+//! uses [`Session::respond_openai_choice`](crate::Session::respond_openai_choice) instead: it
+//! runs nothing when `finish_reason` is `"length"` (the bare converters carry no finish
+//! reason, so they cannot tell). Ids: a `tool_call` id must be non-empty and unique in its
+//! message (OpenAI documents no pattern for `call_…` ids; each `role: "tool"` message names
+//! its call by id).
 
 use serde_json::{Map, Value, json};
 
@@ -55,7 +60,8 @@ use super::subset::{
     ALL_OF, at, inexpressible, is_object_schema, keys_to_move, open_object, relocate, walk_children,
 };
 use super::{
-    ConvertError, Definition, Target, ToolSource, object, string_field, text_saying_failure,
+    ConvertError, Definition, Target, ToolSource, Turn, object, optional_string, string_field,
+    the_one, text_saying_failure,
 };
 use crate::content::{ToolResult, ToolUse, kind_of};
 use crate::schema::anthropic_input_schema;
@@ -392,6 +398,27 @@ pub fn tool_uses(message: &Value) -> Result<Vec<ToolUse>, ConvertError> {
             format!("`tool_calls` must be an array, found {}", kind_of(other)),
         )),
     }
+}
+
+/// A whole choice (or a chat completion with one choice), for
+/// [`Session::respond_openai_choice`](crate::Session::respond_openai_choice): its calls, its
+/// `finish_reason`, and whether that is `"length"` (the output limit cut the message, so a
+/// call's `arguments` may be cut off).
+pub(crate) fn choice_turn(choice: &Value) -> Result<Turn<'_>, ConvertError> {
+    const CHOICE: &str = "an OpenAI chat completion choice";
+    let obj = object(the_one(choice, "choices", CHOICE)?, CHOICE)?;
+    let message = obj
+        .get("message")
+        .ok_or_else(|| ConvertError::new(CHOICE, "`message` is missing"))?;
+    let stop_reason = optional_string(obj, "finish_reason", CHOICE)?;
+    let truncated = (stop_reason.as_deref() == Some("length"))
+        .then(|| "finish_reason: \"length\"".to_owned());
+    Ok(Turn {
+        uses: tool_uses(message)?,
+        items: Vec::new(),
+        stop_reason,
+        truncated,
+    })
 }
 
 /// A result as the `role: "tool"` message that answers its call: `{"role": "tool",

@@ -12,6 +12,11 @@
 //! answer names; the item's own `id` (`fc_…`) is not used. No error field exists: a failed
 //! result says so in its text.
 //!
+//! A host answering a whole response uses
+//! [`Session::respond_openai_response`](crate::Session::respond_openai_response): it runs
+//! nothing when the response or a `function_call` item has `status: "incomplete"`. Ids: a
+//! `call_id` must be non-empty and unique in its response.
+//!
 //! This file uses [`openai`](super::openai)'s strict transform: both are OpenAI's, with one
 //! schema subset. It is the one import between provider files.
 
@@ -19,7 +24,8 @@ use serde_json::{Map, Value, json};
 
 use super::openai::function;
 use super::{
-    ConvertError, Definition, Target, ToolSource, object, string_field, text_saying_failure,
+    ConvertError, Definition, Target, ToolSource, Turn, object, optional_string, string_field,
+    text_saying_failure,
 };
 use crate::content::{ToolResult, ToolResultContent, ToolUse, kind_of};
 use crate::output::{Media, Source};
@@ -114,6 +120,55 @@ pub fn tool_uses(response_or_output: &Value) -> Result<Vec<ToolUse>, ConvertErro
         .filter(|i| i.get("type").and_then(Value::as_str) == Some("function_call"))
         .map(tool_use)
         .collect()
+}
+
+/// A whole Response, for
+/// [`Session::respond_openai_response`](crate::Session::respond_openai_response): its
+/// `function_call` items, its `status`, and whether it was cut (`status: "incomplete"` on the
+/// response, or on a `function_call` item).
+pub(crate) fn response_turn(response: &Value) -> Result<Turn<'_>, ConvertError> {
+    const RESPONSE: &str = "an OpenAI response";
+    let obj = object(response, RESPONSE)?;
+    let Some(Value::Array(output)) = obj.get("output") else {
+        return Err(ConvertError::new(
+            RESPONSE,
+            "`output` is missing or not an array",
+        ));
+    };
+    let items: Vec<&Value> = output
+        .iter()
+        .filter(|i| i.get("type").and_then(Value::as_str) == Some("function_call"))
+        .collect();
+    let uses = items
+        .iter()
+        .map(|i| tool_use(i))
+        .collect::<Result<Vec<_>, _>>()?;
+    let stop_reason = optional_string(obj, "status", RESPONSE)?;
+    let incomplete = |v: &Value| v.get("status").and_then(Value::as_str) == Some("incomplete");
+    let truncated = if stop_reason.as_deref() == Some("incomplete") {
+        let why = obj
+            .get("incomplete_details")
+            .and_then(|d| d.get("reason"))
+            .and_then(Value::as_str);
+        Some(match why {
+            Some(reason) => format!(
+                "status: \"incomplete\", incomplete_details.reason: {}",
+                Value::from(reason)
+            ),
+            None => "status: \"incomplete\"".to_owned(),
+        })
+    } else {
+        items
+            .iter()
+            .position(|i| incomplete(i))
+            .map(|n| format!("function_call item {} has status: \"incomplete\"", n + 1))
+    };
+    Ok(Turn {
+        uses,
+        items,
+        stop_reason,
+        truncated,
+    })
 }
 
 /// A result as the input item that answers its call: `{"type": "function_call_output",
