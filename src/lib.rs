@@ -87,7 +87,7 @@
 //! | `invalid_input` | no | true | a message naming the field path and what was expected |
 //! | `unknown_tool` | no | true | a message naming the tool and the available tools |
 //! | `hook_failed`, `hook_timeout` | no | true, in the `Halt`'s answer | `BLOCKED: ` |
-//! | `not_run` | no | true, where an answer is given | a message saying why |
+//! | `not_run` | no | true, where an answer is given | a message saying why (`Not run: …`) |
 //! | `cancelled` | maybe | no answer (the host dropped the call) | – |
 //!
 //! Failing closed needs `panic = "unwind"` (the default profile setting): panics in hooks and
@@ -336,7 +336,8 @@
 //! (Anthropic, Anthropic strict, OpenAI Chat Completions and Responses, Gemini
 //! `functionDeclarations`, MCP `tools/list`), and [`provider`] converts each API's tool calls
 //! into [`ToolUse`] blocks and [`ToolResult`]s back into its result format, so the same hooks
-//! and outcomes apply whatever the model's API. A strict target emits a tool it cannot express
+//! and outcomes apply whatever the model's API (a whole turn is best answered through the
+//! session's entry points, which also read its finish reason: see the next section). A strict target emits a tool it cannot express
 //! strictly as non-strict and [`Dispatcher::non_strict_tools`] says which and why; Gemini
 //! refuses what its schema subset cannot express, naming the tools.
 //!
@@ -419,6 +420,33 @@
 //! );
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Conversations: replies, ids and retries
+//!
+//! [`Session::respond`] answers a whole assistant message and returns a [`Reply`]:
+//! [`Reply::Answer`] with the user message to send next (one `tool_result` per `tool_use`, in
+//! order), or [`Reply::NothingToRun`] with the message's `stop_reason` when it has no
+//! `tool_use` (`end_turn`, `stop_sequence`, `refusal`, `pause_turn`): the API refuses an empty
+//! user message, so none is made. [`Conversation`] keeps the next request's `messages`; its
+//! `push_response` keeps an API response's `role` and `content` only ([`Message::request_turn`]),
+//! since the API refuses `id`, `model`, `usage`, … in a request.
+//!
+//! - **Ids** ([`IdRule`]): `respond` runs a message only when every `tool_use` id matches the
+//!   Messages API's `^[a-zA-Z0-9_-]+$` and is unique in it; otherwise nothing runs, every block
+//!   is audited as `not_run`, and [`RespondError::Id`] names the id and the rule. [`Session::call`]
+//!   serves every API (MCP request ids, OpenAI call ids), so it refuses only an empty id.
+//! - **Retries**: a session remembers every id it answered, with a SHA-256 of its input, in an
+//!   [`AnswerStore`] (in memory by default, bounded: [`MemoryAnswerStore`]; a host's database
+//!   through [`Dispatcher::session_with_store`]). An id seen again with the same input is
+//!   answered from memory without running hooks or the tool (its audit line says
+//!   `"replay": true`; counts leave it out); while the first attempt still runs it is refused
+//!   as in progress ([`CallError::InProgress`]: wait, then retry); with another input it is
+//!   refused ([`CallError::IdReused`]); a call cancelled after its tool started is answered
+//!   "not run again". A block that halted or was `not_run` was not answered: a retry runs it.
+//! - **Other APIs**: [`Session::respond_openai_choice`], [`Session::respond_openai_response`]
+//!   and [`Session::respond_gemini_candidate`] take the whole choice, response or candidate, so
+//!   a turn cut at its output limit (`finish_reason: "length"`, `status: "incomplete"`,
+//!   `MAX_TOKENS`) runs nothing, as `max_tokens` does for `respond`.
 //!
 //! # Bounds, deadlines and cancellation
 //!

@@ -61,6 +61,15 @@
 //! - **Nested dispatchers keep the truth**: a [`ToolCaller`] answers a [`CallAnswer`], so a
 //!   denial inside a wrapped dispatcher is `blocked`, with the inner hook's path, on the outer
 //!   audit line too.
+
+//! A [`Session`] answers a whole assistant message with [`Session::respond`], which returns a
+//! [`Reply`]: the user message to send next, or [`Reply::NothingToRun`] for a message without
+//! `tool_use` (never an empty user message). It runs only ids the Messages API accepts
+//! ([`IdError`]), and it remembers every id it answered ([`AnswerStore`]), so a host that
+//! retries a message runs nothing twice. [`Conversation`] keeps the next request's `messages`
+//! with each assistant turn reduced to `role` and `content`; the other APIs' whole turns go
+//! through [`Session::respond_openai_choice`], [`Session::respond_openai_response`] and
+//! [`Session::respond_gemini_candidate`], which run nothing from a turn cut at its output limit.
 //!
 //! # Where things live
 //!
@@ -70,7 +79,8 @@
 //!
 //! | file | what it holds |
 //! |---|---|
-//! | `content.rs` | `tool_use`, `tool_result`, messages: the Messages API wire shapes |
+//! | `content.rs` | `tool_use`, `tool_result`, messages: the Messages API wire shapes; [`Message::request_turn`] |
+//! | `conversation.rs` | [`Conversation`]: the next request's `messages`, assistant turns as a request may hold them |
 //! | `context.rs` | the trusted [`HookContext`], its [`Clock`] and typed [`Extensions`] |
 //! | `state.rs` | application [`State`] and the [`Env`] a tool or hook is called with |
 //! | `decision.rs` | [`Decision`], what a PreToolUse hook answers |
@@ -84,6 +94,7 @@
 //! | `inner.rs` | `Inner`: what `build()` makes and every session shares (tools with their chains and observers, hooks, settings) |
 //! | `dispatcher.rs` | [`Dispatcher`]: the public face of `Inner` (definitions per provider, paths, schemas, chains) |
 //! | `name_index.rs` | finding a tool by the name the model sent |
+//! | `ids.rs` | which `tool_use` ids run: each API's rules ([`IdRule`]), checked on a whole message ([`IdError`]) |
 //! | `normalize.rs` | DESIGN step 1: the input normalized and held to the input [`Limits`] |
 //! | `limits.rs` | [`Limits`]; a result cut to its bound |
 //! | `schema/mod.rs` | canonical schemas |
@@ -100,8 +111,11 @@
 //! | `timer.rs` | deadlines: [`Timer`], the default timer (`futures-timer`), `TokioTimer`, a future raced against its deadline |
 //! | `texts.rs` | every text toolgate writes for the model ([`INTERNAL_ERROR_MESSAGE`] among them) |
 //! | `outcome.rs` | what observers see: [`Outcome`], [`CallRecord`], [`SessionSummary`] |
-//! | `error.rs` | [`ToolError`] (what the model reads, what the operator logs), [`HookError`], [`Halt`], [`RespondError`] |
-//! | `session.rs` | [`Session`]: `call`, `respond`, the Stop hooks and the summary |
+//! | `error.rs` | [`ToolError`] (what the model reads, what the operator logs), [`HookError`], [`Halt`], [`CallError`], [`RespondError`] |
+//! | `memory.rs` | a session's memory of answered ids: [`AnswerStore`], [`MemoryAnswerStore`], [`InputDigest`] |
+//! | `reply.rs` | [`Reply`]: an answer, or nothing to run |
+//! | `session.rs` | [`Session`]: `call`, `respond` (ids checked, answers remembered), the Stop hooks and the summary |
+//! | `turns.rs` | the other APIs' whole turns through a session, truncation guarded: `respond_openai_choice`, `respond_openai_response`, `respond_gemini_candidate` |
 //! | `stats.rs` | a session's counters; the observer channel (`tracing` and `observer_errors`) |
 //! | `audit/mod.rs` | [`AuditLog`], [`AuditLogBuilder`]: the built-in observer and Stop hook, records handed to every sink |
 //! | `audit/record.rs` | [`AuditRecord`], [`SummaryRecord`]: what every sink receives; a JSONL line is one's JSON |
