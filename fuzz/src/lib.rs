@@ -4,7 +4,7 @@
 //!   with the fixtures' tools, hooks that deny, rewrite (once, to the same input, or in a loop),
 //!   error, panic or wait past the default deadline (chosen by words in the input), an audit log
 //!   and observers → the answer's invariants, among them that a tool runs only with the input
-//!   every hook of its chain saw last.
+//!   every hook of its chain saw last; then the same message again, which must run nothing twice.
 //! - [`validate`]: bytes → a `tool_use` input (the bytes as JSON, and the bytes as a string) →
 //!   normalization, bounds and validation against tools with rich argument types.
 //!
@@ -22,9 +22,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    AuditLog, BoxFuture, ContentBlock, Decision, Dispatcher, Env, HookContext, HookError, Message,
-    Outcome, PostHookDef, PreHookDef, RespondError, Role, StopHookDef, Timer, ToolDef, ToolError,
-    ToolResult, ToolUse,
+    AuditLog, BoxFuture, ContentBlock, Decision, Dispatcher, Env, HookContext, HookError, IdRule,
+    Message, Outcome, PostHookDef, PreHookDef, Reply, RespondError, Role, StopHookDef, Timer,
+    ToolDef, ToolError, ToolResult, ToolUse,
 };
 
 /// Every panic a harness injects on purpose starts with this text.
@@ -79,7 +79,8 @@ thread_local! {
     /// The main argument each PreToolUse hook saw last (`fuzz::a_policy`, `fuzz::b_slow_check`).
     static LAST_SEEN: RefCell<[Option<String>; 2]> = const { RefCell::new([None, None]) };
     static STOPS: Cell<usize> = const { Cell::new(0) };
-    static RECORDS: RefCell<Vec<(String, Outcome, Option<ToolResult>)>> =
+    /// What the recording observer saw: id, outcome, result, replay.
+    static RECORDS: RefCell<Vec<(String, Outcome, Option<ToolResult>, bool)>> =
         const { RefCell::new(Vec::new()) };
 }
 
@@ -282,7 +283,7 @@ static RESPOND: LazyLock<Dispatcher> = LazyLock::new(|| {
         .post_hook(PostHookDef::sync("fuzz::b_record", |_env, r| {
             RECORDS.with(|v| {
                 v.borrow_mut()
-                    .push((r.call.id.clone(), r.outcome, r.result.cloned()))
+                    .push((r.call.id.clone(), r.outcome, r.result.cloned(), r.replay))
             });
             Ok(())
         }))
@@ -315,9 +316,107 @@ pub fn respond(data: &[u8]) {
     STOPS.with(|s| s.set(0));
     RECORDS.with(|r| r.borrow_mut().clear());
     let session = RESPOND.session(HookContext::builder("u_fuzz", "sess_fuzz").build());
-    let got = toolgate::block_on(session.respond(&message));
+    let first = attempt(&session, &message, &uses);
+    let records = RECORDS.with(|r| r.borrow_mut().split_off(0));
+    assert!(records.iter().all(|r| !r.3), "nothing is a replay on a first attempt");
+    let ran = RUNS.with(Cell::get);
+    assert_eq!(ran, reached_a_tool(&records), "side effects only for calls that reached a tool");
+
+    // The host retries the same message: what was answered is replayed, nothing runs twice.
+    let second = attempt(&session, &message, &uses);
+    let again = RECORDS.with(|r| r.borrow_mut().split_off(0));
+    let answered: Vec<&str> = records
+        .iter()
+        .filter(|r| answers(r.1))
+        .map(|r| r.0.as_str())
+        .collect();
+    for rec in &again {
+        if answered.contains(&rec.0.as_str()) {
+            assert!(rec.3, "an answered id is replayed, not run again");
+        }
+    }
+    if let (Attempt::Answered(a), Attempt::Answered(b)) = (&first, &second) {
+        assert_eq!(a, b, "a retry gets the same answer");
+        assert!(again.iter().all(|r| r.3), "a retry of an answered message is all replays");
+    }
+    let replays = again.iter().filter(|r| r.3).count();
+    let new_runs = RUNS.with(Cell::get) - ran;
+    assert_eq!(new_runs, reached_a_tool(&again), "a replay runs no tool");
+
+    let summary = session.end();
+    assert_eq!(
+        summary.calls,
+        (records.len() + again.len() - replays) as u64,
+        "counts leave replays out"
+    );
+    drop(session);
+    assert_eq!(STOPS.with(Cell::get), 1, "Stop exactly once");
+}
+
+/// What one `respond` gave.
+#[derive(Debug, PartialEq)]
+enum Attempt {
+    Answered(Message),
+    Other,
+}
+
+/// Whether an outcome is an answer the session remembers.
+fn answers(o: Outcome) -> bool {
+    !matches!(
+        o,
+        Outcome::HookFailed | Outcome::HookTimeout | Outcome::NotRun | Outcome::Cancelled
+    )
+}
+
+/// The non-replayed records whose call reached a tool.
+fn reached_a_tool(records: &[(String, Outcome, Option<ToolResult>, bool)]) -> usize {
+    records
+        .iter()
+        .filter(|r| {
+            !r.3 && matches!(
+                r.1,
+                Outcome::Ok | Outcome::ToolError | Outcome::Panicked | Outcome::ToolTimeout
+            )
+        })
+        .count()
+}
+
+/// The Messages API's id rules, written apart from toolgate's: the first bad block (from 1).
+fn bad_id(uses: &[&ToolUse]) -> Option<(usize, IdRule)> {
+    uses.iter().enumerate().find_map(|(i, u)| {
+        let rule = if u.id.is_empty() {
+            IdRule::Empty
+        } else if !u
+            .id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            IdRule::Pattern
+        } else if uses[..i].iter().any(|e| e.id == u.id) {
+            IdRule::Repeated
+        } else {
+            return None;
+        };
+        Some((i + 1, rule))
+    })
+}
+
+/// One `respond`, checked: one `tool_result` per `tool_use` (or a refusal that ran nothing).
+fn attempt(session: &toolgate::Session, message: &Message, uses: &[&ToolUse]) -> Attempt {
+    let runs_before = RUNS.with(Cell::get);
+    let seen_before = RECORDS.with(|r| r.borrow().len());
+    let got = toolgate::block_on(session.respond(message));
+    let records: Vec<_> = RECORDS.with(|r| r.borrow()[seen_before..].to_vec());
+    let mut ran_nothing = false;
     let answer = match got {
-        Ok(m) => Some(m),
+        Ok(Reply::Answer(m)) => Some(m),
+        Ok(Reply::NothingToRun { stop_reason }) => {
+            assert!(uses.is_empty(), "NothingToRun only without tool_use");
+            assert_eq!(stop_reason, message.stop_reason);
+            ran_nothing = true;
+            None
+        }
+        Ok(other) => panic!("unexpected reply {other:?}"),
         Err(RespondError::Halt(h)) => {
             match h.outcome {
                 Outcome::HookTimeout => {
@@ -338,21 +437,34 @@ pub fn respond(data: &[u8]) {
         Err(RespondError::MaxTokens { tool_uses }) => {
             assert_eq!(message.stop_reason.as_deref(), Some("max_tokens"));
             assert_eq!(tool_uses, uses.len());
+            assert!(records.iter().all(|r| r.1 == Outcome::NotRun));
+            ran_nothing = true;
+            None
+        }
+        Err(RespondError::Id(e)) => {
+            assert_eq!(bad_id(uses), Some((e.block, e.rule)), "{e}");
+            assert!(records.iter().all(|r| r.1 == Outcome::NotRun));
+            ran_nothing = true;
             None
         }
         Err(RespondError::NotAssistant) => {
             assert_eq!(message.role, Role::User);
+            ran_nothing = true;
             None
         }
         Err(other) => panic!("unexpected error {other}"),
     };
-    let records = RECORDS.with(|r| r.borrow_mut().split_off(0));
-    if message.role == Role::User {
+    if ran_nothing {
+        assert_eq!(RUNS.with(Cell::get), runs_before, "a refused message runs nothing");
+    } else {
+        assert_eq!(bad_id(uses), None, "a message with a bad id ran");
+    }
+    if message.role == Role::User || uses.is_empty() {
         assert!(records.is_empty());
     } else {
         assert_eq!(records.len(), uses.len(), "one record per tool_use");
     }
-    for (rec, call) in records.iter().zip(&uses) {
+    for (rec, call) in records.iter().zip(uses) {
         assert_eq!(rec.0, call.id);
         if rec.1 == Outcome::ToolTimeout {
             let text = rec.2.as_ref().expect("a result").content_text();
@@ -362,35 +474,24 @@ pub fn respond(data: &[u8]) {
             );
         }
     }
-    if let Some(answer) = &answer {
-        assert_eq!(answer.role, Role::User);
-        assert_eq!(answer.content.len(), uses.len(), "one tool_result per tool_use");
-        for ((block, call), rec) in answer.content.iter().zip(&uses).zip(&records) {
-            let ContentBlock::ToolResult(r) = block else {
-                panic!("only tool_result blocks in the answer");
-            };
-            assert_eq!(r.tool_use_id, call.id, "ids in order");
-            assert!(r.content_text().len() <= MAX_RESULT, "a result over the limit");
-            assert_eq!(rec.2.as_ref(), Some(r), "observers saw the result the host got");
-        }
-        let text = serde_json::to_string(answer).expect("the answer serializes");
-        let back: Message = serde_json::from_str(&text).expect("the answer parses");
-        assert_eq!(back.content.len(), uses.len());
+    let Some(answer) = answer else {
+        return Attempt::Other;
+    };
+    assert_eq!(answer.role, Role::User);
+    assert_eq!(answer.content.len(), uses.len(), "one tool_result per tool_use");
+    assert!(!answer.content.is_empty(), "never an empty user message");
+    for ((block, call), rec) in answer.content.iter().zip(uses).zip(&records) {
+        let ContentBlock::ToolResult(r) = block else {
+            panic!("only tool_result blocks in the answer");
+        };
+        assert_eq!(r.tool_use_id, call.id, "ids in order");
+        assert!(r.content_text().len() <= MAX_RESULT, "a result over the limit");
+        assert_eq!(rec.2.as_ref(), Some(r), "observers saw the result the host got");
     }
-    let ran = records
-        .iter()
-        .filter(|r| {
-            matches!(
-                r.1,
-                Outcome::Ok | Outcome::ToolError | Outcome::Panicked | Outcome::ToolTimeout
-            )
-        })
-        .count();
-    assert_eq!(RUNS.with(Cell::get), ran, "side effects only for calls that reached a tool");
-    let summary = session.end();
-    assert_eq!(summary.calls, records.len() as u64);
-    drop(session);
-    assert_eq!(STOPS.with(Cell::get), 1, "Stop exactly once");
+    let text = serde_json::to_string(&answer).expect("the answer serializes");
+    let back: Message = serde_json::from_str(&text).expect("the answer parses");
+    assert_eq!(back.content.len(), uses.len());
+    Attempt::Answered(answer)
 }
 
 // ---- validate ----
@@ -495,10 +596,11 @@ pub fn validate(data: &[u8]) {
         inputs.push(v.clone());
     }
     let session = VALIDATE.session(HookContext::builder("u_fuzz", "sess_fuzz").build());
-    for input in inputs {
+    for (i, input) in inputs.into_iter().enumerate() {
         for tool in ["rich", "flat", "open"] {
             let before = RUNS.with(Cell::get);
-            let call = ToolUse::new("toolu_fuzz", tool, input.clone());
+            // Each call its own id: a session answers an id once.
+            let call = ToolUse::new(format!("toolu_fuzz_{i}_{tool}"), tool, input.clone());
             let r = toolgate::block_on(session.call(&call)).expect("no hooks, no halt");
             let ran = RUNS.with(Cell::get) - before;
             let text = r.content_text();
