@@ -10,8 +10,11 @@
 //! or hang past a deadline; a sync tool and an async tool that succeed, return over-long text,
 //! fail, fail internally, panic, yield or hang; observers and a Stop hook that fail or panic.
 //!
-//! Checked for every case: no panic escapes; every `tool_use` gets exactly one `tool_result` with
-//! its id, in order, `tool_result` blocks only (in the `Halt`'s answer when the agent halts);
+//! Checked for every case: no panic escapes; a message with an id the Messages API refuses
+//! (empty, off its pattern, repeated) runs nothing and names the first such block; a message
+//! without `tool_use` gets `Reply::NothingToRun`; otherwise every `tool_use` gets exactly one
+//! `tool_result` with its id, in order, `tool_result` blocks only (in the `Halt`'s answer when
+//! the agent halts);
 //! each result is the model's (outcome, `is_error`, content); a call whose PreToolUse chain
 //! denied, errored, panicked or timed out had no side effect (the tools' journal holds exactly
 //! the calls that reached them, with their effective input); hooks saw the inputs the chain

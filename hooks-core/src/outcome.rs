@@ -49,7 +49,9 @@ pub enum Outcome {
     HookFailed,
     /// A PreToolUse hook ran past its deadline: the agent halts.
     HookTimeout,
-    /// The block was not run (an earlier block halted, or the message hit `max_tokens`).
+    /// The block was not run: an earlier block halted, the message hit `max_tokens` (or
+    /// another API's turn its output limit), an id of the message breaks the API's rules, or
+    /// (on a `replay` record) its first attempt was cancelled after the tool started.
     NotRun,
     /// The host dropped the call before it finished.
     Cancelled,
@@ -168,8 +170,7 @@ impl<'a> CallRecord<'a> {
         }
     }
 
-    /// A block not run (the message stopped at `max_tokens`, or an earlier block halted),
-    /// answered with `result`.
+    /// A block not run (see [`Outcome::NotRun`]), answered with `result`.
     pub(crate) fn not_run(
         call: &'a ToolUse,
         input: &'a Value,
