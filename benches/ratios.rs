@@ -26,9 +26,8 @@ use serde_json::Value;
 use toolgate::{AuditLog, Dispatcher, ToolUse};
 
 use common::{
-    EXPECTED, FreshIds, Side, TempDir, call, context, count_allocs, figure, interleave, keep, limit,
-    median,
-    median_ratio, poll_ready, result_text,
+    EXPECTED, FreshIds, Side, TempDir, call, context, count_allocs, figure, interleave, keep,
+    limit, median, median_ratio, poll_ready, result_text,
 };
 
 struct Plan {

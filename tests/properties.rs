@@ -53,8 +53,8 @@ use support::{
 };
 use toolgate::{
     AuditLog, BoxFuture, CallRecord, ContentBlock, Decision, Dispatcher, Env, HookContext,
-    HookError, INTERNAL_ERROR_MESSAGE, Limits, Message, Outcome, PostHookDef, PreHookDef,
-    Reply, RespondError, Role, StopHookDef, TextBlock, ToolDef, ToolError, ToolResult, ToolUse,
+    HookError, INTERNAL_ERROR_MESSAGE, Limits, Message, Outcome, PostHookDef, PreHookDef, Reply,
+    RespondError, Role, StopHookDef, TextBlock, ToolDef, ToolError, ToolResult, ToolUse,
 };
 
 fn cases(default: u32) -> u32 {
@@ -1246,14 +1246,16 @@ fn model(case: &Case, message: &Message) -> (Answer, Vec<Expected>, Vec<Event>) 
     // `^[a-zA-Z0-9_-]+$`, unique in the message. One bad id: nothing runs.
     let n = uses.len();
     let bad = uses.iter().enumerate().find_map(|(i, c)| {
-        let pattern = c
-            .id
-            .chars()
-            .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-');
+        let pattern =
+            c.id.chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-');
         if c.id.is_empty() {
             Some((i, "is empty"))
         } else if !pattern {
-            Some((i, "does not match the Messages API's pattern `^[a-zA-Z0-9_-]+$`"))
+            Some((
+                i,
+                "does not match the Messages API's pattern `^[a-zA-Z0-9_-]+$`",
+            ))
         } else if uses[..i].iter().any(|e| e.id == c.id) {
             Some((i, "repeats the id of an earlier block"))
         } else {
@@ -1798,10 +1800,14 @@ fn regression_a_message_repeating_an_id_is_refused_before_anything_runs() {
     let runs = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&runs);
     let d = Dispatcher::builder()
-        .tool(ToolDef::sync("ping", "Answers pong.", move |_env, _a: BetaArgs| {
-            counted.fetch_add(1, Ordering::SeqCst);
-            Ok("pong".to_owned())
-        }))
+        .tool(ToolDef::sync(
+            "ping",
+            "Answers pong.",
+            move |_env, _a: BetaArgs| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                Ok("pong".to_owned())
+            },
+        ))
         .tool(ToolDef::sync(
             "pong",
             "Answers ping.",
@@ -1848,7 +1854,10 @@ fn regression_tools_count_every_call_of_a_known_tool() {
         .build()
         .unwrap();
     let s = d.session(HookContext::builder("u", "s").build());
-    for (i, input) in [json!([]), json!({"s": 5}), json!({})].into_iter().enumerate() {
+    for (i, input) in [json!([]), json!({"s": 5}), json!({})]
+        .into_iter()
+        .enumerate()
+    {
         toolgate::block_on(s.call(&ToolUse::new(format!("toolu_{i}"), "ping", input))).unwrap();
     }
     let summary = s.end();

@@ -55,10 +55,11 @@ impl Conversation {
 
     /// Appends a user turn holding one `text` block.
     pub fn push_user_text(&mut self, text: impl Into<String>) {
-        self.messages.push(Message::user(vec![ContentBlock::Text(TextBlock {
-            text: text.into(),
-            extra: serde_json::Map::new(),
-        })]));
+        self.messages
+            .push(Message::user(vec![ContentBlock::Text(TextBlock {
+                text: text.into(),
+                extra: serde_json::Map::new(),
+            })]));
     }
 
     /// Appends an assistant response as the request's assistant turn: its `role` and `content`

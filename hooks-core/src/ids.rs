@@ -152,7 +152,10 @@ mod tests {
             "tool_use id \"toolu_a\" (block 3 of 4) repeats the id of an earlier block; none of \
              the message's 4 tool_use block(s) was run"
         );
-        assert_eq!(check(&[&a, &space], true).unwrap_err().rule, IdRule::Pattern);
+        assert_eq!(
+            check(&[&a, &space], true).unwrap_err().rule,
+            IdRule::Pattern
+        );
         assert_eq!(check(&[&a, &space], false), Ok(()));
         assert_eq!(check(&[&empty], false).unwrap_err().rule, IdRule::Empty);
         let long = ToolUse::new("x".repeat(70) + "\"", "t", json!({}));

@@ -62,21 +62,33 @@ impl InputDigest {
     ///     "e4c68ac5347457f594c087719e4a93825e3db41f6054070f1d7c4c7f6ffefd8a");
     /// ```
     pub fn of(input: &Value, max_depth: usize) -> InputDigest {
-        let mut writer = HashWriter(Sha256::new());
-        let whole = serde_json::to_writer(
-            &mut writer,
-            &Bounded {
-                value: input,
-                levels_left: max_depth,
-            },
-        );
-        if whole.is_err() {
-            // Only the depth bound fails the walk (hashing cannot fail).
-            let mut marker = Sha256::new();
-            marker.update(format!("[input deeper than {max_depth} levels]"));
-            return InputDigest(marker.finalize().into());
+        let bounded = Bounded {
+            value: input,
+            levels_left: max_depth,
+        };
+        // The text goes into a reused per-thread buffer, then to the hasher in one piece (a
+        // hasher fed token by token costs more than the copy).
+        let digest = TEXT.with(|buf| {
+            let mut fresh = Vec::new();
+            let mut reused = buf.try_borrow_mut();
+            let buf = match &mut reused {
+                Ok(b) => &mut **b,
+                Err(_) => &mut fresh,
+            };
+            buf.clear();
+            let whole = serde_json::to_writer(&mut *buf, &bounded).map(|()| Sha256::digest(&*buf));
+            if buf.capacity() > 64 << 10 {
+                *buf = Vec::new();
+            }
+            whole
+        });
+        match digest {
+            Ok(d) => InputDigest(d.into()),
+            // Only the depth bound fails the walk (writing to a `Vec` cannot fail).
+            Err(_) => InputDigest(
+                Sha256::digest(format!("[input deeper than {max_depth} levels]")).into(),
+            ),
         }
-        InputDigest(writer.0.finalize().into())
     }
 }
 
@@ -96,18 +108,9 @@ impl fmt::Debug for InputDigest {
     }
 }
 
-/// Feeds serde_json's output straight into the hasher: no buffer.
-struct HashWriter(Sha256);
-
-impl std::io::Write for HashWriter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.update(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+thread_local! {
+    /// The JSON text of the input being digested.
+    static TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A `Value` serialized exactly as `Value`'s own `Serialize` does, failing past a depth.
@@ -245,7 +248,9 @@ impl<T> Future for StoreFuture<'_, T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
         match &mut self.get_mut().0 {
-            StoreFutureInner::Ready(v) => Poll::Ready(v.take().expect("a StoreFuture polled after it finished")),
+            StoreFutureInner::Ready(v) => {
+                Poll::Ready(v.take().expect("a StoreFuture polled after it finished"))
+            }
             StoreFutureInner::Pending(f) => f.as_mut().poll(cx),
         }
     }
@@ -322,6 +327,8 @@ struct State {
 /// One id: its digest and what became of it. An answer is kept without its id (the map's key
 /// holds it), so remembering a call copies nothing.
 struct Entry {
+    /// The map's key, shared (the queue of finished ids holds it too).
+    key: Arc<str>,
     digest: InputDigest,
     state: Stored,
     bytes: usize,
@@ -419,20 +426,18 @@ impl MemoryAnswerStore {
             order,
             bytes,
         } = &mut *guard;
-        let Some((key, entry)) = entries.get_key_value(id) else {
+        // One lookup here and one per eviction: each hashes the id.
+        let Some(entry) = entries.get_mut(id) else {
             return;
         };
         if !matches!(entry.state, Stored::InProgress) {
             return;
         }
-        let key = key.clone();
-        let size = key.len() + content + Self::ENTRY_OVERHEAD;
-        if let Some(entry) = entries.get_mut(id) {
-            entry.state = state;
-            entry.bytes = size;
-        }
+        let size = id.len() + content + Self::ENTRY_OVERHEAD;
+        entry.state = state;
+        entry.bytes = size;
         *bytes += size;
-        order.push_back(key);
+        order.push_back(Arc::clone(&entry.key));
         while order.len() > 1 && (order.len() > self.max_entries || *bytes > self.max_bytes) {
             if let Some(old) = order.pop_front()
                 && let Some(e) = entries.remove(&old)
@@ -468,18 +473,20 @@ impl AnswerStore for MemoryAnswerStore {
         tool_use_id: &'a str,
         digest: InputDigest,
     ) -> StoreFuture<'a, Result<Claim, StoreError>> {
+        use std::collections::hash_map::Entry as Slot;
+        // The key is allocated before the lookup so the id is hashed once; a retry (the rare
+        // path) drops it again.
+        let key: Arc<str> = Arc::from(tool_use_id);
         let mut state = self.lock();
-        let claim = match state.entries.get(tool_use_id) {
-            Some(e) => Claim::Seen(e.remembered(tool_use_id)),
-            None => {
-                state.entries.insert(
-                    Arc::from(tool_use_id),
-                    Entry {
-                        digest,
-                        state: Stored::InProgress,
-                        bytes: 0,
-                    },
-                );
+        let claim = match state.entries.entry(Arc::clone(&key)) {
+            Slot::Occupied(e) => Claim::Seen(e.get().remembered(tool_use_id)),
+            Slot::Vacant(v) => {
+                v.insert(Entry {
+                    key,
+                    digest,
+                    state: Stored::InProgress,
+                    bytes: 0,
+                });
                 Claim::Claimed
             }
         };

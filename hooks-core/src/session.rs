@@ -78,7 +78,11 @@ impl Dispatcher {
     /// Opens a session (one conversation) with the host's trusted `context`. It remembers the
     /// `tool_use` ids it answers in a [`MemoryAnswerStore`] with the default caps.
     pub fn session(&self, context: HookContext) -> Session {
-        Session::new(self.clone(), context, Store::Memory(MemoryAnswerStore::new()))
+        Session::new(
+            self.clone(),
+            context,
+            Store::Memory(MemoryAnswerStore::new()),
+        )
     }
 
     /// Opens a session that remembers the `tool_use` ids it answers in `store`: the host's
@@ -216,7 +220,14 @@ impl Session {
         }
         self.dispatcher
             .inner
-            .replay(&self.context, Some(&self.stats), call, outcome, &result, detail)
+            .replay(
+                &self.context,
+                Some(&self.stats),
+                call,
+                outcome,
+                &result,
+                detail,
+            )
             .await;
         Ok(result)
     }

@@ -354,7 +354,8 @@ fn string_results_equal_the_published_ones_exactly() {
         let response: Message =
             serde_json::from_value(fixture(&format!("anthropic/responses/{case}.json"))).unwrap();
         let expected = fixture(&format!("anthropic/tool_results/{case}.user.json"));
-        let answer = support::answer_of(toolgate::block_on(session(&d).respond(&response)).unwrap());
+        let answer =
+            support::answer_of(toolgate::block_on(session(&d).respond(&response)).unwrap());
         assert_eq!(
             serde_json::to_value(&answer.content[0]).unwrap(),
             expected["content"][0],
@@ -388,7 +389,8 @@ fn the_request_assistant_turn_holds_role_and_content_only() {
         serde_json::from_value(fixture("anthropic/responses/02_parallel_tool_use.json")).unwrap();
     let published = fixture("anthropic/tool_results/02_parallel_tool_use.user.json");
     let mut conversation = toolgate::Conversation::new();
-    conversation.push_user_text("What's the weather in Chicago and Denver, and the time in Chicago?");
+    conversation
+        .push_user_text("What's the weather in Chicago and Denver, and the time in Chicago?");
     conversation.push_response(&response);
     let answer = support::answer_of(toolgate::block_on(s.respond(&response)).unwrap());
     conversation.push(answer);
@@ -403,7 +405,12 @@ fn the_request_assistant_turn_holds_role_and_content_only() {
     // The answer: the published user message's shape (ids, order, block types, is_error).
     assert_eq!(sent[2]["role"], "user");
     let ids = |m: &Value| -> Vec<Value> {
-        m["content"].as_array().unwrap().iter().map(|b| json!([b["type"], b["tool_use_id"], b.get("is_error")])).collect()
+        m["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| json!([b["type"], b["tool_use_id"], b.get("is_error")]))
+            .collect()
     };
     assert_eq!(ids(&sent[2]), ids(&published));
     assert_eq!(sent.as_array().unwrap().len(), 3);

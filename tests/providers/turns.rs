@@ -127,10 +127,7 @@ fn an_openai_choice_is_answered_whole_and_a_length_cut_one_runs_nothing() {
 
     let cut = fixture("openai/chat_completion_length.json");
     let err = toolgate::block_on(w.session.respond_openai_choice(&cut)).unwrap_err();
-    assert!(matches!(
-        err,
-        RespondError::Truncated { tool_uses: 3, .. }
-    ));
+    assert!(matches!(err, RespondError::Truncated { tool_uses: 3, .. }));
     assert_eq!(
         err.to_string(),
         "the OpenAI Chat Completions turn was cut at its output limit (finish_reason: \
@@ -147,7 +144,11 @@ fn an_openai_choice_is_answered_whole_and_a_length_cut_one_runs_nothing() {
             not_run("call_Wp6Te4Ry2Ui8Oa0Sd3Fg5Hj"),
         ]
     );
-    assert_eq!(lines.iter().filter(|l| l.3).count(), 3, "the second read replayed");
+    assert_eq!(
+        lines.iter().filter(|l| l.3).count(),
+        3,
+        "the second read replayed"
+    );
 }
 
 #[test]
@@ -308,8 +309,10 @@ fn a_gemini_candidate_without_ids_gets_turn_ids_and_a_max_tokens_one_runs_nothin
     ]}, "finishReason": "STOP"});
     assert_eq!(
         toolgate::block_on(w.session.respond_gemini_candidate(&with_id, 0)).unwrap(),
-        Reply::Answer(vec![json!({"functionResponse": {"id": "fc-9", "name": "get_weather",
-            "response": {"output": "Oslo: 19 celsius"}}})])
+        Reply::Answer(vec![
+            json!({"functionResponse": {"id": "fc-9", "name": "get_weather",
+            "response": {"output": "Oslo: 19 celsius"}}})
+        ])
     );
     // A candidate without calls (a safety stop has no content at all): nothing to run.
     assert_eq!(

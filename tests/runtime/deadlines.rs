@@ -13,8 +13,7 @@ use std::time::Duration;
 
 use crate::support::{
     HALT_TEXT, NOT_RUN_HALT, PanickingTimer, TempDir, ThreadTimer, assistant, halt_of, hang,
-    json_lines,
-    poll_once, quiet_injected_panics, tool_timeout_text, yield_once,
+    json_lines, poll_once, quiet_injected_panics, tool_timeout_text, yield_once,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;

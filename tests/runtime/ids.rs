@@ -115,11 +115,23 @@ fn respond_refuses_a_message_with_an_id_the_api_refuses_and_runs_nothing() {
         // Every block audited as not_run, with the reason.
         let lines: Vec<(Value, Value, Value)> = json_lines(&dir.join("audit_log.jsonl"))
             .into_iter()
-            .map(|l| (l["tool_use_id"].clone(), l["outcome"].clone(), l["content"].clone()))
+            .map(|l| {
+                (
+                    l["tool_use_id"].clone(),
+                    l["outcome"].clone(),
+                    l["content"].clone(),
+                )
+            })
             .collect();
         let expected: Vec<(Value, Value, Value)> = ids
             .iter()
-            .map(|id| (json!(id), json!("not_run"), json!(format!("Not run: {text}."))))
+            .map(|id| {
+                (
+                    json!(id),
+                    json!("not_run"),
+                    json!(format!("Not run: {text}.")),
+                )
+            })
             .collect();
         assert_eq!(lines, expected, "{ids:?}");
         assert_eq!(

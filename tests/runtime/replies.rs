@@ -13,9 +13,11 @@ struct Nothing {}
 
 fn dispatcher(dir: &TempDir) -> Dispatcher {
     Dispatcher::builder()
-        .tool(ToolDef::sync("ping", "Answers pong.", |_env, _n: Nothing| {
-            Ok("pong".to_owned())
-        }))
+        .tool(ToolDef::sync(
+            "ping",
+            "Answers pong.",
+            |_env, _n: Nothing| Ok("pong".to_owned()),
+        ))
         .audit_log(AuditLog::open(dir.path()).unwrap())
         .build()
         .unwrap()
@@ -37,7 +39,10 @@ fn a_message_without_tool_use_gets_nothing_to_run_with_its_stop_reason() {
         (server, json!("pause_turn")),
         (text.clone(), json!("max_tokens")),
         (text.clone(), Value::Null),
-        (json!([{"type": "thinking", "thinking": "…", "signature": "c2ln"}]), json!("end_turn")),
+        (
+            json!([{"type": "thinking", "thinking": "…", "signature": "c2ln"}]),
+            json!("end_turn"),
+        ),
     ];
     for (content, stop_reason) in cases {
         let message: Message = serde_json::from_value(

@@ -97,7 +97,9 @@ fn dispatcher(world: &Arc<World>, dir: &TempDir) -> Dispatcher {
             })
             .tools(["send_email"]),
         )
-        .pre_hook(PreHookDef::new_async("tests::gated_check", 2, gated_check).tools(["slow_refund"]))
+        .pre_hook(
+            PreHookDef::new_async("tests::gated_check", 2, gated_check).tools(["slow_refund"]),
+        )
         .state_arc(Arc::clone(world))
         .audit_log(AuditLog::open(dir.path()).unwrap())
         .build()
@@ -235,7 +237,11 @@ fn after_a_halt_a_retry_replays_the_answered_blocks_and_runs_the_rest() {
     assert_eq!(summary.calls, 5);
     assert_eq!(
         summary.outcomes.into_iter().collect::<Vec<_>>(),
-        [(Outcome::Ok, 3), (Outcome::HookFailed, 1), (Outcome::NotRun, 1)]
+        [
+            (Outcome::Ok, 3),
+            (Outcome::HookFailed, 1),
+            (Outcome::NotRun, 1)
+        ]
     );
 }
 
@@ -278,7 +284,10 @@ fn a_concurrent_duplicate_is_refused_as_in_progress_then_replayed() {
     let s = dispatcher(&world, &dir).session(ctx());
     let call = ToolUse::new("toolu_r", "slow_refund", json!({"text": "o_1"}));
     let mut first = pin!(s.call(&call));
-    assert!(poll_once(first.as_mut()).is_none(), "the tool waits at the gate");
+    assert!(
+        poll_once(first.as_mut()).is_none(),
+        "the tool waits at the gate"
+    );
     assert_eq!(world.refunds_started.load(Ordering::SeqCst), 1);
     // The host times out on its side and retries while the first attempt runs.
     let err = toolgate::block_on(s.call(&call)).unwrap_err();
@@ -351,7 +360,10 @@ fn a_call_cancelled_before_its_tool_started_runs_on_retry() {
     let call = ToolUse::new("toolu_g", "slow_refund", json!({"text": "gated"}));
     {
         let mut fut = pin!(s.call(&call));
-        assert!(poll_once(fut.as_mut()).is_none(), "the hook waits at the gate");
+        assert!(
+            poll_once(fut.as_mut()).is_none(),
+            "the hook waits at the gate"
+        );
     }
     assert_eq!(world.refunds_started.load(Ordering::SeqCst), 0);
     world.open.store(true, Ordering::SeqCst);

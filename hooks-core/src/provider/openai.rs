@@ -61,7 +61,7 @@ use super::subset::{
 };
 use super::{
     ConvertError, Definition, Target, ToolSource, Turn, object, optional_string, string_field,
-    the_one, text_saying_failure,
+    text_saying_failure, the_one,
 };
 use crate::content::{ToolResult, ToolUse, kind_of};
 use crate::schema::anthropic_input_schema;
@@ -411,8 +411,8 @@ pub(crate) fn choice_turn(choice: &Value) -> Result<Turn<'_>, ConvertError> {
         .get("message")
         .ok_or_else(|| ConvertError::new(CHOICE, "`message` is missing"))?;
     let stop_reason = optional_string(obj, "finish_reason", CHOICE)?;
-    let truncated = (stop_reason.as_deref() == Some("length"))
-        .then(|| "finish_reason: \"length\"".to_owned());
+    let truncated =
+        (stop_reason.as_deref() == Some("length")).then(|| "finish_reason: \"length\"".to_owned());
     Ok(Turn {
         uses: tool_uses(message)?,
         items: Vec::new(),
