@@ -100,7 +100,13 @@ fn main() {
     // Each toolgate side gives every call a new id (a repeated id is answered from the
     // session's memory: a replay, nothing run).
     let mut ids = [(); 5].map(|()| FreshIds::new());
-    let [i_nohooks, i_hooks, i_hooks_audit, i_audit_only, i_audit_unchained] = &mut ids;
+    let [
+        i_nohooks,
+        i_hooks,
+        i_hooks_audit,
+        i_audit_only,
+        i_audit_unchained,
+    ] = &mut ids;
     let mut sides = [
         Side::new("limit", || keep(limit(&call.input))),
         Side::new("nohooks", || {
