@@ -61,7 +61,9 @@
 //! - **Nested dispatchers keep the truth**: a [`ToolCaller`] answers a [`CallAnswer`], so a
 //!   denial inside a wrapped dispatcher is `blocked`, with the inner hook's path, on the outer
 //!   audit line too.
-
+//!
+//! # Conversations
+//!
 //! A [`Session`] answers a whole assistant message with [`Session::respond`], which returns a
 //! [`Reply`]: the user message to send next, or [`Reply::NothingToRun`] for a message without
 //! `tool_use` (never an empty user message). It runs only ids the Messages API accepts

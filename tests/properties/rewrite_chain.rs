@@ -23,8 +23,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolgate::{
-    BoxFuture, CallRecord, Decision, Dispatcher, Env, HookContext, HookError, Outcome, PostHookDef,
-    PreHookDef, ToolDef, ToolError, ToolUse,
+    BoxFuture, CallError, CallRecord, Decision, Dispatcher, Env, HookContext, HookError, Outcome,
+    PostHookDef, PreHookDef, ToolDef, ToolError, ToolUse,
 };
 
 use crate::support::{HALT_TEXT, NeverTimer, yield_once};
@@ -452,7 +452,10 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
             prop_assert_eq!(effective_input, want_effective);
         }
         End::Looped(k) | End::Unsettled(k) => {
-            let halt = got.expect_err("a halt");
+            let halt = match got.expect_err("a halt") {
+                CallError::Halt(halt) => halt,
+                other => panic!("a halt, not {other:?}"),
+            };
             let want_detail = if matches!(want.end, End::Looped(_)) {
                 format!(
                     "the PreToolUse chain looped: `{}` rewrote the input back to an earlier one \

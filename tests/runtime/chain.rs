@@ -301,7 +301,7 @@ fn run_logged(
     let d = b.build().unwrap();
     let s = d.session(HookContext::builder("u_1", "sess_chain").build());
     let call = ToolUse::new("toolu_1", "search", json!({"query": "q", "limit": limit}));
-    let r = toolgate::block_on(s.call(&call));
+    let r = toolgate::block_on(s.call(&call)).map_err(|e| e.into_halt().expect("a halt"));
     s.end();
     let line = support::json_lines(&dir.join("audit_log.jsonl")).remove(0);
     (r, line)

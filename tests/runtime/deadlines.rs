@@ -380,7 +380,7 @@ fn async_hooks_and_tools_have_a_deadline_by_default_10_s_and_60_s() {
     let s = d.session(ctx());
     // No deadline was configured: the hung hook is cut at the default 10 s (the test's timer
     // says every deadline has passed), and the call halts without running the tool.
-    let halt = toolgate::block_on(s.call(&use_of("toolu_1", "quick"))).unwrap_err();
+    let halt = halt_of(toolgate::block_on(s.call(&use_of("toolu_1", "quick"))));
     assert_eq!(halt.outcome, Outcome::HookTimeout);
     assert_eq!(halt.hook, "tests::slow_policy");
     assert_eq!(halt.detail, "the hook ran past its deadline of 10000 ms");
@@ -452,7 +452,7 @@ fn turning_the_default_deadlines_off_takes_the_loudly_named_calls() {
     }
     assert_eq!(*sleeps.lock().unwrap(), []);
     // A hook's or tool's own deadline still applies.
-    let halt = toolgate::block_on(s.call(&use_of("toolu_3", "yielding"))).unwrap_err();
+    let halt = halt_of(toolgate::block_on(s.call(&use_of("toolu_3", "yielding"))));
     assert_eq!(halt.detail, "the hook ran past its deadline of 15 ms");
     let r = toolgate::block_on(s.call(&use_of("toolu_4", "hung_own"))).unwrap();
     assert_eq!(r, ToolResult::error("toolu_4", tool_timeout_text(25)));
@@ -471,7 +471,9 @@ fn turning_the_default_deadlines_off_takes_the_loudly_named_calls() {
         .hook_timeout(Duration::from_millis(40))
         .build()
         .unwrap();
-    let halt = toolgate::block_on(d.session(ctx()).call(&use_of("toolu_5", "quick"))).unwrap_err();
+    let halt = halt_of(toolgate::block_on(
+        d.session(ctx()).call(&use_of("toolu_5", "quick")),
+    ));
     assert_eq!(halt.detail, "the hook ran past its deadline of 40 ms");
     assert_eq!(*sleeps.lock().unwrap(), [Duration::from_millis(40)]);
 }
@@ -491,7 +493,7 @@ fn the_default_timer_needs_no_runtime_and_no_setting() {
         .build()
         .unwrap();
     let s = d.session(ctx());
-    let halt = toolgate::block_on(s.call(&use_of("toolu_1", "quick"))).unwrap_err();
+    let halt = halt_of(toolgate::block_on(s.call(&use_of("toolu_1", "quick"))));
     assert_eq!(
         (halt.outcome, halt.detail.as_str()),
         (
@@ -590,7 +592,7 @@ fn macro_deadlines_are_enforced() {
     let r = toolgate::block_on(s.call(&call)).unwrap();
     assert_eq!(r, ToolResult::error("toolu_3", tool_timeout_text(20)));
     let call = ToolUse::new("toolu_4", "fast_lookup", json!({"order_id": "o_1"}));
-    let halt = toolgate::block_on(s.call(&call)).unwrap_err();
+    let halt = halt_of(toolgate::block_on(s.call(&call)));
     assert_eq!(halt.detail, "the hook ran past its deadline of 20 ms");
 }
 

@@ -308,7 +308,10 @@ fn the_outer_audit_line_says_what_happened_inside_outcome_hook_and_detail() {
         unknown.content_text(),
         "Error: unknown tool 'retired'. Available tools: crash, ledger, refund, stall."
     );
-    let halt = call("t8", "refund", json!({"order_id": "O-halt"})).unwrap_err();
+    let halt = call("t8", "refund", json!({"order_id": "O-halt"}))
+        .unwrap_err()
+        .into_halt()
+        .expect("a halt");
     assert_eq!(halt.outcome, Outcome::HookFailed);
     assert_eq!(halt.hook, "runtime::wrapping::nested::meddler");
     assert_eq!(
@@ -478,7 +481,9 @@ fn an_answer_a_caller_cannot_give_is_recorded_safely() {
     )
     .with_blocked_by("remote::slow_policy")
     .with_detail("the hook ran past its deadline of 10000 ms"))
-    .unwrap_err();
+    .unwrap_err()
+    .into_halt()
+    .expect("a halt");
     assert_eq!(
         (halt.outcome, halt.hook.as_str(), halt.detail.as_str()),
         (

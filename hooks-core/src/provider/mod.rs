@@ -1,7 +1,7 @@
 //! [`Provider`]: the APIs a dispatcher's tools can be handed to, each in its own file: the tool
 //! definitions it is shown (one transform of the canonical schema per target) and the
 //! conversions of tool calls (in) and tool results (out) between its wire format and toolgate's
-//! [`ToolUse`](crate::ToolUse) and [`ToolResult`] (the Anthropic Messages API shape).
+//! [`ToolUse`] and [`ToolResult`] (the Anthropic Messages API shape).
 //!
 //! | [`Provider`] | file | entry | calls in | results out |
 //! |---|---|---|---|---|
