@@ -70,7 +70,7 @@
 //!
 //! # Calls and results
 //!
-//! A call converted from any provider is a [`ToolUse`](crate::ToolUse) like any other: the same
+//! A call converted from any provider is a [`ToolUse`] like any other: the same
 //! pipeline, hooks and outcomes apply (`invalid_input` for arguments that are not a JSON object,
 //! `unknown_tool`, `blocked`, …). The conversions check only what they need to answer the call
 //! (an id, a name); the arguments are left to the pipeline, so a model's malformed arguments
