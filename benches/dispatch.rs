@@ -11,7 +11,7 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group, criterion_main};
 use toolgate::AuditLog;
 
-use common::{EXPECTED, TempDir, call, context, keep, limit, poll_ready, result_text};
+use common::{EXPECTED, FreshIds, TempDir, call, context, keep, limit, poll_ready, result_text};
 
 fn lookup_user(c: &mut Criterion) {
     let call = call();
@@ -27,14 +27,15 @@ fn lookup_user(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("lookup_user");
     g.bench_function("limit", |b| b.iter(|| keep(limit(&call.input))));
+    let mut ids = FreshIds::new();
     g.bench_function("toolgate_nohooks", |b| {
-        b.iter(|| keep(poll_ready(s_nohooks.call(&call))))
+        b.iter(|| keep(poll_ready(s_nohooks.call(ids.next()))))
     });
     g.bench_function("toolgate_4hooks_observer", |b| {
-        b.iter(|| keep(poll_ready(s_hooks.call(&call))))
+        b.iter(|| keep(poll_ready(s_hooks.call(ids.next()))))
     });
     g.bench_function("toolgate_4hooks_observer_audit", |b| {
-        b.iter(|| keep(poll_ready(s_audit.call(&call))))
+        b.iter(|| keep(poll_ready(s_audit.call(ids.next()))))
     });
     g.finish();
 }

@@ -9,6 +9,8 @@
 //! that allow + 1 observer), `dispatch_4hooks_audit_over_limit` (the same plus `AuditLog` to a
 //! file), `allocs_over_limit` (allocations per call, 4 hooks + observer, minus LIMIT's),
 //! `audit_records_per_s` (one thread, through the dispatcher with only the audit log),
+//! `audit_chained_over_unchained` (that dispatcher ÷ the same with the unchained sink of
+//! `common::UnchainedJsonl`: what the hash chain costs per line),
 //! `audit_lost_lines` and `audit_interleaved_lines` (two threads, one log), and
 //! `threads2_over_threads1` (throughput of 2 threads sharing one dispatcher ÷ 1 thread), read
 //! against `threads2_cpu_per_call_over_threads1` (CPU time per call, 2 threads ÷ 1: contention)
@@ -24,8 +26,8 @@ use serde_json::Value;
 use toolgate::{AuditLog, Dispatcher, ToolUse};
 
 use common::{
-    EXPECTED, Side, TempDir, call, context, count_allocs, figure, interleave, keep, limit, median,
-    median_ratio, poll_ready, result_text,
+    EXPECTED, FreshIds, Side, TempDir, call, context, count_allocs, figure, interleave, keep,
+    limit, median, median_ratio, poll_ready, result_text,
 };
 
 struct Plan {
@@ -70,25 +72,56 @@ fn main() {
     let audit_only = common::dispatcher_audit_only(
         AuditLog::open(audit_dir.0.join("only")).expect("open the audit log"),
     );
+    let unchained_path = audit_dir.0.join("unchained.jsonl");
+    let audit_unchained = common::dispatcher_audit_only(
+        AuditLog::builder()
+            .sink(common::UnchainedJsonl::open(&unchained_path))
+            .build()
+            .expect("the unchained audit log"),
+    );
     let s_nohooks = nohooks.session(context("sess_nohooks"));
     let s_hooks = hooks.session(context("sess_hooks"));
     let s_hooks_audit = hooks_audit.session(context("sess_hooks_audit"));
     let s_audit_only = audit_only.session(context("sess_audit_only"));
+    let s_audit_unchained = audit_unchained.session(context("sess_audit_unchained"));
 
     // Every side does the same work: check it once, outside the timed loops.
     assert_eq!(limit(&call.input), EXPECTED);
-    for s in [&s_nohooks, &s_hooks, &s_hooks_audit, &s_audit_only] {
+    for s in [
+        &s_nohooks,
+        &s_hooks,
+        &s_hooks_audit,
+        &s_audit_only,
+        &s_audit_unchained,
+    ] {
         assert_eq!(result_text(poll_ready(s.call(&call))), EXPECTED);
     }
 
+    // Each toolgate side gives every call a new id (a repeated id is answered from the
+    // session's memory: a replay, nothing run).
+    let mut ids = [(); 5].map(|()| FreshIds::new());
+    let [
+        i_nohooks,
+        i_hooks,
+        i_hooks_audit,
+        i_audit_only,
+        i_audit_unchained,
+    ] = &mut ids;
     let mut sides = [
         Side::new("limit", || keep(limit(&call.input))),
-        Side::new("nohooks", || keep(poll_ready(s_nohooks.call(&call)))),
-        Side::new("hooks", || keep(poll_ready(s_hooks.call(&call)))),
-        Side::new("hooks_audit", || {
-            keep(poll_ready(s_hooks_audit.call(&call)))
+        Side::new("nohooks", || {
+            keep(poll_ready(s_nohooks.call(i_nohooks.next())))
         }),
-        Side::new("audit_only", || keep(poll_ready(s_audit_only.call(&call)))),
+        Side::new("hooks", || keep(poll_ready(s_hooks.call(i_hooks.next())))),
+        Side::new("hooks_audit", || {
+            keep(poll_ready(s_hooks_audit.call(i_hooks_audit.next())))
+        }),
+        Side::new("audit_only", || {
+            keep(poll_ready(s_audit_only.call(i_audit_only.next())))
+        }),
+        Side::new("audit_unchained", || {
+            keep(poll_ready(s_audit_unchained.call(i_audit_unchained.next())))
+        }),
     ];
 
     // `--profile SIDE N`: run one side N times and stop, for callgrind (instruction counts are
@@ -112,9 +145,16 @@ fn main() {
     // 1. Time per call, sides interleaved.
     let ns = interleave(&mut sides, plan.rounds, plan.batch);
     drop(sides);
-    for (side, v) in ["limit", "nohooks", "hooks", "hooks_audit", "audit_only"]
-        .iter()
-        .zip(&ns)
+    for (side, v) in [
+        "limit",
+        "nohooks",
+        "hooks",
+        "hooks_audit",
+        "audit_only",
+        "audit_unchained",
+    ]
+    .iter()
+    .zip(&ns)
     {
         figure(&format!("ns_per_call_{side}"), median(v));
     }
@@ -125,17 +165,19 @@ fn main() {
         median_ratio(&ns[3], &ns[0]),
     );
     figure("audit_records_per_s", 1e9 / median(&ns[4]));
+    figure("audit_chained_over_unchained", median_ratio(&ns[4], &ns[5]));
 
     // 2. Allocations per call: deterministic.
     let (a_limit, b_limit) = count_allocs(plan.alloc_calls, || keep(limit(&call.input)));
+    let mut ids = FreshIds::new();
     let (a_nohooks, _) = count_allocs(plan.alloc_calls, || {
-        keep(poll_ready(s_nohooks.call(&call)));
+        keep(poll_ready(s_nohooks.call(ids.next())));
     });
     let (a_hooks, b_hooks) = count_allocs(plan.alloc_calls, || {
-        keep(poll_ready(s_hooks.call(&call)));
+        keep(poll_ready(s_hooks.call(ids.next())));
     });
     let (a_audit, _) = count_allocs(plan.alloc_calls, || {
-        keep(poll_ready(s_hooks_audit.call(&call)));
+        keep(poll_ready(s_hooks_audit.call(ids.next())));
     });
     figure("allocs_per_call_limit", a_limit);
     figure("allocs_per_call_nohooks", a_nohooks);
@@ -157,7 +199,7 @@ fn main() {
     );
 
     // 4. Two threads sharing one dispatcher ÷ one thread (allow path, 4 hooks + observer).
-    let threads = threads_ratio(&hooks, &call, plan.thread_rounds, plan.thread_batch);
+    let threads = threads_ratio(&hooks, plan.thread_rounds, plan.thread_batch);
     figure("threads2_over_threads1", threads.wall_ratio);
     figure(
         "threads2_cpu_per_call_over_threads1",
@@ -172,7 +214,28 @@ fn main() {
         figure("loadavg_1min", load);
     }
 
-    drop((s_nohooks, s_hooks, s_hooks_audit, s_audit_only));
+    drop((
+        s_nohooks,
+        s_hooks,
+        s_hooks_audit,
+        s_audit_only,
+        s_audit_unchained,
+    ));
+    // The chained files verify, whatever the rounds wrote; the unchained file has one line per
+    // line of the chained one.
+    let only = toolgate::verify_audit_dir(audit_dir.0.join("only")).expect("read the audit files");
+    let chained_lines = match only.calls.status {
+        toolgate::ChainStatus::Ok { lines, .. } => lines,
+        broken => panic!("the benchmark's audit chain is broken: {broken}"),
+    };
+    assert!(only.is_ok());
+    assert!(chained_lines > 0);
+    let unchained = std::fs::read_to_string(&unchained_path).unwrap_or_default();
+    assert!(
+        unchained
+            .lines()
+            .all(|l| serde_json::from_str::<Value>(l).is_ok())
+    );
     figure("bench_seconds", started.elapsed().as_secs_f64());
 }
 
@@ -235,15 +298,16 @@ struct ThreadFigures {
 }
 
 /// Each thread with its own session on one shared dispatcher; 1 and 2 threads alternate.
-fn threads_ratio(d: &Dispatcher, call: &ToolUse, rounds: usize, batch: Duration) -> ThreadFigures {
+fn threads_ratio(d: &Dispatcher, rounds: usize, batch: Duration) -> ThreadFigures {
     // Calibrate: calls one thread makes in about `batch`.
     let n = {
         let s = d.session(context("sess_calibrate"));
+        let mut ids = FreshIds::new();
         let start = Instant::now();
         let mut n = 0u64;
         while start.elapsed() < batch / 4 {
             for _ in 0..100 {
-                keep(poll_ready(s.call(call)));
+                keep(poll_ready(s.call(ids.next())));
             }
             n += 100;
         }
@@ -253,11 +317,11 @@ fn threads_ratio(d: &Dispatcher, call: &ToolUse, rounds: usize, batch: Duration)
     let (mut cpu1, mut cpu2, mut on2, mut wait2) = (0u64, 0u64, 0u64, 0u64);
     for round in 0..rounds {
         let (one, two) = if round % 2 == 0 {
-            let one = run_threads(d, call, 1, n);
-            (one, run_threads(d, call, 2, n))
+            let one = run_threads(d, 1, n);
+            (one, run_threads(d, 2, n))
         } else {
-            let two = run_threads(d, call, 2, n);
-            (run_threads(d, call, 1, n), two)
+            let two = run_threads(d, 2, n);
+            (run_threads(d, 1, n), two)
         };
         // (2n / t2) / (n / t1)
         ratios.push(2.0 * one.wall.as_secs_f64() / two.wall.as_secs_f64());
@@ -281,7 +345,7 @@ struct ThreadRun {
 }
 
 /// Wall time for `threads` threads to make `n` calls each, from a common start.
-fn run_threads(d: &Dispatcher, call: &ToolUse, threads: usize, n: u64) -> ThreadRun {
+fn run_threads(d: &Dispatcher, threads: usize, n: u64) -> ThreadRun {
     let barrier = Barrier::new(threads + 1);
     let mut start = Instant::now();
     let mut sched = Vec::new();
@@ -291,10 +355,11 @@ fn run_threads(d: &Dispatcher, call: &ToolUse, threads: usize, n: u64) -> Thread
                 let barrier = &barrier;
                 s.spawn(move || {
                     let session = d.session(context(&format!("sess_thread_{t}")));
+                    let mut ids = FreshIds::new();
                     barrier.wait();
                     let before = schedstat();
                     for _ in 0..n {
-                        keep(poll_ready(session.call(call)));
+                        keep(poll_ready(session.call(ids.next())));
                     }
                     let after = schedstat();
                     (

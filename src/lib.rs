@@ -64,10 +64,15 @@
 //!    tool `t` at `path`: …`). Model input quoted back (a field name, a path, a value, a tool
 //!    name) is cut to 64 characters with `…`.
 //! 4. **PreToolUse chain**: the matching hooks in `(order, path)` order. [`Decision::Allow`]
-//!    goes on; [`Decision::Deny`] stops with `BLOCKED: <reason>`; [`Decision::Rewrite`] is
-//!    validated again and seen by later hooks and the tool; an error, a panic or a deadline
-//!    halts the agent with [`Halt`] (fail closed: the tool does not run).
-//! 5. **Tool**: its value becomes the text (a JSON string is the text itself); its error is an
+//!    goes on; [`Decision::Deny`] stops with `BLOCKED: <reason>`; [`Decision::Rewrite`] to a
+//!    new input is validated again and the chain **starts again from its first hook** with it,
+//!    so the input the tool runs with was seen and allowed by every hook of the chain. A
+//!    `Rewrite` equal to the input counts as `Allow` (an idempotent normalizer converges); a
+//!    rewrite back to an input the call already had, or more than 8 rewrites, halts as
+//!    `hook_failed`. An error, a panic or a deadline halts the agent with [`Halt`] (fail
+//!    closed: the tool does not run).
+//! 5. **Tool**: its value becomes the text (a JSON string is the text itself), a [`Content`]
+//!    its content blocks (images, documents; see [`#[tool]`](#tool)); its error is an
 //!    `is_error` result: the tool's message when it was written for the model, else the generic
 //!    [`INTERNAL_ERROR_MESSAGE`] with the error in the audit line's `detail` (see
 //!    [What the model reads when a tool fails](#what-the-model-reads-when-a-tool-fails)); a
@@ -86,7 +91,7 @@
 //! | `invalid_input` | no | true | a message naming the field path and what was expected |
 //! | `unknown_tool` | no | true | a message naming the tool and the available tools |
 //! | `hook_failed`, `hook_timeout` | no | true, in the `Halt`'s answer | `BLOCKED: ` |
-//! | `not_run` | no | true, where an answer is given | a message saying why |
+//! | `not_run` | no | true, where an answer is given | a message saying why (`Not run: …`) |
 //! | `cancelled` | maybe | no answer (the host dropped the call) | – |
 //!
 //! Failing closed needs `panic = "unwind"` (the default profile setting): panics in hooks and
@@ -95,8 +100,70 @@
 //! # `#[tool]`
 //!
 //! On a free function, sync or `async`, that returns `T` or `Result<T, E>` with
-//! `T: Serialize` (a `T` that serializes to a JSON string is the text itself; `()` is an empty
-//! text). The error `E` becomes an `is_error` result by the rule of the next section: a
+//! `T: Serialize`. What the model reads, by the type of `T`:
+//!
+//! | `T` | the `tool_result`'s `content` |
+//! |---|---|
+//! | `String`, `&'static str`, any value that serializes to a JSON string | the text itself: `"15 degrees"` |
+//! | `()` | the empty text `""` |
+//! | [`Content`] | its blocks: `[{"type": "text", …}, {"type": "image", …}, {"type": "document", …}]`; no blocks: no `content` |
+//! | anything else `Serialize` (a struct, a map, a number, `serde_json::Value`) | its compact JSON text: `{"id":"o_1","amount_cents":2599}` |
+//!
+//! When `T` also implements `JsonSchema` and its schema is an object (a struct, a map), the
+//! tool's MCP `tools/list` entry carries it as `outputSchema` and its MCP results carry
+//! `structuredContent` (the JSON parsed back at the MCP boundary only; see
+//! [`provider::mcp`]); every other `T` gets no `outputSchema` (MCP requires an object root).
+//! Nothing to write for it: the type decides, at compile time.
+//!
+//! A tool that returns an image and a caption:
+//!
+//! ```standalone_crate
+//! use serde_json::json;
+//! use toolgate::{Content, Dispatcher, HookContext, Image, ToolError, ToolUse, tool};
+//!
+//! /// A 1×1 PNG, base64 (a real tool renders one, or reads it from storage).
+//! const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+//!
+//! /// Renders a chart of one metric by month, as a PNG with a caption.
+//! #[tool]
+//! fn render_chart(
+//!     /// The metric: `revenue` or `orders`.
+//!     metric: String,
+//! ) -> Result<Content, ToolError> {
+//!     if metric != "revenue" && metric != "orders" {
+//!         return Err(ToolError::new("Charts exist for `revenue` and `orders` only."));
+//!     }
+//!     Ok(Content::new()
+//!         .text(format!("{metric} by month, 2026"))
+//!         .image(Image::png(PNG)))
+//! }
+//!
+//! fn main() -> Result<(), toolgate::BuildError> {
+//!     let dispatcher = Dispatcher::builder().registered_under(module_path!()).build()?;
+//!     let session = dispatcher.session(HookContext::builder("u_1", "sess_1").build());
+//!     let call = ToolUse::new("toolu_1", "render_chart", json!({"metric": "revenue"}));
+//!     let result = toolgate::block_on(session.call(&call)).expect("no hook failed");
+//!     assert_eq!(
+//!         serde_json::to_value(&result).unwrap(),
+//!         json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+//!             {"type": "text", "text": "revenue by month, 2026"},
+//!             {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+//!                                          "data": PNG}}
+//!         ]})
+//!     );
+//!     Ok(())
+//! }
+//! ```
+//!
+//! A block's base64 must be plain standard base64 and a URL `https://…`: a bad block makes the
+//! call an internal `tool_error` (the reason goes to the audit line's `detail`), so it never
+//! makes the API refuse the whole request. Images count against the result limit
+//! ([`Limits`], 256 KiB by default) as their base64: one that does not fit is left out whole
+//! with a note, never cut, so raise the limit for tools that return images. OpenAI Chat
+//! Completions and Gemini take text only: an image or a PDF reaches them as a note naming what
+//! was left out (see [`provider`]).
+//!
+//! The error `E` becomes an `is_error` result by the rule of the next section: a
 //! [`ToolError`], a `String` or a `&str` is shown as written; any other error type is internal
 //! unless the tool says `errors = "shown"`. Whether the return type is a `Result` is decided by
 //! the type, not its spelling: `io::Result<T>` and an alias `type Outcome = Result<…>` are
@@ -130,8 +197,21 @@
 //!   not in the schema. A type that reads like one but is not toolgate's does not compile.
 //! - `#[tool(allow_unknown_fields)]` drops `additionalProperties: false` and accepts (and
 //!   ignores) unknown input fields.
-//! - `#[tool(timeout_ms = N)]` (async tools only) cuts the tool at its deadline:
-//!   `tool_timeout`. Deadlines need a [`Timer`] on the dispatcher.
+//! - `#[tool(strict = true)]` / `#[tool(strict = false)]`: the tool's mode in the strict targets
+//!   (`anthropic-strict`, `openai`, `openai-responses`), which otherwise make a tool strict where
+//!   its schema fits and the providers' limits allow ([`provider`] module docs, "Strict limits").
+//!   `false` keeps it out of strict mode ([`Dispatcher::non_strict_tools`] lists it); `true`
+//!   keeps it strict and admits it first, never demoted: a flat parameter that is a map or a
+//!   tuple is a compile error, and [`DispatcherBuilder::build`] fails when a strict target
+//!   cannot take its schema strict or the `strict = true` tools are over a limit together
+//!   ([`BuildProblem::CannotBeStrict`], [`BuildProblem::StrictLimit`]).
+//! - `#[tool(input_examples = path)]` (or `= "path"`): a `fn() -> Vec<serde_json::Value>` giving
+//!   Anthropic `input_examples`, sent after the tool's `input_schema` in the Anthropic entries.
+//!   [`DispatcherBuilder::build`] checks each one as a call's input is checked and fails with
+//!   [`BuildProblem::InvalidInputExample`] naming the tool, the example's index and the problem
+//!   (the API refuses a request with an invalid example).
+//! - `#[tool(timeout_ms = N)]` (async tools only) sets the tool's deadline instead of the
+//!   dispatcher's (60 s by default): past it, `tool_timeout`.
 //! - `#[tool(errors = "shown")]`: the tool's error type's `Display` is written for the model,
 //!   which reads it (its `source()` chain still goes to `detail`). `"shown"` is the only value.
 //! - `#[tool(crate = path)]` for crates that re-export toolgate under another path.
@@ -236,9 +316,11 @@
 //! - `#[pre_hook(order = N)]`, `#[pre_hook(order = N, tools = [a, b::c])]`: parameters are
 //!   `&HookContext`, `&ToolUse` and `State<T>` (any subset, any order); returns [`Decision`] or
 //!   `Result<Decision, E: Display>` (an `Err` halts the agent); sync or async (`timeout_ms = N`
-//!   sets an async hook's deadline). `order` is required; equal orders run by the function's
-//!   full path. `tools` names `#[tool]` functions by Rust path, so a misspelling does not
-//!   compile; without it the hook matches every tool.
+//!   sets an async hook's deadline instead of the dispatcher's, 10 s by default; **a sync hook
+//!   cannot be cut short**, so a hook that waits on the network should be async). `order` is
+//!   required; equal orders run by the function's full path. `tools` names `#[tool]`
+//!   functions by Rust path, so a misspelling does not compile, nor does an empty list (a hook
+//!   that guards nothing); without it the hook matches every tool.
 //! - `#[post_hook]`, `#[post_hook(tools = [a])]`: `&HookContext`, `&CallRecord`, `State<T>`;
 //!   returns `()` or `Result<(), E: Display>`; sync or async. It observes and cannot change the
 //!   result.
@@ -268,7 +350,8 @@
 //! (Anthropic, Anthropic strict, OpenAI Chat Completions and Responses, Gemini
 //! `functionDeclarations`, MCP `tools/list`), and [`provider`] converts each API's tool calls
 //! into [`ToolUse`] blocks and [`ToolResult`]s back into its result format, so the same hooks
-//! and outcomes apply whatever the model's API. A strict target emits a tool it cannot express
+//! and outcomes apply whatever the model's API (a whole turn is best answered through the
+//! session's entry points, which also read its finish reason: see the next section). A strict target emits a tool it cannot express
 //! strictly as non-strict and [`Dispatcher::non_strict_tools`] says which and why; Gemini
 //! refuses what its schema subset cannot express, naming the tools.
 //!
@@ -320,31 +403,141 @@
 //! also checked against `pattern`, `patternProperties`, `format` (as the draft asserts it) and
 //! `unevaluated*`.
 //!
+//! For MCP, [`Dispatcher::output_schema`] gives a tool's `outputSchema` (also in its
+//! `tools/list` entry) and [`provider::mcp::call_tool_result`] turns a result into a
+//! `CallToolResult` with `structuredContent`:
+//!
+//! ```standalone_crate
+//! use schemars::JsonSchema;
+//! use serde::Serialize;
+//! use serde_json::json;
+//! use toolgate::{Dispatcher, HookContext, Provider, ToolUse, provider::mcp, tool};
+//!
+//! /// Current weather data.
+//! #[derive(Serialize, JsonSchema)]
+//! struct WeatherData {
+//!     /// Temperature in celsius.
+//!     temperature: f64,
+//!     /// Conditions, e.g. "Partly cloudy".
+//!     conditions: String,
+//! }
+//!
+//! /// Gets current weather data for a location.
+//! #[tool]
+//! fn get_weather_data(
+//!     /// City name or zip code.
+//!     location: String,
+//! ) -> WeatherData {
+//!     let _ = location;
+//!     WeatherData { temperature: 22.5, conditions: "Partly cloudy".into() }
+//! }
+//!
+//! let dispatcher = Dispatcher::builder().registered_under(module_path!()).build()?;
+//! let entry = &dispatcher.tool_definitions_for(Provider::Mcp)?[0];
+//! assert_eq!(entry["outputSchema"], json!({"type": "object",
+//!     "properties": {"temperature": {"type": "number", "description": "Temperature in celsius."},
+//!                    "conditions": {"type": "string",
+//!                                   "description": "Conditions, e.g. \"Partly cloudy\"."}},
+//!     "required": ["temperature", "conditions"]}));
+//!
+//! let session = dispatcher.session(HookContext::builder("u_1", "sess_1").build());
+//! let call = ToolUse::new("1", "get_weather_data", json!({"location": "Lisbon"}));
+//! let result = toolgate::block_on(session.call(&call)).expect("no hook failed");
+//! assert_eq!(
+//!     mcp::call_tool_result(&result, dispatcher.output_schema("get_weather_data")),
+//!     json!({"content": [{"type": "text",
+//!                         "text": "{\"temperature\":22.5,\"conditions\":\"Partly cloudy\"}"}],
+//!            "structuredContent": {"temperature": 22.5, "conditions": "Partly cloudy"},
+//!            "isError": false})
+//! );
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Conversations: replies, ids and retries
+//!
+//! [`Session::respond`] answers a whole assistant message and returns a [`Reply`]:
+//! [`Reply::Answer`] with the user message to send next (one `tool_result` per `tool_use`, in
+//! order), or [`Reply::NothingToRun`] with the message's `stop_reason` when it has no
+//! `tool_use` (`end_turn`, `stop_sequence`, `refusal`, `pause_turn`): the API refuses an empty
+//! user message, so none is made. [`Conversation`] keeps the next request's `messages`; its
+//! `push_response` keeps an API response's `role` and `content` only ([`Message::request_turn`]),
+//! since the API refuses `id`, `model`, `usage`, … in a request.
+//!
+//! - **Ids** ([`IdRule`]): `respond` runs a message only when every `tool_use` id matches the
+//!   Messages API's `^[a-zA-Z0-9_-]+$` and is unique in it; otherwise nothing runs, every block
+//!   is audited as `not_run`, and [`RespondError::Id`] names the id and the rule. [`Session::call`]
+//!   serves every API (MCP request ids, OpenAI call ids), so it refuses only an empty id.
+//! - **Retries**: a session remembers every id it answered, with a SHA-256 of its input, in an
+//!   [`AnswerStore`] (in memory by default, bounded: [`MemoryAnswerStore`]; a host's database
+//!   through [`Dispatcher::session_with_store`]). An id seen again with the same input is
+//!   answered from memory without running hooks or the tool (its audit line says
+//!   `"replay": true`; counts leave it out); while the first attempt still runs it is refused
+//!   as in progress ([`CallError::InProgress`]: wait, then retry); with another input it is
+//!   refused ([`CallError::IdReused`]); a call cancelled after its tool started is answered
+//!   "not run again". A block that halted or was `not_run` was not answered: a retry runs it.
+//! - **Other APIs**: [`Session::respond_openai_choice`], [`Session::respond_openai_response`]
+//!   and [`Session::respond_gemini_candidate`] take the whole choice, response or candidate, so
+//!   a turn cut at its output limit (`finish_reason: "length"`, `status: "incomplete"`,
+//!   `MAX_TOKENS`) runs nothing, as `max_tokens` does for `respond`.
+//!
 //! # Bounds, deadlines and cancellation
 //!
 //! - **Bounds** ([`Limits`], set with [`DispatcherBuilder::limits`]): an input over 1 MiB of
 //!   compact JSON or nested deeper than 32 levels is `invalid_input` before any hook or tool sees
 //!   it (a hook's rewrite is held to the same bounds); a result over 256 KiB is cut with a
-//!   marker, and the audit line's `content_bytes` keeps its full size.
-//! - **Deadlines**: `timeout_ms = N` on an async `#[pre_hook]` or `#[tool]`, or a dispatcher
-//!   default ([`DispatcherBuilder::hook_timeout`], [`DispatcherBuilder::tool_timeout`]), needs a
-//!   [`Timer`] ([`DispatcherBuilder::timer`]; `build()` fails without one). The core depends on
-//!   no runtime: the `tokio` feature (off by default) adds `TokioTimer`, and any runtime's sleep
-//!   fits the trait. A PreToolUse hook past its deadline halts the agent with `hook_timeout`
-//!   (never a denial); a tool past its deadline is `tool_timeout`. **Sync code cannot be cut**:
-//!   a deadline stops async code at an `.await` that yields, and a sync hook or tool (or async
-//!   code that blocks its thread) runs to its end. A timer that panics fails closed.
+//!   marker, and the audit line's `content_bytes` keeps its full size. An image or a document
+//!   that does not fit is left out whole, never cut, and the marker names it.
+//! - **Deadlines, on by default**: an async PreToolUse hook gets 10 s
+//!   ([`DispatcherBuilder::DEFAULT_HOOK_TIMEOUT`]), an async tool or wrapped caller 60 s
+//!   ([`DispatcherBuilder::DEFAULT_TOOL_TIMEOUT`], the MCP SDKs' request timeout), unless it
+//!   sets its own (`timeout_ms = N`) or the builder another default
+//!   ([`DispatcherBuilder::hook_timeout`], [`DispatcherBuilder::tool_timeout`]). A PreToolUse
+//!   hook past its deadline halts the agent with `hook_timeout` (never a denial); a tool past
+//!   its deadline is `tool_timeout`. No runtime is needed: every dispatcher has a [`Timer`]
+//!   (`futures-timer`'s one helper thread); [`DispatcherBuilder::timer`] puts the sleeps on
+//!   another (the `tokio` feature, off by default, adds `TokioTimer`). Turning a default off
+//!   takes [`DispatcherBuilder::allow_hanging_hooks`] / [`DispatcherBuilder::allow_hanging_tools`].
+//!   **Sync code cannot be cut**: a deadline stops async code at an `.await` that yields, and a
+//!   sync hook or tool (or async code that blocks its thread) runs to its end. A timer that
+//!   panics fails closed.
 //! - **Cancellation**: a `call` or `respond` future dropped before it finishes (the host gave
 //!   up) leaves one `cancelled` audit line per unanswered `tool_use` (the one in flight and,
 //!   for `respond`, those not yet started), seen by the sync observers; the session's Stop hooks
 //!   still run once. A future never polled did nothing and records nothing.
+//!
+//! # Wrapping: nested dispatchers
+//!
+//! [`DispatcherBuilder::wrap`] builds a dispatcher around a [`ToolCaller`] it owns (another
+//! [`Dispatcher`], a subagent, an MCP client): its tools become the outer dispatcher's, reached
+//! only through the outer hooks. A caller answers with a [`CallAnswer`] (the `tool_result`,
+//! its outcome, the hook at fault, the operator detail), so the outer audit line keeps the inner
+//! truth: a denial inside is `blocked` with the inner hook's path in `blocked_by`, and
+//! `invalid_input`, `unknown_tool`, `panicked`, `tool_timeout` carry over with the inner
+//! detail; an inner halt halts the outer dispatcher too.
+//!
+//! # The audit trail
+//!
+//! [`AuditLog::open`] appends one line per `tool_use` to `dir/audit_log.jsonl` and one per
+//! session to `dir/session_summaries.jsonl` (members listed on [`AuditRecord`] and
+//! [`SummaryRecord`]; `tier` comes from the context, absent when it has none).
+//! [`AuditLog::builder`] adds [`AuditSink`]s (a database, a log pipeline: each receives the same
+//! record) and a [`Redaction`] (JSON pointers per tool into `input` and `effective_input`,
+//! functions over `content` and `detail` such as [`mask_card_numbers`] and [`mask_emails`])
+//! applied before any sink sees a record. Every line ends with `prev`, the SHA-256 of the line
+//! before it in the same file: [`verify_audit_dir`] names the first line edited, deleted,
+//! inserted or reordered (the rule, with reopening, rotation and several writer processes, is
+//! under "The hash chain" in [`AuditLog`]'s docs).
 //!
 //! # Registration and linking
 //!
 //! The macros register with `inventory` (linkme's `#[link_section]` statics are refused under
 //! `#![forbid(unsafe_code)]`). [`DispatcherBuilder::registered`] takes every registered item of
 //! the linked crates; [`DispatcherBuilder::registered_under`] the items under one module path
-//! (a specialist); [`DispatcherBuilder::item`] one item by full path. Items in a library crate
+//! (a specialist); [`DispatcherBuilder::item`] one item by full path. A registered hook whose
+//! tools are all filtered out of a dispatcher is left out of it; a hook given explicitly
+//! ([`DispatcherBuilder::pre_hook`], [`DispatcherBuilder::post_hook`]) whose tools are all
+//! absent, or any hook with an empty tool list, fails the build: a guard is never dropped
+//! silently. Items in a library crate
 //! are only linked when the binary uses that crate: if nothing else names it, write
 //! `use my_tools as _;`. One test binary shares one registry, so tests build dispatchers from
 //! module paths or lists, never from everything. Doctests that register items need a crate of

@@ -10,8 +10,11 @@
 //! or hang past a deadline; a sync tool and an async tool that succeed, return over-long text,
 //! fail, fail internally, panic, yield or hang; observers and a Stop hook that fail or panic.
 //!
-//! Checked for every case: no panic escapes; every `tool_use` gets exactly one `tool_result` with
-//! its id, in order, `tool_result` blocks only (in the `Halt`'s answer when the agent halts);
+//! Checked for every case: no panic escapes; a message with an id the Messages API refuses
+//! (empty, off its pattern, repeated) runs nothing and names the first such block; a message
+//! without `tool_use` gets `Reply::NothingToRun`; otherwise every `tool_use` gets exactly one
+//! `tool_result` with its id, in order, `tool_result` blocks only (in the `Halt`'s answer when
+//! the agent halts);
 //! each result is the model's (outcome, `is_error`, content); a call whose PreToolUse chain
 //! denied, errored, panicked or timed out had no side effect (the tools' journal holds exactly
 //! the calls that reached them, with their effective input); hooks saw the inputs the chain
@@ -20,7 +23,7 @@
 //! outcome and content; Stop ran exactly once per session; the summary's counts are right.
 //!
 //! Case counts: `PROPTEST_CASES` overrides every block here (the long run); otherwise the CI
-//! run makes 4 000 + 1 500 cases. Long run (release build, 1 million cases per property):
+//! run makes 4 000 + 1 500 cases, and 2 000 of the rewrite-chain property (`rewrite_chain.rs`). Long run (release build, 1 million cases per property):
 //! `PROPTEST_CASES=1000000 cargo test --release --test properties -- --test-threads 2 --nocapture`
 //! (recorded on 2026-11-30, 2 shared cores: 1 000 001 + 1 000 000 cases, all passed, 832 s; the
 //! fault classes it generated are printed with `--nocapture`).
@@ -29,6 +32,10 @@
 #![allow(clippy::result_large_err)]
 
 mod support;
+
+// The rewrite rule of the PreToolUse chain on random chains (issue 12 §1).
+#[path = "properties/rewrite_chain.rs"]
+mod rewrite_chain;
 
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -41,12 +48,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use support::{
-    ExpiredTimer, HALT_TEXT, INJECTED, NOT_RUN_HALT, NOT_RUN_MAX_TOKENS, PANIC_TEXT, TempDir,
-    any_json, assistant, quiet_injected_panics, short_text, tool_timeout_text,
+    ExpiredTimer, HALT_TEXT, INJECTED, NOT_RUN_HALT, NOT_RUN_MAX_TOKENS, NeverTimer, PANIC_TEXT,
+    TempDir, any_json, assistant, quiet_injected_panics, short_text, tool_timeout_text,
 };
 use toolgate::{
     AuditLog, BoxFuture, CallRecord, ContentBlock, Decision, Dispatcher, Env, HookContext,
-    HookError, INTERNAL_ERROR_MESSAGE, Limits, Message, Outcome, PostHookDef, PreHookDef,
+    HookError, INTERNAL_ERROR_MESSAGE, Limits, Message, Outcome, PostHookDef, PreHookDef, Reply,
     RespondError, Role, StopHookDef, TextBlock, ToolDef, ToolError, ToolResult, ToolUse,
 };
 
@@ -305,7 +312,9 @@ fn block_spec() -> impl Strategy<Value = BlockSpec> {
         1 => Just(BlockSpec::Thinking),
         5 => (
             prop_oneof![
-                6 => Just(IdKind::Unique),
+                // Most messages keep valid ids, so most cases reach the pipeline; one bad id
+                // refuses the whole message.
+                18 => Just(IdKind::Unique),
                 2 => Just(IdKind::Duplicate),
                 1 => Just(IdKind::Empty),
                 1 => Just(IdKind::Odd)
@@ -671,6 +680,10 @@ fn build(case: &Case, w: &Arc<World>, log: AuditLog) -> Dispatcher {
             .timer(ExpiredTimer)
             .hook_timeout(Duration::from_millis(HOOK_DEADLINE_MS))
             .tool_timeout(Duration::from_millis(TOOL_DEADLINE_MS));
+    } else {
+        // The default deadlines stay on, on a timer whose deadlines never pass: no case
+        // depends on the machine's speed.
+        b = b.timer(NeverTimer);
     }
     type SyncHook = fn(Env<'_>, &ToolUse) -> Result<Decision, HookError>;
     type AsyncHook = for<'a> fn(Env<'a>, &'a ToolUse) -> BoxFuture<'a, Result<Decision, HookError>>;
@@ -826,6 +839,13 @@ enum Answer {
     },
     MaxTokens(usize),
     NotAssistant,
+    /// No `tool_use` block: `Reply::NothingToRun`.
+    NothingToRun,
+    /// A refused id: its block (from 1) and the error text.
+    BadId {
+        block: usize,
+        text: String,
+    },
 }
 
 /// Container nesting, as the limits count it (`{}` is 1, a scalar 0).
@@ -1017,87 +1037,120 @@ impl Model {
             })
             .collect();
         chain.sort_by_key(|&k| (case.hooks[k].order, hook_path(k)));
+        // A rewrite to a new input starts the chain again from its first hook; one equal to
+        // the input the hook saw is an Allow; one back to an input the call already had, or a
+        // ninth, halts (DESIGN.md, "Rewrites are re-authorized").
         let mut current = input;
-        for k in chain {
-            let spec = &case.hooks[k];
-            let step = spec.steps[self.hook_calls[k] % spec.steps.len()];
-            self.hook_calls[k] += 1;
-            self.events.push(Event::Hook {
-                hook: k,
-                id: call.id.clone(),
-                input: current.clone(),
-            });
-            let path = hook_path(k);
-            let cut_off =
-                case.deadlines && spec.is_async && (step.yields || step.act == HookAct::Hang);
-            if cut_off {
-                let ms = if spec.own_timeout {
-                    OWN_HOOK_DEADLINE_MS
-                } else {
-                    HOOK_DEADLINE_MS
-                };
-                e.outcome = Outcome::HookTimeout;
-                e.text = Text::Exact(HALT_TEXT.into());
-                e.blocked_by = Some(path);
-                e.detail = Some(format!("the hook ran past its deadline of {ms} ms"));
-                return Err(e);
-            }
-            let rewrite = |v: Value| -> Result<Value, ()> {
-                match &v {
-                    Value::Object(_) if bounds(&v, &l).is_none() && valid(&call.name, &v) => Ok(v),
-                    _ => Err(()),
-                }
-            };
-            let alpha = call.name == "alpha";
-            let new = match step.act {
-                HookAct::Allow | HookAct::Hang => None,
-                HookAct::Deny | HookAct::DenyInstead => {
-                    e.outcome = Outcome::Blocked;
-                    e.text = Text::Exact(if step.act == HookAct::Deny {
-                        format!("BLOCKED: hook {k} says no.")
+        let mut had: Vec<Value> = vec![current.clone()];
+        'pass: loop {
+            for &k in &chain {
+                let spec = &case.hooks[k];
+                let step = spec.steps[self.hook_calls[k] % spec.steps.len()];
+                self.hook_calls[k] += 1;
+                self.events.push(Event::Hook {
+                    hook: k,
+                    id: call.id.clone(),
+                    input: current.clone(),
+                });
+                let path = hook_path(k);
+                let cut_off =
+                    case.deadlines && spec.is_async && (step.yields || step.act == HookAct::Hang);
+                if cut_off {
+                    let ms = if spec.own_timeout {
+                        OWN_HOOK_DEADLINE_MS
                     } else {
-                        format!("BLOCKED: hook {k} says no. Ask a human.")
-                    });
-                    e.blocked_by = Some(path);
-                    return Ok(e);
-                }
-                HookAct::Error | HookAct::Panic => {
-                    e.outcome = Outcome::HookFailed;
+                        HOOK_DEADLINE_MS
+                    };
+                    e.outcome = Outcome::HookTimeout;
                     e.text = Text::Exact(HALT_TEXT.into());
                     e.blocked_by = Some(path);
-                    e.detail = Some(if step.act == HookAct::Error {
-                        format!("hook {k} could not reach its backend")
-                    } else {
-                        format!("the hook panicked: {INJECTED}: hook {k}")
-                    });
+                    e.detail = Some(format!("the hook ran past its deadline of {ms} ms"));
                     return Err(e);
                 }
-                HookAct::RewriteValid if alpha => {
-                    Some(json!({"n": 7, "s": format!("rewritten by {k}")}))
-                }
-                HookAct::RewriteValid => {
-                    Some(json!({"s": format!("rewritten by {k}"), "tags": ["r"]}))
-                }
-                HookAct::RewriteUnknownField => Some(json!({"n": 1, "s": null, "zzz": true})),
-                HookAct::RewriteWrongType if alpha => Some(json!({"n": "seven"})),
-                HookAct::RewriteWrongType => Some(json!({"tags": "not a list"})),
-                HookAct::RewriteNonObject => Some(json!([1, 2, 3])),
-                HookAct::RewriteTooDeep => Some(nested_object(40)),
-            };
-            if let Some(v) = new {
-                e.rewritten_by.push(hook_path(k));
-                match rewrite(v) {
-                    Ok(v) => current = v,
-                    Err(()) => {
-                        e.text = Text::Prefix(format!(
-                            "Error: invalid input for tool `{}`: a policy rewrite of this call \
-                             produced an input that is invalid",
-                            call.name
-                        ));
+                let alpha = call.name == "alpha";
+                let new = match step.act {
+                    HookAct::Allow | HookAct::Hang => None,
+                    HookAct::Deny | HookAct::DenyInstead => {
+                        e.outcome = Outcome::Blocked;
+                        e.text = Text::Exact(if step.act == HookAct::Deny {
+                            format!("BLOCKED: hook {k} says no.")
+                        } else {
+                            format!("BLOCKED: hook {k} says no. Ask a human.")
+                        });
+                        e.blocked_by = Some(path);
                         return Ok(e);
                     }
+                    HookAct::Error | HookAct::Panic => {
+                        e.outcome = Outcome::HookFailed;
+                        e.text = Text::Exact(HALT_TEXT.into());
+                        e.blocked_by = Some(path);
+                        e.detail = Some(if step.act == HookAct::Error {
+                            format!("hook {k} could not reach its backend")
+                        } else {
+                            format!("the hook panicked: {INJECTED}: hook {k}")
+                        });
+                        return Err(e);
+                    }
+                    HookAct::RewriteValid if alpha => {
+                        Some(json!({"n": 7, "s": format!("rewritten by {k}")}))
+                    }
+                    HookAct::RewriteValid => {
+                        Some(json!({"s": format!("rewritten by {k}"), "tags": ["r"]}))
+                    }
+                    HookAct::RewriteUnknownField => Some(json!({"n": 1, "s": null, "zzz": true})),
+                    HookAct::RewriteWrongType if alpha => Some(json!({"n": "seven"})),
+                    HookAct::RewriteWrongType => Some(json!({"tags": "not a list"})),
+                    HookAct::RewriteNonObject => Some(json!([1, 2, 3])),
+                    HookAct::RewriteTooDeep => Some(nested_object(40)),
+                };
+                let Some(v) = new else { continue };
+                if v == current {
+                    continue;
                 }
+                e.rewritten_by.push(path.clone());
+                let halt = |e: &mut Expected, detail: String| {
+                    e.outcome = Outcome::HookFailed;
+                    e.text = Text::Exact(HALT_TEXT.into());
+                    e.blocked_by = Some(path.clone());
+                    e.detail = Some(detail);
+                };
+                let order = e
+                    .rewritten_by
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                if had.contains(&v) {
+                    let detail = format!(
+                        "the PreToolUse chain looped: `{path}` rewrote the input back to an \
+                         earlier one (rewrites in order: {order})"
+                    );
+                    halt(&mut e, detail);
+                    return Err(e);
+                }
+                if e.rewritten_by.len() > 8 {
+                    let detail = format!(
+                        "the PreToolUse chain did not settle: more than 8 rewrites for one call \
+                         (rewrites in order: {order})"
+                    );
+                    halt(&mut e, detail);
+                    return Err(e);
+                }
+                let valid_rewrite =
+                    v.is_object() && bounds(&v, &l).is_none() && valid(&call.name, &v);
+                if !valid_rewrite {
+                    e.text = Text::Prefix(format!(
+                        "Error: invalid input for tool `{}`: a policy rewrite of this call \
+                         produced an input that is invalid",
+                        call.name
+                    ));
+                    return Ok(e);
+                }
+                had.push(v.clone());
+                current = v;
+                continue 'pass;
             }
+            break;
         }
         // The tool.
         let t = usize::from(call.name == "beta");
@@ -1179,12 +1232,46 @@ fn model(case: &Case, message: &Message) -> (Answer, Vec<Expected>, Vec<Event>) 
     if case.stop == 2 {
         return (Answer::NotAssistant, Vec::new(), Vec::new());
     }
+    if uses.is_empty() {
+        return (Answer::NothingToRun, Vec::new(), Vec::new());
+    }
     if case.stop == 1 {
         let e = uses
             .iter()
             .map(|c| Model::not_run(c, NOT_RUN_MAX_TOKENS, &l))
             .collect();
         return (Answer::MaxTokens(uses.len()), e, Vec::new());
+    }
+    // The Messages API's id rules, written from its 400 answers: non-empty, the pattern
+    // `^[a-zA-Z0-9_-]+$`, unique in the message. One bad id: nothing runs.
+    let n = uses.len();
+    let bad = uses.iter().enumerate().find_map(|(i, c)| {
+        let pattern =
+            c.id.chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-');
+        if c.id.is_empty() {
+            Some((i, "is empty"))
+        } else if !pattern {
+            Some((
+                i,
+                "does not match the Messages API's pattern `^[a-zA-Z0-9_-]+$`",
+            ))
+        } else if uses[..i].iter().any(|e| e.id == c.id) {
+            Some((i, "repeats the id of an earlier block"))
+        } else {
+            None
+        }
+    });
+    if let Some((i, rule)) = bad {
+        let text = format!(
+            "tool_use id {} (block {} of {n}) {rule}; none of the message's {n} tool_use \
+             block(s) was run",
+            serde_json::to_string(&uses[i].id).unwrap(),
+            i + 1
+        );
+        let why = format!("Not run: {text}.");
+        let e = uses.iter().map(|c| Model::not_run(c, &why, &l)).collect();
+        return (Answer::BadId { block: i + 1, text }, e, Vec::new());
     }
     let mut out = Vec::new();
     for (i, call) in uses.iter().enumerate() {
@@ -1334,7 +1421,17 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
 
     // The answer: one tool_result per tool_use, same ids, same order, nothing else.
     let answer_msg: Option<Message> = match (&answer, got) {
-        (Answer::Ok, Ok(m)) => Some(m),
+        (Answer::Ok, Ok(Reply::Answer(m))) => Some(m),
+        (Answer::NothingToRun, Ok(Reply::NothingToRun { stop_reason })) => {
+            prop_assert_eq!(stop_reason, message.stop_reason.clone());
+            None
+        }
+        (Answer::BadId { block, text }, Err(RespondError::Id(e))) => {
+            prop_assert_eq!(e.block, *block);
+            prop_assert_eq!(&e.id, &uses[block - 1].id);
+            prop_assert_eq!(&e.to_string(), text);
+            None
+        }
         (
             Answer::Halt {
                 index,
@@ -1416,7 +1513,7 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
     prop_assert_eq!(w.stops.load(Ordering::SeqCst), 1);
 
     // The audit log: one line per block, in order, with the right outcome and content.
-    let lines = log.new_lines(&log.log.audit_log_path(), 0);
+    let lines = log.new_lines(&log.log.audit_log_path().unwrap(), 0);
     prop_assert_eq!(lines.len(), expected.len());
     for (i, (line, e)) in lines.iter().zip(&expected).enumerate() {
         prop_assert_eq!(&line["session_id"], "sess_prop");
@@ -1481,7 +1578,7 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
         })
         .sum::<u64>()
         + failing(case.stop_flaky);
-    let summaries = log.new_lines(&log.log.session_summaries_path(), 1);
+    let summaries = log.new_lines(&log.log.session_summaries_path().unwrap(), 1);
     prop_assert_eq!(summaries.len(), 1);
     let line = &summaries[0];
     prop_assert_eq!(line["calls"].as_u64(), Some(n as u64));
@@ -1695,14 +1792,21 @@ proptest! {
 // ---------------------------------------------------------------------------------------------
 
 /// Finding 1 (property run): with two blocks sharing one id, `Halt::result` returned the first
-/// block's (successful) result instead of the failed block's `BLOCKED:` one.
+/// block's (successful) result instead of the failed block's `BLOCKED:` one. Since issue 12 a
+/// message that repeats an id is refused whole before anything runs (the Messages API refuses
+/// it too: "tool_use ids must be unique"), so no halt can meet a repeated id.
 #[test]
-fn regression_halt_result_is_the_failed_block_when_ids_repeat() {
+fn regression_a_message_repeating_an_id_is_refused_before_anything_runs() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&runs);
     let d = Dispatcher::builder()
         .tool(ToolDef::sync(
             "ping",
             "Answers pong.",
-            |_env, _a: BetaArgs| Ok("pong".to_owned()),
+            move |_env, _a: BetaArgs| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                Ok("pong".to_owned())
+            },
         ))
         .tool(ToolDef::sync(
             "pong",
@@ -1725,15 +1829,16 @@ fn regression_halt_result_is_the_failed_block_when_ids_repeat() {
         ]),
         "tool_use",
     );
-    let Err(RespondError::Halt(halt)) = toolgate::block_on(s.respond(&message)) else {
-        panic!("the broken hook halts");
+    let Err(RespondError::Id(e)) = toolgate::block_on(s.respond(&message)) else {
+        panic!("a repeated id refuses the message");
     };
-    let r = halt.result().unwrap();
-    assert!(r.is_error);
-    assert_eq!(r.content_text(), HALT_TEXT);
-    let all: Vec<_> = halt.answer().tool_results().collect();
-    assert_eq!(all[0].content_text(), "pong");
-    assert_eq!(halt.result(), Some(all[1]));
+    assert_eq!(
+        e.to_string(),
+        "tool_use id \"toolu_same\" (block 2 of 2) repeats the id of an earlier block; none of \
+         the message's 2 tool_use block(s) was run"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert_eq!(s.end().outcomes.get(&Outcome::NotRun), Some(&2));
 }
 
 /// Finding 2 (property run): a call of a known tool whose input failed normalization (an array,
@@ -1749,8 +1854,11 @@ fn regression_tools_count_every_call_of_a_known_tool() {
         .build()
         .unwrap();
     let s = d.session(HookContext::builder("u", "s").build());
-    for input in [json!([]), json!({"s": 5}), json!({})] {
-        toolgate::block_on(s.call(&ToolUse::new("toolu_1", "ping", input))).unwrap();
+    for (i, input) in [json!([]), json!({"s": 5}), json!({})]
+        .into_iter()
+        .enumerate()
+    {
+        toolgate::block_on(s.call(&ToolUse::new(format!("toolu_{i}"), "ping", input))).unwrap();
     }
     let summary = s.end();
     assert_eq!(summary.tools.get("ping"), Some(&3));

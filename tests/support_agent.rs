@@ -72,7 +72,10 @@ fn session(specialist: Specialist, user: &str, tier: &str, now: &str) -> (Agent,
 
 /// Calls one tool; returns (outcome, is_error, content) as the observer recorded them.
 fn call(agent: &Agent, session: &Session, tool: &str, input: Value) -> (Outcome, bool, String) {
-    let use_ = ToolUse::new("toolu_test", tool, input);
+    // Each call its own id: a session answers an id once.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let use_ = ToolUse::new(format!("toolu_test_{n}"), tool, input);
     let result = toolgate::block_on(session.call(&use_)).expect("no hook failed");
     let mut lines = agent.calls.take();
     assert_eq!(lines.len(), 1, "one observer record per call");
@@ -339,8 +342,20 @@ fn every_bundled_transcript_replays_with_its_expected_outcomes_results_and_audit
         for l in &lines {
             assert_eq!(l["session_id"], t.context.session_id.as_str());
             assert_eq!(l["user_id"], t.context.user_id.as_str());
+            assert_eq!(l["tier"], t.context.tier.as_str());
             assert_eq!(l["ts"], t.context.now_text.as_str());
         }
+        // The files' hash chain verifies, every line counted.
+        let (_, last) = support::chained_lines(&dir.path().join("audit_log.jsonl"), support::ZEROS);
+        let verified = toolgate::verify_audit_dir(dir.path()).unwrap();
+        assert_eq!(
+            verified.calls.status,
+            toolgate::ChainStatus::Ok {
+                lines: expected.len() as u64,
+                last_hash: last
+            }
+        );
+        assert!(verified.sessions.status.is_ok());
         let summaries = json_lines(&dir.path().join("session_summaries.jsonl"));
         assert_eq!(summaries.len(), 1);
         assert_eq!(summaries[0]["calls"], json!(expected.len()));
@@ -420,37 +435,34 @@ fn audit_lines_carry_blocked_by_rewritten_by_and_effective_input_only_when_they_
     let dir = TempDir::new("audit-keys");
     let audit = AuditLog::open(dir.path()).unwrap();
     agent::replay(&t, Some(&audit)).unwrap();
-    let lines = json_lines(&dir.path().join("audit_log.jsonl"));
-    let keys = |l: &Value| -> Vec<String> { l.as_object().unwrap().keys().cloned().collect() };
-    let base = [
-        "ts",
-        "session_id",
-        "user_id",
-        "tool_use_id",
-        "tool",
-        "input",
-        "outcome",
-        "is_error",
-        "content",
-        "duration_us",
-    ];
-    let with = |extra: &[&str]| -> Vec<String> {
-        base.iter().chain(extra).map(|s| (*s).to_owned()).collect()
-    };
-    assert_eq!(keys(&lines[0]), with(&["blocked_by"]));
-    assert_eq!(lines[0]["blocked_by"], hook("own_records_only").as_str());
-    assert_eq!(lines[0]["is_error"], true);
-    assert_eq!(keys(&lines[1]), with(&[]));
-    assert_eq!(lines[1]["is_error"], false);
-    assert_eq!(keys(&lines[2]), with(&["rewritten_by", "effective_input"]));
-    assert_eq!(lines[2]["rewritten_by"], json!([hook("cap_faq_limit")]));
+    // Exact lines: the context's tier after the user, the optional members only where they
+    // apply, `prev` last (recomputed by `chained_lines`; `duration_us` set to 0).
+    let (lines, _) = support::chained_lines(&dir.path().join("audit_log.jsonl"), support::ZEROS);
+    let faq = r#"[{\"question\":\"How long do I have to ask for a refund?\",\"answer\":\"Refunds can be requested within 30 days of delivery; electronics within 14 days, unopened or with a fault reported in that window.\"},{\"question\":\"My order arrived damaged. What do I do?\",\"answer\":\"Send photos of the item and the box; premium customers get a case file and a refund or replacement, usually within 2 business days.\"},{\"question\":\"My order never arrived.\",\"answer\":\"If tracking shows no delivery 5 days after the estimate, contact support with the tracking page; we open a case and reship or refund.\"}]"#;
+    let context = r#""ts":"2026-11-25T09:00:00Z","session_id":"sess_parallel_03","user_id":"u_001","tier":"premium""#;
     assert_eq!(
-        lines[2]["input"],
-        json!({"query": "refund window for electronics", "limit": 50})
+        lines,
+        [
+            format!(
+                r#"{{{context},"tool_use_id":"toolu_01OoNZYW2mZp0zVZomHFwUbb","tool":"lookup_user","input":{{"user_id":"u_999"}},"outcome":"blocked","is_error":true,"content":"BLOCKED: this conversation can only use the signed-in customer's own account, and u_999 is not it. Use the signed-in customer's id, u_001, or ask them what they need for their own account.","duration_us":0,"blocked_by":"{}","prev":"…"}}"#,
+                hook("own_records_only")
+            ),
+            format!(
+                r#"{{{context},"tool_use_id":"toolu_01YrEqmSM9wCZ7Uw9xfogoEm","tool":"get_order_details","input":{{"order_id":"o_1002"}},"outcome":"ok","is_error":false,"content":"{{\"order_id\":\"o_1002\",\"user_id\":\"u_001\",\"amount_cents\":45000,\"refunded_cents\":0}}","duration_us":0,"prev":"…"}}"#
+            ),
+            format!(
+                r#"{{{context},"tool_use_id":"toolu_01vnEN5N1aE6PwZPf1Qh6yYT","tool":"search_faq","input":{{"query":"refund window for electronics","limit":50}},"outcome":"ok","is_error":false,"content":"{faq}","duration_us":0,"rewritten_by":["{}"],"effective_input":{{"query":"refund window for electronics","limit":5}},"prev":"…"}}"#,
+                hook("cap_faq_limit")
+            ),
+        ]
     );
+    let (summaries, _) =
+        support::chained_lines(&dir.path().join("session_summaries.jsonl"), support::ZEROS);
     assert_eq!(
-        lines[2]["effective_input"],
-        json!({"query": "refund window for electronics", "limit": 5})
+        summaries,
+        [
+            r#"{"ts":"2026-11-25T09:00:00Z","session_id":"sess_parallel_03","user_id":"u_001","started_at":"2026-11-25T09:00:00Z","ended_at":"2026-11-25T09:00:00Z","calls":3,"outcomes":{"ok":2,"blocked":1},"tools":{"get_order_details":1,"lookup_user":1,"search_faq":1},"observer_errors":0,"prev":"…"}"#
+        ]
     );
 }
 
@@ -907,6 +919,19 @@ fn bad_arguments_exit_2() {
             "error: --schemas prints tool definitions and replays nothing: it takes no \
              --transcript or --out-dir (see --help)\n",
         ),
+        (
+            vec!["--verify-audit"],
+            "error: --verify-audit needs a value (see --help)\n",
+        ),
+        (
+            vec!["--verify-audit", "data", "--json"],
+            "error: --verify-audit DIR reads a folder and runs nothing: it takes no other \
+             option (see --help)\n",
+        ),
+        (
+            vec!["--verify-audit=a", "--verify-audit=b"],
+            "error: --verify-audit is given twice (see --help)\n",
+        ),
     ] {
         let args: Vec<OsString> = args.into_iter().map(os).collect();
         let (code, out, err) = run(&args.iter().collect::<Vec<_>>());
@@ -926,6 +951,7 @@ through the support agent's tools and hooks.
 usage:
   support_agent [--transcript FILE] [--json] [--out-dir DIR]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
+  support_agent --verify-audit DIR
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
@@ -936,11 +962,107 @@ usage:
   --specialist NAME    with --schemas: refunds (default) or triage
   --provider NAME      with --schemas: anthropic (default), anthropic-strict, openai (Chat
                        Completions), openai-responses, gemini (functionDeclarations entries), mcp
+  --verify-audit DIR   check the hash chain of DIR's audit files (rotated ones included): ok
+                       with the line count and last hash, or the first line edited, deleted,
+                       inserted or reordered
   --help               this text
 
-exit codes: 0 all outcomes as expected; 1 an outcome differed (or the agent halted, or output
-failed); 2 a bad argument or transcript (nothing was run or written)
+exit codes: 0 all outcomes as expected (or the chain verifies); 1 an outcome differed (or the
+agent halted, output failed, the chain is broken); 2 a bad argument or transcript (nothing was
+run or written)
 "
+    );
+}
+
+#[test]
+fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line() {
+    let dir = TempDir::new("verify-cli");
+    let (code, _, err) = run(&[&os("--out-dir"), &os(dir.path())]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    let calls = dir.path().join("audit_log.jsonl");
+    let (_, last) = support::chained_lines(&calls, support::ZEROS);
+    let (_, last_summary) =
+        support::chained_lines(&dir.path().join("session_summaries.jsonl"), support::ZEROS);
+    let verify = || run(&[&os("--verify-audit"), &os(dir.path())]);
+    assert_eq!(
+        verify(),
+        (
+            cli::EXIT_OK,
+            format!(
+                "audit_log.jsonl: ok, 15 lines, last hash {last}\n\
+                 session_summaries.jsonl: ok, 5 lines, last hash {last_summary}\n\
+                 keep the last hashes elsewhere: lines deleted from the end of a file can only \
+                 be caught against them\n"
+            ),
+            String::new()
+        )
+    );
+
+    // The host rotates; the next replay chains on from the rotated file.
+    let log = AuditLog::open(dir.path()).unwrap();
+    log.rotate().unwrap();
+    drop(log);
+    let transcript = fixture("02_free_tier_unusual_phrasing.json");
+    let (code, _, _) = run(&[
+        &os("--transcript"),
+        &os(&transcript),
+        &os("--out-dir"),
+        &os(dir.path()),
+    ]);
+    assert_eq!(code, cli::EXIT_OK);
+    let (_, last) = support::chained_lines(&calls, &last);
+    let (_, last_summary) =
+        support::chained_lines(&dir.path().join("session_summaries.jsonl"), &last_summary);
+    assert_eq!(
+        verify(),
+        (
+            cli::EXIT_OK,
+            format!(
+                "audit_log.jsonl (2 files): ok, 18 lines, last hash {last}\n\
+                 session_summaries.jsonl (2 files): ok, 6 lines, last hash {last_summary}\n\
+                 keep the last hashes elsewhere: lines deleted from the end of a file can only \
+                 be caught against them\n"
+            ),
+            String::new()
+        )
+    );
+
+    // An edited line: the next one no longer follows it.
+    let rotated = dir.path().join("audit_log.1.jsonl");
+    let text = std::fs::read_to_string(&rotated).unwrap();
+    let edited = text.replacen(r#""outcome":"blocked""#, r#""outcome":"ok""#, 1);
+    assert_ne!(edited, text);
+    let at = text[..text.find(r#""outcome":"blocked""#).unwrap()]
+        .matches('\n')
+        .count()
+        + 1;
+    std::fs::write(&rotated, edited).unwrap();
+    assert_eq!(
+        verify(),
+        (
+            cli::EXIT_FAILED,
+            format!(
+                "audit_log.jsonl (2 files): broken: line {} does not follow line {at}: line {at} \
+                 was edited, or lines were deleted between them in {}\n\
+                 session_summaries.jsonl (2 files): ok, 6 lines, last hash {last_summary}\n",
+                at + 1,
+                rotated.display()
+            ),
+            String::new()
+        )
+    );
+
+    // Not a folder: a bad argument.
+    assert_eq!(
+        run(&[&os("--verify-audit"), &os(&calls)]),
+        (
+            cli::EXIT_BAD_INPUT,
+            String::new(),
+            format!(
+                "error: --verify-audit: `{}` is not a folder (see --help)\n",
+                calls.display()
+            )
+        )
     );
 }
 
@@ -1504,15 +1626,28 @@ fn free_tier_refunds_are_denied_with_an_alternative_and_faq_limits_at_or_under_5
          free. Answer from the refund policy (search_faq), or tell the customer that upgrading \
          to premium includes refunds handled by support."
     );
-    for (limit, rewritten, entries) in [(5, false, 5), (6, true, 5), (1, false, 1), (0, false, 0)] {
+    // A limit over 5 is rewritten once: the chain starts again with 5, which the cap allows
+    // (issue 12 §1: an idempotent normalizer converges to one rewrite).
+    for (limit, rewritten, entries) in [
+        (5, false, 5),
+        (6, true, 5),
+        (50, true, 5),
+        (1, false, 1),
+        (0, false, 0),
+    ] {
         let use_ = ToolUse::new(
-            "toolu_faq",
+            format!("toolu_faq_{limit}"),
             "search_faq",
             json!({"query": "refund order damaged shipping premium delivery", "limit": limit}),
         );
         let result = toolgate::block_on(s.call(&use_)).unwrap();
         let line = agent.calls.take().remove(0);
-        assert_eq!(line.rewritten_by.is_empty(), !rewritten, "limit {limit}");
+        let want: Vec<String> = if rewritten {
+            vec![hook("cap_faq_limit")]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(line.rewritten_by, want, "limit {limit}");
         let got: Value = serde_json::from_str(&result.content_text()).unwrap();
         assert_eq!(got.as_array().unwrap().len(), entries, "limit {limit}");
     }

@@ -170,6 +170,39 @@ pub(crate) fn call() -> ToolUse {
     ToolUse::new("toolu_bench_01", "lookup_user", input())
 }
 
+/// [`call`] with a new id for every call, rewritten in place (an odometer over the id's last 12
+/// digits: no allocation, a few instructions). A session answers an id once and replays it
+/// after that (nothing runs), so a toolgate side that repeated one id would measure replays.
+pub(crate) struct FreshIds {
+    call: ToolUse,
+}
+
+impl FreshIds {
+    pub(crate) fn new() -> Self {
+        FreshIds {
+            call: ToolUse::new("toolu_bench_000000000000", "lookup_user", input()),
+        }
+    }
+
+    /// The block with the next id.
+    pub(crate) fn next(&mut self) -> &ToolUse {
+        // The id ends in ASCII digits: a byte-wise odometer keeps it UTF-8.
+        let mut id = std::mem::take(&mut self.call.id).into_bytes();
+        for b in id.iter_mut().rev() {
+            if *b == b'9' {
+                *b = b'0';
+            } else if b.is_ascii_digit() {
+                *b += 1;
+                break;
+            } else {
+                break;
+            }
+        }
+        self.call.id = String::from_utf8(id).expect("an ASCII id");
+        &self.call
+    }
+}
+
 /// The text every side must produce for [`call`].
 pub(crate) const EXPECTED: &str =
     r#"{"user_id":"u_001","name":"Ada Lovelace","tier":"premium","open_orders":2}"#;
@@ -221,6 +254,44 @@ pub(crate) fn dispatcher_audit_only(log: AuditLog) -> Dispatcher {
         .expect("the benchmark dispatcher builds")
 }
 
+/// The audit log as it was before the hash chain, as a sink: each record serialized into a
+/// reused buffer with its `\n` and appended with one `write` to an `O_APPEND` file; no `prev`, no
+/// lock, no hash. Measured against the chained files (`AuditLog::open`) to give the chain's cost
+/// per line: both sides build, redact (no rule) and serialize the same record.
+pub(crate) struct UnchainedJsonl(std::fs::File);
+
+impl UnchainedJsonl {
+    pub(crate) fn open(path: &std::path::Path) -> Self {
+        UnchainedJsonl(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .expect("open the unchained audit file"),
+        )
+    }
+}
+
+impl toolgate::AuditSink for UnchainedJsonl {
+    fn record(&self, record: &toolgate::AuditRecord) -> Result<(), toolgate::HookError> {
+        use std::io::Write;
+        thread_local! {
+            static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        LINE.with(|line| {
+            let mut line = line.borrow_mut();
+            line.clear();
+            serde_json::to_writer(&mut *line, record).map_err(toolgate::HookError::new)?;
+            line.push(b'\n');
+            let written = (&self.0).write(&line).map_err(toolgate::HookError::new)?;
+            if written != line.len() {
+                return Err(toolgate::HookError::new("short write"));
+            }
+            Ok(())
+        })
+    }
+}
+
 /// A fresh folder for an audit log; removed by [`TempDir`]'s drop.
 pub(crate) struct TempDir(pub(crate) PathBuf);
 
@@ -245,7 +316,7 @@ impl Drop for TempDir {
 }
 
 /// The text of a toolgate call's result, checking it succeeded.
-pub(crate) fn result_text(r: Result<toolgate::ToolResult, toolgate::Halt>) -> String {
+pub(crate) fn result_text(r: Result<toolgate::ToolResult, toolgate::CallError>) -> String {
     let r = r.expect("no hook halts the benchmark call");
     assert!(!r.is_error, "the benchmark call failed: {r:?}");
     r.content_text().into_owned()

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use toolgate::{
     AuditLog, BuildError, Clock, Dispatcher, DispatcherBuilder, HookContext, Message, Outcome,
-    RespondError, SessionSummary,
+    Reply, RespondError, SessionSummary,
 };
 
 use super::ledger::{Ledger, Refund};
@@ -168,9 +168,10 @@ pub(crate) fn replay_on(agent: &Agent, transcript: &Transcript) -> SessionReplay
     let mut messages = Vec::with_capacity(transcript.messages.len());
     let mut halted = None;
     for message in &transcript.messages {
-        let has_calls = message.tool_uses().next().is_some();
         let (answer, problem) = match toolgate::block_on(session.respond(message)) {
-            Ok(answer) => (has_calls.then_some(answer), None),
+            Ok(Reply::Answer(answer)) => (Some(answer), None),
+            // No `tool_use` (the model's closing text): nothing to send back.
+            Ok(_) => (None, None),
             Err(RespondError::Halt(halt)) => {
                 let text = halt.to_string();
                 halted = Some(text.clone());

@@ -1,20 +1,21 @@
-//! The command line: parsing the arguments by hand (four flags need no parser crate), and
+//! The command line: parsing the arguments by hand (a few flags need no parser crate), and
 //! [`run`], which the binary and the integration test both call.
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use toolgate::{AuditLog, Provider};
+use toolgate::{AUDIT_LOG_FILE, AuditLog, Provider, SESSION_SUMMARIES_FILE};
 
 use super::agent::{self, Agent, Specialist};
 use super::output;
 use super::transcript::{self, Transcript};
 
-/// Every transcript replayed as expected (or `--schemas`, `--help`).
+/// Every transcript replayed as expected (or `--schemas`, `--help`, a chain that verifies).
 pub(crate) const EXIT_OK: u8 = 0;
 /// The replay finished, but an outcome differed from the transcript's expected one, the agent
-/// halted, or the output could not be written.
+/// halted, or the output could not be written; or `--verify-audit` found a broken chain or
+/// could not read a file.
 pub(crate) const EXIT_FAILED: u8 = 1;
 /// Nothing ran: a bad argument, or a transcript that is not JSON or not a transcript.
 pub(crate) const EXIT_BAD_INPUT: u8 = 2;
@@ -29,6 +30,7 @@ through the support agent's tools and hooks.
 usage:
   support_agent [--transcript FILE] [--json] [--out-dir DIR]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
+  support_agent --verify-audit DIR
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
@@ -39,10 +41,14 @@ usage:
   --specialist NAME    with --schemas: refunds (default) or triage
   --provider NAME      with --schemas: anthropic (default), anthropic-strict, openai (Chat
                        Completions), openai-responses, gemini (functionDeclarations entries), mcp
+  --verify-audit DIR   check the hash chain of DIR's audit files (rotated ones included): ok
+                       with the line count and last hash, or the first line edited, deleted,
+                       inserted or reordered
   --help               this text
 
-exit codes: 0 all outcomes as expected; 1 an outcome differed (or the agent halted, or output
-failed); 2 a bad argument or transcript (nothing was run or written)";
+exit codes: 0 all outcomes as expected (or the chain verifies); 1 an outcome differed (or the
+agent halted, output failed, the chain is broken); 2 a bad argument or transcript (nothing was
+run or written)";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +57,8 @@ pub(crate) enum Command {
     Help,
     /// `--schemas [--specialist NAME] [--provider NAME]`.
     Schemas(Specialist, Provider),
+    /// `--verify-audit DIR`.
+    VerifyAudit(PathBuf),
     /// Replay transcripts.
     Replay {
         /// `--transcript FILE`; every bundled transcript when absent.
@@ -72,6 +80,7 @@ where
     let mut out_dir: Option<PathBuf> = None;
     let mut specialist: Option<Specialist> = None;
     let mut provider: Option<Provider> = None;
+    let mut verify: Option<PathBuf> = None;
     let mut json = false;
     let mut schemas = false;
     let mut help = false;
@@ -125,7 +134,10 @@ where
                     )
                 })?);
             }
-            "--transcript" | "--out-dir" | "--specialist" | "--provider" => {
+            "--verify-audit" if verify.is_none() => {
+                verify = Some(PathBuf::from(value("--verify-audit")?))
+            }
+            "--transcript" | "--out-dir" | "--specialist" | "--provider" | "--verify-audit" => {
                 return Err(format!("{name} is given twice"));
             }
             "--json" => json = flag(json)?,
@@ -136,6 +148,22 @@ where
     }
     if help {
         return Ok(Command::Help);
+    }
+    if let Some(dir) = verify {
+        if json
+            || schemas
+            || transcript.is_some()
+            || out_dir.is_some()
+            || specialist.is_some()
+            || provider.is_some()
+        {
+            return Err(
+                "--verify-audit DIR reads a folder and runs nothing: it takes no other \
+                        option"
+                    .to_owned(),
+            );
+        }
+        return Ok(Command::VerifyAudit(dir));
     }
     if schemas {
         if json {
@@ -208,6 +236,7 @@ where
                 return EXIT_FAILED;
             }
         },
+        Command::VerifyAudit(dir) => return verify_audit(&dir, out, err),
         Command::Replay {
             transcript,
             json,
@@ -226,6 +255,45 @@ fn output_failed(err: &mut dyn Write, e: &std::io::Error) -> u8 {
         let _ = writeln!(err, "error: cannot write the output: {e}");
     }
     EXIT_FAILED
+}
+
+/// `--verify-audit DIR`: one line per chain (`NAME: ok, N lines, last hash H`, or `NAME:
+/// broken: …` naming the first line at fault), then a reminder to keep the last hashes.
+fn verify_audit(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let verified = match toolgate::verify_audit_dir(dir) {
+        Ok(v) => v,
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            let _ = writeln!(err, "error: --verify-audit: {e} (see --help)");
+            return EXIT_BAD_INPUT;
+        }
+        Err(e) => {
+            let _ = writeln!(err, "error: --verify-audit: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let mut text = String::new();
+    for (name, chain) in [
+        (AUDIT_LOG_FILE, &verified.calls),
+        (SESSION_SUMMARIES_FILE, &verified.sessions),
+    ] {
+        let files = match chain.files.len() {
+            0 | 1 => String::new(),
+            n => format!(" ({n} files)"),
+        };
+        let verdict = if chain.status.is_ok() { "" } else { "broken: " };
+        text.push_str(&format!("{name}{files}: {verdict}{}\n", chain.status));
+    }
+    if verified.is_ok() {
+        text.push_str(
+            "keep the last hashes elsewhere: lines deleted from the end of a file can only be \
+             caught against them\n",
+        );
+    }
+    match out.write_all(text.as_bytes()) {
+        Ok(()) if verified.is_ok() => EXIT_OK,
+        Ok(()) => EXIT_FAILED,
+        Err(e) => output_failed(err, &e),
+    }
 }
 
 fn replay(
@@ -291,8 +359,8 @@ fn replay(
     if !json
         && let Err(e) = output::write_footer(
             out,
-            &audit.audit_log_path(),
-            &audit.session_summaries_path(),
+            &out_dir.join(AUDIT_LOG_FILE),
+            &out_dir.join(SESSION_SUMMARIES_FILE),
             calls,
             transcripts.len(),
         )

@@ -1,8 +1,10 @@
 //! The fuzz harnesses, as plain functions: `fuzz_targets/*.rs` hand them libFuzzer's bytes.
 //!
 //! - [`respond`]: bytes → a Messages API `Message` (JSON) → [`Session::respond`] on a dispatcher
-//!   with the fixtures' tools, hooks that deny, rewrite, error, panic or wait past a deadline
-//!   (chosen by words in the input), an audit log and observers → the answer's invariants.
+//!   with the fixtures' tools, hooks that deny, rewrite (once, to the same input, or in a loop),
+//!   error, panic or wait past the default deadline (chosen by words in the input), an audit log
+//!   and observers → the answer's invariants, among them that a tool runs only with the input
+//!   every hook of its chain saw last; then the same message again, which must run nothing twice.
 //! - [`validate`]: bytes → a `tool_use` input (the bytes as JSON, and the bytes as a string) →
 //!   normalization, bounds and validation against tools with rich argument types.
 //!
@@ -20,9 +22,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    AuditLog, BoxFuture, ContentBlock, Decision, Dispatcher, Env, HookContext, HookError, Message,
-    Outcome, PostHookDef, PreHookDef, RespondError, Role, StopHookDef, Timer, ToolDef, ToolError,
-    ToolResult, ToolUse,
+    AuditLog, BoxFuture, ContentBlock, Decision, Dispatcher, Env, HookContext, HookError, IdRule,
+    Message, Outcome, PostHookDef, PreHookDef, Reply, RespondError, Role, StopHookDef, Timer,
+    ToolDef, ToolError, ToolResult, ToolUse,
 };
 
 /// Every panic a harness injects on purpose starts with this text.
@@ -74,8 +76,11 @@ fn yield_once() -> impl std::future::Future<Output = ()> + Send {
 
 thread_local! {
     static RUNS: Cell<usize> = const { Cell::new(0) };
+    /// The main argument each PreToolUse hook saw last (`fuzz::a_policy`, `fuzz::b_slow_check`).
+    static LAST_SEEN: RefCell<[Option<String>; 2]> = const { RefCell::new([None, None]) };
     static STOPS: Cell<usize> = const { Cell::new(0) };
-    static RECORDS: RefCell<Vec<(String, Outcome, Option<ToolResult>)>> =
+    /// What the recording observer saw: id, outcome, result, replay.
+    static RECORDS: RefCell<Vec<(String, Outcome, Option<ToolResult>, bool)>> =
         const { RefCell::new(Vec::new()) };
 }
 
@@ -136,8 +141,22 @@ struct Order {
     order_id: String,
 }
 
+/// Rewrites are re-authorized (issue 12 §1): a tool runs only with the input every hook of
+/// its chain saw last, since the chain starts again after each rewrite. Calls run one after
+/// another, so the last input a hook of this tool's chain saw is this call's.
+fn check_chain_saw(tool: &str, arg: &str) {
+    LAST_SEEN.with(|seen| {
+        let seen = seen.borrow();
+        assert_eq!(seen[0].as_deref(), Some(arg), "{tool} ran with an input the policy did not last see");
+        if matches!(tool, "get_weather" | "get_time") {
+            assert_eq!(seen[1].as_deref(), Some(arg), "{tool} ran with an input the slow check did not last see");
+        }
+    });
+}
+
 /// What a tool does, chosen by words in its main argument.
 fn act(tool: &str, arg: &str) -> Result<String, ToolError> {
+    check_chain_saw(tool, arg);
     RUNS.with(|r| r.set(r.get() + 1));
     if arg.contains("boom") {
         panic!("{INJECTED}: {tool} exploded");
@@ -157,6 +176,7 @@ fn act(tool: &str, arg: &str) -> Result<String, ToolError> {
 fn get_time(_env: Env<'_>, t: Time) -> BoxFuture<'_, Result<String, ToolError>> {
     Box::pin(async move {
         if t.timezone.contains("slow") {
+            check_chain_saw("get_time", &t.timezone);
             RUNS.with(|r| r.set(r.get() + 1));
             yield_once().await;
             return Ok("too late".to_owned());
@@ -173,8 +193,20 @@ fn main_arg(call: &ToolUse) -> &str {
         .unwrap_or("")
 }
 
+/// `call` with its main argument replaced by `to`.
+fn with_main_arg(call: &ToolUse, to: &str) -> Value {
+    let mut input = call.input.clone();
+    for k in ["ticker", "location", "order_id", "timezone"] {
+        if let Some(v) = input.get_mut(k) {
+            *v = json!(to);
+        }
+    }
+    input
+}
+
 fn policy(_env: Env<'_>, call: &ToolUse) -> Result<Decision, HookError> {
     let arg = main_arg(call);
+    LAST_SEEN.with(|seen| seen.borrow_mut()[0] = Some(arg.to_owned()));
     if arg.contains("deny") {
         return Ok(Decision::deny_instead("policy says no.", "Ask a human."));
     }
@@ -188,21 +220,29 @@ fn policy(_env: Env<'_>, call: &ToolUse) -> Result<Decision, HookError> {
         return Ok(Decision::Rewrite(json!({"zzz": [1, 2]})));
     }
     if arg.contains("rewrite") {
-        let mut input = call.input.clone();
-        for k in ["ticker", "location", "order_id", "timezone"] {
-            if let Some(v) = input.get_mut(k) {
-                *v = json!("rewritten");
-            }
-        }
-        return Ok(Decision::Rewrite(input));
+        // The chain starts again with "rewritten", which this hook then allows.
+        return Ok(Decision::Rewrite(with_main_arg(call, "rewritten")));
+    }
+    if arg.contains("ping") {
+        // The slow check turns "pong" back into "ping": a loop, which halts.
+        return Ok(Decision::Rewrite(with_main_arg(call, &arg.replace("ping", "pong"))));
+    }
+    if arg.contains("same") {
+        // A rewrite equal to the input counts as Allow.
+        return Ok(Decision::Rewrite(call.input.clone()));
     }
     Ok(Decision::Allow)
 }
 
 fn slow_check<'a>(_env: Env<'a>, call: &'a ToolUse) -> BoxFuture<'a, Result<Decision, HookError>> {
     Box::pin(async move {
-        if main_arg(call).contains("wait") {
+        let arg = main_arg(call);
+        LAST_SEEN.with(|seen| seen.borrow_mut()[1] = Some(arg.to_owned()));
+        if arg.contains("wait") {
             yield_once().await;
+        }
+        if arg.contains("pong") {
+            return Ok(Decision::Rewrite(with_main_arg(call, &arg.replace("pong", "ping"))));
         }
         Ok(Decision::Allow)
     })
@@ -243,7 +283,7 @@ static RESPOND: LazyLock<Dispatcher> = LazyLock::new(|| {
         .post_hook(PostHookDef::sync("fuzz::b_record", |_env, r| {
             RECORDS.with(|v| {
                 v.borrow_mut()
-                    .push((r.call.id.clone(), r.outcome, r.result.cloned()))
+                    .push((r.call.id.clone(), r.outcome, r.result.cloned(), r.replay))
             });
             Ok(())
         }))
@@ -252,9 +292,9 @@ static RESPOND: LazyLock<Dispatcher> = LazyLock::new(|| {
             Ok(())
         }))
         .audit_log(null_audit_log())
+        // Every deadline has passed; the hook and tool deadlines are the defaults (10 s, 60 s),
+        // which the dispatcher applies without being told.
         .timer(Expired)
-        .hook_timeout(Duration::from_millis(50))
-        .tool_timeout(Duration::from_millis(80))
         .build()
         .expect("the respond dispatcher builds")
 });
@@ -276,11 +316,120 @@ pub fn respond(data: &[u8]) {
     STOPS.with(|s| s.set(0));
     RECORDS.with(|r| r.borrow_mut().clear());
     let session = RESPOND.session(HookContext::builder("u_fuzz", "sess_fuzz").build());
-    let got = toolgate::block_on(session.respond(&message));
+    let first = attempt(&session, &message, &uses);
+    let records = RECORDS.with(|r| r.borrow_mut().split_off(0));
+    assert!(records.iter().all(|r| !r.3), "nothing is a replay on a first attempt");
+    let ran = RUNS.with(Cell::get);
+    assert_eq!(ran, reached_a_tool(&records), "side effects only for calls that reached a tool");
+
+    // The host retries the same message: what was answered is replayed, nothing runs twice.
+    let second = attempt(&session, &message, &uses);
+    let again = RECORDS.with(|r| r.borrow_mut().split_off(0));
+    let answered: Vec<&str> = records
+        .iter()
+        .filter(|r| answers(r.1))
+        .map(|r| r.0.as_str())
+        .collect();
+    for rec in &again {
+        if answered.contains(&rec.0.as_str()) {
+            assert!(rec.3, "an answered id is replayed, not run again");
+        }
+    }
+    if let (Attempt::Answered(a), Attempt::Answered(b)) = (&first, &second) {
+        assert_eq!(a, b, "a retry gets the same answer");
+        assert!(again.iter().all(|r| r.3), "a retry of an answered message is all replays");
+    }
+    let replays = again.iter().filter(|r| r.3).count();
+    let new_runs = RUNS.with(Cell::get) - ran;
+    assert_eq!(new_runs, reached_a_tool(&again), "a replay runs no tool");
+
+    let summary = session.end();
+    assert_eq!(
+        summary.calls,
+        (records.len() + again.len() - replays) as u64,
+        "counts leave replays out"
+    );
+    drop(session);
+    assert_eq!(STOPS.with(Cell::get), 1, "Stop exactly once");
+}
+
+/// What one `respond` gave.
+#[derive(Debug, PartialEq)]
+enum Attempt {
+    Answered(Message),
+    Other,
+}
+
+/// Whether an outcome is an answer the session remembers.
+fn answers(o: Outcome) -> bool {
+    !matches!(
+        o,
+        Outcome::HookFailed | Outcome::HookTimeout | Outcome::NotRun | Outcome::Cancelled
+    )
+}
+
+/// The non-replayed records whose call reached a tool.
+fn reached_a_tool(records: &[(String, Outcome, Option<ToolResult>, bool)]) -> usize {
+    records
+        .iter()
+        .filter(|r| {
+            !r.3 && matches!(
+                r.1,
+                Outcome::Ok | Outcome::ToolError | Outcome::Panicked | Outcome::ToolTimeout
+            )
+        })
+        .count()
+}
+
+/// The Messages API's id rules, written apart from toolgate's: the first bad block (from 1).
+fn bad_id(uses: &[&ToolUse]) -> Option<(usize, IdRule)> {
+    uses.iter().enumerate().find_map(|(i, u)| {
+        let rule = if u.id.is_empty() {
+            IdRule::Empty
+        } else if !u
+            .id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            IdRule::Pattern
+        } else if uses[..i].iter().any(|e| e.id == u.id) {
+            IdRule::Repeated
+        } else {
+            return None;
+        };
+        Some((i + 1, rule))
+    })
+}
+
+/// One `respond`, checked: one `tool_result` per `tool_use` (or a refusal that ran nothing).
+fn attempt(session: &toolgate::Session, message: &Message, uses: &[&ToolUse]) -> Attempt {
+    let runs_before = RUNS.with(Cell::get);
+    let seen_before = RECORDS.with(|r| r.borrow().len());
+    let got = toolgate::block_on(session.respond(message));
+    let records: Vec<_> = RECORDS.with(|r| r.borrow()[seen_before..].to_vec());
+    let mut ran_nothing = false;
     let answer = match got {
-        Ok(m) => Some(m),
+        Ok(Reply::Answer(m)) => Some(m),
+        Ok(Reply::NothingToRun { stop_reason }) => {
+            assert!(uses.is_empty(), "NothingToRun only without tool_use");
+            assert_eq!(stop_reason, message.stop_reason);
+            ran_nothing = true;
+            None
+        }
+        Ok(other) => panic!("unexpected reply {other:?}"),
         Err(RespondError::Halt(h)) => {
-            assert!(matches!(h.outcome, Outcome::HookFailed | Outcome::HookTimeout));
+            match h.outcome {
+                Outcome::HookTimeout => {
+                    assert_eq!(h.hook, "fuzz::b_slow_check");
+                    assert_eq!(h.detail, "the hook ran past its deadline of 10000 ms");
+                }
+                Outcome::HookFailed => {}
+                other => panic!("a halt with outcome {other}"),
+            }
+            if h.detail.starts_with("the PreToolUse chain") {
+                // Only the ping/pong rewriters loop; they never rewrite 9 times.
+                assert!(h.detail.starts_with("the PreToolUse chain looped: "), "{}", h.detail);
+            }
             let r = h.result().expect("the halted block's result");
             assert!(r.is_error && r.content_text().starts_with("BLOCKED: "));
             Some(h.into_answer())
@@ -288,52 +437,61 @@ pub fn respond(data: &[u8]) {
         Err(RespondError::MaxTokens { tool_uses }) => {
             assert_eq!(message.stop_reason.as_deref(), Some("max_tokens"));
             assert_eq!(tool_uses, uses.len());
+            assert!(records.iter().all(|r| r.1 == Outcome::NotRun));
+            ran_nothing = true;
+            None
+        }
+        Err(RespondError::Id(e)) => {
+            assert_eq!(bad_id(uses), Some((e.block, e.rule)), "{e}");
+            assert!(records.iter().all(|r| r.1 == Outcome::NotRun));
+            ran_nothing = true;
             None
         }
         Err(RespondError::NotAssistant) => {
             assert_eq!(message.role, Role::User);
+            ran_nothing = true;
             None
         }
         Err(other) => panic!("unexpected error {other}"),
     };
-    let records = RECORDS.with(|r| r.borrow_mut().split_off(0));
-    if message.role == Role::User {
+    if ran_nothing {
+        assert_eq!(RUNS.with(Cell::get), runs_before, "a refused message runs nothing");
+    } else {
+        assert_eq!(bad_id(uses), None, "a message with a bad id ran");
+    }
+    if message.role == Role::User || uses.is_empty() {
         assert!(records.is_empty());
     } else {
         assert_eq!(records.len(), uses.len(), "one record per tool_use");
     }
-    for (rec, call) in records.iter().zip(&uses) {
+    for (rec, call) in records.iter().zip(uses) {
         assert_eq!(rec.0, call.id);
-    }
-    if let Some(answer) = &answer {
-        assert_eq!(answer.role, Role::User);
-        assert_eq!(answer.content.len(), uses.len(), "one tool_result per tool_use");
-        for ((block, call), rec) in answer.content.iter().zip(&uses).zip(&records) {
-            let ContentBlock::ToolResult(r) = block else {
-                panic!("only tool_result blocks in the answer");
-            };
-            assert_eq!(r.tool_use_id, call.id, "ids in order");
-            assert!(r.content_text().len() <= MAX_RESULT, "a result over the limit");
-            assert_eq!(rec.2.as_ref(), Some(r), "observers saw the result the host got");
+        if rec.1 == Outcome::ToolTimeout {
+            let text = rec.2.as_ref().expect("a result").content_text();
+            assert!(
+                text.starts_with("Error: the tool did not finish within its deadline of 60000 ms"),
+                "the default tool deadline: {text}"
+            );
         }
-        let text = serde_json::to_string(answer).expect("the answer serializes");
-        let back: Message = serde_json::from_str(&text).expect("the answer parses");
-        assert_eq!(back.content.len(), uses.len());
     }
-    let ran = records
-        .iter()
-        .filter(|r| {
-            matches!(
-                r.1,
-                Outcome::Ok | Outcome::ToolError | Outcome::Panicked | Outcome::ToolTimeout
-            )
-        })
-        .count();
-    assert_eq!(RUNS.with(Cell::get), ran, "side effects only for calls that reached a tool");
-    let summary = session.end();
-    assert_eq!(summary.calls, records.len() as u64);
-    drop(session);
-    assert_eq!(STOPS.with(Cell::get), 1, "Stop exactly once");
+    let Some(answer) = answer else {
+        return Attempt::Other;
+    };
+    assert_eq!(answer.role, Role::User);
+    assert_eq!(answer.content.len(), uses.len(), "one tool_result per tool_use");
+    assert!(!answer.content.is_empty(), "never an empty user message");
+    for ((block, call), rec) in answer.content.iter().zip(uses).zip(&records) {
+        let ContentBlock::ToolResult(r) = block else {
+            panic!("only tool_result blocks in the answer");
+        };
+        assert_eq!(r.tool_use_id, call.id, "ids in order");
+        assert!(r.content_text().len() <= MAX_RESULT, "a result over the limit");
+        assert_eq!(rec.2.as_ref(), Some(r), "observers saw the result the host got");
+    }
+    let text = serde_json::to_string(&answer).expect("the answer serializes");
+    let back: Message = serde_json::from_str(&text).expect("the answer parses");
+    assert_eq!(back.content.len(), uses.len());
+    Attempt::Answered(answer)
 }
 
 // ---- validate ----
@@ -438,10 +596,11 @@ pub fn validate(data: &[u8]) {
         inputs.push(v.clone());
     }
     let session = VALIDATE.session(HookContext::builder("u_fuzz", "sess_fuzz").build());
-    for input in inputs {
+    for (i, input) in inputs.into_iter().enumerate() {
         for tool in ["rich", "flat", "open"] {
             let before = RUNS.with(Cell::get);
-            let call = ToolUse::new("toolu_fuzz", tool, input.clone());
+            // Each call its own id: a session answers an id once.
+            let call = ToolUse::new(format!("toolu_fuzz_{i}_{tool}"), tool, input.clone());
             let r = toolgate::block_on(session.call(&call)).expect("no hooks, no halt");
             let ran = RUNS.with(Cell::get) - before;
             let text = r.content_text();

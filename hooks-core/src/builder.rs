@@ -13,16 +13,18 @@ use crate::audit::AuditLog;
 use crate::caller::ToolCaller;
 use crate::definitions::{Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef};
 use crate::dispatcher::Dispatcher;
+use crate::examples;
 use crate::inner::{Backend, Inner, ToolEntry};
 use crate::limits::Limits;
 use crate::name_index::NameIndex;
 use crate::provider::anthropic::entry as anthropic_entry;
+use crate::provider::{Provider, ToolSource, marked_strict_problems, mcp};
 use crate::registry::{RegistrationKind, registered};
 use crate::schema::check::{FieldCheck, open_properties, root_problem};
 use crate::schema::meta;
 use crate::schema::{canonicalize, closed_form, is_valid_tool_name, unwrap_doc};
 use crate::state::{StateKey, StateMap};
-use crate::timer::Timer;
+use crate::timer::{DefaultTimer, Timer};
 
 enum Source {
     All,
@@ -33,13 +35,24 @@ enum Source {
 /// Builds a [`Dispatcher`]: where its tools and hooks come from, which tools it keeps, the states
 /// it hands out, its audit log, limits and deadlines.
 ///
+/// Deadlines are on by default, with no runtime needed: an async PreToolUse hook gets
+/// [`DEFAULT_HOOK_TIMEOUT`](Self::DEFAULT_HOOK_TIMEOUT) (10 s; past it the agent halts with
+/// `hook_timeout`), an async tool [`DEFAULT_TOOL_TIMEOUT`](Self::DEFAULT_TOOL_TIMEOUT) (60 s;
+/// `tool_timeout`), unless the item sets its own `timeout_ms` or the builder another default.
+/// Turning a default off takes [`allow_hanging_hooks`](Self::allow_hanging_hooks) /
+/// [`allow_hanging_tools`](Self::allow_hanging_tools). **Sync hooks and tools cannot be cut
+/// short**: they run to their end whatever the deadline.
+///
 /// Sources add up: every registered item ([`registered`](Self::registered)), the items under a
 /// module path ([`registered_under`](Self::registered_under), a specialist), single items by full
 /// path ([`item`](Self::item)), hand-built definitions ([`tool`](Self::tool),
 /// [`pre_hook`](Self::pre_hook), …) and wrapped callers ([`wrap`](Self::wrap)). Then
 /// [`only_tools`](Self::only_tools) / [`without_tools`](Self::without_tools) filter the tools: a
-/// filtered tool is gone from the definitions and from the callable surface alike, and a hook
-/// whose matched tools are all gone is not part of the dispatcher.
+/// filtered tool is gone from the definitions and from the callable surface alike, and a
+/// registered hook whose matched tools are all gone is not part of the dispatcher. A guard is
+/// never dropped silently otherwise: a hook with an empty tool list, or one given explicitly
+/// ([`pre_hook`](Self::pre_hook), [`post_hook`](Self::post_hook)) whose tools are all gone, fails
+/// the build.
 #[derive(Default)]
 #[must_use = "call .build() to get the Dispatcher"]
 pub struct DispatcherBuilder {
@@ -55,8 +68,29 @@ pub struct DispatcherBuilder {
     audit: Option<AuditLog>,
     limits: Limits,
     timer: Option<Arc<dyn Timer>>,
-    hook_timeout: Option<Duration>,
-    tool_timeout: Option<Duration>,
+    hook_timeout: DefaultDeadline,
+    tool_timeout: DefaultDeadline,
+}
+
+/// A dispatcher-wide deadline as the builder was told: untouched (the documented default), set,
+/// or turned off by the loudly named call.
+#[derive(Default, Clone, Copy)]
+enum DefaultDeadline {
+    #[default]
+    Default,
+    Set(Duration),
+    Off,
+}
+
+impl DefaultDeadline {
+    /// The deadline in force: `default` unless set or turned off.
+    fn resolve(self, default: Duration) -> Option<Duration> {
+        match self {
+            DefaultDeadline::Default => Some(default),
+            DefaultDeadline::Set(d) => Some(d),
+            DefaultDeadline::Off => None,
+        }
+    }
 }
 
 impl DispatcherBuilder {
@@ -102,13 +136,16 @@ impl DispatcherBuilder {
         self
     }
 
-    /// Adds a hand-built PreToolUse hook.
+    /// Adds a hand-built PreToolUse hook. It must guard this dispatcher: `build()` fails when
+    /// its tool list is empty ([`BuildProblem::EmptyMatcher`]) or names only tools this
+    /// dispatcher does not keep ([`BuildProblem::MatchesNoKeptTool`]).
     pub fn pre_hook(mut self, hook: PreHookDef) -> Self {
         self.pre_hooks.push(hook);
         self
     }
 
-    /// Adds a hand-built PostToolUse observer.
+    /// Adds a hand-built PostToolUse observer. As for [`pre_hook`](Self::pre_hook), `build()`
+    /// fails when its tool list is empty or names only tools this dispatcher does not keep.
     pub fn post_hook(mut self, hook: PostHookDef) -> Self {
         self.post_hooks.push(hook);
         self
@@ -173,25 +210,61 @@ impl DispatcherBuilder {
         self
     }
 
-    /// Gives the dispatcher a timer, needed by any deadline.
+    /// Puts the dispatcher's deadlines on `timer` instead of the default one (`futures-timer`'s
+    /// global helper thread, which needs no runtime): `TokioTimer` (facade feature `tokio`) on a
+    /// tokio server, or a timer the test controls. See [`Timer`].
     pub fn timer(mut self, timer: impl Timer) -> Self {
         self.timer = Some(Arc::new(timer));
         self
     }
 
-    /// A default deadline for async PreToolUse hooks without their own `timeout_ms`; past it the
-    /// agent halts with `hook_timeout`. Without a [`timer`](Self::timer), `build()` fails with
-    /// [`BuildProblem::DeadlineWithoutTimer`] naming `DispatcherBuilder::hook_timeout`.
+    /// The deadline an async PreToolUse hook without its own `timeout_ms` gets when the builder
+    /// sets none: 10 s. A policy check that takes longer is treated as down.
+    pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(10);
+
+    /// The deadline an async tool (or a wrapped caller's tool) without its own `timeout_ms` gets
+    /// when the builder sets none: 60 s, the default request timeout of the MCP SDKs: long
+    /// enough for a slow API call or report query, short enough that a backend that never
+    /// answers does not keep the conversation (and the host's request) open forever.
+    pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
+
+    /// Sets the deadline of async PreToolUse hooks without their own `timeout_ms` (default
+    /// [`DEFAULT_HOOK_TIMEOUT`](Self::DEFAULT_HOOK_TIMEOUT), 10 s). Past it the call is not run
+    /// and the agent halts with `hook_timeout` (fail closed, never a denial).
+    ///
+    /// **Sync hooks cannot be cut short**: a deadline acts at an `.await` that yields, so a sync
+    /// hook (or async code that blocks its thread) runs to its end whatever its deadline. Make a
+    /// hook that waits on the network `async`.
     pub fn hook_timeout(mut self, deadline: Duration) -> Self {
-        self.hook_timeout = Some(deadline);
+        self.hook_timeout = DefaultDeadline::Set(deadline);
         self
     }
 
-    /// A default deadline for async tools without their own `timeout_ms`; past it the outcome
-    /// is `tool_timeout`. Without a [`timer`](Self::timer), `build()` fails with
-    /// [`BuildProblem::DeadlineWithoutTimer`] naming `DispatcherBuilder::tool_timeout`.
+    /// Turns off the default deadline of async PreToolUse hooks: a hook without its own
+    /// `timeout_ms` that never answers (a policy service that hangs) then hangs its call
+    /// forever, with nothing logged. Only for a host that bounds every call itself (it drops
+    /// the call future at its own deadline: the call is then audited as `cancelled`). A hook's
+    /// own `timeout_ms` still applies; a later [`hook_timeout`](Self::hook_timeout) turns the
+    /// default deadline back on.
+    pub fn allow_hanging_hooks(mut self) -> Self {
+        self.hook_timeout = DefaultDeadline::Off;
+        self
+    }
+
+    /// Sets the deadline of async tools without their own `timeout_ms`, wrapped callers
+    /// included (default [`DEFAULT_TOOL_TIMEOUT`](Self::DEFAULT_TOOL_TIMEOUT), 60 s). Past it
+    /// the tool's future is dropped and the outcome is `tool_timeout`. Sync tools cannot be cut
+    /// short (see [`hook_timeout`](Self::hook_timeout)).
     pub fn tool_timeout(mut self, deadline: Duration) -> Self {
-        self.tool_timeout = Some(deadline);
+        self.tool_timeout = DefaultDeadline::Set(deadline);
+        self
+    }
+
+    /// Turns off the default deadline of async tools: a tool without its own `timeout_ms` that
+    /// never finishes then hangs its call forever. A tool's own `timeout_ms` still applies; a
+    /// later [`tool_timeout`](Self::tool_timeout) turns the default deadline back on.
+    pub fn allow_hanging_tools(mut self) -> Self {
+        self.tool_timeout = DefaultDeadline::Off;
         self
     }
 
@@ -203,9 +276,12 @@ impl DispatcherBuilder {
     /// Schema (checked against its draft's meta-schema, every `$ref` pointing within it: a
     /// `#[schemars(schema_with = …)]` part, a wrapped caller's schema); a schema whose root is
     /// not an object;
-    /// a property whose schema is a bare `true` or `{}`; a hook matcher naming a tool registered
-    /// nowhere; an item asking for a `State<T>` the builder was not given; a source or filter
-    /// naming nothing; a deadline without a timer.
+    /// a property whose schema is a bare `true` or `{}`; an input example the tool's schema or
+    /// input type refuses; a tool marked `strict = true` that a strict target cannot take
+    /// strict, or such tools over a strict target's request limits together; a hook matcher or
+    /// the audit log's redaction naming a tool registered nowhere; a hook matcher naming none; a
+    /// hook given explicitly whose tools are all absent from this dispatcher; an item asking for
+    /// a `State<T>` the builder was not given; a source or filter naming nothing.
     pub fn build(self) -> Result<Dispatcher, BuildError> {
         let DispatcherBuilder {
             sources,
@@ -223,7 +299,7 @@ impl DispatcherBuilder {
             hook_timeout,
             tool_timeout,
         } = self;
-        let mut problems = Problems::new(&states, timer.is_some());
+        let mut problems = Problems::new(&states);
 
         // 1. The registered items the sources select, then the hand-built ones.
         let Items {
@@ -232,33 +308,42 @@ impl DispatcherBuilder {
             mut post,
             stop,
             mut known_tools,
+            explicit,
         } = Items::registered(&sources, &mut problems)
             .with(tools, pre_hooks, post_hooks, stop_hooks);
-        // 2. to 5. The tools: from definitions and callers, filtered, each checked (its schema
-        // against the meta-schema first), duplicates.
-        let mut candidates = candidates(tools, &callers, &mut known_tools);
+        // 2. to 7. The tools: from definitions and callers, filtered, each checked (its schema
+        // against the meta-schema first) with its input examples, duplicates, the strict mode
+        // asked for.
+        let mut candidates = candidates(tools, &callers, &mut known_tools, &mut problems);
         filter(&mut candidates, only.as_deref(), &without, &mut problems);
         for c in &mut candidates {
             let valid = check_schema(c, &mut problems);
             check_tool(c, valid, &mut problems);
+            check_input_examples(c, &mut problems);
         }
         check_duplicates(&candidates, &mut problems);
-        // 6. to 8. The hooks: their matchers, which ones this dispatcher keeps, their needs.
+        check_marked_strict(&candidates, &mut problems);
+        // 8. to 10. The hooks: their matchers, which ones this dispatcher keeps, their needs.
         check_matchers(&pre, &post, &known_tools, &mut problems);
-        keep_hooks(&mut pre, &mut post, &candidates);
+        check_redaction(audit.as_ref(), &known_tools, &mut problems);
+        keep_hooks(
+            &mut pre,
+            &mut post,
+            &candidates,
+            (explicit, &known_tools),
+            &mut problems,
+        );
         check_hooks(&pre, &post, &stop, &mut problems);
-        problems.need_timer("DispatcherBuilder::hook_timeout", hook_timeout);
-        problems.need_timer("DispatcherBuilder::tool_timeout", tool_timeout);
         problems.check()?;
 
-        // 9. Assemble.
+        // 11. Assemble.
         let tables = assemble(candidates, pre, post, stop, audit.as_ref());
         let inner = Inner {
             states,
             limits,
-            timer,
-            hook_timeout,
-            tool_timeout,
+            timer: timer.unwrap_or_else(|| Arc::new(DefaultTimer)),
+            hook_timeout: hook_timeout.resolve(Self::DEFAULT_HOOK_TIMEOUT),
+            tool_timeout: tool_timeout.resolve(Self::DEFAULT_TOOL_TIMEOUT),
             ..tables
         };
         Ok(Dispatcher {
@@ -281,15 +366,13 @@ struct Problems<'b> {
     found: Vec<BuildProblem>,
     /// The states the builder was given.
     states: &'b StateMap,
-    has_timer: bool,
 }
 
 impl<'b> Problems<'b> {
-    fn new(states: &'b StateMap, has_timer: bool) -> Self {
+    fn new(states: &'b StateMap) -> Self {
         Problems {
             found: Vec::new(),
             states,
-            has_timer,
         }
     }
 
@@ -306,15 +389,6 @@ impl<'b> Problems<'b> {
                     type_name: key.type_name(),
                 });
             }
-        }
-    }
-
-    /// `item` has this deadline: a deadline needs a timer.
-    fn need_timer(&mut self, item: &str, deadline: Option<Duration>) {
-        if deadline.is_some() && !self.has_timer {
-            self.push(BuildProblem::DeadlineWithoutTimer {
-                item: item.to_owned(),
-            });
         }
     }
 
@@ -339,6 +413,17 @@ struct Items {
     /// Every tool name registered or given anywhere (a matcher may name a tool that this
     /// dispatcher filters out, or that only another dispatcher takes).
     known_tools: BTreeSet<String>,
+    /// Where the hooks given to the builder explicitly start in `pre` and `post` (the
+    /// registered ones come first).
+    explicit: Explicit,
+}
+
+/// The positions in `Items::pre` and `Items::post` of the first hook given to the builder
+/// explicitly (`.pre_hook(…)`, `.post_hook(…)`).
+#[derive(Clone, Copy, Default)]
+struct Explicit {
+    pre: usize,
+    post: usize,
 }
 
 impl Items {
@@ -351,6 +436,7 @@ impl Items {
             post: Vec::new(),
             stop: Vec::new(),
             known_tools: BTreeSet::new(),
+            explicit: Explicit::default(),
         };
         let mut taken: BTreeSet<&'static str> = BTreeSet::new();
         // Sorted by path: inventory's order is the link order, which varies between builds.
@@ -403,6 +489,10 @@ impl Items {
         for t in &tools {
             self.known_tools.insert(t.name.to_string());
         }
+        self.explicit = Explicit {
+            pre: self.pre.len(),
+            post: self.post.len(),
+        };
         self.tools.extend(tools);
         self.pre.extend(pre);
         self.post.extend(post);
@@ -430,16 +520,23 @@ struct Candidate {
     /// A wrapped caller's schema compiled by `boon` (step 4).
     #[cfg(feature = "full-validation")]
     full: Option<crate::schema::full::Compiled>,
+    /// MCP's `outputSchema`, when the tool has one.
+    output: Option<Value>,
     backend: Backend,
     states: Vec<StateKey>,
     timeout: Option<Duration>,
+    /// `strict = true` / `false`, or neither.
+    strict: Option<bool>,
+    input_examples: Vec<Value>,
 }
 
-/// Step 2: the candidate tools, the definitions' then the callers' (whose names become known).
+/// Step 2: the candidate tools, the definitions' then the callers' (whose names become known;
+/// a caller's `input_examples` are kept, and a value there that is not an array is a problem).
 fn candidates(
     tools: Vec<ToolDef>,
     callers: &[Arc<dyn ToolCaller>],
     known_tools: &mut BTreeSet<String>,
+    problems: &mut Problems<'_>,
 ) -> Vec<Candidate> {
     let mut candidates: Vec<Candidate> = tools
         .into_iter()
@@ -449,12 +546,15 @@ fn candidates(
             #[cfg(feature = "full-validation")]
             full: None,
             raw: t.schema,
+            output: t.output_schema.as_ref().and_then(mcp::output_schema),
             name: t.name,
             path: t.path,
             description: t.description,
             backend: Backend::Local(t.imp),
             states: t.states,
             timeout: t.timeout,
+            strict: t.strict,
+            input_examples: t.input_examples,
         })
         .collect();
     for (ci, caller) in callers.iter().enumerate() {
@@ -468,9 +568,27 @@ fn candidates(
             let name = text("name");
             let description = text("description");
             let schema = def.get("input_schema").cloned().unwrap_or(Value::Null);
+            let path = format!("<wrapped caller #{ci}>::{name}");
+            let input_examples = match def.get("input_examples") {
+                None => Vec::new(),
+                Some(Value::Array(examples)) => examples.clone(),
+                Some(other) => {
+                    problems.push(BuildProblem::InvalidInputExample {
+                        tool: name.clone(),
+                        path: path.clone(),
+                        index: None,
+                        field: String::new(),
+                        problem: format!(
+                            "it must be an array of input objects, found a JSON {}",
+                            crate::content::kind_of(other)
+                        ),
+                    });
+                    Vec::new()
+                }
+            };
             known_tools.insert(name.clone());
             candidates.push(Candidate {
-                path: Cow::Owned(format!("<wrapped caller #{ci}>::{name}")),
+                path: Cow::Owned(path),
                 name: Cow::Owned(name),
                 description: Cow::Owned(description),
                 raw: schema.clone(),
@@ -478,11 +596,14 @@ fn candidates(
                 #[cfg(feature = "full-validation")]
                 full: None,
                 schema,
+                output: None,
                 backend: Backend::Caller {
                     caller: Arc::clone(caller),
                 },
                 states: Vec::new(),
                 timeout: None,
+                strict: None,
+                input_examples,
             });
         }
     }
@@ -547,7 +668,7 @@ fn check_schema(c: &mut Candidate, problems: &mut Problems<'_>) -> bool {
 }
 
 /// Step 4: one kept tool on its own: its name, description, schema (when it is valid JSON
-/// Schema), states and deadline.
+/// Schema) and states.
 fn check_tool(c: &Candidate, schema_valid: bool, problems: &mut Problems<'_>) {
     let tool = || c.name.to_string();
     let path = || c.path.to_string();
@@ -583,10 +704,26 @@ fn check_tool(c: &Candidate, schema_valid: bool, problems: &mut Problems<'_>) {
         });
     }
     problems.need_states(&c.path, &c.states);
-    problems.need_timer(&c.path, c.timeout);
 }
 
-/// Step 5: two kept tools with one name, named by their sorted paths.
+/// Step 5: a kept tool's input examples, each checked as a call's input is (`examples.rs`).
+fn check_input_examples(c: &Candidate, problems: &mut Problems<'_>) {
+    let imp = match &c.backend {
+        Backend::Local(imp) => Some(imp.as_ref()),
+        Backend::Caller { .. } => None,
+    };
+    for p in examples::check(&c.schema, &c.validation, imp, &c.input_examples) {
+        problems.push(BuildProblem::InvalidInputExample {
+            tool: c.name.to_string(),
+            path: c.path.to_string(),
+            index: Some(p.index),
+            field: p.field,
+            problem: p.problem,
+        });
+    }
+}
+
+/// Step 6: two kept tools with one name, named by their sorted paths.
 fn check_duplicates(candidates: &[Candidate], problems: &mut Problems<'_>) {
     let mut by_name: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for c in candidates {
@@ -603,7 +740,51 @@ fn check_duplicates(candidates: &[Candidate], problems: &mut Problems<'_>) {
     }
 }
 
-/// Step 6: every tool a hook's matcher names is known somewhere.
+/// Step 7: the tools marked `strict = true`, for every strict target: each one's schema fits the
+/// target's strict subset and its limits on one schema, and together they fit its limits on a
+/// request (a marked tool is never emitted non-strict, so the dispatcher cannot be built
+/// otherwise). Tools in name order, targets in [`Provider::ALL`] order.
+fn check_marked_strict(candidates: &[Candidate], problems: &mut Problems<'_>) {
+    let mut marked: Vec<(&Candidate, String)> = candidates
+        .iter()
+        .filter(|c| c.strict == Some(true))
+        .map(|c| (c, unwrap_doc(&c.description)))
+        .collect();
+    if marked.is_empty() {
+        return;
+    }
+    marked.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+    for provider in Provider::ALL.into_iter().filter(|p| p.is_strict()) {
+        let sources = marked.iter().map(|(c, description)| ToolSource {
+            name: &c.name,
+            description,
+            canonical: &c.schema,
+            strict: c.strict,
+            input_examples: &c.input_examples,
+            output_schema: c.output.as_ref(),
+        });
+        let (not_strict, over) = marked_strict_problems(provider, sources);
+        for (i, reason) in not_strict {
+            let c = marked[i].0;
+            problems.push(BuildProblem::CannotBeStrict {
+                tool: c.name.to_string(),
+                path: c.path.to_string(),
+                provider,
+                reason,
+            });
+        }
+        if let Some(reason) = over {
+            problems.push(BuildProblem::StrictLimit {
+                provider,
+                tools: marked.iter().map(|(c, _)| c.name.to_string()).collect(),
+                reason,
+            });
+        }
+    }
+}
+
+/// Step 8: every hook's matcher names at least one tool, and every tool it names is known
+/// somewhere.
 fn check_matchers(
     pre: &[PreHookDef],
     post: &[PostHookDef],
@@ -616,6 +797,11 @@ fn check_matchers(
         .chain(post.iter().map(|h| (&h.path, &h.matcher)));
     for (path, matcher) in matchers {
         if let Matcher::Tools(names) = matcher {
+            if names.is_empty() {
+                problems.push(BuildProblem::EmptyMatcher {
+                    hook: path.to_string(),
+                });
+            }
             for n in names {
                 if !known_tools.contains(n.as_ref()) {
                     problems.push(BuildProblem::UnknownMatcherTool {
@@ -628,18 +814,69 @@ fn check_matchers(
     }
 }
 
-/// Step 7: the hooks this dispatcher keeps: those matching every tool, or one it kept.
-fn keep_hooks(pre: &mut Vec<PreHookDef>, post: &mut Vec<PostHookDef>, kept: &[Candidate]) {
+/// Step 8 too: every tool the audit log's redaction names is known somewhere (a misspelled tool
+/// would leave its fields in clear).
+fn check_redaction(
+    audit: Option<&AuditLog>,
+    known_tools: &BTreeSet<String>,
+    problems: &mut Problems<'_>,
+) {
+    for tool in audit.into_iter().flat_map(|a| a.redaction().tools()) {
+        if !known_tools.contains(tool) {
+            problems.push(BuildProblem::UnknownRedactionTool(tool.to_owned()));
+        }
+    }
+}
+
+/// Step 9: the hooks this dispatcher keeps: those matching every tool, or one it kept. A
+/// registered hook whose tools were all filtered out is left out silently (that is how a
+/// specialist is built); one given to the builder explicitly is a problem, since the caller
+/// meant it to guard this dispatcher (only the tools known somewhere are named: an unknown one
+/// is already a problem of step 8, an empty list too).
+fn keep_hooks(
+    pre: &mut Vec<PreHookDef>,
+    post: &mut Vec<PostHookDef>,
+    kept: &[Candidate],
+    (explicit, known_tools): (Explicit, &BTreeSet<String>),
+    problems: &mut Problems<'_>,
+) {
     let kept: BTreeSet<&str> = kept.iter().map(|c| c.name.as_ref()).collect();
     let keeps = |m: &Matcher| match m {
         Matcher::All => true,
         Matcher::Tools(names) => names.iter().any(|n| kept.contains(n.as_ref())),
     };
+    let given = pre
+        .get(explicit.pre..)
+        .unwrap_or_default()
+        .iter()
+        .map(|h| (&h.path, &h.matcher))
+        .chain(
+            post.get(explicit.post..)
+                .unwrap_or_default()
+                .iter()
+                .map(|h| (&h.path, &h.matcher)),
+        );
+    for (path, matcher) in given {
+        let Matcher::Tools(names) = matcher else {
+            continue;
+        };
+        let known: Vec<String> = names
+            .iter()
+            .filter(|n| known_tools.contains(n.as_ref()))
+            .map(|n| n.to_string())
+            .collect();
+        if !known.is_empty() && !keeps(matcher) {
+            problems.push(BuildProblem::MatchesNoKeptTool {
+                hook: path.to_string(),
+                tools: known,
+            });
+        }
+    }
     pre.retain(|h| keeps(&h.matcher));
     post.retain(|h| keeps(&h.matcher));
 }
 
-/// Step 8: the kept hooks' states and deadlines.
+/// Step 10: the kept hooks' states.
 fn check_hooks(
     pre: &[PreHookDef],
     post: &[PostHookDef],
@@ -648,7 +885,6 @@ fn check_hooks(
 ) {
     for h in pre {
         problems.need_states(&h.path, &h.states);
-        problems.need_timer(&h.path, h.timeout);
     }
     for h in post {
         problems.need_states(&h.path, &h.states);
@@ -658,7 +894,7 @@ fn check_hooks(
     }
 }
 
-/// Step 9, once every check passed: hooks in run order (the audit log last), tools sorted by
+/// Step 11, once every check passed: hooks in run order (the audit log last), tools sorted by
 /// name with their chains and observers resolved, the definitions rendered; default settings,
 /// which `build()` replaces with the builder's.
 fn assemble(
@@ -680,7 +916,12 @@ fn assemble(
     let mut definitions = Vec::with_capacity(candidates.len());
     for c in candidates {
         let description = unwrap_doc(&c.description);
-        definitions.push(anthropic_entry(&c.name, &description, &c.schema));
+        definitions.push(anthropic_entry(
+            &c.name,
+            &description,
+            &c.schema,
+            &c.input_examples,
+        ));
         tools.push(ToolEntry {
             description,
             chain: matching(&pre, |h| h.matcher.matches(&c.name)),
@@ -690,10 +931,13 @@ fn assemble(
             validation: c.validation,
             #[cfg(feature = "full-validation")]
             full: c.full,
+            output_schema: c.output,
             name: c.name,
             path: c.path,
             backend: c.backend,
             timeout: c.timeout,
+            strict: c.strict,
+            input_examples: c.input_examples,
         });
     }
     let available = tools
@@ -712,7 +956,7 @@ fn assemble(
         stop_hooks: stop,
         states: StateMap::default(),
         limits: Limits::default(),
-        timer: None,
+        timer: Arc::new(DefaultTimer),
         hook_timeout: None,
         tool_timeout: None,
         available,
@@ -802,6 +1046,55 @@ pub enum BuildProblem {
         /// The property's path (`options.extra`).
         property: String,
     },
+    /// An input example a tool would refuse, or a wrapped caller's `input_examples` that is not
+    /// an array (the API refuses a request with an invalid example: "Define tools").
+    #[error(
+        "tool `{tool}` ({path}): {} is invalid{}: {problem}; fix the example or remove it (the API refuses a request whose input_examples do not match the input_schema)",
+        example_name(*index),
+        crate::texts::at_path(field)
+    )]
+    InvalidInputExample {
+        /// The tool's name.
+        tool: String,
+        /// The tool's full path.
+        path: String,
+        /// The example's position in `input_examples`, from 0; `None` when `input_examples`
+        /// itself is not an array.
+        index: Option<usize>,
+        /// Where in the example (`options.filters[2]`; empty at the top level).
+        field: String,
+        /// What is wrong there, as the model would be told for a call with this input.
+        problem: String,
+    },
+    /// A tool marked `strict = true` whose schema a strict target cannot take strict.
+    #[error(
+        "tool `{tool}` ({path}) is marked `strict = true`, but {provider} cannot take it strict: {reason}; remove `strict = true` (the tool is then sent non-strict where it must be) or change its input type"
+    )]
+    CannotBeStrict {
+        /// The tool's name.
+        tool: String,
+        /// The tool's full path.
+        path: String,
+        /// The strict target.
+        provider: Provider,
+        /// Why (``property `labels` is a map …``).
+        reason: String,
+    },
+    /// The tools marked `strict = true` are over a strict target's limits on one request's
+    /// strict tools together.
+    #[error(
+        "the tools marked `strict = true` ({}) cannot all be strict for {provider}: {reason}; mark fewer tools `strict = true` or make parameters required",
+        tools.join(", ")
+    )]
+    StrictLimit {
+        /// The strict target.
+        provider: Provider,
+        /// Every tool marked `strict = true`, by name.
+        tools: Vec<String>,
+        /// Which limits, by how much (``together they hold 30 optional parameters (Anthropic
+        /// strict tool use allows 24 in one request)``).
+        reason: String,
+    },
     /// A hook's matcher names a tool that no source registers.
     #[error("hook `{hook}` matches tool `{tool}`, which is registered nowhere")]
     UnknownMatcherTool {
@@ -809,6 +1102,37 @@ pub enum BuildProblem {
         hook: String,
         /// The unknown tool name.
         tool: String,
+    },
+    /// The audit log's [`Redaction`](crate::Redaction) has a field rule for a tool that no source
+    /// registers (its fields would be left in clear).
+    #[error(
+        "the audit log's redaction names tool `{0}`, which is registered nowhere (use \"*\" for every tool)"
+    )]
+    UnknownRedactionTool(String),
+    /// A hook's tool list is empty (`PreHookDef::tools([])`, a config file with an empty
+    /// list): it would match no tool, so it would guard (or observe) nothing.
+    #[error(
+        "hook `{hook}` has an empty tool list, so it would never run: name at least one tool, or \
+         leave the list out to match every tool"
+    )]
+    EmptyMatcher {
+        /// The hook's full path.
+        hook: String,
+    },
+    /// A hook given to the builder explicitly (`.pre_hook(…)`, `.post_hook(…)`) matches only
+    /// tools this dispatcher does not have (filtered out, or from another dispatcher): it would
+    /// never run. (A registered hook in that case is simply left out: that is how a specialist
+    /// is built.)
+    #[error(
+        "hook `{hook}` was given to this builder, but none of its tools ({}) is part of this \
+         dispatcher, so it would never run: keep one of them, or do not give this builder the \
+         hook", tools.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", ")
+    )]
+    MatchesNoKeptTool {
+        /// The hook's full path.
+        hook: String,
+        /// The tools it matches (those registered somewhere).
+        tools: Vec<String>,
     },
     /// An item takes a `State<T>` the builder was not given.
     #[error(
@@ -831,14 +1155,14 @@ pub enum BuildProblem {
     /// `only_tools` or `without_tools` names a tool no source provides.
     #[error("the tool filter names `{0}`, which no source of this builder provides")]
     UnknownFilterTool(String),
-    /// A deadline was set but there is no timer.
-    #[error(
-        "`{item}` has a deadline but the dispatcher has no timer: add .timer(…) (the `tokio` feature provides TokioTimer)"
-    )]
-    DeadlineWithoutTimer {
-        /// The item (or builder setting) with the deadline.
-        item: String,
-    },
+}
+
+/// How a build problem names an example: `` `input_examples[2]` ``, or `` `input_examples` ``.
+fn example_name(index: Option<usize>) -> String {
+    match index {
+        Some(i) => format!("`input_examples[{i}]`"),
+        None => "`input_examples`".to_owned(),
+    }
 }
 
 /// `at `/properties/unit/type``, or `at its root`.

@@ -1,5 +1,5 @@
-//! Wrapping by ownership: [`ToolCaller`], anything that answers `tool_use` blocks, and
-//! [`SyncCaller`], a plain closure adapted to it.
+//! Wrapping by ownership: [`ToolCaller`], anything that answers `tool_use` blocks with a
+//! [`CallAnswer`], and [`SyncCaller`], a plain closure adapted to it.
 //!
 //! A dispatcher built around a caller ([`DispatcherBuilder::wrap`](crate::DispatcherBuilder::wrap))
 //! takes it by value and owns it, as a `tower` layer owns its inner service: the only way to
@@ -8,18 +8,21 @@
 
 use serde_json::Value;
 
+use crate::answer::CallAnswer;
 use crate::content::{ToolResult, ToolUse};
 use crate::context::HookContext;
 use crate::error::{Halt, ToolError};
 use crate::future::BoxFuture;
+use crate::outcome::Outcome;
 
 /// Something that answers `tool_use` blocks: a [`Dispatcher`](crate::Dispatcher), an MCP client,
 /// a remote tool server.
 ///
-/// A caller's answer is final for its call: `Ok(result)` is the `tool_result` (with `is_error`
-/// when it failed; outcome `tool_error` in the wrapping dispatcher's audit line), `Err(halt)`
-/// means its own policy could not decide (the wrapping dispatcher then halts too: fail
-/// closed).
+/// A caller's answer is final for its call: `Ok(answer)` is a [`CallAnswer`], the `tool_result`
+/// with its outcome, the hook at fault and the operator detail, which the wrapping dispatcher's
+/// audit line carries over (a denial inside a wrapped dispatcher is `blocked` with the inner
+/// hook's path in the outer line too; see [`CallAnswer`] for each outcome). `Err(halt)` means
+/// its own policy could not decide (the wrapping dispatcher then halts too: fail closed).
 ///
 /// Its definitions are checked by [`DispatcherBuilder::build`](crate::DispatcherBuilder::build)
 /// like a `#[tool]`'s: an entry without a valid `name` is
@@ -35,31 +38,36 @@ use crate::future::BoxFuture;
 /// against it before the caller sees it, every validation keyword included but regular
 /// expressions and `format` (those too with the `full-validation` feature), and unknown fields
 /// are refused only where it says `additionalProperties: false`.
+/// An entry's `input_examples` are kept in the wrapping dispatcher's Anthropic entries and
+/// checked against that schema like a [`ToolDef`](crate::ToolDef)'s; an invalid example, or a
+/// value there that is not an array, is
+/// [`BuildProblem::InvalidInputExample`](crate::BuildProblem::InvalidInputExample).
 pub trait ToolCaller: Send + Sync + 'static {
     /// The tools this caller answers, as Anthropic `tools` entries: `{"name": …,
     /// "description": …, "input_schema": {…}}`. Read once, when the wrapping dispatcher is built.
     fn tool_definitions(&self) -> Vec<Value>;
 
     /// Answers one `tool_use` block (its input already validated by the wrapping dispatcher)
-    /// for the session described by `context`.
+    /// for the session described by `context`. A caller that knows only its `tool_result`
+    /// answers [`CallAnswer::from_result`].
     fn call_tool<'a>(
         &'a self,
         context: &'a HookContext,
         call: &'a ToolUse,
-    ) -> BoxFuture<'a, Result<ToolResult, Halt>>;
+    ) -> BoxFuture<'a, Result<CallAnswer, Halt>>;
 }
 
-/// A plain synchronous closure as a [`ToolCaller`]: `Ok(text)` becomes a result, `Err(e)` an
-/// `is_error` result with `e`'s [`message`](ToolError::message): the text of a
-/// [`ToolError::new`] or [`ToolError::for_model`], and the generic
+/// A plain synchronous closure as a [`ToolCaller`]: `Ok(text)` becomes a result with outcome
+/// `ok`, `Err(e)` an `is_error` result with outcome `tool_error` and `e`'s
+/// [`message`](ToolError::message): the text of a [`ToolError::new`] or
+/// [`ToolError::for_model`], and the generic
 /// [`INTERNAL_ERROR_MESSAGE`](crate::INTERNAL_ERROR_MESSAGE) for an internal error (a library
 /// error forwarded with `?`, or [`ToolError::internal`]). Made with [`sync_caller`].
 ///
-/// A [`ToolCaller`] answers with a `tool_result` only, so the operator-only
-/// [`detail`](ToolError::detail) (an internal error's `Display` and source chain, a
-/// `for_model` error's source chain) cannot reach the wrapping dispatcher's audit line; it goes
-/// to `tracing` instead (target `toolgate::caller`, level `warn`, fields `tool_use_id`, `tool`,
-/// `detail`).
+/// The operator-only [`detail`](ToolError::detail) (an internal error's `Display` and source
+/// chain, a `for_model` error's source chain) is the answer's
+/// [`CallAnswer::detail`], so it reaches the wrapping dispatcher's audit line (it no longer goes
+/// to `tracing`).
 pub struct SyncCaller<F> {
     definitions: Vec<Value>,
     f: F,
@@ -99,17 +107,17 @@ where
         &'a self,
         context: &'a HookContext,
         call: &'a ToolUse,
-    ) -> BoxFuture<'a, Result<ToolResult, Halt>> {
-        let result = match (self.f)(context, call) {
-            Ok(text) => ToolResult::text(call.id.clone(), text),
-            Err(e) => {
-                if let Some(detail) = e.detail() {
-                    tracing::warn!(target: "toolgate::caller", tool_use_id = %call.id,
-                        tool = %call.name, detail = %detail, "wrapped tool failed");
-                }
-                ToolResult::error(call.id.clone(), e.message())
-            }
+    ) -> BoxFuture<'a, Result<CallAnswer, Halt>> {
+        let answer = match (self.f)(context, call) {
+            Ok(text) => CallAnswer::new(ToolResult::text(call.id.clone(), text), Outcome::Ok),
+            Err(e) => CallAnswer {
+                detail: e.detail(),
+                ..CallAnswer::new(
+                    ToolResult::error(call.id.clone(), e.message()),
+                    Outcome::ToolError,
+                )
+            },
         };
-        Box::pin(std::future::ready(Ok(result)))
+        Box::pin(std::future::ready(Ok(answer)))
     }
 }

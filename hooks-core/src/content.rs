@@ -196,6 +196,22 @@ impl Message {
         }
     }
 
+    /// This message as a turn of the next request's `messages`: `{"role": …, "content": […]}`,
+    /// the blocks unchanged, every other field dropped.
+    ///
+    /// An assistant Message read from a response has `id`, `type`, `model`, `stop_reason`,
+    /// `stop_sequence` and `usage`; sent back, the API refuses them (`messages.1.id: Extra
+    /// inputs are not permitted`). [`Conversation::push_response`](crate::Conversation::push_response)
+    /// uses this.
+    pub fn request_turn(&self) -> Message {
+        Message {
+            role: self.role,
+            content: self.content.clone(),
+            stop_reason: None,
+            extra: Map::new(),
+        }
+    }
+
     /// The `tool_use` blocks of this message, in order.
     pub fn tool_uses(&self) -> impl Iterator<Item = &ToolUse> {
         self.content.iter().filter_map(|b| match b {

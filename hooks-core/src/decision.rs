@@ -9,10 +9,19 @@ use serde_json::Value;
 /// - `Deny` stops the chain; the tool does not run and the model gets `is_error: true` with the
 ///   content `BLOCKED: <reason>`, followed by ` <instead>` when given (a hint the model can act
 ///   on: "Suggest the refund FAQ instead.");
-/// - `Rewrite(input)` replaces the input: it is validated again (an invalid rewrite is
-///   `invalid_input`), and later hooks and the tool see it. The audit line records the hook in
-///   `rewritten_by` and the new input in `effective_input`; the outcome stays what the call
-///   makes it.
+/// - `Rewrite(input)` replaces the input, and the new input is **authorized again**: it is
+///   validated (an invalid rewrite is `invalid_input`), then the chain starts again from its
+///   first hook with it, so the input the tool runs with has been seen and allowed by every hook
+///   of the chain (a hook before the rewriter cannot be slipped past). A `Rewrite` equal to the
+///   input the hook saw counts as `Allow`, so an idempotent normalizer (cap a `limit` at 5)
+///   converges after one rewrite. A chain that keeps rewriting halts the agent as `hook_failed`
+///   (fail closed): a rewrite back to an input the call already had (two hooks undoing each
+///   other), or more than 8 rewrites for one call; the `detail` lists the rewrites in order.
+///   The audit line records every rewrite in `rewritten_by`, in order, and the last input in
+///   `effective_input`; the outcome stays what the call makes it.
+///
+/// After a rewrite each hook of the chain is called again, so a hook should decide from the
+/// input it is given (and the trusted context), not from how often it was called.
 ///
 /// A hook that returns an error or panics does not deny: it halts the agent (fail closed; see
 /// [`Halt`](crate::Halt)).
@@ -28,7 +37,8 @@ pub enum Decision {
         /// What to do instead, appended after the reason when given.
         instead: Option<String>,
     },
-    /// Replace the input (a JSON object) for later hooks and the tool.
+    /// Replace the input (a JSON object): the chain starts again from its first hook with it,
+    /// then the tool runs with it.
     Rewrite(Value),
 }
 

@@ -5,14 +5,12 @@
 //! generate exactly these calls. Sync tools and hooks are called directly, with no boxed future;
 //! async ones return a boxed `Send` future (see `erased.rs`).
 
-use std::any::Any;
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use schemars::JsonSchema;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -22,44 +20,8 @@ use crate::erased::{AsyncTool, ErasedTool, HookFn, PostHookFn, PreHookFn, StopFn
 use crate::error::{HookError, ToolError};
 use crate::future::BoxFuture;
 use crate::outcome::{CallRecord, SessionSummary};
+use crate::output::ToolOutput;
 use crate::state::{Env, StateKey};
-
-/// Turns a tool's return value into the text the model reads: a value that serializes to a JSON
-/// string becomes that string itself (no quotes); `()` becomes the empty text; anything else
-/// becomes its compact JSON text (`{"id":"o_1","amount_cents":2599}`).
-///
-/// # Errors
-/// A value that cannot be serialized (a map with non-string keys, a failing `Serialize` impl)
-/// is an internal [`ToolError`].
-pub fn output_text<T: Serialize + 'static>(value: T) -> Result<String, ToolError> {
-    let mut slot = Some(value);
-    let any: &mut dyn Any = &mut slot;
-    if let Some(s) = any.downcast_mut::<Option<String>>() {
-        return Ok(s.take().unwrap_or_default());
-    }
-    if let Some(s) = any.downcast_mut::<Option<&'static str>>() {
-        return Ok(s.take().unwrap_or_default().to_owned());
-    }
-    if any.is::<Option<()>>() {
-        return Ok(String::new());
-    }
-    match slot.take() {
-        Some(value) => json_text(serde_json::to_string(&value)),
-        None => json_text(Err(serde::ser::Error::custom(
-            "toolgate: output taken twice",
-        ))),
-    }
-}
-
-/// The non-generic rest of [`output_text`] (compiled once, not once per output type): a JSON
-/// string becomes its text, anything else stays JSON; errors are internal.
-fn json_text(text: Result<String, serde_json::Error>) -> Result<String, ToolError> {
-    let text = text.map_err(ToolError::internal)?;
-    if text.starts_with('"') {
-        return serde_json::from_str::<String>(&text).map_err(ToolError::internal);
-    }
-    Ok(text)
-}
 
 /// One tool: its name, description, input schema (from the argument type) and a type-erased
 /// call. Built by `#[tool]`, or by hand with [`ToolDef::sync`] / [`ToolDef::new_async`].
@@ -94,6 +56,11 @@ pub struct ToolDef {
     pub(crate) additional_properties: bool,
     pub(crate) states: Vec<StateKey>,
     pub(crate) timeout: Option<Duration>,
+    /// `Some(true)`: always strict in strict targets; `Some(false)`: never; `None`: where it can.
+    pub(crate) strict: Option<bool>,
+    pub(crate) input_examples: Vec<Value>,
+    /// The schema of the tool's output (its `Ok` type) as generated, when it has one.
+    pub(crate) output_schema: Option<Value>,
     pub(crate) imp: Arc<dyn ErasedTool>,
 }
 
@@ -126,41 +93,63 @@ impl ToolDef {
             additional_properties: false,
             states: Vec::new(),
             timeout: None,
+            strict: None,
+            input_examples: Vec::new(),
+            output_schema: None,
             imp,
         }
     }
 
     /// A synchronous tool: `f` gets the [`Env`] (context and states) and the validated
-    /// arguments, and returns the text the model reads (see [`output_text`]) or a
-    /// [`ToolError`]. A library error forwarded with `?` is internal (the model reads the
-    /// generic message; see [`ToolError`]). Called directly: no future is allocated.
-    pub fn sync<A, F>(
+    /// arguments, and returns what the model reads, `O` (a `String`, the text; a
+    /// [`Content`](crate::Content), content blocks; see [`ToolOutput`]), or a [`ToolError`]. A
+    /// library error forwarded with `?` is internal (the model reads the generic message; see
+    /// [`ToolError`]). Called directly: no future is allocated. `O` is inferred from what `f`
+    /// returns, so write `Ok(String::from("pong"))` or `Ok(text.to_string())`, not
+    /// `Ok("pong".into())`, which names no type.
+    pub fn sync<A, O, F>(
         name: impl Into<Cow<'static, str>>,
         description: impl Into<Cow<'static, str>>,
         f: F,
     ) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
-        F: Fn(Env<'_>, A) -> Result<String, ToolError> + Send + Sync + 'static,
+        O: ToolOutput,
+        F: Fn(Env<'_>, A) -> Result<O, ToolError> + Send + Sync + 'static,
     {
         Self::with::<A>(name, description, Arc::new(SyncTool::new(f)))
     }
 
-    /// An async tool: `f` returns a boxed `Send` future of the text or a [`ToolError`]. Write `f`
-    /// as a `fn` item (closures cannot name the higher-ranked lifetime).
-    pub fn new_async<A, F>(
+    /// An async tool: `f` returns a boxed `Send` future of what the model reads (`O`, as for
+    /// [`ToolDef::sync`]) or a [`ToolError`]. Write `f` as a `fn` item (closures cannot name the
+    /// higher-ranked lifetime). A future of `String` or [`Content`](crate::Content) is boxed
+    /// once more per call to convert its answer; one of
+    /// [`ToolResultContent`](crate::ToolResultContent) (what `#[tool]` generates) is not.
+    pub fn new_async<A, O, F>(
         name: impl Into<Cow<'static, str>>,
         description: impl Into<Cow<'static, str>>,
         f: F,
     ) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
-        F: for<'a> Fn(Env<'a>, A) -> BoxFuture<'a, Result<String, ToolError>>
-            + Send
-            + Sync
-            + 'static,
+        O: ToolOutput,
+        F: for<'a> Fn(Env<'a>, A) -> BoxFuture<'a, Result<O, ToolError>> + Send + Sync + 'static,
     {
         Self::with::<A>(name, description, Arc::new(AsyncTool::new(f)))
+    }
+
+    /// Declares `T` as the type of the tool's output, for MCP: when `T`'s JSON Schema is an
+    /// object (`"type": "object"` at its root, as for a struct or a map), the tool's `tools/list`
+    /// entry carries it as `outputSchema` and its results carry `structuredContent` (see
+    /// [`provider::mcp`](crate::provider::mcp)); any other schema (a string, a number, an array,
+    /// an enum of several shapes) is ignored, since MCP requires an object root. `#[tool]`
+    /// declares its `Ok` type by itself when that type implements `JsonSchema`.
+    ///
+    /// The tool must then answer with `T`'s compact JSON text (what [`output_text`](crate::output_text) makes of a
+    /// `T`): MCP's `structuredContent` is that text parsed back.
+    pub fn output_type<T: JsonSchema>(mut self) -> Self {
+        self.output_schema = Some(crate::schema::generate::<T>());
+        self
     }
 
     /// Sets the full Rust path (`my_crate::tools::lookup_user`), used in build errors, module
@@ -183,12 +172,51 @@ impl ToolDef {
         self
     }
 
-    /// Sets a deadline for an async tool (the outcome is `tool_timeout`). Needs a timer on the
-    /// dispatcher ([`DispatcherBuilder::timer`](crate::DispatcherBuilder::timer)): without one,
-    /// `build()` fails with [`BuildProblem::DeadlineWithoutTimer`](crate::BuildProblem). Sync
-    /// code cannot be cut.
+    /// Sets the deadline of an async tool (the outcome past it is `tool_timeout`), instead of
+    /// the dispatcher's ([`DispatcherBuilder::tool_timeout`](crate::DispatcherBuilder::tool_timeout),
+    /// 60 s by default). No runtime is needed: every dispatcher has a timer. A sync tool cannot
+    /// be cut short: it runs to its end whatever its deadline.
     pub fn timeout(mut self, deadline: Duration) -> Self {
         self.timeout = Some(deadline);
+        self
+    }
+
+    /// Sets the tool's strict mode in the strict targets (`anthropic-strict`, `openai`,
+    /// `openai-responses`; the others have none), which otherwise emit a tool strict when its
+    /// schema fits the target's subset and its limits ([`provider`](crate::provider) module
+    /// docs, "Strict limits"):
+    ///
+    /// - `strict(false)`: the tool is always emitted non-strict, and
+    ///   [`Dispatcher::non_strict_tools`](crate::Dispatcher::non_strict_tools) lists it with the
+    ///   reason ``the tool is marked `strict = false` ``. It counts toward no strict limit.
+    /// - `strict(true)`: the tool is always emitted strict, and is admitted before every tool not
+    ///   marked, so it is never the one demoted past a limit. `build()` fails with
+    ///   [`BuildProblem::CannotBeStrict`](crate::BuildProblem::CannotBeStrict) when a strict
+    ///   target cannot take its schema strict (a map, a recursive type for Anthropic, past an
+    ///   OpenAI limit on one schema, …), and with
+    ///   [`BuildProblem::StrictLimit`](crate::BuildProblem::StrictLimit) when the tools marked
+    ///   `strict(true)` are over a request limit together.
+    ///
+    /// `#[tool(strict = true)]` and `#[tool(strict = false)]` generate this call.
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = Some(strict);
+        self
+    }
+
+    /// Sets the tool's input examples: Anthropic's `input_examples` ("Define tools", "Providing
+    /// tool use examples"), an array of input objects written after the `input_schema` of the
+    /// Anthropic entries (default and strict; no other target has the field):
+    /// `"input_examples": [{"location": "San Francisco, CA", "unit": "fahrenheit"}, {"location":
+    /// "New York, NY"}]`. Replaces any examples set before.
+    ///
+    /// The API answers 400 when an example does not match the `input_schema`, so `build()`
+    /// checks each one as the dispatcher checks a call's input (unknown fields, the schema sent,
+    /// then the argument type's `Deserialize`) and fails with
+    /// [`BuildProblem::InvalidInputExample`](crate::BuildProblem::InvalidInputExample) naming
+    /// the tool, the example's index and the problem. `#[tool(input_examples = path)]` generates
+    /// this call.
+    pub fn input_examples<I: IntoIterator<Item = Value>>(mut self, examples: I) -> Self {
+        self.input_examples = examples.into_iter().collect();
         self
     }
 
@@ -285,6 +313,10 @@ macro_rules! hook_def_shared {
 /// Built by `#[pre_hook(order = N, tools = [...])]`, or by hand.
 ///
 /// Hooks run sorted by `(order, path)`, lowest first; put the cheap, decisive checks first.
+///
+/// An async hook has a deadline (its own [`timeout`](Self::timeout), else the dispatcher's, 10 s
+/// by default): past it the agent halts with `hook_timeout`. A sync hook cannot be cut short:
+/// it runs to its end, so a hook that waits on the network should be async.
 #[derive(Clone)]
 pub struct PreHookDef {
     pub(crate) path: Cow<'static, str>,
@@ -299,7 +331,9 @@ hook_def_shared!(
     PreHookDef,
     "hook",
     debug(order, matcher),
-    tools = "Narrows the hook to these tools. `build()` fails when a name is registered nowhere."
+    tools = "Narrows the hook to these tools. `build()` fails when a name is registered nowhere, \
+             when the list is empty (the hook would guard nothing), and, for a hook given to the \
+             builder explicitly, when none of the tools is part of the dispatcher."
 );
 
 impl PreHookDef {
@@ -334,10 +368,11 @@ impl PreHookDef {
         Self::new(path.into(), order, HookFn::Async(Arc::new(f)))
     }
 
-    /// Sets a deadline for an async hook; past it the agent halts with `hook_timeout`. Needs a
-    /// timer on the dispatcher ([`DispatcherBuilder::timer`](crate::DispatcherBuilder::timer)):
-    /// without one, `build()` fails with
-    /// [`BuildProblem::DeadlineWithoutTimer`](crate::BuildProblem). Sync code cannot be cut.
+    /// Sets the deadline of an async hook, instead of the dispatcher's
+    /// ([`DispatcherBuilder::hook_timeout`](crate::DispatcherBuilder::hook_timeout), 10 s by
+    /// default); past it the call is not run and the agent halts with `hook_timeout`. No runtime
+    /// is needed: every dispatcher has a timer. A sync hook cannot be cut short: it runs to its
+    /// end whatever its deadline.
     pub fn timeout(mut self, deadline: Duration) -> Self {
         self.timeout = Some(deadline);
         self
@@ -372,7 +407,9 @@ hook_def_shared!(
     PostHookDef,
     "observer",
     debug(matcher),
-    tools = "Narrows the observer to these tools (it then sees no `unknown_tool` calls)."
+    tools = "Narrows the observer to these tools (it then sees no `unknown_tool` calls). `build()` \
+             fails as for a PreToolUse hook: an unknown name, an empty list, or, for an observer \
+             given explicitly, no tool of the dispatcher."
 );
 
 impl PostHookDef {

@@ -7,13 +7,15 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::answer::CallAnswer;
 use crate::caller::ToolCaller;
-use crate::content::{ToolResult, ToolUse};
+use crate::content::ToolUse;
 use crate::context::HookContext;
 use crate::error::Halt;
 use crate::future::BoxFuture;
 use crate::inner::Inner;
-use crate::provider::{NonStrictTool, Provider, SchemaError};
+use crate::pre_tool_use::PreToolUse;
+use crate::provider::{DefinitionOptions, NonStrictTool, Provider, SchemaError, apply_options};
 
 /// Turns `tool_use` blocks into `tool_result` blocks through the PreToolUse chain, the tool and
 /// the PostToolUse observers, for many sessions at once.
@@ -22,7 +24,9 @@ use crate::provider::{NonStrictTool, Provider, SchemaError};
 /// shares one `Arc`. Open a [`Session`](crate::Session) per conversation with
 /// [`Dispatcher::session`]. The dispatcher is itself a [`ToolCaller`], so it can be wrapped by
 /// another dispatcher (each inner call runs once; the inner one runs its own hooks without a
-/// session, so no Stop).
+/// session, so no Stop). Its [`CallAnswer`] carries the inner pipeline's outcome, the path of the
+/// inner hook that denied and the inner detail, so the outer audit line says `blocked` (with
+/// the inner hook's path) for a denial inside, `invalid_input`, `panicked`, … likewise.
 #[derive(Clone)]
 pub struct Dispatcher {
     pub(crate) inner: Arc<Inner>,
@@ -44,7 +48,9 @@ impl Dispatcher {
     /// `[{"type": "function", "function": {"name": …, "description": …, "parameters": {…},
     /// "strict": true}}, …]`; `gemini` gives the `functionDeclarations` entries `[{"name": …,
     /// "description": …, "parameters": {…}}, …]`; `mcp` the `tools/list` entries `[{"name": …,
-    /// "description": …, "inputSchema": {…}}, …]`. Built on first use, then cached.
+    /// "description": …, "inputSchema": {…}}, …]`, with `"outputSchema": {…}` for a tool whose
+    /// output type has an object schema ([`output_schema`](Self::output_schema)). Built on first
+    /// use, then cached.
     ///
     /// # Errors
     /// A [`SchemaError`] naming every tool the target cannot express, with the reason (today only
@@ -61,10 +67,53 @@ impl Dispatcher {
         }
     }
 
-    /// The tools a strict target (`anthropic-strict`, `openai`, `openai-responses`) had to
-    /// emit non-strict, with the reason, for a host to log at start-up:
-    /// `` `tag_items`: property `labels` is a map (`additionalProperties` is a schema, as for
-    /// HashMap<String, T>) ``. Empty for every other target.
+    /// [`tool_definitions_for`](Self::tool_definitions_for) with options that belong to the
+    /// request's tool list as a whole ([`DefinitionOptions`]): with
+    /// `cache_control`, the last Anthropic entry gets `"cache_control": {"type": "ephemeral"}`
+    /// (or with its `ttl`), which caches every tool definition of the request (Anthropic "Prompt
+    /// caching"). A copy of the cached entries, made on each call.
+    ///
+    /// ```
+    /// # use schemars::JsonSchema;
+    /// # use serde::Deserialize;
+    /// use serde_json::json;
+    /// use toolgate_core::{CacheControl, DefinitionOptions, Dispatcher, Provider, ToolDef};
+    ///
+    /// # /// Arguments.
+    /// # #[derive(Deserialize, JsonSchema)]
+    /// # struct Ping {}
+    /// let dispatcher = Dispatcher::builder()
+    ///     .tool(ToolDef::sync("ping", "Answers pong.", |_env, _args: Ping| {
+    ///         Ok(String::from("pong"))
+    ///     }))
+    ///     .build()?;
+    /// let options = DefinitionOptions::new().cache_control(CacheControl::ephemeral());
+    /// let tools = dispatcher.tool_definitions_with(Provider::Anthropic, &options)?;
+    /// assert_eq!(tools[0]["cache_control"], json!({"type": "ephemeral"}));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`tool_definitions_for`](Self::tool_definitions_for).
+    pub fn tool_definitions_with(
+        &self,
+        provider: Provider,
+        options: &DefinitionOptions,
+    ) -> Result<Vec<Value>, SchemaError> {
+        let mut definitions = self.tool_definitions_for(provider)?.to_vec();
+        apply_options(provider, &mut definitions, options);
+        Ok(definitions)
+    }
+
+    /// The tools a strict target (`anthropic-strict`, `openai`, `openai-responses`) emits
+    /// non-strict, with the reason, in name order, for a host to log at start-up: those outside
+    /// its strict subset (`` `tag_items`: property `labels` is a map (`additionalProperties` is
+    /// a schema, as for HashMap<String, T>) ``), those past one of its limits (``its 25 optional
+    /// parameters would bring the optional parameters of the request's strict tools to 25
+    /// (Anthropic strict tool use allows 24 in one request)``; see the
+    /// [`provider`](crate::provider) module docs, "Strict limits"), and those marked
+    /// `strict = false` (``the tool is marked `strict = false` ``). Empty for every other
+    /// target.
     pub fn non_strict_tools(&self, provider: Provider) -> &[NonStrictTool] {
         if !provider.is_strict() {
             return &[];
@@ -99,6 +148,18 @@ impl Dispatcher {
             .map(|i| &self.inner.tools[i].canonical)
     }
 
+    /// MCP's `outputSchema` of a tool: the JSON Schema of its output type when that is an
+    /// object (`{"type": "object", "properties": {…}, …}`; see
+    /// [`provider::mcp::output_schema`](crate::provider::mcp::output_schema)), as its
+    /// [`tool_definitions_for(Provider::Mcp)`](Self::tool_definitions_for) entry shows it; pass
+    /// it to [`provider::mcp::call_tool_result`](crate::provider::mcp::call_tool_result) with the
+    /// tool's results. `None` when the tool has none (its output is text, a non-object value, or
+    /// has no `JsonSchema`; a wrapped caller's tool) or this dispatcher has no tool named `tool`.
+    pub fn output_schema(&self, tool: &str) -> Option<&Value> {
+        let i = self.inner.find(tool)?;
+        self.inner.tools[i].output_schema.as_ref()
+    }
+
     /// The PreToolUse chain of a tool: the full paths of its hooks, in the order they run
     /// (`order`, then path). `None` when this dispatcher has no tool named `tool`.
     pub fn pre_hook_chain(&self, tool: &str) -> Option<Vec<&str>> {
@@ -110,6 +171,51 @@ impl Dispatcher {
                 .map(|&h| self.inner.pre_hooks[h].path.as_ref())
                 .collect(),
         )
+    }
+
+    /// Asks the PreToolUse chain about `call` for the session `context` describes, without
+    /// running the tool or any observer and without counting anything in a session: steps 1 to 4
+    /// of a call (normalize, look up, validate, the chain with its rewrite rule and deadlines).
+    ///
+    /// For hosts that enforce the rules where the tool runs elsewhere (a coding agent's own
+    /// tools), and for replaying recorded calls against today's rules. Hooks that read
+    /// application state see today's state; the context's clock is whatever `context` says.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolgate_core::{Decision, Dispatcher, HookContext, Outcome, PreHookDef, PreToolUse, ToolDef, ToolUse};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Refund {
+    ///     /// Cents.
+    ///     amount_cents: u64,
+    /// }
+    ///
+    /// let dispatcher = Dispatcher::builder()
+    ///     .tool(ToolDef::sync("refund", "Refunds an order.", |_env, a: Refund| {
+    ///         Ok(format!("refunded {}", a.amount_cents))
+    ///     }))
+    ///     .pre_hook(PreHookDef::sync("app::cap", 10, |_env, call: &ToolUse| {
+    ///         Ok(match call.input["amount_cents"].as_u64() {
+    ///             Some(n) if n > 5000 => Decision::deny("refunds above 5000 cents need a person."),
+    ///             _ => Decision::Allow,
+    ///         })
+    ///     }))
+    ///     .build()?;
+    /// let ctx = HookContext::builder("u_001", "sess_1").build();
+    ///
+    /// let small = ToolUse::new("toolu_1", "refund", json!({"amount_cents": 900}));
+    /// assert_eq!(
+    ///     toolgate_core::block_on(dispatcher.pre_tool_use(&ctx, &small)),
+    ///     PreToolUse::Allow { input: json!({"amount_cents": 900}), rewritten_by: vec![] }
+    /// );
+    /// let large = ToolUse::new("toolu_2", "refund", json!({"amount_cents": 9000}));
+    /// let decided = toolgate_core::block_on(dispatcher.pre_tool_use(&ctx, &large));
+    /// assert_eq!(decided.outcome(), Some(Outcome::Blocked));
+    /// # Ok::<(), toolgate_core::BuildError>(())
+    /// ```
+    pub async fn pre_tool_use(&self, context: &HookContext, call: &ToolUse) -> PreToolUse {
+        self.inner.pre_tool_use(context, call).await
     }
 }
 
@@ -139,7 +245,7 @@ impl ToolCaller for Dispatcher {
         &'a self,
         context: &'a HookContext,
         call: &'a ToolUse,
-    ) -> BoxFuture<'a, Result<ToolResult, Halt>> {
-        Box::pin(self.inner.run_call(context, None, call))
+    ) -> BoxFuture<'a, Result<CallAnswer, Halt>> {
+        Box::pin(self.inner.run_call(context, None, call, None))
     }
 }

@@ -9,11 +9,12 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::content::ToolUse;
+use crate::content::{ToolResultContent, ToolUse};
 use crate::decision::Decision;
 use crate::error::{HookError, ToolError};
 use crate::future::{BoxFuture, Invoke};
 use crate::outcome::{CallRecord, SessionSummary};
+use crate::output::ToolOutput;
 use crate::state::Env;
 
 /// Validated arguments, erased (the tool downcasts them back).
@@ -24,22 +25,28 @@ pub(crate) trait ErasedTool: Send + Sync {
     /// Deserializes `input` into the argument type (plainly, fast); on failure, serde's message
     /// (the schema walk of `schema::explain` names the path).
     fn validate(&self, input: &Value) -> Result<Args, String>;
-    fn invoke<'a>(&'a self, env: Env<'a>, args: Args) -> Invoke<'a, Result<String, ToolError>>;
+    /// Runs the tool; its answer is the `content` of the result (a `String` output is moved
+    /// into `ToolResultContent::Text`, nothing more).
+    fn invoke<'a>(
+        &'a self,
+        env: Env<'a>,
+        args: Args,
+    ) -> Invoke<'a, Result<ToolResultContent, ToolError>>;
 }
 
-/// A sync tool `f` taking arguments `A`.
-pub(crate) struct SyncTool<A, F> {
+/// A sync tool `f` taking arguments `A` and answering with `O`.
+pub(crate) struct SyncTool<A, O, F> {
     f: F,
-    _args: PhantomData<fn() -> A>,
+    _args: PhantomData<fn(A) -> O>,
 }
 
-/// An async tool `f` taking arguments `A`.
-pub(crate) struct AsyncTool<A, F> {
+/// An async tool `f` taking arguments `A` and answering with `O`.
+pub(crate) struct AsyncTool<A, O, F> {
     f: F,
-    _args: PhantomData<fn() -> A>,
+    _args: PhantomData<fn(A) -> O>,
 }
 
-impl<A, F> SyncTool<A, F> {
+impl<A, O, F> SyncTool<A, O, F> {
     pub(crate) fn new(f: F) -> Self {
         SyncTool {
             f,
@@ -48,7 +55,7 @@ impl<A, F> SyncTool<A, F> {
     }
 }
 
-impl<A, F> AsyncTool<A, F> {
+impl<A, O, F> AsyncTool<A, O, F> {
     pub(crate) fn new(f: F) -> Self {
         AsyncTool {
             f,
@@ -70,30 +77,40 @@ fn downcast<A: 'static>(args: Args) -> Result<A, ToolError> {
         .map_err(|_| ToolError::internal("toolgate: validated arguments had an unexpected type"))
 }
 
-impl<A, F> ErasedTool for SyncTool<A, F>
+impl<A, O, F> ErasedTool for SyncTool<A, O, F>
 where
     A: DeserializeOwned + Send + 'static,
-    F: Fn(Env<'_>, A) -> Result<String, ToolError> + Send + Sync + 'static,
+    O: ToolOutput,
+    F: Fn(Env<'_>, A) -> Result<O, ToolError> + Send + Sync + 'static,
 {
     fn validate(&self, input: &Value) -> Result<Args, String> {
         validate::<A>(input)
     }
-    fn invoke<'a>(&'a self, env: Env<'a>, args: Args) -> Invoke<'a, Result<String, ToolError>> {
-        Invoke::Ready(downcast::<A>(args).and_then(|a| (self.f)(env, a)))
+    fn invoke<'a>(
+        &'a self,
+        env: Env<'a>,
+        args: Args,
+    ) -> Invoke<'a, Result<ToolResultContent, ToolError>> {
+        Invoke::Ready(downcast::<A>(args).and_then(|a| (self.f)(env, a).map(O::into_content)))
     }
 }
 
-impl<A, F> ErasedTool for AsyncTool<A, F>
+impl<A, O, F> ErasedTool for AsyncTool<A, O, F>
 where
     A: DeserializeOwned + Send + 'static,
-    F: for<'a> Fn(Env<'a>, A) -> BoxFuture<'a, Result<String, ToolError>> + Send + Sync + 'static,
+    O: ToolOutput,
+    F: for<'a> Fn(Env<'a>, A) -> BoxFuture<'a, Result<O, ToolError>> + Send + Sync + 'static,
 {
     fn validate(&self, input: &Value) -> Result<Args, String> {
         validate::<A>(input)
     }
-    fn invoke<'a>(&'a self, env: Env<'a>, args: Args) -> Invoke<'a, Result<String, ToolError>> {
+    fn invoke<'a>(
+        &'a self,
+        env: Env<'a>,
+        args: Args,
+    ) -> Invoke<'a, Result<ToolResultContent, ToolError>> {
         match downcast::<A>(args) {
-            Ok(a) => Invoke::Pending((self.f)(env, a)),
+            Ok(a) => Invoke::Pending(O::erase_future((self.f)(env, a))),
             Err(e) => Invoke::Ready(Err(e)),
         }
     }

@@ -1,12 +1,16 @@
 //! Errors: [`ToolError`] (a tool's failure, split into what the model reads and what the
-//! operator logs), [`HookError`], [`Halt`] (fail closed) and [`RespondError`].
+//! operator logs), [`HookError`], [`Halt`] (fail closed), and why a session gave no answer:
+//! [`CallError`] for one `tool_use`, [`RespondError`] for a message.
 
 use std::borrow::Cow;
 use std::error::Error as StdError;
 use std::fmt;
 
 use crate::content::{Message, ToolResult};
+use crate::ids::IdError;
+use crate::memory::StoreError;
 use crate::outcome::Outcome;
+use crate::provider::ConvertError;
 use crate::texts::INTERNAL_ERROR_MESSAGE;
 
 /// A tool's failure: `is_error: true` with [`message`](Self::message) as the content.
@@ -280,8 +284,9 @@ impl From<crate::state::MissingState> for HookError {
     }
 }
 
-/// The agent must stop: a PreToolUse hook errored, panicked or ran past its deadline, so the
-/// policy could not decide and the call was not run (fail closed).
+/// The agent must stop: a PreToolUse hook errored, panicked or ran past its deadline, or the
+/// chain kept rewriting the input (a rewrite back to an earlier input, more than 8 rewrites), so
+/// the policy could not decide and the call was not run (fail closed).
 ///
 /// Carries a complete answer for a host that chooses to go on anyway: a user message with one
 /// `tool_result` per `tool_use` of the call or message (the failed one `BLOCKED: …`, later ones
@@ -327,7 +332,73 @@ impl Halt {
     }
 }
 
-/// Why [`Session::respond`](crate::Session::respond) gave no user message.
+/// Why [`Session::call`](crate::Session::call) gave no `tool_result`.
+///
+/// Only [`Halt`](CallError::Halt) carries an answer to send; the others mean the call did not
+/// run now, and say what the host does next.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// A PreToolUse hook could not decide: the agent halts (see [`Halt`]).
+    #[error(transparent)]
+    Halt(#[from] Halt),
+    /// The `tool_use` id is empty, so no `tool_result` could name it: nothing ran, and the call
+    /// was audited as `not_run`. (`call` serves MCP and OpenAI too, whose ids follow other rules
+    /// than the Messages API's pattern, so an empty id is the one it refuses.)
+    #[error("the tool_use id is empty, so no tool_result could answer it; nothing was run")]
+    EmptyId,
+    /// An earlier attempt with this id and this input is still running (a retry raced it):
+    /// nothing was run. Wait for that attempt, then retry: its answer is replayed.
+    #[error(
+        "tool_use {tool_use_id:?} is still being answered by an earlier attempt; nothing was \
+         run twice: wait for it, then retry to get its answer"
+    )]
+    InProgress {
+        /// The id.
+        tool_use_id: String,
+    },
+    /// This session already saw this id with another input: a `tool_use` id names one call, so
+    /// the call was refused and nothing ran (a host bug, or a message that is not the one it
+    /// retries).
+    #[error(
+        "tool_use {tool_use_id:?} was already used in this session with another input; a \
+         tool_use id names one call, so nothing was run"
+    )]
+    IdReused {
+        /// The id.
+        tool_use_id: String,
+    },
+    /// The session's [`AnswerStore`](crate::AnswerStore) could not say whether this id was
+    /// answered before, so nothing was run. Retry once the store is back.
+    #[error("tool_use {tool_use_id:?} was not run: {error}")]
+    Store {
+        /// The id.
+        tool_use_id: String,
+        /// The store's error.
+        error: StoreError,
+    },
+}
+
+impl CallError {
+    /// The [`Halt`], when this is one.
+    pub fn halt(&self) -> Option<&Halt> {
+        match self {
+            CallError::Halt(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The [`Halt`], by value, when this is one.
+    pub fn into_halt(self) -> Option<Halt> {
+        match self {
+            CallError::Halt(h) => Some(h),
+            _ => None,
+        }
+    }
+}
+
+/// Why [`Session::respond`](crate::Session::respond) (or another API's whole-turn entry point)
+/// gave no answer.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum RespondError {
@@ -345,6 +416,62 @@ pub enum RespondError {
         /// How many `tool_use` blocks were not run.
         tool_uses: usize,
     },
+    /// Another API's turn was cut at its output limit (OpenAI Chat `finish_reason: "length"`,
+    /// a Responses response or `function_call` item with `status: "incomplete"`, Gemini
+    /// `finishReason: "MAX_TOKENS"`), so a call may be cut off: nothing was run, and each call
+    /// was audited as `not_run`. Ask again with a larger output limit.
+    #[error(
+        "the {api} turn was cut at its output limit ({signal}), so its {tool_uses} call(s) may \
+         be cut off and none was run; request the turn again with a larger {limit}"
+    )]
+    Truncated {
+        /// The API: `OpenAI Chat Completions`, `OpenAI Responses` or `Gemini`.
+        api: &'static str,
+        /// What said so, as the API wrote it: `finish_reason: "length"`, `status:
+        /// "incomplete"`, `finishReason: "MAX_TOKENS"`.
+        signal: String,
+        /// The request setting to raise: `max_completion_tokens`, `max_output_tokens`,
+        /// `maxOutputTokens`.
+        limit: &'static str,
+        /// How many calls were not run.
+        tool_uses: usize,
+    },
+    /// A `tool_use` id breaks the API's rules (see [`IdError`]): nothing in the message ran,
+    /// and each block was audited as `not_run`.
+    #[error(transparent)]
+    Id(#[from] IdError),
+    /// An earlier attempt at this message is still running the block with this id (the host
+    /// retried while it ran): nothing more was run. Wait, then retry: the finished blocks are
+    /// replayed from the session's memory. See [`CallError::InProgress`].
+    #[error(
+        "tool_use {tool_use_id:?} is still being answered by an earlier attempt; nothing was \
+         run twice: wait for it, then retry to get its answer"
+    )]
+    InProgress {
+        /// The id.
+        tool_use_id: String,
+    },
+    /// This session already saw an id of the message with another input; nothing more was run.
+    /// See [`CallError::IdReused`].
+    #[error(
+        "tool_use {tool_use_id:?} was already used in this session with another input; a \
+         tool_use id names one call, so nothing was run"
+    )]
+    IdReused {
+        /// The id.
+        tool_use_id: String,
+    },
+    /// The session's [`AnswerStore`](crate::AnswerStore) failed on this id; nothing more was run.
+    #[error("tool_use {tool_use_id:?} was not run: {error}")]
+    Store {
+        /// The id.
+        tool_use_id: String,
+        /// The store's error.
+        error: StoreError,
+    },
+    /// Another API's turn could not be read (see [`ConvertError`]): nothing was run.
+    #[error(transparent)]
+    Convert(#[from] ConvertError),
     /// `respond` answers assistant messages only.
     #[error("respond answers assistant messages; this message's role is user")]
     NotAssistant,

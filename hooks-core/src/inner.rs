@@ -12,7 +12,7 @@ use crate::definitions::{PostHookDef, PreHookDef, StopHookDef};
 use crate::erased::ErasedTool;
 use crate::limits::Limits;
 use crate::name_index::NameIndex;
-use crate::provider::{Provider, Rendered, SchemaError, render};
+use crate::provider::{Provider, Rendered, SchemaError, ToolSource, render};
 use crate::schema::check::FieldCheck;
 use crate::state::StateMap;
 use crate::timer::Timer;
@@ -37,6 +37,9 @@ pub(crate) struct ToolEntry {
     /// a derived tool's raw schemars schema closed as the canonical form is (integer `format`s
     /// kept: they give integer ranges), or a wrapped caller's schema as given.
     pub(crate) validation: Value,
+    /// MCP's `outputSchema` of the tool (`provider::mcp::output_schema` of its output type's
+    /// schema), when it has one.
+    pub(crate) output_schema: Option<Value>,
     /// The unknown-field check of a derived tool's canonical schema (the fast path, before its
     /// argument type deserializes the input).
     pub(crate) fields: FieldCheck,
@@ -48,6 +51,10 @@ pub(crate) struct ToolEntry {
     /// Indices into `Inner::observers` of the observers that see this tool's calls, in order.
     pub(crate) observers: Box<[usize]>,
     pub(crate) timeout: Option<Duration>,
+    /// `strict = true` / `false`, or neither (see `ToolDef::strict`).
+    pub(crate) strict: Option<bool>,
+    /// Anthropic `input_examples`, checked at `build()`.
+    pub(crate) input_examples: Vec<Value>,
 }
 
 /// The shared, immutable state of a dispatcher, made by `DispatcherBuilder::build`. Its calls
@@ -72,8 +79,13 @@ pub(crate) struct Inner {
     pub(crate) observers_sync: bool,
     pub(crate) states: StateMap,
     pub(crate) limits: Limits,
-    pub(crate) timer: Option<Arc<dyn Timer>>,
+    /// The builder's timer, or the default one.
+    pub(crate) timer: Arc<dyn Timer>,
+    /// The deadline of async PreToolUse hooks without their own; `None` only after
+    /// `allow_hanging_hooks`.
     pub(crate) hook_timeout: Option<Duration>,
+    /// The deadline of async tools (and wrapped callers) without their own; `None` only after
+    /// `allow_hanging_tools`.
     pub(crate) tool_timeout: Option<Duration>,
     /// `"a, b, c"`, for unknown-tool messages.
     pub(crate) available: String,
@@ -100,10 +112,14 @@ impl Inner {
     /// The definitions for `provider`, rendered once from the canonical schemas.
     pub(crate) fn rendered(&self, provider: Provider) -> &Result<Rendered, SchemaError> {
         self.rendered[provider.index()].get_or_init(|| {
-            let tools = self
-                .tools
-                .iter()
-                .map(|t| (t.name.as_ref(), t.description.as_str(), &t.canonical));
+            let tools = self.tools.iter().map(|t| ToolSource {
+                name: &t.name,
+                description: &t.description,
+                canonical: &t.canonical,
+                strict: t.strict,
+                input_examples: &t.input_examples,
+                output_schema: t.output_schema.as_ref(),
+            });
             render(provider, tools)
         })
     }

@@ -45,6 +45,34 @@
 //! Failing closed needs `panic = "unwind"` (the default): panics in hooks and tools are caught
 //! and become results; with `panic = "abort"` they end the process.
 //!
+//! # Rules a deployment can rely on
+//!
+//! - **Rewrites are re-authorized** ([`Decision::Rewrite`]): after a rewrite to a new input the
+//!   PreToolUse chain starts again from its first hook, so the input a tool runs with was seen
+//!   and allowed by every hook of its chain. A rewrite equal to the input counts as `Allow`; a
+//!   rewrite back to an earlier input, or more than 8 rewrites, halts as `hook_failed`.
+//! - **Deadlines by default**: async PreToolUse hooks get 10 s, async tools 60 s
+//!   ([`DispatcherBuilder::DEFAULT_HOOK_TIMEOUT`], [`DispatcherBuilder::DEFAULT_TOOL_TIMEOUT`]),
+//!   on a timer every dispatcher has (no runtime needed); turning them off takes
+//!   [`DispatcherBuilder::allow_hanging_hooks`] / [`DispatcherBuilder::allow_hanging_tools`].
+//!   Sync hooks and tools cannot be cut short.
+//! - **No guard is dropped silently**: a hook with an empty tool list, or one given to the
+//!   builder explicitly whose tools are all absent, is a [`BuildError`].
+//! - **Nested dispatchers keep the truth**: a [`ToolCaller`] answers a [`CallAnswer`], so a
+//!   denial inside a wrapped dispatcher is `blocked`, with the inner hook's path, on the outer
+//!   audit line too.
+//!
+//! # Conversations
+//!
+//! A [`Session`] answers a whole assistant message with [`Session::respond`], which returns a
+//! [`Reply`]: the user message to send next, or [`Reply::NothingToRun`] for a message without
+//! `tool_use` (never an empty user message). It runs only ids the Messages API accepts
+//! ([`IdError`]), and it remembers every id it answered ([`AnswerStore`]), so a host that
+//! retries a message runs nothing twice. [`Conversation`] keeps the next request's `messages`
+//! with each assistant turn reduced to `role` and `content`; the other APIs' whole turns go
+//! through [`Session::respond_openai_choice`], [`Session::respond_openai_response`] and
+//! [`Session::respond_gemini_candidate`], which run nothing from a turn cut at its output limit.
+//!
 //! # Where things live
 //!
 //! One file per idea, roughly in the order a call meets them. Shared types sit low (`content`,
@@ -53,18 +81,22 @@
 //!
 //! | file | what it holds |
 //! |---|---|
-//! | `content.rs` | `tool_use`, `tool_result`, messages: the Messages API wire shapes |
+//! | `content.rs` | `tool_use`, `tool_result`, messages: the Messages API wire shapes; [`Message::request_turn`] |
+//! | `conversation.rs` | [`Conversation`]: the next request's `messages`, assistant turns as a request may hold them |
 //! | `context.rs` | the trusted [`HookContext`], its [`Clock`] and typed [`Extensions`] |
 //! | `state.rs` | application [`State`] and the [`Env`] a tool or hook is called with |
 //! | `decision.rs` | [`Decision`], what a PreToolUse hook answers |
-//! | `definitions.rs` | what a dispatcher is built from: [`ToolDef`], [`PreHookDef`], [`PostHookDef`], [`StopHookDef`], [`Matcher`], [`output_text`] |
+//! | `definitions.rs` | what a dispatcher is built from: [`ToolDef`], [`PreHookDef`], [`PostHookDef`], [`StopHookDef`], [`Matcher`] |
+//! | `output.rs` | what a tool answers with: text ([`output_text`]) or content blocks ([`Content`], [`Image`], [`Document`]), [`ToolOutput`], [`output_content`]; the checks a block result passes; blocks as the providers read them |
 //! | `erased.rs` | type erasure: every tool and hook behind one shape, a sync one answered inline |
 //! | `future.rs` | [`BoxFuture`], and `Invoke`: an answer ready now or a future |
 //! | `registry.rs` | the `inventory` registry the macros fill (`Registration`, `ToolRef`) |
 //! | `builder.rs` | [`DispatcherBuilder`]: sources, filters and every start-up check ([`BuildError`]), as named steps |
+//! | `examples.rs` | a tool's `input_examples`, checked at `build()` as a call's input is |
 //! | `inner.rs` | `Inner`: what `build()` makes and every session shares (tools with their chains and observers, hooks, settings) |
 //! | `dispatcher.rs` | [`Dispatcher`]: the public face of `Inner` (definitions per provider, paths, schemas, chains) |
 //! | `name_index.rs` | finding a tool by the name the model sent |
+//! | `ids.rs` | which `tool_use` ids run: each API's rules ([`IdRule`]), checked on a whole message ([`IdError`]) |
 //! | `normalize.rs` | DESIGN step 1: the input normalized and held to the input [`Limits`] |
 //! | `limits.rs` | [`Limits`]; a result cut to its bound |
 //! | `schema/mod.rs` | canonical schemas: closing objects, flattened enums, the Anthropic `input_schema` |
@@ -74,18 +106,30 @@
 //! | `schema/meta.rs` | the meta-schema check of a schema toolgate did not derive (drafts 2020-12 to 04) |
 //! | `schema/full.rs` | `full-validation` only: the same checks by `boon`, a complete JSON Schema validator |
 //! | `schema/targets.rs` | the provider items under their first path (re-exports of `provider/`) |
-//! | `pipeline/mod.rs` | one call: `run_call` (normalize → look up → validate → PreToolUse chain → tool → observers) |
+//! | `pipeline/mod.rs` | one call: `run_call` (normalize → look up → validate → PreToolUse chain, restarted after each rewrite → tool → observers) |
 //! | `pipeline/verdict.rs` | how a call ended, then the `tool_result` and the record made of it |
 //! | `pipeline/observe.rs` | the PostToolUse observers; the `cancelled` record of a dropped call |
+//! | `pipeline/decide.rs` | the PreToolUse chain asked on its own (steps 1 to 4, no tool, no observers) |
+//! | `pre_tool_use.rs` | [`PreToolUse`]: what the chain decided, for hosts that enforce the rules elsewhere and for what-if replays |
 //! | `panic.rs` | caught panics: a panic in user code becomes a result or a halt |
-//! | `timer.rs` | deadlines: [`Timer`], `TokioTimer`, a future raced against its deadline |
+//! | `timer.rs` | deadlines: [`Timer`], the default timer (`futures-timer`), `TokioTimer`, a future raced against its deadline |
 //! | `texts.rs` | every text toolgate writes for the model ([`INTERNAL_ERROR_MESSAGE`] among them) |
 //! | `outcome.rs` | what observers see: [`Outcome`], [`CallRecord`], [`SessionSummary`] |
-//! | `error.rs` | [`ToolError`] (what the model reads, what the operator logs), [`HookError`], [`Halt`], [`RespondError`] |
-//! | `session.rs` | [`Session`]: `call`, `respond`, the Stop hooks and the summary |
+//! | `error.rs` | [`ToolError`] (what the model reads, what the operator logs), [`HookError`], [`Halt`], [`CallError`], [`RespondError`] |
+//! | `memory.rs` | a session's memory of answered ids: [`AnswerStore`], [`MemoryAnswerStore`], [`InputDigest`] |
+//! | `reply.rs` | [`Reply`]: an answer, or nothing to run |
+//! | `session.rs` | [`Session`]: `call`, `respond` (ids checked, answers remembered), the Stop hooks and the summary |
+//! | `turns.rs` | the other APIs' whole turns through a session, truncation guarded: `respond_openai_choice`, `respond_openai_response`, `respond_gemini_candidate` |
 //! | `stats.rs` | a session's counters; the observer channel (`tracing` and `observer_errors`) |
-//! | `audit.rs` | [`AuditLog`]: the built-in observer and Stop hook that append JSON lines |
+//! | `audit/mod.rs` | [`AuditLog`], [`AuditLogBuilder`]: the built-in observer and Stop hook, records handed to every sink |
+//! | `audit/record.rs` | [`AuditRecord`], [`SummaryRecord`]: what every sink receives; a JSONL line is one's JSON |
+//! | `audit/sink.rs` | [`AuditSink`]: where records go (the JSONL files are the default) |
+//! | `audit/redact.rs` | [`Redaction`] (JSON pointers per tool, text functions), [`mask_card_numbers`], [`mask_emails`] |
+//! | `audit/chain.rs` | the hash chain: `prev` on every line, the file lock, reopening, rotation |
+//! | `audit/files.rs` | the default sink: `audit_log.jsonl` and `session_summaries.jsonl` |
+//! | `audit/verify.rs` | [`verify_audit_dir`], [`verify_audit_file`]: the chain checked, the first broken line named |
 //! | `time.rs` | RFC 3339 timestamps ([`Rfc3339`]) |
+//! | `answer.rs` | [`CallAnswer`]: a `tool_result` with its outcome, the hook at fault and the operator detail |
 //! | `caller.rs` | wrapping by ownership: [`ToolCaller`], [`SyncCaller`] |
 //! | `provider/mod.rs` | [`Provider`]; the tool definitions of each target and their rendering |
 //! | `provider/anthropic.rs` | Anthropic: the `tools` entries, default and strict |
@@ -94,30 +138,40 @@
 //! | `provider/gemini.rs` | Gemini: `functionDeclarations`, `functionCall` in, `functionResponse` out |
 //! | `provider/mcp.rs` | MCP: `tools/list` entries, `tools/call` in, `CallToolResult` out |
 //! | `provider/subset.rs` | what the providers' schema transforms share |
+//! | `provider/request_limits.rs` | limits on a request's strict tools together, and the budget that admits tools in the documented order |
+//! | `provider/options.rs` | options of one definitions call: [`DefinitionOptions`], [`CacheControl`] |
 //! | `macro_support.rs` | what the macros' generated code calls (not public API), a tool's error converted by its type's kind among them |
 //! | `lib.rs` | this page, the re-exports and [`block_on`] |
 #![forbid(unsafe_code)]
 
+mod answer;
 mod audit;
 mod builder;
 mod caller;
 mod content;
 mod context;
+mod conversation;
 mod decision;
 mod definitions;
 mod dispatcher;
 mod erased;
 mod error;
+mod examples;
 mod future;
+mod ids;
 mod inner;
 mod limits;
+mod memory;
 mod name_index;
 mod normalize;
 mod outcome;
+mod output;
 mod panic;
 mod pipeline;
+mod pre_tool_use;
 pub mod provider;
 mod registry;
+mod reply;
 pub mod schema;
 mod session;
 mod state;
@@ -125,25 +179,41 @@ mod stats;
 mod texts;
 mod time;
 mod timer;
+mod turns;
 
 #[doc(hidden)]
 pub mod macro_support;
 
-pub use audit::{AUDIT_LOG_FILE, AuditLog, SESSION_SUMMARIES_FILE};
+pub use answer::CallAnswer;
+pub use audit::{
+    AUDIT_LOG_FILE, AuditLog, AuditLogBuilder, AuditRecord, AuditSink, AuditVerification,
+    CHAIN_START, ChainBreak, ChainProblem, ChainStatus, ChainVerification, InvalidPointer,
+    REDACTED, Redaction, SESSION_SUMMARIES_FILE, SummaryRecord, mask_card_numbers, mask_emails,
+    verify_audit_dir, verify_audit_file,
+};
 pub use builder::{BuildError, BuildProblem, DispatcherBuilder};
 pub use caller::{SyncCaller, ToolCaller, sync_caller};
 pub use content::{ContentBlock, Message, Role, TextBlock, ToolResult, ToolResultContent, ToolUse};
 pub use context::{Clock, Extensions, HookContext, HookContextBuilder};
+pub use conversation::Conversation;
 pub use decision::Decision;
-pub use definitions::{Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef, output_text};
+pub use definitions::{Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef};
 pub use dispatcher::Dispatcher;
-pub use error::{Halt, HookError, RespondError, ToolError};
+pub use error::{CallError, Halt, HookError, RespondError, ToolError};
 pub use future::BoxFuture;
+pub use ids::{IdError, IdRule};
 pub use limits::Limits;
-pub use outcome::{CallRecord, Outcome, SessionSummary};
-pub use provider::{
-    ConvertError, NonStrictTool, Provider, SchemaError, SchemaProblem, UnknownProvider,
+pub use memory::{
+    AnswerStore, Claim, InputDigest, MemoryAnswerStore, Remembered, StoreError, StoreFuture,
 };
+pub use outcome::{CallRecord, Outcome, SessionSummary};
+pub use output::{Content, Document, Image, ToolOutput, output_content, output_text};
+pub use pre_tool_use::PreToolUse;
+pub use provider::{
+    CacheControl, CacheTtl, ConvertError, DefinitionOptions, NonStrictTool, Provider, SchemaError,
+    SchemaProblem, UnknownProvider,
+};
+pub use reply::Reply;
 pub use session::Session;
 pub use state::{Env, MissingState, State, StateKey};
 pub use texts::INTERNAL_ERROR_MESSAGE;

@@ -15,10 +15,16 @@ use crate::texts;
 /// - `max_result_bytes` (default 256 KiB = 262 144 bytes): a longer result text is cut at a
 ///   character boundary and ends with a marker saying so
 ///   (`\n[toolgate: result cut at 262144 of 300000 bytes]`); the audit line's `content_bytes`
-///   keeps the full size. A result made of content blocks (from a wrapped caller) is measured as
-///   the bytes of its `text` blocks plus the compact JSON of every other block (an image's
-///   base64 counts); the blocks that fit are kept, the `text` block that crosses the limit is
-///   cut, later blocks are dropped and a last `text` block carries the marker.
+///   keeps the full size. A result made of content blocks (a tool's
+///   [`Content`](crate::Content), a wrapped caller's blocks) is measured as the bytes of its
+///   `text` blocks plus the compact JSON of every other block (an image's or a PDF's base64
+///   counts); the blocks that fit are kept in order; a `text` block that crosses the limit is
+///   cut, but an image, a document or any other block that does not fit is left out whole,
+///   never cut (a model cannot use half an image or half a PDF); every block after that point
+///   is left out too, and a last `text` block carries the marker, which names what was left
+///   out: `[toolgate: result cut at 1024 of 5000086 bytes; left out: 1 image, 1 text block]`
+///   (no `left out` when only a text was cut). A tool that returns images needs a larger limit
+///   than the default: a 1 MB PNG is about 1.4 MB of base64.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Limits {
@@ -110,12 +116,49 @@ pub(crate) fn cut_content(content: &mut ToolResultContent, max: usize) -> Option
         }
         break;
     }
+    let left_out = left_out(&blocks[keep..]);
     blocks.truncate(keep);
+    let marker = if left_out.is_empty() {
+        texts::result_cut(kept, full)
+    } else {
+        texts::blocks_cut(kept, full, &left_out)
+    };
     blocks.push(ContentBlock::Text(TextBlock {
-        text: texts::result_cut(kept, full),
+        text: marker,
         extra: Map::new(),
     }));
     Some(full)
+}
+
+/// The blocks left out of a cut result, counted by kind: `1 image, 2 text blocks` (images,
+/// documents, text blocks, other blocks; empty when there are none).
+fn left_out(blocks: &[ContentBlock]) -> String {
+    let mut counts = [0usize; 4];
+    for b in blocks {
+        let kind = match b {
+            ContentBlock::Other(map) => match map.get("type").and_then(|t| t.as_str()) {
+                Some("image") => 0,
+                Some("document") => 1,
+                _ => 3,
+            },
+            ContentBlock::Text(_) => 2,
+            _ => 3,
+        };
+        counts[kind] += 1;
+    }
+    let names = [
+        ("image", "images"),
+        ("document", "documents"),
+        ("text block", "text blocks"),
+        ("other block", "other blocks"),
+    ];
+    counts
+        .iter()
+        .zip(names)
+        .filter(|(n, _)| **n > 0)
+        .map(|(&n, (one, many))| format!("{n} {}", if n == 1 { one } else { many }))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A block's size: a `text` block's text, any other block's compact JSON.
@@ -190,14 +233,40 @@ mod tests {
             ])
         );
 
-        // The image does not fit: it and everything after it are dropped.
-        let mut c = ToolResultContent::Blocks(vec![text("abc"), image, text("z")]);
+        // The image does not fit: it is left out whole, and everything after it too.
+        let mut c = ToolResultContent::Blocks(vec![text("abc"), image.clone(), text("z")]);
         assert_eq!(cut_content(&mut c, 40), Some(86));
         assert_eq!(
             c,
             ToolResultContent::Blocks(vec![
                 text("abc"),
-                text("[toolgate: result cut at 3 of 86 bytes]"),
+                text("[toolgate: result cut at 3 of 86 bytes; left out: 1 image, 1 text block]"),
+            ])
+        );
+
+        // A PDF one byte over the room left; two images and two texts after it.
+        let pdf: ContentBlock = serde_json::from_value(json!({"type": "document", "source":
+            {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}}))
+        .unwrap();
+        let pdf_size = serde_json::to_string(&pdf).unwrap().len();
+        let mut c = ToolResultContent::Blocks(vec![
+            text("abc"),
+            pdf,
+            image.clone(),
+            text("y"),
+            image,
+            text("z"),
+        ]);
+        let full = 3 + pdf_size + 82 + 1 + 82 + 1;
+        assert_eq!(cut_content(&mut c, 3 + pdf_size - 1), Some(full));
+        assert_eq!(
+            c,
+            ToolResultContent::Blocks(vec![
+                text("abc"),
+                text(&format!(
+                    "[toolgate: result cut at 3 of {full} bytes; left out: 2 images, 1 document, \
+                     2 text blocks]"
+                )),
             ])
         );
     }

@@ -8,11 +8,13 @@ use std::marker::PhantomData;
 
 use crate::context::HookContext;
 use crate::decision::Decision;
+use crate::definitions::ToolDef;
 use crate::error::{HookError, Noted, ToolError};
 use crate::state::State;
 
-pub use crate::definitions::output_text;
+pub use crate::content::ToolResultContent;
 pub use crate::future::BoxFuture;
+pub use crate::output::{output_content, output_text};
 pub use crate::registry::{Registration, RegistrationKind, ToolRef};
 pub use crate::state::{Env, StateKey};
 
@@ -101,6 +103,90 @@ impl<T> SplitPlain for &mut Returned<T> {
     fn split(self) -> Option<Result<T, std::convert::Infallible>> {
         self.0.take().map(Ok)
     }
+}
+
+/// A tool's return type `R`, probed at compile time for the JSON Schema of its output (MCP's
+/// `outputSchema`), by method resolution (autoref specialization, as for [`Returned`]): the
+/// generated code calls `OutputProbe::<R>::new().ok_type().output_schema()` with
+/// [`OkOfResult`], [`OkOfPlain`], [`HasSchema`] and [`NoSchema`] in scope. `ok_type` finds the
+/// output type `T` (the `Ok` type of a `Result<T, E>`, however named; `R` itself otherwise);
+/// `output_schema` is `Some(T's schema)` when `T: JsonSchema`, `None` otherwise.
+pub struct OutputProbe<R>(PhantomData<fn() -> R>);
+
+impl<R> OutputProbe<R> {
+    /// The probe for `R`.
+    pub fn new() -> Self {
+        OutputProbe(PhantomData)
+    }
+}
+
+impl<R> Default for OutputProbe<R> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The output type found by [`OutputProbe`].
+pub struct TypeProbe<T>(PhantomData<fn() -> T>);
+
+/// The preferred `ok_type` of [`OutputProbe`]: `R` is a `Result<T, E>`.
+pub trait OkOfResult {
+    /// The `Ok` type.
+    type Ok;
+    /// The probe of the `Ok` type.
+    fn ok_type(self) -> TypeProbe<Self::Ok>;
+}
+
+impl<T, E> OkOfResult for OutputProbe<Result<T, E>> {
+    type Ok = T;
+    fn ok_type(self) -> TypeProbe<T> {
+        TypeProbe(PhantomData)
+    }
+}
+
+/// The fallback `ok_type` of [`OutputProbe`]: `R` is the output itself.
+pub trait OkOfPlain {
+    /// The output type.
+    type Ok;
+    /// The probe of the output type.
+    fn ok_type(self) -> TypeProbe<Self::Ok>;
+}
+
+impl<R> OkOfPlain for &OutputProbe<R> {
+    type Ok = R;
+    fn ok_type(self) -> TypeProbe<R> {
+        TypeProbe(PhantomData)
+    }
+}
+
+/// The preferred `output_schema` of [`TypeProbe`]: the output type has a JSON Schema.
+pub trait HasSchema {
+    /// The schema, as generated.
+    fn output_schema(self) -> Option<serde_json::Value>;
+}
+
+impl<T: schemars::JsonSchema> HasSchema for TypeProbe<T> {
+    fn output_schema(self) -> Option<serde_json::Value> {
+        Some(crate::schema::generate::<T>())
+    }
+}
+
+/// The fallback `output_schema` of [`TypeProbe`]: no schema.
+pub trait NoSchema {
+    /// `None`.
+    fn output_schema(self) -> Option<serde_json::Value>;
+}
+
+impl<T> NoSchema for &TypeProbe<T> {
+    fn output_schema(self) -> Option<serde_json::Value> {
+        None
+    }
+}
+
+/// Sets the generated tool's output schema (what [`OutputProbe`] found).
+pub fn with_output_schema(mut def: ToolDef, schema: Option<serde_json::Value>) -> ToolDef {
+    def.output_schema = schema;
+    def
 }
 
 /// A tool's error on its way to a [`ToolError`], by the rule "only text written for the model

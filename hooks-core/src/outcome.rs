@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::content::{ToolResult, ToolUse};
-use crate::time::Rfc3339;
 
 /// How one `tool_use` block ended. Serialized in snake_case (`"tool_error"`), as on audit lines.
 ///
@@ -45,11 +44,14 @@ pub enum Outcome {
     InvalidInput,
     /// The name is not a tool of this dispatcher.
     UnknownTool,
-    /// A PreToolUse hook errored or panicked: the agent halts.
+    /// A PreToolUse hook errored or panicked, or the chain kept rewriting (a rewrite back to
+    /// an earlier input, or more than 8 rewrites): the agent halts.
     HookFailed,
     /// A PreToolUse hook ran past its deadline: the agent halts.
     HookTimeout,
-    /// The block was not run (an earlier block halted, or the message hit `max_tokens`).
+    /// The block was not run: an earlier block halted, the message hit `max_tokens` (or
+    /// another API's turn its output limit), an id of the message breaks the API's rules, or
+    /// (on a `replay` record) its first attempt was cancelled after the tool started.
     NotRun,
     /// The host dropped the call before it finished.
     Cancelled,
@@ -114,15 +116,17 @@ pub struct CallRecord<'a> {
     /// ([`Limits`](crate::Limits)), the string `"[input not recorded: over the input limits (N
     /// bytes, M levels)]"` instead, so a huge input is never copied into a log.
     pub input: &'a Value,
-    /// The input after PreToolUse rewrites, when any hook rewrote it.
+    /// The input after PreToolUse rewrites (the last valid one), when any hook rewrote it.
     pub effective_input: Option<&'a Value>,
     /// The answer sent to the model; `None` when there is none (`cancelled`).
     pub result: Option<&'a ToolResult>,
     /// How the call ended.
     pub outcome: Outcome,
-    /// The full path of the hook that denied, errored or timed out.
+    /// The full path of the hook that denied, errored or timed out (inside a wrapped
+    /// dispatcher too: the inner hook's), or whose rewrite made the chain loop.
     pub blocked_by: Option<&'a str>,
-    /// The full paths of the hooks that rewrote the input, in order.
+    /// The full paths of the hooks that rewrote the input, one per rewrite, in order (the chain
+    /// starts again after each rewrite, so a hook may appear more than once).
     pub rewritten_by: &'a [&'a str],
     /// Operator-only text: a panic message, an internal tool error with its source chain (see
     /// [`ToolError`](crate::ToolError)), a validation detail. Never shown to the model.
@@ -131,6 +135,12 @@ pub struct CallRecord<'a> {
     pub content_bytes: Option<usize>,
     /// Time from the start of the call to the result (observers excluded).
     pub duration: Duration,
+    /// `true` when this `tool_use` id was answered before in the session and this answer was
+    /// replayed from its memory (nothing ran: no hook, no tool), or when it is the answer to a
+    /// retry of a call cancelled after its tool started (outcome `not_run`). The call's own
+    /// record came earlier; a replay is not counted in the session summary (nor, later, in
+    /// reports).
+    pub replay: bool,
 }
 
 // Made by the pipeline only: observers read records, they never build one.
@@ -156,11 +166,11 @@ impl<'a> CallRecord<'a> {
             detail: None,
             content_bytes: None,
             duration,
+            replay: false,
         }
     }
 
-    /// A block not run (the message stopped at `max_tokens`, or an earlier block halted),
-    /// answered with `result`.
+    /// A block not run (see [`Outcome::NotRun`]), answered with `result`.
     pub(crate) fn not_run(
         call: &'a ToolUse,
         input: &'a Value,
@@ -187,12 +197,13 @@ impl<'a> CallRecord<'a> {
 /// What happened in one session, handed to each Stop hook and returned by
 /// [`Session::end`](crate::Session::end).
 ///
-/// Serialized (the audit log's summary line adds `ts`): `{"session_id": "sess_1", "user_id":
+/// Serialized (the audit log's summary line adds `ts` and `prev`; see
+/// [`SummaryRecord`](crate::SummaryRecord)), and read back from it: `{"session_id": "sess_1", "user_id":
 /// "u_001", "started_at": "2026-11-24T10:15:00Z", "ended_at": "…", "calls": 4, "outcomes":
 /// {"ok": 3, "blocked": 1}, "tools": {"lookup_user": 2, …}, "observer_errors": 0}`. `outcomes`
 /// lists only outcomes that occurred; `tools` counts calls of this dispatcher's tools by name
 /// (a call of an unknown name counts only under `unknown_tool`, so the model cannot add keys).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct SessionSummary {
     /// The context's session id.
@@ -200,12 +211,13 @@ pub struct SessionSummary {
     /// The context's user id.
     pub user_id: String,
     /// When the session was opened (context clock).
-    #[serde(serialize_with = "rfc3339")]
+    #[serde(with = "crate::time::as_rfc3339")]
     pub started_at: SystemTime,
     /// When it ended (context clock).
-    #[serde(serialize_with = "rfc3339")]
+    #[serde(with = "crate::time::as_rfc3339")]
     pub ended_at: SystemTime,
-    /// `tool_use` blocks handled, every outcome included.
+    /// `tool_use` blocks handled, every outcome included; replays (see
+    /// [`CallRecord::replay`]) are not counted.
     pub calls: u64,
     /// Outcome → count.
     pub outcomes: BTreeMap<Outcome, u64>,
@@ -214,8 +226,4 @@ pub struct SessionSummary {
     /// Errors and panics of PostToolUse observers and Stop hooks (Stop hooks that ran before
     /// the one reading this included).
     pub observer_errors: u64,
-}
-
-fn rfc3339<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-    Rfc3339(*t).serialize(s)
 }

@@ -1,17 +1,22 @@
-//! [`Session`]: one conversation, one [`HookContext`]; answers assistant messages and ends with
-//! the Stop hooks and a [`SessionSummary`].
+//! [`Session`]: one conversation, one [`HookContext`]; answers assistant messages (each id
+//! checked, each answer remembered so a retry runs nothing twice) and ends with the Stop hooks
+//! and a [`SessionSummary`].
 
 use std::fmt;
-use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 use crate::content::{ContentBlock, Message, Role, ToolResult, ToolUse};
 use crate::context::HookContext;
 use crate::dispatcher::Dispatcher;
-use crate::error::{Halt, RespondError};
+use crate::error::{CallError, RespondError};
+use crate::ids;
+use crate::memory::{AnswerStore, Claim, InputDigest, MemoryAnswerStore, Remembered, StoreFuture};
 use crate::outcome::{Outcome, SessionSummary};
 use crate::panic::catch;
+use crate::pipeline::Progress;
+use crate::reply::Reply;
 use crate::state::Env;
 use crate::stats::{Stats, report_observer_error};
 use crate::texts;
@@ -27,25 +32,77 @@ pub struct Session {
     dispatcher: Dispatcher,
     context: HookContext,
     stats: Stats,
+    store: Store,
     started_at: SystemTime,
     summary: OnceLock<SessionSummary>,
 }
 
+/// The session's answer memory: the default in-memory store (called directly), or the host's.
+enum Store {
+    Memory(MemoryAnswerStore),
+    Host(Arc<dyn AnswerStore>),
+}
+
+impl Store {
+    fn claim<'a>(
+        &'a self,
+        id: &'a str,
+        digest: InputDigest,
+    ) -> StoreFuture<'a, Result<Claim, crate::memory::StoreError>> {
+        match self {
+            Store::Memory(m) => m.claim(id, digest),
+            Store::Host(h) => h.claim(id, digest),
+        }
+    }
+
+    fn answered(
+        &self,
+        outcome: Outcome,
+        result: ToolResult,
+    ) -> StoreFuture<'_, Result<(), crate::memory::StoreError>> {
+        match self {
+            Store::Memory(m) => m.answered(outcome, result),
+            Store::Host(h) => h.answered(outcome, result),
+        }
+    }
+
+    fn release(&self, id: &str, tool_started: bool) {
+        match self {
+            Store::Memory(m) => m.release(id, tool_started),
+            Store::Host(h) => h.release(id, tool_started),
+        }
+    }
+}
+
 impl Dispatcher {
-    /// Opens a session (one conversation) with the host's trusted `context`.
+    /// Opens a session (one conversation) with the host's trusted `context`. It remembers the
+    /// `tool_use` ids it answers in a [`MemoryAnswerStore`] with the default caps.
     pub fn session(&self, context: HookContext) -> Session {
-        Session::new(self.clone(), context)
+        Session::new(
+            self.clone(),
+            context,
+            Store::Memory(MemoryAnswerStore::new()),
+        )
+    }
+
+    /// Opens a session that remembers the `tool_use` ids it answers in `store`: the host's
+    /// database, so a conversation served by several processes still runs nothing twice, or a
+    /// [`MemoryAnswerStore`] with other caps. Give each conversation its own store (or key it
+    /// by the session id): `tool_use` ids are unique within a conversation only.
+    pub fn session_with_store(&self, context: HookContext, store: Arc<dyn AnswerStore>) -> Session {
+        Session::new(self.clone(), context, Store::Host(store))
     }
 }
 
 impl Session {
-    fn new(dispatcher: Dispatcher, context: HookContext) -> Self {
+    fn new(dispatcher: Dispatcher, context: HookContext, store: Store) -> Self {
         let stats = Stats::new(dispatcher.inner.tools.len());
         let started_at = context.now();
         Session {
             dispatcher,
             context,
             stats,
+            store,
             started_at,
             summary: OnceLock::new(),
         }
@@ -65,85 +122,232 @@ impl Session {
     /// `is_error: true` for every failure the model can act on: `blocked`, `invalid_input`,
     /// `unknown_tool`, `tool_error`, `panicked`, `tool_timeout`).
     ///
+    /// An id this session answered before is answered again from its memory, with the same
+    /// input: nothing runs (no hook, no tool), and observers see the answer with
+    /// `replay: true`. A call whose first attempt was cancelled after its tool started is
+    /// answered with an `is_error` result saying it is not run again. `call` serves every API
+    /// (MCP request ids, OpenAI call ids), so the only id it refuses is an empty one.
+    ///
     /// Dropping the future before it finishes records the call as `cancelled`.
     ///
     /// # Errors
-    /// [`Halt`] when a PreToolUse hook errored, panicked or timed out: the tool did not run, and
-    /// the halt's answer holds a `BLOCKED:` result for this id.
-    pub async fn call(&self, call: &ToolUse) -> Result<ToolResult, Halt> {
+    /// - [`CallError::Halt`] when a PreToolUse hook errored, panicked or timed out, or the chain
+    ///   kept rewriting: the tool did not run, and the halt's answer holds a `BLOCKED:` result for this id;
+    /// - [`CallError::EmptyId`] for an empty id (audited as `not_run`);
+    /// - [`CallError::InProgress`] while an earlier attempt with this id runs;
+    /// - [`CallError::IdReused`] when this id was seen with another input;
+    /// - [`CallError::Store`] when the session's [`AnswerStore`] failed.
+    pub async fn call(&self, call: &ToolUse) -> Result<ToolResult, CallError> {
+        if call.id.is_empty() {
+            self.not_run_all(&[call], texts::NOT_RUN_EMPTY_ID).await;
+            return Err(CallError::EmptyId);
+        }
+        self.remembered_call(call).await
+    }
+
+    /// [`call`](Self::call) for an id already checked: claimed in the memory first, so a
+    /// retry, even a concurrent one, never runs it twice.
+    async fn remembered_call(&self, call: &ToolUse) -> Result<ToolResult, CallError> {
+        let inner = &self.dispatcher.inner;
+        let digest = InputDigest::of(&call.input, inner.limits.max_input_depth);
+        match self.store.claim(&call.id, digest).await {
+            Ok(Claim::Claimed) => {}
+            Ok(Claim::Seen(seen)) => return self.seen(call, digest, seen).await,
+            Err(error) => {
+                return Err(CallError::Store {
+                    tool_use_id: call.id.clone(),
+                    error,
+                });
+            }
+        }
+        let progress = Progress::default();
+        let mut claimed = Claimed {
+            store: &self.store,
+            id: &call.id,
+            progress: &progress,
+            armed: true,
+        };
+        let answer = inner
+            .run_call(&self.context, Some(&self.stats), call, Some(&progress))
+            .await;
+        let result = answer?.result; // a halt: `claimed` releases the id, so a retry runs it
+        let outcome = progress.outcome().unwrap_or(Outcome::Ok);
+        if let Err(e) = self.store.answered(outcome, result.clone()).await {
+            tracing::error!(target: "toolgate::memory", tool_use_id = %call.id, error = %e,
+                "the answer could not be remembered; a retry of this call will not run it again");
+            return Ok(result); // `claimed` releases it (as cancelled, if the tool started)
+        }
+        claimed.armed = false;
+        Ok(result)
+    }
+
+    /// Answers an id the memory has seen: a replay of its answer, or a refusal.
+    async fn seen(
+        &self,
+        call: &ToolUse,
+        digest: InputDigest,
+        seen: Remembered,
+    ) -> Result<ToolResult, CallError> {
+        let tool_use_id = || call.id.clone();
+        if seen.digest() != digest {
+            return Err(CallError::IdReused {
+                tool_use_id: tool_use_id(),
+            });
+        }
+        let (outcome, mut result, detail) = match seen {
+            Remembered::InProgress { .. } => {
+                return Err(CallError::InProgress {
+                    tool_use_id: tool_use_id(),
+                });
+            }
+            Remembered::Answered {
+                outcome, result, ..
+            } => (
+                outcome,
+                result,
+                "replayed from the session's memory: this tool_use id was answered before, so \
+                 nothing ran again",
+            ),
+            Remembered::CancelledAfterStart { .. } => (
+                Outcome::NotRun,
+                ToolResult::error(tool_use_id(), texts::NOT_RUN_AGAIN),
+                "the first attempt at this tool_use was cancelled while its tool ran, so it is \
+                 not run again",
+            ),
+        };
+        if result.tool_use_id != call.id {
+            result.tool_use_id = tool_use_id();
+        }
         self.dispatcher
             .inner
-            .run_call(&self.context, Some(&self.stats), call)
-            .await
+            .replay(
+                &self.context,
+                Some(&self.stats),
+                call,
+                outcome,
+                &result,
+                detail,
+            )
+            .await;
+        Ok(result)
     }
 
     /// Answers an assistant message: its `tool_use` blocks run one after another, in order, each
-    /// independent of the others, and the answer is one user message
-    /// `{"role": "user", "content": [tool_result, …]}` with one `tool_result` per `tool_use`, in
-    /// the same order (Messages API, "Parallel tool use": all results in the next user message,
-    /// `tool_result` blocks first). A message without `tool_use` blocks gets an empty content.
+    /// independent of the others, and the answer is [`Reply::Answer`] with one user message
+    /// `{"role": "user", "content": [tool_result, …]}` holding one `tool_result` per `tool_use`,
+    /// in the same order (Messages API, "Parallel tool use": all results in the next user
+    /// message, `tool_result` blocks first).
+    ///
+    /// A message without `tool_use` blocks (`end_turn`, `stop_sequence`, `refusal`,
+    /// `pause_turn`, or `max_tokens` on a text) gets [`Reply::NothingToRun`] with its
+    /// `stop_reason`: nothing runs, and nothing is audited. Every id must match the Messages
+    /// API's pattern `^[a-zA-Z0-9_-]+$` and be unique in the message; a block whose id this
+    /// session answered before is answered from memory (see [`call`](Self::call)), so a host
+    /// retrying a message runs nothing twice.
     ///
     /// # Errors
     /// - [`RespondError::MaxTokens`] when `stop_reason` is `max_tokens`: nothing runs (the last
     ///   block may be cut off) and every block is audited as `not_run`;
+    /// - [`RespondError::Id`] when an id is empty, breaks the pattern or repeats: nothing runs
+    ///   and every block is audited as `not_run`, with the reason;
     /// - [`RespondError::Halt`] when a PreToolUse hook failed: later blocks are not run, and the
     ///   halt's answer covers every block (`BLOCKED:` for the failed one, `Not run:` after it);
+    /// - [`RespondError::InProgress`], [`RespondError::IdReused`], [`RespondError::Store`] for a
+    ///   block the memory refuses (see [`CallError`]): the blocks before it were answered and
+    ///   are remembered, the rest are not started; retry the message;
     /// - [`RespondError::NotAssistant`] for a user message.
-    pub async fn respond(&self, message: &Message) -> Result<Message, RespondError> {
+    pub async fn respond(&self, message: &Message) -> Result<Reply, RespondError> {
         if message.role != Role::Assistant {
             return Err(RespondError::NotAssistant);
         }
         let uses: Vec<&ToolUse> = message.tool_uses().collect();
+        if uses.is_empty() {
+            return Ok(Reply::NothingToRun {
+                stop_reason: message.stop_reason.clone(),
+            });
+        }
+        if message.stop_reason.as_deref() == Some("max_tokens") {
+            self.not_run_all(&uses, texts::NOT_RUN_AT_MAX_TOKENS).await;
+            return Err(RespondError::MaxTokens {
+                tool_uses: uses.len(),
+            });
+        }
+        let results = self.run_turn(&uses, true).await?;
+        let content = results.into_iter().map(ContentBlock::ToolResult).collect();
+        Ok(Reply::Answer(Message::user(content)))
+    }
+
+    /// Runs the calls of one message or turn in order, after checking their ids (the Messages
+    /// API's pattern when `pattern` holds): one result per call, or why not.
+    pub(crate) async fn run_turn(
+        &self,
+        uses: &[&ToolUse],
+        pattern: bool,
+    ) -> Result<Vec<ToolResult>, RespondError> {
+        if let Err(e) = ids::check(uses, pattern) {
+            self.not_run_all(uses, &format!("{e}.")).await;
+            return Err(RespondError::Id(e));
+        }
         let inner = &self.dispatcher.inner;
         // Dropped unfinished, the blocks not yet started are audited as `cancelled` too (the
         // one in flight records itself), so every block keeps exactly one line.
         let mut pending = Unstarted {
             session: self,
-            uses: &uses,
+            uses,
             next: 0,
         };
-        if message.stop_reason.as_deref() == Some("max_tokens") {
-            for (i, call) in uses.iter().enumerate() {
-                pending.next = i + 1;
-                inner
+        let mut results = Vec::with_capacity(uses.len());
+        for (i, call) in uses.iter().enumerate() {
+            pending.next = i + 1;
+            let halt = match self.remembered_call(call).await {
+                Ok(result) => {
+                    results.push(result);
+                    continue;
+                }
+                Err(CallError::Halt(halt)) => halt,
+                Err(refused) => {
+                    // Not answered, not final: a retry of the message runs the rest.
+                    pending.next = uses.len();
+                    return Err(respond_error(refused));
+                }
+            };
+            let mut halt = halt;
+            halt.index += results.len();
+            let mut content: Vec<ContentBlock> =
+                results.drain(..).map(ContentBlock::ToolResult).collect();
+            content.append(&mut halt.answer.content);
+            for (j, rest) in uses.iter().enumerate().skip(i + 1) {
+                pending.next = j + 1;
+                let result = inner
                     .not_run(
                         &self.context,
                         Some(&self.stats),
-                        call,
-                        texts::NOT_RUN_AT_MAX_TOKENS,
+                        rest,
+                        texts::NOT_RUN_AFTER_HALT,
                     )
                     .await;
+                content.push(ContentBlock::ToolResult(result));
             }
-            return Err(RespondError::MaxTokens {
-                tool_uses: uses.len(),
-            });
+            *halt.answer = Message::user(content);
+            return Err(RespondError::Halt(halt));
         }
-        let mut content = Vec::with_capacity(uses.len());
+        Ok(results)
+    }
+
+    /// Audits every block of `uses` as `not_run`, saying `why`: nothing runs.
+    pub(crate) async fn not_run_all(&self, uses: &[&ToolUse], why: &str) {
+        let mut pending = Unstarted {
+            session: self,
+            uses,
+            next: 0,
+        };
         for (i, call) in uses.iter().enumerate() {
             pending.next = i + 1;
-            match self.call(call).await {
-                Ok(result) => content.push(ContentBlock::ToolResult(result)),
-                Err(mut halt) => {
-                    halt.index += content.len();
-                    content.append(&mut halt.answer.content);
-                    for (j, rest) in uses.iter().enumerate().skip(i + 1) {
-                        pending.next = j + 1;
-                        let result = inner
-                            .not_run(
-                                &self.context,
-                                Some(&self.stats),
-                                rest,
-                                texts::NOT_RUN_AFTER_HALT,
-                            )
-                            .await;
-                        content.push(ContentBlock::ToolResult(result));
-                    }
-                    *halt.answer = Message::user(content);
-                    return Err(RespondError::Halt(halt));
-                }
-            }
+            self.dispatcher
+                .inner
+                .not_run(&self.context, Some(&self.stats), call, why)
+                .await;
         }
-        Ok(Message::user(content))
     }
 
     /// The counts so far, without ending the session.
@@ -206,6 +410,40 @@ impl Session {
         }
         summary.observer_errors = self.stats.observer_errors.load(Ordering::Relaxed);
         summary
+    }
+}
+
+/// A refusal of the memory, for a whole message.
+fn respond_error(e: CallError) -> RespondError {
+    match e {
+        CallError::Halt(h) => RespondError::Halt(h),
+        CallError::InProgress { tool_use_id } => RespondError::InProgress { tool_use_id },
+        CallError::IdReused { tool_use_id } => RespondError::IdReused { tool_use_id },
+        CallError::Store { tool_use_id, error } => RespondError::Store { tool_use_id, error },
+        // Ids were checked before anything ran.
+        CallError::EmptyId => RespondError::Id(ids::IdError {
+            id: String::new(),
+            block: 1,
+            blocks: 1,
+            rule: ids::IdRule::Empty,
+        }),
+    }
+}
+
+/// A claimed id not yet answered: on drop (a halt, or the host dropped the call) the memory
+/// forgets it, so a retry runs it, or keeps it as cancelled when its tool had started.
+struct Claimed<'a> {
+    store: &'a Store,
+    id: &'a str,
+    progress: &'a Progress,
+    armed: bool,
+}
+
+impl Drop for Claimed<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.store.release(self.id, self.progress.tool_started());
+        }
     }
 }
 

@@ -272,6 +272,20 @@ pub(crate) fn not_run(why: &str) -> String {
 pub(crate) const NOT_RUN_AT_MAX_TOKENS: &str =
     "the assistant message stopped at max_tokens, so this tool_use may be cut off.";
 
+/// Why every call of another API's turn cut at its output limit is not run (OpenAI
+/// `finish_reason: "length"`, Responses `status: "incomplete"`, Gemini `MAX_TOKENS`).
+pub(crate) const NOT_RUN_TRUNCATED: &str =
+    "the turn was cut at its output limit, so this call may be cut off.";
+
+/// Why a `tool_use` with an empty id is not run.
+pub(crate) const NOT_RUN_EMPTY_ID: &str =
+    "the tool_use id is empty, so no tool_result could answer it.";
+
+/// The answer to a retry of a call whose first attempt was cancelled while its tool ran.
+pub(crate) const NOT_RUN_AGAIN: &str = "Not run: this call was interrupted earlier while the \
+     tool ran, so it may or may not have taken effect, and it is not run again. Check whether \
+     it took effect before making the call again.";
+
 /// Why the blocks after a halted one are not run.
 pub(crate) const NOT_RUN_AFTER_HALT: &str = "an earlier call in this message was stopped because \
      a policy check could not be completed.";
@@ -282,6 +296,33 @@ pub(crate) const NOT_RUN_AFTER_HALT: &str = "an earlier call in this message was
 pub(crate) fn result_cut(kept: usize, full: usize) -> String {
     format!("[toolgate: result cut at {kept} of {full} bytes]")
 }
+
+/// The marker that ends a block result that also lost whole blocks (`left_out`: `1 image, 1
+/// text block`): `[toolgate: result cut at <kept> of <full> bytes; left out: <left_out>]`.
+pub(crate) fn blocks_cut(kept: usize, full: usize, left_out: &str) -> String {
+    format!("[toolgate: result cut at {kept} of {full} bytes; left out: {left_out}]")
+}
+
+// A result an API cannot carry whole (the `provider` module).
+
+/// A block left out of a result by an API that cannot carry it (`what`: `an image
+/// (image/png)`, `a PDF document "Q3 report"`, …; `why`: [`TEXT_ONLY`] or
+/// [`NO_SUCH_CONTENT`]): `[toolgate: <what> was left out: <why>]`.
+pub(crate) fn left_out(what: &str, why: &str) -> String {
+    format!("[toolgate: {what} was left out: {why}]")
+}
+
+/// Why a block is left out of a result for an API whose tool results are text only.
+pub(crate) const TEXT_ONLY: &str = "this API's tool results take text only";
+
+/// Why a block is left out of a result for an API that has no content of its kind.
+pub(crate) const NO_SUCH_CONTENT: &str = "this API's tool results have no such content";
+
+/// MCP: a tool with an `outputSchema` whose result text is not the JSON object it describes
+/// (it was cut at the result limit), so `structuredContent` cannot be given.
+pub(crate) const STRUCTURED_LEFT_OUT: &str = "[toolgate: the structured result was left out: \
+     this text is not the whole JSON object the tool's outputSchema describes (it was cut at the \
+     result limit). Ask for less, for example a narrower query.]";
 
 // Shared pieces.
 

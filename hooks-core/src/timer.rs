@@ -1,5 +1,6 @@
-//! Deadlines without a runtime: the [`Timer`] trait, and the small future the pipeline uses to
-//! race a hook or tool against its deadline.
+//! Deadlines without a runtime: the [`Timer`] trait, the default timer every dispatcher has
+//! (`futures-timer`'s one helper thread), and the small future the pipeline uses to race a hook
+//! or tool against its deadline.
 
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -12,8 +13,12 @@ use crate::panic::{catch, take_panic};
 
 /// A source of sleeps, so deadlines work on any async runtime while the core depends on none.
 ///
-/// Give one to [`DispatcherBuilder::timer`](crate::DispatcherBuilder::timer) to enforce
-/// `timeout_ms` deadlines. With the facade's `tokio` feature, `toolgate::TokioTimer` is one.
+/// Every dispatcher has one: by default the `futures-timer` crate's global timer, one helper
+/// thread started on the first deadline, which needs no async runtime (a call driven by
+/// [`block_on`](crate::block_on) is cut at its deadline too). Give another to
+/// [`DispatcherBuilder::timer`](crate::DispatcherBuilder::timer) to put the sleeps on your
+/// runtime's timer (with the facade's `tokio` feature, `toolgate::TokioTimer`), or, in tests, a
+/// timer the test controls.
 ///
 /// A deadline cuts async code only, at an `.await` that yields (returns `Pending`): the
 /// dispatcher stops polling the hook's or tool's future and drops it. Sync code, and async code
@@ -24,8 +29,7 @@ use crate::panic::{catch, take_panic};
 /// polling a sleep) fails closed: a PreToolUse hook's call halts as `hook_failed`, a tool's call
 /// is a `tool_error` with the generic internal message; the panic text goes to `detail`.
 ///
-/// A timer for tests and sync hosts, one thread per sleep (no runtime needed; too costly for a
-/// server, where `TokioTimer` or the runtime's own timer belongs):
+/// A timer for tests and sync hosts, one thread per sleep:
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
@@ -66,12 +70,24 @@ pub trait Timer: Send + Sync + 'static {
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()>;
 }
 
+/// The timer a dispatcher has unless the builder is given another: `futures-timer`'s
+/// [`Delay`](futures_timer::Delay), served by one global helper thread (started on the first
+/// sleep; a binary heap of deadlines, no runtime needed).
+pub(crate) struct DefaultTimer;
+
+impl Timer for DefaultTimer {
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(futures_timer::Delay::new(duration))
+    }
+}
+
 /// A [`Timer`] on tokio's time driver (feature `tokio`; tokio with its `time` feature only).
 ///
 /// Its sleeps are [`tokio::time::sleep`], so the call future must be polled inside a Tokio
 /// runtime with the time driver on (`Builder::enable_time` or `enable_all`, or
-/// `#[tokio::main]`). Outside one tokio panics when the sleep is created; the dispatcher catches
-/// that and fails closed (see [`Timer`]): use another timer with [`block_on`](crate::block_on).
+/// `#[tokio::main]`); a server on tokio then needs no extra thread for its deadlines. Outside
+/// one tokio panics when the sleep is created; the dispatcher catches that and fails closed (see
+/// [`Timer`]): keep the default timer with [`block_on`](crate::block_on).
 ///
 /// ```
 /// # #[cfg(feature = "tokio")] {
@@ -80,7 +96,7 @@ pub trait Timer: Send + Sync + 'static {
 ///
 /// let dispatcher = Dispatcher::builder()
 ///     .timer(TokioTimer)
-///     .hook_timeout(Duration::from_millis(250))
+///     .hook_timeout(Duration::from_millis(2500))
 ///     .build()
 ///     .unwrap();
 /// # let _ = dispatcher; }
@@ -115,14 +131,14 @@ pub(crate) enum Deadline {
 }
 
 impl Deadline {
-    /// The sleep of `timer` for `deadline`, when both are set; a panic in `sleep` is caught.
-    pub(crate) fn new(timer: Option<&dyn Timer>, deadline: Option<Duration>) -> Self {
-        match (timer, deadline) {
-            (Some(timer), Some(d)) => match catch(|| timer.sleep(d)) {
+    /// The sleep of `timer` for `deadline`, when one is set; a panic in `sleep` is caught.
+    pub(crate) fn new(timer: &dyn Timer, deadline: Option<Duration>) -> Self {
+        match deadline {
+            Some(d) => match catch(|| timer.sleep(d)) {
                 Ok(sleep) => Deadline::Sleep(sleep),
                 Err(p) => Deadline::Failed(p),
             },
-            _ => Deadline::None,
+            None => Deadline::None,
         }
     }
 }

@@ -10,7 +10,7 @@ use syn::meta::ParseNestedMeta;
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{LitInt, LitStr, Path, Token};
+use syn::{LitBool, LitInt, LitStr, Path, Token};
 
 use crate::ctxt::Ctxt;
 
@@ -216,6 +216,46 @@ impl Arg {
                 None
             }
         }
+    }
+
+    /// `true` or `false`.
+    pub(crate) fn bool(&self, cx: &mut Ctxt) -> Option<bool> {
+        let v = self.value_or_err(cx, "true` or `false")?;
+        match syn::parse2::<LitBool>(v.clone()) {
+            Ok(b) => Some(b.value),
+            Err(_) => {
+                cx.spanned(
+                    v,
+                    format_args!(
+                        "`{}` must be `true` or `false`, like `{} = true`",
+                        self.key, self.key
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// The path of a function, bare (`examples::weather`) or as a string literal
+    /// (`"examples::weather"`, serde's `default = "…"` form). `what` says what the function
+    /// returns, for the error.
+    pub(crate) fn function_path(&self, cx: &mut Ctxt, what: &str) -> Option<Path> {
+        let v = self.value_or_err(cx, "path::to::function")?;
+        let parsed = match syn::parse2::<LitStr>(v.clone()) {
+            Ok(s) => s.parse::<Path>().ok(),
+            Err(_) => syn::parse2::<Path>(v.clone()).ok(),
+        };
+        if parsed.is_none() {
+            cx.spanned(
+                v,
+                format_args!(
+                    "`{}` takes the path of a function returning {what}, like `{} = \
+                     weather_examples`, not a value: write the values in that function",
+                    self.key, self.key
+                ),
+            );
+        }
+        parsed
     }
 
     /// A bracketed list of paths: `[a, b::c]`.

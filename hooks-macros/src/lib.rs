@@ -49,12 +49,23 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// Makes a function a PreToolUse hook: `#[pre_hook(order = N, tools = [a, b])]`.
+///
+/// - `order = N` (required): lower runs first; equal orders run by the function's path.
+/// - `tools = [a, b::c]`: the `#[tool]` functions it guards (by Rust path); without it, every
+///   tool. `tools = []` is a compile error: a hook that matches nothing would guard nothing.
+/// - `timeout_ms = N` (async hooks only): the hook's deadline instead of the dispatcher's
+///   (10 s by default). Past it the call is not run and the agent halts with `hook_timeout`.
+///
+/// **A sync hook cannot be cut short**: a deadline acts at an `.await` that yields, so a sync
+/// hook (or async code that blocks its thread) runs to its end whatever its deadline. Make a
+/// hook that waits on the network `async`.
 #[proc_macro_attribute]
 pub fn pre_hook(args: TokenStream, item: TokenStream) -> TokenStream {
     hook::expand(hook::Kind::Pre, args.into(), item.into()).into()
 }
 
-/// Makes a function a PostToolUse observer: `#[post_hook]` or `#[post_hook(tools = [a])]`.
+/// Makes a function a PostToolUse observer: `#[post_hook]` or `#[post_hook(tools = [a])]`
+/// (`tools = []` is a compile error: an observer that matches nothing would never run).
 #[proc_macro_attribute]
 pub fn post_hook(args: TokenStream, item: TokenStream) -> TokenStream {
     hook::expand(hook::Kind::Post, args.into(), item.into()).into()

@@ -182,3 +182,38 @@ pub(crate) fn not_a_struct(ty: &Type) -> Option<&'static str> {
         _ => Some("not a struct; use a struct with named fields"),
     }
 }
+
+/// Why a model argument of this type can never be strict in any strict target, when the macro
+/// can see it: a map (`HashMap`, `BTreeMap`, `IndexMap`: an object with no fixed properties) or a
+/// tuple (`prefixItems`), also inside `Option`, `Vec`, `VecDeque`, `Box`, a set or an array.
+/// `None` for everything else, which `build()` checks on the schema itself.
+pub(crate) fn never_strict(ty: &Type) -> Option<&'static str> {
+    match strip(ty) {
+        Type::Tuple(t) if t.elems.len() >= 2 => {
+            Some("a tuple, whose schema (`prefixItems`) no strict subset can express")
+        }
+        Type::Tuple(t) => t.elems.iter().find_map(never_strict),
+        Type::Array(a) => never_strict(&a.elem),
+        Type::Path(_) => {
+            let (seg, name) = last_ident(ty)?;
+            let PathArguments::AngleBracketed(args) = &seg.arguments else {
+                return None;
+            };
+            let types = args.args.iter().filter_map(|a| match a {
+                GenericArgument::Type(t) => Some(t),
+                _ => None,
+            });
+            match name.as_str() {
+                "HashMap" | "BTreeMap" | "IndexMap" => Some(
+                    "a map, an object with no fixed properties, which no strict subset can \
+                     express",
+                ),
+                "Option" | "Vec" | "VecDeque" | "Box" | "HashSet" | "BTreeSet" | "IndexSet" => {
+                    types.into_iter().find_map(never_strict)
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}

@@ -2,7 +2,7 @@
 //! the published JSON, every `tool_result` content form round-trips, and each published
 //! response is answered like its published user message.
 
-use crate::support::{fixture, official, optional_fields_nullable};
+use crate::support::{self, fixture, official, optional_fields_nullable};
 use serde_json::{Map, Value, json};
 use toolgate::{Dispatcher, HookContext, Message, Outcome, ToolResult, ToolUse};
 
@@ -190,14 +190,21 @@ fn the_schema_and_the_deserializer_agree_for_every_fixture_tool() {
     let expected_names: Vec<&str> = EXPECTED.iter().map(|(n, _, _)| *n).collect();
     assert_eq!(names, expected_names);
     let mut oks = 0;
+    // Each call its own id: a session answers an id once.
+    let ids = std::cell::Cell::new(0);
+    let next_id = || {
+        ids.set(ids.get() + 1);
+        format!("t{}", ids.get())
+    };
     for def in d.tool_definitions() {
         let name = def["name"].as_str().unwrap();
         let (_, full_text, minimal_text) = EXPECTED.iter().find(|(n, _, _)| *n == name).unwrap();
         let schema = &def["input_schema"];
         let full = sample(schema);
         // Every property given: valid.
-        let r = toolgate::block_on(s.call(&ToolUse::new("t", name, full.clone()))).unwrap();
-        assert_eq!(r, ToolResult::text("t", *full_text), "{name}: {full}");
+        let id = next_id();
+        let r = toolgate::block_on(s.call(&ToolUse::new(&id, name, full.clone()))).unwrap();
+        assert_eq!(r, ToolResult::text(id, *full_text), "{name}: {full}");
         oks += 1;
         // Only the required properties: valid.
         let required: Vec<&str> = schema["required"]
@@ -211,14 +218,15 @@ fn the_schema_and_the_deserializer_agree_for_every_fixture_tool() {
             .as_object_mut()
             .unwrap()
             .retain(|k, _| required.contains(&k.as_str()));
-        let r = toolgate::block_on(s.call(&ToolUse::new("t", name, minimal.clone()))).unwrap();
-        assert_eq!(r, ToolResult::text("t", *minimal_text), "{name}: {minimal}");
+        let id = next_id();
+        let r = toolgate::block_on(s.call(&ToolUse::new(&id, name, minimal.clone()))).unwrap();
+        assert_eq!(r, ToolResult::text(id, *minimal_text), "{name}: {minimal}");
         oks += 1;
         // Each required property missing: invalid, naming it.
         for field in &required {
             let mut missing = full.clone();
             missing.as_object_mut().unwrap().remove(*field);
-            let r = toolgate::block_on(s.call(&ToolUse::new("t", name, missing))).unwrap();
+            let r = toolgate::block_on(s.call(&ToolUse::new(next_id(), name, missing))).unwrap();
             assert!(r.is_error);
             assert_eq!(
                 r.content_text(),
@@ -235,8 +243,9 @@ fn the_schema_and_the_deserializer_agree_for_every_fixture_tool() {
             }
             let mut with_null = full.clone();
             with_null[k] = Value::Null;
-            let r = toolgate::block_on(s.call(&ToolUse::new("t", name, with_null))).unwrap();
-            assert_eq!(r, ToolResult::text("t", *minimal_text), "{name}.{k}");
+            let id = next_id();
+            let r = toolgate::block_on(s.call(&ToolUse::new(&id, name, with_null))).unwrap();
+            assert_eq!(r, ToolResult::text(id, *minimal_text), "{name}.{k}");
             oks += 1;
         }
     }
@@ -329,7 +338,7 @@ fn each_published_response_is_answered_like_its_published_user_message() {
             expected[0].2 = (*text).to_owned();
         }
         let s = session(&d);
-        let answer = toolgate::block_on(s.respond(&response)).unwrap();
+        let answer = support::answer_of(toolgate::block_on(s.respond(&response)).unwrap());
         let answer = serde_json::to_value(&answer).unwrap();
         assert_eq!(answer["role"], "user", "{case}");
         assert_eq!(shape(&answer), expected, "{case}");
@@ -352,7 +361,8 @@ fn string_results_equal_the_published_ones_exactly() {
         let response: Message =
             serde_json::from_value(fixture(&format!("anthropic/responses/{case}.json"))).unwrap();
         let expected = fixture(&format!("anthropic/tool_results/{case}.user.json"));
-        let answer = toolgate::block_on(session(&d).respond(&response)).unwrap();
+        let answer =
+            support::answer_of(toolgate::block_on(session(&d).respond(&response)).unwrap());
         assert_eq!(
             serde_json::to_value(&answer.content[0]).unwrap(),
             expected["content"][0],
@@ -368,7 +378,7 @@ fn the_unknown_tool_answer_names_the_tool_and_the_available_tools() {
         "anthropic/responses/06_edge_unknown_tool_name.json",
     ))
     .unwrap();
-    let answer = toolgate::block_on(session(&d).respond(&response)).unwrap();
+    let answer = support::answer_of(toolgate::block_on(session(&d).respond(&response)).unwrap());
     let result = answer.tool_results().next().unwrap();
     assert!(result.is_error);
     assert_eq!(
@@ -376,4 +386,39 @@ fn the_unknown_tool_answer_names_the_tool_and_the_available_tools() {
         "Error: unknown tool 'refund_order'. Available tools: cancel_order, get_customer_info, \
          get_order_details, get_stock_price, get_time, get_weather."
     );
+}
+
+#[test]
+fn the_request_assistant_turn_holds_role_and_content_only() {
+    let d = dispatcher();
+    let s = session(&d);
+    let response: Message =
+        serde_json::from_value(fixture("anthropic/responses/02_parallel_tool_use.json")).unwrap();
+    let published = fixture("anthropic/tool_results/02_parallel_tool_use.user.json");
+    let mut conversation = toolgate::Conversation::new();
+    conversation
+        .push_user_text("What's the weather in Chicago and Denver, and the time in Chicago?");
+    conversation.push_response(&response);
+    let answer = support::answer_of(toolgate::block_on(s.respond(&response)).unwrap());
+    conversation.push(answer);
+    let sent = serde_json::to_value(&conversation).unwrap();
+    let response_json = fixture("anthropic/responses/02_parallel_tool_use.json");
+    // The assistant turn: `role` and `content` only (no `id`, `type`, `model`, `stop_reason`,
+    // `stop_sequence`, `usage`), its blocks unchanged.
+    assert_eq!(
+        sent[1],
+        json!({"role": "assistant", "content": response_json["content"]})
+    );
+    // The answer: the published user message's shape (ids, order, block types, is_error).
+    assert_eq!(sent[2]["role"], "user");
+    let ids = |m: &Value| -> Vec<Value> {
+        m["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| json!([b["type"], b["tool_use_id"], b.get("is_error")]))
+            .collect()
+    };
+    assert_eq!(ids(&sent[2]), ids(&published));
+    assert_eq!(sent.as_array().unwrap().len(), 3);
 }

@@ -464,24 +464,24 @@ fn context() -> HookContext {
         .build()
 }
 
-fn manifest_path(rel: &str) -> PathBuf {
+pub(crate) fn manifest_path(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
-fn load(rel: &str) -> Value {
+pub(crate) fn load(rel: &str) -> Value {
     let path = manifest_path(rel);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
 }
 
-fn pretty(v: &Value) -> String {
+pub(crate) fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_default()
 }
 
 /// Equal as JSON values, and every `properties` map lists its keys in the same order
 /// (declaration order is part of the contract; other key orders are not).
-fn assert_same_json(actual: &Value, expected: &Value, what: &str) {
+pub(crate) fn assert_same_json(actual: &Value, expected: &Value, what: &str) {
     assert_eq!(
         actual,
         expected,
@@ -515,7 +515,7 @@ fn same_property_order(actual: &Value, expected: &Value, what: &str, at: &str) {
 }
 
 /// The tool name of a definition in `provider`'s format.
-fn name_of(provider: Provider, definition: &Value) -> String {
+pub(crate) fn name_of(provider: Provider, definition: &Value) -> String {
     let name = match provider {
         Provider::OpenAi => &definition["function"]["name"],
         _ => &definition["name"],
@@ -523,7 +523,7 @@ fn name_of(provider: Provider, definition: &Value) -> String {
     name.as_str().unwrap_or_default().to_owned()
 }
 
-fn target_of(provider: Provider) -> Target {
+pub(crate) fn target_of(provider: Provider) -> Target {
     match provider {
         Provider::OpenAi => Target::OpenAiChat,
         Provider::OpenAiResponses => Target::OpenAiResponses,
@@ -533,7 +533,7 @@ fn target_of(provider: Provider) -> Target {
     }
 }
 
-fn definitions(d: &Dispatcher, provider: Provider) -> Vec<Value> {
+pub(crate) fn definitions(d: &Dispatcher, provider: Provider) -> Vec<Value> {
     match d.tool_definitions_for(provider) {
         Ok(defs) => defs.to_vec(),
         Err(e) => panic!("{provider}: {e}"),
@@ -543,9 +543,25 @@ fn definitions(d: &Dispatcher, provider: Provider) -> Vec<Value> {
 /// Compares every definition of `d` for `provider` with its golden file
 /// `tests/golden/<provider>/<set>/<tool>.json`, checks that no golden file is left over, and
 /// runs the validator on each definition.
-fn check_golden(d: &Dispatcher, provider: Provider, set: &str) {
+///
+/// `TOOLGATE_BLESS=1` rewrites the set's existing files whose JSON differs from what is emitted (as trybuild's
+/// `TRYBUILD=overwrite` does): review the diff before committing it.
+pub(crate) fn check_golden(d: &Dispatcher, provider: Provider, set: &str) {
     let dir = format!("tests/golden/{provider}/{set}");
     let defs = definitions(d, provider);
+    if std::env::var_os("TOOLGATE_BLESS").is_some() {
+        for def in &defs {
+            let path = manifest_path(&format!("{dir}/{}.json", name_of(provider, def)));
+            let differs = std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                .is_some_and(|old| old != *def);
+            if differs {
+                std::fs::write(&path, format!("{}\n", pretty(def)))
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            }
+        }
+    }
     let mut files: Vec<String> = std::fs::read_dir(manifest_path(&dir))
         .unwrap_or_else(|e| panic!("{dir}: {e}"))
         .filter_map(|e| e.ok())
@@ -1298,16 +1314,25 @@ proven! {
 
 // ================================================================ calls in, results out
 
+/// Runs each call in a session of its own (the calls stand for several providers'
+/// conversations, and may share an id); the outcomes of all of them, counted.
 fn run(d: &Dispatcher, calls: &[ToolUse]) -> (Vec<ToolResult>, BTreeMap<Outcome, u64>) {
-    let session = d.session(context());
+    let mut outcomes = BTreeMap::new();
     let results = calls
         .iter()
-        .map(|c| match toolgate::block_on(session.call(c)) {
-            Ok(r) => r,
-            Err(halt) => panic!("halted: {halt:?}"),
+        .map(|c| {
+            let session = d.session(context());
+            let r = match toolgate::block_on(session.call(c)) {
+                Ok(r) => r,
+                Err(e) => panic!("no answer: {e:?}"),
+            };
+            for (o, n) in session.end().outcomes {
+                *outcomes.entry(o).or_insert(0) += n;
+            }
+            r
         })
         .collect();
-    (results, session.end().outcomes)
+    (results, outcomes)
 }
 
 #[test]
@@ -1536,14 +1561,14 @@ fn mcp_tools_call_requests_run_and_answer_with_is_error() {
     );
     let (results, _) = run(&d, &[call]);
     assert_eq!(
-        mcp::call_tool_result(&results[0]),
+        mcp::call_tool_result(&results[0], None),
         json!({"content": [{"type": "text", "text":
             "BLOCKED: mail to blocked.example is not allowed. Ask the user for another address."}],
             "isError": true})
     );
     let ok = ToolResult::text("7", "success");
     assert_eq!(
-        mcp::call_tool_result(&ok),
+        mcp::call_tool_result(&ok, None),
         json!({"content": [{"type": "text", "text": "success"}], "isError": false})
     );
 }

@@ -5,7 +5,10 @@ use std::time::{Duration, SystemTime};
 
 use crate::support;
 use serde_json::{Value, json};
-use toolgate::{AuditLog, Clock, Dispatcher, HookContext, Outcome, ToolResult, ToolUse};
+use toolgate::{
+    AuditLog, AuditRecord, Clock, Dispatcher, HookContext, Outcome, SummaryRecord, ToolResult,
+    ToolUse,
+};
 
 mod tools {
     use toolgate::tool;
@@ -65,61 +68,87 @@ fn lines_have_the_documented_fields() {
         .unwrap();
     assert_eq!(r, ToolResult::text("toolu_2", "2"));
     s.end();
-    let lines = support::json_lines(&dir.join("nested/created/audit_log.jsonl"));
-    let lines: Vec<Value> = lines
-        .into_iter()
-        .map(|mut line| {
-            let duration = line.as_object_mut().unwrap().remove("duration_us").unwrap();
-            assert!(duration.is_u64());
-            line
-        })
-        .collect();
+    // Exact text, member order included; `prev` is recomputed by `chained_lines`.
+    let (lines, _) =
+        support::chained_lines(&dir.join("nested/created/audit_log.jsonl"), support::ZEROS);
     assert_eq!(
         lines,
         [
-            json!({
-                "ts": "2026-11-24T10:15:01Z",
-                "session_id": "sess_fmt",
-                "user_id": "u_001",
-                "tool_use_id": "toolu_1",
-                "tool": "add",
-                "input": {"a": 2, "b": 3},
-                "outcome": "ok",
-                "is_error": false,
-                "content": "5"
-            }),
-            json!({
-                "ts": "2026-11-24T10:15:02Z",
-                "session_id": "sess_fmt",
-                "user_id": "u_001",
-                "tool_use_id": "toolu_2",
-                "tool": "add",
-                "input": {"a": 1, "b": 1},
-                "outcome": "ok",
-                "is_error": false,
-                "content": "2"
-            })
+            r#"{"ts":"2026-11-24T10:15:01Z","session_id":"sess_fmt","user_id":"u_001","tool_use_id":"toolu_1","tool":"add","input":{"a":2,"b":3},"outcome":"ok","is_error":false,"content":"5","duration_us":0,"prev":"…"}"#,
+            r#"{"ts":"2026-11-24T10:15:02Z","session_id":"sess_fmt","user_id":"u_001","tool_use_id":"toolu_2","tool":"add","input":{"a":1,"b":1},"outcome":"ok","is_error":false,"content":"2","duration_us":0,"prev":"…"}"#,
         ]
     );
-    let summaries = support::json_lines(&dir.join("nested/created/session_summaries.jsonl"));
+    let (summaries, _) = support::chained_lines(
+        &dir.join("nested/created/session_summaries.jsonl"),
+        support::ZEROS,
+    );
     assert_eq!(
         summaries,
-        [json!({
-            "ts": "2026-11-24T10:15:04Z",
-            "session_id": "sess_fmt",
-            "user_id": "u_001",
-            "started_at": "2026-11-24T10:15:00Z",
-            "ended_at": "2026-11-24T10:15:03Z",
-            "calls": 2,
-            "outcomes": {"ok": 2},
-            "tools": {"add": 2},
-            "observer_errors": 0
-        })]
+        [
+            r#"{"ts":"2026-11-24T10:15:04Z","session_id":"sess_fmt","user_id":"u_001","started_at":"2026-11-24T10:15:00Z","ended_at":"2026-11-24T10:15:03Z","calls":2,"outcomes":{"ok":2},"tools":{"add":2},"observer_errors":0,"prev":"…"}"#
+        ]
     );
 }
 
 #[test]
-fn eight_threads_of_a_thousand_calls_lose_and_interleave_nothing() {
+fn the_context_tier_is_on_the_line_after_the_user_and_absent_without_one() {
+    let dir = support::TempDir::new("audit-tier");
+    let d = dispatcher(AuditLog::open(&dir).unwrap());
+    for (session, tier) in [("sess_premium", Some("premium")), ("sess_none", None)] {
+        let mut ctx = HookContext::builder("u_001", session).clock(ticking(1_795_515_300));
+        if let Some(tier) = tier {
+            ctx = ctx.tier(tier);
+        }
+        let s = d.session(ctx.build());
+        toolgate::block_on(s.call(&ToolUse::new("toolu_1", "add", json!({"a": 1, "b": 2}))))
+            .unwrap();
+        s.end();
+    }
+    let (lines, _) = support::chained_lines(&dir.join("audit_log.jsonl"), support::ZEROS);
+    assert_eq!(
+        lines,
+        [
+            r#"{"ts":"2026-11-24T10:15:01Z","session_id":"sess_premium","user_id":"u_001","tier":"premium","tool_use_id":"toolu_1","tool":"add","input":{"a":1,"b":2},"outcome":"ok","is_error":false,"content":"3","duration_us":0,"prev":"…"}"#,
+            r#"{"ts":"2026-11-24T10:15:01Z","session_id":"sess_none","user_id":"u_001","tool_use_id":"toolu_1","tool":"add","input":{"a":1,"b":2},"outcome":"ok","is_error":false,"content":"3","duration_us":0,"prev":"…"}"#,
+        ]
+    );
+}
+
+#[test]
+fn a_line_reads_back_into_the_record_every_sink_receives() {
+    let dir = support::TempDir::new("audit-read-back");
+    let d = dispatcher(AuditLog::open(&dir).unwrap());
+    let ctx = HookContext::builder("u_001", "sess_back")
+        .tier("free")
+        .clock(ticking(1_795_515_300))
+        .build();
+    let s = d.session(ctx);
+    toolgate::block_on(s.call(&ToolUse::new("toolu_1", "add", json!({"a": 1, "b": "x"})))).unwrap();
+    s.end();
+    let text = std::fs::read_to_string(dir.join("audit_log.jsonl")).unwrap();
+    let record: AuditRecord = serde_json::from_str(text.trim_end()).unwrap();
+    assert_eq!(record.ts, at(1_795_515_301));
+    assert_eq!(record.tier.as_deref(), Some("free"));
+    assert_eq!(record.outcome, Outcome::InvalidInput);
+    // Written again, a record is its line without `prev`.
+    let mut again: Value = serde_json::to_value(&record).unwrap();
+    again["duration_us"] = json!(0);
+    let mut line: Value = serde_json::from_str(&text).unwrap();
+    line["duration_us"] = json!(0);
+    line.as_object_mut().unwrap().remove("prev");
+    assert_eq!(again, line);
+    let summary_text = std::fs::read_to_string(dir.join("session_summaries.jsonl")).unwrap();
+    let summary: SummaryRecord = serde_json::from_str(&summary_text).unwrap();
+    assert_eq!(summary.ts, at(1_795_515_303));
+    assert_eq!(summary.summary.started_at, at(1_795_515_300));
+    assert_eq!(
+        summary.summary.outcomes.get(&Outcome::InvalidInput),
+        Some(&1)
+    );
+}
+
+#[test]
+fn eight_threads_of_a_thousand_calls_lose_and_interleave_nothing_and_keep_one_chain() {
     let dir = support::TempDir::new("audit-threads");
     let d = Arc::new(dispatcher(AuditLog::open(&dir).unwrap()));
     let threads: Vec<_> = (0..8)
@@ -159,6 +188,26 @@ fn eight_threads_of_a_thousand_calls_lose_and_interleave_nothing() {
     assert_eq!(
         support::json_lines(&dir.join("session_summaries.jsonl")).len(),
         8
+    );
+    // One chain through the 8 000 lines, whatever order the threads took: each line's `prev`
+    // is the hash of the line before it (recomputed here), and the verifier agrees.
+    let (_, last) = support::chained_lines(&dir.join("audit_log.jsonl"), support::ZEROS);
+    let (_, last_summary) =
+        support::chained_lines(&dir.join("session_summaries.jsonl"), support::ZEROS);
+    let verified = toolgate::verify_audit_dir(&dir).unwrap();
+    assert_eq!(
+        verified.calls.status,
+        toolgate::ChainStatus::Ok {
+            lines: 8000,
+            last_hash: last
+        }
+    );
+    assert_eq!(
+        verified.sessions.status,
+        toolgate::ChainStatus::Ok {
+            lines: 8,
+            last_hash: last_summary
+        }
     );
 }
 

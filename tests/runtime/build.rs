@@ -2,7 +2,9 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use toolgate::{BuildProblem, Decision, Dispatcher, PreHookDef, StateKey, StopHookDef, ToolDef};
+use toolgate::{
+    BuildProblem, Decision, Dispatcher, PostHookDef, PreHookDef, StateKey, StopHookDef, ToolDef,
+};
 
 /// An argument struct.
 #[allow(dead_code)]
@@ -273,4 +275,82 @@ fn a_struct_input_that_is_not_a_struct_with_named_fields_fails_build() {
             found: "`type: \"array\"`".into()
         }]
     );
+}
+
+fn allow(_: toolgate::Env<'_>, _: &toolgate::ToolUse) -> Result<Decision, toolgate::HookError> {
+    Ok(Decision::Allow)
+}
+
+#[test]
+fn a_guard_is_never_dropped_silently() {
+    // issue 12 §5: a hook with an empty tool list (a config file's empty list), or given to the
+    // builder explicitly for tools this dispatcher does not keep, fails the build instead of
+    // leaving a tool unguarded.
+    let none: Vec<&'static str> = Vec::new();
+    let err = Dispatcher::builder()
+        .tool(ToolDef::sync("faq", "Searches the FAQ.", ok::<Plain>).path("app::faq"))
+        .tool(ToolDef::sync("refund", "Refunds an order.", ok::<Plain>).path("app::refund"))
+        .pre_hook(PreHookDef::sync("app::empty_pre", 1, allow).tools(none.clone()))
+        .pre_hook(PreHookDef::sync("app::refund_guard", 1, allow).tools(["refund"]))
+        .pre_hook(PreHookDef::sync("app::only_typo", 1, allow).tools(["refnud"]))
+        .pre_hook(PreHookDef::sync("app::faq_and_refund", 1, allow).tools(["faq", "refund"]))
+        .pre_hook(PreHookDef::sync("app::everything", 1, allow))
+        .post_hook(PostHookDef::sync("app::empty_post", |_, _| Ok(())).tools(none))
+        .post_hook(PostHookDef::sync("app::refund_audit", |_, _| Ok(())).tools(["refund", "fqa"]))
+        .without_tools(["refund"])
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.problems,
+        [
+            BuildProblem::EmptyMatcher {
+                hook: "app::empty_pre".into()
+            },
+            BuildProblem::UnknownMatcherTool {
+                hook: "app::only_typo".into(),
+                tool: "refnud".into()
+            },
+            BuildProblem::EmptyMatcher {
+                hook: "app::empty_post".into()
+            },
+            BuildProblem::UnknownMatcherTool {
+                hook: "app::refund_audit".into(),
+                tool: "fqa".into()
+            },
+            BuildProblem::MatchesNoKeptTool {
+                hook: "app::refund_guard".into(),
+                tools: vec!["refund".into()]
+            },
+            BuildProblem::MatchesNoKeptTool {
+                hook: "app::refund_audit".into(),
+                tools: vec!["refund".into()]
+            },
+        ]
+    );
+    assert_eq!(
+        err.to_string(),
+        "the dispatcher cannot be built (6 problems):\n\
+         - hook `app::empty_pre` has an empty tool list, so it would never run: name at least \
+         one tool, or leave the list out to match every tool\n\
+         - hook `app::only_typo` matches tool `refnud`, which is registered nowhere\n\
+         - hook `app::empty_post` has an empty tool list, so it would never run: name at least \
+         one tool, or leave the list out to match every tool\n\
+         - hook `app::refund_audit` matches tool `fqa`, which is registered nowhere\n\
+         - hook `app::refund_guard` was given to this builder, but none of its tools (`refund`) \
+         is part of this dispatcher, so it would never run: keep one of them, or do not give \
+         this builder the hook\n\
+         - hook `app::refund_audit` was given to this builder, but none of its tools (`refund`) \
+         is part of this dispatcher, so it would never run: keep one of them, or do not give \
+         this builder the hook"
+    );
+
+    // With the tool kept, the same explicit hooks build and guard it.
+    let d = Dispatcher::builder()
+        .tool(ToolDef::sync("faq", "Searches the FAQ.", ok::<Plain>).path("app::faq"))
+        .tool(ToolDef::sync("refund", "Refunds an order.", ok::<Plain>).path("app::refund"))
+        .pre_hook(PreHookDef::sync("app::refund_guard", 1, allow).tools(["refund"]))
+        .post_hook(PostHookDef::sync("app::refund_audit", |_, _| Ok(())).tools(["refund"]))
+        .build()
+        .unwrap();
+    assert_eq!(d.pre_hook_chain("refund").unwrap(), ["app::refund_guard"]);
 }

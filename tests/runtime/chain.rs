@@ -1,4 +1,5 @@
-//! PreToolUse chain semantics: order, first deny wins, Allow never short-circuits, rewrites,
+//! PreToolUse chain semantics: order, first deny wins, Allow never short-circuits, rewrites
+//! re-authorized (the chain starts again after a rewrite; loops and runaway rewriting halt),
 //! ties broken by path, matchers and filtering.
 
 use std::sync::{Arc, Mutex};
@@ -8,8 +9,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    AuditLog, BuildProblem, Decision, Dispatcher, HookContext, PreHookDef, ToolDef, ToolResult,
-    ToolUse,
+    AuditLog, BuildProblem, Decision, Dispatcher, HookContext, Outcome, PreHookDef, ToolDef,
+    ToolResult, ToolUse,
 };
 
 /// Arguments of the test tool.
@@ -136,11 +137,12 @@ fn allow_never_short_circuits() {
 }
 
 #[test]
-fn a_rewrite_is_seen_by_later_hooks_and_the_tool_and_recorded() {
+fn a_rewrite_starts_the_chain_again_and_an_equal_rewrite_counts_as_allow() {
     let log = Log::default();
     let dir = support::TempDir::new("chain-rewrite");
     let d = Dispatcher::builder()
         .tool(search_tool(&log))
+        .pre_hook(hook(&log, "app::before", 5, Decision::Allow))
         .pre_hook(hook(
             &log,
             "app::cap_limit",
@@ -153,10 +155,15 @@ fn a_rewrite_is_seen_by_later_hooks_and_the_tool_and_recorded() {
         .unwrap();
     let r = run(&d, json!({"query": "refunds", "limit": 50}));
     assert_eq!(r, ToolResult::text("toolu_1", "5 results for refunds"));
+    // The first pass stops at the rewrite; the second sees the new input from the first hook,
+    // and the rewriter's second answer (the same input) is an Allow.
     assert_eq!(
         entries(&log),
         [
+            r#"app::before:{"query":"refunds","limit":50}"#,
             r#"app::cap_limit:{"query":"refunds","limit":50}"#,
+            r#"app::before:{"query":"refunds","limit":5}"#,
+            r#"app::cap_limit:{"query":"refunds","limit":5}"#,
             r#"app::after:{"query":"refunds","limit":5}"#,
             "tool:refunds:Some(5)"
         ]
@@ -171,6 +178,236 @@ fn a_rewrite_is_seen_by_later_hooks_and_the_tool_and_recorded() {
     assert_eq!(
         line["effective_input"],
         json!({"query": "refunds", "limit": 5})
+    );
+
+    // An input already capped: the rewrite equals it, so nothing was rewritten.
+    log.lock().unwrap().clear();
+    let r = run(&d, json!({"query": "refunds", "limit": 5}));
+    assert_eq!(r, ToolResult::text("toolu_1", "5 results for refunds"));
+    assert_eq!(entries(&log).len(), 4);
+    let line = &support::json_lines(&dir.join("audit_log.jsonl"))[1];
+    assert_eq!(line.get("rewritten_by"), None);
+    assert_eq!(line.get("effective_input"), None);
+}
+
+/// Arguments of `refund`.
+#[derive(Deserialize, JsonSchema)]
+struct Refund {
+    /// The order to refund.
+    order_id: String,
+}
+
+#[test]
+fn a_normalizer_cannot_slip_another_customers_order_past_the_ownership_check() {
+    // issue 12 §1: the ownership hook (order 10) allows O-1001; a normalizing hook (order 20)
+    // rewrites it to O-2002, another customer's order. The chain starts again, the ownership
+    // hook sees O-2002 and denies: the tool never runs.
+    let log = Log::default();
+    let dir = support::TempDir::new("chain-ownership");
+    let refunds = log.clone();
+    let seen = log.clone();
+    let d = Dispatcher::builder()
+        .tool(ToolDef::sync(
+            "refund",
+            "Refunds an order.",
+            move |_env, args: Refund| {
+                refunds
+                    .lock()
+                    .unwrap()
+                    .push(format!("tool:{}", args.order_id));
+                Ok(format!("refunded {}", args.order_id))
+            },
+        ))
+        .pre_hook(PreHookDef::sync("app::own_orders", 10, move |env, call| {
+            let order = call.input["order_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            seen.lock().unwrap().push(format!("own_orders:{order}"));
+            let owner = match order.as_str() {
+                "O-1001" => "u_001",
+                _ => "u_002",
+            };
+            Ok(if owner == env.context().user_id() {
+                Decision::Allow
+            } else {
+                Decision::deny("that order is not this customer's.")
+            })
+        }))
+        .pre_hook(PreHookDef::sync("app::normalize", 20, |_env, call| {
+            // A buggy normalizer: maps every order to the "canonical" O-2002.
+            Ok(Decision::Rewrite(
+                json!({"order_id": call.input["order_id"].as_str().map(|_| "O-2002")}),
+            ))
+        }))
+        .audit_log(AuditLog::open(&dir).unwrap())
+        .build()
+        .unwrap();
+    let s = d.session(HookContext::builder("u_001", "sess_chain").build());
+    let call = ToolUse::new("toolu_1", "refund", json!({"order_id": "O-1001"}));
+    let r = toolgate::block_on(s.call(&call)).unwrap();
+    assert_eq!(
+        r,
+        ToolResult::error("toolu_1", "BLOCKED: that order is not this customer's.")
+    );
+    assert_eq!(entries(&log), ["own_orders:O-1001", "own_orders:O-2002"]);
+    let mut line = support::json_lines(&dir.join("audit_log.jsonl")).remove(0);
+    let m = line.as_object_mut().unwrap();
+    m.remove("ts");
+    m.remove("duration_us");
+    m.remove("prev");
+    assert_eq!(
+        line,
+        json!({"session_id": "sess_chain", "user_id": "u_001", "tool_use_id": "toolu_1",
+               "tool": "refund", "input": {"order_id": "O-1001"}, "outcome": "blocked",
+               "is_error": true, "content": "BLOCKED: that order is not this customer's.",
+               "blocked_by": "app::own_orders", "rewritten_by": ["app::normalize"],
+               "effective_input": {"order_id": "O-2002"}})
+    );
+}
+
+/// A hook that rewrites `limit` with `f` (`None`: allow), logging what it saw.
+fn limit_hook(
+    log: &Log,
+    path: &'static str,
+    order: i64,
+    f: impl Fn(u64) -> Option<u64> + Send + Sync + 'static,
+) -> PreHookDef {
+    let log = log.clone();
+    PreHookDef::sync(path, order, move |_env, call| {
+        let limit = call.input["limit"].as_u64().unwrap_or(0);
+        log.lock().unwrap().push(format!("{path}:{limit}"));
+        Ok(match f(limit) {
+            Some(new) => Decision::Rewrite(json!({"query": "q", "limit": new})),
+            None => Decision::Allow,
+        })
+    })
+}
+
+/// Runs `search` with `limit` through a dispatcher with `hooks` and an audit log; returns the
+/// answer and the audit line.
+fn run_logged(
+    hooks: Vec<PreHookDef>,
+    log: &Log,
+    limit: u64,
+) -> (Result<ToolResult, toolgate::Halt>, Value) {
+    let dir = support::TempDir::new("chain-loop");
+    let mut b = Dispatcher::builder()
+        .tool(search_tool(log))
+        .audit_log(AuditLog::open(&dir).unwrap());
+    for h in hooks {
+        b = b.pre_hook(h);
+    }
+    let d = b.build().unwrap();
+    let s = d.session(HookContext::builder("u_1", "sess_chain").build());
+    let call = ToolUse::new("toolu_1", "search", json!({"query": "q", "limit": limit}));
+    let r = toolgate::block_on(s.call(&call)).map_err(|e| e.into_halt().expect("a halt"));
+    s.end();
+    let line = support::json_lines(&dir.join("audit_log.jsonl")).remove(0);
+    (r, line)
+}
+
+#[test]
+fn ping_pong_rewriters_halt_as_hook_failed_naming_the_hooks() {
+    let log = Log::default();
+    // `a` turns 1 into 2, `b` turns 2 back into 1: the second rewrite returns to the input the
+    // call came with.
+    let (r, line) = run_logged(
+        vec![
+            limit_hook(&log, "app::a_up", 10, |l| (l == 1).then_some(2)),
+            limit_hook(&log, "app::b_down", 20, |l| (l == 2).then_some(1)),
+        ],
+        &log,
+        1,
+    );
+    let halt = r.unwrap_err();
+    let detail = "the PreToolUse chain looped: `app::b_down` rewrote the input back to an \
+                  earlier one (rewrites in order: `app::a_up`, `app::b_down`)";
+    assert_eq!(
+        (halt.outcome, halt.hook.as_str(), halt.detail.as_str()),
+        (Outcome::HookFailed, "app::b_down", detail)
+    );
+    assert_eq!(halt.result().unwrap().content_text(), support::HALT_TEXT);
+    assert_eq!(
+        entries(&log),
+        ["app::a_up:1", "app::a_up:2", "app::b_down:2"],
+        "the tool never ran"
+    );
+    assert_eq!(line["outcome"], "hook_failed");
+    assert_eq!(line["blocked_by"], "app::b_down");
+    assert_eq!(line["rewritten_by"], json!(["app::a_up", "app::b_down"]));
+    assert_eq!(line["effective_input"], json!({"query": "q", "limit": 2}));
+    assert_eq!(line["detail"], detail);
+
+    // A loop back to an earlier rewrite (not the call's own input) is caught too: 1 → 2 → 3,
+    // then `a` sends 3 back to 2.
+    let log = Log::default();
+    let (r, line) = run_logged(
+        vec![
+            limit_hook(&log, "app::a_mod", 10, |l| match l {
+                1 => Some(2),
+                3 => Some(2),
+                _ => None,
+            }),
+            limit_hook(&log, "app::b_inc", 20, |l| (l == 2).then_some(3)),
+        ],
+        &log,
+        1,
+    );
+    let halt = r.unwrap_err();
+    assert_eq!(
+        halt.detail,
+        "the PreToolUse chain looped: `app::a_mod` rewrote the input back to an earlier one \
+         (rewrites in order: `app::a_mod`, `app::b_inc`, `app::a_mod`)"
+    );
+    assert_eq!(
+        line["rewritten_by"],
+        json!(["app::a_mod", "app::b_inc", "app::a_mod"])
+    );
+    assert_eq!(
+        entries(&log),
+        [
+            "app::a_mod:1",
+            "app::a_mod:2",
+            "app::b_inc:2",
+            "app::a_mod:3"
+        ]
+    );
+}
+
+#[test]
+fn more_than_eight_rewrites_halt_and_eight_settle() {
+    // A counter that adds one until `limit` reaches `stop`: from 0, `stop` rewrites.
+    let counter = |log: &Log, stop: u64| {
+        limit_hook(log, "app::counter", 10, move |l| {
+            (l < stop).then_some(l + 1)
+        })
+    };
+    let log = Log::default();
+    let (r, line) = run_logged(vec![counter(&log, 8)], &log, 0);
+    assert_eq!(r.unwrap(), ToolResult::text("toolu_1", "8 results for q"));
+    assert_eq!(line["outcome"], "ok");
+    assert_eq!(line["rewritten_by"], json!(vec!["app::counter"; 8]));
+
+    let log = Log::default();
+    let (r, line) = run_logged(vec![counter(&log, 9)], &log, 0);
+    let halt = r.unwrap_err();
+    let detail = format!(
+        "the PreToolUse chain did not settle: more than 8 rewrites for one call (rewrites in \
+         order: {})",
+        ["`app::counter`"; 9].join(", ")
+    );
+    assert_eq!(
+        (halt.outcome, halt.hook.as_str(), halt.detail.as_str()),
+        (Outcome::HookFailed, "app::counter", detail.as_str())
+    );
+    assert_eq!(line["outcome"], "hook_failed");
+    assert_eq!(line["rewritten_by"], json!(vec!["app::counter"; 9]));
+    assert_eq!(line["detail"], detail);
+    assert_eq!(line["effective_input"], json!({"query": "q", "limit": 8}));
+    assert!(
+        !entries(&log).iter().any(|e| e.starts_with("tool:")),
+        "the tool never ran"
     );
 }
 
@@ -246,35 +483,80 @@ fn equal_orders_break_by_path_stably() {
     }
 }
 
+mod specialist {
+    //! Registered items for the filtering test: a refund tool guarded by its own hook, an FAQ
+    //! tool, and a hook for every tool.
+    use toolgate::{Decision, pre_hook, tool};
+
+    /// Searches the FAQ.
+    #[tool]
+    pub(crate) fn faq(
+        /// What to look for.
+        query: String,
+    ) -> String {
+        format!("faq: {query}")
+    }
+
+    /// Refunds an order.
+    #[tool]
+    pub(crate) fn refund(
+        /// The order.
+        order_id: String,
+    ) -> String {
+        format!("refunded {order_id}")
+    }
+
+    /// Refunds need a human.
+    #[pre_hook(order = 1, tools = [refund])]
+    pub(crate) fn refunds_need_a_human() -> Decision {
+        Decision::deny("refunds need a human.")
+    }
+
+    /// Every call is allowed.
+    #[pre_hook(order = 2)]
+    pub(crate) fn everyone() -> Decision {
+        Decision::Allow
+    }
+}
+
 #[test]
-fn a_hook_whose_tools_are_all_filtered_out_is_not_part_of_the_dispatcher() {
-    let log = Log::default();
-    let other = ToolDef::sync(
-        "other",
-        "Another tool.",
-        |_env, _: Search| Ok(String::new()),
-    );
-    let build = |only: &[&str]| {
-        Dispatcher::builder()
-            .tool(search_tool(&log))
-            .tool(other.clone())
-            .pre_hook(hook(&log, "app::only_other", 1, Decision::deny("no")).tools(["other"]))
-            .pre_hook(hook(&log, "app::everyone", 2, Decision::Allow))
-            .only_tools(only.iter().copied())
-            .build()
-            .unwrap()
-    };
-    let d = build(&["search"]);
-    assert_eq!(d.tool_names().collect::<Vec<_>>(), ["search"]);
-    assert_eq!(d.pre_hook_chain("search").unwrap(), ["app::everyone"]);
-    assert!(!format!("{d:?}").contains("only_other"));
-    let both = build(&["search", "other"]);
+fn a_registered_hook_whose_tools_are_filtered_out_is_left_out_an_explicit_one_fails_build() {
+    let under = format!("{}::specialist", module_path!());
+    let path = |item: &str| format!("{under}::{item}");
+    // A specialist without `refund`: the refund hook is registered, so it is simply not part
+    // of this dispatcher (DESIGN.md, "Registration and filtering").
+    let faq_only = Dispatcher::builder()
+        .registered_under(&under)
+        .only_tools(["faq"])
+        .build()
+        .unwrap();
+    assert_eq!(faq_only.tool_names().collect::<Vec<_>>(), ["faq"]);
+    assert_eq!(faq_only.pre_hook_chain("faq").unwrap(), [path("everyone")]);
+    assert!(!format!("{faq_only:?}").contains("refunds_need_a_human"));
+    let both = Dispatcher::builder()
+        .registered_under(&under)
+        .build()
+        .unwrap();
     assert_eq!(
-        both.pre_hook_chain("other").unwrap(),
-        ["app::only_other", "app::everyone"]
+        both.pre_hook_chain("refund").unwrap(),
+        [path("refunds_need_a_human"), path("everyone")]
     );
-    assert_eq!(both.pre_hook_chain("search").unwrap(), ["app::everyone"]);
-    assert!(format!("{both:?}").contains("only_other"));
+
+    // The same hook given explicitly was meant to guard this dispatcher: a build error.
+    let log = Log::default();
+    let err = Dispatcher::builder()
+        .registered_under(&under)
+        .pre_hook(hook(&log, "app::refund_cap", 1, Decision::deny("no")).tools(["refund"]))
+        .only_tools(["faq"])
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.problems,
+        [BuildProblem::MatchesNoKeptTool {
+            hook: "app::refund_cap".into(),
+            tools: vec!["refund".into()]
+        }]
+    );
 }
 
 #[test]

@@ -132,7 +132,7 @@ fn two_threads_many_sessions_one_dispatcher_one_audit_log() {
     );
 
     // Every line parses (a torn or interleaved line would not), none is lost.
-    let lines = json_lines(&log.audit_log_path());
+    let lines = json_lines(&log.audit_log_path().unwrap());
     assert_eq!(lines.len(), total);
     let mut per_session: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
     for line in &lines {
@@ -164,7 +164,7 @@ fn two_threads_many_sessions_one_dispatcher_one_audit_log() {
     }
 
     // The summaries: one line per session, totals equal the calls made.
-    let summary_lines = json_lines(&log.session_summaries_path());
+    let summary_lines = json_lines(&log.session_summaries_path().unwrap());
     assert_eq!(summary_lines.len(), THREADS * SESSIONS_PER_THREAD);
     let line_calls: u64 = summary_lines
         .iter()
@@ -226,7 +226,7 @@ fn one_session_shared_by_two_threads_counts_every_call() {
     );
     assert_eq!(summary.tools.get("work"), Some(&((THREADS * CALLS) as u64)));
     assert_eq!(runs.0.load(Ordering::SeqCst), THREADS as u64 * 200);
-    let lines = json_lines(&log.audit_log_path());
+    let lines = json_lines(&log.audit_log_path().unwrap());
     assert_eq!(lines.len(), THREADS * CALLS);
     for t in 0..THREADS {
         let ids: Vec<&str> = lines

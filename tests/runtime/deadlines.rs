@@ -1,7 +1,10 @@
 //! Deadlines, cancellation and Stop: async hooks and tools past their deadline (`hook_timeout`
-//! halts and is never a denial, `tool_timeout`), sync code that cannot be cut, timers that fail,
-//! `TokioTimer` on a real runtime, call futures dropped unfinished (`cancelled`), and Stop
-//! exactly once. Timers here are test timers on threads, so no runtime is needed.
+//! halts and is never a denial, `tool_timeout`), deadlines on by default (10 s, 60 s) and off
+//! only by a named call, the default timer that needs no runtime, sync code that cannot be cut,
+//! timers that fail, `TokioTimer` on a real runtime, call futures dropped unfinished
+//! (`cancelled`), and Stop exactly once. No outcome depends on the machine's speed: a hook or
+//! tool meant to be cut hangs forever, one meant to finish finishes on its first polls, and
+//! tests of the default deadlines use a timer the test controls.
 
 use std::pin::pin;
 use std::sync::Arc;
@@ -9,16 +12,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::support::{
-    HALT_TEXT, NOT_RUN_HALT, PanickingTimer, TempDir, ThreadTimer, assistant, hang, json_lines,
-    poll_once, quiet_injected_panics, tool_timeout_text, yield_once,
+    HALT_TEXT, NOT_RUN_HALT, PanickingTimer, TempDir, ThreadTimer, assistant, halt_of, hang,
+    json_lines, poll_once, quiet_injected_panics, tool_timeout_text, yield_once,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use toolgate::{
-    AuditLog, BoxFuture, BuildProblem, Decision, Dispatcher, DispatcherBuilder, Env, HookContext,
-    HookError, INTERNAL_ERROR_MESSAGE, Outcome, PostHookDef, PreHookDef, RespondError, StopHookDef,
-    ToolDef, ToolError, ToolResult, ToolUse,
+    AuditLog, BoxFuture, Decision, Dispatcher, DispatcherBuilder, Env, HookContext, HookError,
+    INTERNAL_ERROR_MESSAGE, Outcome, PostHookDef, PreHookDef, RespondError, StopHookDef, ToolDef,
+    ToolError, ToolResult, ToolUse,
 };
 
 /// Arguments of the test tools.
@@ -162,7 +165,7 @@ fn async_hook_past_its_deadline_halts_as_hook_timeout_not_as_a_denial() {
         .unwrap();
     let s = d.session(ctx());
 
-    let halt = toolgate::block_on(s.call(&use_of("toolu_1", "quick"))).unwrap_err();
+    let halt = halt_of(toolgate::block_on(s.call(&use_of("toolu_1", "quick"))));
     assert_eq!(halt.outcome, Outcome::HookTimeout);
     assert_eq!(halt.hook, "tests::slow_policy");
     assert_eq!(halt.detail, "the hook ran past its deadline of 20 ms");
@@ -230,13 +233,13 @@ fn the_dispatcher_default_hook_deadline_applies_and_a_hook_deadline_overrides_it
         .build()
         .unwrap();
     let s = d.session(ctx());
-    let halt = toolgate::block_on(s.call(&use_of("toolu_1", "quick"))).unwrap_err();
+    let halt = halt_of(toolgate::block_on(s.call(&use_of("toolu_1", "quick"))));
     assert_eq!(
         (halt.outcome, halt.hook.as_str()),
         (Outcome::HookTimeout, "tests::a_default")
     );
     assert_eq!(halt.detail, "the hook ran past its deadline of 25 ms");
-    let halt = toolgate::block_on(s.call(&use_of("toolu_2", "yielding"))).unwrap_err();
+    let halt = halt_of(toolgate::block_on(s.call(&use_of("toolu_2", "yielding"))));
     assert_eq!(
         (halt.outcome, halt.hook.as_str()),
         (Outcome::HookTimeout, "tests::b_own")
@@ -340,44 +343,168 @@ fn async_tool_past_its_deadline_is_tool_timeout_and_is_dropped() {
     assert_eq!(lines[2]["outcome"], "ok");
 }
 
+/// A timer that records every sleep it is asked for and whose deadlines have all passed.
+#[derive(Default)]
+struct RecordingTimer(Arc<std::sync::Mutex<Vec<Duration>>>);
+
+impl toolgate::Timer for RecordingTimer {
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        self.0.lock().unwrap().push(duration);
+        Box::pin(std::future::ready(()))
+    }
+}
+
 #[test]
-fn a_deadline_without_a_timer_fails_the_build() {
-    let j = Arc::new(Journal::default());
-    let err = builder(&j)
-        .pre_hook(
-            PreHookDef::new_async("tests::slow_policy", 1, hung_hook)
-                .timeout(Duration::from_millis(5)),
-        )
-        .tool(
-            ToolDef::new_async("hung_own", "Never answers.", hung_tool)
-                .timeout(Duration::from_millis(5)),
-        )
-        .hook_timeout(Duration::from_millis(5))
-        .tool_timeout(Duration::from_millis(5))
-        .build()
-        .unwrap_err();
-    let items: Vec<String> = err
-        .problems
-        .iter()
-        .map(|p| match p {
-            BuildProblem::DeadlineWithoutTimer { item } => item.clone(),
-            other => panic!("unexpected problem {other}"),
-        })
-        .collect();
+fn async_hooks_and_tools_have_a_deadline_by_default_10_s_and_60_s() {
     assert_eq!(
-        items,
+        DispatcherBuilder::DEFAULT_HOOK_TIMEOUT,
+        Duration::from_secs(10)
+    );
+    assert_eq!(
+        DispatcherBuilder::DEFAULT_TOOL_TIMEOUT,
+        Duration::from_secs(60)
+    );
+    let j = Arc::new(Journal::default());
+    let asked = RecordingTimer::default();
+    let sleeps = Arc::clone(&asked.0);
+    let dir = TempDir::new("default-deadlines");
+    let d = builder(&j)
+        .pre_hook(PreHookDef::new_async("tests::slow_policy", 1, hung_hook).tools(["quick"]))
+        .pre_hook(PreHookDef::sync("tests::sync_policy", 2, |_env, _call| {
+            Ok(Decision::Allow)
+        }))
+        .timer(asked)
+        .audit_log(AuditLog::open(dir.path()).unwrap())
+        .build()
+        .unwrap();
+    let s = d.session(ctx());
+    // No deadline was configured: the hung hook is cut at the default 10 s (the test's timer
+    // says every deadline has passed), and the call halts without running the tool.
+    let halt = halt_of(toolgate::block_on(s.call(&use_of("toolu_1", "quick"))));
+    assert_eq!(halt.outcome, Outcome::HookTimeout);
+    assert_eq!(halt.hook, "tests::slow_policy");
+    assert_eq!(halt.detail, "the hook ran past its deadline of 10000 ms");
+    assert_eq!(halt.result().unwrap().content_text(), HALT_TEXT);
+    assert_eq!(j.started.load(Ordering::SeqCst), 0, "the tool must not run");
+    // The hung tool is cut at the default 60 s.
+    let r = toolgate::block_on(s.call(&use_of("toolu_2", "hung"))).unwrap();
+    assert_eq!(r, ToolResult::error("toolu_2", tool_timeout_text(60_000)));
+    assert_eq!(j.dropped.load(Ordering::SeqCst), 1);
+    // Sync hooks and tools ask for no sleep: only the async hook and the async tool did.
+    assert_eq!(
+        *sleeps.lock().unwrap(),
+        [Duration::from_secs(10), Duration::from_secs(60)]
+    );
+    s.end();
+    let lines = json_lines(&dir.path().join("audit_log.jsonl"));
+    assert_eq!(
+        lines
+            .iter()
+            .map(|l| (
+                l["outcome"].as_str().unwrap(),
+                l["detail"].as_str().unwrap()
+            ))
+            .collect::<Vec<_>>(),
         [
-            "hung_own",
-            "tests::slow_policy",
-            "DispatcherBuilder::hook_timeout",
-            "DispatcherBuilder::tool_timeout"
+            ("hook_timeout", "the hook ran past its deadline of 10000 ms"),
+            ("tool_timeout", "the tool ran past its deadline of 60000 ms"),
         ]
     );
+}
+
+#[test]
+fn turning_the_default_deadlines_off_takes_the_loudly_named_calls() {
+    let j = Arc::new(Journal::default());
+    let asked = RecordingTimer::default();
+    let sleeps = Arc::clone(&asked.0);
+    let d = builder(&j)
+        .pre_hook(PreHookDef::new_async("tests::a_slow_policy", 1, hung_hook).tools(["quick"]))
+        .pre_hook(
+            PreHookDef::new_async("tests::b_own_deadline", 1, hung_hook)
+                .tools(["yielding"])
+                .timeout(Duration::from_millis(15)),
+        )
+        .tool(
+            ToolDef::new_async("hung_own", "Never answers; own deadline.", hung_tool)
+                .timeout(Duration::from_millis(25)),
+        )
+        .timer(asked)
+        .allow_hanging_hooks()
+        .allow_hanging_tools()
+        .build()
+        .unwrap();
+    let s = d.session(ctx());
+    // The hook without a deadline of its own now has none: the call waits (polled twice, still
+    // pending), and no sleep was asked for.
+    {
+        let call = use_of("toolu_1", "quick");
+        let mut fut = pin!(s.call(&call));
+        assert!(poll_once(fut.as_mut()).is_none());
+        assert!(poll_once(fut.as_mut()).is_none());
+    }
+    assert_eq!(*sleeps.lock().unwrap(), []);
+    // So does the tool without one.
+    {
+        let call = use_of("toolu_2", "hung");
+        let mut fut = pin!(s.call(&call));
+        assert!(poll_once(fut.as_mut()).is_none());
+        assert!(poll_once(fut.as_mut()).is_none());
+    }
+    assert_eq!(*sleeps.lock().unwrap(), []);
+    // A hook's or tool's own deadline still applies.
+    let halt = halt_of(toolgate::block_on(s.call(&use_of("toolu_3", "yielding"))));
+    assert_eq!(halt.detail, "the hook ran past its deadline of 15 ms");
+    let r = toolgate::block_on(s.call(&use_of("toolu_4", "hung_own"))).unwrap();
+    assert_eq!(r, ToolResult::error("toolu_4", tool_timeout_text(25)));
     assert_eq!(
-        err.problems[0].to_string(),
-        "`hung_own` has a deadline but the dispatcher has no timer: add .timer(…) (the `tokio` \
-         feature provides TokioTimer)"
+        *sleeps.lock().unwrap(),
+        [Duration::from_millis(15), Duration::from_millis(25)]
     );
+
+    // A later setting turns the deadline back on.
+    let asked = RecordingTimer::default();
+    let sleeps = Arc::clone(&asked.0);
+    let d = builder(&j)
+        .pre_hook(PreHookDef::new_async("tests::a_slow_policy", 1, hung_hook).tools(["quick"]))
+        .timer(asked)
+        .allow_hanging_hooks()
+        .hook_timeout(Duration::from_millis(40))
+        .build()
+        .unwrap();
+    let halt = halt_of(toolgate::block_on(
+        d.session(ctx()).call(&use_of("toolu_5", "quick")),
+    ));
+    assert_eq!(halt.detail, "the hook ran past its deadline of 40 ms");
+    assert_eq!(*sleeps.lock().unwrap(), [Duration::from_millis(40)]);
+}
+
+#[test]
+fn the_default_timer_needs_no_runtime_and_no_setting() {
+    // No `.timer(…)`: the dispatcher's own timer (one helper thread) cuts a hung hook and a
+    // hung tool under `block_on`. Both hang forever, so the outcome does not depend on speed.
+    let j = Arc::new(Journal::default());
+    let d = builder(&j)
+        .pre_hook(
+            PreHookDef::new_async("tests::slow_policy", 1, hung_hook)
+                .tools(["quick"])
+                .timeout(Duration::from_millis(20)),
+        )
+        .tool_timeout(Duration::from_millis(20))
+        .build()
+        .unwrap();
+    let s = d.session(ctx());
+    let halt = halt_of(toolgate::block_on(s.call(&use_of("toolu_1", "quick"))));
+    assert_eq!(
+        (halt.outcome, halt.detail.as_str()),
+        (
+            Outcome::HookTimeout,
+            "the hook ran past its deadline of 20 ms"
+        )
+    );
+    let r = toolgate::block_on(s.call(&use_of("toolu_2", "hung"))).unwrap();
+    assert_eq!(r, ToolResult::error("toolu_2", tool_timeout_text(20)));
+    assert_eq!(j.started.load(Ordering::SeqCst), 1);
+    assert_eq!(j.dropped.load(Ordering::SeqCst), 1);
 }
 
 #[test]
@@ -392,7 +519,7 @@ fn a_panicking_timer_fails_closed() {
         .build()
         .unwrap();
     let s = d.session(ctx());
-    let halt = toolgate::block_on(s.call(&use_of("toolu_1", "quick"))).unwrap_err();
+    let halt = halt_of(toolgate::block_on(s.call(&use_of("toolu_1", "quick"))));
     assert_eq!(halt.outcome, Outcome::HookFailed);
     assert_eq!(
         halt.detail,
@@ -448,18 +575,25 @@ fn macro_deadlines_are_enforced() {
     let r = toolgate::block_on(s.call(&call)).unwrap();
     assert_eq!(r, ToolResult::error("toolu_1", tool_timeout_text(20)));
     let call = ToolUse::new("toolu_2", "fast_lookup", json!({"order_id": "o_1"}));
-    let halt = toolgate::block_on(s.call(&call)).unwrap_err();
+    let halt = halt_of(toolgate::block_on(s.call(&call)));
     assert_eq!(halt.outcome, Outcome::HookTimeout);
     assert_eq!(halt.hook, "runtime::deadlines::with_macros::fraud_check");
     let summary = s.end();
     assert_eq!(summary.outcomes.get(&Outcome::ToolTimeout), Some(&1));
     assert_eq!(summary.outcomes.get(&Outcome::HookTimeout), Some(&1));
 
-    let err = Dispatcher::builder()
+    // The same items with the default timer: no `.timer(…)` needed for `timeout_ms`.
+    let d = Dispatcher::builder()
         .registered_under(format!("{}::with_macros", module_path!()))
         .build()
-        .unwrap_err();
-    assert_eq!(err.problems.len(), 2, "{err}");
+        .unwrap();
+    let s = d.session(ctx());
+    let call = ToolUse::new("toolu_3", "slow_lookup", json!({"order_id": "o_1"}));
+    let r = toolgate::block_on(s.call(&call)).unwrap();
+    assert_eq!(r, ToolResult::error("toolu_3", tool_timeout_text(20)));
+    let call = ToolUse::new("toolu_4", "fast_lookup", json!({"order_id": "o_1"}));
+    let halt = halt_of(toolgate::block_on(s.call(&call)));
+    assert_eq!(halt.detail, "the hook ran past its deadline of 20 ms");
 }
 
 #[test]
@@ -477,9 +611,7 @@ fn tokio_timer_cuts_hooks_and_tools_on_a_tokio_runtime() {
         .build()
         .unwrap();
     let s = d.session(ctx());
-    let halt = rt
-        .block_on(s.call(&use_of("toolu_1", "quick")))
-        .unwrap_err();
+    let halt = halt_of(rt.block_on(s.call(&use_of("toolu_1", "quick"))));
     assert_eq!(halt.outcome, Outcome::HookTimeout);
     let r = rt.block_on(s.call(&use_of("toolu_2", "hung"))).unwrap();
     assert_eq!(r, ToolResult::error("toolu_2", tool_timeout_text(20)));
@@ -499,7 +631,7 @@ fn tokio_timer_outside_a_runtime_fails_closed_instead_of_panicking() {
         .build()
         .unwrap();
     let s = d.session(ctx());
-    let halt = toolgate::block_on(s.call(&use_of("toolu_1", "quick"))).unwrap_err();
+    let halt = halt_of(toolgate::block_on(s.call(&use_of("toolu_1", "quick"))));
     assert_eq!(halt.outcome, Outcome::HookFailed);
     assert_eq!(halt.result().unwrap().content_text(), HALT_TEXT);
     // The rest of the detail is tokio's own panic text, worded by tokio (not by toolgate) and

@@ -382,7 +382,7 @@ impl ToolCaller for Blocks {
         &'a self,
         _context: &'a HookContext,
         call: &'a ToolUse,
-    ) -> BoxFuture<'a, Result<ToolResult, toolgate::Halt>> {
+    ) -> BoxFuture<'a, Result<toolgate::CallAnswer, toolgate::Halt>> {
         let text = |t: String| json!({"type": "text", "text": t});
         let blocks: Vec<ContentBlock> = serde_json::from_value(json!([
             text("caption".into()),
@@ -391,12 +391,14 @@ impl ToolCaller for Blocks {
             text("z".repeat(100_000)),
         ]))
         .unwrap();
-        Box::pin(std::future::ready(Ok(ToolResult {
-            tool_use_id: call.id.clone(),
-            content: Some(ToolResultContent::Blocks(blocks)),
-            is_error: false,
-            extra: Default::default(),
-        })))
+        Box::pin(std::future::ready(Ok(toolgate::CallAnswer::from_result(
+            ToolResult {
+                tool_use_id: call.id.clone(),
+                content: Some(ToolResultContent::Blocks(blocks)),
+                is_error: false,
+                extra: Default::default(),
+            },
+        ))))
     }
 }
 

@@ -8,17 +8,24 @@
 mod support;
 
 mod audit;
+mod audit_chain;
+mod audit_sinks;
 mod build;
 mod chain;
 mod concurrency;
+mod content;
 mod context;
 mod deadlines;
 mod errors;
+mod ids;
 mod invalid_input;
 mod limits;
 mod observers;
 mod outcomes;
 mod panics;
+mod pre_tool_use;
+mod replies;
+mod retries;
 mod session;
 mod tracing_channels;
 mod trusted_context;

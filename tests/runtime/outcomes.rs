@@ -85,6 +85,8 @@ struct Harness {
     session: Session,
     journal: std::sync::Arc<Journal>,
     dir: support::TempDir,
+    /// Calls made so far: each gets its own id (`toolu_1`, `toolu_2`, …).
+    calls: std::cell::Cell<usize>,
 }
 
 impl Harness {
@@ -102,11 +104,14 @@ impl Harness {
             session,
             journal,
             dir,
+            calls: std::cell::Cell::new(0),
         }
     }
 
-    fn call(&self, name: &str, input: Value) -> Result<ToolResult, toolgate::Halt> {
-        toolgate::block_on(self.session.call(&ToolUse::new("toolu_1", name, input)))
+    fn call(&self, name: &str, input: Value) -> Result<ToolResult, toolgate::CallError> {
+        self.calls.set(self.calls.get() + 1);
+        let id = format!("toolu_{}", self.calls.get());
+        toolgate::block_on(self.session.call(&ToolUse::new(id, name, input)))
     }
 
     fn refunds(&self) -> usize {
@@ -233,12 +238,10 @@ fn unknown_tool() {
 #[test]
 fn hook_failed_halts_with_a_blocked_answer_and_the_tool_not_run() {
     let h = Harness::new();
-    let halt = h
-        .call(
-            "refund",
-            json!({"order_id": "o_risk_down", "amount_cents": 1}),
-        )
-        .unwrap_err();
+    let halt = support::halt_of(h.call(
+        "refund",
+        json!({"order_id": "o_risk_down", "amount_cents": 1}),
+    ));
     assert_eq!(halt.outcome, Outcome::HookFailed);
     assert_eq!(halt.hook, "runtime::outcomes::items::risk_service");
     assert_eq!(halt.detail, "risk service unreachable: connection refused");

@@ -4,7 +4,9 @@
 
 use std::fmt;
 
-use crate::support::{HALT_TEXT, INJECTED, InjectedPayload, PANIC_TEXT, quiet_injected_panics};
+use crate::support::{
+    self, HALT_TEXT, INJECTED, InjectedPayload, PANIC_TEXT, quiet_injected_panics,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use serde_json::json;
@@ -84,8 +86,11 @@ fn no_panic_escapes() {
     quiet_injected_panics();
     let d = dispatcher();
     let s = d.session(HookContext::builder("u", "sess_panics").build());
+    // Each call its own id: a session answers an id once.
+    let n = std::cell::Cell::new(0);
     let run = |name: &str, input| {
-        let call = ToolUse::new("t", name, input);
+        n.set(n.get() + 1);
+        let call = ToolUse::new(format!("t{}", n.get()), name, input);
         toolgate::block_on(s.call(&call))
     };
     let (hook_halt, payload, display, converted, for_model, fragile, fine) = (
@@ -97,7 +102,7 @@ fn no_panic_escapes() {
         run("count", json!({"n": 13})),
         run("count", json!({"n": 12})),
     );
-    let halt = hook_halt.unwrap_err();
+    let halt = support::halt_of(hook_halt);
     assert_eq!(halt.outcome, Outcome::HookFailed);
     assert_eq!(
         halt.detail,

@@ -87,7 +87,7 @@ fn a_hook_error_fails_closed() {
     let counters = Arc::new(Counters::default());
     let s = session_with(&counters, "failing_policy", None);
     let call = ToolUse::new("toolu_e", "send_message", json!({"text": "unreachable"}));
-    let halt = toolgate::block_on(s.call(&call)).unwrap_err();
+    let halt = support::halt_of(toolgate::block_on(s.call(&call)));
     assert_eq!(counters.sends.load(Ordering::SeqCst), 0);
     assert_eq!(halt.outcome, Outcome::HookFailed);
     assert_eq!(halt.hook, "runtime::session::failing_policy::moderation");
@@ -109,7 +109,7 @@ fn a_hook_panic_fails_closed() {
     let counters = Arc::new(Counters::default());
     let s = session_with(&counters, "failing_policy", None);
     let call = ToolUse::new("toolu_p", "send_message", json!({"text": "bug"}));
-    let halt = toolgate::block_on(s.call(&call)).unwrap_err();
+    let halt = support::halt_of(toolgate::block_on(s.call(&call)));
     assert_eq!(counters.sends.load(Ordering::SeqCst), 0);
     assert_eq!(halt.outcome, Outcome::HookFailed);
     assert_eq!(
@@ -142,7 +142,7 @@ fn three_blocks_one_denied_one_failing_one_fine_give_three_results_in_order() {
         ]),
         "tool_use",
     );
-    let answer = toolgate::block_on(s.respond(&message)).unwrap();
+    let answer = support::answer_of(toolgate::block_on(s.respond(&message)).unwrap());
     let blocks: Vec<(String, bool, String)> = answer
         .content
         .iter()
@@ -421,8 +421,10 @@ fn input_normalization_accepts_empty_and_stringified_objects() {
             invalid(": the input must be a JSON object, but it is a string holding a JSON array"),
         ),
     ];
-    for (input, expected) in cases {
-        let r = toolgate::block_on(s.call(&ToolUse::new("t", "echo", input.clone()))).unwrap();
+    for (i, (input, mut expected)) in cases.into_iter().enumerate() {
+        expected.tool_use_id = format!("t{i}");
+        let call = ToolUse::new(format!("t{i}"), "echo", input.clone());
+        let r = toolgate::block_on(s.call(&call)).unwrap();
         assert_eq!(r, expected, "{input}");
     }
 }
@@ -463,13 +465,15 @@ fn tools_without_model_arguments_build_and_run() {
         assert_eq!(def["input_schema"], empty, "{}", def["name"]);
     }
     let s = d.session(HookContext::builder("u_001", "sess_noargs").build());
+    let n = std::cell::Cell::new(0);
     let run = |name: &str, input: Value| {
-        toolgate::block_on(s.call(&ToolUse::new("t", name, input))).unwrap()
+        n.set(n.get() + 1);
+        toolgate::block_on(s.call(&ToolUse::new(format!("t{}", n.get()), name, input))).unwrap()
     };
-    assert_eq!(run("whoami", json!({})), ToolResult::text("t", "u_001"));
-    assert_eq!(run("whoami", json!(null)), ToolResult::text("t", "u_001"));
-    assert_eq!(run("sent_so_far", json!("")), ToolResult::text("t", "0"));
-    assert_eq!(run("ping", json!({})), ToolResult::text("t", ""));
+    assert_eq!(run("whoami", json!({})), ToolResult::text("t1", "u_001"));
+    assert_eq!(run("whoami", json!(null)), ToolResult::text("t2", "u_001"));
+    assert_eq!(run("sent_so_far", json!("")), ToolResult::text("t3", "0"));
+    assert_eq!(run("ping", json!({})), ToolResult::text("t4", ""));
     assert_eq!(
         run("whoami", json!({"user_id": "u_999"})).content_text(),
         "Error: invalid input for tool `whoami`: unknown field `user_id`; no fields are expected \
@@ -603,26 +607,29 @@ fn every_error_type_becomes_an_is_error_result() {
     let counters = Arc::new(Counters::default());
     let dir = support::TempDir::new("error-types");
     let s = session_with(&counters, "error_types", Some(&dir));
+    let n = std::cell::Cell::new(0);
     let run = |name: &str, fail: bool| {
-        toolgate::block_on(s.call(&ToolUse::new("t", name, json!({"fail": fail})))).unwrap()
+        n.set(n.get() + 1);
+        let call = ToolUse::new(format!("t{}", n.get()), name, json!({"fail": fail}));
+        toolgate::block_on(s.call(&call)).unwrap()
     };
-    assert_eq!(run("string_error", false), ToolResult::text("t", "7"));
+    assert_eq!(run("string_error", false), ToolResult::text("t1", "7"));
     assert_eq!(
         run("string_error", true),
-        ToolResult::error("t", "the ledger is closed today")
+        ToolResult::error("t2", "the ledger is closed today")
     );
-    assert_eq!(run("aliased", false), ToolResult::text("t", "fine"));
+    assert_eq!(run("aliased", false), ToolResult::text("t3", "fine"));
     assert_eq!(
         run("aliased", true),
-        ToolResult::error("t", "aliased failure")
+        ToolResult::error("t4", "aliased failure")
     );
     assert_eq!(
         run("io_error", true),
-        ToolResult::error("t", toolgate::INTERNAL_ERROR_MESSAGE)
+        ToolResult::error("t5", toolgate::INTERNAL_ERROR_MESSAGE)
     );
     assert_eq!(
         run("internal", true),
-        ToolResult::error("t", toolgate::INTERNAL_ERROR_MESSAGE)
+        ToolResult::error("t6", toolgate::INTERNAL_ERROR_MESSAGE)
     );
     let summary = s.end();
     assert_eq!(summary.outcomes.get(&Outcome::ToolError), Some(&4));

@@ -1,6 +1,7 @@
 //! The operator channels that are not the audit log: a failing observer or Stop hook is a
-//! `tracing` event (target `toolgate::observer`), and a wrapped [`sync_caller`]'s internal error
-//! sends its source chain to target `toolgate::caller`. Captured with a small subscriber.
+//! `tracing` event (target `toolgate::observer`). A wrapped [`sync_caller`]'s internal error
+//! no longer goes to `tracing` (target `toolgate::caller` is gone): its source chain is the
+//! `detail` of its `CallAnswer`, on the outer audit line. Captured with a small subscriber.
 
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
@@ -58,7 +59,7 @@ impl Subscriber for Capture {
 }
 
 /// Runs `f` with the capture as this thread's subscriber; returns what it saw.
-fn captured(f: impl FnOnce()) -> Vec<String> {
+pub(crate) fn captured(f: impl FnOnce()) -> Vec<String> {
     let events = Events::default();
     tracing::subscriber::with_default(Capture(Arc::clone(&events)), f);
     events.lock().unwrap().clone()
@@ -101,7 +102,7 @@ fn a_failing_observer_and_stop_hook_are_tracing_events() {
 }
 
 #[test]
-fn a_wrapped_callers_internal_error_sends_its_chain_to_tracing() {
+fn a_wrapped_callers_internal_error_goes_to_the_audit_line_not_to_tracing() {
     let legacy = sync_caller(
         vec![json!({"name": "legacy", "description": "A legacy tool.",
                     "input_schema": {"type": "object", "properties": {}}})],
@@ -110,19 +111,24 @@ fn a_wrapped_callers_internal_error_sends_its_chain_to_tracing() {
             Err(ToolError::internal(io))
         },
     );
-    let d = Dispatcher::builder().wrap(legacy).build().unwrap();
+    let dir = crate::support::TempDir::new("caller-detail");
+    let d = Dispatcher::builder()
+        .wrap(legacy)
+        .audit_log(toolgate::AuditLog::open(&dir).unwrap())
+        .build()
+        .unwrap();
     let events = captured(|| {
         let s = d.session(HookContext::builder("u_1", "sess_trace").build());
         let r = toolgate::block_on(s.call(&ToolUse::new("toolu_9", "legacy", json!({})))).unwrap();
         assert!(r.is_error);
         assert_eq!(r.content_text(), toolgate::INTERNAL_ERROR_MESSAGE);
     });
+    assert_eq!(events, Vec::<String>::new());
+    let lines = crate::support::json_lines(&dir.join("audit_log.jsonl"));
+    assert_eq!(lines.len(), 1);
     assert_eq!(
-        events,
-        [
-            "WARN toolgate::caller message=wrapped tool failed tool_use_id=toolu_9 tool=legacy \
-          detail=connection reset"
-        ]
+        (&lines[0]["outcome"], &lines[0]["detail"]),
+        (&json!("tool_error"), &json!("connection reset"))
     );
 }
 
@@ -145,7 +151,12 @@ fn a_wrapped_caller_forwarding_a_driver_error_with_question_mark_shows_the_model
             Ok(rows)
         },
     );
-    let d = Dispatcher::builder().wrap(legacy).build().unwrap();
+    let dir = crate::support::TempDir::new("caller-driver-error");
+    let d = Dispatcher::builder()
+        .wrap(legacy)
+        .audit_log(toolgate::AuditLog::open(&dir).unwrap())
+        .build()
+        .unwrap();
     let mut results = Vec::new();
     let events = captured(|| {
         let s = d.session(HookContext::builder("u_1", "sess_trace").build());
@@ -163,17 +174,22 @@ fn a_wrapped_caller_forwarding_a_driver_error_with_question_mark_shows_the_model
                    "content": REFUSED}),
         ]
     );
+    // The operator detail is on the outer audit line (the wrapped caller's `CallAnswer`), not
+    // on `tracing`.
+    assert_eq!(events, Vec::<String>::new());
+    let lines = crate::support::json_lines(&dir.join("audit_log.jsonl"));
     assert_eq!(
-        events,
+        lines
+            .iter()
+            .map(|l| (
+                l["tool_use_id"].clone(),
+                l["outcome"].clone(),
+                l["detail"].clone()
+            ))
+            .collect::<Vec<_>>(),
         [
-            format!(
-                "WARN toolgate::caller message=wrapped tool failed tool_use_id=toolu_7 \
-                 tool=ledger detail={DSN_CHAIN}"
-            ),
-            format!(
-                "WARN toolgate::caller message=wrapped tool failed tool_use_id=toolu_8 \
-                 tool=refund detail={REFUSED_CAUSE}"
-            ),
+            (json!("toolu_7"), json!("tool_error"), json!(DSN_CHAIN)),
+            (json!("toolu_8"), json!("tool_error"), json!(REFUSED_CAUSE)),
         ]
     );
 }

@@ -188,7 +188,7 @@ where
     runner
         .run(&values, |value| {
             let input = serde_json::to_value(&value).expect("serializes");
-            let call = ToolUse::new("toolu_1", tool, input.clone());
+            let call = ToolUse::new(next_id(), tool, input.clone());
             let result = toolgate::block_on(session.call(&call)).expect("no hook");
             prop_assert!(
                 !result.is_error,
@@ -224,7 +224,7 @@ where
                         t.provider
                     )));
                 }
-                let call = ToolUse::new("toolu_1", tool, instance.clone());
+                let call = ToolUse::new(next_id(), tool, instance.clone());
                 let result = toolgate::block_on(session.call(&call)).expect("no hook");
                 prop_assert!(
                     !result.is_error,
@@ -522,4 +522,14 @@ where
 {
     let (strict, gemini) = differential(d, tool, values);
     (tool, strict, gemini)
+}
+
+/// A new `tool_use` id per call: a session answers an id it has seen from its memory (or
+/// refuses it with another input), so each case needs its own.
+fn next_id() -> String {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    format!(
+        "toolu_{}",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
 }

@@ -193,8 +193,15 @@ fn a_wrapped_callers_inputs_are_validated_against_its_whole_schema() {
         .unwrap_or_else(|e| panic!("{e}"));
     // Sent as given.
     assert_eq!(d.tool_definitions()[0]["input_schema"], rich_schema());
-    let s = d.session(HookContext::builder("u_1", "sess_caller").build());
-    let run = |input: Value| toolgate::block_on(s.call(&ToolUse::new("t", "ping", input))).unwrap();
+    let context = HookContext::builder("u_1", "sess_caller").build();
+    // A fresh session per call: one session refuses a tool_use id reused with another input.
+    let run = |input: Value| {
+        toolgate::block_on(
+            d.session(context.clone())
+                .call(&ToolUse::new("t", "ping", input)),
+        )
+        .unwrap()
+    };
     let ok = json!({"name": "ab", "step": 1.75, "tags": ["a", "b"], "pair": ["x", 2],
                     "card": "4111", "cvc": "123"});
     assert_eq!(run(ok.clone()), ToolResult::text("t", ok.to_string()));
@@ -271,8 +278,15 @@ fn a_callers_root_alternatives_are_listed_for_anthropic_and_still_checked() {
         listed
     );
     // The caller's own schema still decides.
-    let s = d.session(HookContext::builder("u_1", "sess_alternatives").build());
-    let run = |input: Value| toolgate::block_on(s.call(&ToolUse::new("t", "ping", input))).unwrap();
+    let context = HookContext::builder("u_1", "sess_alternatives").build();
+    // A fresh session per call: one session refuses a tool_use id reused with another input.
+    let run = |input: Value| {
+        toolgate::block_on(
+            d.session(context.clone())
+                .call(&ToolUse::new("t", "ping", input)),
+        )
+        .unwrap()
+    };
     assert!(!run(json!({"q": "x", "id": 1})).is_error);
     assert_eq!(
         run(json!({"q": "x"})).content_text(),
@@ -325,9 +339,15 @@ mod full {
             .wrap(caller(schema, calls.clone()))
             .build()
             .unwrap_or_else(|e| panic!("{e}"));
-        let s = d.session(HookContext::builder("u_1", "sess_full").build());
-        let run =
-            |input: Value| toolgate::block_on(s.call(&ToolUse::new("t", "ping", input))).unwrap();
+        let context = HookContext::builder("u_1", "sess_full").build();
+        // A fresh session per call: one session refuses a tool_use id reused with another input.
+        let run = |input: Value| {
+            toolgate::block_on(
+                d.session(context.clone())
+                    .call(&ToolUse::new("t", "ping", input)),
+            )
+            .unwrap()
+        };
         assert!(
             !run(json!({"code": "RC-12", "email": "a@b.example", "labels": {"x-a": "1"}})).is_error
         );

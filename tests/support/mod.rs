@@ -114,6 +114,78 @@ pub(crate) fn json_lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// The SHA-256 of `bytes` in lowercase hex (the tests' own, to check the audit chain against).
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// 64 zeros: the `prev` of a chain's first line.
+pub(crate) const ZEROS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The lines of a chained audit file, checked and made comparable: every line ends with
+/// `,"prev":"…"}` whose value is the SHA-256 of the line before it, `\n` included (`start` for
+/// the first line), recomputed here; each line is returned without its `\n`, with `prev`'s
+/// value replaced by `…` and `duration_us` (a measured time) by 0, so the rest can be compared
+/// as exact text. Returns the lines and the hash of the last line (`start` when there is none).
+pub(crate) fn chained_lines(path: &Path, start: &str) -> (Vec<String>, String) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        text.is_empty() || text.ends_with('\n'),
+        "{}",
+        path.display()
+    );
+    let mut expected = start.to_owned();
+    let mut out = Vec::new();
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        let body = line.strip_suffix('\n').unwrap();
+        let (rest, prev) = body
+            .rsplit_once(",\"prev\":\"")
+            .unwrap_or_else(|| panic!("line {} has no prev: {body}", i + 1));
+        assert_eq!(
+            prev,
+            format!("{expected}\"}}"),
+            "line {} of {}",
+            i + 1,
+            path.display()
+        );
+        expected = sha256_hex(line.as_bytes());
+        out.push(format!("{},\"prev\":\"…\"}}", zero_duration(rest)));
+    }
+    (out, expected)
+}
+
+/// `"duration_us":N` with N replaced by 0.
+fn zero_duration(line: &str) -> String {
+    match line.split_once("\"duration_us\":") {
+        Some((before, after)) => {
+            let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+            assert!(digits > 0, "duration_us is an integer: {line}");
+            format!("{before}\"duration_us\":0{}", &after[digits..])
+        }
+        None => line.to_owned(),
+    }
+}
+
+/// The `Halt` a call must end in (a test fails on any other answer).
+pub(crate) fn halt_of(r: Result<toolgate::ToolResult, toolgate::CallError>) -> toolgate::Halt {
+    match r {
+        Err(toolgate::CallError::Halt(h)) => h,
+        other => panic!("expected a halt, got {other:?}"),
+    }
+}
+
+/// The user message of a `Reply::Answer` (a test fails on any other reply).
+pub(crate) fn answer_of(r: toolgate::Reply) -> toolgate::Message {
+    match r {
+        toolgate::Reply::Answer(m) => m,
+        other => panic!("expected an answer, got {other:?}"),
+    }
+}
+
 /// An assistant message with these content blocks and this `stop_reason`.
 pub(crate) fn assistant(blocks: Value, stop_reason: &str) -> toolgate::Message {
     serde_json::from_value(serde_json::json!({
@@ -244,6 +316,16 @@ pub(crate) struct ExpiredTimer;
 impl Timer for ExpiredTimer {
     fn sleep(&self, _duration: Duration) -> BoxFuture<'static, ()> {
         Box::pin(std::future::ready(()))
+    }
+}
+
+/// A timer whose deadlines never pass: the test decides, not the machine's speed, that no
+/// deadline is met (a hook or tool that hangs then hangs the test instead).
+pub(crate) struct NeverTimer;
+
+impl Timer for NeverTimer {
+    fn sleep(&self, _duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::pending())
     }
 }
 

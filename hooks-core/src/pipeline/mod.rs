@@ -3,6 +3,7 @@
 //! [`Halt`] carrying one. [`Inner::run_call`] reads as that life; how a call ends is in
 //! `verdict.rs`, what the observers see and the record of a dropped call in `observe.rs`.
 
+mod decide;
 mod observe;
 mod verdict;
 
@@ -10,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::content::{ToolResult, ToolUse};
+use crate::answer::CallAnswer;
+use crate::content::{ToolResult, ToolResultContent, ToolUse};
 use crate::context::HookContext;
 use crate::decision::Decision;
 use crate::definitions::PreHookDef;
@@ -29,16 +31,19 @@ use crate::texts::{self, Problem, Problems};
 use crate::timer::{Deadline, Race, Raced};
 
 use observe::CancelGuard;
+pub(crate) use observe::Progress;
 use verdict::{Answer, HookFailure, Verdict};
 
 impl Inner {
-    /// Runs one `tool_use` through the whole pipeline.
+    /// Runs one `tool_use` through the whole pipeline; `progress`, when given, is told when the
+    /// tool starts and how the call ended.
     pub(crate) async fn run_call<'a>(
         &'a self,
         context: &'a HookContext,
         stats: Option<&'a Stats>,
         call: &'a ToolUse,
-    ) -> Result<ToolResult, Halt> {
+        progress: Option<&'a Progress>,
+    ) -> Result<CallAnswer, Halt> {
         let started = Instant::now();
         let env = Env::new(context, &self.states);
         // 1. Normalize. 2. Look up: before the refusal is answered, so the summary's `tools`
@@ -47,6 +52,7 @@ impl Inner {
         let found = self.find(&call.name);
         let input = recorded.input(call);
         let mut guard = CancelGuard::new(self, env, stats, call, input, found, started);
+        guard.progress = progress;
         let mut rewrites = Rewrites::default();
 
         let verdict: Verdict<'_> = 'verdict: {
@@ -75,7 +81,7 @@ impl Inner {
                 Err(verdict) => break 'verdict verdict,
             };
             // 5. The tool.
-            guard.stage = "while the tool ran";
+            guard.tool_starts();
             let view = rewrites.call.as_deref().unwrap_or(current);
             match self.start_tool(tool, env, view, args) {
                 Started::Done(verdict) => verdict,
@@ -101,12 +107,15 @@ impl Inner {
             self.observe(env, stats, &record, &mut guard).await;
         }
         guard.finish(answer.outcome);
-        answer.into_result()
+        answer.into_answer()
     }
 
-    /// Runs the tool's PreToolUse chain in order on `current` (as rewritten so far). `Ok` with
-    /// the arguments the tool runs with when every hook allowed; `Err` when one denied, could
-    /// not decide, or rewrote the input into an invalid one.
+    /// Runs the tool's PreToolUse chain in order on `current` (DESIGN.md, "Rewrites are
+    /// re-authorized"): every hook must allow the input the tool will run with. A `Rewrite` to a
+    /// new input starts the chain again from its first hook with it; a `Rewrite` equal to the
+    /// input the hook saw counts as `Allow`. `Ok` with the arguments the tool runs with when
+    /// every hook allowed in one pass; `Err` when one denied, could not decide, rewrote the input
+    /// into an invalid one, or the rewrites did not settle (see [`Inner::rewrite`]).
     async fn run_chain<'a>(
         &'a self,
         tool: &'a ToolEntry,
@@ -115,32 +124,39 @@ impl Inner {
         mut args: Args,
         rewrites: &mut Rewrites<'a>,
     ) -> Result<Args, Verdict<'a>> {
-        for &h in tool.chain.iter() {
-            let hook = &self.pre_hooks[h];
-            let view = rewrites.call.as_deref().unwrap_or(current);
-            // A sync hook answers inline: no nested future on the common path.
-            let decided = match catch(|| hook.imp.run(env, view)) {
-                Ok(Invoke::Ready(r)) => r.map_err(|e| HookFailure::Failed(e.to_string())),
-                Ok(Invoke::Pending(fut)) => self.await_pre_hook(hook, fut).await,
-                Err(p) => Err(HookFailure::Failed(format!("the hook panicked: {p}"))),
-            };
-            match decided {
-                Ok(Decision::Allow) => {}
-                Ok(Decision::Deny { reason, instead }) => {
-                    return Err(Verdict::blocked(&hook.path, &reason, instead.as_deref()));
+        'pass: loop {
+            for &h in tool.chain.iter() {
+                let hook = &self.pre_hooks[h];
+                let view = rewrites.call.as_deref().unwrap_or(current);
+                // A sync hook answers inline: no nested future on the common path.
+                let decided = match catch(|| hook.imp.run(env, view)) {
+                    Ok(Invoke::Ready(r)) => r.map_err(|e| HookFailure::Failed(e.to_string())),
+                    Ok(Invoke::Pending(fut)) => self.await_pre_hook(hook, fut).await,
+                    Err(p) => Err(HookFailure::Failed(format!("the hook panicked: {p}"))),
+                };
+                match decided {
+                    Ok(Decision::Allow) => {}
+                    Ok(Decision::Rewrite(input)) if input == view.input => {}
+                    Ok(Decision::Rewrite(input)) => {
+                        args = self.rewrite(tool, hook, current, input, rewrites)?;
+                        continue 'pass;
+                    }
+                    Ok(Decision::Deny { reason, instead }) => {
+                        return Err(Verdict::blocked(&hook.path, &reason, instead.as_deref()));
+                    }
+                    Err(failure) => return Err(Verdict::hook_failed(&hook.path, failure)),
                 }
-                Ok(Decision::Rewrite(input)) => {
-                    args = self.rewrite(tool, hook, current, input, rewrites)?;
-                }
-                Err(failure) => return Err(Verdict::hook_failed(&hook.path, failure)),
             }
+            return Ok(args);
         }
-        Ok(args)
     }
 
-    /// A hook's `Rewrite(input)`: held to the input bounds and validated again. `Ok` with the
-    /// new arguments, the rewritten call then being what later hooks and the tool see; `Err`
-    /// when the new input is invalid. Either way the hook is recorded in `rewritten_by`.
+    /// A hook's `Rewrite(input)` to an input other than the current one. The hook is recorded
+    /// in `rewritten_by` whatever follows. A rewrite back to an input the call already had (its
+    /// own, or an earlier rewrite's) or past [`MAX_REWRITES`] halts the call as `hook_failed`
+    /// (the chain would never settle); otherwise the input is held to the input bounds and
+    /// validated again: `Ok` with the new arguments, the rewritten call then being what the
+    /// chain, from its first hook, and the tool see; `Err` when the new input is invalid.
     fn rewrite<'a>(
         &self,
         tool: &ToolEntry,
@@ -150,6 +166,16 @@ impl Inner {
         rewrites: &mut Rewrites<'a>,
     ) -> Result<Args, Verdict<'a>> {
         rewrites.by.push(&hook.path);
+        if input == call.input || rewrites.earlier.contains(&input) {
+            return Err(Verdict::chain_looped(&hook.path, &rewrites.by));
+        }
+        if rewrites.by.len() > MAX_REWRITES {
+            return Err(Verdict::chain_unsettled(
+                &hook.path,
+                &rewrites.by,
+                MAX_REWRITES,
+            ));
+        }
         let refused = |Refused(m)| Problems::one(Problem::here(m));
         let checked = match &input {
             Value::Object(_) => check_bounds(&input, &self.limits)
@@ -159,7 +185,10 @@ impl Inner {
         };
         match checked {
             Ok(args) => {
-                rewrites.call = Some(Box::new(call.with_input(input)));
+                let new = Box::new(call.with_input(input));
+                if let Some(previous) = rewrites.call.replace(new) {
+                    rewrites.earlier.push(previous.input);
+                }
                 Ok(args)
             }
             Err(problems) => Err(Verdict::invalid_rewrite(&tool.name, &hook.path, &problems)),
@@ -210,7 +239,7 @@ impl Inner {
     async fn await_local_tool<'a>(
         &'a self,
         tool: &'a ToolEntry,
-        fut: BoxFuture<'_, Result<String, ToolError>>,
+        fut: BoxFuture<'_, Result<ToolResultContent, ToolError>>,
     ) -> Verdict<'a> {
         let deadline = tool.timeout.or(self.tool_timeout);
         match self.race(CatchUnwind(fut), deadline).await {
@@ -225,7 +254,7 @@ impl Inner {
     async fn await_caller<'a>(
         &'a self,
         tool: &'a ToolEntry,
-        fut: BoxFuture<'_, Result<ToolResult, Halt>>,
+        fut: BoxFuture<'_, Result<CallAnswer, Halt>>,
     ) -> Verdict<'a> {
         let deadline = tool.timeout.or(self.tool_timeout);
         match self.race(CatchUnwind(fut), deadline).await {
@@ -239,7 +268,7 @@ impl Inner {
     fn race<F: std::future::Future + Unpin>(&self, fut: F, deadline: Option<Duration>) -> Race<F> {
         Race {
             fut,
-            deadline: Deadline::new(self.timer.as_deref(), deadline),
+            deadline: Deadline::new(&*self.timer, deadline),
         }
     }
 
@@ -282,20 +311,54 @@ impl Inner {
         guard.finish(Outcome::NotRun);
         result
     }
+
+    /// Answers a block again from the session's memory (`replay`): nothing runs, observers see
+    /// the remembered `outcome` and `result` with `replay: true`, and the session's counts do
+    /// not change. `detail` says why, for the operator.
+    pub(crate) async fn replay(
+        &self,
+        context: &HookContext,
+        stats: Option<&Stats>,
+        call: &ToolUse,
+        outcome: Outcome,
+        result: &ToolResult,
+        detail: &str,
+    ) {
+        let started = Instant::now();
+        let env = Env::new(context, &self.states);
+        let tool = self.find(&call.name);
+        let recorded = Recorded::new(call, &self.limits);
+        let input = recorded.input(call);
+        let mut guard = CancelGuard::new(self, env, stats, call, input, tool, started);
+        guard.replay = true;
+        let record = CallRecord {
+            detail: Some(detail),
+            replay: true,
+            ..CallRecord::new(call, input, outcome, Some(result), started.elapsed())
+        };
+        self.observe(env, stats, &record, &mut guard).await;
+        guard.finish(outcome);
+    }
 }
 
 /// A tool started: done already (sync), or a future to await (async).
 enum Started<'a> {
     Done(Verdict<'a>),
-    Local(BoxFuture<'a, Result<String, ToolError>>),
-    Caller(BoxFuture<'a, Result<ToolResult, Halt>>),
+    Local(BoxFuture<'a, Result<ToolResultContent, ToolError>>),
+    Caller(BoxFuture<'a, Result<CallAnswer, Halt>>),
 }
 
+/// The most rewrites one call's PreToolUse chain may make; one more halts the call as
+/// `hook_failed` (DESIGN.md, "Rewrites are re-authorized").
+const MAX_REWRITES: usize = 8;
+
 /// The PreToolUse rewrites of one call: the call with the last rewritten input (boxed: this
-/// lives in every call future and is rarely set), and the hooks that rewrote, in order.
+/// lives in every call future and is rarely set), the inputs of the rewrites before it (to
+/// tell a loop), and the hooks that rewrote, in order. Empty, it allocates nothing.
 #[derive(Default)]
 struct Rewrites<'a> {
     call: Option<Box<ToolUse>>,
+    earlier: Vec<Value>,
     by: Vec<&'a str>,
 }
 

@@ -1,7 +1,8 @@
-//! The last step of a call: the PostToolUse observers see its [`CallRecord`]; and the
+//! The last step of a call: the PostToolUse observers see its [`CallRecord`]; the
 //! [`CancelGuard`] that still shows them a `cancelled` record when the host drops the call
-//! before it finished.
+//! before it finished; and the [`Progress`] a session reads of a call in flight.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -15,6 +16,30 @@ use crate::outcome::{CallRecord, Outcome};
 use crate::panic::{CatchUnwind, catch};
 use crate::state::Env;
 use crate::stats::{Stats, report_observer_error};
+
+/// What a session learns of a call in flight (atomics: the call future is `Send`): whether its
+/// tool started (a call dropped after that is never run again) and, once it ended, its outcome.
+#[derive(Default)]
+pub(crate) struct Progress {
+    tool_started: AtomicBool,
+    /// `Outcome::index() + 1`; 0 while the call runs.
+    outcome: AtomicUsize,
+}
+
+impl Progress {
+    /// Whether the tool (or wrapped caller) was started.
+    pub(crate) fn tool_started(&self) -> bool {
+        self.tool_started.load(Ordering::Relaxed)
+    }
+
+    /// The call's outcome, once it ended.
+    pub(crate) fn outcome(&self) -> Option<Outcome> {
+        match self.outcome.load(Ordering::Relaxed) {
+            0 => None,
+            i => Outcome::ALL.get(i - 1).copied(),
+        }
+    }
+}
 
 /// Keeps a `cancelled` audit line for a call future dropped before it finished. Armed from the
 /// start of a call until [`finish`](Self::finish); dropped while armed, it counts the call as
@@ -34,6 +59,11 @@ pub(super) struct CancelGuard<'a> {
     observers_done: usize,
     started: Instant,
     armed: bool,
+    /// Told when the tool starts and how the call ended (a session's call).
+    pub(super) progress: Option<&'a Progress>,
+    /// A replayed answer: not counted, and nothing recorded when dropped (the call's own line
+    /// was written when it ran).
+    pub(super) replay: bool,
 }
 
 impl<'a> CancelGuard<'a> {
@@ -59,14 +89,31 @@ impl<'a> CancelGuard<'a> {
             observers_done: 0,
             started,
             armed: true,
+            progress: None,
+            replay: false,
         }
     }
 
-    /// The call is over: counts it as `outcome` in the session's stats and disarms the guard.
+    /// The tool (or wrapped caller) is about to start.
+    #[inline]
+    pub(super) fn tool_starts(&mut self) {
+        self.stage = "while the tool ran";
+        if let Some(p) = self.progress {
+            p.tool_started.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// The call is over: counts it as `outcome` in the session's stats (a replay is not
+    /// counted) and disarms the guard.
     #[inline]
     pub(super) fn finish(&mut self, outcome: Outcome) {
-        if let Some(s) = self.stats {
+        if let Some(s) = self.stats
+            && !self.replay
+        {
             s.record(outcome, self.tool);
+        }
+        if let Some(p) = self.progress {
+            p.outcome.store(outcome.index() + 1, Ordering::Relaxed);
         }
         self.armed = false;
     }
@@ -74,7 +121,7 @@ impl<'a> CancelGuard<'a> {
 
 impl Drop for CancelGuard<'_> {
     fn drop(&mut self) {
-        if !self.armed {
+        if !self.armed || self.replay {
             return;
         }
         if let Some(s) = self.stats {

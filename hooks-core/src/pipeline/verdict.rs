@@ -6,11 +6,14 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::answer::CallAnswer;
 use crate::content::{ContentBlock, Message, ToolResult, ToolResultContent, ToolUse};
 use crate::error::{Halt, ToolError};
 use crate::limits::cut_content;
 use crate::outcome::{CallRecord, Outcome};
+use crate::output::checked;
 use crate::panic::catch;
+use crate::pre_tool_use::PreToolUse;
 use crate::texts::{self, Problems};
 
 /// How the call ended, before it becomes a `tool_result`.
@@ -45,8 +48,14 @@ impl<'a> Verdict<'a> {
         }
     }
 
-    fn ok(text: String) -> Self {
-        Verdict::error(Outcome::Ok, text)
+    fn ok(content: Option<ToolResultContent>) -> Self {
+        Verdict {
+            outcome: Outcome::Ok,
+            content,
+            blocked_by: None,
+            detail: None,
+            halt: false,
+        }
     }
 
     /// The input does not match the tool's schema: every problem found (see
@@ -102,6 +111,34 @@ impl<'a> Verdict<'a> {
         }
     }
 
+    /// The PreToolUse hook at `hook` rewrote the input back to one the call already had: the
+    /// chain would loop forever. A halt (`hook_failed`); `by` is every rewrite, in order.
+    pub(super) fn chain_looped(hook: &'a str, by: &[&str]) -> Self {
+        Verdict::halted(
+            Cow::Borrowed(hook),
+            Outcome::HookFailed,
+            format!(
+                "the PreToolUse chain looped: `{hook}` rewrote the input back to an earlier one \
+                 (rewrites in order: {})",
+                listed(by)
+            ),
+        )
+    }
+
+    /// The PreToolUse chain rewrote the input more than `max` times for one call (the last
+    /// time at `hook`). A halt (`hook_failed`); `by` is every rewrite, in order.
+    pub(super) fn chain_unsettled(hook: &'a str, by: &[&str], max: usize) -> Self {
+        Verdict::halted(
+            Cow::Borrowed(hook),
+            Outcome::HookFailed,
+            format!(
+                "the PreToolUse chain did not settle: more than {max} rewrites for one call \
+                 (rewrites in order: {})",
+                listed(by)
+            ),
+        )
+    }
+
     fn halted(hook: Cow<'a, str>, outcome: Outcome, detail: String) -> Self {
         Verdict {
             blocked_by: Some(hook),
@@ -111,11 +148,14 @@ impl<'a> Verdict<'a> {
         }
     }
 
-    /// The verdict of a local tool's return value.
+    /// The verdict of a local tool's return value: its content (blocks checked, see
+    /// `output::checked`), or its error.
     #[inline]
-    pub(super) fn produced(r: Result<String, ToolError>) -> Self {
+    pub(super) fn produced(r: Result<ToolResultContent, ToolError>) -> Self {
         match r {
-            Ok(text) => Verdict::ok(text),
+            // The common case, a text: nothing to check.
+            Ok(text @ ToolResultContent::Text(_)) => Verdict::ok(Some(text)),
+            Ok(blocks) => Verdict::produced_blocks(blocks),
             Err(e) => {
                 // The error's `Display` and `source()` chain are user code: a panic there (or in
                 // its drop) must not escape the pipeline.
@@ -134,26 +174,65 @@ impl<'a> Verdict<'a> {
         }
     }
 
-    /// The verdict of a wrapped caller's answer: its result is final (`tool_error` when it says
-    /// `is_error`); its halt halts this dispatcher too.
-    pub(super) fn answered_by_caller(answer: Result<ToolResult, Halt>) -> Self {
-        match answer {
-            Ok(result) => Verdict {
-                outcome: if result.is_error {
-                    Outcome::ToolError
-                } else {
-                    Outcome::Ok
-                },
-                content: result.content,
-                blocked_by: None,
-                detail: None,
-                halt: false,
-            },
-            Err(halt) => Verdict::halted(
-                Cow::Owned(halt.hook),
-                halt.outcome,
-                format!("the wrapped caller halted: {}", halt.detail),
+    /// The verdict of a local tool's content blocks: checked first, a bad block making the call
+    /// an internal `tool_error` (out of line: the text path does not carry it).
+    #[inline(never)]
+    fn produced_blocks(blocks: ToolResultContent) -> Self {
+        match checked(blocks) {
+            Ok(content) => Verdict::ok(content),
+            Err(e) => Verdict::produced(Err(e)),
+        }
+    }
+
+    /// The verdict of a wrapped caller's answer: its result is final and its outcome, hook at
+    /// fault and detail carry over (see [`CallAnswer`] for what each outcome becomes); its halt
+    /// halts this dispatcher too.
+    pub(super) fn answered_by_caller(answer: Result<CallAnswer, Halt>) -> Self {
+        let answer = match answer {
+            Ok(a) => a,
+            Err(halt) => {
+                return Verdict::halted(
+                    Cow::Owned(halt.hook),
+                    halt.outcome,
+                    format!("the wrapped caller halted: {}", halt.detail),
+                );
+            }
+        };
+        let CallAnswer {
+            result,
+            outcome,
+            blocked_by,
+            detail,
+            ..
+        } = answer;
+        let (outcome, detail) = match outcome {
+            Outcome::Ok if result.is_error => (Outcome::ToolError, detail),
+            Outcome::HookFailed | Outcome::HookTimeout => {
+                // A policy that could not decide fails closed here too, even when the caller
+                // answered instead of halting.
+                let detail = format!(
+                    "the wrapped caller answered {outcome} without halting: {}",
+                    detail.as_deref().unwrap_or("no detail")
+                );
+                let hook = blocked_by.unwrap_or_else(|| "<wrapped caller>".to_owned());
+                return Verdict::halted(Cow::Owned(hook), outcome, detail);
+            }
+            Outcome::NotRun | Outcome::Cancelled => (
+                Outcome::ToolError,
+                Some(format!(
+                    "the wrapped caller answered {outcome}, which a caller cannot answer; \
+                     recorded as tool_error{}",
+                    detail.map(|d| format!(": {d}")).unwrap_or_default()
+                )),
             ),
+            other => (other, detail),
+        };
+        Verdict {
+            outcome,
+            content: result.content,
+            blocked_by: blocked_by.map(Cow::Owned),
+            detail,
+            halt: false,
         }
     }
 
@@ -179,6 +258,34 @@ impl<'a> Verdict<'a> {
                 deadline.as_millis()
             )),
             ..Verdict::error(Outcome::ToolTimeout, texts::tool_timeout(deadline))
+        }
+    }
+}
+
+/// Hook paths for a `detail`: `` `a`, `b` ``.
+fn listed(paths: &[&str]) -> String {
+    paths
+        .iter()
+        .map(|p| format!("`{p}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Verdict<'_> {
+    /// A verdict reached before the tool (a refusal at validation or in the chain) as the
+    /// chain-only answer: its outcome, the text the model would read, the hook at fault, the
+    /// operator detail, and the hooks that rewrote before it.
+    pub(super) fn into_refusal(self, rewritten_by: &[&str]) -> PreToolUse {
+        PreToolUse::Refuse {
+            outcome: self.outcome,
+            text: self
+                .content
+                .as_ref()
+                .map(|c| c.text().into_owned())
+                .unwrap_or_default(),
+            blocked_by: self.blocked_by.map(Cow::into_owned),
+            detail: self.detail,
+            rewritten_by: rewritten_by.iter().map(|p| (*p).to_owned()).collect(),
         }
     }
 }
@@ -243,12 +350,17 @@ impl<'a> Answer<'a> {
         }
     }
 
-    /// What the host gets: the result, or, when a PreToolUse hook could not decide, a [`Halt`]
+    /// What the host gets: the answer, or, when a PreToolUse hook could not decide, a [`Halt`]
     /// whose answer is the one-block message carrying it.
     #[inline]
-    pub(super) fn into_result(self) -> Result<ToolResult, Halt> {
+    pub(super) fn into_answer(self) -> Result<CallAnswer, Halt> {
         if !self.halt {
-            return Ok(self.result);
+            return Ok(CallAnswer {
+                result: self.result,
+                outcome: self.outcome,
+                blocked_by: self.blocked_by.map(Cow::into_owned),
+                detail: self.detail,
+            });
         }
         Err(Halt {
             outcome: self.outcome,

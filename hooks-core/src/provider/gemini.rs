@@ -18,12 +18,21 @@
 //! cannot express (a recursive type, a map, a tuple, a non-string `enum`, …) is refused, by
 //! name: one bad declaration fails the whole request.
 //!
-//! Calls and results: [`tool_use`] and [`function_response`].
+//! Calls and results: [`tool_use`] and [`function_response`]. A host answering a whole
+//! candidate uses [`Session::respond_gemini_candidate`](crate::Session::respond_gemini_candidate):
+//! it runs nothing when `finishReason` is `MAX_TOKENS` (the bare converters carry no finish
+//! reason). Ids: Gemini's `id` is optional; a call without one keeps working, with the id
+//! `gemini-{turn}-{i}` (the host's turn number, the call's position among the candidate's
+//! calls from 0), so the same candidate retried gets the same ids and is answered from the
+//! session's memory; ids must be unique in the candidate.
 
 use serde_json::{Map, Value, json};
 
 use super::subset::{ALL_OF, at, inexpressible, is_a_map, join, relocate};
-use super::{ConvertError, Definition, Target, object, string_field};
+use super::{
+    ConvertError, Definition, Target, ToolSource, Turn, object, optional_string, readable_text,
+    string_field, the_one,
+};
 use crate::content::{ToolResult, ToolUse, kind_of};
 use crate::schema::walk::split_null_branches;
 
@@ -32,6 +41,8 @@ pub(super) const TARGET: Target = Target {
     name: "gemini",
     strict: false,
     definition,
+    request_limits: None,
+    cache_control: false,
 };
 
 /// `{"name": …, "description": …, "parameters": …}` (no `parameters` for a tool without any).
@@ -39,7 +50,13 @@ pub(super) const TARGET: Target = Target {
 /// # Errors
 /// Why the tool cannot be expressed: a name that does not start with a letter or `_`, or a
 /// schema outside the subset ([`parameters`]).
-fn definition(name: &str, description: &str, canonical: &Value) -> Result<Definition, String> {
+fn definition(tool: &ToolSource<'_>, _may_be_strict: bool) -> Result<Definition, String> {
+    let ToolSource {
+        name,
+        description,
+        canonical,
+        ..
+    } = *tool;
     if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
         return Err(format!(
             "the name `{name}` does not start with a letter or `_`, which Vertex AI \
@@ -280,6 +297,44 @@ pub fn tool_use(part: &Value, fallback_id: impl Into<String>) -> Result<ToolUse,
     Ok(ToolUse::new(id, name, input))
 }
 
+/// A whole candidate (or a `GenerateContentResponse` with one candidate), for
+/// [`Session::respond_gemini_candidate`](crate::Session::respond_gemini_candidate): the
+/// `functionCall` parts of `content.parts`, in order, a call without an id getting
+/// `gemini-{turn}-{i}` (`i`: its position among the candidate's calls, from 0); its
+/// `finishReason`, and whether that is `MAX_TOKENS`.
+pub(crate) fn candidate_turn(candidate: &Value, turn: usize) -> Result<Turn<'_>, ConvertError> {
+    const CANDIDATE: &str = "a Gemini candidate";
+    let obj = object(the_one(candidate, "candidates", CANDIDATE)?, CANDIDATE)?;
+    let parts: &[Value] = match obj.get("content").and_then(|c| c.get("parts")) {
+        None | Some(Value::Null) => &[],
+        Some(Value::Array(parts)) => parts,
+        Some(other) => {
+            return Err(ConvertError::new(
+                CANDIDATE,
+                format!("`content.parts` must be an array, found {}", kind_of(other)),
+            ));
+        }
+    };
+    let items: Vec<&Value> = parts
+        .iter()
+        .filter(|p| p.get("functionCall").is_some())
+        .collect();
+    let uses = items
+        .iter()
+        .enumerate()
+        .map(|(i, p)| tool_use(p, format!("gemini-{turn}-{i}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let stop_reason = optional_string(obj, "finishReason", CANDIDATE)?;
+    let truncated = (stop_reason.as_deref() == Some("MAX_TOKENS"))
+        .then(|| "finishReason: \"MAX_TOKENS\"".to_owned());
+    Ok(Turn {
+        uses,
+        items,
+        stop_reason,
+        truncated,
+    })
+}
+
 /// The `functionResponse` part that answers `function_call` (the part or `FunctionCall`
 /// the model sent): `{"functionResponse": {"id": "…", "name": "get_weather", "response":
 /// {"output": "19°C, sunny"}}}`, or `{"error": "…"}` inside `response` for a failed result
@@ -287,7 +342,9 @@ pub fn tool_use(part: &Value, fallback_id: impl Into<String>) -> Result<ToolUse,
 /// key to specify error details"). `name` is the call's; `id` is there only when the call
 /// had one. A call without a string `name` (one [`tool_use`] refuses, so the host should not
 /// be answering it) gets `"name": ""`, and a non-string `name` is echoed as given: this
-/// function never fails. The text is the content as is (`BLOCKED: …` stays).
+/// function never fails. The text is the content as is (`BLOCKED: …` stays); a result of
+/// content blocks is its texts joined with `\n`, an image or a PDF replaced by a note naming it
+/// (Gemini 3's `functionResponse.parts` are not sent; see [`provider`](super)).
 pub fn function_response(function_call: &Value, result: &ToolResult) -> Value {
     let call = call_of(function_call);
     let mut response = Map::new();
@@ -299,10 +356,7 @@ pub fn function_response(function_call: &Value, result: &ToolResult) -> Value {
     let name = call.get("name").cloned().unwrap_or_else(|| json!(""));
     response.insert("name".into(), name);
     let key = if result.is_error { "error" } else { "output" };
-    response.insert(
-        "response".into(),
-        json!({ key: result.content_text().into_owned() }),
-    );
+    response.insert("response".into(), json!({ key: readable_text(result) }));
     json!({ "functionResponse": response })
 }
 

@@ -1,7 +1,7 @@
 //! [`Provider`]: the APIs a dispatcher's tools can be handed to, each in its own file: the tool
 //! definitions it is shown (one transform of the canonical schema per target) and the
 //! conversions of tool calls (in) and tool results (out) between its wire format and toolgate's
-//! [`ToolUse`](crate::ToolUse) and [`ToolResult`] (the Anthropic Messages API shape).
+//! [`ToolUse`] and [`ToolResult`] (the Anthropic Messages API shape).
 //!
 //! | [`Provider`] | file | entry | calls in | results out |
 //! |---|---|---|---|---|
@@ -30,32 +30,89 @@
 //! ([`Definition::non_strict`], [`NonStrictTool`]); Gemini refuses the tool ([`definition`]
 //! returns the reason, [`SchemaError`] lists every such tool).
 //!
+//! # Strict limits
+//!
+//! Strict decoding has limits beyond the schema subset, each written, with its source, in its
+//! provider's file:
+//!
+//! - Anthropic ([`anthropic`], "Structured outputs", "Schema complexity limits"): a request's
+//!   strict tools together hold at most
+//!   [`ANTHROPIC_MAX_STRICT_TOOLS`](anthropic::ANTHROPIC_MAX_STRICT_TOOLS) (20) tools,
+//!   [`ANTHROPIC_MAX_OPTIONAL_PARAMETERS`](anthropic::ANTHROPIC_MAX_OPTIONAL_PARAMETERS) (24)
+//!   optional parameters and
+//!   [`ANTHROPIC_MAX_UNION_PARAMETERS`](anthropic::ANTHROPIC_MAX_UNION_PARAMETERS) (16)
+//!   union-typed parameters.
+//! - OpenAI ([`openai`], "Structured Outputs", "Supported schemas"): one schema holds at most
+//!   5 000 object properties, 10 levels of nesting, 1 000 enum values and 120 000 characters of
+//!   names and values, and an enum of more than 250 string values at most 15 000 characters.
+//!   These concern one tool alone: a tool over one is non-strict whatever the other tools are.
+//!
+//! A dispatcher's definitions for a strict target always keep within these limits. For a limit
+//! on a request's strict tools together, it admits the tools one at a time, in this order, and
+//! emits each tool that would cross a limit non-strict, with the reason ([`NonStrictTool`],
+//! listed by [`Dispatcher::non_strict_tools`](crate::Dispatcher::non_strict_tools)):
+//!
+//! 1. the tools marked `strict = true` ([`ToolDef::strict`](crate::ToolDef::strict)), by name:
+//!    always admitted (`build()` fails when together they are over a limit, so they never are);
+//! 2. then every other tool the target can take strict, by name (the dispatcher's tool order,
+//!    byte order of the names): admitted when the totals stay within every limit, else emitted
+//!    non-strict. A tool that does not fit does not stop the later ones: a smaller tool after it
+//!    may still fit.
+//!
+//! Tools marked `strict = false`, and those outside the strict subset, are non-strict before
+//! any counting and count toward nothing. The result depends only on the set of tools, not on
+//! registration or link order, so every process of a deployment sends the same definitions.
+//! The budget covers one dispatcher's tools, the whole request's when they are its only strict
+//! schemas: strict schemas a host adds to the same request (another dispatcher's tools, an
+//! Anthropic `output_config.format` schema, whose optional parameters count too) are not known
+//! to it, and a host that adds some must leave room for them (for instance by marking tools
+//! `strict = false`).
+//!
 //! # Calls and results
 //!
-//! A call converted from any provider is a [`ToolUse`](crate::ToolUse) like any other: the same
+//! A call converted from any provider is a [`ToolUse`] like any other: the same
 //! pipeline, hooks and outcomes apply (`invalid_input` for arguments that are not a JSON object,
 //! `unknown_tool`, `blocked`, …). The conversions check only what they need to answer the call
 //! (an id, a name); the arguments are left to the pipeline, so a model's malformed arguments
 //! become an `invalid_input` result the model can read, never a host error ([`ConvertError`] is
 //! for the host's side only).
 //!
-//! Results carry the text of the content ([`ToolResult::content_text`]: a string as is, `text`
-//! blocks joined with `\n`, other blocks left out).
+//! Results: a text result is the same text everywhere. A result of content blocks (a tool's
+//! [`Content`](crate::Content)) goes as far as each API lets it:
+//!
+//! | target | text | image | PDF document | plain-text document | other blocks |
+//! |---|---|---|---|---|---|
+//! | Anthropic | `text` block | `image` block | `document` block | `document` block | as they are |
+//! | OpenAI Chat Completions ([`openai::tool_message`]) | text | a note | a note | its text | a note |
+//! | OpenAI Responses ([`openai_responses::function_call_output`]) | `input_text` | `input_image` | `input_file` | `input_text` | a note |
+//! | Gemini ([`gemini::function_response`]) | text | a note | a note | its text | a note |
+//! | MCP ([`mcp::call_tool_result`]) | `text` | `image` (or `resource_link` for a URL) | `resource` (or `resource_link`) | `resource` | a note |
+//!
+//! A note is a line of text naming what was left out, so the model knows it is missing:
+//! `[toolgate: an image (image/png) was left out: this API's tool results take text only]`.
+//! Where the text is one string, the blocks' texts and notes are joined with `\n`. Chat
+//! Completions' `role: "tool"` message takes a string or text parts only; Gemini's
+//! `functionResponse.response` is a JSON object (Gemini 3 models also accept images and PDFs
+//! in `functionResponse.parts`, earlier ones do not, so toolgate sends the note; a host that
+//! targets Gemini 3 only can add the parts from the result's blocks).
 //!
 //! # Adding a provider
 //!
 //! One new file and one enum arm; nothing else in the crate changes:
 //!
-//! 1. `provider/<name>.rs`: a module doc naming the API documents and the rules; a
-//!    `pub(super) const TARGET: Target` (its name, whether it is strict, and its `definition`
-//!    function: `(name, description, canonical schema)` → [`Definition`], or why the target
-//!    cannot express the tool); then the public call and result conversions, returning
+//! 1. `provider/<name>.rs`: a module doc naming the API documents, the rules and the limits
+//!    with their sources; a `pub(super) const TARGET: Target` (its name, whether it is strict,
+//!    its `definition` function: a `ToolSource` (name, description, canonical schema, strict
+//!    mode, input examples) → [`Definition`], or why the target cannot express the tool; its
+//!    limits on a request's strict tools together, if any; whether an entry takes
+//!    `cache_control`); then the public call and result conversions, returning
 //!    [`ConvertError`]. It builds on the shared modules only: `crate::schema` (the canonical
 //!    form, [`anthropic_input_schema`](crate::schema::anthropic_input_schema), the subschema
 //!    walker and the nullable split in `schema::walk`) and `provider::subset` (paths in
 //!    reasons, moving narrowing keywords into the description, the keywords no subset can
-//!    express); never another provider's file (the one exception: `openai_responses` builds on
-//!    `openai`'s strict transform, both being OpenAI's with one schema subset).
+//!    express), `provider::request_limits` (a budget across a request's strict tools); never
+//!    another provider's file (the one exception: `openai_responses` builds on `openai`'s
+//!    strict transform, both being OpenAI's with one schema subset).
 //! 2. Here: `pub mod <name>;`, the variant (documented with its entry's shape), its arm in
 //!    `Provider::target` (the compiler asks for it), and its place in [`Provider::ALL`] (the
 //!    test `all_lists_every_variant_in_declaration_order` asks for that, once its own `match`
@@ -68,19 +125,28 @@
 //! (`tests/provider_rules/`) gets the new API's rules, written from its documents, and
 //! `target_of` in `tests/providers.rs` maps the provider to them.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
 use serde_json::{Map, Value};
 
-use crate::content::{ToolResult, kind_of};
+use crate::content::{ToolResult, ToolResultContent, ToolUse, kind_of};
+use crate::output::Media;
+use crate::texts;
 
 pub mod anthropic;
 pub mod gemini;
 pub mod mcp;
 pub mod openai;
 pub mod openai_responses;
+mod options;
+mod request_limits;
 mod subset;
+
+pub(crate) use options::apply as apply_options;
+pub use options::{CacheControl, CacheTtl, DefinitionOptions};
+use request_limits::{Budget, RequestLimits};
 
 /// A target API for tool definitions
 /// ([`Dispatcher::tool_definitions_for`](crate::Dispatcher::tool_definitions_for)) and
@@ -145,8 +211,8 @@ impl Provider {
         self.target().strict
     }
 
-    /// The provider's file: its name, strictness and definitions. The one `match` over the
-    /// variants (see "Adding a provider" in the module docs).
+    /// The provider's file: its name, strictness, definitions and limits. The one `match` over
+    /// the variants (see "Adding a provider" in the module docs).
     const fn target(self) -> Target {
         match self {
             Provider::Anthropic => anthropic::TARGET,
@@ -173,9 +239,38 @@ struct Target {
     name: &'static str,
     /// [`Provider::is_strict`].
     strict: bool,
-    /// One tool's entry from its `(name, description, canonical schema)` (the description
-    /// already unwrapped), or why the target cannot express the tool. See [`definition`].
-    definition: fn(&str, &str, &Value) -> Result<Definition, String>,
+    /// One tool's entry (see [`ToolSource`]; the description already unwrapped), or why the
+    /// target cannot express the tool. See [`definition`]. `may_be_strict`: for a strict
+    /// target, whether the tool may be emitted strict (`false`: it is marked `strict = false`
+    /// or is past a request limit, and gets the target's non-strict entry); ignored by the
+    /// others.
+    definition: fn(&ToolSource<'_>, bool) -> Result<Definition, String>,
+    /// For a strict target whose limits hold across a request's strict tools together: the
+    /// limits and how one tool's strict entry counts toward them (see "Strict limits" in the
+    /// module docs). `None`: no such limit (a limit on one schema alone is part of the strict
+    /// transform).
+    request_limits: Option<RequestLimits>,
+    /// Whether an entry takes a `cache_control` field ([`DefinitionOptions::cache_control`]).
+    cache_control: bool,
+}
+
+/// One tool as the targets' transforms see it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ToolSource<'a> {
+    /// The tool's name.
+    pub(crate) name: &'a str,
+    /// The description, unwrapped (`schema::unwrap_doc`).
+    pub(crate) description: &'a str,
+    /// The canonical schema ([`canonicalize`](crate::schema::canonicalize)).
+    pub(crate) canonical: &'a Value,
+    /// `Some(true)`: marked `strict = true` ([`ToolDef::strict`](crate::ToolDef::strict));
+    /// `Some(false)`: marked `strict = false`; `None`: strict where the target is and can be.
+    pub(crate) strict: Option<bool>,
+    /// The tool's `input_examples` ([`ToolDef::input_examples`](crate::ToolDef::input_examples)),
+    /// for the targets whose entry has such a field (Anthropic).
+    pub(crate) input_examples: &'a [Value],
+    /// MCP's `outputSchema` of the tool ([`mcp::output_schema`]), for MCP's entry.
+    pub(crate) output_schema: Option<&'a Value>,
 }
 
 impl fmt::Display for Provider {
@@ -263,10 +358,84 @@ fn object<'a>(v: &'a Value, what: &'static str) -> Result<&'a Map<String, Value>
     })
 }
 
+/// One whole turn of another API, read for a session's entry point
+/// ([`Session::respond_openai_choice`](crate::Session::respond_openai_choice), …): its calls,
+/// why it stopped, and whether it was cut at its output limit.
+pub(crate) struct Turn<'a> {
+    /// The calls, in order.
+    pub(crate) uses: Vec<ToolUse>,
+    /// The call items as the API sent them, in the same order (Gemini's answer echoes them).
+    pub(crate) items: Vec<&'a Value>,
+    /// The API's stop reason, as given.
+    pub(crate) stop_reason: Option<String>,
+    /// What says the turn was cut at its output limit (`finish_reason: "length"`, …).
+    pub(crate) truncated: Option<String>,
+}
+
+/// The one element of `obj[key]` when the value is a whole API response (`choices`,
+/// `candidates`), or the value itself.
+fn the_one<'a>(v: &'a Value, key: &str, what: &'static str) -> Result<&'a Value, ConvertError> {
+    match v.get(key) {
+        None => Ok(v),
+        Some(Value::Array(items)) if items.len() == 1 => Ok(&items[0]),
+        Some(Value::Array(items)) => Err(ConvertError::new(
+            what,
+            format!(
+                "`{key}` has {} entries; pass the one to answer, not the whole response",
+                items.len()
+            ),
+        )),
+        Some(other) => Err(ConvertError::new(
+            what,
+            format!("`{key}` must be an array, found {}", kind_of(other)),
+        )),
+    }
+}
+
+/// A string field that may be absent or `null`.
+fn optional_string(
+    obj: &Map<String, Value>,
+    key: &str,
+    what: &'static str,
+) -> Result<Option<String>, ConvertError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(ConvertError::new(
+            what,
+            format!("`{key}` must be a string, found {}", kind_of(other)),
+        )),
+    }
+}
+
 /// The text of a result for an API with no error flag: a failure that does not already say so
 /// (`Error:`, `BLOCKED:`, `Not run:`) gets `Error: ` in front.
+/// The text of a result for an API whose tool results are text: a string as is; blocks' texts
+/// (a plain-text document's too) joined with `\n`, with a note in the place of each block the
+/// text cannot carry (an image, a PDF, …; see the module docs).
+fn readable_text(result: &ToolResult) -> Cow<'_, str> {
+    let blocks = match &result.content {
+        None => return Cow::Borrowed(""),
+        Some(ToolResultContent::Text(text)) => return Cow::Borrowed(text),
+        Some(ToolResultContent::Blocks(blocks)) => blocks,
+    };
+    let lines: Vec<Cow<'_, str>> = blocks
+        .iter()
+        .map(|b| match Media::of(b) {
+            Media::Text(text) | Media::TextDocument(text, _) => Cow::Borrowed(text),
+            media => Cow::Owned(texts::left_out(
+                &media.described().unwrap_or_default(),
+                texts::TEXT_ONLY,
+            )),
+        })
+        .collect();
+    Cow::Owned(lines.join("\n"))
+}
+
+/// The text of a result for an API with no error flag ([`readable_text`]): a failure that does
+/// not already say so (`Error:`, `BLOCKED:`, `Not run:`) gets `Error: ` in front.
 fn text_saying_failure(result: &ToolResult) -> String {
-    let text = result.content_text();
+    let text = readable_text(result);
     if result.is_error
         && !["Error:", "BLOCKED:", "Not run:"]
             .iter()
@@ -306,6 +475,10 @@ impl Definition {
 /// unwrapped) and canonical schema: the transform of the provider's file (see the module docs'
 /// table for each entry's shape).
 ///
+/// One tool alone: a limit on a request's strict tools together (Anthropic's, "Strict limits"
+/// in the module docs) is the dispatcher's to apply, so a strict entry from here may still be
+/// one a dispatcher sends non-strict.
+///
 /// # Errors
 /// For [`Provider::Gemini`] only: the reason the tool cannot be expressed in Gemini's
 /// `parameters` (a recursive type, a map, a tuple, `not`/`if`, a non-string `enum`, a name that
@@ -317,7 +490,15 @@ pub fn definition(
     description: &str,
     canonical: &Value,
 ) -> Result<Definition, String> {
-    (provider.target().definition)(name, description, canonical)
+    let tool = ToolSource {
+        name,
+        description,
+        canonical,
+        strict: None,
+        input_examples: &[],
+        output_schema: None,
+    };
+    (provider.target().definition)(&tool, true)
 }
 
 /// A tool a strict target had to emit non-strict, and why (for a host to log at start-up).
@@ -392,39 +573,130 @@ pub(crate) struct Rendered {
     pub(crate) non_strict: Vec<NonStrictTool>,
 }
 
-/// Renders every tool `(name, description, canonical)` for `provider`, collecting every tool
-/// the target cannot express.
+/// Why a tool marked `strict = false` is non-strict (its [`NonStrictTool::reason`]).
+const MARKED_NON_STRICT: &str = "the tool is marked `strict = false`";
+
+/// Renders every tool for `provider`, in the order given (the dispatcher's: by name),
+/// collecting every tool the target cannot express. For a strict target: each tool marked
+/// `strict = false` or outside the strict subset is non-strict with its reason; then, when the
+/// target limits a request's strict tools together, the strict candidates are admitted in the
+/// documented order (those marked `strict = true` first, then the others, each group in the
+/// given order), and each that would cross a limit is emitted non-strict with the reason.
 pub(crate) fn render<'a>(
     provider: Provider,
-    tools: impl Iterator<Item = (&'a str, &'a str, &'a Value)>,
+    tools: impl Iterator<Item = ToolSource<'a>>,
 ) -> Result<Rendered, SchemaError> {
-    let mut rendered = Rendered {
-        definitions: Vec::new(),
-        non_strict: Vec::new(),
-    };
+    let target = provider.target();
+    let tools: Vec<ToolSource<'a>> = tools.collect();
+    let mut values = Vec::with_capacity(tools.len());
+    let mut reasons: Vec<Option<String>> = Vec::with_capacity(tools.len());
+    let mut strict_ones = Vec::new();
     let mut problems = Vec::new();
-    for (name, description, canonical) in tools {
-        match definition(provider, name, description, canonical) {
+    // Each tool on its own.
+    for (i, tool) in tools.iter().enumerate() {
+        let may_be_strict = tool.strict != Some(false);
+        match (target.definition)(tool, may_be_strict) {
             Ok(d) => {
-                if let Some(reason) = d.non_strict {
-                    rendered.non_strict.push(NonStrictTool {
-                        tool: name.to_owned(),
-                        reason,
-                    });
+                let reason = match d.non_strict {
+                    Some(reason) => Some(reason),
+                    None if target.strict && !may_be_strict => Some(MARKED_NON_STRICT.to_owned()),
+                    None => None,
+                };
+                if target.strict && reason.is_none() {
+                    strict_ones.push(i);
                 }
-                rendered.definitions.push(d.value);
+                values.push(d.value);
+                reasons.push(reason);
             }
-            Err(reason) => problems.push(SchemaProblem {
-                tool: name.to_owned(),
-                reason,
-            }),
+            Err(reason) => {
+                problems.push(SchemaProblem {
+                    tool: tool.name.to_owned(),
+                    reason,
+                });
+                values.push(Value::Null);
+                reasons.push(None);
+            }
         }
     }
-    if problems.is_empty() {
-        Ok(rendered)
-    } else {
-        Err(SchemaError { provider, problems })
+    if !problems.is_empty() {
+        return Err(SchemaError { provider, problems });
     }
+    // The request's limits, for the tools that are strict so far.
+    if let Some(limits) = target.request_limits {
+        for (i, reason) in past_limits(limits, &tools, &values, strict_ones) {
+            if let Ok(d) = (target.definition)(&tools[i], false) {
+                values[i] = d.value;
+            }
+            reasons[i] = Some(reason);
+        }
+    }
+    let non_strict = tools
+        .iter()
+        .zip(&mut reasons)
+        .filter_map(|(tool, reason)| {
+            reason.take().map(|reason| NonStrictTool {
+                tool: tool.name.to_owned(),
+                reason,
+            })
+        })
+        .collect();
+    Ok(Rendered {
+        definitions: values,
+        non_strict,
+    })
+}
+
+/// The strict candidates (indices into `tools`, whose strict entries are in `values`) that
+/// would cross one of `limits`, with the reason: the candidates are admitted in the documented
+/// order, the marked tools first, then the others, each group in the given order.
+fn past_limits(
+    limits: RequestLimits,
+    tools: &[ToolSource<'_>],
+    values: &[Value],
+    mut candidates: Vec<usize>,
+) -> Vec<(usize, String)> {
+    // Stable: each group keeps the given order.
+    candidates.sort_by_key(|&i| tools[i].strict != Some(true));
+    let mut budget = Budget::new(limits);
+    let mut past = Vec::new();
+    for i in candidates {
+        let load = (limits.load)(&values[i]);
+        if tools[i].strict == Some(true) {
+            budget.force(load);
+        } else if let Err(reason) = budget.admit(load) {
+            past.push((i, reason));
+        }
+    }
+    past
+}
+
+/// Why the tools marked `strict = true` (`tools`, each with `strict: Some(true)`) cannot all be
+/// strict for a strict `provider` (checked by `build()`): each tool whose schema the target
+/// cannot take strict, as its position in `tools` and the reason; then, when the target limits a
+/// request's strict tools together and the tools are over a limit, why (``together they hold 30
+/// optional parameters (Anthropic strict tool use allows 24 in one request)``).
+pub(crate) fn marked_strict_problems<'a>(
+    provider: Provider,
+    tools: impl Iterator<Item = ToolSource<'a>>,
+) -> (Vec<(usize, String)>, Option<String>) {
+    let target = provider.target();
+    let mut not_strict = Vec::new();
+    let mut budget = target.request_limits.map(Budget::new);
+    for (i, tool) in tools.enumerate() {
+        match (target.definition)(&tool, true) {
+            Ok(Definition {
+                non_strict: Some(reason),
+                ..
+            })
+            | Err(reason) => not_strict.push((i, reason)),
+            Ok(Definition { value, .. }) => {
+                if let (Some(budget), Some(limits)) = (&mut budget, target.request_limits) {
+                    budget.force((limits.load)(&value));
+                }
+            }
+        }
+    }
+    (not_strict, budget.and_then(|b| b.over()))
 }
 
 #[cfg(test)]

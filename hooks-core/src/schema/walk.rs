@@ -78,6 +78,33 @@ pub(crate) fn for_each_subschema_mut(
     }
 }
 
+/// Calls `f(keyword, name, child)` on every direct subschema of `map`, read-only, in
+/// [`try_for_each_subschema_mut`]'s order (for walks that only count or look).
+pub(crate) fn for_each_subschema<'s>(
+    map: &'s Map<String, Value>,
+    mut f: impl FnMut(&'static str, Option<&'s str>, &'s Value),
+) {
+    for key in CHILD_MAPS {
+        if let Some(Value::Object(children)) = map.get(*key) {
+            for (name, child) in children {
+                f(key, Some(name), child);
+            }
+        }
+    }
+    for key in CHILD {
+        if let Some(child) = map.get(*key) {
+            f(key, None, child);
+        }
+    }
+    for key in CHILD_LISTS {
+        if let Some(Value::Array(children)) = map.get(*key) {
+            for child in children {
+                f(key, None, child);
+            }
+        }
+    }
+}
+
 /// Whether `v` is exactly `{"type": "null"}`.
 fn is_null_schema(v: &Value) -> bool {
     v.get("type").and_then(Value::as_str) == Some("null")

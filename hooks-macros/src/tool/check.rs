@@ -4,14 +4,16 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
-use syn::{Attribute, Ident, LitStr, Type};
+use syn::{Attribute, Ident, LitStr, Path, Type};
 
 use crate::args::{self, Arg, Keys};
 use crate::companion::{ToolName, name_problem, unraw};
 use crate::ctxt::Ctxt;
 use crate::doc::{doc_text, is_doc, non_literal_doc};
 use crate::func::{Func, ParamKind};
-use crate::params::{Class, Injected, Injection, classify, has_reference, not_a_struct};
+use crate::params::{
+    Class, Injected, Injection, classify, has_reference, never_strict, not_a_struct,
+};
 
 const KEYS: Keys = Keys {
     attr: "tool",
@@ -19,6 +21,8 @@ const KEYS: Keys = Keys {
         "name",
         "description",
         "allow_unknown_fields",
+        "strict",
+        "input_examples",
         "timeout_ms",
         "crate",
         "errors",
@@ -42,6 +46,10 @@ pub(crate) struct ToolSpec {
     pub(crate) timeout_ms: Option<u64>,
     /// `errors = "shown"`: the error type's `Display` is written for the model.
     pub(crate) errors_shown: bool,
+    /// `strict = true` / `strict = false` (`ToolDef::strict`).
+    pub(crate) strict: Option<bool>,
+    /// `input_examples = path`: a `fn() -> Vec<serde_json::Value>` (`ToolDef::input_examples`).
+    pub(crate) input_examples: Option<Path>,
     /// The parameters in declaration order, the order the call passes them in.
     pub(crate) params: Vec<ToolParam>,
 }
@@ -80,6 +88,8 @@ struct ToolArgs {
     name: NameArg,
     description: Option<LitStr>,
     allow_unknown_fields: bool,
+    strict: Option<bool>,
+    input_examples: Option<Path>,
     timeout_ms: Option<(u64, Span)>,
     errors_shown: bool,
     krate: TokenStream,
@@ -91,6 +101,8 @@ impl ToolArgs {
             name: NameArg::Absent,
             description: None,
             allow_unknown_fields: false,
+            strict: None,
+            input_examples: None,
             timeout_ms: None,
             errors_shown: false,
             krate: quote!(::toolgate),
@@ -106,6 +118,10 @@ impl ToolArgs {
                 "description" => out.description = a.lit_str(cx),
                 "allow_unknown_fields" => out.allow_unknown_fields = a.flag(cx),
                 "errors" => out.errors_shown = check_errors(cx, a),
+                "strict" => out.strict = a.bool(cx),
+                "input_examples" => {
+                    out.input_examples = a.function_path(cx, "`Vec<serde_json::Value>`")
+                }
                 _ => a.common(cx, &mut out.krate, &mut out.timeout_ms),
             }
         }
@@ -131,6 +147,9 @@ impl ToolSpec {
         };
         let description = check_description(cx, args.description.as_ref(), &func, &written);
         let params = check_params(cx, &func);
+        if args.strict == Some(true) {
+            check_strict(cx, &params);
+        }
         strip_param_attrs(&mut func);
         ToolSpec {
             func,
@@ -140,6 +159,8 @@ impl ToolSpec {
             allow_unknown_fields: args.allow_unknown_fields,
             timeout_ms: args.timeout_ms.map(|(ms, _)| ms),
             errors_shown: args.errors_shown,
+            strict: args.strict,
+            input_examples: args.input_examples,
             params,
         }
     }
@@ -398,6 +419,31 @@ fn check_params(cx: &mut Ctxt, func: &Func) -> Vec<ToolParam> {
         );
     }
     params
+}
+
+/// `strict = true` where the macro can see it cannot hold: a flat model argument whose type is a
+/// map or a tuple (without `#[serde]`/`#[schemars]`, which may change its schema). The rest is
+/// `build()`'s to check on the schema (`BuildProblem::CannotBeStrict`).
+fn check_strict(cx: &mut Ctxt, params: &[ToolParam]) {
+    for param in params {
+        let ToolParam::Field(f) = param else {
+            continue;
+        };
+        if !f.attrs.is_empty() {
+            continue;
+        }
+        if let Some(why) = never_strict(&f.ty) {
+            cx.spanned(
+                &f.ty,
+                format_args!(
+                    "`strict = true` cannot hold: parameter `{}` is {why}; remove `strict = \
+                     true` (the tool is then strict only where its schema allows), or take a \
+                     struct with named fields",
+                    unraw(&f.ident)
+                ),
+            );
+        }
+    }
 }
 
 /// Removes the parameter attributes the macro consumed: rustc rejects `///` and `#[input]` on

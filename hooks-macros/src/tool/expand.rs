@@ -1,10 +1,10 @@
 //! `#[tool]`'s expansion from a checked [`ToolSpec`] (it cannot fail), and the fallback emitted
 //! beside the errors of one that did not check.
 
-use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned};
-use syn::Type;
+use proc_macro2::{TokenStream, TokenTree};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
+use syn::{ReturnType, Type};
 
 use super::check::{ToolParam, ToolSpec};
 use crate::codegen::{
@@ -23,6 +23,7 @@ pub(crate) fn tool(spec: &ToolSpec) -> TokenStream {
     let asserts = input_asserts(spec, &p);
     let make = make_def(spec, &p);
     let settings = settings(spec, &p);
+    let output_schema = output_schema(spec, &p);
     quote! {
         #func
 
@@ -33,9 +34,12 @@ pub(crate) fn tool(spec: &ToolSpec) -> TokenStream {
             #[allow(dead_code)]
             fn __toolgate_asserts() { #asserts }
             fn __toolgate_make() -> #p::ToolDef {
-                #make
-                #settings
-                .path(#path)
+                let __def = {
+                    #make
+                    #settings
+                    .path(#path)
+                };
+                #p::with_output_schema(__def, #output_schema)
             }
             #p::inventory::submit! {
                 #p::Registration {
@@ -124,20 +128,20 @@ fn make_def(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
             fn __toolgate_call<'a>(
                 __env: #p::Env<'a>,
                 __args: #args_ty,
-            ) -> #p::BoxFuture<'a, ::core::result::Result<::std::string::String, #p::ToolError>> {
+            ) -> #p::BoxFuture<'a, ::core::result::Result<#p::ToolResultContent, #p::ToolError>> {
                 ::std::boxed::Box::pin(async move { #body })
             }
-            #p::ToolDef::new_async::<#args_ty, _>(#name, #description, __toolgate_call)
+            #p::ToolDef::new_async::<#args_ty, _, _>(#name, #description, __toolgate_call)
         }
     } else {
         quote! {
             fn __toolgate_call(
                 __env: #p::Env<'_>,
                 __args: #args_ty,
-            ) -> ::core::result::Result<::std::string::String, #p::ToolError> {
+            ) -> ::core::result::Result<#p::ToolResultContent, #p::ToolError> {
                 #body
             }
-            #p::ToolDef::sync::<#args_ty, _>(#name, #description, __toolgate_call)
+            #p::ToolDef::sync::<#args_ty, _, _>(#name, #description, __toolgate_call)
         }
     }
 }
@@ -168,20 +172,21 @@ fn call_body(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
         .then(|| quote!(let __ToolgateArgs { #(#bindings,)* } = __args;));
     let fn_ident = &spec.func.ident;
     let awaited = awaited(&spec.func);
-    let to_text = output_text(spec, p);
+    let to_content = output_content(spec, p);
     quote! {
         #unpack
         #(#injections)*
         let __out = #fn_ident(#(#args),*) #awaited;
-        #to_text
+        #to_content
     }
 }
 
-/// `__out` as the result text. `Result` or not is decided by the type (an alias counts), not by
-/// its spelling; spanned on the return type, where a type error belongs. An `Err` becomes a
+/// `__out` as the result's content (`__private::output_content`: a `Content` is its blocks, any
+/// other value its text). `Result` or not is decided by the type (an alias counts), not by its
+/// spelling; spanned on the return type, where a type error belongs. An `Err` becomes a
 /// `ToolError` by its type's kind (`__private::ErrorOf`): shown as written for `ToolError`,
 /// `String` and `&str`, internal for any other type unless `errors = "shown"`.
-fn output_text(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
+fn output_content(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
     // The error's kind (`ErrorOf`) is chosen by its type; `errors = "shown"` picks the kind's
     // model-facing conversion.
     let span = return_span(&spec.func);
@@ -195,8 +200,8 @@ fn output_text(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
         use #p::{ListedKind as _, BoxableKind as _, DisplayKind as _, SplitPlain as _, SplitResult as _};
         // A plain output's `Err` arm has the empty type `Infallible`.
         #[allow(unreachable_patterns)]
-        let __text = match #p::Returned(::core::option::Option::Some(__out)).split() {
-            ::core::option::Option::Some(::core::result::Result::Ok(v)) => #p::output_text(v),
+        let __content = match #p::Returned(::core::option::Option::Some(__out)).split() {
+            ::core::option::Option::Some(::core::result::Result::Ok(v)) => #p::output_content(v),
             ::core::option::Option::Some(::core::result::Result::Err(e)) => {
                 ::core::result::Result::Err((&&&#p::ErrorOf::of(&e)).tool_error_kind().#convert(e))
             }
@@ -204,19 +209,55 @@ fn output_text(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
                 #p::ToolError::internal("toolgate: the tool's output was taken twice"),
             ),
         };
-        __text
+        __content
     })
 }
 
-/// The builder calls after the constructor: unknown fields, deadline, states needed.
+/// The JSON Schema of the tool's output type, for MCP's `outputSchema`: an expression of type
+/// `Option<Value>`, `Some` when the `Ok` type of the return type (or the return type itself)
+/// implements `JsonSchema` (`__private::OutputProbe`, chosen by type, not spelling). `None`
+/// without a return type, and for an `impl Trait` return type, which cannot be named in the
+/// probe. The return type's tokens keep their spans, so an error in them is the function's one
+/// error (rustc reports an identical diagnostic once).
+fn output_schema(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
+    let ty = match &spec.func.output {
+        ReturnType::Type(_, ty) if !mentions_impl(ty.to_token_stream()) => ty,
+        _ => return quote!(::core::option::Option::None),
+    };
+    quote! {{
+        #[allow(unused_imports)]
+        use #p::{OkOfResult as _, OkOfPlain as _, HasSchema as _, NoSchema as _};
+        #p::OutputProbe::<#ty>::new().ok_type().output_schema()
+    }}
+}
+
+/// Whether a type's tokens hold `impl` (an `impl Trait` anywhere in it).
+fn mentions_impl(tokens: TokenStream) -> bool {
+    tokens.into_iter().any(|t| match t {
+        TokenTree::Ident(i) => i == "impl",
+        TokenTree::Group(g) => mentions_impl(g.stream()),
+        _ => false,
+    })
+}
+
+/// The builder calls after the constructor: unknown fields, strict mode, input examples,
+/// deadline, states needed.
 fn settings(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
     let unknown = spec
         .allow_unknown_fields
         .then(|| quote!(.allow_unknown_fields()));
+    let strict = spec.strict.map(|b| quote!(.strict(#b)));
+    // A typed binding spanned on the path: a function of another shape is one error there.
+    let examples = spec.input_examples.as_ref().map(|path| {
+        let typed = quote_spanned!(path.span()=>
+            let __examples: fn() -> ::std::vec::Vec<#p::serde_json::Value> = #path;
+        );
+        quote!(.input_examples({ #typed __examples() }))
+    });
     let timeout = timeout(spec.timeout_ms);
     let states = spec.params.iter().filter_map(|param| match param {
         ToolParam::Injected(injection) => needs_state(p, injection),
         _ => None,
     });
-    quote!(#unknown #timeout #(#states)*)
+    quote!(#unknown #strict #examples #timeout #(#states)*)
 }

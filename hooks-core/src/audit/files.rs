@@ -1,0 +1,120 @@
+//! The default sink: the two chained JSONL files of an audit folder.
+
+use std::cell::RefCell;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::audit::chain::ChainedFile;
+use crate::audit::record::{AuditRecord, SummaryRecord};
+use crate::audit::sink::AuditSink;
+use crate::audit::{AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE};
+use crate::error::HookError;
+
+/// `dir/audit_log.jsonl` and `dir/session_summaries.jsonl`, each one chain.
+pub(crate) struct JsonlFiles {
+    dir: PathBuf,
+    calls: ChainedFile,
+    sessions: ChainedFile,
+}
+
+impl JsonlFiles {
+    /// Opens (creating if missing) `dir` and both files. Errors name the path (see
+    /// [`AuditLog::open`](crate::AuditLog::open)).
+    pub(crate) fn open(dir: &Path) -> io::Result<JsonlFiles> {
+        if dir.exists() && !dir.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!(
+                    "cannot use `{}` as the audit folder: it exists and is not a folder",
+                    dir.display()
+                ),
+            ));
+        }
+        std::fs::create_dir_all(dir).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot create the audit folder `{}`: {e}", dir.display()),
+            )
+        })?;
+        let open = |name: &'static str| {
+            ChainedFile::open(dir, name).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "cannot open `{}` for appending: {e}",
+                        dir.join(name).display()
+                    ),
+                )
+            })
+        };
+        Ok(JsonlFiles {
+            calls: open(AUDIT_LOG_FILE)?,
+            sessions: open(SESSION_SUMMARIES_FILE)?,
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub(crate) fn calls(&self) -> &ChainedFile {
+        &self.calls
+    }
+
+    pub(crate) fn sessions(&self) -> &ChainedFile {
+        &self.sessions
+    }
+}
+
+impl AuditSink for JsonlFiles {
+    fn record(&self, record: &AuditRecord) -> Result<(), HookError> {
+        append(&self.calls, record).map_err(|e| write_failed(&self.calls, &e))
+    }
+
+    fn summary(&self, summary: &SummaryRecord) -> Result<(), HookError> {
+        append(&self.sessions, summary).map_err(|e| write_failed(&self.sessions, &e))
+    }
+
+    fn name(&self) -> &str {
+        "toolgate::AuditLog files"
+    }
+}
+
+fn write_failed(file: &ChainedFile, e: &io::Error) -> HookError {
+    HookError::new(format_args!(
+        "cannot append to `{}`: {e}",
+        file.path().display()
+    ))
+}
+
+thread_local! {
+    /// Per thread: the record's JSON, and the line made of it.
+    static BUFS: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// Serializes `value` into a reused per-thread buffer (outside the file's lock), then appends it
+/// with its `prev` (under the lock).
+fn append<T: Serialize>(file: &ChainedFile, value: &T) -> io::Result<()> {
+    BUFS.with(|bufs| {
+        let mut fresh = (Vec::new(), Vec::new());
+        let mut held = bufs.try_borrow_mut();
+        // Re-entered from inside a write (cannot happen today): use fresh buffers.
+        let (object, line) = match &mut held {
+            Ok(b) => &mut **b,
+            Err(_) => &mut fresh,
+        };
+        object.clear();
+        let result = serde_json::to_writer(&mut *object, value)
+            .map_err(io::Error::from)
+            .and_then(|()| file.append(object, line));
+        for buf in [object, line] {
+            if buf.capacity() > 1 << 20 {
+                *buf = Vec::new();
+            }
+        }
+        result
+    })
+}

@@ -1,0 +1,312 @@
+//! [`AuditLog`]: the built-in PostToolUse observer and Stop hook that turn every `tool_use` and
+//! every session into an audit record, redact it, and hand it to the sinks (the chained JSONL
+//! files by default).
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `mod.rs` | [`AuditLog`], [`AuditLogBuilder`]: the observer and Stop hook, delivery to the sinks |
+//! | `record.rs` | [`AuditRecord`], [`SummaryRecord`]: what every sink receives, the JSON of a line |
+//! | `sink.rs` | [`AuditSink`] |
+//! | `redact.rs` | [`Redaction`], [`mask_card_numbers`], [`mask_emails`] |
+//! | `chain.rs` | the hash chain's rule and the writer that keeps it (lock, reopen, rotation) |
+//! | `files.rs` | the default sink: `audit_log.jsonl` and `session_summaries.jsonl` |
+//! | `verify.rs` | [`verify_audit_dir`], [`verify_audit_file`] |
+
+mod chain;
+mod files;
+mod record;
+mod redact;
+mod sink;
+mod verify;
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use chain::CHAIN_START;
+pub use record::{AuditRecord, SummaryRecord};
+pub use redact::{InvalidPointer, REDACTED, Redaction, mask_card_numbers, mask_emails};
+pub use sink::AuditSink;
+pub use verify::{
+    AuditVerification, ChainBreak, ChainProblem, ChainStatus, ChainVerification, verify_audit_dir,
+    verify_audit_file,
+};
+
+use crate::definitions::{PostHookDef, StopHookDef};
+use crate::error::HookError;
+use crate::outcome::{CallRecord, SessionSummary};
+use crate::panic::catch;
+use crate::state::Env;
+use files::JsonlFiles;
+
+/// The file name of the per-call log inside the audit folder.
+pub const AUDIT_LOG_FILE: &str = "audit_log.jsonl";
+/// The file name of the per-session log inside the audit folder.
+pub const SESSION_SUMMARIES_FILE: &str = "session_summaries.jsonl";
+
+struct LogInner {
+    files: Option<JsonlFiles>,
+    sinks: Vec<Box<dyn AuditSink>>,
+    redaction: Redaction,
+}
+
+/// The built-in audit log (opt-in): give it to
+/// [`DispatcherBuilder::audit_log`](crate::DispatcherBuilder::audit_log). Its observer runs
+/// after every other observer and its summary after every other Stop hook. Cloning shares it.
+///
+/// For each `tool_use` it makes one [`AuditRecord`] (for each session one [`SummaryRecord`]),
+/// applies its [`Redaction`], and hands the redacted record to each sink in turn: the JSONL
+/// files of its folder first ([`open`](Self::open), [`AuditLogBuilder::dir`]), then the
+/// [`AuditSink`]s given to the builder. A sink that fails is reported on the observer channel
+/// (`tracing` target `toolgate::observer`, the session's `observer_errors`), never fails the
+/// call, and does not keep the other sinks from the record.
+///
+/// # The files
+///
+/// `dir/audit_log.jsonl` gets one line per `tool_use` block (the JSON of its [`AuditRecord`],
+/// then `prev`):
+///
+/// ```json
+/// {"ts":"2026-11-24T10:15:00Z","session_id":"sess_1","user_id":"u_001","tier":"premium",
+///  "tool_use_id":"toolu_01","tool":"issue_refund","input":{"order_id":"o_1","amount_cents":2599},
+///  "outcome":"blocked","is_error":true,"content":"BLOCKED: …","duration_us":41,
+///  "blocked_by":"app::policy::spend_limit",
+///  "prev":"…64 hex digits…"}
+/// ```
+///
+/// `ts` is RFC 3339 UTC from the context's clock; `tier` the context's (absent when it has
+/// none); `input` is the input as received, after normalization; `duration_us` is
+/// microseconds from the start of the call to its result. Present only when they apply:
+/// `blocked_by` (the hook's full path), `rewritten_by` (paths), `effective_input` (after
+/// rewrites), `detail` (operator-only: panic text, error chain), `content_bytes` (the full size
+/// in bytes when the content was cut). `prev` is always last. Members may be added in later
+/// versions, before `prev`: read lines by member name.
+///
+/// `dir/session_summaries.jsonl` gets one line per session: `ts`, the members of
+/// [`SessionSummary`], then `prev`.
+///
+/// # The hash chain
+///
+/// 1. Every line of each file is one JSON object followed by `\n`, whose last member is
+///    `"prev"`: 64 lowercase hex digits.
+/// 2. `prev` is the SHA-256 of the bytes of the line before it in the same file, **including**
+///    that line's `\n` (`sed -n 7p audit_log.jsonl | sha256sum` prints line 8's `prev`).
+/// 3. The first line of a file carries the hash of the last line of the file it follows: the
+///    newest rotated file of the same name in the folder (`audit_log.N.jsonl`, largest `N`), or
+///    [`CHAIN_START`] (64 zeros) when there is none. Each file name is its own chain.
+/// 4. A file opened again (another process, a new `AuditLog`) continues from its last line,
+///    read back and hashed. A last line cut short by a crash (no `\n`) is ended with one before
+///    the next line; it stays damaged, and the verifier reports it.
+/// 5. Rotation ([`rotate`](Self::rotate), or a rename by the host or logrotate in its default
+///    rename mode, to the next `NAME.N.jsonl`): a writer notices at its next line that the path
+///    names a new file, opens it, and rule 3 carries the last hash over.
+/// 6. Every line is written with one `write` on a file opened with `O_APPEND`, under the
+///    file's exclusive lock (`File::lock`: an advisory `flock` on Unix) held while the writer
+///    reads the end of the file and appends; threads of one process also queue on a mutex. So
+///    several threads and several processes writing to one folder keep one chain and never
+///    interleave. (A file system without locks is written without them.)
+///
+/// [`verify_audit_dir`] checks these rules (`support_agent --verify-audit DIR` prints what it
+/// finds): `ok` with the line count and the last hash, or the first line that was edited,
+/// deleted, inserted or reordered. Deleting lines from the end of the newest file leaves a
+/// shorter chain that verifies: only a last hash kept elsewhere (another system, a signed
+/// message) catches that.
+#[derive(Clone)]
+pub struct AuditLog {
+    inner: Arc<LogInner>,
+}
+
+impl AuditLog {
+    /// Opens (creating if missing) `dir`, `dir/audit_log.jsonl` and
+    /// `dir/session_summaries.jsonl`, for appending; no other sink, no redaction (see
+    /// [`builder`](Self::builder) for those).
+    ///
+    /// # Errors
+    /// An [`io::Error`] whose message names the path that failed:
+    /// - `dir` exists and is not a folder: kind [`io::ErrorKind::NotADirectory`], message
+    ///   ``cannot use `DIR` as the audit folder: it exists and is not a folder``;
+    /// - the folder cannot be created: the kind of the underlying error, message
+    ///   ``cannot create the audit folder `DIR`: …``;
+    /// - a file cannot be opened for appending: the kind of the underlying error, message
+    ///   ``cannot open `DIR/audit_log.jsonl` for appending: …``.
+    pub fn open(dir: impl AsRef<Path>) -> io::Result<AuditLog> {
+        AuditLog::builder().dir(dir).build()
+    }
+
+    /// Starts an audit log with sinks and redaction of your choice.
+    pub fn builder() -> AuditLogBuilder {
+        AuditLogBuilder::default()
+    }
+
+    /// The folder of the JSONL files, when there are files.
+    pub fn dir(&self) -> Option<&Path> {
+        self.inner.files.as_ref().map(JsonlFiles::dir)
+    }
+
+    /// `dir/audit_log.jsonl`, when there are files.
+    pub fn audit_log_path(&self) -> Option<PathBuf> {
+        self.dir().map(|d| d.join(AUDIT_LOG_FILE))
+    }
+
+    /// `dir/session_summaries.jsonl`, when there are files.
+    pub fn session_summaries_path(&self) -> Option<PathBuf> {
+        self.dir().map(|d| d.join(SESSION_SUMMARIES_FILE))
+    }
+
+    /// The redaction applied before any sink sees a record.
+    pub fn redaction(&self) -> &Redaction {
+        &self.inner.redaction
+    }
+
+    /// Rotates both files: each non-empty live file is renamed to the next `NAME.N.jsonl` (`N`
+    /// one more than the largest in the folder, from 1), under its lock; the next line starts a
+    /// new live file whose first `prev` is the rotated file's last hash. Returns the new paths
+    /// of the files rotated (none when both were empty or there are no files).
+    ///
+    /// # Errors
+    /// An [`io::Error`] when a rename fails or the target name is taken (kind
+    /// [`io::ErrorKind::AlreadyExists`]); a file rotated before the error stays rotated.
+    pub fn rotate(&self) -> io::Result<Vec<PathBuf>> {
+        let Some(files) = &self.inner.files else {
+            return Ok(Vec::new());
+        };
+        let mut rotated = Vec::new();
+        for file in [files.calls(), files.sessions()] {
+            rotated.extend(file.rotate()?);
+        }
+        Ok(rotated)
+    }
+
+    pub(crate) fn observer(&self) -> PostHookDef {
+        let log = self.clone();
+        PostHookDef::sync("toolgate::AuditLog", move |env, record| {
+            log.write_call(env, record)
+        })
+    }
+
+    pub(crate) fn stop_hook(&self) -> StopHookDef {
+        let log = self.clone();
+        StopHookDef::new("toolgate::AuditLog", move |env, summary| {
+            log.write_summary(env, summary)
+        })
+    }
+
+    fn write_call(&self, env: Env<'_>, r: &CallRecord<'_>) -> Result<(), HookError> {
+        let mut record = AuditRecord::new(env.context(), r);
+        self.inner.redaction.apply(&mut record);
+        self.inner.deliver(|sink| sink.record(&record))
+    }
+
+    fn write_summary(&self, env: Env<'_>, summary: &SessionSummary) -> Result<(), HookError> {
+        let record = SummaryRecord::new(env.context().now(), summary);
+        self.inner.deliver(|sink| sink.summary(&record))
+    }
+}
+
+impl LogInner {
+    /// Hands a record to every sink (each in its own panic guard); one error naming every sink
+    /// that failed.
+    fn deliver(
+        &self,
+        send: impl Fn(&dyn AuditSink) -> Result<(), HookError>,
+    ) -> Result<(), HookError> {
+        let mut failed = String::new();
+        let sinks = self
+            .files
+            .iter()
+            .map(|f| f as &dyn AuditSink)
+            .chain(self.sinks.iter().map(|s| &**s));
+        for sink in sinks {
+            let error = match catch(|| send(sink)) {
+                Ok(Ok(())) => continue,
+                Ok(Err(e)) => e.message().to_owned(),
+                Err(panic) => format!("panicked: {panic}"),
+            };
+            if !failed.is_empty() {
+                failed.push_str("; ");
+            }
+            failed.push_str(&format!("audit sink `{}` failed: {error}", sink.name()));
+        }
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(HookError::new(failed))
+        }
+    }
+}
+
+impl fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sinks: Vec<&str> = self.inner.sinks.iter().map(|s| s.name()).collect();
+        f.debug_struct("AuditLog")
+            .field("dir", &self.dir())
+            .field("sinks", &sinks)
+            .field("redaction", &self.inner.redaction)
+            .finish()
+    }
+}
+
+/// Builds an [`AuditLog`]: a folder for the JSONL files, other sinks, redaction.
+///
+/// ```
+/// use toolgate_core::{AuditLog, Redaction, mask_emails};
+///
+/// # let dir = std::env::temp_dir().join(format!("toolgate-doc-audit-{}", std::process::id()));
+/// let log = AuditLog::builder()
+///     .dir(&dir)
+///     .redaction(Redaction::new().field("issue_refund", "/card_number")?.text(mask_emails))
+///     .build()?;
+/// assert_eq!(log.audit_log_path(), Some(dir.join("audit_log.jsonl")));
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Default)]
+#[must_use = "call .build() to get the AuditLog"]
+pub struct AuditLogBuilder {
+    dir: Option<PathBuf>,
+    sinks: Vec<Box<dyn AuditSink>>,
+    redaction: Redaction,
+}
+
+impl AuditLogBuilder {
+    /// Writes the chained JSONL files to `dir` (created if missing), as the first sink.
+    pub fn dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Adds a sink, after the files and the sinks added before it.
+    pub fn sink(mut self, sink: impl AuditSink) -> Self {
+        self.sinks.push(Box::new(sink));
+        self
+    }
+
+    /// Sets the redaction applied to every record before any sink sees it (default: none).
+    pub fn redaction(mut self, redaction: Redaction) -> Self {
+        self.redaction = redaction;
+        self
+    }
+
+    /// Opens the folder's files and builds the log.
+    ///
+    /// # Errors
+    /// The errors of [`AuditLog::open`] for the folder; kind [`io::ErrorKind::InvalidInput`]
+    /// with ``an audit log needs a folder (.dir) or a sink (.sink)`` when it has neither.
+    pub fn build(self) -> io::Result<AuditLog> {
+        if self.dir.is_none() && self.sinks.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "an audit log needs a folder (.dir) or a sink (.sink)",
+            ));
+        }
+        let files = self.dir.as_deref().map(JsonlFiles::open).transpose()?;
+        Ok(AuditLog {
+            inner: Arc::new(LogInner {
+                files,
+                sinks: self.sinks,
+                redaction: self.redaction,
+            }),
+        })
+    }
+}

@@ -1,0 +1,352 @@
+//! The verifier of the hash chain ([`verify_audit_dir`], [`verify_audit_file`]): `ok` with the
+//! line count and the last hash, or the first line where the chain breaks.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::audit::chain::{Hash, hash, hex_string, parse_hex, rotated_files};
+use crate::audit::{AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE};
+
+/// What [`verify_audit_dir`] found: one [`ChainVerification`] per file name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AuditVerification {
+    /// `audit_log.jsonl` and its rotated files.
+    pub calls: ChainVerification,
+    /// `session_summaries.jsonl` and its rotated files.
+    pub sessions: ChainVerification,
+}
+
+impl AuditVerification {
+    /// Whether both chains verify.
+    pub fn is_ok(&self) -> bool {
+        self.calls.status.is_ok() && self.sessions.status.is_ok()
+    }
+}
+
+/// One chain: its files, oldest first, and what the verifier found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ChainVerification {
+    /// The files checked, in chain order: the rotated files by number, then the live file (when
+    /// it exists).
+    pub files: Vec<PathBuf>,
+    /// The verdict.
+    pub status: ChainStatus,
+}
+
+/// The verdict on one chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChainStatus {
+    /// Every line follows the one before it.
+    Ok {
+        /// Lines checked, every file of the chain together.
+        lines: u64,
+        /// The SHA-256 (hex) of the last line ([`CHAIN_START`](crate::CHAIN_START) when there is none): keep it
+        /// elsewhere, since lines deleted from the end leave a valid, shorter chain that only
+        /// this hash can show.
+        last_hash: String,
+    },
+    /// The chain breaks.
+    Broken(ChainBreak),
+}
+
+impl ChainStatus {
+    /// Whether the chain verifies.
+    pub fn is_ok(&self) -> bool {
+        matches!(self, ChainStatus::Ok { .. })
+    }
+}
+
+impl fmt::Display for ChainStatus {
+    /// `ok, 15 lines, last hash 3f…` or the break's sentence.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ChainStatus::Ok { lines, last_hash } => write!(
+                f,
+                "ok, {lines} line{}, last hash {last_hash}",
+                if *lines == 1 { "" } else { "s" }
+            ),
+            ChainStatus::Broken(b) => b.fmt(f),
+        }
+    }
+}
+
+/// Where a chain breaks: the first line at fault, counted from 1 in its file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ChainBreak {
+    /// The file.
+    pub file: PathBuf,
+    /// The first line at fault (1-based, in `file`).
+    pub line: u64,
+    /// What is wrong.
+    pub problem: ChainProblem,
+}
+
+/// What is wrong at a [`ChainBreak`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChainProblem {
+    /// The line is not a JSON object whose last member is `"prev"` with 64 lowercase hex
+    /// digits (edited by hand, or cut short by a crash).
+    Unreadable,
+    /// The file's last line has no `\n` (a write cut short).
+    Torn,
+    /// The file's first line does not carry the hash it should (the last line of the rotated
+    /// file before it, or [`CHAIN_START`](crate::CHAIN_START)): lines were deleted from its start, or the file
+    /// before it is missing, edited or out of place.
+    FirstLine {
+        /// What the first line should carry.
+        expected: String,
+        /// What it carries.
+        found: String,
+    },
+    /// The line's `prev` is not the hash of the line before it, nor of any line of the file:
+    /// the line before it was edited, or lines were deleted between them.
+    DoesNotFollow,
+    /// The lines from [`ChainBreak::line`] to `until` (inclusive) were inserted: the line
+    /// after them follows the line before them.
+    Inserted {
+        /// The last inserted line.
+        until: u64,
+    },
+    /// The line follows a line that comes after it in the file: lines were reordered.
+    Reordered {
+        /// The line it follows.
+        follows: u64,
+    },
+}
+
+impl fmt::Display for ChainBreak {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.line;
+        match &self.problem {
+            ChainProblem::Unreadable => write!(
+                f,
+                "line {n} is not a JSON object ending with a \"prev\" hash (edited, or cut short)"
+            ),
+            ChainProblem::Torn => write!(f, "line {n} has no newline (a write was cut short)"),
+            ChainProblem::FirstLine { expected, found } => write!(
+                f,
+                "line {n} does not start the file's chain: its prev is {found}, expected \
+                 {expected} (lines were deleted from the start, or the file before it is \
+                 missing or changed)"
+            ),
+            ChainProblem::DoesNotFollow => write!(
+                f,
+                "line {n} does not follow line {}: line {} was edited, or lines were deleted \
+                 between them",
+                n - 1,
+                n - 1
+            ),
+            ChainProblem::Inserted { until } if *until == n => write!(
+                f,
+                "line {n} was inserted: line {} follows line {}",
+                until + 1,
+                n - 1
+            ),
+            ChainProblem::Inserted { until } => write!(
+                f,
+                "lines {n} to {until} were inserted: line {} follows line {}",
+                until + 1,
+                n - 1
+            ),
+            ChainProblem::Reordered { follows } => write!(
+                f,
+                "line {n} follows line {follows}, which comes after it: lines were reordered"
+            ),
+        }?;
+        write!(f, " in {}", self.file.display())
+    }
+}
+
+/// Verifies the audit folder `dir`: `audit_log.jsonl` and `session_summaries.jsonl`, each with
+/// its rotated files (`audit_log.1.jsonl`, `audit_log.2.jsonl`, …, oldest first), as one chain
+/// per name that starts from [`CHAIN_START`](crate::CHAIN_START). A name with no file at all is an empty chain
+/// (`ok`, 0 lines).
+///
+/// The rule checked is written in the [audit module](crate::AuditLog#the-hash-chain). Each
+/// file is read once, line by line (a second time where a chain breaks, to say how).
+///
+/// # Errors
+/// An [`io::Error`] when `dir` or a file of it cannot be read (the message names the path); a
+/// `dir` that is not a folder is [`io::ErrorKind::NotADirectory`].
+pub fn verify_audit_dir(dir: impl AsRef<Path>) -> io::Result<AuditVerification> {
+    let dir = dir.as_ref();
+    if !dir.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotADirectory,
+            format!("`{}` is not a folder", dir.display()),
+        ));
+    }
+    Ok(AuditVerification {
+        calls: verify_name(dir, AUDIT_LOG_FILE)?,
+        sessions: verify_name(dir, SESSION_SUMMARIES_FILE)?,
+    })
+}
+
+fn verify_name(dir: &Path, name: &str) -> io::Result<ChainVerification> {
+    let mut files: Vec<PathBuf> = rotated_files(dir, name)
+        .map_err(|e| named(e, dir))?
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect();
+    let live = dir.join(name);
+    if live.exists() {
+        files.push(live);
+    }
+    let mut start = [0u8; 32];
+    let mut lines = 0;
+    for file in &files {
+        match verify_file_from(file, start)? {
+            ChainStatus::Ok {
+                lines: n,
+                last_hash,
+            } => {
+                lines += n;
+                start = parse_hex(&last_hash).unwrap_or_default();
+            }
+            broken => {
+                return Ok(ChainVerification {
+                    files,
+                    status: broken,
+                });
+            }
+        }
+    }
+    Ok(ChainVerification {
+        files,
+        status: ChainStatus::Ok {
+            lines,
+            last_hash: hex_string(&start),
+        },
+    })
+}
+
+/// Verifies one file whose first line must carry `start` (64 hex digits: [`CHAIN_START`](crate::CHAIN_START), or
+/// the last hash of the file before it, for a host that keeps rotated files elsewhere).
+///
+/// # Errors
+/// An [`io::Error`] naming the path when the file cannot be read; kind
+/// [`io::ErrorKind::InvalidInput`] when `start` is not 64 lowercase hex digits.
+pub fn verify_audit_file(path: impl AsRef<Path>, start: &str) -> io::Result<ChainStatus> {
+    let start = parse_hex(start).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("`{start}` is not a SHA-256 hash (64 lowercase hex digits)"),
+        )
+    })?;
+    verify_file_from(path.as_ref(), start)
+}
+
+/// The member the verifier reads; serde skips the others.
+#[derive(Deserialize)]
+struct Prev<'a> {
+    #[serde(borrow)]
+    prev: &'a str,
+}
+
+/// The `prev` of `line` (its `\n` removed), when the line is a JSON object whose last member
+/// is `"prev"` with 64 lowercase hex digits.
+fn prev_of(line: &[u8]) -> Option<Hash> {
+    let suffix_len = "\"prev\":\"\"}".len() + 64;
+    let tail = line.get(line.len().checked_sub(suffix_len)?..)?;
+    if !tail.starts_with(b"\"prev\":\"") || !tail.ends_with(b"\"}") || line.first() != Some(&b'{') {
+        return None;
+    }
+    let before = line.get(line.len() - suffix_len - 1)?;
+    if *before != b',' && *before != b'{' {
+        return None;
+    }
+    let parsed: Prev<'_> = serde_json::from_slice(line).ok()?;
+    parse_hex(parsed.prev)
+}
+
+fn verify_file_from(path: &Path, start: Hash) -> io::Result<ChainStatus> {
+    let mut reader = BufReader::new(File::open(path).map_err(|e| named(e, path))?);
+    let mut line = Vec::new();
+    let mut expected = start;
+    let mut n = 0u64;
+    let broken = |line, problem| {
+        Ok(ChainStatus::Broken(ChainBreak {
+            file: path.to_path_buf(),
+            line,
+            problem,
+        }))
+    };
+    loop {
+        line.clear();
+        if reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| named(e, path))?
+            == 0
+        {
+            break;
+        }
+        n += 1;
+        let Some(body) = line.strip_suffix(b"\n") else {
+            return broken(n, ChainProblem::Torn);
+        };
+        let Some(prev) = prev_of(body) else {
+            return broken(n, ChainProblem::Unreadable);
+        };
+        if prev != expected {
+            let problem = if n == 1 {
+                ChainProblem::FirstLine {
+                    expected: hex_string(&expected),
+                    found: hex_string(&prev),
+                }
+            } else {
+                return classify(path, n, prev);
+            };
+            return broken(n, problem);
+        }
+        expected = hash(&line);
+    }
+    Ok(ChainStatus::Ok {
+        lines: n,
+        last_hash: hex_string(&expected),
+    })
+}
+
+/// Line `at` (> 1) carries `prev`, which is not the hash of line `at - 1`: reads the file again
+/// to say whether `prev` is the hash of another of its lines.
+fn classify(path: &Path, at: u64, prev: Hash) -> io::Result<ChainStatus> {
+    let mut reader = BufReader::new(File::open(path).map_err(|e| named(e, path))?);
+    let mut line = Vec::new();
+    let mut lines: HashMap<Hash, u64> = HashMap::new();
+    let mut n = 0u64;
+    loop {
+        line.clear();
+        if reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| named(e, path))?
+            == 0
+        {
+            break;
+        }
+        n += 1;
+        lines.entry(hash(&line)).or_insert(n);
+    }
+    let (line, problem) = match lines.get(&prev) {
+        Some(&j) if j < at - 1 => (j + 1, ChainProblem::Inserted { until: at - 1 }),
+        Some(&j) if j > at => (at, ChainProblem::Reordered { follows: j }),
+        _ => (at, ChainProblem::DoesNotFollow),
+    };
+    Ok(ChainStatus::Broken(ChainBreak {
+        file: path.to_path_buf(),
+        line,
+        problem,
+    }))
+}
+
+fn named(e: io::Error, path: &Path) -> io::Error {
+    io::Error::new(e.kind(), format!("cannot read `{}`: {e}", path.display()))
+}

@@ -1,0 +1,533 @@
+//! The rewrite rule of the PreToolUse chain (issue 12 §1, DESIGN.md "Rewrites are
+//! re-authorized"), on random chains of up to five hooks, sync and async, that allow, deny and
+//! rewrite the fields other hooks look at (`owner`, `amount`, `note`), sometimes into an invalid
+//! input.
+//!
+//! Checked for every case, against an independent model of the rule (a rewrite to a new input
+//! starts the chain again from its first hook; a rewrite equal to the input the hook saw is an
+//! `Allow`; a rewrite back to an input the call already had, or a ninth rewrite, halts as
+//! `hook_failed`):
+//! - every hook of the chain that allowed the call last saw exactly the effective input, and the
+//!   tool ran once, with it, only when every hook allowed;
+//! - a denying hook saw the input the model says, and the tool did not run;
+//! - the hooks were called, in order, with the inputs the model says;
+//! - the outcome, the result, `blocked_by`, `rewritten_by`, `effective_input` and `detail` (or
+//!   the `Halt`) are the model's.
+//!
+//! `cases(2000)` cases in CI (`PROPTEST_CASES` overrides).
+
+use std::sync::{Arc, Mutex};
+
+use proptest::prelude::*;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use toolgate::{
+    BoxFuture, CallError, CallRecord, Decision, Dispatcher, Env, HookContext, HookError, Outcome,
+    PostHookDef, PreHookDef, ToolDef, ToolError, ToolUse,
+};
+
+use crate::support::{HALT_TEXT, NeverTimer, yield_once};
+
+/// The owners, amounts and notes inputs are made of.
+const OWNERS: [&str; 3] = ["u_1", "u_2", "u_3"];
+const AMOUNTS: u64 = 12;
+const NOTES: [Option<&str>; 3] = [None, Some("a"), Some("b")];
+
+/// When a rule applies, judged on the input the hook sees.
+#[derive(Debug, Clone, Copy)]
+enum Cond {
+    Always,
+    Owner(usize),
+    Amount(u64),
+    AmountAtLeast(u64),
+    Note(usize),
+}
+
+/// What a rule decides.
+#[derive(Debug, Clone, Copy)]
+enum Act {
+    Allow,
+    Deny,
+    SetOwner(usize),
+    SetAmount(u64),
+    /// `amount + by`, modulo [`AMOUNTS`]: walks through several inputs, or around in a loop.
+    AddAmount(u64),
+    SetNote(usize),
+    /// `amount: "many"`: not an integer, so the rewrite is invalid.
+    Invalid,
+}
+
+#[derive(Debug, Clone)]
+struct HookSpec {
+    order: i64,
+    is_async: bool,
+    /// The first rule whose condition holds decides; none: `Allow`.
+    rules: Vec<(Cond, Act)>,
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    hooks: Vec<HookSpec>,
+    owner: usize,
+    amount: u64,
+    note: usize,
+}
+
+fn cond() -> impl Strategy<Value = Cond> {
+    prop_oneof![
+        2 => Just(Cond::Always),
+        2 => (0..OWNERS.len()).prop_map(Cond::Owner),
+        2 => (0..AMOUNTS).prop_map(Cond::Amount),
+        1 => (0..AMOUNTS).prop_map(Cond::AmountAtLeast),
+        1 => (0..NOTES.len()).prop_map(Cond::Note),
+    ]
+}
+
+fn act() -> impl Strategy<Value = Act> {
+    prop_oneof![
+        3 => Just(Act::Allow),
+        2 => Just(Act::Deny),
+        2 => (0..OWNERS.len()).prop_map(Act::SetOwner),
+        2 => (0..AMOUNTS).prop_map(Act::SetAmount),
+        2 => (1..AMOUNTS).prop_map(Act::AddAmount),
+        1 => (0..NOTES.len()).prop_map(Act::SetNote),
+        1 => Just(Act::Invalid),
+    ]
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (
+        prop::collection::vec(
+            (
+                0i64..3,
+                any::<bool>(),
+                prop::collection::vec((cond(), act()), 1..4),
+            )
+                .prop_map(|(order, is_async, rules)| HookSpec {
+                    order,
+                    is_async,
+                    rules,
+                }),
+            1..=5,
+        ),
+        0..OWNERS.len(),
+        0..AMOUNTS,
+        0..NOTES.len(),
+    )
+        .prop_map(|(hooks, owner, amount, note)| Case {
+            hooks,
+            owner,
+            amount,
+            note,
+        })
+}
+
+/// The input of a call: `{"owner": …, "amount": …}` and `"note"` when there is one.
+fn input(owner: usize, amount: u64, note: usize) -> Value {
+    let mut v = json!({"owner": OWNERS[owner], "amount": amount});
+    if let Some(n) = NOTES[note] {
+        v["note"] = json!(n);
+    }
+    v
+}
+
+/// What a hook decides on `v`: the model and the hooks under test both use this (it is the
+/// hook's own logic, not the chain's rule).
+fn decide(spec: &HookSpec, k: usize, v: &Value) -> Decision {
+    let owner = OWNERS
+        .iter()
+        .position(|o| v["owner"] == *o)
+        .expect("a valid input's owner");
+    let amount = v["amount"].as_u64().expect("a valid input's amount");
+    let note = NOTES
+        .iter()
+        .position(|n| v.get("note").and_then(Value::as_str) == *n)
+        .expect("a valid input's note");
+    let holds = |c: &Cond| match *c {
+        Cond::Always => true,
+        Cond::Owner(o) => owner == o,
+        Cond::Amount(a) => amount == a,
+        Cond::AmountAtLeast(a) => amount >= a,
+        Cond::Note(n) => note == n,
+    };
+    let Some((_, act)) = spec.rules.iter().find(|(c, _)| holds(c)) else {
+        return Decision::Allow;
+    };
+    match *act {
+        Act::Allow => Decision::Allow,
+        Act::Deny => Decision::deny(format!("hook {k} says no.")),
+        Act::SetOwner(o) => Decision::Rewrite(input(o, amount, note)),
+        Act::SetAmount(a) => Decision::Rewrite(input(owner, a, note)),
+        Act::AddAmount(by) => Decision::Rewrite(input(owner, (amount + by) % AMOUNTS, note)),
+        Act::SetNote(n) => Decision::Rewrite(input(owner, amount, n)),
+        Act::Invalid => Decision::Rewrite(json!({"owner": OWNERS[owner], "amount": "many"})),
+    }
+}
+
+fn path(k: usize) -> String {
+    format!("chain::hook_{k}")
+}
+
+// ---- the system under test ----
+
+/// Arguments of `refund`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+struct Refund {
+    /// Whose order.
+    owner: String,
+    /// How much.
+    amount: u64,
+    /// A note.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+}
+
+/// What the observer saw: outcome, `blocked_by`, `rewritten_by`, `effective_input`, `detail`.
+type Seen = (
+    Outcome,
+    Option<String>,
+    Vec<String>,
+    Option<Value>,
+    Option<String>,
+);
+
+/// The case and what the hooks and the tool saw, shared through `State<World>`.
+struct World {
+    case: Case,
+    /// `(hook, input it saw)`, in call order.
+    hook_calls: Mutex<Vec<(usize, Value)>>,
+    /// The inputs the tool ran with.
+    tool_calls: Mutex<Vec<Value>>,
+    /// What the observer saw.
+    record: Mutex<Option<Seen>>,
+}
+
+fn world(env: &Env<'_>) -> Arc<World> {
+    env.state::<World>().expect("World is given").into_arc()
+}
+
+fn hook_sync<const K: usize>(env: Env<'_>, call: &ToolUse) -> Result<Decision, HookError> {
+    let w = world(&env);
+    w.hook_calls.lock().unwrap().push((K, call.input.clone()));
+    Ok(decide(&w.case.hooks[K], K, &call.input))
+}
+
+fn hook_async<'a, const K: usize>(
+    env: Env<'a>,
+    call: &'a ToolUse,
+) -> BoxFuture<'a, Result<Decision, HookError>> {
+    Box::pin(async move {
+        yield_once().await;
+        hook_sync::<K>(env, call)
+    })
+}
+
+fn refund(env: Env<'_>, args: Refund) -> Result<String, ToolError> {
+    let v = serde_json::to_value(&args).unwrap();
+    world(&env).tool_calls.lock().unwrap().push(v.clone());
+    Ok(v.to_string())
+}
+
+fn observe(env: Env<'_>, r: &CallRecord<'_>) -> Result<(), HookError> {
+    *world(&env).record.lock().unwrap() = Some((
+        r.outcome,
+        r.blocked_by.map(str::to_owned),
+        r.rewritten_by.iter().map(|s| (*s).to_owned()).collect(),
+        r.effective_input.cloned(),
+        r.detail.map(str::to_owned),
+    ));
+    Ok(())
+}
+
+fn build(case: &Case, w: &Arc<World>) -> Dispatcher {
+    static TOOL: std::sync::LazyLock<ToolDef> =
+        std::sync::LazyLock::new(|| ToolDef::sync("refund", "Refunds an order.", refund));
+    type SyncHook = fn(Env<'_>, &ToolUse) -> Result<Decision, HookError>;
+    type AsyncHook = for<'a> fn(Env<'a>, &'a ToolUse) -> BoxFuture<'a, Result<Decision, HookError>>;
+    let sync: [SyncHook; 5] = [
+        hook_sync::<0>,
+        hook_sync::<1>,
+        hook_sync::<2>,
+        hook_sync::<3>,
+        hook_sync::<4>,
+    ];
+    let asyn: [AsyncHook; 5] = [
+        hook_async::<0>,
+        hook_async::<1>,
+        hook_async::<2>,
+        hook_async::<3>,
+        hook_async::<4>,
+    ];
+    let mut b = Dispatcher::builder()
+        .tool(TOOL.clone())
+        .state_arc(Arc::clone(w))
+        .post_hook(PostHookDef::sync("chain::observe", observe))
+        // Async hooks keep their default deadline; this timer never fires, so no case depends
+        // on how fast the machine is.
+        .timer(NeverTimer);
+    for (k, h) in case.hooks.iter().enumerate() {
+        b = b.pre_hook(if h.is_async {
+            PreHookDef::new_async(path(k), h.order, asyn[k])
+        } else {
+            PreHookDef::sync(path(k), h.order, sync[k])
+        });
+    }
+    b.build().expect("the generated chain builds")
+}
+
+// ---- the model ----
+
+/// How the model says the call ends.
+#[derive(Debug, PartialEq)]
+enum End {
+    /// Every hook allowed; the tool runs with the effective input.
+    Ran,
+    Blocked(usize),
+    InvalidRewrite(usize),
+    Looped(usize),
+    Unsettled(usize),
+}
+
+#[derive(Debug)]
+struct Expected {
+    end: End,
+    /// `(hook, input it saw)`, in call order.
+    calls: Vec<(usize, Value)>,
+    /// The hooks that rewrote, in order.
+    rewritten_by: Vec<usize>,
+    /// The input after the last valid rewrite.
+    effective: Value,
+}
+
+/// The rule, written from DESIGN.md without the pipeline's code.
+fn model(case: &Case) -> Expected {
+    let mut chain: Vec<usize> = (0..case.hooks.len()).collect();
+    chain.sort_by_key(|&k| (case.hooks[k].order, path(k)));
+    let start = input(case.owner, case.amount, case.note);
+    let mut inputs_so_far = vec![start.clone()];
+    let mut e = Expected {
+        end: End::Ran,
+        calls: Vec::new(),
+        rewritten_by: Vec::new(),
+        effective: start,
+    };
+    let mut pass = 0;
+    while pass < 100 {
+        pass += 1;
+        let mut restarted = false;
+        for &k in &chain {
+            e.calls.push((k, e.effective.clone()));
+            match decide(&case.hooks[k], k, &e.effective) {
+                Decision::Allow => {}
+                Decision::Deny { .. } => {
+                    e.end = End::Blocked(k);
+                    return e;
+                }
+                Decision::Rewrite(v) if v == e.effective => {}
+                Decision::Rewrite(v) => {
+                    e.rewritten_by.push(k);
+                    if inputs_so_far.contains(&v) {
+                        e.end = End::Looped(k);
+                    } else if e.rewritten_by.len() > 8 {
+                        e.end = End::Unsettled(k);
+                    } else if !v["amount"].is_u64() {
+                        e.end = End::InvalidRewrite(k);
+                    } else {
+                        inputs_so_far.push(v.clone());
+                        e.effective = v;
+                        restarted = true;
+                        break;
+                    }
+                    return e;
+                }
+                #[allow(unreachable_patterns)] // for `Decision` variants to come (issue 12)
+                other => panic!("no hook decides {other:?}"),
+            }
+        }
+        if !restarted {
+            return e;
+        }
+    }
+    panic!("the model did not settle in 100 passes")
+}
+
+// ---- the property ----
+
+fn run_case(case: &Case) -> Result<(), TestCaseError> {
+    let w = Arc::new(World {
+        case: case.clone(),
+        hook_calls: Mutex::new(Vec::new()),
+        tool_calls: Mutex::new(Vec::new()),
+        record: Mutex::new(None),
+    });
+    let d = build(case, &w);
+    let s = d.session(HookContext::builder("u_1", "sess_chain").build());
+    let start = input(case.owner, case.amount, case.note);
+    let got = toolgate::block_on(s.call(&ToolUse::new("toolu_1", "refund", start.clone())));
+    let want = model(case);
+    let hook_calls = w.hook_calls.lock().unwrap().clone();
+    let tool_calls = w.tool_calls.lock().unwrap().clone();
+    let (outcome, blocked_by, rewritten_by, effective_input, detail) = w
+        .record
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("the observer saw the call");
+
+    // The hooks were asked what the model says, in order.
+    prop_assert_eq!(&hook_calls, &want.calls);
+    let paths: Vec<String> = want.rewritten_by.iter().map(|&k| path(k)).collect();
+    prop_assert_eq!(&rewritten_by, &paths);
+    let listed = paths
+        .iter()
+        .map(|p| format!("`{p}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let want_effective = (want.effective != start).then(|| want.effective.clone());
+    if !matches!(want.end, End::Ran) {
+        prop_assert!(tool_calls.is_empty(), "the tool ran for {:?}", want.end);
+    }
+    match want.end {
+        End::Ran => {
+            let r = got.expect("no halt");
+            prop_assert_eq!(outcome, Outcome::Ok);
+            prop_assert_eq!(
+                (r.is_error, r.content_text()),
+                (false, want.effective.to_string().into())
+            );
+            prop_assert_eq!(&tool_calls, &vec![want.effective.clone()]);
+            // Every hook of the chain allowed, and the last input each saw is the one the tool
+            // ran with (read from what the hooks saw, not from the model).
+            for k in 0..case.hooks.len() {
+                let last = hook_calls
+                    .iter()
+                    .rev()
+                    .find(|(h, _)| *h == k)
+                    .map(|(_, v)| v);
+                prop_assert_eq!(
+                    last,
+                    Some(&tool_calls[0]),
+                    "hook {} last saw another input",
+                    k
+                );
+            }
+            prop_assert_eq!((blocked_by, detail), (None, None));
+            prop_assert_eq!(effective_input, want_effective);
+        }
+        End::Blocked(k) => {
+            let r = got.expect("no halt");
+            prop_assert_eq!(outcome, Outcome::Blocked);
+            prop_assert_eq!(
+                (r.is_error, r.content_text()),
+                (true, format!("BLOCKED: hook {k} says no.").into())
+            );
+            prop_assert_eq!(hook_calls.last().map(|(_, v)| v), Some(&want.effective));
+            prop_assert_eq!((blocked_by, detail), (Some(path(k)), None));
+            prop_assert_eq!(effective_input, want_effective);
+        }
+        End::InvalidRewrite(k) => {
+            let r = got.expect("no halt");
+            prop_assert_eq!(outcome, Outcome::InvalidInput);
+            prop_assert!(r.is_error);
+            prop_assert!(
+                r.content_text().starts_with(
+                    "Error: invalid input for tool `refund`: a policy rewrite of this call \
+                     produced an input that is invalid at `amount`"
+                ),
+                "{}",
+                r.content_text()
+            );
+            prop_assert_eq!(blocked_by, None);
+            let want_detail = format!(
+                "PreToolUse hook `{}` rewrote the input into an invalid one at `amount`: ",
+                path(k)
+            );
+            prop_assert!(
+                detail
+                    .as_deref()
+                    .unwrap_or_default()
+                    .starts_with(&want_detail)
+            );
+            prop_assert_eq!(effective_input, want_effective);
+        }
+        End::Looped(k) | End::Unsettled(k) => {
+            let halt = match got.expect_err("a halt") {
+                CallError::Halt(halt) => halt,
+                other => panic!("a halt, not {other:?}"),
+            };
+            let want_detail = if matches!(want.end, End::Looped(_)) {
+                format!(
+                    "the PreToolUse chain looped: `{}` rewrote the input back to an earlier one \
+                     (rewrites in order: {listed})",
+                    path(k)
+                )
+            } else {
+                format!(
+                    "the PreToolUse chain did not settle: more than 8 rewrites for one call \
+                     (rewrites in order: {listed})"
+                )
+            };
+            prop_assert_eq!(
+                (halt.outcome, &halt.hook, &halt.detail),
+                (Outcome::HookFailed, &path(k), &want_detail)
+            );
+            prop_assert_eq!(
+                halt.result().map(|r| r.content_text()),
+                Some(HALT_TEXT.into())
+            );
+            prop_assert_eq!(outcome, Outcome::HookFailed);
+            prop_assert_eq!((blocked_by, detail), (Some(path(k)), Some(want_detail)));
+            prop_assert_eq!(effective_input, want_effective);
+        }
+    }
+    Ok(())
+}
+
+/// How many cases of each ending the run made (printed with `--nocapture`), so a change to
+/// the generator that stops making loops or runaway chains shows.
+#[derive(Default)]
+struct Tally(Mutex<std::collections::BTreeMap<&'static str, u64>>);
+
+#[test]
+fn every_hook_that_allowed_last_saw_the_input_the_tool_ran_with() {
+    let tally = Tally::default();
+    let config = ProptestConfig {
+        cases: crate::cases(2000),
+        max_shrink_iters: 2000,
+        rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift,
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::Direct(
+                "tests/properties.proptest-regressions",
+            ),
+        )),
+        ..ProptestConfig::default()
+    };
+    proptest::test_runner::TestRunner::new(config)
+        .run(&case(), |c| {
+            let end = match model(&c).end {
+                End::Ran => "ran",
+                End::Blocked(_) => "blocked",
+                End::InvalidRewrite(_) => "invalid rewrite",
+                End::Looped(_) => "looped",
+                End::Unsettled(_) => "did not settle",
+            };
+            *tally.0.lock().unwrap().entry(end).or_default() += 1;
+            run_case(&c)
+        })
+        .unwrap();
+    let tally = tally.0.into_inner().unwrap();
+    println!("rewrite chains by ending: {tally:?}");
+    for end in [
+        "ran",
+        "blocked",
+        "invalid rewrite",
+        "looped",
+        "did not settle",
+    ] {
+        assert!(
+            tally.get(end).copied().unwrap_or(0) > 0,
+            "no case {end}: {tally:?}"
+        );
+    }
+}
