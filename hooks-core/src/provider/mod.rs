@@ -315,7 +315,7 @@ impl FromStr for Provider {
     }
 }
 
-/// A provider's call item that cannot become a [`ToolUse`](crate::ToolUse): it lacks what the answer needs (an
+/// A provider's call item that cannot become a [`ToolUse`]: it lacks what the answer needs (an
 /// id, a name) or is not a function call. Raised on the host's side, before the pipeline: the
 /// model's arguments are never the cause (bad arguments are `invalid_input` results).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
