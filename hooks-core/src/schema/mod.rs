@@ -38,7 +38,7 @@
 //! So every input the argument type's `Deserialize` reads from a serialized value passes the
 //! unknown-field check, and satisfies the canonical schema (the differential test in
 //! `tests/schemas/differential.rs` checks both, with a real JSON Schema validator). The same
-//! closing ([`closed_form`] of the raw schema) gives the *validation schema* the input walk
+//! closing (`closed_form` of the raw schema) gives the *validation schema* the input walk
 //! (`explain.rs`) explains a refused input against.
 //!
 //! Property order is declaration order: schemars' `preserve_order` feature is on, which also
