@@ -214,6 +214,17 @@
 //!   dispatcher's (60 s by default): past it, `tool_timeout`.
 //! - `#[tool(errors = "shown")]`: the tool's error type's `Display` is written for the model,
 //!   which reads it (its `source()` chain still goes to `detail`). `"shown"` is the only value.
+//! - `#[tool(effect = "read")]` / `#[tool(effect = "write")]`: what the tool does to the world
+//!   ([`Effect`]; MCP's `readOnlyHint`), with MCP's optional hints on it: `destructive`,
+//!   `idempotent` (write only) and `open_world`, each a flag or `= true | false`
+//!   (`destructiveHint`, `idempotentHint`, `openWorldHint`; one left out is left out of the
+//!   annotations, so a client reads MCP's cautious default). **A `write` tool must be guarded**:
+//!   [`DispatcherBuilder::build`] fails with [`BuildProblem::UnguardedWrite`] naming it when no
+//!   PreToolUse hook of the dispatcher matches it, unless it says why it needs none with
+//!   `unguarded = "…reason…"`, which is appended to the function's rustdoc (with the effect) and
+//!   answered by [`Dispatcher::unguarded_reason`]. [`DispatcherBuilder::undeclared_effects_are_writes`]
+//!   counts every tool without an `effect` as `write`. The effect is exposed by
+//!   [`Dispatcher::tool_effect`].
 //! - `#[tool(crate = path)]` for crates that re-export toolgate under another path.
 //!
 //! The function stays callable as written; the registered tool calls it directly by path, so
@@ -556,8 +567,8 @@ pub mod __private {
     pub use serde_json;
     pub use toolgate_core::macro_support::*;
     pub use toolgate_core::{
-        CallRecord, Decision, HookError, PostHookDef, PreHookDef, SessionSummary, StopHookDef,
-        ToolDef, ToolError, ToolUse,
+        CallRecord, Decision, Effect, HookError, PostHookDef, PreHookDef, SessionSummary,
+        StopHookDef, ToolDef, ToolError, ToolUse,
     };
 }
 

@@ -13,6 +13,7 @@ use crate::audit::AuditLog;
 use crate::caller::ToolCaller;
 use crate::definitions::{Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef};
 use crate::dispatcher::Dispatcher;
+use crate::effect::Effect;
 use crate::examples;
 use crate::inner::{Backend, Inner, ToolEntry};
 use crate::limits::Limits;
@@ -70,6 +71,7 @@ pub struct DispatcherBuilder {
     timer: Option<Arc<dyn Timer>>,
     hook_timeout: DefaultDeadline,
     tool_timeout: DefaultDeadline,
+    undeclared_writes: bool,
 }
 
 /// A dispatcher-wide deadline as the builder was told: untouched (the documented default), set,
@@ -268,6 +270,17 @@ impl DispatcherBuilder {
         self
     }
 
+    /// Counts every tool whose effect is not declared (no `#[tool(effect = …)]`, no
+    /// [`ToolDef::effect`], no `readOnlyHint` in a wrapped caller's `annotations`) as a `write`
+    /// tool: it then needs a PreToolUse hook, or a reason why not, like any declared write tool
+    /// ([`BuildProblem::UnguardedWrite`]), and
+    /// [`Dispatcher::tool_effect`](crate::Dispatcher::tool_effect) answers
+    /// [`Effect::write()`] for it. Without this setting an undeclared tool is not checked.
+    pub fn undeclared_effects_are_writes(mut self) -> Self {
+        self.undeclared_writes = true;
+        self
+    }
+
     /// Checks everything and builds the dispatcher.
     ///
     /// # Errors
@@ -281,7 +294,9 @@ impl DispatcherBuilder {
     /// strict, or such tools over a strict target's request limits together; a hook matcher or
     /// the audit log's redaction naming a tool registered nowhere; a hook matcher naming none; a
     /// hook given explicitly whose tools are all absent from this dispatcher; an item asking for
-    /// a `State<T>` the builder was not given; a source or filter naming nothing.
+    /// a `State<T>` the builder was not given; a source or filter naming nothing; a `write` tool
+    /// that no PreToolUse hook of this dispatcher guards and that gives no reason why it needs
+    /// none, or gives a blank one.
     pub fn build(self) -> Result<Dispatcher, BuildError> {
         let DispatcherBuilder {
             sources,
@@ -298,6 +313,7 @@ impl DispatcherBuilder {
             timer,
             hook_timeout,
             tool_timeout,
+            undeclared_writes,
         } = self;
         let mut problems = Problems::new(&states);
 
@@ -334,9 +350,10 @@ impl DispatcherBuilder {
             &mut problems,
         );
         check_hooks(&pre, &post, &stop, &mut problems);
+        check_guarded_writes(&mut candidates, &pre, undeclared_writes, &mut problems);
         problems.check()?;
 
-        // 11. Assemble.
+        // 12. Assemble.
         let tables = assemble(candidates, pre, post, stop, audit.as_ref());
         let inner = Inner {
             states,
@@ -528,6 +545,10 @@ struct Candidate {
     /// `strict = true` / `false`, or neither.
     strict: Option<bool>,
     input_examples: Vec<Value>,
+    /// As declared; after step 11, as in force (an undeclared one may count as `write`).
+    effect: Option<Effect>,
+    /// Why a write tool needs no guard.
+    unguarded: Option<Cow<'static, str>>,
 }
 
 /// Step 2: the candidate tools, the definitions' then the callers' (whose names become known;
@@ -555,6 +576,8 @@ fn candidates(
             timeout: t.timeout,
             strict: t.strict,
             input_examples: t.input_examples,
+            effect: t.effect,
+            unguarded: t.unguarded,
         })
         .collect();
     for (ci, caller) in callers.iter().enumerate() {
@@ -587,6 +610,13 @@ fn candidates(
                 }
             };
             known_tools.insert(name.clone());
+            let effect = def
+                .get("annotations")
+                .and_then(Effect::from_mcp_annotations);
+            let unguarded = def
+                .get("unguarded")
+                .and_then(Value::as_str)
+                .map(|r| Cow::Owned(r.to_owned()));
             candidates.push(Candidate {
                 path: Cow::Owned(path),
                 name: Cow::Owned(name),
@@ -604,6 +634,8 @@ fn candidates(
                 timeout: None,
                 strict: None,
                 input_examples,
+                effect,
+                unguarded,
             });
         }
     }
@@ -894,7 +926,42 @@ fn check_hooks(
     }
 }
 
-/// Step 11, once every check passed: hooks in run order (the audit log last), tools sorted by
+/// Step 11: every `write` tool is guarded by a PreToolUse hook this dispatcher kept (one
+/// matching every tool counts), or says why it needs none, in words. With
+/// `undeclared_effects_are_writes`, a tool whose effect is undeclared becomes `write` here.
+fn check_guarded_writes(
+    candidates: &mut [Candidate],
+    pre: &[PreHookDef],
+    undeclared_writes: bool,
+    problems: &mut Problems<'_>,
+) {
+    for c in candidates {
+        let declared = c.effect.is_some();
+        if !declared && undeclared_writes {
+            c.effect = Some(Effect::write());
+        }
+        if !c.effect.is_some_and(|e| e.is_write()) {
+            continue;
+        }
+        match c.unguarded.as_deref() {
+            Some(reason) if reason.trim().is_empty() => {
+                problems.push(BuildProblem::UnguardedWithoutReason {
+                    tool: c.name.to_string(),
+                    path: c.path.to_string(),
+                });
+            }
+            Some(_) => {}
+            None if pre.iter().any(|h| h.matcher.matches(&c.name)) => {}
+            None => problems.push(BuildProblem::UnguardedWrite {
+                tool: c.name.to_string(),
+                path: c.path.to_string(),
+                declared,
+            }),
+        }
+    }
+}
+
+/// Step 12, once every check passed: hooks in run order (the audit log last), tools sorted by
 /// name with their chains and observers resolved, the definitions rendered; default settings,
 /// which `build()` replaces with the builder's.
 fn assemble(
@@ -938,6 +1005,8 @@ fn assemble(
             timeout: c.timeout,
             strict: c.strict,
             input_examples: c.input_examples,
+            effect: c.effect,
+            unguarded: c.unguarded,
         });
     }
     let available = tools
@@ -1133,6 +1202,36 @@ pub enum BuildProblem {
         hook: String,
         /// The tools it matches (those registered somewhere).
         tools: Vec<String>,
+    },
+    /// A `write` tool (declared so, or undeclared under
+    /// [`DispatcherBuilder::undeclared_effects_are_writes`]) that no PreToolUse hook of this
+    /// dispatcher guards and that does not say why it needs none.
+    #[error(
+        "tool `{tool}` ({path}) {}, but no PreToolUse hook of this dispatcher guards it: add a \
+         #[pre_hook] whose `tools` names it, or say why it needs none with \
+         #[tool(effect = \"write\", unguarded = \"…\")] (ToolDef::unguarded)",
+        if *declared { "writes (`effect = \"write\"`)" } else {
+            "declares no effect, which this builder counts as a write (undeclared_effects_are_writes)"
+        }
+    )]
+    UnguardedWrite {
+        /// The tool's name.
+        tool: String,
+        /// The tool's full path.
+        path: String,
+        /// Whether the tool declared `write` (`false`: undeclared, counted as a write).
+        declared: bool,
+    },
+    /// A `write` tool whose reason for needing no guard is blank.
+    #[error(
+        "tool `{tool}` ({path}) says it needs no PreToolUse hook but gives no reason: write why \
+         in `unguarded = \"…\"`, or guard it with a #[pre_hook]"
+    )]
+    UnguardedWithoutReason {
+        /// The tool's name.
+        tool: String,
+        /// The tool's full path.
+        path: String,
     },
     /// An item takes a `State<T>` the builder was not given.
     #[error(

@@ -42,6 +42,13 @@ use crate::outcome::Outcome;
 /// checked against that schema like a [`ToolDef`](crate::ToolDef)'s; an invalid example, or a
 /// value there that is not an array, is
 /// [`BuildProblem::InvalidInputExample`](crate::BuildProblem::InvalidInputExample).
+///
+/// An entry declares its tool's [`Effect`](crate::Effect) in MCP's shape, an `annotations`
+/// object (copy a remote server's `tools/list` annotations there): `"annotations":
+/// {"readOnlyHint": false, "destructiveHint": true}` is a destructive `write` tool, which then
+/// needs a PreToolUse hook of the wrapping dispatcher ([`Effect::from_mcp_annotations`](crate::Effect::from_mcp_annotations)
+/// reads it; without `readOnlyHint` the effect is undeclared). A write tool that needs no guard
+/// says why in a string `"unguarded": "…"` beside it. Neither key is sent to any model API.
 pub trait ToolCaller: Send + Sync + 'static {
     /// The tools this caller answers, as Anthropic `tools` entries: `{"name": …,
     /// "description": …, "input_schema": {…}}`. Read once, when the wrapping dispatcher is built.

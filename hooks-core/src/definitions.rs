@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::content::ToolUse;
 use crate::decision::Decision;
+use crate::effect::Effect;
 use crate::erased::{AsyncTool, ErasedTool, HookFn, PostHookFn, PreHookFn, StopFn, SyncTool};
 use crate::error::{HookError, ToolError};
 use crate::future::BoxFuture;
@@ -61,6 +62,10 @@ pub struct ToolDef {
     pub(crate) input_examples: Vec<Value>,
     /// The schema of the tool's output (its `Ok` type) as generated, when it has one.
     pub(crate) output_schema: Option<Value>,
+    /// What the tool does to the world, when declared.
+    pub(crate) effect: Option<Effect>,
+    /// Why a write tool needs no PreToolUse hook, when it says so.
+    pub(crate) unguarded: Option<Cow<'static, str>>,
     pub(crate) imp: Arc<dyn ErasedTool>,
 }
 
@@ -96,6 +101,8 @@ impl ToolDef {
             strict: None,
             input_examples: Vec::new(),
             output_schema: None,
+            effect: None,
+            unguarded: None,
             imp,
         }
     }
@@ -218,6 +225,39 @@ impl ToolDef {
     pub fn input_examples<I: IntoIterator<Item = Value>>(mut self, examples: I) -> Self {
         self.input_examples = examples.into_iter().collect();
         self
+    }
+
+    /// Declares what the tool does to the world ([`Effect`]): `Effect::read()` for a lookup,
+    /// `Effect::write()` for anything that changes state, with MCP's optional hints. A `write`
+    /// tool must be guarded: `build()` fails with
+    /// [`BuildProblem::UnguardedWrite`](crate::BuildProblem::UnguardedWrite) when no PreToolUse
+    /// hook of the dispatcher matches it, unless it says why it needs none
+    /// ([`unguarded`](Self::unguarded)). `#[tool(effect = "…")]` generates this call.
+    pub fn effect(mut self, effect: Effect) -> Self {
+        self.effect = Some(effect);
+        self
+    }
+
+    /// Says why this `write` tool needs no PreToolUse hook (``"files into the team's own queue;
+    /// triage closes duplicates"``): `build()` then accepts it without one, and
+    /// [`Dispatcher::unguarded_reason`](crate::Dispatcher::unguarded_reason) answers the reason.
+    /// An empty reason (blank after trimming) is
+    /// [`BuildProblem::UnguardedWithoutReason`](crate::BuildProblem::UnguardedWithoutReason).
+    /// `#[tool(effect = "write", unguarded = "…")]` generates this call and appends the reason
+    /// to the function's documentation.
+    pub fn unguarded(mut self, reason: impl Into<Cow<'static, str>>) -> Self {
+        self.unguarded = Some(reason.into());
+        self
+    }
+
+    /// The effect the tool declares, if any.
+    pub fn declared_effect(&self) -> Option<Effect> {
+        self.effect
+    }
+
+    /// Why the tool needs no guard, when it says so.
+    pub fn unguarded_reason(&self) -> Option<&str> {
+        self.unguarded.as_deref()
     }
 
     /// The tool's name (`^[a-zA-Z0-9_-]{1,64}$`).

@@ -11,6 +11,7 @@ use crate::answer::CallAnswer;
 use crate::caller::ToolCaller;
 use crate::content::ToolUse;
 use crate::context::HookContext;
+use crate::effect::Effect;
 use crate::error::Halt;
 use crate::future::BoxFuture;
 use crate::inner::Inner;
@@ -158,6 +159,27 @@ impl Dispatcher {
     pub fn output_schema(&self, tool: &str) -> Option<&Value> {
         let i = self.inner.find(tool)?;
         self.inner.tools[i].output_schema.as_ref()
+    }
+
+    /// What a tool does to the world ([`Effect`]): as declared (`#[tool(effect = …)]`,
+    /// [`ToolDef::effect`](crate::ToolDef::effect), a wrapped caller's `annotations`), or
+    /// [`Effect::write()`] for an undeclared one when the builder was told
+    /// [`undeclared_effects_are_writes`](crate::DispatcherBuilder::undeclared_effects_are_writes).
+    /// `None` when the effect is undeclared otherwise, or this dispatcher has no tool named
+    /// `tool` ([`tool_path`](Self::tool_path) tells the two apart). A client's MCP `annotations`
+    /// are [`Effect::mcp_annotations`] of it.
+    pub fn tool_effect(&self, tool: &str) -> Option<Effect> {
+        let i = self.inner.find(tool)?;
+        self.inner.tools[i].effect
+    }
+
+    /// Why a `write` tool needs no PreToolUse hook, as the tool says
+    /// (`#[tool(unguarded = "…")]`, [`ToolDef::unguarded`](crate::ToolDef::unguarded), a wrapped
+    /// caller's `"unguarded"`). `None` when it says nothing, or this dispatcher has no tool
+    /// named `tool`.
+    pub fn unguarded_reason(&self, tool: &str) -> Option<&str> {
+        let i = self.inner.find(tool)?;
+        self.inner.tools[i].unguarded.as_deref()
     }
 
     /// The PreToolUse chain of a tool: the full paths of its hooks, in the order they run

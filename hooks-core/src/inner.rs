@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::caller::ToolCaller;
 use crate::definitions::{PostHookDef, PreHookDef, StopHookDef};
+use crate::effect::Effect;
 use crate::erased::ErasedTool;
 use crate::limits::Limits;
 use crate::name_index::NameIndex;
@@ -55,6 +56,10 @@ pub(crate) struct ToolEntry {
     pub(crate) strict: Option<bool>,
     /// Anthropic `input_examples`, checked at `build()`.
     pub(crate) input_examples: Vec<Value>,
+    /// The effect in force (an undeclared one is `write` under `undeclared_effects_are_writes`).
+    pub(crate) effect: Option<Effect>,
+    /// Why a write tool needs no guard, when it says so.
+    pub(crate) unguarded: Option<Cow<'static, str>>,
 }
 
 /// The shared, immutable state of a dispatcher, made by `DispatcherBuilder::build`. Its calls

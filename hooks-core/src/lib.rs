@@ -58,6 +58,11 @@
 //!   Sync hooks and tools cannot be cut short.
 //! - **No guard is dropped silently**: a hook with an empty tool list, or one given to the
 //!   builder explicitly whose tools are all absent, is a [`BuildError`].
+//! - **No write tool without a guard**: a tool declared `write` ([`Effect`]) that no
+//!   PreToolUse hook of the dispatcher matches is a [`BuildError`]
+//!   ([`BuildProblem::UnguardedWrite`]) unless it says why it needs none
+//!   ([`ToolDef::unguarded`]); [`DispatcherBuilder::undeclared_effects_are_writes`] counts every
+//!   undeclared tool as `write`.
 //! - **Nested dispatchers keep the truth**: a [`ToolCaller`] answers a [`CallAnswer`], so a
 //!   denial inside a wrapped dispatcher is `blocked`, with the inner hook's path, on the outer
 //!   audit line too.
@@ -86,6 +91,7 @@
 //! | `context.rs` | the trusted [`HookContext`], its [`Clock`] and typed [`Extensions`] |
 //! | `state.rs` | application [`State`] and the [`Env`] a tool or hook is called with |
 //! | `decision.rs` | [`Decision`], what a PreToolUse hook answers |
+//! | `effect.rs` | [`Effect`]: what a tool does to the world (read or write, MCP's hints), and its MCP `annotations` |
 //! | `definitions.rs` | what a dispatcher is built from: [`ToolDef`], [`PreHookDef`], [`PostHookDef`], [`StopHookDef`], [`Matcher`] |
 //! | `output.rs` | what a tool answers with: text ([`output_text`]) or content blocks ([`Content`], [`Image`], [`Document`]), [`ToolOutput`], [`output_content`]; the checks a block result passes; blocks as the providers read them |
 //! | `erased.rs` | type erasure: every tool and hook behind one shape, a sync one answered inline |
@@ -154,6 +160,7 @@ mod conversation;
 mod decision;
 mod definitions;
 mod dispatcher;
+mod effect;
 mod erased;
 mod error;
 mod examples;
@@ -199,6 +206,7 @@ pub use conversation::Conversation;
 pub use decision::Decision;
 pub use definitions::{Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef};
 pub use dispatcher::Dispatcher;
+pub use effect::Effect;
 pub use error::{CallError, Halt, HookError, RespondError, ToolError};
 pub use future::BoxFuture;
 pub use ids::{IdError, IdRule};

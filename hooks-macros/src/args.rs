@@ -308,6 +308,14 @@ impl Arg {
         }
     }
 
+    /// A flag alone (`true`) or `key = true | false`.
+    pub(crate) fn flag_or_bool(&self, cx: &mut Ctxt) -> Option<bool> {
+        match &self.value {
+            None => Some(true),
+            Some(_) => self.bool(cx),
+        }
+    }
+
     /// A flag given a value is an error.
     pub(crate) fn flag(&self, cx: &mut Ctxt) -> bool {
         if let Some(v) = &self.value {

@@ -16,6 +16,7 @@ mod concurrency;
 mod content;
 mod context;
 mod deadlines;
+mod effects;
 mod errors;
 mod ids;
 mod invalid_input;

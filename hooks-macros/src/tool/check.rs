@@ -26,6 +26,11 @@ const KEYS: Keys = Keys {
         "timeout_ms",
         "crate",
         "errors",
+        "effect",
+        "destructive",
+        "idempotent",
+        "open_world",
+        "unguarded",
     ],
 };
 
@@ -52,6 +57,19 @@ pub(crate) struct ToolSpec {
     pub(crate) input_examples: Option<Path>,
     /// The parameters in declaration order, the order the call passes them in.
     pub(crate) params: Vec<ToolParam>,
+    /// `effect = "read" | "write"` with its hints (`ToolDef::effect`).
+    pub(crate) effect: Option<EffectSpec>,
+    /// `unguarded = "…"`: why a write tool needs no PreToolUse hook (`ToolDef::unguarded`).
+    pub(crate) unguarded: Option<String>,
+}
+
+/// A checked `effect = …` with MCP's hints.
+pub(crate) struct EffectSpec {
+    /// `effect = "write"`.
+    pub(crate) write: bool,
+    pub(crate) destructive: Option<bool>,
+    pub(crate) idempotent: Option<bool>,
+    pub(crate) open_world: Option<bool>,
 }
 
 /// One checked parameter of a tool.
@@ -93,6 +111,15 @@ struct ToolArgs {
     timeout_ms: Option<(u64, Span)>,
     errors_shown: bool,
     krate: TokenStream,
+    /// `effect = "…"`: `Some(true)` for write; `None` when absent or unreadable.
+    effect: Option<bool>,
+    /// Whether `effect` was written at all (an unreadable one has its own error).
+    effect_given: bool,
+    /// `destructive`, `idempotent`, `open_world`: the value and the key's span.
+    destructive: Option<(bool, Span)>,
+    idempotent: Option<(bool, Span)>,
+    open_world: Option<(bool, Span)>,
+    unguarded: Option<(LitStr, Span)>,
 }
 
 impl ToolArgs {
@@ -106,6 +133,12 @@ impl ToolArgs {
             timeout_ms: None,
             errors_shown: false,
             krate: quote!(::toolgate),
+            effect: None,
+            effect_given: false,
+            destructive: None,
+            idempotent: None,
+            open_world: None,
+            unguarded: None,
         };
         for a in &args::parse(args, &KEYS, cx) {
             match a.key.as_str() {
@@ -119,6 +152,14 @@ impl ToolArgs {
                 "allow_unknown_fields" => out.allow_unknown_fields = a.flag(cx),
                 "errors" => out.errors_shown = check_errors(cx, a),
                 "strict" => out.strict = a.bool(cx),
+                "effect" => {
+                    out.effect_given = true;
+                    out.effect = check_effect(cx, a);
+                }
+                "destructive" => out.destructive = a.flag_or_bool(cx).map(|b| (b, a.key_span)),
+                "idempotent" => out.idempotent = a.flag_or_bool(cx).map(|b| (b, a.key_span)),
+                "open_world" => out.open_world = a.flag_or_bool(cx).map(|b| (b, a.key_span)),
+                "unguarded" => out.unguarded = a.lit_str(cx).map(|l| (l, a.key_span)),
                 "input_examples" => {
                     out.input_examples = a.function_path(cx, "`Vec<serde_json::Value>`")
                 }
@@ -150,7 +191,11 @@ impl ToolSpec {
         if args.strict == Some(true) {
             check_strict(cx, &params);
         }
+        let (effect, unguarded) = check_effect_args(cx, &args);
         strip_param_attrs(&mut func);
+        if let Some(effect) = &effect {
+            document_effect(&mut func, effect, unguarded.as_deref());
+        }
         ToolSpec {
             func,
             krate: args.krate,
@@ -162,7 +207,139 @@ impl ToolSpec {
             strict: args.strict,
             input_examples: args.input_examples,
             params,
+            effect,
+            unguarded,
         }
+    }
+}
+
+/// `effect = "read" | "write"`: `Some(true)` for write, `None` (with an error) for anything else.
+fn check_effect(cx: &mut Ctxt, arg: &Arg) -> Option<bool> {
+    const VALID: &str = "valid values: `\"read\"` (the tool only reads: MCP's `readOnlyHint: \
+                         true`) and `\"write\"` (it changes something; a PreToolUse hook must \
+                         guard it)";
+    let Some(value) = &arg.value else {
+        cx.at(
+            arg.key_span,
+            format_args!("`effect` needs a value; {VALID}"),
+        );
+        return None;
+    };
+    match syn::parse2::<LitStr>(value.clone()) {
+        Ok(lit) if lit.value() == "read" => Some(false),
+        Ok(lit) if lit.value() == "write" => Some(true),
+        Ok(lit) => {
+            cx.spanned(
+                &lit,
+                format_args!("unknown value `{:?}` for `effect`; {VALID}", lit.value()),
+            );
+            None
+        }
+        Err(_) => {
+            cx.spanned(
+                value,
+                format_args!("`effect` takes a string literal; {VALID}"),
+            );
+            None
+        }
+    }
+}
+
+/// The hints and `unguarded` against the effect they describe: `destructive`, `idempotent` and
+/// `unguarded` need `effect = "write"` (MCP gives the two hints a meaning for a write only),
+/// `open_world` needs an effect, and `unguarded` needs a reason in words.
+fn check_effect_args(cx: &mut Ctxt, args: &ToolArgs) -> (Option<EffectSpec>, Option<String>) {
+    let write = args.effect == Some(true);
+    let why = |key: &str| {
+        if args.effect == Some(false) {
+            format!("`{key}` describes a write, and this tool is `effect = \"read\"`")
+        } else {
+            format!("`{key}` needs `effect = \"write\"` beside it")
+        }
+    };
+    for (key, given) in [
+        ("destructive", &args.destructive),
+        ("idempotent", &args.idempotent),
+    ] {
+        if let Some((_, span)) = given
+            && !write
+            && (args.effect.is_some() || !args.effect_given)
+        {
+            cx.at(
+                *span,
+                format_args!(
+                    "{}; MCP gives `{key}Hint` a meaning only when a tool is not read-only",
+                    why(key)
+                ),
+            );
+        }
+    }
+    if let Some((_, span)) = &args.open_world
+        && !args.effect_given
+    {
+        cx.at(
+            *span,
+            "`open_world` needs an effect beside it: `effect = \"read\"` or `effect = \"write\"`",
+        );
+    }
+    let mut unguarded = None;
+    if let Some((lit, span)) = &args.unguarded {
+        let reason = lit.value().trim().to_owned();
+        if !write && (args.effect.is_some() || !args.effect_given) {
+            cx.at(
+                *span,
+                format_args!(
+                    "{}: `unguarded` says why a write tool needs no PreToolUse hook, and a read \
+                     tool needs none anyway",
+                    why("unguarded")
+                ),
+            );
+        } else if reason.is_empty() {
+            cx.spanned(
+                lit,
+                "`unguarded` needs a reason in words, like `unguarded = \"files into the team's \
+                 own queue; triage closes duplicates\"`: it is recorded in the tool's docs",
+            );
+        } else {
+            unguarded = Some(reason);
+        }
+    }
+    let effect = args.effect.map(|write| EffectSpec {
+        write,
+        destructive: args.destructive.map(|(b, _)| b),
+        idempotent: args.idempotent.map(|(b, _)| b),
+        open_world: args.open_world.map(|(b, _)| b),
+    });
+    (effect, unguarded)
+}
+
+/// Appends the effect, and the reason a write tool needs no guard, to the function's rustdoc
+/// (after the description the model reads was taken from it).
+fn document_effect(func: &mut Func, effect: &EffectSpec, unguarded: Option<&str>) {
+    let mut hints = Vec::new();
+    let mut hint = |name: &str, value: Option<bool>| match value {
+        Some(true) => hints.push(name.to_owned()),
+        Some(false) => hints.push(format!("not {name}")),
+        None => {}
+    };
+    hint("destructive", effect.destructive);
+    hint("idempotent", effect.idempotent);
+    hint("open world", effect.open_world);
+    let kind = if effect.write { "write" } else { "read" };
+    let hints = if hints.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", hints.join(", "))
+    };
+    let mut lines = vec![String::new(), format!(" **Effect:** {kind}{hints}.")];
+    if let Some(reason) = unguarded {
+        lines.push(String::new());
+        lines.push(format!(
+            " **Unguarded:** this write tool needs no PreToolUse hook: {reason}"
+        ));
+    }
+    for line in lines {
+        func.attrs.push(syn::parse_quote!(#[doc = #line]));
     }
 }
 

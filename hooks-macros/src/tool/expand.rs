@@ -241,7 +241,7 @@ fn mentions_impl(tokens: TokenStream) -> bool {
 }
 
 /// The builder calls after the constructor: unknown fields, strict mode, input examples,
-/// deadline, states needed.
+/// deadline, effect, the reason a write needs no guard, states needed.
 fn settings(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
     let unknown = spec
         .allow_unknown_fields
@@ -255,9 +255,21 @@ fn settings(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
         quote!(.input_examples({ #typed __examples() }))
     });
     let timeout = timeout(spec.timeout_ms);
+    let effect = spec.effect.as_ref().map(|e| {
+        let base = if e.write {
+            quote!(#p::Effect::write())
+        } else {
+            quote!(#p::Effect::read())
+        };
+        let destructive = e.destructive.map(|b| quote!(.destructive(#b)));
+        let idempotent = e.idempotent.map(|b| quote!(.idempotent(#b)));
+        let open_world = e.open_world.map(|b| quote!(.open_world(#b)));
+        quote!(.effect(#base #destructive #idempotent #open_world))
+    });
+    let unguarded = spec.unguarded.as_ref().map(|r| quote!(.unguarded(#r)));
     let states = spec.params.iter().filter_map(|param| match param {
         ToolParam::Injected(injection) => needs_state(p, injection),
         _ => None,
     });
-    quote!(#unknown #strict #examples #timeout #(#states)*)
+    quote!(#unknown #strict #examples #timeout #effect #unguarded #(#states)*)
 }
