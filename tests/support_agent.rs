@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use serde_json::{Value, json};
-use toolgate::{AuditLog, Clock, Dispatcher, HookContext, Outcome, Session, State, ToolUse};
+use toolgate::{
+    AuditLog, Clock, Dispatcher, Effect, HookContext, Outcome, Session, State, ToolUse,
+};
 
 mod support;
 
@@ -1069,6 +1071,102 @@ fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line
 // ---------------------------------------------------------------- the specialists
 
 #[test]
+fn every_tool_declares_its_effect_and_every_write_has_a_rule_or_a_reason() {
+    let refunds = Agent::build(Specialist::Refunds, None).unwrap().dispatcher;
+    let triage = Agent::build(Specialist::Triage, None).unwrap().dispatcher;
+    let read = Effect::read().open_world(false);
+    for tool in ["lookup_user", "get_order_details", "search_faq"] {
+        assert_eq!(refunds.tool_effect(tool), Some(read), "{tool}");
+        assert_eq!(triage.tool_effect(tool), Some(read), "{tool}");
+    }
+    assert_eq!(
+        refunds.tool_effect("issue_refund"),
+        Some(
+            Effect::write()
+                .destructive(true)
+                .idempotent(false)
+                .open_world(true)
+        )
+    );
+    assert_eq!(
+        refunds.tool_effect("prepare_case_file"),
+        Some(
+            Effect::write()
+                .destructive(false)
+                .idempotent(true)
+                .open_world(false)
+        )
+    );
+    assert_eq!(
+        triage.tool_effect("create_jira_ticket"),
+        Some(
+            Effect::write()
+                .destructive(false)
+                .idempotent(false)
+                .open_world(false)
+        )
+    );
+    assert_eq!(
+        triage.unguarded_reason("create_jira_ticket"),
+        Some(
+            "a ticket files into engineering's own queue: it moves no money, shows no \
+             customer's data, and triage closes duplicates"
+        )
+    );
+    assert_eq!(refunds.unguarded_reason("issue_refund"), None);
+}
+
+#[test]
+fn the_refunds_specialist_without_the_rules_on_issue_refund_does_not_build() {
+    let path = |item: &str| format!("{}::{item}", example::AGENT_PATH);
+    // The refunds specialist's items, less every hook whose tools include `issue_refund`
+    // (`premium_only`, `own_records_only`, `weekly_refund_limit`).
+    let err = Dispatcher::builder()
+        .items([
+            path("tools::lookup_user"),
+            path("tools::get_order_details"),
+            path("tools::search_faq"),
+            path("tools::prepare_case_file"),
+            path("tools::issue_refund"),
+            path("policy::no_case_files_during_deploy"),
+            path("policy::cap_faq_limit"),
+            path("output::record_call"),
+        ])
+        .undeclared_effects_are_writes()
+        .state(Ledger::default())
+        .state(CallLog::default())
+        .build()
+        .expect_err("issue_refund has no rule left");
+    assert_eq!(
+        err.problems,
+        vec![toolgate::BuildProblem::UnguardedWrite {
+            tool: "issue_refund".into(),
+            path: path("tools::issue_refund"),
+            declared: true,
+        }]
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the dispatcher cannot be built (1 problem):\n- tool `issue_refund` ({}) writes \
+             (`effect = \"write\"`), but no PreToolUse hook of this dispatcher guards it: add a \
+             #[pre_hook] whose `tools` names it, or say why it needs none with #[tool(effect = \
+             \"write\", unguarded = \"…\")] (ToolDef::unguarded)",
+            path("tools::issue_refund")
+        )
+    );
+    // One rule back is enough.
+    Dispatcher::builder()
+        .items([
+            path("tools::issue_refund"),
+            path("policy::weekly_refund_limit"),
+        ])
+        .state(Ledger::default())
+        .build()
+        .expect("issue_refund with its weekly limit builds");
+}
+
+#[test]
 fn both_specialists_come_from_one_registry_with_their_own_tools_and_hook_chains() {
     let refunds = Agent::build(Specialist::Refunds, None).unwrap().dispatcher;
     let triage = Agent::build(Specialist::Triage, None).unwrap().dispatcher;
@@ -1551,10 +1649,17 @@ fn the_tools_refuse_a_missing_order_themselves_when_no_ownership_hook_ran() {
 #[test]
 fn the_refund_tool_shows_the_ledgers_refusal_and_keeps_its_internal_errors_from_the_model() {
     // A dispatcher with the refund tool alone (no weekly limit, which reads the calendar too and
-    // would halt first) and the audit log.
+    // would halt first) and the audit log. A write tool needs a guard: one that allows every
+    // call stands in for the rules here.
     let dir = TempDir::new("support-internal");
     let dispatcher = Dispatcher::builder()
         .items([format!("{}::tools::issue_refund", example::AGENT_PATH)])
+        .pre_hook(
+            toolgate::PreHookDef::sync("test::allow_every_refund", 0, |_, _| {
+                Ok(toolgate::Decision::Allow)
+            })
+            .tools(["issue_refund"]),
+        )
         .state(Ledger::default())
         .audit_log(AuditLog::open(&dir).expect("the audit log opens"))
         .build()

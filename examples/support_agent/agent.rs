@@ -54,7 +54,8 @@ pub(crate) struct Agent {
 impl Agent {
     /// Builds `specialist` from the items registered under the agent's module path (its tools in
     /// `tools`, hooks in `policy`, observer in `output`), with a fresh ledger, and with
-    /// `audit` as its audit log when given.
+    /// `audit` as its audit log when given. A tool without a declared effect counts as a write
+    /// (`undeclared_effects_are_writes`): every write tool has a rule, or says why it needs none.
     pub(crate) fn build(
         specialist: Specialist,
         audit: Option<&AuditLog>,
@@ -82,6 +83,7 @@ impl Agent {
             ]),
         };
         let mut builder = builder
+            .undeclared_effects_are_writes()
             .state_arc(Arc::clone(&ledger))
             .state_arc(Arc::clone(&calls))
             .state(TicketQueue::default());

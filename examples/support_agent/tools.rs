@@ -6,6 +6,12 @@
 //! (`tool_error`). Who may call them is the hooks' business (`policy.rs`): by the time a tool
 //! runs, its input matched the schema and every PreToolUse hook allowed it.
 //!
+//! Each tool declares its effect: the three lookups read, `prepare_case_file`, `issue_refund`
+//! and `create_jira_ticket` write. The agent's builder counts an undeclared tool as a write
+//! (`undeclared_effects_are_writes`), so a tool added without an effect or a write tool added
+//! without a rule does not build. `create_jira_ticket` has no rule, and says why in
+//! `unguarded = …`.
+//!
 //! Only text written for the model reaches it: the tools' own messages are `ToolError::new`, and
 //! the ledger's `RefundRefused` (whose `Display` is written for the model) is opted in with
 //! `ToolError::for_model`. Any other error (a calendar failure here, a database error in a real
@@ -41,7 +47,7 @@ fn no_such_order(order_id: &str) -> ToolError {
 
 /// Looks up a customer account: its tier (`free` or `premium`) and the ids of its orders.
 /// Returns `{"user_id": "u_001", "tier": "premium", "orders": ["o_1001", …]}`.
-#[tool]
+#[tool(effect = "read", open_world = false)]
 pub(crate) fn lookup_user(
     /// The customer's id, e.g. `u_001`.
     user_id: String,
@@ -63,7 +69,7 @@ pub(crate) fn lookup_user(
 
 /// Gets one order: its owner, what was paid and what was refunded so far, in cents. Returns
 /// `{"order_id": "o_1001", "user_id": "u_001", "amount_cents": 2599, "refunded_cents": 0}`.
-#[tool]
+#[tool(effect = "read", open_world = false)]
 pub(crate) async fn get_order_details(
     /// The order's id, e.g. `o_1001`.
     order_id: String,
@@ -82,7 +88,7 @@ pub(crate) async fn get_order_details(
 /// Searches the help centre (refund windows, damaged or missing orders, shipping fees,
 /// premium). Returns the best-matching entries first, as `[{"question": "…", "answer": "…"}]`
 /// (an empty array when nothing matches).
-#[tool]
+#[tool(effect = "read", open_world = false)]
 pub(crate) fn search_faq(
     /// What the customer asked, in their words.
     query: String,
@@ -101,7 +107,12 @@ pub(crate) fn search_faq(
 /// Prepares a case file for a problem with one of the customer's orders (damaged, missing,
 /// wrong item), the step before a refund. Needs at least one piece of evidence. Returns
 /// `{"case_id": "case_o_1001", "status": "open", …}`.
-#[tool]
+#[tool(
+    effect = "write",
+    destructive = false,
+    idempotent = true,
+    open_world = false
+)]
 pub(crate) fn prepare_case_file(
     /// The customer's id, e.g. `u_001`.
     user_id: String,
@@ -135,7 +146,12 @@ pub(crate) fn prepare_case_file(
 /// order cannot add up to more than was paid for it. Returns `{"refund_id": "re_0001",
 /// "order_id": "o_1001", "amount_cents": 2599, "refunded_total_cents": 2599, "status":
 /// "issued"}`.
-#[tool]
+#[tool(
+    effect = "write",
+    destructive = true,
+    idempotent = false,
+    open_world = true
+)]
 pub(crate) async fn issue_refund(
     /// The order to refund, e.g. `o_1001`.
     order_id: String,
@@ -169,7 +185,18 @@ pub(crate) async fn issue_refund(
 
 /// Files a ticket for the engineering team about a bug or an outage customers run into (not for
 /// a single customer's refund). Returns `{"ticket": "SUP-1", "status": "open"}`.
-#[tool]
+//
+// Not guarded by a rule, on purpose (`unguarded = …` below): a ticket moves no money and shows
+// no customer's data, any signed-in customer may report a bug, and engineering triage closes
+// duplicates. A rule would have nothing from the trusted context to decide on.
+#[tool(
+    effect = "write",
+    destructive = false,
+    idempotent = false,
+    open_world = false,
+    unguarded = "a ticket files into engineering's own queue: it moves no money, shows no \
+                 customer's data, and triage closes duplicates"
+)]
 pub(crate) fn create_jira_ticket(
     /// One line saying what is broken.
     summary: String,

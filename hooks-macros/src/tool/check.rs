@@ -635,3 +635,53 @@ fn strip_param_attrs(func: &mut Func) {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn docs_after(effect: EffectSpec, unguarded: Option<&str>) -> Vec<String> {
+        let mut func = Func::parse_item(quote! {
+            /// Files a ticket.
+            fn file(summary: String) -> String { summary }
+        })
+        .unwrap_or_else(|_| panic!("a function"));
+        document_effect(&mut func, &effect, unguarded);
+        func.attrs.iter().map(|a| quote!(#a).to_string()).collect()
+    }
+
+    #[test]
+    fn the_effect_and_the_reason_are_appended_to_the_rustdoc() {
+        let write = EffectSpec {
+            write: true,
+            destructive: Some(false),
+            idempotent: None,
+            open_world: Some(false),
+        };
+        assert_eq!(
+            docs_after(write, Some("triage closes duplicates")),
+            [
+                "# [doc = r\" Files a ticket.\"]",
+                "# [doc = \"\"]",
+                "# [doc = \" **Effect:** write (not destructive, not open world).\"]",
+                "# [doc = \"\"]",
+                "# [doc = \" **Unguarded:** this write tool needs no PreToolUse hook: triage \
+                 closes duplicates\"]",
+            ]
+        );
+        let read = EffectSpec {
+            write: false,
+            destructive: None,
+            idempotent: None,
+            open_world: None,
+        };
+        assert_eq!(
+            docs_after(read, None),
+            [
+                "# [doc = r\" Files a ticket.\"]",
+                "# [doc = \"\"]",
+                "# [doc = \" **Effect:** read.\"]",
+            ]
+        );
+    }
+}
