@@ -1909,27 +1909,46 @@ fn a_message_cut_at_max_tokens_prints_no_answer_but_a_note_in_json_mode() {
 }
 
 #[test]
-fn the_weekly_limit_fails_closed_on_an_input_without_its_fields() {
-    // The dispatcher validates every input before a hook sees it, so only a direct call can
-    // hand the hook a broken one: it answers `Err` (the agent would halt), never a panic.
+fn the_weekly_limit_reads_the_typed_request_it_is_given() {
+    // The hook takes `&RefundRequest`, the struct `issue_refund` deserializes into: an input
+    // without its fields never reaches it (the dispatcher answers `invalid_input` first), so it
+    // has no missing-field case. Called directly, it decides on the fields as typed.
+    let now = at("2026-11-26T11:30:00Z");
     let ctx = HookContext::builder("u_007", "sess_direct")
         .tier("premium")
-        .clock(Clock::fixed(at("2026-11-26T11:30:00Z")))
+        .clock(Clock::fixed(now))
         .build();
-    for input in [
-        json!({"amount_cents": 100}),
-        json!({"order_id": "o_3001"}),
-        json!({"order_id": "o_3001", "amount_cents": -5}),
-    ] {
-        let call = ToolUse::new("toolu_direct", "issue_refund", input);
-        let decided = toolgate::block_on(example::policy::weekly_refund_limit(
+    let week = IsoWeek::of(now).expect("in range");
+    let decide = |amount_cents: u64| {
+        let request = tools::RefundRequest {
+            order_id: "o_3001".into(),
+            amount_cents,
+        };
+        match toolgate::block_on(example::policy::weekly_refund_limit(
             &ctx,
-            &call,
+            &request,
             State::from_arc(Arc::new(Ledger::default())),
-        ));
-        assert_eq!(
-            decided,
-            Err("issue_refund's input lacks order_id or amount_cents".to_owned())
-        );
-    }
+        )) {
+            Ok(toolgate::Decision::Allow) => None,
+            Ok(toolgate::Decision::Deny { reason, instead }) => Some((reason, instead)),
+            Ok(toolgate::Decision::Rewrite(_)) => panic!("the weekly limit never rewrites"),
+            Err(e) => panic!("the weekly limit failed: {e}"),
+        }
+    };
+    assert_eq!(decide(50_000), None);
+    assert_eq!(
+        decide(50_001),
+        Some((
+            format!(
+                "a refund of 50001 cents would bring this customer's refunds in ISO week {week} \
+                 to 50001 cents, above the weekly limit of 50000 cents (0 cents already refunded \
+                 this week)."
+            ),
+            Some(
+                "Refund at most 50000 cents now and tell the customer the rest will be reviewed \
+                 by a human agent."
+                    .to_owned()
+            )
+        ))
+    );
 }

@@ -9,6 +9,11 @@
 //! | 40 | `cap_faq_limit` | `search_faq` | `limit` above 5 is rewritten to 5 |
 //! | 50 | `weekly_refund_limit` | `issue_refund` | at most 50000 cents per customer per ISO week |
 //!
+//! The rules that read one tool's input take it typed (`&FaqQuery`, `&RefundRequest`, the
+//! structs `#[tool(input = …)]` generates): the fields are there, with their types, and a rewrite
+//! is a value of the same struct. `own_records_only` reads the `user_id` and `order_id` of four
+//! tools with four input types, so it reads the JSON input (see its doc comment).
+//!
 //! Every fact a rule decides on comes from the session's `HookContext` (user, tier, clock) or
 //! the shop's own records, never from what the model claims. A denial tells the model why and,
 //! where there is one, what to do instead.
@@ -19,6 +24,8 @@ use jiff::civil::Weekday;
 use serde_json::Value;
 use toolgate::{Decision, HookContext, State, ToolUse, pre_hook};
 
+use super::tools::{FaqQuery, RefundRequest};
+
 use super::ledger::{IsoWeek, Ledger, OutOfRange, utc};
 use super::seed;
 // Matchers name tools by path (`tools::issue_refund`), so a misspelling does not compile.
@@ -28,7 +35,7 @@ use super::tools;
 pub(crate) const WEEKLY_REFUND_LIMIT_CENTS: u64 = 50_000;
 
 /// The most entries `search_faq` may return.
-pub(crate) const FAQ_LIMIT_MAX: u64 = 5;
+pub(crate) const FAQ_LIMIT_MAX: u32 = 5;
 
 /// Whether `at` falls in the weekly deploy window: Thursdays from 02:00 (inclusive) to 04:00
 /// (exclusive), UTC.
@@ -78,6 +85,11 @@ pub(crate) fn no_case_files_during_deploy(ctx: &HookContext) -> Result<Decision,
 /// A `user_id` in the input must be the session's user, and an `order_id` one of that user's
 /// orders. An order that does not exist is denied with the same words as another customer's,
 /// so the hook tells nobody whether an order id exists.
+///
+/// Untyped on purpose: it guards four tools whose inputs are four types, and reads the same two
+/// fields of each by name. A typed hook takes one type, so this rule would be four hooks (and a
+/// fifth tool with a `user_id` would need a fifth); as one `&ToolUse` hook it reads "whatever
+/// the tool, these two fields belong to the signed-in customer".
 #[pre_hook(order = 30, tools = [tools::lookup_user, tools::get_order_details, tools::prepare_case_file, tools::issue_refund])]
 pub(crate) fn own_records_only(ctx: &HookContext, call: &ToolUse) -> Decision {
     if let Some(user_id) = field(call, "user_id")
@@ -108,38 +120,30 @@ pub(crate) fn own_records_only(ctx: &HookContext, call: &ToolUse) -> Decision {
 }
 
 /// `search_faq` returns at most 5 entries: a larger `limit` is rewritten to 5 (the call goes on;
-/// the audit line records the rewrite).
-#[pre_hook(order = 40, tools = [tools::search_faq])]
-pub(crate) fn cap_faq_limit(call: &ToolUse) -> Decision {
-    match call.input.get("limit").and_then(Value::as_u64) {
-        Some(limit) if limit > FAQ_LIMIT_MAX => {
-            let mut input = call.input.clone();
-            input["limit"] = Value::from(FAQ_LIMIT_MAX);
-            Decision::rewrite(input)
-        }
+/// the audit line records the rewrite). Typed: it applies to the tool that takes a `FaqQuery`.
+#[pre_hook(order = 40)]
+pub(crate) fn cap_faq_limit(query: &FaqQuery) -> Decision<FaqQuery> {
+    match query.limit {
+        Some(limit) if limit > FAQ_LIMIT_MAX => Decision::Rewrite(FaqQuery {
+            query: query.query.clone(),
+            limit: Some(FAQ_LIMIT_MAX),
+        }),
         _ => Decision::Allow,
     }
 }
 
 /// A customer gets at most 50000 cents of refunds per ISO week (UTC, by the context's clock):
 /// the refunds the ledger holds for the order's owner this week plus this one must not exceed
-/// it. Awaits the ledger, so it runs last. A clock outside the calendar's range, or an input
-/// without the two fields, is an `Err`: the agent halts (fail closed).
+/// it. Awaits the ledger, so it runs last. A clock outside the calendar's range is an `Err`:
+/// the agent halts (fail closed). Typed: it applies to the tool that takes a `RefundRequest`,
+/// whose two fields are there by type (no missing-field case to fail on).
 #[pre_hook(order = 50, tools = [tools::issue_refund])]
 pub(crate) async fn weekly_refund_limit(
     ctx: &HookContext,
-    call: &ToolUse,
+    request: &RefundRequest,
     ledger: State<Ledger>,
-) -> Result<Decision, String> {
-    // Every input a hook sees matched `issue_refund`'s schema (a rewritten one is checked
-    // again), which requires both fields; a policy still reads untrusted input without a
-    // panic, and fails closed if that ever changes.
-    let (Some(order_id), Some(amount)) = (
-        field(call, "order_id"),
-        call.input.get("amount_cents").and_then(Value::as_u64),
-    ) else {
-        return Err("issue_refund's input lacks order_id or amount_cents".to_owned());
-    };
+) -> Result<Decision<RefundRequest>, String> {
+    let (order_id, amount) = (request.order_id.as_str(), request.amount_cents);
     // An order the shop does not have has no owner and no refunds to count: the refund tool
     // refuses it itself (and in the agent `own_records_only` denied it already).
     let Some(order) = seed::order(order_id) else {

@@ -6,6 +6,9 @@
 //! (`tool_error`). Who may call them is the hooks' business (`policy.rs`): by the time a tool
 //! runs, its input matched the schema and every PreToolUse hook allowed it.
 //!
+//! `search_faq` and `issue_refund` name their generated input structs (`input = FaqQuery`,
+//! `input = RefundRequest`), so the rules on them take their input typed (`policy.rs`).
+//!
 //! Each tool declares its effect: the three lookups read, `prepare_case_file`, `issue_refund`
 //! and `create_jira_ticket` write. The agent's builder counts an undeclared tool as a write
 //! (`undeclared_effects_are_writes`), so a tool added without an effect or a write tool added
@@ -88,7 +91,7 @@ pub(crate) async fn get_order_details(
 /// Searches the help centre (refund windows, damaged or missing orders, shipping fees,
 /// premium). Returns the best-matching entries first, as `[{"question": "…", "answer": "…"}]`
 /// (an empty array when nothing matches).
-#[tool(effect = "read", open_world = false)]
+#[tool(effect = "read", open_world = false, input = FaqQuery)]
 pub(crate) fn search_faq(
     /// What the customer asked, in their words.
     query: String,
@@ -150,7 +153,8 @@ pub(crate) fn prepare_case_file(
     effect = "write",
     destructive = true,
     idempotent = false,
-    open_world = true
+    open_world = true,
+    input = RefundRequest
 )]
 pub(crate) async fn issue_refund(
     /// The order to refund, e.g. `o_1001`.

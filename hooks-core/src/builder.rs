@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::audit::AuditLog;
 use crate::caller::ToolCaller;
-use crate::definitions::{Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef};
+use crate::definitions::{InputType, Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef};
 use crate::dispatcher::Dispatcher;
 use crate::effect::Effect;
 use crate::examples;
@@ -331,6 +331,10 @@ impl DispatcherBuilder {
         // against the meta-schema first) with its input examples, duplicates, the strict mode
         // asked for.
         let mut candidates = candidates(tools, &callers, &mut known_tools, &mut problems);
+        let inputs: BTreeMap<String, Option<InputType>> = candidates
+            .iter()
+            .map(|c| (c.name.to_string(), c.input))
+            .collect();
         filter(&mut candidates, only.as_deref(), &without, &mut problems);
         for c in &mut candidates {
             let valid = check_schema(c, &mut problems);
@@ -342,6 +346,7 @@ impl DispatcherBuilder {
         // 8. to 10. The hooks: their matchers, which ones this dispatcher keeps, their needs.
         check_matchers(&pre, &post, &known_tools, &mut problems);
         check_redaction(audit.as_ref(), &known_tools, &mut problems);
+        resolve_typed_hooks(&mut pre, &inputs, &mut problems);
         keep_hooks(
             &mut pre,
             &mut post,
@@ -549,6 +554,8 @@ struct Candidate {
     effect: Option<Effect>,
     /// Why a write tool needs no guard.
     unguarded: Option<Cow<'static, str>>,
+    /// The argument type (`None` for a wrapped caller's tool, whose input stays JSON).
+    input: Option<InputType>,
 }
 
 /// Step 2: the candidate tools, the definitions' then the callers' (whose names become known;
@@ -578,6 +585,7 @@ fn candidates(
             input_examples: t.input_examples,
             effect: t.effect,
             unguarded: t.unguarded,
+            input: Some(t.input),
         })
         .collect();
     for (ci, caller) in callers.iter().enumerate() {
@@ -636,6 +644,7 @@ fn candidates(
                 input_examples,
                 effect,
                 unguarded,
+                input: None,
             });
         }
     }
@@ -856,6 +865,57 @@ fn check_redaction(
     for tool in audit.into_iter().flat_map(|a| a.redaction().tools()) {
         if !known_tools.contains(tool) {
             problems.push(BuildProblem::UnknownRedactionTool(tool.to_owned()));
+        }
+    }
+}
+
+/// Step 8 too: a typed PreToolUse hook's tools follow from its input type. Without `tools`, it
+/// matches every tool of the builder's sources (before the tool filters) that takes its type,
+/// and none is a problem; with `tools`, every named tool of those sources must take its type.
+/// (Step 9 then keeps or drops it like any hook.)
+fn resolve_typed_hooks(
+    pre: &mut [PreHookDef],
+    inputs: &BTreeMap<String, Option<InputType>>,
+    problems: &mut Problems<'_>,
+) {
+    for hook in pre.iter_mut() {
+        let Some(wanted) = hook.input else {
+            continue;
+        };
+        match &hook.matcher {
+            Matcher::All => {
+                let names: Vec<Cow<'static, str>> = inputs
+                    .iter()
+                    .filter(|(_, input)| input.is_some_and(|i| i.id == wanted.id))
+                    .map(|(name, _)| Cow::Owned(name.clone()))
+                    .collect();
+                if names.is_empty() {
+                    problems.push(BuildProblem::NoToolTakesHookInput {
+                        hook: hook.path.to_string(),
+                        input: wanted.name.to_owned(),
+                    });
+                }
+                hook.matcher = Matcher::Tools(names);
+            }
+            Matcher::Tools(names) => {
+                for name in names {
+                    let Some(input) = inputs.get(name.as_ref()) else {
+                        continue;
+                    };
+                    if input.is_some_and(|i| i.id == wanted.id) {
+                        continue;
+                    }
+                    problems.push(BuildProblem::HookInputMismatch {
+                        hook: hook.path.to_string(),
+                        tool: name.to_string(),
+                        input: wanted.name.to_owned(),
+                        tool_input: match input {
+                            Some(i) => format!("`{}`", i.name),
+                            None => "JSON (a wrapped caller's tool)".to_owned(),
+                        },
+                    });
+                }
+            }
         }
     }
 }
@@ -1232,6 +1292,34 @@ pub enum BuildProblem {
         tool: String,
         /// The tool's full path.
         path: String,
+    },
+    /// A typed PreToolUse hook (one that takes `&T`) whose input type no tool of this builder's
+    /// sources takes: it would guard nothing.
+    #[error(
+        "hook `{hook}` takes `&{input}`, but no tool of this builder takes `{input}` as its input, \
+         so it would guard nothing: take the input type of the tool you mean (a flat tool names \
+         its input with #[tool(input = Name)]), or add that tool"
+    )]
+    NoToolTakesHookInput {
+        /// The hook's full path.
+        hook: String,
+        /// The type the hook takes.
+        input: String,
+    },
+    /// A typed PreToolUse hook whose `tools` names a tool whose input is another type.
+    #[error(
+        "hook `{hook}` takes `&{input}`, but its tool `{tool}` takes {tool_input}: name only \
+         tools whose input is `{input}`, or take `&ToolUse` to read any tool's input"
+    )]
+    HookInputMismatch {
+        /// The hook's full path.
+        hook: String,
+        /// The tool named in its `tools`.
+        tool: String,
+        /// The type the hook takes.
+        input: String,
+        /// The tool's input type, in backticks, or what it is instead.
+        tool_input: String,
     },
     /// An item takes a `State<T>` the builder was not given.
     #[error(

@@ -25,9 +25,15 @@ use serde_json::Value;
 ///
 /// A hook that returns an error or panics does not deny: it halts the agent (fail closed; see
 /// [`Halt`](crate::Halt)).
+///
+/// `I` is the type of a rewritten input: the JSON object itself (`serde_json::Value`, the
+/// default) for a hook that takes `&ToolUse`, and the tool's input type `T` for a typed hook
+/// that takes `&T` ([`PreHookDef::typed`](crate::PreHookDef::typed)): it returns
+/// `Decision<T>`, so a rewrite to another type does not compile, and its `Rewrite(t)` is
+/// serialized back to the input object (then authorized again as above).
 #[derive(Debug, Clone, PartialEq)]
 #[must_use = "a Decision does nothing unless the hook returns it"]
-pub enum Decision {
+pub enum Decision<I = Value> {
     /// Let the call go on.
     Allow,
     /// Refuse the call.
@@ -37,12 +43,12 @@ pub enum Decision {
         /// What to do instead, appended after the reason when given.
         instead: Option<String>,
     },
-    /// Replace the input (a JSON object): the chain starts again from its first hook with it,
-    /// then the tool runs with it.
-    Rewrite(Value),
+    /// Replace the input (a JSON object, or a typed hook's `T`): the chain starts again from its
+    /// first hook with it, then the tool runs with it.
+    Rewrite(I),
 }
 
-impl Decision {
+impl<I> Decision<I> {
     /// `Deny` with a reason and no suggestion.
     pub fn deny(reason: impl Into<String>) -> Self {
         Decision::Deny {
@@ -60,7 +66,20 @@ impl Decision {
     }
 
     /// `Rewrite` to `input`.
-    pub fn rewrite(input: Value) -> Self {
+    pub fn rewrite(input: I) -> Self {
         Decision::Rewrite(input)
+    }
+
+    /// The same decision with a rewritten input mapped by `f` (how a typed hook's `Decision<T>`
+    /// becomes the chain's `Decision<Value>`).
+    pub(crate) fn try_map_rewrite<J, E>(
+        self,
+        f: impl FnOnce(I) -> Result<J, E>,
+    ) -> Result<Decision<J>, E> {
+        Ok(match self {
+            Decision::Allow => Decision::Allow,
+            Decision::Deny { reason, instead } => Decision::Deny { reason, instead },
+            Decision::Rewrite(input) => Decision::Rewrite(f(input)?),
+        })
     }
 }

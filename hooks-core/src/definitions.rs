@@ -5,19 +5,24 @@
 //! generate exactly these calls. Sync tools and hooks are called directly, with no boxed future;
 //! async ones return a boxed `Send` future (see `erased.rs`).
 
+use std::any::TypeId;
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use schemars::JsonSchema;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::content::ToolUse;
 use crate::decision::Decision;
 use crate::effect::Effect;
-use crate::erased::{AsyncTool, ErasedTool, HookFn, PostHookFn, PreHookFn, StopFn, SyncTool};
+use crate::erased::{
+    AsyncTool, ErasedTool, HookFn, PostHookFn, PreHookFn, StopFn, SyncTool, pre_async, pre_sync,
+    typed_args, untyped,
+};
 use crate::error::{HookError, ToolError};
 use crate::future::BoxFuture;
 use crate::outcome::{CallRecord, SessionSummary};
@@ -66,11 +71,30 @@ pub struct ToolDef {
     pub(crate) effect: Option<Effect>,
     /// Why a write tool needs no PreToolUse hook, when it says so.
     pub(crate) unguarded: Option<Cow<'static, str>>,
+    /// The argument type: what a typed PreToolUse hook must take to match the tool.
+    pub(crate) input: InputType,
     pub(crate) imp: Arc<dyn ErasedTool>,
 }
 
+/// A Rust type a tool deserializes its input into, or a typed hook takes: its `TypeId`, and its
+/// name for build errors.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InputType {
+    pub(crate) id: TypeId,
+    pub(crate) name: &'static str,
+}
+
+impl InputType {
+    pub(crate) fn of<T: 'static>() -> Self {
+        InputType {
+            id: TypeId::of::<T>(),
+            name: std::any::type_name::<T>(),
+        }
+    }
+}
+
 impl ToolDef {
-    fn with<A: JsonSchema>(
+    fn with<A: JsonSchema + 'static>(
         name: impl Into<Cow<'static, str>>,
         description: impl Into<Cow<'static, str>>,
         imp: Arc<dyn ErasedTool>,
@@ -79,6 +103,7 @@ impl ToolDef {
             name.into(),
             description.into(),
             crate::schema::generate::<A>(),
+            InputType::of::<A>(),
             imp,
         )
     }
@@ -88,9 +113,11 @@ impl ToolDef {
         name: Cow<'static, str>,
         description: Cow<'static, str>,
         schema: Value,
+        input: InputType,
         imp: Arc<dyn ErasedTool>,
     ) -> Self {
         ToolDef {
+            input,
             path: name.clone(),
             name,
             description,
@@ -364,6 +391,8 @@ pub struct PreHookDef {
     pub(crate) matcher: Matcher,
     pub(crate) states: Vec<StateKey>,
     pub(crate) timeout: Option<Duration>,
+    /// A typed hook's input type (`None`: the hook takes `&ToolUse` only).
+    pub(crate) input: Option<InputType>,
     pub(crate) imp: PreHookFn,
 }
 
@@ -384,6 +413,7 @@ impl PreHookDef {
             matcher: Matcher::All,
             states: Vec::new(),
             timeout: None,
+            input: None,
             imp,
         }
     }
@@ -394,6 +424,7 @@ impl PreHookDef {
     where
         F: Fn(Env<'_>, &ToolUse) -> Result<Decision, HookError> + Send + Sync + 'static,
     {
+        let f = pre_sync(move |env, call, _args| f(env, call));
         Self::new(path.into(), order, HookFn::Sync(Arc::new(f)))
     }
 
@@ -405,7 +436,93 @@ impl PreHookDef {
             + Sync
             + 'static,
     {
+        let f = pre_async(move |env, call, _args| f(env, call));
         Self::new(path.into(), order, HookFn::Async(Arc::new(f)))
+    }
+
+    /// A synchronous **typed** hook: `f` gets the call's validated arguments as the tool's input
+    /// type `T` (the struct the tool deserializes into; no second deserialization), and answers
+    /// a `Decision<T>`, so a rewrite is a `T` (serialized back to the input object, then
+    /// authorized again like any rewrite: the `&T` a hook sees always matches the input the
+    /// tool would run with).
+    ///
+    /// The tools it applies to follow from `T`: every tool of the dispatcher whose input type
+    /// is `T`, narrowed by [`tools`](Self::tools) when given. `build()` fails with
+    /// [`BuildProblem::NoToolTakesHookInput`](crate::BuildProblem::NoToolTakesHookInput) when no
+    /// tool of the builder's sources takes `T`, and with
+    /// [`BuildProblem::HookInputMismatch`](crate::BuildProblem::HookInputMismatch) when
+    /// `tools` names a tool whose input is another type. A `T` that fails to serialize halts the
+    /// agent (the hook failed).
+    ///
+    /// ```
+    /// use schemars::JsonSchema;
+    /// use serde::{Deserialize, Serialize};
+    /// use serde_json::json;
+    /// use toolgate_core::{Decision, Dispatcher, HookContext, PreHookDef, ToolDef, ToolUse};
+    ///
+    /// /// Arguments of `search`.
+    /// #[derive(Deserialize, Serialize, JsonSchema)]
+    /// struct Search {
+    ///     /// What to look for.
+    ///     query: String,
+    ///     /// How many results, at most 5.
+    ///     limit: u32,
+    /// }
+    ///
+    /// let dispatcher = Dispatcher::builder()
+    ///     .tool(ToolDef::sync("search", "Searches the help centre.",
+    ///         |_env, s: Search| Ok(format!("{} results for {}", s.limit, s.query))))
+    ///     .pre_hook(PreHookDef::typed("app::cap_limit", 10, |_env, _call, s: &Search| {
+    ///         Ok(if s.limit > 5 {
+    ///             Decision::Rewrite(Search { query: s.query.clone(), limit: 5 })
+    ///         } else {
+    ///             Decision::Allow
+    ///         })
+    ///     }))
+    ///     .build()?;
+    /// assert_eq!(dispatcher.pre_hook_chain("search"), Some(vec!["app::cap_limit"]));
+    ///
+    /// let session = dispatcher.session(HookContext::builder("u_1", "sess_1").build());
+    /// let call = ToolUse::new("toolu_1", "search", json!({"query": "refunds", "limit": 50}));
+    /// let result = toolgate_core::block_on(session.call(&call)).unwrap();
+    /// assert_eq!(result.content_text(), "5 results for refunds");
+    /// # Ok::<(), toolgate_core::BuildError>(())
+    /// ```
+    pub fn typed<T, F>(path: impl Into<Cow<'static, str>>, order: i64, f: F) -> Self
+    where
+        T: Serialize + Send + Sync + 'static,
+        F: Fn(Env<'_>, &ToolUse, &T) -> Result<Decision<T>, HookError> + Send + Sync + 'static,
+    {
+        let f = pre_sync(move |env, call, args| {
+            untyped(typed_args::<T>(args).and_then(|t| f(env, call, t)))
+        });
+        PreHookDef {
+            input: Some(InputType::of::<T>()),
+            ..Self::new(path.into(), order, HookFn::Sync(Arc::new(f)))
+        }
+    }
+
+    /// An async typed hook (see [`typed`](Self::typed)); write `f` as a `fn` item returning a
+    /// boxed future. Its answer is boxed once more, to serialize a rewrite.
+    pub fn typed_async<T, F>(path: impl Into<Cow<'static, str>>, order: i64, f: F) -> Self
+    where
+        T: Serialize + Send + Sync + 'static,
+        F: for<'a> Fn(Env<'a>, &'a ToolUse, &'a T) -> BoxFuture<'a, Result<Decision<T>, HookError>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        let f = pre_async(move |env, call, args| match typed_args::<T>(args) {
+            Ok(t) => {
+                let decided = f(env, call, t);
+                Box::pin(async move { untyped(decided.await) })
+            }
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        });
+        PreHookDef {
+            input: Some(InputType::of::<T>()),
+            ..Self::new(path.into(), order, HookFn::Async(Arc::new(f)))
+        }
     }
 
     /// Sets the deadline of an async hook, instead of the dispatcher's

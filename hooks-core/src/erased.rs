@@ -140,26 +140,76 @@ impl<S: ?Sized, A: ?Sized> HookFn<S, A> {
     }
 }
 
+/// The validated arguments a PreToolUse hook is shown, erased: a typed hook downcasts them to its
+/// `&T`; a hook that takes `&ToolUse` ignores them.
+pub(crate) type ArgsRef<'a> = &'a (dyn Any + Send);
+
 /// A sync PreToolUse hook.
-pub(crate) type PreSync = dyn Fn(Env<'_>, &ToolUse) -> Result<Decision, HookError> + Send + Sync;
+pub(crate) type PreSync =
+    dyn Fn(Env<'_>, &ToolUse, ArgsRef<'_>) -> Result<Decision, HookError> + Send + Sync;
 /// An async PreToolUse hook.
-pub(crate) type PreAsync = dyn for<'a> Fn(Env<'a>, &'a ToolUse) -> BoxFuture<'a, Result<Decision, HookError>>
+pub(crate) type PreAsync = dyn for<'a> Fn(Env<'a>, &'a ToolUse, ArgsRef<'a>) -> BoxFuture<'a, Result<Decision, HookError>>
     + Send
     + Sync;
+
+/// `f` as a [`PreSync`] (the bound makes the closure's signature higher-ranked).
+pub(crate) fn pre_sync<F>(f: F) -> F
+where
+    F: Fn(Env<'_>, &ToolUse, ArgsRef<'_>) -> Result<Decision, HookError> + Send + Sync + 'static,
+{
+    f
+}
+
+/// `f` as a [`PreAsync`].
+pub(crate) fn pre_async<F>(f: F) -> F
+where
+    F: for<'a> Fn(Env<'a>, &'a ToolUse, ArgsRef<'a>) -> BoxFuture<'a, Result<Decision, HookError>>
+        + Send
+        + Sync
+        + 'static,
+{
+    f
+}
+
+/// A typed hook's `&T`: the validated arguments downcast (they are the tool's input type, which
+/// `build()` checked). `Err` only if that check was bypassed.
+pub(crate) fn typed_args<T: 'static>(args: ArgsRef<'_>) -> Result<&T, HookError> {
+    args.downcast_ref::<T>().ok_or_else(|| {
+        HookError::new(format!(
+            "toolgate: the hook takes `&{}`, which is not the tool's input type",
+            std::any::type_name::<T>()
+        ))
+    })
+}
+
+/// A typed hook's `Decision<T>` as the chain's: a rewrite's `T` serialized back to the input
+/// object. A `T` that cannot be serialized is the hook's failure (the agent halts).
+pub(crate) fn untyped<T: serde::Serialize>(
+    decided: Result<Decision<T>, HookError>,
+) -> Result<Decision, HookError> {
+    decided?.try_map_rewrite(|t| {
+        serde_json::to_value(&t).map_err(|e| {
+            HookError::new(format!(
+                "toolgate: the hook's rewrite could not be serialized to the input: {e}"
+            ))
+        })
+    })
+}
 /// A PreToolUse hook, erased.
 pub(crate) type PreHookFn = HookFn<PreSync, PreAsync>;
 
 impl PreHookFn {
-    /// Asks the hook about `call`.
+    /// Asks the hook about `call`, whose validated arguments are `args`.
     #[inline]
     pub(crate) fn run<'a>(
         &'a self,
         env: Env<'a>,
         call: &'a ToolUse,
+        args: ArgsRef<'a>,
     ) -> Invoke<'a, Result<Decision, HookError>> {
         match self {
-            HookFn::Sync(f) => Invoke::Ready(f(env, call)),
-            HookFn::Async(f) => Invoke::Pending(f(env, call)),
+            HookFn::Sync(f) => Invoke::Ready(f(env, call, args)),
+            HookFn::Async(f) => Invoke::Pending(f(env, call, args)),
         }
     }
 }

@@ -41,6 +41,30 @@ impl<E: Display> IntoDecision for Result<Decision, E> {
     }
 }
 
+/// What a typed PreToolUse hook (one that takes `&I`, the tool's input type) may return: a
+/// `Decision<I>`, so a rewrite is an `I`.
+#[diagnostic::on_unimplemented(
+    message = "a PreToolUse hook that takes `&{I}` must return `Decision<{I}>` or `Result<Decision<{I}>, E>`, not `{Self}`",
+    label = "this return type is not `Decision<{I}>` or `Result<Decision<{I}>, E: Display>`",
+    note = "a typed hook's rewrite is a `{I}`: return `Decision::Rewrite({I} {{ … }})`, `Decision::Allow` or `Decision::deny(…)`; take `&ToolUse` instead to rewrite the input as JSON"
+)]
+pub trait IntoTypedDecision<I> {
+    /// Converts the hook's return value.
+    fn into_typed_decision(self) -> Result<Decision<I>, HookError>;
+}
+
+impl<I> IntoTypedDecision<I> for Decision<I> {
+    fn into_typed_decision(self) -> Result<Decision<I>, HookError> {
+        Ok(self)
+    }
+}
+
+impl<I, E: Display> IntoTypedDecision<I> for Result<Decision<I>, E> {
+    fn into_typed_decision(self) -> Result<Decision<I>, HookError> {
+        self.map_err(HookError::new)
+    }
+}
+
 /// What a PostToolUse observer or Stop hook may return.
 #[diagnostic::on_unimplemented(
     message = "an observer cannot change the result: return `()` or `Result<(), E>`, not `{Self}`",

@@ -30,4 +30,5 @@ mod retries;
 mod session;
 mod tracing_channels;
 mod trusted_context;
+mod typed_hooks;
 mod wrapping;

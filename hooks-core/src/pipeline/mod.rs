@@ -128,11 +128,16 @@ impl Inner {
             for &h in tool.chain.iter() {
                 let hook = &self.pre_hooks[h];
                 let view = rewrites.call.as_deref().unwrap_or(current);
-                // A sync hook answers inline: no nested future on the common path.
-                let decided = match catch(|| hook.imp.run(env, view)) {
-                    Ok(Invoke::Ready(r)) => r.map_err(|e| HookFailure::Failed(e.to_string())),
-                    Ok(Invoke::Pending(fut)) => self.await_pre_hook(hook, fut).await,
-                    Err(p) => Err(HookFailure::Failed(format!("the hook panicked: {p}"))),
+                // A sync hook answers inline: no nested future on the common path. The hook
+                // borrows the arguments (a typed hook reads them) only until it has answered.
+                let decided = {
+                    // Bound first: the closure borrowing `args` must not live across `.await`.
+                    let invoked = catch(|| hook.imp.run(env, view, &*args));
+                    match invoked {
+                        Ok(Invoke::Ready(r)) => r.map_err(|e| HookFailure::Failed(e.to_string())),
+                        Ok(Invoke::Pending(fut)) => self.await_pre_hook(hook, fut).await,
+                        Err(p) => Err(HookFailure::Failed(format!("the hook panicked: {p}"))),
+                    }
                 };
                 match decided {
                     Ok(Decision::Allow) => {}

@@ -35,6 +35,8 @@ pub(crate) enum HookParam {
     Subject,
     /// `&HookContext` or `State<T>`.
     Injected(Injection),
+    /// A PreToolUse hook's `&T`: the tool's typed input (the referent type).
+    Input(Box<syn::Type>),
 }
 
 /// The attribute's arguments, parsed.
@@ -120,13 +122,21 @@ impl HookSpec {
 fn check_params(cx: &mut Ctxt, kind: Kind, func: &Func) -> Vec<HookParam> {
     let what = kind.describe();
     let subject = kind.subject();
-    let allowed = format!(
-        "a {what} takes `&HookContext`, {} and `State<T>` parameters",
-        subject.describe()
-    );
+    let allowed = match kind {
+        Kind::Pre => format!(
+            "a {what} takes `&HookContext`, {}, `&T` (a tool's input type) and `State<T>` \
+             parameters",
+            subject.describe()
+        ),
+        _ => format!(
+            "a {what} takes `&HookContext`, {} and `State<T>` parameters",
+            subject.describe()
+        ),
+    };
     let mut params = Vec::new();
     let mut seen_subject = false;
     let mut seen_context = false;
+    let mut seen_input = false;
     for p in &func.params {
         let ty = match &p.kind {
             ParamKind::Receiver(tokens) => {
@@ -178,6 +188,20 @@ fn check_params(cx: &mut Ctxt, kind: Kind, func: &Func) -> Vec<HookParam> {
                 ty,
                 format_args!("take {d} by reference: it is given to the hook, not moved"),
             ),
+            Class::Other if kind == Kind::Pre && typed_input(ty).is_some() => {
+                if seen_input {
+                    cx.spanned(
+                        ty,
+                        "a PreToolUse hook takes one typed input `&T` (the tool's input type); \
+                         remove this parameter",
+                    );
+                    continue;
+                }
+                seen_input = true;
+                if let Some(input) = typed_input(ty) {
+                    params.push(HookParam::Input(Box::new(input.clone())));
+                }
+            }
             Class::Other | Class::ImplTrait => cx.spanned(
                 ty,
                 format_args!("{allowed}; this parameter is none of them"),
@@ -185,4 +209,18 @@ fn check_params(cx: &mut Ctxt, kind: Kind, func: &Func) -> Vec<HookParam> {
         }
     }
     params
+}
+
+/// The `T` of a shared reference `&T` (not `&mut`, not `&dyn`, not `&impl`): a typed hook's
+/// input.
+fn typed_input(ty: &syn::Type) -> Option<&syn::Type> {
+    match ty {
+        syn::Type::Reference(r) if r.mutability.is_none() => match &*r.elem {
+            syn::Type::Path(_) => Some(&r.elem),
+            _ => None,
+        },
+        syn::Type::Paren(p) => typed_input(&p.elem),
+        syn::Type::Group(g) => typed_input(&g.elem),
+        _ => None,
+    }
 }

@@ -21,7 +21,7 @@ pub(crate) fn hook(spec: &HookSpec) -> TokenStream {
     let timeout = timeout(spec.timeout_ms);
     let states = spec.params.iter().filter_map(|param| match param {
         HookParam::Injected(injection) => needs_state(&p, injection),
-        HookParam::Subject => None,
+        HookParam::Subject | HookParam::Input(_) => None,
     });
     let path = registered_path(func);
     let kind = match spec.kind {
@@ -76,6 +76,9 @@ fn make_def(spec: &HookSpec, p: &TokenStream) -> TokenStream {
         quote!(, #order)
     });
     let body = call_body(spec, p);
+    if let Some(input) = typed_input(spec) {
+        return typed_def(spec, p, input, &path, order, &body);
+    }
     let output = match spec.kind {
         Kind::Pre => quote!(#p::Decision),
         Kind::Post | Kind::Stop => quote!(()),
@@ -119,6 +122,53 @@ fn make_def(spec: &HookSpec, p: &TokenStream) -> TokenStream {
     }
 }
 
+/// The input type of a typed PreToolUse hook (`&T`), if it takes one.
+fn typed_input(spec: &HookSpec) -> Option<&syn::Type> {
+    spec.params.iter().find_map(|param| match param {
+        HookParam::Input(ty) => Some(&**ty),
+        _ => None,
+    })
+}
+
+/// A typed PreToolUse hook's definition: `PreHookDef::typed::<T, _>` (or `typed_async`), spanned
+/// on `T`, so a `T` that is not `Serialize` is one error on the parameter's type.
+fn typed_def(
+    spec: &HookSpec,
+    p: &TokenStream,
+    input: &syn::Type,
+    path: &TokenStream,
+    order: Option<TokenStream>,
+    body: &TokenStream,
+) -> TokenStream {
+    let result = quote!(::core::result::Result<#p::Decision<#input>, #p::HookError>);
+    let span = syn::spanned::Spanned::span(input);
+    if spec.func.asyncness.is_some() {
+        let ctor = quote_spanned!(span=> #p::PreHookDef::typed_async::<#input, _>);
+        quote! {
+            fn __toolgate_run<'a>(
+                __env: #p::Env<'a>,
+                __subject: &'a #p::ToolUse,
+                __input: &'a #input,
+            ) -> #p::BoxFuture<'a, #result> {
+                ::std::boxed::Box::pin(async move { #body })
+            }
+            #ctor(#path #order, __toolgate_run)
+        }
+    } else {
+        let ctor = quote_spanned!(span=> #p::PreHookDef::typed::<#input, _>);
+        quote! {
+            fn __toolgate_run(
+                __env: #p::Env<'_>,
+                __subject: &#p::ToolUse,
+                __input: &#input,
+            ) -> #result {
+                #body
+            }
+            #ctor(#path #order, __toolgate_run)
+        }
+    }
+}
+
 /// The generated call: inject, call in declaration order, convert the return value (spanned on
 /// the return type, where a wrong one is reported).
 fn call_body(spec: &HookSpec, p: &TokenStream) -> TokenStream {
@@ -127,6 +177,7 @@ fn call_body(spec: &HookSpec, p: &TokenStream) -> TokenStream {
     for (i, param) in spec.params.iter().enumerate() {
         match param {
             HookParam::Subject => args.push(quote!(__subject)),
+            HookParam::Input(_) => args.push(quote!(__input)),
             HookParam::Injected(injection) => {
                 let binding = format_ident!("__i{}", i);
                 let on_missing = quote!(#p::HookError::new);
@@ -137,10 +188,12 @@ fn call_body(spec: &HookSpec, p: &TokenStream) -> TokenStream {
     }
     let fn_ident = &spec.func.ident;
     let awaited = awaited(&spec.func);
-    let convert = match spec.kind {
-        Kind::Pre => quote_spanned!(return_span(&spec.func)=>
+    let convert = match (spec.kind, typed_input(spec)) {
+        (Kind::Pre, Some(input)) => quote_spanned!(return_span(&spec.func)=>
+            #p::IntoTypedDecision::<#input>::into_typed_decision(__out)),
+        (Kind::Pre, None) => quote_spanned!(return_span(&spec.func)=>
             #p::IntoDecision::into_decision(__out)),
-        Kind::Post | Kind::Stop => quote_spanned!(return_span(&spec.func)=>
+        (Kind::Post | Kind::Stop, _) => quote_spanned!(return_span(&spec.func)=>
             #p::IntoObserved::into_observed(__out)),
     };
     quote! {

@@ -31,6 +31,7 @@ const KEYS: Keys = Keys {
         "idempotent",
         "open_world",
         "unguarded",
+        "input",
     ],
 };
 
@@ -61,6 +62,9 @@ pub(crate) struct ToolSpec {
     pub(crate) effect: Option<EffectSpec>,
     /// `unguarded = "…"`: why a write tool needs no PreToolUse hook (`ToolDef::unguarded`).
     pub(crate) unguarded: Option<String>,
+    /// `input = Name`: the name of the generated input struct of a flat tool, emitted beside
+    /// the function (so a typed hook can take `&Name`).
+    pub(crate) input_name: Option<Ident>,
 }
 
 /// A checked `effect = …` with MCP's hints.
@@ -120,6 +124,7 @@ struct ToolArgs {
     idempotent: Option<(bool, Span)>,
     open_world: Option<(bool, Span)>,
     unguarded: Option<(LitStr, Span)>,
+    input_name: Option<(Ident, Span)>,
 }
 
 impl ToolArgs {
@@ -139,6 +144,7 @@ impl ToolArgs {
             idempotent: None,
             open_world: None,
             unguarded: None,
+            input_name: None,
         };
         for a in &args::parse(args, &KEYS, cx) {
             match a.key.as_str() {
@@ -160,6 +166,7 @@ impl ToolArgs {
                 "idempotent" => out.idempotent = a.flag_or_bool(cx).map(|b| (b, a.key_span)),
                 "open_world" => out.open_world = a.flag_or_bool(cx).map(|b| (b, a.key_span)),
                 "unguarded" => out.unguarded = a.lit_str(cx).map(|l| (l, a.key_span)),
+                "input" => out.input_name = check_input_name(cx, a).map(|i| (i, a.key_span)),
                 "input_examples" => {
                     out.input_examples = a.function_path(cx, "`Vec<serde_json::Value>`")
                 }
@@ -192,6 +199,16 @@ impl ToolSpec {
             check_strict(cx, &params);
         }
         let (effect, unguarded) = check_effect_args(cx, &args);
+        if let Some((_, span)) = &args.input_name
+            && params.iter().any(|p| matches!(p, ToolParam::Input(_)))
+        {
+            cx.at(
+                *span,
+                "`input = …` names the struct generated from a flat tool's parameters, and this \
+                 tool takes an `#[input]` struct already: a typed hook takes `&` that struct; \
+                 remove `input = …`",
+            );
+        }
         strip_param_attrs(&mut func);
         if let Some(effect) = &effect {
             document_effect(&mut func, effect, unguarded.as_deref());
@@ -209,6 +226,27 @@ impl ToolSpec {
             params,
             effect,
             unguarded,
+            input_name: args.input_name.map(|(i, _)| i),
+        }
+    }
+}
+
+/// `input = Name`: a plain identifier, the name of a struct the tool's module does not have yet.
+fn check_input_name(cx: &mut Ctxt, arg: &Arg) -> Option<Ident> {
+    const SHAPE: &str = "`input` names the struct generated from the tool's parameters, like \
+                         `input = RefundRequest`";
+    let Some(value) = &arg.value else {
+        cx.at(arg.key_span, format_args!("`input` needs a value; {SHAPE}"));
+        return None;
+    };
+    match syn::parse2::<Ident>(value.clone()) {
+        Ok(ident) => Some(ident),
+        Err(_) => {
+            cx.spanned(
+                value,
+                format_args!("`input` takes a plain identifier, not a path or a string; {SHAPE}"),
+            );
+            None
         }
     }
 }
