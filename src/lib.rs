@@ -225,6 +225,14 @@
 //!   answered by [`Dispatcher::unguarded_reason`]. [`DispatcherBuilder::undeclared_effects_are_writes`]
 //!   counts every tool without an `effect` as `write`. The effect is exposed by
 //!   [`Dispatcher::tool_effect`].
+//! - `#[tool(input = Name)]` (flat form only): the generated argument struct is emitted beside
+//!   the function as `struct Name` (the function's visibility, on the struct and its fields;
+//!   the parameters' `///` comments as field docs), deriving `Deserialize`, `Serialize` and
+//!   `JsonSchema`, so a typed PreToolUse hook can take `&Name` and rewrite with a `Name` (every
+//!   parameter's type must then be `Serialize` too). You choose the name, so it cannot collide
+//!   with an item you did not write (rustc reports a clash with your own items as for any
+//!   two definitions); without `input = …` the struct stays hidden. A tool with an `#[input]`
+//!   struct needs no name: a typed hook takes that struct.
 //! - `#[tool(crate = path)]` for crates that re-export toolgate under another path.
 //!
 //! The function stays callable as written; the registered tool calls it directly by path, so
@@ -332,6 +340,19 @@
 //!   required; equal orders run by the function's full path. `tools` names `#[tool]`
 //!   functions by Rust path, so a misspelling does not compile, nor does an empty list (a hook
 //!   that guards nothing); without it the hook matches every tool.
+//! - **Typed PreToolUse hooks**: a `#[pre_hook]` may take `&T`, a tool's input type (the struct
+//!   the tool deserializes into: an `#[input]` struct, or a flat tool's generated one named with
+//!   `#[tool(input = Name)]`), instead of or beside `&ToolUse`. It reads the validated arguments
+//!   themselves (no second deserialization; after a rewrite they are validated again, so `&T`
+//!   always matches the input the tool would run with) and returns `Decision<T>` (or
+//!   `Result<Decision<T>, E>`): a rewrite is a `T`, serialized back to the input (so `T:
+//!   Serialize`), then authorized again like any rewrite; a rewrite of another type does not
+//!   compile. The tools it applies to follow from `T`: every tool of the builder that takes
+//!   `T`, narrowed by `tools = [...]` when given. [`DispatcherBuilder::build`] fails with
+//!   [`BuildProblem::NoToolTakesHookInput`] when no tool takes `T`, and with
+//!   [`BuildProblem::HookInputMismatch`] when `tools` names a tool whose input is another type.
+//!   A rule that reads the same fields of several tools with different inputs stays a `&ToolUse`
+//!   hook. By hand: [`PreHookDef::typed`], [`PreHookDef::typed_async`].
 //! - `#[post_hook]`, `#[post_hook(tools = [a])]`: `&HookContext`, `&CallRecord`, `State<T>`;
 //!   returns `()` or `Result<(), E: Display>`; sync or async. It observes and cannot change the
 //!   result.

@@ -53,6 +53,9 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// - `order = N` (required): lower runs first; equal orders run by the function's path.
 /// - `tools = [a, b::c]`: the `#[tool]` functions it guards (by Rust path); without it, every
 ///   tool. `tools = []` is a compile error: a hook that matches nothing would guard nothing.
+/// - A parameter `&T` other than `&HookContext` and `&ToolUse` is the tool's typed input: the
+///   hook applies to the tools whose input type is `T` (narrowed by `tools`) and returns
+///   `Decision<T>`.
 /// - `timeout_ms = N` (async hooks only): the hook's deadline instead of the dispatcher's
 ///   (10 s by default). Past it the call is not run and the agent halts with `hook_timeout`.
 ///
