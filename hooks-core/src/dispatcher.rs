@@ -259,8 +259,37 @@ impl fmt::Debug for Dispatcher {
 }
 
 impl ToolCaller for Dispatcher {
+    /// The Anthropic entries, each with the tool's effect as MCP `annotations` when it has one,
+    /// and, for a `write` tool, an `unguarded` reason saying that this dispatcher guards it (its
+    /// PreToolUse chain, or the tool's own reason): a wrapping dispatcher then neither asks for
+    /// a guard of its own nor loses the effect.
     fn tool_definitions(&self) -> Vec<Value> {
-        self.inner.definitions.clone()
+        let mut definitions = self.inner.definitions.clone();
+        for (entry, tool) in definitions.iter_mut().zip(&self.inner.tools) {
+            let (Some(effect), Value::Object(entry)) = (tool.effect, entry) else {
+                continue;
+            };
+            entry.insert(
+                "annotations".into(),
+                Value::Object(effect.mcp_annotations()),
+            );
+            if effect.is_write() {
+                let chain: Vec<&str> = tool
+                    .chain
+                    .iter()
+                    .map(|&h| self.inner.pre_hooks[h].path.as_ref())
+                    .collect();
+                let reason = match &tool.unguarded {
+                    Some(reason) if chain.is_empty() => reason.to_string(),
+                    _ => format!(
+                        "guarded inside the wrapped dispatcher by {}",
+                        chain.join(", ")
+                    ),
+                };
+                entry.insert("unguarded".into(), Value::String(reason));
+            }
+        }
+        definitions
     }
 
     fn call_tool<'a>(

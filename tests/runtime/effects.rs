@@ -393,3 +393,49 @@ fn an_undeclared_registered_tool_counts_as_a_write_when_asked() {
         }]
     );
 }
+
+#[test]
+fn a_wrapped_dispatcher_passes_its_effects_and_its_guards_on() {
+    let inner = Dispatcher::builder()
+        .tool(refund().effect(Effect::write().destructive(true)))
+        .tool(lookup().effect(Effect::read()))
+        .tool(
+            ToolDef::sync("note", "Files a note.", ok)
+                .path("app::note")
+                .effect(Effect::write())
+                .unguarded("notes are append-only"),
+        )
+        .pre_hook(allow("app::inner_guard").tools(["refund"]))
+        .build()
+        .expect("the inner dispatcher builds");
+    let outer = Dispatcher::builder()
+        .wrap(inner)
+        .undeclared_effects_are_writes()
+        .build()
+        .expect("the inner write tools are guarded inside");
+    assert_eq!(
+        outer.tool_effect("refund"),
+        Some(Effect::write().destructive(true))
+    );
+    assert_eq!(outer.tool_effect("lookup"), Some(Effect::read()));
+    assert_eq!(
+        outer.unguarded_reason("refund"),
+        Some("guarded inside the wrapped dispatcher by app::inner_guard")
+    );
+    assert_eq!(
+        outer.unguarded_reason("note"),
+        Some("notes are append-only")
+    );
+    assert_eq!(outer.unguarded_reason("lookup"), None);
+    // The outer dispatcher's API entries carry neither key.
+    assert_eq!(
+        outer.tool_definitions()[0]
+            .as_object()
+            .map(|o| o.keys().cloned().collect::<Vec<_>>()),
+        Some(vec![
+            "name".to_owned(),
+            "description".to_owned(),
+            "input_schema".to_owned()
+        ])
+    );
+}
