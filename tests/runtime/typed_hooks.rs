@@ -232,7 +232,10 @@ fn a_typed_rewrite_that_cannot_be_serialized_halts() {
         .expect("builds");
     let session = dispatcher.session(HookContext::builder("u_1", "sess_1").build());
     let call = ToolUse::new("toolu_1", "store", json!({"value": 1}));
-    let halt = toolgate::block_on(session.call(&call)).expect_err("the hook failed");
+    let halt = toolgate::block_on(session.call(&call))
+        .expect_err("the hook failed")
+        .into_halt()
+        .expect("a halt");
     assert_eq!(halt.outcome, Outcome::HookFailed);
     assert_eq!(halt.hook, "app::bump");
     assert_eq!(
@@ -378,7 +381,10 @@ fn the_macros_name_a_flat_tools_input_and_type_its_hooks() {
             "type": "object",
             "properties": {
                 "query": {"type": "string", "description": "What to look for."},
-                "limit": {"type": "integer", "minimum": 0, "description": "How many entries."},
+                "limit": {
+                    "description": "How many entries.",
+                    "anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}],
+                },
             },
             "required": ["query"],
             "additionalProperties": false,
