@@ -10,7 +10,6 @@ use crate::content::{Message, ToolResult};
 use crate::ids::IdError;
 use crate::memory::StoreError;
 use crate::outcome::Outcome;
-use crate::provider::ConvertError;
 use crate::texts::INTERNAL_ERROR_MESSAGE;
 
 /// A tool's failure: `is_error: true` with [`message`](Self::message) as the content.
@@ -475,4 +474,24 @@ pub enum RespondError {
     /// `respond` answers assistant messages only.
     #[error("respond answers assistant messages; this message's role is user")]
     NotAssistant,
+}
+
+/// A provider's call item that cannot become a [`ToolUse`](crate::ToolUse): it lacks what the answer needs (an
+/// id, a name) or is not a function call. Raised on the host's side, before the pipeline: the
+/// model's arguments are never the cause (bad arguments are `invalid_input` results). Also
+/// reachable as `provider::ConvertError`, beside the conversions that raise it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot read {what}: {message}")]
+pub struct ConvertError {
+    what: &'static str,
+    message: String,
+}
+
+impl ConvertError {
+    pub(crate) fn new(what: &'static str, message: impl Into<String>) -> Self {
+        ConvertError {
+            what,
+            message: message.into(),
+        }
+    }
 }
