@@ -151,6 +151,7 @@
 #![forbid(unsafe_code)]
 
 mod answer;
+mod approval;
 mod audit;
 mod builder;
 mod caller;
@@ -174,6 +175,7 @@ mod normalize;
 mod outcome;
 mod output;
 mod panic;
+mod pending;
 mod pipeline;
 mod pre_tool_use;
 pub mod provider;
@@ -192,6 +194,7 @@ mod turns;
 pub mod macro_support;
 
 pub use answer::CallAnswer;
+pub use approval::{Approval, ApprovalRequest, Approver, Asked};
 pub use audit::{
     AUDIT_LOG_FILE, AuditLog, AuditLogBuilder, AuditRecord, AuditSink, AuditVerification,
     CHAIN_START, ChainBreak, ChainProblem, ChainStatus, ChainVerification, InvalidPointer,
@@ -216,6 +219,9 @@ pub use memory::{
 };
 pub use outcome::{CallRecord, Outcome, SessionSummary};
 pub use output::{Content, Document, Image, ToolOutput, output_content, output_text};
+pub use pending::{
+    AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn, ResumeError, input_digest,
+};
 pub use pre_tool_use::PreToolUse;
 pub use provider::{
     CacheControl, CacheTtl, ConvertError, DefinitionOptions, NonStrictTool, Provider, SchemaError,

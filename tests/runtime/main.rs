@@ -7,6 +7,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod ask;
 mod audit;
 mod audit_chain;
 mod audit_sinks;

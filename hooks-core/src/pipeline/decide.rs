@@ -36,13 +36,25 @@ impl Inner {
             .run_chain(tool, env, &current, args, &mut rewrites)
             .await
         {
-            Ok(_args) => PreToolUse::Allow {
-                input: match rewrites.call {
+            Ok(_args) => {
+                let rewritten_by = rewrites.by.iter().map(|p| (*p).to_owned()).collect();
+                let input = match rewrites.call {
                     Some(rewritten) => rewritten.input,
                     None => current.input.clone(),
-                },
-                rewritten_by: rewrites.by.iter().map(|p| (*p).to_owned()).collect(),
-            },
+                };
+                if rewrites.asks.is_empty() {
+                    PreToolUse::Allow {
+                        input,
+                        rewritten_by,
+                    }
+                } else {
+                    PreToolUse::Ask {
+                        input,
+                        rewritten_by,
+                        asked_by: rewrites.asks,
+                    }
+                }
+            }
             Err(verdict) => verdict.into_refusal(&rewrites.by),
         }
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::answer::CallAnswer;
+use crate::approval::Asked;
 use crate::content::{ContentBlock, Message, ToolResult, ToolResultContent, ToolUse};
 use crate::error::{Halt, ToolError};
 use crate::limits::cut_content;
@@ -15,6 +16,8 @@ use crate::output::checked;
 use crate::panic::catch;
 use crate::pre_tool_use::PreToolUse;
 use crate::texts::{self, Problems};
+
+use super::Rewrites;
 
 /// How the call ended, before it becomes a `tool_result`.
 pub(super) struct Verdict<'a> {
@@ -236,6 +239,69 @@ impl<'a> Verdict<'a> {
         }
     }
 
+    /// The call waits for a person's approval (the turn pauses): no content, not final.
+    pub(super) fn awaiting() -> Self {
+        Verdict {
+            content: None,
+            ..Verdict::error(Outcome::AwaitingApproval, String::new())
+        }
+    }
+
+    /// A call that needs approval, refused: `blocked` with `text`, the first asking hook at
+    /// fault, `detail` for the operator.
+    fn refused_approval(asks: &[Asked], text: String, detail: String) -> Self {
+        Verdict {
+            blocked_by: asks.first().map(|a| Cow::Owned(a.hook.clone())),
+            detail: Some(detail),
+            ..Verdict::error(Outcome::Blocked, text)
+        }
+    }
+
+    /// The call needs approval and nobody can give it here (no approver, and not a `respond`
+    /// that could pause): `blocked`, fail closed.
+    pub(super) fn needs_approval(asks: &[Asked]) -> Self {
+        Verdict::refused_approval(
+            asks,
+            texts::needs_approval(asks.iter().map(|a| a.reason.as_str())),
+            format!(
+                "the call needs a person's approval ({}) and this dispatcher has no approver; \
+                 only Session::respond can pause for one",
+                asked_list(asks)
+            ),
+        )
+    }
+
+    /// A person declined the call.
+    pub(super) fn declined(asks: &[Asked], reason: &str) -> Self {
+        Verdict::refused_approval(
+            asks,
+            texts::declined(reason),
+            format!("a person declined the call ({})", asked_list(asks)),
+        )
+    }
+
+    /// The approver gave no answer within `deadline`: a denial.
+    pub(super) fn approval_timeout(asks: &[Asked], deadline: Duration) -> Self {
+        Verdict::refused_approval(
+            asks,
+            texts::approval_timeout(deadline),
+            format!(
+                "the approver gave no answer within its deadline of {} ms ({})",
+                deadline.as_millis(),
+                asked_list(asks)
+            ),
+        )
+    }
+
+    /// The approver panicked (or its timer did): a denial.
+    pub(super) fn approval_failed(asks: &[Asked], why: String) -> Self {
+        Verdict::refused_approval(
+            asks,
+            texts::APPROVAL_FAILED.to_owned(),
+            format!("the approver failed: {why} ({})", asked_list(asks)),
+        )
+    }
+
     pub(super) fn panicked(message: String) -> Self {
         Verdict {
             detail: Some(format!("the tool panicked: {message}")),
@@ -260,6 +326,16 @@ impl<'a> Verdict<'a> {
             ..Verdict::error(Outcome::ToolTimeout, texts::tool_timeout(deadline))
         }
     }
+}
+
+/// The asks for a `detail`: `` asked by `a`: reason; `b`: reason ``.
+fn asked_list(asks: &[Asked]) -> String {
+    let list = asks
+        .iter()
+        .map(|a| format!("`{}`: {}", a.hook, a.reason))
+        .collect::<Vec<_>>()
+        .join("; ");
+    format!("asked by {list}")
 }
 
 /// Hook paths for a `detail`: `` `a`, `b` ``.
@@ -329,24 +405,28 @@ impl<'a> Answer<'a> {
         }
     }
 
-    /// The record observers see: `input` as recorded, and the rewrites (`effective_input`, the
-    /// hooks that rewrote).
+    /// The record observers see: `input` as recorded, the rewrites (`effective_input`, the
+    /// hooks that rewrote) and the approval (who asked, approved or declined). A paused call
+    /// (`awaiting_approval`) has no result yet.
     #[inline]
     pub(super) fn record<'r>(
         &'r self,
         call: &'r ToolUse,
         input: &'r Value,
-        effective_input: Option<&'r Value>,
-        rewritten_by: &'r [&'r str],
+        rewrites: &'r Rewrites<'_>,
         duration: Duration,
     ) -> CallRecord<'r> {
+        let result = self.outcome.is_final().then_some(&self.result);
         CallRecord {
-            effective_input,
+            effective_input: rewrites.call.as_ref().map(|r| &r.input),
             blocked_by: self.blocked_by.as_deref(),
-            rewritten_by,
+            rewritten_by: &rewrites.by,
             detail: self.detail.as_deref(),
             content_bytes: self.content_bytes,
-            ..CallRecord::new(call, input, self.outcome, Some(&self.result), duration)
+            asked_by: &rewrites.asks,
+            approved_by: rewrites.approved_by.as_deref(),
+            denied_by: rewrites.denied_by.as_deref(),
+            ..CallRecord::new(call, input, self.outcome, result, duration)
         }
     }
 
