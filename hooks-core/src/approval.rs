@@ -99,9 +99,9 @@ impl Approval {
     /// Who decided.
     pub fn by(&self) -> &str {
         match self {
-            Approval::Approve { by, .. } | Approval::Edit { by, .. } | Approval::Deny { by, .. } => {
-                by
-            }
+            Approval::Approve { by, .. }
+            | Approval::Edit { by, .. }
+            | Approval::Deny { by, .. } => by,
         }
     }
 }

@@ -181,6 +181,7 @@ mod pre_tool_use;
 pub mod provider;
 mod registry;
 mod reply;
+mod resume;
 pub mod schema;
 mod session;
 mod state;

@@ -11,7 +11,8 @@ use sha2::{Digest, Sha256};
 
 use crate::approval::Asked;
 use crate::content::{ToolResult, ToolUse};
-use crate::error::Halt;
+use crate::error::{CallError, Halt};
+use crate::texts;
 
 /// The format version a [`PendingTurn`] is written with, and the only one
 /// [`Session::resume`](crate::Session::resume) reads.
@@ -95,6 +96,28 @@ pub enum PendingBlock {
     AwaitingApproval(AwaitingCall),
 }
 
+impl PendingBlock {
+    /// The block's `tool_use` id.
+    pub fn tool_use_id(&self) -> &str {
+        match self {
+            PendingBlock::Answered { result } => &result.tool_use_id,
+            PendingBlock::AwaitingApproval(a) => &a.tool_use_id,
+        }
+    }
+
+    /// The answer of a block that has one; a waiting call's is the `blocked` result of a call
+    /// nobody can approve (fail closed: where a turn cannot pause, a call that asks is blocked).
+    pub(crate) fn into_result(self) -> ToolResult {
+        match self {
+            PendingBlock::Answered { result } => result,
+            PendingBlock::AwaitingApproval(a) => ToolResult::error(
+                a.tool_use_id,
+                texts::needs_approval(a.asked_by.iter().map(|x| x.reason.as_str())),
+            ),
+        }
+    }
+}
+
 /// A call of a [`PendingTurn`] waiting for a person's approval.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -151,10 +174,12 @@ pub fn input_digest(input: &Value) -> String {
 /// Lowercase hex of `bytes`.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }
 
 /// Why [`Session::resume`](crate::Session::resume) gave no user message. Every refusal but
@@ -167,6 +192,12 @@ pub enum ResumeError {
     /// halts, and the halt's answer covers every block of the turn (see [`Halt`]).
     #[error(transparent)]
     Halt(#[from] Halt),
+    /// The session's answer memory refused a waiting call ([`CallError::InProgress`]: another
+    /// resume of it runs now; [`CallError::IdReused`]; [`CallError::Store`]): the calls before
+    /// it were answered and remembered, nothing more ran. Resume again later: the answered ones
+    /// are replayed.
+    #[error(transparent)]
+    Call(CallError),
     /// The pending turn was written in a format this build does not read.
     #[error("the pending turn has format {found}; this build reads format {PENDING_TURN_FORMAT}")]
     UnknownFormat {

@@ -60,7 +60,9 @@ pub(crate) fn context(clock: SystemTime) -> HookContext {
 pub(crate) fn large_refund() -> PreHookDef {
     PreHookDef::sync("app::large_refund", 10, |_env, call: &ToolUse| {
         Ok(match call.input["amount_cents"].as_u64() {
-            Some(n) if n > 20_000 => Decision::ask("refunds above 20000 cents need a person's approval"),
+            Some(n) if n > 20_000 => {
+                Decision::ask("refunds above 20000 cents need a person's approval")
+            }
             _ => Decision::Allow,
         })
     })
@@ -176,7 +178,10 @@ fn a_later_deny_wins_over_an_ask() {
         ToolResult::error("toolu_1", "BLOCKED: order o_9 is frozen.")
     );
     // The approver is never asked about a call a hook denies.
-    assert_eq!((runs.load(Ordering::SeqCst), asked.load(Ordering::SeqCst)), (0, 0));
+    assert_eq!(
+        (runs.load(Ordering::SeqCst), asked.load(Ordering::SeqCst)),
+        (0, 0)
+    );
     assert_eq!(
         lines.take(),
         vec![line(
@@ -195,7 +200,10 @@ fn several_asking_hooks_give_several_reasons() {
     let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
     let seen = Arc::new(Mutex::new(Vec::new()));
     let d = dispatcher(&runs, &lines, vec![large_refund(), watched_order()], |b| {
-        b.approver(Recording(Arc::clone(&seen), Approval::approve("lead@example.com")))
+        b.approver(Recording(
+            Arc::clone(&seen),
+            Approval::approve("lead@example.com"),
+        ))
     });
     let input = json!({"order_id": "o_7", "amount_cents": 25000});
     assert_eq!(
@@ -268,7 +276,11 @@ fn only_the_asks_of_the_final_pass_count() {
     let ctx = context(at_start());
     let decided = toolgate::block_on(d.pre_tool_use(
         &ctx,
-        &ToolUse::new("toolu_1", "refund", json!({"order_id": "o_1", "amount_cents": 25000})),
+        &ToolUse::new(
+            "toolu_1",
+            "refund",
+            json!({"order_id": "o_1", "amount_cents": 25000}),
+        ),
     ));
     assert_eq!(
         decided,
@@ -309,7 +321,10 @@ fn pre_tool_use_answers_ask_with_every_reason_and_asks_no_approver() {
     );
     assert!(!decided.is_allowed());
     assert_eq!(decided.outcome(), None);
-    assert_eq!((runs.load(Ordering::SeqCst), asked.load(Ordering::SeqCst)), (0, 0));
+    assert_eq!(
+        (runs.load(Ordering::SeqCst), asked.load(Ordering::SeqCst)),
+        (0, 0)
+    );
     assert_eq!(lines.take(), Vec::<Value>::new());
 }
 
@@ -457,7 +472,9 @@ fn no_answer_in_time_is_a_denial() {
 fn an_approver_that_panics_is_a_denial() {
     support::quiet_injected_panics();
     let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
-    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b.approver(Panicking));
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| {
+        b.approver(Panicking)
+    });
     let input = json!({"order_id": "o_1", "amount_cents": 25000});
     let text = "BLOCKED: this call needs a person's approval and the approval could not be \
                 asked for. Do not retry it; tell the user this action is unavailable right now.";

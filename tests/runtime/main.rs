@@ -25,6 +25,7 @@ mod limits;
 mod observers;
 mod outcomes;
 mod panics;
+mod pause;
 mod pre_tool_use;
 mod replies;
 mod retries;

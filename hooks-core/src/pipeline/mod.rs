@@ -13,7 +13,6 @@ use serde_json::Value;
 
 use crate::answer::CallAnswer;
 use crate::approval::{Approval, ApprovalRequest, Asked};
-use crate::pending::AwaitingCall;
 use crate::content::{ToolResult, ToolResultContent, ToolUse};
 use crate::context::HookContext;
 use crate::decision::Decision;
@@ -26,6 +25,7 @@ use crate::limits::Limits;
 use crate::normalize::{Normalized, Refused, check_bounds, normalize};
 use crate::outcome::{CallRecord, Outcome};
 use crate::panic::{CatchUnwind, catch};
+use crate::pending::AwaitingCall;
 use crate::schema::explain::{Integers, problems};
 use crate::state::Env;
 use crate::stats::Stats;
@@ -108,7 +108,15 @@ impl Inner {
             };
             if rewrites.needs_approval(current) {
                 match self
-                    .approve(tool, env, call, current, args, &mut rewrites, mode.may_pause())
+                    .approve(
+                        tool,
+                        env,
+                        call,
+                        current,
+                        args,
+                        &mut rewrites,
+                        mode.may_pause(),
+                    )
                     .await
                 {
                     Ok(Approved::Run(a)) => args = a,
@@ -289,16 +297,44 @@ impl Inner {
         rewrites: &mut Rewrites<'a>,
     ) -> Result<Args, Verdict<'a>> {
         let waiting = resumed.awaiting;
+        let approval = match resumed.resolution {
+            Resolution::Decided(a @ (Approval::Approve { .. } | Approval::Edit { .. })) => a,
+            refused => {
+                // Not run: the record shows the call as it paused.
+                rewrites
+                    .by
+                    .extend(waiting.rewritten_by.iter().map(String::as_str));
+                if waiting.effective_input != current.input {
+                    let call = current.with_input(waiting.effective_input.clone());
+                    rewrites.call = Some(Box::new(call));
+                }
+                rewrites.asks = waiting.asked_by.clone();
+                return Err(match refused {
+                    Resolution::Decided(Approval::Deny { by, reason }) => {
+                        rewrites.denied_by = Some(by.clone());
+                        Verdict::declined(&rewrites.asks, reason)
+                    }
+                    Resolution::Expired { ttl } => Verdict::expired(&rewrites.asks, ttl),
+                    _ => Verdict::needs_approval(&rewrites.asks),
+                });
+            }
+        };
         if waiting.effective_input != current.input {
             let (last, before) = match waiting.rewritten_by.split_last() {
                 Some((last, before)) => (last.as_str(), before),
                 None => (APPROVER, &[][..]),
             };
             rewrites.by.extend(before.iter().map(String::as_str));
-            args = self.rewrite(tool, last, current, waiting.effective_input.clone(), rewrites)?;
+            args = self.rewrite(
+                tool,
+                last,
+                current,
+                waiting.effective_input.clone(),
+                rewrites,
+            )?;
         }
-        rewrites.approved_by = Some(resumed.approval.by().to_owned());
-        match resumed.approval {
+        rewrites.approved_by = Some(approval.by().to_owned());
+        match approval {
             Approval::Edit { input, .. } => {
                 rewrites.approved.push(input.clone());
                 let view = rewrites.call.as_deref().unwrap_or(current);
@@ -564,10 +600,23 @@ impl Mode<'_, '_> {
     }
 }
 
-/// A paused call and the person's approval it resumes with (`Approve` or `Edit`).
+/// A paused call and how it ends.
 pub(crate) struct Resumed<'a> {
     pub(crate) awaiting: &'a AwaitingCall,
-    pub(crate) approval: &'a Approval,
+    pub(crate) resolution: Resolution<'a>,
+}
+
+/// How a paused call ends.
+#[derive(Clone, Copy)]
+pub(crate) enum Resolution<'a> {
+    /// A person's decision: approved (it runs, its chain first), edited, or declined
+    /// (`blocked`).
+    Decided(&'a Approval),
+    /// The pending turn outlived its time to live: `blocked`, not run.
+    Expired { ttl: Duration },
+    /// The turn cannot wait for it (a later block halted): `blocked`, as where nobody can
+    /// approve.
+    Unapproved,
 }
 
 /// How a person's edit of the input shows in `rewritten_by`: the approver rewrote it.

@@ -293,6 +293,19 @@ impl<'a> Verdict<'a> {
         )
     }
 
+    /// The pending turn outlived its time to live `ttl`: a denial the model can act on.
+    pub(super) fn expired(asks: &[Asked], ttl: Duration) -> Self {
+        Verdict::refused_approval(
+            asks,
+            texts::approval_expired(ttl),
+            format!(
+                "the pending turn expired: it waited longer than its time to live of {} s ({})",
+                ttl.as_secs(),
+                asked_list(asks)
+            ),
+        )
+    }
+
     /// The approver panicked (or its timer did): a denial.
     pub(super) fn approval_failed(asks: &[Asked], why: String) -> Self {
         Verdict::refused_approval(
