@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use toolgate::{AUDIT_LOG_FILE, AuditLog, Provider, SESSION_SUMMARIES_FILE};
 
 use super::agent::{self, Agent, Specialist};
+use super::approval::{self, ResumeArgs};
 use super::output;
 use super::transcript::{self, Transcript};
 
@@ -31,6 +32,8 @@ usage:
   support_agent [--transcript FILE] [--json] [--out-dir DIR]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR
+  support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
+                [--json] [--out-dir DIR]
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
@@ -44,6 +47,13 @@ usage:
   --verify-audit DIR   check the hash chain of DIR's audit files (rotated ones included): ok
                        with the line count and last hash, or the first line edited, deleted,
                        inserted or reordered
+  --resume FILE        finish a turn paused for a person's approval (a replay writes it to
+                       OUT-DIR/pending/SESSION.json) with one decision:
+  --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)
+  --by WHO             who decided (default: operator)
+  --deny ID            decline the waiting tool_use ID, with --reason TEXT for the model
+  --now TIME           the resuming session's clock, RFC 3339 (default: when the turn paused);
+                       a turn older than 24 hours expires and its calls are answered blocked
   --help               this text
 
 exit codes: 0 all outcomes as expected (or the chain verifies); 1 an outcome differed (or the
@@ -59,6 +69,8 @@ pub(crate) enum Command {
     Schemas(Specialist, Provider),
     /// `--verify-audit DIR`.
     VerifyAudit(PathBuf),
+    /// `--resume FILE …`: finish a paused turn.
+    Resume(ResumeArgs),
     /// Replay transcripts.
     Replay {
         /// `--transcript FILE`; every bundled transcript when absent.
@@ -81,6 +93,12 @@ where
     let mut specialist: Option<Specialist> = None;
     let mut provider: Option<Provider> = None;
     let mut verify: Option<PathBuf> = None;
+    let mut resume: Option<PathBuf> = None;
+    let mut approve: Option<String> = None;
+    let mut deny: Option<String> = None;
+    let mut reason: Option<String> = None;
+    let mut by: Option<String> = None;
+    let mut now: Option<String> = None;
     let mut json = false;
     let mut schemas = false;
     let mut help = false;
@@ -137,7 +155,14 @@ where
             "--verify-audit" if verify.is_none() => {
                 verify = Some(PathBuf::from(value("--verify-audit")?))
             }
-            "--transcript" | "--out-dir" | "--specialist" | "--provider" | "--verify-audit" => {
+            "--resume" if resume.is_none() => resume = Some(PathBuf::from(value("--resume")?)),
+            "--approve" if approve.is_none() => approve = Some(text(value("--approve")?)),
+            "--deny" if deny.is_none() => deny = Some(text(value("--deny")?)),
+            "--reason" if reason.is_none() => reason = Some(text(value("--reason")?)),
+            "--by" if by.is_none() => by = Some(text(value("--by")?)),
+            "--now" if now.is_none() => now = Some(text(value("--now")?)),
+            "--transcript" | "--out-dir" | "--specialist" | "--provider" | "--verify-audit"
+            | "--resume" | "--approve" | "--deny" | "--reason" | "--by" | "--now" => {
                 return Err(format!("{name} is given twice"));
             }
             "--json" => json = flag(json)?,
@@ -148,6 +173,21 @@ where
     }
     if help {
         return Ok(Command::Help);
+    }
+    if let Some(file) = resume {
+        if schemas || verify.is_some() || transcript.is_some() || specialist.is_some() {
+            return Err(
+                "--resume finishes a paused turn: it takes no --schemas, --verify-audit, \
+                 --transcript or --specialist"
+                    .to_owned(),
+            );
+        }
+        return Ok(Command::Resume(resume_args(
+            file, approve, deny, reason, by, now, json, out_dir,
+        )?));
+    }
+    if approve.is_some() || deny.is_some() || reason.is_some() || by.is_some() || now.is_some() {
+        return Err("--approve, --deny, --reason, --by and --now go with --resume".to_owned());
     }
     if let Some(dir) = verify {
         if json
@@ -198,6 +238,56 @@ where
     })
 }
 
+/// A UTF-8 value (arguments were checked to be UTF-8).
+fn text(v: OsString) -> String {
+    v.to_string_lossy().into_owned()
+}
+
+/// The arguments of `--resume`: one decision (`--approve ID [--by WHO]` or `--deny ID --reason
+/// TEXT`), an optional clock.
+#[allow(clippy::too_many_arguments)]
+fn resume_args(
+    file: PathBuf,
+    approve: Option<String>,
+    deny: Option<String>,
+    reason: Option<String>,
+    by: Option<String>,
+    now: Option<String>,
+    json: bool,
+    out_dir: Option<PathBuf>,
+) -> Result<ResumeArgs, String> {
+    let (tool_use_id, deny_reason) = match (approve, deny, reason) {
+        (Some(id), None, None) => (id, None),
+        (None, Some(id), Some(reason)) => (id, Some(reason)),
+        (None, Some(_), None) => return Err("--deny ID needs --reason TEXT".to_owned()),
+        (Some(_), None, Some(_)) => {
+            return Err("--reason goes with --deny (an approval needs none)".to_owned());
+        }
+        (Some(_), Some(_), _) => return Err("--approve and --deny exclude each other".to_owned()),
+        (None, None, _) => return Err("--resume needs --approve ID or --deny ID".to_owned()),
+    };
+    let now = match now {
+        None => None,
+        Some(t) => Some(
+            t.parse::<jiff::Timestamp>()
+                .ok()
+                .and_then(|ts| std::time::SystemTime::try_from(ts).ok())
+                .ok_or_else(|| {
+                    format!("--now {t}: expected an RFC 3339 instant like 2026-11-25T10:15:00Z")
+                })?,
+        ),
+    };
+    Ok(ResumeArgs {
+        file,
+        tool_use_id,
+        deny_reason,
+        by: by.unwrap_or_else(|| "operator".to_owned()),
+        now,
+        json,
+        out_dir: out_dir.unwrap_or_else(|| PathBuf::from(DEFAULT_OUT_DIR)),
+    })
+}
+
 /// Runs the command line `args` (without the program name), writing to `out` and `err`, and
 /// returns the exit code ([`EXIT_OK`], [`EXIT_FAILED`], [`EXIT_BAD_INPUT`]).
 pub(crate) fn run<I>(args: I, out: &mut dyn Write, err: &mut dyn Write) -> u8
@@ -237,6 +327,7 @@ where
             }
         },
         Command::VerifyAudit(dir) => return verify_audit(&dir, out, err),
+        Command::Resume(args) => return approval::resume(&args, out, err),
         Command::Replay {
             transcript,
             json,
@@ -325,6 +416,7 @@ fn replay(
 
     let mut code = EXIT_OK;
     let mut calls = 0;
+    let mut waited = 0;
     for t in &transcripts {
         let replayed = match agent::replay(t, Some(&audit)) {
             Ok(r) => r,
@@ -334,6 +426,7 @@ fn replay(
             }
         };
         calls += replayed.summary.calls;
+        waited += replayed.calls().filter(|c| !c.outcome.is_final()).count() as u64;
         let written = if json {
             output::write_json(out, err, &replayed)
         } else {
@@ -341,6 +434,12 @@ fn replay(
         };
         if let Err(e) = written {
             return output_failed(err, &e);
+        }
+        if let Some(pending) = &replayed.pending
+            && let Err(e) = approval::report_pending(&out_dir, pending, err)
+        {
+            let _ = writeln!(err, "error: cannot write the pending turn: {e}");
+            code = EXIT_FAILED;
         }
         if let Some(halt) = &replayed.halted {
             let _ = writeln!(err, "error: {}: {halt}", t.source);
@@ -361,7 +460,7 @@ fn replay(
             out,
             &out_dir.join(AUDIT_LOG_FILE),
             &out_dir.join(SESSION_SUMMARIES_FILE),
-            calls,
+            (calls, waited),
             transcripts.len(),
         )
     {

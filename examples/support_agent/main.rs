@@ -9,16 +9,18 @@
 //! - `seed.rs`: customers, orders and FAQ entries;
 //! - `ledger.rs`: the refund ledger (`State<Ledger>`, async), ISO weeks;
 //! - `tools.rs`: the six `#[tool]` functions;
-//! - `policy.rs`: the five `#[pre_hook]` rules;
+//! - `policy.rs`: the six `#[pre_hook]` rules;
 //! - `agent.rs`: the two specialists (one registry, filtered) and the replay of a transcript;
 //! - `transcript.rs`: the bundled transcripts, reading and checking a transcript file;
 //! - `output.rs`: the `#[post_hook]` observer and what is printed;
+//! - `approval.rs`: pending turns written for a person, and `--resume` with their decision;
 //! - `cli.rs`: the command line and exit codes.
 //!
 //! The integration test `tests/support_agent.rs` compiles these same files (it includes this
 //! one as a module), so it exercises the very tools and hooks this program runs.
 
 pub(crate) mod agent;
+pub(crate) mod approval;
 pub(crate) mod cli;
 pub(crate) mod ledger;
 pub(crate) mod output;
