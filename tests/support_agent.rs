@@ -241,6 +241,15 @@ const READABLE_LINES: &[&str] = &[
     r#"   toolu_01YXg4JdpmrcXgGCJbW56eCu  prepare_case_file {"user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":["tracking pa… | blocked by support_agent::policy::no_case_files_during_deploy | BLOCKED: case files cannot be opened during the weekly deploy window, Thursdays 02:00 to 04:00 UTC. Tell the c…"#,
     r#"   toolu_011CiAhzCueQpBenQtYh5Xj8  prepare_case_file {"user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":[]} | allowed, tool_error | A case file needs at least one piece of evidence (a photo, a screenshot, a tracking page). Ask the customer fo…"#,
     r#"   toolu_01GzvAmwufUxbvJDCTbyvHNs  prepare_case_file {"user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":["tracking pa… | allowed, ok | {"case_id":"case_o_3001","user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":["trackin…"#,
+    r#"   toolu_01Hk2oZxQm7R4bVt9cYe3LsA  get_order_details {"order_id":"o_1002"} | allowed, ok | {"order_id":"o_1002","user_id":"u_001","amount_cents":45000,"refunded_cents":0}"#,
+    r#"   toolu_01Jm4pAyRn8S5cWu0dZf4MtB  issue_refund {"order_id":"o_1002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
+    r#"   toolu_01Jm4pAyRn8S5cWu0dZf4MtB  issue_refund {"order_id":"o_1002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, approved by lead@shop.example, allowed, ok | {"refund_id":"re_0001","order_id":"o_1002","amount_cents":30000,"refunded_total_cents":30000,"status":"issued"…"#,
+    r#"   toolu_01Kn5qBzSo9T6dXv1eAg5NuC  get_order_details {"order_id":"o_3002"} | allowed, ok | {"order_id":"o_3002","user_id":"u_007","amount_cents":30000,"refunded_cents":0}"#,
+    r#"   toolu_01Lo6rCaTp0U7eYw2fBh6OvD  issue_refund {"order_id":"o_3002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
+    r#"   toolu_01Lo6rCaTp0U7eYw2fBh6OvD  issue_refund {"order_id":"o_3002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, denied by lead@shop.example, blocked by support_agent::policy::large_refund_needs_approval | BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label f…"#,
+    r#"   toolu_01Mp7sDbUq1V8fZx3gCi7PwE  get_order_details {"order_id":"o_1002"} | allowed, ok | {"order_id":"o_1002","user_id":"u_001","amount_cents":45000,"refunded_cents":0}"#,
+    r#"   toolu_01Nq8tEcVr2W9gAy4hDj8QxF  issue_refund {"order_id":"o_1002","amount_cents":25000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
+    r#"   toolu_01Or9uFdWs3X0hBz5iEk9RyG  issue_refund {"order_id":"o_3001","amount_cents":45000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
 ];
 
 /// `READABLE_LINES[range]` with the hook paths as this test's copy of the example names them.
@@ -260,7 +269,9 @@ fn readable_lines(range: std::ops::Range<usize>) -> Vec<String> {
 fn every_bundled_transcript_replays_with_its_expected_outcomes_results_and_audit_lines() {
     let transcripts = transcript::bundled().expect("the bundled transcripts are valid");
     let names: Vec<&str> = transcripts.iter().map(|t| t.source.as_str()).collect();
-    let want: Vec<&str> = EXPECTED.iter().map(|(n, _)| *n).collect();
+    let mut want: Vec<&str> = EXPECTED.iter().map(|(n, _)| *n).collect();
+    // The transcripts whose turns wait for a person are pinned by the approval tests below.
+    want.extend(APPROVAL_TRANSCRIPTS);
     assert_eq!(names, want);
 
     for (t, (_, expected)) in transcripts.iter().zip(EXPECTED) {
@@ -468,6 +479,14 @@ fn audit_lines_carry_blocked_by_rewritten_by_and_effective_input_only_when_they_
     );
 }
 
+/// The bundled transcripts with calls that need a person's approval, after the others.
+const APPROVAL_TRANSCRIPTS: [&str; 4] = [
+    "06_large_refund_approved.json",
+    "07_large_refund_denied.json",
+    "08_large_refund_paused.json",
+    "09_large_refund_expired.json",
+];
+
 // ---------------------------------------------------------------- the command line
 
 #[test]
@@ -479,12 +498,12 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
         .lines()
         .filter(|l| l.trim_start().starts_with("toolu_"))
         .collect();
-    assert_eq!(call_lines, readable_lines(0..15));
+    assert_eq!(call_lines, readable_lines(0..24));
     let summaries: Vec<&str> = out
         .lines()
         .filter(|l| l.starts_with("   summary: "))
         .collect();
-    assert_eq!(summaries.len(), 5);
+    assert_eq!(summaries.len(), 9);
     assert_eq!(
         summaries[3],
         "   summary: calls 3; outcomes blocked 1, invalid_input 1, unknown_tool 1; tools \
@@ -496,35 +515,55 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
         .collect();
     assert_eq!(
         ledger,
-        ["   ledger: re_0001 refunded 2599 cents on o_1001 (u_001, ISO week 2026-W48)"]
+        [
+            "   ledger: re_0001 refunded 2599 cents on o_1001 (u_001, ISO week 2026-W48)",
+            "   ledger: re_0001 refunded 30000 cents on o_1002 (u_001, ISO week 2026-W48)"
+        ]
+    );
+    let notes: Vec<&str> = out.lines().filter(|l| l.starts_with("note: ")).collect();
+    let pending = |session: &str, id: &str| {
+        let file = dir.path().join("pending").join(format!("{session}.json"));
+        format!(
+            "note: tool_use {id} awaits a person's approval; pending turn written to {f}; finish \
+             it with --resume {f} --approve {id} [--by WHO] or --deny {id} --reason TEXT",
+            f = file.display()
+        )
+    };
+    assert_eq!(
+        notes,
+        [
+            pending("sess_paused_08", "toolu_01Nq8tEcVr2W9gAy4hDj8QxF"),
+            pending("sess_expired_09", "toolu_01Or9uFdWs3X0hBz5iEk9RyG"),
+        ]
     );
     let tail: Vec<&str> = out.lines().rev().take(2).collect();
     assert_eq!(
         tail,
         [
             format!(
-                "session summaries: {} (5 lines appended, one per session)",
+                "session summaries: {} (9 lines appended, one per session)",
                 dir.path().join("session_summaries.jsonl").display()
             ),
             format!(
-                "audit log: {} (15 lines appended, one per tool_use)",
+                "audit log: {} (24 lines appended, one per tool_use, and 4 not final for calls \
+                 that waited for approval)",
                 dir.path().join("audit_log.jsonl").display()
             ),
         ]
     );
-    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 15);
+    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 24);
     assert_eq!(
         json_lines(&dir.path().join("session_summaries.jsonl")).len(),
-        5
+        9
     );
 
     // Appended to, not replaced.
     let (code, _, _) = run(&[&os("--out-dir"), &os(dir.path())]);
     assert_eq!(code, cli::EXIT_OK);
-    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 30);
+    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 48);
     assert_eq!(
         json_lines(&dir.path().join("session_summaries.jsonl")).len(),
-        10
+        18
     );
 }
 
@@ -532,15 +571,35 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
 fn json_mode_prints_only_the_user_messages_one_json_line_each() {
     let dir = TempDir::new("json");
     let (code, out, err) = run(&[&os("--json"), &os("--out-dir"), &os(dir.path())]);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    // The paused turns have no answer: a note each on stderr, and where the pending turn is.
+    let pending = |session: &str, id: &str| {
+        let file = dir.path().join("pending").join(format!("{session}.json"));
+        format!(
+            "note: no answer: paused: {id} awaiting approval\nnote: tool_use {id} awaits a \
+             person's approval; pending turn written to {f}; finish it with --resume {f} \
+             --approve {id} [--by WHO] or --deny {id} --reason TEXT\n",
+            f = file.display()
+        )
+    };
+    assert_eq!(
+        (code, err),
+        (
+            cli::EXIT_OK,
+            pending("sess_paused_08", "toolu_01Nq8tEcVr2W9gAy4hDj8QxF")
+                + &pending("sess_expired_09", "toolu_01Or9uFdWs3X0hBz5iEk9RyG")
+        )
+    );
     let transcripts = transcript::bundled().unwrap();
-    let messages: Vec<&toolgate::Message> =
-        transcripts.iter().flat_map(|t| t.messages.iter()).collect();
+    // Every message of the transcripts that do not stay paused has its answer.
+    let messages: Vec<&toolgate::Message> = transcripts[..7]
+        .iter()
+        .flat_map(|t| t.messages.iter())
+        .collect();
     let lines: Vec<Value> = out
         .lines()
         .map(|l| serde_json::from_str(l).expect("every stdout line is JSON"))
         .collect();
-    assert_eq!(lines.len(), 13);
+    assert_eq!(lines.len(), 17);
     assert_eq!(lines.len(), messages.len());
     for (line, message) in lines.iter().zip(&messages) {
         let obj = line.as_object().unwrap();
@@ -568,7 +627,7 @@ fn json_mode_prints_only_the_user_messages_one_json_line_each() {
             .collect::<Vec<_>>(),
         [Some(json!(true)), None, None]
     );
-    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 15);
+    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 24);
 }
 
 #[test]
@@ -954,6 +1013,8 @@ usage:
   support_agent [--transcript FILE] [--json] [--out-dir DIR]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR
+  support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
+                [--json] [--out-dir DIR]
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
@@ -967,6 +1028,13 @@ usage:
   --verify-audit DIR   check the hash chain of DIR's audit files (rotated ones included): ok
                        with the line count and last hash, or the first line edited, deleted,
                        inserted or reordered
+  --resume FILE        finish a turn paused for a person's approval (a replay writes it to
+                       OUT-DIR/pending/SESSION.json) with one decision:
+  --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)
+  --by WHO             who decided (default: operator)
+  --deny ID            decline the waiting tool_use ID, with --reason TEXT for the model
+  --now TIME           the resuming session's clock, RFC 3339 (default: when the turn paused);
+                       a turn older than 24 hours expires and its calls are answered blocked
   --help               this text
 
 exit codes: 0 all outcomes as expected (or the chain verifies); 1 an outcome differed (or the
@@ -981,6 +1049,7 @@ fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line
     let dir = TempDir::new("verify-cli");
     let (code, _, err) = run(&[&os("--out-dir"), &os(dir.path())]);
     assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    // Two transcripts paused: 20 final lines and 4 that are not.
     let calls = dir.path().join("audit_log.jsonl");
     let (_, last) = support::chained_lines(&calls, support::ZEROS);
     let (_, last_summary) =
@@ -991,8 +1060,8 @@ fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line
         (
             cli::EXIT_OK,
             format!(
-                "audit_log.jsonl: ok, 15 lines, last hash {last}\n\
-                 session_summaries.jsonl: ok, 5 lines, last hash {last_summary}\n\
+                "audit_log.jsonl: ok, 24 lines, last hash {last}\n\
+                 session_summaries.jsonl: ok, 9 lines, last hash {last_summary}\n\
                  keep the last hashes elsewhere: lines deleted from the end of a file can only \
                  be caught against them\n"
             ),
@@ -1020,8 +1089,8 @@ fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line
         (
             cli::EXIT_OK,
             format!(
-                "audit_log.jsonl (2 files): ok, 18 lines, last hash {last}\n\
-                 session_summaries.jsonl (2 files): ok, 6 lines, last hash {last_summary}\n\
+                "audit_log.jsonl (2 files): ok, 27 lines, last hash {last}\n\
+                 session_summaries.jsonl (2 files): ok, 10 lines, last hash {last_summary}\n\
                  keep the last hashes elsewhere: lines deleted from the end of a file can only \
                  be caught against them\n"
             ),
@@ -1046,7 +1115,7 @@ fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line
             format!(
                 "audit_log.jsonl (2 files): broken: line {} does not follow line {at}: line {at} \
                  was edited, or lines were deleted between them in {}\n\
-                 session_summaries.jsonl (2 files): ok, 6 lines, last hash {last_summary}\n",
+                 session_summaries.jsonl (2 files): ok, 10 lines, last hash {last_summary}\n",
                 at + 1,
                 rotated.display()
             ),
@@ -1179,7 +1248,12 @@ fn both_specialists_come_from_one_registry_with_their_own_tools_and_hook_chains(
     };
     assert_eq!(
         chain(&refunds, "issue_refund"),
-        ["premium_only", "own_records_only", "weekly_refund_limit"]
+        [
+            "premium_only",
+            "own_records_only",
+            "large_refund_needs_approval",
+            "weekly_refund_limit"
+        ]
     );
     assert_eq!(
         chain(&refunds, "prepare_case_file"),
@@ -1295,16 +1369,37 @@ fn iso_weeks_start_on_monday_utc_and_cross_years() {
     }
 }
 
+/// Approves every call a rule asks about, as `lead@shop.example`.
+struct ApproveAll;
+
+impl toolgate::Approver for ApproveAll {
+    fn approve<'a>(
+        &'a self,
+        _request: toolgate::ApprovalRequest<'a>,
+    ) -> toolgate::BoxFuture<'a, toolgate::Approval> {
+        Box::pin(async { toolgate::Approval::approve("lead@shop.example") })
+    }
+}
+
+/// [`session`] on an agent whose approver approves every refund that needs a person, so the
+/// other rules decide.
+fn approved_session(user: &str, now: &str) -> (Agent, Session) {
+    let agent = Agent::build_with(Specialist::Refunds, None, |b| b.approver(ApproveAll))
+        .expect("the agent builds");
+    let ctx = HookContext::builder(user, "sess_test")
+        .tier("premium")
+        .clock(Clock::fixed(at(now)))
+        .build();
+    let session = agent.dispatcher.session(ctx);
+    (agent, session)
+}
+
 #[test]
 fn the_weekly_refund_limit_counts_the_owners_refunds_in_the_iso_week_of_now() {
     let limit_hook = hook("weekly_refund_limit");
-    // 30000 + 20000 = 50000 exactly is allowed; one cent more is not.
-    let (agent, s) = session(
-        Specialist::Refunds,
-        "u_007",
-        "premium",
-        "2026-11-26T11:30:00Z",
-    );
+    // 30000 + 20000 = 50000 exactly is allowed; one cent more is not. (A person approves the
+    // refunds above 20000 cents: this test is about the weekly limit.)
+    let (agent, s) = approved_session("u_007", "2026-11-26T11:30:00Z");
     assert_eq!(
         call(
             &agent,
@@ -1382,7 +1477,7 @@ fn the_weekly_refund_limit_counts_the_owners_refunds_in_the_iso_week_of_now() {
     );
 
     // The week turns on Monday 00:00 UTC: Sunday's refunds no longer count.
-    let agent = Agent::build(Specialist::Refunds, None).unwrap();
+    let agent = Agent::build_with(Specialist::Refunds, None, |b| b.approver(ApproveAll)).unwrap();
     let open = |now: &str| {
         agent.dispatcher.session(
             HookContext::builder("u_007", "sess_week")

@@ -48,24 +48,25 @@ pub(crate) fn write_pending(out_dir: &Path, pending: &PendingTurn) -> io::Result
     Ok(path)
 }
 
-/// Writes a replay's pending turn and says, on `err`, where and how to finish it.
+/// Writes a replay's pending turn and says, on `note` (stdout, or stderr with `--json`), where
+/// and how to finish it, one line per waiting call.
 pub(crate) fn report_pending(
     out_dir: &Path,
     pending: &PendingTurn,
-    err: &mut dyn Write,
+    note: &mut dyn Write,
 ) -> io::Result<()> {
     let path = write_pending(out_dir, pending)?;
     for waiting in pending.awaiting() {
-        let _ = writeln!(
-            err,
-            "paused: tool_use {} awaits a person's approval; pending turn written to {}; finish \
+        writeln!(
+            note,
+            "note: tool_use {} awaits a person's approval; pending turn written to {}; finish \
              it with --resume {} --approve {} [--by WHO] or --deny {} --reason TEXT",
             waiting.tool_use_id,
             path.display(),
             path.display(),
             waiting.tool_use_id,
             waiting.tool_use_id
-        );
+        )?;
     }
     Ok(())
 }

@@ -435,11 +435,12 @@ fn replay(
         if let Err(e) = written {
             return output_failed(err, &e);
         }
-        if let Some(pending) = &replayed.pending
-            && let Err(e) = approval::report_pending(&out_dir, pending, err)
-        {
-            let _ = writeln!(err, "error: cannot write the pending turn: {e}");
-            code = EXIT_FAILED;
+        if let Some(pending) = &replayed.pending {
+            let note: &mut dyn Write = if json { &mut *err } else { &mut *out };
+            if let Err(e) = approval::report_pending(&out_dir, pending, note) {
+                let _ = writeln!(err, "error: cannot write the pending turn: {e}");
+                code = EXIT_FAILED;
+            }
         }
         if let Some(halt) = &replayed.halted {
             let _ = writeln!(err, "error: {}: {halt}", t.source);
