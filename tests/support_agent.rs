@@ -2047,3 +2047,274 @@ fn the_weekly_limit_reads_the_typed_request_it_is_given() {
         ))
     );
 }
+
+// ---------------------------------------------------------------- approvals (issue 14 §1)
+
+const APPROVAL_HOOK_REASON_30000: &str =
+    "a refund of 30000 cents is above 20000 cents and needs a person's approval";
+
+/// The audit lines of `dir`, exact text (`prev` as `…`, `duration_us` as 0), with the hook
+/// paths as the example names them.
+fn audit_text(dir: &Path) -> Vec<String> {
+    let (lines, _) = support::chained_lines(&dir.join("audit_log.jsonl"), support::ZEROS);
+    lines
+        .into_iter()
+        .map(|l| {
+            l.replace(
+                &format!("{}::policy::", example::AGENT_PATH),
+                "support_agent::policy::",
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_transcripts_decisions_resume_its_paused_turns_approved_and_denied() {
+    let dir = TempDir::new("approvals");
+    for name in [
+        "06_large_refund_approved.json",
+        "07_large_refund_denied.json",
+    ] {
+        let (code, _, err) = run(&[
+            &os("--transcript"),
+            &os(fixture(name)),
+            &os("--out-dir"),
+            &os(dir.path()),
+        ]);
+        assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""), "{name}");
+    }
+    let asked = format!(
+        r#""asked_by":[{{"hook":"support_agent::policy::large_refund_needs_approval","reason":"{APPROVAL_HOOK_REASON_30000}"}}]"#
+    );
+    let c06 = r#""ts":"2026-11-25T09:30:00Z","session_id":"sess_approve_06","user_id":"u_001","tier":"premium""#;
+    let c07 = r#""ts":"2026-11-25T11:00:00Z","session_id":"sess_deny_07","user_id":"u_007","tier":"premium""#;
+    assert_eq!(
+        audit_text(dir.path()),
+        [
+            format!(
+                r#"{{{c06},"tool_use_id":"toolu_01Hk2oZxQm7R4bVt9cYe3LsA","tool":"get_order_details","input":{{"order_id":"o_1002"}},"outcome":"ok","is_error":false,"content":"{{\"order_id\":\"o_1002\",\"user_id\":\"u_001\",\"amount_cents\":45000,\"refunded_cents\":0}}","duration_us":0,"prev":"…"}}"#
+            ),
+            format!(
+                r#"{{{c06},"tool_use_id":"toolu_01Jm4pAyRn8S5cWu0dZf4MtB","tool":"issue_refund","input":{{"order_id":"o_1002","amount_cents":30000}},"outcome":"awaiting_approval","is_error":false,"content":"","duration_us":0,{asked},"final":false,"prev":"…"}}"#
+            ),
+            format!(
+                r#"{{{c06},"tool_use_id":"toolu_01Jm4pAyRn8S5cWu0dZf4MtB","tool":"issue_refund","input":{{"order_id":"o_1002","amount_cents":30000}},"outcome":"ok","is_error":false,"content":"{{\"refund_id\":\"re_0001\",\"order_id\":\"o_1002\",\"amount_cents\":30000,\"refunded_total_cents\":30000,\"status\":\"issued\"}}","duration_us":0,{asked},"approved_by":"lead@shop.example","prev":"…"}}"#
+            ),
+            format!(
+                r#"{{{c07},"tool_use_id":"toolu_01Kn5qBzSo9T6dXv1eAg5NuC","tool":"get_order_details","input":{{"order_id":"o_3002"}},"outcome":"ok","is_error":false,"content":"{{\"order_id\":\"o_3002\",\"user_id\":\"u_007\",\"amount_cents\":30000,\"refunded_cents\":0}}","duration_us":0,"prev":"…"}}"#
+            ),
+            format!(
+                r#"{{{c07},"tool_use_id":"toolu_01Lo6rCaTp0U7eYw2fBh6OvD","tool":"issue_refund","input":{{"order_id":"o_3002","amount_cents":30000}},"outcome":"awaiting_approval","is_error":false,"content":"","duration_us":0,{asked},"final":false,"prev":"…"}}"#
+            ),
+            format!(
+                r#"{{{c07},"tool_use_id":"toolu_01Lo6rCaTp0U7eYw2fBh6OvD","tool":"issue_refund","input":{{"order_id":"o_3002","amount_cents":30000}},"outcome":"blocked","is_error":true,"content":"BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label first.","duration_us":0,"blocked_by":"support_agent::policy::large_refund_needs_approval","detail":"a person declined the call (asked by `support_agent::policy::large_refund_needs_approval`: {APPROVAL_HOOK_REASON_30000})",{asked},"denied_by":"lead@shop.example","prev":"…"}}"#
+            ),
+        ]
+    );
+    // The summaries count final lines only: two calls each.
+    let summaries = json_lines(&dir.path().join("session_summaries.jsonl"));
+    assert_eq!(
+        summaries
+            .iter()
+            .map(|s| (s["calls"].clone(), s["outcomes"].clone()))
+            .collect::<Vec<_>>(),
+        [
+            (json!(2), json!({"ok": 2})),
+            (json!(2), json!({"ok": 1, "blocked": 1}))
+        ]
+    );
+    // Nothing is left pending.
+    assert!(!dir.path().join("pending").exists());
+}
+
+/// The pending turn a replay of `08_large_refund_paused.json` writes, as JSON.
+fn paused_08_pending() -> Value {
+    let fingerprint = Agent::build(Specialist::Refunds, None)
+        .unwrap()
+        .dispatcher
+        .fingerprint();
+    json!({
+        "format": 1, "session_id": "sess_paused_08", "user_id": "u_001",
+        "fingerprint": fingerprint, "created_at": "2026-11-26T14:00:00Z",
+        "blocks": [
+            {"state": "answered", "result": {
+                "type": "tool_result", "tool_use_id": "toolu_01Mp7sDbUq1V8fZx3gCi7PwE",
+                "content": "{\"order_id\":\"o_1002\",\"user_id\":\"u_001\",\"amount_cents\":45000,\"refunded_cents\":0}"}},
+            {"state": "awaiting_approval", "tool_use_id": "toolu_01Nq8tEcVr2W9gAy4hDj8QxF",
+             "tool": "issue_refund",
+             "input": {"order_id": "o_1002", "amount_cents": 25000},
+             "effective_input": {"order_id": "o_1002", "amount_cents": 25000},
+             "input_digest": support::sha256_hex(br#"{"order_id":"o_1002","amount_cents":25000}"#),
+             "asked_by": [{"hook": hook("large_refund_needs_approval"),
+                           "reason": "a refund of 25000 cents is above 20000 cents and needs a person's approval"}]},
+        ]
+    })
+}
+
+#[test]
+fn a_paused_turn_is_written_then_resumed_by_a_later_run_with_approve_or_deny() {
+    for deny in [false, true] {
+        let dir = TempDir::new("paused");
+        let (code, _, err) = run(&[
+            &os("--transcript"),
+            &os(fixture("08_large_refund_paused.json")),
+            &os("--out-dir"),
+            &os(dir.path()),
+        ]);
+        assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+        let file = dir.path().join("pending/sess_paused_08.json");
+        let written: Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(written, paused_08_pending());
+
+        let id = "toolu_01Nq8tEcVr2W9gAy4hDj8QxF";
+        let decision: Vec<OsString> = if deny {
+            [
+                "--deny",
+                id,
+                "--reason",
+                "refund the 250 as store credit instead.",
+            ]
+            .map(os)
+            .to_vec()
+        } else {
+            ["--approve", id, "--by", "lead@shop.example"]
+                .map(os)
+                .to_vec()
+        };
+        let mut args = vec![os("--resume"), os(&file), os("--out-dir"), os(dir.path())];
+        args.extend(decision);
+        let (code, out, err) = run(&args.iter().collect::<Vec<_>>());
+        assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+        let path = hook("large_refund_needs_approval");
+        let line = if deny {
+            format!(
+                r#"   {id}  issue_refund {{"order_id":"o_1002","amount_cents":25000}} | asked by {path}, denied by operator, blocked by {path} | BLOCKED: a person declined this call: refund the 250 as store credit instead."#
+            )
+        } else {
+            format!(
+                r#"   {id}  issue_refund {{"order_id":"o_1002","amount_cents":25000}} | asked by {path}, approved by lead@shop.example, allowed, ok | {{"refund_id":"re_0001","order_id":"o_1002","amount_cents":25000,"refunded_total_cents":25000,"status":"issued"…"#
+            )
+        };
+        let summary = if deny {
+            "calls 1; outcomes blocked 1; tools issue_refund 1; observer errors 0"
+        } else {
+            "calls 1; outcomes ok 1; tools issue_refund 1; observer errors 0"
+        };
+        assert_eq!(
+            out,
+            format!(
+                "== {}\n   session sess_paused_08, user u_001 (premium), specialist refunds\n{line}\n   summary: {summary}\n",
+                file.display()
+            )
+        );
+        // Answered: the file is gone, and the final audit line says who decided.
+        assert!(!file.exists());
+        let last = json_lines(&dir.path().join("audit_log.jsonl"))
+            .pop()
+            .unwrap();
+        assert_eq!(last["tool_use_id"], id);
+        assert_eq!(last["outcome"], if deny { "blocked" } else { "ok" });
+        assert_eq!(
+            (
+                last.get("approved_by").cloned(),
+                last.get("denied_by").cloned()
+            ),
+            if deny {
+                (None, Some(json!("operator")))
+            } else {
+                (Some(json!("lead@shop.example")), None)
+            }
+        );
+        assert_eq!(last.get("final"), None);
+
+        // Resuming again finds no file.
+        let (code, _, err) = run(&args.iter().collect::<Vec<_>>());
+        assert_eq!(code, cli::EXIT_BAD_INPUT);
+        assert!(err.starts_with(&format!("error: {}: cannot be read: ", file.display())));
+    }
+}
+
+#[test]
+fn an_expired_pending_turn_is_answered_blocked_and_bad_resumes_are_refused() {
+    let dir = TempDir::new("expired");
+    let (code, _, _) = run(&[
+        &os("--transcript"),
+        &os(fixture("09_large_refund_expired.json")),
+        &os("--out-dir"),
+        &os(dir.path()),
+    ]);
+    assert_eq!(code, cli::EXIT_OK);
+    let file = dir.path().join("pending/sess_expired_09.json");
+    let id = "toolu_01Or9uFdWs3X0hBz5iEk9RyG";
+    let resume = |more: &[&str]| {
+        let mut args = vec![os("--resume"), os(&file), os("--out-dir"), os(dir.path())];
+        args.extend(more.iter().map(|a| os(*a)));
+        run(&args.iter().collect::<Vec<_>>())
+    };
+    // A decision for an id that is not waiting: refused, nothing run, the file kept.
+    assert_eq!(
+        resume(&["--approve", "toolu_nope"]),
+        (
+            cli::EXIT_BAD_INPUT,
+            String::new(),
+            format!(
+                "error: {}: tool_use \"toolu_nope\" is not waiting for approval in this pending \
+                 turn\n",
+                file.display()
+            )
+        )
+    );
+    // Bad arguments.
+    for (args, message) in [
+        (
+            vec!["--resume", "f.json"],
+            "--resume needs --approve ID or --deny ID",
+        ),
+        (
+            vec!["--resume", "f.json", "--deny", "x"],
+            "--deny ID needs --reason TEXT",
+        ),
+        (
+            vec!["--resume", "f.json", "--approve", "x", "--deny", "y"],
+            "--approve and --deny exclude each other",
+        ),
+        (
+            vec!["--resume", "f.json", "--approve", "x", "--now", "tomorrow"],
+            "--now tomorrow: expected an RFC 3339 instant like 2026-11-25T10:15:00Z",
+        ),
+        (
+            vec!["--approve", "x"],
+            "--approve, --deny, --reason, --by and --now go with --resume",
+        ),
+    ] {
+        let args: Vec<OsString> = args.into_iter().map(os).collect();
+        assert_eq!(
+            run(&args.iter().collect::<Vec<_>>()),
+            (
+                cli::EXIT_BAD_INPUT,
+                String::new(),
+                format!("error: {message} (see --help)\n")
+            )
+        );
+    }
+    // More than 24 hours after it paused: answered blocked, whatever the decision.
+    let (code, out, err) = resume(&["--approve", id, "--now", "2026-11-28T16:00:01Z", "--json"]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    let text = "BLOCKED: this call waited for a person's approval longer than 86400 s and \
+                expired; it was not done. Ask the user whether to try it again.";
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": text, "is_error": true}
+        ]})
+    );
+    let last = audit_text(dir.path()).pop().unwrap();
+    assert_eq!(
+        last,
+        format!(
+            r#"{{"ts":"2026-11-28T16:00:01Z","session_id":"sess_expired_09","user_id":"u_007","tier":"premium","tool_use_id":"{id}","tool":"issue_refund","input":{{"order_id":"o_3001","amount_cents":45000}},"outcome":"blocked","is_error":true,"content":"{text}","duration_us":0,"blocked_by":"support_agent::policy::large_refund_needs_approval","detail":"the pending turn expired: it waited longer than its time to live of 86400 s (asked by `support_agent::policy::large_refund_needs_approval`: a refund of 45000 cents is above 20000 cents and needs a person's approval)","asked_by":[{{"hook":"support_agent::policy::large_refund_needs_approval","reason":"a refund of 45000 cents is above 20000 cents and needs a person's approval"}}],"prev":"…"}}"#
+        )
+    );
+    assert!(!file.exists());
+}
