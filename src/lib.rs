@@ -70,7 +70,11 @@
 //!    `Rewrite` equal to the input counts as `Allow` (an idempotent normalizer converges); a
 //!    rewrite back to an input the call already had, or more than 8 rewrites, halts as
 //!    `hook_failed`. An error, a panic or a deadline halts the agent with [`Halt`] (fail
-//!    closed: the tool does not run).
+//!    closed: the tool does not run). [`Decision::Ask`] goes on too (a later deny wins); when
+//!    the pass ends with asks, a person approves: the builder's [`Approver`] inline (a
+//!    deadline; no answer is a denial), or, with none, `respond` pauses the turn
+//!    ([`Reply::Pending`], a [`PendingTurn`] finished later by [`Session::resume`]) and `call`
+//!    blocks it (see the README, "A person's approval").
 //! 5. **Tool**: its value becomes the text (a JSON string is the text itself), a [`Content`]
 //!    its content blocks (images, documents; see [`#[tool]`](#tool)); its error is an
 //!    `is_error` result: the tool's message when it was written for the model, else the generic
@@ -93,6 +97,7 @@
 //! | `hook_failed`, `hook_timeout` | no | true, in the `Halt`'s answer | `BLOCKED: ` |
 //! | `not_run` | no | true, where an answer is given | a message saying why (`Not run: …`) |
 //! | `cancelled` | maybe | no answer (the host dropped the call) | – |
+//! | `awaiting_approval` | not yet | no answer yet: the turn paused for a person ([`Reply::Pending`]); not final, its final record comes at [`Session::resume`] | – |
 //!
 //! Failing closed needs `panic = "unwind"` (the default profile setting): panics in hooks and
 //! tools are caught and become results or halts; with `panic = "abort"` they end the process.
