@@ -380,6 +380,81 @@
 //!        equal orders run by the function's path); put cheap, decisive checks first
 //! ```
 //!
+//! # A person's approval: `ask`
+//!
+//! A PreToolUse hook returns [`Decision::ask`]`(reason)` when a person must approve the call;
+//! the chain goes on (a later deny wins). Two host modes:
+//!
+//! - **Inline**: [`DispatcherBuilder::approver`] gives an [`Approver`] that answers while the
+//!   call waits ([`Approval::approve`], [`Approval::deny`], [`Approval::edit`]), within
+//!   [`DispatcherBuilder::approval_timeout`] (5 minutes by default; no answer is a denial).
+//! - **Durable pause**: without one, [`Session::respond`] answers the other blocks and returns
+//!   [`Reply::Pending`]; the [`PendingTurn`] is JSON the host stores, and
+//!   [`Session::resume`] (in any process, same session and user, same
+//!   [`Dispatcher::fingerprint`]) finishes it with the person's decisions.
+//!
+//! [`Session::call`] cannot pause: without an approver such a call is `blocked` (fail closed).
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use serde_json::json;
+//! use toolgate::{
+//!     Approval, ApprovalRequest, Approver, BoxFuture, Decision, Dispatcher, HookContext,
+//!     PendingTurn, PreHookDef, Reply, ToolDef, ToolUse,
+//! };
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Refund {
+//!     /// Cents.
+//!     amount_cents: u64,
+//! }
+//!
+//! struct Lead;
+//! impl Approver for Lead {
+//!     fn approve<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, Approval> {
+//!         let small = request.input["amount_cents"].as_u64() < Some(50_000);
+//!         Box::pin(async move {
+//!             if small { Approval::approve("lead") } else { Approval::deny("lead", "too large.") }
+//!         })
+//!     }
+//! }
+//!
+//! let builder = || {
+//!     Dispatcher::builder()
+//!         .tool(ToolDef::sync("refund", "Refunds.", |_env, r: Refund| {
+//!             Ok(format!("refunded {}", r.amount_cents))
+//!         }))
+//!         .pre_hook(PreHookDef::sync("app::large", 10, |_env, call: &ToolUse| {
+//!             Ok(match call.input["amount_cents"].as_u64() {
+//!                 Some(n) if n > 20_000 => Decision::ask("above 20000 cents"),
+//!                 _ => Decision::Allow,
+//!             })
+//!         }))
+//! };
+//! let ctx = || HookContext::builder("u_1", "sess_1").build();
+//! let turn = serde_json::from_value(json!({"role": "assistant", "content": [
+//!     {"type": "tool_use", "id": "toolu_1", "name": "refund", "input": {"amount_cents": 25000}}
+//! ]}))?;
+//!
+//! // Inline.
+//! let inline = builder().approver(Lead).build()?;
+//! let reply = toolgate::block_on(inline.session(ctx()).respond(&turn))?;
+//! assert_eq!(reply.answer().unwrap().tool_results().next().unwrap().content_text(),
+//!     "refunded 25000");
+//!
+//! // Paused, stored, resumed by a fresh dispatcher.
+//! let stored = match toolgate::block_on(builder().build()?.session(ctx()).respond(&turn))? {
+//!     Reply::Pending(p) => serde_json::to_string(&p)?,
+//!     other => panic!("{other:?}"),
+//! };
+//! let pending: PendingTurn = serde_json::from_str(&stored)?;
+//! let decisions = BTreeMap::from([("toolu_1".to_owned(), Approval::deny("lead", "not today."))]);
+//! let answer = toolgate::block_on(builder().build()?.session(ctx()).resume(&pending, &decisions))?;
+//! assert_eq!(answer.tool_results().next().unwrap().content_text(),
+//!     "BLOCKED: a person declined this call: not today.");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Other providers
 //!
 //! One canonical schema per tool, one transform per target:
