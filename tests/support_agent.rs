@@ -2026,7 +2026,7 @@ fn the_weekly_limit_reads_the_typed_request_it_is_given() {
         )) {
             Ok(toolgate::Decision::Allow) => None,
             Ok(toolgate::Decision::Deny { reason, instead }) => Some((reason, instead)),
-            Ok(toolgate::Decision::Rewrite(_)) => panic!("the weekly limit never rewrites"),
+            Ok(_) => panic!("the weekly limit never rewrites nor asks"),
             Err(e) => panic!("the weekly limit failed: {e}"),
         }
     };

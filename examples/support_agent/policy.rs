@@ -136,17 +136,19 @@ pub(crate) fn cap_faq_limit(query: &FaqQuery) -> Decision<FaqQuery> {
     }
 }
 
-/// A refund above 20000 cents needs a person's approval: the hook asks ([`Decision::ask`]), the
+/// A refund above 20000 cents needs a person's approval (typed, as the weekly limit): the hook asks ([`Decision::ask`]), the
 /// later rules still decide (the weekly limit still denies), and the host's approver answers
 /// inline, or the turn pauses until a person decides (`--resume … --approve` / `--deny`).
 #[pre_hook(order = 45, tools = [tools::issue_refund])]
-pub(crate) fn large_refund_needs_approval(call: &ToolUse) -> Decision {
-    match call.input.get("amount_cents").and_then(Value::as_u64) {
-        Some(amount) if amount > APPROVAL_ABOVE_CENTS => Decision::ask(format!(
+pub(crate) fn large_refund_needs_approval(request: &RefundRequest) -> Decision<RefundRequest> {
+    let amount = request.amount_cents;
+    if amount > APPROVAL_ABOVE_CENTS {
+        Decision::ask(format!(
             "a refund of {amount} cents is above {APPROVAL_ABOVE_CENTS} cents and needs a \
              person's approval"
-        )),
-        _ => Decision::Allow,
+        ))
+    } else {
+        Decision::Allow
     }
 }
 
