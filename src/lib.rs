@@ -627,6 +627,15 @@
 //! `invalid_input`, `unknown_tool`, `panicked`, `tool_timeout` carry over with the inner
 //! detail; an inner halt halts the outer dispatcher too.
 //!
+//! # tower
+//!
+//! With the `tower` feature, `toolgate::tower::HooksLayer` puts a dispatcher's hooks in front of any
+//! `Clone` `Service<ToolUse>` that says which tools it serves, and `tower::SessionService`
+//! makes a session a `Service<ToolUse>` (response [`CallAnswer`], error [`CallError`], `'static`
+//! futures), so tower's timeouts, concurrency limits, retries and rate limits stack inside or
+//! outside toolgate's. A tower timeout outside drops the call (`cancelled`); inside, its error
+//! is the call's `tool_error`; the table is in the `tower` module's docs.
+//!
 //! # The audit trail
 //!
 //! [`AuditLog::open`] appends one line per `tool_use` to `dir/audit_log.jsonl` and one per

@@ -144,6 +144,7 @@
 //! | `time.rs` | RFC 3339 timestamps ([`Rfc3339`]) |
 //! | `answer.rs` | [`CallAnswer`]: a `tool_result` with its outcome, the hook at fault and the operator detail |
 //! | `caller.rs` | wrapping by ownership: [`ToolCaller`], [`SyncCaller`] |
+//! | `tower.rs` | feature `tower`: a session as a `Service<ToolUse>`, a tower service as a [`ToolCaller`], the hooks as a `Layer`; how tower's timeouts meet toolgate's deadlines |
 //! | `provider/mod.rs` | [`Provider`]; the tool definitions of each target and their rendering |
 //! | `provider/anthropic.rs` | Anthropic: the `tools` entries, default and strict |
 //! | `provider/openai.rs` | OpenAI Chat Completions: the `tools` entry, `tool_calls` in, `tool` messages out; the strict subset |
@@ -196,6 +197,8 @@ mod stats;
 mod texts;
 mod time;
 mod timer;
+#[cfg(feature = "tower")]
+pub mod tower;
 mod turns;
 
 #[doc(hidden)]
