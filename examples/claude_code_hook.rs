@@ -26,15 +26,15 @@ use toolgate::claude_code::{ClaudeCodeEvent, ClaudeCodeHook};
 use toolgate::{AuditLog, BuildError, Dispatcher};
 
 /// The module path the rules and tools are registered under.
-pub const HOOK_PATH: &str = module_path!();
+pub(crate) const HOOK_PATH: &str = module_path!();
 
 /// Claude Code's tools, as its documentation gives their inputs.
-pub mod claude_tools {
+pub(crate) mod claude_tools {
     use toolgate::tool;
 
     /// Executes a bash command (Claude Code's `Bash` tool).
     #[tool(external, name = "Bash")]
-    pub fn bash(
+    pub(crate) fn bash(
         /// The command to execute.
         command: String,
         /// What the command does, in a few words.
@@ -48,7 +48,7 @@ pub mod claude_tools {
 
     /// Writes a file (Claude Code's `Write` tool).
     #[tool(external, name = "Write")]
-    pub fn write(
+    pub(crate) fn write(
         /// The absolute path of the file.
         file_path: String,
         /// The file's new content.
@@ -58,7 +58,7 @@ pub mod claude_tools {
 
     /// Replaces a string in a file (Claude Code's `Edit` tool).
     #[tool(external, name = "Edit")]
-    pub fn edit(
+    pub(crate) fn edit(
         /// The absolute path of the file.
         file_path: String,
         /// The text to replace.
@@ -72,7 +72,7 @@ pub mod claude_tools {
 
     /// Reads a file (Claude Code's `Read` tool).
     #[tool(external, name = "Read")]
-    pub fn read(
+    pub(crate) fn read(
         /// The absolute path of the file.
         file_path: String,
         /// The line to start at.
@@ -84,7 +84,7 @@ pub mod claude_tools {
 }
 
 /// The team's rules.
-pub mod rules {
+pub(crate) mod rules {
     use std::path::Path;
 
     use super::claude_tools::*;
@@ -93,7 +93,7 @@ pub mod rules {
 
     /// No `rm -rf` of anything but paths inside the project.
     #[pre_hook(order = 10, tools = [bash])]
-    pub fn no_rm_rf_outside_project(ctx: &HookContext, call: &ToolUse) -> Decision {
+    pub(crate) fn no_rm_rf_outside_project(ctx: &HookContext, call: &ToolUse) -> Decision {
         let host = session(ctx);
         let command = call.input["command"].as_str().unwrap_or_default();
         for target in super::forced_recursive_rm_targets(command) {
@@ -115,7 +115,7 @@ pub mod rules {
 
     /// No writes to `.env` files: they hold the team's secrets.
     #[pre_hook(order = 20, tools = [write, edit])]
-    pub fn no_env_files(call: &ToolUse) -> Decision {
+    pub(crate) fn no_env_files(call: &ToolUse) -> Decision {
         let file_path = call.input["file_path"].as_str().unwrap_or_default();
         let name = Path::new(file_path)
             .file_name()
@@ -132,7 +132,7 @@ pub mod rules {
 
     /// No writes outside the session's working folder.
     #[pre_hook(order = 30, tools = [write, edit])]
-    pub fn writes_inside_cwd(ctx: &HookContext, call: &ToolUse) -> Decision {
+    pub(crate) fn writes_inside_cwd(ctx: &HookContext, call: &ToolUse) -> Decision {
         let host = session(ctx);
         let file_path = call.input["file_path"].as_str().unwrap_or_default();
         if inside(&super::resolve(&host.cwd, file_path), &host.cwd) {
@@ -148,7 +148,7 @@ pub mod rules {
     /// A force push rewrites the team's history: a person runs it. Denies until
     /// `Decision::Ask` lands (issue 14 §1), then asks.
     #[pre_hook(order = 40, tools = [bash])]
-    pub fn force_push_asks(call: &ToolUse) -> Decision {
+    pub(crate) fn force_push_asks(call: &ToolUse) -> Decision {
         let command = call.input["command"].as_str().unwrap_or_default();
         let words: Vec<&str> = command.split_whitespace().collect();
         let pushes = words.windows(2).any(|w| w == ["git", "push"]);
@@ -176,7 +176,7 @@ fn session(ctx: &toolgate::HookContext) -> ClaudeCodeEvent {
 /// `-fr`, `-r -f`, `--recursive --force`, `-Rf`). Commands are split at `;`, `&&`, `||`, `|`
 /// and new lines; quotes are not parsed (a quoted target keeps its quotes, and is then a path
 /// the rule resolves like any other).
-pub fn forced_recursive_rm_targets(command: &str) -> Vec<String> {
+pub(crate) fn forced_recursive_rm_targets(command: &str) -> Vec<String> {
     let spaced = command
         .replace("&&", " ; ")
         .replace("||", " ; ")
@@ -214,7 +214,7 @@ pub fn forced_recursive_rm_targets(command: &str) -> Vec<String> {
 
 /// `path` made absolute against `cwd`, with `.` and `..` resolved on the text (no file system
 /// access: the path may not exist yet).
-pub fn resolve(cwd: &Path, path: &str) -> PathBuf {
+pub(crate) fn resolve(cwd: &Path, path: &str) -> PathBuf {
     let mut out = PathBuf::new();
     for part in cwd.join(path).components() {
         match part {
@@ -229,13 +229,13 @@ pub fn resolve(cwd: &Path, path: &str) -> PathBuf {
 }
 
 /// Whether `path` is strictly inside `folder` (the folder itself is not).
-pub fn inside(path: &Path, folder: &Path) -> bool {
+pub(crate) fn inside(path: &Path, folder: &Path) -> bool {
     path != folder && path.starts_with(folder)
 }
 
 /// The hook's dispatcher: Claude Code's tools and the team's rules, with the audit log in
 /// `audit_dir`.
-pub fn dispatcher(audit_dir: &Path) -> Result<Dispatcher, Box<dyn std::error::Error>> {
+pub(crate) fn dispatcher(audit_dir: &Path) -> Result<Dispatcher, Box<dyn std::error::Error>> {
     let log = AuditLog::open(audit_dir)?;
     let dispatcher: Result<Dispatcher, BuildError> = Dispatcher::builder()
         .registered_under(HOOK_PATH)
