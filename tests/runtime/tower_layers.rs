@@ -11,8 +11,9 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 use toolgate::tower::{BoxError, HooksLayer, ServiceCaller, SessionService};
 use toolgate::{
-    AuditLog, CallAnswer, Clock, Decision, Dispatcher, DispatcherBuilder, HookContext, HookError,
-    INTERNAL_ERROR_MESSAGE, Outcome, PreHookDef, ToolError, ToolResult, ToolUse, sync_caller,
+    AuditLog, CallAnswer, CallError, Clock, Decision, Dispatcher, DispatcherBuilder, HookContext,
+    HookError, INTERNAL_ERROR_MESSAGE, Outcome, PreHookDef, ToolError, ToolResult, ToolUse,
+    sync_caller,
 };
 use tower::{Service, ServiceBuilder, ServiceExt};
 
@@ -391,15 +392,25 @@ fn a_session_service_answers_call_answers_and_is_always_ready() {
         std::task::Poll::Ready(Ok(()))
     ));
     let call = ToolUse::new("toolu_1", "lookup", json!({"q": "secret"}));
-    let answer = runtime().block_on(service.call(call)).unwrap();
+    let answer = runtime().block_on(service.call(call.clone())).unwrap();
+    let denied = ToolResult::error("toolu_1", "BLOCKED: secret words are not looked up.");
     assert_eq!(
         answer,
-        CallAnswer::new(
-            ToolResult::error("toolu_1", "BLOCKED: secret words are not looked up."),
-            Outcome::Blocked
-        )
-        .with_blocked_by("app::policy::no_secrets")
+        CallAnswer::new(denied.clone(), Outcome::Blocked)
+            .with_blocked_by("app::policy::no_secrets")
     );
+    // A retry of the id is answered from the session's memory, as `Session::call` answers it.
+    let again = runtime().block_on(service.call(call)).unwrap();
+    assert_eq!(
+        again,
+        CallAnswer::new(denied, Outcome::Blocked).with_detail(
+            "replayed from the session's memory: this tool_use id was answered before, so \
+             nothing ran again"
+        )
+    );
+    let empty = ToolUse::new("", "lookup", json!({"q": "a"}));
+    let error = runtime().block_on(service.call(empty)).unwrap_err();
+    assert!(matches!(error, CallError::EmptyId), "{error:?}");
 }
 
 #[test]
