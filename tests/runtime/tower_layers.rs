@@ -149,9 +149,11 @@ fn expected_lines() -> Vec<String> {
     ]
 }
 
-/// What the model reads for `{"word": "apple"}` (JSON-escaped, as in the audit line).
-const INVALID_TEXT: &str = "Error: invalid input for tool `lookup`: unknown field `word`, expected \
-     one of `q`. Send an input that matches the tool's input_schema.";
+/// What the model reads for `{"word": "apple"}`, JSON-escaped as in the audit line (every
+/// problem listed, one a line).
+const INVALID_TEXT: &str = "Error: invalid input for tool `lookup` (2 problems):\\n- unknown field \
+     `word`, expected one of `q`\\n- missing field `q`\\nSend an input that matches the tool's \
+     input_schema.";
 
 #[test]
 fn a_stack_with_a_concurrency_limit_and_a_timeout_answers_and_audits_as_without_tower() {
