@@ -4,7 +4,9 @@
 //! `toolgate::claude_code`).
 //!
 //! The rules, on Claude Code's own tools (declared with `#[tool(external)]`: no Rust function
-//! runs, the signature is the input's schema, kept open to fields Claude Code may add):
+//! runs, the signature is the input's schema, kept open to fields Claude Code may add; `Bash`,
+//! `Write` and `Edit` are `effect = "write"`, so the dispatcher does not build without a rule
+//! on each):
 //!
 //! | order | rule | tools |
 //! |---|---|---|
@@ -33,7 +35,7 @@ pub(crate) mod claude_tools {
     use toolgate::tool;
 
     /// Executes a bash command (Claude Code's `Bash` tool).
-    #[tool(external, name = "Bash")]
+    #[tool(external, name = "Bash", effect = "write")]
     pub(crate) fn bash(
         /// The command to execute.
         command: String,
@@ -47,7 +49,7 @@ pub(crate) mod claude_tools {
     }
 
     /// Writes a file (Claude Code's `Write` tool).
-    #[tool(external, name = "Write")]
+    #[tool(external, name = "Write", effect = "write")]
     pub(crate) fn write(
         /// The absolute path of the file.
         file_path: String,
@@ -57,7 +59,7 @@ pub(crate) mod claude_tools {
     }
 
     /// Replaces a string in a file (Claude Code's `Edit` tool).
-    #[tool(external, name = "Edit")]
+    #[tool(external, name = "Edit", effect = "write")]
     pub(crate) fn edit(
         /// The absolute path of the file.
         file_path: String,
@@ -71,7 +73,7 @@ pub(crate) mod claude_tools {
     }
 
     /// Reads a file (Claude Code's `Read` tool).
-    #[tool(external, name = "Read")]
+    #[tool(external, name = "Read", effect = "read")]
     pub(crate) fn read(
         /// The absolute path of the file.
         file_path: String,
