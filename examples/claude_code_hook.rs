@@ -13,10 +13,7 @@
 //! | 10 | no `rm -rf` (any flags that are recursive and forced) of a path outside the project, of the project itself, or of a path the hook cannot know (`~`, `$VAR`, a command substitution) | `Bash` |
 //! | 20 | no writes to `.env` files (`.env`, `.env.local`, …; `.env.example` is fine) | `Write`, `Edit` |
 //! | 30 | no writes outside the session's working folder (`cwd`) | `Write`, `Edit` |
-//! | 40 | `git push --force` (`-f`, `--force-with-lease`) is not run by the agent | `Bash` |
-//!
-//! Rule 40 denies until `Decision::Ask` lands (issue 14 §1); then it asks, and the person
-//! decides at Claude Code's permission prompt.
+//! | 40 | `git push --force` (`-f`, `--force-with-lease`) asks: the person decides at Claude Code's permission prompt | `Bash` |
 //!
 //! The audit log goes to `$CLAUDE_PROJECT_DIR/.toolgate/audit/` and the per-session state to
 //! `$CLAUDE_PROJECT_DIR/.toolgate/sessions/`.
@@ -147,8 +144,7 @@ pub(crate) mod rules {
         }
     }
 
-    /// A force push rewrites the team's history: a person runs it. Denies until
-    /// `Decision::Ask` lands (issue 14 §1), then asks.
+    /// A force push rewrites the team's history: a person decides.
     #[pre_hook(order = 40, tools = [bash])]
     pub(crate) fn force_push_asks(call: &ToolUse) -> Decision {
         let command = call.input["command"].as_str().unwrap_or_default();
@@ -156,9 +152,8 @@ pub(crate) mod rules {
         let pushes = words.windows(2).any(|w| w == ["git", "push"]);
         let forced = words.iter().any(|w| *w == "-f" || w.starts_with("--force"));
         if pushes && forced {
-            Decision::deny_instead(
-                "a force push rewrites the shared history.",
-                "Ask the user to run it themselves.",
+            Decision::ask(
+                "a force push rewrites the shared history: approve it only if you mean to.",
             )
         } else {
             Decision::Allow

@@ -233,12 +233,12 @@ fn writes_to_env_files_or_outside_cwd_are_denied() {
 }
 
 #[test]
-fn a_force_push_is_not_run_by_the_agent() {
+fn a_force_push_asks_the_person() {
     let p = Project::new("cc-push");
     let hook = p.example_hook();
     let deny = decision(
-        "deny",
-        "BLOCKED: a force push rewrites the shared history. Ask the user to run it themselves.",
+        "ask",
+        "a force push rewrites the shared history: approve it only if you mean to.",
     );
     for command in [
         "git push --force origin main",

@@ -22,6 +22,7 @@
 //! | event | toolgate | standard output, exit code |
 //! |---|---|---|
 //! | PreToolUse, every hook allows | nothing recorded (the PostToolUse event records the call) | none, 0: Claude Code's own permissions apply |
+//! | PreToolUse, a hook asks ([`Decision::Ask`](crate::Decision::Ask)), none denies | nothing recorded yet | `permissionDecision: "ask"` with every asking hook's reason (and `updatedInput` after a rewrite), 0: the person decides at Claude Code's prompt |
 //! | PreToolUse, a hook rewrites | nothing recorded yet | `permissionDecision: "ask"` (or `"allow"`, [`RewriteAnswer::Allow`]) with `updatedInput`, 0 |
 //! | PreToolUse, a hook denies; the input is invalid | an audit line (`blocked`, `invalid_input`) | `permissionDecision: "deny"` with the `BLOCKED: …` text the model reads, 0 |
 //! | PreToolUse, a hook errors, panics or times out | an audit line (`hook_failed`, `hook_timeout`), its `detail` for the operator | none; standard error `BLOCKED: …` (no operator detail), 2 |
@@ -398,6 +399,17 @@ impl ClaudeCodeHook {
                     RewriteAnswer::Allow => "allow",
                 };
                 Answer::decide(decision, &reason, Some(&input))
+            }
+            // `Decision::Ask`: the person decides at Claude Code's permission prompt, which
+            // shows every asking hook's reason (and the rewritten input, when there is one).
+            PreToolUse::Ask {
+                input,
+                rewritten_by,
+                asked_by,
+            } => {
+                let reasons: Vec<&str> = asked_by.iter().map(|a| a.reason.as_str()).collect();
+                let updated = (!rewritten_by.is_empty()).then_some(&input);
+                Answer::decide("ask", &reasons.join(" "), updated)
             }
             PreToolUse::Refuse {
                 outcome: Outcome::UnknownTool,
