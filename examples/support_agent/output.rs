@@ -155,7 +155,9 @@ pub(crate) fn call_line(line: &CallLine) -> String {
     )
 }
 
-/// `calls 4; outcomes ok 3, blocked 1; tools lookup_user 2, …; observer errors 0`.
+/// `calls 4; outcomes ok 3, blocked 1; tools lookup_user 2, …; observer errors 0`, then, when
+/// the session counted tokens (`--live`), `; tokens input 2400, output 180` (and `cache write
+/// N`, `cache read N` when not 0).
 pub(crate) fn summary_line(s: &SessionSummary) -> String {
     let counts = |m: Vec<(String, u64)>| {
         if m.is_empty() {
@@ -167,8 +169,22 @@ pub(crate) fn summary_line(s: &SessionSummary) -> String {
                 .join(", ")
         }
     };
+    let mut tokens = String::new();
+    let u = &s.usage;
+    if !u.is_zero() {
+        tokens = format!(
+            "; tokens input {}, output {}",
+            u.input_tokens, u.output_tokens
+        );
+        if u.cache_creation_input_tokens > 0 {
+            tokens.push_str(&format!(", cache write {}", u.cache_creation_input_tokens));
+        }
+        if u.cache_read_input_tokens > 0 {
+            tokens.push_str(&format!(", cache read {}", u.cache_read_input_tokens));
+        }
+    }
     format!(
-        "calls {}; outcomes {}; tools {}; observer errors {}",
+        "calls {}; outcomes {}; tools {}; observer errors {}{tokens}",
         s.calls,
         counts(
             s.outcomes

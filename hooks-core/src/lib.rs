@@ -134,6 +134,7 @@
 //! | `session.rs` | [`Session`]: `call`, `respond` (ids checked, answers remembered), the Stop hooks and the summary |
 //! | `turns.rs` | the other APIs' whole turns through a session, truncation guarded: `respond_openai_choice`, `respond_openai_response`, `respond_gemini_candidate` |
 //! | `stats.rs` | a session's counters; the observer channel (`tracing` and `observer_errors`) |
+//! | `usage.rs` | [`Usage`]: the tokens of the model's responses a host adds to a session |
 //! | `audit/mod.rs` | [`AuditLog`], [`AuditLogBuilder`]: the built-in observer and Stop hook, records handed to every sink |
 //! | `audit/record.rs` | [`AuditRecord`], [`SummaryRecord`]: what every sink receives; a JSONL line is one's JSON |
 //! | `audit/sink.rs` | [`AuditSink`]: where records go (the JSONL files are the default) |
@@ -203,6 +204,7 @@ mod timer;
 #[cfg(feature = "tower")]
 pub mod tower;
 mod turns;
+mod usage;
 
 #[doc(hidden)]
 pub mod macro_support;
@@ -247,6 +249,7 @@ pub use state::{Env, MissingState, State, StateKey};
 pub use texts::{EXTERNAL_TOOL_MESSAGE, INTERNAL_ERROR_MESSAGE};
 pub use time::Rfc3339;
 pub use timer::Timer;
+pub use usage::Usage;
 #[cfg(feature = "tokio")]
 pub use timer::TokioTimer;
 

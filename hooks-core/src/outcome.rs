@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::approval::Asked;
 use crate::content::{ToolResult, ToolUse};
+use crate::usage::Usage;
 
 /// How one `tool_use` block ended. Serialized in snake_case (`"tool_error"`), as on audit lines.
 ///
@@ -230,7 +231,8 @@ impl<'a> CallRecord<'a> {
 /// Serialized (the audit log's summary line adds `ts` and `prev`; see
 /// [`SummaryRecord`](crate::SummaryRecord)), and read back from it: `{"session_id": "sess_1", "user_id":
 /// "u_001", "started_at": "2026-11-24T10:15:00Z", "ended_at": "…", "calls": 4, "outcomes":
-/// {"ok": 3, "blocked": 1}, "tools": {"lookup_user": 2, …}, "observer_errors": 0}`. `outcomes`
+/// {"ok": 3, "blocked": 1}, "tools": {"lookup_user": 2, …}, "observer_errors": 0, "usage":
+/// {"input_tokens": 2400, "output_tokens": 180, …}}` (`usage` only when the host added some). `outcomes`
 /// lists only outcomes that occurred; `tools` counts calls of this dispatcher's tools by name
 /// (a call of an unknown name counts only under `unknown_tool`, so the model cannot add keys).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -256,4 +258,9 @@ pub struct SessionSummary {
     /// Errors and panics of PostToolUse observers and Stop hooks (Stop hooks that ran before
     /// the one reading this included).
     pub observer_errors: u64,
+    /// The tokens the host added with [`Session::add_usage`](crate::Session::add_usage) (each
+    /// model response's `usage`), summed. Serialized only when a count is not 0, so a session
+    /// the host added none to has the same summary line as before.
+    #[serde(default, skip_serializing_if = "Usage::is_zero")]
+    pub usage: Usage,
 }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::SystemTime;
 
 use crate::answer::CallAnswer;
@@ -22,6 +22,7 @@ use crate::reply::Reply;
 use crate::state::Env;
 use crate::stats::{Stats, report_observer_error};
 use crate::texts;
+use crate::usage::Usage;
 
 /// One conversation: every `tool_use` of it goes through [`call`](Self::call) or
 /// [`respond`](Self::respond), with one trusted [`HookContext`].
@@ -36,6 +37,8 @@ pub struct Session {
     stats: Stats,
     store: Store,
     started_at: SystemTime,
+    /// What the host added with `add_usage` (not on the per-call path).
+    usage: Mutex<Usage>,
     summary: OnceLock<SessionSummary>,
 }
 
@@ -106,6 +109,7 @@ impl Session {
             stats,
             store,
             started_at,
+            usage: Mutex::new(Usage::default()),
             summary: OnceLock::new(),
         }
     }
@@ -431,6 +435,15 @@ impl Session {
         }
     }
 
+    /// Adds the tokens of one model response (for the Messages API,
+    /// [`Usage::of_response`]) to the session's [`SessionSummary::usage`], which the Stop hooks
+    /// and the audit log's summary line receive. Call it once per response, a response cut at
+    /// `max_tokens` or refused included (it is billed); after [`end`](Self::end) it changes
+    /// nothing the summary already said.
+    pub fn add_usage(&self, usage: Usage) {
+        *self.usage.lock().unwrap_or_else(PoisonError::into_inner) += usage;
+    }
+
     /// The counts so far, without ending the session.
     pub fn summary_so_far(&self) -> SessionSummary {
         self.snapshot(self.context.now())
@@ -464,6 +477,7 @@ impl Session {
             outcomes,
             tools,
             observer_errors: self.stats.observer_errors.load(Ordering::Relaxed),
+            usage: *self.usage.lock().unwrap_or_else(PoisonError::into_inner),
         }
     }
 
