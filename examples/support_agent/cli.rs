@@ -1,6 +1,7 @@
 //! The command line: parsing the arguments by hand (a few flags need no parser crate), and
 //! [`run`], which the binary and the integration test both call.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -9,6 +10,7 @@ use toolgate::{AUDIT_LOG_FILE, AuditLog, Provider, SESSION_SUMMARIES_FILE};
 
 use super::agent::{self, Agent, Specialist};
 use super::approval::{self, ResumeArgs};
+use super::live::{self, LiveArgs};
 use super::output;
 use super::transcript::{self, Transcript};
 
@@ -34,6 +36,8 @@ usage:
   support_agent --verify-audit DIR
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
                 [--json] [--out-dir DIR]
+  support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
+                [--model NAME] [--base-url URL] [--max-turns N] [--max-tokens N] [--out-dir DIR]
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
@@ -54,11 +58,27 @@ usage:
   --deny ID            decline the waiting tool_use ID, with --reason TEXT for the model
   --now TIME           the resuming session's clock, RFC 3339 (default: when the turn paused);
                        a turn older than 24 hours expires and its calls are answered blocked
+  --live               talk to the model over the Messages API (key from ANTHROPIC_API_KEY):
+                       each call prints its line and writes its audit line, as in a replay;
+                       the summary counts the tokens used
+  --user ID            with --live: the signed-in customer (the hooks' trusted context)
+  --tier free|premium  with --live: the customer's tier (trusted context)
+  --say TEXT           with --live: what the customer says (repeatable, in order); without it,
+                       the lines typed at the terminal
+  --specialist NAME    with --live: refunds (default) or triage
+  --model NAME         with --live: the model (default claude-sonnet-5)
+  --base-url URL       with --live: the API's address (default https://api.anthropic.com)
+  --max-turns N        with --live: requests per thing the customer says (default 10)
+  --max-tokens N       with --live: max_tokens per request (default 1024; doubled, up to 8192,
+                       after a response cut at max_tokens)
+  --now TIME           with --live, for tests: a fixed clock (RFC 3339, 2026-11-24T10:15:00Z)
+  --session-id ID      with --live, for tests: the session id (default live-<start in ms>)
   --help               this text
 
-exit codes: 0 all outcomes as expected (or the chain verifies); 1 an outcome differed (or the
-agent halted, output failed, the chain is broken); 2 a bad argument or transcript (nothing was
-run or written)";
+exit codes: 0 all outcomes as expected (or the chain verifies, or every --live message got a
+final answer); 1 an outcome differed (or the agent halted, output failed, the chain is broken,
+the API refused or could not be reached); 2 a bad argument or transcript, or no API key for
+--live (nothing was run or written)";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +91,8 @@ pub(crate) enum Command {
     VerifyAudit(PathBuf),
     /// `--resume FILE …`: finish a paused turn.
     Resume(ResumeArgs),
+    /// `--live …`.
+    Live(LiveArgs),
     /// Replay transcripts.
     Replay {
         /// `--transcript FILE`; every bundled transcript when absent.
@@ -102,6 +124,10 @@ where
     let mut json = false;
     let mut schemas = false;
     let mut help = false;
+    let mut live_flag = false;
+    let mut said: Vec<String> = Vec::new();
+    // --live's single-valued options, by name.
+    let mut live_opts: BTreeMap<&'static str, String> = BTreeMap::new();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         let Some(arg) = arg.to_str().map(str::to_owned) else {
@@ -165,6 +191,20 @@ where
             | "--resume" | "--approve" | "--deny" | "--reason" | "--by" | "--now" => {
                 return Err(format!("{name} is given twice"));
             }
+            "--say" => said.push(value("--say")?.to_string_lossy().into_owned()),
+            "--model" | "--base-url" | "--user" | "--tier" | "--max-turns" | "--max-tokens"
+            | "--session-id" => {
+                let key = LIVE_OPTIONS
+                    .iter()
+                    .copied()
+                    .find(|o| *o == name)
+                    .unwrap_or("--model");
+                if live_opts.contains_key(key) {
+                    return Err(format!("{name} is given twice"));
+                }
+                live_opts.insert(key, value(key)?.to_string_lossy().into_owned());
+            }
+            "--live" => live_flag = flag(live_flag)?,
             "--json" => json = flag(json)?,
             "--schemas" => schemas = flag(schemas)?,
             "--help" | "-h" => help = flag(help)?,
@@ -185,6 +225,33 @@ where
         return Ok(Command::Resume(resume_args(
             file, approve, deny, reason, by, now, json, out_dir,
         )?));
+    }
+    if live_flag {
+        if json || schemas || transcript.is_some() || verify.is_some() || provider.is_some() {
+            return Err(
+                "--live talks to the model: it takes no --json, --schemas, --transcript, \
+                 --verify-audit or --provider"
+                    .to_owned(),
+            );
+        }
+        if approve.is_some() || deny.is_some() || reason.is_some() || by.is_some() {
+            return Err("--approve, --deny, --reason and --by go with --resume".to_owned());
+        }
+        // `--now` is shared with --resume: parsed once, checked as --live's clock.
+        let mut live_opts = live_opts;
+        if let Some(now) = now {
+            live_opts.insert("--now", now);
+        }
+        return live_args(live_opts, said, specialist, out_dir).map(Command::Live);
+    }
+    if let Some(name) =
+        live_opts
+            .keys()
+            .next()
+            .copied()
+            .or(if said.is_empty() { None } else { Some("--say") })
+    {
+        return Err(format!("{name} goes with --live"));
     }
     if approve.is_some() || deny.is_some() || reason.is_some() || by.is_some() || now.is_some() {
         return Err("--approve, --deny, --reason, --by and --now go with --resume".to_owned());
@@ -225,7 +292,8 @@ where
     }
     if specialist.is_some() {
         return Err(
-            "--specialist goes with --schemas (a transcript names its own specialist)".to_owned(),
+            "--specialist goes with --schemas or --live (a transcript names its own specialist)"
+                .to_owned(),
         );
     }
     if provider.is_some() {
@@ -328,6 +396,7 @@ where
         },
         Command::VerifyAudit(dir) => return verify_audit(&dir, out, err),
         Command::Resume(args) => return approval::resume(&args, out, err),
+        Command::Live(args) => return live::run(args, out, err),
         Command::Replay {
             transcript,
             json,
@@ -338,6 +407,74 @@ where
         Ok(code) => code,
         Err(e) => output_failed(err, &e),
     }
+}
+
+/// The options that go with `--live` only (`--say` aside: it repeats).
+const LIVE_OPTIONS: [&str; 7] = [
+    "--model",
+    "--base-url",
+    "--user",
+    "--tier",
+    "--max-turns",
+    "--max-tokens",
+    "--session-id",
+];
+
+/// `--live`'s options, checked: `--user` and `--tier` (`free` or `premium`) are required,
+/// `--max-turns` and `--max-tokens` are positive numbers, `--now` an RFC 3339 instant.
+fn live_args(
+    mut opts: BTreeMap<&'static str, String>,
+    say: Vec<String>,
+    specialist: Option<Specialist>,
+    out_dir: Option<PathBuf>,
+) -> Result<LiveArgs, String> {
+    let mut take = |name: &str| opts.remove(name);
+    let user = take("--user").ok_or("--live needs --user ID (the signed-in customer)")?;
+    let tier = take("--tier").ok_or("--live needs --tier free|premium (the customer's tier)")?;
+    if !matches!(tier.as_str(), "free" | "premium") {
+        return Err(format!("--tier {tier}: expected free or premium"));
+    }
+    let number = |name: &str, v: Option<String>, default: u32| -> Result<u32, String> {
+        match v {
+            None => Ok(default),
+            Some(v) => match v.parse::<u32>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(format!("{name} {v}: expected a whole number above 0")),
+            },
+        }
+    };
+    let max_turns = number("--max-turns", take("--max-turns"), live::DEFAULT_MAX_TURNS)?;
+    let max_tokens = number(
+        "--max-tokens",
+        take("--max-tokens"),
+        live::DEFAULT_MAX_TOKENS,
+    )?;
+    let now = match take("--now") {
+        None => None,
+        Some(text) => {
+            let at = text
+                .parse::<jiff::Timestamp>()
+                .ok()
+                .and_then(|ts| std::time::SystemTime::try_from(ts).ok())
+                .ok_or_else(|| {
+                    format!("--now {text}: expected an RFC 3339 instant like 2026-11-24T10:15:00Z")
+                })?;
+            Some((text, at))
+        }
+    };
+    Ok(LiveArgs {
+        model: take("--model").unwrap_or_else(|| live::DEFAULT_MODEL.to_owned()),
+        base_url: take("--base-url").unwrap_or_else(|| super::http::DEFAULT_BASE_URL.to_owned()),
+        specialist: specialist.unwrap_or(Specialist::Refunds),
+        user,
+        tier,
+        say,
+        max_turns,
+        max_tokens,
+        out_dir: out_dir.unwrap_or_else(|| PathBuf::from(DEFAULT_OUT_DIR)),
+        now,
+        session_id: take("--session-id"),
+    })
 }
 
 /// Reports a failed write to stdout (quietly when the reader went away, as `| head` does).

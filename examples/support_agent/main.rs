@@ -3,7 +3,8 @@
 //! `cargo run --example support_agent` replays every bundled transcript
 //! (`tests/fixtures/support/*.json`) and prints one line per tool call: the tool, its input,
 //! what the hooks decided and the result. It needs no network and no API key: the assistant
-//! messages are recorded, the tools answer from seed data. `--help` lists the options.
+//! messages are recorded, the tools answer from seed data. `--help` lists the options;
+//! `--live` talks to the model instead (see `live.rs`).
 //!
 //! The files, one concern each:
 //! - `seed.rs`: customers, orders and FAQ entries;
@@ -14,6 +15,8 @@
 //! - `transcript.rs`: the bundled transcripts, reading and checking a transcript file;
 //! - `output.rs`: the `#[post_hook]` observer and what is printed;
 //! - `approval.rs`: pending turns written for a person, and `--resume` with their decision;
+//! - `live.rs`: `--live`, the conversation with the model over the Messages API;
+//! - `http.rs`: the Messages API over HTTP (ureq), with its retries;
 //! - `cli.rs`: the command line and exit codes.
 //!
 //! The integration test `tests/support_agent.rs` compiles these same files (it includes this
@@ -22,7 +25,9 @@
 pub(crate) mod agent;
 pub(crate) mod approval;
 pub(crate) mod cli;
+pub(crate) mod http;
 pub(crate) mod ledger;
+pub(crate) mod live;
 pub(crate) mod output;
 pub(crate) mod policy;
 pub(crate) mod seed;

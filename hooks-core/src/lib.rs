@@ -249,9 +249,9 @@ pub use state::{Env, MissingState, State, StateKey};
 pub use texts::{EXTERNAL_TOOL_MESSAGE, INTERNAL_ERROR_MESSAGE};
 pub use time::Rfc3339;
 pub use timer::Timer;
-pub use usage::Usage;
 #[cfg(feature = "tokio")]
 pub use timer::TokioTimer;
+pub use usage::Usage;
 
 /// Drives a future to completion on the current thread, parking between polls.
 ///

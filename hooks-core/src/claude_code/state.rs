@@ -53,6 +53,7 @@ impl StateFile {
                 outcomes: Default::default(),
                 tools: Default::default(),
                 observer_errors: 0,
+                usage: Default::default(),
             });
         }
         serde_json::from_str(&text).map_err(|e| {

@@ -1,0 +1,401 @@
+//! `--live`: the support agent in a conversation with the model, over the Messages API.
+//!
+//! The loop, for each thing the customer says (`--say TEXT`, or a line typed at the terminal):
+//! the user turn is appended, then a request (`model`, `max_tokens`, the specialist's `system`
+//! prompt and `tools`, `messages`) → [`Session::respond`] → the next request with the answer,
+//! until a response has no `tool_use`, at most `--max-turns` requests. Each call prints the same
+//! line as the replay and writes the same audit line; each response's `usage` is added to the
+//! session ([`Session::add_usage`]), so the summary line counts the tokens.
+//!
+//! Stop reasons, as the API's "Handling stop reasons" page says to handle them:
+//! - `tool_use`: run the calls, send one user message of `tool_result`s, ask again;
+//! - `end_turn`, `stop_sequence`: the answer is complete; on to the customer's next words;
+//! - `refusal`: the model declined; said on a `!` line, kept in the conversation, on to the
+//!   next words (a host could retry on another model);
+//! - `pause_turn`: a server-side loop paused; the assistant turn is sent back as it is, as the
+//!   last message, and the response continues it (its blocks are appended to that turn, so
+//!   the conversation keeps alternating);
+//! - `max_tokens`: the response was cut. Nothing of it runs (`respond` records each `tool_use`
+//!   as `not_run`, since the last block may be cut off) and it is not kept; the request is
+//!   sent again with `max_tokens` doubled, up to [`MAX_TOKENS_CAP`]; cut there too, the run
+//!   stops (exit 1).
+//!
+//! The trusted context (user, tier, session id, clock) comes from the command line, never from
+//! the model. The key comes from `ANTHROPIC_API_KEY` and goes only into the `x-api-key` header.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+use toolgate::{
+    AUDIT_LOG_FILE, AuditLog, Clock, ContentBlock, HookContext, Message, Provider, Reply,
+    RespondError, SESSION_SUMMARIES_FILE, Session, TextBlock, Usage,
+};
+
+use super::agent::{Agent, Specialist};
+use super::cli::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
+use super::http::{ApiKey, Client};
+use super::output::{self, flatten};
+
+/// The model asked when `--model` is not given.
+pub(crate) const DEFAULT_MODEL: &str = "claude-sonnet-5";
+
+/// The environment variable holding the API key.
+pub(crate) const KEY_VAR: &str = "ANTHROPIC_API_KEY";
+
+/// `max_tokens` of a request when `--max-tokens` is not given.
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 1024;
+
+/// The most `max_tokens` a request cut at `max_tokens` is sent again with.
+pub(crate) const MAX_TOKENS_CAP: u32 = 8192;
+
+/// Requests per thing the customer says when `--max-turns` is not given.
+pub(crate) const DEFAULT_MAX_TURNS: u32 = 10;
+
+/// What `--live` was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LiveArgs {
+    /// `--model`.
+    pub(crate) model: String,
+    /// `--base-url`.
+    pub(crate) base_url: String,
+    /// `--specialist`.
+    pub(crate) specialist: Specialist,
+    /// `--user`: the signed-in customer.
+    pub(crate) user: String,
+    /// `--tier`: `free` or `premium`.
+    pub(crate) tier: String,
+    /// `--say`, in order; empty: read standard input.
+    pub(crate) say: Vec<String>,
+    /// `--max-turns`: requests per thing the customer says.
+    pub(crate) max_turns: u32,
+    /// `--max-tokens`: each request's `max_tokens` (raised after a `max_tokens` stop).
+    pub(crate) max_tokens: u32,
+    /// `--out-dir`.
+    pub(crate) out_dir: PathBuf,
+    /// `--now`: a fixed clock (tests), as written and read.
+    pub(crate) now: Option<(String, SystemTime)>,
+    /// `--session-id` (tests); otherwise `live-` and the start time in milliseconds.
+    pub(crate) session_id: Option<String>,
+}
+
+/// What the run reads from outside the command line: the key, the customer's words when no
+/// `--say` is given, and how to wait between attempts.
+pub(crate) struct Outside<'a> {
+    /// `ANTHROPIC_API_KEY`'s value.
+    pub(crate) key: Option<String>,
+    /// Lines typed by the customer (standard input, when it is a terminal).
+    pub(crate) lines: Option<Box<dyn Iterator<Item = String> + 'a>>,
+    /// Waits between attempts.
+    pub(crate) sleep: &'a mut dyn FnMut(Duration),
+}
+
+/// Runs `--live` with the process's environment, standard input and clock.
+pub(crate) fn run(args: LiveArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let stdin = std::io::stdin();
+    let lines: Option<Box<dyn Iterator<Item = String>>> =
+        (args.say.is_empty() && stdin.is_terminal()).then(|| {
+            eprint!("customer> ");
+            let lines = stdin.lock().lines().map_while(Result::ok).inspect(|_| {
+                eprint!("customer> ");
+            });
+            Box::new(lines) as Box<dyn Iterator<Item = String>>
+        });
+    let mut sleep = std::thread::sleep;
+    let outside = Outside {
+        key: std::env::var(KEY_VAR).ok(),
+        lines,
+        sleep: &mut sleep,
+    };
+    run_with(args, outside, out, err)
+}
+
+/// The system prompt of `specialist` for `user` (tier `tier`).
+pub(crate) fn system_prompt(specialist: Specialist, user: &str, tier: &str) -> String {
+    let role = match specialist {
+        Specialist::Refunds => {
+            "You are the refunds specialist of an online shop's customer support. You look up the \
+             customer's account and orders, answer from the help centre (search_faq), open case \
+             files with evidence and issue refunds."
+        }
+        Specialist::Triage => {
+            "You are the triage specialist of an online shop's customer support. You look up the \
+             customer's account and orders, answer from the help centre (search_faq), and file a \
+             ticket for the engineering team when something is broken."
+        }
+    };
+    format!(
+        "{role} The signed-in customer is {user} ({tier} tier). Use the tools; when a tool \
+         answers BLOCKED, follow what it says instead. Answer briefly."
+    )
+}
+
+/// Runs `--live` with `outside`'s key, input and sleep (the tests give their own).
+///
+/// Exit codes: 0 every thing the customer said got a final answer; 1 the API refused or could
+/// not be reached, the agent halted, the turn bound was reached, or output failed; 2 no key,
+/// nothing to say, or an out directory that cannot be used (nothing was sent).
+pub(crate) fn run_with(
+    args: LiveArgs,
+    outside: Outside<'_>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    let Some(key) = outside.key.and_then(ApiKey::new) else {
+        let _ = writeln!(
+            err,
+            "error: {KEY_VAR} is not set: create a key in the Claude Console (Settings, API \
+             keys), then `export {KEY_VAR}=<your key>` and run again"
+        );
+        return EXIT_BAD_INPUT;
+    };
+    let mut words: Box<dyn Iterator<Item = String> + '_> = if !args.say.is_empty() {
+        Box::new(args.say.clone().into_iter())
+    } else if let Some(lines) = outside.lines {
+        Box::new(lines)
+    } else {
+        let _ = writeln!(
+            err,
+            "error: --live needs the customer's words: --say TEXT (repeatable), or type them at a \
+             terminal (see --help)"
+        );
+        return EXIT_BAD_INPUT;
+    };
+    let audit = match AuditLog::open(&args.out_dir) {
+        Ok(log) => log,
+        Err(e) => {
+            let _ = writeln!(err, "error: --out-dir: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let agent = match Agent::build(args.specialist, Some(&audit)) {
+        Ok(agent) => agent,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let tools = match agent
+        .dispatcher
+        .tool_definitions_for(Provider::Anthropic)
+        .map_err(|e| e.to_string())
+        .and_then(|d| serde_json::to_value(d).map_err(|e| e.to_string()))
+    {
+        Ok(tools) => tools,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let session_id = args.session_id.clone().unwrap_or_else(|| {
+        let ms = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        format!("live-{ms}")
+    });
+    let mut context = HookContext::builder(args.user.clone(), session_id.clone()).tier(&args.tier);
+    if let Some((_, now)) = &args.now {
+        context = context.clock(Clock::fixed(*now));
+    }
+    let session = agent.dispatcher.session(context.build());
+
+    let mut live = Live {
+        client: Client::new(&args.base_url, key, outside.sleep),
+        system: system_prompt(args.specialist, &args.user, &args.tier),
+        tools,
+        messages: Vec::new(),
+        agent: &agent,
+        session: &session,
+        args: &args,
+    };
+    let printed = (|| -> std::io::Result<u8> {
+        writeln!(out, "== live: {} at {}", args.model, args.base_url)?;
+        writeln!(
+            out,
+            "   session {session_id}, user {} ({}), specialist {}, clock {}",
+            flatten(&args.user),
+            flatten(&args.tier),
+            args.specialist.as_str(),
+            args.now
+                .as_ref()
+                .map_or("system", |(text, _)| text.as_str())
+        )?;
+        let mut code = EXIT_OK;
+        for said in words.by_ref() {
+            let said = said.trim();
+            if said.is_empty() {
+                continue;
+            }
+            writeln!(out, "> {}", flatten(said))?;
+            if let Err(stop) = live.converse(said, out, err)? {
+                let _ = writeln!(err, "error: {stop}");
+                code = EXIT_FAILED;
+                break;
+            }
+        }
+        let summary = session.end();
+        for r in toolgate::block_on(agent.ledger.refunds()) {
+            writeln!(
+                out,
+                "   ledger: {} refunded {} cents on {} ({}, ISO week {})",
+                r.refund_id, r.amount_cents, r.order_id, r.owner, r.week
+            )?;
+        }
+        writeln!(out, "   summary: {}", output::summary_line(&summary))?;
+        output::write_footer(
+            out,
+            &args.out_dir.join(AUDIT_LOG_FILE),
+            &args.out_dir.join(SESSION_SUMMARIES_FILE),
+            (summary.calls, 0),
+            1,
+        )?;
+        Ok(code)
+    })();
+    match printed {
+        Ok(code) => code,
+        Err(e) => {
+            session.end();
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                let _ = writeln!(err, "error: cannot write the output: {e}");
+            }
+            EXIT_FAILED
+        }
+    }
+}
+
+/// One live conversation's state.
+struct Live<'a> {
+    client: Client<'a>,
+    system: String,
+    tools: Value,
+    /// The request's `messages` so far: user turns, and assistant turns without the
+    /// response-only fields (`Message::request_turn`).
+    messages: Vec<Message>,
+    agent: &'a Agent,
+    session: &'a Session,
+    args: &'a LiveArgs,
+}
+
+impl Live<'_> {
+    /// Sends `said` and goes on until a response has no `tool_use`. The outer `Err` is a failed
+    /// write to `out`; the inner one why the conversation cannot go on.
+    fn converse(
+        &mut self,
+        said: &str,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+    ) -> std::io::Result<Result<(), String>> {
+        self.messages
+            .push(Message::user(vec![ContentBlock::Text(TextBlock {
+                text: said.to_owned(),
+                extra: serde_json::Map::new(),
+            })]));
+        let mut max_tokens = self.args.max_tokens;
+        // A `pause_turn` response, sent back as the request's last message.
+        let mut paused: Option<Message> = None;
+        for _ in 0..self.args.max_turns {
+            let mut messages = self.messages.clone();
+            if let Some(p) = &paused {
+                messages.push(p.request_turn());
+            }
+            let body = json!({
+                "model": self.args.model,
+                "max_tokens": max_tokens,
+                "system": self.system,
+                "tools": self.tools,
+                "messages": messages,
+            });
+            let response = match self.client.create(&body, err) {
+                Ok(r) => r,
+                Err(e) => return Ok(Err(e.to_string())),
+            };
+            if let Some(usage) = Usage::of_response(&response) {
+                self.session.add_usage(usage);
+            }
+            write_text(out, &response)?;
+            let response = match paused.take() {
+                Some(mut turn) => {
+                    turn.content.extend(response.content);
+                    turn.stop_reason = response.stop_reason;
+                    turn
+                }
+                None => response,
+            };
+            match response.stop_reason.as_deref() {
+                Some("pause_turn") => {
+                    writeln!(
+                        out,
+                        "   ! paused (pause_turn): sending the turn back to continue"
+                    )?;
+                    paused = Some(response);
+                    continue;
+                }
+                Some("max_tokens") => {
+                    if response.tool_uses().next().is_some() {
+                        // Every tool_use is audited as `not_run`; the error is expected.
+                        let _ = toolgate::block_on(self.session.respond(&response));
+                        self.write_calls(out)?;
+                    }
+                    if max_tokens >= MAX_TOKENS_CAP {
+                        return Ok(Err(format!(
+                            "the response was cut at max_tokens {max_tokens}, the most this agent \
+                             asks for"
+                        )));
+                    }
+                    let raised = max_tokens.saturating_mul(2).min(MAX_TOKENS_CAP);
+                    writeln!(
+                        out,
+                        "   ! cut at max_tokens {max_tokens}: nothing of it runs; asking again \
+                         with max_tokens {raised}"
+                    )?;
+                    max_tokens = raised;
+                    continue;
+                }
+                _ => {}
+            }
+            self.messages.push(response.request_turn());
+            let reply = toolgate::block_on(self.session.respond(&response));
+            self.write_calls(out)?;
+            match reply {
+                Ok(Reply::Answer(answer)) => self.messages.push(answer),
+                Ok(Reply::NothingToRun { stop_reason }) => {
+                    if stop_reason.as_deref() == Some("refusal") {
+                        writeln!(out, "   ! the model declined to answer (refusal)")?;
+                    }
+                    return Ok(Ok(()));
+                }
+                Ok(other) => return Ok(Err(format!("unexpected reply {other:?}"))),
+                Err(RespondError::Halt(halt)) => {
+                    writeln!(out, "   ! {}", flatten(&halt.to_string()))?;
+                    return Ok(Err(format!("the agent halted: {halt}")));
+                }
+                Err(e) => return Ok(Err(e.to_string())),
+            }
+        }
+        Ok(Err(format!(
+            "no final answer after {} requests (--max-turns)",
+            self.args.max_turns
+        )))
+    }
+
+    /// Prints the calls the observer recorded since the last time, one line each.
+    fn write_calls(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        for line in self.agent.calls.take() {
+            writeln!(out, "   {}", output::call_line(&line))?;
+        }
+        Ok(())
+    }
+}
+
+/// Prints the response's text blocks, one `assistant:` line per line of text.
+fn write_text(out: &mut dyn Write, response: &Message) -> std::io::Result<()> {
+    for block in &response.content {
+        if let ContentBlock::Text(t) = block {
+            for line in t.text.lines().filter(|l| !l.trim().is_empty()) {
+                writeln!(out, "   assistant: {}", flatten(line))?;
+            }
+        }
+    }
+    Ok(())
+}
