@@ -17,6 +17,9 @@ mod support;
 
 use support::{TempDir, json_lines};
 
+// `--live` against a Messages API on loopback (tests/support_agent_live/).
+mod support_agent_live;
+
 // The example itself, compiled as a module of this test: the same tools, hooks and CLI.
 #[allow(dead_code)]
 #[path = "../examples/support_agent/main.rs"]
@@ -950,7 +953,7 @@ fn bad_arguments_exit_2() {
         ),
         (
             vec!["--specialist", "triage"],
-            "error: --specialist goes with --schemas (a transcript names its own specialist) (see --help)\n",
+            "error: --specialist goes with --schemas or --live (a transcript names its own specialist) (see --help)\n",
         ),
         (
             vec!["--schemas", "--specialist", "billing"],
@@ -1015,6 +1018,8 @@ usage:
   support_agent --verify-audit DIR
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
                 [--json] [--out-dir DIR]
+  support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
+                [--model NAME] [--base-url URL] [--max-turns N] [--max-tokens N] [--out-dir DIR]
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
@@ -1035,11 +1040,27 @@ usage:
   --deny ID            decline the waiting tool_use ID, with --reason TEXT for the model
   --now TIME           the resuming session's clock, RFC 3339 (default: when the turn paused);
                        a turn older than 24 hours expires and its calls are answered blocked
+  --live               talk to the model over the Messages API (key from ANTHROPIC_API_KEY):
+                       each call prints its line and writes its audit line, as in a replay;
+                       the summary counts the tokens used
+  --user ID            with --live: the signed-in customer (the hooks' trusted context)
+  --tier free|premium  with --live: the customer's tier (trusted context)
+  --say TEXT           with --live: what the customer says (repeatable, in order); without it,
+                       the lines typed at the terminal
+  --specialist NAME    with --live: refunds (default) or triage
+  --model NAME         with --live: the model (default claude-sonnet-5)
+  --base-url URL       with --live: the API's address (default https://api.anthropic.com)
+  --max-turns N        with --live: requests per thing the customer says (default 10)
+  --max-tokens N       with --live: max_tokens per request (default 1024; doubled, up to 8192,
+                       after a response cut at max_tokens)
+  --now TIME           with --live, for tests: a fixed clock (RFC 3339, 2026-11-24T10:15:00Z)
+  --session-id ID      with --live, for tests: the session id (default live-<start in ms>)
   --help               this text
 
-exit codes: 0 all outcomes as expected (or the chain verifies); 1 an outcome differed (or the
-agent halted, output failed, the chain is broken); 2 a bad argument or transcript (nothing was
-run or written)
+exit codes: 0 all outcomes as expected (or the chain verifies, or every --live message got a
+final answer); 1 an outcome differed (or the agent halted, output failed, the chain is broken,
+the API refused or could not be reached); 2 a bad argument or transcript, or no API key for
+--live (nothing was run or written)
 "
     );
 }
