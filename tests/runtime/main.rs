@@ -35,4 +35,5 @@ mod tower_layers;
 mod tracing_channels;
 mod trusted_context;
 mod typed_hooks;
+mod usage;
 mod wrapping;
