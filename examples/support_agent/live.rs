@@ -96,9 +96,15 @@ pub(crate) fn run(args: LiveArgs, out: &mut dyn Write, err: &mut dyn Write) -> u
     let stdin = std::io::stdin();
     let lines: Option<Box<dyn Iterator<Item = String>>> =
         (args.say.is_empty() && stdin.is_terminal()).then(|| {
-            eprint!("customer> ");
-            let lines = stdin.lock().lines().map_while(Result::ok).inspect(|_| {
+            // A prompt on stderr before each line; end of input (Ctrl-D) ends the session.
+            let mut input = stdin.lock();
+            let lines = std::iter::from_fn(move || {
                 eprint!("customer> ");
+                let mut line = String::new();
+                match input.read_line(&mut line) {
+                    Ok(0) | Err(_) => None,
+                    Ok(_) => Some(line),
+                }
             });
             Box::new(lines) as Box<dyn Iterator<Item = String>>
         });

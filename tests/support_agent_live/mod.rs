@@ -995,3 +995,41 @@ fn a_long_retry_after_is_cut_to_its_cap() {
     assert_eq!(run.code, 0);
     assert_eq!(run.sleeps, [http::RETRY_AFTER_CAP]);
 }
+
+#[test]
+fn typed_lines_are_said_in_order_and_blank_ones_skipped() {
+    let plan = vec![
+        Planned::message(&final_reply("Hello!", 100, 3)),
+        Planned::message(&final_reply("Goodbye!", 120, 4)),
+    ];
+    let server = Server::start(expect(Specialist::Refunds), plan);
+    let dir = TempDir::new("live-typed");
+    let Command::Live(a) =
+        cli::parse_args(args(&server.base_url(), &dir, &[]).iter().map(Into::into)).unwrap()
+    else {
+        panic!("--live")
+    };
+    let typed = ["hi\n", "   \n", "bye\n"].map(str::to_owned);
+    let mut sleep = |_| {};
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = live::run_with(
+        a,
+        Outside {
+            key: Some(KEY.to_owned()),
+            lines: Some(Box::new(typed.into_iter())),
+            sleep: &mut sleep,
+        },
+        &mut out,
+        &mut err,
+    );
+    let seen = server.finish();
+    assert_eq!(seen.violations, Vec::<String>::new());
+    assert_eq!((code, String::from_utf8(err).unwrap().as_str()), (0, ""));
+    let said: Vec<&str> = std::str::from_utf8(&out)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("> "))
+        .collect();
+    assert_eq!(said, ["> hi", "> bye"]);
+    assert_eq!(seen.bodies[1]["messages"][2]["content"][0]["text"], "bye");
+}
