@@ -316,10 +316,10 @@ pub(crate) fn check_request(request: &Request, expect: &Expect, served: &[Value]
             body["model"], expect.model
         ));
     }
-    if !body["max_tokens"].as_u64().is_some_and(|n| n > 0) {
+    if body["max_tokens"].as_u64().is_none_or(|n| n == 0) {
         problems.push(format!("max_tokens is {}", body["max_tokens"]));
     }
-    if !body["system"].as_str().is_some_and(|s| !s.is_empty()) {
+    if body["system"].as_str().is_none_or(str::is_empty) {
         problems.push("system is not a non-empty text".to_owned());
     }
     if body["tools"] != expect.tools {
@@ -347,7 +347,7 @@ pub(crate) fn check_request(request: &Request, expect: &Expect, served: &[Value]
                 "messages.{i} has members {keys:?} (expected role and content only)"
             ));
         }
-        if !m["content"].as_array().is_some_and(|c| !c.is_empty()) {
+        if m["content"].as_array().is_none_or(Vec::is_empty) {
             problems.push(format!("messages.{i}.content is not a non-empty array"));
         }
         let uses: Vec<&Value> = blocks(m, "tool_use").map(|b| &b["id"]).collect();
