@@ -9,7 +9,9 @@
 //!
 //! Stop reasons, as the API's "Handling stop reasons" page says to handle them:
 //! - `tool_use`: run the calls, send one user message of `tool_result`s, ask again;
-//! - `end_turn`, `stop_sequence`: the answer is complete; on to the customer's next words;
+//! - `end_turn`, `stop_sequence`: the answer is complete; on to the customer's next words (an
+//!   empty answer, which the API documents after tool results, is not sent back: the next
+//!   words join the last user turn);
 //! - `refusal`: the model declined; said on a `!` line, kept in the conversation, on to the
 //!   next words (a host could retry on another model);
 //! - `pause_turn`: a server-side loop paused; the assistant turn is sent back as it is, as the
@@ -30,7 +32,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 use toolgate::{
     AUDIT_LOG_FILE, AuditLog, Clock, ContentBlock, HookContext, Message, Provider, Reply,
-    RespondError, SESSION_SUMMARIES_FILE, Session, TextBlock, Usage,
+    RespondError, Role, SESSION_SUMMARIES_FILE, Session, TextBlock, Usage,
 };
 
 use super::agent::{Agent, Specialist};
@@ -292,11 +294,16 @@ impl Live<'_> {
         out: &mut dyn Write,
         err: &mut dyn Write,
     ) -> std::io::Result<Result<(), String>> {
-        self.messages
-            .push(Message::user(vec![ContentBlock::Text(TextBlock {
-                text: said.to_owned(),
-                extra: serde_json::Map::new(),
-            })]));
+        let block = ContentBlock::Text(TextBlock {
+            text: said.to_owned(),
+            extra: serde_json::Map::new(),
+        });
+        // After an empty final answer the last turn is the user's: the words join it, so the
+        // turns keep alternating.
+        match self.messages.last_mut() {
+            Some(last) if last.role == Role::User => last.content.push(block),
+            _ => self.messages.push(Message::user(vec![block])),
+        }
         let mut max_tokens = self.args.max_tokens;
         // A `pause_turn` response, sent back as the request's last message.
         let mut paused: Option<Message> = None;
@@ -360,7 +367,11 @@ impl Live<'_> {
                 }
                 _ => {}
             }
-            self.messages.push(response.request_turn());
+            // An empty answer (`end_turn` with no block, which the API documents) is not sent
+            // back: the API refuses an assistant turn with empty content before the last.
+            if !response.content.is_empty() {
+                self.messages.push(response.request_turn());
+            }
             let reply = toolgate::block_on(self.session.respond(&response));
             self.write_calls(out)?;
             match reply {

@@ -1033,3 +1033,28 @@ fn typed_lines_are_said_in_order_and_blank_ones_skipped() {
     assert_eq!(said, ["> hi", "> bye"]);
     assert_eq!(seen.bodies[1]["messages"][2]["content"][0]["text"], "bye");
 }
+
+#[test]
+fn an_empty_final_answer_is_not_sent_back_and_the_next_words_join_the_user_turn() {
+    let mut empty = final_reply("", 100, 2);
+    empty["content"] = json!([]);
+    let plan = vec![
+        Planned::message(&empty),
+        Planned::message(&final_reply("Goodbye!", 120, 4)),
+    ];
+    let server = Server::start(expect(Specialist::Refunds), plan);
+    let dir = TempDir::new("live-empty");
+    let run = live(
+        &args(&server.base_url(), &dir, &["--say", "hi", "--say", "bye"]),
+        Some(KEY),
+    );
+    let seen = server.finish();
+    assert_eq!(seen.violations, Vec::<String>::new());
+    assert_eq!((run.code, run.err.as_str()), (0, ""));
+    assert_eq!(
+        seen.bodies[1]["messages"],
+        json!([{"role": "user", "content": [
+            {"type": "text", "text": "hi"}, {"type": "text", "text": "bye"}
+        ]}])
+    );
+}

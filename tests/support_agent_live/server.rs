@@ -413,7 +413,8 @@ fn blocks<'a>(message: &'a Value, kind: &'a str) -> impl Iterator<Item = &'a Val
 }
 
 /// The `content` of each assistant turn the client must send back after `served`: a
-/// `max_tokens` answer dropped; a `pause_turn` answer's blocks continued by the next answer's.
+/// `max_tokens` answer and an empty one dropped; a `pause_turn` answer's blocks continued by
+/// the next answer's.
 fn kept_turns(served: &[Value]) -> Vec<Value> {
     let mut kept = Vec::new();
     let mut paused: Option<Vec<Value>> = None;
@@ -425,7 +426,10 @@ fn kept_turns(served: &[Value]) -> Vec<Value> {
             _ => {
                 let mut turn = paused.take().unwrap_or_default();
                 turn.extend(content);
-                kept.push(Value::Array(turn));
+                // An empty answer is not sent back.
+                if !turn.is_empty() {
+                    kept.push(Value::Array(turn));
+                }
             }
         }
     }
