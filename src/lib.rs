@@ -594,6 +594,10 @@
 //!   as in progress ([`CallError::InProgress`]: wait, then retry); with another input it is
 //!   refused ([`CallError::IdReused`]); a call cancelled after its tool started is answered
 //!   "not run again". A block that halted or was `not_run` was not answered: a retry runs it.
+//! - **Tokens**: [`Session::add_usage`] adds one response's tokens ([`Usage::of_response`]
+//!   reads its `usage`) to [`SessionSummary::usage`], which the Stop hooks receive and the
+//!   audit log's summary line carries (only when some were added), so a session can be priced.
+//!   The support agent's `--live` mode adds every response's.
 //! - **Other APIs**: [`Session::respond_openai_choice`], [`Session::respond_openai_response`]
 //!   and [`Session::respond_gemini_candidate`] take the whole choice, response or candidate, so
 //!   a turn cut at its output limit (`finish_reason: "length"`, `status: "incomplete"`,
