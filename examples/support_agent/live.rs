@@ -142,8 +142,8 @@ pub(crate) fn system_prompt(specialist: Specialist, user: &str, tier: &str) -> S
 /// Runs `--live` with `outside`'s key, input and sleep (the tests give their own).
 ///
 /// Exit codes: 0 every thing the customer said got a final answer; 1 the API refused or could
-/// not be reached, the agent halted, the turn bound was reached, or output failed; 2 no key,
-/// nothing to say, or an out directory that cannot be used (nothing was sent).
+/// not be reached, the agent halted, the turn bound was reached, `--out-dir` cannot be used,
+/// or output failed; 2 no key or nothing to say (nothing was sent or written).
 pub(crate) fn run_with(
     args: LiveArgs,
     outside: Outside<'_>,
