@@ -1058,3 +1058,27 @@ fn an_empty_final_answer_is_not_sent_back_and_the_next_words_join_the_user_turn(
         ]}])
     );
 }
+
+#[test]
+fn a_2xx_that_is_not_an_assistant_message_ends_the_run_with_exit_1() {
+    let user_turn = json!({"role": "user", "content": [{"type": "text", "text": "hi"}]});
+    let cases = [
+        (
+            Planned::message(&user_turn),
+            "error: the Messages API's answer is not an assistant message: its role is `user`\n",
+        ),
+        (
+            Planned::message(&json!({"role": "assistant", "content": 7})),
+            "error: the Messages API's answer is not an assistant message: field `content` must \
+             be a string or an array of content blocks, found number\n",
+        ),
+    ];
+    for (planned, stderr) in cases {
+        let server = Server::start(expect(Specialist::Refunds), vec![planned]);
+        let dir = TempDir::new("live-bad-2xx");
+        let run = live(&args(&server.base_url(), &dir, &["--say", "hi"]), Some(KEY));
+        let seen = server.finish();
+        assert_eq!(seen.violations, Vec::<String>::new());
+        assert_eq!((run.code, run.err.as_str()), (1, stderr));
+    }
+}
