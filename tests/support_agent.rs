@@ -432,7 +432,7 @@ fn the_bundled_transcripts_show_which_hook_decided() {
 }
 
 #[test]
-fn audit_lines_carry_blocked_by_rewritten_by_and_effective_input_only_when_they_apply() {
+fn audit_lines_carry_blocked_by_rewritten_by_hooks_and_effective_input_only_when_they_apply() {
     let t = transcript::load(&fixture("03_parallel_batch.json")).unwrap();
     let dir = TempDir::new("audit-keys");
     let audit = AuditLog::open(dir.path()).unwrap();
@@ -446,15 +446,16 @@ fn audit_lines_carry_blocked_by_rewritten_by_and_effective_input_only_when_they_
         lines,
         [
             format!(
-                r#"{{{context},"tool_use_id":"toolu_01OoNZYW2mZp0zVZomHFwUbb","tool":"lookup_user","input":{{"user_id":"u_999"}},"outcome":"blocked","is_error":true,"content":"BLOCKED: this conversation can only use the signed-in customer's own account, and u_999 is not it. Use the signed-in customer's id, u_001, or ask them what they need for their own account.","duration_us":0,"blocked_by":"{}","prev":"…"}}"#,
+                r#"{{{context},"tool_use_id":"toolu_01OoNZYW2mZp0zVZomHFwUbb","tool":"lookup_user","input":{{"user_id":"u_999"}},"outcome":"blocked","is_error":true,"content":"BLOCKED: this conversation can only use the signed-in customer's own account, and u_999 is not it. Use the signed-in customer's id, u_001, or ask them what they need for their own account.","duration_us":0,"blocked_by":"{own}","hooks":[{{"hook":"{own}","decision":"deny","duration_us":0}}],"prev":"…"}}"#,
+                own = hook("own_records_only")
+            ),
+            format!(
+                r#"{{{context},"tool_use_id":"toolu_01YrEqmSM9wCZ7Uw9xfogoEm","tool":"get_order_details","input":{{"order_id":"o_1002"}},"outcome":"ok","is_error":false,"content":"{{\"order_id\":\"o_1002\",\"user_id\":\"u_001\",\"amount_cents\":45000,\"refunded_cents\":0}}","duration_us":0,"hooks":[{{"hook":"{}","decision":"allow","duration_us":0}}],"prev":"…"}}"#,
                 hook("own_records_only")
             ),
             format!(
-                r#"{{{context},"tool_use_id":"toolu_01YrEqmSM9wCZ7Uw9xfogoEm","tool":"get_order_details","input":{{"order_id":"o_1002"}},"outcome":"ok","is_error":false,"content":"{{\"order_id\":\"o_1002\",\"user_id\":\"u_001\",\"amount_cents\":45000,\"refunded_cents\":0}}","duration_us":0,"prev":"…"}}"#
-            ),
-            format!(
-                r#"{{{context},"tool_use_id":"toolu_01vnEN5N1aE6PwZPf1Qh6yYT","tool":"search_faq","input":{{"query":"refund window for electronics","limit":50}},"outcome":"ok","is_error":false,"content":"{faq}","duration_us":0,"rewritten_by":["{}"],"effective_input":{{"query":"refund window for electronics","limit":5}},"prev":"…"}}"#,
-                hook("cap_faq_limit")
+                r#"{{{context},"tool_use_id":"toolu_01vnEN5N1aE6PwZPf1Qh6yYT","tool":"search_faq","input":{{"query":"refund window for electronics","limit":50}},"outcome":"ok","is_error":false,"content":"{faq}","duration_us":0,"rewritten_by":["{cap}"],"hooks":[{{"hook":"{cap}","decision":"rewrite","duration_us":0}},{{"hook":"{cap}","decision":"allow","duration_us":0}}],"effective_input":{{"query":"refund window for electronics","limit":5}},"prev":"…"}}"#,
+                cap = hook("cap_faq_limit")
             ),
         ]
     );

@@ -120,6 +120,7 @@
 //! | `panic.rs` | caught panics: a panic in user code becomes a result or a halt |
 //! | `timer.rs` | deadlines: [`Timer`], the default timer (`futures-timer`), `TokioTimer`, a future raced against its deadline |
 //! | `texts.rs` | every text toolgate writes for the model ([`INTERNAL_ERROR_MESSAGE`] among them) |
+//! | `hook_run.rs` | [`HookRun`], [`HookDecision`]: one run of a PreToolUse hook, as records and audit lines list them |
 //! | `outcome.rs` | what observers see: [`Outcome`], [`CallRecord`], [`SessionSummary`] |
 //! | `error.rs` | [`ToolError`] (what the model reads, what the operator logs), [`HookError`], [`Halt`], [`CallError`], [`RespondError`] |
 //! | `memory.rs` | a session's memory of answered ids: [`AnswerStore`], [`MemoryAnswerStore`], [`InputDigest`] |
@@ -166,6 +167,7 @@ mod error;
 mod examples;
 mod future;
 mod ids;
+mod hook_run;
 mod inner;
 mod limits;
 mod memory;
@@ -210,6 +212,7 @@ pub use effect::Effect;
 pub use error::{CallError, Halt, HookError, RespondError, ToolError};
 pub use future::BoxFuture;
 pub use ids::{IdError, IdRule};
+pub use hook_run::{HookDecision, HookRun};
 pub use limits::Limits;
 pub use memory::{
     AnswerStore, Claim, InputDigest, MemoryAnswerStore, Remembered, StoreError, StoreFuture,

@@ -20,6 +20,7 @@ mod effects;
 mod errors;
 mod ids;
 mod invalid_input;
+mod hook_runs;
 mod limits;
 mod observers;
 mod outcomes;

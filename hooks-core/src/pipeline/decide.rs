@@ -10,7 +10,7 @@ use crate::state::Env;
 use crate::texts::{Problem, Problems};
 
 use super::verdict::Verdict;
-use super::{Rewrites, validate};
+use super::{HookRuns, Rewrites, validate};
 
 impl Inner {
     /// What the PreToolUse chain decides about `call` for the session `context` describes.
@@ -32,8 +32,9 @@ impl Inner {
             Err(problems) => return Verdict::invalid(&tool.name, &problems).into_refusal(&[]),
         };
         let mut rewrites = Rewrites::default();
+        let mut runs = HookRuns::default();
         match self
-            .run_chain(tool, env, &current, args, &mut rewrites)
+            .run_chain(tool, env, &current, args, &mut rewrites, &mut runs)
             .await
         {
             Ok(_args) => PreToolUse::Allow {

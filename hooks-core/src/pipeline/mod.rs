@@ -19,6 +19,7 @@ use crate::definitions::PreHookDef;
 use crate::erased::Args;
 use crate::error::{Halt, HookError, ToolError};
 use crate::future::{BoxFuture, Invoke};
+use crate::hook_run::{HookDecision, HookRun};
 use crate::inner::{Backend, Inner, ToolEntry};
 use crate::limits::Limits;
 use crate::normalize::{Normalized, Refused, check_bounds, normalize};
@@ -54,6 +55,7 @@ impl Inner {
         let mut guard = CancelGuard::new(self, env, stats, call, input, found, started);
         guard.progress = progress;
         let mut rewrites = Rewrites::default();
+        let mut runs = HookRuns::default();
 
         let verdict: Verdict<'_> = 'verdict: {
             let current: &ToolUse = match &recorded.normalized {
@@ -73,8 +75,9 @@ impl Inner {
                 Err(problems) => break 'verdict Verdict::invalid(&tool.name, &problems),
             };
             // 4. The PreToolUse chain.
+            runs = HookRuns::new(!tool.observers.is_empty(), tool.chain.len());
             let args = match self
-                .run_chain(tool, env, current, args, &mut rewrites)
+                .run_chain(tool, env, current, args, &mut rewrites, &mut runs)
                 .await
             {
                 Ok(a) => a,
@@ -98,6 +101,7 @@ impl Inner {
             input,
             effective_input,
             &rewrites.by,
+            &runs.list,
             started.elapsed(),
         );
         guard.stage = "while the observers ran";
@@ -123,11 +127,13 @@ impl Inner {
         current: &'a ToolUse,
         mut args: Args,
         rewrites: &mut Rewrites<'a>,
+        runs: &mut HookRuns<'a>,
     ) -> Result<Args, Verdict<'a>> {
         'pass: loop {
             for &h in tool.chain.iter() {
                 let hook = &self.pre_hooks[h];
                 let view = rewrites.call.as_deref().unwrap_or(current);
+                let started = runs.start();
                 // A sync hook answers inline: no nested future on the common path. The hook
                 // borrows the arguments (a typed hook reads them) only until it has answered.
                 let decided = {
@@ -140,16 +146,27 @@ impl Inner {
                     }
                 };
                 match decided {
-                    Ok(Decision::Allow) => {}
-                    Ok(Decision::Rewrite(input)) if input == view.input => {}
+                    Ok(Decision::Allow) => runs.push(&hook.path, HookDecision::Allow, started),
+                    Ok(Decision::Rewrite(input)) if input == view.input => {
+                        runs.push(&hook.path, HookDecision::Allow, started);
+                    }
                     Ok(Decision::Rewrite(input)) => {
+                        runs.push(&hook.path, HookDecision::Rewrite, started);
                         args = self.rewrite(tool, hook, current, input, rewrites)?;
                         continue 'pass;
                     }
                     Ok(Decision::Deny { reason, instead }) => {
+                        runs.push(&hook.path, HookDecision::Deny, started);
                         return Err(Verdict::blocked(&hook.path, &reason, instead.as_deref()));
                     }
-                    Err(failure) => return Err(Verdict::hook_failed(&hook.path, failure)),
+                    Err(failure) => {
+                        let decision = match failure {
+                            HookFailure::Failed(_) => HookDecision::Failed,
+                            HookFailure::TimedOut(_) => HookDecision::Timeout,
+                        };
+                        runs.push(&hook.path, decision, started);
+                        return Err(Verdict::hook_failed(&hook.path, failure));
+                    }
                 }
             }
             return Ok(args);
@@ -365,6 +382,45 @@ struct Rewrites<'a> {
     call: Option<Box<ToolUse>>,
     earlier: Vec<Value>,
     by: Vec<&'a str>,
+}
+
+/// The PreToolUse hooks one call ran, in order, with their decisions and durations: kept only
+/// when someone reads them (`on`: the tool has an observer, or the call's span is enabled);
+/// off, it allocates nothing and reads no clock.
+#[derive(Default)]
+struct HookRuns<'a> {
+    on: bool,
+    list: Vec<HookRun<'a>>,
+}
+
+impl<'a> HookRuns<'a> {
+    /// Kept when `on`, with room for a chain of `chain` hooks run once.
+    #[inline]
+    fn new(on: bool, chain: usize) -> Self {
+        HookRuns {
+            on,
+            list: if on && chain > 0 {
+                Vec::with_capacity(chain)
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// The start of a hook's run, when runs are kept.
+    #[inline]
+    fn start(&self) -> Option<Instant> {
+        self.on.then(Instant::now)
+    }
+
+    /// Records that `hook`, started at `started`, decided `decision`.
+    #[inline]
+    fn push(&mut self, hook: &'a str, decision: HookDecision, started: Option<Instant>) {
+        if let Some(started) = started {
+            let duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+            self.list.push(HookRun::new(hook, decision, duration_us));
+        }
+    }
 }
 
 /// The input a record (and the audit line) shows: the normalized input; the raw one when it

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use crate::answer::CallAnswer;
 use crate::content::{ContentBlock, Message, ToolResult, ToolResultContent, ToolUse};
 use crate::error::{Halt, ToolError};
+use crate::hook_run::HookRun;
 use crate::limits::cut_content;
 use crate::outcome::{CallRecord, Outcome};
 use crate::output::checked;
@@ -329,8 +330,8 @@ impl<'a> Answer<'a> {
         }
     }
 
-    /// The record observers see: `input` as recorded, and the rewrites (`effective_input`, the
-    /// hooks that rewrote).
+    /// The record observers see: `input` as recorded, the rewrites (`effective_input`, the
+    /// hooks that rewrote) and the hooks that ran.
     #[inline]
     pub(super) fn record<'r>(
         &'r self,
@@ -338,10 +339,12 @@ impl<'a> Answer<'a> {
         input: &'r Value,
         effective_input: Option<&'r Value>,
         rewritten_by: &'r [&'r str],
+        hooks: &'r [HookRun<'r>],
         duration: Duration,
     ) -> CallRecord<'r> {
         CallRecord {
             effective_input,
+            hooks,
             blocked_by: self.blocked_by.as_deref(),
             rewritten_by,
             detail: self.detail.as_deref(),
