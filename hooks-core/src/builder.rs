@@ -67,6 +67,7 @@ pub struct DispatcherBuilder {
     without: Vec<String>,
     states: StateMap,
     audit: Option<AuditLog>,
+    hook_runs: bool,
     limits: Limits,
     timer: Option<Arc<dyn Timer>>,
     hook_timeout: DefaultDeadline,
@@ -206,6 +207,16 @@ impl DispatcherBuilder {
         self
     }
 
+    /// Fills [`CallRecord::hooks`](crate::CallRecord::hooks) for every observer: each
+    /// PreToolUse hook run of a call, with its decision and duration. On by itself with an
+    /// [`audit_log`](Self::audit_log) (whose lines list the runs in `hooks`) and for a call
+    /// whose `tracing` span is enabled; off otherwise, because timing each hook costs two
+    /// clock reads and a `Vec` per call that nobody would read (BENCHMARKS.md, "Hook runs").
+    pub fn record_hook_runs(mut self) -> Self {
+        self.hook_runs = true;
+        self
+    }
+
     /// Sets the input and result bounds (default: [`Limits::default`]).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
@@ -309,6 +320,7 @@ impl DispatcherBuilder {
             without,
             states,
             audit,
+            hook_runs,
             limits,
             timer,
             hook_timeout,
@@ -361,6 +373,7 @@ impl DispatcherBuilder {
         // 12. Assemble.
         let tables = assemble(candidates, pre, post, stop, audit.as_ref());
         let inner = Inner {
+            hook_runs: hook_runs || audit.is_some(),
             states,
             limits,
             timer: timer.unwrap_or_else(|| Arc::new(DefaultTimer)),
@@ -1080,6 +1093,7 @@ fn assemble(
         definitions,
         pre_hooks: pre,
         observers_sync: post.iter().all(|o| o.imp.is_sync()),
+        hook_runs: false,
         observers_of_unknown: matching(&post, |o| matches!(o.matcher, Matcher::All)),
         observers: post,
         stop_hooks: stop,

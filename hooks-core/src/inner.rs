@@ -82,6 +82,9 @@ pub(crate) struct Inner {
     pub(crate) observers_of_unknown: Box<[usize]>,
     /// Whether every observer is sync (they then run without a future).
     pub(crate) observers_sync: bool,
+    /// Whether calls keep their PreToolUse hook runs for the observers (an audit log, or
+    /// `record_hook_runs`); a call whose span is enabled keeps them too.
+    pub(crate) hook_runs: bool,
     pub(crate) states: StateMap,
     pub(crate) limits: Limits,
     /// The builder's timer, or the default one.

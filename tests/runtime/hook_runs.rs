@@ -36,6 +36,8 @@ fn dispatcher(hooks: Vec<PreHookDef>, seen: &Seen) -> Dispatcher {
             "Refunds an order.",
             |_env, a: Refund| Ok(format!("refunded {} on {}", a.amount_cents, a.order_id)),
         ))
+        // Without an audit log the runs are kept only when asked for.
+        .record_hook_runs()
         .post_hook(PostHookDef::sync("app::observer", move |_env, record| {
             let runs = record
                 .hooks
@@ -179,6 +181,27 @@ fn a_failed_hook_a_timed_out_hook_and_an_invalid_rewrite_end_the_list() {
             ),
         ]
     );
+}
+
+#[test]
+fn without_an_audit_log_or_record_hook_runs_an_observer_sees_no_runs() {
+    let seen: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let log = Arc::clone(&seen);
+    let d = Dispatcher::builder()
+        .tool(ToolDef::sync(
+            "refund",
+            "Refunds an order.",
+            |_env, a: Refund| Ok(format!("refunded {}", a.amount_cents)),
+        ))
+        .pre_hook(allow("app::first", 10))
+        .post_hook(PostHookDef::sync("app::observer", move |_env, record| {
+            log.lock().unwrap().push(record.hooks.len());
+            Ok(())
+        }))
+        .build()
+        .unwrap();
+    call(&d, json!({"order_id": "o_1", "amount_cents": 1}));
+    assert_eq!(*seen.lock().unwrap(), [0]);
 }
 
 #[test]

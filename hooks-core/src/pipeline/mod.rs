@@ -75,7 +75,7 @@ impl Inner {
                 Err(problems) => break 'verdict Verdict::invalid(&tool.name, &problems),
             };
             // 4. The PreToolUse chain.
-            runs = HookRuns::new(!tool.observers.is_empty(), tool.chain.len());
+            runs = HookRuns::new(self.hook_runs, tool.chain.len());
             let args = match self
                 .run_chain(tool, env, current, args, &mut rewrites, &mut runs)
                 .await
@@ -133,7 +133,6 @@ impl Inner {
             for &h in tool.chain.iter() {
                 let hook = &self.pre_hooks[h];
                 let view = rewrites.call.as_deref().unwrap_or(current);
-                let started = runs.start();
                 // A sync hook answers inline: no nested future on the common path. The hook
                 // borrows the arguments (a typed hook reads them) only until it has answered.
                 let decided = {
@@ -146,17 +145,19 @@ impl Inner {
                     }
                 };
                 match decided {
-                    Ok(Decision::Allow) => runs.push(&hook.path, HookDecision::Allow, started),
+                    Ok(Decision::Allow) => runs.push(&hook.path, HookDecision::Allow),
                     Ok(Decision::Rewrite(input)) if input == view.input => {
-                        runs.push(&hook.path, HookDecision::Allow, started);
+                        runs.push(&hook.path, HookDecision::Allow);
                     }
                     Ok(Decision::Rewrite(input)) => {
-                        runs.push(&hook.path, HookDecision::Rewrite, started);
+                        runs.push(&hook.path, HookDecision::Rewrite);
                         args = self.rewrite(tool, hook, current, input, rewrites)?;
+                        // The new input's checks are not the next hook's time.
+                        runs.restart();
                         continue 'pass;
                     }
                     Ok(Decision::Deny { reason, instead }) => {
-                        runs.push(&hook.path, HookDecision::Deny, started);
+                        runs.push(&hook.path, HookDecision::Deny);
                         return Err(Verdict::blocked(&hook.path, &reason, instead.as_deref()));
                     }
                     Err(failure) => {
@@ -164,7 +165,7 @@ impl Inner {
                             HookFailure::Failed(_) => HookDecision::Failed,
                             HookFailure::TimedOut(_) => HookDecision::Timeout,
                         };
-                        runs.push(&hook.path, decision, started);
+                        runs.push(&hook.path, decision);
                         return Err(Verdict::hook_failed(&hook.path, failure));
                     }
                 }
@@ -385,11 +386,13 @@ struct Rewrites<'a> {
 }
 
 /// The PreToolUse hooks one call ran, in order, with their decisions and durations: kept only
-/// when someone reads them (`on`: the tool has an observer, or the call's span is enabled);
+/// when someone reads them (an audit log, `record_hook_runs`, or the call's span is enabled);
 /// off, it allocates nothing and reads no clock.
 #[derive(Default)]
 struct HookRuns<'a> {
-    on: bool,
+    /// When the last run ended (the chain's start before the first); `None` when runs are not
+    /// kept.
+    last: Option<Instant>,
     list: Vec<HookRun<'a>>,
 }
 
@@ -397,9 +400,10 @@ impl<'a> HookRuns<'a> {
     /// Kept when `on`, with room for a chain of `chain` hooks run once.
     #[inline]
     fn new(on: bool, chain: usize) -> Self {
+        let on = on && chain > 0;
         HookRuns {
-            on,
-            list: if on && chain > 0 {
+            last: on.then(Instant::now),
+            list: if on {
                 Vec::with_capacity(chain)
             } else {
                 Vec::new()
@@ -407,17 +411,23 @@ impl<'a> HookRuns<'a> {
         }
     }
 
-    /// The start of a hook's run, when runs are kept.
+    /// Starts the next run's clock now (after a rewrite's checks).
     #[inline]
-    fn start(&self) -> Option<Instant> {
-        self.on.then(Instant::now)
+    fn restart(&mut self) {
+        if let Some(last) = &mut self.last {
+            *last = Instant::now();
+        }
     }
 
-    /// Records that `hook`, started at `started`, decided `decision`.
+    /// Records that `hook` decided `decision`: its duration runs from the end of the run
+    /// before it (or the chain's start), so each run costs one clock read.
     #[inline]
-    fn push(&mut self, hook: &'a str, decision: HookDecision, started: Option<Instant>) {
-        if let Some(started) = started {
-            let duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    fn push(&mut self, hook: &'a str, decision: HookDecision) {
+        if let Some(last) = &mut self.last {
+            let now = Instant::now();
+            let micros = now.saturating_duration_since(*last).as_micros();
+            *last = now;
+            let duration_us = u64::try_from(micros).unwrap_or(u64::MAX);
             self.list.push(HookRun::new(hook, decision, duration_us));
         }
     }
