@@ -132,6 +132,16 @@ const EXPECTED: &[(&str, &[(&str, &str)])] = &[
             ("toolu_01GzvAmwufUxbvJDCTbyvHNs", "ok"),
         ],
     ),
+    (
+        "06_weekly_refunds.json",
+        &[
+            ("toolu_01KdV8mQpR3sTz6WnY2bHc4F", "ok"),
+            ("toolu_01Ha3JtLs7PqV5mXcR9wNe2D", "ok"),
+            ("toolu_01Rw2ZkNt6HsM9qPbV4xJf7C", "ok"),
+            ("toolu_01Tq5YhWm8VrK3nLsZ6cPg9B", "ok"),
+            ("toolu_01Wn7CsPk4XtR8mVhL2zQd5J", "blocked"),
+        ],
+    ),
 ];
 
 /// What the model is told for each tool_use of the bundled transcripts: (id, is_error, content).
@@ -221,6 +231,34 @@ const RESULTS: &[(&str, bool, &str)] = &[
         false,
         r#"{"case_id":"case_o_3001","user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":["tracking page screenshot"],"status":"open"}"#,
     ),
+    (
+        "toolu_01KdV8mQpR3sTz6WnY2bHc4F",
+        false,
+        r#"{"user_id":"u_007","tier":"premium","orders":["o_3001","o_3002"]}"#,
+    ),
+    (
+        "toolu_01Ha3JtLs7PqV5mXcR9wNe2D",
+        false,
+        r#"{"refund_id":"re_0001","order_id":"o_3002","amount_cents":18000,"refunded_total_cents":18000,"status":"issued"}"#,
+    ),
+    (
+        "toolu_01Rw2ZkNt6HsM9qPbV4xJf7C",
+        false,
+        r#"{"refund_id":"re_0002","order_id":"o_3001","amount_cents":9500,"refunded_total_cents":9500,"status":"issued"}"#,
+    ),
+    (
+        "toolu_01Tq5YhWm8VrK3nLsZ6cPg9B",
+        false,
+        r#"{"refund_id":"re_0003","order_id":"o_3001","amount_cents":6000,"refunded_total_cents":15500,"status":"issued"}"#,
+    ),
+    (
+        "toolu_01Wn7CsPk4XtR8mVhL2zQd5J",
+        true,
+        "BLOCKED: a refund of 20000 cents would bring this customer's refunds in ISO week \
+         2026-W48 to 53500 cents, above the weekly limit of 50000 cents (33500 cents already \
+         refunded this week). Refund at most 16500 cents now and tell the customer the rest \
+         will be reviewed by a human agent.",
+    ),
 ];
 
 /// The readable line of each tool_use of the bundled transcripts, in order, as
@@ -241,6 +279,11 @@ const READABLE_LINES: &[&str] = &[
     r#"   toolu_01YXg4JdpmrcXgGCJbW56eCu  prepare_case_file {"user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":["tracking pa… | blocked by support_agent::policy::no_case_files_during_deploy | BLOCKED: case files cannot be opened during the weekly deploy window, Thursdays 02:00 to 04:00 UTC. Tell the c…"#,
     r#"   toolu_011CiAhzCueQpBenQtYh5Xj8  prepare_case_file {"user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":[]} | allowed, tool_error | A case file needs at least one piece of evidence (a photo, a screenshot, a tracking page). Ask the customer fo…"#,
     r#"   toolu_01GzvAmwufUxbvJDCTbyvHNs  prepare_case_file {"user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":["tracking pa… | allowed, ok | {"case_id":"case_o_3001","user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":["trackin…"#,
+    r#"   toolu_01KdV8mQpR3sTz6WnY2bHc4F  lookup_user {"user_id":"u_007"} | allowed, ok | {"user_id":"u_007","tier":"premium","orders":["o_3001","o_3002"]}"#,
+    r#"   toolu_01Ha3JtLs7PqV5mXcR9wNe2D  issue_refund {"order_id":"o_3002","amount_cents":18000} | allowed, ok | {"refund_id":"re_0001","order_id":"o_3002","amount_cents":18000,"refunded_total_cents":18000,"status":"issued"…"#,
+    r#"   toolu_01Rw2ZkNt6HsM9qPbV4xJf7C  issue_refund {"order_id":"o_3001","amount_cents":9500} | allowed, ok | {"refund_id":"re_0002","order_id":"o_3001","amount_cents":9500,"refunded_total_cents":9500,"status":"issued"}"#,
+    r#"   toolu_01Tq5YhWm8VrK3nLsZ6cPg9B  issue_refund {"order_id":"o_3001","amount_cents":6000} | allowed, ok | {"refund_id":"re_0003","order_id":"o_3001","amount_cents":6000,"refunded_total_cents":15500,"status":"issued"}"#,
+    r#"   toolu_01Wn7CsPk4XtR8mVhL2zQd5J  issue_refund {"order_id":"o_3001","amount_cents":20000} | blocked by support_agent::policy::weekly_refund_limit | BLOCKED: a refund of 20000 cents would bring this customer's refunds in ISO week 2026-W48 to 53500 cents, abov…"#,
 ];
 
 /// `READABLE_LINES[range]` with the hook paths as this test's copy of the example names them.
@@ -480,12 +523,12 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
         .lines()
         .filter(|l| l.trim_start().starts_with("toolu_"))
         .collect();
-    assert_eq!(call_lines, readable_lines(0..15));
+    assert_eq!(call_lines, readable_lines(0..20));
     let summaries: Vec<&str> = out
         .lines()
         .filter(|l| l.starts_with("   summary: "))
         .collect();
-    assert_eq!(summaries.len(), 5);
+    assert_eq!(summaries.len(), 6);
     assert_eq!(
         summaries[3],
         "   summary: calls 3; outcomes blocked 1, invalid_input 1, unknown_tool 1; tools \
@@ -497,35 +540,40 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
         .collect();
     assert_eq!(
         ledger,
-        ["   ledger: re_0001 refunded 2599 cents on o_1001 (u_001, ISO week 2026-W48)"]
+        [
+            "   ledger: re_0001 refunded 2599 cents on o_1001 (u_001, ISO week 2026-W48)",
+            "   ledger: re_0001 refunded 18000 cents on o_3002 (u_007, ISO week 2026-W48)",
+            "   ledger: re_0002 refunded 9500 cents on o_3001 (u_007, ISO week 2026-W48)",
+            "   ledger: re_0003 refunded 6000 cents on o_3001 (u_007, ISO week 2026-W48)",
+        ]
     );
     let tail: Vec<&str> = out.lines().rev().take(2).collect();
     assert_eq!(
         tail,
         [
             format!(
-                "session summaries: {} (5 lines appended, one per session)",
+                "session summaries: {} (6 lines appended, one per session)",
                 dir.path().join("session_summaries.jsonl").display()
             ),
             format!(
-                "audit log: {} (15 lines appended, one per tool_use)",
+                "audit log: {} (20 lines appended, one per tool_use)",
                 dir.path().join("audit_log.jsonl").display()
             ),
         ]
     );
-    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 15);
+    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 20);
     assert_eq!(
         json_lines(&dir.path().join("session_summaries.jsonl")).len(),
-        5
+        6
     );
 
     // Appended to, not replaced.
     let (code, _, _) = run(&[&os("--out-dir"), &os(dir.path())]);
     assert_eq!(code, cli::EXIT_OK);
-    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 30);
+    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 40);
     assert_eq!(
         json_lines(&dir.path().join("session_summaries.jsonl")).len(),
-        10
+        12
     );
 }
 
@@ -541,7 +589,7 @@ fn json_mode_prints_only_the_user_messages_one_json_line_each() {
         .lines()
         .map(|l| serde_json::from_str(l).expect("every stdout line is JSON"))
         .collect();
-    assert_eq!(lines.len(), 13);
+    assert_eq!(lines.len(), 18);
     assert_eq!(lines.len(), messages.len());
     for (line, message) in lines.iter().zip(&messages) {
         let obj = line.as_object().unwrap();
@@ -569,7 +617,7 @@ fn json_mode_prints_only_the_user_messages_one_json_line_each() {
             .collect::<Vec<_>>(),
         [Some(json!(true)), None, None]
     );
-    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 15);
+    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 20);
 }
 
 #[test]
@@ -935,6 +983,19 @@ fn bad_arguments_exit_2() {
             vec!["--verify-audit=a", "--verify-audit=b"],
             "error: --verify-audit is given twice (see --help)\n",
         ),
+        (
+            vec!["--what-if", "a.jsonl", "--json"],
+            "error: --what-if FILE replays an audit log: it takes only --weekly-refund-limit \
+             and --specialist (see --help)\n",
+        ),
+        (
+            vec!["--what-if", "a.jsonl", "--weekly-refund-limit", "30k"],
+            "error: --weekly-refund-limit 30k: expected a whole number of cents (see --help)\n",
+        ),
+        (
+            vec!["--weekly-refund-limit", "30000"],
+            "error: --weekly-refund-limit goes with --what-if (see --help)\n",
+        ),
     ] {
         let args: Vec<OsString> = args.into_iter().map(os).collect();
         let (code, out, err) = run(&args.iter().collect::<Vec<_>>());
@@ -955,6 +1016,7 @@ usage:
   support_agent [--transcript FILE] [--json] [--out-dir DIR]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR
+  support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
@@ -968,6 +1030,11 @@ usage:
   --verify-audit DIR   check the hash chain of DIR's audit files (rotated ones included): ok
                        with the line count and last hash, or the first line edited, deleted,
                        inserted or reordered
+  --what-if FILE       replay a recorded audit_log.jsonl through today's PreToolUse rules
+                       (never the tools) and print every call they decide differently: allowed
+                       → blocked, blocked → allowed, another rewrite, another blocking hook
+  --weekly-refund-limit CENTS
+                       with --what-if: try this weekly refund limit instead of 50000 cents
   --help               this text
 
 exit codes: 0 all outcomes as expected (or the chain verifies); 1 an outcome differed (or the
@@ -992,8 +1059,8 @@ fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line
         (
             cli::EXIT_OK,
             format!(
-                "audit_log.jsonl: ok, 15 lines, last hash {last}\n\
-                 session_summaries.jsonl: ok, 5 lines, last hash {last_summary}\n\
+                "audit_log.jsonl: ok, 20 lines, last hash {last}\n\
+                 session_summaries.jsonl: ok, 6 lines, last hash {last_summary}\n\
                  keep the last hashes elsewhere: lines deleted from the end of a file can only \
                  be caught against them\n"
             ),
@@ -1021,8 +1088,8 @@ fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line
         (
             cli::EXIT_OK,
             format!(
-                "audit_log.jsonl (2 files): ok, 18 lines, last hash {last}\n\
-                 session_summaries.jsonl (2 files): ok, 6 lines, last hash {last_summary}\n\
+                "audit_log.jsonl (2 files): ok, 23 lines, last hash {last}\n\
+                 session_summaries.jsonl (2 files): ok, 7 lines, last hash {last_summary}\n\
                  keep the last hashes elsewhere: lines deleted from the end of a file can only \
                  be caught against them\n"
             ),
@@ -1047,7 +1114,7 @@ fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line
             format!(
                 "audit_log.jsonl (2 files): broken: line {} does not follow line {at}: line {at} \
                  was edited, or lines were deleted between them in {}\n\
-                 session_summaries.jsonl (2 files): ok, 6 lines, last hash {last_summary}\n",
+                 session_summaries.jsonl (2 files): ok, 7 lines, last hash {last_summary}\n",
                 at + 1,
                 rotated.display()
             ),
@@ -1619,6 +1686,7 @@ fn the_tools_refuse_a_missing_order_themselves_when_no_ownership_hook_ran() {
             format!("{}::output::record_call", example::AGENT_PATH),
         ])
         .state(Ledger::default())
+        .state(example::policy::WeeklyRefundLimit::default())
         .state_arc(Arc::clone(&calls))
         .build()
         .expect("the dispatcher builds");
@@ -1929,6 +1997,7 @@ fn the_weekly_limit_reads_the_typed_request_it_is_given() {
             &ctx,
             &request,
             State::from_arc(Arc::new(Ledger::default())),
+            State::from_arc(Arc::new(example::policy::WeeklyRefundLimit::default())),
         )) {
             Ok(toolgate::Decision::Allow) => None,
             Ok(toolgate::Decision::Deny { reason, instead }) => Some((reason, instead)),
@@ -1951,5 +2020,110 @@ fn the_weekly_limit_reads_the_typed_request_it_is_given() {
                     .to_owned()
             )
         ))
+    );
+}
+
+// ---------------------------------------------------------------- what-if replay
+
+#[test]
+fn what_if_a_lower_weekly_limit_flips_exactly_the_third_refund_of_the_week() {
+    // Record the bundled replays, as a deployment's log would hold them.
+    let dir = TempDir::new("what-if");
+    let (code, _, err) = run(&[&os("--out-dir"), &os(dir.path())]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    let log = dir.path().join("audit_log.jsonl");
+
+    // Today's rules decide every recorded call as it was decided.
+    let (code, out, err) = run(&[&os("--what-if"), &os(&log)]);
+    assert_eq!(
+        (code, out, err),
+        (
+            cli::EXIT_OK,
+            format!(
+                "what-if over {}: today's rules, unchanged\n\
+                 20 calls replayed, 0 skipped; 0 flips, 0 undecidable\n",
+                log.display()
+            ),
+            String::new()
+        )
+    );
+
+    // A weekly limit of 30000 cents: u_007's refunds of 18000 and 9500 stay under it; the 6000
+    // after them (33500 in the week, the ledger rebuilt from the log's own refund lines) would
+    // have been blocked; the 20000 after that was blocked by the same rule already; u_001's
+    // 2599 in the same week is another customer's.
+    let (code, out, err) = run(&[
+        &os("--what-if"),
+        &os(&log),
+        &os("--weekly-refund-limit"),
+        &os("30000"),
+    ]);
+    assert_eq!(
+        (code, out, err),
+        (
+            cli::EXIT_OK,
+            format!(
+                "what-if over {}: weekly refund limit 30000 cents (today 50000)\n\
+                 20 calls replayed, 0 skipped; 1 flip, 0 undecidable\n\
+                 line 19: 2026-11-27T14:00:00Z sess_weekly_06 toolu_01Tq5YhWm8VrK3nLsZ6cPg9B \
+                 issue_refund {{\"order_id\":\"o_3001\",\"amount_cents\":6000}}: allowed → \
+                 blocked (ok → blocked), by {}\n",
+                log.display(),
+                hook("weekly_refund_limit")
+            ),
+            String::new()
+        )
+    );
+
+    // 20000 cents: the second refund already crosses it (18000 + 9500), and so does the third.
+    let found = example::what_if::replay_file(
+        &log,
+        Specialist::Refunds,
+        example::what_if::RuleChanges {
+            weekly_refund_limit: Some(20_000),
+        },
+    )
+    .unwrap();
+    let flipped: Vec<(usize, &str)> = found
+        .changed
+        .iter()
+        .map(|(line, record, _)| (*line, record.tool_use_id.as_str()))
+        .collect();
+    assert_eq!(
+        flipped,
+        [
+            (18, "toolu_01Rw2ZkNt6HsM9qPbV4xJf7C"),
+            (19, "toolu_01Tq5YhWm8VrK3nLsZ6cPg9B")
+        ]
+    );
+}
+
+#[test]
+fn what_if_reports_a_file_that_is_not_an_audit_log() {
+    let dir = TempDir::new("what-if-bad");
+    let file = dir.path().join("audit_log.jsonl");
+    std::fs::write(&file, "{\"ts\":\"2026-11-24T10:15:00Z\"}\n").unwrap();
+    let (code, out, err) = run(&[&os("--what-if"), &os(&file)]);
+    assert_eq!(
+        (code, out.as_str(), err),
+        (
+            cli::EXIT_BAD_INPUT,
+            "",
+            format!(
+                "error: --what-if: `{}` line 1: not an audit line: missing field `session_id` at \
+                 line 1 column 29\n",
+                file.display()
+            )
+        )
+    );
+    let missing = dir.path().join("nothing.jsonl");
+    let (code, _, err) = run(&[&os("--what-if"), &os(&missing)]);
+    assert_eq!(code, cli::EXIT_FAILED);
+    assert_eq!(
+        err,
+        format!(
+            "error: --what-if: cannot read `{}`: No such file or directory (os error 2)\n",
+            missing.display()
+        )
     );
 }

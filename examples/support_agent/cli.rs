@@ -10,6 +10,7 @@ use toolgate::{AUDIT_LOG_FILE, AuditLog, Provider, SESSION_SUMMARIES_FILE};
 use super::agent::{self, Agent, Specialist};
 use super::output;
 use super::transcript::{self, Transcript};
+use super::what_if::{self, RuleChanges};
 
 /// Every transcript replayed as expected (or `--schemas`, `--help`, a chain that verifies).
 pub(crate) const EXIT_OK: u8 = 0;
@@ -31,6 +32,7 @@ usage:
   support_agent [--transcript FILE] [--json] [--out-dir DIR]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR
+  support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
@@ -44,6 +46,11 @@ usage:
   --verify-audit DIR   check the hash chain of DIR's audit files (rotated ones included): ok
                        with the line count and last hash, or the first line edited, deleted,
                        inserted or reordered
+  --what-if FILE       replay a recorded audit_log.jsonl through today's PreToolUse rules
+                       (never the tools) and print every call they decide differently: allowed
+                       → blocked, blocked → allowed, another rewrite, another blocking hook
+  --weekly-refund-limit CENTS
+                       with --what-if: try this weekly refund limit instead of 50000 cents
   --help               this text
 
 exit codes: 0 all outcomes as expected (or the chain verifies); 1 an outcome differed (or the
@@ -59,6 +66,8 @@ pub(crate) enum Command {
     Schemas(Specialist, Provider),
     /// `--verify-audit DIR`.
     VerifyAudit(PathBuf),
+    /// `--what-if FILE [--weekly-refund-limit CENTS] [--specialist NAME]`.
+    WhatIf(PathBuf, Specialist, RuleChanges),
     /// Replay transcripts.
     Replay {
         /// `--transcript FILE`; every bundled transcript when absent.
@@ -81,6 +90,8 @@ where
     let mut specialist: Option<Specialist> = None;
     let mut provider: Option<Provider> = None;
     let mut verify: Option<PathBuf> = None;
+    let mut what_if: Option<PathBuf> = None;
+    let mut weekly_limit: Option<u64> = None;
     let mut json = false;
     let mut schemas = false;
     let mut help = false;
@@ -137,7 +148,21 @@ where
             "--verify-audit" if verify.is_none() => {
                 verify = Some(PathBuf::from(value("--verify-audit")?))
             }
-            "--transcript" | "--out-dir" | "--specialist" | "--provider" | "--verify-audit" => {
+            "--what-if" if what_if.is_none() => what_if = Some(PathBuf::from(value("--what-if")?)),
+            "--weekly-refund-limit" if weekly_limit.is_none() => {
+                let v = value("--weekly-refund-limit")?;
+                let v = v.to_string_lossy();
+                weekly_limit = Some(v.parse::<u64>().map_err(|_| {
+                    format!("--weekly-refund-limit {v}: expected a whole number of cents")
+                })?);
+            }
+            "--transcript"
+            | "--out-dir"
+            | "--specialist"
+            | "--provider"
+            | "--verify-audit"
+            | "--what-if"
+            | "--weekly-refund-limit" => {
                 return Err(format!("{name} is given twice"));
             }
             "--json" => json = flag(json)?,
@@ -148,6 +173,30 @@ where
     }
     if help {
         return Ok(Command::Help);
+    }
+    if let Some(file) = what_if {
+        if json
+            || schemas
+            || transcript.is_some()
+            || out_dir.is_some()
+            || provider.is_some()
+            || verify.is_some()
+        {
+            return Err("--what-if FILE replays an audit log: it takes only \
+                        --weekly-refund-limit and --specialist"
+                .to_owned());
+        }
+        let changes = RuleChanges {
+            weekly_refund_limit: weekly_limit,
+        };
+        return Ok(Command::WhatIf(
+            file,
+            specialist.unwrap_or(Specialist::Refunds),
+            changes,
+        ));
+    }
+    if weekly_limit.is_some() {
+        return Err("--weekly-refund-limit goes with --what-if".to_owned());
     }
     if let Some(dir) = verify {
         if json
@@ -237,6 +286,9 @@ where
             }
         },
         Command::VerifyAudit(dir) => return verify_audit(&dir, out, err),
+        Command::WhatIf(file, specialist, changes) => {
+            return what_if::run(&file, specialist, changes, out, err);
+        }
         Command::Replay {
             transcript,
             json,

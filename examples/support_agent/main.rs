@@ -13,6 +13,7 @@
 //! - `agent.rs`: the two specialists (one registry, filtered) and the replay of a transcript;
 //! - `transcript.rs`: the bundled transcripts, reading and checking a transcript file;
 //! - `output.rs`: the `#[post_hook]` observer and what is printed;
+//! - `what_if.rs`: `--what-if FILE`, today's rules (or changed ones) over a recorded audit log;
 //! - `cli.rs`: the command line and exit codes.
 //!
 //! The integration test `tests/support_agent.rs` compiles these same files (it includes this
@@ -26,6 +27,7 @@ pub(crate) mod policy;
 pub(crate) mod seed;
 pub(crate) mod tools;
 pub(crate) mod transcript;
+pub(crate) mod what_if;
 
 use std::process::ExitCode;
 

@@ -51,6 +51,10 @@ pub(crate) const BUNDLED: &[(&str, &str)] = &[
         "05_capability_check.json",
         include_str!("../../tests/fixtures/support/05_capability_check.json"),
     ),
+    (
+        "06_weekly_refunds.json",
+        include_str!("../../tests/fixtures/support/06_weekly_refunds.json"),
+    ),
 ];
 
 /// The trusted facts of a transcript's session.

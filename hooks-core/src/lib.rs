@@ -116,6 +116,7 @@
 //! | `pipeline/verdict.rs` | how a call ended, then the `tool_result` and the record made of it |
 //! | `pipeline/observe.rs` | the PostToolUse observers; the `cancelled` record of a dropped call |
 //! | `pipeline/decide.rs` | the PreToolUse chain asked on its own (steps 1 to 4, no tool, no observers) |
+//! | `what_if.rs` | what-if replay: [`WhatIf`], [`Flip`], [`Change`]; a line's context rebuilt, today's answer compared with the recorded one |
 //! | `pre_tool_use.rs` | [`PreToolUse`]: what the chain decided, for hosts that enforce the rules elsewhere and for what-if replays |
 //! | `panic.rs` | caught panics: a panic in user code becomes a result or a halt |
 //! | `timer.rs` | deadlines: [`Timer`], the default timer (`futures-timer`), `TokioTimer`, a future raced against its deadline |
@@ -166,8 +167,8 @@ mod erased;
 mod error;
 mod examples;
 mod future;
-mod ids;
 mod hook_run;
+mod ids;
 mod inner;
 mod limits;
 mod memory;
@@ -189,6 +190,7 @@ mod texts;
 mod time;
 mod timer;
 mod turns;
+mod what_if;
 
 #[doc(hidden)]
 pub mod macro_support;
@@ -211,8 +213,8 @@ pub use dispatcher::Dispatcher;
 pub use effect::Effect;
 pub use error::{CallError, Halt, HookError, RespondError, ToolError};
 pub use future::BoxFuture;
-pub use ids::{IdError, IdRule};
 pub use hook_run::{HookDecision, HookRun};
+pub use ids::{IdError, IdRule};
 pub use limits::Limits;
 pub use memory::{
     AnswerStore, Claim, InputDigest, MemoryAnswerStore, Remembered, StoreError, StoreFuture,
@@ -232,6 +234,7 @@ pub use time::Rfc3339;
 pub use timer::Timer;
 #[cfg(feature = "tokio")]
 pub use timer::TokioTimer;
+pub use what_if::{Change, Flip, WhatIf};
 
 /// Drives a future to completion on the current thread, parking between polls.
 ///
