@@ -68,6 +68,7 @@ pub struct DispatcherBuilder {
     states: StateMap,
     audit: Option<AuditLog>,
     hook_runs: bool,
+    span_content: bool,
     limits: Limits,
     timer: Option<Arc<dyn Timer>>,
     hook_timeout: DefaultDeadline,
@@ -217,6 +218,18 @@ impl DispatcherBuilder {
         self
     }
 
+    /// Records each call's arguments and result on its `tracing` span, as the OpenTelemetry
+    /// GenAI attributes `gen_ai.tool.call.arguments` (the input the tool got, as JSON text) and
+    /// `gen_ai.tool.call.result` (the text the model read), after the audit log's
+    /// [`Redaction`](crate::Redaction) when there is an [`audit_log`](Self::audit_log). Off by
+    /// default: inputs and results may hold personal data, and a span pipeline is often kept
+    /// less carefully than an audit trail. (Without a subscriber that wants the span, nothing is
+    /// recorded either way.)
+    pub fn span_content(mut self) -> Self {
+        self.span_content = true;
+        self
+    }
+
     /// Sets the input and result bounds (default: [`Limits::default`]).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
@@ -321,6 +334,7 @@ impl DispatcherBuilder {
             states,
             audit,
             hook_runs,
+            span_content,
             limits,
             timer,
             hook_timeout,
@@ -374,6 +388,12 @@ impl DispatcherBuilder {
         let tables = assemble(candidates, pre, post, stop, audit.as_ref());
         let inner = Inner {
             hook_runs: hook_runs || audit.is_some(),
+            span_content: span_content.then(|| {
+                audit
+                    .as_ref()
+                    .map(|a| a.redaction().clone())
+                    .unwrap_or_default()
+            }),
             states,
             limits,
             timer: timer.unwrap_or_else(|| Arc::new(DefaultTimer)),
@@ -1094,6 +1114,7 @@ fn assemble(
         pre_hooks: pre,
         observers_sync: post.iter().all(|o| o.imp.is_sync()),
         hook_runs: false,
+        span_content: None,
         observers_of_unknown: matching(&post, |o| matches!(o.matcher, Matcher::All)),
         observers: post,
         stop_hooks: stop,

@@ -23,6 +23,7 @@ mod ids;
 mod invalid_input;
 mod limits;
 mod observers;
+mod otel_spans;
 mod outcomes;
 mod panics;
 mod pre_tool_use;

@@ -34,7 +34,15 @@ impl Inner {
         let mut rewrites = Rewrites::default();
         let mut runs = HookRuns::default();
         match self
-            .run_chain(tool, env, &current, args, &mut rewrites, &mut runs)
+            .run_chain(
+                tool,
+                env,
+                &current,
+                args,
+                &mut rewrites,
+                &mut runs,
+                &tracing::Span::none(),
+            )
             .await
         {
             Ok(_args) => PreToolUse::Allow {

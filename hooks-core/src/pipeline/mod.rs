@@ -5,6 +5,7 @@
 
 mod decide;
 mod observe;
+mod span;
 mod verdict;
 
 use std::time::{Duration, Instant};
@@ -46,6 +47,7 @@ impl Inner {
         progress: Option<&'a Progress>,
     ) -> Result<CallAnswer, Halt> {
         let started = Instant::now();
+        let span = span::call_span(context, call);
         let env = Env::new(context, &self.states);
         // 1. Normalize. 2. Look up: before the refusal is answered, so the summary's `tools`
         // counts every call of a known tool, an input refused at normalization included.
@@ -75,9 +77,9 @@ impl Inner {
                 Err(problems) => break 'verdict Verdict::invalid(&tool.name, &problems),
             };
             // 4. The PreToolUse chain.
-            runs = HookRuns::new(self.hook_runs, tool.chain.len());
+            runs = HookRuns::new(self.hook_runs || !span.is_disabled(), tool.chain.len());
             let args = match self
-                .run_chain(tool, env, current, args, &mut rewrites, &mut runs)
+                .run_chain(tool, env, current, args, &mut rewrites, &mut runs, &span)
                 .await
             {
                 Ok(a) => a,
@@ -104,6 +106,10 @@ impl Inner {
             &runs.list,
             started.elapsed(),
         );
+        if !span.is_disabled() {
+            span::finish(&span, context, &record, self.span_content.as_ref());
+        }
+        drop(span);
         guard.stage = "while the observers ran";
         if self.observers_sync {
             self.observe_sync(env, stats, &record, self.observers_for(found));
@@ -128,11 +134,13 @@ impl Inner {
         mut args: Args,
         rewrites: &mut Rewrites<'a>,
         runs: &mut HookRuns<'a>,
+        call_span: &tracing::Span,
     ) -> Result<Args, Verdict<'a>> {
         'pass: loop {
             for &h in tool.chain.iter() {
                 let hook = &self.pre_hooks[h];
                 let view = rewrites.call.as_deref().unwrap_or(current);
+                let span = span::hook_span(call_span, &hook.path);
                 // A sync hook answers inline: no nested future on the common path. The hook
                 // borrows the arguments (a typed hook reads them) only until it has answered.
                 let decided = {
@@ -145,19 +153,19 @@ impl Inner {
                     }
                 };
                 match decided {
-                    Ok(Decision::Allow) => runs.push(&hook.path, HookDecision::Allow),
+                    Ok(Decision::Allow) => runs.push(&hook.path, HookDecision::Allow, &span),
                     Ok(Decision::Rewrite(input)) if input == view.input => {
-                        runs.push(&hook.path, HookDecision::Allow);
+                        runs.push(&hook.path, HookDecision::Allow, &span);
                     }
                     Ok(Decision::Rewrite(input)) => {
-                        runs.push(&hook.path, HookDecision::Rewrite);
+                        runs.push(&hook.path, HookDecision::Rewrite, &span);
                         args = self.rewrite(tool, hook, current, input, rewrites)?;
                         // The new input's checks are not the next hook's time.
                         runs.restart();
                         continue 'pass;
                     }
                     Ok(Decision::Deny { reason, instead }) => {
-                        runs.push(&hook.path, HookDecision::Deny);
+                        runs.push(&hook.path, HookDecision::Deny, &span);
                         return Err(Verdict::blocked(&hook.path, &reason, instead.as_deref()));
                     }
                     Err(failure) => {
@@ -165,7 +173,7 @@ impl Inner {
                             HookFailure::Failed(_) => HookDecision::Failed,
                             HookFailure::TimedOut(_) => HookDecision::Timeout,
                         };
-                        runs.push(&hook.path, decision);
+                        runs.push(&hook.path, decision, &span);
                         return Err(Verdict::hook_failed(&hook.path, failure));
                     }
                 }
@@ -419,10 +427,11 @@ impl<'a> HookRuns<'a> {
         }
     }
 
-    /// Records that `hook` decided `decision`: its duration runs from the end of the run
-    /// before it (or the chain's start), so each run costs one clock read.
+    /// Records that `hook` decided `decision` (on its span too): its duration runs from the
+    /// end of the run before it (or the chain's start), so each run costs one clock read.
     #[inline]
-    fn push(&mut self, hook: &'a str, decision: HookDecision) {
+    fn push(&mut self, hook: &'a str, decision: HookDecision, span: &tracing::Span) {
+        span::decided(span, decision);
         if let Some(last) = &mut self.last {
             let now = Instant::now();
             let micros = now.saturating_duration_since(*last).as_micros();
