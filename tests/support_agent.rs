@@ -993,6 +993,10 @@ fn bad_arguments_exit_2() {
             "error: --weekly-refund-limit 30k: expected a whole number of cents (see --help)\n",
         ),
         (
+            vec!["--otel", "--schemas"],
+            "error: --otel goes with a replay (see --help)\n",
+        ),
+        (
             vec!["--weekly-refund-limit", "30000"],
             "error: --weekly-refund-limit goes with --what-if (see --help)\n",
         ),
@@ -1013,16 +1017,19 @@ Replays customer-support transcripts (assistant messages as the Messages API ret
 through the support agent's tools and hooks.
 
 usage:
-  support_agent [--transcript FILE] [--json] [--out-dir DIR]
+  support_agent [--transcript FILE] [--json] [--out-dir DIR] [--otel]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
+  support_agent --report DIR
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
   --json               print only the user message answering each assistant message, one JSON
                        line each
   --out-dir DIR        append audit_log.jsonl and session_summaries.jsonl there (default: data)
+  --otel               also print each call's OpenTelemetry spans (execute_tool with a
+                       pre_tool_use child per hook run), with the SDK's stdout exporter
   --schemas            print the specialist's tool definitions as one JSON array and exit
   --specialist NAME    with --schemas: refunds (default) or triage
   --provider NAME      with --schemas: anthropic (default), anthropic-strict, openai (Chat
@@ -1035,6 +1042,9 @@ usage:
                        → blocked, blocked → allowed, another rewrite, another blocking hook
   --weekly-refund-limit CENTS
                        with --what-if: try this weekly refund limit instead of 50000 cents
+  --report DIR         write DIR/report.html from DIR's audit files: calls per outcome per
+                       day, blocked rate per rule and per tool, the slowest rules, the latest
+                       halts, token usage per session, whether the hash chain verifies
   --help               this text
 
 exit codes: 0 all outcomes as expected (or the chain verifies); 1 an outcome differed (or the
@@ -2126,4 +2136,202 @@ fn what_if_reports_a_file_that_is_not_an_audit_log() {
             missing.display()
         )
     );
+}
+
+#[test]
+fn otel_replays_as_usual_while_the_spans_go_to_the_stdout_exporter() {
+    // The spans themselves are pinned in tests/runtime/otel_spans.rs (in-memory exporter); here
+    // the flag leaves the replay, its output and its audit lines as they are.
+    let dir = TempDir::new("otel");
+    let plain = TempDir::new("otel-plain");
+    let transcript = fixture("03_parallel_batch.json");
+    let (code, out, err) = run(&[
+        &os("--otel"),
+        &os("--transcript"),
+        &os(&transcript),
+        &os("--out-dir"),
+        &os(dir.path()),
+    ]);
+    let (_, expected, _) = run(&[
+        &os("--transcript"),
+        &os(&transcript),
+        &os("--out-dir"),
+        &os(plain.path()),
+    ]);
+    assert_eq!(
+        (code, out, err),
+        (
+            cli::EXIT_OK,
+            expected.replace(
+                &plain.path().display().to_string(),
+                &dir.path().display().to_string()
+            ),
+            String::new()
+        )
+    );
+    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 3);
+}
+
+// ---------------------------------------------------------------- the report
+
+/// Every `data-k="KEY">VALUE<` of a page, in order.
+fn page_figures(page: &str) -> Vec<(String, String)> {
+    page.split("data-k=\"")
+        .skip(1)
+        .map(|rest| {
+            let (key, rest) = rest.split_once('"').unwrap();
+            let value = rest.split_once('>').unwrap().1.split_once('<').unwrap().0;
+            (key.to_owned(), value.to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn the_report_page_shows_the_logs_own_numbers() {
+    // The bundled replays, then transcript 03 on an agent whose extra policy cannot decide: a
+    // halt with its detail.
+    let dir = TempDir::new("report");
+    let (code, _, err) = run(&[&os("--out-dir"), &os(dir.path())]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    let audit = AuditLog::open(dir.path()).unwrap();
+    let broken = toolgate::PreHookDef::sync("test::broken_policy", 5, |_env, _call| {
+        Err(toolgate::HookError::new("policy store unreachable"))
+    });
+    let agent =
+        Agent::build_with(Specialist::Refunds, Some(&audit), |b| b.pre_hook(broken)).unwrap();
+    let t = transcript::load(&fixture("03_parallel_batch.json")).unwrap();
+    agent::replay_on(&agent, &t);
+    drop((agent, audit));
+
+    let (code, out, err) = run(&[&os("--report"), &os(dir.path())]);
+    let page_path = dir.path().join("report.html");
+    assert_eq!(
+        (code, out, err),
+        (
+            cli::EXIT_OK,
+            format!(
+                "report: {} (23 calls, chain verifies)\n",
+                page_path.display()
+            ),
+            String::new()
+        )
+    );
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    // Self-contained: no script, nothing fetched at view time.
+    for absent in ["<script", "src=", "href=", "@import", "url("] {
+        assert!(!page.contains(absent), "{absent}");
+    }
+
+    // The numbers, recomputed here from the log's own lines.
+    let lines = json_lines(&dir.path().join("audit_log.jsonl"));
+    let mut want: Vec<(String, String)> = vec![
+        ("calls".into(), lines.len().to_string()),
+        ("sessions".into(), "7".into()),
+        ("left_out".into(), "0".into()),
+        ("chain".into(), "verifies".into()),
+    ];
+    let count = |keep: &dyn Fn(&Value) -> bool| lines.iter().filter(|l| keep(l)).count();
+    let mut outcomes: Vec<&str> = lines
+        .iter()
+        .map(|l| l["outcome"].as_str().unwrap())
+        .collect();
+    outcomes.sort();
+    outcomes.dedup();
+    let mut days: Vec<&str> = lines
+        .iter()
+        .map(|l| &l["ts"].as_str().unwrap()[..10])
+        .collect();
+    days.sort();
+    days.dedup();
+    for day in &days {
+        for o in &outcomes {
+            let n = count(&|l| &l["ts"].as_str().unwrap()[..10] == *day && l["outcome"] == *o);
+            want.push((format!("day:{day}:{o}"), n.to_string()));
+        }
+    }
+    for o in &outcomes {
+        want.push((
+            format!("outcome:{o}"),
+            count(&|l| l["outcome"] == *o).to_string(),
+        ));
+    }
+    // Rules, most denials first, then by name.
+    let runs = |l: &Value| l["hooks"].as_array().cloned().unwrap_or_default();
+    let mut rules: Vec<(String, usize, usize)> = Vec::new();
+    for l in &lines {
+        for run in runs(l) {
+            let hook = run["hook"].as_str().unwrap().to_owned();
+            let denied = usize::from(run["decision"] == "deny");
+            match rules.iter_mut().find(|r| r.0 == hook) {
+                Some(r) => {
+                    r.1 += 1;
+                    r.2 += denied;
+                }
+                None => rules.push((hook, 1, denied)),
+            }
+        }
+    }
+    rules.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    for (hook, n, denied) in &rules {
+        want.push((format!("rule_runs:{hook}"), n.to_string()));
+        want.push((format!("rule_denials:{hook}"), denied.to_string()));
+    }
+    let mut tools: Vec<&str> = lines.iter().map(|l| l["tool"].as_str().unwrap()).collect();
+    tools.sort();
+    tools.dedup();
+    for tool in &tools {
+        want.push((
+            format!("tool_calls:{tool}"),
+            count(&|l| l["tool"] == *tool).to_string(),
+        ));
+        want.push((
+            format!("tool_blocked:{tool}"),
+            count(&|l| l["tool"] == *tool && l["outcome"] == "blocked").to_string(),
+        ));
+    }
+    let figures = page_figures(&page);
+    // The slowest rules' order depends on measured times: compared as a set, by rule.
+    let mut slow: Vec<(String, String)> = figures
+        .iter()
+        .filter(|(k, _)| k.starts_with("slow_runs:"))
+        .cloned()
+        .collect();
+    slow.sort();
+    let mut want_slow: Vec<(String, String)> = rules
+        .iter()
+        .map(|(hook, n, _)| (format!("slow_runs:{hook}"), n.to_string()))
+        .collect();
+    want_slow.sort();
+    assert_eq!(slow, want_slow);
+    for (hook, _, _) in &rules {
+        let max = lines
+            .iter()
+            .flat_map(runs)
+            .filter(|r| r["hook"] == hook.as_str())
+            .map(|r| r["duration_us"].as_u64().unwrap())
+            .max()
+            .unwrap();
+        let shown = &figures
+            .iter()
+            .find(|(k, _)| *k == format!("slow_max:{hook}"))
+            .unwrap()
+            .1;
+        assert_eq!(shown, &max.to_string(), "{hook}");
+    }
+    want.push((
+        "halts".into(),
+        count(&|l| l["outcome"] == "hook_failed").to_string(),
+    ));
+    want.push(("tokens".into(), "none recorded: the host writes no ".into()));
+    let shown: Vec<(String, String)> = figures
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("slow_"))
+        .collect();
+    assert_eq!(shown, want);
+    // The halt's row: when, session, tool, outcome, hook and the operator's detail.
+    assert!(page.contains(
+        "<tr><td>2026-11-25T09:00:00Z</td><td>sess_parallel_03</td><td>lookup_user</td>\
+         <td>hook_failed</td><td><code>test::broken_policy</code></td>\
+         <td>policy store unreachable</td></tr>"
+    ));
 }

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use toolgate::{AUDIT_LOG_FILE, AuditLog, Provider, SESSION_SUMMARIES_FILE};
 
 use super::agent::{self, Agent, Specialist};
+use super::otel;
 use super::output;
+use super::report;
 use super::transcript::{self, Transcript};
 use super::what_if::{self, RuleChanges};
 
@@ -29,16 +31,19 @@ Replays customer-support transcripts (assistant messages as the Messages API ret
 through the support agent's tools and hooks.
 
 usage:
-  support_agent [--transcript FILE] [--json] [--out-dir DIR]
+  support_agent [--transcript FILE] [--json] [--out-dir DIR] [--otel]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
+  support_agent --report DIR
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
   --json               print only the user message answering each assistant message, one JSON
                        line each
   --out-dir DIR        append audit_log.jsonl and session_summaries.jsonl there (default: data)
+  --otel               also print each call's OpenTelemetry spans (execute_tool with a
+                       pre_tool_use child per hook run), with the SDK's stdout exporter
   --schemas            print the specialist's tool definitions as one JSON array and exit
   --specialist NAME    with --schemas: refunds (default) or triage
   --provider NAME      with --schemas: anthropic (default), anthropic-strict, openai (Chat
@@ -51,6 +56,9 @@ usage:
                        → blocked, blocked → allowed, another rewrite, another blocking hook
   --weekly-refund-limit CENTS
                        with --what-if: try this weekly refund limit instead of 50000 cents
+  --report DIR         write DIR/report.html from DIR's audit files: calls per outcome per
+                       day, blocked rate per rule and per tool, the slowest rules, the latest
+                       halts, token usage per session, whether the hash chain verifies
   --help               this text
 
 exit codes: 0 all outcomes as expected (or the chain verifies); 1 an outcome differed (or the
@@ -66,6 +74,8 @@ pub(crate) enum Command {
     Schemas(Specialist, Provider),
     /// `--verify-audit DIR`.
     VerifyAudit(PathBuf),
+    /// `--report DIR`.
+    Report(PathBuf),
     /// `--what-if FILE [--weekly-refund-limit CENTS] [--specialist NAME]`.
     WhatIf(PathBuf, Specialist, RuleChanges),
     /// Replay transcripts.
@@ -76,6 +86,8 @@ pub(crate) enum Command {
         json: bool,
         /// `--out-dir DIR`.
         out_dir: PathBuf,
+        /// `--otel`.
+        otel: bool,
     },
 }
 
@@ -91,8 +103,10 @@ where
     let mut provider: Option<Provider> = None;
     let mut verify: Option<PathBuf> = None;
     let mut what_if: Option<PathBuf> = None;
+    let mut report: Option<PathBuf> = None;
     let mut weekly_limit: Option<u64> = None;
     let mut json = false;
+    let mut otel = false;
     let mut schemas = false;
     let mut help = false;
     let mut args = args.into_iter();
@@ -148,6 +162,7 @@ where
             "--verify-audit" if verify.is_none() => {
                 verify = Some(PathBuf::from(value("--verify-audit")?))
             }
+            "--report" if report.is_none() => report = Some(PathBuf::from(value("--report")?)),
             "--what-if" if what_if.is_none() => what_if = Some(PathBuf::from(value("--what-if")?)),
             "--weekly-refund-limit" if weekly_limit.is_none() => {
                 let v = value("--weekly-refund-limit")?;
@@ -162,10 +177,12 @@ where
             | "--provider"
             | "--verify-audit"
             | "--what-if"
-            | "--weekly-refund-limit" => {
+            | "--weekly-refund-limit"
+            | "--report" => {
                 return Err(format!("{name} is given twice"));
             }
             "--json" => json = flag(json)?,
+            "--otel" => otel = flag(otel)?,
             "--schemas" => schemas = flag(schemas)?,
             "--help" | "-h" => help = flag(help)?,
             _ => return Err(format!("unknown argument `{arg}`")),
@@ -173,6 +190,27 @@ where
     }
     if help {
         return Ok(Command::Help);
+    }
+    if let Some(dir) = report {
+        if json
+            || schemas
+            || otel
+            || transcript.is_some()
+            || out_dir.is_some()
+            || specialist.is_some()
+            || provider.is_some()
+            || verify.is_some()
+            || what_if.is_some()
+            || weekly_limit.is_some()
+        {
+            return Err(
+                "--report DIR reads a folder and runs nothing: it takes no other option".to_owned(),
+            );
+        }
+        return Ok(Command::Report(dir));
+    }
+    if otel && (what_if.is_some() || verify.is_some() || schemas) {
+        return Err("--otel goes with a replay".to_owned());
     }
     if let Some(file) = what_if {
         if json
@@ -244,6 +282,7 @@ where
         transcript,
         json,
         out_dir: out_dir.unwrap_or_else(|| PathBuf::from(DEFAULT_OUT_DIR)),
+        otel,
     })
 }
 
@@ -286,6 +325,7 @@ where
             }
         },
         Command::VerifyAudit(dir) => return verify_audit(&dir, out, err),
+        Command::Report(dir) => return report::run(&dir, out, err),
         Command::WhatIf(file, specialist, changes) => {
             return what_if::run(&file, specialist, changes, out, err);
         }
@@ -293,7 +333,14 @@ where
             transcript,
             json,
             out_dir,
+            otel: false,
         } => return replay(transcript, json, out_dir, out, err),
+        Command::Replay {
+            transcript,
+            json,
+            out_dir,
+            otel: true,
+        } => return otel::with_spans(|| replay(transcript, json, out_dir, out, err)),
     };
     match written {
         Ok(code) => code,

@@ -13,6 +13,8 @@
 //! - `agent.rs`: the two specialists (one registry, filtered) and the replay of a transcript;
 //! - `transcript.rs`: the bundled transcripts, reading and checking a transcript file;
 //! - `output.rs`: the `#[post_hook]` observer and what is printed;
+//! - `otel.rs`: `--otel`, the replay's OpenTelemetry spans printed by the SDK's stdout exporter;
+//! - `report.rs`: `--report DIR`, one self-contained HTML page from the audit files;
 //! - `what_if.rs`: `--what-if FILE`, today's rules (or changed ones) over a recorded audit log;
 //! - `cli.rs`: the command line and exit codes.
 //!
@@ -22,8 +24,10 @@
 pub(crate) mod agent;
 pub(crate) mod cli;
 pub(crate) mod ledger;
+pub(crate) mod otel;
 pub(crate) mod output;
 pub(crate) mod policy;
+pub(crate) mod report;
 pub(crate) mod seed;
 pub(crate) mod tools;
 pub(crate) mod transcript;
