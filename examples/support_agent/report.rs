@@ -227,7 +227,8 @@ fn colour(outcome: &str) -> &'static str {
         "ok" => "#2e7d32",
         "blocked" => "#ef6c00",
         "hook_failed" | "hook_timeout" => "#c62828",
-        "invalid_input" | "unknown_tool" => "#6a1b9a",
+        "invalid_input" => "#6a1b9a",
+        "unknown_tool" => "#1565c0",
         "tool_error" | "panicked" | "tool_timeout" => "#ad1457",
         _ => "#546e7a",
     }
@@ -247,11 +248,12 @@ fn chart(f: &Figures) -> String {
     let mut svg = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{}\" \
          role=\"img\" aria-label=\"calls per outcome per day\">",
-        height + 40
+        height + 54
     );
     for (i, (day, outcomes)) in f.per_day.iter().enumerate() {
         let x = gap + i as u64 * (bar + gap);
-        let mut y = height + 10;
+        // 24 above the tallest bar for its total.
+        let mut y = height + 24;
         for (outcome, n) in outcomes {
             let h = n * height / max;
             y -= h;
@@ -264,10 +266,14 @@ fn chart(f: &Figures) -> String {
         }
         let _ = write!(
             svg,
-            "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
+            "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>\
+             <text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
             x + bar / 2,
-            height + 28,
-            esc(&day[5..])
+            height + 42,
+            esc(&day[5..]),
+            x + bar / 2,
+            y.saturating_sub(4),
+            outcomes.values().sum::<u64>()
         );
     }
     svg.push_str("</svg>");
@@ -401,12 +407,20 @@ pub(crate) fn render(dir: &Path, f: &Figures) -> String {
     // The latest halts.
     let _ = write!(
         h,
-        "<h2>Latest halts</h2>\n<p><span data-k=\"halts\">{}</span> in all; the latest {} \
-         newest first.</p>\n<table><tr><th>when</th><th>session</th><th>tool</th>\
-         <th>outcome</th><th>hook</th><th>detail</th></tr>\n",
+        "<h2>Latest halts</h2>\n<p><span data-k=\"halts\">{}</span> in all{}</p>\n",
         f.halts.len(),
-        LATEST_HALTS
+        if f.halts.is_empty() {
+            ""
+        } else {
+            "; the latest first (at most 10):"
+        }
     );
+    if !f.halts.is_empty() {
+        h.push_str(
+            "<table><tr><th>when</th><th>session</th><th>tool</th><th>outcome</th>\
+             <th>hook</th><th>detail</th></tr>\n",
+        );
+    }
     for r in f.halts.iter().rev().take(LATEST_HALTS) {
         let _ = write!(
             h,
@@ -420,7 +434,9 @@ pub(crate) fn render(dir: &Path, f: &Figures) -> String {
             esc(r.detail.as_deref().unwrap_or(""))
         );
     }
-    h.push_str("</table>\n");
+    if !f.halts.is_empty() {
+        h.push_str("</table>\n");
+    }
 
     // Tokens.
     h.push_str("<h2>Token usage per session</h2>\n");

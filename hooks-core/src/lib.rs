@@ -115,6 +115,7 @@
 //! | `pipeline/mod.rs` | one call: `run_call` (normalize → look up → validate → PreToolUse chain, restarted after each rewrite → tool → observers) |
 //! | `pipeline/verdict.rs` | how a call ended, then the `tool_result` and the record made of it |
 //! | `pipeline/observe.rs` | the PostToolUse observers; the `cancelled` record of a dropped call |
+//! | `pipeline/span.rs` | the call's `tracing` span (`execute_tool {tool}`, OpenTelemetry GenAI attributes) and a `pre_tool_use {hook}` child per hook run |
 //! | `pipeline/decide.rs` | the PreToolUse chain asked on its own (steps 1 to 4, no tool, no observers) |
 //! | `what_if.rs` | what-if replay: [`WhatIf`], [`Flip`], [`Change`]; a line's context rebuilt, today's answer compared with the recorded one |
 //! | `pre_tool_use.rs` | [`PreToolUse`]: what the chain decided, for hosts that enforce the rules elsewhere and for what-if replays |
