@@ -283,7 +283,7 @@ fn chart(f: &Figures) -> String {
 /// The page.
 pub(crate) fn render(dir: &Path, f: &Figures) -> String {
     let mut h = String::new();
-    let _ = write!(
+    let _ = writeln!(
         h,
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <title>toolgate audit report</title><style>\
@@ -295,7 +295,7 @@ pub(crate) fn render(dir: &Path, f: &Figures) -> String {
          .key span{{display:inline-block;width:.9em;height:.9em;margin:0 .3em 0 1em}}\
          </style></head><body>\n<h1>Audit report</h1>\n<p>From <code>{}</code>: \
          <b data-k=\"calls\">{}</b> calls in <b data-k=\"sessions\">{}</b> sessions \
-         (<span data-k=\"left_out\">{}</span> replayed or not-final lines left out).</p>\n",
+         (<span data-k=\"left_out\">{}</span> replayed or not-final lines left out).</p>",
         esc(&dir.display().to_string()),
         f.calls,
         f.sessions,
@@ -337,9 +337,9 @@ pub(crate) fn render(dir: &Path, f: &Figures) -> String {
             let n = outcomes.get(outcome).copied().unwrap_or(0);
             let _ = write!(h, "<td class=\"n\" data-k=\"day:{day}:{outcome}\">{n}</td>");
         }
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<td class=\"n\">{}</td></tr>\n",
+            "<td class=\"n\">{}</td></tr>",
             outcomes.values().sum::<u64>()
         );
     }
@@ -347,7 +347,7 @@ pub(crate) fn render(dir: &Path, f: &Figures) -> String {
     for (outcome, n) in &f.outcomes {
         let _ = write!(h, "<td class=\"n\" data-k=\"outcome:{outcome}\">{n}</td>");
     }
-    let _ = write!(h, "<td class=\"n\">{}</td></tr></table>\n", f.calls);
+    let _ = writeln!(h, "<td class=\"n\">{}</td></tr></table>", f.calls);
 
     // Blocked rate per rule and per tool.
     h.push_str(
@@ -358,10 +358,10 @@ pub(crate) fn render(dir: &Path, f: &Figures) -> String {
     rules.sort_by(|a, b| b.1.1.cmp(&a.1.1).then(a.0.cmp(b.0)));
     for (rule, (runs, denied)) in rules {
         let r = esc(rule);
-        let _ = write!(
+        let _ = writeln!(
             h,
             "<tr><td><code>{r}</code></td><td class=\"n\" data-k=\"rule_runs:{r}\">{runs}</td>\
-             <td class=\"n\" data-k=\"rule_denials:{r}\">{denied}</td><td class=\"n\">{}</td></tr>\n",
+             <td class=\"n\" data-k=\"rule_denials:{r}\">{denied}</td><td class=\"n\">{}</td></tr>",
             rate(*denied, *runs)
         );
     }
@@ -371,10 +371,10 @@ pub(crate) fn render(dir: &Path, f: &Figures) -> String {
     );
     for (tool, (calls, blocked)) in &f.tools {
         let t = esc(tool);
-        let _ = write!(
+        let _ = writeln!(
             h,
             "<tr><td>{t}</td><td class=\"n\" data-k=\"tool_calls:{t}\">{calls}</td>\
-             <td class=\"n\" data-k=\"tool_blocked:{t}\">{blocked}</td><td class=\"n\">{}</td></tr>\n",
+             <td class=\"n\" data-k=\"tool_blocked:{t}\">{blocked}</td><td class=\"n\">{}</td></tr>",
             rate(*blocked, *calls)
         );
     }
@@ -395,19 +395,19 @@ pub(crate) fn render(dir: &Path, f: &Figures) -> String {
     });
     for (rule, (runs, total, max)) in slow {
         let r = esc(rule);
-        let _ = write!(
+        let _ = writeln!(
             h,
             "<tr><td><code>{r}</code></td><td class=\"n\" data-k=\"slow_runs:{r}\">{runs}</td>\
-             <td class=\"n\">{}</td><td class=\"n\" data-k=\"slow_max:{r}\">{max}</td></tr>\n",
+             <td class=\"n\">{}</td><td class=\"n\" data-k=\"slow_max:{r}\">{max}</td></tr>",
             total / runs.max(&1)
         );
     }
     h.push_str("</table>\n");
 
     // The latest halts.
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<h2>Latest halts</h2>\n<p><span data-k=\"halts\">{}</span> in all{}</p>\n",
+        "<h2>Latest halts</h2>\n<p><span data-k=\"halts\">{}</span> in all{}</p>",
         f.halts.len(),
         if f.halts.is_empty() {
             ""
@@ -422,10 +422,10 @@ pub(crate) fn render(dir: &Path, f: &Figures) -> String {
         );
     }
     for r in f.halts.iter().rev().take(LATEST_HALTS) {
-        let _ = write!(
+        let _ = writeln!(
             h,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td>\
-             <td>{}</td></tr>\n",
+             <td>{}</td></tr>",
             Rfc3339(r.ts),
             esc(&r.session_id),
             esc(&r.tool),
@@ -449,10 +449,10 @@ pub(crate) fn render(dir: &Path, f: &Figures) -> String {
         h.push_str("<table><tr><th>session</th><th>input tokens</th><th>output tokens</th></tr>\n");
         for (session, (input, output)) in &f.tokens {
             let s = esc(session);
-            let _ = write!(
+            let _ = writeln!(
                 h,
                 "<tr><td>{s}</td><td class=\"n\" data-k=\"tokens_in:{s}\">{input}</td>\
-                 <td class=\"n\" data-k=\"tokens_out:{s}\">{output}</td></tr>\n"
+                 <td class=\"n\" data-k=\"tokens_out:{s}\">{output}</td></tr>"
             );
         }
         h.push_str("</table>\n");

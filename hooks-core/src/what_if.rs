@@ -166,7 +166,7 @@ pub(crate) fn compare(record: &AuditRecord, now: PreToolUse) -> WhatIf {
                 rewritten_by,
             },
         ) => {
-            if input == &today && by == &rewritten_by {
+            if input == &today && by == rewritten_by {
                 None
             } else {
                 let first_other = by

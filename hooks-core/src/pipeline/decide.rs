@@ -32,17 +32,9 @@ impl Inner {
             Err(problems) => return Verdict::invalid(&tool.name, &problems).into_refusal(&[]),
         };
         let mut rewrites = Rewrites::default();
-        let mut runs = HookRuns::default();
+        let mut runs = HookRuns::off();
         match self
-            .run_chain(
-                tool,
-                env,
-                &current,
-                args,
-                &mut rewrites,
-                &mut runs,
-                &tracing::Span::none(),
-            )
+            .run_chain(tool, env, &current, args, &mut rewrites, &mut runs)
             .await
         {
             Ok(_args) => PreToolUse::Allow {

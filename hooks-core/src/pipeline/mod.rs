@@ -57,7 +57,7 @@ impl Inner {
         let mut guard = CancelGuard::new(self, env, stats, call, input, found, started);
         guard.progress = progress;
         let mut rewrites = Rewrites::default();
-        let mut runs = HookRuns::default();
+        let mut runs = HookRuns::off();
 
         let verdict: Verdict<'_> = 'verdict: {
             let current: &ToolUse = match &recorded.normalized {
@@ -77,9 +77,9 @@ impl Inner {
                 Err(problems) => break 'verdict Verdict::invalid(&tool.name, &problems),
             };
             // 4. The PreToolUse chain.
-            runs = HookRuns::new(self.hook_runs || !span.is_disabled(), tool.chain.len());
+            runs = HookRuns::new(self.hook_runs, tool.chain.len(), &span);
             let args = match self
-                .run_chain(tool, env, current, args, &mut rewrites, &mut runs, &span)
+                .run_chain(tool, env, current, args, &mut rewrites, &mut runs)
                 .await
             {
                 Ok(a) => a,
@@ -134,13 +134,12 @@ impl Inner {
         mut args: Args,
         rewrites: &mut Rewrites<'a>,
         runs: &mut HookRuns<'a>,
-        call_span: &tracing::Span,
     ) -> Result<Args, Verdict<'a>> {
         'pass: loop {
             for &h in tool.chain.iter() {
                 let hook = &self.pre_hooks[h];
                 let view = rewrites.call.as_deref().unwrap_or(current);
-                let span = span::hook_span(call_span, &hook.path);
+                let span = span::hook_span(&runs.call_span, &hook.path);
                 // A sync hook answers inline: no nested future on the common path. The hook
                 // borrows the arguments (a typed hook reads them) only until it has answered.
                 let decided = {
@@ -396,8 +395,9 @@ struct Rewrites<'a> {
 /// The PreToolUse hooks one call ran, in order, with their decisions and durations: kept only
 /// when someone reads them (an audit log, `record_hook_runs`, or the call's span is enabled);
 /// off, it allocates nothing and reads no clock.
-#[derive(Default)]
 struct HookRuns<'a> {
+    /// The call's span (disabled when nobody listens): each hook run gets a child.
+    call_span: tracing::Span,
     /// When the last run ended (the chain's start before the first); `None` when runs are not
     /// kept.
     last: Option<Instant>,
@@ -405,17 +405,28 @@ struct HookRuns<'a> {
 }
 
 impl<'a> HookRuns<'a> {
-    /// Kept when `on`, with room for a chain of `chain` hooks run once.
+    /// Kept when `on` or the call's span is enabled, with room for a chain of `chain` hooks
+    /// run once.
     #[inline]
-    fn new(on: bool, chain: usize) -> Self {
-        let on = on && chain > 0;
+    fn new(on: bool, chain: usize, call_span: &tracing::Span) -> Self {
+        let on = (on || !call_span.is_disabled()) && chain > 0;
         HookRuns {
+            call_span: call_span.clone(),
             last: on.then(Instant::now),
             list: if on {
                 Vec::with_capacity(chain)
             } else {
                 Vec::new()
             },
+        }
+    }
+
+    /// Keeps nothing (no chain ran, or it runs without records and spans).
+    fn off() -> Self {
+        HookRuns {
+            call_span: tracing::Span::none(),
+            last: None,
+            list: Vec::new(),
         }
     }
 
