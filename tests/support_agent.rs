@@ -1240,6 +1240,7 @@ fn the_refunds_specialist_without_the_rules_on_issue_refund_does_not_build() {
             path("policy::weekly_refund_limit"),
         ])
         .state(Ledger::default())
+        .state(example::policy::WeeklyRefundLimit::default())
         .build()
         .expect("issue_refund with its weekly limit builds");
 }
