@@ -70,7 +70,11 @@
 //!    `Rewrite` equal to the input counts as `Allow` (an idempotent normalizer converges); a
 //!    rewrite back to an input the call already had, or more than 8 rewrites, halts as
 //!    `hook_failed`. An error, a panic or a deadline halts the agent with [`Halt`] (fail
-//!    closed: the tool does not run).
+//!    closed: the tool does not run). [`Decision::Ask`] goes on too (a later deny wins); when
+//!    the pass ends with asks, a person approves: the builder's [`Approver`] inline (a
+//!    deadline; no answer is a denial), or, with none, `respond` pauses the turn
+//!    ([`Reply::Pending`], a [`PendingTurn`] finished later by [`Session::resume`]) and `call`
+//!    blocks it (see the README, "A person's approval").
 //! 5. **Tool**: its value becomes the text (a JSON string is the text itself), a [`Content`]
 //!    its content blocks (images, documents; see [`#[tool]`](#tool)); its error is an
 //!    `is_error` result: the tool's message when it was written for the model, else the generic
@@ -93,6 +97,7 @@
 //! | `hook_failed`, `hook_timeout` | no | true, in the `Halt`'s answer | `BLOCKED: ` |
 //! | `not_run` | no | true, where an answer is given | a message saying why (`Not run: …`) |
 //! | `cancelled` | maybe | no answer (the host dropped the call) | – |
+//! | `awaiting_approval` | not yet | no answer yet: the turn paused for a person ([`Reply::Pending`]); not final, its final record comes at [`Session::resume`] | – |
 //!
 //! Failing closed needs `panic = "unwind"` (the default profile setting): panics in hooks and
 //! tools are caught and become results or halts; with `panic = "abort"` they end the process.
@@ -373,6 +378,81 @@
 //! ```text
 //! error: `#[pre_hook]` needs an `order`: write `#[pre_hook(order = 10)]` (lower runs first;
 //!        equal orders run by the function's path); put cheap, decisive checks first
+//! ```
+//!
+//! # A person's approval: `ask`
+//!
+//! A PreToolUse hook returns [`Decision::ask`]`(reason)` when a person must approve the call;
+//! the chain goes on (a later deny wins). Two host modes:
+//!
+//! - **Inline**: [`DispatcherBuilder::approver`] gives an [`Approver`] that answers while the
+//!   call waits ([`Approval::approve`], [`Approval::deny`], [`Approval::edit`]), within
+//!   [`DispatcherBuilder::approval_timeout`] (5 minutes by default; no answer is a denial).
+//! - **Durable pause**: without one, [`Session::respond`] answers the other blocks and returns
+//!   [`Reply::Pending`]; the [`PendingTurn`] is JSON the host stores, and
+//!   [`Session::resume`] (in any process, same session and user, same
+//!   [`Dispatcher::fingerprint`]) finishes it with the person's decisions.
+//!
+//! [`Session::call`] cannot pause: without an approver such a call is `blocked` (fail closed).
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use serde_json::json;
+//! use toolgate::{
+//!     Approval, ApprovalRequest, Approver, BoxFuture, Decision, Dispatcher, HookContext,
+//!     PendingTurn, PreHookDef, Reply, ToolDef, ToolUse,
+//! };
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Refund {
+//!     /// Cents.
+//!     amount_cents: u64,
+//! }
+//!
+//! struct Lead;
+//! impl Approver for Lead {
+//!     fn approve<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, Approval> {
+//!         let small = request.input["amount_cents"].as_u64() < Some(50_000);
+//!         Box::pin(async move {
+//!             if small { Approval::approve("lead") } else { Approval::deny("lead", "too large.") }
+//!         })
+//!     }
+//! }
+//!
+//! let builder = || {
+//!     Dispatcher::builder()
+//!         .tool(ToolDef::sync("refund", "Refunds.", |_env, r: Refund| {
+//!             Ok(format!("refunded {}", r.amount_cents))
+//!         }))
+//!         .pre_hook(PreHookDef::sync("app::large", 10, |_env, call: &ToolUse| {
+//!             Ok(match call.input["amount_cents"].as_u64() {
+//!                 Some(n) if n > 20_000 => Decision::ask("above 20000 cents"),
+//!                 _ => Decision::Allow,
+//!             })
+//!         }))
+//! };
+//! let ctx = || HookContext::builder("u_1", "sess_1").build();
+//! let turn = serde_json::from_value(json!({"role": "assistant", "content": [
+//!     {"type": "tool_use", "id": "toolu_1", "name": "refund", "input": {"amount_cents": 25000}}
+//! ]}))?;
+//!
+//! // Inline.
+//! let inline = builder().approver(Lead).build()?;
+//! let reply = toolgate::block_on(inline.session(ctx()).respond(&turn))?;
+//! assert_eq!(reply.answer().unwrap().tool_results().next().unwrap().content_text(),
+//!     "refunded 25000");
+//!
+//! // Paused, stored, resumed by a fresh dispatcher.
+//! let stored = match toolgate::block_on(builder().build()?.session(ctx()).respond(&turn))? {
+//!     Reply::Pending(p) => serde_json::to_string(&p)?,
+//!     other => panic!("{other:?}"),
+//! };
+//! let pending: PendingTurn = serde_json::from_str(&stored)?;
+//! let decisions = BTreeMap::from([("toolu_1".to_owned(), Approval::deny("lead", "not today."))]);
+//! let answer = toolgate::block_on(builder().build()?.session(ctx()).resume(&pending, &decisions))?;
+//! assert_eq!(answer.tool_results().next().unwrap().content_text(),
+//!     "BLOCKED: a person declined this call: not today.");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! # Other providers

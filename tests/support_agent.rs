@@ -133,7 +133,7 @@ const EXPECTED: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     (
-        "06_weekly_refunds.json",
+        "10_weekly_refunds.json",
         &[
             ("toolu_01KdV8mQpR3sTz6WnY2bHc4F", "ok"),
             ("toolu_01Ha3JtLs7PqV5mXcR9wNe2D", "ok"),
@@ -279,6 +279,15 @@ const READABLE_LINES: &[&str] = &[
     r#"   toolu_01YXg4JdpmrcXgGCJbW56eCu  prepare_case_file {"user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":["tracking pa… | blocked by support_agent::policy::no_case_files_during_deploy | BLOCKED: case files cannot be opened during the weekly deploy window, Thursdays 02:00 to 04:00 UTC. Tell the c…"#,
     r#"   toolu_011CiAhzCueQpBenQtYh5Xj8  prepare_case_file {"user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":[]} | allowed, tool_error | A case file needs at least one piece of evidence (a photo, a screenshot, a tracking page). Ask the customer fo…"#,
     r#"   toolu_01GzvAmwufUxbvJDCTbyvHNs  prepare_case_file {"user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":["tracking pa… | allowed, ok | {"case_id":"case_o_3001","user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":["trackin…"#,
+    r#"   toolu_01Hk2oZxQm7R4bVt9cYe3LsA  get_order_details {"order_id":"o_1002"} | allowed, ok | {"order_id":"o_1002","user_id":"u_001","amount_cents":45000,"refunded_cents":0}"#,
+    r#"   toolu_01Jm4pAyRn8S5cWu0dZf4MtB  issue_refund {"order_id":"o_1002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
+    r#"   toolu_01Jm4pAyRn8S5cWu0dZf4MtB  issue_refund {"order_id":"o_1002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, approved by lead@shop.example, allowed, ok | {"refund_id":"re_0001","order_id":"o_1002","amount_cents":30000,"refunded_total_cents":30000,"status":"issued"…"#,
+    r#"   toolu_01Kn5qBzSo9T6dXv1eAg5NuC  get_order_details {"order_id":"o_3002"} | allowed, ok | {"order_id":"o_3002","user_id":"u_007","amount_cents":30000,"refunded_cents":0}"#,
+    r#"   toolu_01Lo6rCaTp0U7eYw2fBh6OvD  issue_refund {"order_id":"o_3002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
+    r#"   toolu_01Lo6rCaTp0U7eYw2fBh6OvD  issue_refund {"order_id":"o_3002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, denied by lead@shop.example, blocked by support_agent::policy::large_refund_needs_approval | BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label f…"#,
+    r#"   toolu_01Mp7sDbUq1V8fZx3gCi7PwE  get_order_details {"order_id":"o_1002"} | allowed, ok | {"order_id":"o_1002","user_id":"u_001","amount_cents":45000,"refunded_cents":0}"#,
+    r#"   toolu_01Nq8tEcVr2W9gAy4hDj8QxF  issue_refund {"order_id":"o_1002","amount_cents":25000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
+    r#"   toolu_01Or9uFdWs3X0hBz5iEk9RyG  issue_refund {"order_id":"o_3001","amount_cents":45000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
     r#"   toolu_01KdV8mQpR3sTz6WnY2bHc4F  lookup_user {"user_id":"u_007"} | allowed, ok | {"user_id":"u_007","tier":"premium","orders":["o_3001","o_3002"]}"#,
     r#"   toolu_01Ha3JtLs7PqV5mXcR9wNe2D  issue_refund {"order_id":"o_3002","amount_cents":18000} | allowed, ok | {"refund_id":"re_0001","order_id":"o_3002","amount_cents":18000,"refunded_total_cents":18000,"status":"issued"…"#,
     r#"   toolu_01Rw2ZkNt6HsM9qPbV4xJf7C  issue_refund {"order_id":"o_3001","amount_cents":9500} | allowed, ok | {"refund_id":"re_0002","order_id":"o_3001","amount_cents":9500,"refunded_total_cents":9500,"status":"issued"}"#,
@@ -303,10 +312,18 @@ fn readable_lines(range: std::ops::Range<usize>) -> Vec<String> {
 fn every_bundled_transcript_replays_with_its_expected_outcomes_results_and_audit_lines() {
     let transcripts = transcript::bundled().expect("the bundled transcripts are valid");
     let names: Vec<&str> = transcripts.iter().map(|t| t.source.as_str()).collect();
-    let want: Vec<&str> = EXPECTED.iter().map(|(n, _)| *n).collect();
+    // The transcripts whose turns wait for a person (06 to 09) are pinned by the approval tests
+    // below; the others are listed in EXPECTED, in the bundle's order.
+    let mut want: Vec<&str> = EXPECTED[..5].iter().map(|(n, _)| *n).collect();
+    want.extend(APPROVAL_TRANSCRIPTS);
+    want.extend(EXPECTED[5..].iter().map(|(n, _)| *n));
     assert_eq!(names, want);
+    let transcripts: Vec<_> = transcripts
+        .iter()
+        .filter(|t| !APPROVAL_TRANSCRIPTS.contains(&t.source.as_str()))
+        .collect();
 
-    for (t, (_, expected)) in transcripts.iter().zip(EXPECTED) {
+    for (t, (_, expected)) in transcripts.into_iter().zip(EXPECTED) {
         let dir = TempDir::new("replay");
         let audit = AuditLog::open(dir.path()).unwrap();
         let replay = agent::replay(t, Some(&audit)).expect("the agent builds");
@@ -512,6 +529,14 @@ fn audit_lines_carry_blocked_by_rewritten_by_hooks_and_effective_input_only_when
     );
 }
 
+/// The bundled transcripts with calls that need a person's approval, after the others.
+const APPROVAL_TRANSCRIPTS: [&str; 4] = [
+    "06_large_refund_approved.json",
+    "07_large_refund_denied.json",
+    "08_large_refund_paused.json",
+    "09_large_refund_expired.json",
+];
+
 // ---------------------------------------------------------------- the command line
 
 #[test]
@@ -523,12 +548,12 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
         .lines()
         .filter(|l| l.trim_start().starts_with("toolu_"))
         .collect();
-    assert_eq!(call_lines, readable_lines(0..20));
+    assert_eq!(call_lines, readable_lines(0..29));
     let summaries: Vec<&str> = out
         .lines()
         .filter(|l| l.starts_with("   summary: "))
         .collect();
-    assert_eq!(summaries.len(), 6);
+    assert_eq!(summaries.len(), 10);
     assert_eq!(
         summaries[3],
         "   summary: calls 3; outcomes blocked 1, invalid_input 1, unknown_tool 1; tools \
@@ -542,9 +567,26 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
         ledger,
         [
             "   ledger: re_0001 refunded 2599 cents on o_1001 (u_001, ISO week 2026-W48)",
+            "   ledger: re_0001 refunded 30000 cents on o_1002 (u_001, ISO week 2026-W48)",
             "   ledger: re_0001 refunded 18000 cents on o_3002 (u_007, ISO week 2026-W48)",
             "   ledger: re_0002 refunded 9500 cents on o_3001 (u_007, ISO week 2026-W48)",
             "   ledger: re_0003 refunded 6000 cents on o_3001 (u_007, ISO week 2026-W48)",
+        ]
+    );
+    let notes: Vec<&str> = out.lines().filter(|l| l.starts_with("note: ")).collect();
+    let pending = |session: &str, id: &str| {
+        let file = dir.path().join("pending").join(format!("{session}.json"));
+        format!(
+            "note: tool_use {id} awaits a person's approval; pending turn written to {f}; finish \
+             it with --resume {f} --approve {id} [--by WHO] or --deny {id} --reason TEXT",
+            f = file.display()
+        )
+    };
+    assert_eq!(
+        notes,
+        [
+            pending("sess_paused_08", "toolu_01Nq8tEcVr2W9gAy4hDj8QxF"),
+            pending("sess_expired_09", "toolu_01Or9uFdWs3X0hBz5iEk9RyG"),
         ]
     );
     let tail: Vec<&str> = out.lines().rev().take(2).collect();
@@ -552,28 +594,29 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
         tail,
         [
             format!(
-                "session summaries: {} (6 lines appended, one per session)",
+                "session summaries: {} (10 lines appended, one per session)",
                 dir.path().join("session_summaries.jsonl").display()
             ),
             format!(
-                "audit log: {} (20 lines appended, one per tool_use)",
+                "audit log: {} (29 lines appended, one per tool_use, and 4 not final for calls \
+                 that waited for approval)",
                 dir.path().join("audit_log.jsonl").display()
             ),
         ]
     );
-    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 20);
+    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 29);
     assert_eq!(
         json_lines(&dir.path().join("session_summaries.jsonl")).len(),
-        6
+        10
     );
 
     // Appended to, not replaced.
     let (code, _, _) = run(&[&os("--out-dir"), &os(dir.path())]);
     assert_eq!(code, cli::EXIT_OK);
-    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 40);
+    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 58);
     assert_eq!(
         json_lines(&dir.path().join("session_summaries.jsonl")).len(),
-        12
+        20
     );
 }
 
@@ -581,15 +624,37 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
 fn json_mode_prints_only_the_user_messages_one_json_line_each() {
     let dir = TempDir::new("json");
     let (code, out, err) = run(&[&os("--json"), &os("--out-dir"), &os(dir.path())]);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    // The paused turns have no answer: a note each on stderr, and where the pending turn is.
+    let pending = |session: &str, id: &str| {
+        let file = dir.path().join("pending").join(format!("{session}.json"));
+        format!(
+            "note: no answer: paused: {id} awaiting approval\nnote: tool_use {id} awaits a \
+             person's approval; pending turn written to {f}; finish it with --resume {f} \
+             --approve {id} [--by WHO] or --deny {id} --reason TEXT\n",
+            f = file.display()
+        )
+    };
+    assert_eq!(
+        (code, err),
+        (
+            cli::EXIT_OK,
+            pending("sess_paused_08", "toolu_01Nq8tEcVr2W9gAy4hDj8QxF")
+                + &pending("sess_expired_09", "toolu_01Or9uFdWs3X0hBz5iEk9RyG")
+        )
+    );
     let transcripts = transcript::bundled().unwrap();
-    let messages: Vec<&toolgate::Message> =
-        transcripts.iter().flat_map(|t| t.messages.iter()).collect();
+    // Every message of the transcripts that do not stay paused (08 and 09, at 7 and 8) has its
+    // answer.
+    let messages: Vec<&toolgate::Message> = transcripts[..7]
+        .iter()
+        .chain(&transcripts[9..])
+        .flat_map(|t| t.messages.iter())
+        .collect();
     let lines: Vec<Value> = out
         .lines()
         .map(|l| serde_json::from_str(l).expect("every stdout line is JSON"))
         .collect();
-    assert_eq!(lines.len(), 18);
+    assert_eq!(lines.len(), 22);
     assert_eq!(lines.len(), messages.len());
     for (line, message) in lines.iter().zip(&messages) {
         let obj = line.as_object().unwrap();
@@ -617,7 +682,7 @@ fn json_mode_prints_only_the_user_messages_one_json_line_each() {
             .collect::<Vec<_>>(),
         [Some(json!(true)), None, None]
     );
-    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 20);
+    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 29);
 }
 
 #[test]
@@ -1022,6 +1087,8 @@ usage:
   support_agent --verify-audit DIR
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
   support_agent --report DIR
+  support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
+                [--json] [--out-dir DIR]
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
@@ -1045,6 +1112,13 @@ usage:
   --report DIR         write DIR/report.html from DIR's audit files: calls per outcome per
                        day, blocked rate per rule and per tool, the slowest rules, the latest
                        halts, token usage per session, whether the hash chain verifies
+  --resume FILE        finish a turn paused for a person's approval (a replay writes it to
+                       OUT-DIR/pending/SESSION.json) with one decision:
+  --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)
+  --by WHO             who decided (default: operator)
+  --deny ID            decline the waiting tool_use ID, with --reason TEXT for the model
+  --now TIME           the resuming session's clock, RFC 3339 (default: when the turn paused);
+                       a turn older than 24 hours expires and its calls are answered blocked
   --help               this text
 
 exit codes: 0 all outcomes as expected (or the chain verifies); 1 an outcome differed (or the
@@ -1059,6 +1133,7 @@ fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line
     let dir = TempDir::new("verify-cli");
     let (code, _, err) = run(&[&os("--out-dir"), &os(dir.path())]);
     assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    // Two transcripts paused: 20 final lines and 4 that are not.
     let calls = dir.path().join("audit_log.jsonl");
     let (_, last) = support::chained_lines(&calls, support::ZEROS);
     let (_, last_summary) =
@@ -1069,8 +1144,8 @@ fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line
         (
             cli::EXIT_OK,
             format!(
-                "audit_log.jsonl: ok, 20 lines, last hash {last}\n\
-                 session_summaries.jsonl: ok, 6 lines, last hash {last_summary}\n\
+                "audit_log.jsonl: ok, 29 lines, last hash {last}\n\
+                 session_summaries.jsonl: ok, 10 lines, last hash {last_summary}\n\
                  keep the last hashes elsewhere: lines deleted from the end of a file can only \
                  be caught against them\n"
             ),
@@ -1098,8 +1173,8 @@ fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line
         (
             cli::EXIT_OK,
             format!(
-                "audit_log.jsonl (2 files): ok, 23 lines, last hash {last}\n\
-                 session_summaries.jsonl (2 files): ok, 7 lines, last hash {last_summary}\n\
+                "audit_log.jsonl (2 files): ok, 32 lines, last hash {last}\n\
+                 session_summaries.jsonl (2 files): ok, 11 lines, last hash {last_summary}\n\
                  keep the last hashes elsewhere: lines deleted from the end of a file can only \
                  be caught against them\n"
             ),
@@ -1124,7 +1199,7 @@ fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line
             format!(
                 "audit_log.jsonl (2 files): broken: line {} does not follow line {at}: line {at} \
                  was edited, or lines were deleted between them in {}\n\
-                 session_summaries.jsonl (2 files): ok, 7 lines, last hash {last_summary}\n",
+                 session_summaries.jsonl (2 files): ok, 11 lines, last hash {last_summary}\n",
                 at + 1,
                 rotated.display()
             ),
@@ -1258,7 +1333,12 @@ fn both_specialists_come_from_one_registry_with_their_own_tools_and_hook_chains(
     };
     assert_eq!(
         chain(&refunds, "issue_refund"),
-        ["premium_only", "own_records_only", "weekly_refund_limit"]
+        [
+            "premium_only",
+            "own_records_only",
+            "large_refund_needs_approval",
+            "weekly_refund_limit"
+        ]
     );
     assert_eq!(
         chain(&refunds, "prepare_case_file"),
@@ -1374,16 +1454,37 @@ fn iso_weeks_start_on_monday_utc_and_cross_years() {
     }
 }
 
+/// Approves every call a rule asks about, as `lead@shop.example`.
+struct ApproveAll;
+
+impl toolgate::Approver for ApproveAll {
+    fn approve<'a>(
+        &'a self,
+        _request: toolgate::ApprovalRequest<'a>,
+    ) -> toolgate::BoxFuture<'a, toolgate::Approval> {
+        Box::pin(async { toolgate::Approval::approve("lead@shop.example") })
+    }
+}
+
+/// [`session`] on an agent whose approver approves every refund that needs a person, so the
+/// other rules decide.
+fn approved_session(user: &str, now: &str) -> (Agent, Session) {
+    let agent = Agent::build_with(Specialist::Refunds, None, |b| b.approver(ApproveAll))
+        .expect("the agent builds");
+    let ctx = HookContext::builder(user, "sess_test")
+        .tier("premium")
+        .clock(Clock::fixed(at(now)))
+        .build();
+    let session = agent.dispatcher.session(ctx);
+    (agent, session)
+}
+
 #[test]
 fn the_weekly_refund_limit_counts_the_owners_refunds_in_the_iso_week_of_now() {
     let limit_hook = hook("weekly_refund_limit");
-    // 30000 + 20000 = 50000 exactly is allowed; one cent more is not.
-    let (agent, s) = session(
-        Specialist::Refunds,
-        "u_007",
-        "premium",
-        "2026-11-26T11:30:00Z",
-    );
+    // 30000 + 20000 = 50000 exactly is allowed; one cent more is not. (A person approves the
+    // refunds above 20000 cents: this test is about the weekly limit.)
+    let (agent, s) = approved_session("u_007", "2026-11-26T11:30:00Z");
     assert_eq!(
         call(
             &agent,
@@ -1461,7 +1562,7 @@ fn the_weekly_refund_limit_counts_the_owners_refunds_in_the_iso_week_of_now() {
     );
 
     // The week turns on Monday 00:00 UTC: Sunday's refunds no longer count.
-    let agent = Agent::build(Specialist::Refunds, None).unwrap();
+    let agent = Agent::build_with(Specialist::Refunds, None, |b| b.approver(ApproveAll)).unwrap();
     let open = |now: &str| {
         agent.dispatcher.session(
             HookContext::builder("u_007", "sess_week")
@@ -2012,7 +2113,7 @@ fn the_weekly_limit_reads_the_typed_request_it_is_given() {
         )) {
             Ok(toolgate::Decision::Allow) => None,
             Ok(toolgate::Decision::Deny { reason, instead }) => Some((reason, instead)),
-            Ok(toolgate::Decision::Rewrite(_)) => panic!("the weekly limit never rewrites"),
+            Ok(_) => panic!("the weekly limit never rewrites nor asks"),
             Err(e) => panic!("the weekly limit failed: {e}"),
         }
     };
@@ -2034,10 +2135,296 @@ fn the_weekly_limit_reads_the_typed_request_it_is_given() {
     );
 }
 
+// ---------------------------------------------------------------- approvals (issue 14 §1)
+
+const APPROVAL_HOOK_REASON_30000: &str =
+    "a refund of 30000 cents is above 20000 cents and needs a person's approval";
+
+/// The audit lines of `dir`, exact text (`prev` as `…`, `duration_us` as 0), with the hook
+/// paths as the example names them.
+fn audit_text(dir: &Path) -> Vec<String> {
+    let (lines, _) = support::chained_lines(&dir.join("audit_log.jsonl"), support::ZEROS);
+    lines
+        .into_iter()
+        .map(|l| {
+            l.replace(
+                &format!("{}::policy::", example::AGENT_PATH),
+                "support_agent::policy::",
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_transcripts_decisions_resume_its_paused_turns_approved_and_denied() {
+    let dir = TempDir::new("approvals");
+    for name in [
+        "06_large_refund_approved.json",
+        "07_large_refund_denied.json",
+    ] {
+        let (code, _, err) = run(&[
+            &os("--transcript"),
+            &os(fixture(name)),
+            &os("--out-dir"),
+            &os(dir.path()),
+        ]);
+        assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""), "{name}");
+    }
+    let asked = format!(
+        r#""asked_by":[{{"hook":"support_agent::policy::large_refund_needs_approval","reason":"{APPROVAL_HOOK_REASON_30000}"}}]"#
+    );
+    // The hook runs (issue 17): a lookup passes the ownership rule; a refund runs the chain, in
+    // which the approval rule asks (at resume too: a person approved that input).
+    let r = |hook: &str, decision: &str| {
+        format!(
+            r#"{{"hook":"support_agent::policy::{hook}","decision":"{decision}","duration_us":0}}"#
+        )
+    };
+    let lookup_runs = format!(r#""hooks":[{}]"#, r("own_records_only", "allow"));
+    let refund_runs = format!(
+        r#""hooks":[{},{},{},{}]"#,
+        r("premium_only", "allow"),
+        r("own_records_only", "allow"),
+        r("large_refund_needs_approval", "ask"),
+        r("weekly_refund_limit", "allow")
+    );
+    let c06 = r#""ts":"2026-11-25T09:30:00Z","session_id":"sess_approve_06","user_id":"u_001","tier":"premium""#;
+    let c07 = r#""ts":"2026-11-25T11:00:00Z","session_id":"sess_deny_07","user_id":"u_007","tier":"premium""#;
+    assert_eq!(
+        audit_text(dir.path()),
+        [
+            format!(
+                r#"{{{c06},"tool_use_id":"toolu_01Hk2oZxQm7R4bVt9cYe3LsA","tool":"get_order_details","input":{{"order_id":"o_1002"}},"outcome":"ok","is_error":false,"content":"{{\"order_id\":\"o_1002\",\"user_id\":\"u_001\",\"amount_cents\":45000,\"refunded_cents\":0}}","duration_us":0,{lookup_runs},"prev":"…"}}"#
+            ),
+            format!(
+                r#"{{{c06},"tool_use_id":"toolu_01Jm4pAyRn8S5cWu0dZf4MtB","tool":"issue_refund","input":{{"order_id":"o_1002","amount_cents":30000}},"outcome":"awaiting_approval","is_error":false,"content":"","duration_us":0,{refund_runs},{asked},"final":false,"prev":"…"}}"#
+            ),
+            format!(
+                r#"{{{c06},"tool_use_id":"toolu_01Jm4pAyRn8S5cWu0dZf4MtB","tool":"issue_refund","input":{{"order_id":"o_1002","amount_cents":30000}},"outcome":"ok","is_error":false,"content":"{{\"refund_id\":\"re_0001\",\"order_id\":\"o_1002\",\"amount_cents\":30000,\"refunded_total_cents\":30000,\"status\":\"issued\"}}","duration_us":0,{refund_runs},{asked},"approved_by":"lead@shop.example","prev":"…"}}"#
+            ),
+            format!(
+                r#"{{{c07},"tool_use_id":"toolu_01Kn5qBzSo9T6dXv1eAg5NuC","tool":"get_order_details","input":{{"order_id":"o_3002"}},"outcome":"ok","is_error":false,"content":"{{\"order_id\":\"o_3002\",\"user_id\":\"u_007\",\"amount_cents\":30000,\"refunded_cents\":0}}","duration_us":0,{lookup_runs},"prev":"…"}}"#
+            ),
+            format!(
+                r#"{{{c07},"tool_use_id":"toolu_01Lo6rCaTp0U7eYw2fBh6OvD","tool":"issue_refund","input":{{"order_id":"o_3002","amount_cents":30000}},"outcome":"awaiting_approval","is_error":false,"content":"","duration_us":0,{refund_runs},{asked},"final":false,"prev":"…"}}"#
+            ),
+            format!(
+                r#"{{{c07},"tool_use_id":"toolu_01Lo6rCaTp0U7eYw2fBh6OvD","tool":"issue_refund","input":{{"order_id":"o_3002","amount_cents":30000}},"outcome":"blocked","is_error":true,"content":"BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label first.","duration_us":0,"blocked_by":"support_agent::policy::large_refund_needs_approval","detail":"a person declined the call (asked by `support_agent::policy::large_refund_needs_approval`: {APPROVAL_HOOK_REASON_30000})",{asked},"denied_by":"lead@shop.example","prev":"…"}}"#
+            ),
+        ]
+    );
+    // The summaries count final lines only: two calls each.
+    let summaries = json_lines(&dir.path().join("session_summaries.jsonl"));
+    assert_eq!(
+        summaries
+            .iter()
+            .map(|s| (s["calls"].clone(), s["outcomes"].clone()))
+            .collect::<Vec<_>>(),
+        [
+            (json!(2), json!({"ok": 2})),
+            (json!(2), json!({"ok": 1, "blocked": 1}))
+        ]
+    );
+    // Nothing is left pending.
+    assert!(!dir.path().join("pending").exists());
+}
+
+/// The pending turn a replay of `08_large_refund_paused.json` writes, as JSON.
+fn paused_08_pending() -> Value {
+    let fingerprint = Agent::build(Specialist::Refunds, None)
+        .unwrap()
+        .dispatcher
+        .fingerprint();
+    json!({
+        "format": 1, "session_id": "sess_paused_08", "user_id": "u_001",
+        "fingerprint": fingerprint, "created_at": "2026-11-26T14:00:00Z",
+        "blocks": [
+            {"state": "answered", "result": {
+                "type": "tool_result", "tool_use_id": "toolu_01Mp7sDbUq1V8fZx3gCi7PwE",
+                "content": "{\"order_id\":\"o_1002\",\"user_id\":\"u_001\",\"amount_cents\":45000,\"refunded_cents\":0}"}},
+            {"state": "awaiting_approval", "tool_use_id": "toolu_01Nq8tEcVr2W9gAy4hDj8QxF",
+             "tool": "issue_refund",
+             "input": {"order_id": "o_1002", "amount_cents": 25000},
+             "effective_input": {"order_id": "o_1002", "amount_cents": 25000},
+             "input_digest": support::sha256_hex(br#"{"order_id":"o_1002","amount_cents":25000}"#),
+             "asked_by": [{"hook": hook("large_refund_needs_approval"),
+                           "reason": "a refund of 25000 cents is above 20000 cents and needs a person's approval"}]},
+        ]
+    })
+}
+
+#[test]
+fn a_paused_turn_is_written_then_resumed_by_a_later_run_with_approve_or_deny() {
+    for deny in [false, true] {
+        let dir = TempDir::new("paused");
+        let (code, _, err) = run(&[
+            &os("--transcript"),
+            &os(fixture("08_large_refund_paused.json")),
+            &os("--out-dir"),
+            &os(dir.path()),
+        ]);
+        assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+        let file = dir.path().join("pending/sess_paused_08.json");
+        let written: Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(written, paused_08_pending());
+
+        let id = "toolu_01Nq8tEcVr2W9gAy4hDj8QxF";
+        let decision: Vec<OsString> = if deny {
+            [
+                "--deny",
+                id,
+                "--reason",
+                "refund the 250 as store credit instead.",
+            ]
+            .map(os)
+            .to_vec()
+        } else {
+            ["--approve", id, "--by", "lead@shop.example"]
+                .map(os)
+                .to_vec()
+        };
+        let mut args = vec![os("--resume"), os(&file), os("--out-dir"), os(dir.path())];
+        args.extend(decision);
+        let (code, out, err) = run(&args.iter().collect::<Vec<_>>());
+        assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+        let path = hook("large_refund_needs_approval");
+        let line = if deny {
+            format!(
+                r#"   {id}  issue_refund {{"order_id":"o_1002","amount_cents":25000}} | asked by {path}, denied by operator, blocked by {path} | BLOCKED: a person declined this call: refund the 250 as store credit instead."#
+            )
+        } else {
+            format!(
+                r#"   {id}  issue_refund {{"order_id":"o_1002","amount_cents":25000}} | asked by {path}, approved by lead@shop.example, allowed, ok | {{"refund_id":"re_0001","order_id":"o_1002","amount_cents":25000,"refunded_total_cents":25000,"status":"issued"…"#
+            )
+        };
+        let summary = if deny {
+            "calls 1; outcomes blocked 1; tools issue_refund 1; observer errors 0"
+        } else {
+            "calls 1; outcomes ok 1; tools issue_refund 1; observer errors 0"
+        };
+        assert_eq!(
+            out,
+            format!(
+                "== {}\n   session sess_paused_08, user u_001 (premium), specialist refunds\n{line}\n   summary: {summary}\n",
+                file.display()
+            )
+        );
+        // Answered: the file is gone, and the final audit line says who decided.
+        assert!(!file.exists());
+        let last = json_lines(&dir.path().join("audit_log.jsonl"))
+            .pop()
+            .unwrap();
+        assert_eq!(last["tool_use_id"], id);
+        assert_eq!(last["outcome"], if deny { "blocked" } else { "ok" });
+        assert_eq!(
+            (
+                last.get("approved_by").cloned(),
+                last.get("denied_by").cloned()
+            ),
+            if deny {
+                (None, Some(json!("operator")))
+            } else {
+                (Some(json!("lead@shop.example")), None)
+            }
+        );
+        assert_eq!(last.get("final"), None);
+
+        // Resuming again finds no file.
+        let (code, _, err) = run(&args.iter().collect::<Vec<_>>());
+        assert_eq!(code, cli::EXIT_BAD_INPUT);
+        assert!(err.starts_with(&format!("error: {}: cannot be read: ", file.display())));
+    }
+}
+
+#[test]
+fn an_expired_pending_turn_is_answered_blocked_and_bad_resumes_are_refused() {
+    let dir = TempDir::new("expired");
+    let (code, _, _) = run(&[
+        &os("--transcript"),
+        &os(fixture("09_large_refund_expired.json")),
+        &os("--out-dir"),
+        &os(dir.path()),
+    ]);
+    assert_eq!(code, cli::EXIT_OK);
+    let file = dir.path().join("pending/sess_expired_09.json");
+    let id = "toolu_01Or9uFdWs3X0hBz5iEk9RyG";
+    let resume = |more: &[&str]| {
+        let mut args = vec![os("--resume"), os(&file), os("--out-dir"), os(dir.path())];
+        args.extend(more.iter().map(|a| os(*a)));
+        run(&args.iter().collect::<Vec<_>>())
+    };
+    // A decision for an id that is not waiting: refused, nothing run, the file kept.
+    assert_eq!(
+        resume(&["--approve", "toolu_nope"]),
+        (
+            cli::EXIT_BAD_INPUT,
+            String::new(),
+            format!(
+                "error: {}: tool_use \"toolu_nope\" is not waiting for approval in this pending \
+                 turn\n",
+                file.display()
+            )
+        )
+    );
+    // Bad arguments.
+    for (args, message) in [
+        (
+            vec!["--resume", "f.json"],
+            "--resume needs --approve ID or --deny ID",
+        ),
+        (
+            vec!["--resume", "f.json", "--deny", "x"],
+            "--deny ID needs --reason TEXT",
+        ),
+        (
+            vec!["--resume", "f.json", "--approve", "x", "--deny", "y"],
+            "--approve and --deny exclude each other",
+        ),
+        (
+            vec!["--resume", "f.json", "--approve", "x", "--now", "tomorrow"],
+            "--now tomorrow: expected an RFC 3339 instant like 2026-11-25T10:15:00Z",
+        ),
+        (
+            vec!["--approve", "x"],
+            "--approve, --deny, --reason, --by and --now go with --resume",
+        ),
+    ] {
+        let args: Vec<OsString> = args.into_iter().map(os).collect();
+        assert_eq!(
+            run(&args.iter().collect::<Vec<_>>()),
+            (
+                cli::EXIT_BAD_INPUT,
+                String::new(),
+                format!("error: {message} (see --help)\n")
+            )
+        );
+    }
+    // More than 24 hours after it paused: answered blocked, whatever the decision.
+    let (code, out, err) = resume(&["--approve", id, "--now", "2026-11-28T16:00:01Z", "--json"]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    let text = "BLOCKED: this call waited for a person's approval longer than 86400 s and \
+                expired; it was not done. Ask the user whether to try it again.";
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": text, "is_error": true}
+        ]})
+    );
+    let last = audit_text(dir.path()).pop().unwrap();
+    assert_eq!(
+        last,
+        format!(
+            r#"{{"ts":"2026-11-28T16:00:01Z","session_id":"sess_expired_09","user_id":"u_007","tier":"premium","tool_use_id":"{id}","tool":"issue_refund","input":{{"order_id":"o_3001","amount_cents":45000}},"outcome":"blocked","is_error":true,"content":"{text}","duration_us":0,"blocked_by":"support_agent::policy::large_refund_needs_approval","detail":"the pending turn expired: it waited longer than its time to live of 86400 s (asked by `support_agent::policy::large_refund_needs_approval`: a refund of 45000 cents is above 20000 cents and needs a person's approval)","asked_by":[{{"hook":"support_agent::policy::large_refund_needs_approval","reason":"a refund of 45000 cents is above 20000 cents and needs a person's approval"}}],"prev":"…"}}"#
+        )
+    );
+    assert!(!file.exists());
+}
+
 // ---------------------------------------------------------------- what-if replay
 
 #[test]
-fn what_if_a_lower_weekly_limit_flips_exactly_the_third_refund_of_the_week() {
+fn what_if_a_lower_weekly_limit_flips_exactly_the_refunds_past_it() {
     // Record the bundled replays, as a deployment's log would hold them.
     let dir = TempDir::new("what-if");
     let (code, _, err) = run(&[&os("--out-dir"), &os(dir.path())]);
@@ -2052,7 +2439,7 @@ fn what_if_a_lower_weekly_limit_flips_exactly_the_third_refund_of_the_week() {
             cli::EXIT_OK,
             format!(
                 "what-if over {}: today's rules, unchanged\n\
-                 20 calls replayed, 0 skipped; 0 flips, 0 undecidable\n",
+                 25 calls replayed, 4 skipped; 0 flips, 0 undecidable\n",
                 log.display()
             ),
             String::new()
@@ -2061,8 +2448,9 @@ fn what_if_a_lower_weekly_limit_flips_exactly_the_third_refund_of_the_week() {
 
     // A weekly limit of 30000 cents: u_007's refunds of 18000 and 9500 stay under it; the 6000
     // after them (33500 in the week, the ledger rebuilt from the log's own refund lines) would
-    // have been blocked; the 20000 after that was blocked by the same rule already; u_001's
-    // 2599 in the same week is another customer's.
+    // have been blocked; the 20000 after that was blocked by the same rule already. u_001's
+    // 30000 that a person approved (transcript 06) comes after its 2599 of the same week
+    // (32599): blocked too, before anyone would be asked.
     let (code, out, err) = run(&[
         &os("--what-if"),
         &os(&log),
@@ -2075,18 +2463,25 @@ fn what_if_a_lower_weekly_limit_flips_exactly_the_third_refund_of_the_week() {
             cli::EXIT_OK,
             format!(
                 "what-if over {}: weekly refund limit 30000 cents (today 50000)\n\
-                 20 calls replayed, 0 skipped; 1 flip, 0 undecidable\n\
-                 line 19: 2026-11-27T14:00:00Z sess_weekly_06 toolu_01Tq5YhWm8VrK3nLsZ6cPg9B \
+                 25 calls replayed, 4 skipped; 2 flips, 0 undecidable\n\
+                 line 18: 2026-11-25T09:30:00Z sess_approve_06 toolu_01Jm4pAyRn8S5cWu0dZf4MtB \
+                 issue_refund {{\"order_id\":\"o_1002\",\"amount_cents\":30000}}: allowed → \
+                 blocked (ok → blocked), by {}\n\
+                 line 28: 2026-11-27T14:00:00Z sess_weekly_06 toolu_01Tq5YhWm8VrK3nLsZ6cPg9B \
                  issue_refund {{\"order_id\":\"o_3001\",\"amount_cents\":6000}}: allowed → \
                  blocked (ok → blocked), by {}\n",
                 log.display(),
+                hook("weekly_refund_limit"),
                 hook("weekly_refund_limit")
             ),
             String::new()
         )
     );
 
-    // 20000 cents: the second refund already crosses it (18000 + 9500), and so does the third.
+    // 20000 cents: u_001's approved 30000 (line 18) crosses it alone; so does u_007's 30000 that
+    // a person declined (line 21: blocked then by the approval rule, now by the weekly limit);
+    // u_007's second refund of the week already crosses it (18000 + 9500), and so does the
+    // third.
     let found = example::what_if::replay_file(
         &log,
         Specialist::Refunds,
@@ -2103,8 +2498,10 @@ fn what_if_a_lower_weekly_limit_flips_exactly_the_third_refund_of_the_week() {
     assert_eq!(
         flipped,
         [
-            (18, "toolu_01Rw2ZkNt6HsM9qPbV4xJf7C"),
-            (19, "toolu_01Tq5YhWm8VrK3nLsZ6cPg9B")
+            (18, "toolu_01Jm4pAyRn8S5cWu0dZf4MtB"),
+            (21, "toolu_01Lo6rCaTp0U7eYw2fBh6OvD"),
+            (27, "toolu_01Rw2ZkNt6HsM9qPbV4xJf7C"),
+            (28, "toolu_01Tq5YhWm8VrK3nLsZ6cPg9B")
         ]
     );
 }
@@ -2211,7 +2608,7 @@ fn the_report_page_shows_the_logs_own_numbers() {
         (
             cli::EXIT_OK,
             format!(
-                "report: {} (23 calls, chain verifies)\n",
+                "report: {} (28 calls, chain verifies)\n",
                 page_path.display()
             ),
             String::new()
@@ -2224,11 +2621,18 @@ fn the_report_page_shows_the_logs_own_numbers() {
     }
 
     // The numbers, recomputed here from the log's own lines.
-    let lines = json_lines(&dir.path().join("audit_log.jsonl"));
+    // A paused call's line (`"final": false`) is left out: its final line comes at resume.
+    let all = json_lines(&dir.path().join("audit_log.jsonl"));
+    let lines: Vec<Value> = all
+        .iter()
+        .filter(|l| l.get("final") != Some(&json!(false)))
+        .cloned()
+        .collect();
+    assert_eq!(all.len() - lines.len(), 4);
     let mut want: Vec<(String, String)> = vec![
         ("calls".into(), lines.len().to_string()),
-        ("sessions".into(), "7".into()),
-        ("left_out".into(), "0".into()),
+        ("sessions".into(), "11".into()),
+        ("left_out".into(), "4".into()),
         ("chain".into(), "verifies".into()),
     ];
     let count = |keep: &dyn Fn(&Value) -> bool| lines.iter().filter(|l| keep(l)).count();
@@ -2271,6 +2675,18 @@ fn the_report_page_shows_the_logs_own_numbers() {
                 None => rules.push((hook, 1, denied)),
             }
         }
+        // Blocked with no hook run on the line (a paused call that expired, or was declined,
+        // at resume): a denial of the hook that blocked it.
+        if l["outcome"] == "blocked" && runs(l).is_empty() {
+            let hook = l["blocked_by"].as_str().unwrap().to_owned();
+            match rules.iter_mut().find(|r| r.0 == hook) {
+                Some(r) => {
+                    r.1 += 1;
+                    r.2 += 1;
+                }
+                None => rules.push((hook, 1, 1)),
+            }
+        }
     }
     rules.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
     for (hook, n, denied) in &rules {
@@ -2298,9 +2714,17 @@ fn the_report_page_shows_the_logs_own_numbers() {
         .cloned()
         .collect();
     slow.sort();
+    // Durations come from the hook runs alone.
     let mut want_slow: Vec<(String, String)> = rules
         .iter()
-        .map(|(hook, n, _)| (format!("slow_runs:{hook}"), n.to_string()))
+        .map(|(hook, _, _)| {
+            let n = lines
+                .iter()
+                .flat_map(runs)
+                .filter(|r| r["hook"] == hook.as_str())
+                .count();
+            (format!("slow_runs:{hook}"), n.to_string())
+        })
         .collect();
     want_slow.sort();
     assert_eq!(slow, want_slow);

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use toolgate::{
-    AuditLog, BuildError, Clock, Dispatcher, DispatcherBuilder, HookContext, Message, Outcome,
-    Reply, RespondError, SessionSummary,
+    Approval, AuditLog, BuildError, Clock, Dispatcher, DispatcherBuilder, HookContext, Message,
+    Outcome, PendingTurn, Reply, RespondError, ResumeError, SessionSummary,
 };
 
 use super::ledger::{Ledger, Refund};
@@ -126,7 +126,7 @@ pub(crate) struct MessageReplay {
     pub(crate) answer: Option<Message>,
     /// What the observer recorded for its `tool_use` blocks, in order.
     pub(crate) calls: Vec<CallLine>,
-    /// Why the message got no regular answer (`max_tokens`, a halt).
+    /// Why the message got no regular answer (`max_tokens`, a halt, a pause).
     pub(crate) problem: Option<String>,
 }
 
@@ -141,6 +141,9 @@ pub(crate) struct SessionReplay {
     pub(crate) halted: Option<String>,
     /// The refunds the session's ledger recorded.
     pub(crate) refunds: Vec<Refund>,
+    /// Set when a turn paused for a person's approval that the transcript does not give: later
+    /// messages were not replayed; `--resume` finishes it.
+    pub(crate) pending: Option<PendingTurn>,
 }
 
 impl SessionReplay {
@@ -188,9 +191,29 @@ pub(crate) fn replay_on(agent: &Agent, transcript: &Transcript) -> SessionReplay
     let session = agent.dispatcher.session(hook_context(transcript));
     let mut messages = Vec::with_capacity(transcript.messages.len());
     let mut halted = None;
+    let mut paused = None;
     for message in &transcript.messages {
         let (answer, problem) = match toolgate::block_on(session.respond(message)) {
             Ok(Reply::Answer(answer)) => (Some(answer), None),
+            Ok(Reply::Pending(pending)) => match decided(transcript, &pending) {
+                // The transcript carries every decision: the turn resumes with them.
+                Some(decisions) => match toolgate::block_on(session.resume(&pending, &decisions)) {
+                    Ok(answer) => (Some(answer), None),
+                    Err(ResumeError::Halt(halt)) => {
+                        let text = halt.to_string();
+                        halted = Some(text.clone());
+                        (Some(halt.into_answer()), Some(text))
+                    }
+                    Err(other) => (None, Some(other.to_string())),
+                },
+                None => {
+                    let ids: Vec<&str> =
+                        pending.awaiting().map(|a| a.tool_use_id.as_str()).collect();
+                    let text = format!("paused: {} awaiting approval", ids.join(", "));
+                    paused = Some(pending);
+                    (None, Some(text))
+                }
+            },
             // No `tool_use` (the model's closing text): nothing to send back.
             Ok(_) => (None, None),
             Err(RespondError::Halt(halt)) => {
@@ -205,7 +228,7 @@ pub(crate) fn replay_on(agent: &Agent, transcript: &Transcript) -> SessionReplay
             calls: agent.calls.take(),
             problem,
         });
-        if halted.is_some() {
+        if halted.is_some() || paused.is_some() {
             break;
         }
     }
@@ -216,7 +239,19 @@ pub(crate) fn replay_on(agent: &Agent, transcript: &Transcript) -> SessionReplay
         summary,
         halted,
         refunds,
+        pending: paused,
     }
+}
+
+/// The transcript's decisions for every waiting call of `pending`, when it has them all.
+fn decided(transcript: &Transcript, pending: &PendingTurn) -> Option<BTreeMap<String, Approval>> {
+    pending
+        .awaiting()
+        .map(|a| {
+            let decision = transcript.approvals.get(&a.tool_use_id)?;
+            Some((a.tool_use_id.clone(), decision.clone()))
+        })
+        .collect()
 }
 
 /// The expected outcomes that did not happen, in transcript order of the ids.

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use toolgate::{AUDIT_LOG_FILE, AuditLog, Provider, SESSION_SUMMARIES_FILE};
 
 use super::agent::{self, Agent, Specialist};
+use super::approval::{self, ResumeArgs};
 use super::otel;
 use super::output;
 use super::report;
@@ -36,6 +37,8 @@ usage:
   support_agent --verify-audit DIR
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
   support_agent --report DIR
+  support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
+                [--json] [--out-dir DIR]
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
@@ -59,6 +62,13 @@ usage:
   --report DIR         write DIR/report.html from DIR's audit files: calls per outcome per
                        day, blocked rate per rule and per tool, the slowest rules, the latest
                        halts, token usage per session, whether the hash chain verifies
+  --resume FILE        finish a turn paused for a person's approval (a replay writes it to
+                       OUT-DIR/pending/SESSION.json) with one decision:
+  --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)
+  --by WHO             who decided (default: operator)
+  --deny ID            decline the waiting tool_use ID, with --reason TEXT for the model
+  --now TIME           the resuming session's clock, RFC 3339 (default: when the turn paused);
+                       a turn older than 24 hours expires and its calls are answered blocked
   --help               this text
 
 exit codes: 0 all outcomes as expected (or the chain verifies); 1 an outcome differed (or the
@@ -78,6 +88,8 @@ pub(crate) enum Command {
     Report(PathBuf),
     /// `--what-if FILE [--weekly-refund-limit CENTS] [--specialist NAME]`.
     WhatIf(PathBuf, Specialist, RuleChanges),
+    /// `--resume FILE …`: finish a paused turn.
+    Resume(ResumeArgs),
     /// Replay transcripts.
     Replay {
         /// `--transcript FILE`; every bundled transcript when absent.
@@ -105,6 +117,12 @@ where
     let mut what_if: Option<PathBuf> = None;
     let mut report: Option<PathBuf> = None;
     let mut weekly_limit: Option<u64> = None;
+    let mut resume: Option<PathBuf> = None;
+    let mut approve: Option<String> = None;
+    let mut deny: Option<String> = None;
+    let mut reason: Option<String> = None;
+    let mut by: Option<String> = None;
+    let mut now: Option<String> = None;
     let mut json = false;
     let mut otel = false;
     let mut schemas = false;
@@ -171,6 +189,12 @@ where
                     format!("--weekly-refund-limit {v}: expected a whole number of cents")
                 })?);
             }
+            "--resume" if resume.is_none() => resume = Some(PathBuf::from(value("--resume")?)),
+            "--approve" if approve.is_none() => approve = Some(text(value("--approve")?)),
+            "--deny" if deny.is_none() => deny = Some(text(value("--deny")?)),
+            "--reason" if reason.is_none() => reason = Some(text(value("--reason")?)),
+            "--by" if by.is_none() => by = Some(text(value("--by")?)),
+            "--now" if now.is_none() => now = Some(text(value("--now")?)),
             "--transcript"
             | "--out-dir"
             | "--specialist"
@@ -178,7 +202,13 @@ where
             | "--verify-audit"
             | "--what-if"
             | "--weekly-refund-limit"
-            | "--report" => {
+            | "--report"
+            | "--resume"
+            | "--approve"
+            | "--deny"
+            | "--reason"
+            | "--by"
+            | "--now" => {
                 return Err(format!("{name} is given twice"));
             }
             "--json" => json = flag(json)?,
@@ -202,6 +232,7 @@ where
             || verify.is_some()
             || what_if.is_some()
             || weekly_limit.is_some()
+            || resume.is_some()
         {
             return Err(
                 "--report DIR reads a folder and runs nothing: it takes no other option".to_owned(),
@@ -219,6 +250,7 @@ where
             || out_dir.is_some()
             || provider.is_some()
             || verify.is_some()
+            || resume.is_some()
         {
             return Err("--what-if FILE replays an audit log: it takes only \
                         --weekly-refund-limit and --specialist"
@@ -235,6 +267,21 @@ where
     }
     if weekly_limit.is_some() {
         return Err("--weekly-refund-limit goes with --what-if".to_owned());
+    }
+    if let Some(file) = resume {
+        if schemas || otel || verify.is_some() || transcript.is_some() || specialist.is_some() {
+            return Err(
+                "--resume finishes a paused turn: it takes no --schemas, --otel, --verify-audit, \
+                 --transcript or --specialist"
+                    .to_owned(),
+            );
+        }
+        return Ok(Command::Resume(resume_args(
+            file, approve, deny, reason, by, now, json, out_dir,
+        )?));
+    }
+    if approve.is_some() || deny.is_some() || reason.is_some() || by.is_some() || now.is_some() {
+        return Err("--approve, --deny, --reason, --by and --now go with --resume".to_owned());
     }
     if let Some(dir) = verify {
         if json
@@ -286,6 +333,56 @@ where
     })
 }
 
+/// A UTF-8 value (arguments were checked to be UTF-8).
+fn text(v: OsString) -> String {
+    v.to_string_lossy().into_owned()
+}
+
+/// The arguments of `--resume`: one decision (`--approve ID [--by WHO]` or `--deny ID --reason
+/// TEXT`), an optional clock.
+#[allow(clippy::too_many_arguments)]
+fn resume_args(
+    file: PathBuf,
+    approve: Option<String>,
+    deny: Option<String>,
+    reason: Option<String>,
+    by: Option<String>,
+    now: Option<String>,
+    json: bool,
+    out_dir: Option<PathBuf>,
+) -> Result<ResumeArgs, String> {
+    let (tool_use_id, deny_reason) = match (approve, deny, reason) {
+        (Some(id), None, None) => (id, None),
+        (None, Some(id), Some(reason)) => (id, Some(reason)),
+        (None, Some(_), None) => return Err("--deny ID needs --reason TEXT".to_owned()),
+        (Some(_), None, Some(_)) => {
+            return Err("--reason goes with --deny (an approval needs none)".to_owned());
+        }
+        (Some(_), Some(_), _) => return Err("--approve and --deny exclude each other".to_owned()),
+        (None, None, _) => return Err("--resume needs --approve ID or --deny ID".to_owned()),
+    };
+    let now = match now {
+        None => None,
+        Some(t) => Some(
+            t.parse::<jiff::Timestamp>()
+                .ok()
+                .and_then(|ts| std::time::SystemTime::try_from(ts).ok())
+                .ok_or_else(|| {
+                    format!("--now {t}: expected an RFC 3339 instant like 2026-11-25T10:15:00Z")
+                })?,
+        ),
+    };
+    Ok(ResumeArgs {
+        file,
+        tool_use_id,
+        deny_reason,
+        by: by.unwrap_or_else(|| "operator".to_owned()),
+        now,
+        json,
+        out_dir: out_dir.unwrap_or_else(|| PathBuf::from(DEFAULT_OUT_DIR)),
+    })
+}
+
 /// Runs the command line `args` (without the program name), writing to `out` and `err`, and
 /// returns the exit code ([`EXIT_OK`], [`EXIT_FAILED`], [`EXIT_BAD_INPUT`]).
 pub(crate) fn run<I>(args: I, out: &mut dyn Write, err: &mut dyn Write) -> u8
@@ -329,6 +426,7 @@ where
         Command::WhatIf(file, specialist, changes) => {
             return what_if::run(&file, specialist, changes, out, err);
         }
+        Command::Resume(args) => return approval::resume(&args, out, err),
         Command::Replay {
             transcript,
             json,
@@ -424,6 +522,7 @@ fn replay(
 
     let mut code = EXIT_OK;
     let mut calls = 0;
+    let mut waited = 0;
     for t in &transcripts {
         let replayed = match agent::replay(t, Some(&audit)) {
             Ok(r) => r,
@@ -433,6 +532,7 @@ fn replay(
             }
         };
         calls += replayed.summary.calls;
+        waited += replayed.calls().filter(|c| !c.outcome.is_final()).count() as u64;
         let written = if json {
             output::write_json(out, err, &replayed)
         } else {
@@ -440,6 +540,13 @@ fn replay(
         };
         if let Err(e) = written {
             return output_failed(err, &e);
+        }
+        if let Some(pending) = &replayed.pending {
+            let note: &mut dyn Write = if json { &mut *err } else { &mut *out };
+            if let Err(e) = approval::report_pending(&out_dir, pending, note) {
+                let _ = writeln!(err, "error: cannot write the pending turn: {e}");
+                code = EXIT_FAILED;
+            }
         }
         if let Some(halt) = &replayed.halted {
             let _ = writeln!(err, "error: {}: {halt}", t.source);
@@ -460,7 +567,7 @@ fn replay(
             out,
             &out_dir.join(AUDIT_LOG_FILE),
             &out_dir.join(SESSION_SUMMARIES_FILE),
-            calls,
+            (calls, waited),
             transcripts.len(),
         )
     {

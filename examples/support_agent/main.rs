@@ -9,10 +9,11 @@
 //! - `seed.rs`: customers, orders and FAQ entries;
 //! - `ledger.rs`: the refund ledger (`State<Ledger>`, async), ISO weeks;
 //! - `tools.rs`: the six `#[tool]` functions;
-//! - `policy.rs`: the five `#[pre_hook]` rules;
+//! - `policy.rs`: the six `#[pre_hook]` rules;
 //! - `agent.rs`: the two specialists (one registry, filtered) and the replay of a transcript;
 //! - `transcript.rs`: the bundled transcripts, reading and checking a transcript file;
 //! - `output.rs`: the `#[post_hook]` observer and what is printed;
+//! - `approval.rs`: pending turns written for a person, and `--resume` with their decision;
 //! - `otel.rs`: `--otel`, the replay's OpenTelemetry spans printed by the SDK's stdout exporter;
 //! - `report.rs`: `--report DIR`, one self-contained HTML page from the audit files;
 //! - `what_if.rs`: `--what-if FILE`, today's rules (or changed ones) over a recorded audit log;
@@ -22,6 +23,7 @@
 //! one as a module), so it exercises the very tools and hooks this program runs.
 
 pub(crate) mod agent;
+pub(crate) mod approval;
 pub(crate) mod cli;
 pub(crate) mod ledger;
 pub(crate) mod otel;

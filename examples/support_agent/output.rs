@@ -33,6 +33,12 @@ pub(crate) struct CallLine {
     pub(crate) is_error: bool,
     /// The answer's text (empty when there is no answer).
     pub(crate) content: String,
+    /// The hooks that asked for a person's approval.
+    pub(crate) asked_by: Vec<String>,
+    /// Who approved, or who declined.
+    pub(crate) approved_by: Option<String>,
+    /// Who declined.
+    pub(crate) denied_by: Option<String>,
 }
 
 /// The calls recorded since the last [`take`](Self::take): application state for the observer.
@@ -69,6 +75,9 @@ pub(crate) fn record_call(record: &CallRecord<'_>, log: State<CallLog>) {
             .result
             .map(|r| r.content_text().into_owned())
             .unwrap_or_default(),
+        asked_by: record.asked_by.iter().map(|a| a.hook.clone()).collect(),
+        approved_by: record.approved_by.map(str::to_owned),
+        denied_by: record.denied_by.map(str::to_owned),
     };
     log.lines
         .lock()
@@ -105,9 +114,19 @@ pub(crate) fn decision(line: &CallLine) -> String {
         }
         out.push_str(", ");
     }
+    if !line.asked_by.is_empty() {
+        let _ = write!(out, "asked by {}, ", line.asked_by.join(", "));
+        if let Some(who) = &line.approved_by {
+            let _ = write!(out, "approved by {}, ", one_line(who, 64));
+        }
+        if let Some(who) = &line.denied_by {
+            let _ = write!(out, "denied by {}, ", one_line(who, 64));
+        }
+    }
     let hook = line.blocked_by.as_deref().unwrap_or("?");
     let outcome = line.outcome;
     let _ = match outcome {
+        Outcome::AwaitingApproval => write!(out, "awaiting approval"),
         Outcome::Ok | Outcome::ToolError | Outcome::Panicked | Outcome::ToolTimeout => {
             write!(out, "allowed, {outcome}")
         }
@@ -204,7 +223,14 @@ fn write_message(
     for line in &message.calls {
         let expected = transcript.expected.get(&line.tool_use_id);
         let mark = match expected {
-            Some(e) if *e != line.outcome => format!("  [EXPECTED {e}]"),
+            // A call that waited, then was decided, ends on a later line.
+            Some(e)
+                if *e != line.outcome
+                    && (line.outcome.is_final()
+                        || !transcript.approvals.contains_key(&line.tool_use_id)) =>
+            {
+                format!("  [EXPECTED {e}]")
+            }
             _ => String::new(),
         };
         writeln!(out, "   {}{mark}", call_line(line))?;
@@ -215,19 +241,26 @@ fn write_message(
     Ok(())
 }
 
-/// Prints where the audit files are and how many lines this run appended to them.
+/// Prints where the audit files are and how many lines this run appended to them: one final
+/// line per `tool_use` (`calls`), and one more, not final, per call that waited for a person's
+/// approval (`waited`).
 pub(crate) fn write_footer(
     out: &mut dyn Write,
     audit_log: &Path,
     summaries: &Path,
-    calls: u64,
+    (calls, waited): (u64, u64),
     sessions: usize,
 ) -> io::Result<()> {
+    let lines = calls + waited;
+    let waited = match waited {
+        0 => String::new(),
+        n => format!(", and {n} not final for calls that waited for approval"),
+    };
     writeln!(
         out,
-        "audit log: {} ({calls} line{} appended, one per tool_use)",
+        "audit log: {} ({lines} line{} appended, one per tool_use{waited})",
         audit_log.display(),
-        if calls == 1 { "" } else { "s" }
+        if lines == 1 { "" } else { "s" }
     )?;
     writeln!(
         out,

@@ -7,6 +7,7 @@
 //! | 20 | `no_case_files_during_deploy` | `prepare_case_file` | not Thursdays 02:00–04:00 UTC |
 //! | 30 | `own_records_only` | `lookup_user`, `get_order_details`, `prepare_case_file`, `issue_refund` | the session's user and their orders only |
 //! | 40 | `cap_faq_limit` | `search_faq` | `limit` above 5 is rewritten to 5 |
+//! | 45 | `large_refund_needs_approval` | `issue_refund` | a refund above 20000 cents needs a person's approval (`ask`) |
 //! | 50 | `weekly_refund_limit` | `issue_refund` | at most 50000 cents per customer per ISO week |
 //!
 //! The rules that read one tool's input take it typed (`&FaqQuery`, `&RefundRequest`, the
@@ -45,6 +46,9 @@ impl Default for WeeklyRefundLimit {
         WeeklyRefundLimit(WEEKLY_REFUND_LIMIT_CENTS)
     }
 }
+
+/// Refunds above this many cents need a person's approval.
+pub(crate) const APPROVAL_ABOVE_CENTS: u64 = 20_000;
 
 /// The most entries `search_faq` may return.
 pub(crate) const FAQ_LIMIT_MAX: u32 = 5;
@@ -141,6 +145,22 @@ pub(crate) fn cap_faq_limit(query: &FaqQuery) -> Decision<FaqQuery> {
             limit: Some(FAQ_LIMIT_MAX),
         }),
         _ => Decision::Allow,
+    }
+}
+
+/// A refund above 20000 cents needs a person's approval (typed, as the weekly limit): the hook asks ([`Decision::ask`]), the
+/// later rules still decide (the weekly limit still denies), and the host's approver answers
+/// inline, or the turn pauses until a person decides (`--resume … --approve` / `--deny`).
+#[pre_hook(order = 45, tools = [tools::issue_refund])]
+pub(crate) fn large_refund_needs_approval(request: &RefundRequest) -> Decision<RefundRequest> {
+    let amount = request.amount_cents;
+    if amount > APPROVAL_ABOVE_CENTS {
+        Decision::ask(format!(
+            "a refund of {amount} cents is above {APPROVAL_ABOVE_CENTS} cents and needs a \
+             person's approval"
+        ))
+    } else {
+        Decision::Allow
     }
 }
 

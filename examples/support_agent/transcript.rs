@@ -9,13 +9,19 @@
 //!   "context": {"user_id": "u_001", "tier": "premium", "session_id": "sess_1",
 //!               "now": "2026-11-24T10:15:00Z", "specialist": "refunds"},
 //!   "messages": [ {"role": "assistant", "content": [ … tool_use … ], "stop_reason": "tool_use", …} ],
-//!   "expected_outcomes": {"toolu_01…": "ok", "toolu_02…": "blocked"}
+//!   "expected_outcomes": {"toolu_01…": "ok", "toolu_02…": "blocked"},
+//!   "approvals": {"toolu_02…": {"decision": "approve", "by": "lead@example.com"}}
 //! }
 //! ```
 //!
 //! `messages` are assistant Message objects exactly as the Messages API returns them (the replay
 //! writes the user turns); `expected_outcomes` is optional and names outcomes as the audit log
-//! does. `now` is an RFC 3339 instant: the session's fixed clock.
+//! does. `now` is an RFC 3339 instant: the session's fixed clock. `approvals` is optional: a
+//! person's decision per `tool_use` id that a rule asks about (`decision` is `approve` or
+//! `deny`, `by` who decided, `reason` optional, for a denial). A turn whose waiting calls all
+//! have one is resumed with them (expect `ok` for an approved call that runs, `blocked` for a
+//! denied one); otherwise the turn stays paused (expect `awaiting_approval`), the replay of the
+//! transcript stops there and the pending turn is written for `--resume`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -24,7 +30,7 @@ use std::time::SystemTime;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use toolgate::{Message, Outcome, Role};
+use toolgate::{Approval, Message, Outcome, Role};
 
 use super::agent::Specialist;
 use super::output::flatten;
@@ -52,8 +58,24 @@ pub(crate) const BUNDLED: &[(&str, &str)] = &[
         include_str!("../../tests/fixtures/support/05_capability_check.json"),
     ),
     (
-        "06_weekly_refunds.json",
-        include_str!("../../tests/fixtures/support/06_weekly_refunds.json"),
+        "06_large_refund_approved.json",
+        include_str!("../../tests/fixtures/support/06_large_refund_approved.json"),
+    ),
+    (
+        "07_large_refund_denied.json",
+        include_str!("../../tests/fixtures/support/07_large_refund_denied.json"),
+    ),
+    (
+        "08_large_refund_paused.json",
+        include_str!("../../tests/fixtures/support/08_large_refund_paused.json"),
+    ),
+    (
+        "09_large_refund_expired.json",
+        include_str!("../../tests/fixtures/support/09_large_refund_expired.json"),
+    ),
+    (
+        "10_weekly_refunds.json",
+        include_str!("../../tests/fixtures/support/10_weekly_refunds.json"),
     ),
 ];
 
@@ -87,6 +109,8 @@ pub(crate) struct Transcript {
     pub(crate) messages: Vec<Message>,
     /// Expected outcome per `tool_use` id (empty when the file has none).
     pub(crate) expected: BTreeMap<String, Outcome>,
+    /// A person's decision per `tool_use` id (empty when the file has none).
+    pub(crate) approvals: BTreeMap<String, Approval>,
 }
 
 impl Transcript {
@@ -174,11 +198,15 @@ pub(crate) fn parse(source: &str, text: &str) -> Result<Transcript, TranscriptEr
         _ => None,
     };
     if let Some(key) = top.keys().find(|k| {
-        !k.starts_with('_') && !matches!(k.as_str(), "context" | "messages" | "expected_outcomes")
+        !k.starts_with('_')
+            && !matches!(
+                k.as_str(),
+                "context" | "messages" | "expected_outcomes" | "approvals"
+            )
     }) {
         return Err(fail(format!(
-            "unknown key `{key}` (expected `context`, `messages`, `expected_outcomes`, or a \
-             comment key starting with `_`)"
+            "unknown key `{key}` (expected `context`, `messages`, `expected_outcomes`, \
+             `approvals`, or a comment key starting with `_`)"
         )));
     }
 
@@ -257,6 +285,17 @@ pub(crate) fn parse(source: &str, text: &str) -> Result<Transcript, TranscriptEr
         }
     };
 
+    let approvals = match top.remove("approvals") {
+        None | Some(Value::Null) => BTreeMap::new(),
+        Some(Value::Object(map)) => approvals(map, &ids).map_err(fail)?,
+        Some(other) => {
+            return Err(fail(format!(
+                "`approvals` must be an object of tool_use id to decision, found {}",
+                kind(&other)
+            )));
+        }
+    };
+
     Ok(Transcript {
         source: source.to_owned(),
         about,
@@ -270,7 +309,49 @@ pub(crate) fn parse(source: &str, text: &str) -> Result<Transcript, TranscriptEr
         },
         messages,
         expected,
+        approvals,
     })
+}
+
+/// A decision as a transcript writes it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDecision {
+    decision: String,
+    by: String,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+fn approvals(
+    map: Map<String, Value>,
+    ids: &BTreeSet<&str>,
+) -> Result<BTreeMap<String, Approval>, String> {
+    let mut decided = BTreeMap::new();
+    for (id, raw) in map {
+        if !ids.contains(id.as_str()) {
+            return Err(format!(
+                "approvals: `{id}` is not the id of a tool_use block in `messages`"
+            ));
+        }
+        let raw = RawDecision::deserialize(raw).map_err(|e| format!("approvals.{id}: {e}"))?;
+        let approval = match raw.decision.as_str() {
+            "approve" => Approval::approve(raw.by),
+            "deny" => Approval::deny(
+                raw.by,
+                raw.reason
+                    .unwrap_or_else(|| "the reviewer gave no reason.".to_owned()),
+            ),
+            other => {
+                return Err(format!(
+                    "approvals.{id}.decision: `{other}` is not a decision (expected `approve` or \
+                     `deny`)"
+                ));
+            }
+        };
+        decided.insert(id, approval);
+    }
+    Ok(decided)
 }
 
 fn expected_outcomes(

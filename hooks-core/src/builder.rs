@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::approval::Approver;
 use crate::audit::AuditLog;
 use crate::caller::ToolCaller;
 use crate::definitions::{InputType, Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef};
@@ -74,6 +75,9 @@ pub struct DispatcherBuilder {
     hook_timeout: DefaultDeadline,
     tool_timeout: DefaultDeadline,
     undeclared_writes: bool,
+    approver: Option<Arc<dyn Approver>>,
+    approval_timeout: DefaultDeadline,
+    pending_ttl: Option<Duration>,
 }
 
 /// A dispatcher-wide deadline as the builder was told: untouched (the documented default), set,
@@ -305,6 +309,41 @@ impl DispatcherBuilder {
         self
     }
 
+    /// Gives the dispatcher an approver: a call a PreToolUse hook asked about
+    /// ([`Decision::Ask`](crate::Decision::Ask)) then waits for its answer inline, in
+    /// [`Session::call`](crate::Session::call) and [`Session::respond`](crate::Session::respond)
+    /// alike. Without one, `respond` pauses the turn ([`PendingTurn`](crate::PendingTurn)) and
+    /// `call` blocks the call. See [`Approver`].
+    pub fn approver(mut self, approver: impl Approver) -> Self {
+        self.approver = Some(Arc::new(approver));
+        self
+    }
+
+    /// The deadline of the approver's answer when the builder sets none: 5 minutes, long
+    /// enough for a person at a screen to read and click, short enough that a forgotten prompt
+    /// does not hold the call (and the host's request) open for good.
+    pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
+
+    /// Sets the deadline of the approver's answer (default
+    /// [`DEFAULT_APPROVAL_TIMEOUT`](Self::DEFAULT_APPROVAL_TIMEOUT), 5 minutes), on the
+    /// dispatcher's timer. No answer in time is a denial: the call is answered `blocked`.
+    pub fn approval_timeout(mut self, deadline: Duration) -> Self {
+        self.approval_timeout = DefaultDeadline::Set(deadline);
+        self
+    }
+
+    /// The time to live of a pending turn when the builder sets none: 24 hours.
+    pub const DEFAULT_PENDING_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+    /// Sets how long a pending turn may wait for its decisions (default
+    /// [`DEFAULT_PENDING_TTL`](Self::DEFAULT_PENDING_TTL), 24 hours), measured by the resuming
+    /// session's context clock from the turn's `created_at`. Resumed later, its waiting calls
+    /// are answered `blocked` ("waited … and expired"), not run.
+    pub fn pending_ttl(mut self, ttl: Duration) -> Self {
+        self.pending_ttl = Some(ttl);
+        self
+    }
+
     /// Checks everything and builds the dispatcher.
     ///
     /// # Errors
@@ -340,6 +379,9 @@ impl DispatcherBuilder {
             hook_timeout,
             tool_timeout,
             undeclared_writes,
+            approver,
+            approval_timeout,
+            pending_ttl,
         } = self;
         let mut problems = Problems::new(&states);
 
@@ -399,6 +441,9 @@ impl DispatcherBuilder {
             timer: timer.unwrap_or_else(|| Arc::new(DefaultTimer)),
             hook_timeout: hook_timeout.resolve(Self::DEFAULT_HOOK_TIMEOUT),
             tool_timeout: tool_timeout.resolve(Self::DEFAULT_TOOL_TIMEOUT),
+            approver,
+            approval_timeout: approval_timeout.resolve(Self::DEFAULT_APPROVAL_TIMEOUT),
+            pending_ttl: pending_ttl.unwrap_or(Self::DEFAULT_PENDING_TTL),
             ..tables
         };
         Ok(Dispatcher {
@@ -1123,6 +1168,9 @@ fn assemble(
         timer: Arc::new(DefaultTimer),
         hook_timeout: None,
         tool_timeout: None,
+        approver: None,
+        approval_timeout: None,
+        pending_ttl: DispatcherBuilder::DEFAULT_PENDING_TTL,
         available,
         rendered: Default::default(),
     }

@@ -20,6 +20,16 @@ use serde_json::Value;
 ///   The audit line records every rewrite in `rewritten_by`, in order, and the last input in
 ///   `effective_input`; the outcome stays what the call makes it.
 ///
+/// - `Ask { reason }` says a person must approve the call before the tool runs. It does not
+///   stop the chain: the later hooks still decide, and a later `Deny` wins. When no hook of
+///   the final pass denies, the call needs approval; every hook of that pass that asked gives
+///   its reason (several asks, several reasons). A rewrite restarts the chain, so the asks that
+///   count are those of the pass over the effective input. Who approves depends on the host:
+///   the dispatcher's [`Approver`](crate::Approver) inline (its answer has a deadline; no answer
+///   in time is a denial), or, with none, [`Session::respond`](crate::Session::respond) pauses
+///   the turn ([`PendingTurn`](crate::PendingTurn)) and [`Session::call`](crate::Session::call)
+///   blocks the call (fail closed). DESIGN.md, "Changes in force"; issue 14 §1.
+///
 /// After a rewrite each hook of the chain is called again, so a hook should decide from the
 /// input it is given (and the trusted context), not from how often it was called.
 ///
@@ -33,6 +43,7 @@ use serde_json::Value;
 /// serialized back to the input object (then authorized again as above).
 #[derive(Debug, Clone, PartialEq)]
 #[must_use = "a Decision does nothing unless the hook returns it"]
+#[non_exhaustive]
 pub enum Decision<I = Value> {
     /// Let the call go on.
     Allow,
@@ -46,6 +57,13 @@ pub enum Decision<I = Value> {
     /// Replace the input (a JSON object, or a typed hook's `T`): the chain starts again from its
     /// first hook with it, then the tool runs with it.
     Rewrite(I),
+    /// A person must approve the call before the tool runs; the chain goes on (a later `Deny`
+    /// still wins).
+    Ask {
+        /// Why, for the person who approves (and for the model, when nobody can: the call is
+        /// then blocked with it).
+        reason: String,
+    },
 }
 
 impl<I> Decision<I> {
@@ -80,6 +98,15 @@ impl<I> Decision<I> {
             Decision::Allow => Decision::Allow,
             Decision::Deny { reason, instead } => Decision::Deny { reason, instead },
             Decision::Rewrite(input) => Decision::Rewrite(f(input)?),
+            Decision::Ask { reason } => Decision::Ask { reason },
         })
+    }
+
+    /// `Ask` with a reason: a person must approve the call (`"refunds above 20000 cents need a
+    /// person's approval"`).
+    pub fn ask(reason: impl Into<String>) -> Self {
+        Decision::Ask {
+            reason: reason.into(),
+        }
     }
 }

@@ -197,6 +197,38 @@ impl Dispatcher {
         )
     }
 
+    /// The fingerprint a [`PendingTurn`](crate::PendingTurn) is bound to: what its approvals
+    /// depend on. The SHA-256 (lowercase hex, 64 characters) of this text, UTF-8:
+    ///
+    /// ```text
+    /// toolgate dispatcher fingerprint 1
+    /// tool\t<name>\t<canonical input schema, compact JSON>
+    /// pre_hook\t<order>\t<full path>        (one line per hook of the tool's chain, in order)
+    /// …                                        (every tool, by name)
+    /// ```
+    ///
+    /// So it changes when a tool is added, removed, renamed or its input schema changes, and
+    /// when a PreToolUse hook is added to, removed from or moved in a tool's chain. It cannot
+    /// see a hook's body: a rule changed under the same path and order keeps the fingerprint
+    /// (rename the hook, or bump its order, to invalidate pending turns on purpose).
+    /// Descriptions, PostToolUse observers, Stop hooks, limits and deadlines are not part of it.
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut text = String::from("toolgate dispatcher fingerprint 1\n");
+        for tool in &self.inner.tools {
+            text.push_str("tool\t");
+            text.push_str(&tool.name);
+            text.push('\t');
+            text.push_str(&tool.canonical.to_string());
+            text.push('\n');
+            for &h in tool.chain.iter() {
+                let hook = &self.inner.pre_hooks[h];
+                text.push_str(&format!("pre_hook\t{}\t{}\n", hook.order, hook.path));
+            }
+        }
+        crate::pending::hex(&Sha256::digest(text.as_bytes()))
+    }
+
     /// Asks the PreToolUse chain about `call` for the session `context` describes, without
     /// running the tool or any observer and without counting anything in a session: steps 1 to 4
     /// of a call (normalize, look up, validate, the chain with its rewrite rule and deadlines).

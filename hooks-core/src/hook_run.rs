@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 /// | `rewrite` | answered a `Rewrite` to another input: the chain starts again from its first hook (or the call ends `invalid_input` or `hook_failed` when the new input is invalid or the chain loops) |
 /// | `failed` | returned an error or panicked: the call is `hook_failed` and the agent halts |
 /// | `timeout` | ran past its deadline: the call is `hook_timeout` and the agent halts |
+/// | `ask` | answered [`Decision::Ask`](crate::Decision::Ask): the chain goes on; unless a later hook denies, the call needs a person's approval |
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -30,6 +31,8 @@ pub enum HookDecision {
     Failed,
     /// The hook ran past its deadline.
     Timeout,
+    /// The hook asked for a person's approval.
+    Ask,
 }
 
 impl HookDecision {
@@ -41,6 +44,7 @@ impl HookDecision {
             HookDecision::Rewrite => "rewrite",
             HookDecision::Failed => "failed",
             HookDecision::Timeout => "timeout",
+            HookDecision::Ask => "ask",
         }
     }
 }

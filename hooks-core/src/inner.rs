@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::approval::Approver;
 use crate::audit::Redaction;
 use crate::caller::ToolCaller;
 use crate::definitions::{PostHookDef, PreHookDef, StopHookDef};
@@ -99,6 +100,13 @@ pub(crate) struct Inner {
     /// The deadline of async tools (and wrapped callers) without their own; `None` only after
     /// `allow_hanging_tools`.
     pub(crate) tool_timeout: Option<Duration>,
+    /// Answers calls that need a person's approval inline; `None`: `respond` pauses, `call`
+    /// blocks.
+    pub(crate) approver: Option<Arc<dyn Approver>>,
+    /// The deadline of the approver's answer; `None` only after `allow_hanging_approvals`.
+    pub(crate) approval_timeout: Option<Duration>,
+    /// How long a pending turn may wait before its calls are answered as expired.
+    pub(crate) pending_ttl: Duration,
     /// `"a, b, c"`, for unknown-tool messages.
     pub(crate) available: String,
     /// Definitions per target (by `Provider::index`), rendered on first use.

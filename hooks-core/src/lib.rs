@@ -63,6 +63,10 @@
 //!   ([`BuildProblem::UnguardedWrite`]) unless it says why it needs none
 //!   ([`ToolDef::unguarded`]); [`DispatcherBuilder::undeclared_effects_are_writes`] counts every
 //!   undeclared tool as `write`.
+//! - **A person approves what a rule asks about** ([`Decision::Ask`]): inline by the builder's
+//!   [`Approver`] (a deadline, no answer is a denial), or, with none, in a paused turn
+//!   ([`Reply::Pending`]) resumed later ([`Session::resume`]); [`Session::call`] blocks such a
+//!   call (fail closed).
 //! - **Nested dispatchers keep the truth**: a [`ToolCaller`] answers a [`CallAnswer`], so a
 //!   denial inside a wrapped dispatcher is `blocked`, with the inner hook's path, on the outer
 //!   audit line too.
@@ -92,6 +96,7 @@
 //! | `state.rs` | application [`State`] and the [`Env`] a tool or hook is called with |
 //! | `decision.rs` | [`Decision`], what a PreToolUse hook answers |
 //! | `effect.rs` | [`Effect`]: what a tool does to the world (read or write, MCP's hints), and its MCP `annotations` |
+//! | `approval.rs` | a person's approval of a call a hook asked about: [`Asked`], [`Approval`], the inline [`Approver`] and its [`ApprovalRequest`] |
 //! | `definitions.rs` | what a dispatcher is built from: [`ToolDef`], [`PreHookDef`], [`PostHookDef`], [`StopHookDef`], [`Matcher`] |
 //! | `output.rs` | what a tool answers with: text ([`output_text`]) or content blocks ([`Content`], [`Image`], [`Document`]), [`ToolOutput`], [`output_content`]; the checks a block result passes; blocks as the providers read them |
 //! | `erased.rs` | type erasure: every tool and hook behind one shape, a sync one answered inline |
@@ -112,11 +117,13 @@
 //! | `schema/meta.rs` | the meta-schema check of a schema toolgate did not derive (drafts 2020-12 to 04) |
 //! | `schema/full.rs` | `full-validation` only: the same checks by `boon`, a complete JSON Schema validator |
 //! | `schema/targets.rs` | the provider items under their first path (re-exports of `provider/`) |
-//! | `pipeline/mod.rs` | one call: `run_call` (normalize → look up → validate → PreToolUse chain, restarted after each rewrite → tool → observers) |
+//! | `pipeline/mod.rs` | one call: `run_call` (normalize → look up → validate → PreToolUse chain, restarted after each rewrite, then a person's approval when a hook asked → tool → observers); the modes of a call that needs approval (block, pause, resume) |
 //! | `pipeline/verdict.rs` | how a call ended, then the `tool_result` and the record made of it |
 //! | `pipeline/observe.rs` | the PostToolUse observers; the `cancelled` record of a dropped call |
 //! | `pipeline/span.rs` | the call's `tracing` span (`execute_tool {tool}`, OpenTelemetry GenAI attributes) and a `pre_tool_use {hook}` child per hook run |
 //! | `pipeline/decide.rs` | the PreToolUse chain asked on its own (steps 1 to 4, no tool, no observers) |
+//! | `pending.rs` | [`PendingTurn`]: a turn paused for approval, as JSON ([`PendingBlock`], [`AwaitingCall`], [`input_digest`]); [`ResumeError`] |
+//! | `resume.rs` | [`Session::resume`]: a pending turn finished with a person's decisions |
 //! | `what_if.rs` | what-if replay: [`WhatIf`], [`Flip`], [`Change`]; a line's context rebuilt, today's answer compared with the recorded one |
 //! | `pre_tool_use.rs` | [`PreToolUse`]: what the chain decided, for hosts that enforce the rules elsewhere and for what-if replays |
 //! | `panic.rs` | caught panics: a panic in user code becomes a result or a halt |
@@ -126,7 +133,7 @@
 //! | `outcome.rs` | what observers see: [`Outcome`], [`CallRecord`], [`SessionSummary`] |
 //! | `error.rs` | [`ToolError`] (what the model reads, what the operator logs), [`HookError`], [`Halt`], [`CallError`], [`RespondError`] |
 //! | `memory.rs` | a session's memory of answered ids: [`AnswerStore`], [`MemoryAnswerStore`], [`InputDigest`] |
-//! | `reply.rs` | [`Reply`]: an answer, or nothing to run |
+//! | `reply.rs` | [`Reply`]: an answer, nothing to run, or a turn paused for approval |
 //! | `session.rs` | [`Session`]: `call`, `respond` (ids checked, answers remembered), the Stop hooks and the summary |
 //! | `turns.rs` | the other APIs' whole turns through a session, truncation guarded: `respond_openai_choice`, `respond_openai_response`, `respond_gemini_candidate` |
 //! | `stats.rs` | a session's counters; the observer channel (`tracing` and `observer_errors`) |
@@ -154,6 +161,7 @@
 #![forbid(unsafe_code)]
 
 mod answer;
+mod approval;
 mod audit;
 mod builder;
 mod caller;
@@ -178,11 +186,13 @@ mod normalize;
 mod outcome;
 mod output;
 mod panic;
+mod pending;
 mod pipeline;
 mod pre_tool_use;
 pub mod provider;
 mod registry;
 mod reply;
+mod resume;
 pub mod schema;
 mod session;
 mod state;
@@ -197,6 +207,7 @@ mod what_if;
 pub mod macro_support;
 
 pub use answer::CallAnswer;
+pub use approval::{Approval, ApprovalRequest, Approver, Asked};
 pub use audit::{
     AUDIT_LOG_FILE, AuditLog, AuditLogBuilder, AuditRecord, AuditSink, AuditVerification,
     CHAIN_START, ChainBreak, ChainProblem, ChainStatus, ChainVerification, InvalidPointer,
@@ -222,6 +233,9 @@ pub use memory::{
 };
 pub use outcome::{CallRecord, Outcome, SessionSummary};
 pub use output::{Content, Document, Image, ToolOutput, output_content, output_text};
+pub use pending::{
+    AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn, ResumeError, input_digest,
+};
 pub use pre_tool_use::PreToolUse;
 pub use provider::{
     CacheControl, CacheTtl, ConvertError, DefinitionOptions, NonStrictTool, Provider, SchemaError,

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::approval::Asked;
 use crate::content::{ToolResult, ToolUse};
 use crate::hook_run::HookRun;
 
@@ -25,8 +26,16 @@ use crate::hook_run::HookRun;
 /// | `hook_failed`, `hook_timeout` | no | true, in the `Halt`'s answer | `BLOCKED: ` |
 /// | `not_run` | no | true, where an answer is given | a message saying why |
 /// | `cancelled` | maybe | no answer (the host dropped the call) | – |
+/// | `awaiting_approval` | not yet | no answer yet: the turn is paused ([`PendingTurn`](crate::PendingTurn)) | – |
 ///
 /// A rewrite does not change the outcome; [`CallRecord::rewritten_by`] says it happened.
+///
+/// `awaiting_approval` is the one outcome that is not final: a PreToolUse hook asked for a
+/// person's approval ([`Decision::Ask`](crate::Decision::Ask)) and the turn was paused. Its
+/// record says so (`is_final()` is false; the audit line has `"final": false`), the session's
+/// counts skip it, and the call gets a final record later, when the pending turn is resumed
+/// (`ok` and the rest with `approved_by`, or `blocked` with `denied_by`). Counts, summaries and
+/// reports count final records only: one per `tool_use`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -56,11 +65,14 @@ pub enum Outcome {
     NotRun,
     /// The host dropped the call before it finished.
     Cancelled,
+    /// A PreToolUse hook asked for a person's approval and the turn was paused: not final (see
+    /// above); the call ends when the pending turn is resumed.
+    AwaitingApproval,
 }
 
 impl Outcome {
     /// Every outcome, in declaration order.
-    pub const ALL: [Outcome; 11] = [
+    pub const ALL: [Outcome; 12] = [
         Outcome::Ok,
         Outcome::ToolError,
         Outcome::Panicked,
@@ -72,6 +84,7 @@ impl Outcome {
         Outcome::HookTimeout,
         Outcome::NotRun,
         Outcome::Cancelled,
+        Outcome::AwaitingApproval,
     ];
 
     /// The snake_case name, as serialized.
@@ -88,7 +101,14 @@ impl Outcome {
             Outcome::HookTimeout => "hook_timeout",
             Outcome::NotRun => "not_run",
             Outcome::Cancelled => "cancelled",
+            Outcome::AwaitingApproval => "awaiting_approval",
         }
+    }
+
+    /// Whether a record with this outcome is the call's last: every outcome but
+    /// `awaiting_approval`.
+    pub const fn is_final(self) -> bool {
+        !matches!(self, Outcome::AwaitingApproval)
     }
 
     /// Position in [`Outcome::ALL`].
@@ -147,6 +167,13 @@ pub struct CallRecord<'a> {
     /// record came earlier; a replay is not counted in the session summary (nor, later, in
     /// reports).
     pub replay: bool,
+    /// The PreToolUse hooks that asked for a person's approval ([`Decision::Ask`](crate::Decision::Ask))
+    /// in the chain's final pass, with their reasons (empty when none did).
+    pub asked_by: &'a [Asked],
+    /// Who approved the call, when it needed approval and was approved (inline or at resume).
+    pub approved_by: Option<&'a str>,
+    /// Who declined the call, when it needed approval and was declined (`blocked`).
+    pub denied_by: Option<&'a str>,
 }
 
 // Made by the pipeline only: observers read records, they never build one.
@@ -174,6 +201,9 @@ impl<'a> CallRecord<'a> {
             content_bytes: None,
             duration,
             replay: false,
+            asked_by: &[],
+            approved_by: None,
+            denied_by: None,
         }
     }
 

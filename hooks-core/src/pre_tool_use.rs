@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use crate::approval::Asked;
 use crate::outcome::Outcome;
 
 /// What the PreToolUse chain decided about one `tool_use`, without running the tool or the
@@ -28,6 +29,18 @@ pub enum PreToolUse {
         /// The full paths of the hooks that rewrote the input, in order (empty when none did).
         rewritten_by: Vec<String>,
     },
+    /// No hook denied, and at least one asked for a person's approval
+    /// ([`Decision::Ask`](crate::Decision::Ask)): the tool would run with `input` once a person
+    /// approves (a host maps this to its own "ask", e.g. Claude Code's `permissionDecision:
+    /// "ask"`). No approver is asked here.
+    Ask {
+        /// The effective input, as for `Allow`.
+        input: Value,
+        /// The full paths of the hooks that rewrote the input, in order.
+        rewritten_by: Vec<String>,
+        /// The hooks of the chain's final pass that asked, in chain order, with their reasons.
+        asked_by: Vec<Asked>,
+    },
     /// The call would not run. `outcome` says why: `blocked` (a hook denied), `invalid_input`
     /// (the input, or a hook's rewrite of it, does not match the schema), `unknown_tool`,
     /// `hook_failed` or `hook_timeout` (a hook could not decide: a call would halt the agent).
@@ -49,16 +62,16 @@ pub enum PreToolUse {
 }
 
 impl PreToolUse {
-    /// Whether the chain allowed the call.
+    /// Whether the chain allowed the call with no hook asking for approval.
     pub fn is_allowed(&self) -> bool {
         matches!(self, PreToolUse::Allow { .. })
     }
 
-    /// The refusal's outcome; `None` for [`PreToolUse::Allow`].
+    /// The refusal's outcome; `None` for [`PreToolUse::Allow`] and [`PreToolUse::Ask`].
     pub fn outcome(&self) -> Option<Outcome> {
         match self {
             PreToolUse::Refuse { outcome, .. } => Some(*outcome),
-            PreToolUse::Allow { .. } => None,
+            PreToolUse::Allow { .. } | PreToolUse::Ask { .. } => None,
         }
     }
 }

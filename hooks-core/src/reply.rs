@@ -2,6 +2,7 @@
 //! message, and the whole-turn entry points of the other APIs for theirs.
 
 use crate::content::Message;
+use crate::pending::PendingTurn;
 
 /// The answer to an assistant message (or another API's turn) whose calls all ran: either the
 /// next user turn, or nothing to run.
@@ -13,7 +14,6 @@ use crate::content::Message;
 /// provider's wire format for the other APIs' entry points
 /// ([`Session::respond_openai_choice`](crate::Session::respond_openai_choice), …).
 ///
-/// `#[non_exhaustive]`: the approval issue adds a pending turn.
 ///
 /// ```
 /// use toolgate_core::{Dispatcher, HookContext, Message, Reply};
@@ -43,6 +43,15 @@ pub enum Reply<T = Message> {
         /// The stop reason as the API gave it; `None` when the message has none.
         stop_reason: Option<String>,
     },
+    /// A PreToolUse hook asked for a person's approval of a call and the dispatcher has no
+    /// approver ([`Decision::Ask`](crate::Decision::Ask)): the turn is paused. The blocks that
+    /// needed no approval were answered (and audited); the waiting calls did not run (audited
+    /// `awaiting_approval`, not final). Store the [`PendingTurn`], show its
+    /// [`awaiting`](PendingTurn::awaiting) calls to a person, then finish the turn with
+    /// [`Session::resume`](crate::Session::resume): it answers the complete user message. Only
+    /// [`Session::respond`](crate::Session::respond) pauses; the other APIs' whole-turn entry
+    /// points block such a call, as [`Session::call`](crate::Session::call) does.
+    Pending(PendingTurn),
 }
 
 impl<T> Reply<T> {
@@ -50,7 +59,7 @@ impl<T> Reply<T> {
     pub fn into_answer(self) -> Option<T> {
         match self {
             Reply::Answer(a) => Some(a),
-            Reply::NothingToRun { .. } => None,
+            Reply::NothingToRun { .. } | Reply::Pending(_) => None,
         }
     }
 
@@ -58,7 +67,15 @@ impl<T> Reply<T> {
     pub fn answer(&self) -> Option<&T> {
         match self {
             Reply::Answer(a) => Some(a),
-            Reply::NothingToRun { .. } => None,
+            Reply::NothingToRun { .. } | Reply::Pending(_) => None,
+        }
+    }
+
+    /// The pending turn, when the turn paused for a person's approval.
+    pub fn pending(&self) -> Option<&PendingTurn> {
+        match self {
+            Reply::Pending(p) => Some(p),
+            Reply::Answer(_) | Reply::NothingToRun { .. } => None,
         }
     }
 }

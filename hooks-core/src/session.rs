@@ -15,7 +15,8 @@ use crate::ids;
 use crate::memory::{AnswerStore, Claim, InputDigest, MemoryAnswerStore, Remembered, StoreFuture};
 use crate::outcome::{Outcome, SessionSummary};
 use crate::panic::catch;
-use crate::pipeline::Progress;
+use crate::pending::{PENDING_TURN_FORMAT, PendingBlock, PendingTurn};
+use crate::pipeline::{Mode, Progress, Resolution};
 use crate::reply::Reply;
 use crate::state::Env;
 use crate::stats::{Stats, report_observer_error};
@@ -148,6 +149,17 @@ impl Session {
     /// [`call`](Self::call) for an id already checked: claimed in the memory first, so a
     /// retry, even a concurrent one, never runs it twice.
     async fn remembered_call(&self, call: &ToolUse) -> Result<ToolResult, CallError> {
+        self.remembered_call_in(call, Mode::Block).await
+    }
+
+    /// [`remembered_call`](Self::remembered_call) in a [`Mode`]. A call that pauses
+    /// (`awaiting_approval`) is not an answer: the memory forgets its claim, so a retry of the
+    /// message asks again (nothing ran) and its resumed answer is the one remembered.
+    pub(crate) async fn remembered_call_in(
+        &self,
+        call: &ToolUse,
+        mode: Mode<'_, '_>,
+    ) -> Result<ToolResult, CallError> {
         let inner = &self.dispatcher.inner;
         let digest = InputDigest::of(&call.input, inner.limits.max_input_depth);
         match self.store.claim(&call.id, digest).await {
@@ -168,10 +180,19 @@ impl Session {
             armed: true,
         };
         let answer = inner
-            .run_call(&self.context, Some(&self.stats), call, Some(&progress))
+            .run_call_in(
+                &self.context,
+                Some(&self.stats),
+                call,
+                Some(&progress),
+                mode,
+            )
             .await;
         let result = answer?.result; // a halt: `claimed` releases the id, so a retry runs it
         let outcome = progress.outcome().unwrap_or(Outcome::Ok);
+        if !outcome.is_final() {
+            return Ok(result); // paused: `claimed` releases it (its tool did not start)
+        }
         if let Err(e) = self.store.answered(outcome, result.clone()).await {
             tracing::error!(target: "toolgate::memory", tool_use_id = %call.id, error = %e,
                 "the answer could not be remembered; a retry of this call will not run it again");
@@ -272,18 +293,48 @@ impl Session {
                 tool_uses: uses.len(),
             });
         }
-        let results = self.run_turn(&uses, true).await?;
-        let content = results.into_iter().map(ContentBlock::ToolResult).collect();
+        let blocks = self.run_turn_in(&uses, true, true).await?;
+        if blocks
+            .iter()
+            .any(|b| matches!(b, PendingBlock::AwaitingApproval(_)))
+        {
+            return Ok(Reply::Pending(PendingTurn {
+                format: PENDING_TURN_FORMAT,
+                session_id: self.context.session_id().to_owned(),
+                user_id: self.context.user_id().to_owned(),
+                fingerprint: self.dispatcher.fingerprint(),
+                created_at: self.context.now(),
+                blocks,
+            }));
+        }
+        let content = blocks
+            .into_iter()
+            .map(|b| ContentBlock::ToolResult(b.into_result()))
+            .collect();
         Ok(Reply::Answer(Message::user(content)))
     }
 
     /// Runs the calls of one message or turn in order, after checking their ids (the Messages
-    /// API's pattern when `pattern` holds): one result per call, or why not.
+    /// API's pattern when `pattern` holds): one result per call, or why not. A call that needs
+    /// approval is blocked when the dispatcher has no approver (the other APIs' whole turns do
+    /// not pause).
     pub(crate) async fn run_turn(
         &self,
         uses: &[&ToolUse],
         pattern: bool,
     ) -> Result<Vec<ToolResult>, RespondError> {
+        let blocks = self.run_turn_in(uses, pattern, false).await?;
+        Ok(blocks.into_iter().map(PendingBlock::into_result).collect())
+    }
+
+    /// [`run_turn`](Self::run_turn); with `may_pause`, a call that needs approval when the
+    /// dispatcher has no approver pauses (`PendingBlock::AwaitingApproval`).
+    async fn run_turn_in(
+        &self,
+        uses: &[&ToolUse],
+        pattern: bool,
+        may_pause: bool,
+    ) -> Result<Vec<PendingBlock>, RespondError> {
         if let Err(e) = ids::check(uses, pattern) {
             self.not_run_all(uses, &format!("{e}.")).await;
             return Err(RespondError::Id(e));
@@ -299,9 +350,18 @@ impl Session {
         let mut results = Vec::with_capacity(uses.len());
         for (i, call) in uses.iter().enumerate() {
             pending.next = i + 1;
-            let halt = match self.remembered_call(call).await {
+            let mut paused = None;
+            let mode = if may_pause {
+                Mode::Pause(&mut paused)
+            } else {
+                Mode::Block
+            };
+            let halt = match self.remembered_call_in(call, mode).await {
                 Ok(result) => {
-                    results.push(result);
+                    results.push(match paused {
+                        Some(waiting) => PendingBlock::AwaitingApproval(waiting),
+                        None => PendingBlock::Answered { result },
+                    });
                     continue;
                 }
                 Err(CallError::Halt(halt)) => halt,
@@ -313,8 +373,21 @@ impl Session {
             };
             let mut halt = halt;
             halt.index += results.len();
-            let mut content: Vec<ContentBlock> =
-                results.drain(..).map(ContentBlock::ToolResult).collect();
+            let mut content = Vec::with_capacity(uses.len());
+            for block in results.drain(..) {
+                let result = match block {
+                    PendingBlock::Answered { result } => result,
+                    // Paused before the halt: the turn cannot wait, so it ends `blocked` with a
+                    // final record (nobody can approve it now).
+                    PendingBlock::AwaitingApproval(waiting) => {
+                        match self.resume_call(&waiting, Resolution::Unapproved).await {
+                            Ok(result) => result,
+                            Err(_) => PendingBlock::AwaitingApproval(waiting).into_result(),
+                        }
+                    }
+                };
+                content.push(ContentBlock::ToolResult(result));
+            }
             content.append(&mut halt.answer.content);
             for (j, rest) in uses.iter().enumerate().skip(i + 1) {
                 pending.next = j + 1;

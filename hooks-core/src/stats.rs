@@ -29,9 +29,14 @@ impl Stats {
             .sum()
     }
 
-    /// Counts one call of `outcome` (and of the tool at index `tool`, when it is one).
+    /// Counts one call of `outcome` (and of the tool at index `tool`, when it is one); a
+    /// record that is not final (`awaiting_approval`) is not counted: the call is counted once,
+    /// when it ends.
     #[inline]
     pub(crate) fn record(&self, outcome: Outcome, tool: Option<usize>) {
+        if !outcome.is_final() {
+            return;
+        }
         self.outcomes[outcome.index()].fetch_add(1, Ordering::Relaxed);
         if let Some(t) = tool.and_then(|i| self.tools.get(i)) {
             t.fetch_add(1, Ordering::Relaxed);

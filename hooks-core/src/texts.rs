@@ -51,6 +51,44 @@ pub(crate) fn blocked(reason: &str, instead: Option<&str>) -> String {
     text
 }
 
+/// A PreToolUse hook asked for a person's approval and nobody can give it here: the call is
+/// blocked with the hooks' reasons, joined with `; `.
+pub(crate) fn needs_approval<'r>(reasons: impl Iterator<Item = &'r str>) -> String {
+    let reasons = reasons.collect::<Vec<_>>().join("; ");
+    format!(
+        "BLOCKED: this call needs a person's approval, and none can be given here ({reasons}). \
+         Tell the user it was not done and that a person must approve it."
+    )
+}
+
+/// A person declined a call that needed approval; `reason` is theirs.
+pub(crate) fn declined(reason: &str) -> String {
+    format!("BLOCKED: a person declined this call: {reason}")
+}
+
+/// The approver gave no answer within its deadline: a denial.
+pub(crate) fn approval_timeout(deadline: Duration) -> String {
+    format!(
+        "BLOCKED: this call needs a person's approval and none came within {} s. Tell the user \
+         it was not done; they can ask again later.",
+        deadline.as_secs()
+    )
+}
+
+/// The approver failed (it panicked): a denial.
+pub(crate) const APPROVAL_FAILED: &str = "BLOCKED: this call needs a person's approval and the \
+     approval could not be asked for. Do not retry it; tell the user this action is unavailable \
+     right now.";
+
+/// A pending turn was resumed after its time to live: its calls waited too long for a person.
+pub(crate) fn approval_expired(ttl: Duration) -> String {
+    format!(
+        "BLOCKED: this call waited for a person's approval longer than {} s and expired; it was \
+         not done. Ask the user whether to try it again.",
+        ttl.as_secs()
+    )
+}
+
 /// A PreToolUse hook could not decide (it errored, panicked or ran past its deadline): the agent
 /// halts, and this is the answer its `Halt` carries.
 pub(crate) const HALT_MESSAGE: &str = "BLOCKED: this call was not run because a policy check \

@@ -160,5 +160,7 @@ fn answer_with(
     match reply {
         Reply::Answer(results) => Reply::Answer(convert(&results)),
         Reply::NothingToRun { stop_reason } => Reply::NothingToRun { stop_reason },
+        // These turns do not pause (`run_turn` blocks a call that asks); carried over as is.
+        Reply::Pending(p) => Reply::Pending(p),
     }
 }

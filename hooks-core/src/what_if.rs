@@ -73,16 +73,22 @@ pub enum Change {
     OtherRewrite,
     /// Refused both times, by another hook or with another outcome.
     OtherBlockingHook,
+    /// Today a hook asks for a person's approval ([`Decision::Ask`](crate::Decision::Ask)),
+    /// where the call then ran or was refused with no hook asking. (A call a hook asked about
+    /// then, approved, declined or expired, and asked about again today, is unchanged.)
+    NowAsks,
 }
 
 impl Change {
-    /// `allowed → blocked`, `blocked → allowed`, `other rewrite`, `other blocking hook`.
+    /// `allowed → blocked`, `blocked → allowed`, `other rewrite`, `other blocking hook`,
+    /// `→ needs approval`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Change::NowBlocked => "allowed → blocked",
             Change::NowAllowed => "blocked → allowed",
             Change::OtherRewrite => "other rewrite",
             Change::OtherBlockingHook => "other blocking hook",
+            Change::NowAsks => "→ needs approval",
         }
     }
 }
@@ -195,6 +201,11 @@ pub(crate) fn compare(record: &AuditRecord, now: PreToolUse) -> WhatIf {
             },
         ) => (outcome != today || *hook != blocked_by.as_deref())
             .then(|| (Change::OtherBlockingHook, blocked_by.clone())),
+        (_, PreToolUse::Ask { asked_by, .. }) => {
+            // Asked then too (approved, declined, expired or still waiting): unchanged.
+            let asked_then = !record.asked_by.is_empty();
+            (!asked_then).then(|| (Change::NowAsks, asked_by.first().map(|a| a.hook.clone())))
+        }
     };
     let Some((change, hook)) = flip else {
         return WhatIf::Unchanged;

@@ -81,6 +81,51 @@ fn runs(list: &[(&str, HookDecision)]) -> Vec<(String, HookDecision)> {
 }
 
 #[test]
+fn an_asking_hook_is_listed_as_ask_and_the_chain_goes_on() {
+    use HookDecision::{Allow, Ask, Deny};
+    let seen = Seen::default();
+    let ask_big = PreHookDef::sync("app::ask_big", 20, |_env, call: &ToolUse| {
+        Ok(match call.input["amount_cents"].as_u64() {
+            Some(n) if n > 1000 => Decision::ask("a person checks refunds above 1000 cents"),
+            _ => Decision::Allow,
+        })
+    });
+    let deny_o9 = PreHookDef::sync("app::deny_o9", 30, |_env, call: &ToolUse| {
+        Ok(if call.input["order_id"] == "o_9" {
+            Decision::deny("order o_9 is frozen.")
+        } else {
+            Decision::Allow
+        })
+    });
+    let d = dispatcher(vec![allow("app::first", 10), ask_big, deny_o9], &seen);
+    // An ask, nobody to approve it (`call` has no approver): blocked after the whole chain ran.
+    call(&d, json!({"order_id": "o_1", "amount_cents": 2000}));
+    // An ask, then a later deny.
+    call(&d, json!({"order_id": "o_9", "amount_cents": 2000}));
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            (
+                "blocked".to_owned(),
+                runs(&[
+                    ("app::first", Allow),
+                    ("app::ask_big", Ask),
+                    ("app::deny_o9", Allow)
+                ])
+            ),
+            (
+                "blocked".to_owned(),
+                runs(&[
+                    ("app::first", Allow),
+                    ("app::ask_big", Ask),
+                    ("app::deny_o9", Deny)
+                ])
+            ),
+        ]
+    );
+}
+
+#[test]
 fn every_run_of_every_hook_is_listed_in_order_with_its_decision() {
     use HookDecision::{Allow, Deny, Rewrite};
     let seen = Seen::default();

@@ -7,6 +7,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod ask;
 mod audit;
 mod audit_chain;
 mod audit_sinks;
@@ -26,6 +27,7 @@ mod observers;
 mod otel_spans;
 mod outcomes;
 mod panics;
+mod pause;
 mod pre_tool_use;
 mod replies;
 mod retries;

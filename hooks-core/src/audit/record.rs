@@ -7,6 +7,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::approval::Asked;
 use crate::context::HookContext;
 use crate::hook_run::HookRun;
 use crate::outcome::{CallRecord, Outcome, SessionSummary};
@@ -42,6 +43,13 @@ use crate::outcome::{CallRecord, Outcome, SessionSummary};
 /// | `detail` | string | operator-only text: a panic message, an error chain |
 /// | `content_bytes` | integer, bytes | the content was cut: its full size |
 /// | `replay` | `true` | the session answered this `tool_use` id before and replayed that answer: nothing ran, and counts leave the line out ([`CallRecord::replay`]) |
+/// | `asked_by` | array of `{"hook", "reason"}` | PreToolUse hooks asked for a person's approval ([`Decision::Ask`](crate::Decision::Ask)) |
+/// | `approved_by` | string | the call needed approval and was approved: who approved |
+/// | `denied_by` | string | the call needed approval and was declined: who declined |
+/// | `final` | `false` | the line is not the call's last: outcome `awaiting_approval` (the turn paused); its final line comes when the turn is resumed. Absent on final lines |
+///
+/// Counts and reports read final lines only (one per `tool_use`): skip lines with
+/// `"final": false`.
 ///
 /// Members may be added in later versions (readers ignore members they do not know; serde's
 /// `Deserialize` here does): read lines by name, never by position.
@@ -94,6 +102,31 @@ pub struct AuditRecord {
     /// `true` for a replayed answer ([`CallRecord::replay`]); absent (`false`) otherwise.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub replay: bool,
+    /// The hooks that asked for a person's approval, with their reasons.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub asked_by: Vec<Asked>,
+    /// Who approved the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
+    /// Who declined the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denied_by: Option<String>,
+    /// `false` on a line that is not the call's last (`awaiting_approval`); serialized only
+    /// then.
+    #[serde(
+        rename = "final",
+        default = "final_default",
+        skip_serializing_if = "is_final"
+    )]
+    pub is_final: bool,
+}
+
+fn final_default() -> bool {
+    true
+}
+
+fn is_final(f: &bool) -> bool {
+    *f
 }
 
 impl AuditRecord {
@@ -121,6 +154,10 @@ impl AuditRecord {
             detail: call.detail.map(str::to_owned),
             content_bytes: call.content_bytes.map(|n| n as u64),
             replay: call.replay,
+            asked_by: call.asked_by.to_vec(),
+            approved_by: call.approved_by.map(str::to_owned),
+            denied_by: call.denied_by.map(str::to_owned),
+            is_final: call.outcome.is_final(),
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::state::Env;
 use crate::texts::{Problem, Problems};
 
 use super::verdict::Verdict;
-use super::{HookRuns, Rewrites, validate};
+use super::{Rewrites, validate};
 
 impl Inner {
     /// What the PreToolUse chain decides about `call` for the session `context` describes.
@@ -32,18 +32,29 @@ impl Inner {
             Err(problems) => return Verdict::invalid(&tool.name, &problems).into_refusal(&[]),
         };
         let mut rewrites = Rewrites::default();
-        let mut runs = HookRuns::off();
         match self
-            .run_chain(tool, env, &current, args, &mut rewrites, &mut runs)
+            .run_chain(tool, env, &current, args, &mut rewrites)
             .await
         {
-            Ok(_args) => PreToolUse::Allow {
-                input: match rewrites.call {
+            Ok(_args) => {
+                let rewritten_by = rewrites.by.iter().map(|p| (*p).to_owned()).collect();
+                let input = match rewrites.call {
                     Some(rewritten) => rewritten.input,
                     None => current.input.clone(),
-                },
-                rewritten_by: rewrites.by.iter().map(|p| (*p).to_owned()).collect(),
-            },
+                };
+                if rewrites.asks.is_empty() {
+                    PreToolUse::Allow {
+                        input,
+                        rewritten_by,
+                    }
+                } else {
+                    PreToolUse::Ask {
+                        input,
+                        rewritten_by,
+                        asked_by: rewrites.asks,
+                    }
+                }
+            }
             Err(verdict) => verdict.into_refusal(&rewrites.by),
         }
     }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::answer::CallAnswer;
+use crate::approval::{Approval, ApprovalRequest, Asked};
 use crate::content::{ToolResult, ToolResultContent, ToolUse};
 use crate::context::HookContext;
 use crate::decision::Decision;
@@ -26,6 +27,7 @@ use crate::limits::Limits;
 use crate::normalize::{Normalized, Refused, check_bounds, normalize};
 use crate::outcome::{CallRecord, Outcome};
 use crate::panic::{CatchUnwind, catch};
+use crate::pending::AwaitingCall;
 use crate::schema::explain::{Integers, problems};
 use crate::state::Env;
 use crate::stats::Stats;
@@ -38,13 +40,28 @@ use verdict::{Answer, HookFailure, Verdict};
 
 impl Inner {
     /// Runs one `tool_use` through the whole pipeline; `progress`, when given, is told when the
-    /// tool starts and how the call ended.
+    /// tool starts and how the call ended. A call that needs a person's approval is answered by
+    /// the dispatcher's approver, or, with none, blocked.
     pub(crate) async fn run_call<'a>(
         &'a self,
         context: &'a HookContext,
         stats: Option<&'a Stats>,
         call: &'a ToolUse,
         progress: Option<&'a Progress>,
+    ) -> Result<CallAnswer, Halt> {
+        self.run_call_in(context, stats, call, progress, Mode::Block)
+            .await
+    }
+
+    /// [`run_call`](Self::run_call) in a [`Mode`]: what happens to a call that needs a
+    /// person's approval when the dispatcher has no approver, or a paused call resumed.
+    pub(crate) async fn run_call_in<'a>(
+        &'a self,
+        context: &'a HookContext,
+        stats: Option<&'a Stats>,
+        call: &'a ToolUse,
+        progress: Option<&'a Progress>,
+        mode: Mode<'_, 'a>,
     ) -> Result<CallAnswer, Halt> {
         let started = Instant::now();
         let span = span::call_span(context, call);
@@ -57,7 +74,7 @@ impl Inner {
         let mut guard = CancelGuard::new(self, env, stats, call, input, found, started);
         guard.progress = progress;
         let mut rewrites = Rewrites::default();
-        let mut runs = HookRuns::off();
+        let mut awaiting = None;
 
         let verdict: Verdict<'_> = 'verdict: {
             let current: &ToolUse = match &recorded.normalized {
@@ -76,15 +93,50 @@ impl Inner {
                 Ok(a) => a,
                 Err(problems) => break 'verdict Verdict::invalid(&tool.name, &problems),
             };
-            // 4. The PreToolUse chain.
-            runs = HookRuns::new(self.hook_runs, tool.chain.len(), &span);
-            let args = match self
-                .run_chain(tool, env, current, args, &mut rewrites, &mut runs)
+            // A resumed call starts from its effective input, approved.
+            let args = match &mode {
+                Mode::Resume(r) => match self.prime(tool, current, r, args, &mut rewrites) {
+                    Ok(a) => a,
+                    Err(verdict) => break 'verdict verdict,
+                },
+                _ => args,
+            };
+            // 4. The PreToolUse chain, then a person's approval when a hook asked for it.
+            rewrites.runs = HookRuns::new(self.hook_runs, tool.chain.len(), &span);
+            let mut args = match self
+                .run_chain(tool, env, current, args, &mut rewrites)
                 .await
             {
                 Ok(a) => a,
                 Err(verdict) => break 'verdict verdict,
             };
+            if rewrites.needs_approval(current) {
+                match self
+                    .approve(
+                        tool,
+                        env,
+                        call,
+                        current,
+                        args,
+                        &mut rewrites,
+                        mode.may_pause(),
+                    )
+                    .await
+                {
+                    Ok(Approved::Run(a)) => args = a,
+                    Ok(Approved::Pause) => {
+                        let effective = rewrites.call.as_deref().unwrap_or(current);
+                        awaiting = Some(AwaitingCall::new(
+                            current,
+                            &effective.input,
+                            &rewrites.asks,
+                            &rewrites.by,
+                        ));
+                        break 'verdict Verdict::awaiting();
+                    }
+                    Err(verdict) => break 'verdict verdict,
+                }
+            }
             // 5. The tool.
             guard.tool_starts();
             let view = rewrites.call.as_deref().unwrap_or(current);
@@ -97,19 +149,14 @@ impl Inner {
 
         // 6. The `tool_result`, then the PostToolUse observers.
         let answer = Answer::new(call, verdict, self.limits.max_result_bytes);
-        let effective_input = rewrites.call.as_ref().map(|r| &r.input);
-        let record = answer.record(
-            call,
-            input,
-            effective_input,
-            &rewrites.by,
-            &runs.list,
-            started.elapsed(),
-        );
+        let record = answer.record(call, input, &rewrites, started.elapsed());
         if !span.is_disabled() {
             span::finish(&span, context, &record, self.span_content.as_ref());
         }
         drop(span);
+        if let (Mode::Pause(slot), Some(awaiting)) = (mode, awaiting) {
+            *slot = Some(awaiting);
+        }
         guard.stage = "while the observers ran";
         if self.observers_sync {
             self.observe_sync(env, stats, &record, self.observers_for(found));
@@ -123,9 +170,11 @@ impl Inner {
     /// Runs the tool's PreToolUse chain in order on `current` (DESIGN.md, "Rewrites are
     /// re-authorized"): every hook must allow the input the tool will run with. A `Rewrite` to a
     /// new input starts the chain again from its first hook with it; a `Rewrite` equal to the
-    /// input the hook saw counts as `Allow`. `Ok` with the arguments the tool runs with when
-    /// every hook allowed in one pass; `Err` when one denied, could not decide, rewrote the input
-    /// into an invalid one, or the rewrites did not settle (see [`Inner::rewrite`]).
+    /// input the hook saw counts as `Allow`. An `Ask` goes on to the next hook and is kept in
+    /// `rewrites.asks` (those of the last pass only: a rewrite starts them afresh). `Ok` with the
+    /// arguments the tool runs with when every hook allowed (or asked) in one pass; `Err` when
+    /// one denied, could not decide, rewrote the input into an invalid one, or the rewrites did
+    /// not settle (see [`Inner::rewrite`]).
     async fn run_chain<'a>(
         &'a self,
         tool: &'a ToolEntry,
@@ -133,13 +182,13 @@ impl Inner {
         current: &'a ToolUse,
         mut args: Args,
         rewrites: &mut Rewrites<'a>,
-        runs: &mut HookRuns<'a>,
     ) -> Result<Args, Verdict<'a>> {
         'pass: loop {
+            rewrites.asks.clear();
             for &h in tool.chain.iter() {
                 let hook = &self.pre_hooks[h];
                 let view = rewrites.call.as_deref().unwrap_or(current);
-                let span = span::hook_span(&runs.call_span, &hook.path);
+                let span = span::hook_span(&rewrites.runs.call_span, &hook.path);
                 // A sync hook answers inline: no nested future on the common path. The hook
                 // borrows the arguments (a typed hook reads them) only until it has answered.
                 let decided = {
@@ -152,27 +201,36 @@ impl Inner {
                     }
                 };
                 match decided {
-                    Ok(Decision::Allow) => runs.push(&hook.path, HookDecision::Allow, &span),
+                    Ok(Decision::Allow) => {
+                        rewrites.runs.push(&hook.path, HookDecision::Allow, &span);
+                    }
                     Ok(Decision::Rewrite(input)) if input == view.input => {
-                        runs.push(&hook.path, HookDecision::Allow, &span);
+                        rewrites.runs.push(&hook.path, HookDecision::Allow, &span);
                     }
                     Ok(Decision::Rewrite(input)) => {
-                        runs.push(&hook.path, HookDecision::Rewrite, &span);
-                        args = self.rewrite(tool, hook, current, input, rewrites)?;
+                        rewrites.runs.push(&hook.path, HookDecision::Rewrite, &span);
+                        args = self.rewrite(tool, &hook.path, current, input, rewrites)?;
                         // The new input's checks are not the next hook's time.
-                        runs.restart();
+                        rewrites.runs.restart();
                         continue 'pass;
                     }
                     Ok(Decision::Deny { reason, instead }) => {
-                        runs.push(&hook.path, HookDecision::Deny, &span);
+                        rewrites.runs.push(&hook.path, HookDecision::Deny, &span);
                         return Err(Verdict::blocked(&hook.path, &reason, instead.as_deref()));
+                    }
+                    Ok(Decision::Ask { reason }) => {
+                        rewrites.runs.push(&hook.path, HookDecision::Ask, &span);
+                        rewrites.asks.push(Asked {
+                            hook: hook.path.to_string(),
+                            reason,
+                        });
                     }
                     Err(failure) => {
                         let decision = match failure {
                             HookFailure::Failed(_) => HookDecision::Failed,
                             HookFailure::TimedOut(_) => HookDecision::Timeout,
                         };
-                        runs.push(&hook.path, decision, &span);
+                        rewrites.runs.push(&hook.path, decision, &span);
                         return Err(Verdict::hook_failed(&hook.path, failure));
                     }
                 }
@@ -181,30 +239,162 @@ impl Inner {
         }
     }
 
-    /// A hook's `Rewrite(input)` to an input other than the current one. The hook is recorded
-    /// in `rewritten_by` whatever follows. A rewrite back to an input the call already had (its
-    /// own, or an earlier rewrite's) or past [`MAX_REWRITES`] halts the call as `hook_failed`
-    /// (the chain would never settle); otherwise the input is held to the input bounds and
-    /// validated again: `Ok` with the new arguments, the rewritten call then being what the
-    /// chain, from its first hook, and the tool see; `Err` when the new input is invalid.
+    /// A person's approval of a call whose chain asked for it (`rewrites.asks`): the approver's
+    /// answer, raced against the approval deadline; with no approver, `Pause` when `may_pause`
+    /// (a `respond`), else a refusal (`blocked`: nobody can approve, fail closed). An edited
+    /// input is a rewrite (recorded as by [`APPROVER`]): validated, then the chain runs again on
+    /// it, the approval covering that input; a later rewrite that asks again goes back to the
+    /// approver.
+    #[allow(clippy::too_many_arguments)]
+    async fn approve<'a>(
+        &'a self,
+        tool: &'a ToolEntry,
+        env: Env<'a>,
+        call: &'a ToolUse,
+        current: &'a ToolUse,
+        mut args: Args,
+        rewrites: &mut Rewrites<'a>,
+        may_pause: bool,
+    ) -> Result<Approved, Verdict<'a>> {
+        loop {
+            let Some(approver) = &self.approver else {
+                return if may_pause {
+                    Ok(Approved::Pause)
+                } else {
+                    Err(Verdict::needs_approval(&rewrites.asks))
+                };
+            };
+            let view = rewrites.call.as_deref().unwrap_or(current);
+            let request = ApprovalRequest {
+                call,
+                input: &view.input,
+                asked: &rewrites.asks,
+                context: env.context(),
+            };
+            let fut = match catch(|| approver.approve(request)) {
+                Ok(fut) => fut,
+                Err(p) => return Err(Verdict::approval_failed(&rewrites.asks, p)),
+            };
+            let answer = match self.race(CatchUnwind(fut), self.approval_timeout).await {
+                Raced::Done(Ok(answer)) => answer,
+                Raced::Done(Err(p)) => return Err(Verdict::approval_failed(&rewrites.asks, p)),
+                Raced::TimedOut => {
+                    let deadline = self.approval_timeout.unwrap_or_default();
+                    return Err(Verdict::approval_timeout(&rewrites.asks, deadline));
+                }
+                Raced::TimerFailed(p) => {
+                    let why = format!("the dispatcher's timer panicked: {p}");
+                    return Err(Verdict::approval_failed(&rewrites.asks, why));
+                }
+            };
+            match answer {
+                Approval::Approve { by, .. } => {
+                    rewrites.approved_by = Some(by);
+                    return Ok(Approved::Run(args));
+                }
+                Approval::Deny { by, reason } => {
+                    rewrites.denied_by = Some(by);
+                    return Err(Verdict::declined(&rewrites.asks, &reason));
+                }
+                Approval::Edit { by, input } => {
+                    rewrites.approved_by = Some(by);
+                    rewrites.approved.push(input.clone());
+                    if input != view.input {
+                        args = self.rewrite(tool, APPROVER, current, input, rewrites)?;
+                        args = self.run_chain(tool, env, current, args, rewrites).await?;
+                    }
+                    if !rewrites.needs_approval(current) {
+                        return Ok(Approved::Run(args));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The start of a resumed call: the rewrites it had when it paused (the last one applied
+    /// again, validated), and the person's approval of its effective input (or of their
+    /// edit, applied as a rewrite by [`APPROVER`]). The chain then runs from its first hook:
+    /// a deny still wins, an ask about an approved input passes.
+    fn prime<'a>(
+        &self,
+        tool: &ToolEntry,
+        current: &ToolUse,
+        resumed: &Resumed<'a>,
+        mut args: Args,
+        rewrites: &mut Rewrites<'a>,
+    ) -> Result<Args, Verdict<'a>> {
+        let waiting = resumed.awaiting;
+        let approval = match resumed.resolution {
+            Resolution::Decided(a @ (Approval::Approve { .. } | Approval::Edit { .. })) => a,
+            refused => {
+                // Not run: the record shows the call as it paused.
+                rewrites
+                    .by
+                    .extend(waiting.rewritten_by.iter().map(String::as_str));
+                if waiting.effective_input != current.input {
+                    let call = current.with_input(waiting.effective_input.clone());
+                    rewrites.call = Some(Box::new(call));
+                }
+                rewrites.asks = waiting.asked_by.clone();
+                return Err(match refused {
+                    Resolution::Decided(Approval::Deny { by, reason }) => {
+                        rewrites.denied_by = Some(by.clone());
+                        Verdict::declined(&rewrites.asks, reason)
+                    }
+                    Resolution::Expired { ttl } => Verdict::expired(&rewrites.asks, ttl),
+                    _ => Verdict::needs_approval(&rewrites.asks),
+                });
+            }
+        };
+        if waiting.effective_input != current.input {
+            let (last, before) = match waiting.rewritten_by.split_last() {
+                Some((last, before)) => (last.as_str(), before),
+                None => (APPROVER, &[][..]),
+            };
+            rewrites.by.extend(before.iter().map(String::as_str));
+            args = self.rewrite(
+                tool,
+                last,
+                current,
+                waiting.effective_input.clone(),
+                rewrites,
+            )?;
+        }
+        rewrites.approved_by = Some(approval.by().to_owned());
+        match approval {
+            Approval::Edit { input, .. } => {
+                rewrites.approved.push(input.clone());
+                let view = rewrites.call.as_deref().unwrap_or(current);
+                if *input != view.input {
+                    args = self.rewrite(tool, APPROVER, current, input.clone(), rewrites)?;
+                }
+            }
+            _ => rewrites.approved.push(waiting.effective_input.clone()),
+        }
+        Ok(args)
+    }
+
+    /// A hook's `Rewrite(input)` to an input other than the current one (or a person's edit,
+    /// `by` [`APPROVER`]). The rewriter is recorded in `rewritten_by` whatever follows. A
+    /// rewrite back to an input the call already had (its own, or an earlier rewrite's) or past
+    /// [`MAX_REWRITES`] halts the call as `hook_failed` (the chain would never settle);
+    /// otherwise the input is held to the input bounds and validated again: `Ok` with the new
+    /// arguments, the rewritten call then being what the chain, from its first hook, and the
+    /// tool see; `Err` when the new input is invalid.
     fn rewrite<'a>(
         &self,
         tool: &ToolEntry,
-        hook: &'a PreHookDef,
+        by: &'a str,
         call: &ToolUse,
         input: Value,
         rewrites: &mut Rewrites<'a>,
     ) -> Result<Args, Verdict<'a>> {
-        rewrites.by.push(&hook.path);
+        rewrites.by.push(by);
         if input == call.input || rewrites.earlier.contains(&input) {
-            return Err(Verdict::chain_looped(&hook.path, &rewrites.by));
+            return Err(Verdict::chain_looped(by, &rewrites.by));
         }
         if rewrites.by.len() > MAX_REWRITES {
-            return Err(Verdict::chain_unsettled(
-                &hook.path,
-                &rewrites.by,
-                MAX_REWRITES,
-            ));
+            return Err(Verdict::chain_unsettled(by, &rewrites.by, MAX_REWRITES));
         }
         let refused = |Refused(m)| Problems::one(Problem::here(m));
         let checked = match &input {
@@ -221,7 +411,7 @@ impl Inner {
                 }
                 Ok(args)
             }
-            Err(problems) => Err(Verdict::invalid_rewrite(&tool.name, &hook.path, &problems)),
+            Err(problems) => Err(Verdict::invalid_rewrite(&tool.name, by, &problems)),
         }
     }
 
@@ -384,24 +574,56 @@ const MAX_REWRITES: usize = 8;
 
 /// The PreToolUse rewrites of one call: the call with the last rewritten input (boxed: this
 /// lives in every call future and is rarely set), the inputs of the rewrites before it (to
-/// tell a loop), and the hooks that rewrote, in order. Empty, it allocates nothing.
+/// tell a loop), and the hooks that rewrote, in order; and its approval: the asks of the
+/// chain's last pass, the inputs a person approved, who approved or declined. Empty, it
+/// allocates nothing.
 #[derive(Default)]
-struct Rewrites<'a> {
+pub(crate) struct Rewrites<'a> {
     call: Option<Box<ToolUse>>,
     earlier: Vec<Value>,
     by: Vec<&'a str>,
+    asks: Vec<Asked>,
+    /// Inputs a person approved: an ask on one of them passes.
+    pub(crate) approved: Vec<Value>,
+    approved_by: Option<String>,
+    denied_by: Option<String>,
+    /// The hooks that ran, with their decisions and durations (kept only when read).
+    pub(crate) runs: HookRuns<'a>,
+}
+
+impl Rewrites<'_> {
+    /// Whether the chain's last pass asked for an approval the call does not have: a hook
+    /// asked, and the effective input is not one a person approved.
+    #[inline]
+    fn needs_approval(&self, current: &ToolUse) -> bool {
+        !self.asks.is_empty() && {
+            let effective = self.call.as_deref().unwrap_or(current);
+            !self.approved.contains(&effective.input)
+        }
+    }
 }
 
 /// The PreToolUse hooks one call ran, in order, with their decisions and durations: kept only
 /// when someone reads them (an audit log, `record_hook_runs`, or the call's span is enabled);
-/// off, it allocates nothing and reads no clock.
-struct HookRuns<'a> {
+/// off (the default), it allocates nothing and reads no clock.
+pub(crate) struct HookRuns<'a> {
     /// The call's span (disabled when nobody listens): each hook run gets a child.
     call_span: tracing::Span,
     /// When the last run ended (the chain's start before the first); `None` when runs are not
     /// kept.
     last: Option<Instant>,
-    list: Vec<HookRun<'a>>,
+    pub(crate) list: Vec<HookRun<'a>>,
+}
+
+impl Default for HookRuns<'_> {
+    /// Keeps nothing (no chain ran, or it runs without records and spans).
+    fn default() -> Self {
+        HookRuns {
+            call_span: tracing::Span::none(),
+            last: None,
+            list: Vec::new(),
+        }
+    }
 }
 
 impl<'a> HookRuns<'a> {
@@ -418,15 +640,6 @@ impl<'a> HookRuns<'a> {
             } else {
                 Vec::new()
             },
-        }
-    }
-
-    /// Keeps nothing (no chain ran, or it runs without records and spans).
-    fn off() -> Self {
-        HookRuns {
-            call_span: tracing::Span::none(),
-            last: None,
-            list: Vec::new(),
         }
     }
 
@@ -452,6 +665,54 @@ impl<'a> HookRuns<'a> {
         }
     }
 }
+
+/// What a person's approval lets happen: the tool runs with these arguments, or the turn
+/// pauses for a person.
+enum Approved {
+    Run(Args),
+    Pause,
+}
+
+/// What happens to a call that needs a person's approval when the dispatcher has no approver.
+pub(crate) enum Mode<'m, 'a> {
+    /// It is blocked (`Session::call`, a wrapped dispatcher): nobody can approve it here.
+    Block,
+    /// It pauses (`Session::respond`): its tool does not run, observers see it as
+    /// `awaiting_approval` (not final), the slot receives what a pending turn keeps of it, and
+    /// the answer (outcome `awaiting_approval`, a result with no content) is not for the model.
+    Pause(&'m mut Option<AwaitingCall>),
+    /// It was paused and a person approved it: it resumes (see `Inner::prime`); an ask about
+    /// an input nobody approved is then blocked.
+    Resume(Resumed<'a>),
+}
+
+impl Mode<'_, '_> {
+    fn may_pause(&self) -> bool {
+        matches!(self, Mode::Pause(_))
+    }
+}
+
+/// A paused call and how it ends.
+pub(crate) struct Resumed<'a> {
+    pub(crate) awaiting: &'a AwaitingCall,
+    pub(crate) resolution: Resolution<'a>,
+}
+
+/// How a paused call ends.
+#[derive(Clone, Copy)]
+pub(crate) enum Resolution<'a> {
+    /// A person's decision: approved (it runs, its chain first), edited, or declined
+    /// (`blocked`).
+    Decided(&'a Approval),
+    /// The pending turn outlived its time to live: `blocked`, not run.
+    Expired { ttl: Duration },
+    /// The turn cannot wait for it (a later block halted): `blocked`, as where nobody can
+    /// approve.
+    Unapproved,
+}
+
+/// How a person's edit of the input shows in `rewritten_by`: the approver rewrote it.
+pub(crate) const APPROVER: &str = "<approver>";
 
 /// The input a record (and the audit line) shows: the normalized input; the raw one when it
 /// could not be normalized; a short note instead of an input refused for its size or depth, so

@@ -7,15 +7,17 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::answer::CallAnswer;
+use crate::approval::Asked;
 use crate::content::{ContentBlock, Message, ToolResult, ToolResultContent, ToolUse};
 use crate::error::{Halt, ToolError};
-use crate::hook_run::HookRun;
 use crate::limits::cut_content;
 use crate::outcome::{CallRecord, Outcome};
 use crate::output::checked;
 use crate::panic::catch;
 use crate::pre_tool_use::PreToolUse;
 use crate::texts::{self, Problems};
+
+use super::Rewrites;
 
 /// How the call ended, before it becomes a `tool_result`.
 pub(super) struct Verdict<'a> {
@@ -237,6 +239,82 @@ impl<'a> Verdict<'a> {
         }
     }
 
+    /// The call waits for a person's approval (the turn pauses): no content, not final.
+    pub(super) fn awaiting() -> Self {
+        Verdict {
+            content: None,
+            ..Verdict::error(Outcome::AwaitingApproval, String::new())
+        }
+    }
+
+    /// A call that needs approval, refused: `blocked` with `text`, the first asking hook at
+    /// fault, `detail` for the operator.
+    fn refused_approval(asks: &[Asked], text: String, detail: String) -> Self {
+        Verdict {
+            blocked_by: asks.first().map(|a| Cow::Owned(a.hook.clone())),
+            detail: Some(detail),
+            ..Verdict::error(Outcome::Blocked, text)
+        }
+    }
+
+    /// The call needs approval and nobody can give it here (no approver, and not a `respond`
+    /// that could pause): `blocked`, fail closed.
+    pub(super) fn needs_approval(asks: &[Asked]) -> Self {
+        Verdict::refused_approval(
+            asks,
+            texts::needs_approval(asks.iter().map(|a| a.reason.as_str())),
+            format!(
+                "the call needs a person's approval ({}) and this dispatcher has no approver; \
+                 only Session::respond can pause for one",
+                asked_list(asks)
+            ),
+        )
+    }
+
+    /// A person declined the call.
+    pub(super) fn declined(asks: &[Asked], reason: &str) -> Self {
+        Verdict::refused_approval(
+            asks,
+            texts::declined(reason),
+            format!("a person declined the call ({})", asked_list(asks)),
+        )
+    }
+
+    /// The approver gave no answer within `deadline`: a denial.
+    pub(super) fn approval_timeout(asks: &[Asked], deadline: Duration) -> Self {
+        Verdict::refused_approval(
+            asks,
+            texts::approval_timeout(deadline),
+            format!(
+                "the approver gave no answer within its deadline of {} ms ({})",
+                deadline.as_millis(),
+                asked_list(asks)
+            ),
+        )
+    }
+
+    /// The pending turn outlived its time to live `ttl`: a denial the model can act on.
+    pub(super) fn expired(asks: &[Asked], ttl: Duration) -> Self {
+        Verdict::refused_approval(
+            asks,
+            texts::approval_expired(ttl),
+            format!(
+                "the pending turn expired: it waited longer than its time to live of {} s ({})",
+                ttl.as_secs(),
+                asked_list(asks)
+            ),
+        )
+    }
+
+    /// The approver panicked (or its timer did): a denial.
+    pub(super) fn approval_failed(asks: &[Asked], why: String) -> Self {
+        Verdict::refused_approval(
+            asks,
+            texts::APPROVAL_FAILED.to_owned(),
+            format!("the approver failed: {why} ({})", asked_list(asks)),
+        )
+    }
+
     pub(super) fn panicked(message: String) -> Self {
         Verdict {
             detail: Some(format!("the tool panicked: {message}")),
@@ -261,6 +339,16 @@ impl<'a> Verdict<'a> {
             ..Verdict::error(Outcome::ToolTimeout, texts::tool_timeout(deadline))
         }
     }
+}
+
+/// The asks for a `detail`: `` asked by `a`: reason; `b`: reason ``.
+fn asked_list(asks: &[Asked]) -> String {
+    let list = asks
+        .iter()
+        .map(|a| format!("`{}`: {}", a.hook, a.reason))
+        .collect::<Vec<_>>()
+        .join("; ");
+    format!("asked by {list}")
 }
 
 /// Hook paths for a `detail`: `` `a`, `b` ``.
@@ -331,25 +419,28 @@ impl<'a> Answer<'a> {
     }
 
     /// The record observers see: `input` as recorded, the rewrites (`effective_input`, the
-    /// hooks that rewrote) and the hooks that ran.
+    /// hooks that rewrote), the hooks that ran and the approval (who asked, approved or declined). A paused call
+    /// (`awaiting_approval`) has no result yet.
     #[inline]
     pub(super) fn record<'r>(
         &'r self,
         call: &'r ToolUse,
         input: &'r Value,
-        effective_input: Option<&'r Value>,
-        rewritten_by: &'r [&'r str],
-        hooks: &'r [HookRun<'r>],
+        rewrites: &'r Rewrites<'_>,
         duration: Duration,
     ) -> CallRecord<'r> {
+        let result = self.outcome.is_final().then_some(&self.result);
         CallRecord {
-            effective_input,
-            hooks,
+            effective_input: rewrites.call.as_ref().map(|r| &r.input),
+            hooks: &rewrites.runs.list,
             blocked_by: self.blocked_by.as_deref(),
-            rewritten_by,
+            rewritten_by: &rewrites.by,
             detail: self.detail.as_deref(),
             content_bytes: self.content_bytes,
-            ..CallRecord::new(call, input, self.outcome, Some(&self.result), duration)
+            asked_by: &rewrites.asks,
+            approved_by: rewrites.approved_by.as_deref(),
+            denied_by: rewrites.denied_by.as_deref(),
+            ..CallRecord::new(call, input, self.outcome, result, duration)
         }
     }
 

@@ -1,0 +1,202 @@
+//! A person's approval of a paused turn: where a replay writes its pending turn
+//! (`<out-dir>/pending/<session_id>.json`), and `--resume FILE --approve ID [--by WHO]` /
+//! `--deny ID --reason TEXT` [`--now TIME`], which finishes it in a later run, as a host would
+//! in another process.
+//!
+//! The resuming run rebuilds what the host knows of the session from its own records: the
+//! specialist whose dispatcher has the pending turn's fingerprint, the customer's tier from the
+//! seed data, the session and user ids from the pending turn. Its ledger is fresh (a real host's
+//! is a database): the weekly limit is checked again against what this run knows.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use toolgate::{Approval, AuditLog, Clock, HookContext, PendingTurn, ResumeError};
+
+use super::agent::{Agent, Specialist};
+use super::cli::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
+use super::output::call_line;
+use super::seed;
+
+/// Where a replay writes the pending turn of a session: `<out-dir>/pending/<session_id>.json`.
+pub(crate) fn pending_path(out_dir: &Path, session_id: &str) -> PathBuf {
+    // Session ids come from the host's own transcript context; keep the name one path segment.
+    let name: String = session_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    out_dir.join("pending").join(format!("{name}.json"))
+}
+
+/// Writes `pending` (pretty JSON, a final newline) to its path under `out_dir`.
+pub(crate) fn write_pending(out_dir: &Path, pending: &PendingTurn) -> io::Result<PathBuf> {
+    let path = pending_path(out_dir, &pending.session_id);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut text = serde_json::to_string_pretty(pending).map_err(io::Error::from)?;
+    text.push('\n');
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
+/// Writes a replay's pending turn and says, on `note` (stdout, or stderr with `--json`), where
+/// and how to finish it, one line per waiting call.
+pub(crate) fn report_pending(
+    out_dir: &Path,
+    pending: &PendingTurn,
+    note: &mut dyn Write,
+) -> io::Result<()> {
+    let path = write_pending(out_dir, pending)?;
+    for waiting in pending.awaiting() {
+        writeln!(
+            note,
+            "note: tool_use {} awaits a person's approval; pending turn written to {}; finish \
+             it with --resume {} --approve {} [--by WHO] or --deny {} --reason TEXT",
+            waiting.tool_use_id,
+            path.display(),
+            path.display(),
+            waiting.tool_use_id,
+            waiting.tool_use_id
+        )?;
+    }
+    Ok(())
+}
+
+/// What `--resume` was asked to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ResumeArgs {
+    /// The pending turn's file.
+    pub(crate) file: PathBuf,
+    /// The waiting `tool_use` id decided.
+    pub(crate) tool_use_id: String,
+    /// `None`: approve; `Some(reason)`: deny.
+    pub(crate) deny_reason: Option<String>,
+    /// Who decided (`--by`; default `operator`).
+    pub(crate) by: String,
+    /// `--now`: the resuming session's clock (RFC 3339); default the pending turn's
+    /// `created_at`.
+    pub(crate) now: Option<SystemTime>,
+    /// `--json`: print only the user message.
+    pub(crate) json: bool,
+    /// `--out-dir`: where the audit files are.
+    pub(crate) out_dir: PathBuf,
+}
+
+/// `--resume`: reads the pending turn, resumes it with the decision, prints the calls (or the
+/// user message with `--json`) and removes the file once the turn is answered.
+pub(crate) fn resume(args: &ResumeArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let source = args.file.display().to_string();
+    let text = match std::fs::read_to_string(&args.file) {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = writeln!(err, "error: {source}: cannot be read: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let pending: PendingTurn = match serde_json::from_str(&text) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = writeln!(err, "error: {source}: is not a pending turn: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let Some(customer) = seed::customer(&pending.user_id) else {
+        let _ = writeln!(
+            err,
+            "error: {source}: user {} is not a customer",
+            pending.user_id
+        );
+        return EXIT_BAD_INPUT;
+    };
+    let audit = match AuditLog::open(&args.out_dir) {
+        Ok(log) => log,
+        Err(e) => {
+            let _ = writeln!(err, "error: --out-dir: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    // The specialist that paused is the one with the same fingerprint (the refunds one when
+    // none has it: resuming then says the dispatcher changed).
+    let mut agents = Vec::new();
+    for specialist in Specialist::ALL {
+        match Agent::build(specialist, Some(&audit)) {
+            Ok(agent) => agents.push(agent),
+            Err(e) => {
+                let _ = writeln!(err, "error: {e}");
+                return EXIT_FAILED;
+            }
+        }
+    }
+    let index = agents
+        .iter()
+        .position(|a| a.dispatcher.fingerprint() == pending.fingerprint)
+        .unwrap_or(0);
+    let agent = &agents[index];
+    let context = HookContext::builder(pending.user_id.clone(), pending.session_id.clone())
+        .tier(customer.tier)
+        .clock(Clock::fixed(args.now.unwrap_or(pending.created_at)))
+        .build();
+    let decision = match &args.deny_reason {
+        None => Approval::approve(args.by.clone()),
+        Some(reason) => Approval::deny(args.by.clone(), reason.clone()),
+    };
+    let decisions = BTreeMap::from([(args.tool_use_id.clone(), decision)]);
+    let session = agent.dispatcher.session(context);
+    let resumed = toolgate::block_on(session.resume(&pending, &decisions));
+    let summary = session.end();
+    let calls = agent.calls.take();
+    let answer = match resumed {
+        Ok(answer) => answer,
+        Err(e) => {
+            let _ = writeln!(err, "error: {source}: {e}");
+            return match e {
+                ResumeError::Halt(_) | ResumeError::Call(_) => EXIT_FAILED,
+                _ => EXIT_BAD_INPUT,
+            };
+        }
+    };
+    let written = if args.json {
+        serde_json::to_writer(&mut *out, &answer)
+            .map_err(io::Error::from)
+            .and_then(|()| writeln!(out))
+    } else {
+        let mut text = format!(
+            "== {source}\n   session {}, user {} ({}), specialist {}\n",
+            pending.session_id,
+            pending.user_id,
+            customer.tier,
+            agent_name(index)
+        );
+        for line in &calls {
+            text.push_str(&format!("   {}\n", call_line(line)));
+        }
+        text.push_str(&format!(
+            "   summary: {}\n",
+            super::output::summary_line(&summary)
+        ));
+        out.write_all(text.as_bytes())
+    };
+    if let Err(e) = written {
+        let _ = writeln!(err, "error: cannot write the output: {e}");
+        return EXIT_FAILED;
+    }
+    // Answered: the pending turn is done (a second resume would find nothing to resume).
+    if let Err(e) = std::fs::remove_file(&args.file) {
+        let _ = writeln!(err, "error: {source}: cannot be removed: {e}");
+        return EXIT_FAILED;
+    }
+    EXIT_OK
+}
+
+fn agent_name(index: usize) -> &'static str {
+    Specialist::ALL[index].as_str()
+}

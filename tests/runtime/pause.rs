@@ -1,0 +1,574 @@
+//! The durable pause (issue 14 §1): with no approver, `respond` answers the blocks that need no
+//! approval and returns a `PendingTurn`; it serializes, is read back in a fresh dispatcher (as a
+//! later process would) and resumed with a person's decisions into the complete user message.
+//! Every refusal of a resume, the expiry, the chain run again at resume, and the session's
+//! answer memory (a retry while paused, a resume twice).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+
+use crate::ask::{Lines, at_start, dispatcher, large_refund};
+use crate::support;
+use serde_json::{Value, json};
+use toolgate::{
+    Approval, Decision, Dispatcher, HookContext, Message, PendingTurn, PreHookDef, Reply,
+    ResumeError, ToolUse,
+};
+
+fn ctx(session: &str, user: &str, at: SystemTime) -> HookContext {
+    HookContext::builder(user, session)
+        .clock(toolgate::Clock::fixed(at))
+        .build()
+}
+
+/// Two refunds in one message: `toolu_1` (900 cents, no approval needed) and `toolu_2` (25 000
+/// cents, a person must approve).
+fn message() -> Message {
+    support::assistant(
+        json!([
+            {"type": "tool_use", "id": "toolu_1", "name": "refund",
+             "input": {"order_id": "o_1", "amount_cents": 900}},
+            {"type": "tool_use", "id": "toolu_2", "name": "refund",
+             "input": {"order_id": "o_2", "amount_cents": 25000}},
+        ]),
+        "tool_use",
+    )
+}
+
+const LARGE_ASK: &str = "refunds above 20000 cents need a person's approval";
+
+/// The digest of `{"order_id":"o_2","amount_cents":25000}`.
+fn digest_o2() -> String {
+    support::sha256_hex(br#"{"order_id":"o_2","amount_cents":25000}"#)
+}
+
+/// The fingerprint of a dispatcher with the refund tool and `hooks` (path, order) on it,
+/// computed from its documented text.
+fn fingerprint(d: &Dispatcher, hooks: &[(&str, i64)]) -> String {
+    let mut text = String::from("toolgate dispatcher fingerprint 1\n");
+    text.push_str(&format!(
+        "tool\trefund\t{}\n",
+        d.canonical_schema("refund").unwrap()
+    ));
+    for (path, order) in hooks {
+        text.push_str(&format!("pre_hook\t{order}\t{path}\n"));
+    }
+    support::sha256_hex(text.as_bytes())
+}
+
+fn pause(d: &Dispatcher) -> PendingTurn {
+    let session = d.session(ctx("sess_ask", "u_001", at_start()));
+    let reply = toolgate::block_on(session.respond(&message())).unwrap();
+    session.end();
+    match reply {
+        Reply::Pending(p) => p,
+        other => panic!("expected a pending turn, got {other:?}"),
+    }
+}
+
+fn decisions(list: Vec<(&str, Approval)>) -> BTreeMap<String, Approval> {
+    list.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+}
+
+/// Resumes `pending` in a fresh session of `d` at `at`.
+fn resume(
+    d: &Dispatcher,
+    pending: &PendingTurn,
+    at: SystemTime,
+    list: Vec<(&str, Approval)>,
+) -> Result<Message, ResumeError> {
+    let session = d.session(ctx("sess_ask", "u_001", at));
+    let r = toolgate::block_on(session.resume(pending, &decisions(list)));
+    session.end();
+    r
+}
+
+fn results(m: &Message) -> Value {
+    serde_json::to_value(m).unwrap()["content"].clone()
+}
+
+fn line(id: &str, input: Value, at: &str, rest: Value) -> Value {
+    let mut l = json!({
+        "ts": at, "session_id": "sess_ask", "user_id": "u_001",
+        "tool_use_id": id, "tool": "refund", "input": input, "duration_us": 0,
+    });
+    for (k, v) in rest.as_object().unwrap() {
+        l[k] = v.clone();
+    }
+    l
+}
+
+fn later(secs: u64) -> SystemTime {
+    at_start() + Duration::from_secs(secs)
+}
+
+#[test]
+fn a_paused_turn_is_serialized_read_back_in_a_fresh_dispatcher_and_resumed() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+    let pending = pause(&d);
+    let fp = fingerprint(&d, &[("app::large_refund", 10)]);
+    assert_eq!(d.fingerprint(), fp);
+    let stored = serde_json::to_string(&pending).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&stored).unwrap(),
+        json!({
+            "format": 1, "session_id": "sess_ask", "user_id": "u_001", "fingerprint": fp,
+            "created_at": "2026-11-24T10:15:00Z",
+            "blocks": [
+                {"state": "answered", "result": {"type": "tool_result", "tool_use_id": "toolu_1",
+                                                 "content": "refunded 900 on o_1"}},
+                {"state": "awaiting_approval", "tool_use_id": "toolu_2", "tool": "refund",
+                 "input": {"order_id": "o_2", "amount_cents": 25000},
+                 "effective_input": {"order_id": "o_2", "amount_cents": 25000},
+                 "input_digest": digest_o2(),
+                 "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}]},
+            ]
+        })
+    );
+    // Only the block that needed no approval ran; the paused one has a line that is not final,
+    // and the summary counts final lines only.
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        lines.take(),
+        vec![
+            line(
+                "toolu_1",
+                json!({"order_id": "o_1", "amount_cents": 900}),
+                "2026-11-24T10:15:00Z",
+                json!({"outcome": "ok", "is_error": false, "content": "refunded 900 on o_1"})
+            ),
+            line(
+                "toolu_2",
+                json!({"order_id": "o_2", "amount_cents": 25000}),
+                "2026-11-24T10:15:00Z",
+                json!({"outcome": "awaiting_approval", "is_error": false, "content": "",
+                       "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}],
+                       "final": false})
+            ),
+        ]
+    );
+
+    // A later process: a fresh dispatcher built the same way, the turn read back from text.
+    let (runs2, lines2) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let fresh = dispatcher(&runs2, &lines2, vec![large_refund()], |b| b);
+    let read: PendingTurn = serde_json::from_str(&stored).unwrap();
+    assert_eq!(read, pending);
+    let session = fresh.session(ctx("sess_ask", "u_001", later(600)));
+    let approvals = decisions(vec![(
+        "toolu_2",
+        Approval::approve_digest("lead@example.com", digest_o2()),
+    )]);
+    let answer = toolgate::block_on(session.resume(&read, &approvals)).unwrap();
+    assert_eq!(
+        results(&answer),
+        json!([
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "refunded 900 on o_1"},
+            {"type": "tool_result", "tool_use_id": "toolu_2", "content": "refunded 25000 on o_2"},
+        ])
+    );
+    assert_eq!(runs2.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        lines2.take(),
+        vec![line(
+            "toolu_2",
+            json!({"order_id": "o_2", "amount_cents": 25000}),
+            "2026-11-24T10:25:00Z",
+            json!({"outcome": "ok", "is_error": false, "content": "refunded 25000 on o_2",
+                   "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}],
+                   "approved_by": "lead@example.com"})
+        )]
+    );
+    // The resumed answer is remembered: resuming again, or retrying the paused message, runs
+    // nothing twice.
+    let again = toolgate::block_on(session.resume(&read, &approvals)).unwrap();
+    assert_eq!(again, answer);
+    let retried = toolgate::block_on(session.respond(&message())).unwrap();
+    assert_eq!(
+        results(&support::answer_of(retried)),
+        json!([
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "refunded 900 on o_1"},
+            {"type": "tool_result", "tool_use_id": "toolu_2", "content": "refunded 25000 on o_2"},
+        ])
+    );
+    // toolu_1 is not in this session's memory (it was answered in the first process), so the
+    // retry runs it; toolu_2 is replayed.
+    assert_eq!(runs2.load(Ordering::SeqCst), 2);
+    let summary = session.end();
+    assert_eq!(summary.calls, 2);
+}
+
+#[test]
+fn a_denial_at_resume_blocks_the_call_with_the_persons_reason() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+    let pending = pause(&d);
+    lines.take();
+    let answer = resume(
+        &d,
+        &pending,
+        later(60),
+        vec![(
+            "toolu_2",
+            Approval::deny(
+                "lead@example.com",
+                "the order was already refunded in store.",
+            ),
+        )],
+    )
+    .unwrap();
+    let text = "BLOCKED: a person declined this call: the order was already refunded in store.";
+    assert_eq!(
+        results(&answer),
+        json!([
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "refunded 900 on o_1"},
+            {"type": "tool_result", "tool_use_id": "toolu_2", "content": text, "is_error": true},
+        ])
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        lines.take(),
+        vec![line(
+            "toolu_2",
+            json!({"order_id": "o_2", "amount_cents": 25000}),
+            "2026-11-24T10:16:00Z",
+            json!({"outcome": "blocked", "is_error": true, "content": text,
+                   "blocked_by": "app::large_refund",
+                   "detail": "a person declined the call (asked by `app::large_refund`: refunds \
+                              above 20000 cents need a person's approval)",
+                   "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}],
+                   "denied_by": "lead@example.com"})
+        )]
+    );
+}
+
+#[test]
+fn a_turn_past_its_time_to_live_answers_its_calls_blocked() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| {
+        b.pending_ttl(Duration::from_secs(3600))
+    });
+    let pending = pause(&d);
+    lines.take();
+    // At exactly the time to live it is still alive (and needs its decision).
+    assert_eq!(
+        resume(&d, &pending, later(3600), vec![])
+            .unwrap_err()
+            .to_string(),
+        "tool_use \"toolu_2\" is waiting for approval and has no decision"
+    );
+    // One second past: answered `blocked`, whatever the decisions (none needed).
+    let answer = resume(&d, &pending, later(3601), vec![]).unwrap();
+    let text = "BLOCKED: this call waited for a person's approval longer than 3600 s and \
+                expired; it was not done. Ask the user whether to try it again.";
+    assert_eq!(
+        results(&answer),
+        json!([
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "refunded 900 on o_1"},
+            {"type": "tool_result", "tool_use_id": "toolu_2", "content": text, "is_error": true},
+        ])
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        lines.take(),
+        vec![line(
+            "toolu_2",
+            json!({"order_id": "o_2", "amount_cents": 25000}),
+            "2026-11-24T11:15:01Z",
+            json!({"outcome": "blocked", "is_error": true, "content": text,
+                   "blocked_by": "app::large_refund",
+                   "detail": "the pending turn expired: it waited longer than its time to live \
+                              of 3600 s (asked by `app::large_refund`: refunds above 20000 \
+                              cents need a person's approval)",
+                   "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}]})
+        )]
+    );
+    let approved = resume(
+        &d,
+        &pending,
+        later(7200),
+        vec![("toolu_2", Approval::approve("lead"))],
+    )
+    .unwrap();
+    assert_eq!(results(&approved)[1]["content"], text);
+    assert_eq!(
+        toolgate::DispatcherBuilder::DEFAULT_PENDING_TTL,
+        Duration::from_secs(86_400)
+    );
+}
+
+#[test]
+fn at_resume_the_chain_runs_again_and_a_deny_still_wins() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let frozen = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&frozen);
+    let freeze = PreHookDef::sync("app::weekly_limit", 20, move |_env, _call: &ToolUse| {
+        Ok(if flag.load(Ordering::SeqCst) {
+            Decision::deny("this week's refund limit was reached.")
+        } else {
+            Decision::Allow
+        })
+    });
+    let d = dispatcher(&runs, &lines, vec![large_refund(), freeze], |b| b);
+    let pending = pause(&d);
+    lines.take();
+    // Between the pause and the approval, other refunds used up the week's limit.
+    frozen.store(true, Ordering::SeqCst);
+    let answer = resume(
+        &d,
+        &pending,
+        later(60),
+        vec![("toolu_2", Approval::approve("lead"))],
+    )
+    .unwrap();
+    assert_eq!(
+        results(&answer)[1],
+        json!({"type": "tool_result", "tool_use_id": "toolu_2", "is_error": true,
+               "content": "BLOCKED: this week's refund limit was reached."})
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        lines.take(),
+        vec![line(
+            "toolu_2",
+            json!({"order_id": "o_2", "amount_cents": 25000}),
+            "2026-11-24T10:16:00Z",
+            json!({"outcome": "blocked", "is_error": true,
+                   "content": "BLOCKED: this week's refund limit was reached.",
+                   "blocked_by": "app::weekly_limit",
+                   "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}],
+                   "approved_by": "lead"})
+        )]
+    );
+}
+
+#[test]
+fn an_edit_at_resume_is_authorized_as_a_rewrite() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+    let pending = pause(&d);
+    lines.take();
+    let edit = Approval::edit("lead", json!({"order_id": "o_2", "amount_cents": 21000}));
+    let answer = resume(&d, &pending, later(60), vec![("toolu_2", edit)]).unwrap();
+    assert_eq!(results(&answer)[1]["content"], "refunded 21000 on o_2");
+    assert_eq!(
+        lines.take(),
+        vec![line(
+            "toolu_2",
+            json!({"order_id": "o_2", "amount_cents": 25000}),
+            "2026-11-24T10:16:00Z",
+            json!({"outcome": "ok", "is_error": false, "content": "refunded 21000 on o_2",
+                   "rewritten_by": ["<approver>"],
+                   "effective_input": {"order_id": "o_2", "amount_cents": 21000},
+                   "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}],
+                   "approved_by": "lead"})
+        )]
+    );
+}
+
+#[test]
+fn every_refusal_of_a_resume_is_typed_and_runs_nothing() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+    let pending = pause(&d);
+    lines.take();
+    let approve = || vec![("toolu_2", Approval::approve("lead"))];
+    let refused = |d: &Dispatcher, p: &PendingTurn, session: &str, user: &str, list| {
+        let s = d.session(ctx(session, user, later(60)));
+        let e = toolgate::block_on(s.resume(p, &decisions(list))).unwrap_err();
+        s.end();
+        e
+    };
+
+    let e = refused(&d, &pending, "sess_other", "u_001", approve());
+    assert!(matches!(e, ResumeError::OtherSession { .. }));
+    assert_eq!(
+        e.to_string(),
+        "the pending turn belongs to session \"sess_ask\" of user \"u_001\", not to session \
+         \"sess_other\" of user \"u_001\""
+    );
+    let e = refused(&d, &pending, "sess_ask", "u_002", approve());
+    assert_eq!(
+        e.to_string(),
+        "the pending turn belongs to session \"sess_ask\" of user \"u_001\", not to session \
+         \"sess_ask\" of user \"u_002\""
+    );
+
+    // A dispatcher whose hooks changed (one more guard on the tool).
+    let (r2, l2) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let extra = PreHookDef::sync("app::extra", 5, |_env, _c: &ToolUse| Ok(Decision::Allow));
+    let changed = dispatcher(&r2, &l2, vec![large_refund(), extra], |b| b);
+    let e = refused(&changed, &pending, "sess_ask", "u_001", approve());
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "the dispatcher changed since the turn paused (fingerprint {}, now {}): its tools \
+             or PreToolUse hooks are not those the calls were checked by",
+            pending.fingerprint,
+            fingerprint(&changed, &[("app::extra", 5), ("app::large_refund", 10)])
+        )
+    );
+    assert_ne!(changed.fingerprint(), d.fingerprint());
+
+    let mut future = pending.clone();
+    future.format = 2;
+    let e = refused(&d, &future, "sess_ask", "u_001", approve());
+    assert_eq!(
+        e.to_string(),
+        "the pending turn has format 2; this build reads format 1"
+    );
+
+    let e = refused(
+        &d,
+        &pending,
+        "sess_ask",
+        "u_001",
+        vec![("toolu_1", Approval::approve("lead"))],
+    );
+    assert_eq!(
+        e.to_string(),
+        "tool_use \"toolu_1\" is not waiting for approval in this pending turn"
+    );
+
+    let wrong = support::sha256_hex(br#"{"order_id":"o_2","amount_cents":2500}"#);
+    let e = refused(
+        &d,
+        &pending,
+        "sess_ask",
+        "u_001",
+        vec![("toolu_2", Approval::approve_digest("lead", wrong.clone()))],
+    );
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "the approval of tool_use \"toolu_2\" is for input digest {wrong}, but the call's \
+             input has digest {}",
+            digest_o2()
+        )
+    );
+
+    // The stored input was altered after the pause: its digest no longer matches.
+    let mut altered = serde_json::to_value(&pending).unwrap();
+    altered["blocks"][1]["effective_input"]["amount_cents"] = json!(250000);
+    let altered: PendingTurn = serde_json::from_value(altered).unwrap();
+    let e = refused(&d, &altered, "sess_ask", "u_001", approve());
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "the approval of tool_use \"toolu_2\" is for input digest {}, but the call's input \
+             has digest {}",
+            digest_o2(),
+            support::sha256_hex(br#"{"order_id":"o_2","amount_cents":250000}"#)
+        )
+    );
+
+    let e = refused(&d, &pending, "sess_ask", "u_001", vec![]);
+    assert_eq!(
+        e.to_string(),
+        "tool_use \"toolu_2\" is waiting for approval and has no decision"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(lines.take(), Vec::<Value>::new());
+}
+
+#[test]
+fn a_retry_while_paused_runs_nothing_twice_and_pauses_again() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+    let session = d.session(ctx("sess_ask", "u_001", at_start()));
+    let first = toolgate::block_on(session.respond(&message())).unwrap();
+    let second = toolgate::block_on(session.respond(&message())).unwrap();
+    // The same pending turn: toolu_1 answered from memory, toolu_2 asked about again.
+    assert_eq!(second, first);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let l = lines.take();
+    let brief: Vec<(Value, Value, Value)> = l
+        .iter()
+        .map(|l| {
+            (
+                l["tool_use_id"].clone(),
+                l["outcome"].clone(),
+                l.get("replay").cloned().unwrap_or(Value::Null),
+            )
+        })
+        .collect();
+    assert_eq!(
+        brief,
+        vec![
+            (json!("toolu_1"), json!("ok"), Value::Null),
+            (json!("toolu_2"), json!("awaiting_approval"), Value::Null),
+            (json!("toolu_1"), json!("ok"), json!(true)),
+            (json!("toolu_2"), json!("awaiting_approval"), Value::Null),
+        ]
+    );
+    // Resumed in the same session: toolu_2 runs once; a retry then is answered from memory.
+    let pending = first.pending().unwrap();
+    let approvals = decisions(vec![("toolu_2", Approval::approve("lead"))]);
+    let answer = toolgate::block_on(session.resume(pending, &approvals)).unwrap();
+    let retried = support::answer_of(toolgate::block_on(session.respond(&message())).unwrap());
+    assert_eq!(retried, answer);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    let summary = session.end();
+    // Final lines only: toolu_1 once, toolu_2 once (replays and pauses are not counted).
+    assert_eq!(summary.calls, 2);
+    assert_eq!(
+        serde_json::to_value(&summary.outcomes).unwrap(),
+        json!({"ok": 2})
+    );
+}
+
+#[test]
+fn an_approver_answers_inline_in_respond_too() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| {
+        b.approver(AlwaysApprove)
+    });
+    let session = d.session(ctx("sess_ask", "u_001", at_start()));
+    let reply = toolgate::block_on(session.respond(&message())).unwrap();
+    assert_eq!(
+        results(&support::answer_of(reply)),
+        json!([
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "refunded 900 on o_1"},
+            {"type": "tool_result", "tool_use_id": "toolu_2", "content": "refunded 25000 on o_2"},
+        ])
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn the_other_apis_whole_turns_block_a_call_that_asks() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+    let session = d.session(ctx("sess_ask", "u_001", at_start()));
+    let choice = json!({
+        "index": 0, "finish_reason": "tool_calls",
+        "message": {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "refund",
+             "arguments": "{\"order_id\":\"o_2\",\"amount_cents\":25000}"}}
+        ]}
+    });
+    let reply = toolgate::block_on(session.respond_openai_choice(&choice)).unwrap();
+    assert_eq!(
+        reply,
+        Reply::Answer(vec![json!({
+            "role": "tool", "tool_call_id": "call_1",
+            "content": "BLOCKED: this call needs a person's approval, and none can be given here \
+                        (refunds above 20000 cents need a person's approval). Tell the user it \
+                        was not done and that a person must approve it."
+        })])
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+struct AlwaysApprove;
+
+impl toolgate::Approver for AlwaysApprove {
+    fn approve<'a>(
+        &'a self,
+        _request: toolgate::ApprovalRequest<'a>,
+    ) -> toolgate::BoxFuture<'a, Approval> {
+        Box::pin(async { Approval::approve("bot") })
+    }
+}
