@@ -238,6 +238,13 @@
 //!   with an item you did not write (rustc reports a clash with your own items as for any
 //!   two definitions); without `input = …` the struct stays hidden. A tool with an `#[input]`
 //!   struct needs no name: a typed hook takes that struct.
+//! - `#[tool(external)]`: a tool that runs in the host, not here (Claude Code's `Bash`, `Edit`,
+//!   `Write`, `Read`, an MCP server's `mcp__<server>__<tool>`; usually with `name = "Bash"`).
+//!   The signature declares its input, so hooks name it in `tools = [...]` and see its input
+//!   validated as for any tool; its schema is open (unknown fields are accepted, so a field the
+//!   host adds does not refuse every call); the body is never called, and a dispatcher asked
+//!   to run it answers `tool_error` with [`EXTERNAL_TOOL_MESSAGE`] ([`ToolDef::external`] by
+//!   hand). See [`claude_code`].
 //! - `#[tool(crate = path)]` for crates that re-export toolgate under another path.
 //!
 //! The function stays callable as written; the registered tool calls it directly by path, so
@@ -626,6 +633,25 @@
 //! truth: a denial inside is `blocked` with the inner hook's path in `blocked_by`, and
 //! `invalid_input`, `unknown_tool`, `panicked`, `tool_timeout` carry over with the inner
 //! detail; an inner halt halts the outer dispatcher too.
+//!
+//! # tower
+//!
+//! With the `tower` feature, `toolgate::tower::HooksLayer` puts a dispatcher's hooks in front of any
+//! `Clone` `Service<ToolUse>` that says which tools it serves, and `tower::SessionService`
+//! makes a session a `Service<ToolUse>` (response [`CallAnswer`], error [`CallError`], `'static`
+//! futures), so tower's timeouts, concurrency limits, retries and rate limits stack inside or
+//! outside toolgate's. A tower timeout outside drops the call (`cancelled`); inside, its error
+//! is the call's `tool_error`; the table is in the `tower` module's docs.
+//!
+//! # Claude Code hooks
+//!
+//! [`claude_code::ClaudeCodeHook`] is a Claude Code command hook over a dispatcher: one event
+//! on standard input, the documented answer on standard output (`permissionDecision: "deny"`
+//! for a denial, `"ask"` with `updatedInput` for a rewrite, nothing for an allow), exit 2 with
+//! the reason on standard error for a rule that fails or an event that cannot be read.
+//! PostToolUse events feed the observers and the audit log; the Stop hooks run on
+//! `SessionEnd`. The module docs have the protocol, event by event;
+//! `examples/claude_code_hook.rs` a team's rules on Claude Code's tools.
 //!
 //! # The audit trail
 //!

@@ -93,3 +93,11 @@ impl CallAnswer {
         self
     }
 }
+
+/// [`CallAnswer::from_result`]: outcome `tool_error` when the result says `is_error`, `ok`
+/// otherwise.
+impl From<ToolResult> for CallAnswer {
+    fn from(result: ToolResult) -> Self {
+        CallAnswer::from_result(result)
+    }
+}

@@ -172,6 +172,30 @@ impl ToolDef {
         Self::with::<A>(name, description, Arc::new(AsyncTool::new(f)))
     }
 
+    /// An external tool: a tool that runs in the host (Claude Code's `Bash`, `Edit`, `Write`,
+    /// `Read`, an MCP server's `mcp__<server>__<tool>`), declared by name and input type so
+    /// PreToolUse hooks can match it and see its input validated, as they do a `#[tool]`'s
+    /// (`#[tool(external)]` declares one from a signature). Its schema is open (unknown fields
+    /// are allowed, as [`allow_unknown_fields`](Self::allow_unknown_fields)), so a host update
+    /// that adds a field does not refuse every call.
+    ///
+    /// The dispatcher never runs it: asked through [`Session::call`](crate::Session::call), it
+    /// answers `tool_error` with [`EXTERNAL_TOOL_MESSAGE`](crate::EXTERNAL_TOOL_MESSAGE); hosts
+    /// ask [`Dispatcher::pre_tool_use`](crate::Dispatcher::pre_tool_use) (the Claude Code hook
+    /// does) and run the tool themselves.
+    pub fn external<A>(
+        name: impl Into<Cow<'static, str>>,
+        description: impl Into<Cow<'static, str>>,
+    ) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+    {
+        Self::sync(name, description, |_env, _args: A| {
+            Err::<String, _>(ToolError::new(crate::texts::EXTERNAL_TOOL_MESSAGE))
+        })
+        .allow_unknown_fields()
+    }
+
     /// Declares `T` as the type of the tool's output, for MCP: when `T`'s JSON Schema is an
     /// object (`"type": "object"` at its root, as for a struct or a map), the tool's `tools/list`
     /// entry carries it as `outputSchema` and its results carry `structuredContent` (see

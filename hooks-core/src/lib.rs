@@ -147,6 +147,9 @@
 //! | `time.rs` | RFC 3339 timestamps ([`Rfc3339`]) |
 //! | `answer.rs` | [`CallAnswer`]: a `tool_result` with its outcome, the hook at fault and the operator detail |
 //! | `caller.rs` | wrapping by ownership: [`ToolCaller`], [`SyncCaller`] |
+//! | `claude_code/mod.rs` | [`claude_code::ClaudeCodeHook`]: a Claude Code command hook over a dispatcher (one event in, the documented answer out) |
+//! | `claude_code/state.rs` | the hook's per-session state file (the summary between events, under the file's lock) |
+//! | `tower.rs` | feature `tower`: a session as a `Service<ToolUse>`, a tower service as a [`ToolCaller`], the hooks as a `Layer`; how tower's timeouts meet toolgate's deadlines |
 //! | `provider/mod.rs` | [`Provider`]; the tool definitions of each target and their rendering |
 //! | `provider/anthropic.rs` | Anthropic: the `tools` entries, default and strict |
 //! | `provider/openai.rs` | OpenAI Chat Completions: the `tools` entry, `tool_calls` in, `tool` messages out; the strict subset |
@@ -165,6 +168,7 @@ mod approval;
 mod audit;
 mod builder;
 mod caller;
+pub mod claude_code;
 mod content;
 mod context;
 mod conversation;
@@ -200,6 +204,8 @@ mod stats;
 mod texts;
 mod time;
 mod timer;
+#[cfg(feature = "tower")]
+pub mod tower;
 mod turns;
 mod what_if;
 
@@ -244,7 +250,7 @@ pub use provider::{
 pub use reply::Reply;
 pub use session::Session;
 pub use state::{Env, MissingState, State, StateKey};
-pub use texts::INTERNAL_ERROR_MESSAGE;
+pub use texts::{EXTERNAL_TOOL_MESSAGE, INTERNAL_ERROR_MESSAGE};
 pub use time::Rfc3339;
 pub use timer::Timer;
 #[cfg(feature = "tokio")]

@@ -183,7 +183,9 @@ impl Session {
             awaiting: waiting,
             resolution,
         };
-        self.remembered_call_in(&call, Mode::Resume(resumed)).await
+        self.remembered_call_in(&call, Mode::Resume(resumed))
+            .await
+            .map(|answer| answer.result)
     }
 
     /// A block after one whose chain halted at resume: an answered one keeps its answer, a

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
+use crate::answer::CallAnswer;
 use crate::content::{ContentBlock, Message, Role, ToolResult, ToolUse};
 use crate::context::HookContext;
 use crate::dispatcher::Dispatcher;
@@ -139,6 +140,13 @@ impl Session {
     /// - [`CallError::IdReused`] when this id was seen with another input;
     /// - [`CallError::Store`] when the session's [`AnswerStore`] failed.
     pub async fn call(&self, call: &ToolUse) -> Result<ToolResult, CallError> {
+        self.call_answer(call).await.map(|answer| answer.result)
+    }
+
+    /// [`call`](Self::call) with the whole [`CallAnswer`] (outcome, the hook at fault, the
+    /// operator detail; a replay from memory has its remembered outcome and a detail saying
+    /// so): what the tower service answers.
+    pub(crate) async fn call_answer(&self, call: &ToolUse) -> Result<CallAnswer, CallError> {
         if call.id.is_empty() {
             self.not_run_all(&[call], texts::NOT_RUN_EMPTY_ID).await;
             return Err(CallError::EmptyId);
@@ -148,7 +156,7 @@ impl Session {
 
     /// [`call`](Self::call) for an id already checked: claimed in the memory first, so a
     /// retry, even a concurrent one, never runs it twice.
-    async fn remembered_call(&self, call: &ToolUse) -> Result<ToolResult, CallError> {
+    async fn remembered_call(&self, call: &ToolUse) -> Result<CallAnswer, CallError> {
         self.remembered_call_in(call, Mode::Block).await
     }
 
@@ -159,7 +167,7 @@ impl Session {
         &self,
         call: &ToolUse,
         mode: Mode<'_, '_>,
-    ) -> Result<ToolResult, CallError> {
+    ) -> Result<CallAnswer, CallError> {
         let inner = &self.dispatcher.inner;
         let digest = InputDigest::of(&call.input, inner.limits.max_input_depth);
         match self.store.claim(&call.id, digest).await {
@@ -188,18 +196,18 @@ impl Session {
                 mode,
             )
             .await;
-        let result = answer?.result; // a halt: `claimed` releases the id, so a retry runs it
+        let answer = answer?; // a halt: `claimed` releases the id, so a retry runs it
         let outcome = progress.outcome().unwrap_or(Outcome::Ok);
         if !outcome.is_final() {
-            return Ok(result); // paused: `claimed` releases it (its tool did not start)
+            return Ok(answer); // paused: `claimed` releases it (its tool did not start)
         }
-        if let Err(e) = self.store.answered(outcome, result.clone()).await {
+        if let Err(e) = self.store.answered(outcome, answer.result.clone()).await {
             tracing::error!(target: "toolgate::memory", tool_use_id = %call.id, error = %e,
                 "the answer could not be remembered; a retry of this call will not run it again");
-            return Ok(result); // `claimed` releases it (as cancelled, if the tool started)
+            return Ok(answer); // `claimed` releases it (as cancelled, if the tool started)
         }
         claimed.armed = false;
-        Ok(result)
+        Ok(answer)
     }
 
     /// Answers an id the memory has seen: a replay of its answer, or a refusal.
@@ -208,7 +216,7 @@ impl Session {
         call: &ToolUse,
         digest: InputDigest,
         seen: Remembered,
-    ) -> Result<ToolResult, CallError> {
+    ) -> Result<CallAnswer, CallError> {
         let tool_use_id = || call.id.clone();
         if seen.digest() != digest {
             return Err(CallError::IdReused {
@@ -250,7 +258,7 @@ impl Session {
                 detail,
             )
             .await;
-        Ok(result)
+        Ok(CallAnswer::new(result, outcome).with_detail(detail))
     }
 
     /// Answers an assistant message: its `tool_use` blocks run one after another, in order, each
@@ -357,7 +365,7 @@ impl Session {
                 Mode::Block
             };
             let halt = match self.remembered_call_in(call, mode).await {
-                Ok(result) => {
+                Ok(CallAnswer { result, .. }) => {
                     results.push(match paused {
                         Some(waiting) => PendingBlock::AwaitingApproval(waiting),
                         None => PendingBlock::Answered { result },

@@ -395,6 +395,11 @@ pub(crate) fn cut_chars(text: &str, max: usize) -> Cow<'_, str> {
     }
 }
 
+/// What an external tool (declared with `ToolDef::external` or `#[tool(external)]`) answers when
+/// a dispatcher is asked to run it: it runs in the host, never here.
+pub const EXTERNAL_TOOL_MESSAGE: &str = "Error: this tool runs in the host application, not in \
+     this dispatcher; nothing was run.";
+
 #[cfg(test)]
 mod tests {
     use super::*;

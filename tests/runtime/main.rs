@@ -32,6 +32,8 @@ mod pre_tool_use;
 mod replies;
 mod retries;
 mod session;
+#[cfg(feature = "tower")]
+mod tower_layers;
 mod tracing_channels;
 mod trusted_context;
 mod typed_hooks;

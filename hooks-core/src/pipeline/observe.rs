@@ -195,6 +195,34 @@ impl Inner {
     }
 }
 
+impl Inner {
+    /// Shows `record` to the observers of `tool` (its index; `None` for a name this dispatcher
+    /// does not know), sync and async, with no call around it: for a host that ran the tool
+    /// itself (the Claude Code hook's PostToolUse, and its PreToolUse refusals).
+    pub(crate) async fn observe_record(
+        &self,
+        env: Env<'_>,
+        stats: Option<&Stats>,
+        record: &CallRecord<'_>,
+        tool: Option<usize>,
+    ) {
+        for &o in self.observers_for(tool) {
+            let obs = &self.observers[o];
+            let failure = match start_observer(obs, env, record) {
+                Ok(None) => None,
+                Ok(Some(fut)) => match CatchUnwind(fut).await {
+                    Ok(r) => r.err().map(|e| e.message().to_owned()),
+                    Err(p) => Some(format!("panicked: {p}")),
+                },
+                Err(error) => Some(error),
+            };
+            if let Some(error) = failure {
+                report_observer_error(stats, &obs.path, &record.call.id, &error);
+            }
+        }
+    }
+}
+
 /// Starts one observer: `Ok(None)` when it is done, `Ok(Some(future))` for an async one still
 /// running, `Err(text)` when it failed (its error's message, or `panicked: …`).
 fn start_observer<'a>(

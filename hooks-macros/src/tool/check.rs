@@ -32,6 +32,7 @@ const KEYS: Keys = Keys {
         "open_world",
         "unguarded",
         "input",
+        "external",
     ],
 };
 
@@ -56,6 +57,9 @@ pub(crate) struct ToolSpec {
     pub(crate) strict: Option<bool>,
     /// `input_examples = path`: a `fn() -> Vec<serde_json::Value>` (`ToolDef::input_examples`).
     pub(crate) input_examples: Option<Path>,
+    /// `external`: the tool runs in the host; the signature declares its input
+    /// (`ToolDef::external`), the body is never called.
+    pub(crate) external: bool,
     /// The parameters in declaration order, the order the call passes them in.
     pub(crate) params: Vec<ToolParam>,
     /// `effect = "read" | "write"` with its hints (`ToolDef::effect`).
@@ -114,6 +118,7 @@ struct ToolArgs {
     input_examples: Option<Path>,
     timeout_ms: Option<(u64, Span)>,
     errors_shown: bool,
+    external: bool,
     krate: TokenStream,
     /// `effect = "…"`: `Some(true)` for write; `None` when absent or unreadable.
     effect: Option<bool>,
@@ -137,6 +142,7 @@ impl ToolArgs {
             input_examples: None,
             timeout_ms: None,
             errors_shown: false,
+            external: false,
             krate: quote!(::toolgate),
             effect: None,
             effect_given: false,
@@ -157,6 +163,7 @@ impl ToolArgs {
                 "description" => out.description = a.lit_str(cx),
                 "allow_unknown_fields" => out.allow_unknown_fields = a.flag(cx),
                 "errors" => out.errors_shown = check_errors(cx, a),
+                "external" => out.external = a.flag(cx),
                 "strict" => out.strict = a.bool(cx),
                 "effect" => {
                     out.effect_given = true;
@@ -223,6 +230,7 @@ impl ToolSpec {
             errors_shown: args.errors_shown,
             strict: args.strict,
             input_examples: args.input_examples,
+            external: args.external,
             params,
             effect,
             unguarded,

@@ -28,7 +28,12 @@ pub(crate) fn tool(spec: &ToolSpec) -> TokenStream {
     let make = make_def(spec, &p);
     let settings = settings(spec, &p);
     let output_schema = output_schema(spec, &p);
+    // An external tool's function only declares the input: nothing calls it.
+    let unused = spec
+        .external
+        .then(|| quote!(#[allow(dead_code, unused_variables)]));
     quote! {
+        #unused
         #func
 
         #companion
@@ -154,6 +159,9 @@ fn make_def(spec: &ToolSpec, p: &TokenStream) -> TokenStream {
     let name = tool_name(spec);
     let description = &spec.description;
     let args_ty = args_type(spec);
+    if spec.external {
+        return quote!(#p::ToolDef::external::<#args_ty>(#name, #description));
+    }
     let body = call_body(spec, p);
     if spec.func.asyncness.is_some() {
         quote! {
