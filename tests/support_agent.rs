@@ -135,6 +135,16 @@ const EXPECTED: &[(&str, &[(&str, &str)])] = &[
             ("toolu_01GzvAmwufUxbvJDCTbyvHNs", "ok"),
         ],
     ),
+    (
+        "10_weekly_refunds.json",
+        &[
+            ("toolu_01KdV8mQpR3sTz6WnY2bHc4F", "ok"),
+            ("toolu_01Ha3JtLs7PqV5mXcR9wNe2D", "ok"),
+            ("toolu_01Rw2ZkNt6HsM9qPbV4xJf7C", "ok"),
+            ("toolu_01Tq5YhWm8VrK3nLsZ6cPg9B", "ok"),
+            ("toolu_01Wn7CsPk4XtR8mVhL2zQd5J", "blocked"),
+        ],
+    ),
 ];
 
 /// What the model is told for each tool_use of the bundled transcripts: (id, is_error, content).
@@ -224,6 +234,34 @@ const RESULTS: &[(&str, bool, &str)] = &[
         false,
         r#"{"case_id":"case_o_3001","user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":["tracking page screenshot"],"status":"open"}"#,
     ),
+    (
+        "toolu_01KdV8mQpR3sTz6WnY2bHc4F",
+        false,
+        r#"{"user_id":"u_007","tier":"premium","orders":["o_3001","o_3002"]}"#,
+    ),
+    (
+        "toolu_01Ha3JtLs7PqV5mXcR9wNe2D",
+        false,
+        r#"{"refund_id":"re_0001","order_id":"o_3002","amount_cents":18000,"refunded_total_cents":18000,"status":"issued"}"#,
+    ),
+    (
+        "toolu_01Rw2ZkNt6HsM9qPbV4xJf7C",
+        false,
+        r#"{"refund_id":"re_0002","order_id":"o_3001","amount_cents":9500,"refunded_total_cents":9500,"status":"issued"}"#,
+    ),
+    (
+        "toolu_01Tq5YhWm8VrK3nLsZ6cPg9B",
+        false,
+        r#"{"refund_id":"re_0003","order_id":"o_3001","amount_cents":6000,"refunded_total_cents":15500,"status":"issued"}"#,
+    ),
+    (
+        "toolu_01Wn7CsPk4XtR8mVhL2zQd5J",
+        true,
+        "BLOCKED: a refund of 20000 cents would bring this customer's refunds in ISO week \
+         2026-W48 to 53500 cents, above the weekly limit of 50000 cents (33500 cents already \
+         refunded this week). Refund at most 16500 cents now and tell the customer the rest \
+         will be reviewed by a human agent.",
+    ),
 ];
 
 /// The readable line of each tool_use of the bundled transcripts, in order, as
@@ -253,6 +291,11 @@ const READABLE_LINES: &[&str] = &[
     r#"   toolu_01Mp7sDbUq1V8fZx3gCi7PwE  get_order_details {"order_id":"o_1002"} | allowed, ok | {"order_id":"o_1002","user_id":"u_001","amount_cents":45000,"refunded_cents":0}"#,
     r#"   toolu_01Nq8tEcVr2W9gAy4hDj8QxF  issue_refund {"order_id":"o_1002","amount_cents":25000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
     r#"   toolu_01Or9uFdWs3X0hBz5iEk9RyG  issue_refund {"order_id":"o_3001","amount_cents":45000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
+    r#"   toolu_01KdV8mQpR3sTz6WnY2bHc4F  lookup_user {"user_id":"u_007"} | allowed, ok | {"user_id":"u_007","tier":"premium","orders":["o_3001","o_3002"]}"#,
+    r#"   toolu_01Ha3JtLs7PqV5mXcR9wNe2D  issue_refund {"order_id":"o_3002","amount_cents":18000} | allowed, ok | {"refund_id":"re_0001","order_id":"o_3002","amount_cents":18000,"refunded_total_cents":18000,"status":"issued"…"#,
+    r#"   toolu_01Rw2ZkNt6HsM9qPbV4xJf7C  issue_refund {"order_id":"o_3001","amount_cents":9500} | allowed, ok | {"refund_id":"re_0002","order_id":"o_3001","amount_cents":9500,"refunded_total_cents":9500,"status":"issued"}"#,
+    r#"   toolu_01Tq5YhWm8VrK3nLsZ6cPg9B  issue_refund {"order_id":"o_3001","amount_cents":6000} | allowed, ok | {"refund_id":"re_0003","order_id":"o_3001","amount_cents":6000,"refunded_total_cents":15500,"status":"issued"}"#,
+    r#"   toolu_01Wn7CsPk4XtR8mVhL2zQd5J  issue_refund {"order_id":"o_3001","amount_cents":20000} | blocked by support_agent::policy::weekly_refund_limit | BLOCKED: a refund of 20000 cents would bring this customer's refunds in ISO week 2026-W48 to 53500 cents, abov…"#,
 ];
 
 /// `READABLE_LINES[range]` with the hook paths as this test's copy of the example names them.
@@ -272,12 +315,18 @@ fn readable_lines(range: std::ops::Range<usize>) -> Vec<String> {
 fn every_bundled_transcript_replays_with_its_expected_outcomes_results_and_audit_lines() {
     let transcripts = transcript::bundled().expect("the bundled transcripts are valid");
     let names: Vec<&str> = transcripts.iter().map(|t| t.source.as_str()).collect();
-    let mut want: Vec<&str> = EXPECTED.iter().map(|(n, _)| *n).collect();
-    // The transcripts whose turns wait for a person are pinned by the approval tests below.
+    // The transcripts whose turns wait for a person (06 to 09) are pinned by the approval tests
+    // below; the others are listed in EXPECTED, in the bundle's order.
+    let mut want: Vec<&str> = EXPECTED[..5].iter().map(|(n, _)| *n).collect();
     want.extend(APPROVAL_TRANSCRIPTS);
+    want.extend(EXPECTED[5..].iter().map(|(n, _)| *n));
     assert_eq!(names, want);
+    let transcripts: Vec<_> = transcripts
+        .iter()
+        .filter(|t| !APPROVAL_TRANSCRIPTS.contains(&t.source.as_str()))
+        .collect();
 
-    for (t, (_, expected)) in transcripts.iter().zip(EXPECTED) {
+    for (t, (_, expected)) in transcripts.into_iter().zip(EXPECTED) {
         let dir = TempDir::new("replay");
         let audit = AuditLog::open(dir.path()).unwrap();
         let replay = agent::replay(t, Some(&audit)).expect("the agent builds");
@@ -446,7 +495,7 @@ fn the_bundled_transcripts_show_which_hook_decided() {
 }
 
 #[test]
-fn audit_lines_carry_blocked_by_rewritten_by_and_effective_input_only_when_they_apply() {
+fn audit_lines_carry_blocked_by_rewritten_by_hooks_and_effective_input_only_when_they_apply() {
     let t = transcript::load(&fixture("03_parallel_batch.json")).unwrap();
     let dir = TempDir::new("audit-keys");
     let audit = AuditLog::open(dir.path()).unwrap();
@@ -460,15 +509,16 @@ fn audit_lines_carry_blocked_by_rewritten_by_and_effective_input_only_when_they_
         lines,
         [
             format!(
-                r#"{{{context},"tool_use_id":"toolu_01OoNZYW2mZp0zVZomHFwUbb","tool":"lookup_user","input":{{"user_id":"u_999"}},"outcome":"blocked","is_error":true,"content":"BLOCKED: this conversation can only use the signed-in customer's own account, and u_999 is not it. Use the signed-in customer's id, u_001, or ask them what they need for their own account.","duration_us":0,"blocked_by":"{}","prev":"…"}}"#,
+                r#"{{{context},"tool_use_id":"toolu_01OoNZYW2mZp0zVZomHFwUbb","tool":"lookup_user","input":{{"user_id":"u_999"}},"outcome":"blocked","is_error":true,"content":"BLOCKED: this conversation can only use the signed-in customer's own account, and u_999 is not it. Use the signed-in customer's id, u_001, or ask them what they need for their own account.","duration_us":0,"blocked_by":"{own}","hooks":[{{"hook":"{own}","decision":"deny","duration_us":0}}],"prev":"…"}}"#,
+                own = hook("own_records_only")
+            ),
+            format!(
+                r#"{{{context},"tool_use_id":"toolu_01YrEqmSM9wCZ7Uw9xfogoEm","tool":"get_order_details","input":{{"order_id":"o_1002"}},"outcome":"ok","is_error":false,"content":"{{\"order_id\":\"o_1002\",\"user_id\":\"u_001\",\"amount_cents\":45000,\"refunded_cents\":0}}","duration_us":0,"hooks":[{{"hook":"{}","decision":"allow","duration_us":0}}],"prev":"…"}}"#,
                 hook("own_records_only")
             ),
             format!(
-                r#"{{{context},"tool_use_id":"toolu_01YrEqmSM9wCZ7Uw9xfogoEm","tool":"get_order_details","input":{{"order_id":"o_1002"}},"outcome":"ok","is_error":false,"content":"{{\"order_id\":\"o_1002\",\"user_id\":\"u_001\",\"amount_cents\":45000,\"refunded_cents\":0}}","duration_us":0,"prev":"…"}}"#
-            ),
-            format!(
-                r#"{{{context},"tool_use_id":"toolu_01vnEN5N1aE6PwZPf1Qh6yYT","tool":"search_faq","input":{{"query":"refund window for electronics","limit":50}},"outcome":"ok","is_error":false,"content":"{faq}","duration_us":0,"rewritten_by":["{}"],"effective_input":{{"query":"refund window for electronics","limit":5}},"prev":"…"}}"#,
-                hook("cap_faq_limit")
+                r#"{{{context},"tool_use_id":"toolu_01vnEN5N1aE6PwZPf1Qh6yYT","tool":"search_faq","input":{{"query":"refund window for electronics","limit":50}},"outcome":"ok","is_error":false,"content":"{faq}","duration_us":0,"rewritten_by":["{cap}"],"hooks":[{{"hook":"{cap}","decision":"rewrite","duration_us":0}},{{"hook":"{cap}","decision":"allow","duration_us":0}}],"effective_input":{{"query":"refund window for electronics","limit":5}},"prev":"…"}}"#,
+                cap = hook("cap_faq_limit")
             ),
         ]
     );
@@ -501,12 +551,12 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
         .lines()
         .filter(|l| l.trim_start().starts_with("toolu_"))
         .collect();
-    assert_eq!(call_lines, readable_lines(0..24));
+    assert_eq!(call_lines, readable_lines(0..29));
     let summaries: Vec<&str> = out
         .lines()
         .filter(|l| l.starts_with("   summary: "))
         .collect();
-    assert_eq!(summaries.len(), 9);
+    assert_eq!(summaries.len(), 10);
     assert_eq!(
         summaries[3],
         "   summary: calls 3; outcomes blocked 1, invalid_input 1, unknown_tool 1; tools \
@@ -520,7 +570,10 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
         ledger,
         [
             "   ledger: re_0001 refunded 2599 cents on o_1001 (u_001, ISO week 2026-W48)",
-            "   ledger: re_0001 refunded 30000 cents on o_1002 (u_001, ISO week 2026-W48)"
+            "   ledger: re_0001 refunded 30000 cents on o_1002 (u_001, ISO week 2026-W48)",
+            "   ledger: re_0001 refunded 18000 cents on o_3002 (u_007, ISO week 2026-W48)",
+            "   ledger: re_0002 refunded 9500 cents on o_3001 (u_007, ISO week 2026-W48)",
+            "   ledger: re_0003 refunded 6000 cents on o_3001 (u_007, ISO week 2026-W48)",
         ]
     );
     let notes: Vec<&str> = out.lines().filter(|l| l.starts_with("note: ")).collect();
@@ -544,29 +597,29 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
         tail,
         [
             format!(
-                "session summaries: {} (9 lines appended, one per session)",
+                "session summaries: {} (10 lines appended, one per session)",
                 dir.path().join("session_summaries.jsonl").display()
             ),
             format!(
-                "audit log: {} (24 lines appended, one per tool_use, and 4 not final for calls \
+                "audit log: {} (29 lines appended, one per tool_use, and 4 not final for calls \
                  that waited for approval)",
                 dir.path().join("audit_log.jsonl").display()
             ),
         ]
     );
-    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 24);
+    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 29);
     assert_eq!(
         json_lines(&dir.path().join("session_summaries.jsonl")).len(),
-        9
+        10
     );
 
     // Appended to, not replaced.
     let (code, _, _) = run(&[&os("--out-dir"), &os(dir.path())]);
     assert_eq!(code, cli::EXIT_OK);
-    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 48);
+    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 58);
     assert_eq!(
         json_lines(&dir.path().join("session_summaries.jsonl")).len(),
-        18
+        20
     );
 }
 
@@ -593,16 +646,18 @@ fn json_mode_prints_only_the_user_messages_one_json_line_each() {
         )
     );
     let transcripts = transcript::bundled().unwrap();
-    // Every message of the transcripts that do not stay paused has its answer.
+    // Every message of the transcripts that do not stay paused (08 and 09, at 7 and 8) has its
+    // answer.
     let messages: Vec<&toolgate::Message> = transcripts[..7]
         .iter()
+        .chain(&transcripts[9..])
         .flat_map(|t| t.messages.iter())
         .collect();
     let lines: Vec<Value> = out
         .lines()
         .map(|l| serde_json::from_str(l).expect("every stdout line is JSON"))
         .collect();
-    assert_eq!(lines.len(), 17);
+    assert_eq!(lines.len(), 22);
     assert_eq!(lines.len(), messages.len());
     for (line, message) in lines.iter().zip(&messages) {
         let obj = line.as_object().unwrap();
@@ -630,7 +685,7 @@ fn json_mode_prints_only_the_user_messages_one_json_line_each() {
             .collect::<Vec<_>>(),
         [Some(json!(true)), None, None]
     );
-    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 24);
+    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 29);
 }
 
 #[test]
@@ -996,6 +1051,23 @@ fn bad_arguments_exit_2() {
             vec!["--verify-audit=a", "--verify-audit=b"],
             "error: --verify-audit is given twice (see --help)\n",
         ),
+        (
+            vec!["--what-if", "a.jsonl", "--json"],
+            "error: --what-if FILE replays an audit log: it takes only --weekly-refund-limit \
+             and --specialist (see --help)\n",
+        ),
+        (
+            vec!["--what-if", "a.jsonl", "--weekly-refund-limit", "30k"],
+            "error: --weekly-refund-limit 30k: expected a whole number of cents (see --help)\n",
+        ),
+        (
+            vec!["--otel", "--schemas"],
+            "error: --otel goes with a replay (see --help)\n",
+        ),
+        (
+            vec!["--weekly-refund-limit", "30000"],
+            "error: --weekly-refund-limit goes with --what-if (see --help)\n",
+        ),
     ] {
         let args: Vec<OsString> = args.into_iter().map(os).collect();
         let (code, out, err) = run(&args.iter().collect::<Vec<_>>());
@@ -1013,9 +1085,11 @@ Replays customer-support transcripts (assistant messages as the Messages API ret
 through the support agent's tools and hooks.
 
 usage:
-  support_agent [--transcript FILE] [--json] [--out-dir DIR]
+  support_agent [--transcript FILE] [--json] [--out-dir DIR] [--otel]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR
+  support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
+  support_agent --report DIR
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
                 [--json] [--out-dir DIR]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
@@ -1026,6 +1100,8 @@ usage:
   --json               print only the user message answering each assistant message, one JSON
                        line each
   --out-dir DIR        append audit_log.jsonl and session_summaries.jsonl there (default: data)
+  --otel               also print each call's OpenTelemetry spans (execute_tool with a
+                       pre_tool_use child per hook run), with the SDK's stdout exporter
   --schemas            print the specialist's tool definitions as one JSON array and exit
   --specialist NAME    with --schemas: refunds (default) or triage
   --provider NAME      with --schemas: anthropic (default), anthropic-strict, openai (Chat
@@ -1033,6 +1109,14 @@ usage:
   --verify-audit DIR   check the hash chain of DIR's audit files (rotated ones included): ok
                        with the line count and last hash, or the first line edited, deleted,
                        inserted or reordered
+  --what-if FILE       replay a recorded audit_log.jsonl through today's PreToolUse rules
+                       (never the tools) and print every call they decide differently: allowed
+                       → blocked, blocked → allowed, another rewrite, another blocking hook
+  --weekly-refund-limit CENTS
+                       with --what-if: try this weekly refund limit instead of 50000 cents
+  --report DIR         write DIR/report.html from DIR's audit files: calls per outcome per
+                       day, blocked rate per rule and per tool, the slowest rules, the latest
+                       halts, token usage per session, whether the hash chain verifies
   --resume FILE        finish a turn paused for a person's approval (a replay writes it to
                        OUT-DIR/pending/SESSION.json) with one decision:
   --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)
@@ -1081,8 +1165,8 @@ fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line
         (
             cli::EXIT_OK,
             format!(
-                "audit_log.jsonl: ok, 24 lines, last hash {last}\n\
-                 session_summaries.jsonl: ok, 9 lines, last hash {last_summary}\n\
+                "audit_log.jsonl: ok, 29 lines, last hash {last}\n\
+                 session_summaries.jsonl: ok, 10 lines, last hash {last_summary}\n\
                  keep the last hashes elsewhere: lines deleted from the end of a file can only \
                  be caught against them\n"
             ),
@@ -1110,8 +1194,8 @@ fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line
         (
             cli::EXIT_OK,
             format!(
-                "audit_log.jsonl (2 files): ok, 27 lines, last hash {last}\n\
-                 session_summaries.jsonl (2 files): ok, 10 lines, last hash {last_summary}\n\
+                "audit_log.jsonl (2 files): ok, 32 lines, last hash {last}\n\
+                 session_summaries.jsonl (2 files): ok, 11 lines, last hash {last_summary}\n\
                  keep the last hashes elsewhere: lines deleted from the end of a file can only \
                  be caught against them\n"
             ),
@@ -1136,7 +1220,7 @@ fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line
             format!(
                 "audit_log.jsonl (2 files): broken: line {} does not follow line {at}: line {at} \
                  was edited, or lines were deleted between them in {}\n\
-                 session_summaries.jsonl (2 files): ok, 10 lines, last hash {last_summary}\n",
+                 session_summaries.jsonl (2 files): ok, 11 lines, last hash {last_summary}\n",
                 at + 1,
                 rotated.display()
             ),
@@ -1252,6 +1336,7 @@ fn the_refunds_specialist_without_the_rules_on_issue_refund_does_not_build() {
             path("policy::weekly_refund_limit"),
         ])
         .state(Ledger::default())
+        .state(example::policy::WeeklyRefundLimit::default())
         .build()
         .expect("issue_refund with its weekly limit builds");
 }
@@ -1734,6 +1819,7 @@ fn the_tools_refuse_a_missing_order_themselves_when_no_ownership_hook_ran() {
             format!("{}::output::record_call", example::AGENT_PATH),
         ])
         .state(Ledger::default())
+        .state(example::policy::WeeklyRefundLimit::default())
         .state_arc(Arc::clone(&calls))
         .build()
         .expect("the dispatcher builds");
@@ -2044,6 +2130,7 @@ fn the_weekly_limit_reads_the_typed_request_it_is_given() {
             &ctx,
             &request,
             State::from_arc(Arc::new(Ledger::default())),
+            State::from_arc(Arc::new(example::policy::WeeklyRefundLimit::default())),
         )) {
             Ok(toolgate::Decision::Allow) => None,
             Ok(toolgate::Decision::Deny { reason, instead }) => Some((reason, instead)),
@@ -2107,25 +2194,40 @@ fn a_transcripts_decisions_resume_its_paused_turns_approved_and_denied() {
     let asked = format!(
         r#""asked_by":[{{"hook":"support_agent::policy::large_refund_needs_approval","reason":"{APPROVAL_HOOK_REASON_30000}"}}]"#
     );
+    // The hook runs (issue 17): a lookup passes the ownership rule; a refund runs the chain, in
+    // which the approval rule asks (at resume too: a person approved that input).
+    let r = |hook: &str, decision: &str| {
+        format!(
+            r#"{{"hook":"support_agent::policy::{hook}","decision":"{decision}","duration_us":0}}"#
+        )
+    };
+    let lookup_runs = format!(r#""hooks":[{}]"#, r("own_records_only", "allow"));
+    let refund_runs = format!(
+        r#""hooks":[{},{},{},{}]"#,
+        r("premium_only", "allow"),
+        r("own_records_only", "allow"),
+        r("large_refund_needs_approval", "ask"),
+        r("weekly_refund_limit", "allow")
+    );
     let c06 = r#""ts":"2026-11-25T09:30:00Z","session_id":"sess_approve_06","user_id":"u_001","tier":"premium""#;
     let c07 = r#""ts":"2026-11-25T11:00:00Z","session_id":"sess_deny_07","user_id":"u_007","tier":"premium""#;
     assert_eq!(
         audit_text(dir.path()),
         [
             format!(
-                r#"{{{c06},"tool_use_id":"toolu_01Hk2oZxQm7R4bVt9cYe3LsA","tool":"get_order_details","input":{{"order_id":"o_1002"}},"outcome":"ok","is_error":false,"content":"{{\"order_id\":\"o_1002\",\"user_id\":\"u_001\",\"amount_cents\":45000,\"refunded_cents\":0}}","duration_us":0,"prev":"…"}}"#
+                r#"{{{c06},"tool_use_id":"toolu_01Hk2oZxQm7R4bVt9cYe3LsA","tool":"get_order_details","input":{{"order_id":"o_1002"}},"outcome":"ok","is_error":false,"content":"{{\"order_id\":\"o_1002\",\"user_id\":\"u_001\",\"amount_cents\":45000,\"refunded_cents\":0}}","duration_us":0,{lookup_runs},"prev":"…"}}"#
             ),
             format!(
-                r#"{{{c06},"tool_use_id":"toolu_01Jm4pAyRn8S5cWu0dZf4MtB","tool":"issue_refund","input":{{"order_id":"o_1002","amount_cents":30000}},"outcome":"awaiting_approval","is_error":false,"content":"","duration_us":0,{asked},"final":false,"prev":"…"}}"#
+                r#"{{{c06},"tool_use_id":"toolu_01Jm4pAyRn8S5cWu0dZf4MtB","tool":"issue_refund","input":{{"order_id":"o_1002","amount_cents":30000}},"outcome":"awaiting_approval","is_error":false,"content":"","duration_us":0,{refund_runs},{asked},"final":false,"prev":"…"}}"#
             ),
             format!(
-                r#"{{{c06},"tool_use_id":"toolu_01Jm4pAyRn8S5cWu0dZf4MtB","tool":"issue_refund","input":{{"order_id":"o_1002","amount_cents":30000}},"outcome":"ok","is_error":false,"content":"{{\"refund_id\":\"re_0001\",\"order_id\":\"o_1002\",\"amount_cents\":30000,\"refunded_total_cents\":30000,\"status\":\"issued\"}}","duration_us":0,{asked},"approved_by":"lead@shop.example","prev":"…"}}"#
+                r#"{{{c06},"tool_use_id":"toolu_01Jm4pAyRn8S5cWu0dZf4MtB","tool":"issue_refund","input":{{"order_id":"o_1002","amount_cents":30000}},"outcome":"ok","is_error":false,"content":"{{\"refund_id\":\"re_0001\",\"order_id\":\"o_1002\",\"amount_cents\":30000,\"refunded_total_cents\":30000,\"status\":\"issued\"}}","duration_us":0,{refund_runs},{asked},"approved_by":"lead@shop.example","prev":"…"}}"#
             ),
             format!(
-                r#"{{{c07},"tool_use_id":"toolu_01Kn5qBzSo9T6dXv1eAg5NuC","tool":"get_order_details","input":{{"order_id":"o_3002"}},"outcome":"ok","is_error":false,"content":"{{\"order_id\":\"o_3002\",\"user_id\":\"u_007\",\"amount_cents\":30000,\"refunded_cents\":0}}","duration_us":0,"prev":"…"}}"#
+                r#"{{{c07},"tool_use_id":"toolu_01Kn5qBzSo9T6dXv1eAg5NuC","tool":"get_order_details","input":{{"order_id":"o_3002"}},"outcome":"ok","is_error":false,"content":"{{\"order_id\":\"o_3002\",\"user_id\":\"u_007\",\"amount_cents\":30000,\"refunded_cents\":0}}","duration_us":0,{lookup_runs},"prev":"…"}}"#
             ),
             format!(
-                r#"{{{c07},"tool_use_id":"toolu_01Lo6rCaTp0U7eYw2fBh6OvD","tool":"issue_refund","input":{{"order_id":"o_3002","amount_cents":30000}},"outcome":"awaiting_approval","is_error":false,"content":"","duration_us":0,{asked},"final":false,"prev":"…"}}"#
+                r#"{{{c07},"tool_use_id":"toolu_01Lo6rCaTp0U7eYw2fBh6OvD","tool":"issue_refund","input":{{"order_id":"o_3002","amount_cents":30000}},"outcome":"awaiting_approval","is_error":false,"content":"","duration_us":0,{refund_runs},{asked},"final":false,"prev":"…"}}"#
             ),
             format!(
                 r#"{{{c07},"tool_use_id":"toolu_01Lo6rCaTp0U7eYw2fBh6OvD","tool":"issue_refund","input":{{"order_id":"o_3002","amount_cents":30000}},"outcome":"blocked","is_error":true,"content":"BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label first.","duration_us":0,"blocked_by":"support_agent::policy::large_refund_needs_approval","detail":"a person declined the call (asked by `support_agent::policy::large_refund_needs_approval`: {APPROVAL_HOOK_REASON_30000})",{asked},"denied_by":"lead@shop.example","prev":"…"}}"#
@@ -2338,4 +2440,344 @@ fn an_expired_pending_turn_is_answered_blocked_and_bad_resumes_are_refused() {
         )
     );
     assert!(!file.exists());
+}
+
+// ---------------------------------------------------------------- what-if replay
+
+#[test]
+fn what_if_a_lower_weekly_limit_flips_exactly_the_refunds_past_it() {
+    // Record the bundled replays, as a deployment's log would hold them.
+    let dir = TempDir::new("what-if");
+    let (code, _, err) = run(&[&os("--out-dir"), &os(dir.path())]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    let log = dir.path().join("audit_log.jsonl");
+
+    // Today's rules decide every recorded call as it was decided.
+    let (code, out, err) = run(&[&os("--what-if"), &os(&log)]);
+    assert_eq!(
+        (code, out, err),
+        (
+            cli::EXIT_OK,
+            format!(
+                "what-if over {}: today's rules, unchanged\n\
+                 25 calls replayed, 4 skipped; 0 flips, 0 undecidable\n",
+                log.display()
+            ),
+            String::new()
+        )
+    );
+
+    // A weekly limit of 30000 cents: u_007's refunds of 18000 and 9500 stay under it; the 6000
+    // after them (33500 in the week, the ledger rebuilt from the log's own refund lines) would
+    // have been blocked; the 20000 after that was blocked by the same rule already. u_001's
+    // 30000 that a person approved (transcript 06) comes after its 2599 of the same week
+    // (32599): blocked too, before anyone would be asked.
+    let (code, out, err) = run(&[
+        &os("--what-if"),
+        &os(&log),
+        &os("--weekly-refund-limit"),
+        &os("30000"),
+    ]);
+    assert_eq!(
+        (code, out, err),
+        (
+            cli::EXIT_OK,
+            format!(
+                "what-if over {}: weekly refund limit 30000 cents (today 50000)\n\
+                 25 calls replayed, 4 skipped; 2 flips, 0 undecidable\n\
+                 line 18: 2026-11-25T09:30:00Z sess_approve_06 toolu_01Jm4pAyRn8S5cWu0dZf4MtB \
+                 issue_refund {{\"order_id\":\"o_1002\",\"amount_cents\":30000}}: allowed → \
+                 blocked (ok → blocked), by {}\n\
+                 line 28: 2026-11-27T14:00:00Z sess_weekly_06 toolu_01Tq5YhWm8VrK3nLsZ6cPg9B \
+                 issue_refund {{\"order_id\":\"o_3001\",\"amount_cents\":6000}}: allowed → \
+                 blocked (ok → blocked), by {}\n",
+                log.display(),
+                hook("weekly_refund_limit"),
+                hook("weekly_refund_limit")
+            ),
+            String::new()
+        )
+    );
+
+    // 20000 cents: u_001's approved 30000 (line 18) crosses it alone; so does u_007's 30000 that
+    // a person declined (line 21: blocked then by the approval rule, now by the weekly limit);
+    // u_007's second refund of the week already crosses it (18000 + 9500), and so does the
+    // third.
+    let found = example::what_if::replay_file(
+        &log,
+        Specialist::Refunds,
+        example::what_if::RuleChanges {
+            weekly_refund_limit: Some(20_000),
+        },
+    )
+    .unwrap();
+    let flipped: Vec<(usize, &str)> = found
+        .changed
+        .iter()
+        .map(|(line, record, _)| (*line, record.tool_use_id.as_str()))
+        .collect();
+    assert_eq!(
+        flipped,
+        [
+            (18, "toolu_01Jm4pAyRn8S5cWu0dZf4MtB"),
+            (21, "toolu_01Lo6rCaTp0U7eYw2fBh6OvD"),
+            (27, "toolu_01Rw2ZkNt6HsM9qPbV4xJf7C"),
+            (28, "toolu_01Tq5YhWm8VrK3nLsZ6cPg9B")
+        ]
+    );
+}
+
+#[test]
+fn what_if_reports_a_file_that_is_not_an_audit_log() {
+    let dir = TempDir::new("what-if-bad");
+    let file = dir.path().join("audit_log.jsonl");
+    std::fs::write(&file, "{\"ts\":\"2026-11-24T10:15:00Z\"}\n").unwrap();
+    let (code, out, err) = run(&[&os("--what-if"), &os(&file)]);
+    assert_eq!(
+        (code, out.as_str(), err),
+        (
+            cli::EXIT_BAD_INPUT,
+            "",
+            format!(
+                "error: --what-if: `{}` line 1: not an audit line: missing field `session_id` at \
+                 line 1 column 29\n",
+                file.display()
+            )
+        )
+    );
+    let missing = dir.path().join("nothing.jsonl");
+    let (code, _, err) = run(&[&os("--what-if"), &os(&missing)]);
+    assert_eq!(code, cli::EXIT_FAILED);
+    assert_eq!(
+        err,
+        format!(
+            "error: --what-if: cannot read `{}`: No such file or directory (os error 2)\n",
+            missing.display()
+        )
+    );
+}
+
+#[test]
+fn otel_replays_as_usual_while_the_spans_go_to_the_stdout_exporter() {
+    // The spans themselves are pinned in tests/runtime/otel_spans.rs (in-memory exporter); here
+    // the flag leaves the replay, its output and its audit lines as they are.
+    let dir = TempDir::new("otel");
+    let plain = TempDir::new("otel-plain");
+    let transcript = fixture("03_parallel_batch.json");
+    let (code, out, err) = run(&[
+        &os("--otel"),
+        &os("--transcript"),
+        &os(&transcript),
+        &os("--out-dir"),
+        &os(dir.path()),
+    ]);
+    let (_, expected, _) = run(&[
+        &os("--transcript"),
+        &os(&transcript),
+        &os("--out-dir"),
+        &os(plain.path()),
+    ]);
+    assert_eq!(
+        (code, out, err),
+        (
+            cli::EXIT_OK,
+            expected.replace(
+                &plain.path().display().to_string(),
+                &dir.path().display().to_string()
+            ),
+            String::new()
+        )
+    );
+    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 3);
+}
+
+// ---------------------------------------------------------------- the report
+
+/// Every `data-k="KEY">VALUE<` of a page, in order.
+fn page_figures(page: &str) -> Vec<(String, String)> {
+    page.split("data-k=\"")
+        .skip(1)
+        .map(|rest| {
+            let (key, rest) = rest.split_once('"').unwrap();
+            let value = rest.split_once('>').unwrap().1.split_once('<').unwrap().0;
+            (key.to_owned(), value.to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn the_report_page_shows_the_logs_own_numbers() {
+    // The bundled replays, then transcript 03 on an agent whose extra policy cannot decide: a
+    // halt with its detail.
+    let dir = TempDir::new("report");
+    let (code, _, err) = run(&[&os("--out-dir"), &os(dir.path())]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    let audit = AuditLog::open(dir.path()).unwrap();
+    let broken = toolgate::PreHookDef::sync("test::broken_policy", 5, |_env, _call| {
+        Err(toolgate::HookError::new("policy store unreachable"))
+    });
+    let agent =
+        Agent::build_with(Specialist::Refunds, Some(&audit), |b| b.pre_hook(broken)).unwrap();
+    let t = transcript::load(&fixture("03_parallel_batch.json")).unwrap();
+    agent::replay_on(&agent, &t);
+    drop((agent, audit));
+
+    let (code, out, err) = run(&[&os("--report"), &os(dir.path())]);
+    let page_path = dir.path().join("report.html");
+    assert_eq!(
+        (code, out, err),
+        (
+            cli::EXIT_OK,
+            format!(
+                "report: {} (28 calls, chain verifies)\n",
+                page_path.display()
+            ),
+            String::new()
+        )
+    );
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    // Self-contained: no script, nothing fetched at view time.
+    for absent in ["<script", "src=", "href=", "@import", "url("] {
+        assert!(!page.contains(absent), "{absent}");
+    }
+
+    // The numbers, recomputed here from the log's own lines.
+    // A paused call's line (`"final": false`) is left out: its final line comes at resume.
+    let all = json_lines(&dir.path().join("audit_log.jsonl"));
+    let lines: Vec<Value> = all
+        .iter()
+        .filter(|l| l.get("final") != Some(&json!(false)))
+        .cloned()
+        .collect();
+    assert_eq!(all.len() - lines.len(), 4);
+    let mut want: Vec<(String, String)> = vec![
+        ("calls".into(), lines.len().to_string()),
+        ("sessions".into(), "11".into()),
+        ("left_out".into(), "4".into()),
+        ("chain".into(), "verifies".into()),
+    ];
+    let count = |keep: &dyn Fn(&Value) -> bool| lines.iter().filter(|l| keep(l)).count();
+    let mut outcomes: Vec<&str> = lines
+        .iter()
+        .map(|l| l["outcome"].as_str().unwrap())
+        .collect();
+    outcomes.sort();
+    outcomes.dedup();
+    let mut days: Vec<&str> = lines
+        .iter()
+        .map(|l| &l["ts"].as_str().unwrap()[..10])
+        .collect();
+    days.sort();
+    days.dedup();
+    for day in &days {
+        for o in &outcomes {
+            let n = count(&|l| &l["ts"].as_str().unwrap()[..10] == *day && l["outcome"] == *o);
+            want.push((format!("day:{day}:{o}"), n.to_string()));
+        }
+    }
+    for o in &outcomes {
+        want.push((
+            format!("outcome:{o}"),
+            count(&|l| l["outcome"] == *o).to_string(),
+        ));
+    }
+    // Rules, most denials first, then by name.
+    let runs = |l: &Value| l["hooks"].as_array().cloned().unwrap_or_default();
+    let mut rules: Vec<(String, usize, usize)> = Vec::new();
+    for l in &lines {
+        for run in runs(l) {
+            let hook = run["hook"].as_str().unwrap().to_owned();
+            let denied = usize::from(run["decision"] == "deny");
+            match rules.iter_mut().find(|r| r.0 == hook) {
+                Some(r) => {
+                    r.1 += 1;
+                    r.2 += denied;
+                }
+                None => rules.push((hook, 1, denied)),
+            }
+        }
+        // Blocked with no hook run on the line (a paused call that expired, or was declined,
+        // at resume): a denial of the hook that blocked it.
+        if l["outcome"] == "blocked" && runs(l).is_empty() {
+            let hook = l["blocked_by"].as_str().unwrap().to_owned();
+            match rules.iter_mut().find(|r| r.0 == hook) {
+                Some(r) => {
+                    r.1 += 1;
+                    r.2 += 1;
+                }
+                None => rules.push((hook, 1, 1)),
+            }
+        }
+    }
+    rules.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    for (hook, n, denied) in &rules {
+        want.push((format!("rule_runs:{hook}"), n.to_string()));
+        want.push((format!("rule_denials:{hook}"), denied.to_string()));
+    }
+    let mut tools: Vec<&str> = lines.iter().map(|l| l["tool"].as_str().unwrap()).collect();
+    tools.sort();
+    tools.dedup();
+    for tool in &tools {
+        want.push((
+            format!("tool_calls:{tool}"),
+            count(&|l| l["tool"] == *tool).to_string(),
+        ));
+        want.push((
+            format!("tool_blocked:{tool}"),
+            count(&|l| l["tool"] == *tool && l["outcome"] == "blocked").to_string(),
+        ));
+    }
+    let figures = page_figures(&page);
+    // The slowest rules' order depends on measured times: compared as a set, by rule.
+    let mut slow: Vec<(String, String)> = figures
+        .iter()
+        .filter(|(k, _)| k.starts_with("slow_runs:"))
+        .cloned()
+        .collect();
+    slow.sort();
+    // Durations come from the hook runs alone.
+    let mut want_slow: Vec<(String, String)> = rules
+        .iter()
+        .map(|(hook, _, _)| {
+            let n = lines
+                .iter()
+                .flat_map(runs)
+                .filter(|r| r["hook"] == hook.as_str())
+                .count();
+            (format!("slow_runs:{hook}"), n.to_string())
+        })
+        .collect();
+    want_slow.sort();
+    assert_eq!(slow, want_slow);
+    for (hook, _, _) in &rules {
+        let max = lines
+            .iter()
+            .flat_map(runs)
+            .filter(|r| r["hook"] == hook.as_str())
+            .map(|r| r["duration_us"].as_u64().unwrap())
+            .max()
+            .unwrap();
+        let shown = &figures
+            .iter()
+            .find(|(k, _)| *k == format!("slow_max:{hook}"))
+            .unwrap()
+            .1;
+        assert_eq!(shown, &max.to_string(), "{hook}");
+    }
+    want.push((
+        "halts".into(),
+        count(&|l| l["outcome"] == "hook_failed").to_string(),
+    ));
+    want.push(("tokens".into(), "none recorded: the host writes no ".into()));
+    let shown: Vec<(String, String)> = figures
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("slow_"))
+        .collect();
+    assert_eq!(shown, want);
+    // The halt's row: when, session, tool, outcome, hook and the operator's detail.
+    assert!(page.contains(
+        "<tr><td>2026-11-25T09:00:00Z</td><td>sess_parallel_03</td><td>lookup_user</td>\
+         <td>hook_failed</td><td><code>test::broken_policy</code></td>\
+         <td>policy store unreachable</td></tr>"
+    ));
 }

@@ -10,6 +10,7 @@ use toolgate::{
 
 use super::ledger::{Ledger, Refund};
 use super::output::{CallLine, CallLog};
+use super::policy::WeeklyRefundLimit;
 use super::tools::TicketQueue;
 use super::transcript::Transcript;
 
@@ -70,6 +71,23 @@ impl Agent {
         audit: Option<&AuditLog>,
         extra: impl FnOnce(DispatcherBuilder) -> DispatcherBuilder,
     ) -> Result<Agent, BuildError> {
+        Agent::assemble(specialist, audit, WeeklyRefundLimit::default(), extra)
+    }
+
+    /// `specialist` with another weekly refund limit and no audit log (a what-if replay).
+    pub(crate) fn build_with_limit(
+        specialist: Specialist,
+        limit: WeeklyRefundLimit,
+    ) -> Result<Agent, BuildError> {
+        Agent::assemble(specialist, None, limit, |b| b)
+    }
+
+    fn assemble(
+        specialist: Specialist,
+        audit: Option<&AuditLog>,
+        limit: WeeklyRefundLimit,
+        extra: impl FnOnce(DispatcherBuilder) -> DispatcherBuilder,
+    ) -> Result<Agent, BuildError> {
         let ledger = Arc::new(Ledger::default());
         let calls = Arc::new(CallLog::default());
         let builder = Dispatcher::builder().registered_under(super::AGENT_PATH);
@@ -86,7 +104,8 @@ impl Agent {
             .undeclared_effects_are_writes()
             .state_arc(Arc::clone(&ledger))
             .state_arc(Arc::clone(&calls))
-            .state(TicketQueue::default());
+            .state(TicketQueue::default())
+            .state(limit);
         if let Some(log) = audit {
             builder = builder.audit_log(log.clone());
         }

@@ -11,8 +11,11 @@ use toolgate::{AUDIT_LOG_FILE, AuditLog, Provider, SESSION_SUMMARIES_FILE};
 use super::agent::{self, Agent, Specialist};
 use super::approval::{self, ResumeArgs};
 use super::live::{self, LiveArgs};
+use super::otel;
 use super::output;
+use super::report;
 use super::transcript::{self, Transcript};
+use super::what_if::{self, RuleChanges};
 
 /// Every transcript replayed as expected (or `--schemas`, `--help`, a chain that verifies).
 pub(crate) const EXIT_OK: u8 = 0;
@@ -31,9 +34,11 @@ Replays customer-support transcripts (assistant messages as the Messages API ret
 through the support agent's tools and hooks.
 
 usage:
-  support_agent [--transcript FILE] [--json] [--out-dir DIR]
+  support_agent [--transcript FILE] [--json] [--out-dir DIR] [--otel]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR
+  support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
+  support_agent --report DIR
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
                 [--json] [--out-dir DIR]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
@@ -44,6 +49,8 @@ usage:
   --json               print only the user message answering each assistant message, one JSON
                        line each
   --out-dir DIR        append audit_log.jsonl and session_summaries.jsonl there (default: data)
+  --otel               also print each call's OpenTelemetry spans (execute_tool with a
+                       pre_tool_use child per hook run), with the SDK's stdout exporter
   --schemas            print the specialist's tool definitions as one JSON array and exit
   --specialist NAME    with --schemas: refunds (default) or triage
   --provider NAME      with --schemas: anthropic (default), anthropic-strict, openai (Chat
@@ -51,6 +58,14 @@ usage:
   --verify-audit DIR   check the hash chain of DIR's audit files (rotated ones included): ok
                        with the line count and last hash, or the first line edited, deleted,
                        inserted or reordered
+  --what-if FILE       replay a recorded audit_log.jsonl through today's PreToolUse rules
+                       (never the tools) and print every call they decide differently: allowed
+                       → blocked, blocked → allowed, another rewrite, another blocking hook
+  --weekly-refund-limit CENTS
+                       with --what-if: try this weekly refund limit instead of 50000 cents
+  --report DIR         write DIR/report.html from DIR's audit files: calls per outcome per
+                       day, blocked rate per rule and per tool, the slowest rules, the latest
+                       halts, token usage per session, whether the hash chain verifies
   --resume FILE        finish a turn paused for a person's approval (a replay writes it to
                        OUT-DIR/pending/SESSION.json) with one decision:
   --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)
@@ -89,6 +104,10 @@ pub(crate) enum Command {
     Schemas(Specialist, Provider),
     /// `--verify-audit DIR`.
     VerifyAudit(PathBuf),
+    /// `--report DIR`.
+    Report(PathBuf),
+    /// `--what-if FILE [--weekly-refund-limit CENTS] [--specialist NAME]`.
+    WhatIf(PathBuf, Specialist, RuleChanges),
     /// `--resume FILE …`: finish a paused turn.
     Resume(ResumeArgs),
     /// `--live …`.
@@ -101,6 +120,8 @@ pub(crate) enum Command {
         json: bool,
         /// `--out-dir DIR`.
         out_dir: PathBuf,
+        /// `--otel`.
+        otel: bool,
     },
 }
 
@@ -115,6 +136,9 @@ where
     let mut specialist: Option<Specialist> = None;
     let mut provider: Option<Provider> = None;
     let mut verify: Option<PathBuf> = None;
+    let mut what_if: Option<PathBuf> = None;
+    let mut report: Option<PathBuf> = None;
+    let mut weekly_limit: Option<u64> = None;
     let mut resume: Option<PathBuf> = None;
     let mut approve: Option<String> = None;
     let mut deny: Option<String> = None;
@@ -122,6 +146,7 @@ where
     let mut by: Option<String> = None;
     let mut now: Option<String> = None;
     let mut json = false;
+    let mut otel = false;
     let mut schemas = false;
     let mut help = false;
     let mut live_flag = false;
@@ -181,14 +206,35 @@ where
             "--verify-audit" if verify.is_none() => {
                 verify = Some(PathBuf::from(value("--verify-audit")?))
             }
+            "--report" if report.is_none() => report = Some(PathBuf::from(value("--report")?)),
+            "--what-if" if what_if.is_none() => what_if = Some(PathBuf::from(value("--what-if")?)),
+            "--weekly-refund-limit" if weekly_limit.is_none() => {
+                let v = value("--weekly-refund-limit")?;
+                let v = v.to_string_lossy();
+                weekly_limit = Some(v.parse::<u64>().map_err(|_| {
+                    format!("--weekly-refund-limit {v}: expected a whole number of cents")
+                })?);
+            }
             "--resume" if resume.is_none() => resume = Some(PathBuf::from(value("--resume")?)),
             "--approve" if approve.is_none() => approve = Some(text(value("--approve")?)),
             "--deny" if deny.is_none() => deny = Some(text(value("--deny")?)),
             "--reason" if reason.is_none() => reason = Some(text(value("--reason")?)),
             "--by" if by.is_none() => by = Some(text(value("--by")?)),
             "--now" if now.is_none() => now = Some(text(value("--now")?)),
-            "--transcript" | "--out-dir" | "--specialist" | "--provider" | "--verify-audit"
-            | "--resume" | "--approve" | "--deny" | "--reason" | "--by" | "--now" => {
+            "--transcript"
+            | "--out-dir"
+            | "--specialist"
+            | "--provider"
+            | "--verify-audit"
+            | "--what-if"
+            | "--weekly-refund-limit"
+            | "--report"
+            | "--resume"
+            | "--approve"
+            | "--deny"
+            | "--reason"
+            | "--by"
+            | "--now" => {
                 return Err(format!("{name} is given twice"));
             }
             "--say" => said.push(value("--say")?.to_string_lossy().into_owned()),
@@ -206,6 +252,7 @@ where
             }
             "--live" => live_flag = flag(live_flag)?,
             "--json" => json = flag(json)?,
+            "--otel" => otel = flag(otel)?,
             "--schemas" => schemas = flag(schemas)?,
             "--help" | "-h" => help = flag(help)?,
             _ => return Err(format!("unknown argument `{arg}`")),
@@ -214,10 +261,57 @@ where
     if help {
         return Ok(Command::Help);
     }
-    if let Some(file) = resume {
-        if schemas || verify.is_some() || transcript.is_some() || specialist.is_some() {
+    if let Some(dir) = report {
+        if json
+            || schemas
+            || otel
+            || transcript.is_some()
+            || out_dir.is_some()
+            || specialist.is_some()
+            || provider.is_some()
+            || verify.is_some()
+            || what_if.is_some()
+            || weekly_limit.is_some()
+            || resume.is_some()
+        {
             return Err(
-                "--resume finishes a paused turn: it takes no --schemas, --verify-audit, \
+                "--report DIR reads a folder and runs nothing: it takes no other option".to_owned(),
+            );
+        }
+        return Ok(Command::Report(dir));
+    }
+    if otel && (what_if.is_some() || verify.is_some() || schemas) {
+        return Err("--otel goes with a replay".to_owned());
+    }
+    if let Some(file) = what_if {
+        if json
+            || schemas
+            || transcript.is_some()
+            || out_dir.is_some()
+            || provider.is_some()
+            || verify.is_some()
+            || resume.is_some()
+        {
+            return Err("--what-if FILE replays an audit log: it takes only \
+                        --weekly-refund-limit and --specialist"
+                .to_owned());
+        }
+        let changes = RuleChanges {
+            weekly_refund_limit: weekly_limit,
+        };
+        return Ok(Command::WhatIf(
+            file,
+            specialist.unwrap_or(Specialist::Refunds),
+            changes,
+        ));
+    }
+    if weekly_limit.is_some() {
+        return Err("--weekly-refund-limit goes with --what-if".to_owned());
+    }
+    if let Some(file) = resume {
+        if schemas || otel || verify.is_some() || transcript.is_some() || specialist.is_some() {
+            return Err(
+                "--resume finishes a paused turn: it takes no --schemas, --otel, --verify-audit, \
                  --transcript or --specialist"
                     .to_owned(),
             );
@@ -303,6 +397,7 @@ where
         transcript,
         json,
         out_dir: out_dir.unwrap_or_else(|| PathBuf::from(DEFAULT_OUT_DIR)),
+        otel,
     })
 }
 
@@ -395,13 +490,24 @@ where
             }
         },
         Command::VerifyAudit(dir) => return verify_audit(&dir, out, err),
+        Command::Report(dir) => return report::run(&dir, out, err),
+        Command::WhatIf(file, specialist, changes) => {
+            return what_if::run(&file, specialist, changes, out, err);
+        }
         Command::Resume(args) => return approval::resume(&args, out, err),
         Command::Live(args) => return live::run(args, out, err),
         Command::Replay {
             transcript,
             json,
             out_dir,
+            otel: false,
         } => return replay(transcript, json, out_dir, out, err),
+        Command::Replay {
+            transcript,
+            json,
+            out_dir,
+            otel: true,
+        } => return otel::with_spans(|| replay(transcript, json, out_dir, out, err)),
     };
     match written {
         Ok(code) => code,

@@ -382,6 +382,13 @@ impl Live<'_> {
                     }
                     return Ok(Ok(()));
                 }
+                Ok(Reply::Pending(pending)) => {
+                    // A rule asked for a person: the turn pauses as in a replay (the pending
+                    // turn written under --out-dir, a note saying how to finish it with
+                    // --resume) and this conversation ends here.
+                    super::approval::report_pending(&self.args.out_dir, &pending, out)?;
+                    return Ok(Ok(()));
+                }
                 Ok(other) => return Ok(Err(format!("unexpected reply {other:?}"))),
                 Err(RespondError::Halt(halt)) => {
                     writeln!(out, "   ! {}", flatten(&halt.to_string()))?;

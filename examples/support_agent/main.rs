@@ -17,6 +17,9 @@
 //! - `approval.rs`: pending turns written for a person, and `--resume` with their decision;
 //! - `live.rs`: `--live`, the conversation with the model over the Messages API;
 //! - `http.rs`: the Messages API over HTTP (ureq), with its retries;
+//! - `otel.rs`: `--otel`, the replay's OpenTelemetry spans printed by the SDK's stdout exporter;
+//! - `report.rs`: `--report DIR`, one self-contained HTML page from the audit files;
+//! - `what_if.rs`: `--what-if FILE`, today's rules (or changed ones) over a recorded audit log;
 //! - `cli.rs`: the command line and exit codes.
 //!
 //! The integration test `tests/support_agent.rs` compiles these same files (it includes this
@@ -28,11 +31,14 @@ pub(crate) mod cli;
 pub(crate) mod http;
 pub(crate) mod ledger;
 pub(crate) mod live;
+pub(crate) mod otel;
 pub(crate) mod output;
 pub(crate) mod policy;
+pub(crate) mod report;
 pub(crate) mod seed;
 pub(crate) mod tools;
 pub(crate) mod transcript;
+pub(crate) mod what_if;
 
 use std::process::ExitCode;
 

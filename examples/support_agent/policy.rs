@@ -32,8 +32,20 @@ use super::seed;
 // Matchers name tools by path (`tools::issue_refund`), so a misspelling does not compile.
 use super::tools;
 
-/// The most refunds one customer may get in one ISO week (UTC), in cents.
+/// The most refunds one customer may get in one ISO week (UTC), in cents: the default of
+/// [`WeeklyRefundLimit`].
 pub(crate) const WEEKLY_REFUND_LIMIT_CENTS: u64 = 50_000;
+
+/// The weekly refund limit `weekly_refund_limit` applies, in cents: application state, so a
+/// what-if replay (`--what-if FILE --weekly-refund-limit CENTS`) can try another one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WeeklyRefundLimit(pub(crate) u64);
+
+impl Default for WeeklyRefundLimit {
+    fn default() -> Self {
+        WeeklyRefundLimit(WEEKLY_REFUND_LIMIT_CENTS)
+    }
+}
 
 /// Refunds above this many cents need a person's approval.
 pub(crate) const APPROVAL_ABOVE_CENTS: u64 = 20_000;
@@ -152,7 +164,8 @@ pub(crate) fn large_refund_needs_approval(request: &RefundRequest) -> Decision<R
     }
 }
 
-/// A customer gets at most 50000 cents of refunds per ISO week (UTC, by the context's clock):
+/// A customer gets at most 50000 cents (the [`WeeklyRefundLimit`] state) of refunds per ISO week
+/// (UTC, by the context's clock):
 /// the refunds the ledger holds for the order's owner this week plus this one must not exceed
 /// it. Awaits the ledger, so it runs last. A clock outside the calendar's range is an `Err`:
 /// the agent halts (fail closed). Typed: it applies to the tool that takes a `RefundRequest`,
@@ -162,7 +175,9 @@ pub(crate) async fn weekly_refund_limit(
     ctx: &HookContext,
     request: &RefundRequest,
     ledger: State<Ledger>,
+    limit: State<WeeklyRefundLimit>,
 ) -> Result<Decision<RefundRequest>, String> {
+    let WeeklyRefundLimit(limit) = *limit;
     let (order_id, amount) = (request.order_id.as_str(), request.amount_cents);
     // An order the shop does not have has no owner and no refunds to count: the refund tool
     // refuses it itself (and in the agent `own_records_only` denied it already).
@@ -172,10 +187,10 @@ pub(crate) async fn weekly_refund_limit(
     let week = IsoWeek::of(ctx.now()).map_err(|e| e.to_string())?;
     let already = ledger.refunded_in_week(order.owner, week).await;
     let total = already.saturating_add(amount);
-    if total <= WEEKLY_REFUND_LIMIT_CENTS {
+    if total <= limit {
         return Ok(Decision::Allow);
     }
-    let left = WEEKLY_REFUND_LIMIT_CENTS.saturating_sub(already);
+    let left = limit.saturating_sub(already);
     let instead = if left == 0 {
         "No more refunds can be issued to this customer this week; tell them the rest will be \
          reviewed by a human agent."
@@ -189,7 +204,7 @@ pub(crate) async fn weekly_refund_limit(
     Ok(Decision::deny_instead(
         format!(
             "a refund of {amount} cents would bring this customer's refunds in ISO week {week} to \
-             {total} cents, above the weekly limit of {WEEKLY_REFUND_LIMIT_CENTS} cents \
+             {total} cents, above the weekly limit of {limit} cents \
              ({already} cents already refunded this week)."
         ),
         instead,

@@ -73,6 +73,10 @@ pub(crate) const BUNDLED: &[(&str, &str)] = &[
         "09_large_refund_expired.json",
         include_str!("../../tests/fixtures/support/09_large_refund_expired.json"),
     ),
+    (
+        "10_weekly_refunds.json",
+        include_str!("../../tests/fixtures/support/10_weekly_refunds.json"),
+    ),
 ];
 
 /// The trusted facts of a transcript's session.

@@ -68,6 +68,8 @@ pub struct DispatcherBuilder {
     without: Vec<String>,
     states: StateMap,
     audit: Option<AuditLog>,
+    hook_runs: bool,
+    span_content: bool,
     limits: Limits,
     timer: Option<Arc<dyn Timer>>,
     hook_timeout: DefaultDeadline,
@@ -210,6 +212,28 @@ impl DispatcherBuilder {
         self
     }
 
+    /// Fills [`CallRecord::hooks`](crate::CallRecord::hooks) for every observer: each
+    /// PreToolUse hook run of a call, with its decision and duration. On by itself with an
+    /// [`audit_log`](Self::audit_log) (whose lines list the runs in `hooks`) and for a call
+    /// whose `tracing` span is enabled; off otherwise, because timing each hook costs two
+    /// clock reads and a `Vec` per call that nobody would read (BENCHMARKS.md, "Hook runs").
+    pub fn record_hook_runs(mut self) -> Self {
+        self.hook_runs = true;
+        self
+    }
+
+    /// Records each call's arguments and result on its `tracing` span, as the OpenTelemetry
+    /// GenAI attributes `gen_ai.tool.call.arguments` (the input the tool got, as JSON text) and
+    /// `gen_ai.tool.call.result` (the text the model read), after the audit log's
+    /// [`Redaction`](crate::Redaction) when there is an [`audit_log`](Self::audit_log). Off by
+    /// default: inputs and results may hold personal data, and a span pipeline is often kept
+    /// less carefully than an audit trail. (Without a subscriber that wants the span, nothing is
+    /// recorded either way.)
+    pub fn span_content(mut self) -> Self {
+        self.span_content = true;
+        self
+    }
+
     /// Sets the input and result bounds (default: [`Limits::default`]).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
@@ -348,6 +372,8 @@ impl DispatcherBuilder {
             without,
             states,
             audit,
+            hook_runs,
+            span_content,
             limits,
             timer,
             hook_timeout,
@@ -403,6 +429,13 @@ impl DispatcherBuilder {
         // 12. Assemble.
         let tables = assemble(candidates, pre, post, stop, audit.as_ref());
         let inner = Inner {
+            hook_runs: hook_runs || audit.is_some(),
+            span_content: span_content.then(|| {
+                audit
+                    .as_ref()
+                    .map(|a| a.redaction().clone())
+                    .unwrap_or_default()
+            }),
             states,
             limits,
             timer: timer.unwrap_or_else(|| Arc::new(DefaultTimer)),
@@ -1125,6 +1158,8 @@ fn assemble(
         definitions,
         pre_hooks: pre,
         observers_sync: post.iter().all(|o| o.imp.is_sync()),
+        hook_runs: false,
+        span_content: None,
         observers_of_unknown: matching(&post, |o| matches!(o.matcher, Matcher::All)),
         observers: post,
         stop_hooks: stop,

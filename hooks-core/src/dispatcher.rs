@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::answer::CallAnswer;
+use crate::audit::AuditRecord;
 use crate::caller::ToolCaller;
 use crate::content::ToolUse;
 use crate::context::HookContext;
@@ -17,6 +18,7 @@ use crate::future::BoxFuture;
 use crate::inner::Inner;
 use crate::pre_tool_use::PreToolUse;
 use crate::provider::{DefinitionOptions, NonStrictTool, Provider, SchemaError, apply_options};
+use crate::what_if::{self, WhatIf};
 
 /// Turns `tool_use` blocks into `tool_result` blocks through the PreToolUse chain, the tool and
 /// the PostToolUse observers, for many sessions at once.
@@ -270,6 +272,79 @@ impl Dispatcher {
     /// ```
     pub async fn pre_tool_use(&self, context: &HookContext, call: &ToolUse) -> PreToolUse {
         self.inner.pre_tool_use(context, call).await
+    }
+
+    /// What-if replay of one audit line: what today's PreToolUse chain decides about the
+    /// recorded call, against what the line says was decided then.
+    ///
+    /// The call is rebuilt from the line (`tool_use_id`, `tool`, and `input` as recorded, before
+    /// any rewrite), and so is its context: `user_id`, `session_id`, `tier`, and a clock fixed at
+    /// the line's `ts` (nothing else of the original context, such as its extensions, is on the
+    /// line). The chain runs as in [`pre_tool_use`](Self::pre_tool_use): never the tool, never
+    /// the observers, nothing counted. Answers (see [`WhatIf`]):
+    /// - [`WhatIf::Unchanged`]: allowed with the same effective input and rewrites, or refused
+    ///   with the same outcome by the same hook;
+    /// - [`WhatIf::Flip`]: allowed → blocked, blocked → allowed, another rewrite, another
+    ///   blocking hook, with the hook responsible;
+    /// - [`WhatIf::Undecidable`]: the decision differs, but the recorded input holds
+    ///   [`REDACTED`](crate::REDACTED) placeholders, so the hooks did not read what the model
+    ///   sent (a field rule with its own mask function, `Redaction::field_with`, is detected only
+    ///   when its mask writes that placeholder);
+    /// - [`WhatIf::Skipped`]: the line records no decision of the chain: a replayed answer
+    ///   (`"replay": true`), `not_run`, `cancelled`, or an outcome that is not final.
+    ///
+    /// Hooks that read application state (a ledger, a database) see **today's** state, not the
+    /// state at `ts`: a host that wants the past rebuilds it before each line (the support
+    /// agent's `--what-if` rebuilds its refund ledger from the log's own refund lines). A line
+    /// refused inside a wrapped caller ([`ToolCaller`](crate::ToolCaller)) names the inner
+    /// hook, which this dispatcher's chain does not run: replay it on the inner dispatcher.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolgate_core::{AuditRecord, Change, Decision, Dispatcher, PreHookDef, ToolDef, ToolUse, WhatIf};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Refund {
+    ///     /// Cents.
+    ///     amount_cents: u64,
+    /// }
+    ///
+    /// // Today's rule: refunds above 3000 cents need a person (it was 5000 when the line was written).
+    /// let dispatcher = Dispatcher::builder()
+    ///     .tool(ToolDef::sync("refund", "Refunds an order.", |_env, a: Refund| {
+    ///         Ok(format!("refunded {}", a.amount_cents))
+    ///     }))
+    ///     .pre_hook(PreHookDef::sync("app::cap", 10, |_env, call: &ToolUse| {
+    ///         Ok(match call.input["amount_cents"].as_u64() {
+    ///             Some(n) if n > 3000 => Decision::deny("refunds above 3000 cents need a person."),
+    ///             _ => Decision::Allow,
+    ///         })
+    ///     }))
+    ///     .build()?;
+    /// let line: AuditRecord = serde_json::from_value(json!({
+    ///     "ts": "2026-11-24T10:15:00Z", "session_id": "sess_1", "user_id": "u_001",
+    ///     "tool_use_id": "toolu_1", "tool": "refund", "input": {"amount_cents": 4000},
+    ///     "outcome": "ok", "is_error": false, "content": "refunded 4000", "duration_us": 12,
+    /// }))?;
+    /// let WhatIf::Flip(flip) = toolgate_core::block_on(dispatcher.what_if(&line)) else {
+    ///     panic!("a flip")
+    /// };
+    /// assert_eq!(flip.change, Change::NowBlocked);
+    /// assert_eq!(flip.hook.as_deref(), Some("app::cap"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn what_if(&self, record: &AuditRecord) -> WhatIf {
+        if let Some(skipped) = what_if::skipped(record) {
+            return skipped;
+        }
+        let context = what_if::context_of(record);
+        let call = ToolUse::new(
+            record.tool_use_id.clone(),
+            record.tool.clone(),
+            record.input.clone(),
+        );
+        let now = self.inner.pre_tool_use(&context, &call).await;
+        what_if::compare(record, now)
     }
 }
 

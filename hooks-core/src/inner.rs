@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::approval::Approver;
+use crate::audit::Redaction;
 use crate::caller::ToolCaller;
 use crate::definitions::{PostHookDef, PreHookDef, StopHookDef};
 use crate::effect::Effect;
@@ -83,6 +84,12 @@ pub(crate) struct Inner {
     pub(crate) observers_of_unknown: Box<[usize]>,
     /// Whether every observer is sync (they then run without a future).
     pub(crate) observers_sync: bool,
+    /// Whether calls keep their PreToolUse hook runs for the observers (an audit log, or
+    /// `record_hook_runs`); a call whose span is enabled keeps them too.
+    pub(crate) hook_runs: bool,
+    /// Set by `span_content`: record a call's arguments and result on its span, after this
+    /// redaction (the audit log's, or none).
+    pub(crate) span_content: Option<Redaction>,
     pub(crate) states: StateMap,
     pub(crate) limits: Limits,
     /// The builder's timer, or the default one.

@@ -120,13 +120,16 @@
 //! | `pipeline/mod.rs` | one call: `run_call` (normalize → look up → validate → PreToolUse chain, restarted after each rewrite, then a person's approval when a hook asked → tool → observers); the modes of a call that needs approval (block, pause, resume) |
 //! | `pipeline/verdict.rs` | how a call ended, then the `tool_result` and the record made of it |
 //! | `pipeline/observe.rs` | the PostToolUse observers; the `cancelled` record of a dropped call |
+//! | `pipeline/span.rs` | the call's `tracing` span (`execute_tool {tool}`, OpenTelemetry GenAI attributes) and a `pre_tool_use {hook}` child per hook run |
 //! | `pipeline/decide.rs` | the PreToolUse chain asked on its own (steps 1 to 4, no tool, no observers) |
 //! | `pending.rs` | [`PendingTurn`]: a turn paused for approval, as JSON ([`PendingBlock`], [`AwaitingCall`], [`input_digest`]); [`ResumeError`] |
 //! | `resume.rs` | [`Session::resume`]: a pending turn finished with a person's decisions |
+//! | `what_if.rs` | what-if replay: [`WhatIf`], [`Flip`], [`Change`]; a line's context rebuilt, today's answer compared with the recorded one |
 //! | `pre_tool_use.rs` | [`PreToolUse`]: what the chain decided, for hosts that enforce the rules elsewhere and for what-if replays |
 //! | `panic.rs` | caught panics: a panic in user code becomes a result or a halt |
 //! | `timer.rs` | deadlines: [`Timer`], the default timer (`futures-timer`), `TokioTimer`, a future raced against its deadline |
 //! | `texts.rs` | every text toolgate writes for the model ([`INTERNAL_ERROR_MESSAGE`] among them) |
+//! | `hook_run.rs` | [`HookRun`], [`HookDecision`]: one run of a PreToolUse hook, as records and audit lines list them |
 //! | `outcome.rs` | what observers see: [`Outcome`], [`CallRecord`], [`SessionSummary`] |
 //! | `error.rs` | [`ToolError`] (what the model reads, what the operator logs), [`HookError`], [`Halt`], [`CallError`], [`RespondError`] |
 //! | `memory.rs` | a session's memory of answered ids: [`AnswerStore`], [`MemoryAnswerStore`], [`InputDigest`] |
@@ -178,6 +181,7 @@ mod erased;
 mod error;
 mod examples;
 mod future;
+mod hook_run;
 mod ids;
 mod inner;
 mod limits;
@@ -205,6 +209,7 @@ mod timer;
 pub mod tower;
 mod turns;
 mod usage;
+mod what_if;
 
 #[doc(hidden)]
 pub mod macro_support;
@@ -228,6 +233,7 @@ pub use dispatcher::Dispatcher;
 pub use effect::Effect;
 pub use error::{CallError, Halt, HookError, RespondError, ToolError};
 pub use future::BoxFuture;
+pub use hook_run::{HookDecision, HookRun};
 pub use ids::{IdError, IdRule};
 pub use limits::Limits;
 pub use memory::{
@@ -252,6 +258,7 @@ pub use timer::Timer;
 #[cfg(feature = "tokio")]
 pub use timer::TokioTimer;
 pub use usage::Usage;
+pub use what_if::{Change, Flip, WhatIf};
 
 /// Drives a future to completion on the current thread, parking between polls.
 ///

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::approval::Asked;
 use crate::content::{ToolResult, ToolUse};
+use crate::hook_run::HookRun;
 use crate::usage::Usage;
 
 /// How one `tool_use` block ended. Serialized in snake_case (`"tool_error"`), as on audit lines.
@@ -149,6 +150,11 @@ pub struct CallRecord<'a> {
     /// The full paths of the hooks that rewrote the input, one per rewrite, in order (the chain
     /// starts again after each rewrite, so a hook may appear more than once).
     pub rewritten_by: &'a [&'a str],
+    /// The PreToolUse hooks that ran, in order, each with its decision and duration (a rewrite
+    /// restarts the chain: every run appears). Filled only when someone reads it: when the
+    /// tool has an observer (an audit log included) or the call's `tracing` span is enabled;
+    /// empty otherwise, and for calls that reached no hook.
+    pub hooks: &'a [HookRun<'a>],
     /// Operator-only text: a panic message, an internal tool error with its source chain (see
     /// [`ToolError`](crate::ToolError)), a validation detail. Never shown to the model.
     pub detail: Option<&'a str>,
@@ -191,6 +197,7 @@ impl<'a> CallRecord<'a> {
             outcome,
             blocked_by: None,
             rewritten_by: &[],
+            hooks: &[],
             detail: None,
             content_bytes: None,
             duration,

@@ -26,7 +26,8 @@ pub(crate) struct Refund {
     amount_cents: u64,
 }
 
-/// Keeps every audit record, as JSON, `duration_us` set to 0.
+/// Keeps every audit record, as JSON, `duration_us` set to 0 and without its `hooks` (the
+/// hook runs, `ask` among them, are pinned in `hook_runs.rs`).
 #[derive(Clone, Default)]
 pub(crate) struct Lines(Arc<Mutex<Vec<Value>>>);
 
@@ -34,6 +35,7 @@ impl AuditSink for Lines {
     fn record(&self, record: &AuditRecord) -> Result<(), HookError> {
         let mut v = serde_json::to_value(record).unwrap();
         v["duration_us"] = json!(0);
+        v.as_object_mut().map(|o| o.remove("hooks"));
         self.0.lock().unwrap().push(v);
         Ok(())
     }

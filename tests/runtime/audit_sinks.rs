@@ -137,9 +137,7 @@ impl Collect {
     fn received(&self) -> Vec<Value> {
         let mut all = self.0.lock().unwrap().clone();
         for v in &mut all {
-            if let Some(d) = v.get_mut("duration_us") {
-                *d = json!(0);
-            }
+            crate::support::zero_durations(v);
         }
         all
     }
@@ -231,7 +229,7 @@ fn redaction_masks_fields_per_tool_and_text_in_content_and_detail_before_every_s
         [
             // `pay`: the number and the address masked by field rules in both inputs, the holder
             // by a function; the content by the text rules.
-            r#"{"ts":"2026-11-24T10:15:01Z","session_id":"sess_redact","user_id":"u_001","tier":"premium","tool_use_id":"toolu_1","tool":"pay","input":{"card":{"number":"[redacted]","holder":"A. L."},"email":"[redacted]"},"outcome":"ok","is_error":false,"content":"charged card **** **** **** 4242 of Ada Lovelace; receipt sent to [email]","duration_us":0,"rewritten_by":["app::lowercase_email"],"effective_input":{"card":{"number":"[redacted]","holder":"A. L."},"email":"[redacted]"},"prev":"…"}"#.to_owned(),
+            r#"{"ts":"2026-11-24T10:15:01Z","session_id":"sess_redact","user_id":"u_001","tier":"premium","tool_use_id":"toolu_1","tool":"pay","input":{"card":{"number":"[redacted]","holder":"A. L."},"email":"[redacted]"},"outcome":"ok","is_error":false,"content":"charged card **** **** **** 4242 of Ada Lovelace; receipt sent to [email]","duration_us":0,"rewritten_by":["app::lowercase_email"],"hooks":[{"hook":"app::lowercase_email","decision":"rewrite","duration_us":0},{"hook":"app::lowercase_email","decision":"allow","duration_us":0}],"effective_input":{"card":{"number":"[redacted]","holder":"A. L."},"email":"[redacted]"},"prev":"…"}"#.to_owned(),
             // `lookup`: no field rule names it, so its input is kept; its content is masked.
             r#"{"ts":"2026-11-24T10:15:02Z","session_id":"sess_redact","user_id":"u_001","tier":"premium","tool_use_id":"toolu_2","tool":"lookup","input":{"email":"grace@example.org"},"outcome":"ok","is_error":false,"content":"customer [email] found","duration_us":0,"prev":"…"}"#.to_owned(),
             // `refund`: its own rule masks the number (not the address); the library error's
@@ -251,9 +249,7 @@ fn redaction_masks_fields_per_tool_and_text_in_content_and_detail_before_every_s
         .map(|l| {
             let mut v: Value = serde_json::from_str(l).unwrap();
             v.as_object_mut().unwrap().remove("prev");
-            if let Some(d) = v.get_mut("duration_us") {
-                *d = json!(0);
-            }
+            crate::support::zero_durations(&mut v);
             v
         })
         .collect();

@@ -256,13 +256,19 @@ fn a_normalizer_cannot_slip_another_customers_order_past_the_ownership_check() {
     m.remove("ts");
     m.remove("duration_us");
     m.remove("prev");
+    crate::support::zero_durations(&mut line);
     assert_eq!(
         line,
         json!({"session_id": "sess_chain", "user_id": "u_001", "tool_use_id": "toolu_1",
                "tool": "refund", "input": {"order_id": "O-1001"}, "outcome": "blocked",
                "is_error": true, "content": "BLOCKED: that order is not this customer's.",
                "blocked_by": "app::own_orders", "rewritten_by": ["app::normalize"],
-               "effective_input": {"order_id": "O-2002"}})
+               "effective_input": {"order_id": "O-2002"},
+               // Every run, in order: the rewrite restarted the chain.
+               "hooks": [
+                   {"hook": "app::own_orders", "decision": "allow", "duration_us": 0},
+                   {"hook": "app::normalize", "decision": "rewrite", "duration_us": 0},
+                   {"hook": "app::own_orders", "decision": "deny", "duration_us": 0}]})
     );
 }
 

@@ -131,10 +131,10 @@ fn expected_lines() -> Vec<String> {
     let unknown = "Error: unknown tool 'define'. Available tools: broken, hold, lookup, slow.";
     vec![
         format!(
-            r#"{head}"tool_use_id":"toolu_1","tool":"lookup","input":{{"q":"apple"}},"outcome":"ok","is_error":false,"content":"found apple","duration_us":0,"prev":"…"}}"#
+            r#"{head}"tool_use_id":"toolu_1","tool":"lookup","input":{{"q":"apple"}},"outcome":"ok","is_error":false,"content":"found apple","duration_us":0,"hooks":[{{"hook":"app::policy::no_secrets","decision":"allow","duration_us":0}}],"prev":"…"}}"#
         ),
         format!(
-            r#"{head}"tool_use_id":"toolu_2","tool":"lookup","input":{{"q":"secret"}},"outcome":"blocked","is_error":true,"content":"BLOCKED: secret words are not looked up.","duration_us":0,"blocked_by":"app::policy::no_secrets","prev":"…"}}"#
+            r#"{head}"tool_use_id":"toolu_2","tool":"lookup","input":{{"q":"secret"}},"outcome":"blocked","is_error":true,"content":"BLOCKED: secret words are not looked up.","duration_us":0,"blocked_by":"app::policy::no_secrets","hooks":[{{"hook":"app::policy::no_secrets","decision":"deny","duration_us":0}}],"prev":"…"}}"#
         ),
         format!(
             r#"{head}"tool_use_id":"toolu_3","tool":"lookup","input":{{"word":"apple"}},"outcome":"invalid_input","is_error":true,"content":"{}","duration_us":0,"prev":"…"}}"#,

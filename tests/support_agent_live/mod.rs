@@ -144,6 +144,8 @@ fn args(base_url: &str, dir: &TempDir, extra: &[&str]) -> Vec<String> {
 
 /// An audit or summary line without what measures time or chains lines.
 fn untimed(mut line: Value, also: &[&str]) -> Value {
+    // Each hook run's measured time too.
+    crate::support::zero_durations(&mut line);
     let map = line.as_object_mut().expect("an object");
     for key in ["ts", "duration_us", "prev"].iter().chain(also) {
         map.remove(*key);
@@ -163,8 +165,21 @@ fn usage_of(message: &Value) -> (u64, u64) {
 #[test]
 fn live_mode_gives_the_replays_outcomes_and_audit_lines_for_every_bundled_transcript() {
     let transcripts = transcript::bundled().unwrap();
-    assert_eq!(transcripts.len(), 5);
-    for t in &transcripts {
+    // The transcripts in which a person decides (06 to 09: `approvals`, or a call expected to
+    // wait) are not played here: live, a paused turn stops the conversation (see
+    // `a_refund_that_needs_a_person_pauses_the_live_turn`).
+    let unattended: Vec<_> = transcripts
+        .iter()
+        .filter(|t| {
+            t.approvals.is_empty()
+                && !t
+                    .expected
+                    .values()
+                    .any(|o| o.as_str() == "awaiting_approval")
+        })
+        .collect();
+    assert_eq!(unattended.len(), 6);
+    for t in unattended {
         // The replay, as `cargo run --example support_agent` does it.
         let replay_dir = TempDir::new("live-replay");
         let audit = AuditLog::open(replay_dir.path()).unwrap();
@@ -1081,4 +1096,63 @@ fn a_2xx_that_is_not_an_assistant_message_ends_the_run_with_exit_1() {
         assert_eq!(seen.violations, Vec::<String>::new());
         assert_eq!((run.code, run.err.as_str()), (1, stderr));
     }
+}
+
+#[test]
+fn a_refund_that_needs_a_person_pauses_the_live_turn() {
+    // Transcript 08: a refund of 25000 cents, which the approval rule asks a person about.
+    let t = transcript::bundled()
+        .unwrap()
+        .into_iter()
+        .find(|t| t.source == "08_large_refund_paused.json")
+        .expect("bundled");
+    let recorded: Vec<Value> = t
+        .messages
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap())
+        .collect();
+    let plan: Vec<Planned> = recorded.iter().map(Planned::message).collect();
+    let server = Server::start(expect(t.context.specialist), plan);
+    let dir = TempDir::new("live-paused");
+    let run = live(
+        &args_for(&t, &server, &dir, "Please refund order o_1002."),
+        Some(KEY),
+    );
+    let seen = server.finish();
+    assert_eq!((run.code, run.err.as_str()), (0, ""));
+    assert_eq!(seen.violations, Vec::<String>::new());
+    // One request: the paused turn ends the conversation, no tool_result is sent for it.
+    assert_eq!(seen.bodies.len(), 1);
+    let id = "toolu_01Nq8tEcVr2W9gAy4hDj8QxF";
+    let file = dir.path().join("pending").join("sess_paused_08.json");
+    let note = format!(
+        "note: tool_use {id} awaits a person's approval; pending turn written to {f}; finish it \
+         with --resume {f} --approve {id} [--by WHO] or --deny {id} --reason TEXT",
+        f = file.display()
+    );
+    assert_eq!(
+        run.out
+            .lines()
+            .filter(|l| l.starts_with("note: "))
+            .collect::<Vec<_>>(),
+        [note.as_str()]
+    );
+    let pending: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(pending["session_id"], "sess_paused_08");
+    assert_eq!(pending["user_id"], "u_001");
+    let awaiting: Vec<&str> = pending["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["state"] == "awaiting_approval")
+        .map(|b| b["tool_use_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(awaiting, [id]);
+    // The audit log: the waiting call's line is not final.
+    let waiting: Vec<Value> = json_lines(&dir.path().join("audit_log.jsonl"))
+        .into_iter()
+        .filter(|l| l["tool_use_id"] == id)
+        .map(|l| json!([l["outcome"], l["final"]]))
+        .collect();
+    assert_eq!(waiting, [json!(["awaiting_approval", false])]);
 }

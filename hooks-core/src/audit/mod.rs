@@ -72,14 +72,17 @@ struct LogInner {
 ///  "tool_use_id":"toolu_01","tool":"issue_refund","input":{"order_id":"o_1","amount_cents":2599},
 ///  "outcome":"blocked","is_error":true,"content":"BLOCKED: …","duration_us":41,
 ///  "blocked_by":"app::policy::spend_limit",
+///  "hooks":[{"hook":"app::policy::premium_only","decision":"allow","duration_us":1},
+///           {"hook":"app::policy::spend_limit","decision":"deny","duration_us":37}],
 ///  "prev":"…64 hex digits…"}
 /// ```
 ///
 /// `ts` is RFC 3339 UTC from the context's clock; `tier` the context's (absent when it has
 /// none); `input` is the input as received, after normalization; `duration_us` is
 /// microseconds from the start of the call to its result. Present only when they apply:
-/// `blocked_by` (the hook's full path), `rewritten_by` (paths), `effective_input` (after
-/// rewrites), `detail` (operator-only: panic text, error chain), `content_bytes` (the full size
+/// `blocked_by` (the hook's full path), `rewritten_by` (paths), `hooks` (every run of a
+/// PreToolUse hook in order: its path, its decision, `allow`, `deny`, `rewrite`, `failed` or
+/// `timeout`, and its duration in µs), `effective_input` (after rewrites), `detail` (operator-only: panic text, error chain), `content_bytes` (the full size
 /// in bytes when the content was cut). `prev` is always last. Members may be added in later
 /// versions, before `prev`: read lines by member name.
 ///

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::approval::Asked;
 use crate::context::HookContext;
+use crate::hook_run::HookRun;
 use crate::outcome::{CallRecord, Outcome, SessionSummary};
 
 /// One `tool_use` as the audit trail keeps it: owned, so a sink can keep it or send it to
@@ -20,7 +21,8 @@ use crate::outcome::{CallRecord, Outcome, SessionSummary};
 /// {"ts":"2026-11-24T15:40:00Z","session_id":"sess_free_02","user_id":"u_004","tier":"free",
 ///  "tool_use_id":"toolu_01zz","tool":"prepare_case_file","input":{"order_id":"o_2001"},
 ///  "outcome":"blocked","is_error":true,"content":"BLOCKED: …","duration_us":14,
-///  "blocked_by":"support_agent::policy::premium_only"}
+///  "blocked_by":"support_agent::policy::premium_only",
+///  "hooks":[{"hook":"support_agent::policy::premium_only","decision":"deny","duration_us":2}]}
 /// ```
 ///
 /// | member | type | when |
@@ -36,6 +38,7 @@ use crate::outcome::{CallRecord, Outcome, SessionSummary};
 /// | `duration_us` | integer, µs | always: from the start of the call to its result |
 /// | `blocked_by` | string | the hook that denied the call, failed or timed out |
 /// | `rewritten_by` | array of strings | hooks rewrote the input (in order) |
+/// | `hooks` | array of `{"hook", "decision", "duration_us"}` | PreToolUse hooks ran: each run in order (a rewrite restarts the chain, so a hook may appear again), its [`HookDecision`](crate::HookDecision) (`allow`, `deny`, `rewrite`, `failed`, `timeout`) and its duration in µs |
 /// | `effective_input` | JSON | hooks rewrote the input: what the tool got |
 /// | `detail` | string | operator-only text: a panic message, an error chain |
 /// | `content_bytes` | integer, bytes | the content was cut: its full size |
@@ -83,6 +86,10 @@ pub struct AuditRecord {
     /// The full paths of the hooks that rewrote the input, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rewritten_by: Vec<String>,
+    /// The PreToolUse hooks that ran, in order, with their decisions and durations (every run:
+    /// a rewrite restarts the chain).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookRun<'static>>,
     /// The input after rewrites, when a hook rewrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effective_input: Option<Value>,
@@ -142,6 +149,7 @@ impl AuditRecord {
             duration_us: u64::try_from(call.duration.as_micros()).unwrap_or(u64::MAX),
             blocked_by: call.blocked_by.map(str::to_owned),
             rewritten_by: call.rewritten_by.iter().map(|&p| p.to_owned()).collect(),
+            hooks: call.hooks.iter().map(|r| r.clone().into_owned()).collect(),
             effective_input: call.effective_input.cloned(),
             detail: call.detail.map(str::to_owned),
             content_bytes: call.content_bytes.map(|n| n as u64),

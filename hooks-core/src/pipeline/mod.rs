@@ -5,6 +5,7 @@
 
 mod decide;
 mod observe;
+mod span;
 mod verdict;
 
 use std::time::{Duration, Instant};
@@ -20,6 +21,7 @@ use crate::definitions::PreHookDef;
 use crate::erased::Args;
 use crate::error::{Halt, HookError, ToolError};
 use crate::future::{BoxFuture, Invoke};
+use crate::hook_run::{HookDecision, HookRun};
 use crate::inner::{Backend, Inner, ToolEntry};
 use crate::limits::Limits;
 use crate::normalize::{Normalized, Refused, check_bounds, normalize};
@@ -62,6 +64,7 @@ impl Inner {
         mode: Mode<'_, 'a>,
     ) -> Result<CallAnswer, Halt> {
         let started = Instant::now();
+        let span = span::call_span(context, call);
         let env = Env::new(context, &self.states);
         // 1. Normalize. 2. Look up: before the refusal is answered, so the summary's `tools`
         // counts every call of a known tool, an input refused at normalization included.
@@ -99,6 +102,7 @@ impl Inner {
                 _ => args,
             };
             // 4. The PreToolUse chain, then a person's approval when a hook asked for it.
+            rewrites.runs = HookRuns::new(self.hook_runs, tool.chain.len(), &span);
             let mut args = match self
                 .run_chain(tool, env, current, args, &mut rewrites)
                 .await
@@ -146,6 +150,10 @@ impl Inner {
         // 6. The `tool_result`, then the PostToolUse observers.
         let answer = Answer::new(call, verdict, self.limits.max_result_bytes);
         let record = answer.record(call, input, &rewrites, started.elapsed());
+        if !span.is_disabled() {
+            span::finish(&span, context, &record, self.span_content.as_ref());
+        }
+        drop(span);
         if let (Mode::Pause(slot), Some(awaiting)) = (mode, awaiting) {
             *slot = Some(awaiting);
         }
@@ -180,6 +188,7 @@ impl Inner {
             for &h in tool.chain.iter() {
                 let hook = &self.pre_hooks[h];
                 let view = rewrites.call.as_deref().unwrap_or(current);
+                let span = span::hook_span(&rewrites.runs.call_span, &hook.path);
                 // A sync hook answers inline: no nested future on the common path. The hook
                 // borrows the arguments (a typed hook reads them) only until it has answered.
                 let decided = {
@@ -192,20 +201,38 @@ impl Inner {
                     }
                 };
                 match decided {
-                    Ok(Decision::Allow) => {}
-                    Ok(Decision::Rewrite(input)) if input == view.input => {}
+                    Ok(Decision::Allow) => {
+                        rewrites.runs.push(&hook.path, HookDecision::Allow, &span);
+                    }
+                    Ok(Decision::Rewrite(input)) if input == view.input => {
+                        rewrites.runs.push(&hook.path, HookDecision::Allow, &span);
+                    }
                     Ok(Decision::Rewrite(input)) => {
+                        rewrites.runs.push(&hook.path, HookDecision::Rewrite, &span);
                         args = self.rewrite(tool, &hook.path, current, input, rewrites)?;
+                        // The new input's checks are not the next hook's time.
+                        rewrites.runs.restart();
                         continue 'pass;
                     }
                     Ok(Decision::Deny { reason, instead }) => {
+                        rewrites.runs.push(&hook.path, HookDecision::Deny, &span);
                         return Err(Verdict::blocked(&hook.path, &reason, instead.as_deref()));
                     }
-                    Ok(Decision::Ask { reason }) => rewrites.asks.push(Asked {
-                        hook: hook.path.to_string(),
-                        reason,
-                    }),
-                    Err(failure) => return Err(Verdict::hook_failed(&hook.path, failure)),
+                    Ok(Decision::Ask { reason }) => {
+                        rewrites.runs.push(&hook.path, HookDecision::Ask, &span);
+                        rewrites.asks.push(Asked {
+                            hook: hook.path.to_string(),
+                            reason,
+                        });
+                    }
+                    Err(failure) => {
+                        let decision = match failure {
+                            HookFailure::Failed(_) => HookDecision::Failed,
+                            HookFailure::TimedOut(_) => HookDecision::Timeout,
+                        };
+                        rewrites.runs.push(&hook.path, decision, &span);
+                        return Err(Verdict::hook_failed(&hook.path, failure));
+                    }
                 }
             }
             return Ok(args);
@@ -560,6 +587,8 @@ pub(crate) struct Rewrites<'a> {
     pub(crate) approved: Vec<Value>,
     approved_by: Option<String>,
     denied_by: Option<String>,
+    /// The hooks that ran, with their decisions and durations (kept only when read).
+    pub(crate) runs: HookRuns<'a>,
 }
 
 impl Rewrites<'_> {
@@ -570,6 +599,69 @@ impl Rewrites<'_> {
         !self.asks.is_empty() && {
             let effective = self.call.as_deref().unwrap_or(current);
             !self.approved.contains(&effective.input)
+        }
+    }
+}
+
+/// The PreToolUse hooks one call ran, in order, with their decisions and durations: kept only
+/// when someone reads them (an audit log, `record_hook_runs`, or the call's span is enabled);
+/// off (the default), it allocates nothing and reads no clock.
+pub(crate) struct HookRuns<'a> {
+    /// The call's span (disabled when nobody listens): each hook run gets a child.
+    call_span: tracing::Span,
+    /// When the last run ended (the chain's start before the first); `None` when runs are not
+    /// kept.
+    last: Option<Instant>,
+    pub(crate) list: Vec<HookRun<'a>>,
+}
+
+impl Default for HookRuns<'_> {
+    /// Keeps nothing (no chain ran, or it runs without records and spans).
+    fn default() -> Self {
+        HookRuns {
+            call_span: tracing::Span::none(),
+            last: None,
+            list: Vec::new(),
+        }
+    }
+}
+
+impl<'a> HookRuns<'a> {
+    /// Kept when `on` or the call's span is enabled, with room for a chain of `chain` hooks
+    /// run once.
+    #[inline]
+    fn new(on: bool, chain: usize, call_span: &tracing::Span) -> Self {
+        let on = (on || !call_span.is_disabled()) && chain > 0;
+        HookRuns {
+            call_span: call_span.clone(),
+            last: on.then(Instant::now),
+            list: if on {
+                Vec::with_capacity(chain)
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// Starts the next run's clock now (after a rewrite's checks).
+    #[inline]
+    fn restart(&mut self) {
+        if let Some(last) = &mut self.last {
+            *last = Instant::now();
+        }
+    }
+
+    /// Records that `hook` decided `decision` (on its span too): its duration runs from the
+    /// end of the run before it (or the chain's start), so each run costs one clock read.
+    #[inline]
+    fn push(&mut self, hook: &'a str, decision: HookDecision, span: &tracing::Span) {
+        span::decided(span, decision);
+        if let Some(last) = &mut self.last {
+            let now = Instant::now();
+            let micros = now.saturating_duration_since(*last).as_micros();
+            *last = now;
+            let duration_us = u64::try_from(micros).unwrap_or(u64::MAX);
+            self.list.push(HookRun::new(hook, decision, duration_us));
         }
     }
 }

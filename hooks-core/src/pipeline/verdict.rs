@@ -419,7 +419,7 @@ impl<'a> Answer<'a> {
     }
 
     /// The record observers see: `input` as recorded, the rewrites (`effective_input`, the
-    /// hooks that rewrote) and the approval (who asked, approved or declined). A paused call
+    /// hooks that rewrote), the hooks that ran and the approval (who asked, approved or declined). A paused call
     /// (`awaiting_approval`) has no result yet.
     #[inline]
     pub(super) fn record<'r>(
@@ -432,6 +432,7 @@ impl<'a> Answer<'a> {
         let result = self.outcome.is_final().then_some(&self.result);
         CallRecord {
             effective_input: rewrites.call.as_ref().map(|r| &r.input),
+            hooks: &rewrites.runs.list,
             blocked_by: self.blocked_by.as_deref(),
             rewritten_by: &rewrites.by,
             detail: self.detail.as_deref(),

@@ -1,0 +1,94 @@
+//! [`HookRun`]: one run of one PreToolUse hook during a call, with its [`HookDecision`] and its
+//! duration, as a [`CallRecord`](crate::CallRecord) and an audit line list them.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// What one run of a PreToolUse hook came to. Serialized in snake_case (`"timeout"`), as in
+/// the `hooks` member of an audit line.
+///
+/// | decision | the hook |
+/// |---|---|
+/// | `allow` | answered [`Decision::Allow`](crate::Decision::Allow), or a `Rewrite` equal to the input it saw (which counts as `Allow`) |
+/// | `deny` | answered [`Decision::Deny`](crate::Decision::Deny): the call is `blocked` |
+/// | `rewrite` | answered a `Rewrite` to another input: the chain starts again from its first hook (or the call ends `invalid_input` or `hook_failed` when the new input is invalid or the chain loops) |
+/// | `failed` | returned an error or panicked: the call is `hook_failed` and the agent halts |
+/// | `timeout` | ran past its deadline: the call is `hook_timeout` and the agent halts |
+/// | `ask` | answered [`Decision::Ask`](crate::Decision::Ask): the chain goes on; unless a later hook denies, the call needs a person's approval |
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum HookDecision {
+    /// The hook allowed the input it saw.
+    Allow,
+    /// The hook denied the call.
+    Deny,
+    /// The hook rewrote the input to another one.
+    Rewrite,
+    /// The hook errored or panicked.
+    Failed,
+    /// The hook ran past its deadline.
+    Timeout,
+    /// The hook asked for a person's approval.
+    Ask,
+}
+
+impl HookDecision {
+    /// The snake_case name, as serialized.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            HookDecision::Allow => "allow",
+            HookDecision::Deny => "deny",
+            HookDecision::Rewrite => "rewrite",
+            HookDecision::Failed => "failed",
+            HookDecision::Timeout => "timeout",
+            HookDecision::Ask => "ask",
+        }
+    }
+}
+
+impl fmt::Display for HookDecision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One run of one PreToolUse hook during a call: the hook's full path, what it decided and how
+/// long it took. A call lists every run in order; a rewrite restarts the chain, so a hook can
+/// appear more than once. On an audit line: `{"hook": "app::policy::premium_only",
+/// "decision": "allow", "duration_us": 3}`.
+///
+/// Borrowed in a [`CallRecord`](crate::CallRecord), owned (`HookRun<'static>`) in an
+/// [`AuditRecord`](crate::AuditRecord).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct HookRun<'a> {
+    /// The hook's full path.
+    pub hook: Cow<'a, str>,
+    /// What it decided.
+    pub decision: HookDecision,
+    /// Microseconds from the hook's start to its decision (an async hook's wait included).
+    pub duration_us: u64,
+}
+
+impl<'a> HookRun<'a> {
+    /// A run of `hook` that decided `decision` in `duration_us` microseconds.
+    pub fn new(hook: impl Into<Cow<'a, str>>, decision: HookDecision, duration_us: u64) -> Self {
+        HookRun {
+            hook: hook.into(),
+            decision,
+            duration_us,
+        }
+    }
+
+    /// The same run, owning its path.
+    pub fn into_owned(self) -> HookRun<'static> {
+        HookRun {
+            hook: Cow::Owned(self.hook.into_owned()),
+            decision: self.decision,
+            duration_us: self.duration_us,
+        }
+    }
+}
