@@ -569,21 +569,36 @@ fn concurrent_events_of_one_session_lose_no_count() {
     assert_eq!(p.audit_lines().len(), 8);
 }
 
-/// The example binary, built by `cargo test` with every target (as CI and the README's test
-/// command do): `target/<profile>/examples/claude_code_hook`.
+/// The example binary, built for this test. `cargo test --all-targets` builds examples with the
+/// test harness (the file it leaves in `target/debug/examples` runs no `main`), so the test
+/// builds the real one with the cargo that runs it, into a target folder of its own
+/// (`target/claude-code-hook-example`: the test run holds the lock of its own folder), once per
+/// run; later runs find it up to date.
 fn example_binary() -> PathBuf {
-    let deps = std::env::current_exe().unwrap();
-    let profile = deps.parent().and_then(Path::parent).unwrap();
-    let exe = profile
-        .join("examples")
-        .join(format!("claude_code_hook{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        exe.exists(),
-        "{} is missing: run the tests with `--all-targets` (or `cargo build --example \
-         claude_code_hook` first)",
-        exe.display()
-    );
-    exe
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+            let target = root.join("target").join("claude-code-hook-example");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let status = std::process::Command::new(cargo)
+                .args(["build", "--quiet", "--example", "claude_code_hook"])
+                .arg("--manifest-path")
+                .arg(root.join("Cargo.toml"))
+                .arg("--target-dir")
+                .arg(&target)
+                .status()
+                .expect("cargo runs");
+            assert!(
+                status.success(),
+                "cargo build --example claude_code_hook failed"
+            );
+            target
+                .join("debug")
+                .join("examples")
+                .join(format!("claude_code_hook{}", std::env::consts::EXE_SUFFIX))
+        })
+        .clone()
 }
 
 /// Runs the example binary as Claude Code does: the event on standard input,
