@@ -81,7 +81,7 @@ struct LogInner {
 /// none); `input` is the input as received, after normalization; `duration_us` is
 /// microseconds from the start of the call to its result. Present only when they apply:
 /// `blocked_by` (the hook's full path), `rewritten_by` (paths), `hooks` (every run of a
-/// PreToolUse hook in order: its path, its decision, `allow`, `deny`, `rewrite`, `failed` or
+/// PreToolUse hook in order: its path, its decision, `allow`, `deny`, `rewrite`, `ask`, `failed` or
 /// `timeout`, and its duration in µs), `effective_input` (after rewrites), `detail` (operator-only: panic text, error chain), `content_bytes` (the full size
 /// in bytes when the content was cut). `prev` is always last. Members may be added in later
 /// versions, before `prev`: read lines by member name.

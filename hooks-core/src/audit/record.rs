@@ -38,7 +38,7 @@ use crate::outcome::{CallRecord, Outcome, SessionSummary};
 /// | `duration_us` | integer, µs | always: from the start of the call to its result |
 /// | `blocked_by` | string | the hook that denied the call, failed or timed out |
 /// | `rewritten_by` | array of strings | hooks rewrote the input (in order) |
-/// | `hooks` | array of `{"hook", "decision", "duration_us"}` | PreToolUse hooks ran: each run in order (a rewrite restarts the chain, so a hook may appear again), its [`HookDecision`](crate::HookDecision) (`allow`, `deny`, `rewrite`, `failed`, `timeout`) and its duration in µs |
+/// | `hooks` | array of `{"hook", "decision", "duration_us"}` | PreToolUse hooks ran: each run in order (a rewrite restarts the chain, so a hook may appear again), its [`HookDecision`](crate::HookDecision) (`allow`, `deny`, `rewrite`, `ask`, `failed`, `timeout`) and its duration in µs |
 /// | `effective_input` | JSON | hooks rewrote the input: what the tool got |
 /// | `detail` | string | operator-only text: a panic message, an error chain |
 /// | `content_bytes` | integer, bytes | the content was cut: its full size |
