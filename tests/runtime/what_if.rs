@@ -263,3 +263,67 @@ fn the_context_is_rebuilt_from_the_line() {
         ["u_1 sess_old Some(\"premium\") 2026-11-26T03:10:00Z toolu_1"]
     );
 }
+
+#[test]
+fn a_hook_that_asks_today_flips_a_call_nobody_was_asked_about_and_leaves_one_that_was() {
+    // Today a person must approve refunds above 1000 cents.
+    let d = Dispatcher::builder()
+        .tool(ToolDef::sync(
+            "refund",
+            "Refunds an order.",
+            |_env, a: Refund| Ok(format!("refunded {} on {}", a.amount_cents, a.order_id)),
+        ))
+        .pre_hook(PreHookDef::sync(
+            "app::approval",
+            10,
+            |_env, call: &ToolUse| {
+                Ok(match call.input["amount_cents"].as_u64() {
+                    Some(n) if n > 1000 => Decision::ask("above 1000 cents"),
+                    _ => Decision::Allow,
+                })
+            },
+        ))
+        .build()
+        .unwrap();
+    let input = json!({"order_id": "o_1", "amount_cents": 4000});
+    let asked = vec![toolgate::Asked {
+        hook: "app::approval".to_owned(),
+        reason: "above 1000 cents".to_owned(),
+    }];
+    // Ran then with no hook asking: today it needs a person.
+    let ok = line(input.clone(), "ok", json!({}));
+    let WhatIf::Flip(flip) = ask(&d, &ok) else {
+        panic!("a flip")
+    };
+    assert_eq!(
+        (flip.change, flip.hook.as_deref(), flip.was, flip.now),
+        (
+            Change::NowAsks,
+            Some("app::approval"),
+            Outcome::Ok,
+            PreToolUse::Ask {
+                input: input.clone(),
+                rewritten_by: vec![],
+                asked_by: asked,
+            }
+        )
+    );
+    assert_eq!(Change::NowAsks.to_string(), "→ needs approval");
+    // A person approved it then, and today the rule still asks: unchanged.
+    let approved = line(
+        input.clone(),
+        "ok",
+        json!({"asked_by": [{"hook": "app::approval", "reason": "above 1000 cents"}],
+               "approved_by": "lead@shop.example"}),
+    );
+    assert_eq!(ask(&d, &approved), WhatIf::Unchanged);
+    // Declined then (blocked by the asking hook), asked about today: unchanged too.
+    let declined = line(
+        input,
+        "blocked",
+        json!({"blocked_by": "app::approval",
+               "asked_by": [{"hook": "app::approval", "reason": "above 1000 cents"}],
+               "denied_by": "lead@shop.example"}),
+    );
+    assert_eq!(ask(&d, &declined), WhatIf::Unchanged);
+}
