@@ -244,7 +244,7 @@
 //!   validated as for any tool; its schema is open (unknown fields are accepted, so a field the
 //!   host adds does not refuse every call); the body is never called, and a dispatcher asked
 //!   to run it answers `tool_error` with [`EXTERNAL_TOOL_MESSAGE`] ([`ToolDef::external`] by
-//!   hand). See [`claude_code`].
+//!   hand). See `claude_code` (feature `claude-code`).
 //! - `#[tool(crate = path)]` for crates that re-export toolgate under another path.
 //!
 //! The function stays callable as written; the registered tool calls it directly by path, so
@@ -649,9 +649,9 @@
 //!
 //! # Claude Code hooks
 //!
-//! [`claude_code::ClaudeCodeHook`] is a Claude Code command hook over a dispatcher: one event
-//! on standard input, the documented answer on standard output (`permissionDecision: "deny"`
-//! for a denial, `"ask"` with `updatedInput` for a rewrite, nothing for an allow), exit 2 with
+//! With the `claude-code` feature, `toolgate::claude_code::ClaudeCodeHook` is a Claude Code
+//! command hook over a dispatcher: one event on standard input, the documented answer on
+//! standard output (`permissionDecision: "deny"` for a denial, `"ask"` with `updatedInput` for a rewrite, nothing for an allow), exit 2 with
 //! the reason on standard error for a rule that fails or an event that cannot be read.
 //! PostToolUse events feed the observers and the audit log; the Stop hooks run on
 //! `SessionEnd`. The module docs have the protocol, event by event;

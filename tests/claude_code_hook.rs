@@ -2,7 +2,8 @@
 //! of Claude Code's hooks reference piped in as JSON, with the exact standard output, standard
 //! error and exit code; the audit lines, the Stop hooks on SessionEnd and the per-session state
 //! file; a panicking and an erroring rule (exit 2); unreadable events (exit 2); and one run of the
-//! example binary as Claude Code runs it, a child process.
+//! example binary as Claude Code runs it, a child process. Feature `claude-code`.
+#![cfg(feature = "claude-code")]
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -583,6 +584,7 @@ fn example_binary() -> PathBuf {
             let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
             let status = std::process::Command::new(cargo)
                 .args(["build", "--quiet", "--example", "claude_code_hook"])
+                .args(["--features", "claude-code"])
                 .arg("--manifest-path")
                 .arg(root.join("Cargo.toml"))
                 .arg("--target-dir")

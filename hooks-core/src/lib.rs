@@ -148,8 +148,8 @@
 //! | `time.rs` | RFC 3339 timestamps ([`Rfc3339`]) |
 //! | `answer.rs` | [`CallAnswer`]: a `tool_result` with its outcome, the hook at fault and the operator detail |
 //! | `caller.rs` | wrapping by ownership: [`ToolCaller`], [`SyncCaller`] |
-//! | `claude_code/mod.rs` | [`claude_code::ClaudeCodeHook`]: a Claude Code command hook over a dispatcher (one event in, the documented answer out) |
-//! | `claude_code/state.rs` | the hook's per-session state file (the summary between events, under the file's lock) |
+//! | `claude_code/mod.rs` | feature `claude-code`: `claude_code::ClaudeCodeHook`, a Claude Code command hook over a dispatcher (one event in, the documented answer out) |
+//! | `claude_code/state.rs` | feature `claude-code`: the hook's per-session state file (the summary between events, under the file's lock) |
 //! | `tower.rs` | feature `tower`: a session as a `Service<ToolUse>`, a tower service as a [`ToolCaller`], the hooks as a `Layer`; how tower's timeouts meet toolgate's deadlines |
 //! | `provider/mod.rs` | [`Provider`]; the tool definitions of each target and their rendering |
 //! | `provider/anthropic.rs` | Anthropic: the `tools` entries, default and strict |
@@ -169,6 +169,7 @@ mod approval;
 mod audit;
 mod builder;
 mod caller;
+#[cfg(feature = "claude-code")]
 pub mod claude_code;
 mod content;
 mod context;

@@ -199,6 +199,7 @@ impl Inner {
     /// Shows `record` to the observers of `tool` (its index; `None` for a name this dispatcher
     /// does not know), sync and async, with no call around it: for a host that ran the tool
     /// itself (the Claude Code hook's PostToolUse, and its PreToolUse refusals).
+    #[cfg(feature = "claude-code")]
     pub(crate) async fn observe_record(
         &self,
         env: Env<'_>,
