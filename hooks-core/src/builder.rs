@@ -2,7 +2,6 @@
 //! the checks that run once at start-up ([`BuildError`] lists every problem at once).
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +24,7 @@ use crate::registry::{RegistrationKind, registered};
 use crate::schema::check::{FieldCheck, open_properties, root_problem};
 use crate::schema::meta;
 use crate::schema::{canonicalize, closed_form, is_valid_tool_name, unwrap_doc};
+use crate::sort::{Names, sort_by};
 use crate::state::{StateKey, StateMap};
 use crate::timer::{DefaultTimer, Timer};
 
@@ -399,10 +399,7 @@ impl DispatcherBuilder {
         // against the meta-schema first) with its input examples, duplicates, the strict mode
         // asked for.
         let mut candidates = candidates(tools, &callers, &mut known_tools, &mut problems);
-        let inputs: BTreeMap<String, Option<InputType>> = candidates
-            .iter()
-            .map(|c| (c.name.to_string(), c.input))
-            .collect();
+        let inputs = Inputs::of(&candidates);
         filter(&mut candidates, only.as_deref(), &without, &mut problems);
         for c in &mut candidates {
             let valid = check_schema(c, &mut problems);
@@ -512,7 +509,7 @@ struct Items {
     stop: Vec<StopHookDef>,
     /// Every tool name registered or given anywhere (a matcher may name a tool that this
     /// dispatcher filters out, or that only another dispatcher takes).
-    known_tools: BTreeSet<String>,
+    known_tools: Names,
     /// Where the hooks given to the builder explicitly start in `pre` and `post` (the
     /// registered ones come first).
     explicit: Explicit,
@@ -535,16 +532,16 @@ impl Items {
             pre: Vec::new(),
             post: Vec::new(),
             stop: Vec::new(),
-            known_tools: BTreeSet::new(),
+            known_tools: Names::default(),
             explicit: Explicit::default(),
         };
-        let mut taken: BTreeSet<&'static str> = BTreeSet::new();
+        let mut taken = Names::default();
         // Sorted by path: inventory's order is the link order, which varies between builds.
         let mut all: Vec<_> = registered().collect();
-        all.sort_by_key(|r| r.path);
+        sort_by(&mut all, |a, b| a.path.cmp(b.path));
         for reg in &all {
             if let RegistrationKind::Tool { name, .. } = reg.kind {
-                items.known_tools.insert(name.to_owned());
+                items.known_tools.insert(name);
             }
         }
         for source in sources {
@@ -587,7 +584,7 @@ impl Items {
         stop: Vec<StopHookDef>,
     ) -> Items {
         for t in &tools {
-            self.known_tools.insert(t.name.to_string());
+            self.known_tools.insert(&t.name);
         }
         self.explicit = Explicit {
             pre: self.pre.len(),
@@ -641,7 +638,7 @@ struct Candidate {
 fn candidates(
     tools: Vec<ToolDef>,
     callers: &[Arc<dyn ToolCaller>],
-    known_tools: &mut BTreeSet<String>,
+    known_tools: &mut Names,
     problems: &mut Problems<'_>,
 ) -> Vec<Candidate> {
     let mut candidates: Vec<Candidate> = tools
@@ -695,7 +692,7 @@ fn candidates(
                     Vec::new()
                 }
             };
-            known_tools.insert(name.clone());
+            known_tools.insert(&name);
             let effect = def
                 .get("annotations")
                 .and_then(Effect::from_mcp_annotations);
@@ -736,7 +733,10 @@ fn filter(
     without: &[String],
     problems: &mut Problems<'_>,
 ) {
-    let provided: BTreeSet<String> = candidates.iter().map(|c| c.name.to_string()).collect();
+    let mut provided = Names::default();
+    for c in candidates.iter() {
+        provided.insert(&c.name);
+    }
     if let Some(only) = only {
         for n in only {
             if !provided.contains(n) {
@@ -844,18 +844,21 @@ fn check_input_examples(c: &Candidate, problems: &mut Problems<'_>) {
 
 /// Step 6: two kept tools with one name, named by their sorted paths.
 fn check_duplicates(candidates: &[Candidate], problems: &mut Problems<'_>) {
-    let mut by_name: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut named: Vec<(&str, &str)> = Vec::with_capacity(candidates.len());
     for c in candidates {
-        by_name.entry(&c.name).or_default().push(c.path.to_string());
+        named.push((&c.name, &c.path));
     }
-    for (name, mut paths) in by_name {
-        if paths.len() > 1 {
-            paths.sort();
+    sort_by(&mut named, |a, b| a.cmp(b));
+    let mut rest = named.as_slice();
+    while let Some(&(name, _)) = rest.first() {
+        let same = rest.iter().take_while(|(n, _)| *n == name).count();
+        if same > 1 {
             problems.push(BuildProblem::DuplicateTool {
                 tool: name.to_owned(),
-                paths,
+                paths: rest[..same].iter().map(|(_, p)| (*p).to_owned()).collect(),
             });
         }
+        rest = &rest[same..];
     }
 }
 
@@ -872,7 +875,7 @@ fn check_marked_strict(candidates: &[Candidate], problems: &mut Problems<'_>) {
     if marked.is_empty() {
         return;
     }
-    marked.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+    sort_by(&mut marked, |a, b| a.0.name.cmp(&b.0.name));
     for provider in Provider::ALL.into_iter().filter(|p| p.is_strict()) {
         let sources = marked.iter().map(|(c, description)| ToolSource {
             name: &c.name,
@@ -907,7 +910,7 @@ fn check_marked_strict(candidates: &[Candidate], problems: &mut Problems<'_>) {
 fn check_matchers(
     pre: &[PreHookDef],
     post: &[PostHookDef],
-    known_tools: &BTreeSet<String>,
+    known_tools: &Names,
     problems: &mut Problems<'_>,
 ) {
     let matchers = pre
@@ -937,7 +940,7 @@ fn check_matchers(
 /// would leave its fields in clear).
 fn check_redaction(
     audit: Option<&AuditLog>,
-    known_tools: &BTreeSet<String>,
+    known_tools: &Names,
     problems: &mut Problems<'_>,
 ) {
     for tool in audit.into_iter().flat_map(|a| a.redaction().tools()) {
@@ -947,13 +950,40 @@ fn check_redaction(
     }
 }
 
+/// Each candidate's input type by tool name, sorted by name (the last candidate of a name
+/// wins, as a map would keep it).
+struct Inputs(Vec<(String, Option<InputType>)>);
+
+impl Inputs {
+    fn of(candidates: &[Candidate]) -> Inputs {
+        let mut all: Vec<(String, Option<InputType>)> = Vec::with_capacity(candidates.len());
+        for c in candidates {
+            all.push((c.name.to_string(), c.input));
+        }
+        sort_by(&mut all, |a, b| a.0.cmp(&b.0));
+        let mut unique: Vec<(String, Option<InputType>)> = Vec::with_capacity(all.len());
+        for (name, input) in all {
+            match unique.last_mut() {
+                Some(last) if last.0 == name => last.1 = input,
+                _ => unique.push((name, input)),
+            }
+        }
+        Inputs(unique)
+    }
+
+    fn get(&self, name: &str) -> Option<&Option<InputType>> {
+        let at = self.0.binary_search_by(|(n, _)| n.as_str().cmp(name)).ok()?;
+        Some(&self.0[at].1)
+    }
+}
+
 /// Step 8 too: a typed PreToolUse hook's tools follow from its input type. Without `tools`, it
 /// matches every tool of the builder's sources (before the tool filters) that takes its type,
 /// and none is a problem; with `tools`, every named tool of those sources must take its type.
 /// (Step 9 then keeps or drops it like any hook.)
 fn resolve_typed_hooks(
     pre: &mut [PreHookDef],
-    inputs: &BTreeMap<String, Option<InputType>>,
+    inputs: &Inputs,
     problems: &mut Problems<'_>,
 ) {
     for hook in pre.iter_mut() {
@@ -963,6 +993,7 @@ fn resolve_typed_hooks(
         match &hook.matcher {
             Matcher::All => {
                 let names: Vec<Cow<'static, str>> = inputs
+                    .0
                     .iter()
                     .filter(|(_, input)| input.is_some_and(|i| i.id == wanted.id))
                     .map(|(name, _)| Cow::Owned(name.clone()))
@@ -1007,10 +1038,14 @@ fn keep_hooks(
     pre: &mut Vec<PreHookDef>,
     post: &mut Vec<PostHookDef>,
     kept: &[Candidate],
-    (explicit, known_tools): (Explicit, &BTreeSet<String>),
+    (explicit, known_tools): (Explicit, &Names),
     problems: &mut Problems<'_>,
 ) {
-    let kept: BTreeSet<&str> = kept.iter().map(|c| c.name.as_ref()).collect();
+    let mut kept_names = Names::default();
+    for c in kept {
+        kept_names.insert(&c.name);
+    }
+    let kept = kept_names;
     let keeps = |m: &Matcher| match m {
         Matcher::All => true,
         Matcher::Tools(names) => names.iter().any(|n| kept.contains(n.as_ref())),
@@ -1109,14 +1144,16 @@ fn assemble(
     mut stop: Vec<StopHookDef>,
     audit: Option<&AuditLog>,
 ) -> Inner {
-    pre.sort_by(|a, b| (a.order, a.path.as_ref()).cmp(&(b.order, b.path.as_ref())));
-    post.sort_by(|a, b| a.path.cmp(&b.path));
-    stop.sort_by(|a, b| a.path.cmp(&b.path));
+    sort_by(&mut pre, |a, b| {
+        (a.order, a.path.as_ref()).cmp(&(b.order, b.path.as_ref()))
+    });
+    sort_by(&mut post, |a, b| a.path.cmp(&b.path));
+    sort_by(&mut stop, |a, b| a.path.cmp(&b.path));
     if let Some(log) = audit {
         post.push(log.observer());
         stop.push(log.stop_hook());
     }
-    candidates.sort_by(|a, b| a.name.cmp(&b.name));
+    sort_by(&mut candidates, |a, b| a.name.cmp(&b.name));
     let mut tools = Vec::with_capacity(candidates.len());
     let mut definitions = Vec::with_capacity(candidates.len());
     for c in candidates {

@@ -128,6 +128,7 @@
 //! | `pre_tool_use.rs` | [`PreToolUse`]: what the chain decided, for hosts that enforce the rules elsewhere and for what-if replays |
 //! | `panic.rs` | caught panics: a panic in user code becomes a result or a halt |
 //! | `timer.rs` | deadlines: [`Timer`], the default timer (`futures-timer`), `TokioTimer`, a future raced against its deadline |
+//! | `sort.rs` | one stable sort and a sorted name set for cold code (`build()`, error texts, audit files): the standard sort compiled once |
 //! | `texts.rs` | every text toolgate writes for the model ([`INTERNAL_ERROR_MESSAGE`] among them) |
 //! | `hook_run.rs` | [`HookRun`], [`HookDecision`]: one run of a PreToolUse hook, as records and audit lines list them |
 //! | `outcome.rs` | what observers see: [`Outcome`], [`CallRecord`], [`SessionSummary`] |
@@ -201,6 +202,7 @@ mod reply;
 mod resume;
 pub mod schema;
 mod session;
+mod sort;
 mod state;
 mod stats;
 mod texts;

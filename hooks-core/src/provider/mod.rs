@@ -639,7 +639,9 @@ fn past_limits(
     mut candidates: Vec<usize>,
 ) -> Vec<(usize, String)> {
     // Stable: each group keeps the given order.
-    candidates.sort_by_key(|&i| tools[i].strict != Some(true));
+    crate::sort::sort_by(&mut candidates, |&a, &b| {
+        (tools[a].strict != Some(true)).cmp(&(tools[b].strict != Some(true)))
+    });
     let mut budget = Budget::new(limits);
     let mut past = Vec::new();
     for i in candidates {
