@@ -666,9 +666,9 @@
 //! record) and a [`Redaction`] (JSON pointers per tool into `input` and `effective_input`,
 //! functions over `content` and `detail` such as [`mask_card_numbers`] and [`mask_emails`])
 //! applied before any sink sees a record. Every line ends with `prev`, the SHA-256 of the line
-//! before it in the same file: [`verify_audit_dir`] names the first line edited, deleted,
-//! inserted or reordered (the rule, with reopening, rotation and several writer processes, is
-//! under "The hash chain" in [`AuditLog`]'s docs).
+//! before it in the same file: `verify_audit_dir` (feature `audit-verify`) names the first line
+//! edited, deleted, inserted or reordered (the rule, with reopening, rotation and several
+//! writer processes, is under "The hash chain" in [`AuditLog`]'s docs).
 //!
 //! # Registration and linking
 //!

@@ -145,7 +145,7 @@
 //! | `audit/redact.rs` | [`Redaction`] (JSON pointers per tool, text functions), [`mask_card_numbers`], [`mask_emails`] |
 //! | `audit/chain.rs` | the hash chain: `prev` on every line, the file lock, reopening, rotation |
 //! | `audit/files.rs` | the default sink: `audit_log.jsonl` and `session_summaries.jsonl` |
-//! | `audit/verify.rs` | [`verify_audit_dir`], [`verify_audit_file`]: the chain checked, the first broken line named |
+//! | `audit/verify.rs` | feature `audit-verify`: `verify_audit_dir`, `verify_audit_file`: the chain checked, the first broken line named |
 //! | `time.rs` | RFC 3339 timestamps ([`Rfc3339`]) |
 //! | `answer.rs` | [`CallAnswer`]: a `tool_result` with its outcome, the hook at fault and the operator detail |
 //! | `caller.rs` | wrapping by ownership: [`ToolCaller`], [`SyncCaller`] |
@@ -220,10 +220,13 @@ pub mod macro_support;
 pub use answer::CallAnswer;
 pub use approval::{Approval, ApprovalRequest, Approver, Asked};
 pub use audit::{
-    AUDIT_LOG_FILE, AuditLog, AuditLogBuilder, AuditRecord, AuditSink, AuditVerification,
-    CHAIN_START, ChainBreak, ChainProblem, ChainStatus, ChainVerification, InvalidPointer,
+    AUDIT_LOG_FILE, AuditLog, AuditLogBuilder, AuditRecord, AuditSink, CHAIN_START, InvalidPointer,
     REDACTED, Redaction, SESSION_SUMMARIES_FILE, SummaryRecord, mask_card_numbers, mask_emails,
-    verify_audit_dir, verify_audit_file,
+};
+#[cfg(feature = "audit-verify")]
+pub use audit::{
+    AuditVerification, ChainBreak, ChainProblem, ChainStatus, ChainVerification, verify_audit_dir,
+    verify_audit_file,
 };
 pub use builder::{BuildError, BuildProblem, DispatcherBuilder};
 pub use caller::{SyncCaller, ToolCaller, sync_caller};

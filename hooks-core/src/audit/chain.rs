@@ -36,11 +36,13 @@ pub(crate) fn hex(h: &Hash) -> [u8; 64] {
 }
 
 /// [`hex`] as a `String`.
+#[cfg(any(test, feature = "audit-verify"))]
 pub(crate) fn hex_string(h: &Hash) -> String {
     hex(h).iter().map(|&b| char::from(b)).collect()
 }
 
 /// 64 lowercase hex digits back to a digest.
+#[cfg(any(test, feature = "audit-verify"))]
 pub(crate) fn parse_hex(text: &str) -> Option<Hash> {
     let b = text.as_bytes();
     if b.len() != 64 {

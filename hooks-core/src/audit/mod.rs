@@ -10,13 +10,14 @@
 //! | `redact.rs` | [`Redaction`], [`mask_card_numbers`], [`mask_emails`] |
 //! | `chain.rs` | the hash chain's rule and the writer that keeps it (lock, reopen, rotation) |
 //! | `files.rs` | the default sink: `audit_log.jsonl` and `session_summaries.jsonl` |
-//! | `verify.rs` | [`verify_audit_dir`], [`verify_audit_file`] |
+//! | `verify.rs` | feature `audit-verify`: `verify_audit_dir`, `verify_audit_file` |
 
 mod chain;
 mod files;
 mod record;
 mod redact;
 mod sink;
+#[cfg(feature = "audit-verify")]
 mod verify;
 
 use std::fmt;
@@ -28,6 +29,7 @@ pub use chain::CHAIN_START;
 pub use record::{AuditRecord, SummaryRecord};
 pub use redact::{InvalidPointer, REDACTED, Redaction, mask_card_numbers, mask_emails};
 pub use sink::AuditSink;
+#[cfg(feature = "audit-verify")]
 pub use verify::{
     AuditVerification, ChainBreak, ChainProblem, ChainStatus, ChainVerification, verify_audit_dir,
     verify_audit_file,
@@ -110,8 +112,8 @@ struct LogInner {
 ///    several threads and several processes writing to one folder keep one chain and never
 ///    interleave. (A file system without locks is written without them.)
 ///
-/// [`verify_audit_dir`] checks these rules (`support_agent --verify-audit DIR` prints what it
-/// finds): `ok` with the line count and the last hash, or the first line that was edited,
+/// `verify_audit_dir` (feature `audit-verify`) checks these rules (`support_agent --verify-audit
+/// DIR` prints what it finds): `ok` with the line count and the last hash, or the first line that was edited,
 /// deleted, inserted or reordered. Deleting lines from the end of the newest file leaves a
 /// shorter chain that verifies: only a last hash kept elsewhere (another system, a signed
 /// message) catches that.
