@@ -491,7 +491,8 @@
 //! let tools = dispatcher.tool_definitions_for(Provider::OpenAi)?;
 //! assert_eq!(tools[0]["function"]["strict"], true);
 //!
-//! // An OpenAI `tool_calls` entry: the arguments are a JSON string.
+//! // An OpenAI `tool_calls` entry: the arguments are a JSON string (feature `openai`).
+//! # #[cfg(feature = "openai")] {
 //! let tool_call = json!({"id": "call_1", "type": "function",
 //!     "function": {"name": "get_weather", "arguments": "{\"city\": \"Bogotá\"}"}});
 //! let session = dispatcher.session(HookContext::builder("u_1", "sess_1").build());
@@ -501,6 +502,7 @@
 //!     provider::openai::tool_message(&result),
 //!     json!({"role": "tool", "tool_call_id": "call_1", "content": "Bogotá: 21°C"})
 //! );
+//! # }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -601,7 +603,8 @@
 //! - **Other APIs**: [`Session::respond_openai_choice`], [`Session::respond_openai_response`]
 //!   and [`Session::respond_gemini_candidate`] take the whole choice, response or candidate, so
 //!   a turn cut at its output limit (`finish_reason: "length"`, `status: "incomplete"`,
-//!   `MAX_TOKENS`) runs nothing, as `max_tokens` does for `respond`.
+//!   `MAX_TOKENS`) runs nothing, as `max_tokens` does for `respond` (features `openai` and
+//!   `gemini`; the definitions for every API need none).
 //!
 //! # Bounds, deadlines and cancellation
 //!

@@ -79,8 +79,9 @@
 //! ([`IdError`]), and it remembers every id it answered ([`AnswerStore`]), so a host that
 //! retries a message runs nothing twice. [`Conversation`] keeps the next request's `messages`
 //! with each assistant turn reduced to `role` and `content`; the other APIs' whole turns go
-//! through [`Session::respond_openai_choice`], [`Session::respond_openai_response`] and
-//! [`Session::respond_gemini_candidate`], which run nothing from a turn cut at its output limit.
+//! through `Session::respond_openai_choice`, `Session::respond_openai_response` (feature
+//! `openai`) and `Session::respond_gemini_candidate` (feature `gemini`), which run nothing from
+//! a turn cut at its output limit.
 //!
 //! # Where things live
 //!
@@ -136,7 +137,7 @@
 //! | `memory.rs` | a session's memory of answered ids: [`AnswerStore`], [`MemoryAnswerStore`], [`InputDigest`] |
 //! | `reply.rs` | [`Reply`]: an answer, nothing to run, or a turn paused for approval |
 //! | `session.rs` | [`Session`]: `call`, `respond` (ids checked, answers remembered), the Stop hooks and the summary |
-//! | `turns.rs` | the other APIs' whole turns through a session, truncation guarded: `respond_openai_choice`, `respond_openai_response`, `respond_gemini_candidate` |
+//! | `turns.rs` | features `openai`, `gemini`: the other APIs' whole turns through a session, truncation guarded: `respond_openai_choice`, `respond_openai_response`, `respond_gemini_candidate` |
 //! | `stats.rs` | a session's counters; the observer channel (`tracing` and `observer_errors`) |
 //! | `usage.rs` | [`Usage`]: the tokens of the model's responses a host adds to a session |
 //! | `audit/mod.rs` | [`AuditLog`], [`AuditLogBuilder`]: the built-in observer and Stop hook, records handed to every sink |
@@ -210,6 +211,7 @@ mod time;
 mod timer;
 #[cfg(feature = "tower")]
 pub mod tower;
+#[cfg(any(feature = "openai", feature = "gemini"))]
 mod turns;
 mod usage;
 mod what_if;

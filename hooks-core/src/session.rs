@@ -330,6 +330,7 @@ impl Session {
     /// API's pattern when `pattern` holds): one result per call, or why not. A call that needs
     /// approval is blocked when the dispatcher has no approver (the other APIs' whole turns do
     /// not pause).
+    #[cfg(any(feature = "openai", feature = "gemini"))]
     pub(crate) async fn run_turn(
         &self,
         uses: &[&ToolUse],

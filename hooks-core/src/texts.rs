@@ -312,6 +312,7 @@ pub(crate) const NOT_RUN_AT_MAX_TOKENS: &str =
 
 /// Why every call of another API's turn cut at its output limit is not run (OpenAI
 /// `finish_reason: "length"`, Responses `status: "incomplete"`, Gemini `MAX_TOKENS`).
+#[cfg(any(feature = "openai", feature = "gemini"))]
 pub(crate) const NOT_RUN_TRUNCATED: &str =
     "the turn was cut at its output limit, so this call may be cut off.";
 
@@ -351,6 +352,7 @@ pub(crate) fn left_out(what: &str, why: &str) -> String {
 }
 
 /// Why a block is left out of a result for an API whose tool results are text only.
+#[cfg(any(feature = "openai", feature = "gemini"))]
 pub(crate) const TEXT_ONLY: &str = "this API's tool results take text only";
 
 /// Why a block is left out of a result for an API that has no content of its kind.

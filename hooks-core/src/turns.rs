@@ -18,7 +18,11 @@ use serde_json::Value;
 
 use crate::content::{ToolResult, ToolUse};
 use crate::error::RespondError;
-use crate::provider::{Turn, gemini, openai, openai_responses};
+use crate::provider::Turn;
+#[cfg(feature = "gemini")]
+use crate::provider::gemini;
+#[cfg(feature = "openai")]
+use crate::provider::{openai, openai_responses};
 use crate::reply::Reply;
 use crate::session::Session;
 use crate::texts;
@@ -44,6 +48,7 @@ impl Session {
     /// calls (nothing runs; each call is audited as `not_run`); [`RespondError::Convert`] when
     /// the choice cannot be read; [`RespondError::Id`] for an empty or repeated id; and the
     /// errors of [`respond`](Self::respond).
+    #[cfg(feature = "openai")]
     pub async fn respond_openai_choice(
         &self,
         choice: &Value,
@@ -73,6 +78,7 @@ impl Session {
     /// `incomplete_details.reason` is named), or a `function_call` item's is, and it has calls:
     /// nothing runs; each call is audited as `not_run`. Otherwise as
     /// [`respond_openai_choice`](Self::respond_openai_choice).
+    #[cfg(feature = "openai")]
     pub async fn respond_openai_response(
         &self,
         response: &Value,
@@ -107,6 +113,7 @@ impl Session {
     /// [`RespondError::Truncated`] when `finishReason` is `"MAX_TOKENS"` and it has calls:
     /// nothing runs; each call is audited as `not_run`. Otherwise as
     /// [`respond_openai_choice`](Self::respond_openai_choice).
+    #[cfg(feature = "gemini")]
     pub async fn respond_gemini_candidate(
         &self,
         candidate: &Value,

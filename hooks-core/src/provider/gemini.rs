@@ -26,13 +26,17 @@
 //! calls from 0), so the same candidate retried gets the same ids and is answered from the
 //! session's memory; ids must be unique in the candidate.
 
-use serde_json::{Map, Value, json};
+#[cfg(feature = "gemini")]
+use serde_json::json;
+use serde_json::{Map, Value};
 
 use super::subset::{ALL_OF, at, inexpressible, is_a_map, join, relocate};
+use super::{Definition, Target, ToolSource};
+#[cfg(feature = "gemini")]
 use super::{
-    ConvertError, Definition, Target, ToolSource, Turn, object, optional_string, readable_text,
-    string_field, the_one,
+    ConvertError, Turn, object, optional_string, readable_text, string_field, the_one,
 };
+#[cfg(feature = "gemini")]
 use crate::content::{ToolResult, ToolUse, kind_of};
 use crate::schema::walk::split_null_branches;
 
@@ -261,13 +265,16 @@ fn node(v: &Value, path: &str) -> Result<Value, String> {
 
 // ---- calls in, results out ----
 
+#[cfg(feature = "gemini")]
 const WHAT: &str = "a Gemini functionCall";
 
+#[cfg(feature = "gemini")]
 /// The `FunctionCall` of a content part, or the value itself (a bare `FunctionCall`).
 fn call_of(part: &Value) -> &Value {
     part.get("functionCall").unwrap_or(part)
 }
 
+#[cfg(feature = "gemini")]
 /// A `functionCall` as a [`ToolUse`].
 ///
 /// In: a content part `{"functionCall": {"name": "get_weather", "args": {…}, "id": "…"}}` or
@@ -297,6 +304,7 @@ pub fn tool_use(part: &Value, fallback_id: impl Into<String>) -> Result<ToolUse,
     Ok(ToolUse::new(id, name, input))
 }
 
+#[cfg(feature = "gemini")]
 /// A whole candidate (or a `GenerateContentResponse` with one candidate), for
 /// [`Session::respond_gemini_candidate`](crate::Session::respond_gemini_candidate): the
 /// `functionCall` parts of `content.parts`, in order, a call without an id getting
@@ -335,6 +343,7 @@ pub(crate) fn candidate_turn(candidate: &Value, turn: usize) -> Result<Turn<'_>,
     })
 }
 
+#[cfg(feature = "gemini")]
 /// The `functionResponse` part that answers `function_call` (the part or `FunctionCall`
 /// the model sent): `{"functionResponse": {"id": "…", "name": "get_weather", "response":
 /// {"output": "19°C, sunny"}}}`, or `{"error": "…"}` inside `response` for a failed result
@@ -363,6 +372,7 @@ pub fn function_response(function_call: &Value, result: &ToolResult) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn root(props: Value) -> Value {
         json!({"type": "object", "properties": props, "additionalProperties": false})
@@ -397,6 +407,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "gemini")]
     fn a_gemini_call_without_a_name_is_answered_with_an_empty_name() {
         let result = ToolResult::text("gemini-0-0", "19°C, sunny");
         assert_eq!(

@@ -11,6 +11,10 @@
 //! | `Gemini` | [`gemini`] | `{name, description, parameters}` (OpenAPI 3.0 subset) | [`gemini::tool_use`] | [`gemini::function_response`] |
 //! | `Mcp` | [`mcp`] | `{name, description, inputSchema}` | [`mcp::tool_use`] | [`mcp::call_tool_result`] |
 //!
+//! The calls-in and results-out functions of OpenAI and Gemini (and the sessions' whole-turn
+//! entry points that use them) are behind the `openai` and `gemini` features; the definitions
+//! of every target, MCP's conversions and the strict checks at `build()` are in every build.
+//!
 //! Each file's docs name the API documents it follows and the rules it enforces.
 //!
 //! # Tool definitions
@@ -125,14 +129,19 @@
 //! (`tests/provider_rules/`) gets the new API's rules, written from its documents, and
 //! `target_of` in `tests/providers.rs` maps the provider to them.
 
+#[cfg(any(feature = "openai", feature = "gemini"))]
 use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
 use serde_json::{Map, Value};
 
-use crate::content::{ToolResult, ToolResultContent, ToolUse, kind_of};
+use crate::content::kind_of;
+#[cfg(any(feature = "openai", feature = "gemini"))]
+use crate::content::{ToolResult, ToolResultContent, ToolUse};
+#[cfg(any(feature = "openai", feature = "gemini"))]
 use crate::output::Media;
+#[cfg(any(feature = "openai", feature = "gemini"))]
 use crate::texts;
 
 pub mod anthropic;
@@ -341,6 +350,7 @@ fn object<'a>(v: &'a Value, what: &'static str) -> Result<&'a Map<String, Value>
     })
 }
 
+#[cfg(any(feature = "openai", feature = "gemini"))]
 /// One whole turn of another API, read for a session's entry point
 /// ([`Session::respond_openai_choice`](crate::Session::respond_openai_choice), …): its calls,
 /// why it stopped, and whether it was cut at its output limit.
@@ -348,6 +358,7 @@ pub(crate) struct Turn<'a> {
     /// The calls, in order.
     pub(crate) uses: Vec<ToolUse>,
     /// The call items as the API sent them, in the same order (Gemini's answer echoes them).
+    #[cfg_attr(not(feature = "gemini"), allow(dead_code))]
     pub(crate) items: Vec<&'a Value>,
     /// The API's stop reason, as given.
     pub(crate) stop_reason: Option<String>,
@@ -355,6 +366,7 @@ pub(crate) struct Turn<'a> {
     pub(crate) truncated: Option<String>,
 }
 
+#[cfg(any(feature = "openai", feature = "gemini"))]
 /// The one element of `obj[key]` when the value is a whole API response (`choices`,
 /// `candidates`), or the value itself.
 fn the_one<'a>(v: &'a Value, key: &str, what: &'static str) -> Result<&'a Value, ConvertError> {
@@ -375,6 +387,7 @@ fn the_one<'a>(v: &'a Value, key: &str, what: &'static str) -> Result<&'a Value,
     }
 }
 
+#[cfg(any(feature = "openai", feature = "gemini"))]
 /// A string field that may be absent or `null`.
 fn optional_string(
     obj: &Map<String, Value>,
@@ -391,6 +404,7 @@ fn optional_string(
     }
 }
 
+#[cfg(any(feature = "openai", feature = "gemini"))]
 /// The text of a result for an API with no error flag: a failure that does not already say so
 /// (`Error:`, `BLOCKED:`, `Not run:`) gets `Error: ` in front.
 /// The text of a result for an API whose tool results are text: a string as is; blocks' texts
@@ -415,6 +429,7 @@ fn readable_text(result: &ToolResult) -> Cow<'_, str> {
     Cow::Owned(lines.join("\n"))
 }
 
+#[cfg(feature = "openai")]
 /// The text of a result for an API with no error flag ([`readable_text`]): a failure that does
 /// not already say so (`Error:`, `BLOCKED:`, `Not run:`) gets `Error: ` in front.
 fn text_saying_failure(result: &ToolResult) -> String {

@@ -60,10 +60,12 @@ use super::subset::{
     ALL_OF, at, inexpressible, is_object_schema, keys_to_move, merged_object, open_object,
     relocate, walk_children,
 };
+use super::{Definition, Target, ToolSource};
+#[cfg(feature = "openai")]
 use super::{
-    ConvertError, Definition, Target, ToolSource, Turn, object, optional_string, string_field,
-    text_saying_failure, the_one,
+    ConvertError, Turn, object, optional_string, string_field, text_saying_failure, the_one,
 };
+#[cfg(feature = "openai")]
 use crate::content::{ToolResult, ToolUse, kind_of};
 use crate::schema::anthropic_input_schema;
 use crate::schema::walk::split_nullable;
@@ -351,8 +353,10 @@ fn nullable_scalar(v: &Value) -> Option<Value> {
 
 // ---- Chat Completions: calls in, results out ----
 
+#[cfg(feature = "openai")]
 const WHAT: &str = "an OpenAI tool call";
 
+#[cfg(feature = "openai")]
 /// One entry of an assistant message's `tool_calls` as a [`ToolUse`].
 ///
 /// In: `{"id": "call_…", "type": "function", "function": {"name": "get_weather",
@@ -384,6 +388,7 @@ pub fn tool_use(tool_call: &Value) -> Result<ToolUse, ConvertError> {
     Ok(ToolUse::new(id, name, input))
 }
 
+#[cfg(feature = "openai")]
 /// The `tool_calls` of an assistant message, in order (empty when it has none).
 ///
 /// In: `{"role": "assistant", "content": null, "tool_calls": [ … ]}` (`choices[0].message`
@@ -404,6 +409,7 @@ pub fn tool_uses(message: &Value) -> Result<Vec<ToolUse>, ConvertError> {
     }
 }
 
+#[cfg(feature = "openai")]
 /// A whole choice (or a chat completion with one choice), for
 /// [`Session::respond_openai_choice`](crate::Session::respond_openai_choice): its calls, its
 /// `finish_reason`, and whether that is `"length"` (the output limit cut the message, so a
@@ -425,6 +431,7 @@ pub(crate) fn choice_turn(choice: &Value) -> Result<Turn<'_>, ConvertError> {
     })
 }
 
+#[cfg(feature = "openai")]
 /// A result as the `role: "tool"` message that answers its call: `{"role": "tool",
 /// "tool_call_id": "call_…", "content": "19°C, sunny"}`.
 ///

@@ -20,15 +20,21 @@
 //! This file uses [`openai`](super::openai)'s strict transform: both are OpenAI's, with one
 //! schema subset. It is the one import between provider files.
 
-use serde_json::{Map, Value, json};
+#[cfg(feature = "openai")]
+use serde_json::json;
+use serde_json::{Map, Value};
 
 use super::openai::function;
+use super::{Definition, Target, ToolSource};
+#[cfg(feature = "openai")]
 use super::{
-    ConvertError, Definition, Target, ToolSource, Turn, object, optional_string, string_field,
-    text_saying_failure,
+    ConvertError, Turn, object, optional_string, string_field, text_saying_failure,
 };
+#[cfg(feature = "openai")]
 use crate::content::{ToolResult, ToolResultContent, ToolUse, kind_of};
+#[cfg(feature = "openai")]
 use crate::output::{Media, Source};
+#[cfg(feature = "openai")]
 use crate::texts;
 
 /// [`Provider::OpenAiResponses`](super::Provider::OpenAiResponses).
@@ -55,8 +61,10 @@ fn definition(tool: &ToolSource<'_>, may_be_strict: bool) -> Result<Definition, 
 
 // ---- calls in, results out ----
 
+#[cfg(feature = "openai")]
 const WHAT: &str = "an OpenAI Responses function_call item";
 
+#[cfg(feature = "openai")]
 /// A `function_call` output item as a [`ToolUse`].
 ///
 /// In: `{"type": "function_call", "id": "fc_…", "call_id": "call_…", "name": "get_weather",
@@ -85,6 +93,7 @@ pub fn tool_use(item: &Value) -> Result<ToolUse, ConvertError> {
     Ok(ToolUse::new(call_id, name, input))
 }
 
+#[cfg(feature = "openai")]
 /// The `function_call` items of a response, in order; other items (`message`,
 /// `reasoning`, …) are skipped.
 ///
@@ -122,6 +131,7 @@ pub fn tool_uses(response_or_output: &Value) -> Result<Vec<ToolUse>, ConvertErro
         .collect()
 }
 
+#[cfg(feature = "openai")]
 /// A whole Response, for
 /// [`Session::respond_openai_response`](crate::Session::respond_openai_response): its
 /// `function_call` items, its `status`, and whether it was cut (`status: "incomplete"` on the
@@ -171,6 +181,7 @@ pub(crate) fn response_turn(response: &Value) -> Result<Turn<'_>, ConvertError> 
     })
 }
 
+#[cfg(feature = "openai")]
 /// A result as the input item that answers its call: `{"type": "function_call_output",
 /// "call_id": "call_…", "output": "19°C, sunny"}`. No error field exists: a failure says so
 /// in the text, as in [`openai::tool_message`](super::openai::tool_message).
@@ -208,6 +219,7 @@ pub fn function_call_output(result: &ToolResult) -> Value {
     })
 }
 
+#[cfg(feature = "openai")]
 /// One block as a Responses input content item (see [`function_call_output`]'s table).
 fn input_item(media: Media<'_>) -> Value {
     let text = |text: &str| json!({"type": "input_text", "text": text});
@@ -227,6 +239,7 @@ fn input_item(media: Media<'_>) -> Value {
     }
 }
 
+#[cfg(feature = "openai")]
 /// The `filename` of an inline PDF: its title, with `.pdf` added unless it ends so; else
 /// `document.pdf`.
 fn pdf_filename(title: Option<&str>) -> String {
