@@ -459,7 +459,7 @@ impl Session {
                 let n = n.load(Ordering::Relaxed);
                 (n > 0).then_some((*o, n))
             })
-            .collect();
+            .fold(Default::default(), crate::stats::counted);
         let tools = inner
             .tools
             .iter()
@@ -468,7 +468,7 @@ impl Session {
                 let n = n.load(Ordering::Relaxed);
                 (n > 0).then(|| (t.name.to_string(), n))
             })
-            .collect();
+            .fold(Default::default(), crate::stats::counted);
         SessionSummary {
             session_id: self.context.session_id().to_owned(),
             user_id: self.context.user_id().to_owned(),

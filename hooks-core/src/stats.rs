@@ -1,6 +1,7 @@
 //! A session's counters ([`Stats`]), and the observer channel that counts the failures of
 //! PostToolUse observers and Stop hooks.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::outcome::Outcome;
@@ -42,6 +43,14 @@ impl Stats {
             t.fetch_add(1, Ordering::Relaxed);
         }
     }
+}
+
+/// Adds one `(key, count)` to a summary's map (`SessionSummary::outcomes`, `tools`), for a
+/// `fold`: `insert`, where `collect` would compile the standard sort anew for each key type
+/// (BENCHMARKS.md, "Build cost").
+pub(crate) fn counted<K: Ord>(mut map: BTreeMap<K, u64>, (key, n): (K, u64)) -> BTreeMap<K, u64> {
+    map.insert(key, n);
+    map
 }
 
 /// Reports an observer's or Stop hook's failure on the observer channel: `tracing` (target
