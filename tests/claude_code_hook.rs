@@ -670,3 +670,193 @@ fn the_example_binary_answers_claude_code_as_a_child_process() {
     assert_eq!(lines.len(), 1);
     assert!(lines[0].contains(r#""outcome":"blocked""#), "{}", lines[0]);
 }
+
+#[test]
+fn a_rule_on_every_tool_decides_tools_the_dispatcher_does_not_declare() {
+    let p = Project::new("cc-every-tool");
+    let hook = p.example_hook();
+    let key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----";
+    let instead = "Leave the secret out and tell the user where it is needed.";
+    // An MCP tool no `#[tool(external)]` declares: the rule matching every tool runs on it,
+    // with any object as input (no schema to check), at any depth of the input.
+    let event = pre(
+        &p,
+        "mcp__github__create_issue",
+        json!({"title": "deploy fails", "body": {"log": ["step 1", format!("key: {key}")]}}),
+    );
+    assert_eq!(
+        run(&hook, &event),
+        (
+            0,
+            decision(
+                "deny",
+                &format!(
+                    "BLOCKED: the input of `mcp__github__create_issue` holds a private key. \
+                     {instead}"
+                )
+            ),
+            String::new()
+        )
+    );
+    // A declared tool: the same rule, first in its chain (order 5).
+    let event = pre(
+        &p,
+        "Bash",
+        json!({"command": "aws configure set aws_access_key_id AKIAIOSFODNN7EXAMPLE"}),
+    );
+    assert_eq!(
+        run(&hook, &event),
+        (
+            0,
+            decision(
+                "deny",
+                &format!("BLOCKED: the input of `Bash` holds an AWS access key id. {instead}")
+            ),
+            String::new()
+        )
+    );
+    // Near misses get no decision: a key id that runs on, a public key, a clean issue.
+    for (tool, input) in [
+        (
+            "mcp__github__create_issue",
+            json!({"title": "AKIAIOSFODNN7EXAMPLEXYZ"}),
+        ),
+        (
+            "mcp__github__create_issue",
+            json!({"body": "-----BEGIN PUBLIC KEY-----"}),
+        ),
+        ("mcp__github__create_issue", json!({"title": "x"})),
+        (
+            "WebFetch",
+            json!({"url": "https://example.com", "prompt": "summarize"}),
+        ),
+    ] {
+        let event = pre(&p, tool, input.clone());
+        assert_eq!(
+            run(&hook, &event),
+            (0, String::new(), String::new()),
+            "{input}"
+        );
+    }
+    // The refusals are on the audit log, under the host tool's name.
+    let head = r#"{"ts":"2025-12-01T14:40:00Z","session_id":"abc123","user_id":"dev","tool_use_id":"toolu_01ABC123","#;
+    let rule = "claude_code_hook::example::rules::no_secrets_in_input";
+    let blocked = |tool: &str, input: Value, kind: &str| {
+        format!(
+            r#"{head}"tool":"{tool}","input":{input},"outcome":"blocked","is_error":true,"content":"BLOCKED: the input of `{tool}` holds {kind}. {instead}","duration_us":0,"blocked_by":"{rule}","prev":"…"}}"#
+        )
+    };
+    assert_eq!(
+        p.audit_lines(),
+        [
+            blocked(
+                "mcp__github__create_issue",
+                json!({"title": "deploy fails", "body": {"log": ["step 1", format!("key: {key}")]}}),
+                "a private key"
+            ),
+            blocked(
+                "Bash",
+                json!({"command": "aws configure set aws_access_key_id AKIAIOSFODNN7EXAMPLE"}),
+                "an AWS access key id"
+            ),
+        ]
+    );
+}
+
+/// A dispatcher with `Bash` and one rule `f` on every tool, its audit log in the project.
+fn rule_on_every_tool<F>(p: &Project, f: F) -> Dispatcher
+where
+    F: Fn(&ToolUse) -> Result<Decision, HookError> + Send + Sync + 'static,
+{
+    Dispatcher::builder()
+        .tool(ToolDef::external::<BashInput>(
+            "Bash",
+            "Runs a shell command.",
+        ))
+        .pre_hook(PreHookDef::sync(
+            "team::every",
+            10,
+            move |_env, call: &ToolUse| f(call),
+        ))
+        .audit_log(AuditLog::open(p.audit()).unwrap())
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn on_an_undeclared_tool_a_rule_on_every_tool_fails_closed_rewrites_and_asks_as_on_a_declared_one()
+{
+    support::quiet_injected_panics();
+    let p = Project::new("cc-every-tool-outcomes");
+    let hook = p.hook(rule_on_every_tool(&p, |call| {
+        match call.input["q"].as_str() {
+            Some("panic") => panic!("{}: rule exploded", support::INJECTED),
+            Some("error") => Err(HookError::new("the policy service is down")),
+            Some("rewrite") => Ok(Decision::rewrite(json!({"q": "rewritten"}))),
+            Some("ask") => Ok(Decision::ask("a person looks at every search today.")),
+            _ => Ok(Decision::Allow),
+        }
+    }));
+    for q in ["panic", "error"] {
+        let event = pre(&p, "mcp__search__query", json!({"q": q}));
+        assert_eq!(
+            run(&hook, &event),
+            (2, String::new(), format!("{HALT_TEXT}\n")),
+            "{q}"
+        );
+    }
+    let event = pre(&p, "mcp__search__query", json!({"q": "rewrite"}));
+    assert_eq!(
+        run(&hook, &event),
+        (
+            0,
+            format!(
+                "{}\n",
+                json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                    "permissionDecision": "ask",
+                    "permissionDecisionReason":
+                        "toolgate rewrote this call's input (team::every); review the new input.",
+                    "updatedInput": {"q": "rewritten"}}})
+            ),
+            String::new()
+        )
+    );
+    let event = pre(&p, "mcp__search__query", json!({"q": "ask"}));
+    assert_eq!(
+        run(&hook, &event),
+        (
+            0,
+            decision("ask", "a person looks at every search today."),
+            String::new()
+        )
+    );
+    let event = pre(&p, "mcp__search__query", json!({"q": "fine"}));
+    assert_eq!(run(&hook, &event), (0, String::new(), String::new()));
+    // An input that is not an object: refused before any rule, as for a declared tool.
+    let event = pre(&p, "mcp__search__query", json!([1, 2]));
+    let (code, out, err) = run(&hook, &event);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(
+        out,
+        decision(
+            "deny",
+            "Error: invalid input for tool `mcp__search__query`: the input must be a JSON object, \
+             found a JSON array. Send an input that matches the tool's input_schema."
+        )
+    );
+    // The two halts are on the audit log with their detail, under the tool's name.
+    let head = r#"{"ts":"2025-12-01T14:40:00Z","session_id":"abc123","user_id":"dev","tool_use_id":"toolu_01ABC123","tool":"mcp__search__query","#;
+    let lines = p.audit_lines();
+    assert_eq!(
+        lines[..2],
+        [
+            format!(
+                r#"{head}"input":{{"q":"panic"}},"outcome":"hook_failed","is_error":true,"content":"{HALT_TEXT}","duration_us":0,"blocked_by":"team::every","detail":"the hook panicked: {}: rule exploded","prev":"…"}}"#,
+                support::INJECTED
+            ),
+            format!(
+                r#"{head}"input":{{"q":"error"}},"outcome":"hook_failed","is_error":true,"content":"{HALT_TEXT}","duration_us":0,"blocked_by":"team::every","detail":"the policy service is down","prev":"…"}}"#
+            ),
+        ]
+    );
+}

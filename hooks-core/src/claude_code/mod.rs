@@ -26,7 +26,8 @@
 //! | PreToolUse, a hook rewrites | nothing recorded yet | `permissionDecision: "ask"` (or `"allow"`, [`RewriteAnswer::Allow`]) with `updatedInput`, 0 |
 //! | PreToolUse, a hook denies; the input is invalid | an audit line (`blocked`, `invalid_input`) | `permissionDecision: "deny"` with the `BLOCKED: …` text the model reads, 0 |
 //! | PreToolUse, a hook errors, panics or times out | an audit line (`hook_failed`, `hook_timeout`), its `detail` for the operator | none; standard error `BLOCKED: …` (no operator detail), 2 |
-//! | PreToolUse, a tool the dispatcher does not know | nothing | none, 0 (no decision) |
+//! | PreToolUse, a tool the dispatcher does not know, no untyped hook matches every tool | nothing | none, 0 (no decision) |
+//! | PreToolUse, a tool the dispatcher does not know, untyped hooks match every tool | those hooks decide, on any JSON object as input (no schema), as above: allow, ask, rewrite, deny, fail closed | as above |
 //! | PostToolUse | the observers and the audit log see the call, outcome `ok`, content the `tool_response` | none, 0 |
 //! | PostToolUseFailure | the same, outcome `tool_error`, content the `error` | none, 0 |
 //! | SessionEnd | the Stop hooks run once, with the session's summary | none, 0 |
@@ -381,7 +382,7 @@ impl ClaudeCodeHook {
         let call = tool_use(event, tool_name);
         let context = self.context(event);
         let started = Instant::now();
-        let decided = crate::block_on(self.dispatcher.pre_tool_use(&context, &call));
+        let decided = crate::block_on(self.dispatcher.inner.pre_tool_use_in_host(&context, &call));
         match decided {
             PreToolUse::Allow {
                 input,
