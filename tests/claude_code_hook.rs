@@ -860,3 +860,78 @@ fn on_an_undeclared_tool_a_rule_on_every_tool_fails_closed_rewrites_and_asks_as_
         ]
     );
 }
+
+#[test]
+fn a_rewrite_answered_at_pre_tool_use_is_on_its_post_tool_use_audit_line() {
+    let p = Project::new("cc-rewrite-post");
+    let hook = p.hook(one_rule(&p, |call: &ToolUse| {
+        Ok(match call.input["command"].as_str() {
+            Some("npm install") => Decision::rewrite(json!({"command": "npm ci"})),
+            _ => Decision::Allow,
+        })
+    }));
+    let cwd = p.root().display().to_string();
+    let event = |name: &str, id: &str, command: &str, extra: Value| {
+        let mut e = json!({"session_id": "abc123", "transcript_path": "/t.jsonl", "cwd": cwd,
+                           "permission_mode": "default", "hook_event_name": name,
+                           "tool_name": "Bash", "tool_use_id": id,
+                           "tool_input": {"command": command}});
+        e.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        e.to_string()
+    };
+    let (code, out, _) = run(
+        &hook,
+        &event("PreToolUse", "toolu_7", "npm install", json!({})),
+    );
+    assert_eq!(code, 0);
+    assert!(
+        out.contains(r#""updatedInput":{"command":"npm ci"}"#),
+        "{out}"
+    );
+    // Claude Code runs the rewritten input and says so in PostToolUse, twice here (a retried
+    // event): the first line names the rewrite, the second finds nothing kept.
+    let post = event(
+        "PostToolUse",
+        "toolu_7",
+        "npm ci",
+        json!({"tool_response": "added 12 packages"}),
+    );
+    assert_eq!(run(&hook, &post), (0, String::new(), String::new()));
+    assert_eq!(run(&hook, &post), (0, String::new(), String::new()));
+    let head = r#"{"ts":"2025-12-01T14:40:00Z","session_id":"abc123","user_id":"dev","tool_use_id":"toolu_7","tool":"Bash","#;
+    assert_eq!(
+        p.audit_lines(),
+        [
+            format!(
+                r#"{head}"input":{{"command":"npm install"}},"outcome":"ok","is_error":false,"content":"added 12 packages","duration_us":0,"rewritten_by":["team::rule"],"effective_input":{{"command":"npm ci"}},"prev":"…"}}"#
+            ),
+            format!(
+                r#"{head}"input":{{"command":"npm ci"}},"outcome":"ok","is_error":false,"content":"added 12 packages","duration_us":0,"prev":"…"}}"#
+            ),
+        ]
+    );
+    // Rewrites whose PostToolUse never comes (the person declined at Claude Code's prompt) do
+    // not grow the state file for good: the newest 64 are kept.
+    for i in 0..70 {
+        let pre = event(
+            "PreToolUse",
+            &format!("toolu_r{i:02}"),
+            "npm install",
+            json!({}),
+        );
+        assert_eq!(run(&hook, &pre).0, 0);
+    }
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.state().join("abc123.json")).unwrap())
+            .unwrap();
+    let kept: Vec<&String> = state["rewrites"].as_object().unwrap().keys().collect();
+    let expected: Vec<String> = (6..70).map(|i| format!("toolu_r{i:02}")).collect();
+    assert_eq!(kept, expected.iter().collect::<Vec<_>>());
+    assert_eq!(
+        state["rewrites"]["toolu_r69"],
+        json!({"input": {"command": "npm install"}, "rewritten_by": ["team::rule"]})
+    );
+    assert_eq!(state["calls"], 2);
+}
