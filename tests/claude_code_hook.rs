@@ -334,14 +334,20 @@ fn one_rule<F>(p: &Project, f: F) -> Dispatcher
 where
     F: Fn(&ToolUse) -> Result<Decision, HookError> + Send + Sync + 'static,
 {
+    with_rule(
+        p,
+        PreHookDef::sync("team::rule", 10, move |_env, call: &ToolUse| f(call)).tools(["Bash"]),
+    )
+}
+
+/// A dispatcher with `Bash` and the PreToolUse hook `rule`, its audit log in the project.
+fn with_rule(p: &Project, rule: PreHookDef) -> Dispatcher {
     Dispatcher::builder()
         .tool(ToolDef::external::<BashInput>(
             "Bash",
             "Runs a shell command.",
         ))
-        .pre_hook(
-            PreHookDef::sync("team::rule", 10, move |_env, call: &ToolUse| f(call)).tools(["Bash"]),
-        )
+        .pre_hook(rule)
         .audit_log(AuditLog::open(p.audit()).unwrap())
         .build()
         .unwrap()
@@ -768,19 +774,10 @@ fn rule_on_every_tool<F>(p: &Project, f: F) -> Dispatcher
 where
     F: Fn(&ToolUse) -> Result<Decision, HookError> + Send + Sync + 'static,
 {
-    Dispatcher::builder()
-        .tool(ToolDef::external::<BashInput>(
-            "Bash",
-            "Runs a shell command.",
-        ))
-        .pre_hook(PreHookDef::sync(
-            "team::every",
-            10,
-            move |_env, call: &ToolUse| f(call),
-        ))
-        .audit_log(AuditLog::open(p.audit()).unwrap())
-        .build()
-        .unwrap()
+    with_rule(
+        p,
+        PreHookDef::sync("team::every", 10, move |_env, call: &ToolUse| f(call)),
+    )
 }
 
 #[test]

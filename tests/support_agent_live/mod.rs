@@ -110,6 +110,32 @@ fn final_reply(text: &str, input_tokens: u64, output_tokens: u64) -> Value {
     })
 }
 
+/// `[outcome, final]` of each audit line of `tool_use_id` in `dir`'s audit log, in order.
+fn outcomes_of(dir: &TempDir, tool_use_id: &str) -> Vec<Value> {
+    json_lines(&dir.path().join("audit_log.jsonl"))
+        .into_iter()
+        .filter(|l| l["tool_use_id"] == tool_use_id)
+        .map(|l| json!([l["outcome"], l["final"]]))
+        .collect()
+}
+
+/// The bundled transcript `source` (its file name).
+fn bundled(source: &str) -> Transcript {
+    transcript::bundled()
+        .unwrap()
+        .into_iter()
+        .find(|t| t.source == source)
+        .expect("bundled")
+}
+
+/// `t`'s assistant messages as the API returned them: what the server plays.
+fn recorded(t: &Transcript) -> Vec<Value> {
+    t.messages
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap())
+        .collect()
+}
+
 /// `--live` arguments for transcript `t`'s context, talking to `server`, writing to `dir`.
 fn args_for(t: &Transcript, server: &Server, dir: &TempDir, say: &str) -> Vec<String> {
     let c = &t.context;
@@ -233,11 +259,7 @@ fn live_mode_gives_the_replays_outcomes_and_audit_lines_for_every_bundled_transc
         // The same session, live: the server answers with the recorded messages, then text
         // (a paused turn ends the conversation: no final text is asked for). The person at
         // the terminal types the transcript's decisions; with none, nobody is at a terminal.
-        let recorded: Vec<Value> = t
-            .messages
-            .iter()
-            .map(|m| serde_json::to_value(m).unwrap())
-            .collect();
+        let recorded: Vec<Value> = recorded(&t);
         let last = final_reply("Is there anything else I can help with?", 1500, 11);
         let mut plan: Vec<Planned> = recorded.iter().map(Planned::message).collect();
         if !paused {
@@ -362,11 +384,7 @@ fn live_mode_prints_the_conversation_the_calls_and_the_token_totals() {
         .into_iter()
         .find(|t| t.source == "02_free_tier_unusual_phrasing.json")
         .unwrap();
-    let recorded: Vec<Value> = t
-        .messages
-        .iter()
-        .map(|m| serde_json::to_value(m).unwrap())
-        .collect();
+    let recorded: Vec<Value> = recorded(&t);
     let mut plan: Vec<Planned> = recorded.iter().map(Planned::message).collect();
     plan.push(Planned::message(&final_reply(
         "Shipping fees are credited back when an order arrives late or damaged.\n\nAnything else?",
@@ -1213,16 +1231,8 @@ fn a_2xx_that_is_not_an_assistant_message_ends_the_run_with_exit_1() {
 #[test]
 fn a_refund_that_needs_a_person_pauses_the_live_turn() {
     // Transcript 08: a refund of 25000 cents, which the approval rule asks a person about.
-    let t = transcript::bundled()
-        .unwrap()
-        .into_iter()
-        .find(|t| t.source == "08_large_refund_paused.json")
-        .expect("bundled");
-    let recorded: Vec<Value> = t
-        .messages
-        .iter()
-        .map(|m| serde_json::to_value(m).unwrap())
-        .collect();
+    let t = bundled("08_large_refund_paused.json");
+    let recorded: Vec<Value> = recorded(&t);
     let plan: Vec<Planned> = recorded.iter().map(Planned::message).collect();
     let server = Server::start(expect(t.context.specialist), plan);
     let dir = TempDir::new("live-paused");
@@ -1261,11 +1271,7 @@ fn a_refund_that_needs_a_person_pauses_the_live_turn() {
         .collect();
     assert_eq!(awaiting, [id]);
     // The audit log: the waiting call's line is not final.
-    let waiting: Vec<Value> = json_lines(&dir.path().join("audit_log.jsonl"))
-        .into_iter()
-        .filter(|l| l["tool_use_id"] == id)
-        .map(|l| json!([l["outcome"], l["final"]]))
-        .collect();
+    let waiting: Vec<Value> = outcomes_of(&dir, id);
     assert_eq!(waiting, [json!(["awaiting_approval", false])]);
 }
 
@@ -1273,16 +1279,8 @@ fn a_refund_that_needs_a_person_pauses_the_live_turn() {
 fn a_person_at_the_terminal_decides_and_the_live_turn_goes_on() {
     // Transcript 07: a refund of 90000 cents the approval rule asks about; the person first
     // types something that is not an answer, then declines with a reason.
-    let t = transcript::bundled()
-        .unwrap()
-        .into_iter()
-        .find(|t| t.source == "07_large_refund_denied.json")
-        .expect("bundled");
-    let recorded: Vec<Value> = t
-        .messages
-        .iter()
-        .map(|m| serde_json::to_value(m).unwrap())
-        .collect();
+    let t = bundled("07_large_refund_denied.json");
+    let recorded: Vec<Value> = recorded(&t);
     let mut plan: Vec<Planned> = recorded.iter().map(Planned::message).collect();
     let last = final_reply("I have asked for a return label first.", 900, 12);
     plan.push(Planned::message(&last));
@@ -1361,18 +1359,10 @@ fn when_the_terminal_input_ends_before_a_decision_the_live_turn_pauses() {
     // Transcript 06's refund waits; the person's input ends (Ctrl-D) at the question, or
     // three answers in a row cannot be read: the turn is written for --resume as when nobody
     // is at a terminal, and nothing is decided.
-    let t = transcript::bundled()
-        .unwrap()
-        .into_iter()
-        .find(|t| t.source == "06_large_refund_approved.json")
-        .expect("bundled");
+    let t = bundled("06_large_refund_approved.json");
     let id = "toolu_01Jm4pAyRn8S5cWu0dZf4MtB";
     for answers in [vec![], vec!["ok", "sure", "fine"]] {
-        let recorded: Vec<Value> = t
-            .messages
-            .iter()
-            .map(|m| serde_json::to_value(m).unwrap())
-            .collect();
+        let recorded: Vec<Value> = recorded(&t);
         let plan: Vec<Planned> = recorded.iter().map(Planned::message).collect();
         let server = Server::start(expect(t.context.specialist), plan);
         let dir = TempDir::new("live-person-gone");
@@ -1401,11 +1391,7 @@ fn when_the_terminal_input_ends_before_a_decision_the_live_turn_pauses() {
             run.out.lines().filter(|l| l.starts_with("   = ")).count(),
             tries
         );
-        let lines: Vec<Value> = json_lines(&dir.path().join("audit_log.jsonl"))
-            .into_iter()
-            .filter(|l| l["tool_use_id"] == id)
-            .map(|l| json!([l["outcome"], l["final"]]))
-            .collect();
+        let lines: Vec<Value> = outcomes_of(&dir, id);
         assert_eq!(lines, [json!(["awaiting_approval", false])]);
     }
 }
