@@ -259,7 +259,7 @@ fn live_mode_gives_the_replays_outcomes_and_audit_lines_for_every_bundled_transc
         // The same session, live: the server answers with the recorded messages, then text
         // (a paused turn ends the conversation: no final text is asked for). The person at
         // the terminal types the transcript's decisions; with none, nobody is at a terminal.
-        let recorded: Vec<Value> = recorded(&t);
+        let recorded: Vec<Value> = recorded(t);
         let last = final_reply("Is there anything else I can help with?", 1500, 11);
         let mut plan: Vec<Planned> = recorded.iter().map(Planned::message).collect();
         if !paused {
