@@ -687,6 +687,21 @@
 //! `use my_tools as _;`. One test binary shares one registry, so tests build dispatchers from
 //! module paths or lists, never from everything. Doctests that register items need a crate of
 //! their own (`standalone_crate` in edition 2024).
+//!
+//! # Cargo features
+//!
+//! All off by default, so a default build compiles the dispatcher, the hooks, every provider's
+//! tool definitions, MCP's conversions and the audit log, and nothing else:
+//!
+//! | feature | what it adds |
+//! |---|---|
+//! | `tokio` | `TokioTimer`: deadlines on tokio's time driver |
+//! | `full-validation` | JSON Schema validation by `boon` (meta-schemas with regular expressions at `build()`, every keyword of a wrapped caller's schema) |
+//! | `tower` | `toolgate::tower`: a session as a `Service<ToolUse>`, the hooks as a `Layer` |
+//! | `claude-code` | `toolgate::claude_code`: the rules as a Claude Code command hook |
+//! | `audit-verify` | `verify_audit_dir`, `verify_audit_file`: the audit files' hash chain checked (the files are chained without it) |
+//! | `openai` | OpenAI's calls in and results out (`provider::openai`, `provider::openai_responses`: `tool_use`, `tool_uses`, `tool_message`, `function_call_output`), `Session::respond_openai_choice` and `respond_openai_response` |
+//! | `gemini` | Gemini's calls in and results out (`provider::gemini::{tool_use, function_response}`), `Session::respond_gemini_candidate` |
 #![forbid(unsafe_code)]
 
 pub use toolgate_core::*;

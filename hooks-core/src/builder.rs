@@ -938,11 +938,7 @@ fn check_matchers(
 
 /// Step 8 too: every tool the audit log's redaction names is known somewhere (a misspelled tool
 /// would leave its fields in clear).
-fn check_redaction(
-    audit: Option<&AuditLog>,
-    known_tools: &Names,
-    problems: &mut Problems<'_>,
-) {
+fn check_redaction(audit: Option<&AuditLog>, known_tools: &Names, problems: &mut Problems<'_>) {
     for tool in audit.into_iter().flat_map(|a| a.redaction().tools()) {
         if !known_tools.contains(tool) {
             problems.push(BuildProblem::UnknownRedactionTool(tool.to_owned()));
@@ -972,7 +968,10 @@ impl Inputs {
     }
 
     fn get(&self, name: &str) -> Option<&Option<InputType>> {
-        let at = self.0.binary_search_by(|(n, _)| n.as_str().cmp(name)).ok()?;
+        let at = self
+            .0
+            .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            .ok()?;
         Some(&self.0[at].1)
     }
 }
@@ -981,11 +980,7 @@ impl Inputs {
 /// matches every tool of the builder's sources (before the tool filters) that takes its type,
 /// and none is a problem; with `tools`, every named tool of those sources must take its type.
 /// (Step 9 then keeps or drops it like any hook.)
-fn resolve_typed_hooks(
-    pre: &mut [PreHookDef],
-    inputs: &Inputs,
-    problems: &mut Problems<'_>,
-) {
+fn resolve_typed_hooks(pre: &mut [PreHookDef], inputs: &Inputs, problems: &mut Problems<'_>) {
     for hook in pre.iter_mut() {
         let Some(wanted) = hook.input else {
             continue;

@@ -83,6 +83,14 @@
 //! `openai`) and `Session::respond_gemini_candidate` (feature `gemini`), which run nothing from
 //! a turn cut at its output limit.
 //!
+//! # Cargo features
+//!
+//! Off by default, each: `tokio` ([`Timer`] on tokio), `full-validation` (`boon`), `tower`
+//! (`tower` module), `claude-code` (`claude_code` module), `audit-verify`
+//! (`verify_audit_dir`, `verify_audit_file`), `openai` and `gemini` (those APIs' calls in and
+//! results out, and the sessions' whole-turn entry points; every provider's definitions are in
+//! every build). The `toolgate` facade has the same features.
+//!
 //! # Where things live
 //!
 //! One file per idea, roughly in the order a call meets them. Shared types sit low (`content`,

@@ -31,11 +31,9 @@ use serde_json::json;
 use serde_json::{Map, Value};
 
 use super::subset::{ALL_OF, at, inexpressible, is_a_map, join, relocate};
-use super::{Definition, Target, ToolSource};
 #[cfg(feature = "gemini")]
-use super::{
-    ConvertError, Turn, object, optional_string, readable_text, string_field, the_one,
-};
+use super::{ConvertError, Turn, object, optional_string, readable_text, string_field, the_one};
+use super::{Definition, Target, ToolSource};
 #[cfg(feature = "gemini")]
 use crate::content::{ToolResult, ToolUse, kind_of};
 use crate::schema::walk::split_null_branches;

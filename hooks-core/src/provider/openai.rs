@@ -60,11 +60,11 @@ use super::subset::{
     ALL_OF, at, inexpressible, is_object_schema, keys_to_move, merged_object, open_object,
     relocate, walk_children,
 };
-use super::{Definition, Target, ToolSource};
 #[cfg(feature = "openai")]
 use super::{
     ConvertError, Turn, object, optional_string, string_field, text_saying_failure, the_one,
 };
+use super::{Definition, Target, ToolSource};
 #[cfg(feature = "openai")]
 use crate::content::{ToolResult, ToolUse, kind_of};
 use crate::schema::anthropic_input_schema;

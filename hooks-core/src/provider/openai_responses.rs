@@ -25,11 +25,9 @@ use serde_json::json;
 use serde_json::{Map, Value};
 
 use super::openai::function;
-use super::{Definition, Target, ToolSource};
 #[cfg(feature = "openai")]
-use super::{
-    ConvertError, Turn, object, optional_string, string_field, text_saying_failure,
-};
+use super::{ConvertError, Turn, object, optional_string, string_field, text_saying_failure};
+use super::{Definition, Target, ToolSource};
 #[cfg(feature = "openai")]
 use crate::content::{ToolResult, ToolResultContent, ToolUse, kind_of};
 #[cfg(feature = "openai")]
