@@ -1,15 +1,21 @@
 //! The PreToolUse chain asked on its own: steps 1 to 4 of a call (normalize, look up, validate,
 //! the chain), never the tool, never the observers, nothing counted in a session.
 
+#[cfg(feature = "claude-code")]
 use serde_json::{Map, Value};
 
 use crate::content::ToolUse;
 use crate::context::HookContext;
+#[cfg(feature = "claude-code")]
 use crate::definitions::ToolDef;
-use crate::inner::{Backend, Inner, ToolEntry};
+#[cfg(feature = "claude-code")]
+use crate::inner::Backend;
+use crate::inner::{Inner, ToolEntry};
 use crate::normalize::{Refused, normalize};
 use crate::pre_tool_use::PreToolUse;
+#[cfg(feature = "claude-code")]
 use crate::schema::check::FieldCheck;
+#[cfg(feature = "claude-code")]
 use crate::schema::{canonicalize, closed_form};
 use crate::state::Env;
 use crate::texts::{Problem, Problems};
@@ -38,7 +44,7 @@ impl Inner {
     /// untyped hooks that match every tool (`open_chain`), with an open schema (any JSON object
     /// is valid input). With no such hook it is refused as `unknown_tool`, which the host reads
     /// as "no decision".
-    #[cfg_attr(not(feature = "claude-code"), allow(dead_code))]
+    #[cfg(feature = "claude-code")]
     pub(crate) async fn pre_tool_use_in_host(
         &self,
         context: &HookContext,
@@ -100,7 +106,7 @@ impl Inner {
 
     /// A tool entry for a host's tool named `name` that the dispatcher does not know: external
     /// (never run here), its input any JSON object, its chain `open_chain`.
-    #[cfg_attr(not(feature = "claude-code"), allow(dead_code))]
+    #[cfg(feature = "claude-code")]
     fn open_entry(&self, name: &str) -> ToolEntry {
         let def = ToolDef::external::<Map<String, Value>>(name.to_owned(), "");
         let canonical = canonicalize(&def.schema, false);
