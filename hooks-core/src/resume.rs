@@ -183,7 +183,7 @@ impl Session {
             awaiting: waiting,
             resolution,
         };
-        self.remembered_call_in(&call, Mode::Resume(resumed))
+        self.remembered_call_in(&call, Mode::Resume(resumed), None)
             .await
             .map(|answer| answer.result)
     }
