@@ -14,8 +14,12 @@
 //! `audit_lost_lines` and `audit_interleaved_lines` (two threads, one log), and
 //! `threads2_over_threads1` (throughput of 2 threads sharing one dispatcher ÷ 1 thread), read
 //! against `threads2_cpu_per_call_over_threads1` (CPU time per call, 2 threads ÷ 1: contention)
-//! and `threads2_runqueue_wait_share` (time the 2 threads waited for a core: a busy machine).
+//! and `threads2_runqueue_wait_share` (time the 2 threads waited for a core: a busy machine);
+//! `batch4_reads_over_one_call` and `batch_mixed_over_sum` (tools awaiting 20 ms each, several
+//! in one message: see `ratios/batch.rs`).
 
+#[path = "ratios/batch.rs"]
+mod batch;
 mod common;
 
 use std::collections::HashSet;
@@ -37,6 +41,7 @@ struct Plan {
     thread_rounds: usize,
     thread_batch: Duration,
     lost_calls_per_thread: usize,
+    batch_rounds: usize,
 }
 
 fn main() {
@@ -49,6 +54,7 @@ fn main() {
             thread_rounds: 21,
             thread_batch: Duration::from_millis(40),
             lost_calls_per_thread: 50_000,
+            batch_rounds: 15,
         }
     } else {
         Plan {
@@ -58,6 +64,7 @@ fn main() {
             thread_rounds: 1,
             thread_batch: Duration::from_millis(1),
             lost_calls_per_thread: 200,
+            batch_rounds: 1,
         }
     };
     let started = Instant::now();
@@ -210,6 +217,9 @@ fn main() {
         "available_parallelism",
         std::thread::available_parallelism().map_or(0, |n| n.get()) as f64,
     );
+    // 5. Issue 18: the tools of one message awaiting their I/O together (`ratios/batch.rs`).
+    batch::figures(plan.batch_rounds);
+
     if let Some(load) = load_average() {
         figure("loadavg_1min", load);
     }

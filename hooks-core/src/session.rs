@@ -277,8 +277,8 @@ impl Session {
         Ok(CallAnswer::new(result, outcome).with_detail(detail))
     }
 
-    /// Answers an assistant message: its `tool_use` blocks run one after another, in order, each
-    /// independent of the others, and the answer is [`Reply::Answer`] with one user message
+    /// Answers an assistant message: its `tool_use` blocks run in order, each independent of the
+    /// others, and the answer is [`Reply::Answer`] with one user message
     /// `{"role": "user", "content": [tool_result, …]}` holding one `tool_result` per `tool_use`,
     /// in the same order (Messages API, "Parallel tool use": all results in the next user
     /// message, `tool_result` blocks first).
@@ -289,6 +289,17 @@ impl Session {
     /// API's pattern `^[a-zA-Z0-9_-]+$` and be unique in the message; a block whose id this
     /// session answered before is answered from memory (see [`call`](Self::call)), so a host
     /// retrying a message runs nothing twice.
+    ///
+    /// Consecutive blocks whose tools are declared read-only run concurrently, at most
+    /// [`max_concurrent_reads`](crate::DispatcherBuilder::max_concurrent_reads) at once (default
+    /// 8), polled together by this future (no runtime needed; a host's runtime drives it the
+    /// same way): their async tools' waits overlap, so four lookups of 20 ms take about 20 ms.
+    /// What a sequential run promises still holds: PreToolUse chains run one at a time in
+    /// `tool_use` order (a read's chain after the block before it started its tool), any other
+    /// block starts only after every earlier one finished (a spending limit sees the refund just
+    /// made), results, observers and audit lines follow `tool_use` order, and a halt leaves the
+    /// sequential run's answers ([`Halt::ran_after`] names any later block that had already
+    /// started: possible only when a wrapped caller halts after its tool started).
     ///
     /// # Errors
     /// - [`RespondError::MaxTokens`] when `stop_reason` is `max_tokens`: nothing runs (the last
