@@ -3,9 +3,12 @@
 //! and a [`SessionSummary`].
 
 use std::fmt;
+use std::hash::RandomState;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::SystemTime;
+
+use serde_json::Value;
 
 use crate::answer::CallAnswer;
 use crate::content::{ContentBlock, Message, Role, ToolResult, ToolUse};
@@ -43,20 +46,30 @@ pub struct Session {
     summary: OnceLock<SessionSummary>,
 }
 
-/// The session's answer memory: the default in-memory store (called directly), or the host's.
+/// The session's answer memory: the default in-memory store (called directly, its inputs
+/// remembered by a keyed hash, [`InputDigest::keyed`]: its keys never leave the session), or the
+/// host's (given the documented SHA-256 [`InputDigest::of`]).
 enum Store {
-    Memory(MemoryAnswerStore),
+    Memory(MemoryAnswerStore, RandomState),
     Host(Arc<dyn AnswerStore>),
 }
 
 impl Store {
+    /// What the store remembers `input` by.
+    fn digest(&self, input: &Value, max_depth: usize) -> InputDigest {
+        match self {
+            Store::Memory(_, keys) => InputDigest::keyed(input, max_depth, keys),
+            Store::Host(_) => InputDigest::of(input, max_depth),
+        }
+    }
+
     fn claim<'a>(
         &'a self,
         id: &'a str,
         digest: InputDigest,
     ) -> StoreFuture<'a, Result<Claim, crate::memory::StoreError>> {
         match self {
-            Store::Memory(m) => m.claim(id, digest),
+            Store::Memory(m, _) => m.claim(id, digest),
             Store::Host(h) => h.claim(id, digest),
         }
     }
@@ -67,14 +80,14 @@ impl Store {
         result: ToolResult,
     ) -> StoreFuture<'_, Result<(), crate::memory::StoreError>> {
         match self {
-            Store::Memory(m) => m.answered(outcome, result),
+            Store::Memory(m, _) => m.answered(outcome, result),
             Store::Host(h) => h.answered(outcome, result),
         }
     }
 
     fn release(&self, id: &str, tool_started: bool) {
         match self {
-            Store::Memory(m) => m.release(id, tool_started),
+            Store::Memory(m, _) => m.release(id, tool_started),
             Store::Host(h) => h.release(id, tool_started),
         }
     }
@@ -82,12 +95,15 @@ impl Store {
 
 impl Dispatcher {
     /// Opens a session (one conversation) with the host's trusted `context`. It remembers the
-    /// `tool_use` ids it answers in a [`MemoryAnswerStore`] with the default caps.
+    /// `tool_use` ids it answers in a [`MemoryAnswerStore`] with the default caps, each input by
+    /// a hash keyed at random for this session (SipHash-1-3 of the input's structure; equal
+    /// JSON texts, equal keys), cheaper than the SHA-256 [`InputDigest`] a host's store is
+    /// given: these keys never leave the session, so they need not be stable.
     pub fn session(&self, context: HookContext) -> Session {
         Session::new(
             self.clone(),
             context,
-            Store::Memory(MemoryAnswerStore::new()),
+            Store::Memory(MemoryAnswerStore::new(), RandomState::new()),
         )
     }
 
@@ -177,7 +193,7 @@ impl Session {
         slot: Option<Slot<'_>>,
     ) -> Result<CallAnswer, CallError> {
         let inner = &self.dispatcher.inner;
-        let digest = InputDigest::of(&call.input, inner.limits.max_input_depth);
+        let digest = self.store.digest(&call.input, inner.limits.max_input_depth);
         match self.store.claim(&call.id, digest).await {
             Ok(Claim::Claimed) => {}
             Ok(Claim::Seen(seen)) => return self.seen(call, digest, seen, slot).await,
