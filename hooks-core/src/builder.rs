@@ -1169,6 +1169,9 @@ fn assemble(
             unguarded: c.unguarded,
         });
     }
+    let open_chain = matching(&pre, |h| {
+        matches!(h.matcher, Matcher::All) && h.input.is_none()
+    });
     let available = tools
         .iter()
         .map(|t| t.name.as_ref())
@@ -1183,6 +1186,7 @@ fn assemble(
         hook_runs: false,
         span_content: None,
         observers_of_unknown: matching(&post, |o| matches!(o.matcher, Matcher::All)),
+        open_chain,
         observers: post,
         stop_hooks: stop,
         states: StateMap::default(),
