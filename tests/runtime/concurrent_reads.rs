@@ -574,3 +574,29 @@ fn a_retried_message_of_reads_runs_nothing_twice() {
     );
     assert_eq!(s.end().calls, 2);
 }
+
+#[test]
+fn a_respond_future_with_concurrent_reads_is_send() {
+    fn send<T: Send>(t: T) -> T {
+        t
+    }
+    let world = Arc::new(World::default());
+    let dir = TempDir::new("reads-send");
+    let s = builder(&world, &dir).build().unwrap().session(ctx());
+    let message = assistant(
+        json!([
+            lookup("toolu_1", "o1", 2, None),
+            lookup("toolu_2", "o2", 2, None),
+        ]),
+        "tool_use",
+    );
+    // A host's multi-threaded runtime can move the message's future between threads.
+    let answer = answer_of(toolgate::block_on(send(s.respond(&message))).unwrap());
+    assert_eq!(
+        serde_json::to_value(&answer).unwrap(),
+        json!({"role": "user", "content": [
+            result("toolu_1", "order o1: shipped"),
+            result("toolu_2", "order o2: shipped"),
+        ]})
+    );
+}
