@@ -1,5 +1,6 @@
-//! Reads run concurrently (issue 18 §1): consecutive read-only blocks of one message are polled
-//! together by a small join of our own (no runtime, no dependency), at most
+//! Reads run concurrently (issue 18 §1): consecutive read-only blocks of one message (in
+//! `respond`, and the waiting ones of a pending turn in `resume`) are polled together by a small
+//! join of our own (no runtime, no dependency), at most
 //! `max_concurrent_reads` at once, with two gates that keep what the sequential run promises:
 //!
 //! - **entry**: a block claims its id and runs its PreToolUse chain only once the block before
@@ -113,15 +114,15 @@ impl Slot<'_> {
 
 /// How one block of a group ended: its answer (and, when it paused, what a pending turn keeps
 /// of it), a refusal or halt, or `None` when it never started (a block before it halted).
-pub(crate) type ReadOutcome = Option<(Result<CallAnswer, CallError>, Option<AwaitingCall>)>;
+pub(crate) type ReadOutcome = Option<Result<(CallAnswer, Option<AwaitingCall>), CallError>>;
 
 impl Session {
-    /// Whether block `call` may run concurrently with its read-only neighbours: a tool this
-    /// dispatcher declares read-only ([`Effect::read`](crate::Effect::read)).
-    pub(crate) fn is_read(&self, call: &ToolUse) -> bool {
+    /// Whether a block calling `tool` may run concurrently with its read-only neighbours: a
+    /// tool this dispatcher declares read-only ([`Effect::read`](crate::Effect::read)).
+    pub(crate) fn is_read(&self, tool: &str) -> bool {
         let inner = &self.dispatcher().inner;
         inner
-            .find(&call.name)
+            .find(tool)
             .and_then(|i| inner.tools[i].effect)
             .is_some_and(|e| e.is_read_only())
     }
@@ -136,13 +137,9 @@ impl Session {
         max: usize,
         may_pause: bool,
     ) -> Vec<ReadOutcome> {
-        order.begin_group(range.start);
-        let first = range.start;
-        let make = |index: usize| {
+        join_blocks(order, range, max, |index, slot| {
             let call = uses[index];
             async move {
-                order.enter(index).await;
-                let slot = Slot { order, index };
                 let mut paused = None;
                 let mode = if may_pause {
                     Mode::Pause(&mut paused)
@@ -150,53 +147,78 @@ impl Session {
                     Mode::Block
                 };
                 let answer = self.remembered_call_in(call, mode, Some(slot)).await;
-                match &answer {
-                    Ok(_) => slot.release(),
-                    Err(_) => order.close(),
-                }
-                // A refusal shows observers nothing; whatever it did, its turn is over.
-                slot.observed();
-                (answer, paused)
-            }
-        };
-        let mut outcomes: Vec<ReadOutcome> = range.clone().map(|_| None).collect();
-        let mut running = Vec::with_capacity(max.min(range.len()));
-        let mut next = range.start;
-        poll_fn(|cx| {
-            loop {
-                let closed = order.closed.load(Ordering::SeqCst);
-                while !closed && next < range.end && running.len() < max {
-                    running.push((next, Box::pin(make(next))));
-                    next += 1;
-                }
-                let mut finished = false;
-                running.retain_mut(|(index, fut): &mut (usize, Pin<Box<_>>)| {
-                    // After a halt, a block that never started never will: drop it (it has
-                    // done nothing, so it records nothing).
-                    if order.closed.load(Ordering::SeqCst)
-                        && order.started.load(Ordering::SeqCst) <= *index
-                    {
-                        return false;
-                    }
-                    match fut.as_mut().poll(cx) {
-                        Poll::Ready(outcome) => {
-                            outcomes[*index - first] = Some(outcome);
-                            finished = true;
-                            false
-                        }
-                        Poll::Pending => true,
-                    }
-                });
-                let more = !order.closed.load(Ordering::SeqCst) && next < range.end;
-                if running.is_empty() && !more {
-                    return Poll::Ready(());
-                }
-                if !(finished && more) {
-                    return Poll::Pending;
-                }
+                answer.map(|a| (a, paused))
             }
         })
-        .await;
-        outcomes
+        .await
     }
+}
+
+/// Polls the blocks `range` together, at most `max` at once, each behind the entry gate:
+/// `start(index, slot)` is block `index`'s call (through the answer memory, with its `slot`). A
+/// block's `Ok` lets the next one start (if its tool's start has not already); an `Err` closes
+/// the entry. One outcome per block, in order; `None` for a block that never started.
+pub(crate) async fn join_blocks<'t, T, Fut>(
+    order: &'t TurnOrder,
+    range: Range<usize>,
+    max: usize,
+    start: impl Fn(usize, Slot<'t>) -> Fut,
+) -> Vec<Option<Result<T, CallError>>>
+where
+    Fut: Future<Output = Result<T, CallError>>,
+{
+    order.begin_group(range.start);
+    let first = range.start;
+    let start = &start;
+    let make = |index: usize| async move {
+        order.enter(index).await;
+        let slot = Slot { order, index };
+        let answer = start(index, slot).await;
+        match &answer {
+            Ok(_) => slot.release(),
+            Err(_) => order.close(),
+        }
+        // A refusal shows observers nothing; whatever it did, its turn is over.
+        slot.observed();
+        answer
+    };
+    let mut outcomes: Vec<Option<Result<T, CallError>>> = range.clone().map(|_| None).collect();
+    let mut running = Vec::with_capacity(max.min(range.len()));
+    let mut next = range.start;
+    poll_fn(|cx| {
+        loop {
+            let closed = order.closed.load(Ordering::SeqCst);
+            while !closed && next < range.end && running.len() < max {
+                running.push((next, Box::pin(make(next))));
+                next += 1;
+            }
+            let mut finished = false;
+            running.retain_mut(|(index, fut): &mut (usize, Pin<Box<_>>)| {
+                // After a halt, a block that never started never will: drop it (it has done
+                // nothing, so it records nothing).
+                if order.closed.load(Ordering::SeqCst)
+                    && order.started.load(Ordering::SeqCst) <= *index
+                {
+                    return false;
+                }
+                match fut.as_mut().poll(cx) {
+                    Poll::Ready(outcome) => {
+                        outcomes[*index - first] = Some(outcome);
+                        finished = true;
+                        false
+                    }
+                    Poll::Pending => true,
+                }
+            });
+            let more = !order.closed.load(Ordering::SeqCst) && next < range.end;
+            if running.is_empty() && !more {
+                return Poll::Ready(());
+            }
+            if !(finished && more) {
+                return Poll::Pending;
+            }
+        }
+    })
+    .await;
+    outcomes
 }

@@ -404,8 +404,8 @@ impl Session {
             // Consecutive read-only blocks run together (`reads.rs`); any other block runs
             // alone, after every block before it finished.
             let mut end = i + 1;
-            if max > 1 && self.is_read(uses[i]) {
-                while end < uses.len() && self.is_read(uses[end]) {
+            if max > 1 && self.is_read(&uses[i].name) {
+                while end < uses.len() && self.is_read(&uses[end].name) {
                     end += 1;
                 }
             }
@@ -423,16 +423,16 @@ impl Session {
                     Mode::Block
                 };
                 let answer = self.remembered_call_in(uses[i], mode, None).await;
-                (Some(Some((answer, paused))), Vec::new())
+                (Some(Some(answer.map(|a| (a, paused)))), Vec::new())
             };
             let mut outcomes = one.into_iter().chain(many);
             for j in i..end {
-                let Some(Some((answer, paused))) = outcomes.next() else {
+                let Some(Some(answer)) = outcomes.next() else {
                     // Not started: only after a halt or a refusal, handled below.
                     break;
                 };
                 let halt = match answer {
-                    Ok(CallAnswer { result, .. }) => {
+                    Ok((CallAnswer { result, .. }, paused)) => {
                         results.push(match paused {
                             Some(waiting) => PendingBlock::AwaitingApproval(waiting),
                             None => PendingBlock::Answered { result },
@@ -479,11 +479,11 @@ impl Session {
         let mut later = later;
         for (j, rest) in uses.iter().enumerate().skip(at + 1) {
             let ran = match later.next().flatten() {
-                Some((Ok(CallAnswer { result, .. }), paused)) => Some(match paused {
+                Some(Ok((CallAnswer { result, .. }, paused))) => Some(match paused {
                     Some(waiting) => self.unpaused(PendingBlock::AwaitingApproval(waiting)).await,
                     None => result,
                 }),
-                Some((Err(CallError::Halt(mut other)), _)) => match other.answer.content.pop() {
+                Some(Err(CallError::Halt(mut other))) => match other.answer.content.pop() {
                     Some(ContentBlock::ToolResult(result)) => Some(result),
                     _ => None,
                 },

@@ -142,7 +142,9 @@ fn builder(world: &Arc<World>, dir: &TempDir) -> DispatcherBuilder {
                 2,
                 |_env, call| match call.input["order"].as_str() {
                     Some("boom") => Err(HookError::new("policy service down")),
-                    Some("secret") => Ok(Decision::ask("a person checks secret orders")),
+                    Some(o) if o.starts_with("secret") => {
+                        Ok(Decision::ask("a person checks secret orders"))
+                    }
                     _ => Ok(Decision::Allow),
                 },
             )
@@ -598,5 +600,59 @@ fn a_respond_future_with_concurrent_reads_is_send() {
             result("toolu_1", "order o1: shipped"),
             result("toolu_2", "order o2: shipped"),
         ]})
+    );
+}
+
+#[test]
+fn approved_reads_resume_together_in_tool_use_order() {
+    let world = Arc::new(World::default());
+    let dir = TempDir::new("reads-resume");
+    let d = builder(&world, &dir).build().unwrap();
+    let s = d.session(ctx());
+    // Each waits until both run; the first finishes only after the second.
+    let message = assistant(
+        json!([
+            lookup("toolu_1", "secret_a", 2, Some("secret_b")),
+            lookup("toolu_2", "secret_b", 2, None),
+        ]),
+        "tool_use",
+    );
+    let Reply::Pending(pending) = toolgate::block_on(s.respond(&message)).unwrap() else {
+        panic!("a pending turn")
+    };
+    assert_eq!(
+        pending
+            .awaiting()
+            .map(|a| a.tool_use_id.as_str())
+            .collect::<Vec<_>>(),
+        ["toolu_1", "toolu_2"]
+    );
+    assert!(world.finished.lock().unwrap().is_empty());
+    let decisions: BTreeMap<String, Approval> = [
+        ("toolu_1".to_owned(), Approval::approve("lead")),
+        ("toolu_2".to_owned(), Approval::approve("lead")),
+    ]
+    .into();
+    let answer = toolgate::block_on(s.resume(&pending, &decisions)).unwrap();
+    assert_eq!(
+        serde_json::to_value(&answer).unwrap(),
+        json!({"role": "user", "content": [
+            result("toolu_1", "order secret_a: shipped"),
+            result("toolu_2", "order secret_b: shipped"),
+        ]})
+    );
+    assert_eq!(world.max_running.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        *world.finished.lock().unwrap(),
+        strings(&["lookup secret_b", "lookup secret_a"])
+    );
+    assert_eq!(
+        lines(&dir),
+        [
+            line("toolu_1", "awaiting_approval", ""),
+            line("toolu_2", "awaiting_approval", ""),
+            line("toolu_1", "ok", "order secret_a: shipped"),
+            line("toolu_2", "ok", "order secret_b: shipped"),
+        ]
     );
 }
