@@ -308,8 +308,9 @@ pub struct Halt {
     /// result is found by position, not by id).
     pub(crate) index: usize,
     /// The ids of later blocks of the message that had already started when the hook failed
-    /// (see [`ran_after`](Self::ran_after)).
-    pub(crate) ran_after: Vec<String>,
+    /// (see [`ran_after`](Self::ran_after)); boxed, and absent when none, so a `Halt` (and
+    /// every error carrying one) stays small.
+    pub(crate) ran_after: Option<Box<[String]>>,
 }
 
 impl Halt {
@@ -332,7 +333,14 @@ impl Halt {
     /// chain of this dispatcher halts before any later block starts, as in a sequential run.
     /// Every block before the failed one ran in full, as in a sequential run.
     pub fn ran_after(&self) -> &[String] {
-        &self.ran_after
+        self.ran_after.as_deref().unwrap_or_default()
+    }
+
+    /// Records that the block `tool_use_id`, after the failed one, had already started.
+    pub(crate) fn ran_too(&mut self, tool_use_id: String) {
+        let mut ids = self.ran_after.take().map(Vec::from).unwrap_or_default();
+        ids.push(tool_use_id);
+        self.ran_after = Some(ids.into_boxed_slice());
     }
 
     /// The `BLOCKED:` result for the `tool_use` the hook failed on (by position in the answer,

@@ -159,7 +159,7 @@ impl Session {
                             };
                             let result = match ran {
                                 Some(result) => {
-                                    halt.ran_after.push(result.tool_use_id.clone());
+                                    halt.ran_too(result.tool_use_id.clone());
                                     result
                                 }
                                 None => self.after_halt(rest).await,

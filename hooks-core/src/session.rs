@@ -491,7 +491,7 @@ impl Session {
             };
             let result = match ran {
                 Some(result) => {
-                    halt.ran_after.push(rest.id.clone());
+                    halt.ran_too(rest.id.clone());
                     result
                 }
                 None => {

@@ -469,7 +469,7 @@ impl<'a> Answer<'a> {
             detail: self.detail.unwrap_or_default(),
             answer: Box::new(Message::user(vec![ContentBlock::ToolResult(self.result)])),
             index: 0,
-            ran_after: Vec::new(),
+            ran_after: None,
         })
     }
 }
