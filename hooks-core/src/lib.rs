@@ -150,6 +150,9 @@
 //! | `caller.rs` | wrapping by ownership: [`ToolCaller`], [`SyncCaller`] |
 //! | `claude_code/mod.rs` | [`claude_code::ClaudeCodeHook`]: a Claude Code command hook over a dispatcher (one event in, the documented answer out) |
 //! | `claude_code/state.rs` | the hook's per-session state file (the summary between events, under the file's lock) |
+//! | `mcp/mod.rs` | feature `mcp`: MCP with rmcp; the `_meta` keys of a call's outcome |
+//! | `mcp/server.rs` | [`mcp::McpServer`]: an rmcp server handler over a dispatcher (identity from the host, sessions per caller, results as `CallToolResult`) |
+//! | `mcp/guard.rs` | [`mcp::McpGuard`]: an rmcp client connection as a [`ToolCaller`], the remote outcome kept |
 //! | `tower.rs` | feature `tower`: a session as a `Service<ToolUse>`, a tower service as a [`ToolCaller`], the hooks as a `Layer`; how tower's timeouts meet toolgate's deadlines |
 //! | `provider/mod.rs` | [`Provider`]; the tool definitions of each target and their rendering |
 //! | `provider/anthropic.rs` | Anthropic: the `tools` entries, default and strict |
@@ -185,6 +188,8 @@ mod hook_run;
 mod ids;
 mod inner;
 mod limits;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod memory;
 mod name_index;
 mod normalize;
