@@ -647,6 +647,16 @@
 //! outside toolgate's. A tower timeout outside drops the call (`cancelled`); inside, its error
 //! is the call's `tool_error`; the table is in the `tower` module's docs.
 //!
+//! # MCP
+//!
+//! With the `mcp` feature (rmcp 3.11.0), `toolgate::mcp::McpServer` serves a dispatcher over
+//! MCP (`tools/list` with each tool's effect as `annotations`; every `tools/call` through a
+//! [`Session`], with the trusted [`HookContext`] built by the host from the request, never from
+//! the arguments; every failure an `isError` result with the Messages API text), and
+//! `toolgate::mcp::McpGuard` makes a connection to a remote MCP server a [`ToolCaller`], so a
+//! dispatcher puts its hooks in front of it. `examples/mcp_server.rs` serves the support agent
+//! over stdio; the module docs have the table of results.
+//!
 //! # Claude Code hooks
 //!
 //! [`claude_code::ClaudeCodeHook`] is a Claude Code command hook over a dispatcher: one event
