@@ -359,14 +359,24 @@ fn calls_over_an_in_memory_pipe_get_the_messages_api_texts_and_one_audit_line_ea
 #[test]
 fn tool_use_ids_are_made_per_connection_so_two_connections_never_share_an_answer() {
     let audit = TempDir::new("mcp-ids");
+    let mut o = options("u_001", &audit);
+    o.session = None;
+    let first = example::server(&o).unwrap();
+    let second = first.new_connection();
+    let ids = [
+        first.session_id().to_owned(),
+        second.session_id().to_owned(),
+    ];
+    assert_ne!(ids[0], ids[1]);
+    for id in &ids {
+        let made = format!("mcp-{}-", std::process::id());
+        assert!(id.starts_with(&made), "{id}");
+    }
     runtime().block_on(async {
-        for session in ["s_a", "s_b"] {
-            let mut o = options("u_001", &audit);
-            o.session = Some(session.into());
-            let server = example::server(&o).unwrap();
+        for server in [first, second] {
             let (client, served) = connect(server).await;
             // Same JSON-RPC id (each client counts from 0), same input, two connections:
-            // each call runs.
+            // each call runs, each under an id of its own connection.
             assert_eq!(
                 call(&client, "lookup_user", json!({"user_id": "u_001"})).await["content"],
                 json!([{"type": "text", "text": U001}])
@@ -375,7 +385,7 @@ fn tool_use_ids_are_made_per_connection_so_two_connections_never_share_an_answer
             served.await.unwrap();
         }
     });
-    let ids: Vec<(Value, Value, Value)> = audit_lines(&audit)
+    let lines: Vec<(Value, Value, Value)> = audit_lines(&audit)
         .into_iter()
         .map(|l| {
             (
@@ -386,10 +396,10 @@ fn tool_use_ids_are_made_per_connection_so_two_connections_never_share_an_answer
         })
         .collect();
     assert_eq!(
-        ids,
+        lines,
         vec![
-            (json!("s_a"), json!("s_a/1"), Value::Null),
-            (json!("s_b"), json!("s_b/1"), Value::Null),
+            (json!(ids[0]), json!(format!("{}/1", ids[0])), Value::Null),
+            (json!(ids[1]), json!(format!("{}/1", ids[1])), Value::Null),
         ]
     );
 }
@@ -749,6 +759,98 @@ fn a_guard_in_front_of_the_example_server_applies_both_sets_of_rules() {
         vec![
             (json!("get_order_details"), json!("blocked")),
             (json!("lookup_user"), json!("ok"))
+        ]
+    );
+}
+
+/// The guard over an in-memory pipe to a server that does not report outcomes: its `isError`
+/// results are `tool_error` on the guard's line; once the server is gone, a call is a
+/// `tool_error` whose detail (rmcp's error) is for the operator only.
+#[test]
+fn a_guard_records_remote_errors_as_tool_errors_and_a_broken_connection_with_its_detail() {
+    let outer_audit = TempDir::new("mcp-guard-broken");
+    runtime().block_on(async {
+        let agent = Agent::build(Specialist::Refunds, None).unwrap();
+        let server = McpServer::new(agent.dispatcher, |caller| {
+            Some(HookContext::builder("u_001", caller.mcp_session_id).build())
+        })
+        .unwrap();
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        let served = tokio::spawn(async move {
+            let running = server.serve(theirs).await.expect("the server starts");
+            let _ = running.waiting().await;
+        });
+        let guard = McpGuard::connect(ours)
+            .await
+            .expect("initialize and tools/list");
+        let outer = Dispatcher::builder()
+            .wrap(guard)
+            .pre_hook(PreHookDef::sync("gateway::allow_all", 1, |_env, _call| {
+                Ok(Decision::Allow)
+            }))
+            .audit_log(AuditLog::open(outer_audit.path()).unwrap())
+            .build()
+            .unwrap();
+        let session = outer.session(HookContext::builder("gw_user", "s_gw").build());
+        let r = session
+            .call(&ToolUse::new(
+                "toolu_1",
+                "get_order_details",
+                json!({"order_id": "o_2001"}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            (r.is_error, r.content_text().into_owned()),
+            (true, blocked_order("o_2001"))
+        );
+        served.abort();
+        let _ = served.await;
+        let r = session
+            .call(&ToolUse::new(
+                "toolu_2",
+                "lookup_user",
+                json!({"user_id": "u_001"}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            (r.is_error, r.content_text().into_owned()),
+            (
+                true,
+                "Error: the tool server did not answer, so the call may not have run. The \
+                 details were logged for the operator."
+                    .to_owned()
+            )
+        );
+        session.end();
+    });
+    let lines: Vec<(Value, Value, Value, Value)> = audit_lines(&outer_audit)
+        .into_iter()
+        .map(|l| {
+            (
+                l["tool_use_id"].clone(),
+                l["outcome"].clone(),
+                l["blocked_by"].clone(),
+                l["detail"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            (
+                json!("toolu_1"),
+                json!("tool_error"),
+                Value::Null,
+                Value::Null
+            ),
+            (
+                json!("toolu_2"),
+                json!("tool_error"),
+                Value::Null,
+                json!("the MCP server did not answer tools/call \"lookup_user\": Transport closed")
+            ),
         ]
     );
 }

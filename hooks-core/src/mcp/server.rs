@@ -136,9 +136,10 @@ impl McpServer {
     /// # Ok(()) }
     /// ```
     ///
-    /// The MCP session id is made here: `mcp-<process id>-<start time, ns, hex>-<n>` (`n` counts
-    /// this process's servers), so two runs of a stdio server never share one in the audit log;
-    /// [`mcp_session_id`](Self::mcp_session_id) sets another.
+    /// The MCP session id is made here: `mcp-<process id>-<now, ns, hex>-<n>` (`n` counts this
+    /// process's servers), so two runs of a stdio server never share one in the audit log;
+    /// [`mcp_session_id`](Self::mcp_session_id) sets another. Each further connection gets a
+    /// value of its own from [`new_connection`](Self::new_connection).
     ///
     /// # Errors
     /// The [`SchemaError`] of
@@ -149,20 +150,34 @@ impl McpServer {
         F: Fn(&McpCaller<'_>) -> Option<HookContext> + Send + Sync + 'static,
     {
         let tools = list(&dispatcher)?;
-        let started = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let n = CONNECTIONS.fetch_add(1, Ordering::Relaxed) + 1;
         Ok(McpServer {
             dispatcher,
             identify: Arc::new(identify),
             tools: tools.into(),
-            mcp_session_id: format!("mcp-{}-{started:x}-{n}", std::process::id()),
+            mcp_session_id: made_session_id(),
             calls: AtomicU64::new(0),
             sessions: Mutex::new(HashMap::new()),
             outcomes_in_meta: false,
             server_info: Implementation::new("toolgate", env!("CARGO_PKG_VERSION")),
         })
+    }
+
+    /// A server for another connection: the same dispatcher, identity function and settings,
+    /// a new MCP session id (made as [`new`](Self::new) makes one) and no sessions yet. What a
+    /// host's per-connection factory calls: rmcp's streamable HTTP service asks for one service
+    /// per MCP session, and in its stateless mode one per request, whose sessions then end
+    /// (Stop hooks, summary line) when the request is answered and the value dropped.
+    pub fn new_connection(&self) -> McpServer {
+        McpServer {
+            dispatcher: self.dispatcher.clone(),
+            identify: Arc::clone(&self.identify),
+            tools: Arc::clone(&self.tools),
+            mcp_session_id: made_session_id(),
+            calls: AtomicU64::new(0),
+            sessions: Mutex::new(HashMap::new()),
+            outcomes_in_meta: self.outcomes_in_meta,
+            server_info: self.server_info.clone(),
+        }
     }
 
     /// Sets the MCP session id of this connection (a host that has its own, e.g. a conversation
@@ -298,6 +313,16 @@ impl McpServer {
             error_result(texts::INTERNAL_ERROR_MESSAGE)
         })
     }
+}
+
+/// A new MCP session id: `mcp-<process id>-<now, ns since the epoch, hex>-<n>`, `n` counting
+/// this process's servers from 1.
+fn made_session_id() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = CONNECTIONS.fetch_add(1, Ordering::Relaxed) + 1;
+    format!("mcp-{}-{now:x}-{n}", std::process::id())
 }
 
 /// The `tools/list` entries of `dispatcher`, with `annotations` from each tool's effect.
