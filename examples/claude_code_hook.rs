@@ -10,6 +10,7 @@
 //!
 //! | order | rule | tools |
 //! |---|---|---|
+//! | 5 | no secrets in a tool's input: a private key block (`-----BEGIN … PRIVATE KEY-----`) or an AWS access key id (`AKIA` and 16 capitals or digits) | every tool, also those the dispatcher does not declare (`mcp__github__create_issue`, …) |
 //! | 10 | no `rm -rf` (any flags that are recursive and forced) of a path outside the project, of the project itself, or of a path the hook cannot know (`~`, `$VAR`, a command substitution) | `Bash` |
 //! | 20 | no writes to `.env` files (`.env`, `.env.local`, …; `.env.example` is fine) | `Write`, `Edit` |
 //! | 30 | no writes outside the session's working folder (`cwd`) | `Write`, `Edit` |
@@ -90,6 +91,20 @@ pub(crate) mod rules {
     use super::{inside, session};
     use toolgate::{Decision, HookContext, ToolUse, pre_hook};
 
+    /// No secrets in any tool's input (a file written, a command, an issue filed on GitHub
+    /// through an MCP server): a rule without `tools` matches every tool, so it runs on
+    /// Claude Code's tools that this dispatcher does not declare too.
+    #[pre_hook(order = 5)]
+    pub(crate) fn no_secrets_in_input(call: &ToolUse) -> Decision {
+        match super::secret_in(&call.input) {
+            Some(kind) => Decision::deny_instead(
+                format!("the input of `{}` holds {kind}.", call.name),
+                "Leave the secret out and tell the user where it is needed.",
+            ),
+            None => Decision::Allow,
+        }
+    }
+
     /// No `rm -rf` of anything but paths inside the project.
     #[pre_hook(order = 10, tools = [bash])]
     pub(crate) fn no_rm_rf_outside_project(ctx: &HookContext, call: &ToolUse) -> Decision {
@@ -158,6 +173,40 @@ pub(crate) mod rules {
         } else {
             Decision::Allow
         }
+    }
+}
+
+/// The kind of secret found in any string of `input` (keys and values, at any depth), if one is.
+pub(crate) fn secret_in(input: &serde_json::Value) -> Option<&'static str> {
+    use serde_json::Value;
+    fn in_text(text: &str) -> Option<&'static str> {
+        let private_key = text.find("-----BEGIN ").is_some_and(|at| {
+            text[at..]
+                .lines()
+                .next()
+                .is_some_and(|l| l.contains("PRIVATE KEY-----"))
+        });
+        if private_key {
+            return Some("a private key");
+        }
+        let bytes = text.as_bytes();
+        let aws = text.match_indices("AKIA").any(|(at, _)| {
+            let rest = &bytes[at + 4..];
+            rest.len() >= 16
+                && rest[..16]
+                    .iter()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+                && rest.get(16).is_none_or(|b| !b.is_ascii_alphanumeric())
+        });
+        aws.then_some("an AWS access key id")
+    }
+    match input {
+        Value::String(s) => in_text(s),
+        Value::Array(items) => items.iter().find_map(secret_in),
+        Value::Object(map) => map
+            .iter()
+            .find_map(|(k, v)| in_text(k).or_else(|| secret_in(v))),
+        _ => None,
     }
 }
 

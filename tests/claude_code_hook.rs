@@ -334,14 +334,20 @@ fn one_rule<F>(p: &Project, f: F) -> Dispatcher
 where
     F: Fn(&ToolUse) -> Result<Decision, HookError> + Send + Sync + 'static,
 {
+    with_rule(
+        p,
+        PreHookDef::sync("team::rule", 10, move |_env, call: &ToolUse| f(call)).tools(["Bash"]),
+    )
+}
+
+/// A dispatcher with `Bash` and the PreToolUse hook `rule`, its audit log in the project.
+fn with_rule(p: &Project, rule: PreHookDef) -> Dispatcher {
     Dispatcher::builder()
         .tool(ToolDef::external::<BashInput>(
             "Bash",
             "Runs a shell command.",
         ))
-        .pre_hook(
-            PreHookDef::sync("team::rule", 10, move |_env, call: &ToolUse| f(call)).tools(["Bash"]),
-        )
+        .pre_hook(rule)
         .audit_log(AuditLog::open(p.audit()).unwrap())
         .build()
         .unwrap()
@@ -669,4 +675,260 @@ fn the_example_binary_answers_claude_code_as_a_child_process() {
     let lines = chained_lines(&p.root().join(".toolgate/audit/audit_log.jsonl"), ZEROS).0;
     assert_eq!(lines.len(), 1);
     assert!(lines[0].contains(r#""outcome":"blocked""#), "{}", lines[0]);
+}
+
+#[test]
+fn a_rule_on_every_tool_decides_tools_the_dispatcher_does_not_declare() {
+    let p = Project::new("cc-every-tool");
+    let hook = p.example_hook();
+    let key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----";
+    let instead = "Leave the secret out and tell the user where it is needed.";
+    // An MCP tool no `#[tool(external)]` declares: the rule matching every tool runs on it,
+    // with any object as input (no schema to check), at any depth of the input.
+    let event = pre(
+        &p,
+        "mcp__github__create_issue",
+        json!({"title": "deploy fails", "body": {"log": ["step 1", format!("key: {key}")]}}),
+    );
+    assert_eq!(
+        run(&hook, &event),
+        (
+            0,
+            decision(
+                "deny",
+                &format!(
+                    "BLOCKED: the input of `mcp__github__create_issue` holds a private key. \
+                     {instead}"
+                )
+            ),
+            String::new()
+        )
+    );
+    // A declared tool: the same rule, first in its chain (order 5).
+    let event = pre(
+        &p,
+        "Bash",
+        json!({"command": "aws configure set aws_access_key_id AKIAIOSFODNN7EXAMPLE"}),
+    );
+    assert_eq!(
+        run(&hook, &event),
+        (
+            0,
+            decision(
+                "deny",
+                &format!("BLOCKED: the input of `Bash` holds an AWS access key id. {instead}")
+            ),
+            String::new()
+        )
+    );
+    // Near misses get no decision: a key id that runs on, a public key, a clean issue.
+    for (tool, input) in [
+        (
+            "mcp__github__create_issue",
+            json!({"title": "AKIAIOSFODNN7EXAMPLEXYZ"}),
+        ),
+        (
+            "mcp__github__create_issue",
+            json!({"body": "-----BEGIN PUBLIC KEY-----"}),
+        ),
+        ("mcp__github__create_issue", json!({"title": "x"})),
+        (
+            "WebFetch",
+            json!({"url": "https://example.com", "prompt": "summarize"}),
+        ),
+    ] {
+        let event = pre(&p, tool, input.clone());
+        assert_eq!(
+            run(&hook, &event),
+            (0, String::new(), String::new()),
+            "{input}"
+        );
+    }
+    // The refusals are on the audit log, under the host tool's name.
+    let head = r#"{"ts":"2025-12-01T14:40:00Z","session_id":"abc123","user_id":"dev","tool_use_id":"toolu_01ABC123","#;
+    let rule = "claude_code_hook::example::rules::no_secrets_in_input";
+    let blocked = |tool: &str, input: Value, kind: &str| {
+        format!(
+            r#"{head}"tool":"{tool}","input":{input},"outcome":"blocked","is_error":true,"content":"BLOCKED: the input of `{tool}` holds {kind}. {instead}","duration_us":0,"blocked_by":"{rule}","prev":"…"}}"#
+        )
+    };
+    assert_eq!(
+        p.audit_lines(),
+        [
+            blocked(
+                "mcp__github__create_issue",
+                json!({"title": "deploy fails", "body": {"log": ["step 1", format!("key: {key}")]}}),
+                "a private key"
+            ),
+            blocked(
+                "Bash",
+                json!({"command": "aws configure set aws_access_key_id AKIAIOSFODNN7EXAMPLE"}),
+                "an AWS access key id"
+            ),
+        ]
+    );
+}
+
+/// A dispatcher with `Bash` and one rule `f` on every tool, its audit log in the project.
+fn rule_on_every_tool<F>(p: &Project, f: F) -> Dispatcher
+where
+    F: Fn(&ToolUse) -> Result<Decision, HookError> + Send + Sync + 'static,
+{
+    with_rule(
+        p,
+        PreHookDef::sync("team::every", 10, move |_env, call: &ToolUse| f(call)),
+    )
+}
+
+#[test]
+fn on_an_undeclared_tool_a_rule_on_every_tool_fails_closed_rewrites_and_asks_as_on_a_declared_one()
+{
+    support::quiet_injected_panics();
+    let p = Project::new("cc-every-tool-outcomes");
+    let hook = p.hook(rule_on_every_tool(&p, |call| {
+        match call.input["q"].as_str() {
+            Some("panic") => panic!("{}: rule exploded", support::INJECTED),
+            Some("error") => Err(HookError::new("the policy service is down")),
+            Some("rewrite") => Ok(Decision::rewrite(json!({"q": "rewritten"}))),
+            Some("ask") => Ok(Decision::ask("a person looks at every search today.")),
+            _ => Ok(Decision::Allow),
+        }
+    }));
+    for q in ["panic", "error"] {
+        let event = pre(&p, "mcp__search__query", json!({"q": q}));
+        assert_eq!(
+            run(&hook, &event),
+            (2, String::new(), format!("{HALT_TEXT}\n")),
+            "{q}"
+        );
+    }
+    let event = pre(&p, "mcp__search__query", json!({"q": "rewrite"}));
+    assert_eq!(
+        run(&hook, &event),
+        (
+            0,
+            format!(
+                "{}\n",
+                json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                    "permissionDecision": "ask",
+                    "permissionDecisionReason":
+                        "toolgate rewrote this call's input (team::every); review the new input.",
+                    "updatedInput": {"q": "rewritten"}}})
+            ),
+            String::new()
+        )
+    );
+    let event = pre(&p, "mcp__search__query", json!({"q": "ask"}));
+    assert_eq!(
+        run(&hook, &event),
+        (
+            0,
+            decision("ask", "a person looks at every search today."),
+            String::new()
+        )
+    );
+    let event = pre(&p, "mcp__search__query", json!({"q": "fine"}));
+    assert_eq!(run(&hook, &event), (0, String::new(), String::new()));
+    // An input that is not an object: refused before any rule, as for a declared tool.
+    let event = pre(&p, "mcp__search__query", json!([1, 2]));
+    let (code, out, err) = run(&hook, &event);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(
+        out,
+        decision(
+            "deny",
+            "Error: invalid input for tool `mcp__search__query`: the input must be a JSON object, \
+             found a JSON array. Send an input that matches the tool's input_schema."
+        )
+    );
+    // The two halts are on the audit log with their detail, under the tool's name.
+    let head = r#"{"ts":"2025-12-01T14:40:00Z","session_id":"abc123","user_id":"dev","tool_use_id":"toolu_01ABC123","tool":"mcp__search__query","#;
+    let lines = p.audit_lines();
+    assert_eq!(
+        lines[..2],
+        [
+            format!(
+                r#"{head}"input":{{"q":"panic"}},"outcome":"hook_failed","is_error":true,"content":"{HALT_TEXT}","duration_us":0,"blocked_by":"team::every","detail":"the hook panicked: {}: rule exploded","prev":"…"}}"#,
+                support::INJECTED
+            ),
+            format!(
+                r#"{head}"input":{{"q":"error"}},"outcome":"hook_failed","is_error":true,"content":"{HALT_TEXT}","duration_us":0,"blocked_by":"team::every","detail":"the policy service is down","prev":"…"}}"#
+            ),
+        ]
+    );
+}
+
+#[test]
+fn a_rewrite_answered_at_pre_tool_use_is_on_its_post_tool_use_audit_line() {
+    let p = Project::new("cc-rewrite-post");
+    let hook = p.hook(one_rule(&p, |call: &ToolUse| {
+        Ok(match call.input["command"].as_str() {
+            Some("npm install") => Decision::rewrite(json!({"command": "npm ci"})),
+            _ => Decision::Allow,
+        })
+    }));
+    let cwd = p.root().display().to_string();
+    let event = |name: &str, id: &str, command: &str, extra: Value| {
+        let mut e = json!({"session_id": "abc123", "transcript_path": "/t.jsonl", "cwd": cwd,
+                           "permission_mode": "default", "hook_event_name": name,
+                           "tool_name": "Bash", "tool_use_id": id,
+                           "tool_input": {"command": command}});
+        e.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        e.to_string()
+    };
+    let (code, out, _) = run(
+        &hook,
+        &event("PreToolUse", "toolu_7", "npm install", json!({})),
+    );
+    assert_eq!(code, 0);
+    assert!(
+        out.contains(r#""updatedInput":{"command":"npm ci"}"#),
+        "{out}"
+    );
+    // Claude Code runs the rewritten input and says so in PostToolUse, twice here (a retried
+    // event): the first line names the rewrite, the second finds nothing kept.
+    let post = event(
+        "PostToolUse",
+        "toolu_7",
+        "npm ci",
+        json!({"tool_response": "added 12 packages"}),
+    );
+    assert_eq!(run(&hook, &post), (0, String::new(), String::new()));
+    assert_eq!(run(&hook, &post), (0, String::new(), String::new()));
+    let head = r#"{"ts":"2025-12-01T14:40:00Z","session_id":"abc123","user_id":"dev","tool_use_id":"toolu_7","tool":"Bash","#;
+    assert_eq!(
+        p.audit_lines(),
+        [
+            format!(
+                r#"{head}"input":{{"command":"npm install"}},"outcome":"ok","is_error":false,"content":"added 12 packages","duration_us":0,"rewritten_by":["team::rule"],"effective_input":{{"command":"npm ci"}},"prev":"…"}}"#
+            ),
+            format!(
+                r#"{head}"input":{{"command":"npm ci"}},"outcome":"ok","is_error":false,"content":"added 12 packages","duration_us":0,"prev":"…"}}"#
+            ),
+        ]
+    );
+    // Rewrites whose PostToolUse never comes (the person declined at Claude Code's prompt) do
+    // not grow the state file for good: the newest 64 are kept.
+    for i in 0..70 {
+        let pre = event(
+            "PreToolUse",
+            &format!("toolu_r{i:02}"),
+            "npm install",
+            json!({}),
+        );
+        assert_eq!(run(&hook, &pre).0, 0);
+    }
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.state().join("abc123.json")).unwrap())
+            .unwrap();
+    let kept: Vec<&String> = state["rewrites"].as_object().unwrap().keys().collect();
+    let expected: Vec<String> = (6..70).map(|i| format!("toolu_r{i:02}")).collect();
+    assert_eq!(kept, expected.iter().collect::<Vec<_>>());
+    assert_eq!(
+        state["rewrites"]["toolu_r69"],
+        json!({"input": {"command": "npm install"}, "rewritten_by": ["team::rule"]})
+    );
+    assert_eq!(state["calls"], 2);
 }

@@ -1093,7 +1093,8 @@ usage:
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
                 [--json] [--out-dir DIR]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
-                [--model NAME] [--base-url URL] [--max-turns N] [--max-tokens N] [--out-dir DIR]
+                [--model NAME] [--base-url URL] [--max-turns N] [--max-tokens N] [--by WHO]
+                [--out-dir DIR]
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
@@ -1139,6 +1140,9 @@ usage:
                        after a response cut at max_tokens)
   --now TIME           with --live, for tests: a fixed clock (RFC 3339, 2026-11-24T10:15:00Z)
   --session-id ID      with --live, for tests: the session id (default live-<start in ms>)
+  --by WHO             with --live: who answers at the terminal when a rule asks a person about
+                       a call (y approves, n REASON declines; default: operator); without a
+                       terminal the turn pauses and is written for --resume
   --help               this text
 
 exit codes: 0 all outcomes as expected (or the chain verifies, or every --live message got a

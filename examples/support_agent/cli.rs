@@ -42,7 +42,8 @@ usage:
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
                 [--json] [--out-dir DIR]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
-                [--model NAME] [--base-url URL] [--max-turns N] [--max-tokens N] [--out-dir DIR]
+                [--model NAME] [--base-url URL] [--max-turns N] [--max-tokens N] [--by WHO]
+                [--out-dir DIR]
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
@@ -88,6 +89,9 @@ usage:
                        after a response cut at max_tokens)
   --now TIME           with --live, for tests: a fixed clock (RFC 3339, 2026-11-24T10:15:00Z)
   --session-id ID      with --live, for tests: the session id (default live-<start in ms>)
+  --by WHO             with --live: who answers at the terminal when a rule asks a person about
+                       a call (y approves, n REASON declines; default: operator); without a
+                       terminal the turn pauses and is written for --resume
   --help               this text
 
 exit codes: 0 all outcomes as expected (or the chain verifies, or every --live message got a
@@ -328,15 +332,15 @@ where
                     .to_owned(),
             );
         }
-        if approve.is_some() || deny.is_some() || reason.is_some() || by.is_some() {
-            return Err("--approve, --deny, --reason and --by go with --resume".to_owned());
+        if approve.is_some() || deny.is_some() || reason.is_some() {
+            return Err("--approve, --deny and --reason go with --resume".to_owned());
         }
         // `--now` is shared with --resume: parsed once, checked as --live's clock.
         let mut live_opts = live_opts;
         if let Some(now) = now {
             live_opts.insert("--now", now);
         }
-        return live_args(live_opts, said, specialist, out_dir).map(Command::Live);
+        return live_args(live_opts, said, specialist, out_dir, by).map(Command::Live);
     }
     if let Some(name) =
         live_opts
@@ -533,6 +537,7 @@ fn live_args(
     say: Vec<String>,
     specialist: Option<Specialist>,
     out_dir: Option<PathBuf>,
+    by: Option<String>,
 ) -> Result<LiveArgs, String> {
     let mut take = |name: &str| opts.remove(name);
     let user = take("--user").ok_or("--live needs --user ID (the signed-in customer)")?;
@@ -580,6 +585,7 @@ fn live_args(
         out_dir: out_dir.unwrap_or_else(|| PathBuf::from(DEFAULT_OUT_DIR)),
         now,
         session_id: take("--session-id"),
+        by: by.unwrap_or_else(|| "operator".to_owned()),
     })
 }
 

@@ -22,6 +22,14 @@
 //!   sent again with `max_tokens` doubled, up to [`MAX_TOKENS_CAP`]; cut there too, the run
 //!   stops (exit 1).
 //!
+//! A turn a rule asks a person about ([`Reply::Pending`]) is put to the person at the terminal,
+//! one waiting call at a time (`y` approves, `n REASON` declines; `--by WHO` names them on the
+//! audit line), and resumed in this process with their decisions ([`Session::resume`], the path
+//! a replay takes with a transcript's `approvals`), so the conversation goes on. With no one at
+//! a terminal (standard input is not one), or when the input ends before every call is decided,
+//! the turn pauses as in a replay: the pending turn is written under `--out-dir`, a note says how
+//! to `--resume` it, and the conversation ends.
+//!
 //! The trusted context (user, tier, session id, clock) comes from the command line, never from
 //! the model. The key comes from `ANTHROPIC_API_KEY` and goes only into the `x-api-key` header.
 
@@ -30,9 +38,12 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
 use toolgate::{
-    AUDIT_LOG_FILE, AuditLog, Clock, ContentBlock, HookContext, Message, Provider, Reply,
-    RespondError, Role, SESSION_SUMMARIES_FILE, Session, TextBlock, Usage,
+    AUDIT_LOG_FILE, Approval, AuditLog, AwaitingCall, Clock, ContentBlock, HookContext, Message,
+    PendingTurn, Provider, Reply, RespondError, ResumeError, Role, SESSION_SUMMARIES_FILE, Session,
+    TextBlock, Usage,
 };
 
 use super::agent::{Agent, Specialist};
@@ -80,7 +91,17 @@ pub(crate) struct LiveArgs {
     pub(crate) now: Option<(String, SystemTime)>,
     /// `--session-id` (tests); otherwise `live-` and the start time in milliseconds.
     pub(crate) session_id: Option<String>,
+    /// `--by`: who answers the approval questions at the terminal (default `operator`); it goes
+    /// on the audit line as `approved_by` / `denied_by`.
+    pub(crate) by: String,
 }
+
+/// A person asked about a call: given the question, the line they typed (`None`: the input
+/// ended, nobody answers).
+pub(crate) type Person<'a> = Box<dyn FnMut(&str) -> Option<String> + 'a>;
+
+/// How many unreadable answers a question gets before the turn is left paused.
+pub(crate) const MAX_ANSWER_TRIES: usize = 3;
 
 /// What the run reads from outside the command line: the key, the customer's words when no
 /// `--say` is given, and how to wait between attempts.
@@ -89,31 +110,39 @@ pub(crate) struct Outside<'a> {
     pub(crate) key: Option<String>,
     /// Lines typed by the customer (standard input, when it is a terminal).
     pub(crate) lines: Option<Box<dyn Iterator<Item = String> + 'a>>,
+    /// The person who decides the calls a rule asks about (at the terminal, when standard input
+    /// is one); `None`: such a turn pauses and is written for `--resume`.
+    pub(crate) person: Option<Person<'a>>,
     /// Waits between attempts.
     pub(crate) sleep: &'a mut dyn FnMut(Duration),
 }
 
 /// Runs `--live` with the process's environment, standard input and clock.
 pub(crate) fn run(args: LiveArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let stdin = std::io::stdin();
+    let terminal = std::io::stdin().is_terminal();
+    // One line from standard input after a prompt on stderr (the lock is taken per line: the
+    // customer's words and the approval answers share the terminal). End of input: `None`.
+    fn read_line(prompt: &str) -> Option<String> {
+        eprint!("{prompt}");
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line),
+        }
+    }
     let lines: Option<Box<dyn Iterator<Item = String>>> =
-        (args.say.is_empty() && stdin.is_terminal()).then(|| {
-            // A prompt on stderr before each line; end of input (Ctrl-D) ends the session.
-            let mut input = stdin.lock();
-            let lines = std::iter::from_fn(move || {
-                eprint!("customer> ");
-                let mut line = String::new();
-                match input.read_line(&mut line) {
-                    Ok(0) | Err(_) => None,
-                    Ok(_) => Some(line),
-                }
-            });
-            Box::new(lines) as Box<dyn Iterator<Item = String>>
+        (args.say.is_empty() && terminal).then(|| {
+            // Ctrl-D ends the session.
+            Box::new(std::iter::from_fn(|| read_line("customer> ")))
+                as Box<dyn Iterator<Item = String>>
         });
+    let person: Option<Person<'_>> =
+        terminal.then(|| Box::new(|question: &str| read_line(question)) as Person<'_>);
     let mut sleep = std::thread::sleep;
     let outside = Outside {
         key: std::env::var(KEY_VAR).ok(),
         lines,
+        person,
         sleep: &mut sleep,
     };
     run_with(args, outside, out, err)
@@ -216,6 +245,8 @@ pub(crate) fn run_with(
         agent: &agent,
         session: &session,
         args: &args,
+        person: outside.person,
+        waited: std::cell::Cell::new(0),
     };
     let printed = (|| -> std::io::Result<u8> {
         writeln!(out, "== live: {} at {}", args.model, args.base_url)?;
@@ -255,7 +286,7 @@ pub(crate) fn run_with(
             out,
             &args.out_dir.join(AUDIT_LOG_FILE),
             &args.out_dir.join(SESSION_SUMMARIES_FILE),
-            (summary.calls, 0),
+            (summary.calls, live.waited.get()),
             1,
         )?;
         Ok(code)
@@ -283,6 +314,10 @@ struct Live<'a> {
     agent: &'a Agent,
     session: &'a Session,
     args: &'a LiveArgs,
+    /// Who decides what a rule asks about; `None`: nobody at a terminal.
+    person: Option<Person<'a>>,
+    /// Audit lines written for calls that waited for a person (not final).
+    waited: std::cell::Cell<u64>,
 }
 
 impl Live<'_> {
@@ -383,11 +418,24 @@ impl Live<'_> {
                     return Ok(Ok(()));
                 }
                 Ok(Reply::Pending(pending)) => {
-                    // A rule asked for a person: the turn pauses as in a replay (the pending
-                    // turn written under --out-dir, a note saying how to finish it with
+                    // A rule asked for a person: the person at the terminal decides and the
+                    // turn resumes here; with nobody to ask, it pauses as in a replay (the
+                    // pending turn written under --out-dir, a note saying how to finish it with
                     // --resume) and this conversation ends here.
-                    super::approval::report_pending(&self.args.out_dir, &pending, out)?;
-                    return Ok(Ok(()));
+                    let Some(decisions) = self.decide(&pending, out)? else {
+                        super::approval::report_pending(&self.args.out_dir, &pending, out)?;
+                        return Ok(Ok(()));
+                    };
+                    let resumed = toolgate::block_on(self.session.resume(&pending, &decisions));
+                    self.write_calls(out)?;
+                    match resumed {
+                        Ok(answer) => self.messages.push(answer),
+                        Err(ResumeError::Halt(halt)) => {
+                            writeln!(out, "   ! {}", flatten(&halt.to_string()))?;
+                            return Ok(Err(format!("the agent halted: {halt}")));
+                        }
+                        Err(e) => return Ok(Err(e.to_string())),
+                    }
                 }
                 Ok(other) => return Ok(Err(format!("unexpected reply {other:?}"))),
                 Err(RespondError::Halt(halt)) => {
@@ -403,9 +451,54 @@ impl Live<'_> {
         )))
     }
 
+    /// Asks the person about each call of `pending` that waits, in order: a `?` line on `out`
+    /// per call (the asking rules' reasons), then the question; each answer gets a `=` line.
+    /// `None` when nobody is at a terminal, or the input ended, or an answer could not be read
+    /// [`MAX_ANSWER_TRIES`] times: the turn then stays paused (no decision is half-applied).
+    fn decide(
+        &mut self,
+        pending: &PendingTurn,
+        out: &mut dyn Write,
+    ) -> std::io::Result<Option<BTreeMap<String, Approval>>> {
+        let Some(person) = self.person.as_mut() else {
+            return Ok(None);
+        };
+        let mut decisions = BTreeMap::new();
+        for waiting in pending.awaiting() {
+            writeln!(out, "   {}", waiting_line(waiting))?;
+            let question = question(waiting);
+            let mut decided = None;
+            for _ in 0..MAX_ANSWER_TRIES {
+                let Some(line) = person(&question) else {
+                    return Ok(None);
+                };
+                match parse_answer(&line, &self.args.by) {
+                    Ok(approval) => {
+                        decided = Some(approval);
+                        break;
+                    }
+                    Err(problem) => writeln!(out, "   = {problem}")?,
+                }
+            }
+            let Some(approval) = decided else {
+                return Ok(None);
+            };
+            writeln!(
+                out,
+                "   = {}",
+                decided_line(&waiting.tool_use_id, &approval)
+            )?;
+            decisions.insert(waiting.tool_use_id.clone(), approval);
+        }
+        Ok(Some(decisions))
+    }
+
     /// Prints the calls the observer recorded since the last time, one line each.
     fn write_calls(&self, out: &mut dyn Write) -> std::io::Result<()> {
         for line in self.agent.calls.take() {
+            if !line.outcome.is_final() {
+                self.waited.set(self.waited.get() + 1);
+            }
             writeln!(out, "   {}", output::call_line(&line))?;
         }
         Ok(())
@@ -422,4 +515,55 @@ fn write_text(out: &mut dyn Write, response: &Message) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The line saying a call waits for a person: `? ID TOOL waits for a person: REASON[; REASON]`.
+pub(crate) fn waiting_line(waiting: &AwaitingCall) -> String {
+    let reasons: Vec<&str> = waiting.asked_by.iter().map(|a| a.reason.as_str()).collect();
+    format!(
+        "? {} {} waits for a person: {}",
+        waiting.tool_use_id,
+        flatten(&waiting.tool),
+        flatten(&reasons.join("; "))
+    )
+}
+
+/// The question put to the person at the terminal about `waiting`: the tool and the input it
+/// would run with (after the rules' rewrites), then how to answer.
+pub(crate) fn question(waiting: &AwaitingCall) -> String {
+    format!(
+        "approve {} {}? y = approve, n REASON = decline: ",
+        flatten(&waiting.tool),
+        flatten(&waiting.effective_input.to_string())
+    )
+}
+
+/// Reads a person's answer: `y` or `yes` approves (by `by`); `n` or `no`, then the reason for
+/// the model, declines (a bare `n` gives the reason `declined by BY`). Case and surrounding
+/// spaces do not matter. Anything else: what to type instead.
+pub(crate) fn parse_answer(line: &str, by: &str) -> Result<Approval, String> {
+    let line = line.trim();
+    let (word, rest) = match line.split_once(char::is_whitespace) {
+        Some((w, r)) => (w, r.trim()),
+        None => (line, ""),
+    };
+    match word.to_ascii_lowercase().as_str() {
+        "y" | "yes" if rest.is_empty() => Ok(Approval::approve(by)),
+        "n" | "no" if rest.is_empty() => Ok(Approval::deny(by, format!("declined by {by}"))),
+        "n" | "no" => Ok(Approval::deny(by, rest)),
+        _ => Err(format!(
+            "`{}` is not an answer: type y to approve, or n and the reason to decline",
+            flatten(line)
+        )),
+    }
+}
+
+/// The line recording a decision: `= ID approved by BY` / `= ID declined by BY: REASON`.
+fn decided_line(id: &str, approval: &Approval) -> String {
+    match approval {
+        Approval::Deny { by, reason } => {
+            format!("{id} declined by {}: {}", flatten(by), flatten(reason))
+        }
+        other => format!("{id} approved by {}", flatten(other.by())),
+    }
 }

@@ -1147,6 +1147,9 @@ fn assemble(
             unguarded: c.unguarded,
         });
     }
+    let open_chain = matching(&pre, |h| {
+        matches!(h.matcher, Matcher::All) && h.input.is_none()
+    });
     let available = tools
         .iter()
         .map(|t| t.name.as_ref())
@@ -1161,6 +1164,7 @@ fn assemble(
         hook_runs: false,
         span_content: None,
         observers_of_unknown: matching(&post, |o| matches!(o.matcher, Matcher::All)),
+        open_chain,
         observers: post,
         stop_hooks: stop,
         states: StateMap::default(),

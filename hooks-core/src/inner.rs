@@ -82,6 +82,10 @@ pub(crate) struct Inner {
     /// Indices into `observers` of those that see calls of unknown tools (the ones without a
     /// tool matcher).
     pub(crate) observers_of_unknown: Box<[usize]>,
+    /// Indices into `pre_hooks` of the untyped hooks that match every tool, in chain order: the
+    /// chain a host-run tool the dispatcher does not know goes through
+    /// (`Inner::pre_tool_use_in_host`).
+    pub(crate) open_chain: Box<[usize]>,
     /// Whether every observer is sync (they then run without a future).
     pub(crate) observers_sync: bool,
     /// Whether calls keep their PreToolUse hook runs for the observers (an audit log, or

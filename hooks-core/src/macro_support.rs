@@ -22,7 +22,7 @@ pub use crate::state::{Env, StateKey};
 #[diagnostic::on_unimplemented(
     message = "a PreToolUse hook must return `Decision` or `Result<Decision, E>`, not `{Self}`",
     label = "this return type is not `Decision` or `Result<Decision, E: Display>`",
-    note = "return `Decision::Allow`, `Decision::deny(…)` or `Decision::Rewrite(…)`; return `Err(e)` when the hook cannot decide (the agent halts)"
+    note = "return `Decision::Allow`, `Decision::deny(…)`, `Decision::ask(…)` (a person decides) or `Decision::Rewrite(…)`; return `Err(e)` when the hook cannot decide (the agent halts)"
 )]
 pub trait IntoDecision {
     /// Converts the hook's return value.

@@ -8,7 +8,7 @@ mod server;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use toolgate::{AuditLog, Provider};
+use toolgate::{Approval, AuditLog, Provider};
 
 use super::example::agent::{self, Agent, Specialist};
 use super::example::cli::{self, Command};
@@ -32,31 +32,52 @@ struct Run {
 }
 
 /// Runs the command line `args` as `--live` with `key` as `ANTHROPIC_API_KEY`, through the
-/// example's own parser.
+/// example's own parser, with nobody at a terminal.
 fn live(args: &[String], key: Option<&str>) -> Run {
+    live_with(args, key, None).0
+}
+
+/// [`live`] with a person at the terminal who types `answers` (in order; `None` after the
+/// last) when a rule asks about a call; also returns the questions they were asked.
+fn live_with(args: &[String], key: Option<&str>, answers: Option<Vec<&str>>) -> (Run, Vec<String>) {
     let command = cli::parse_args(args.iter().map(Into::into)).expect("the arguments parse");
     let Command::Live(live_args) = command else {
         panic!("not --live: {command:?}")
     };
     let mut sleeps = Vec::new();
     let mut sleep = |d: Duration| sleeps.push(d);
+    let mut questions = Vec::new();
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = live::run_with(
-        live_args,
-        Outside {
-            key: key.map(str::to_owned),
-            lines: None,
-            sleep: &mut sleep,
+    let code = {
+        let person: Option<live::Person<'_>> = answers.map(|a| {
+            let mut a = a.into_iter();
+            let questions = &mut questions;
+            Box::new(move |q: &str| {
+                questions.push(q.to_owned());
+                a.next().map(str::to_owned)
+            }) as live::Person<'_>
+        });
+        live::run_with(
+            live_args,
+            Outside {
+                key: key.map(str::to_owned),
+                lines: None,
+                person,
+                sleep: &mut sleep,
+            },
+            &mut out,
+            &mut err,
+        )
+    };
+    (
+        Run {
+            code,
+            out: String::from_utf8(out).expect("utf-8"),
+            err: String::from_utf8(err).expect("utf-8"),
+            sleeps,
         },
-        &mut out,
-        &mut err,
-    );
-    Run {
-        code,
-        out: String::from_utf8(out).expect("utf-8"),
-        err: String::from_utf8(err).expect("utf-8"),
-        sleeps,
-    }
+        questions,
+    )
 }
 
 /// The tool definitions `specialist` sends.
@@ -87,6 +108,32 @@ fn final_reply(text: &str, input_tokens: u64, output_tokens: u64) -> Value {
         "stop_reason": "end_turn", "stop_sequence": null,
         "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens}
     })
+}
+
+/// `[outcome, final]` of each audit line of `tool_use_id` in `dir`'s audit log, in order.
+fn outcomes_of(dir: &TempDir, tool_use_id: &str) -> Vec<Value> {
+    json_lines(&dir.path().join("audit_log.jsonl"))
+        .into_iter()
+        .filter(|l| l["tool_use_id"] == tool_use_id)
+        .map(|l| json!([l["outcome"], l["final"]]))
+        .collect()
+}
+
+/// The bundled transcript `source` (its file name).
+fn bundled(source: &str) -> Transcript {
+    transcript::bundled()
+        .unwrap()
+        .into_iter()
+        .find(|t| t.source == source)
+        .expect("bundled")
+}
+
+/// `t`'s assistant messages as the API returned them: what the server plays.
+fn recorded(t: &Transcript) -> Vec<Value> {
+    t.messages
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap())
+        .collect()
 }
 
 /// `--live` arguments for transcript `t`'s context, talking to `server`, writing to `dir`.
@@ -162,25 +209,31 @@ fn usage_of(message: &Value) -> (u64, u64) {
 
 // ---------------------------------------------------------------- the bundled transcripts
 
+/// What the person at the terminal types for each call transcript `t` has a decision for, in
+/// `tool_use` order (`y`, or `n` and the reason), and the `--by` name they answer under.
+fn answers_for(t: &Transcript) -> Option<(Vec<String>, String)> {
+    let mut by = None;
+    let answers: Vec<String> = t
+        .tool_use_ids()
+        .filter_map(|id| t.approvals.get(id))
+        .map(|approval| {
+            by = Some(approval.by().to_owned());
+            match approval {
+                Approval::Deny { reason, .. } => format!("n {reason}"),
+                _ => "y".to_owned(),
+            }
+        })
+        .collect();
+    Some((answers, by?))
+}
+
 #[test]
 fn live_mode_gives_the_replays_outcomes_and_audit_lines_for_every_bundled_transcript() {
     let transcripts = transcript::bundled().unwrap();
-    // The transcripts in which a person decides (06 to 09: `approvals`, or a call expected to
-    // wait) are not played here: live, a paused turn stops the conversation (see
-    // `a_refund_that_needs_a_person_pauses_the_live_turn`).
-    let unattended: Vec<_> = transcripts
-        .iter()
-        .filter(|t| {
-            t.approvals.is_empty()
-                && !t
-                    .expected
-                    .values()
-                    .any(|o| o.as_str() == "awaiting_approval")
-        })
-        .collect();
-    assert_eq!(unattended.len(), 6);
-    for t in unattended {
-        // The replay, as `cargo run --example support_agent` does it.
+    assert_eq!(transcripts.len(), 10);
+    for t in &transcripts {
+        // The replay, as `cargo run --example support_agent` does it: a transcript's
+        // `approvals` resume its paused turn; without them the turn stays paused.
         let replay_dir = TempDir::new("live-replay");
         let audit = AuditLog::open(replay_dir.path()).unwrap();
         let replay = agent::replay(t, Some(&audit)).unwrap();
@@ -193,28 +246,48 @@ fn live_mode_gives_the_replays_outcomes_and_audit_lines_for_every_bundled_transc
             .filter(|l| l.starts_with("   toolu_"))
             .map(str::to_owned)
             .collect();
+        let paused = replay.pending.is_some();
+        assert_eq!(
+            paused,
+            t.expected
+                .values()
+                .any(|o| o.as_str() == "awaiting_approval"),
+            "{}",
+            t.source
+        );
 
-        // The same session, live: the server answers with the recorded messages, then text.
-        let recorded: Vec<Value> = t
-            .messages
-            .iter()
-            .map(|m| serde_json::to_value(m).unwrap())
-            .collect();
+        // The same session, live: the server answers with the recorded messages, then text
+        // (a paused turn ends the conversation: no final text is asked for). The person at
+        // the terminal types the transcript's decisions; with none, nobody is at a terminal.
+        let recorded: Vec<Value> = recorded(t);
         let last = final_reply("Is there anything else I can help with?", 1500, 11);
         let mut plan: Vec<Planned> = recorded.iter().map(Planned::message).collect();
-        plan.push(Planned::message(&last));
+        if !paused {
+            plan.push(Planned::message(&last));
+        }
         let server = Server::start(expect(t.context.specialist), plan);
         let live_dir = TempDir::new("live");
-        let run = live(
-            &args_for(t, &server, &live_dir, "Hello, I need help with my order."),
-            Some(KEY),
-        );
+        let mut args = args_for(t, &server, &live_dir, "Hello, I need help with my order.");
+        let person = answers_for(t);
+        if let Some((_, by)) = &person {
+            args.extend(["--by".to_owned(), by.clone()]);
+        }
+        let answers = person
+            .as_ref()
+            .map(|(a, _)| a.iter().map(String::as_str).collect());
+        let (run, questions) = live_with(&args, Some(KEY), answers);
         let seen = server.finish();
 
         assert_eq!((run.code, run.err.as_str()), (0, ""), "{}", t.source);
         assert_eq!(seen.violations, Vec::<String>::new(), "{}", t.source);
-        assert_eq!(seen.bodies.len(), t.messages.len() + 1, "{}", t.source);
+        assert_eq!(
+            seen.bodies.len(),
+            t.messages.len() + usize::from(!paused),
+            "{}",
+            t.source
+        );
         assert_eq!(run.sleeps, Vec::<Duration>::new());
+        assert_eq!(questions.len(), t.approvals.len(), "{}", t.source);
 
         // The same per-call lines, in order.
         let live_calls: Vec<&str> = run
@@ -223,9 +296,16 @@ fn live_mode_gives_the_replays_outcomes_and_audit_lines_for_every_bundled_transc
             .filter(|l| l.starts_with("   toolu_"))
             .collect();
         assert_eq!(live_calls, replay_calls, "{}", t.source);
-        assert_eq!(live_calls.len(), t.tool_use_ids().count());
+        // One line per call, and one more for each call that waited for a decision.
+        assert_eq!(
+            live_calls.len(),
+            t.tool_use_ids().count() + t.approvals.len(),
+            "{}",
+            t.source
+        );
 
-        // The same audit lines, time and chain aside.
+        // The same audit lines, time and chain aside (a paused call's line, a person's
+        // decision, the resumed call's final line).
         let replayed: Vec<Value> = json_lines(&replay_dir.path().join("audit_log.jsonl"))
             .into_iter()
             .map(|l| untimed(l, &[]))
@@ -235,7 +315,40 @@ fn live_mode_gives_the_replays_outcomes_and_audit_lines_for_every_bundled_transc
             .map(|l| untimed(l, &[]))
             .collect();
         assert_eq!(lived, replayed, "{}", t.source);
-        assert_eq!(lived.len(), t.tool_use_ids().count());
+        // A final line per call, and a line for each call that waited (its only line when the
+        // turn stays paused).
+        let waited = replayed.iter().filter(|l| l["final"] == false).count();
+        assert_eq!(
+            waited,
+            t.approvals.len() + usize::from(paused),
+            "{}",
+            t.source
+        );
+        assert_eq!(
+            lived.len(),
+            t.tool_use_ids().count() + t.approvals.len(),
+            "{}",
+            t.source
+        );
+
+        // A paused turn: the same pending turn as the replay's, written for --resume.
+        let file = live_dir
+            .path()
+            .join("pending")
+            .join(format!("{}.json", t.context.session_id));
+        match &replay.pending {
+            Some(pending) => {
+                let written: Value =
+                    serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+                assert_eq!(
+                    written,
+                    serde_json::to_value(pending).unwrap(),
+                    "{}",
+                    t.source
+                );
+            }
+            None => assert!(!file.exists(), "{}", t.source),
+        }
 
         // The same summary line, with the tokens of every response added.
         let replayed = json_lines(&replay_dir.path().join("session_summaries.jsonl"));
@@ -245,7 +358,7 @@ fn live_mode_gives_the_replays_outcomes_and_audit_lines_for_every_bundled_transc
         assert_eq!(replayed[0].get("usage"), None, "a replay adds no usage");
         let (input, output) = recorded
             .iter()
-            .chain([&last])
+            .chain((!paused).then_some(&last))
             .map(usage_of)
             .fold((0, 0), |(i, o), (a, b)| (i + a, o + b));
         assert_eq!(
@@ -271,11 +384,7 @@ fn live_mode_prints_the_conversation_the_calls_and_the_token_totals() {
         .into_iter()
         .find(|t| t.source == "02_free_tier_unusual_phrasing.json")
         .unwrap();
-    let recorded: Vec<Value> = t
-        .messages
-        .iter()
-        .map(|m| serde_json::to_value(m).unwrap())
-        .collect();
+    let recorded: Vec<Value> = recorded(&t);
     let mut plan: Vec<Planned> = recorded.iter().map(Planned::message).collect();
     plan.push(Planned::message(&final_reply(
         "Shipping fees are credited back when an order arrives late or damaged.\n\nAnything else?",
@@ -907,6 +1016,24 @@ fn live_options_are_checked_before_anything_runs() {
             &["--live", "--user", "u_001", "--tier", "free", "--json"],
             "--live talks to the model: it takes no --json, --schemas, --transcript, --verify-audit or --provider",
         ),
+        (
+            &[
+                "--live",
+                "--user",
+                "u_001",
+                "--tier",
+                "free",
+                "--approve",
+                "toolu_1",
+            ],
+            "--approve, --deny and --reason go with --resume",
+        ),
+        (
+            &[
+                "--live", "--user", "u_001", "--tier", "free", "--by", "a", "--by", "b",
+            ],
+            "--by is given twice",
+        ),
         (&["--say", "hi"], "--say goes with --live"),
         (&["--user", "u_001"], "--user goes with --live"),
         (
@@ -939,6 +1066,7 @@ fn live_options_have_their_defaults() {
     assert_eq!((a.max_turns, a.max_tokens), (10, 1024));
     assert_eq!(a.out_dir, std::path::PathBuf::from("data"));
     assert_eq!((a.now, a.session_id, a.say), (None, None, vec![]));
+    assert_eq!(a.by, "operator");
 }
 
 #[test]
@@ -965,6 +1093,7 @@ fn without_words_and_without_a_terminal_live_says_what_it_needs() {
         Outside {
             key: Some(KEY.to_owned()),
             lines: None,
+            person: None,
             sleep: &mut sleep,
         },
         &mut out,
@@ -1032,6 +1161,7 @@ fn typed_lines_are_said_in_order_and_blank_ones_skipped() {
         Outside {
             key: Some(KEY.to_owned()),
             lines: Some(Box::new(typed.into_iter())),
+            person: None,
             sleep: &mut sleep,
         },
         &mut out,
@@ -1101,16 +1231,8 @@ fn a_2xx_that_is_not_an_assistant_message_ends_the_run_with_exit_1() {
 #[test]
 fn a_refund_that_needs_a_person_pauses_the_live_turn() {
     // Transcript 08: a refund of 25000 cents, which the approval rule asks a person about.
-    let t = transcript::bundled()
-        .unwrap()
-        .into_iter()
-        .find(|t| t.source == "08_large_refund_paused.json")
-        .expect("bundled");
-    let recorded: Vec<Value> = t
-        .messages
-        .iter()
-        .map(|m| serde_json::to_value(m).unwrap())
-        .collect();
+    let t = bundled("08_large_refund_paused.json");
+    let recorded: Vec<Value> = recorded(&t);
     let plan: Vec<Planned> = recorded.iter().map(Planned::message).collect();
     let server = Server::start(expect(t.context.specialist), plan);
     let dir = TempDir::new("live-paused");
@@ -1149,10 +1271,161 @@ fn a_refund_that_needs_a_person_pauses_the_live_turn() {
         .collect();
     assert_eq!(awaiting, [id]);
     // The audit log: the waiting call's line is not final.
-    let waiting: Vec<Value> = json_lines(&dir.path().join("audit_log.jsonl"))
+    let waiting: Vec<Value> = outcomes_of(&dir, id);
+    assert_eq!(waiting, [json!(["awaiting_approval", false])]);
+}
+
+#[test]
+fn a_person_at_the_terminal_decides_and_the_live_turn_goes_on() {
+    // Transcript 07: a refund of 90000 cents the approval rule asks about; the person first
+    // types something that is not an answer, then declines with a reason.
+    let t = bundled("07_large_refund_denied.json");
+    let recorded: Vec<Value> = recorded(&t);
+    let mut plan: Vec<Planned> = recorded.iter().map(Planned::message).collect();
+    let last = final_reply("I have asked for a return label first.", 900, 12);
+    plan.push(Planned::message(&last));
+    let server = Server::start(expect(t.context.specialist), plan);
+    let dir = TempDir::new("live-person");
+    let mut args = args_for(&t, &server, &dir, "Please refund my order.");
+    args.extend(["--by".to_owned(), "lead@shop.example".to_owned()]);
+    let (run, questions) = live_with(
+        &args,
+        Some(KEY),
+        Some(vec!["maybe", "  N   send a return label first  \n"]),
+    );
+    let seen = server.finish();
+    assert_eq!((run.code, run.err.as_str()), (0, ""));
+    assert_eq!(seen.violations, Vec::<String>::new());
+    let id = "toolu_01Lo6rCaTp0U7eYw2fBh6OvD";
+    let question = "approve issue_refund {\"order_id\":\"o_3002\",\"amount_cents\":30000}? y = \
+                    approve, n REASON = decline: ";
+    assert_eq!(questions, [question, question]);
+    let person: Vec<&str> = run
+        .out
+        .lines()
+        .filter(|l| l.starts_with("   ?") || l.starts_with("   ="))
+        .collect();
+    assert_eq!(
+        person,
+        [
+            format!(
+                "   ? {id} issue_refund waits for a person: a refund of 30000 cents is above \
+                 20000 cents and needs a person's approval"
+            ),
+            "   = `maybe` is not an answer: type y to approve, or n and the reason to decline"
+                .to_owned(),
+            format!("   = {id} declined by lead@shop.example: send a return label first"),
+        ]
+    );
+    // The declined call is answered in the next request, and the conversation goes on to the
+    // final answer; nothing is left paused.
+    assert_eq!(seen.bodies.len(), 3);
+    let answer = &seen.bodies[2]["messages"][4];
+    assert_eq!(
+        answer,
+        &json!({"role": "user", "content": [{
+            "type": "tool_result", "tool_use_id": id, "is_error": true,
+            "content": "BLOCKED: a person declined this call: send a return label first"
+        }]})
+    );
+    assert!(!dir.path().join("pending").exists());
+    assert_eq!(
+        run.out.lines().find(|l| l.starts_with("audit log: ")),
+        Some(
+            format!(
+                "audit log: {}/audit_log.jsonl (3 lines appended, one per tool_use, and 1 not \
+                 final for calls that waited for approval)",
+                dir.path().display()
+            )
+            .as_str()
+        )
+    );
+    let decided: Vec<Value> = json_lines(&dir.path().join("audit_log.jsonl"))
         .into_iter()
         .filter(|l| l["tool_use_id"] == id)
-        .map(|l| json!([l["outcome"], l["final"]]))
+        .map(|l| json!([l["outcome"], l["final"], l["denied_by"]]))
         .collect();
-    assert_eq!(waiting, [json!(["awaiting_approval", false])]);
+    assert_eq!(
+        decided,
+        [
+            json!(["awaiting_approval", false, null]),
+            json!(["blocked", null, "lead@shop.example"])
+        ]
+    );
+}
+
+#[test]
+fn when_the_terminal_input_ends_before_a_decision_the_live_turn_pauses() {
+    // Transcript 06's refund waits; the person's input ends (Ctrl-D) at the question, or
+    // three answers in a row cannot be read: the turn is written for --resume as when nobody
+    // is at a terminal, and nothing is decided.
+    let t = bundled("06_large_refund_approved.json");
+    let id = "toolu_01Jm4pAyRn8S5cWu0dZf4MtB";
+    for answers in [vec![], vec!["ok", "sure", "fine"]] {
+        let recorded: Vec<Value> = recorded(&t);
+        let plan: Vec<Planned> = recorded.iter().map(Planned::message).collect();
+        let server = Server::start(expect(t.context.specialist), plan);
+        let dir = TempDir::new("live-person-gone");
+        let tries = answers.len();
+        let (run, questions) = live_with(
+            &args_for(&t, &server, &dir, "Please refund my order."),
+            Some(KEY),
+            Some(answers),
+        );
+        let seen = server.finish();
+        assert_eq!((run.code, run.err.as_str()), (0, ""));
+        assert_eq!(seen.bodies.len(), 2);
+        assert_eq!(questions.len(), tries.max(1));
+        let file = dir.path().join("pending").join("sess_approve_06.json");
+        let pending: Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let waiting: Vec<&str> = pending["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["state"] == "awaiting_approval")
+            .map(|b| b["tool_use_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(waiting, [id]);
+        assert_eq!(
+            run.out.lines().filter(|l| l.starts_with("   = ")).count(),
+            tries
+        );
+        let lines: Vec<Value> = outcomes_of(&dir, id);
+        assert_eq!(lines, [json!(["awaiting_approval", false])]);
+    }
+}
+
+#[test]
+fn a_persons_answer_is_read_as_documented() {
+    use live::parse_answer;
+    let by = "lead@shop.example";
+    for yes in ["y", "Y", "yes", " YES \n"] {
+        assert_eq!(parse_answer(yes, by), Ok(Approval::approve(by)), "{yes:?}");
+    }
+    for (no, reason) in [
+        ("n", "declined by lead@shop.example"),
+        ("No\n", "declined by lead@shop.example"),
+        (
+            "n  the items are not back yet ",
+            "the items are not back yet",
+        ),
+        ("no\tnot this week", "not this week"),
+    ] {
+        assert_eq!(
+            parse_answer(no, by),
+            Ok(Approval::deny(by, reason)),
+            "{no:?}"
+        );
+    }
+    for other in ["", "yes please", "nope", "approve", "ja"] {
+        assert_eq!(
+            parse_answer(other, by),
+            Err(format!(
+                "`{}` is not an answer: type y to approve, or n and the reason to decline",
+                other.trim()
+            )),
+            "{other:?}"
+        );
+    }
 }

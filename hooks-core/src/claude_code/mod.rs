@@ -26,7 +26,8 @@
 //! | PreToolUse, a hook rewrites | nothing recorded yet | `permissionDecision: "ask"` (or `"allow"`, [`RewriteAnswer::Allow`]) with `updatedInput`, 0 |
 //! | PreToolUse, a hook denies; the input is invalid | an audit line (`blocked`, `invalid_input`) | `permissionDecision: "deny"` with the `BLOCKED: …` text the model reads, 0 |
 //! | PreToolUse, a hook errors, panics or times out | an audit line (`hook_failed`, `hook_timeout`), its `detail` for the operator | none; standard error `BLOCKED: …` (no operator detail), 2 |
-//! | PreToolUse, a tool the dispatcher does not know | nothing | none, 0 (no decision) |
+//! | PreToolUse, a tool the dispatcher does not know, no untyped hook matches every tool | nothing | none, 0 (no decision) |
+//! | PreToolUse, a tool the dispatcher does not know, untyped hooks match every tool | those hooks decide, on any JSON object as input (no schema), as above: allow, ask, rewrite, deny, fail closed | as above |
 //! | PostToolUse | the observers and the audit log see the call, outcome `ok`, content the `tool_response` | none, 0 |
 //! | PostToolUseFailure | the same, outcome `tool_error`, content the `error` | none, 0 |
 //! | SessionEnd | the Stop hooks run once, with the session's summary | none, 0 |
@@ -36,8 +37,16 @@
 //! Claude Code's `Stop` fires at the end of every turn, so toolgate's Stop hooks run on
 //! `SessionEnd`. Each event is a new process: what a session summary needs survives between
 //! events in a small state file, `<state dir>/<session_id>.json` (one JSON line, a
-//! [`SessionSummary`]), locked while an event updates it, so concurrent events of one session
-//! lose nothing; SessionEnd removes it. The state dir is [`ClaudeCodeHook::state_dir`], by
+//! [`SessionSummary`], plus a `rewrites` member while a rewritten call waits for its
+//! PostToolUse), locked while an event updates it, so concurrent events of one session lose
+//! nothing; SessionEnd removes it.
+//!
+//! A rewrite is answered at PreToolUse, but Claude Code's PostToolUse event carries only the
+//! input that ran. So the state file keeps each rewritten call (its `tool_use_id`, the model's
+//! input, the rewriting hooks) until its PostToolUse: that audit line then has the model's
+//! `input`, the `effective_input` that ran and `rewritten_by`, as in a Messages API loop. At
+//! most 64 rewrites wait (a call the person declined at Claude Code's prompt never gets a
+//! PostToolUse); the oldest ids go first. The state dir is [`ClaudeCodeHook::state_dir`], by
 //! default `$CLAUDE_PROJECT_DIR/.toolgate/sessions` (else the event's `cwd`'s).
 //!
 //! Hooks read what Claude Code says about the session through the context:
@@ -69,7 +78,7 @@ use crate::pre_tool_use::PreToolUse;
 use crate::state::Env;
 use crate::stats::{Stats, report_observer_error};
 
-use state::StateFile;
+use state::{Rewritten, StateFile};
 
 /// The exit code that blocks a tool call in Claude Code (its reason on standard error).
 pub const EXIT_BLOCK: u8 = 2;
@@ -381,7 +390,7 @@ impl ClaudeCodeHook {
         let call = tool_use(event, tool_name);
         let context = self.context(event);
         let started = Instant::now();
-        let decided = crate::block_on(self.dispatcher.pre_tool_use(&context, &call));
+        let decided = crate::block_on(self.dispatcher.inner.pre_tool_use_in_host(&context, &call));
         match decided {
             PreToolUse::Allow {
                 input,
@@ -390,6 +399,9 @@ impl ClaudeCodeHook {
                 if rewritten_by.is_empty() {
                     return Answer::none();
                 }
+                // The decision stands whether or not the rewrite could be kept for the audit
+                // line (it would then show the rewritten input without its author).
+                let _ = self.keep_rewrite(&context, &call, &rewritten_by);
                 let reason = format!(
                     "toolgate rewrote this call's input ({}); review the new input.",
                     rewritten_by.join(", ")
@@ -408,6 +420,9 @@ impl ClaudeCodeHook {
                 asked_by,
             } => {
                 let reasons: Vec<&str> = asked_by.iter().map(|a| a.reason.as_str()).collect();
+                if !rewritten_by.is_empty() {
+                    let _ = self.keep_rewrite(&context, &call, &rewritten_by);
+                }
                 let updated = (!rewritten_by.is_empty()).then_some(&input);
                 Answer::decide("ask", &reasons.join(" "), updated)
             }
@@ -437,7 +452,7 @@ impl ClaudeCodeHook {
                     )
                 };
                 // The decision stands whether or not the record could be kept.
-                let _ = self.record(&context, &record);
+                let _ = self.record(&context, &record, false);
                 match outcome {
                     Outcome::Blocked | Outcome::InvalidInput => Answer::decide("deny", &text, None),
                     // A rule that could not decide (and any refusal of a kind added later):
@@ -475,7 +490,7 @@ impl ClaudeCodeHook {
                 std::time::Duration::ZERO,
             )
         };
-        match self.record(&context, &record) {
+        match self.record(&context, &record, true) {
             Ok(()) => Answer::none(),
             Err(e) => Answer {
                 stdout: None,
@@ -485,16 +500,44 @@ impl ClaudeCodeHook {
         }
     }
 
-    /// Shows `record` to the observers and counts it in the session's state file.
-    fn record(&self, context: &HookContext, record: &CallRecord<'_>) -> std::io::Result<()> {
+    /// Shows `record` to the observers and counts it in the session's state file. With
+    /// `rewritten`, the call's rewrite kept at PreToolUse (if any) is taken from the state and
+    /// put on the record: the model's input as `input`, the event's as `effective_input`, and
+    /// the rewriting hooks as `rewritten_by`.
+    fn record(
+        &self,
+        context: &HookContext,
+        record: &CallRecord<'_>,
+        rewritten: bool,
+    ) -> std::io::Result<()> {
         let inner = &self.dispatcher.inner;
         let tool = inner.find(&record.call.name);
         let stats = Stats::new(inner.tools.len());
         let env = Env::new(context, &inner.states);
-        crate::block_on(inner.observe_record(env, Some(&stats), record, tool));
         let mut file = StateFile::open(&self.state_dir_for(context), context.session_id())?;
         let now = context.now();
-        let mut summary = file.read(context.session_id(), context.user_id(), now)?;
+        let mut state = file.read(context.session_id(), context.user_id(), now)?;
+        let taken = if rewritten {
+            state.rewrites.remove(&record.call.id)
+        } else {
+            None
+        };
+        match &taken {
+            Some(kept) => {
+                let model_call = record.call.with_input(kept.input.clone());
+                let by: Vec<&str> = kept.rewritten_by.iter().map(String::as_str).collect();
+                let record = CallRecord {
+                    call: &model_call,
+                    input: &kept.input,
+                    effective_input: Some(record.input),
+                    rewritten_by: &by,
+                    ..*record
+                };
+                crate::block_on(inner.observe_record(env, Some(&stats), &record, tool));
+            }
+            None => crate::block_on(inner.observe_record(env, Some(&stats), record, tool)),
+        }
+        let summary = &mut state.summary;
         summary.ended_at = now;
         summary.calls += 1;
         *summary.outcomes.entry(record.outcome).or_default() += 1;
@@ -507,7 +550,27 @@ impl ClaudeCodeHook {
         summary.observer_errors += stats
             .observer_errors
             .load(std::sync::atomic::Ordering::Relaxed);
-        file.write(&summary)
+        file.write(&mut state)
+    }
+
+    /// Keeps `call`'s rewrite in the session's state file until its PostToolUse event (which
+    /// carries the rewritten input only) records it.
+    fn keep_rewrite(
+        &self,
+        context: &HookContext,
+        call: &ToolUse,
+        rewritten_by: &[String],
+    ) -> std::io::Result<()> {
+        let mut file = StateFile::open(&self.state_dir_for(context), context.session_id())?;
+        let mut state = file.read(context.session_id(), context.user_id(), context.now())?;
+        state.rewrites.insert(
+            call.id.clone(),
+            Rewritten {
+                input: call.input.clone(),
+                rewritten_by: rewritten_by.to_vec(),
+            },
+        );
+        file.write(&mut state)
     }
 
     /// SessionEnd: the Stop hooks run once with the session's summary; the state file goes.
@@ -517,7 +580,9 @@ impl ClaudeCodeHook {
             let file = StateFile::open(&self.state_dir_for(&context), context.session_id());
             let mut file = file?;
             let now = context.now();
-            let mut summary = file.read(context.session_id(), context.user_id(), now)?;
+            let mut summary = file
+                .read(context.session_id(), context.user_id(), now)?
+                .summary;
             summary.ended_at = now;
             self.run_stop_hooks(&context, &mut summary);
             file.remove()

@@ -1,13 +1,44 @@
 //! The per-session state file of the Claude Code hook: each hook event is a new process, so
 //! what a session summary needs (start, counts, observer errors) is kept in
-//! `<dir>/<session_id>.json` between events, under the file's lock.
+//! `<dir>/<session_id>.json` between events, under the file's lock, with the rewrites answered
+//! at PreToolUse that their PostToolUse event has not yet recorded.
 
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
 use crate::outcome::SessionSummary;
+
+/// What the state file holds: one JSON line, the session's summary so far, and a `rewrites`
+/// member while a rewritten call waits for its PostToolUse event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct SessionState {
+    #[serde(flatten)]
+    pub(super) summary: SessionSummary,
+    /// By `tool_use_id`: the calls whose input the PreToolUse chain rewrote.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(super) rewrites: BTreeMap<String, Rewritten>,
+}
+
+/// A call the chain rewrote at PreToolUse, kept for its PostToolUse audit line (Claude Code
+/// sends the rewritten input there, not the model's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct Rewritten {
+    /// The input as the model sent it.
+    pub(super) input: Value,
+    /// The hooks that rewrote it, in order.
+    pub(super) rewritten_by: Vec<String>,
+}
+
+/// At most this many rewrites wait in one state file: a PostToolUse that never comes (the
+/// person declined the call at Claude Code's prompt) must not grow it for good. The oldest
+/// tool_use ids (in id order) go first.
+pub(super) const MAX_WAITING_REWRITES: usize = 64;
 
 /// The state file of one session, locked for as long as this value lives.
 pub(super) struct StateFile {
@@ -32,19 +63,19 @@ impl StateFile {
         Ok(StateFile { file, path })
     }
 
-    /// The summary so far; a new one (started `now`) when the file is empty. A file that does
+    /// The state so far; a new one (started `now`) when the file is empty. A file that does
     /// not parse is an error: it is never silently reset.
     pub(super) fn read(
         &mut self,
         session_id: &str,
         user_id: &str,
         now: SystemTime,
-    ) -> std::io::Result<SessionSummary> {
+    ) -> std::io::Result<SessionState> {
         let mut text = String::new();
         self.file.seek(SeekFrom::Start(0))?;
         self.file.read_to_string(&mut text)?;
         if text.trim().is_empty() {
-            return Ok(SessionSummary {
+            let summary = SessionSummary {
                 session_id: session_id.to_owned(),
                 user_id: user_id.to_owned(),
                 started_at: now,
@@ -54,6 +85,10 @@ impl StateFile {
                 tools: Default::default(),
                 observer_errors: 0,
                 usage: Default::default(),
+            };
+            return Ok(SessionState {
+                summary,
+                rewrites: BTreeMap::new(),
             });
         }
         serde_json::from_str(&text).map_err(|e| {
@@ -64,9 +99,13 @@ impl StateFile {
         })
     }
 
-    /// Replaces the file's content with `summary`, one JSON line.
-    pub(super) fn write(&mut self, summary: &SessionSummary) -> std::io::Result<()> {
-        let mut line = serde_json::to_vec(summary).map_err(std::io::Error::other)?;
+    /// Replaces the file's content with `state`, one JSON line (at most
+    /// [`MAX_WAITING_REWRITES`] rewrites kept).
+    pub(super) fn write(&mut self, state: &mut SessionState) -> std::io::Result<()> {
+        while state.rewrites.len() > MAX_WAITING_REWRITES {
+            state.rewrites.pop_first();
+        }
+        let mut line = serde_json::to_vec(state).map_err(std::io::Error::other)?;
         line.push(b'\n');
         self.file.seek(SeekFrom::Start(0))?;
         self.file.set_len(0)?;

@@ -1,11 +1,16 @@
 //! The PreToolUse chain asked on its own: steps 1 to 4 of a call (normalize, look up, validate,
 //! the chain), never the tool, never the observers, nothing counted in a session.
 
+use serde_json::{Map, Value};
+
 use crate::content::ToolUse;
 use crate::context::HookContext;
-use crate::inner::Inner;
+use crate::definitions::ToolDef;
+use crate::inner::{Backend, Inner, ToolEntry};
 use crate::normalize::{Refused, normalize};
 use crate::pre_tool_use::PreToolUse;
+use crate::schema::check::FieldCheck;
+use crate::schema::{canonicalize, closed_form};
 use crate::state::Env;
 use crate::texts::{Problem, Problems};
 
@@ -15,7 +20,6 @@ use super::{Rewrites, validate};
 impl Inner {
     /// What the PreToolUse chain decides about `call` for the session `context` describes.
     pub(crate) async fn pre_tool_use(&self, context: &HookContext, call: &ToolUse) -> PreToolUse {
-        let env = Env::new(context, &self.states);
         let current = match normalize(call, &self.limits) {
             Ok(c) => c,
             Err(Refused(msg)) => {
@@ -26,14 +30,48 @@ impl Inner {
         let Some(index) = self.find(&call.name) else {
             return Verdict::unknown(&call.name, &self.available).into_refusal(&[]);
         };
-        let tool = &self.tools[index];
+        self.decide_on(&self.tools[index], context, &current).await
+    }
+
+    /// [`pre_tool_use`](Self::pre_tool_use) for a host that runs its own tools (Claude Code's
+    /// `Bash`, `Write`, an `mcp__…` tool): a tool the dispatcher does not know goes through the
+    /// untyped hooks that match every tool (`open_chain`), with an open schema (any JSON object
+    /// is valid input). With no such hook it is refused as `unknown_tool`, which the host reads
+    /// as "no decision".
+    pub(crate) async fn pre_tool_use_in_host(
+        &self,
+        context: &HookContext,
+        call: &ToolUse,
+    ) -> PreToolUse {
+        if self.open_chain.is_empty() || self.find(&call.name).is_some() {
+            return self.pre_tool_use(context, call).await;
+        }
+        let current = match normalize(call, &self.limits) {
+            Ok(c) => c,
+            Err(Refused(msg)) => {
+                let problem = Problems::one(Problem::here(msg));
+                return Verdict::invalid(&call.name, &problem).into_refusal(&[]);
+            }
+        };
+        let open = self.open_entry(&call.name);
+        self.decide_on(&open, context, &current).await
+    }
+
+    /// Steps 3 and 4 for `tool`: validate `current`'s input, then run the chain.
+    async fn decide_on(
+        &self,
+        tool: &ToolEntry,
+        context: &HookContext,
+        current: &ToolUse,
+    ) -> PreToolUse {
+        let env = Env::new(context, &self.states);
         let args = match validate(tool, &current.input) {
             Ok(a) => a,
             Err(problems) => return Verdict::invalid(&tool.name, &problems).into_refusal(&[]),
         };
         let mut rewrites = Rewrites::default();
         match self
-            .run_chain(tool, env, &current, args, &mut rewrites)
+            .run_chain(tool, env, current, args, &mut rewrites)
             .await
         {
             Ok(_args) => {
@@ -56,6 +94,32 @@ impl Inner {
                 }
             }
             Err(verdict) => verdict.into_refusal(&rewrites.by),
+        }
+    }
+
+    /// A tool entry for a host's tool named `name` that the dispatcher does not know: external
+    /// (never run here), its input any JSON object, its chain `open_chain`.
+    fn open_entry(&self, name: &str) -> ToolEntry {
+        let def = ToolDef::external::<Map<String, Value>>(name.to_owned(), "");
+        let canonical = canonicalize(&def.schema, false);
+        ToolEntry {
+            fields: FieldCheck::from_schema(&canonical),
+            validation: closed_form(&def.schema, false),
+            canonical,
+            #[cfg(feature = "full-validation")]
+            full: None,
+            output_schema: None,
+            description: String::new(),
+            path: def.path,
+            name: def.name,
+            backend: Backend::Local(def.imp),
+            chain: self.open_chain.clone(),
+            observers: self.observers_of_unknown.clone(),
+            timeout: None,
+            strict: None,
+            input_examples: Vec::new(),
+            effect: None,
+            unguarded: None,
         }
     }
 }

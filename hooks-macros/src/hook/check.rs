@@ -188,6 +188,17 @@ fn check_params(cx: &mut Ctxt, kind: Kind, func: &Func) -> Vec<HookParam> {
                 ty,
                 format_args!("take {d} by reference: it is given to the hook, not moved"),
             ),
+            Class::Other if kind == Kind::Pre && scalar_input(ty).is_some() => {
+                let name = scalar_input(ty).unwrap_or_default();
+                cx.spanned(
+                    ty,
+                    format_args!(
+                        "`&{name}` is not a tool's input type: a typed PreToolUse hook takes `&T` \
+                         where `T` is the struct the tool's input deserializes into; the tool's \
+                         name and its input as JSON are on `&ToolUse` (`call.name`, `call.input`)"
+                    ),
+                );
+            }
             Class::Other if kind == Kind::Pre && typed_input(ty).is_some() => {
                 if seen_input {
                     cx.spanned(
@@ -209,6 +220,25 @@ fn check_params(cx: &mut Ctxt, kind: Kind, func: &Func) -> Vec<HookParam> {
         }
     }
     params
+}
+
+/// The name of `T` when `ty` is `&T` for a string or scalar `T` (`&str`, `&String`, `&u64`,
+/// `&bool`, …): never a tool's input type (a tool's input is a JSON object), so never a typed
+/// hook's input.
+fn scalar_input(ty: &syn::Type) -> Option<String> {
+    let elem = typed_input(ty)?;
+    let syn::Type::Path(p) = elem else {
+        return None;
+    };
+    if p.qself.is_some() || p.path.segments.len() != 1 {
+        return None;
+    }
+    let name = p.path.segments[0].ident.to_string();
+    const SCALARS: [&str; 18] = [
+        "str", "String", "bool", "char", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16",
+        "u32", "u64", "u128", "usize", "f32", "f64",
+    ];
+    SCALARS.contains(&name.as_str()).then_some(name)
 }
 
 /// The `T` of a shared reference `&T` (not `&mut`, not `&dyn`, not `&impl`): a typed hook's
