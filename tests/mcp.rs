@@ -854,3 +854,62 @@ fn a_guard_records_remote_errors_as_tool_errors_and_a_broken_connection_with_its
         ]
     );
 }
+
+/// A rule of the server that cannot decide (its outcome `hook_failed` in `_meta`) halts the
+/// guard's call too (fail closed), naming the server's hook.
+#[test]
+fn a_halt_inside_the_server_halts_the_guard_too() {
+    runtime().block_on(async {
+        let agent = Agent::build_with(Specialist::Refunds, None, |b| {
+            b.pre_hook(PreHookDef::sync("ops::customer_db", 1, |_env, _call| {
+                Err(HookError::new("the customer database is down"))
+            }))
+        })
+        .unwrap();
+        let server = McpServer::new(agent.dispatcher, |caller| {
+            Some(HookContext::builder("u_001", caller.mcp_session_id).build())
+        })
+        .unwrap()
+        .outcomes_in_meta(true);
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        tokio::spawn(async move {
+            let running = server.serve(theirs).await.expect("the server starts");
+            let _ = running.waiting().await;
+        });
+        let guard = McpGuard::connect(ours)
+            .await
+            .expect("initialize and tools/list");
+        let outer = Dispatcher::builder()
+            .wrap(guard)
+            .pre_hook(PreHookDef::sync("gateway::allow_all", 1, |_env, _call| {
+                Ok(Decision::Allow)
+            }))
+            .build()
+            .unwrap();
+        let session = outer.session(HookContext::builder("gw_user", "s_gw").build());
+        let halt = support::halt_of(
+            session
+                .call(&ToolUse::new(
+                    "toolu_1",
+                    "lookup_user",
+                    json!({"user_id": "u_001"}),
+                ))
+                .await,
+        );
+        assert_eq!(
+            (
+                halt.outcome,
+                halt.hook.as_str(),
+                halt.tool_use_id.as_str(),
+                halt.result()
+                    .map(|r| (r.is_error, r.content_text().into_owned()))
+            ),
+            (
+                toolgate::Outcome::HookFailed,
+                "ops::customer_db",
+                "toolu_1",
+                Some((true, HALT_TEXT.to_owned()))
+            )
+        );
+    });
+}
