@@ -6,17 +6,25 @@
 //! audit line lost or interleaved), never a time.
 //!
 //! Figures: `dispatch_nohooks_over_limit`, `dispatch_4hooks_over_limit` (4 sync PreToolUse hooks
-//! that allow + 1 observer), `dispatch_4hooks_audit_over_limit` (the same plus `AuditLog` to a
-//! file), `allocs_over_limit` (allocations per call, 4 hooks + observer, minus LIMIT's),
+//! that allow + 1 observer), `dispatch_4hooks_audit_over_limit` (the same plus an `AuditLog`
+//! whose sink appends each line to a file without the hash chain, `common::UnchainedJsonl`),
+//! `dispatch_4hooks_audit_chained_over_limit` (the same with `AuditLog::open`'s chained files), `allocs_over_limit` (allocations per call, 4 hooks + observer, minus LIMIT's),
 //! `audit_records_per_s` (one thread, through the dispatcher with only the audit log),
 //! `audit_chained_over_unchained` (that dispatcher ÷ the same with the unchained sink of
 //! `common::UnchainedJsonl`: what the hash chain costs per line),
 //! `audit_lost_lines` and `audit_interleaved_lines` (two threads, one log), and
 //! `threads2_over_threads1` (throughput of 2 threads sharing one dispatcher ÷ 1 thread), read
 //! against `threads2_cpu_per_call_over_threads1` (CPU time per call, 2 threads ÷ 1: contention)
-//! and `threads2_runqueue_wait_share` (time the 2 threads waited for a core: a busy machine).
+//! and `threads2_runqueue_wait_share` (time the 2 threads waited for a core: a busy machine);
+//! `respond_e2e_over_handwritten` (message text → parse → respond → answer text, against the
+//! same by hand: `ratios/e2e.rs`); `batch4_reads_over_one_call` and `batch_mixed_over_sum` (tools awaiting 20 ms each, several
+//! in one message: see `ratios/batch.rs`).
 
+#[path = "ratios/batch.rs"]
+mod batch;
 mod common;
+#[path = "ratios/e2e.rs"]
+mod e2e;
 
 use std::collections::HashSet;
 use std::sync::Barrier;
@@ -37,6 +45,7 @@ struct Plan {
     thread_rounds: usize,
     thread_batch: Duration,
     lost_calls_per_thread: usize,
+    batch_rounds: usize,
 }
 
 fn main() {
@@ -49,6 +58,7 @@ fn main() {
             thread_rounds: 21,
             thread_batch: Duration::from_millis(40),
             lost_calls_per_thread: 50_000,
+            batch_rounds: 15,
         }
     } else {
         Plan {
@@ -58,6 +68,7 @@ fn main() {
             thread_rounds: 1,
             thread_batch: Duration::from_millis(1),
             lost_calls_per_thread: 200,
+            batch_rounds: 1,
         }
     };
     let started = Instant::now();
@@ -66,7 +77,18 @@ fn main() {
     let nohooks = common::dispatcher_nohooks();
     let hooks = common::dispatcher_hooks();
     let audit_dir = TempDir::new("ratios");
+    // Issue 18 §3: the audit figure is taken with the hash chain off (each record serialized
+    // and appended with one `write`, `common::UnchainedJsonl`); the chain's cost is its own
+    // figure (`hooks_audit_chained`, `AuditLog::open`).
     let hooks_audit = common::dispatcher_hooks_audit(
+        AuditLog::builder()
+            .sink(common::UnchainedJsonl::open(
+                &audit_dir.0.join("hooks.jsonl"),
+            ))
+            .build()
+            .expect("the unchained audit log"),
+    );
+    let hooks_audit_chained = common::dispatcher_hooks_audit(
         AuditLog::open(audit_dir.0.join("hooks")).expect("open the audit log"),
     );
     let audit_only = common::dispatcher_audit_only(
@@ -82,6 +104,7 @@ fn main() {
     let s_nohooks = nohooks.session(context("sess_nohooks"));
     let s_hooks = hooks.session(context("sess_hooks"));
     let s_hooks_audit = hooks_audit.session(context("sess_hooks_audit"));
+    let s_hooks_audit_chained = hooks_audit_chained.session(context("sess_hooks_audit_chained"));
     let s_audit_only = audit_only.session(context("sess_audit_only"));
     let s_audit_unchained = audit_unchained.session(context("sess_audit_unchained"));
 
@@ -91,19 +114,40 @@ fn main() {
         &s_nohooks,
         &s_hooks,
         &s_hooks_audit,
+        &s_hooks_audit_chained,
         &s_audit_only,
         &s_audit_unchained,
     ] {
         assert_eq!(result_text(poll_ready(s.call(&call))), EXPECTED);
     }
 
+    // The end-to-end sides answer the same text (issue 18 §3).
+    let s_e2e = nohooks.session(context("sess_e2e"));
+    {
+        let mut text = e2e::FreshText::new();
+        let t = text.next().to_owned();
+        let toolgate_text = e2e::toolgate_side(&s_e2e, &t);
+        assert_eq!(toolgate_text, e2e::handwritten_side(&t));
+        assert_eq!(
+            toolgate_text,
+            format!(
+                r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_e2e_000000000001","content":{}}}]}}"#,
+                serde_json::to_string(EXPECTED).expect("a string")
+            )
+        );
+    }
+    let (mut t_e2e, mut t_hand) = (e2e::FreshText::new(), e2e::FreshText::new());
+    // Past the one checked above.
+    t_e2e.next();
+
     // Each toolgate side gives every call a new id (a repeated id is answered from the
     // session's memory: a replay, nothing run).
-    let mut ids = [(); 5].map(|()| FreshIds::new());
+    let mut ids = [(); 6].map(|()| FreshIds::new());
     let [
         i_nohooks,
         i_hooks,
         i_hooks_audit,
+        i_hooks_audit_chained,
         i_audit_only,
         i_audit_unchained,
     ] = &mut ids;
@@ -115,6 +159,17 @@ fn main() {
         Side::new("hooks", || keep(poll_ready(s_hooks.call(i_hooks.next())))),
         Side::new("hooks_audit", || {
             keep(poll_ready(s_hooks_audit.call(i_hooks_audit.next())))
+        }),
+        Side::new("hooks_audit_chained", || {
+            keep(poll_ready(
+                s_hooks_audit_chained.call(i_hooks_audit_chained.next()),
+            ))
+        }),
+        Side::new("e2e_toolgate", || {
+            keep(e2e::toolgate_side(&s_e2e, t_e2e.next()))
+        }),
+        Side::new("e2e_handwritten", || {
+            keep(e2e::handwritten_side(t_hand.next()))
         }),
         Side::new("audit_only", || {
             keep(poll_ready(s_audit_only.call(i_audit_only.next())))
@@ -150,6 +205,9 @@ fn main() {
         "nohooks",
         "hooks",
         "hooks_audit",
+        "hooks_audit_chained",
+        "e2e_toolgate",
+        "e2e_handwritten",
         "audit_only",
         "audit_unchained",
     ]
@@ -164,8 +222,13 @@ fn main() {
         "dispatch_4hooks_audit_over_limit",
         median_ratio(&ns[3], &ns[0]),
     );
-    figure("audit_records_per_s", 1e9 / median(&ns[4]));
-    figure("audit_chained_over_unchained", median_ratio(&ns[4], &ns[5]));
+    figure(
+        "dispatch_4hooks_audit_chained_over_limit",
+        median_ratio(&ns[4], &ns[0]),
+    );
+    figure("respond_e2e_over_handwritten", median_ratio(&ns[5], &ns[6]));
+    figure("audit_records_per_s", 1e9 / median(&ns[7]));
+    figure("audit_chained_over_unchained", median_ratio(&ns[7], &ns[8]));
 
     // 2. Allocations per call: deterministic.
     let (a_limit, b_limit) = count_allocs(plan.alloc_calls, || keep(limit(&call.input)));
@@ -210,6 +273,9 @@ fn main() {
         "available_parallelism",
         std::thread::available_parallelism().map_or(0, |n| n.get()) as f64,
     );
+    // 5. Issue 18: the tools of one message awaiting their I/O together (`ratios/batch.rs`).
+    batch::figures(plan.batch_rounds);
+
     if let Some(load) = load_average() {
         figure("loadavg_1min", load);
     }
@@ -218,6 +284,8 @@ fn main() {
         s_nohooks,
         s_hooks,
         s_hooks_audit,
+        s_hooks_audit_chained,
+        s_e2e,
         s_audit_only,
         s_audit_unchained,
     ));

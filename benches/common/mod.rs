@@ -145,9 +145,9 @@ pub(crate) mod hooks {
 
 /// `lookup_user`'s arguments, for the hand-written LIMIT.
 #[derive(Deserialize)]
-struct LookupUserArgs {
-    user_id: String,
-    include_orders: bool,
+pub(crate) struct LookupUserArgs {
+    pub(crate) user_id: String,
+    pub(crate) include_orders: bool,
 }
 
 /// LIMIT: `Args::deserialize(&value)`, call the function, `serde_json::to_string` of the output.

@@ -78,6 +78,7 @@ pub struct DispatcherBuilder {
     approver: Option<Arc<dyn Approver>>,
     approval_timeout: DefaultDeadline,
     pending_ttl: Option<Duration>,
+    max_concurrent_reads: Option<usize>,
 }
 
 /// A dispatcher-wide deadline as the builder was told: untouched (the documented default), set,
@@ -344,6 +345,24 @@ impl DispatcherBuilder {
         self
     }
 
+    /// How many read-only blocks of one message [`Session::respond`](crate::Session::respond)
+    /// runs at once (default [`DEFAULT_MAX_CONCURRENT_READS`](Self::DEFAULT_MAX_CONCURRENT_READS),
+    /// 8). Consecutive blocks whose tool is declared read-only (`#[tool(effect = "read")]`,
+    /// [`ToolDef::effect`](crate::ToolDef::effect)`(Effect::read())`, a wrapped caller's
+    /// `readOnlyHint: true`) are polled together, without a runtime: their async tools' waits
+    /// overlap (a sync tool runs inline, so it does not overlap). Their PreToolUse chains still run
+    /// one at a time in `tool_use` order, each after the tool before it started; observers and
+    /// audit lines follow `tool_use` order; a write, or a tool of undeclared effect, starts only
+    /// after every earlier block finished. `1` runs every block one after another; `0` counts
+    /// as `1`.
+    pub fn max_concurrent_reads(mut self, n: usize) -> Self {
+        self.max_concurrent_reads = Some(n.max(1));
+        self
+    }
+
+    /// The default of [`max_concurrent_reads`](Self::max_concurrent_reads): 8.
+    pub const DEFAULT_MAX_CONCURRENT_READS: usize = 8;
+
     /// Checks everything and builds the dispatcher.
     ///
     /// # Errors
@@ -382,6 +401,7 @@ impl DispatcherBuilder {
             approver,
             approval_timeout,
             pending_ttl,
+            max_concurrent_reads,
         } = self;
         let mut problems = Problems::new(&states);
 
@@ -444,6 +464,8 @@ impl DispatcherBuilder {
             approver,
             approval_timeout: approval_timeout.resolve(Self::DEFAULT_APPROVAL_TIMEOUT),
             pending_ttl: pending_ttl.unwrap_or(Self::DEFAULT_PENDING_TTL),
+            max_concurrent_reads: max_concurrent_reads
+                .unwrap_or(Self::DEFAULT_MAX_CONCURRENT_READS),
             ..tables
         };
         Ok(Dispatcher {
@@ -1175,6 +1197,7 @@ fn assemble(
         approver: None,
         approval_timeout: None,
         pending_ttl: DispatcherBuilder::DEFAULT_PENDING_TTL,
+        max_concurrent_reads: DispatcherBuilder::DEFAULT_MAX_CONCURRENT_READS,
         available,
         rendered: Default::default(),
     }

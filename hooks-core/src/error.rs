@@ -307,6 +307,10 @@ pub struct Halt {
     /// The position in `answer.content` of the failed call's result (ids may repeat, so the
     /// result is found by position, not by id).
     pub(crate) index: usize,
+    /// The ids of later blocks of the message that had already started when the hook failed
+    /// (see [`ran_after`](Self::ran_after)); boxed, and absent when none, so a `Halt` (and
+    /// every error carrying one) stays small.
+    pub(crate) ran_after: Option<Box<[String]>>,
 }
 
 impl Halt {
@@ -319,6 +323,24 @@ impl Halt {
     /// The answer, by value.
     pub fn into_answer(self) -> Message {
         *self.answer
+    }
+
+    /// The `tool_use_id`s of the blocks after the failed one that had already started, in
+    /// order: their results in [`answer`](Self::answer) are their own, not `Not run:`. Empty
+    /// unless blocks ran concurrently (read-only tools of one message, see
+    /// [`DispatcherBuilder::max_concurrent_reads`](crate::DispatcherBuilder::max_concurrent_reads))
+    /// and the halt came from a wrapped caller whose tool had already started; a PreToolUse
+    /// chain of this dispatcher halts before any later block starts, as in a sequential run.
+    /// Every block before the failed one ran in full, as in a sequential run.
+    pub fn ran_after(&self) -> &[String] {
+        self.ran_after.as_deref().unwrap_or_default()
+    }
+
+    /// Records that the block `tool_use_id`, after the failed one, had already started.
+    pub(crate) fn ran_too(&mut self, tool_use_id: String) {
+        let mut ids = self.ran_after.take().map(Vec::from).unwrap_or_default();
+        ids.push(tool_use_id);
+        self.ran_after = Some(ids.into_boxed_slice());
     }
 
     /// The `BLOCKED:` result for the `tool_use` the hook failed on (by position in the answer,

@@ -135,6 +135,7 @@
 //! | `memory.rs` | a session's memory of answered ids: [`AnswerStore`], [`MemoryAnswerStore`], [`InputDigest`] |
 //! | `reply.rs` | [`Reply`]: an answer, nothing to run, or a turn paused for approval |
 //! | `session.rs` | [`Session`]: `call`, `respond` (ids checked, answers remembered), the Stop hooks and the summary |
+//! | `reads.rs` | a message's read-only blocks run together in `respond` and `resume`: the bounded join and the gates that keep chains, observers and audit lines in `tool_use` order |
 //! | `turns.rs` | the other APIs' whole turns through a session, truncation guarded: `respond_openai_choice`, `respond_openai_response`, `respond_gemini_candidate` |
 //! | `stats.rs` | a session's counters; the observer channel (`tracing` and `observer_errors`) |
 //! | `usage.rs` | [`Usage`]: the tokens of the model's responses a host adds to a session |
@@ -200,6 +201,7 @@ mod pending;
 mod pipeline;
 mod pre_tool_use;
 pub mod provider;
+mod reads;
 mod registry;
 mod reply;
 mod resume;

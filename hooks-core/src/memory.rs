@@ -22,10 +22,16 @@
 //!
 //! Blocks that are `not_run` (a message cut at `max_tokens`, a refused id, blocks after a halt)
 //! are never claimed: they were not answered, so a retry runs them.
+//!
+//! A host's store (given with `session_with_store`) receives [`InputDigest::of`], the stable
+//! SHA-256 of the input's JSON text. The default store of `Dispatcher::session`, which nobody
+//! outside the session can read, is given a cheaper key instead (`InputDigest::keyed`: SipHash
+//! keyed at random per session); its answers, replays and refusals are the same.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::future::Future;
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
@@ -90,6 +96,81 @@ impl InputDigest {
             ),
         }
     }
+}
+
+impl InputDigest {
+    /// The key the session's own default store remembers an input by: SipHash-1-3 (std's
+    /// `RandomState`, keyed at random per session) of the input's structure (each value's kind,
+    /// text, numbers as serde_json holds them, keys in the order sent), in the first 8 bytes,
+    /// the rest zero; deeper than `max_depth` levels, the key of that depth alone. Equal inputs
+    /// (equal JSON texts) get equal keys; two different inputs collide with a chance of about
+    /// 2^-64 that an attacker cannot steer (the keys are random and never leave the process).
+    ///
+    /// Not the documented digest: used only where the key never leaves the session (its
+    /// default [`MemoryAnswerStore`], which nobody else can read). It costs a few hundred
+    /// instructions where [`of`](Self::of) serializes the input and hashes it with SHA-256
+    /// (several thousand without the CPU's SHA instructions).
+    pub(crate) fn keyed(input: &Value, max_depth: usize, keys: &RandomState) -> InputDigest {
+        let mut h = keys.build_hasher();
+        if hash_value(input, max_depth, &mut h).is_err() {
+            h = keys.build_hasher();
+            h.write_u8(0xfe);
+            h.write_usize(max_depth);
+        }
+        let mut out = [0u8; 32];
+        out[..8].copy_from_slice(&h.finish().to_le_bytes());
+        InputDigest(out)
+    }
+}
+
+/// An input nested deeper than the bound.
+struct TooDeep;
+
+/// Feeds `value`'s structure to `h`: a tag per kind, then its content (lengths before the
+/// items, so different shapes cannot feed the same bytes). Fails past `levels_left` levels of
+/// arrays and objects, as [`Bounded`] does.
+fn hash_value(value: &Value, levels_left: usize, h: &mut impl Hasher) -> Result<(), TooDeep> {
+    match value {
+        Value::Null => h.write_u8(0),
+        Value::Bool(b) => h.write_u8(1 + u8::from(*b)),
+        // serde_json's own `Hash` of a number feeds `-1` and `u64::MAX` the same bytes: the
+        // kind goes first here.
+        Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+            (Some(u), _, _) => {
+                h.write_u8(3);
+                h.write_u64(u);
+            }
+            (None, Some(i), _) => {
+                h.write_u8(7);
+                h.write_i64(i);
+            }
+            (None, None, f) => {
+                h.write_u8(8);
+                h.write_u64(f.unwrap_or(f64::NAN).to_bits());
+            }
+        },
+        Value::String(s) => {
+            h.write_u8(4);
+            s.hash(h);
+        }
+        Value::Array(_) | Value::Object(_) if levels_left == 0 => return Err(TooDeep),
+        Value::Array(items) => {
+            h.write_u8(5);
+            h.write_usize(items.len());
+            for v in items {
+                hash_value(v, levels_left - 1, h)?;
+            }
+        }
+        Value::Object(map) => {
+            h.write_u8(6);
+            h.write_usize(map.len());
+            for (k, v) in map {
+                k.hash(h);
+                hash_value(v, levels_left - 1, h)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 impl fmt::Display for InputDigest {
@@ -537,5 +618,79 @@ fn content_bytes(content: Option<&ToolResultContent>) -> usize {
         None => 0,
         Some(ToolResultContent::Text(t)) => t.len(),
         Some(blocks) => serde_json::to_vec(blocks).map_or(0, |v| v.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hash::RandomState;
+
+    use serde_json::{Value, json};
+
+    use super::InputDigest;
+
+    fn parse(text: &str) -> Value {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn the_keyed_digest_tells_inputs_apart_exactly_as_their_json_texts_do() {
+        let keys = RandomState::new();
+        let texts = [
+            r#"{"a":1,"b":[true,null,"x"]}"#,
+            r#"{"b":[true,null,"x"],"a":1}"#,
+            r#"{"a":1.0,"b":[true,null,"x"]}"#,
+            r#"{"a":"1","b":[true,null,"x"]}"#,
+            r#"{"a":1,"b":[true,null,"x",""]}"#,
+            r#"{"a":1,"b":[[true],null,"x"]}"#,
+            r#"{"a":1,"b":[true,null,"x"],"c":null}"#,
+            r#"{"a":1,"b":["ab","c"]}"#,
+            r#"{"a":1,"b":["a","bc"]}"#,
+            r#"{"ab":1}"#,
+            r#"{"a":-1}"#,
+            r#"{"a":18446744073709551615}"#,
+            r#"{"a":-1.0}"#,
+            r#"{"a":0.0}"#,
+            r#"{"a":-0.0}"#,
+            r#"{"a":0}"#,
+            r#"{"a":1e300}"#,
+            r#"{"a":false}"#,
+            r#"{"a":true}"#,
+            r#"{"a":null}"#,
+            r#"{"a":{}}"#,
+            r#"{"a":[]}"#,
+            r#"{"a":{"b":1}}"#,
+            r#"{"a":[{"b":1}]}"#,
+            r#"{}"#,
+        ];
+        for (i, a) in texts.iter().enumerate() {
+            for (j, b) in texts.iter().enumerate() {
+                let (ka, kb) = (
+                    InputDigest::keyed(&parse(a), 32, &keys),
+                    InputDigest::keyed(&parse(b), 32, &keys),
+                );
+                assert_eq!(ka == kb, i == j, "{a} against {b}");
+                assert_eq!(ka.0[8..], [0; 24]);
+            }
+        }
+        // The keys are the session's own: another session keys the same input differently.
+        let x = parse(texts[0]);
+        assert_ne!(
+            InputDigest::keyed(&x, 32, &keys),
+            InputDigest::keyed(&x, 32, &RandomState::new())
+        );
+    }
+
+    #[test]
+    fn past_the_depth_bound_the_keyed_digest_is_that_of_the_bound() {
+        let keys = RandomState::new();
+        let deep = json!({"a": {"b": {"c": {}}}});
+        let deeper = json!({"a": {"b": {"c": {"d": 1}}}});
+        let key = |v: &Value, depth| InputDigest::keyed(v, depth, &keys);
+        assert_eq!(key(&deep, 3), key(&deeper, 3));
+        assert_eq!(key(&json!([[[[]]]]), 3), key(&deep, 3));
+        assert_ne!(key(&deep, 3), key(&deep, 2));
+        assert_ne!(key(&deep, 4), key(&deeper, 4));
+        assert_ne!(key(&deep, 4), key(&deep, 3));
     }
 }

@@ -11,6 +11,7 @@ use crate::pending::{
     AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn, ResumeError, input_digest,
 };
 use crate::pipeline::{Mode, Resolution, Resumed};
+use crate::reads::{Slot, TurnOrder, join_blocks};
 use crate::session::Session;
 use crate::texts;
 
@@ -38,6 +39,11 @@ impl Session {
     /// is not an error: every waiting call is answered `blocked` ("waited for a person's
     /// approval longer than N s and expired; … Ask the user whether to try it again."),
     /// whatever the decisions, none of which is then needed.
+    ///
+    /// Consecutive waiting calls of read-only tools resume together, as
+    /// [`respond`](Session::respond) runs them (their chains one at a time in `tool_use` order,
+    /// their tools' waits overlapping, observers and audit lines in order; a halt among them
+    /// names in [`Halt::ran_after`](crate::Halt::ran_after) the later ones that had started).
     ///
     /// Each resumed call goes through the session's answer memory like any call: resuming the
     /// same pending turn twice in one session (or with a shared
@@ -76,34 +82,97 @@ impl Session {
                 tool_use_id: a.tool_use_id.clone(),
             });
         }
-        let mut content = Vec::with_capacity(pending.blocks.len());
-        for (i, block) in pending.blocks.iter().enumerate() {
-            let waiting = match block {
+        let resolution = |waiting: &AwaitingCall| match decisions.get(&waiting.tool_use_id) {
+            _ if expired => Resolution::Expired { ttl },
+            Some(decision) => Resolution::Decided(decision),
+            // Checked above: a turn that has not expired has every decision.
+            None => Resolution::Unapproved,
+        };
+        let blocks = &pending.blocks;
+        let waiting_read = |i: usize| match blocks.get(i) {
+            Some(PendingBlock::AwaitingApproval(a)) => self.is_read(&a.tool),
+            _ => false,
+        };
+        let max = self.dispatcher().inner.max_concurrent_reads;
+        let order = TurnOrder::default();
+        let mut content = Vec::with_capacity(blocks.len());
+        let mut i = 0;
+        while i < blocks.len() {
+            let waiting = match &blocks[i] {
                 PendingBlock::Answered { result } => {
                     content.push(ContentBlock::ToolResult(result.clone()));
+                    i += 1;
                     continue;
                 }
                 PendingBlock::AwaitingApproval(a) => a,
             };
-            let resolution = match decisions.get(&waiting.tool_use_id) {
-                _ if expired => Resolution::Expired { ttl },
-                Some(decision) => Resolution::Decided(decision),
-                // Checked above: a turn that has not expired has every decision.
-                None => Resolution::Unapproved,
-            };
-            match self.resume_call(waiting, resolution).await {
-                Ok(result) => content.push(ContentBlock::ToolResult(result)),
-                Err(CallError::Halt(mut halt)) => {
-                    halt.index = content.len();
-                    content.append(&mut halt.answer.content);
-                    for rest in &pending.blocks[i + 1..] {
-                        content.push(ContentBlock::ToolResult(self.after_halt(rest).await));
-                    }
-                    *halt.answer = Message::user(content);
-                    return Err(ResumeError::Halt(halt));
+            // Consecutive waiting reads resume together, as `respond` runs them.
+            let mut end = i + 1;
+            if max > 1 && waiting_read(i) {
+                while waiting_read(end) {
+                    end += 1;
                 }
-                Err(refused) => return Err(ResumeError::Call(refused)),
             }
+            let outcomes = if end - i > 1 {
+                let group: Vec<&AwaitingCall> = blocks[i..end]
+                    .iter()
+                    .filter_map(|b| match b {
+                        PendingBlock::AwaitingApproval(a) => Some(a),
+                        _ => None,
+                    })
+                    .collect();
+                let group = &group;
+                join_blocks(&order, i..end, max, |index, slot| async move {
+                    let waiting = group[index - i];
+                    self.resume_call_in(waiting, resolution(waiting), Some(slot))
+                        .await
+                })
+                .await
+            } else {
+                vec![Some(self.resume_call(waiting, resolution(waiting)).await)]
+            };
+            let mut outcomes = outcomes.into_iter();
+            for j in i..end {
+                let Some(Some(answer)) = outcomes.next() else {
+                    break;
+                };
+                match answer {
+                    Ok(result) => content.push(ContentBlock::ToolResult(result)),
+                    Err(CallError::Halt(mut halt)) => {
+                        halt.index = content.len();
+                        content.append(&mut halt.answer.content);
+                        for (k, rest) in blocks.iter().enumerate().skip(j + 1) {
+                            // A later read of the same group may have started already.
+                            let ran = if k < end {
+                                match outcomes.next().flatten() {
+                                    Some(Ok(result)) => Some(result),
+                                    Some(Err(CallError::Halt(mut other))) => {
+                                        match other.answer.content.pop() {
+                                            Some(ContentBlock::ToolResult(r)) => Some(r),
+                                            _ => None,
+                                        }
+                                    }
+                                    _ => None,
+                                }
+                            } else {
+                                None
+                            };
+                            let result = match ran {
+                                Some(result) => {
+                                    halt.ran_too(result.tool_use_id.clone());
+                                    result
+                                }
+                                None => self.after_halt(rest).await,
+                            };
+                            content.push(ContentBlock::ToolResult(result));
+                        }
+                        *halt.answer = Message::user(content);
+                        return Err(ResumeError::Halt(halt));
+                    }
+                    Err(refused) => return Err(ResumeError::Call(refused)),
+                }
+            }
+            i = end;
         }
         Ok(Message::user(content))
     }
@@ -183,7 +252,24 @@ impl Session {
             awaiting: waiting,
             resolution,
         };
-        self.remembered_call_in(&call, Mode::Resume(resumed))
+        self.remembered_call_in(&call, Mode::Resume(resumed), None)
+            .await
+            .map(|answer| answer.result)
+    }
+
+    /// [`resume_call`](Self::resume_call) for a waiting read resumed with others (`reads.rs`).
+    async fn resume_call_in(
+        &self,
+        waiting: &AwaitingCall,
+        resolution: Resolution<'_>,
+        slot: Option<Slot<'_>>,
+    ) -> Result<ToolResult, CallError> {
+        let call = waiting.call();
+        let resumed = Resumed {
+            awaiting: waiting,
+            resolution,
+        };
+        self.remembered_call_in(&call, Mode::Resume(resumed), slot)
             .await
             .map(|answer| answer.result)
     }

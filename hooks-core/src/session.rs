@@ -3,21 +3,25 @@
 //! and a [`SessionSummary`].
 
 use std::fmt;
+use std::hash::RandomState;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::SystemTime;
+
+use serde_json::Value;
 
 use crate::answer::CallAnswer;
 use crate::content::{ContentBlock, Message, Role, ToolResult, ToolUse};
 use crate::context::HookContext;
 use crate::dispatcher::Dispatcher;
-use crate::error::{CallError, RespondError};
+use crate::error::{CallError, Halt, RespondError};
 use crate::ids;
 use crate::memory::{AnswerStore, Claim, InputDigest, MemoryAnswerStore, Remembered, StoreFuture};
 use crate::outcome::{Outcome, SessionSummary};
 use crate::panic::catch;
 use crate::pending::{PENDING_TURN_FORMAT, PendingBlock, PendingTurn};
 use crate::pipeline::{Mode, Progress, Resolution};
+use crate::reads::{ReadOutcome, Slot, TurnOrder};
 use crate::reply::Reply;
 use crate::state::Env;
 use crate::stats::{Stats, report_observer_error};
@@ -42,20 +46,30 @@ pub struct Session {
     summary: OnceLock<SessionSummary>,
 }
 
-/// The session's answer memory: the default in-memory store (called directly), or the host's.
+/// The session's answer memory: the default in-memory store (called directly, its inputs
+/// remembered by a keyed hash, [`InputDigest::keyed`]: its keys never leave the session), or the
+/// host's (given the documented SHA-256 [`InputDigest::of`]).
 enum Store {
-    Memory(MemoryAnswerStore),
+    Memory(MemoryAnswerStore, RandomState),
     Host(Arc<dyn AnswerStore>),
 }
 
 impl Store {
+    /// What the store remembers `input` by.
+    fn digest(&self, input: &Value, max_depth: usize) -> InputDigest {
+        match self {
+            Store::Memory(_, keys) => InputDigest::keyed(input, max_depth, keys),
+            Store::Host(_) => InputDigest::of(input, max_depth),
+        }
+    }
+
     fn claim<'a>(
         &'a self,
         id: &'a str,
         digest: InputDigest,
     ) -> StoreFuture<'a, Result<Claim, crate::memory::StoreError>> {
         match self {
-            Store::Memory(m) => m.claim(id, digest),
+            Store::Memory(m, _) => m.claim(id, digest),
             Store::Host(h) => h.claim(id, digest),
         }
     }
@@ -66,14 +80,14 @@ impl Store {
         result: ToolResult,
     ) -> StoreFuture<'_, Result<(), crate::memory::StoreError>> {
         match self {
-            Store::Memory(m) => m.answered(outcome, result),
+            Store::Memory(m, _) => m.answered(outcome, result),
             Store::Host(h) => h.answered(outcome, result),
         }
     }
 
     fn release(&self, id: &str, tool_started: bool) {
         match self {
-            Store::Memory(m) => m.release(id, tool_started),
+            Store::Memory(m, _) => m.release(id, tool_started),
             Store::Host(h) => h.release(id, tool_started),
         }
     }
@@ -81,12 +95,15 @@ impl Store {
 
 impl Dispatcher {
     /// Opens a session (one conversation) with the host's trusted `context`. It remembers the
-    /// `tool_use` ids it answers in a [`MemoryAnswerStore`] with the default caps.
+    /// `tool_use` ids it answers in a [`MemoryAnswerStore`] with the default caps, each input by
+    /// a hash keyed at random for this session (SipHash-1-3 of the input's structure; equal
+    /// JSON texts, equal keys), cheaper than the SHA-256 [`InputDigest`] a host's store is
+    /// given: these keys never leave the session, so they need not be stable.
     pub fn session(&self, context: HookContext) -> Session {
         Session::new(
             self.clone(),
             context,
-            Store::Memory(MemoryAnswerStore::new()),
+            Store::Memory(MemoryAnswerStore::new(), RandomState::new()),
         )
     }
 
@@ -161,22 +178,25 @@ impl Session {
     /// [`call`](Self::call) for an id already checked: claimed in the memory first, so a
     /// retry, even a concurrent one, never runs it twice.
     async fn remembered_call(&self, call: &ToolUse) -> Result<CallAnswer, CallError> {
-        self.remembered_call_in(call, Mode::Block).await
+        self.remembered_call_in(call, Mode::Block, None).await
     }
 
     /// [`remembered_call`](Self::remembered_call) in a [`Mode`]. A call that pauses
     /// (`awaiting_approval`) is not an answer: the memory forgets its claim, so a retry of the
     /// message asks again (nothing ran) and its resumed answer is the one remembered.
+    ///
+    /// `slot`: the block's place among the reads of its message run together (`reads.rs`).
     pub(crate) async fn remembered_call_in(
         &self,
         call: &ToolUse,
         mode: Mode<'_, '_>,
+        slot: Option<Slot<'_>>,
     ) -> Result<CallAnswer, CallError> {
         let inner = &self.dispatcher.inner;
-        let digest = InputDigest::of(&call.input, inner.limits.max_input_depth);
+        let digest = self.store.digest(&call.input, inner.limits.max_input_depth);
         match self.store.claim(&call.id, digest).await {
             Ok(Claim::Claimed) => {}
-            Ok(Claim::Seen(seen)) => return self.seen(call, digest, seen).await,
+            Ok(Claim::Seen(seen)) => return self.seen(call, digest, seen, slot).await,
             Err(error) => {
                 return Err(CallError::Store {
                     tool_use_id: call.id.clone(),
@@ -184,7 +204,7 @@ impl Session {
                 });
             }
         }
-        let progress = Progress::default();
+        let progress = Progress::new(slot);
         let mut claimed = Claimed {
             store: &self.store,
             id: &call.id,
@@ -220,6 +240,7 @@ impl Session {
         call: &ToolUse,
         digest: InputDigest,
         seen: Remembered,
+        slot: Option<Slot<'_>>,
     ) -> Result<CallAnswer, CallError> {
         let tool_use_id = || call.id.clone();
         if seen.digest() != digest {
@@ -251,6 +272,10 @@ impl Session {
         if result.tool_use_id != call.id {
             result.tool_use_id = tool_use_id();
         }
+        if let Some(slot) = &slot {
+            slot.release();
+            slot.turn_to_observe().await;
+        }
         self.dispatcher
             .inner
             .replay(
@@ -262,11 +287,14 @@ impl Session {
                 detail,
             )
             .await;
+        if let Some(slot) = &slot {
+            slot.observed();
+        }
         Ok(CallAnswer::new(result, outcome).with_detail(detail))
     }
 
-    /// Answers an assistant message: its `tool_use` blocks run one after another, in order, each
-    /// independent of the others, and the answer is [`Reply::Answer`] with one user message
+    /// Answers an assistant message: its `tool_use` blocks run in order, each independent of the
+    /// others, and the answer is [`Reply::Answer`] with one user message
     /// `{"role": "user", "content": [tool_result, …]}` holding one `tool_result` per `tool_use`,
     /// in the same order (Messages API, "Parallel tool use": all results in the next user
     /// message, `tool_result` blocks first).
@@ -277,6 +305,17 @@ impl Session {
     /// API's pattern `^[a-zA-Z0-9_-]+$` and be unique in the message; a block whose id this
     /// session answered before is answered from memory (see [`call`](Self::call)), so a host
     /// retrying a message runs nothing twice.
+    ///
+    /// Consecutive blocks whose tools are declared read-only run concurrently, at most
+    /// [`max_concurrent_reads`](crate::DispatcherBuilder::max_concurrent_reads) at once (default
+    /// 8), polled together by this future (no runtime needed; a host's runtime drives it the
+    /// same way): their async tools' waits overlap, so four lookups of 20 ms take about 20 ms.
+    /// What a sequential run promises still holds: PreToolUse chains run one at a time in
+    /// `tool_use` order (a read's chain after the block before it started its tool), any other
+    /// block starts only after every earlier one finished (a spending limit sees the refund just
+    /// made), results, observers and audit lines follow `tool_use` order, and a halt leaves the
+    /// sequential run's answers ([`Halt::ran_after`] names any later block that had already
+    /// started: possible only when a wrapped caller halts after its tool started).
     ///
     /// # Errors
     /// - [`RespondError::MaxTokens`] when `stop_reason` is `max_tokens`: nothing runs (the last
@@ -351,83 +390,152 @@ impl Session {
             self.not_run_all(uses, &format!("{e}.")).await;
             return Err(RespondError::Id(e));
         }
-        let inner = &self.dispatcher.inner;
+        let max = self.dispatcher.inner.max_concurrent_reads;
         // Dropped unfinished, the blocks not yet started are audited as `cancelled` too (the
-        // one in flight records itself), so every block keeps exactly one line.
-        let mut pending = Unstarted {
+        // ones in flight record themselves), so every block keeps exactly one line.
+        let pending = Unstarted {
             session: self,
             uses,
-            next: 0,
+            order: TurnOrder::default(),
         };
         let mut results = Vec::with_capacity(uses.len());
-        for (i, call) in uses.iter().enumerate() {
-            pending.next = i + 1;
-            let mut paused = None;
-            let mode = if may_pause {
-                Mode::Pause(&mut paused)
+        let mut i = 0;
+        while i < uses.len() {
+            // Consecutive read-only blocks run together (`reads.rs`); any other block runs
+            // alone, after every block before it finished.
+            let mut end = i + 1;
+            if max > 1 && self.is_read(&uses[i].name) {
+                while end < uses.len() && self.is_read(&uses[end].name) {
+                    end += 1;
+                }
+            }
+            let (one, many) = if end - i > 1 {
+                let outcomes = self
+                    .run_reads(uses, i..end, &pending.order, max, may_pause)
+                    .await;
+                (None, outcomes)
             } else {
-                Mode::Block
+                pending.order.started.store(i + 1, Ordering::SeqCst);
+                let mut paused = None;
+                let mode = if may_pause {
+                    Mode::Pause(&mut paused)
+                } else {
+                    Mode::Block
+                };
+                let answer = self.remembered_call_in(uses[i], mode, None).await;
+                (Some(Some(answer.map(|a| (a, paused)))), Vec::new())
             };
-            let halt = match self.remembered_call_in(call, mode).await {
-                Ok(CallAnswer { result, .. }) => {
-                    results.push(match paused {
-                        Some(waiting) => PendingBlock::AwaitingApproval(waiting),
-                        None => PendingBlock::Answered { result },
-                    });
-                    continue;
-                }
-                Err(CallError::Halt(halt)) => halt,
-                Err(refused) => {
-                    // Not answered, not final: a retry of the message runs the rest.
-                    pending.next = uses.len();
-                    return Err(respond_error(refused));
-                }
-            };
-            let mut halt = halt;
-            halt.index += results.len();
-            let mut content = Vec::with_capacity(uses.len());
-            for block in results.drain(..) {
-                let result = match block {
-                    PendingBlock::Answered { result } => result,
-                    // Paused before the halt: the turn cannot wait, so it ends `blocked` with a
-                    // final record (nobody can approve it now).
-                    PendingBlock::AwaitingApproval(waiting) => {
-                        match self.resume_call(&waiting, Resolution::Unapproved).await {
-                            Ok(result) => result,
-                            Err(_) => PendingBlock::AwaitingApproval(waiting).into_result(),
-                        }
+            let mut outcomes = one.into_iter().chain(many);
+            for j in i..end {
+                let Some(Some(answer)) = outcomes.next() else {
+                    // Not started: only after a halt or a refusal, handled below.
+                    break;
+                };
+                let halt = match answer {
+                    Ok((CallAnswer { result, .. }, paused)) => {
+                        results.push(match paused {
+                            Some(waiting) => PendingBlock::AwaitingApproval(waiting),
+                            None => PendingBlock::Answered { result },
+                        });
+                        continue;
+                    }
+                    Err(CallError::Halt(halt)) => halt,
+                    Err(refused) => {
+                        // Not answered, not final: a retry of the message runs the rest.
+                        pending.order.started.store(uses.len(), Ordering::SeqCst);
+                        return Err(respond_error(refused));
                     }
                 };
-                content.push(ContentBlock::ToolResult(result));
+                let later = outcomes.by_ref().take(end - j - 1);
+                return Err(RespondError::Halt(
+                    self.halted(uses, j, halt, results, later, &pending.order)
+                        .await,
+                ));
             }
-            content.append(&mut halt.answer.content);
-            for (j, rest) in uses.iter().enumerate().skip(i + 1) {
-                pending.next = j + 1;
-                let result = inner
-                    .not_run(
-                        &self.context,
-                        Some(&self.stats),
-                        rest,
-                        texts::NOT_RUN_AFTER_HALT,
-                    )
-                    .await;
-                content.push(ContentBlock::ToolResult(result));
-            }
-            *halt.answer = Message::user(content);
-            return Err(RespondError::Halt(halt));
+            i = end;
         }
         Ok(results)
     }
 
+    /// The answer of a message whose block `at` halted: the blocks before it as answered (a
+    /// paused one ends `blocked`: the turn cannot wait), its `BLOCKED:` result, then each later
+    /// block: its own answer when it had already started (a read run with it, see `reads.rs`;
+    /// named in [`Halt::ran_after`]), else `Not run:` (audited as `not_run`).
+    async fn halted(
+        &self,
+        uses: &[&ToolUse],
+        at: usize,
+        mut halt: Halt,
+        before: Vec<PendingBlock>,
+        later: impl Iterator<Item = ReadOutcome>,
+        order: &TurnOrder,
+    ) -> Halt {
+        halt.index += before.len();
+        let mut content = Vec::with_capacity(uses.len());
+        for block in before {
+            content.push(ContentBlock::ToolResult(self.unpaused(block).await));
+        }
+        content.append(&mut halt.answer.content);
+        let mut later = later;
+        for (j, rest) in uses.iter().enumerate().skip(at + 1) {
+            let ran = match later.next().flatten() {
+                Some(Ok((CallAnswer { result, .. }, paused))) => Some(match paused {
+                    Some(waiting) => self.unpaused(PendingBlock::AwaitingApproval(waiting)).await,
+                    None => result,
+                }),
+                Some(Err(CallError::Halt(mut other))) => match other.answer.content.pop() {
+                    Some(ContentBlock::ToolResult(result)) => Some(result),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let result = match ran {
+                Some(result) => {
+                    halt.ran_too(rest.id.clone());
+                    result
+                }
+                None => {
+                    order.started.fetch_max(j + 1, Ordering::SeqCst);
+                    self.dispatcher
+                        .inner
+                        .not_run(
+                            &self.context,
+                            Some(&self.stats),
+                            rest,
+                            texts::NOT_RUN_AFTER_HALT,
+                        )
+                        .await
+                }
+            };
+            content.push(ContentBlock::ToolResult(result));
+        }
+        *halt.answer = Message::user(content);
+        halt
+    }
+
+    /// A block's result when its turn cannot pause (a later block halted): a paused block ends
+    /// `blocked` with a final record (nobody can approve it now).
+    async fn unpaused(&self, block: PendingBlock) -> ToolResult {
+        match block {
+            PendingBlock::Answered { result } => result,
+            PendingBlock::AwaitingApproval(waiting) => {
+                match self.resume_call(&waiting, Resolution::Unapproved).await {
+                    Ok(result) => result,
+                    Err(_) => PendingBlock::AwaitingApproval(waiting).into_result(),
+                }
+            }
+        }
+    }
+
     /// Audits every block of `uses` as `not_run`, saying `why`: nothing runs.
     pub(crate) async fn not_run_all(&self, uses: &[&ToolUse], why: &str) {
-        let mut pending = Unstarted {
+        let pending = Unstarted {
             session: self,
             uses,
-            next: 0,
+            order: TurnOrder::default(),
         };
         for (i, call) in uses.iter().enumerate() {
-            pending.next = i + 1;
+            pending.order.started.store(i + 1, Ordering::SeqCst);
             self.dispatcher
                 .inner
                 .not_run(&self.context, Some(&self.stats), call, why)
@@ -530,7 +638,7 @@ fn respond_error(e: CallError) -> RespondError {
 struct Claimed<'a> {
     store: &'a Store,
     id: &'a str,
-    progress: &'a Progress,
+    progress: &'a Progress<'a>,
     armed: bool,
 }
 
@@ -547,7 +655,8 @@ impl Drop for Claimed<'_> {
 struct Unstarted<'a> {
     session: &'a Session,
     uses: &'a [&'a ToolUse],
-    next: usize,
+    /// `started`: how many blocks, from the first, have started.
+    order: TurnOrder,
 }
 
 impl Drop for Unstarted<'_> {
@@ -556,7 +665,8 @@ impl Drop for Unstarted<'_> {
             return;
         }
         let s = self.session;
-        for call in self.uses.iter().skip(self.next) {
+        let next = self.order.started.load(Ordering::SeqCst);
+        for call in self.uses.iter().skip(next) {
             s.dispatcher
                 .inner
                 .cancelled_before_start(&s.context, Some(&s.stats), call);

@@ -323,6 +323,7 @@ fn unbuilt(call: &ToolUse, error: &BuildError) -> Halt {
         detail: format!("the dispatcher of the tower layer did not build: {error}"),
         answer: Box::new(Message::user(vec![ContentBlock::ToolResult(result)])),
         index: 0,
+        ran_after: None,
     }
 }
 

@@ -14,6 +14,7 @@ mod audit_sinks;
 mod build;
 mod chain;
 mod concurrency;
+mod concurrent_reads;
 mod content;
 mod context;
 mod deadlines;

@@ -208,6 +208,7 @@ fn answer(call: &ToolUse, remote: &CallToolResult) -> Result<CallAnswer, Halt> {
                 detail: "a PreToolUse hook of the remote MCP server could not decide".into(),
                 answer: Box::new(Message::user(vec![ContentBlock::ToolResult(result)])),
                 index: 0,
+                ran_after: None,
             });
         }
         _ => Outcome::ToolError,

@@ -47,7 +47,7 @@ impl Inner {
         context: &'a HookContext,
         stats: Option<&'a Stats>,
         call: &'a ToolUse,
-        progress: Option<&'a Progress>,
+        progress: Option<&'a Progress<'a>>,
     ) -> Result<CallAnswer, Halt> {
         self.run_call_in(context, stats, call, progress, Mode::Block)
             .await
@@ -60,7 +60,7 @@ impl Inner {
         context: &'a HookContext,
         stats: Option<&'a Stats>,
         call: &'a ToolUse,
-        progress: Option<&'a Progress>,
+        progress: Option<&'a Progress<'a>>,
         mode: Mode<'_, 'a>,
     ) -> Result<CallAnswer, Halt> {
         let started = Instant::now();
@@ -147,6 +147,15 @@ impl Inner {
             }
         };
 
+        // A block run with other reads of its message lets the next one start: its tool
+        // started (above), or it was answered without one (a halt excepted: nothing after it
+        // starts).
+        let slot = progress.and_then(Progress::slot);
+        if let Some(slot) = &slot
+            && !verdict.halts()
+        {
+            slot.release();
+        }
         // 6. The `tool_result`, then the PostToolUse observers.
         let answer = Answer::new(call, verdict, self.limits.max_result_bytes);
         let record = answer.record(call, input, &rewrites, started.elapsed());
@@ -158,6 +167,10 @@ impl Inner {
             *slot = Some(awaiting);
         }
         guard.stage = "while the observers ran";
+        if let Some(slot) = &slot {
+            // Observers and audit lines follow `tool_use` order.
+            slot.turn_to_observe().await;
+        }
         if self.observers_sync {
             self.observe_sync(env, stats, &record, self.observers_for(found));
         } else {

@@ -14,19 +14,36 @@ use crate::future::{BoxFuture, Invoke};
 use crate::inner::Inner;
 use crate::outcome::{CallRecord, Outcome};
 use crate::panic::{CatchUnwind, catch};
+use crate::reads::Slot;
 use crate::state::Env;
 use crate::stats::{Stats, report_observer_error};
 
 /// What a session learns of a call in flight (atomics: the call future is `Send`): whether its
-/// tool started (a call dropped after that is never run again) and, once it ended, its outcome.
+/// tool started (a call dropped after that is never run again) and, once it ended, its outcome;
+/// and, for a block run concurrently with other reads of its message, its place in the message
+/// (`reads.rs`: when the next block may start, when this one may show its record).
 #[derive(Default)]
-pub(crate) struct Progress {
+pub(crate) struct Progress<'t> {
     tool_started: AtomicBool,
     /// `Outcome::index() + 1`; 0 while the call runs.
     outcome: AtomicUsize,
+    slot: Option<Slot<'t>>,
 }
 
-impl Progress {
+impl<'t> Progress<'t> {
+    /// A call not yet started, at `slot` among the reads of its message run together.
+    pub(crate) fn new(slot: Option<Slot<'t>>) -> Self {
+        Progress {
+            slot,
+            ..Progress::default()
+        }
+    }
+
+    /// The call's place among the reads of its message run together, if it is one.
+    pub(crate) fn slot(&self) -> Option<Slot<'t>> {
+        self.slot
+    }
+
     /// Whether the tool (or wrapped caller) was started.
     pub(crate) fn tool_started(&self) -> bool {
         self.tool_started.load(Ordering::Relaxed)
@@ -60,7 +77,7 @@ pub(super) struct CancelGuard<'a> {
     started: Instant,
     armed: bool,
     /// Told when the tool starts and how the call ended (a session's call).
-    pub(super) progress: Option<&'a Progress>,
+    pub(super) progress: Option<&'a Progress<'a>>,
     /// A replayed answer: not counted, and nothing recorded when dropped (the call's own line
     /// was written when it ran).
     pub(super) replay: bool,
@@ -100,6 +117,9 @@ impl<'a> CancelGuard<'a> {
         self.stage = "while the tool ran";
         if let Some(p) = self.progress {
             p.tool_started.store(true, Ordering::Relaxed);
+            if let Some(slot) = &p.slot {
+                slot.release();
+            }
         }
     }
 
@@ -114,6 +134,9 @@ impl<'a> CancelGuard<'a> {
         }
         if let Some(p) = self.progress {
             p.outcome.store(outcome.index() + 1, Ordering::Relaxed);
+            if let Some(slot) = &p.slot {
+                slot.observed();
+            }
         }
         self.armed = false;
     }

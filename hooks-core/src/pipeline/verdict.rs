@@ -61,6 +61,12 @@ impl<'a> Verdict<'a> {
         }
     }
 
+    /// Whether a PreToolUse hook could not decide (the call halts the agent).
+    #[inline]
+    pub(super) fn halts(&self) -> bool {
+        self.halt
+    }
+
     /// The input does not match the tool's schema: every problem found (see
     /// `texts::invalid_input`).
     pub(super) fn invalid(tool: &str, problems: &Problems) -> Self {
@@ -463,6 +469,7 @@ impl<'a> Answer<'a> {
             detail: self.detail.unwrap_or_default(),
             answer: Box::new(Message::user(vec![ContentBlock::ToolResult(self.result)])),
             index: 0,
+            ran_after: None,
         })
     }
 }
