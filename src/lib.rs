@@ -650,6 +650,16 @@
 //! outside toolgate's. A tower timeout outside drops the call (`cancelled`); inside, its error
 //! is the call's `tool_error`; the table is in the `tower` module's docs.
 //!
+//! # MCP
+//!
+//! With the `mcp` feature (rmcp 3.11.0), `toolgate::mcp::McpServer` serves a dispatcher over
+//! MCP (`tools/list` with each tool's effect as `annotations`; every `tools/call` through a
+//! [`Session`], with the trusted [`HookContext`] built by the host from the request, never from
+//! the arguments; every failure an `isError` result with the Messages API text), and
+//! `toolgate::mcp::McpGuard` makes a connection to a remote MCP server a [`ToolCaller`], so a
+//! dispatcher puts its hooks in front of it. `examples/mcp_server.rs` serves the support agent
+//! over stdio; the module docs have the table of results.
+//!
 //! # Claude Code hooks
 //!
 //! With the `claude-code` feature, `toolgate::claude_code::ClaudeCodeHook` is a Claude Code
@@ -702,6 +712,7 @@
 //! | `audit-verify` | `verify_audit_dir`, `verify_audit_file`: the audit files' hash chain checked (the files are chained without it) |
 //! | `openai` | OpenAI's calls in and results out (`provider::openai`, `provider::openai_responses`: `tool_use`, `tool_uses`, `tool_message`, `function_call_output`), `Session::respond_openai_choice` and `respond_openai_response` |
 //! | `gemini` | Gemini's calls in and results out (`provider::gemini::{tool_use, function_response}`), `Session::respond_gemini_candidate` |
+//! | `mcp` | `toolgate::mcp`: a dispatcher as an MCP server over stdio (rmcp), and a guard in front of a remote MCP server |
 #![forbid(unsafe_code)]
 
 pub use toolgate_core::*;

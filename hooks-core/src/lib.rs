@@ -89,7 +89,8 @@
 //! (`tower` module), `claude-code` (`claude_code` module), `audit-verify`
 //! (`verify_audit_dir`, `verify_audit_file`), `openai` and `gemini` (those APIs' calls in and
 //! results out, and the sessions' whole-turn entry points; every provider's definitions are in
-//! every build). The `toolgate` facade has the same features.
+//! every build), `mcp` (the `mcp` module: rmcp server and guard). The `toolgate` facade has the
+//! same features.
 //!
 //! # Where things live
 //!
@@ -161,6 +162,9 @@
 //! | `caller.rs` | wrapping by ownership: [`ToolCaller`], [`SyncCaller`] |
 //! | `claude_code/mod.rs` | feature `claude-code`: `claude_code::ClaudeCodeHook`, a Claude Code command hook over a dispatcher (one event in, the documented answer out) |
 //! | `claude_code/state.rs` | feature `claude-code`: the hook's per-session state file (the summary between events, under the file's lock) |
+//! | `mcp/mod.rs` | feature `mcp`: MCP with rmcp; the `_meta` keys of a call's outcome |
+//! | `mcp/server.rs` | [`mcp::McpServer`]: an rmcp server handler over a dispatcher (identity from the host, sessions per caller, results as `CallToolResult`) |
+//! | `mcp/guard.rs` | [`mcp::McpGuard`]: an rmcp client connection as a [`ToolCaller`], the remote outcome kept |
 //! | `tower.rs` | feature `tower`: a session as a `Service<ToolUse>`, a tower service as a [`ToolCaller`], the hooks as a `Layer`; how tower's timeouts meet toolgate's deadlines |
 //! | `provider/mod.rs` | [`Provider`]; the tool definitions of each target and their rendering |
 //! | `provider/anthropic.rs` | Anthropic: the `tools` entries, default and strict |
@@ -197,6 +201,8 @@ mod hook_run;
 mod ids;
 mod inner;
 mod limits;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod memory;
 mod name_index;
 mod normalize;

@@ -402,6 +402,18 @@ pub(crate) fn cut_chars(text: &str, max: usize) -> Cow<'_, str> {
 pub const EXTERNAL_TOOL_MESSAGE: &str = "Error: this tool runs in the host application, not in \
      this dispatcher; nothing was run.";
 
+/// MCP (`mcp` feature): a `tools/call` made after a policy check of the same caller's session
+/// could not decide (a halt); the session has ended, nothing was run.
+#[cfg(feature = "mcp")]
+pub(crate) const MCP_HALTED_SESSION: &str = "BLOCKED: this session was stopped after a policy \
+     check could not be completed, so no tool was run. Tell the user this action is unavailable \
+     right now.";
+
+/// MCP (`mcp` feature): a remote MCP server could not be reached or did not answer a call.
+#[cfg(feature = "mcp")]
+pub(crate) const MCP_REMOTE_FAILED: &str = "Error: the tool server did not answer, so the call \
+     may not have run. The details were logged for the operator.";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,397 @@
+//! [`McpServer`]: an rmcp `ServerHandler` over a [`Dispatcher`]; every `tools/call` goes
+//! through a [`Session`], so the PreToolUse chain, the observers, the audit log and the Stop
+//! hooks apply as in a Messages API loop.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::ErrorData;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{Map, Value};
+
+use crate::content::{ToolResult, ToolUse};
+use crate::context::HookContext;
+use crate::dispatcher::Dispatcher;
+use crate::error::CallError;
+use crate::outcome::Outcome;
+use crate::provider::{Provider, SchemaError, mcp as wire};
+use crate::session::Session;
+use crate::texts;
+
+use super::{META_BLOCKED_BY, META_OUTCOME};
+
+/// Who is calling, as the host's identity function ([`McpServer::new`]) sees one `tools/call`.
+///
+/// `request` is rmcp's request context: its `extensions` hold what the transport and the host's
+/// auth layer put there (over streamable HTTP, the request's `http::request::Parts`); over stdio
+/// there is nothing in it about the caller, so the identity is the one the server was started
+/// with. `mcp_session_id` is the MCP session the call belongs to (one per [`McpServer`] value,
+/// that is per connection; see [`McpServer::mcp_session_id`]): a host usually makes it the
+/// [`HookContext`]'s session id, so the audit lines of one connection share one session.
+#[non_exhaustive]
+pub struct McpCaller<'a> {
+    /// rmcp's context of the request (id, `_meta`, extensions, peer).
+    pub request: &'a RequestContext<RoleServer>,
+    /// The MCP session of the connection.
+    pub mcp_session_id: &'a str,
+}
+
+/// The host's identity function: the trusted [`HookContext`] of a call, or `None` when the
+/// caller is unknown (the call is then refused: fail closed).
+type Identify = dyn Fn(&McpCaller<'_>) -> Option<HookContext> + Send + Sync;
+
+/// An MCP server over a [`Dispatcher`], for rmcp: serve it with `rmcp::ServiceExt::serve` on a
+/// transport (`rmcp::transport::stdio()`, an in-memory `tokio::io::duplex` pipe). One value
+/// serves one connection, that is one MCP session; make one per connection (the dispatcher is
+/// shared, so that is cheap).
+///
+/// - `initialize`: the server's name and version (`toolgate` and this crate's version unless
+///   [`server_info`](Self::server_info) says otherwise) and the `tools` capability.
+/// - `tools/list`: the dispatcher's MCP entries
+///   ([`Dispatcher::tool_definitions_for(Provider::Mcp)`](Dispatcher::tool_definitions_for),
+///   `inputSchema`, `outputSchema` when the tool's output has an object schema), each with
+///   `annotations` from the tool's declared [`Effect`](crate::Effect) when it has one
+///   (`{"readOnlyHint": true}`, `{"readOnlyHint": false, "destructiveHint": true}`; see
+///   [`Effect::mcp_annotations`](crate::Effect::mcp_annotations)). The list is the same for
+///   every caller, and one page.
+/// - `tools/call`: the host's identity function builds the trusted [`HookContext`] from the
+///   request ([`McpCaller`]), never from the call's `arguments`. The call then runs in the
+///   [`Session`] of (MCP session, user id, session id): a session's context is frozen, so a
+///   caller whose identity differs from an earlier one's gets a session of its own. The
+///   `tool_use` id is made here, `<mcp session id>/<n>` with `n` counting this connection's
+///   calls from 1: unique per call, so a client's JSON-RPC ids (which repeat across
+///   connections) never reach a session's answer memory, and a call is never answered from
+///   another one's replay. A missing `arguments` is `{}`.
+///
+/// What the client reads, always a `CallToolResult` (never a JSON-RPC error, which the client's
+/// model cannot read), built by
+/// [`provider::mcp::call_tool_result`](crate::provider::mcp::call_tool_result):
+///
+/// | the call | `CallToolResult` |
+/// |---|---|
+/// | allowed and run | the tool's content (`structuredContent` too when the tool has an `outputSchema`), `isError: false` |
+/// | blocked, invalid input, unknown tool, tool error, panic, deadline | `isError: true` with the very text a Messages API `tool_result` gets (`BLOCKED: …`, `Invalid input for …`, …) |
+/// | a rule asked for a person ([`Decision::Ask`](crate::Decision::Ask)) | the builder's [`Approver`](crate::Approver) decides inline; with none the call is blocked with the reason (`isError: true`): fail closed |
+/// | a PreToolUse hook could not decide (a [`Halt`](crate::Halt)) | `isError: true` with the halt's `BLOCKED:` text; that session ends (its Stop hooks run) and every later call of the same caller on this connection gets [`HALTED_SESSION_MESSAGE`]; other sessions go on |
+/// | no identity (the function answered `None`) | `isError: true` with [`NO_IDENTITY_MESSAGE`]; nothing ran and nothing is audited (an audit line needs a user) |
+///
+/// With [`outcomes_in_meta`](Self::outcomes_in_meta), every result also carries
+/// `"_meta": {"toolgate/outcome": "blocked", "toolgate/blocked_by": "app::policy::premium_only"}`
+/// (`toolgate/blocked_by` only when a hook is at fault), which [`McpGuard`](super::McpGuard)
+/// reads so that a guard's audit line records the inner outcome and hook.
+///
+/// The sessions end (their Stop hooks run, the audit log's summary line is written) when the
+/// value is dropped: when the connection closes and rmcp drops its handler, or at
+/// [`end_sessions`](Self::end_sessions).
+pub struct McpServer {
+    dispatcher: Dispatcher,
+    identify: Arc<Identify>,
+    tools: Arc<[Tool]>,
+    mcp_session_id: String,
+    calls: AtomicU64,
+    sessions: Mutex<HashMap<SessionKey, Slot>>,
+    outcomes_in_meta: bool,
+    server_info: Implementation,
+}
+
+/// (user id, the context's session id): the key of a session within the connection.
+type SessionKey = (String, String);
+
+/// A live session, or the mark of one ended by a halt.
+enum Slot {
+    Live(Arc<Session>),
+    Halted,
+}
+
+/// The text of a call refused because the host's identity function knew no caller.
+pub const NO_IDENTITY_MESSAGE: &str = "BLOCKED: this server could not tell who is calling, so no \
+     tool was run. Tell the user the tools are unavailable until they are signed in.";
+
+/// The text of a call made after its session was halted (a policy check could not decide).
+pub const HALTED_SESSION_MESSAGE: &str = texts::MCP_HALTED_SESSION;
+
+/// A process-wide counter of connections, for the MCP session ids made here.
+static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+
+impl McpServer {
+    /// A server over `dispatcher`, whose callers are identified by `identify` (see
+    /// [`McpCaller`]); a stdio server started for one user answers the same context every time:
+    ///
+    /// ```no_run
+    /// # async fn run(dispatcher: toolgate_core::Dispatcher) -> Result<(), Box<dyn std::error::Error>> {
+    /// use rmcp::ServiceExt;
+    /// use toolgate_core::HookContext;
+    /// use toolgate_core::mcp::McpServer;
+    ///
+    /// let server = McpServer::new(dispatcher, |caller| {
+    ///     Some(HookContext::builder("u_001", caller.mcp_session_id).tier("premium").build())
+    /// })?;
+    /// server.serve(rmcp::transport::stdio()).await?.waiting().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// The MCP session id is made here: `mcp-<process id>-<now, ns, hex>-<n>` (`n` counts this
+    /// process's servers), so two runs of a stdio server never share one in the audit log;
+    /// [`mcp_session_id`](Self::mcp_session_id) sets another. Each further connection gets a
+    /// value of its own from [`new_connection`](Self::new_connection).
+    ///
+    /// # Errors
+    /// The [`SchemaError`] of
+    /// [`tool_definitions_for(Provider::Mcp)`](Dispatcher::tool_definitions_for) (today never:
+    /// MCP takes every schema toolgate builds).
+    pub fn new<F>(dispatcher: Dispatcher, identify: F) -> Result<McpServer, SchemaError>
+    where
+        F: Fn(&McpCaller<'_>) -> Option<HookContext> + Send + Sync + 'static,
+    {
+        let tools = list(&dispatcher)?;
+        Ok(McpServer {
+            dispatcher,
+            identify: Arc::new(identify),
+            tools: tools.into(),
+            mcp_session_id: made_session_id(),
+            calls: AtomicU64::new(0),
+            sessions: Mutex::new(HashMap::new()),
+            outcomes_in_meta: false,
+            server_info: Implementation::new("toolgate", env!("CARGO_PKG_VERSION")),
+        })
+    }
+
+    /// A server for another connection: the same dispatcher, identity function and settings,
+    /// a new MCP session id (made as [`new`](Self::new) makes one) and no sessions yet. What a
+    /// host's per-connection factory calls: rmcp's streamable HTTP service asks for one service
+    /// per MCP session, and in its stateless mode one per request, whose sessions then end
+    /// (Stop hooks, summary line) when the request is answered and the value dropped.
+    pub fn new_connection(&self) -> McpServer {
+        McpServer {
+            dispatcher: self.dispatcher.clone(),
+            identify: Arc::clone(&self.identify),
+            tools: Arc::clone(&self.tools),
+            mcp_session_id: made_session_id(),
+            calls: AtomicU64::new(0),
+            sessions: Mutex::new(HashMap::new()),
+            outcomes_in_meta: self.outcomes_in_meta,
+            server_info: self.server_info.clone(),
+        }
+    }
+
+    /// Sets the MCP session id of this connection (a host that has its own, e.g. a conversation
+    /// id it started the stdio server for). Give each connection its own: the `tool_use` ids
+    /// are made from it.
+    pub fn mcp_session_id(mut self, id: impl Into<String>) -> Self {
+        self.mcp_session_id = id.into();
+        self
+    }
+
+    /// Puts each call's outcome (and the hook at fault) in the result's `_meta`:
+    /// `{"toolgate/outcome": "blocked", "toolgate/blocked_by": "<hook path>"}`, so a guard in
+    /// front of this server ([`McpGuard`](super::McpGuard)) records the truth. Off by default:
+    /// a hook's path is the operator's, and some clients show `_meta` to their model.
+    pub fn outcomes_in_meta(mut self, on: bool) -> Self {
+        self.outcomes_in_meta = on;
+        self
+    }
+
+    /// The `serverInfo` of the `initialize` answer (default: `toolgate`, this crate's version).
+    pub fn server_info(mut self, info: Implementation) -> Self {
+        self.server_info = info;
+        self
+    }
+
+    /// The MCP session id of this connection (what [`McpCaller::mcp_session_id`] holds).
+    pub fn session_id(&self) -> &str {
+        &self.mcp_session_id
+    }
+
+    /// Ends every session of this connection now (their Stop hooks run once; the audit log
+    /// writes their summary lines). A later call opens a new session.
+    pub fn end_sessions(&self) {
+        let sessions: Vec<Slot> = {
+            let mut map = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            map.drain().map(|(_, slot)| slot).collect()
+        };
+        for slot in sessions {
+            if let Slot::Live(session) = slot {
+                session.end();
+            }
+        }
+    }
+
+    /// Answers one `tools/call` (see the table on [`McpServer`]).
+    async fn call(
+        &self,
+        params: CallToolRequestParams,
+        request: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let caller = McpCaller {
+            request,
+            mcp_session_id: &self.mcp_session_id,
+        };
+        let Some(context) = (self.identify)(&caller) else {
+            tracing::warn!(target: "toolgate::mcp", mcp_session_id = %self.mcp_session_id,
+                tool = %params.name, "tools/call refused: the host's identity function knew no caller");
+            return error_result(NO_IDENTITY_MESSAGE);
+        };
+        let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = format!("{}/{n}", self.mcp_session_id);
+        let input = Value::Object(params.arguments.unwrap_or_default());
+        let call = ToolUse::new(id, params.name.as_ref(), input);
+        let key = (
+            context.user_id().to_owned(),
+            context.session_id().to_owned(),
+        );
+        let session = {
+            let mut map = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            match map.get(&key) {
+                Some(Slot::Live(session)) => Arc::clone(session),
+                Some(Slot::Halted) => return error_result(HALTED_SESSION_MESSAGE),
+                None => {
+                    let session = Arc::new(self.dispatcher.session(context));
+                    map.insert(key.clone(), Slot::Live(Arc::clone(&session)));
+                    session
+                }
+            }
+        };
+        match session.call_answer(&call).await {
+            Ok(answer) => self.result(
+                &answer.result,
+                &call.name,
+                answer.outcome,
+                answer.blocked_by.as_deref(),
+            ),
+            Err(CallError::Halt(halt)) => {
+                let slot = {
+                    let mut map = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+                    map.insert(key, Slot::Halted)
+                };
+                if let Some(Slot::Live(session)) = slot {
+                    session.end();
+                }
+                let result = halt
+                    .result()
+                    .cloned()
+                    .unwrap_or_else(|| ToolResult::error(call.id.clone(), texts::HALT_MESSAGE));
+                self.result(&result, &call.name, halt.outcome, Some(&halt.hook))
+            }
+            // The ids are made here, unique, never empty, and the memory is in-process: these
+            // cannot happen; answered as an internal error all the same.
+            Err(e) => {
+                tracing::error!(target: "toolgate::mcp", tool_use_id = %call.id, error = %e,
+                    "tools/call not run");
+                error_result(texts::INTERNAL_ERROR_MESSAGE)
+            }
+        }
+    }
+
+    /// The `CallToolResult` of a `tool_result`, with the outcome in `_meta` when asked.
+    fn result(
+        &self,
+        result: &ToolResult,
+        tool: &str,
+        outcome: Outcome,
+        blocked_by: Option<&str>,
+    ) -> CallToolResult {
+        let mut value = wire::call_tool_result(result, self.dispatcher.output_schema(tool));
+        if self.outcomes_in_meta
+            && let Value::Object(map) = &mut value
+        {
+            let mut meta = Map::new();
+            meta.insert(META_OUTCOME.into(), Value::from(outcome.as_str()));
+            if let Some(hook) = blocked_by {
+                meta.insert(META_BLOCKED_BY.into(), Value::from(hook));
+            }
+            map.insert("_meta".into(), Value::Object(meta));
+        }
+        serde_json::from_value(value).unwrap_or_else(|e| {
+            tracing::error!(target: "toolgate::mcp", error = %e,
+                "a tool result did not convert to an MCP CallToolResult");
+            error_result(texts::INTERNAL_ERROR_MESSAGE)
+        })
+    }
+}
+
+/// A new MCP session id: `mcp-<process id>-<now, ns since the epoch, hex>-<n>`, `n` counting
+/// this process's servers from 1.
+fn made_session_id() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = CONNECTIONS.fetch_add(1, Ordering::Relaxed) + 1;
+    format!("mcp-{}-{now:x}-{n}", std::process::id())
+}
+
+/// The `tools/list` entries of `dispatcher`, with `annotations` from each tool's effect.
+fn list(dispatcher: &Dispatcher) -> Result<Vec<Tool>, SchemaError> {
+    let entries = dispatcher.tool_definitions_for(Provider::Mcp)?;
+    Ok(entries
+        .iter()
+        .filter_map(|entry| {
+            let mut entry = entry.clone();
+            let name = entry.get("name").and_then(Value::as_str)?.to_owned();
+            if let (Some(effect), Value::Object(map)) = (dispatcher.tool_effect(&name), &mut entry)
+            {
+                map.insert(
+                    "annotations".into(),
+                    Value::Object(effect.mcp_annotations()),
+                );
+            }
+            match serde_json::from_value::<Tool>(entry) {
+                Ok(tool) => Some(tool),
+                Err(e) => {
+                    tracing::error!(target: "toolgate::mcp", tool = %name, error = %e,
+                        "a tools/list entry did not convert to rmcp's Tool; left out");
+                    None
+                }
+            }
+        })
+        .collect())
+}
+
+/// An `isError` result with one text item.
+fn error_result(text: &str) -> CallToolResult {
+    CallToolResult::error(vec![rmcp::model::ContentBlock::text(text)])
+}
+
+impl rmcp::ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(self.server_info.clone())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        Ok(CallToolResponse::Complete(
+            self.call(request, &context).await,
+        ))
+    }
+}
+
+impl fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServer")
+            .field("mcp_session_id", &self.mcp_session_id)
+            .field("tools", &self.tools.len())
+            .field("outcomes_in_meta", &self.outcomes_in_meta)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,915 @@
+//! MCP (feature `mcp`, issue 15): the support agent served by `toolgate::mcp::McpServer`, driven
+//! by rmcp's own client, in process over a `tokio::io::duplex` pipe and as a child process over
+//! stdio (`examples/mcp_server.rs`); the identity the host gives; a halt that ends one session
+//! only; and `McpGuard`, a dispatcher of its own in front of the example server, with its outer
+//! and the server's inner rules both applied and the inner outcome on the outer audit line.
+#![cfg(feature = "mcp")]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Map, Value, json};
+use toolgate::mcp::rmcp::model::{CallToolRequestParams, CallToolResult};
+use toolgate::mcp::rmcp::service::{RoleClient, RunningService};
+use toolgate::mcp::rmcp::transport::TokioChildProcess;
+use toolgate::mcp::rmcp::{self, ServiceExt};
+use toolgate::mcp::{HALTED_SESSION_MESSAGE, McpGuard, McpServer, NO_IDENTITY_MESSAGE};
+use toolgate::{
+    AuditLog, Clock, Decision, Dispatcher, HookContext, HookError, PreHookDef, ToolUse,
+};
+
+mod support;
+
+use support::{HALT_TEXT, TempDir, json_lines};
+
+#[allow(dead_code)]
+#[path = "../examples/mcp_server.rs"]
+mod example;
+
+use example::support_agent::agent::{Agent, Specialist};
+
+/// The path of one of the support agent's items in this test binary.
+fn agent_item(item: &str) -> String {
+    format!("{}::{item}", example::support_agent::AGENT_PATH)
+}
+
+/// A current-thread tokio runtime (rmcp's transports run on tokio).
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The example's options: `user`, premium, session `s_mcp`, audit folder `audit`.
+fn options(user: &str, audit: &Path) -> example::Options {
+    example::Options {
+        user: user.into(),
+        tier: Some("premium".into()),
+        session: Some("s_mcp".into()),
+        audit: audit.to_path_buf(),
+    }
+}
+
+/// The `tools/list` golden file of the support agent's refunds specialist.
+const GOLDEN_LIST: &str = "tests/golden/mcp/support_agent/tools_list.json";
+
+/// [`GOLDEN_LIST`], parsed.
+fn golden_list() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(GOLDEN_LIST).unwrap()).unwrap()
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+/// Serves `server` over an in-memory pipe and connects rmcp's client to it.
+async fn connect(server: McpServer) -> (Client, tokio::task::JoinHandle<()>) {
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let served = tokio::spawn(async move {
+        let running = server.serve(theirs).await.expect("the server starts");
+        let _ = running.waiting().await;
+    });
+    let client = ().serve(ours).await.expect("initialize succeeds");
+    (client, served)
+}
+
+/// Calls `name` with `arguments` and returns the whole result as JSON.
+async fn call(client: &Client, name: &str, arguments: Value) -> Value {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments are an object")
+    };
+    let result: CallToolResult = client
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments))
+        .await
+        .expect("tools/call answers a result, never a JSON-RPC error");
+    serde_json::to_value(result).unwrap()
+}
+
+/// An `isError` result with one text item, and its outcome (and hook) in `_meta`.
+fn error_result(text: &str, meta: Value) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": true, "_meta": meta})
+}
+
+/// The audit lines of `dir`, each without its time stamp and hash (`ts`, `prev`) and with its
+/// measured durations 0, so the rest compares exactly.
+fn audit_lines(dir: &Path) -> Vec<Value> {
+    json_lines(&dir.join("audit_log.jsonl"))
+        .into_iter()
+        .map(|mut line| {
+            let map = line.as_object_mut().unwrap();
+            map.remove("ts");
+            map.remove("prev");
+            support::zero_durations(&mut line);
+            line
+        })
+        .collect()
+}
+
+/// The session summary lines of `dir`, reduced to what they count.
+fn summaries(dir: &Path) -> Vec<Value> {
+    json_lines(&dir.join("session_summaries.jsonl"))
+        .into_iter()
+        .map(|line| {
+            json!({"session_id": line["session_id"], "user_id": line["user_id"],
+                   "calls": line["calls"], "outcomes": line["outcomes"]})
+        })
+        .collect()
+}
+
+/// An audit line as the tests compare it (see [`audit_lines`]).
+fn line(id: &str, tool: &str, input: Value, outcome: &str, content: &str, extra: Value) -> Value {
+    let mut out: Map<String, Value> = serde_json::from_value(json!({
+        "session_id": "s_mcp", "user_id": "u_001", "tier": "premium", "tool_use_id": id,
+        "tool": tool, "input": input, "outcome": outcome, "is_error": outcome != "ok"}))
+    .unwrap();
+    out.insert("content".into(), Value::from(content));
+    out.insert("duration_us".into(), Value::from(0));
+    if let Value::Object(extra) = extra {
+        out.extend(extra);
+    }
+    Value::Object(out)
+}
+
+const U001: &str = r#"{"user_id":"u_001","tier":"premium","orders":["o_1001","o_1002"]}"#;
+
+/// Why `large_refund_needs_approval` asks about a refund of 25000 cents.
+const ASK_REASON: &str =
+    "a refund of 25000 cents is above 20000 cents and needs a person's approval";
+
+/// A refund above 20000 cents asks for a person; this server has no approver.
+const ASK_BLOCKED: &str = "BLOCKED: this call needs a person's approval, and none can be given \
+     here (a refund of 25000 cents is above 20000 cents and needs a person's approval). Tell the \
+     user it was not done and that a person must approve it.";
+
+fn blocked_order(order: &str) -> String {
+    format!(
+        "BLOCKED: order {order} is not one of the signed-in customer's orders. Ask the customer \
+         to check the order number (lookup_user lists their orders)."
+    )
+}
+
+// ======================================================================= served in process
+
+#[test]
+fn initialize_and_tools_list_over_an_in_memory_pipe() {
+    let audit = TempDir::new("mcp-list");
+    runtime().block_on(async {
+        let server = example::server(&options("u_001", &audit)).unwrap();
+        let (client, served) = connect(server).await;
+        let info = serde_json::to_value(client.peer_info().expect("initialized")).unwrap();
+        assert_eq!(
+            (&info["serverInfo"], &info["capabilities"]),
+            (
+                &json!({"name": "toolgate", "version": env!("CARGO_PKG_VERSION")}),
+                &json!({"tools": {}})
+            )
+        );
+        let tools = client.list_all_tools().await.unwrap();
+        let listed = serde_json::to_value(&tools).unwrap();
+        let golden = golden_list();
+        assert_eq!(listed, golden);
+        client.cancel().await.unwrap();
+        served.await.unwrap();
+    });
+    // No call, no session: nothing audited.
+    assert_eq!(audit_lines(&audit), Vec::<Value>::new());
+    assert_eq!(summaries(&audit), Vec::<Value>::new());
+}
+
+/// The golden file is the dispatcher's own MCP entries with each tool's effect as annotations.
+#[test]
+fn the_golden_list_is_the_dispatchers_mcp_entries_with_annotations() {
+    let agent = Agent::build(Specialist::Refunds, None).unwrap();
+    let d = &agent.dispatcher;
+    let entries: Vec<Value> = d
+        .tool_definitions_for(toolgate::Provider::Mcp)
+        .unwrap()
+        .iter()
+        .map(|entry| {
+            let mut entry = entry.clone();
+            let name = entry["name"].as_str().unwrap().to_owned();
+            let effect = d.tool_effect(&name).expect("every tool has an effect");
+            entry["annotations"] = Value::Object(effect.mcp_annotations());
+            entry
+        })
+        .collect();
+    let entries = Value::Array(entries);
+    // `TOOLGATE_BLESS=1` rewrites the file (as tests/providers does): review the diff.
+    if std::env::var_os("TOOLGATE_BLESS").is_some() {
+        let text = format!("{}\n", serde_json::to_string_pretty(&entries).unwrap());
+        std::fs::write(GOLDEN_LIST, text).unwrap();
+    }
+    assert_eq!(entries, golden_list());
+}
+
+#[test]
+fn calls_over_an_in_memory_pipe_get_the_messages_api_texts_and_one_audit_line_each() {
+    let audit = TempDir::new("mcp-calls");
+    runtime().block_on(async {
+        let server = example::server(&options("u_001", &audit)).unwrap();
+        let (client, served) = connect(server).await;
+
+        // Allowed: the tool's content (its JSON as text; the tool's output has no object
+        // schema, so no structuredContent).
+        assert_eq!(
+            call(&client, "lookup_user", json!({"user_id": "u_001"})).await,
+            json!({"content": [{"type": "text", "text": U001}], "isError": false,
+                   "_meta": {"toolgate/outcome": "ok"}})
+        );
+        // Blocked by a rule: the `BLOCKED:` text, `isError`, the rule in `_meta`.
+        assert_eq!(
+            call(&client, "get_order_details", json!({"order_id": "o_2001"})).await,
+            error_result(
+                &blocked_order("o_2001"),
+                json!({"toolgate/outcome": "blocked",
+                       "toolgate/blocked_by": agent_item("policy::own_records_only")})
+            )
+        );
+        // The client's arguments never choose the user: the context is the host's.
+        assert_eq!(
+            call(&client, "lookup_user", json!({"user_id": "u_004"})).await,
+            error_result(
+                "BLOCKED: this conversation can only use the signed-in customer's own account, \
+                 and u_004 is not it. Use the signed-in customer's id, u_001, or ask them what \
+                 they need for their own account.",
+                json!({"toolgate/outcome": "blocked",
+                       "toolgate/blocked_by": agent_item("policy::own_records_only")})
+            )
+        );
+        // Invalid input.
+        assert_eq!(
+            call(&client, "lookup_user", json!({"user": "u_001"})).await,
+            error_result(
+                "Error: invalid input for tool `lookup_user` (2 problems):\n- unknown field `user`, \
+                 expected one of `user_id`\n- missing field `user_id`\nSend an input that \
+                 matches the tool's input_schema.",
+                json!({"toolgate/outcome": "invalid_input"})
+            )
+        );
+        // Unknown tool.
+        assert_eq!(
+            call(&client, "delete_account", json!({})).await,
+            error_result(
+                "Error: unknown tool 'delete_account'. Available tools: get_order_details, \
+                 issue_refund, lookup_user, prepare_case_file, search_faq.",
+                json!({"toolgate/outcome": "unknown_tool"})
+            )
+        );
+        // A rule asks for a person, and this server has no approver: blocked with the reason.
+        assert_eq!(
+            call(
+                &client,
+                "issue_refund",
+                json!({"order_id": "o_1001", "amount_cents": 25000})
+            )
+            .await,
+            error_result(
+                ASK_BLOCKED,
+                json!({"toolgate/outcome": "blocked",
+                       "toolgate/blocked_by": agent_item("policy::large_refund_needs_approval")})
+            )
+        );
+        client.cancel().await.unwrap();
+        served.await.unwrap();
+    });
+    let own = agent_item("policy::own_records_only");
+    let ask = agent_item("policy::large_refund_needs_approval");
+    let deny_run = |hook: &str| json!([{"hook": hook, "decision": "deny", "duration_us": 0}]);
+    assert_eq!(
+        audit_lines(&audit),
+        vec![
+            line(
+                "s_mcp/1",
+                "lookup_user",
+                json!({"user_id": "u_001"}),
+                "ok",
+                U001,
+                json!({"hooks": [{"hook": own, "decision": "allow", "duration_us": 0}]})
+            ),
+            line(
+                "s_mcp/2",
+                "get_order_details",
+                json!({"order_id": "o_2001"}),
+                "blocked",
+                &blocked_order("o_2001"),
+                json!({"blocked_by": own, "hooks": deny_run(&own)})
+            ),
+            line(
+                "s_mcp/3",
+                "lookup_user",
+                json!({"user_id": "u_004"}),
+                "blocked",
+                "BLOCKED: this conversation can only use the signed-in customer's own account, \
+                 and u_004 is not it. Use the signed-in customer's id, u_001, or ask them what \
+                 they need for their own account.",
+                json!({"blocked_by": own, "hooks": deny_run(&own)})
+            ),
+            line(
+                "s_mcp/4",
+                "lookup_user",
+                json!({"user": "u_001"}),
+                "invalid_input",
+                "Error: invalid input for tool `lookup_user` (2 problems):\n- unknown field `user`, \
+                 expected one of `user_id`\n- missing field `user_id`\nSend an input that \
+                 matches the tool's input_schema.",
+                json!({})
+            ),
+            line(
+                "s_mcp/5",
+                "delete_account",
+                json!({}),
+                "unknown_tool",
+                "Error: unknown tool 'delete_account'. Available tools: get_order_details, \
+                 issue_refund, lookup_user, prepare_case_file, search_faq.",
+                json!({})
+            ),
+            line(
+                "s_mcp/6",
+                "issue_refund",
+                json!({"order_id": "o_1001", "amount_cents": 25000}),
+                "blocked",
+                ASK_BLOCKED,
+                json!({
+                    "asked_by": [{"hook": ask, "reason": ASK_REASON}],
+                    "blocked_by": ask,
+                    "hooks": [
+                        {"hook": agent_item("policy::premium_only"), "decision": "allow",
+                         "duration_us": 0},
+                        {"hook": own, "decision": "allow", "duration_us": 0},
+                        {"hook": ask, "decision": "ask", "duration_us": 0},
+                        {"hook": agent_item("policy::weekly_refund_limit"),
+                         "decision": "allow", "duration_us": 0},
+                    ],
+                    "detail": format!("the call needs a person's approval (asked by `{ask}`: \
+                        {ASK_REASON}) and this dispatcher has no approver; only \
+                        Session::respond can pause for one"),
+                })
+            ),
+        ]
+    );
+    // The connection closed: the session ended, its Stop hooks ran once.
+    assert_eq!(
+        summaries(&audit),
+        vec![
+            json!({"session_id": "s_mcp", "user_id": "u_001", "calls": 6,
+            "outcomes": {"ok": 1, "blocked": 3, "invalid_input": 1, "unknown_tool": 1}})
+        ]
+    );
+}
+
+#[test]
+fn tool_use_ids_are_made_per_connection_so_two_connections_never_share_an_answer() {
+    let audit = TempDir::new("mcp-ids");
+    let mut o = options("u_001", &audit);
+    o.session = None;
+    let first = example::server(&o).unwrap();
+    let second = first.new_connection();
+    let ids = [
+        first.session_id().to_owned(),
+        second.session_id().to_owned(),
+    ];
+    assert_ne!(ids[0], ids[1]);
+    for id in &ids {
+        let made = format!("mcp-{}-", std::process::id());
+        assert!(id.starts_with(&made), "{id}");
+    }
+    runtime().block_on(async {
+        for server in [first, second] {
+            let (client, served) = connect(server).await;
+            // Same JSON-RPC id (each client counts from 0), same input, two connections:
+            // each call runs, each under an id of its own connection.
+            assert_eq!(
+                call(&client, "lookup_user", json!({"user_id": "u_001"})).await["content"],
+                json!([{"type": "text", "text": U001}])
+            );
+            client.cancel().await.unwrap();
+            served.await.unwrap();
+        }
+    });
+    let lines: Vec<(Value, Value, Value)> = audit_lines(&audit)
+        .into_iter()
+        .map(|l| {
+            (
+                l["session_id"].clone(),
+                l["tool_use_id"].clone(),
+                l["replay"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            (json!(ids[0]), json!(format!("{}/1", ids[0])), Value::Null),
+            (json!(ids[1]), json!(format!("{}/1", ids[1])), Value::Null),
+        ]
+    );
+}
+
+#[test]
+fn a_call_without_an_identity_is_refused_and_nothing_runs() {
+    let audit = TempDir::new("mcp-anon");
+    runtime().block_on(async {
+        let log = AuditLog::open(audit.path()).unwrap();
+        let agent = Agent::build(Specialist::Refunds, Some(&log)).unwrap();
+        let server = McpServer::new(agent.dispatcher, |_caller| None).unwrap();
+        let (client, served) = connect(server).await;
+        assert_eq!(
+            call(&client, "lookup_user", json!({"user_id": "u_001"})).await,
+            json!({"content": [{"type": "text", "text": NO_IDENTITY_MESSAGE}], "isError": true})
+        );
+        client.cancel().await.unwrap();
+        served.await.unwrap();
+    });
+    assert_eq!(audit_lines(&audit), Vec::<Value>::new());
+    assert_eq!(summaries(&audit), Vec::<Value>::new());
+}
+
+/// A rule that cannot decide (an `Err`) halts its session: the halt's text, the session ends
+/// (its Stop hooks run), the same caller's next call is refused; another user on the same
+/// connection, and another connection, go on.
+#[test]
+fn a_failing_rule_halts_one_session_and_the_server_goes_on() {
+    let audit = TempDir::new("mcp-halt");
+    let fails_for_u007 = |extra: toolgate::DispatcherBuilder| {
+        extra.pre_hook(PreHookDef::sync("ops::customer_db", 1, |env, _call| {
+            if env.context().user_id() == "u_007" {
+                Err(HookError::new("the customer database is down"))
+            } else {
+                Ok(Decision::Allow)
+            }
+        }))
+    };
+    runtime().block_on(async {
+        let log = AuditLog::open(audit.path()).unwrap();
+        let agent = Agent::build_with(Specialist::Refunds, Some(&log), fails_for_u007).unwrap();
+        // The user is read from the request's `_meta` here, standing in for a host's auth
+        // layer: the identity comes from the request context, not from the arguments.
+        let server = McpServer::new(agent.dispatcher, |caller| {
+            let user = caller.request.meta.get("user")?.as_str()?.to_owned();
+            Some(HookContext::builder(user, "s_halt").tier("premium").build())
+        })
+        .unwrap()
+        .outcomes_in_meta(true);
+        let (client, served) = connect(server).await;
+        let as_user = |user: &str, name: &str, args: Value| {
+            let Value::Object(args) = args else { panic!() };
+            let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(args);
+            let mut meta = rmcp::model::RequestMetaObject::default();
+            meta.insert("user".into(), Value::from(user));
+            params.meta = Some(meta);
+            let peer = client.peer().clone();
+            async move { serde_json::to_value(peer.call_tool(params).await.unwrap()).unwrap() }
+        };
+        assert_eq!(
+            as_user("u_007", "lookup_user", json!({"user_id": "u_007"})).await,
+            error_result(
+                HALT_TEXT,
+                json!({"toolgate/outcome": "hook_failed", "toolgate/blocked_by": "ops::customer_db"})
+            )
+        );
+        assert_eq!(
+            as_user("u_007", "lookup_user", json!({"user_id": "u_007"})).await,
+            json!({"content": [{"type": "text", "text": HALTED_SESSION_MESSAGE}], "isError": true})
+        );
+        assert_eq!(
+            as_user("u_001", "lookup_user", json!({"user_id": "u_001"})).await["content"],
+            json!([{"type": "text", "text": U001}])
+        );
+        client.cancel().await.unwrap();
+        served.await.unwrap();
+    });
+    let lines: Vec<(Value, Value, Value, Value)> = audit_lines(&audit)
+        .into_iter()
+        .map(|l| {
+            (
+                l["user_id"].clone(),
+                l["tool_use_id"].clone(),
+                l["outcome"].clone(),
+                l["blocked_by"].clone(),
+            )
+        })
+        .collect();
+    // The refused call after the halt ran nothing and has no line.
+    assert_eq!(lines.len(), 2);
+    assert_eq!(
+        (&lines[0].0, &lines[0].2, &lines[0].3),
+        (
+            &json!("u_007"),
+            &json!("hook_failed"),
+            &json!("ops::customer_db")
+        )
+    );
+    assert_eq!(
+        (&lines[1].0, &lines[1].2, &lines[1].3),
+        (&json!("u_001"), &json!("ok"), &Value::Null)
+    );
+    // The halted session ended at its halt; u_001's when the connection closed.
+    assert_eq!(
+        summaries(&audit),
+        vec![
+            json!({"session_id": "s_halt", "user_id": "u_007", "calls": 1,
+                   "outcomes": {"hook_failed": 1}}),
+            json!({"session_id": "s_halt", "user_id": "u_001", "calls": 1,
+                   "outcomes": {"ok": 1}}),
+        ]
+    );
+}
+
+// ============================================================ the example as a child process
+
+/// The example binary, built for this test with the cargo that runs it, into a target folder
+/// the test run does not lock (`target/claude-code-hook-example`), once per run (`cargo test --all-targets` builds
+/// examples with the test harness, so `target/debug/examples` holds no runnable server).
+fn example_binary() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+            // The claude_code_hook test's folder: the example builds every dev-dependency, and
+            // sharing the folder builds them once for both tests (this build adds the `mcp`
+            // feature's crates and what they change).
+            let target = root.join("target").join("claude-code-hook-example");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let status = std::process::Command::new(cargo)
+                .args([
+                    "build",
+                    "--quiet",
+                    "--example",
+                    "mcp_server",
+                    "--features",
+                    "mcp",
+                ])
+                .arg("--manifest-path")
+                .arg(root.join("Cargo.toml"))
+                .arg("--target-dir")
+                .arg(&target)
+                .status()
+                .expect("cargo runs");
+            assert!(status.success(), "cargo build --example mcp_server failed");
+            target
+                .join("debug")
+                .join("examples")
+                .join(format!("mcp_server{}", std::env::consts::EXE_SUFFIX))
+        })
+        .clone()
+}
+
+/// The command that starts the example server as `u_001`, premium, session `s_mcp`.
+fn example_command(audit: &Path) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(example_binary());
+    command
+        .args([
+            "--user",
+            "u_001",
+            "--tier",
+            "premium",
+            "--session",
+            "s_mcp",
+            "--audit",
+        ])
+        .arg(audit);
+    command
+}
+
+#[test]
+fn the_example_server_as_a_child_process_over_stdio() {
+    let audit = TempDir::new("mcp-child");
+    runtime().block_on(async {
+        let transport = TokioChildProcess::new(example_command(&audit)).unwrap();
+        let client = ().serve(transport).await.expect("initialize succeeds");
+        let golden = golden_list();
+        let tools = client.list_all_tools().await.unwrap();
+        // The child registers its items under its own module path; the list has no paths.
+        assert_eq!(serde_json::to_value(&tools).unwrap(), golden);
+        assert_eq!(
+            call(&client, "lookup_user", json!({"user_id": "u_001"})).await,
+            json!({"content": [{"type": "text", "text": U001}], "isError": false,
+                   "_meta": {"toolgate/outcome": "ok"}})
+        );
+        assert_eq!(
+            call(&client, "get_order_details", json!({"order_id": "o_3001"})).await,
+            error_result(
+                &blocked_order("o_3001"),
+                json!({"toolgate/outcome": "blocked",
+                       "toolgate/blocked_by": "mcp_server::support_agent::policy::own_records_only"})
+            )
+        );
+        client.cancel().await.unwrap();
+    });
+    // The child exits when its standard input closes; it writes its summary line then.
+    wait_for(|| summaries(&audit).len() == 1);
+    let outcomes: Vec<(Value, Value)> = audit_lines(&audit)
+        .into_iter()
+        .map(|l| (l["tool_use_id"].clone(), l["outcome"].clone()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            (json!("s_mcp/1"), json!("ok")),
+            (json!("s_mcp/2"), json!("blocked"))
+        ]
+    );
+    assert_eq!(
+        summaries(&audit),
+        vec![
+            json!({"session_id": "s_mcp", "user_id": "u_001", "calls": 2,
+                    "outcomes": {"ok": 1, "blocked": 1}})
+        ]
+    );
+}
+
+/// Waits (up to 30 s) until `done` holds; fails the test otherwise.
+fn wait_for(done: impl Fn() -> bool) {
+    for _ in 0..300 {
+        if done() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("the condition did not hold within 30 s");
+}
+
+// ============================================================================ the guard
+
+/// A dispatcher of its own in front of the example server (a child process): its rule (no FAQ
+/// searches through this gateway) and the server's rules both apply; the outer audit line of a
+/// call the server blocked says `blocked` with the server's hook.
+#[test]
+fn a_guard_in_front_of_the_example_server_applies_both_sets_of_rules() {
+    let inner_audit = TempDir::new("mcp-guard-inner");
+    let outer_audit = TempDir::new("mcp-guard-outer");
+    let inner_own = "mcp_server::support_agent::policy::own_records_only";
+    runtime().block_on(async {
+        let guard = McpGuard::child_process(example_command(&inner_audit))
+            .await
+            .expect("the example server starts");
+        let names: Vec<&str> = guard
+            .definitions()
+            .iter()
+            .map(|d| d["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "get_order_details",
+                "issue_refund",
+                "lookup_user",
+                "prepare_case_file",
+                "search_faq"
+            ]
+        );
+        let outer = Dispatcher::builder()
+            .wrap(guard)
+            .pre_hook(PreHookDef::sync("gateway::no_faq", 1, |_env, call| {
+                Ok(if call.name == "search_faq" {
+                    Decision::deny("the FAQ is not served through this gateway.")
+                } else {
+                    Decision::Allow
+                })
+            }))
+            .audit_log(AuditLog::open(outer_audit.path()).unwrap())
+            .build()
+            .expect("the remote schemas pass the build's checks");
+        let session = outer.session(
+            HookContext::builder("gw_user", "s_gw")
+                .clock(Clock::fixed(
+                    SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_600_000),
+                ))
+                .build(),
+        );
+        // Outer rule.
+        let r = session
+            .call(&ToolUse::new(
+                "toolu_1",
+                "search_faq",
+                json!({"query": "refund"}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            (r.is_error, r.content_text().into_owned()),
+            (
+                true,
+                "BLOCKED: the FAQ is not served through this gateway.".to_owned()
+            )
+        );
+        // Inner rule (the server runs as u_001).
+        let r = session
+            .call(&ToolUse::new(
+                "toolu_2",
+                "get_order_details",
+                json!({"order_id": "o_2001"}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            (r.is_error, r.content_text().into_owned()),
+            (true, blocked_order("o_2001"))
+        );
+        // Invalid for the remote schema: refused by the guard, the server never sees it.
+        let r = session
+            .call(&ToolUse::new(
+                "toolu_3",
+                "lookup_user",
+                json!({"user_id": 7}),
+            ))
+            .await
+            .unwrap();
+        assert!(r.is_error);
+        // Allowed by both.
+        let r = session
+            .call(&ToolUse::new(
+                "toolu_4",
+                "lookup_user",
+                json!({"user_id": "u_001"}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            (r.is_error, r.content_text().into_owned()),
+            (false, U001.to_owned())
+        );
+        session.end();
+    });
+    let outer: Vec<(Value, Value, Value)> = audit_lines(&outer_audit)
+        .into_iter()
+        .map(|l| {
+            (
+                l["tool_use_id"].clone(),
+                l["outcome"].clone(),
+                l["blocked_by"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outer,
+        vec![
+            (json!("toolu_1"), json!("blocked"), json!("gateway::no_faq")),
+            (json!("toolu_2"), json!("blocked"), json!(inner_own)),
+            (json!("toolu_3"), json!("invalid_input"), Value::Null),
+            (json!("toolu_4"), json!("ok"), Value::Null),
+        ]
+    );
+    // Only the calls the gateway let through reached the server.
+    let inner: Vec<(Value, Value)> = audit_lines(&inner_audit)
+        .into_iter()
+        .map(|l| (l["tool"].clone(), l["outcome"].clone()))
+        .collect();
+    assert_eq!(
+        inner,
+        vec![
+            (json!("get_order_details"), json!("blocked")),
+            (json!("lookup_user"), json!("ok"))
+        ]
+    );
+}
+
+/// The guard over an in-memory pipe to a server that does not report outcomes: its `isError`
+/// results are `tool_error` on the guard's line; once the server is gone, a call is a
+/// `tool_error` whose detail (rmcp's error) is for the operator only.
+#[test]
+fn a_guard_records_remote_errors_as_tool_errors_and_a_broken_connection_with_its_detail() {
+    let outer_audit = TempDir::new("mcp-guard-broken");
+    runtime().block_on(async {
+        let agent = Agent::build(Specialist::Refunds, None).unwrap();
+        let server = McpServer::new(agent.dispatcher, |caller| {
+            Some(HookContext::builder("u_001", caller.mcp_session_id).build())
+        })
+        .unwrap();
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        let served = tokio::spawn(async move {
+            let running = server.serve(theirs).await.expect("the server starts");
+            let _ = running.waiting().await;
+        });
+        let guard = McpGuard::connect(ours)
+            .await
+            .expect("initialize and tools/list");
+        let outer = Dispatcher::builder()
+            .wrap(guard)
+            .pre_hook(PreHookDef::sync("gateway::allow_all", 1, |_env, _call| {
+                Ok(Decision::Allow)
+            }))
+            .audit_log(AuditLog::open(outer_audit.path()).unwrap())
+            .build()
+            .unwrap();
+        let session = outer.session(HookContext::builder("gw_user", "s_gw").build());
+        let r = session
+            .call(&ToolUse::new(
+                "toolu_1",
+                "get_order_details",
+                json!({"order_id": "o_2001"}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            (r.is_error, r.content_text().into_owned()),
+            (true, blocked_order("o_2001"))
+        );
+        served.abort();
+        let _ = served.await;
+        let r = session
+            .call(&ToolUse::new(
+                "toolu_2",
+                "lookup_user",
+                json!({"user_id": "u_001"}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            (r.is_error, r.content_text().into_owned()),
+            (
+                true,
+                "Error: the tool server did not answer, so the call may not have run. The \
+                 details were logged for the operator."
+                    .to_owned()
+            )
+        );
+        session.end();
+    });
+    let lines: Vec<(Value, Value, Value, Value)> = audit_lines(&outer_audit)
+        .into_iter()
+        .map(|l| {
+            (
+                l["tool_use_id"].clone(),
+                l["outcome"].clone(),
+                l["blocked_by"].clone(),
+                l["detail"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            (
+                json!("toolu_1"),
+                json!("tool_error"),
+                Value::Null,
+                Value::Null
+            ),
+            (
+                json!("toolu_2"),
+                json!("tool_error"),
+                Value::Null,
+                json!("the MCP server did not answer tools/call \"lookup_user\": Transport closed")
+            ),
+        ]
+    );
+}
+
+/// A rule of the server that cannot decide (its outcome `hook_failed` in `_meta`) halts the
+/// guard's call too (fail closed), naming the server's hook.
+#[test]
+fn a_halt_inside_the_server_halts_the_guard_too() {
+    runtime().block_on(async {
+        let agent = Agent::build_with(Specialist::Refunds, None, |b| {
+            b.pre_hook(PreHookDef::sync("ops::customer_db", 1, |_env, _call| {
+                Err(HookError::new("the customer database is down"))
+            }))
+        })
+        .unwrap();
+        let server = McpServer::new(agent.dispatcher, |caller| {
+            Some(HookContext::builder("u_001", caller.mcp_session_id).build())
+        })
+        .unwrap()
+        .outcomes_in_meta(true);
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        tokio::spawn(async move {
+            let running = server.serve(theirs).await.expect("the server starts");
+            let _ = running.waiting().await;
+        });
+        let guard = McpGuard::connect(ours)
+            .await
+            .expect("initialize and tools/list");
+        let outer = Dispatcher::builder()
+            .wrap(guard)
+            .pre_hook(PreHookDef::sync("gateway::allow_all", 1, |_env, _call| {
+                Ok(Decision::Allow)
+            }))
+            .build()
+            .unwrap();
+        let session = outer.session(HookContext::builder("gw_user", "s_gw").build());
+        let halt = support::halt_of(
+            session
+                .call(&ToolUse::new(
+                    "toolu_1",
+                    "lookup_user",
+                    json!({"user_id": "u_001"}),
+                ))
+                .await,
+        );
+        assert_eq!(
+            (
+                halt.outcome,
+                halt.hook.as_str(),
+                halt.tool_use_id.as_str(),
+                halt.result()
+                    .map(|r| (r.is_error, r.content_text().into_owned()))
+            ),
+            (
+                toolgate::Outcome::HookFailed,
+                "ops::customer_db",
+                "toolu_1",
+                Some((true, HALT_TEXT.to_owned()))
+            )
+        );
+    });
+}
