@@ -201,24 +201,36 @@ impl Inner {
         let list = self.observers_for(guard.tool);
         for (i, &o) in list.iter().enumerate() {
             guard.observers_done = i;
-            let obs = &self.observers[o];
-            let failure = match start_observer(obs, env, record) {
-                Ok(None) => None,
-                Ok(Some(fut)) => match CatchUnwind(fut).await {
-                    Ok(r) => r.err().map(|e| e.message().to_owned()),
-                    Err(p) => Some(format!("panicked: {p}")),
-                },
-                Err(error) => Some(error),
-            };
-            if let Some(error) = failure {
-                report_observer_error(stats, &obs.path, &record.call.id, &error);
-            }
+            self.observe_one(o, env, stats, record).await;
         }
         guard.observers_done = list.len();
     }
 }
 
 impl Inner {
+    /// Shows `record` to the observer at index `o` of `observers`, sync or async; an error or
+    /// a panic is reported on the observer channel (and counted in `stats`), never raised.
+    async fn observe_one(
+        &self,
+        o: usize,
+        env: Env<'_>,
+        stats: Option<&Stats>,
+        record: &CallRecord<'_>,
+    ) {
+        let obs = &self.observers[o];
+        let failure = match start_observer(obs, env, record) {
+            Ok(None) => None,
+            Ok(Some(fut)) => match CatchUnwind(fut).await {
+                Ok(r) => r.err().map(|e| e.message().to_owned()),
+                Err(p) => Some(format!("panicked: {p}")),
+            },
+            Err(error) => Some(error),
+        };
+        if let Some(error) = failure {
+            report_observer_error(stats, &obs.path, &record.call.id, &error);
+        }
+    }
+
     /// Shows `record` to the observers of `tool` (its index; `None` for a name this dispatcher
     /// does not know), sync and async, with no call around it: for a host that ran the tool
     /// itself (the Claude Code hook's PostToolUse, and its PreToolUse refusals).
@@ -231,18 +243,7 @@ impl Inner {
         tool: Option<usize>,
     ) {
         for &o in self.observers_for(tool) {
-            let obs = &self.observers[o];
-            let failure = match start_observer(obs, env, record) {
-                Ok(None) => None,
-                Ok(Some(fut)) => match CatchUnwind(fut).await {
-                    Ok(r) => r.err().map(|e| e.message().to_owned()),
-                    Err(p) => Some(format!("panicked: {p}")),
-                },
-                Err(error) => Some(error),
-            };
-            if let Some(error) = failure {
-                report_observer_error(stats, &obs.path, &record.call.id, &error);
-            }
+            self.observe_one(o, env, stats, record).await;
         }
     }
 }
