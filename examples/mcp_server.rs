@@ -1,7 +1,9 @@
-//! The support agent's tools and rules served over MCP (stdio), as one signed-in customer.
+//! The support agent's tools and rules served over MCP: over stdio as one signed-in customer,
+//! or over streamable HTTP (feature `mcp-http`) as the customer each request's token names.
 //!
 //! ```text
 //! cargo run --example mcp_server --features mcp -- --user u_001 --tier premium [--audit DIR]
+//! cargo run --example mcp_server --features mcp-http -- --http 127.0.0.1:8765 [--audit DIR]
 //! ```
 //!
 //! An MCP host starts this program and speaks JSON-RPC on its standard input and output (the
@@ -12,6 +14,16 @@
 //! (default `mcp_audit`), one line per call and a summary line when the connection closes.
 //! Results carry their outcome in `_meta` (`toolgate/outcome`, `toolgate/blocked_by`), so a
 //! toolgate guard in front of this server records the inner outcome.
+//!
+//! With `--http ADDR` the server answers MCP's streamable HTTP transport at
+//! `http://ADDR/mcp` (rmcp's `StreamableHttpService` on hyper, MCP sessions kept) instead of
+//! stdio. Its identity comes from a **demo** auth layer, not a real one: a request whose
+//! `Authorization` header is `Bearer demo-<user id>` for a customer of the shop's seed data
+//! (`demo-u_001`, premium; `demo-u_004`, free; `demo-u_007`, premium) runs as that customer
+//! with their tier; any other request reaches the server with no identity, and its calls are
+//! refused (fail closed). A real host verifies a signed token or a session cookie in that
+//! layer. The address must be a loopback one (rmcp's default `Host` check; this demo has no
+//! TLS and its tokens are guessable).
 //!
 //! Exit codes: 0 when the client closed the connection, 2 for a bad command line (the usage on
 //! standard error), 1 when the server could not start.
@@ -30,14 +42,14 @@ pub(crate) mod support_agent;
 use support_agent::agent::{Agent, Specialist};
 
 /// The usage line printed for a bad command line.
-pub(crate) const USAGE: &str =
-    "usage: mcp_server --user USER_ID [--tier TIER] [--session SESSION_ID] [--audit DIR]";
+pub(crate) const USAGE: &str = "usage: mcp_server --user USER_ID [--tier TIER] [--session \
+     SESSION_ID] [--audit DIR]\n       mcp_server --http ADDR [--audit DIR]   (feature mcp-http)";
 
 /// The command line.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Options {
-    /// The signed-in customer (`--user`).
-    pub(crate) user: String,
+    /// The signed-in customer (`--user`); required over stdio, refused with `--http`.
+    pub(crate) user: Option<String>,
     /// Their tier (`--tier`), when the host knows it.
     pub(crate) tier: Option<String>,
     /// The MCP session id (`--session`): the session id of the audit lines, and the stem of the
@@ -45,18 +57,21 @@ pub(crate) struct Options {
     pub(crate) session: Option<String>,
     /// The audit folder (`--audit`).
     pub(crate) audit: PathBuf,
+    /// Serve streamable HTTP on this loopback address (`--http`) instead of stdio.
+    pub(crate) http: Option<std::net::SocketAddr>,
 }
 
 /// Reads the command line (without the program name).
 pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
     let mut args = args.into_iter();
-    let (mut user, mut tier, mut session, mut audit) = (None, None, None, None);
+    let (mut user, mut tier, mut session, mut audit, mut http) = (None, None, None, None, None);
     while let Some(flag) = args.next() {
         let slot = match flag.as_str() {
             "--user" => &mut user,
             "--tier" => &mut tier,
             "--session" => &mut session,
             "--audit" => &mut audit,
+            "--http" => &mut http,
             other => return Err(format!("unknown option {other:?}")),
         };
         match args.next() {
@@ -64,22 +79,52 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, S
             _ => return Err(format!("{flag} needs a value")),
         }
     }
+    let http = match http {
+        None if user.is_none() => return Err("--user is required".into()),
+        None => None,
+        Some(_) if user.is_some() || tier.is_some() || session.is_some() => {
+            return Err(
+                "--user, --tier and --session are for stdio; over --http each \
+                        request's bearer token names the customer"
+                    .into(),
+            );
+        }
+        Some(addr) => {
+            let addr: std::net::SocketAddr = addr
+                .parse()
+                .map_err(|e| format!("--http {addr:?} is not an IP address and port: {e}"))?;
+            if !addr.ip().is_loopback() {
+                return Err(format!(
+                    "--http {addr} is not a loopback address; this demo serves 127.0.0.1 or ::1 \
+                     only"
+                ));
+            }
+            Some(addr)
+        }
+    };
     Ok(Options {
-        user: user.ok_or("--user is required")?,
+        user,
         tier,
         session,
         audit: audit.map_or_else(|| PathBuf::from("mcp_audit"), PathBuf::from),
+        http,
     })
+}
+
+/// The refunds specialist's dispatcher, its audit log in `options.audit`.
+fn dispatcher(options: &Options) -> Result<toolgate::Dispatcher, String> {
+    let audit = AuditLog::open(&options.audit)
+        .map_err(|e| format!("cannot open the audit folder {:?}: {e}", options.audit))?;
+    let agent = Agent::build(Specialist::Refunds, Some(&audit)).map_err(|e| e.to_string())?;
+    Ok(agent.dispatcher)
 }
 
 /// The server of `options`: the refunds specialist with its audit log, every call as
 /// `options.user` (and `options.tier`), outcomes in `_meta`.
 pub(crate) fn server(options: &Options) -> Result<McpServer, String> {
-    let audit = AuditLog::open(&options.audit)
-        .map_err(|e| format!("cannot open the audit folder {:?}: {e}", options.audit))?;
-    let agent = Agent::build(Specialist::Refunds, Some(&audit)).map_err(|e| e.to_string())?;
-    let (user, tier) = (options.user.clone(), options.tier.clone());
-    let server = McpServer::new(agent.dispatcher, move |caller| {
+    let user = options.user.clone().ok_or("--user is required")?;
+    let tier = options.tier.clone();
+    let server = McpServer::new(dispatcher(options)?, move |caller| {
         let context = HookContext::builder(user.as_str(), caller.mcp_session_id);
         Some(match &tier {
             Some(tier) => context.tier(tier.as_str()).build(),
@@ -102,6 +147,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(addr) = options.http {
+        return serve_http(&options, addr);
+    }
     let server = match server(&options) {
         Ok(server) => server,
         Err(e) => {
@@ -131,6 +179,179 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("mcp_server: {e}");
             ExitCode::from(1)
+        }
+    }
+}
+
+/// `--http` without the `mcp-http` feature.
+#[cfg(not(feature = "mcp-http"))]
+fn serve_http(_options: &Options, _addr: std::net::SocketAddr) -> ExitCode {
+    eprintln!(
+        "mcp_server: --http needs the mcp-http feature (cargo run --example mcp_server \
+         --features mcp-http -- --http 127.0.0.1:8765)"
+    );
+    ExitCode::from(2)
+}
+
+/// Serves streamable HTTP on `addr` until the process is stopped.
+#[cfg(feature = "mcp-http")]
+fn serve_http(options: &Options, addr: std::net::SocketAddr) -> ExitCode {
+    let server = match http::server(options) {
+        Ok(server) => server,
+        Err(e) => {
+            eprintln!("mcp_server: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("mcp_server: no tokio runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let served = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        eprintln!("mcp_server: serving MCP at http://{addr}/mcp");
+        let service = server.streamable_http_service(Default::default());
+        http::serve(listener, service).await
+    });
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcp_server: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Streamable HTTP (feature `mcp-http`): the demo auth layer, the server whose identity comes
+/// from it, and the accept loop.
+#[cfg(feature = "mcp-http")]
+pub(crate) mod http {
+    use std::convert::Infallible;
+
+    use http_body_util::combinators::BoxBody;
+    use http_body_util::{BodyExt, Full};
+    use hyper::body::{Bytes, Incoming};
+    use hyper_util::rt::TokioIo;
+    use toolgate::HookContext;
+    use toolgate::mcp::McpServer;
+    use tower::util::MapRequestLayer;
+    use tower::{Layer, ServiceExt};
+
+    use super::Options;
+    use super::support_agent::seed::CUSTOMERS;
+
+    /// The MCP endpoint's path.
+    pub(crate) const PATH: &str = "/mcp";
+
+    /// The customer a request runs as, put in its extensions by [`demo_auth`].
+    #[derive(Clone, Debug, PartialEq)]
+    pub(crate) struct DemoUser {
+        /// The customer's id (`u_001`).
+        pub(crate) id: &'static str,
+        /// Their tier in the seed data (`premium`, `free`).
+        pub(crate) tier: &'static str,
+    }
+
+    /// The customer named by `Authorization: Bearer demo-<user id>`, if the seed data has them.
+    /// A demo: a real layer verifies a signed token.
+    pub(crate) fn demo_user(headers: &hyper::HeaderMap) -> Option<DemoUser> {
+        let value = headers.get(hyper::header::AUTHORIZATION)?.to_str().ok()?;
+        let id = value.strip_prefix("Bearer demo-")?;
+        CUSTOMERS
+            .iter()
+            .find(|c| c.user_id == id)
+            .map(|c| DemoUser {
+                id: c.user_id,
+                tier: c.tier,
+            })
+    }
+
+    /// The demo auth layer: puts the [`DemoUser`] of the request's bearer token in its
+    /// extensions, and nothing when there is none (the server then refuses its calls). It
+    /// removes a `DemoUser` nobody should have set first.
+    pub(crate) fn demo_auth<S>(
+        service: S,
+    ) -> tower::util::MapRequest<S, fn(hyper::Request<Incoming>) -> hyper::Request<Incoming>> {
+        fn authenticate(mut request: hyper::Request<Incoming>) -> hyper::Request<Incoming> {
+            let user = demo_user(request.headers());
+            request.extensions_mut().remove::<DemoUser>();
+            if let Some(user) = user {
+                request.extensions_mut().insert(user);
+            }
+            request
+        }
+        MapRequestLayer::new(authenticate as fn(_) -> _).layer(service)
+    }
+
+    /// The refunds specialist over HTTP: each call runs as the request's [`DemoUser`] (none:
+    /// refused), in the MCP session's own session; outcomes in `_meta`.
+    pub(crate) fn server(options: &Options) -> Result<McpServer, String> {
+        let server = McpServer::new(super::dispatcher(options)?, |caller| {
+            let user = caller.http_request()?.extensions.get::<DemoUser>()?;
+            Some(
+                HookContext::builder(user.id, caller.mcp_session_id)
+                    .tier(user.tier)
+                    .build(),
+            )
+        })
+        .map_err(|e| e.to_string())?;
+        Ok(server.outcomes_in_meta(true))
+    }
+
+    /// Serves `service` (an [`McpServer::streamable_http_service`], or one with more layers)
+    /// behind [`demo_auth`] at [`PATH`] on every connection `listener`
+    /// accepts (HTTP/1.1), until the future is dropped (which closes every connection) or
+    /// accepting fails. Other paths get `404 Not Found`.
+    pub(crate) async fn serve<S>(
+        listener: tokio::net::TcpListener,
+        service: S,
+    ) -> Result<(), String>
+    where
+        S: tower::Service<
+                hyper::Request<Incoming>,
+                Response = hyper::Response<BoxBody<Bytes, Infallible>>,
+                Error = Infallible,
+            > + Clone
+            + Send
+            + 'static,
+        S::Future: Send,
+    {
+        let service = demo_auth(service);
+        let mut connections = tokio::task::JoinSet::new();
+        loop {
+            let (stream, _) = listener
+                .accept()
+                .await
+                .map_err(|e| format!("accept failed: {e}"))?;
+            let service = service.clone();
+            let routed = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+                let service = service.clone();
+                async move {
+                    if request.uri().path() == PATH {
+                        service.oneshot(request).await
+                    } else {
+                        let body = Full::new(Bytes::from_static(b"Not Found")).boxed();
+                        let mut response = hyper::Response::new(body);
+                        *response.status_mut() = hyper::StatusCode::NOT_FOUND;
+                        Ok(response)
+                    }
+                }
+            });
+            connections.spawn(async move {
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), routed)
+                    .await;
+            });
+            // Forget the connections that ended.
+            while connections.try_join_next().is_some() {}
         }
     }
 }

@@ -44,10 +44,11 @@ fn runtime() -> tokio::runtime::Runtime {
 /// The example's options: `user`, premium, session `s_mcp`, audit folder `audit`.
 fn options(user: &str, audit: &Path) -> example::Options {
     example::Options {
-        user: user.into(),
+        user: Some(user.into()),
         tier: Some("premium".into()),
         session: Some("s_mcp".into()),
         audit: audit.to_path_buf(),
+        http: None,
     }
 }
 

@@ -27,9 +27,13 @@
 //! to put it there ([`McpServer::outcomes_in_meta`]): [`META_OUTCOME`] and [`META_BLOCKED_BY`].
 
 mod guard;
+#[cfg(feature = "mcp-http")]
+mod http;
 mod server;
 
 pub use guard::{McpGuard, McpGuardError};
+#[cfg(feature = "mcp-http")]
+pub use http::install_tls_provider;
 pub use rmcp;
 pub use server::{HALTED_SESSION_MESSAGE, McpCaller, McpServer, NO_IDENTITY_MESSAGE};
 

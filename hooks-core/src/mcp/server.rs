@@ -4,13 +4,14 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
@@ -31,8 +32,9 @@ use super::{META_BLOCKED_BY, META_OUTCOME};
 /// `request` is rmcp's request context: its `extensions` hold what the transport and the host's
 /// auth layer put there (over streamable HTTP, the request's `http::request::Parts`); over stdio
 /// there is nothing in it about the caller, so the identity is the one the server was started
-/// with. `mcp_session_id` is the MCP session the call belongs to (one per [`McpServer`] value,
-/// that is per connection; see [`McpServer::mcp_session_id`]): a host usually makes it the
+/// with (over HTTP, read it with `McpCaller::http_request`, feature `mcp-http`).
+/// `mcp_session_id` is the MCP session the call belongs to (one per [`McpServer`] value,
+/// that is per connection; see [`McpServer::session_id`]): a host usually makes it the
 /// [`HookContext`]'s session id, so the audit lines of one connection share one session.
 #[non_exhaustive]
 pub struct McpCaller<'a> {
@@ -94,6 +96,12 @@ pub struct McpServer {
     identify: Arc<Identify>,
     tools: Arc<[Tool]>,
     mcp_session_id: String,
+    /// The `Mcp-Session-Id` rmcp's streamable HTTP service assigned to this value's session,
+    /// once a call after `initialize` carried it (feature `mcp-http`).
+    http_session_id: OnceLock<String>,
+    /// This value answered `initialize` (so it serves a whole MCP session, not one stateless
+    /// HTTP request).
+    initialized: AtomicBool,
     calls: AtomicU64,
     sessions: Mutex<HashMap<SessionKey, Slot>>,
     outcomes_in_meta: bool,
@@ -155,6 +163,8 @@ impl McpServer {
             identify: Arc::new(identify),
             tools: tools.into(),
             mcp_session_id: made_session_id(),
+            http_session_id: OnceLock::new(),
+            initialized: AtomicBool::new(false),
             calls: AtomicU64::new(0),
             sessions: Mutex::new(HashMap::new()),
             outcomes_in_meta: false,
@@ -166,13 +176,16 @@ impl McpServer {
     /// a new MCP session id (made as [`new`](Self::new) makes one) and no sessions yet. What a
     /// host's per-connection factory calls: rmcp's streamable HTTP service asks for one service
     /// per MCP session, and in its stateless mode one per request, whose sessions then end
-    /// (Stop hooks, summary line) when the request is answered and the value dropped.
+    /// (Stop hooks, summary line) when the request is answered and the value dropped
+    /// (`McpServer::streamable_http_service`, feature `mcp-http`, is that factory).
     pub fn new_connection(&self) -> McpServer {
         McpServer {
             dispatcher: self.dispatcher.clone(),
             identify: Arc::clone(&self.identify),
             tools: Arc::clone(&self.tools),
             mcp_session_id: made_session_id(),
+            http_session_id: OnceLock::new(),
+            initialized: AtomicBool::new(false),
             calls: AtomicU64::new(0),
             sessions: Mutex::new(HashMap::new()),
             outcomes_in_meta: self.outcomes_in_meta,
@@ -203,8 +216,28 @@ impl McpServer {
         self
     }
 
-    /// The MCP session id of this connection (what [`McpCaller::mcp_session_id`] holds).
+    /// The MCP session id of this connection (what [`McpCaller::mcp_session_id`] holds): the
+    /// one made at [`new`](Self::new) or set by [`mcp_session_id`](Self::mcp_session_id), and
+    /// over rmcp's streamable HTTP sessions the `Mcp-Session-Id` rmcp assigned, from the first
+    /// `tools/call` on (see `McpServer::streamable_http_service`, feature `mcp-http`).
     pub fn session_id(&self) -> &str {
+        self.http_session_id.get().unwrap_or(&self.mcp_session_id)
+    }
+
+    /// The MCP session id of a call: [`session_id`](Self::session_id), after taking the
+    /// `Mcp-Session-Id` of the first call of an HTTP session.
+    fn call_session_id(&self, request: &RequestContext<RoleServer>) -> &str {
+        if let Some(id) = self.http_session_id.get() {
+            return id;
+        }
+        #[cfg(feature = "mcp-http")]
+        if self.initialized.load(Ordering::Acquire)
+            && let Some(id) = super::http::header_session_id(request)
+        {
+            return self.http_session_id.get_or_init(|| id.to_owned());
+        }
+        #[cfg(not(feature = "mcp-http"))]
+        let _ = request;
         &self.mcp_session_id
     }
 
@@ -228,17 +261,18 @@ impl McpServer {
         params: CallToolRequestParams,
         request: &RequestContext<RoleServer>,
     ) -> CallToolResult {
+        let mcp_session_id = self.call_session_id(request);
         let caller = McpCaller {
             request,
-            mcp_session_id: &self.mcp_session_id,
+            mcp_session_id,
         };
         let Some(context) = (self.identify)(&caller) else {
-            tracing::warn!(target: "toolgate::mcp", mcp_session_id = %self.mcp_session_id,
+            tracing::warn!(target: "toolgate::mcp", mcp_session_id = %mcp_session_id,
                 tool = %params.name, "tools/call refused: the host's identity function knew no caller");
             return error_result(NO_IDENTITY_MESSAGE);
         };
         let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
-        let id = format!("{}/{n}", self.mcp_session_id);
+        let id = format!("{mcp_session_id}/{n}");
         let input = Value::Object(params.arguments.unwrap_or_default());
         let call = ToolUse::new(id, params.name.as_ref(), input);
         let key = (
@@ -363,6 +397,18 @@ impl rmcp::ServerHandler for McpServer {
             .with_server_info(self.server_info.clone())
     }
 
+    /// rmcp's own answer (the client's info kept, the protocol version negotiated), noting that
+    /// this value serves a whole MCP session.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.initialized.store(true, Ordering::Release);
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -389,7 +435,7 @@ impl rmcp::ServerHandler for McpServer {
 impl fmt::Debug for McpServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpServer")
-            .field("mcp_session_id", &self.mcp_session_id)
+            .field("mcp_session_id", &self.session_id())
             .field("tools", &self.tools.len())
             .field("outcomes_in_meta", &self.outcomes_in_meta)
             .finish_non_exhaustive()

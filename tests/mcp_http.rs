@@ -1,0 +1,823 @@
+//! MCP over streamable HTTP (feature `mcp-http`, issue 15): the support agent served by
+//! `McpServer::streamable_http_service` on hyper at `http://127.0.0.1:<port>/mcp`, behind the
+//! example's demo auth layer (`examples/mcp_server.rs`), driven by rmcp's own client over real
+//! loopback HTTP: the identity from the request's extensions, the MCP session rmcp assigned as
+//! the audit lines' session, the stateless mode's one session per request, and `McpGuard` in
+//! front of the server over HTTP.
+#![cfg(feature = "mcp-http")]
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use toolgate::mcp::rmcp::ServiceExt;
+use toolgate::mcp::rmcp::model::{CallToolRequestParams, CallToolResult};
+use toolgate::mcp::rmcp::service::{RoleClient, RunningService};
+use toolgate::mcp::rmcp::transport::StreamableHttpClientTransport;
+use toolgate::mcp::rmcp::transport::StreamableHttpServerConfig;
+use toolgate::mcp::rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use toolgate::mcp::{McpGuard, McpServer, NO_IDENTITY_MESSAGE};
+use toolgate::{AuditLog, Decision, Dispatcher, HookContext, PreHookDef, StopHookDef, ToolUse};
+use tower::Layer;
+
+mod support;
+
+use support::{TempDir, json_lines};
+
+#[allow(dead_code)]
+#[path = "../examples/mcp_server.rs"]
+mod example;
+
+use example::http::{DemoUser, demo_user};
+use example::support_agent::agent::{Agent, Specialist};
+
+/// The path of one of the support agent's items in this test binary.
+fn agent_item(item: &str) -> String {
+    format!("{}::{item}", example::support_agent::AGENT_PATH)
+}
+
+/// A current-thread tokio runtime: the server, its sessions and the clients share it.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The example's HTTP options: audit folder `audit`.
+fn options(audit: &Path) -> example::Options {
+    example::Options {
+        user: None,
+        tier: None,
+        session: None,
+        audit: audit.to_path_buf(),
+        http: Some("127.0.0.1:0".parse().unwrap()),
+    }
+}
+
+/// The `tools/list` golden file of the support agent's refunds specialist (as `tests/mcp.rs`).
+const GOLDEN_LIST: &str = "tests/golden/mcp/support_agent/tools_list.json";
+
+/// A server on `127.0.0.1:<port>`: its address, the `Mcp-Session-Id`s its answers assigned (in
+/// order), and the task serving it (abort it to shut the server down).
+struct Served {
+    addr: SocketAddr,
+    assigned: Arc<Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Served {
+    /// The endpoint's URL.
+    fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// The session ids rmcp assigned so far.
+    fn assigned(&self) -> Vec<String> {
+        self.assigned.lock().unwrap().clone()
+    }
+}
+
+/// Serves `server` with `config` behind the example's demo auth (the example's accept loop),
+/// recording the `Mcp-Session-Id` of every answer that assigns one.
+async fn serve(server: McpServer, config: StreamableHttpServerConfig) -> Served {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let assigned = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&assigned);
+    let service = tower::util::MapResponseLayer::new(
+        move |response: hyper::Response<http_body_util::combinators::BoxBody<_, Infallible>>| {
+            if let Some(id) = response.headers().get("mcp-session-id") {
+                let id = id.to_str().unwrap().to_owned();
+                let mut seen = record.lock().unwrap();
+                if !seen.contains(&id) {
+                    seen.push(id);
+                }
+            }
+            response
+        },
+    )
+    .layer(server.streamable_http_service(config));
+    let task = tokio::spawn(async move {
+        let _ = example::http::serve(listener, service).await;
+    });
+    Served {
+        addr,
+        assigned,
+        task,
+    }
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+/// rmcp's HTTP client on `url`, with `Authorization: Bearer <token>` when given.
+async fn client(url: &str, token: Option<&str>) -> Client {
+    // reqwest with rustls and no provider of its own panics without a process default.
+    toolgate::mcp::install_tls_provider();
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(token) = token {
+        config = config.auth_header(token);
+    }
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("initialize succeeds")
+}
+
+/// Calls `name` with `arguments` and returns the whole result as JSON.
+async fn call(client: &Client, name: &str, arguments: Value) -> Value {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments are an object")
+    };
+    let result: CallToolResult = client
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments))
+        .await
+        .expect("tools/call answers a result, never a JSON-RPC error");
+    serde_json::to_value(result).unwrap()
+}
+
+/// An `isError` result with one text item, and its outcome (and hook) in `_meta`.
+fn error_result(text: &str, meta: Value) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": true, "_meta": meta})
+}
+
+/// An allowed result with one text item.
+fn ok_result(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": false,
+           "_meta": {"toolgate/outcome": "ok"}})
+}
+
+/// The audit lines of `dir`, each without its time stamp and hash (`ts`, `prev`) and with its
+/// measured durations 0, so the rest compares exactly.
+fn audit_lines(dir: &Path) -> Vec<Value> {
+    json_lines(&dir.join("audit_log.jsonl"))
+        .into_iter()
+        .map(|mut line| {
+            let map = line.as_object_mut().unwrap();
+            map.remove("ts");
+            map.remove("prev");
+            support::zero_durations(&mut line);
+            line
+        })
+        .collect()
+}
+
+/// The session summary lines of `dir`, reduced to what they count.
+fn summaries(dir: &Path) -> Vec<Value> {
+    json_lines(&dir.join("session_summaries.jsonl"))
+        .into_iter()
+        .map(|line| {
+            json!({"session_id": line["session_id"], "user_id": line["user_id"],
+                   "calls": line["calls"], "outcomes": line["outcomes"]})
+        })
+        .collect()
+}
+
+/// An audit line as the tests compare it (see [`audit_lines`]).
+#[allow(clippy::too_many_arguments)]
+fn line(
+    session: &str,
+    user: (&str, &str),
+    id: &str,
+    tool: &str,
+    input: Value,
+    outcome: &str,
+    content: &str,
+    extra: Value,
+) -> Value {
+    let mut out: Map<String, Value> = serde_json::from_value(json!({
+        "session_id": session, "user_id": user.0, "tier": user.1, "tool_use_id": id,
+        "tool": tool, "input": input, "outcome": outcome, "is_error": outcome != "ok"}))
+    .unwrap();
+    out.insert("content".into(), Value::from(content));
+    out.insert("duration_us".into(), Value::from(0));
+    if let Value::Object(extra) = extra {
+        out.extend(extra);
+    }
+    Value::Object(out)
+}
+
+/// Waits (up to 30 s) until `done` holds, letting the runtime's other tasks run.
+async fn wait_for(done: impl Fn() -> bool) {
+    for _ in 0..300 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the condition did not hold within 30 s");
+}
+
+const U001: &str = r#"{"user_id":"u_001","tier":"premium","orders":["o_1001","o_1002"]}"#;
+const U004: &str = r#"{"user_id":"u_004","tier":"free","orders":["o_2001"]}"#;
+const PREMIUM: (&str, &str) = ("u_001", "premium");
+const FREE: (&str, &str) = ("u_004", "free");
+
+fn blocked_order(order: &str) -> String {
+    format!(
+        "BLOCKED: order {order} is not one of the signed-in customer's orders. Ask the customer \
+         to check the order number (lookup_user lists their orders)."
+    )
+}
+
+// ================================================================= the demo auth, the options
+
+#[test]
+fn the_demo_auth_maps_a_seed_customers_token_and_nothing_else() {
+    let headers = |value: &str| {
+        let mut map = hyper::HeaderMap::new();
+        map.insert(hyper::header::AUTHORIZATION, value.parse().unwrap());
+        map
+    };
+    assert_eq!(
+        demo_user(&headers("Bearer demo-u_001")),
+        Some(DemoUser {
+            id: "u_001",
+            tier: "premium"
+        })
+    );
+    assert_eq!(
+        demo_user(&headers("Bearer demo-u_004")),
+        Some(DemoUser {
+            id: "u_004",
+            tier: "free"
+        })
+    );
+    for refused in [
+        "Bearer demo-u_002",
+        "Bearer u_001",
+        "demo-u_001",
+        "Basic demo-u_001",
+    ] {
+        assert_eq!(demo_user(&headers(refused)), None, "{refused}");
+    }
+    assert_eq!(demo_user(&hyper::HeaderMap::new()), None);
+}
+
+#[test]
+fn the_http_flag_takes_a_loopback_address_and_no_stdio_identity() {
+    let parse = |args: &[&str]| example::parse(args.iter().map(|a| (*a).to_owned()));
+    assert_eq!(
+        parse(&["--http", "127.0.0.1:8765", "--audit", "a"]),
+        Ok(example::Options {
+            user: None,
+            tier: None,
+            session: None,
+            audit: "a".into(),
+            http: Some("127.0.0.1:8765".parse().unwrap()),
+        })
+    );
+    assert_eq!(
+        parse(&["--http", "0.0.0.0:8765"]),
+        Err(
+            "--http 0.0.0.0:8765 is not a loopback address; this demo serves 127.0.0.1 or ::1 \
+             only"
+                .to_owned()
+        )
+    );
+    assert_eq!(
+        parse(&["--http", "localhost:8765"]),
+        Err(
+            "--http \"localhost:8765\" is not an IP address and port: invalid socket address \
+             syntax"
+                .to_owned()
+        )
+    );
+    assert_eq!(
+        parse(&["--http", "127.0.0.1:8765", "--user", "u_001"]),
+        Err(
+            "--user, --tier and --session are for stdio; over --http each request's bearer \
+             token names the customer"
+                .to_owned()
+        )
+    );
+    assert_eq!(parse(&[]), Err("--user is required".to_owned()));
+}
+
+// ============================================================================= served
+
+#[test]
+fn initialize_and_tools_list_over_http_equal_the_golden_file() {
+    let audit = TempDir::new("mcp-http-list");
+    runtime().block_on(async {
+        let server = example::http::server(&options(&audit)).unwrap();
+        let served = serve(server, StreamableHttpServerConfig::default()).await;
+        let client = client(&served.url(), Some("demo-u_001")).await;
+        let info = serde_json::to_value(client.peer_info().expect("initialized")).unwrap();
+        assert_eq!(
+            (&info["serverInfo"], &info["capabilities"]),
+            (
+                &json!({"name": "toolgate", "version": env!("CARGO_PKG_VERSION")}),
+                &json!({"tools": {}})
+            )
+        );
+        let tools = client.list_all_tools().await.unwrap();
+        let golden: Value =
+            serde_json::from_str(&std::fs::read_to_string(GOLDEN_LIST).unwrap()).unwrap();
+        assert_eq!(serde_json::to_value(&tools).unwrap(), golden);
+        client.cancel().await.unwrap();
+        served.task.abort();
+    });
+    assert_eq!(audit_lines(&audit), Vec::<Value>::new());
+    assert_eq!(summaries(&audit), Vec::<Value>::new());
+}
+
+/// The token's customer is the context; the audit lines' session is the `Mcp-Session-Id` rmcp
+/// assigned at `initialize` (the `tool_use` ids are `<that id>/<n>`); the session ends, with its
+/// summary line, when the client closes the MCP session.
+#[test]
+fn calls_over_http_run_as_the_tokens_customer_in_the_mcp_session_rmcp_assigned() {
+    let audit = TempDir::new("mcp-http-calls");
+    let own = agent_item("policy::own_records_only");
+    let assigned = runtime().block_on(async {
+        let server = example::http::server(&options(&audit)).unwrap();
+        let served = serve(server, StreamableHttpServerConfig::default()).await;
+        let client = client(&served.url(), Some("demo-u_001")).await;
+        assert_eq!(
+            call(&client, "lookup_user", json!({"user_id": "u_001"})).await,
+            ok_result(U001)
+        );
+        assert_eq!(
+            call(&client, "get_order_details", json!({"order_id": "o_2001"})).await,
+            error_result(
+                &blocked_order("o_2001"),
+                json!({"toolgate/outcome": "blocked", "toolgate/blocked_by": own})
+            )
+        );
+        let assigned = served.assigned();
+        client.cancel().await.unwrap();
+        // The client's DELETE ends the MCP session: its server is dropped, its session ends.
+        wait_for(|| summaries(&audit).len() == 1).await;
+        served.task.abort();
+        assigned
+    });
+    let [session] = assigned.as_slice() else {
+        panic!("one MCP session: {assigned:?}")
+    };
+    assert_eq!(
+        audit_lines(&audit),
+        vec![
+            line(
+                session,
+                PREMIUM,
+                &format!("{session}/1"),
+                "lookup_user",
+                json!({"user_id": "u_001"}),
+                "ok",
+                U001,
+                json!({"hooks": [{"hook": own, "decision": "allow", "duration_us": 0}]})
+            ),
+            line(
+                session,
+                PREMIUM,
+                &format!("{session}/2"),
+                "get_order_details",
+                json!({"order_id": "o_2001"}),
+                "blocked",
+                &blocked_order("o_2001"),
+                json!({"blocked_by": own,
+                       "hooks": [{"hook": own, "decision": "deny", "duration_us": 0}]})
+            ),
+        ]
+    );
+    assert_eq!(
+        summaries(&audit),
+        vec![
+            json!({"session_id": session, "user_id": "u_001", "calls": 2,
+                    "outcomes": {"ok": 1, "blocked": 1}})
+        ]
+    );
+}
+
+/// A request the auth layer put no customer on (no token, a token it does not know): every
+/// call is refused with the no-identity text, and nothing is audited. `tools/list` still
+/// answers (it runs no tool).
+#[test]
+fn a_request_without_identity_is_refused_and_nothing_is_audited() {
+    let audit = TempDir::new("mcp-http-anonymous");
+    runtime().block_on(async {
+        let server = example::http::server(&options(&audit)).unwrap();
+        let served = serve(server, StreamableHttpServerConfig::default()).await;
+        for token in [None, Some("demo-u_002"), Some("u_001")] {
+            let client = client(&served.url(), token).await;
+            assert_eq!(client.list_all_tools().await.unwrap().len(), 5);
+            assert_eq!(
+                call(&client, "lookup_user", json!({"user_id": "u_001"})).await,
+                json!({"content": [{"type": "text", "text": NO_IDENTITY_MESSAGE}],
+                       "isError": true}),
+                "{token:?}"
+            );
+            client.cancel().await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        served.task.abort();
+    });
+    assert_eq!(audit_lines(&audit), Vec::<Value>::new());
+    assert_eq!(summaries(&audit), Vec::<Value>::new());
+}
+
+/// Two customers on one server, each with a client of their own, at once: each call runs under
+/// its caller's rules (a refund is premium-only) in its caller's MCP session; both clients'
+/// JSON-RPC ids are equal, the `tool_use` ids never are.
+#[test]
+fn two_customers_on_one_server_get_their_own_rules_and_sessions() {
+    let audit = TempDir::new("mcp-http-two");
+    let premium_only = agent_item("policy::premium_only");
+    let own = agent_item("policy::own_records_only");
+    let weekly = agent_item("policy::weekly_refund_limit");
+    let ask = agent_item("policy::large_refund_needs_approval");
+    let not_premium = "BLOCKED: case files and refunds are for premium customers, and this \
+         customer's tier is free. Answer from the refund policy (search_faq), or tell the \
+         customer that upgrading to premium includes refunds handled by support.";
+    // `re_0001`: the first refund of this server's ledger (one per agent).
+    let refunded = r#"{"refund_id":"re_0001","order_id":"o_1001","amount_cents":1000,"refunded_total_cents":1000,"status":"issued"}"#;
+    let assigned = runtime().block_on(async {
+        let server = example::http::server(&options(&audit)).unwrap();
+        let served = serve(server, StreamableHttpServerConfig::default()).await;
+        let premium = client(&served.url(), Some("demo-u_001")).await;
+        let free = client(&served.url(), Some("demo-u_004")).await;
+        assert_eq!(
+            call(&premium, "lookup_user", json!({"user_id": "u_001"})).await,
+            ok_result(U001)
+        );
+        assert_eq!(
+            call(&free, "lookup_user", json!({"user_id": "u_004"})).await,
+            ok_result(U004)
+        );
+        assert_eq!(
+            call(
+                &premium,
+                "issue_refund",
+                json!({"order_id": "o_1001", "amount_cents": 1000})
+            )
+            .await,
+            ok_result(refunded)
+        );
+        assert_eq!(
+            call(
+                &free,
+                "issue_refund",
+                json!({"order_id": "o_2001", "amount_cents": 1000})
+            )
+            .await,
+            error_result(
+                not_premium,
+                json!({"toolgate/outcome": "blocked", "toolgate/blocked_by": premium_only})
+            )
+        );
+        let assigned = served.assigned();
+        premium.cancel().await.unwrap();
+        free.cancel().await.unwrap();
+        wait_for(|| summaries(&audit).len() == 2).await;
+        served.task.abort();
+        assigned
+    });
+    let [first, second] = assigned.as_slice() else {
+        panic!("two MCP sessions: {assigned:?}")
+    };
+    assert_ne!(first, second);
+    let allow = |hook: &str| json!({"hook": hook, "decision": "allow", "duration_us": 0});
+    assert_eq!(
+        audit_lines(&audit),
+        vec![
+            line(
+                first,
+                PREMIUM,
+                &format!("{first}/1"),
+                "lookup_user",
+                json!({"user_id": "u_001"}),
+                "ok",
+                U001,
+                json!({"hooks": [allow(&own)]})
+            ),
+            line(
+                second,
+                FREE,
+                &format!("{second}/1"),
+                "lookup_user",
+                json!({"user_id": "u_004"}),
+                "ok",
+                U004,
+                json!({"hooks": [allow(&own)]})
+            ),
+            line(
+                first,
+                PREMIUM,
+                &format!("{first}/2"),
+                "issue_refund",
+                json!({"order_id": "o_1001", "amount_cents": 1000}),
+                "ok",
+                refunded,
+                json!({"hooks": [allow(&premium_only), allow(&own), allow(&ask), allow(&weekly)]})
+            ),
+            line(
+                second,
+                FREE,
+                &format!("{second}/2"),
+                "issue_refund",
+                json!({"order_id": "o_2001", "amount_cents": 1000}),
+                "blocked",
+                not_premium,
+                json!({"blocked_by": premium_only,
+                       "hooks": [{"hook": premium_only, "decision": "deny", "duration_us": 0}]})
+            ),
+        ]
+    );
+    let mut sums = summaries(&audit);
+    sums.sort_by_key(|s| s["user_id"].as_str().map(str::to_owned));
+    assert_eq!(
+        sums,
+        vec![
+            json!({"session_id": first, "user_id": "u_001", "calls": 2,
+                   "outcomes": {"ok": 2}}),
+            json!({"session_id": second, "user_id": "u_004", "calls": 2,
+                   "outcomes": {"ok": 1, "blocked": 1}}),
+        ]
+    );
+}
+
+/// Stateless mode: rmcp makes a server per HTTP request, so each request is one toolgate
+/// session: its `tool_use` id `<made id>/1`, its Stop hooks run and its summary line is
+/// written once the request is answered; a client-sent `Mcp-Session-Id` is not used.
+#[test]
+fn stateless_mode_is_one_session_per_request_with_its_own_stop() {
+    let audit = TempDir::new("mcp-http-stateless");
+    let own = agent_item("policy::own_records_only");
+    let stops: Arc<Mutex<Vec<(String, u64)>>> = Arc::default();
+    let record = Arc::clone(&stops);
+    runtime().block_on(async {
+        let log = AuditLog::open(audit.path()).unwrap();
+        let agent = Agent::build_with(Specialist::Refunds, Some(&log), |b| {
+            b.stop_hook(StopHookDef::new("test::stop", move |_env, summary| {
+                record
+                    .lock()
+                    .unwrap()
+                    .push((summary.session_id.clone(), summary.calls));
+                Ok(())
+            }))
+        })
+        .unwrap();
+        let server = McpServer::new(agent.dispatcher, |caller| {
+            let user = caller.http_request()?.extensions.get::<DemoUser>()?;
+            Some(
+                HookContext::builder(user.id, caller.mcp_session_id)
+                    .tier(user.tier)
+                    .build(),
+            )
+        })
+        .unwrap();
+        let config = StreamableHttpServerConfig::default().with_legacy_session_mode(false);
+        let served = serve(server, config).await;
+        let client = client(&served.url(), Some("demo-u_001")).await;
+        for _ in 0..2 {
+            assert_eq!(
+                call(&client, "lookup_user", json!({"user_id": "u_001"})).await,
+                json!({"content": [{"type": "text", "text": U001}], "isError": false})
+            );
+        }
+        // Each request's session ended when it was answered (not when the client closed).
+        wait_for(|| summaries(&audit).len() == 2).await;
+        assert_eq!(served.assigned(), Vec::<String>::new());
+        client.cancel().await.unwrap();
+        served.task.abort();
+    });
+    let lines = audit_lines(&audit);
+    let sessions: Vec<String> = lines
+        .iter()
+        .map(|l| l["session_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_ne!(sessions[0], sessions[1]);
+    for session in &sessions {
+        let made = format!("mcp-{}-", std::process::id());
+        assert!(session.starts_with(&made), "{session}");
+    }
+    let expected: Vec<Value> = sessions
+        .iter()
+        .map(|session| {
+            line(
+                session,
+                PREMIUM,
+                &format!("{session}/1"),
+                "lookup_user",
+                json!({"user_id": "u_001"}),
+                "ok",
+                U001,
+                json!({"hooks": [{"hook": own, "decision": "allow", "duration_us": 0}]}),
+            )
+        })
+        .collect();
+    assert_eq!(lines, expected);
+    assert_eq!(
+        summaries(&audit),
+        sessions
+            .iter()
+            .map(|s| json!({"session_id": s, "user_id": "u_001", "calls": 1,
+                            "outcomes": {"ok": 1}}))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        *stops.lock().unwrap(),
+        sessions.iter().map(|s| (s.clone(), 1)).collect::<Vec<_>>()
+    );
+}
+
+// ============================================================================ the guard
+
+/// A dispatcher of its own in front of the HTTP server, with the operator's token as its
+/// credentials (the server runs the guard's calls as that customer): its rule (no FAQ
+/// searches through this gateway) and the server's rules both apply.
+#[test]
+fn a_guard_over_http_applies_its_own_rule_and_the_servers() {
+    let inner_audit = TempDir::new("mcp-http-guard-inner");
+    let outer_audit = TempDir::new("mcp-http-guard-outer");
+    let inner_own = agent_item("policy::own_records_only");
+    let assigned = runtime().block_on(async {
+        let server = example::http::server(&options(&inner_audit)).unwrap();
+        let served = serve(server, StreamableHttpServerConfig::default()).await;
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(served.url()).auth_header("demo-u_001");
+        let guard = McpGuard::streamable_http(config)
+            .await
+            .expect("initialize and tools/list over HTTP");
+        let outer = Dispatcher::builder()
+            .wrap(guard)
+            .pre_hook(PreHookDef::sync("gateway::no_faq", 1, |_env, call| {
+                Ok(if call.name == "search_faq" {
+                    Decision::deny("the FAQ is not served through this gateway.")
+                } else {
+                    Decision::Allow
+                })
+            }))
+            .audit_log(AuditLog::open(outer_audit.path()).unwrap())
+            .build()
+            .expect("the remote schemas pass the build's checks");
+        let session = outer.session(HookContext::builder("gw_user", "s_gw").build());
+        let answers = [
+            ("toolu_1", "search_faq", json!({"query": "refund"})),
+            (
+                "toolu_2",
+                "get_order_details",
+                json!({"order_id": "o_2001"}),
+            ),
+            ("toolu_3", "lookup_user", json!({"user_id": "u_001"})),
+        ];
+        let mut results = Vec::new();
+        for (id, name, input) in answers {
+            let r = session.call(&ToolUse::new(id, name, input)).await.unwrap();
+            results.push((r.is_error, r.content_text().into_owned()));
+        }
+        assert_eq!(
+            results,
+            vec![
+                (
+                    true,
+                    "BLOCKED: the FAQ is not served through this gateway.".to_owned()
+                ),
+                (true, blocked_order("o_2001")),
+                (false, U001.to_owned()),
+            ]
+        );
+        session.end();
+        served.assigned()
+    });
+    let [inner_session] = assigned.as_slice() else {
+        panic!("one MCP session: {assigned:?}")
+    };
+    let outer: Vec<(Value, Value, Value)> = audit_lines(&outer_audit)
+        .into_iter()
+        .map(|l| {
+            (
+                l["tool_use_id"].clone(),
+                l["outcome"].clone(),
+                l["blocked_by"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outer,
+        vec![
+            (json!("toolu_1"), json!("blocked"), json!("gateway::no_faq")),
+            (json!("toolu_2"), json!("blocked"), json!(inner_own)),
+            (json!("toolu_3"), json!("ok"), Value::Null),
+        ]
+    );
+    // Only the calls the gateway let through reached the server, as the token's customer, in
+    // the guard's MCP session.
+    let inner: Vec<(Value, Value, Value, Value)> = audit_lines(&inner_audit)
+        .into_iter()
+        .map(|l| {
+            (
+                l["tool_use_id"].clone(),
+                l["user_id"].clone(),
+                l["tool"].clone(),
+                l["outcome"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        inner,
+        vec![
+            (
+                json!(format!("{inner_session}/1")),
+                json!("u_001"),
+                json!("get_order_details"),
+                json!("blocked")
+            ),
+            (
+                json!(format!("{inner_session}/2")),
+                json!("u_001"),
+                json!("lookup_user"),
+                json!("ok")
+            ),
+        ]
+    );
+}
+
+/// The server shut down under the guard: the call is a `tool_error` whose text says the server
+/// did not answer, with rmcp's error as the operator detail on the audit line.
+#[test]
+fn a_guard_over_http_whose_server_shut_down_records_a_tool_error_with_detail() {
+    let inner_audit = TempDir::new("mcp-http-broken-inner");
+    let outer_audit = TempDir::new("mcp-http-broken-outer");
+    let addr = runtime().block_on(async {
+        let server = example::http::server(&options(&inner_audit)).unwrap();
+        let config = StreamableHttpServerConfig::default();
+        let shutdown = config.cancellation_token.clone();
+        let served = serve(server, config).await;
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(served.url()).auth_header("demo-u_001");
+        let guard = McpGuard::streamable_http(config).await.unwrap();
+        let outer = Dispatcher::builder()
+            .wrap(guard)
+            .pre_hook(PreHookDef::sync("gateway::allow_all", 1, |_env, _call| {
+                Ok(Decision::Allow)
+            }))
+            .audit_log(AuditLog::open(outer_audit.path()).unwrap())
+            .build()
+            .unwrap();
+        let session = outer.session(HookContext::builder("gw_user", "s_gw").build());
+        let r = session
+            .call(&ToolUse::new(
+                "toolu_1",
+                "lookup_user",
+                json!({"user_id": "u_001"}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            (r.is_error, r.content_text().into_owned()),
+            (false, U001.to_owned())
+        );
+        shutdown.cancel();
+        served.task.abort();
+        let _ = served.task.await;
+        let r = session
+            .call(&ToolUse::new(
+                "toolu_2",
+                "lookup_user",
+                json!({"user_id": "u_001"}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            (r.is_error, r.content_text().into_owned()),
+            (
+                true,
+                "Error: the tool server did not answer, so the call may not have run. The \
+                 details were logged for the operator."
+                    .to_owned()
+            )
+        );
+        session.end();
+        served.addr
+    });
+    let lines: Vec<(Value, Value, Value)> = audit_lines(&outer_audit)
+        .into_iter()
+        .map(|l| {
+            (
+                l["tool_use_id"].clone(),
+                l["outcome"].clone(),
+                l["detail"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            (json!("toolu_1"), json!("ok"), Value::Null),
+            (
+                json!("toolu_2"),
+                json!("tool_error"),
+                json!(format!(
+                    "the MCP server did not answer tools/call \"lookup_user\": Transport send \
+                     error: Transport [rmcp::transport::worker::WorkerTransport<rmcp::transport::\
+                     streamable_http_client::StreamableHttpClientWorker<reqwest::async_impl::\
+                     client::Client>>] error: Client error: error sending request for url \
+                     (http://{addr}/mcp)"
+                ))
+            ),
+        ]
+    );
+}
