@@ -274,12 +274,13 @@ pub(crate) mod http {
             })
     }
 
+    /// What [`demo_auth`] does to each request.
+    pub(crate) type Authenticate = fn(hyper::Request<Incoming>) -> hyper::Request<Incoming>;
+
     /// The demo auth layer: puts the [`DemoUser`] of the request's bearer token in its
     /// extensions, and nothing when there is none (the server then refuses its calls). It
     /// removes a `DemoUser` nobody should have set first.
-    pub(crate) fn demo_auth<S>(
-        service: S,
-    ) -> tower::util::MapRequest<S, fn(hyper::Request<Incoming>) -> hyper::Request<Incoming>> {
+    pub(crate) fn demo_auth<S>(service: S) -> tower::util::MapRequest<S, Authenticate> {
         fn authenticate(mut request: hyper::Request<Incoming>) -> hyper::Request<Incoming> {
             let user = demo_user(request.headers());
             request.extensions_mut().remove::<DemoUser>();
@@ -288,7 +289,7 @@ pub(crate) mod http {
             }
             request
         }
-        MapRequestLayer::new(authenticate as fn(_) -> _).layer(service)
+        MapRequestLayer::new(authenticate as Authenticate).layer(service)
     }
 
     /// The refunds specialist over HTTP: each call runs as the request's [`DemoUser`] (none:

@@ -658,7 +658,10 @@
 //! the arguments; every failure an `isError` result with the Messages API text), and
 //! `toolgate::mcp::McpGuard` makes a connection to a remote MCP server a [`ToolCaller`], so a
 //! dispatcher puts its hooks in front of it. `examples/mcp_server.rs` serves the support agent
-//! over stdio; the module docs have the table of results.
+//! over stdio; the module docs have the table of results. With `mcp-http`, the same server is
+//! rmcp's streamable HTTP service (`McpServer::streamable_http_service`, a tower service for
+//! hyper or axum, the identity from what the host's auth layer put in the request's extensions)
+//! and a guard reaches a remote server over HTTP(S) (`McpGuard::streamable_http`).
 //!
 //! # Claude Code hooks
 //!
@@ -713,6 +716,7 @@
 //! | `openai` | OpenAI's calls in and results out (`provider::openai`, `provider::openai_responses`: `tool_use`, `tool_uses`, `tool_message`, `function_call_output`), `Session::respond_openai_choice` and `respond_openai_response` |
 //! | `gemini` | Gemini's calls in and results out (`provider::gemini::{tool_use, function_response}`), `Session::respond_gemini_candidate` |
 //! | `mcp` | `toolgate::mcp`: a dispatcher as an MCP server over stdio (rmcp), and a guard in front of a remote MCP server |
+//! | `mcp-http` | `mcp` over streamable HTTP: `McpServer::streamable_http_service` (a tower service for hyper or axum), `McpCaller::http_request`, `McpGuard::streamable_http` (reqwest, rustls on ring) |
 #![forbid(unsafe_code)]
 
 pub use toolgate_core::*;

@@ -623,6 +623,183 @@ fn stateless_mode_is_one_session_per_request_with_its_own_stop() {
     );
 }
 
+/// One JSON-RPC message POSTed by hand (ureq, blocking, off the runtime's thread), as a client
+/// that changes its `Authorization` mid-session would send it: the answer's status, its
+/// `Mcp-Session-Id`, and the JSON-RPC messages of its body (JSON or server-sent events).
+async fn post(
+    url: &str,
+    token: &str,
+    session: Option<&str>,
+    message: Value,
+) -> (u16, Option<String>, Vec<Value>) {
+    let (url, token, session) = (url.to_owned(), token.to_owned(), session.map(str::to_owned));
+    tokio::task::spawn_blocking(move || {
+        let mut request = ureq::post(&url)
+            .header("authorization", &format!("Bearer {token}"))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json");
+        if let Some(session) = &session {
+            request = request.header("mcp-session-id", session);
+        }
+        let mut response = request.send(message.to_string().as_bytes()).unwrap();
+        let status = response.status().as_u16();
+        let id = response
+            .headers()
+            .get("mcp-session-id")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let body = response.body_mut().read_to_string().unwrap();
+        let messages = body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:").map(str::trim).or(Some(l)))
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (status, id, messages)
+    })
+    .await
+    .unwrap()
+}
+
+/// The `initialize` request of a hand-written client.
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "by-hand", "version": "0"}}})
+}
+
+/// A `tools/call` of `lookup_user` with JSON-RPC id 2.
+fn lookup(user: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+           "params": {"name": "lookup_user", "arguments": {"user_id": user}}})
+}
+
+/// One MCP session whose requests carry two customers' tokens (the auth layer decides per
+/// request): two toolgate sessions under the one `Mcp-Session-Id`, each with its own rules and
+/// summary line; the equal JSON-RPC ids get distinct `tool_use` ids.
+#[test]
+fn two_customers_on_one_mcp_session_get_two_toolgate_sessions() {
+    let audit = TempDir::new("mcp-http-shared");
+    let own = agent_item("policy::own_records_only");
+    let session = runtime().block_on(async {
+        let server = example::http::server(&options(&audit)).unwrap();
+        let served = serve(server, StreamableHttpServerConfig::default()).await;
+        let url = served.url();
+        let (status, session, _) = post(&url, "demo-u_001", None, initialize()).await;
+        assert_eq!(status, 200);
+        let session = session.expect("rmcp assigns a session");
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let (status, _, _) = post(&url, "demo-u_001", Some(&session), initialized).await;
+        assert_eq!(status, 202);
+        let (_, _, first) = post(&url, "demo-u_001", Some(&session), lookup("u_001")).await;
+        let (_, _, second) = post(&url, "demo-u_004", Some(&session), lookup("u_001")).await;
+        assert_eq!(
+            (first, second),
+            (
+                vec![json!({"jsonrpc": "2.0", "id": 2, "result": ok_result(U001)})],
+                vec![json!({"jsonrpc": "2.0", "id": 2, "result": error_result(
+                    "BLOCKED: this conversation can only use the signed-in customer's own \
+                     account, and u_001 is not it. Use the signed-in customer's id, u_004, or \
+                     ask them what they need for their own account.",
+                    json!({"toolgate/outcome": "blocked", "toolgate/blocked_by": own}))})]
+            )
+        );
+        assert_eq!(served.assigned(), vec![session.clone()]);
+        // The client ends the MCP session: both toolgate sessions end.
+        let url2 = url.clone();
+        let sid = session.clone();
+        let status = tokio::task::spawn_blocking(move || {
+            ureq::delete(&url2)
+                .header("mcp-session-id", &sid)
+                .call()
+                .unwrap()
+                .status()
+                .as_u16()
+        })
+        .await
+        .unwrap();
+        assert_eq!(status, 202);
+        wait_for(|| summaries(&audit).len() == 2).await;
+        served.task.abort();
+        session
+    });
+    let outcomes: Vec<(Value, Value, Value, Value)> = audit_lines(&audit)
+        .into_iter()
+        .map(|l| {
+            (
+                l["session_id"].clone(),
+                l["user_id"].clone(),
+                l["tool_use_id"].clone(),
+                l["outcome"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            (
+                json!(session),
+                json!("u_001"),
+                json!(format!("{session}/1")),
+                json!("ok")
+            ),
+            (
+                json!(session),
+                json!("u_004"),
+                json!(format!("{session}/2")),
+                json!("blocked")
+            ),
+        ]
+    );
+    let mut sums = summaries(&audit);
+    sums.sort_by_key(|s| s["user_id"].as_str().map(str::to_owned));
+    assert_eq!(
+        sums,
+        vec![
+            json!({"session_id": session, "user_id": "u_001", "calls": 1, "outcomes": {"ok": 1}}),
+            json!({"session_id": session, "user_id": "u_004", "calls": 1,
+                   "outcomes": {"blocked": 1}}),
+        ]
+    );
+}
+
+/// Stateless mode ignores an `Mcp-Session-Id` the client makes up: the call's `tool_use` id is
+/// the server's own, so two requests naming one made-up session share nothing.
+#[test]
+fn stateless_mode_ignores_a_client_chosen_session_id() {
+    let audit = TempDir::new("mcp-http-forged");
+    runtime().block_on(async {
+        let server = example::http::server(&options(&audit)).unwrap();
+        let config = StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(false)
+            .with_json_response(true);
+        let served = serve(server, config).await;
+        for _ in 0..2 {
+            let (status, session, answer) =
+                post(&served.url(), "demo-u_001", Some("forged"), lookup("u_001")).await;
+            assert_eq!(
+                (status, session, answer),
+                (
+                    200,
+                    None,
+                    vec![json!({"jsonrpc": "2.0", "id": 2, "result": ok_result(U001)})]
+                )
+            );
+        }
+        wait_for(|| summaries(&audit).len() == 2).await;
+        served.task.abort();
+    });
+    let ids: Vec<String> = audit_lines(&audit)
+        .iter()
+        .map(|l| l["tool_use_id"].as_str().unwrap().to_owned())
+        .collect();
+    let made = format!("mcp-{}-", std::process::id());
+    assert_eq!(ids.len(), 2);
+    assert_ne!(ids[0], ids[1]);
+    for id in &ids {
+        assert!(id.starts_with(&made) && id.ends_with("/1"), "{id}");
+    }
+}
+
 // ============================================================================ the guard
 
 /// A dispatcher of its own in front of the HTTP server, with the operator's token as its

@@ -165,6 +165,7 @@
 //! | `mcp/mod.rs` | feature `mcp`: MCP with rmcp; the `_meta` keys of a call's outcome |
 //! | `mcp/server.rs` | [`mcp::McpServer`]: an rmcp server handler over a dispatcher (identity from the host, sessions per caller, results as `CallToolResult`) |
 //! | `mcp/guard.rs` | [`mcp::McpGuard`]: an rmcp client connection as a [`ToolCaller`], the remote outcome kept |
+//! | `mcp/http.rs` | feature `mcp-http`: MCP over streamable HTTP: `McpServer::streamable_http_service`, `McpCaller::http_request`, `McpGuard::streamable_http` |
 //! | `tower.rs` | feature `tower`: a session as a `Service<ToolUse>`, a tower service as a [`ToolCaller`], the hooks as a `Layer`; how tower's timeouts meet toolgate's deadlines |
 //! | `provider/mod.rs` | [`Provider`]; the tool definitions of each target and their rendering |
 //! | `provider/anthropic.rs` | Anthropic: the `tools` entries, default and strict |

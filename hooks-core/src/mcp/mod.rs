@@ -4,8 +4,15 @@
 //!
 //! Documents: the Model Context Protocol specification, revisions 2025-06-18 and 2025-11-25
 //! ("Tools": `tools/list`, `tools/call`, "Error Handling": a tool's failure is a result with
-//! `isError: true`, not a JSON-RPC error; "Lifecycle"; "Transports": stdio), and rmcp's
-//! `ServerHandler` and client (`serve_client`, `TokioChildProcess`).
+//! `isError: true`, not a JSON-RPC error; "Lifecycle"; "Transports": stdio and, with the
+//! `mcp-http` feature, streamable HTTP), and rmcp's `ServerHandler` and client (`serve_client`,
+//! `TokioChildProcess`, `StreamableHttpService`, `StreamableHttpClientTransport`).
+//!
+//! Over streamable HTTP (feature `mcp-http`): `McpServer::streamable_http_service` mounts a
+//! server in hyper or axum behind the host's auth layer, `McpCaller::http_request` gives the
+//! identity function the request that layer marked, and `McpGuard::streamable_http` guards a
+//! remote server over HTTP(S); the sessions' rule for both of rmcp's modes is on
+//! `streamable_http_service`.
 //!
 //! Serving a dispatcher over stdio, as the user the process was started for (the
 //! `examples/mcp_server.rs` program does this with the support agent's tools and rules):
