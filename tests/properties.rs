@@ -23,7 +23,7 @@
 //! outcome and content; Stop ran exactly once per session; the summary's counts are right.
 //!
 //! Case counts: `PROPTEST_CASES` overrides every block here (the long run); otherwise the CI
-//! run makes 4 000 + 1 500 cases, and 2 000 of the rewrite-chain property (`rewrite_chain.rs`). Long run (release build, 1 million cases per property):
+//! run makes 4 000 + 1 500 cases, 2 000 of the rewrite-chain property (`rewrite_chain.rs`) and 3 000 + 3 000 of the message reader's (`message_wire.rs`). Long run (release build, 1 million cases per property):
 //! `PROPTEST_CASES=1000000 cargo test --release --test properties -- --test-threads 2 --nocapture`
 //! (recorded on 2026-11-30, 2 shared cores: 1 000 001 + 1 000 000 cases, all passed, 832 s; the
 //! fault classes it generated are printed with `--nocapture`).
@@ -36,6 +36,10 @@ mod support;
 // The rewrite rule of the PreToolUse chain on random chains (issue 12 §1).
 #[path = "properties/rewrite_chain.rs"]
 mod rewrite_chain;
+
+// Reading and writing `Message` in one pass, against the earlier `Map` reader (issue 18 §3).
+#[path = "properties/message_wire.rs"]
+mod message_wire;
 
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -100,7 +100,7 @@
 //!
 //! | file | what it holds |
 //! |---|---|
-//! | `content.rs` | `tool_use`, `tool_result`, messages: the Messages API wire shapes; [`Message::request_turn`] |
+//! | `content/` | `tool_use`, `tool_result`, messages: the Messages API wire shapes (`mod.rs`), [`Message::request_turn`]; reading them in one pass (`de.rs`), writing them (`ser.rs`) |
 //! | `conversation.rs` | [`Conversation`]: the next request's `messages`, assistant turns as a request may hold them |
 //! | `context.rs` | the trusted [`HookContext`], its [`Clock`] and typed [`Extensions`] |
 //! | `state.rs` | application [`State`] and the [`Env`] a tool or hook is called with |

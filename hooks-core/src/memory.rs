@@ -31,7 +31,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::future::Future;
-use std::hash::{BuildHasher, Hash, Hasher, RandomState};
+use std::hash::{BuildHasher, Hash, RandomState};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
@@ -111,14 +111,29 @@ impl InputDigest {
     /// instructions where [`of`](Self::of) serializes the input and hashes it with SHA-256
     /// (several thousand without the CPU's SHA instructions).
     pub(crate) fn keyed(input: &Value, max_depth: usize, keys: &RandomState) -> InputDigest {
-        let mut h = keys.build_hasher();
-        if hash_value(input, max_depth, &mut h).is_err() {
-            h = keys.build_hasher();
-            h.write_u8(0xfe);
-            h.write_usize(max_depth);
-        }
+        // The structure is encoded into a reused per-thread buffer, then hashed in one piece:
+        // SipHash fed token by token spends most of its work on the small writes.
+        let key = TEXT.with(|buf| {
+            let mut fresh = Vec::new();
+            let mut reused = buf.try_borrow_mut();
+            let buf = match &mut reused {
+                Ok(b) => &mut **b,
+                Err(_) => &mut fresh,
+            };
+            buf.clear();
+            if encode(input, max_depth, buf).is_err() {
+                buf.clear();
+                buf.push(0xfe);
+                buf.extend_from_slice(&(max_depth as u64).to_le_bytes());
+            }
+            let key = keys.hash_one(&buf[..]);
+            if buf.capacity() > 64 << 10 {
+                *buf = Vec::new();
+            }
+            key
+        });
         let mut out = [0u8; 32];
-        out[..8].copy_from_slice(&h.finish().to_le_bytes());
+        out[..8].copy_from_slice(&key.to_le_bytes());
         InputDigest(out)
     }
 }
@@ -126,47 +141,52 @@ impl InputDigest {
 /// An input nested deeper than the bound.
 struct TooDeep;
 
-/// Feeds `value`'s structure to `h`: a tag per kind, then its content (lengths before the
-/// items, so different shapes cannot feed the same bytes). Fails past `levels_left` levels of
-/// arrays and objects, as [`Bounded`] does.
-fn hash_value(value: &Value, levels_left: usize, h: &mut impl Hasher) -> Result<(), TooDeep> {
+/// Writes `value`'s structure to `out`, each part self-delimiting so that two different values
+/// cannot write the same bytes: a tag per kind, then its content; a string's or key's length
+/// (8 bytes) before its bytes, an array's or object's count before its items; a number by its
+/// kind (`u64`, negative `i64`, `f64`: serde_json's own `Hash` feeds `-1` and `u64::MAX` the
+/// same bytes, which a unit test caught) and 8 bytes. Fails past `levels_left` levels of arrays
+/// and objects, as [`Bounded`] does.
+fn encode(value: &Value, levels_left: usize, out: &mut Vec<u8>) -> Result<(), TooDeep> {
+    fn text(s: &str, out: &mut Vec<u8>) {
+        out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+        out.extend_from_slice(s.as_bytes());
+    }
     match value {
-        Value::Null => h.write_u8(0),
-        Value::Bool(b) => h.write_u8(1 + u8::from(*b)),
-        // serde_json's own `Hash` of a number feeds `-1` and `u64::MAX` the same bytes: the
-        // kind goes first here.
+        Value::Null => out.push(0),
+        Value::Bool(b) => out.push(1 + u8::from(*b)),
         Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
             (Some(u), _, _) => {
-                h.write_u8(3);
-                h.write_u64(u);
+                out.push(3);
+                out.extend_from_slice(&u.to_le_bytes());
             }
             (None, Some(i), _) => {
-                h.write_u8(7);
-                h.write_i64(i);
+                out.push(7);
+                out.extend_from_slice(&i.to_le_bytes());
             }
             (None, None, f) => {
-                h.write_u8(8);
-                h.write_u64(f.unwrap_or(f64::NAN).to_bits());
+                out.push(8);
+                out.extend_from_slice(&f.unwrap_or(f64::NAN).to_bits().to_le_bytes());
             }
         },
         Value::String(s) => {
-            h.write_u8(4);
-            s.hash(h);
+            out.push(4);
+            text(s, out);
         }
         Value::Array(_) | Value::Object(_) if levels_left == 0 => return Err(TooDeep),
         Value::Array(items) => {
-            h.write_u8(5);
-            h.write_usize(items.len());
+            out.push(5);
+            out.extend_from_slice(&(items.len() as u64).to_le_bytes());
             for v in items {
-                hash_value(v, levels_left - 1, h)?;
+                encode(v, levels_left - 1, out)?;
             }
         }
         Value::Object(map) => {
-            h.write_u8(6);
-            h.write_usize(map.len());
+            out.push(6);
+            out.extend_from_slice(&(map.len() as u64).to_le_bytes());
             for (k, v) in map {
-                k.hash(h);
-                hash_value(v, levels_left - 1, h)?;
+                text(k, out);
+                encode(v, levels_left - 1, out)?;
             }
         }
     }

@@ -388,7 +388,7 @@ impl Session {
         may_pause: bool,
     ) -> Result<Vec<PendingBlock>, RespondError> {
         if let Err(e) = ids::check(uses, pattern) {
-            self.not_run_all(uses, &format!("{e}.")).await;
+            Box::pin(self.not_run_all(uses, &format!("{e}."))).await;
             return Err(RespondError::Id(e));
         }
         let max = self.dispatcher.inner.max_concurrent_reads;
@@ -448,10 +448,10 @@ impl Session {
                     }
                 };
                 let later = outcomes.by_ref().take(end - j - 1);
-                return Err(RespondError::Halt(
-                    self.halted(uses, j, halt, results, later, &pending.order)
-                        .await,
-                ));
+                // Boxed, as every rare path here: its state is twice a call's, and the turn's
+                // future is moved whole at each `.await` above it.
+                let halted = Box::pin(self.halted(uses, j, halt, results, later, &pending.order));
+                return Err(RespondError::Halt(halted.await));
             }
             i = end;
         }

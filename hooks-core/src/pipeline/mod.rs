@@ -111,18 +111,18 @@ impl Inner {
                 Err(verdict) => break 'verdict verdict,
             };
             if rewrites.needs_approval(current) {
-                match self
-                    .approve(
-                        tool,
-                        env,
-                        call,
-                        current,
-                        args,
-                        &mut rewrites,
-                        mode.may_pause(),
-                    )
-                    .await
-                {
+                // Boxed: the rare path's state would otherwise enlarge every call's future
+                // (moved, whole, at each `.await` above it).
+                let approval = Box::pin(self.approve(
+                    tool,
+                    env,
+                    call,
+                    current,
+                    args,
+                    &mut rewrites,
+                    mode.may_pause(),
+                ));
+                match approval.await {
                     Ok(Approved::Run(a)) => args = a,
                     Ok(Approved::Pause) => {
                         let effective = rewrites.call.as_deref().unwrap_or(current);
