@@ -54,7 +54,8 @@ pub struct McpGuard {
     _service: RunningService<RoleClient, ()>,
 }
 
-/// Why [`McpGuard::connect`] or [`McpGuard::child_process`] made no guard.
+/// Why [`McpGuard::connect`], [`McpGuard::child_process`] or `McpGuard::streamable_http`
+/// (feature `mcp-http`) made no guard.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum McpGuardError {

@@ -49,7 +49,8 @@ pub struct McpCaller<'a> {
 type Identify = dyn Fn(&McpCaller<'_>) -> Option<HookContext> + Send + Sync;
 
 /// An MCP server over a [`Dispatcher`], for rmcp: serve it with `rmcp::ServiceExt::serve` on a
-/// transport (`rmcp::transport::stdio()`, an in-memory `tokio::io::duplex` pipe). One value
+/// transport (`rmcp::transport::stdio()`, an in-memory `tokio::io::duplex` pipe), or over
+/// streamable HTTP as `McpServer::streamable_http_service` (feature `mcp-http`). One value
 /// serves one connection, that is one MCP session; make one per connection (the dispatcher is
 /// shared, so that is cheap).
 ///

@@ -4,8 +4,6 @@
 //! loopback HTTP: the identity from the request's extensions, the MCP session rmcp assigned as
 //! the audit lines' session, the stateless mode's one session per request, and `McpGuard` in
 //! front of the server over HTTP.
-#![cfg(feature = "mcp-http")]
-
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -14,8 +12,6 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use toolgate::mcp::rmcp::ServiceExt;
-use toolgate::mcp::rmcp::model::{CallToolRequestParams, CallToolResult};
-use toolgate::mcp::rmcp::service::{RoleClient, RunningService};
 use toolgate::mcp::rmcp::transport::StreamableHttpClientTransport;
 use toolgate::mcp::rmcp::transport::StreamableHttpServerConfig;
 use toolgate::mcp::rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -23,32 +19,16 @@ use toolgate::mcp::{McpGuard, McpServer, NO_IDENTITY_MESSAGE};
 use toolgate::{AuditLog, Decision, Dispatcher, HookContext, PreHookDef, StopHookDef, ToolUse};
 use tower::Layer;
 
-mod support;
-
-use support::{TempDir, json_lines};
-
-#[allow(dead_code)]
-#[path = "../examples/mcp_server.rs"]
-mod example;
-
-use example::http::{DemoUser, demo_user};
-use example::support_agent::agent::{Agent, Specialist};
-
-/// The path of one of the support agent's items in this test binary.
-fn agent_item(item: &str) -> String {
-    format!("{}::{item}", example::support_agent::AGENT_PATH)
-}
-
-/// A current-thread tokio runtime: the server, its sessions and the clients share it.
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
+use super::example;
+use super::example::http::{DemoUser, demo_user};
+use super::example::support_agent::agent::{Agent, Specialist};
+use super::support::TempDir;
+use super::{
+    Client, U001, agent_item, audit_lines, blocked_order, call, error_result, runtime, summaries,
+};
 
 /// The example's HTTP options: audit folder `audit`.
-fn options(audit: &Path) -> example::Options {
+fn http_options(audit: &Path) -> example::Options {
     example::Options {
         user: None,
         tier: None,
@@ -57,9 +37,6 @@ fn options(audit: &Path) -> example::Options {
         http: Some("127.0.0.1:0".parse().unwrap()),
     }
 }
-
-/// The `tools/list` golden file of the support agent's refunds specialist (as `tests/mcp.rs`).
-const GOLDEN_LIST: &str = "tests/golden/mcp/support_agent/tools_list.json";
 
 /// A server on `127.0.0.1:<port>`: its address, the `Mcp-Session-Id`s its answers assigned (in
 /// order), and the task serving it (abort it to shut the server down).
@@ -111,8 +88,6 @@ async fn serve(server: McpServer, config: StreamableHttpServerConfig) -> Served 
     }
 }
 
-type Client = RunningService<RoleClient, ()>;
-
 /// rmcp's HTTP client on `url`, with `Authorization: Bearer <token>` when given.
 async fn client(url: &str, token: Option<&str>) -> Client {
     // reqwest with rustls and no provider of its own panics without a process default.
@@ -126,56 +101,13 @@ async fn client(url: &str, token: Option<&str>) -> Client {
         .expect("initialize succeeds")
 }
 
-/// Calls `name` with `arguments` and returns the whole result as JSON.
-async fn call(client: &Client, name: &str, arguments: Value) -> Value {
-    let Value::Object(arguments) = arguments else {
-        panic!("arguments are an object")
-    };
-    let result: CallToolResult = client
-        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments))
-        .await
-        .expect("tools/call answers a result, never a JSON-RPC error");
-    serde_json::to_value(result).unwrap()
-}
-
-/// An `isError` result with one text item, and its outcome (and hook) in `_meta`.
-fn error_result(text: &str, meta: Value) -> Value {
-    json!({"content": [{"type": "text", "text": text}], "isError": true, "_meta": meta})
-}
-
 /// An allowed result with one text item.
 fn ok_result(text: &str) -> Value {
     json!({"content": [{"type": "text", "text": text}], "isError": false,
            "_meta": {"toolgate/outcome": "ok"}})
 }
 
-/// The audit lines of `dir`, each without its time stamp and hash (`ts`, `prev`) and with its
-/// measured durations 0, so the rest compares exactly.
-fn audit_lines(dir: &Path) -> Vec<Value> {
-    json_lines(&dir.join("audit_log.jsonl"))
-        .into_iter()
-        .map(|mut line| {
-            let map = line.as_object_mut().unwrap();
-            map.remove("ts");
-            map.remove("prev");
-            support::zero_durations(&mut line);
-            line
-        })
-        .collect()
-}
-
-/// The session summary lines of `dir`, reduced to what they count.
-fn summaries(dir: &Path) -> Vec<Value> {
-    json_lines(&dir.join("session_summaries.jsonl"))
-        .into_iter()
-        .map(|line| {
-            json!({"session_id": line["session_id"], "user_id": line["user_id"],
-                   "calls": line["calls"], "outcomes": line["outcomes"]})
-        })
-        .collect()
-}
-
-/// An audit line as the tests compare it (see [`audit_lines`]).
+/// An audit line as the tests compare it (see [`audit_lines`](super::audit_lines)).
 #[allow(clippy::too_many_arguments)]
 fn line(
     session: &str,
@@ -200,7 +132,7 @@ fn line(
 }
 
 /// Waits (up to 30 s) until `done` holds, letting the runtime's other tasks run.
-async fn wait_for(done: impl Fn() -> bool) {
+async fn wait_until(done: impl Fn() -> bool) {
     for _ in 0..300 {
         if done() {
             return;
@@ -210,17 +142,9 @@ async fn wait_for(done: impl Fn() -> bool) {
     panic!("the condition did not hold within 30 s");
 }
 
-const U001: &str = r#"{"user_id":"u_001","tier":"premium","orders":["o_1001","o_1002"]}"#;
 const U004: &str = r#"{"user_id":"u_004","tier":"free","orders":["o_2001"]}"#;
 const PREMIUM: (&str, &str) = ("u_001", "premium");
 const FREE: (&str, &str) = ("u_004", "free");
-
-fn blocked_order(order: &str) -> String {
-    format!(
-        "BLOCKED: order {order} is not one of the signed-in customer's orders. Ask the customer \
-         to check the order number (lookup_user lists their orders)."
-    )
-}
 
 // ================================================================= the demo auth, the options
 
@@ -302,7 +226,7 @@ fn the_http_flag_takes_a_loopback_address_and_no_stdio_identity() {
 fn initialize_and_tools_list_over_http_equal_the_golden_file() {
     let audit = TempDir::new("mcp-http-list");
     runtime().block_on(async {
-        let server = example::http::server(&options(&audit)).unwrap();
+        let server = example::http::server(&http_options(&audit)).unwrap();
         let served = serve(server, StreamableHttpServerConfig::default()).await;
         let client = client(&served.url(), Some("demo-u_001")).await;
         let info = serde_json::to_value(client.peer_info().expect("initialized")).unwrap();
@@ -314,9 +238,7 @@ fn initialize_and_tools_list_over_http_equal_the_golden_file() {
             )
         );
         let tools = client.list_all_tools().await.unwrap();
-        let golden: Value =
-            serde_json::from_str(&std::fs::read_to_string(GOLDEN_LIST).unwrap()).unwrap();
-        assert_eq!(serde_json::to_value(&tools).unwrap(), golden);
+        assert_eq!(serde_json::to_value(&tools).unwrap(), super::golden_list());
         client.cancel().await.unwrap();
         served.task.abort();
     });
@@ -332,7 +254,7 @@ fn calls_over_http_run_as_the_tokens_customer_in_the_mcp_session_rmcp_assigned()
     let audit = TempDir::new("mcp-http-calls");
     let own = agent_item("policy::own_records_only");
     let assigned = runtime().block_on(async {
-        let server = example::http::server(&options(&audit)).unwrap();
+        let server = example::http::server(&http_options(&audit)).unwrap();
         let served = serve(server, StreamableHttpServerConfig::default()).await;
         let client = client(&served.url(), Some("demo-u_001")).await;
         assert_eq!(
@@ -349,7 +271,7 @@ fn calls_over_http_run_as_the_tokens_customer_in_the_mcp_session_rmcp_assigned()
         let assigned = served.assigned();
         client.cancel().await.unwrap();
         // The client's DELETE ends the MCP session: its server is dropped, its session ends.
-        wait_for(|| summaries(&audit).len() == 1).await;
+        wait_until(|| summaries(&audit).len() == 1).await;
         served.task.abort();
         assigned
     });
@@ -398,7 +320,7 @@ fn calls_over_http_run_as_the_tokens_customer_in_the_mcp_session_rmcp_assigned()
 fn a_request_without_identity_is_refused_and_nothing_is_audited() {
     let audit = TempDir::new("mcp-http-anonymous");
     runtime().block_on(async {
-        let server = example::http::server(&options(&audit)).unwrap();
+        let server = example::http::server(&http_options(&audit)).unwrap();
         let served = serve(server, StreamableHttpServerConfig::default()).await;
         for token in [None, Some("demo-u_002"), Some("u_001")] {
             let client = client(&served.url(), token).await;
@@ -434,7 +356,7 @@ fn two_customers_on_one_server_get_their_own_rules_and_sessions() {
     // `re_0001`: the first refund of this server's ledger (one per agent).
     let refunded = r#"{"refund_id":"re_0001","order_id":"o_1001","amount_cents":1000,"refunded_total_cents":1000,"status":"issued"}"#;
     let assigned = runtime().block_on(async {
-        let server = example::http::server(&options(&audit)).unwrap();
+        let server = example::http::server(&http_options(&audit)).unwrap();
         let served = serve(server, StreamableHttpServerConfig::default()).await;
         let premium = client(&served.url(), Some("demo-u_001")).await;
         let free = client(&served.url(), Some("demo-u_004")).await;
@@ -470,7 +392,7 @@ fn two_customers_on_one_server_get_their_own_rules_and_sessions() {
         let assigned = served.assigned();
         premium.cancel().await.unwrap();
         free.cancel().await.unwrap();
-        wait_for(|| summaries(&audit).len() == 2).await;
+        wait_until(|| summaries(&audit).len() == 2).await;
         served.task.abort();
         assigned
     });
@@ -578,7 +500,7 @@ fn stateless_mode_is_one_session_per_request_with_its_own_stop() {
             );
         }
         // Each request's session ended when it was answered (not when the client closed).
-        wait_for(|| summaries(&audit).len() == 2).await;
+        wait_until(|| summaries(&audit).len() == 2).await;
         assert_eq!(served.assigned(), Vec::<String>::new());
         client.cancel().await.unwrap();
         served.task.abort();
@@ -681,7 +603,7 @@ fn two_customers_on_one_mcp_session_get_two_toolgate_sessions() {
     let audit = TempDir::new("mcp-http-shared");
     let own = agent_item("policy::own_records_only");
     let session = runtime().block_on(async {
-        let server = example::http::server(&options(&audit)).unwrap();
+        let server = example::http::server(&http_options(&audit)).unwrap();
         let served = serve(server, StreamableHttpServerConfig::default()).await;
         let url = served.url();
         let (status, session, _) = post(&url, "demo-u_001", None, initialize()).await;
@@ -718,7 +640,7 @@ fn two_customers_on_one_mcp_session_get_two_toolgate_sessions() {
         .await
         .unwrap();
         assert_eq!(status, 202);
-        wait_for(|| summaries(&audit).len() == 2).await;
+        wait_until(|| summaries(&audit).len() == 2).await;
         served.task.abort();
         session
     });
@@ -768,7 +690,7 @@ fn two_customers_on_one_mcp_session_get_two_toolgate_sessions() {
 fn stateless_mode_ignores_a_client_chosen_session_id() {
     let audit = TempDir::new("mcp-http-forged");
     runtime().block_on(async {
-        let server = example::http::server(&options(&audit)).unwrap();
+        let server = example::http::server(&http_options(&audit)).unwrap();
         let config = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(false)
             .with_json_response(true);
@@ -785,7 +707,7 @@ fn stateless_mode_ignores_a_client_chosen_session_id() {
                 )
             );
         }
-        wait_for(|| summaries(&audit).len() == 2).await;
+        wait_until(|| summaries(&audit).len() == 2).await;
         served.task.abort();
     });
     let ids: Vec<String> = audit_lines(&audit)
@@ -811,7 +733,7 @@ fn a_guard_over_http_applies_its_own_rule_and_the_servers() {
     let outer_audit = TempDir::new("mcp-http-guard-outer");
     let inner_own = agent_item("policy::own_records_only");
     let assigned = runtime().block_on(async {
-        let server = example::http::server(&options(&inner_audit)).unwrap();
+        let server = example::http::server(&http_options(&inner_audit)).unwrap();
         let served = serve(server, StreamableHttpServerConfig::default()).await;
         let config =
             StreamableHttpClientTransportConfig::with_uri(served.url()).auth_header("demo-u_001");
@@ -919,7 +841,7 @@ fn a_guard_over_http_whose_server_shut_down_records_a_tool_error_with_detail() {
     let inner_audit = TempDir::new("mcp-http-broken-inner");
     let outer_audit = TempDir::new("mcp-http-broken-outer");
     let addr = runtime().block_on(async {
-        let server = example::http::server(&options(&inner_audit)).unwrap();
+        let server = example::http::server(&http_options(&inner_audit)).unwrap();
         let config = StreamableHttpServerConfig::default();
         let shutdown = config.cancellation_token.clone();
         let served = serve(server, config).await;

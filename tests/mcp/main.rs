@@ -3,6 +3,7 @@
 //! stdio (`examples/mcp_server.rs`); the identity the host gives; a halt that ends one session
 //! only; and `McpGuard`, a dispatcher of its own in front of the example server, with its outer
 //! and the server's inner rules both applied and the inner outcome on the outer audit line.
+//! With `mcp-http`, `http.rs` does the same over streamable HTTP on loopback.
 #![cfg(feature = "mcp")]
 
 use std::path::{Path, PathBuf};
@@ -18,12 +19,17 @@ use toolgate::{
     AuditLog, Clock, Decision, Dispatcher, HookContext, HookError, PreHookDef, ToolUse,
 };
 
+#[path = "../support/mod.rs"]
 mod support;
+
+// Streamable HTTP (feature `mcp-http`): the same server behind hyper on loopback.
+#[cfg(feature = "mcp-http")]
+mod http;
 
 use support::{HALT_TEXT, TempDir, json_lines};
 
 #[allow(dead_code)]
-#[path = "../examples/mcp_server.rs"]
+#[path = "../../examples/mcp_server.rs"]
 mod example;
 
 use example::support_agent::agent::{Agent, Specialist};
