@@ -26,6 +26,9 @@ mod support;
 #[cfg(feature = "mcp-http")]
 mod http;
 
+// Issue 15 tried as an attacker would.
+mod review;
+
 use support::{HALT_TEXT, TempDir, json_lines};
 
 #[allow(dead_code)]

@@ -82,7 +82,7 @@ type Identify = dyn Fn(&McpCaller<'_>) -> Option<HookContext> + Send + Sync;
 /// | blocked, invalid input, unknown tool, tool error, panic, deadline | `isError: true` with the very text a Messages API `tool_result` gets (`BLOCKED: …`, `Invalid input for …`, …) |
 /// | a rule asked for a person ([`Decision::Ask`](crate::Decision::Ask)) | the builder's [`Approver`](crate::Approver) decides inline; with none the call is blocked with the reason (`isError: true`): fail closed |
 /// | a PreToolUse hook could not decide (a [`Halt`](crate::Halt)) | `isError: true` with the halt's `BLOCKED:` text; that session ends (its Stop hooks run) and every later call of the same caller on this connection gets [`HALTED_SESSION_MESSAGE`]; other sessions go on |
-/// | no identity (the function answered `None`) | `isError: true` with [`NO_IDENTITY_MESSAGE`]; nothing ran and nothing is audited (an audit line needs a user) |
+/// | no identity (the function answered `None`, or panicked) | `isError: true` with [`NO_IDENTITY_MESSAGE`]; nothing ran and nothing is audited (an audit line needs a user) |
 ///
 /// With [`outcomes_in_meta`](Self::outcomes_in_meta), every result also carries
 /// `"_meta": {"toolgate/outcome": "blocked", "toolgate/blocked_by": "app::policy::premium_only"}`
@@ -267,10 +267,24 @@ impl McpServer {
             request,
             mcp_session_id,
         };
-        let Some(context) = (self.identify)(&caller) else {
-            tracing::warn!(target: "toolgate::mcp", mcp_session_id = %mcp_session_id,
-                tool = %params.name, "tools/call refused: the host's identity function knew no caller");
-            return error_result(NO_IDENTITY_MESSAGE);
+        // A panic of the host's function (parsing what the caller sent) would kill rmcp's
+        // handler task and leave the client waiting for an answer: refused as `None` is.
+        let identified =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.identify)(&caller)));
+        let context = match identified {
+            Ok(Some(context)) => context,
+            Ok(None) => {
+                tracing::warn!(target: "toolgate::mcp", mcp_session_id = %mcp_session_id,
+                    tool = %params.name,
+                    "tools/call refused: the host's identity function knew no caller");
+                return error_result(NO_IDENTITY_MESSAGE);
+            }
+            Err(_) => {
+                tracing::error!(target: "toolgate::mcp", mcp_session_id = %mcp_session_id,
+                    tool = %params.name,
+                    "tools/call refused: the host's identity function panicked");
+                return error_result(NO_IDENTITY_MESSAGE);
+            }
         };
         let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let id = format!("{mcp_session_id}/{n}");
