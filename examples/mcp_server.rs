@@ -22,7 +22,7 @@
 //! (`demo-u_001`, premium; `demo-u_004`, free; `demo-u_007`, premium) runs as that customer
 //! with their tier; any other request reaches the server with no identity, and its calls are
 //! refused (fail closed). A real host verifies a signed token or a session cookie in that
-//! layer. The address must be a loopback one (rmcp's default `Host` check; this demo has no
+//! layer. The address must be 127.0.0.1 or ::1 (rmcp's default `Host` check; this demo has no
 //! TLS and its tokens are guessable).
 //!
 //! Exit codes: 0 when the client closed the connection, 2 for a bad command line (the usage on
@@ -97,6 +97,15 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, S
                 return Err(format!(
                     "--http {addr} is not a loopback address; this demo serves 127.0.0.1 or ::1 \
                      only"
+                ));
+            }
+            // rmcp's default `Host` check knows `127.0.0.1`, `::1` and `localhost` only: a server
+            // on 127.0.0.2 would answer every request `403 Forbidden`.
+            let ip = addr.ip();
+            if ip != std::net::Ipv4Addr::LOCALHOST && ip != std::net::Ipv6Addr::LOCALHOST {
+                return Err(format!(
+                    "--http {addr}: this demo serves 127.0.0.1 or ::1 only (rmcp's Host check \
+                     refuses every request to another address)"
                 ));
             }
             Some(addr)
@@ -214,10 +223,8 @@ fn serve_http(options: &Options, addr: std::net::SocketAddr) -> ExitCode {
         }
     };
     let served = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-        eprintln!("mcp_server: serving MCP at http://{addr}/mcp");
+        let (listener, url) = http::bind(addr).await?;
+        eprintln!("mcp_server: serving MCP at {url}");
         let service = server.streamable_http_service(Default::default());
         http::serve(listener, service).await
     });
@@ -305,6 +312,22 @@ pub(crate) mod http {
         })
         .map_err(|e| e.to_string())?;
         Ok(server.outcomes_in_meta(true))
+    }
+
+    /// Listens on `addr`: the listener and the endpoint's URL with the port it got
+    /// (`http://127.0.0.1:41234/mcp` for `127.0.0.1:0`, the port the system chose).
+    ///
+    /// # Errors
+    /// `cannot listen on <addr>: <the system's error>` (a port in use, an address not here).
+    pub(crate) async fn bind(
+        addr: std::net::SocketAddr,
+    ) -> Result<(tokio::net::TcpListener, String), String> {
+        let listening = match tokio::net::TcpListener::bind(addr).await {
+            Ok(listener) => listener.local_addr().map(|local| (listener, local)),
+            Err(e) => Err(e),
+        };
+        let (listener, local) = listening.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        Ok((listener, format!("http://{local}{PATH}")))
     }
 
     /// Serves `service` (an [`McpServer::streamable_http_service`], or one with more layers)

@@ -920,3 +920,141 @@ fn a_guard_over_http_whose_server_shut_down_records_a_tool_error_with_detail() {
         ]
     );
 }
+
+// ============================================================== review (tried as an attacker)
+
+/// One HTTP request by hand (ureq, blocking, off the runtime's thread) whose status is read,
+/// not turned into an error: `method` on `url` with the `Mcp-Session-Id` and the bearer token
+/// when given, and `message` as the body when given. The status and the body's text.
+async fn request(
+    method: &'static str,
+    url: &str,
+    token: Option<&str>,
+    session: Option<&str>,
+    message: Option<Value>,
+) -> (u16, String) {
+    let (url, token, session) = (
+        url.to_owned(),
+        token.map(str::to_owned),
+        session.map(str::to_owned),
+    );
+    tokio::task::spawn_blocking(move || {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut request = hyper::Request::builder()
+            .method(method)
+            .uri(url.as_str())
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json");
+        if let Some(token) = &token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        if let Some(session) = &session {
+            request = request.header("mcp-session-id", session.as_str());
+        }
+        let body = message.map(|m| m.to_string()).unwrap_or_default();
+        let mut response = agent.run(request.body(body).unwrap()).unwrap();
+        let status = response.status().as_u16();
+        (status, response.body_mut().read_to_string().unwrap())
+    })
+    .await
+    .unwrap()
+}
+
+/// A client that deleted its MCP session cannot call in it again: rmcp answers `404 Not
+/// Found`, the call is not run and not audited, and the session's summary line was written
+/// once, at the `DELETE`.
+#[test]
+fn a_deleted_mcp_session_cannot_be_reused_and_nothing_more_is_audited() {
+    let audit = TempDir::new("mcp-http-deleted");
+    runtime().block_on(async {
+        let server = example::http::server(&http_options(&audit)).unwrap();
+        let served = serve(server, StreamableHttpServerConfig::default()).await;
+        let url = served.url();
+        let (_, session, _) = post(&url, "demo-u_001", None, initialize()).await;
+        let session = session.expect("rmcp assigns a session");
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        post(&url, "demo-u_001", Some(&session), initialized).await;
+        let (_, _, first) = post(&url, "demo-u_001", Some(&session), lookup("u_001")).await;
+        assert_eq!(
+            first,
+            vec![json!({"jsonrpc": "2.0", "id": 2, "result": ok_result(U001)})]
+        );
+        let deleted = request("DELETE", &url, Some("demo-u_001"), Some(&session), None).await;
+        assert_eq!(deleted.0, 202);
+        wait_until(|| summaries(&audit).len() == 1).await;
+        let reused = request(
+            "POST",
+            &url,
+            Some("demo-u_001"),
+            Some(&session),
+            Some(lookup("u_001")),
+        )
+        .await;
+        assert_eq!(reused, (404, "Not Found: Session not found".to_owned()));
+        served.task.abort();
+    });
+    assert_eq!(audit_lines(&audit).len(), 1);
+    assert_eq!(
+        summaries(&audit),
+        vec![
+            json!({"session_id": summaries(&audit)[0]["session_id"], "user_id": "u_001",
+                    "calls": 1, "outcomes": {"ok": 1}})
+        ]
+    );
+}
+
+/// The example's `--http` takes 127.0.0.1 or ::1 only: another loopback address (127.0.0.2)
+/// would start, and rmcp's default `Host` check would then answer every request `403`.
+#[test]
+fn the_http_flag_refuses_a_loopback_address_the_host_check_refuses() {
+    let parse = |args: &[&str]| example::parse(args.iter().map(|a| (*a).to_owned()));
+    assert_eq!(
+        parse(&["--http", "127.0.0.2:8765"]),
+        Err(
+            "--http 127.0.0.2:8765: this demo serves 127.0.0.1 or ::1 only (rmcp's Host check \
+             refuses every request to another address)"
+                .to_owned()
+        )
+    );
+    assert_eq!(
+        parse(&["--http", "[::1]:8765"]).map(|o| o.http),
+        Ok(Some("[::1]:8765".parse().unwrap()))
+    );
+    // What a server on 127.0.0.2 would answer (why the flag refuses it).
+    let audit = TempDir::new("mcp-http-host");
+    let answer = runtime().block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.2:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let server = example::http::server(&http_options(&audit)).unwrap();
+        let service = server.streamable_http_service(StreamableHttpServerConfig::default());
+        let task = tokio::spawn(example::http::serve(listener, service));
+        let answer = request("POST", &url, Some("demo-u_001"), None, Some(initialize())).await;
+        task.abort();
+        answer.0
+    });
+    assert_eq!(answer, 403);
+}
+
+/// The example announces the port it got (`--http 127.0.0.1:0` is not `…:0/mcp`), and a port in
+/// use is a clear error.
+#[test]
+fn the_example_binds_and_announces_its_real_port_and_a_taken_port_is_an_error() {
+    runtime().block_on(async {
+        let (listener, url) = example::http::bind("127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        let local = listener.local_addr().unwrap();
+        assert_ne!(local.port(), 0);
+        assert_eq!(url, format!("http://127.0.0.1:{}/mcp", local.port()));
+        let taken = example::http::bind(local).await.map(|(_, url)| url);
+        assert_eq!(
+            taken,
+            Err(format!(
+                "cannot listen on {local}: Address already in use (os error 98)"
+            ))
+        );
+    });
+}
