@@ -11,7 +11,9 @@ use toolgate::mcp::rmcp::model::{
 use toolgate::mcp::rmcp::service::{RequestContext, RoleServer};
 use toolgate::mcp::rmcp::{self, ErrorData, ServiceExt};
 use toolgate::mcp::{McpGuard, McpServer, NO_IDENTITY_MESSAGE};
-use toolgate::{AuditLog, Decision, Dispatcher, HookContext, PreHookDef, ToolUse};
+use toolgate::{
+    AuditLog, Decision, Dispatcher, HookContext, PreHookDef, ToolDef, ToolError, ToolUse,
+};
 
 use super::example::support_agent::agent::{Agent, Specialist};
 use super::support::TempDir;
@@ -217,5 +219,166 @@ fn a_remote_schema_that_is_not_a_schema_stops_the_gateways_build() {
              `boolean`, `integer`, `null`, `number`, `object`, `string`); fix the schema (its \
              #[schemars(schema_with = …)] function, or the wrapped caller's definition)"
         )
+    );
+}
+
+/// No arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
+/// `slow`: sleeps past any deadline the tests set.
+fn slow<'a>(
+    _env: toolgate::Env<'a>,
+    _args: NoArgs,
+) -> toolgate::BoxFuture<'a, Result<String, toolgate::ToolError>> {
+    Box::pin(async {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        Ok("done".to_owned())
+    })
+}
+
+/// An approver that answers every request with the same [`toolgate::Approval`].
+struct Always(toolgate::Approval);
+
+impl toolgate::Approver for Always {
+    fn approve<'a>(
+        &'a self,
+        _request: toolgate::ApprovalRequest<'a>,
+    ) -> toolgate::BoxFuture<'a, toolgate::Approval> {
+        let approval = self.0.clone();
+        Box::pin(async move { approval })
+    }
+}
+
+/// A server whose tools fail in every way a tool can, with a secret in each failure: `leak`
+/// (an internal error), `boom` (a panic), `slow` (past its 200 ms deadline), `pay` (a rule
+/// asks; `approver` decides, when there is one).
+fn failing_server(audit: &std::path::Path, approver: Option<Always>) -> McpServer {
+    let mut builder = Dispatcher::builder()
+        .tool(ToolDef::sync("leak", "Fails.", |_env, _a: NoArgs| {
+            Err::<String, _>(ToolError::internal(std::io::Error::other(
+                "connect postgres://admin:hunter2@db.internal:5432 refused",
+            )))
+        }))
+        .tool(ToolDef::sync(
+            "boom",
+            "Panics.",
+            |_env, _a: NoArgs| -> Result<String, ToolError> {
+                panic!("token sk-live-123 rejected")
+            },
+        ))
+        .tool(ToolDef::new_async("slow", "Sleeps.", slow))
+        .tool(ToolDef::sync("pay", "Pays.", |_env, _a: NoArgs| {
+            Ok("paid".to_owned())
+        }))
+        .pre_hook(
+            PreHookDef::sync("app::policy::pay_needs_a_person", 1, |_env, _call| {
+                Ok(Decision::ask("payments need a person"))
+            })
+            .tools(["pay"]),
+        )
+        .tool_timeout(Duration::from_millis(200))
+        .audit_log(AuditLog::open(audit).unwrap());
+    if let Some(approver) = approver {
+        builder = builder.approver(approver);
+    }
+    McpServer::new(builder.build().unwrap(), |caller| {
+        Some(HookContext::builder("u_001", caller.mcp_session_id).build())
+    })
+    .unwrap()
+}
+
+/// One text item, `isError: true`, no `_meta` (the server does not put outcomes there).
+fn refused(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": true})
+}
+
+/// Every failure reaches the client as an `isError` result with the Messages API text, never
+/// a JSON-RPC error, never the secret or a hook path; the secret is on the audit line only.
+/// An ask is decided by the approver (approved: the tool runs; denied: blocked with the
+/// person's reason) and blocked with its reason when there is none.
+#[test]
+fn every_failure_is_an_is_error_result_without_secrets_and_an_ask_follows_the_approver() {
+    let audit = TempDir::new("mcp-review-failures");
+    let approved = TempDir::new("mcp-review-approved");
+    let denied = TempDir::new("mcp-review-denied");
+    let (answers, with_approver) = runtime().block_on(async {
+        let (client, served) = connect(failing_server(audit.path(), None)).await;
+        let mut answers = Vec::new();
+        for tool in ["leak", "boom", "slow", "pay"] {
+            answers.push(call(&client, tool, json!({})).await);
+        }
+        client.cancel().await.unwrap();
+        let _ = served.await;
+        let mut with_approver = Vec::new();
+        for (dir, approval) in [
+            (&approved, toolgate::Approval::approve("ops@example.com")),
+            (
+                &denied,
+                toolgate::Approval::deny("ops@example.com", "not this month"),
+            ),
+        ] {
+            let server = failing_server(dir.path(), Some(Always(approval)));
+            let (client, served) = connect(server).await;
+            with_approver.push(call(&client, "pay", json!({})).await);
+            client.cancel().await.unwrap();
+            let _ = served.await;
+        }
+        (answers, with_approver)
+    });
+    assert_eq!(
+        answers,
+        vec![
+            refused(toolgate::INTERNAL_ERROR_MESSAGE),
+            refused(
+                "Error: the tool failed unexpectedly. The details were logged for the operator; \
+                 retrying the same call will not help."
+            ),
+            refused(
+                "Error: the tool did not finish within its deadline of 200 ms and was stopped. \
+                 Try again later, or with a smaller request."
+            ),
+            refused(
+                "BLOCKED: this call needs a person's approval, and none can be given here \
+                 (payments need a person). Tell the user it was not done and that a person must \
+                 approve it."
+            ),
+        ]
+    );
+    assert_eq!(
+        with_approver,
+        vec![
+            json!({"content": [{"type": "text", "text": "paid"}], "isError": false}),
+            refused("BLOCKED: a person declined this call: not this month"),
+        ]
+    );
+    let lines: Vec<(Value, Value)> = audit_lines(&audit)
+        .into_iter()
+        .map(|l| (l["outcome"].clone(), l["detail"].clone()))
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            (
+                json!("tool_error"),
+                json!("connect postgres://admin:hunter2@db.internal:5432 refused")
+            ),
+            (
+                json!("panicked"),
+                json!("the tool panicked: token sk-live-123 rejected")
+            ),
+            (
+                json!("tool_timeout"),
+                json!("the tool ran past its deadline of 200 ms")
+            ),
+            (
+                json!("blocked"),
+                json!(
+                    "the call needs a person's approval (asked by \
+                     `app::policy::pay_needs_a_person`: payments need a person) and this \
+                     dispatcher has no approver; only Session::respond can pause for one"
+                )
+            ),
+        ]
     );
 }
