@@ -382,3 +382,88 @@ fn every_failure_is_an_is_error_result_without_secrets_and_an_ask_follows_the_ap
         ]
     );
 }
+
+/// A remote MCP server in `sh`: it answers `initialize` and `tools/list` (one tool, `wipe`),
+/// answers the first `tools/call` with a line that is not JSON and then a result that is not a
+/// `CallToolResult` (`42`), and exits at the second.
+const GARBAGE_SERVER: &str = r#"
+id() { printf '%s' "$1" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p'; }
+read -r line
+printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"garbage","version":"0"}}}\n' "$(id "$line")"
+read -r line
+read -r line
+printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"wipe","description":"Deletes the account.","inputSchema":{"type":"object","properties":{}}}]}}\n' "$(id "$line")"
+read -r line
+printf 'this is not JSON\n'
+printf '{"jsonrpc":"2.0","id":%s,"result":42}\n' "$(id "$line")"
+read -r line
+exit 0
+"#;
+
+/// A remote that answers garbage, then disappears: each call is a `tool_error` with the
+/// guard's text for the model and rmcp's error as the operator's detail, one audit line each.
+#[test]
+fn a_remote_that_answers_garbage_and_then_exits_is_a_tool_error_each_time() {
+    let audit = TempDir::new("mcp-review-garbage");
+    let texts = runtime().block_on(async {
+        let mut command = tokio::process::Command::new("sh");
+        command.args(["-c", GARBAGE_SERVER]);
+        let remote = McpGuard::child_process(command)
+            .await
+            .expect("initialize and tools/list");
+        let outer = Dispatcher::builder()
+            .wrap(remote)
+            .pre_hook(allow_all())
+            .tool_timeout(Duration::from_secs(10))
+            .audit_log(AuditLog::open(audit.path()).unwrap())
+            .build()
+            .unwrap();
+        let session = outer.session(HookContext::builder("gw_user", "s_gw").build());
+        let mut texts = Vec::new();
+        for id in ["toolu_1", "toolu_2"] {
+            let r = session
+                .call(&ToolUse::new(id, "wipe", json!({})))
+                .await
+                .unwrap();
+            texts.push((r.is_error, r.content_text().into_owned()));
+        }
+        session.end();
+        texts
+    });
+    let did_not_answer = "Error: the tool server did not answer, so the call may not have run. \
+                          The details were logged for the operator.";
+    assert_eq!(
+        texts,
+        vec![
+            (true, did_not_answer.to_owned()),
+            (true, did_not_answer.to_owned())
+        ]
+    );
+    let lines: Vec<(Value, Value, Value)> = audit_lines(&audit)
+        .into_iter()
+        .map(|l| {
+            (
+                l["tool_use_id"].clone(),
+                l["outcome"].clone(),
+                l["detail"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            (
+                json!("toolu_1"),
+                json!("tool_error"),
+                json!(
+                    "the MCP server did not answer tools/call \"wipe\": Unexpected response type"
+                )
+            ),
+            (
+                json!("toolu_2"),
+                json!("tool_error"),
+                json!("the MCP server did not answer tools/call \"wipe\": Transport closed")
+            ),
+        ]
+    );
+}
