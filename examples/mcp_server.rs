@@ -202,7 +202,8 @@ fn serve_http(_options: &Options, _addr: std::net::SocketAddr) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// Serves streamable HTTP on `addr` until the process is stopped.
+/// Serves streamable HTTP on `addr` until Ctrl-C (SIGINT) or SIGTERM, then ends the live MCP
+/// sessions (their Stop hooks run, their summary lines are written) and exits 0.
 #[cfg(feature = "mcp-http")]
 fn serve_http(options: &Options, addr: std::net::SocketAddr) -> ExitCode {
     let server = match http::server(options) {
@@ -225,8 +226,7 @@ fn serve_http(options: &Options, addr: std::net::SocketAddr) -> ExitCode {
     let served = runtime.block_on(async {
         let (listener, url) = http::bind(addr).await?;
         eprintln!("mcp_server: serving MCP at {url}");
-        let service = server.streamable_http_service(Default::default());
-        http::serve(listener, service).await
+        http::run(listener, server, http::stopped()).await
     });
     match served {
         Ok(()) => ExitCode::SUCCESS,
@@ -328,6 +328,50 @@ pub(crate) mod http {
         };
         let (listener, local) = listening.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         Ok((listener, format!("http://{local}{PATH}")))
+    }
+
+    /// Serves `server` (rmcp's default config: MCP sessions kept, loopback `Host` only) with
+    /// [`serve`] on `listener` until `stop` resolves, then cancels the service: rmcp ends every
+    /// live MCP session, which drops its server and so ends its toolgate sessions (Stop hooks,
+    /// summary lines), here or, for a session still finishing, when the runtime is dropped.
+    ///
+    /// # Errors
+    /// The error of [`serve`] (accepting failed).
+    pub(crate) async fn run(
+        listener: tokio::net::TcpListener,
+        server: McpServer,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> Result<(), String> {
+        let config = toolgate::mcp::rmcp::transport::StreamableHttpServerConfig::default();
+        let token = config.cancellation_token.clone();
+        let service = server.streamable_http_service(config);
+        tokio::select! {
+            served = serve(listener, service) => served,
+            () = stop => {
+                token.cancel();
+                // Let the session workers see the cancellation and drop their servers.
+                tokio::task::yield_now().await;
+                Ok(())
+            }
+        }
+    }
+
+    /// Resolves at Ctrl-C (SIGINT) or, on Unix, SIGTERM (what a process manager sends); never
+    /// when neither can be listened for.
+    pub(crate) async fn stopped() {
+        #[cfg(unix)]
+        if let Ok(mut term) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
 
     /// Serves `service` (an [`McpServer::streamable_http_service`], or one with more layers)

@@ -1058,3 +1058,84 @@ fn the_example_binds_and_announces_its_real_port_and_a_taken_port_is_an_error() 
         );
     });
 }
+
+/// A server shut down through its config's cancellation token ends the live MCP sessions: their
+/// Stop hooks run and their summary lines are written, once.
+#[test]
+fn cancelling_the_service_ends_the_live_sessions_once() {
+    let audit = TempDir::new("mcp-http-cancelled");
+    runtime().block_on(async {
+        let server = example::http::server(&http_options(&audit)).unwrap();
+        let config = StreamableHttpServerConfig::default();
+        let token = config.cancellation_token.clone();
+        let served = serve(server, config).await;
+        let client = client(&served.url(), Some("demo-u_001")).await;
+        assert_eq!(
+            call(&client, "lookup_user", json!({"user_id": "u_001"})).await,
+            ok_result(U001)
+        );
+        token.cancel();
+        wait_until(|| summaries(&audit).len() == 1).await;
+        drop(client);
+        served.task.abort();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    });
+    assert_eq!(summaries(&audit).len(), 1);
+    assert_eq!(summaries(&audit)[0]["outcomes"], json!({"ok": 1}));
+}
+
+/// The example's `--http` run: stopped (its Ctrl-C / SIGTERM future resolved) with a live MCP
+/// session, it returns, and by the time its runtime is dropped that session has ended once
+/// (before, a stopped `--http` server never ran the Stop hooks of its live sessions).
+#[test]
+fn the_example_http_server_stopped_ends_its_live_sessions_once() {
+    let audit = TempDir::new("mcp-http-stopped");
+    let stops: Arc<Mutex<u32>> = Arc::default();
+    let record = Arc::clone(&stops);
+    let rt = runtime();
+    let result = rt.block_on(async {
+        let log = AuditLog::open(audit.path()).unwrap();
+        let agent = Agent::build_with(Specialist::Refunds, Some(&log), |b| {
+            b.stop_hook(StopHookDef::new("test::stop", move |_env, _summary| {
+                *record.lock().unwrap() += 1;
+                Ok(())
+            }))
+        })
+        .unwrap();
+        let server = McpServer::new(agent.dispatcher, |caller| {
+            let user = caller.http_request()?.extensions.get::<DemoUser>()?;
+            Some(
+                HookContext::builder(user.id, caller.mcp_session_id)
+                    .tier(user.tier)
+                    .build(),
+            )
+        })
+        .unwrap();
+        let (listener, url) = example::http::bind("127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = tokio::spawn(example::http::run(listener, server, async {
+            let _ = stopped.await;
+        }));
+        let client = client(&url, Some("demo-u_001")).await;
+        assert_eq!(
+            call(&client, "lookup_user", json!({"user_id": "u_001"})).await,
+            json!({"content": [{"type": "text", "text": U001}], "isError": false})
+        );
+        stop.send(()).unwrap();
+        let result = running.await.unwrap();
+        drop(client);
+        result
+    });
+    drop(rt);
+    assert_eq!(result, Ok(()));
+    assert_eq!(*stops.lock().unwrap(), 1);
+    assert_eq!(
+        summaries(&audit)
+            .into_iter()
+            .map(|s| (s["user_id"].clone(), s["calls"].clone()))
+            .collect::<Vec<_>>(),
+        vec![(json!("u_001"), json!(1))]
+    );
+}
