@@ -328,7 +328,7 @@ fn a_request_without_identity_is_refused_and_nothing_is_audited() {
             assert_eq!(
                 call(&client, "lookup_user", json!({"user_id": "u_001"})).await,
                 json!({"content": [{"type": "text", "text": NO_IDENTITY_MESSAGE}],
-                       "isError": true}),
+                       "isError": true, "_meta": {"toolgate/outcome": "blocked"}}),
                 "{token:?}"
             );
             client.cancel().await.unwrap();

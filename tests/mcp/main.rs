@@ -478,7 +478,7 @@ fn a_failing_rule_halts_one_session_and_the_server_goes_on() {
         );
         assert_eq!(
             as_user("u_007", "lookup_user", json!({"user_id": "u_007"})).await,
-            json!({"content": [{"type": "text", "text": HALTED_SESSION_MESSAGE}], "isError": true})
+            error_result(HALTED_SESSION_MESSAGE, json!({"toolgate/outcome": "blocked"}))
         );
         assert_eq!(
             as_user("u_001", "lookup_user", json!({"user_id": "u_001"})).await["content"],

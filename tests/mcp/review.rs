@@ -467,3 +467,60 @@ fn a_remote_that_answers_garbage_and_then_exits_is_a_tool_error_each_time() {
         ]
     );
 }
+
+/// With outcomes in `_meta`, the two refusals made before any session runs the call (no
+/// identity; a halted session is checked in `a_failing_rule_halts_one_session…`) say
+/// `blocked` too, as the table on `McpServer` promises for every result: a guard in front then
+/// records `blocked`, not `tool_error`.
+#[test]
+fn a_refusal_without_identity_carries_its_outcome_in_meta_and_a_guard_records_blocked() {
+    let outer_audit = TempDir::new("mcp-review-refused-meta");
+    let (direct, through_guard) = runtime().block_on(async {
+        let agent = Agent::build(Specialist::Refunds, None).unwrap();
+        let server = McpServer::new(agent.dispatcher, |_caller| None)
+            .unwrap()
+            .outcomes_in_meta(true);
+        let (client, served) = connect(server.new_connection()).await;
+        let direct = call(&client, "lookup_user", json!({"user_id": "u_001"})).await;
+        client.cancel().await.unwrap();
+        let _ = served.await;
+
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        let served = tokio::spawn(async move {
+            let running = server.serve(theirs).await.expect("the server starts");
+            let _ = running.waiting().await;
+        });
+        let remote = McpGuard::connect(ours)
+            .await
+            .expect("initialize and tools/list");
+        let outer = Dispatcher::builder()
+            .wrap(remote)
+            .pre_hook(allow_all())
+            .audit_log(AuditLog::open(outer_audit.path()).unwrap())
+            .build()
+            .unwrap();
+        let session = outer.session(HookContext::builder("gw_user", "s_gw").build());
+        let r = session
+            .call(&ToolUse::new(
+                "toolu_1",
+                "lookup_user",
+                json!({"user_id": "u_001"}),
+            ))
+            .await
+            .unwrap();
+        session.end();
+        served.abort();
+        (direct, (r.is_error, r.content_text().into_owned()))
+    });
+    assert_eq!(
+        direct,
+        json!({"content": [{"type": "text", "text": NO_IDENTITY_MESSAGE}], "isError": true,
+               "_meta": {"toolgate/outcome": "blocked"}})
+    );
+    assert_eq!(through_guard, (true, NO_IDENTITY_MESSAGE.to_owned()));
+    let outcomes: Vec<Value> = audit_lines(&outer_audit)
+        .into_iter()
+        .map(|l| l["outcome"].clone())
+        .collect();
+    assert_eq!(outcomes, vec![json!("blocked")]);
+}

@@ -86,7 +86,8 @@ type Identify = dyn Fn(&McpCaller<'_>) -> Option<HookContext> + Send + Sync;
 ///
 /// With [`outcomes_in_meta`](Self::outcomes_in_meta), every result also carries
 /// `"_meta": {"toolgate/outcome": "blocked", "toolgate/blocked_by": "app::policy::premium_only"}`
-/// (`toolgate/blocked_by` only when a hook is at fault), which [`McpGuard`](super::McpGuard)
+/// (`toolgate/blocked_by` only when a hook is at fault; the two refusals above, no identity and
+/// a halted session, are `{"toolgate/outcome": "blocked"}`), which [`McpGuard`](super::McpGuard)
 /// reads so that a guard's audit line records the inner outcome and hook.
 ///
 /// The sessions end (their Stop hooks run, the audit log's summary line is written) when the
@@ -277,13 +278,13 @@ impl McpServer {
                 tracing::warn!(target: "toolgate::mcp", mcp_session_id = %mcp_session_id,
                     tool = %params.name,
                     "tools/call refused: the host's identity function knew no caller");
-                return error_result(NO_IDENTITY_MESSAGE);
+                return self.refused(NO_IDENTITY_MESSAGE);
             }
             Err(_) => {
                 tracing::error!(target: "toolgate::mcp", mcp_session_id = %mcp_session_id,
                     tool = %params.name,
                     "tools/call refused: the host's identity function panicked");
-                return error_result(NO_IDENTITY_MESSAGE);
+                return self.refused(NO_IDENTITY_MESSAGE);
             }
         };
         let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
@@ -298,7 +299,7 @@ impl McpServer {
             let mut map = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
             match map.get(&key) {
                 Some(Slot::Live(session)) => Arc::clone(session),
-                Some(Slot::Halted) => return error_result(HALTED_SESSION_MESSAGE),
+                Some(Slot::Halted) => return self.refused(HALTED_SESSION_MESSAGE),
                 None => {
                     let session = Arc::new(self.dispatcher.session(context));
                     map.insert(key.clone(), Slot::Live(Arc::clone(&session)));
@@ -335,6 +336,20 @@ impl McpServer {
                 error_result(texts::INTERNAL_ERROR_MESSAGE)
             }
         }
+    }
+
+    /// The `isError` result of a call refused before any session ran it (no identity, a halted
+    /// session): `text`, and with [`outcomes_in_meta`](Self::outcomes_in_meta) the outcome
+    /// `blocked` (no hook is at fault), so a guard in front records `blocked`, not
+    /// `tool_error`.
+    fn refused(&self, text: &str) -> CallToolResult {
+        let mut result = error_result(text);
+        if self.outcomes_in_meta {
+            let mut meta = Map::new();
+            meta.insert(META_OUTCOME.into(), Value::from(Outcome::Blocked.as_str()));
+            result.meta = Some(rmcp::model::MetaObject(meta));
+        }
+        result
     }
 
     /// The `CallToolResult` of a `tool_result`, with the outcome in `_meta` when asked.
