@@ -524,3 +524,54 @@ fn a_refusal_without_identity_carries_its_outcome_in_meta_and_a_guard_records_bl
         .collect();
     assert_eq!(outcomes, vec![json!("blocked")]);
 }
+
+/// The example's stdio server runs every call as the user on its command line, whatever the
+/// call says: neither `_meta` fields named like the context's (`user_id`, `tier`,
+/// `session_id`) nor arguments naming another customer change who is calling: the call is
+/// `u_001`'s, blocked by `own_records_only`, on `u_001`'s audit line and session.
+#[test]
+fn meta_and_arguments_named_like_context_fields_do_not_change_the_caller() {
+    let audit = TempDir::new("mcp-review-meta-identity");
+    let answer = runtime().block_on(async {
+        let server = super::example::server(&super::options("u_001", audit.path())).unwrap();
+        let (client, served) = connect(server).await;
+        let Value::Object(arguments) = json!({"user_id": "u_004"}) else {
+            unreachable!()
+        };
+        let mut params =
+            CallToolRequestParams::new("lookup_user".to_owned()).with_arguments(arguments);
+        let mut meta = rmcp::model::RequestMetaObject::default();
+        meta.insert("user_id".into(), Value::from("u_004"));
+        meta.insert("tier".into(), Value::from("premium"));
+        meta.insert("session_id".into(), Value::from("s_other"));
+        params.meta = Some(meta);
+        let answer = client.peer().call_tool(params).await.unwrap();
+        client.cancel().await.unwrap();
+        let _ = served.await;
+        serde_json::to_value(answer).unwrap()
+    });
+    assert_eq!(
+        answer,
+        json!({"content": [{"type": "text", "text":
+                   "BLOCKED: this conversation can only use the signed-in customer's own \
+                    account, and u_004 is not it. Use the signed-in customer's id, u_001, or ask \
+                    them what they need for their own account."}],
+               "isError": true,
+               "_meta": {"toolgate/outcome": "blocked", "toolgate/blocked_by":
+                         super::agent_item("policy::own_records_only")}})
+    );
+    let who: Vec<(Value, Value, Value)> = audit_lines(audit.path())
+        .into_iter()
+        .map(|l| {
+            (
+                l["user_id"].clone(),
+                l["session_id"].clone(),
+                l["outcome"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        who,
+        vec![(json!("u_001"), json!("s_mcp"), json!("blocked"))]
+    );
+}
