@@ -25,8 +25,9 @@
 //! layer. The address must be 127.0.0.1 or ::1 (rmcp's default `Host` check; this demo has no
 //! TLS and its tokens are guessable).
 //!
-//! Exit codes: 0 when the client closed the connection, 2 for a bad command line (the usage on
-//! standard error), 1 when the server could not start.
+//! Exit codes: 0 when the client closed the connection (over `--http`: at Ctrl-C or SIGTERM,
+//! once the live MCP sessions ended), 2 for a bad command line (the usage on standard error), 1
+//! when the server could not start (over `--http`: `cannot listen on ADDR: …`, a port in use).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
