@@ -32,8 +32,13 @@ fn an_identity_function_that_panics_refuses_the_call_and_the_connection_goes_on(
         )
         .unwrap();
         let server = McpServer::new(agent.dispatcher, |caller| {
-            let header: Option<&str> = None;
-            let user = header.expect("the host's auth header");
+            // A host that trusts its transport to always say who is calling.
+            let user = caller
+                .request
+                .extensions
+                .get::<String>()
+                .expect("the host's transport names the caller")
+                .clone();
             Some(HookContext::builder(user, caller.mcp_session_id).build())
         })
         .unwrap();
