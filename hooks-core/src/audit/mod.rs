@@ -6,6 +6,7 @@
 //! |---|---|
 //! | `mod.rs` | [`AuditLog`], [`AuditLogBuilder`]: the observer and Stop hook, delivery to the sinks |
 //! | `record.rs` | [`AuditRecord`], [`SummaryRecord`]: what every sink receives, the JSON of a line |
+//! | `line.rs` | [`AuditRecord::write_json`]: the line's JSON by hand, byte for byte serde_json's, a word-at-a-time escaper |
 //! | `sink.rs` | [`AuditSink`] |
 //! | `redact.rs` | [`Redaction`], [`mask_card_numbers`], [`mask_emails`] |
 //! | `chain.rs` | the hash chain's rule and the writer that keeps it (lock, reopen, rotation) |
@@ -14,6 +15,7 @@
 
 mod chain;
 mod files;
+mod line;
 mod record;
 mod redact;
 mod sink;
