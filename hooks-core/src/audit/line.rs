@@ -153,7 +153,7 @@ fn write_asked(out: &mut Vec<u8>, asked: &Asked) {
 }
 
 /// A JSON value as serde_json writes it compactly (objects in their map's order).
-pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
+fn write_value(out: &mut Vec<u8>, value: &Value) {
     match value {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
@@ -188,7 +188,7 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
 }
 
 /// `n` in decimal.
-pub(crate) fn write_u64(out: &mut Vec<u8>, mut n: u64) {
+fn write_u64(out: &mut Vec<u8>, mut n: u64) {
     let mut buf = [0u8; 20];
     let mut at = buf.len();
     loop {
@@ -221,7 +221,7 @@ fn escape_mask(word: u64) -> u64 {
 /// `s` as a JSON string, with serde_json's escapes: `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`,
 /// and `\u00XX` (lowercase hex) for the other control characters; everything else (U+2028,
 /// U+2029, DEL, non-ASCII) as is.
-pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
+fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');

@@ -16,7 +16,8 @@ use crate::outcome::{CallRecord, Outcome, SessionSummary};
 /// One `tool_use` as the audit trail keeps it: owned, so a sink can keep it or send it to
 /// another thread, and already redacted ([`Redaction`](crate::Redaction)) when a sink sees it.
 ///
-/// Its JSON is the audit line (members in this order; the file sink adds `prev` last):
+/// Its JSON is the audit line (members in this order; the file sink adds `prev` last), as
+/// serde_json writes it or, the same bytes faster, [`write_json`](Self::write_json):
 ///
 /// ```json
 /// {"ts":"2026-11-24T15:40:00Z","session_id":"sess_free_02","user_id":"u_004","tier":"free",
