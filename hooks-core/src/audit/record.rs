@@ -224,9 +224,27 @@ impl AuditRecord {
         self.is_final = call.outcome.is_final();
     }
 
-    /// Bytes of text the record holds on to (a refilled record is dropped past a limit).
+    /// Bytes of text the record holds on to in its content, detail and inputs (strings' and
+    /// keys' capacities; a kept record is dropped past a limit).
     pub(crate) fn held_bytes(&self) -> usize {
-        self.content.capacity() + self.detail.as_ref().map_or(0, String::capacity)
+        self.content.capacity()
+            + self.detail.as_ref().map_or(0, String::capacity)
+            + text_bytes(&self.input)
+            + self.effective_input.as_ref().map_or(0, text_bytes)
+    }
+}
+
+/// The capacities of the strings and keys in `value`, plus 16 bytes per item (what it keeps
+/// allocated, roughly).
+fn text_bytes(value: &Value) -> usize {
+    match value {
+        Value::String(s) => s.capacity(),
+        Value::Array(items) => items.iter().map(|v| 16 + text_bytes(v)).sum(),
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| 16 + k.capacity() + text_bytes(v))
+            .sum(),
+        Value::Null | Value::Bool(_) | Value::Number(_) => 0,
     }
 }
 
@@ -319,6 +337,18 @@ mod tests {
     use crate::context::Clock;
     use crate::hook_run::HookDecision;
     use crate::{ToolResult, ToolUse};
+
+    #[test]
+    fn held_bytes_counts_the_texts_a_kept_record_holds() {
+        let ctx = HookContext::builder("u_001", "sess_1").build();
+        let input = json!({"order_id": "o_1", "notes": ["ab", "c"]});
+        let call = ToolUse::new("toolu_1", "t", input.clone());
+        let result = ToolResult::text("toolu_1", "hello");
+        let mut r = CallRecord::new(&call, &input, Outcome::Ok, Some(&result), Duration::ZERO);
+        r.detail = Some("boom");
+        // content 5 + detail 4 + {"order_id": 16 + 8 + 3, "notes": 16 + 5 + (16 + 2) + (16 + 1)}.
+        assert_eq!(AuditRecord::new(&ctx, &r).held_bytes(), 5 + 4 + 27 + 56);
+    }
 
     /// Refilling one record through calls of every shape, in an order where each field grows,
     /// shrinks, appears and disappears, leaves it equal to a freshly built one each time.
