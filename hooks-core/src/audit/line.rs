@@ -203,19 +203,22 @@ fn write_u64(out: &mut Vec<u8>, mut n: u64) {
 }
 
 const ONES: u64 = 0x0101_0101_0101_0101;
+const LOWS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// The high bit of each byte of `word` (read little-endian) that JSON requires escaped: below
-/// 0x20, `"` or `\`. The lowest set bit is exact (a borrow only runs upward, past a byte that
-/// is itself flagged), which is all [`write_str`] reads.
+/// 0x20, `"` or `\\`. Exact for every byte (no carry crosses bytes: each byte's low seven bits
+/// are added to at most 0x7f), so [`write_str`] takes the flagged bytes one after another.
 #[inline]
 fn escape_mask(word: u64) -> u64 {
-    let control = word.wrapping_sub(ONES * 0x20) & !word;
+    // High bit set: the byte is 0x20 or more.
+    let printable = ((word & LOWS) + ONES * 0x60) | word;
     let quote = word ^ (ONES * u64::from(b'"'));
-    let quote = quote.wrapping_sub(ONES) & !quote;
+    // High bit set: the byte is not `"`.
+    let not_quote = ((quote & LOWS) + LOWS) | quote;
     let backslash = word ^ (ONES * u64::from(b'\\'));
-    let backslash = backslash.wrapping_sub(ONES) & !backslash;
-    (control | quote | backslash) & HIGHS
+    let not_backslash = ((backslash & LOWS) + LOWS) | backslash;
+    !(printable & not_quote & not_backslash) & HIGHS
 }
 
 /// `s` as a JSON string, with serde_json's escapes: `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`,
@@ -225,20 +228,19 @@ fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
-    // `bytes[start..at]` is clean and not yet copied.
+    // `bytes[start..]` is not yet copied; bytes before `at` are looked at.
     let mut start = 0;
     let mut at = 0;
     while let Some(word) = bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
-        let mask = escape_mask(u64::from_le_bytes(*word));
-        if mask == 0 {
-            at += 8;
-            continue;
+        let mut mask = escape_mask(u64::from_le_bytes(*word));
+        while mask != 0 {
+            let dirty = at + (mask.trailing_zeros() / 8) as usize;
+            out.extend_from_slice(&bytes[start..dirty]);
+            push_escape(out, bytes[dirty]);
+            start = dirty + 1;
+            mask &= mask - 1;
         }
-        let dirty = at + (mask.trailing_zeros() / 8) as usize;
-        out.extend_from_slice(&bytes[start..dirty]);
-        push_escape(out, bytes[dirty]);
-        at = dirty + 1;
-        start = at;
+        at += 8;
     }
     for (i, &b) in bytes.iter().enumerate().skip(at) {
         if needs_escape(b) {
@@ -256,12 +258,22 @@ fn needs_escape(b: u8) -> bool {
     b < 0x20 || b == b'"' || b == b'\\'
 }
 
-/// The escape of one byte [`needs_escape`] flags.
+/// The escape of one byte [`needs_escape`] flags: `"` and `\\` (most of them, in JSON text)
+/// inline, control characters out of line.
+#[inline]
 fn push_escape(out: &mut Vec<u8>, b: u8) {
+    if b == b'"' || b == b'\\' {
+        out.extend_from_slice(&[b'\\', b]);
+    } else {
+        push_control_escape(out, b);
+    }
+}
+
+/// The escape of a control character.
+#[cold]
+fn push_control_escape(out: &mut Vec<u8>, b: u8) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let short = match b {
-        b'"' => b'"',
-        b'\\' => b'\\',
         0x08 => b'b',
         0x0c => b'f',
         b'\n' => b'n',
@@ -298,6 +310,8 @@ mod tests {
         let specials: Vec<char> = (0u8..0x20)
             .map(char::from)
             .chain(['"', '\\', '\u{7f}', '\u{2028}', '\u{2029}', 'é', '😀'])
+            // The neighbours of the escaped bytes: 0x20, 0x21, 0x23, 0x5b, 0x5d, 0xa2, 0xdc.
+            .chain([' ', '!', '#', '[', ']', '\u{a2}', '\u{dc}'])
             .collect();
         for special in specials {
             for len in 0..20 {
