@@ -41,6 +41,10 @@ mod rewrite_chain;
 #[path = "properties/message_wire.rs"]
 mod message_wire;
 
+// The audit line written by hand is serde_json's, byte for byte (issue 18 §2).
+#[path = "properties/audit_line.rs"]
+mod audit_line;
+
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -257,7 +257,8 @@ pub(crate) fn dispatcher_audit_only(log: AuditLog) -> Dispatcher {
 /// The audit log as it was before the hash chain, as a sink: each record serialized into a
 /// reused buffer with its `\n` and appended with one `write` to an `O_APPEND` file; no `prev`, no
 /// lock, no hash. Measured against the chained files (`AuditLog::open`) to give the chain's cost
-/// per line: both sides build, redact (no rule) and serialize the same record.
+/// per line: both sides build, redact (no rule) and serialize the same record, with the line
+/// writer the files use (`AuditRecord::write_json`, serde_json's bytes).
 pub(crate) struct UnchainedJsonl(std::fs::File);
 
 impl UnchainedJsonl {
@@ -281,7 +282,7 @@ impl toolgate::AuditSink for UnchainedJsonl {
         LINE.with(|line| {
             let mut line = line.borrow_mut();
             line.clear();
-            serde_json::to_writer(&mut *line, record).map_err(toolgate::HookError::new)?;
+            record.write_json(&mut line);
             line.push(b'\n');
             let written = (&self.0).write(&line).map_err(toolgate::HookError::new)?;
             if written != line.len() {

@@ -151,13 +151,14 @@
 //! | `stats.rs` | a session's counters; the observer channel (`tracing` and `observer_errors`) |
 //! | `usage.rs` | [`Usage`]: the tokens of the model's responses a host adds to a session |
 //! | `audit/mod.rs` | [`AuditLog`], [`AuditLogBuilder`]: the built-in observer and Stop hook, records handed to every sink |
-//! | `audit/record.rs` | [`AuditRecord`], [`SummaryRecord`]: what every sink receives; a JSONL line is one's JSON |
+//! | `audit/record.rs` | [`AuditRecord`], [`SummaryRecord`]: what every sink receives; a JSONL line is one's JSON; one record per thread refilled |
+//! | `audit/line.rs` | [`AuditRecord::write_json`]: a line's JSON by hand, serde_json's bytes, a word-at-a-time escaper |
 //! | `audit/sink.rs` | [`AuditSink`]: where records go (the JSONL files are the default) |
 //! | `audit/redact.rs` | [`Redaction`] (JSON pointers per tool, text functions), [`mask_card_numbers`], [`mask_emails`] |
 //! | `audit/chain.rs` | the hash chain: `prev` on every line, the file lock, reopening, rotation |
 //! | `audit/files.rs` | the default sink: `audit_log.jsonl` and `session_summaries.jsonl` |
 //! | `audit/verify.rs` | feature `audit-verify`: `verify_audit_dir`, `verify_audit_file`: the chain checked, the first broken line named |
-//! | `time.rs` | RFC 3339 timestamps ([`Rfc3339`]) |
+//! | `time.rs` | RFC 3339 timestamps ([`Rfc3339`]); the audit line's, with the second cached |
 //! | `answer.rs` | [`CallAnswer`]: a `tool_result` with its outcome, the hook at fault and the operator detail |
 //! | `caller.rs` | wrapping by ownership: [`ToolCaller`], [`SyncCaller`] |
 //! | `claude_code/mod.rs` | feature `claude-code`: `claude_code::ClaudeCodeHook`, a Claude Code command hook over a dispatcher (one event in, the documented answer out) |

@@ -18,7 +18,15 @@ impl Rfc3339 {
     /// Writes the timestamp into a stack buffer: no allocation, no `fmt` machinery (the audit
     /// log writes one per line).
     fn text(self) -> Text {
-        let (secs, nanos): (i64, u32) = match self.0.duration_since(UNIX_EPOCH) {
+        let (secs, nanos) = self.seconds();
+        let mut t = Text::second(secs);
+        t.fraction_and_zone(nanos);
+        t
+    }
+
+    /// Whole seconds since the epoch (negative before it) and the nanoseconds after them.
+    fn seconds(self) -> (i64, u32) {
+        match self.0.duration_since(UNIX_EPOCH) {
             Ok(d) => (d.as_secs() as i64, d.subsec_nanos()),
             Err(e) => {
                 let d = e.duration();
@@ -30,43 +38,42 @@ impl Rfc3339 {
                 }
                 (secs, nanos)
             }
-        };
-        let days = secs.div_euclid(86_400);
-        let rem = secs.rem_euclid(86_400) as u64;
-        let (y, m, d) = civil_from_days(days);
-        let mut t = Text {
-            bytes: [0; Text::CAP],
-            len: 0,
-        };
-        // As `{y:04}`: the sign counts toward the width.
-        if y < 0 {
-            t.push(b'-');
-            t.digits(y.unsigned_abs(), 3);
-        } else {
-            t.digits(y as u64, 4);
         }
-        t.push(b'-');
-        t.digits(u64::from(m), 2);
-        t.push(b'-');
-        t.digits(u64::from(d), 2);
-        t.push(b'T');
-        t.digits(rem / 3600, 2);
-        t.push(b':');
-        t.digits(rem % 3600 / 60, 2);
-        t.push(b':');
-        t.digits(rem % 60, 2);
-        if nanos != 0 {
-            let mut frac = nanos;
-            let mut width = 9;
-            while frac % 10 == 0 {
-                frac /= 10;
-                width -= 1;
-            }
-            t.push(b'.');
-            t.digits(u64::from(frac), width);
+    }
+
+    /// Appends the same text as [`Display`](fmt::Display) to `out`, reusing `cache`'s text of
+    /// the second when the instant falls in the same second as the last one written with it
+    /// (the audit line's `ts`: the calendar arithmetic runs once a second, not once a line).
+    pub(crate) fn write_cached(self, cache: &mut SecondText, out: &mut Vec<u8>) {
+        let (secs, nanos) = self.seconds();
+        if cache.secs != Some(secs) {
+            cache.text = Text::second(secs);
+            cache.secs = Some(secs);
         }
-        t.push(b'Z');
-        t
+        let mut t = cache.text;
+        t.fraction_and_zone(nanos);
+        out.extend_from_slice(t.as_bytes());
+    }
+}
+
+/// The text of one second (`2026-11-24T10:15:00`), kept by [`Rfc3339::write_cached`] for the
+/// next instant of the same second.
+#[derive(Clone, Copy)]
+pub(crate) struct SecondText {
+    secs: Option<i64>,
+    text: Text,
+}
+
+impl SecondText {
+    /// Empty: the first instant computes its second.
+    pub(crate) const fn new() -> SecondText {
+        SecondText {
+            secs: None,
+            text: Text {
+                bytes: [0; Text::CAP],
+                len: 0,
+            },
+        }
     }
 }
 
@@ -164,6 +171,7 @@ fn number(digits: &[u8]) -> Option<u64> {
 
 /// An RFC 3339 text on the stack. The longest is 44 bytes: a sign and 12 year digits (an `i64`
 /// of seconds spans about ±292 billion years), `-MM-DDTHH:MM:SS`, `.` and 9 digits, `Z`.
+#[derive(Clone, Copy)]
 struct Text {
     bytes: [u8; Text::CAP],
     len: usize,
@@ -171,6 +179,50 @@ struct Text {
 
 impl Text {
     const CAP: usize = 48;
+
+    /// `YYYY-MM-DDTHH:MM:SS` of `secs` since the epoch (UTC).
+    fn second(secs: i64) -> Text {
+        let days = secs.div_euclid(86_400);
+        let rem = secs.rem_euclid(86_400) as u64;
+        let (y, m, d) = civil_from_days(days);
+        let mut t = Text {
+            bytes: [0; Text::CAP],
+            len: 0,
+        };
+        // As `{y:04}`: the sign counts toward the width.
+        if y < 0 {
+            t.push(b'-');
+            t.digits(y.unsigned_abs(), 3);
+        } else {
+            t.digits(y as u64, 4);
+        }
+        t.push(b'-');
+        t.digits(u64::from(m), 2);
+        t.push(b'-');
+        t.digits(u64::from(d), 2);
+        t.push(b'T');
+        t.digits(rem / 3600, 2);
+        t.push(b':');
+        t.digits(rem % 3600 / 60, 2);
+        t.push(b':');
+        t.digits(rem % 60, 2);
+        t
+    }
+
+    /// `.` and the fraction without trailing zeros (nothing when `nanos` is 0), then `Z`.
+    fn fraction_and_zone(&mut self, nanos: u32) {
+        if nanos != 0 {
+            let mut frac = nanos;
+            let mut width = 9;
+            while frac.is_multiple_of(10) {
+                frac /= 10;
+                width -= 1;
+            }
+            self.push(b'.');
+            self.digits(u64::from(frac), width);
+        }
+        self.push(b'Z');
+    }
 
     fn push(&mut self, b: u8) {
         if let Some(slot) = self.bytes.get_mut(self.len) {
@@ -191,6 +243,10 @@ impl Text {
         for &b in &tmp[20 - n..] {
             self.push(b);
         }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
 
     fn as_str(&self) -> &str {
@@ -328,6 +384,39 @@ mod tests {
             serde_json::to_string(&Rfc3339(UNIX_EPOCH + Duration::new(1, 5))).unwrap(),
             "\"1970-01-01T00:00:01.000000005Z\""
         );
+    }
+
+    #[test]
+    fn the_cached_second_writes_what_display_writes() {
+        // Same second with other fractions, the next second, a jump back, before the epoch.
+        let instants = [
+            UNIX_EPOCH + Duration::new(1_795_515_300, 250_000_000),
+            UNIX_EPOCH + Duration::new(1_795_515_300, 0),
+            UNIX_EPOCH + Duration::new(1_795_515_300, 999_999_999),
+            UNIX_EPOCH + Duration::new(1_795_515_301, 1),
+            UNIX_EPOCH + Duration::new(1_795_515_300, 5),
+            UNIX_EPOCH + Duration::new(951_782_400, 0),
+            UNIX_EPOCH - Duration::new(1, 500_000_000),
+            UNIX_EPOCH - Duration::new(1, 0),
+            UNIX_EPOCH - Duration::new(0, 1),
+            UNIX_EPOCH + Duration::new(253_402_300_800, 0),
+        ];
+        let mut cache = SecondText::new();
+        let mut out = Vec::new();
+        let mut expected = String::new();
+        for at in instants.into_iter().chain(instants.into_iter().rev()) {
+            Rfc3339(at).write_cached(&mut cache, &mut out);
+            out.push(b' ');
+            expected.push_str(&Rfc3339(at).to_string());
+            expected.push(' ');
+        }
+        assert_eq!(String::from_utf8(out).unwrap(), expected);
+        assert!(expected.starts_with(
+            "2026-11-24T10:15:00.25Z 2026-11-24T10:15:00Z 2026-11-24T10:15:00.999999999Z \
+             2026-11-24T10:15:01.000000001Z 2026-11-24T10:15:00.000000005Z \
+             2000-02-29T00:00:00Z 1969-12-31T23:59:58.5Z 1969-12-31T23:59:59Z \
+             1969-12-31T23:59:59.999999999Z 10000-01-01T00:00:00Z "
+        ));
     }
 
     #[test]

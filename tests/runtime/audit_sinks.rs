@@ -425,3 +425,129 @@ fn a_log_with_sinks_only_writes_no_file_and_one_with_neither_is_refused() {
         "an audit log needs a folder (.dir) or a sink (.sink)"
     );
 }
+
+/// From inside `record`, runs a call of another dispatcher whose audit log writes to `log`: an
+/// audit write nested in another on the same thread (the outer one holds the thread's kept
+/// record, so the inner one makes its own).
+struct Nested {
+    inner: Dispatcher,
+}
+
+impl AuditSink for Nested {
+    fn record(&self, record: &AuditRecord) -> Result<(), HookError> {
+        let s = self.inner.session(fixed_context("sess_inner"));
+        let id = format!("{}_inner", record.tool_use_id);
+        let input = json!({"email": format!("inner-{}", record.tool_use_id)});
+        call(&s, &id, "lookup", input);
+        Ok(())
+    }
+}
+
+fn fixed_context(session: &str) -> HookContext {
+    HookContext::builder("u_001", session)
+        .tier("premium")
+        .clock(Clock::fixed(
+            SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_515_300),
+        ))
+        .build()
+}
+
+/// The audit log keeps one record per thread and refills it for every call (issue 18 §2): a
+/// sink that audits a call of its own from inside `record` leaves the outer record whole for
+/// the sinks after it, calls of other shapes in a row each get their own values, and the files
+/// hold the same lines.
+#[test]
+fn a_record_refilled_per_thread_survives_a_nested_audit_write_and_calls_of_other_shapes() {
+    let inner = Collect::default();
+    let inner_log = AuditLog::builder().sink(inner.clone()).build().unwrap();
+    let inner_dispatcher = Dispatcher::builder()
+        .tool(lookup())
+        .audit_log(inner_log)
+        .build()
+        .unwrap();
+    let dir = support::TempDir::new("audit-nested-sink");
+    let outer = Collect::default();
+    let log = AuditLog::builder()
+        .dir(&dir)
+        .sink(Nested {
+            inner: inner_dispatcher,
+        })
+        .sink(outer.clone())
+        .build()
+        .unwrap();
+    let d = Dispatcher::builder()
+        .tool(lookup())
+        .tool(pay())
+        .audit_log(log)
+        .build()
+        .unwrap();
+    let s = d.session(fixed_context("sess_outer"));
+    call(&s, "toolu_1", "lookup", json!({"email": "x"}));
+    call(&s, "toolu_2", "pay", pay_input());
+    call(
+        &s,
+        "toolu_3",
+        "lookup",
+        json!({"email": "a much longer address@example.com"}),
+    );
+    s.end();
+    let at = "2026-11-24T10:15:00Z";
+    let record = |id: &str, tool: &str, input: Value, content: &str| {
+        json!({"ts": at, "session_id": "sess_outer", "user_id": "u_001", "tier": "premium",
+               "tool_use_id": id, "tool": tool, "input": input, "outcome": "ok",
+               "is_error": false, "content": content, "duration_us": 0})
+    };
+    let expected = [
+        record(
+            "toolu_1",
+            "lookup",
+            json!({"email": "x"}),
+            "customer x found",
+        ),
+        record(
+            "toolu_2",
+            "pay",
+            pay_input(),
+            "charged card 4242 4242 4242 4242 of Ada Lovelace; receipt sent to Ada@Example.com",
+        ),
+        record(
+            "toolu_3",
+            "lookup",
+            json!({"email": "a much longer address@example.com"}),
+            "customer a much longer address@example.com found",
+        ),
+    ];
+    let summary = json!({"ts": at, "session_id": "sess_outer", "user_id": "u_001",
+                         "started_at": at, "ended_at": at, "calls": 3,
+                         "outcomes": {"ok": 3}, "tools": {"lookup": 2, "pay": 1},
+                         "observer_errors": 0});
+    let mut all = expected.to_vec();
+    all.push(summary);
+    assert_eq!(outer.received(), all);
+    // The files got the same records, as lines.
+    let mut lines = support::json_lines(&dir.join("audit_log.jsonl"));
+    for line in &mut lines {
+        line.as_object_mut().unwrap().remove("prev");
+        crate::support::zero_durations(line);
+    }
+    assert_eq!(lines, expected);
+    // Each nested call was audited whole by the inner log, with its session's summary.
+    let inner_expected: Vec<Value> = ["toolu_1", "toolu_2", "toolu_3"]
+        .iter()
+        .flat_map(|id| {
+            let email = format!("inner-{id}");
+            [
+                json!({"ts": at, "session_id": "sess_inner", "user_id": "u_001",
+                       "tier": "premium", "tool_use_id": format!("{id}_inner"),
+                       "tool": "lookup", "input": {"email": email}, "outcome": "ok",
+                       "is_error": false, "content": format!("customer {email} found"),
+                       "duration_us": 0}),
+                json!({"ts": at, "session_id": "sess_inner", "user_id": "u_001",
+                       "started_at": at, "ended_at": at, "calls": 1,
+                       "outcomes": {"ok": 1}, "tools": {"lookup": 1},
+                       "observer_errors": 0}),
+            ]
+        })
+        .collect();
+    assert_eq!(inner.received(), inner_expected);
+}

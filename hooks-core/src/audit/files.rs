@@ -4,8 +4,6 @@ use std::cell::RefCell;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
 use crate::audit::chain::ChainedFile;
 use crate::audit::record::{AuditRecord, SummaryRecord};
 use crate::audit::sink::AuditSink;
@@ -71,11 +69,18 @@ impl JsonlFiles {
 
 impl AuditSink for JsonlFiles {
     fn record(&self, record: &AuditRecord) -> Result<(), HookError> {
-        append(&self.calls, record).map_err(|e| write_failed(&self.calls, &e))
+        append(&self.calls, |object| {
+            record.write_json(object);
+            Ok(())
+        })
+        .map_err(|e| write_failed(&self.calls, &e))
     }
 
     fn summary(&self, summary: &SummaryRecord) -> Result<(), HookError> {
-        append(&self.sessions, summary).map_err(|e| write_failed(&self.sessions, &e))
+        append(&self.sessions, |object| {
+            serde_json::to_writer(object, summary).map_err(io::Error::from)
+        })
+        .map_err(|e| write_failed(&self.sessions, &e))
     }
 
     fn name(&self) -> &str {
@@ -95,9 +100,12 @@ thread_local! {
     static BUFS: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
-/// Serializes `value` into a reused per-thread buffer (outside the file's lock), then appends it
-/// with its `prev` (under the lock).
-fn append<T: Serialize>(file: &ChainedFile, value: &T) -> io::Result<()> {
+/// Serializes a value into a reused per-thread buffer with `write` (outside the file's lock),
+/// then appends it with its `prev` (under the lock).
+fn append(
+    file: &ChainedFile,
+    write: impl FnOnce(&mut Vec<u8>) -> io::Result<()>,
+) -> io::Result<()> {
     BUFS.with(|bufs| {
         let mut fresh = (Vec::new(), Vec::new());
         let mut held = bufs.try_borrow_mut();
@@ -107,9 +115,7 @@ fn append<T: Serialize>(file: &ChainedFile, value: &T) -> io::Result<()> {
             Err(_) => &mut fresh,
         };
         object.clear();
-        let result = serde_json::to_writer(&mut *object, value)
-            .map_err(io::Error::from)
-            .and_then(|()| file.append(object, line));
+        let result = write(object).and_then(|()| file.append(object, line));
         for buf in [object, line] {
             if buf.capacity() > 1 << 20 {
                 *buf = Vec::new();

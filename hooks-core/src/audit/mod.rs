@@ -5,7 +5,8 @@
 //! | file | what it holds |
 //! |---|---|
 //! | `mod.rs` | [`AuditLog`], [`AuditLogBuilder`]: the observer and Stop hook, delivery to the sinks |
-//! | `record.rs` | [`AuditRecord`], [`SummaryRecord`]: what every sink receives, the JSON of a line |
+//! | `record.rs` | [`AuditRecord`], [`SummaryRecord`]: what every sink receives, the JSON of a line; a record refilled in place |
+//! | `line.rs` | [`AuditRecord::write_json`]: the line's JSON by hand, byte for byte serde_json's, a word-at-a-time escaper |
 //! | `sink.rs` | [`AuditSink`] |
 //! | `redact.rs` | [`Redaction`], [`mask_card_numbers`], [`mask_emails`] |
 //! | `chain.rs` | the hash chain's rule and the writer that keeps it (lock, reopen, rotation) |
@@ -14,12 +15,14 @@
 
 mod chain;
 mod files;
+mod line;
 mod record;
 mod redact;
 mod sink;
 #[cfg(feature = "audit-verify")]
 mod verify;
 
+use std::cell::RefCell;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -198,9 +201,34 @@ impl AuditLog {
     }
 
     fn write_call(&self, env: Env<'_>, r: &CallRecord<'_>) -> Result<(), HookError> {
-        let mut record = AuditRecord::new(env.context(), r);
-        self.inner.redaction.apply(&mut record);
-        self.inner.deliver(|sink| sink.record(&record))
+        let ctx = env.context();
+        let reused = RECORD.try_with(|slot| {
+            // Taken by a write further up this thread's stack (a sink that dispatches), or
+            // the thread is ending: that call makes its own.
+            let mut slot = slot.try_borrow_mut().ok()?;
+            let record = match &mut *slot {
+                Some(record) => {
+                    record.refill(ctx, r);
+                    record
+                }
+                None => slot.insert(AuditRecord::new(ctx, r)),
+            };
+            let result = self.write_record(record);
+            if record.held_bytes() > MAX_HELD_BYTES {
+                *slot = None;
+            }
+            Some(result)
+        });
+        match reused {
+            Ok(Some(result)) => result,
+            _ => self.write_record(&mut AuditRecord::new(ctx, r)),
+        }
+    }
+
+    /// Redacts `record` and hands it to every sink.
+    fn write_record(&self, record: &mut AuditRecord) -> Result<(), HookError> {
+        self.inner.redaction.apply(record);
+        self.inner.deliver(|sink| sink.record(record))
     }
 
     fn write_summary(&self, env: Env<'_>, summary: &SessionSummary) -> Result<(), HookError> {
@@ -208,6 +236,15 @@ impl AuditLog {
         self.inner.deliver(|sink| sink.summary(&record))
     }
 }
+
+thread_local! {
+    /// Per thread: the last call's record, refilled for the next call
+    /// ([`AuditRecord::refill`]) instead of built and dropped each time.
+    static RECORD: RefCell<Option<AuditRecord>> = const { RefCell::new(None) };
+}
+
+/// A kept record holding more text than this (a long `content`) is dropped after its call.
+const MAX_HELD_BYTES: usize = 64 * 1024;
 
 impl LogInner {
     /// Hands a record to every sink (each in its own panic guard); one error naming every sink

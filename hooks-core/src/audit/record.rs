@@ -2,6 +2,7 @@
 //! [`SummaryRecord`] of one session. A JSONL line is the record's JSON with the file's `prev`
 //! added (see [`chain`](super::chain)).
 
+use std::borrow::Cow;
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
@@ -15,7 +16,8 @@ use crate::outcome::{CallRecord, Outcome, SessionSummary};
 /// One `tool_use` as the audit trail keeps it: owned, so a sink can keep it or send it to
 /// another thread, and already redacted ([`Redaction`](crate::Redaction)) when a sink sees it.
 ///
-/// Its JSON is the audit line (members in this order; the file sink adds `prev` last):
+/// Its JSON is the audit line (members in this order; the file sink adds `prev` last), as
+/// serde_json writes it or, the same bytes faster, [`write_json`](Self::write_json):
 ///
 /// ```json
 /// {"ts":"2026-11-24T15:40:00Z","session_id":"sess_free_02","user_id":"u_004","tier":"free",
@@ -162,6 +164,140 @@ impl AuditRecord {
     }
 }
 
+impl AuditRecord {
+    /// Makes `self` equal to [`AuditRecord::new`]`(ctx, call)`, reusing its allocations (the
+    /// audit log keeps one record per thread and refills it for every call: no allocation and
+    /// no drop when the shapes repeat, which they do call after call).
+    pub(crate) fn refill(&mut self, ctx: &HookContext, call: &CallRecord<'_>) {
+        self.ts = ctx.now();
+        assign_str(&mut self.session_id, ctx.session_id());
+        assign_str(&mut self.user_id, ctx.user_id());
+        assign_opt(&mut self.tier, ctx.tier());
+        assign_str(&mut self.tool_use_id, &call.call.id);
+        assign_str(&mut self.tool, &call.call.name);
+        assign_value(&mut self.input, call.input);
+        self.outcome = call.outcome;
+        self.is_error = call.result.is_some_and(|r| r.is_error);
+        match call.result {
+            Some(r) => assign_str(&mut self.content, &r.content_text()),
+            None => self.content.clear(),
+        }
+        self.duration_us = u64::try_from(call.duration.as_micros()).unwrap_or(u64::MAX);
+        assign_opt(&mut self.blocked_by, call.blocked_by);
+        assign_list(
+            &mut self.rewritten_by,
+            call.rewritten_by,
+            |d, s| assign_str(d, s),
+            |s| (*s).to_owned(),
+        );
+        assign_list(
+            &mut self.hooks,
+            call.hooks,
+            |d, s| {
+                match &mut d.hook {
+                    Cow::Owned(path) => assign_str(path, &s.hook),
+                    path => *path = Cow::Owned(s.hook.clone().into_owned()),
+                }
+                d.decision = s.decision;
+                d.duration_us = s.duration_us;
+            },
+            |s| s.clone().into_owned(),
+        );
+        match (&mut self.effective_input, call.effective_input) {
+            (Some(d), Some(s)) => assign_value(d, s),
+            (d, s) => *d = s.cloned(),
+        }
+        assign_opt(&mut self.detail, call.detail);
+        self.content_bytes = call.content_bytes.map(|n| n as u64);
+        self.replay = call.replay;
+        assign_list(
+            &mut self.asked_by,
+            call.asked_by,
+            |d, s| {
+                assign_str(&mut d.hook, &s.hook);
+                assign_str(&mut d.reason, &s.reason);
+            },
+            Asked::clone,
+        );
+        assign_opt(&mut self.approved_by, call.approved_by);
+        assign_opt(&mut self.denied_by, call.denied_by);
+        self.is_final = call.outcome.is_final();
+    }
+
+    /// Bytes of text the record holds on to in its content, detail and inputs (strings' and
+    /// keys' capacities; a kept record is dropped past a limit).
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.content.capacity()
+            + self.detail.as_ref().map_or(0, String::capacity)
+            + text_bytes(&self.input)
+            + self.effective_input.as_ref().map_or(0, text_bytes)
+    }
+}
+
+/// The capacities of the strings and keys in `value`, plus 16 bytes per item (what it keeps
+/// allocated, roughly).
+fn text_bytes(value: &Value) -> usize {
+    match value {
+        Value::String(s) => s.capacity(),
+        Value::Array(items) => items.iter().map(|v| 16 + text_bytes(v)).sum(),
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| 16 + k.capacity() + text_bytes(v))
+            .sum(),
+        Value::Null | Value::Bool(_) | Value::Number(_) => 0,
+    }
+}
+
+fn assign_str(to: &mut String, from: &str) {
+    to.clear();
+    to.push_str(from);
+}
+
+fn assign_opt(to: &mut Option<String>, from: Option<&str>) {
+    match (to, from) {
+        (Some(to), Some(from)) => assign_str(to, from),
+        (to, from) => *to = from.map(str::to_owned),
+    }
+}
+
+/// `to` made item for item equal to `from`: kept items refilled in place by `assign`, missing
+/// ones made by `make`, extra ones dropped.
+fn assign_list<T, U>(
+    to: &mut Vec<T>,
+    from: &[U],
+    mut assign: impl FnMut(&mut T, &U),
+    make: impl Fn(&U) -> T,
+) {
+    to.truncate(from.len());
+    let kept = to.len();
+    for (to, from) in to.iter_mut().zip(from) {
+        assign(to, from);
+    }
+    to.extend(from[kept..].iter().map(make));
+}
+
+/// Makes `to` equal to `from` (member order included), reusing its strings and maps where the
+/// shape is the same: an object with the same keys in the same order keeps its map and each of
+/// its values is assigned in place.
+fn assign_value(to: &mut Value, from: &Value) {
+    match (to, from) {
+        (Value::String(to), Value::String(from)) => assign_str(to, from),
+        (Value::Object(to), Value::Object(from))
+            if to.len() == from.len() && to.keys().eq(from.keys()) =>
+        {
+            for ((_, to), (_, from)) in to.iter_mut().zip(from) {
+                assign_value(to, from);
+            }
+        }
+        (Value::Array(to), Value::Array(from)) if to.len() == from.len() => {
+            for (to, from) in to.iter_mut().zip(from) {
+                assign_value(to, from);
+            }
+        }
+        (to, from) => to.clone_from(from),
+    }
+}
+
 /// One session's summary line: `ts` (when it was written, the context's clock) followed by the
 /// members of [`SessionSummary`]; the file sink adds `prev` last.
 ///
@@ -187,6 +323,126 @@ impl SummaryRecord {
         SummaryRecord {
             ts,
             summary: summary.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::context::Clock;
+    use crate::hook_run::HookDecision;
+    use crate::{ToolResult, ToolUse};
+
+    #[test]
+    fn held_bytes_counts_the_texts_a_kept_record_holds() {
+        let ctx = HookContext::builder("u_001", "sess_1").build();
+        let input = json!({"order_id": "o_1", "notes": ["ab", "c"]});
+        let call = ToolUse::new("toolu_1", "t", input.clone());
+        let result = ToolResult::text("toolu_1", "hello");
+        let mut r = CallRecord::new(&call, &input, Outcome::Ok, Some(&result), Duration::ZERO);
+        r.detail = Some("boom");
+        // content 5 + detail 4 + {"order_id": 16 + 8 + 3, "notes": 16 + 5 + (16 + 2) + (16 + 1)}.
+        assert_eq!(AuditRecord::new(&ctx, &r).held_bytes(), 5 + 4 + 27 + 56);
+    }
+
+    /// Refilling one record through calls of every shape, in an order where each field grows,
+    /// shrinks, appears and disappears, leaves it equal to a freshly built one each time.
+    #[test]
+    fn a_refilled_record_equals_a_new_one_whatever_came_before() {
+        let at = UNIX_EPOCH + Duration::new(1_795_515_300, 250_000_000);
+        let with_tier = HookContext::builder("u_001", "sess_1")
+            .tier("premium")
+            .clock(Clock::fixed(at))
+            .build();
+        let without_tier = HookContext::builder("u_0000002", "s")
+            .clock(Clock::fixed(at + Duration::from_secs(1)))
+            .build();
+        let inputs = [
+            json!({"order_id": "o_1", "amount_cents": 2599}),
+            json!({"order_id": "o_22222", "amount_cents": "[REDACTED]"}),
+            json!({"amount_cents": 1, "order_id": "o"}),
+            json!({"order_id": "o"}),
+            json!(["a", {"b": [1, 2.5, null]}, true]),
+            json!(["a", {"b": [1, 2.5]}, false]),
+            json!("[input not recorded: over the input limits (9 bytes, 3 levels)]"),
+            json!({}),
+        ];
+        let calls: Vec<ToolUse> = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, input)| ToolUse::new(format!("toolu_{i}"), "issue_refund", input.clone()))
+            .collect();
+        let results = [
+            ToolResult::text("toolu_0", r#"{"refund_id":"r_1"}"#),
+            ToolResult::error("toolu_1", "BLOCKED: over the limit"),
+        ];
+        let runs = [
+            HookRun::new("app::policy::premium_only", HookDecision::Allow, 1),
+            HookRun::new("app::policy::spend_limit", HookDecision::Rewrite, 37),
+            HookRun::new(
+                String::from("app::policy::premium_only"),
+                HookDecision::Deny,
+                2,
+            ),
+        ];
+        let asked = [Asked {
+            hook: "app::policy::large_refund".to_owned(),
+            reason: "refunds above 20000 cents need a person's approval".to_owned(),
+        }];
+        let rewritten = ["app::policy::spend_limit"];
+        let mut records = Vec::new();
+        for (i, call) in calls.iter().enumerate() {
+            let mut r = CallRecord::new(
+                call,
+                &inputs[i],
+                Outcome::ALL[i % Outcome::ALL.len()],
+                results.get(i % 3),
+                Duration::from_micros(40 + i as u64),
+            );
+            if i % 2 == 0 {
+                r.blocked_by = Some("app::policy::spend_limit");
+                r.rewritten_by = &rewritten;
+                r.hooks = &runs[..i.min(runs.len())];
+                r.effective_input = inputs.get(i + 1);
+                r.detail = Some("panicked at src/tools.rs:3:5: boom");
+                r.content_bytes = Some(20_000 + i);
+                r.replay = true;
+                r.asked_by = &asked;
+                r.approved_by = Some("ops@example.com");
+            } else {
+                r.hooks = &runs[i % 2..];
+                r.denied_by = Some("ops");
+            }
+            records.push(r);
+        }
+        let mut kept: Option<AuditRecord> = None;
+        // Forward, backward, then every pair: each shape follows each other shape.
+        let order: Vec<usize> = (0..records.len())
+            .chain((0..records.len()).rev())
+            .chain((0..records.len()).flat_map(|a| (0..records.len()).flat_map(move |b| [a, b])))
+            .collect();
+        for (n, &i) in order.iter().enumerate() {
+            let ctx = if n % 3 == 0 {
+                &without_tier
+            } else {
+                &with_tier
+            };
+            let fresh = AuditRecord::new(ctx, &records[i]);
+            match &mut kept {
+                Some(record) => record.refill(ctx, &records[i]),
+                None => kept = Some(AuditRecord::new(ctx, &records[i])),
+            }
+            let record = kept.as_ref().unwrap();
+            assert_eq!(record, &fresh, "call {i} after {n} refills");
+            assert_eq!(
+                serde_json::to_string(record).unwrap(),
+                serde_json::to_string(&fresh).unwrap()
+            );
         }
     }
 }

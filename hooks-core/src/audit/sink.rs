@@ -15,6 +15,10 @@ use crate::error::HookError;
 /// however many sinks failed) and never changes a call's result or keeps the other sinks from
 /// their record.
 ///
+/// A sink that writes JSON lines writes each record with
+/// [`AuditRecord::write_json`](crate::AuditRecord::write_json): the bytes of
+/// `serde_json::to_writer`, in about half the instructions (the files use it).
+///
 /// Sinks are synchronous: the record of a call the host dropped unfinished (`cancelled`) and
 /// the summary are written from `drop`, where nothing can be awaited. A sink backed by an async
 /// client hands the record to a channel or a task and returns at once:

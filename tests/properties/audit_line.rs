@@ -1,0 +1,251 @@
+//! The audit line written by hand (`AuditRecord::write_json`, issue 18 §2) is byte for byte what
+//! serde_json writes for the same record: random records with every member present or absent,
+//! strings made of every control character, `"`, `\`, DEL, U+2028/2029, non-ASCII and ASCII
+//! (and arbitrary Unicode), inputs of every JSON shape with integers and floats of every size,
+//! timestamps before and after the epoch with and without a fraction.
+//!
+//! `cases(3000)` cases in CI (`PROPTEST_CASES` overrides).
+
+use std::time::{Duration, UNIX_EPOCH};
+
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+use toolgate::{AuditRecord, HookDecision, Outcome, Rfc3339};
+
+/// Characters JSON escapes or that a naive escaper gets wrong, and plain ones.
+fn tricky_char() -> impl Strategy<Value = char> {
+    prop_oneof![
+        (0u8..0x20).prop_map(char::from),
+        Just('"'),
+        Just('\\'),
+        Just('\u{7f}'),
+        Just('\u{2028}'),
+        Just('\u{2029}'),
+        Just('é'),
+        Just('😀'),
+        Just('/'),
+        // The neighbours of the escaped bytes (a mask with a carry across bytes trips here).
+        Just(' '),
+        Just('!'),
+        Just('#'),
+        Just('['),
+        Just(']'),
+        proptest::char::range('a', 'z'),
+        proptest::char::range('a', 'z'),
+        proptest::char::range('a', 'z'),
+    ]
+}
+
+fn text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        proptest::collection::vec(tricky_char(), 0..40).prop_map(String::from_iter),
+        any::<String>(),
+        // Long clean runs with the odd escape: the word-at-a-time path.
+        (proptest::collection::vec(tricky_char(), 0..4), 0usize..70).prop_map(|(odd, n)| {
+            let mut s = vec!['x'; n];
+            for (i, c) in odd.into_iter().enumerate() {
+                s.insert((i * 13) % (s.len() + 1), c);
+            }
+            String::from_iter(s)
+        }),
+    ]
+}
+
+fn number() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        any::<u64>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        (0u64..1000).prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("JSON numbers are finite", |f| f.is_finite())
+            .prop_map(Value::from),
+        Just(json!(0.1)),
+        Just(json!(1e21)),
+    ]
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        number(),
+        text().prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 32, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            proptest::collection::vec((text(), inner), 0..6)
+                .prop_map(|members| Value::Object(members.into_iter().collect())),
+        ]
+    })
+}
+
+const DECISIONS: [HookDecision; 6] = [
+    HookDecision::Allow,
+    HookDecision::Deny,
+    HookDecision::Rewrite,
+    HookDecision::Failed,
+    HookDecision::Timeout,
+    HookDecision::Ask,
+];
+
+/// A record's JSON as a sink could read it back: every member, optional ones present or not.
+fn record() -> impl Strategy<Value = Value> {
+    let instant = (
+        any::<bool>(),
+        0u64..20_000_000_000,
+        0u32..1_000_000_000,
+        0u32..4,
+    )
+        .prop_map(|(before, secs, nanos, round)| {
+            // A fraction of 0, of whole milliseconds, of whole microseconds, or any.
+            let nanos = match round {
+                0 => 0,
+                1 => nanos / 1_000_000 * 1_000_000,
+                2 => nanos / 1_000 * 1_000,
+                _ => nanos,
+            };
+            let d = Duration::new(secs, nanos);
+            let at = if before {
+                UNIX_EPOCH - d
+            } else {
+                UNIX_EPOCH + d
+            };
+            Rfc3339(at).to_string()
+        });
+    let head = (
+        instant,
+        text(),
+        text(),
+        proptest::option::of(text()),
+        text(),
+        text(),
+        value(),
+        proptest::sample::select(Outcome::ALL.to_vec()),
+        any::<bool>(),
+        text(),
+        any::<u64>(),
+    );
+    let hook = (
+        text(),
+        proptest::sample::select(DECISIONS.to_vec()),
+        any::<u64>(),
+    );
+    let tail = (
+        proptest::option::of(text()),
+        proptest::collection::vec(text(), 0..3),
+        proptest::collection::vec(hook, 0..5),
+        proptest::option::of(value()),
+        proptest::option::of(text()),
+        proptest::option::of(any::<u64>()),
+        any::<bool>(),
+        proptest::collection::vec((text(), text()), 0..3),
+        proptest::option::of(text()),
+        proptest::option::of(text()),
+        any::<bool>(),
+    );
+    (head, tail).prop_map(|(head, tail)| {
+        let (
+            ts,
+            session_id,
+            user_id,
+            tier,
+            tool_use_id,
+            tool,
+            input,
+            outcome,
+            is_error,
+            content,
+            duration_us,
+        ) = head;
+        let (
+            blocked_by,
+            rewritten_by,
+            hooks,
+            effective_input,
+            detail,
+            content_bytes,
+            replay,
+            asked_by,
+            approved_by,
+            denied_by,
+            is_final,
+        ) = tail;
+        let mut m = Map::new();
+        m.insert("ts".into(), json!(ts));
+        m.insert("session_id".into(), json!(session_id));
+        m.insert("user_id".into(), json!(user_id));
+        if let Some(tier) = tier {
+            m.insert("tier".into(), json!(tier));
+        }
+        m.insert("tool_use_id".into(), json!(tool_use_id));
+        m.insert("tool".into(), json!(tool));
+        m.insert("input".into(), input);
+        m.insert("outcome".into(), json!(outcome.as_str()));
+        m.insert("is_error".into(), json!(is_error));
+        m.insert("content".into(), json!(content));
+        m.insert("duration_us".into(), json!(duration_us));
+        if let Some(by) = blocked_by {
+            m.insert("blocked_by".into(), json!(by));
+        }
+        m.insert("rewritten_by".into(), json!(rewritten_by));
+        let hooks: Vec<Value> = hooks
+            .into_iter()
+            .map(|(hook, decision, us)| {
+                json!({"hook": hook, "decision": decision.as_str(), "duration_us": us})
+            })
+            .collect();
+        m.insert("hooks".into(), Value::Array(hooks));
+        if let Some(input) = effective_input {
+            m.insert("effective_input".into(), input);
+        }
+        if let Some(detail) = detail {
+            m.insert("detail".into(), json!(detail));
+        }
+        if let Some(n) = content_bytes {
+            m.insert("content_bytes".into(), json!(n));
+        }
+        m.insert("replay".into(), json!(replay));
+        let asked: Vec<Value> = asked_by
+            .into_iter()
+            .map(|(hook, reason)| json!({"hook": hook, "reason": reason}))
+            .collect();
+        m.insert("asked_by".into(), Value::Array(asked));
+        if let Some(by) = approved_by {
+            m.insert("approved_by".into(), json!(by));
+        }
+        if let Some(by) = denied_by {
+            m.insert("denied_by".into(), json!(by));
+        }
+        m.insert("final".into(), json!(is_final));
+        Value::Object(m)
+    })
+}
+
+#[test]
+fn the_hand_written_audit_line_is_serde_jsons_byte_for_byte() {
+    let config = ProptestConfig {
+        cases: crate::cases(3000),
+        rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift,
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::Direct(
+                "tests/properties.proptest-regressions",
+            ),
+        )),
+        ..ProptestConfig::default()
+    };
+    proptest::test_runner::TestRunner::new(config)
+        .run(&record(), |json| {
+            let record: AuditRecord = serde_json::from_value(json).expect("a record's JSON");
+            let expected = serde_json::to_string(&record).expect("serde_json writes it");
+            // Written into a buffer that already holds a line: appended, never cleared.
+            let mut out = b"{}\n".to_vec();
+            record.write_json(&mut out);
+            prop_assert_eq!(
+                String::from_utf8(out).expect("UTF-8"),
+                format!("{{}}\n{expected}")
+            );
+            Ok(())
+        })
+        .unwrap();
+}
