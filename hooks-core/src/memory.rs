@@ -74,19 +74,8 @@ impl InputDigest {
         };
         // The text goes into a reused per-thread buffer, then to the hasher in one piece (a
         // hasher fed token by token costs more than the copy).
-        let digest = TEXT.with(|buf| {
-            let mut fresh = Vec::new();
-            let mut reused = buf.try_borrow_mut();
-            let buf = match &mut reused {
-                Ok(b) => &mut **b,
-                Err(_) => &mut fresh,
-            };
-            buf.clear();
-            let whole = serde_json::to_writer(&mut *buf, &bounded).map(|()| Sha256::digest(&*buf));
-            if buf.capacity() > 64 << 10 {
-                *buf = Vec::new();
-            }
-            whole
+        let digest = with_text(|buf| {
+            serde_json::to_writer(&mut *buf, &bounded).map(|()| Sha256::digest(&*buf))
         });
         match digest {
             Ok(d) => InputDigest(d.into()),
@@ -113,24 +102,13 @@ impl InputDigest {
     pub(crate) fn keyed(input: &Value, max_depth: usize, keys: &RandomState) -> InputDigest {
         // The structure is encoded into a reused per-thread buffer, then hashed in one piece:
         // SipHash fed token by token spends most of its work on the small writes.
-        let key = TEXT.with(|buf| {
-            let mut fresh = Vec::new();
-            let mut reused = buf.try_borrow_mut();
-            let buf = match &mut reused {
-                Ok(b) => &mut **b,
-                Err(_) => &mut fresh,
-            };
-            buf.clear();
+        let key = with_text(|buf| {
             if encode(input, max_depth, buf).is_err() {
                 buf.clear();
                 buf.push(0xfe);
                 buf.extend_from_slice(&(max_depth as u64).to_le_bytes());
             }
-            let key = keys.hash_one(&buf[..]);
-            if buf.capacity() > 64 << 10 {
-                *buf = Vec::new();
-            }
-            key
+            keys.hash_one(&buf[..])
         });
         let mut out = [0u8; 32];
         out[..8].copy_from_slice(&key.to_le_bytes());
@@ -210,8 +188,27 @@ impl fmt::Debug for InputDigest {
 }
 
 thread_local! {
-    /// The JSON text of the input being digested.
+    /// The bytes of the input being digested (its JSON text, or its encoded structure).
     static TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with this thread's digest buffer, empty (a fresh one when a caller further up the
+/// stack holds it); a buffer grown past 64 KiB is given back afterwards.
+fn with_text<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    TEXT.with(|buf| {
+        let mut fresh = Vec::new();
+        let mut reused = buf.try_borrow_mut();
+        let buf = match &mut reused {
+            Ok(b) => &mut **b,
+            Err(_) => &mut fresh,
+        };
+        buf.clear();
+        let out = f(buf);
+        if buf.capacity() > 64 << 10 {
+            *buf = Vec::new();
+        }
+        out
+    })
 }
 
 /// A `Value` serialized exactly as `Value`'s own `Serialize` does, failing past a depth.
