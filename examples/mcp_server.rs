@@ -160,32 +160,32 @@ fn main() -> ExitCode {
     if let Some(addr) = options.http {
         return serve_http(&options, addr);
     }
-    let server = match server(&options) {
-        Ok(server) => server,
-        Err(e) => {
-            eprintln!("mcp_server: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("mcp_server: no tokio runtime: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let served = runtime.block_on(async {
+    serve(server(&options), |server| async move {
         let running = server
             .serve(toolgate::mcp::rmcp::transport::stdio())
             .await
             .map_err(|e| e.to_string())?;
-        running.waiting().await.map_err(|e| e.to_string())
+        running.waiting().await.map_err(|e| e.to_string())?;
+        Ok(())
+    })
+}
+
+/// Runs `serve` with the built `server` on a current-thread tokio runtime until it ends: exit 0,
+/// or 1 with `mcp_server: <error>` on standard error when the server could not be built, the
+/// runtime could not start (`no tokio runtime: …`) or serving failed.
+fn serve<F>(server: Result<McpServer, String>, serve: impl FnOnce(McpServer) -> F) -> ExitCode
+where
+    F: std::future::Future<Output = Result<(), String>>,
+{
+    let served = server.and_then(|server| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("no tokio runtime: {e}"))?;
+        runtime.block_on(serve(server))
     });
     match served {
-        Ok(_) => ExitCode::SUCCESS,
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("mcp_server: {e}");
             ExitCode::from(1)
@@ -207,35 +207,11 @@ fn serve_http(_options: &Options, _addr: std::net::SocketAddr) -> ExitCode {
 /// sessions (their Stop hooks run, their summary lines are written) and exits 0.
 #[cfg(feature = "mcp-http")]
 fn serve_http(options: &Options, addr: std::net::SocketAddr) -> ExitCode {
-    let server = match http::server(options) {
-        Ok(server) => server,
-        Err(e) => {
-            eprintln!("mcp_server: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("mcp_server: no tokio runtime: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let served = runtime.block_on(async {
+    serve(http::server(options), |server| async move {
         let (listener, url) = http::bind(addr).await?;
         eprintln!("mcp_server: serving MCP at {url}");
         http::run(listener, server, http::stopped()).await
-    });
-    match served {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("mcp_server: {e}");
-            ExitCode::from(1)
-        }
-    }
+    })
 }
 
 /// Streamable HTTP (feature `mcp-http`): the demo auth layer, the server whose identity comes

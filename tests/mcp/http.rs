@@ -24,7 +24,8 @@ use super::example::http::{DemoUser, demo_user};
 use super::example::support_agent::agent::{Agent, Specialist};
 use super::support::TempDir;
 use super::{
-    Client, U001, agent_item, audit_lines, blocked_order, call, error_result, runtime, summaries,
+    Client, U001, agent_item, allow_all, audit_fields, audit_lines, blocked_order, call,
+    error_result, runtime, summaries,
 };
 
 /// The example's HTTP options: audit folder `audit`.
@@ -644,32 +645,12 @@ fn two_customers_on_one_mcp_session_get_two_toolgate_sessions() {
         served.task.abort();
         session
     });
-    let outcomes: Vec<(Value, Value, Value, Value)> = audit_lines(&audit)
-        .into_iter()
-        .map(|l| {
-            (
-                l["session_id"].clone(),
-                l["user_id"].clone(),
-                l["tool_use_id"].clone(),
-                l["outcome"].clone(),
-            )
-        })
-        .collect();
+    let outcomes = audit_fields(&audit, &["session_id", "user_id", "tool_use_id", "outcome"]);
     assert_eq!(
         outcomes,
         vec![
-            (
-                json!(session),
-                json!("u_001"),
-                json!(format!("{session}/1")),
-                json!("ok")
-            ),
-            (
-                json!(session),
-                json!("u_004"),
-                json!(format!("{session}/2")),
-                json!("blocked")
-            ),
+            json!([session, "u_001", format!("{session}/1"), "ok"]),
+            json!([session, "u_004", format!("{session}/2"), "blocked"]),
         ]
     );
     let mut sums = summaries(&audit);
@@ -784,52 +765,28 @@ fn a_guard_over_http_applies_its_own_rule_and_the_servers() {
     let [inner_session] = assigned.as_slice() else {
         panic!("one MCP session: {assigned:?}")
     };
-    let outer: Vec<(Value, Value, Value)> = audit_lines(&outer_audit)
-        .into_iter()
-        .map(|l| {
-            (
-                l["tool_use_id"].clone(),
-                l["outcome"].clone(),
-                l["blocked_by"].clone(),
-            )
-        })
-        .collect();
+    let outer = audit_fields(&outer_audit, &["tool_use_id", "outcome", "blocked_by"]);
     assert_eq!(
         outer,
         vec![
-            (json!("toolu_1"), json!("blocked"), json!("gateway::no_faq")),
-            (json!("toolu_2"), json!("blocked"), json!(inner_own)),
-            (json!("toolu_3"), json!("ok"), Value::Null),
+            json!(["toolu_1", "blocked", "gateway::no_faq"]),
+            json!(["toolu_2", "blocked", inner_own]),
+            json!(["toolu_3", "ok", null]),
         ]
     );
     // Only the calls the gateway let through reached the server, as the token's customer, in
     // the guard's MCP session.
-    let inner: Vec<(Value, Value, Value, Value)> = audit_lines(&inner_audit)
-        .into_iter()
-        .map(|l| {
-            (
-                l["tool_use_id"].clone(),
-                l["user_id"].clone(),
-                l["tool"].clone(),
-                l["outcome"].clone(),
-            )
-        })
-        .collect();
+    let inner = audit_fields(&inner_audit, &["tool_use_id", "user_id", "tool", "outcome"]);
     assert_eq!(
         inner,
         vec![
-            (
-                json!(format!("{inner_session}/1")),
-                json!("u_001"),
-                json!("get_order_details"),
-                json!("blocked")
-            ),
-            (
-                json!(format!("{inner_session}/2")),
-                json!("u_001"),
-                json!("lookup_user"),
-                json!("ok")
-            ),
+            json!([
+                format!("{inner_session}/1"),
+                "u_001",
+                "get_order_details",
+                "blocked"
+            ]),
+            json!([format!("{inner_session}/2"), "u_001", "lookup_user", "ok"]),
         ]
     );
 }
@@ -850,9 +807,7 @@ fn a_guard_over_http_whose_server_shut_down_records_a_tool_error_with_detail() {
         let guard = McpGuard::streamable_http(config).await.unwrap();
         let outer = Dispatcher::builder()
             .wrap(guard)
-            .pre_hook(PreHookDef::sync("gateway::allow_all", 1, |_env, _call| {
-                Ok(Decision::Allow)
-            }))
+            .pre_hook(allow_all())
             .audit_log(AuditLog::open(outer_audit.path()).unwrap())
             .build()
             .unwrap();
@@ -892,31 +847,22 @@ fn a_guard_over_http_whose_server_shut_down_records_a_tool_error_with_detail() {
         session.end();
         served.addr
     });
-    let lines: Vec<(Value, Value, Value)> = audit_lines(&outer_audit)
-        .into_iter()
-        .map(|l| {
-            (
-                l["tool_use_id"].clone(),
-                l["outcome"].clone(),
-                l["detail"].clone(),
-            )
-        })
-        .collect();
+    let lines = audit_fields(&outer_audit, &["tool_use_id", "outcome", "detail"]);
     assert_eq!(
         lines,
         vec![
-            (json!("toolu_1"), json!("ok"), Value::Null),
-            (
-                json!("toolu_2"),
-                json!("tool_error"),
-                json!(format!(
+            json!(["toolu_1", "ok", null]),
+            json!([
+                "toolu_2",
+                "tool_error",
+                format!(
                     "the MCP server did not answer tools/call \"lookup_user\": Transport send \
                      error: Transport [rmcp::transport::worker::WorkerTransport<rmcp::transport::\
                      streamable_http_client::StreamableHttpClientWorker<reqwest::async_impl::\
                      client::Client>>] error: Client error: error sending request for url \
                      (http://{addr}/mcp)"
-                ))
-            ),
+                )
+            ]),
         ]
     );
 }

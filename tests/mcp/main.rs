@@ -114,6 +114,20 @@ fn audit_lines(dir: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// A rule of the gateway that lets every call through.
+fn allow_all() -> PreHookDef {
+    PreHookDef::sync("gateway::allow_all", 1, |_env, _call| Ok(Decision::Allow))
+}
+
+/// The named members of each audit line, in order, as one JSON array per line (an absent
+/// member is `null`): what a test pins of the lines when the rest is asserted elsewhere.
+fn audit_fields(dir: &Path, keys: &[&str]) -> Vec<Value> {
+    audit_lines(dir)
+        .into_iter()
+        .map(|line| keys.iter().map(|key| line[key].clone()).collect())
+        .collect()
+}
+
 /// The session summary lines of `dir`, reduced to what they count.
 fn summaries(dir: &Path) -> Vec<Value> {
     json_lines(&dir.join("session_summaries.jsonl"))
@@ -395,21 +409,12 @@ fn tool_use_ids_are_made_per_connection_so_two_connections_never_share_an_answer
             served.await.unwrap();
         }
     });
-    let lines: Vec<(Value, Value, Value)> = audit_lines(&audit)
-        .into_iter()
-        .map(|l| {
-            (
-                l["session_id"].clone(),
-                l["tool_use_id"].clone(),
-                l["replay"].clone(),
-            )
-        })
-        .collect();
+    let lines = audit_fields(&audit, &["session_id", "tool_use_id", "replay"]);
     assert_eq!(
         lines,
         vec![
-            (json!(ids[0]), json!(format!("{}/1", ids[0])), Value::Null),
-            (json!(ids[1]), json!(format!("{}/1", ids[1])), Value::Null),
+            json!([ids[0], format!("{}/1", ids[0]), null]),
+            json!([ids[1], format!("{}/1", ids[1]), null]),
         ]
     );
 }
@@ -487,30 +492,13 @@ fn a_failing_rule_halts_one_session_and_the_server_goes_on() {
         client.cancel().await.unwrap();
         served.await.unwrap();
     });
-    let lines: Vec<(Value, Value, Value, Value)> = audit_lines(&audit)
-        .into_iter()
-        .map(|l| {
-            (
-                l["user_id"].clone(),
-                l["tool_use_id"].clone(),
-                l["outcome"].clone(),
-                l["blocked_by"].clone(),
-            )
-        })
-        .collect();
     // The refused call after the halt ran nothing and has no line.
-    assert_eq!(lines.len(), 2);
     assert_eq!(
-        (&lines[0].0, &lines[0].2, &lines[0].3),
-        (
-            &json!("u_007"),
-            &json!("hook_failed"),
-            &json!("ops::customer_db")
-        )
-    );
-    assert_eq!(
-        (&lines[1].0, &lines[1].2, &lines[1].3),
-        (&json!("u_001"), &json!("ok"), &Value::Null)
+        audit_fields(&audit, &["user_id", "outcome", "blocked_by"]),
+        vec![
+            json!(["u_007", "hook_failed", "ops::customer_db"]),
+            json!(["u_001", "ok", null]),
+        ]
     );
     // The halted session ended at its halt; u_001's when the connection closed.
     assert_eq!(
@@ -607,16 +595,10 @@ fn the_example_server_as_a_child_process_over_stdio() {
     });
     // The child exits when its standard input closes; it writes its summary line then.
     wait_for(|| summaries(&audit).len() == 1);
-    let outcomes: Vec<(Value, Value)> = audit_lines(&audit)
-        .into_iter()
-        .map(|l| (l["tool_use_id"].clone(), l["outcome"].clone()))
-        .collect();
+    let outcomes = audit_fields(&audit, &["tool_use_id", "outcome"]);
     assert_eq!(
         outcomes,
-        vec![
-            (json!("s_mcp/1"), json!("ok")),
-            (json!("s_mcp/2"), json!("blocked"))
-        ]
+        vec![json!(["s_mcp/1", "ok"]), json!(["s_mcp/2", "blocked"])]
     );
     assert_eq!(
         summaries(&audit),
@@ -740,35 +722,23 @@ fn a_guard_in_front_of_the_example_server_applies_both_sets_of_rules() {
         );
         session.end();
     });
-    let outer: Vec<(Value, Value, Value)> = audit_lines(&outer_audit)
-        .into_iter()
-        .map(|l| {
-            (
-                l["tool_use_id"].clone(),
-                l["outcome"].clone(),
-                l["blocked_by"].clone(),
-            )
-        })
-        .collect();
+    let outer = audit_fields(&outer_audit, &["tool_use_id", "outcome", "blocked_by"]);
     assert_eq!(
         outer,
         vec![
-            (json!("toolu_1"), json!("blocked"), json!("gateway::no_faq")),
-            (json!("toolu_2"), json!("blocked"), json!(inner_own)),
-            (json!("toolu_3"), json!("invalid_input"), Value::Null),
-            (json!("toolu_4"), json!("ok"), Value::Null),
+            json!(["toolu_1", "blocked", "gateway::no_faq"]),
+            json!(["toolu_2", "blocked", inner_own]),
+            json!(["toolu_3", "invalid_input", null]),
+            json!(["toolu_4", "ok", null]),
         ]
     );
     // Only the calls the gateway let through reached the server.
-    let inner: Vec<(Value, Value)> = audit_lines(&inner_audit)
-        .into_iter()
-        .map(|l| (l["tool"].clone(), l["outcome"].clone()))
-        .collect();
+    let inner = audit_fields(&inner_audit, &["tool", "outcome"]);
     assert_eq!(
         inner,
         vec![
-            (json!("get_order_details"), json!("blocked")),
-            (json!("lookup_user"), json!("ok"))
+            json!(["get_order_details", "blocked"]),
+            json!(["lookup_user", "ok"])
         ]
     );
 }
@@ -795,9 +765,7 @@ fn a_guard_records_remote_errors_as_tool_errors_and_a_broken_connection_with_its
             .expect("initialize and tools/list");
         let outer = Dispatcher::builder()
             .wrap(guard)
-            .pre_hook(PreHookDef::sync("gateway::allow_all", 1, |_env, _call| {
-                Ok(Decision::Allow)
-            }))
+            .pre_hook(allow_all())
             .audit_log(AuditLog::open(outer_audit.path()).unwrap())
             .build()
             .unwrap();
@@ -835,32 +803,20 @@ fn a_guard_records_remote_errors_as_tool_errors_and_a_broken_connection_with_its
         );
         session.end();
     });
-    let lines: Vec<(Value, Value, Value, Value)> = audit_lines(&outer_audit)
-        .into_iter()
-        .map(|l| {
-            (
-                l["tool_use_id"].clone(),
-                l["outcome"].clone(),
-                l["blocked_by"].clone(),
-                l["detail"].clone(),
-            )
-        })
-        .collect();
+    let lines = audit_fields(
+        &outer_audit,
+        &["tool_use_id", "outcome", "blocked_by", "detail"],
+    );
     assert_eq!(
         lines,
         vec![
-            (
-                json!("toolu_1"),
-                json!("tool_error"),
-                Value::Null,
-                Value::Null
-            ),
-            (
-                json!("toolu_2"),
-                json!("tool_error"),
-                Value::Null,
-                json!("the MCP server did not answer tools/call \"lookup_user\": Transport closed")
-            ),
+            json!(["toolu_1", "tool_error", null, null]),
+            json!([
+                "toolu_2",
+                "tool_error",
+                null,
+                "the MCP server did not answer tools/call \"lookup_user\": Transport closed"
+            ]),
         ]
     );
 }
@@ -891,9 +847,7 @@ fn a_halt_inside_the_server_halts_the_guard_too() {
             .expect("initialize and tools/list");
         let outer = Dispatcher::builder()
             .wrap(guard)
-            .pre_hook(PreHookDef::sync("gateway::allow_all", 1, |_env, _call| {
-                Ok(Decision::Allow)
-            }))
+            .pre_hook(allow_all())
             .build()
             .unwrap();
         let session = outer.session(HookContext::builder("gw_user", "s_gw").build());

@@ -17,7 +17,7 @@ use toolgate::{
 
 use super::example::support_agent::agent::{Agent, Specialist};
 use super::support::TempDir;
-use super::{audit_lines, call, connect, runtime};
+use super::{allow_all, audit_fields, audit_lines, call, connect, runtime};
 
 /// An identity function that panics (a host's header parsing gone wrong, on a request the
 /// attacker shaped) refuses the call with the no-identity text, as `None` does: the client is
@@ -112,11 +112,6 @@ async fn guard(remote: Remote) -> (McpGuard, tokio::task::JoinHandle<()>) {
     (guard, served)
 }
 
-/// A rule of the gateway that lets every call through.
-fn allow_all() -> PreHookDef {
-    PreHookDef::sync("gateway::allow_all", 1, |_env, _call| Ok(Decision::Allow))
-}
-
 /// A remote tool that hangs past the gateway's deadline is the gateway's `tool_timeout`, with
 /// the Messages API text; a remote `isError` result is a `tool_error` whose text the model
 /// reads as the remote wrote it. One audit line each.
@@ -182,15 +177,12 @@ fn a_remote_that_hangs_is_a_timeout_and_a_remote_is_error_a_tool_error() {
             (true, "no such account".to_owned())
         )
     );
-    let outcomes: Vec<(Value, Value)> = audit_lines(&audit)
-        .into_iter()
-        .map(|l| (l["tool_use_id"].clone(), l["outcome"].clone()))
-        .collect();
+    let outcomes = audit_fields(&audit, &["tool_use_id", "outcome"]);
     assert_eq!(
         outcomes,
         vec![
-            (json!("toolu_1"), json!("tool_timeout")),
-            (json!("toolu_2"), json!("tool_error"))
+            json!(["toolu_1", "tool_timeout"]),
+            json!(["toolu_2", "tool_error"])
         ]
     );
 }
@@ -357,33 +349,22 @@ fn every_failure_is_an_is_error_result_without_secrets_and_an_ask_follows_the_ap
             refused("BLOCKED: a person declined this call: not this month"),
         ]
     );
-    let lines: Vec<(Value, Value)> = audit_lines(&audit)
-        .into_iter()
-        .map(|l| (l["outcome"].clone(), l["detail"].clone()))
-        .collect();
+    let lines = audit_fields(&audit, &["outcome", "detail"]);
     assert_eq!(
         lines,
         vec![
-            (
-                json!("tool_error"),
-                json!("connect postgres://admin:hunter2@db.internal:5432 refused")
-            ),
-            (
-                json!("panicked"),
-                json!("the tool panicked: token sk-live-123 rejected")
-            ),
-            (
-                json!("tool_timeout"),
-                json!("the tool ran past its deadline of 200 ms")
-            ),
-            (
-                json!("blocked"),
-                json!(
-                    "the call needs a person's approval (asked by \
-                     `app::policy::pay_needs_a_person`: payments need a person) and this \
-                     dispatcher has no approver; only Session::respond can pause for one"
-                )
-            ),
+            json!([
+                "tool_error",
+                "connect postgres://admin:hunter2@db.internal:5432 refused"
+            ]),
+            json!(["panicked", "the tool panicked: token sk-live-123 rejected"]),
+            json!(["tool_timeout", "the tool ran past its deadline of 200 ms"]),
+            json!([
+                "blocked",
+                "the call needs a person's approval (asked by \
+                 `app::policy::pay_needs_a_person`: payments need a person) and this \
+                 dispatcher has no approver; only Session::respond can pause for one"
+            ]),
         ]
     );
 }
@@ -444,31 +425,20 @@ fn a_remote_that_answers_garbage_and_then_exits_is_a_tool_error_each_time() {
             (true, did_not_answer.to_owned())
         ]
     );
-    let lines: Vec<(Value, Value, Value)> = audit_lines(&audit)
-        .into_iter()
-        .map(|l| {
-            (
-                l["tool_use_id"].clone(),
-                l["outcome"].clone(),
-                l["detail"].clone(),
-            )
-        })
-        .collect();
+    let lines = audit_fields(&audit, &["tool_use_id", "outcome", "detail"]);
     assert_eq!(
         lines,
         vec![
-            (
-                json!("toolu_1"),
-                json!("tool_error"),
-                json!(
-                    "the MCP server did not answer tools/call \"wipe\": Unexpected response type"
-                )
-            ),
-            (
-                json!("toolu_2"),
-                json!("tool_error"),
-                json!("the MCP server did not answer tools/call \"wipe\": Transport closed")
-            ),
+            json!([
+                "toolu_1",
+                "tool_error",
+                "the MCP server did not answer tools/call \"wipe\": Unexpected response type"
+            ]),
+            json!([
+                "toolu_2",
+                "tool_error",
+                "the MCP server did not answer tools/call \"wipe\": Transport closed"
+            ]),
         ]
     );
 }
@@ -565,18 +535,8 @@ fn meta_and_arguments_named_like_context_fields_do_not_change_the_caller() {
                "_meta": {"toolgate/outcome": "blocked", "toolgate/blocked_by":
                          super::agent_item("policy::own_records_only")}})
     );
-    let who: Vec<(Value, Value, Value)> = audit_lines(audit.path())
-        .into_iter()
-        .map(|l| {
-            (
-                l["user_id"].clone(),
-                l["session_id"].clone(),
-                l["outcome"].clone(),
-            )
-        })
-        .collect();
     assert_eq!(
-        who,
-        vec![(json!("u_001"), json!("s_mcp"), json!("blocked"))]
+        audit_fields(audit.path(), &["user_id", "session_id", "outcome"]),
+        vec![json!(["u_001", "s_mcp", "blocked"])]
     );
 }
