@@ -16,7 +16,7 @@ use toolgate::mcp::rmcp::transport::StreamableHttpClientTransport;
 use toolgate::mcp::rmcp::transport::StreamableHttpServerConfig;
 use toolgate::mcp::rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use toolgate::mcp::{McpGuard, McpServer, NO_IDENTITY_MESSAGE};
-use toolgate::{AuditLog, Decision, Dispatcher, HookContext, PreHookDef, StopHookDef, ToolUse};
+use toolgate::{AuditLog, Decision, Dispatcher, HookContext, PreHookDef, StopHookDef};
 use tower::Layer;
 
 use super::example;
@@ -24,7 +24,7 @@ use super::example::http::{DemoUser, demo_user};
 use super::example::support_agent::agent::{Agent, Specialist};
 use super::support::TempDir;
 use super::{
-    Client, U001, agent_item, allow_all, audit_fields, audit_lines, blocked_order, call,
+    Client, U001, agent_item, allow_all, answer, audit_fields, audit_lines, blocked_order, call,
     error_result, runtime, summaries,
 };
 
@@ -745,8 +745,7 @@ fn a_guard_over_http_applies_its_own_rule_and_the_servers() {
         ];
         let mut results = Vec::new();
         for (id, name, input) in answers {
-            let r = session.call(&ToolUse::new(id, name, input)).await.unwrap();
-            results.push((r.is_error, r.content_text().into_owned()));
+            results.push(answer(&session, id, name, input).await);
         }
         assert_eq!(
             results,
@@ -812,31 +811,27 @@ fn a_guard_over_http_whose_server_shut_down_records_a_tool_error_with_detail() {
             .build()
             .unwrap();
         let session = outer.session(HookContext::builder("gw_user", "s_gw").build());
-        let r = session
-            .call(&ToolUse::new(
+        assert_eq!(
+            answer(
+                &session,
                 "toolu_1",
                 "lookup_user",
-                json!({"user_id": "u_001"}),
-            ))
-            .await
-            .unwrap();
-        assert_eq!(
-            (r.is_error, r.content_text().into_owned()),
+                json!({"user_id": "u_001"})
+            )
+            .await,
             (false, U001.to_owned())
         );
         shutdown.cancel();
         served.task.abort();
         let _ = served.task.await;
-        let r = session
-            .call(&ToolUse::new(
+        assert_eq!(
+            answer(
+                &session,
                 "toolu_2",
                 "lookup_user",
-                json!({"user_id": "u_001"}),
-            ))
-            .await
-            .unwrap();
-        assert_eq!(
-            (r.is_error, r.content_text().into_owned()),
+                json!({"user_id": "u_001"})
+            )
+            .await,
             (
                 true,
                 "Error: the tool server did not answer, so the call may not have run. The \

@@ -119,6 +119,13 @@ fn allow_all() -> PreHookDef {
     PreHookDef::sync("gateway::allow_all", 1, |_env, _call| Ok(Decision::Allow))
 }
 
+/// Calls `tool` with `input` as the `tool_use` `id` in `session`: the result's `is_error` and
+/// its text, what the model would read.
+async fn answer(session: &toolgate::Session, id: &str, tool: &str, input: Value) -> (bool, String) {
+    let result = session.call(&ToolUse::new(id, tool, input)).await.unwrap();
+    (result.is_error, result.content_text().into_owned())
+}
+
 /// The named members of each audit line, in order, as one JSON array per line (an absent
 /// member is `null`): what a test pins of the lines when the rest is asserted elsewhere.
 fn audit_fields(dir: &Path, keys: &[&str]) -> Vec<Value> {
@@ -669,32 +676,28 @@ fn a_guard_in_front_of_the_example_server_applies_both_sets_of_rules() {
                 .build(),
         );
         // Outer rule.
-        let r = session
-            .call(&ToolUse::new(
+        assert_eq!(
+            answer(
+                &session,
                 "toolu_1",
                 "search_faq",
-                json!({"query": "refund"}),
-            ))
-            .await
-            .unwrap();
-        assert_eq!(
-            (r.is_error, r.content_text().into_owned()),
+                json!({"query": "refund"})
+            )
+            .await,
             (
                 true,
                 "BLOCKED: the FAQ is not served through this gateway.".to_owned()
             )
         );
         // Inner rule (the server runs as u_001).
-        let r = session
-            .call(&ToolUse::new(
+        assert_eq!(
+            answer(
+                &session,
                 "toolu_2",
                 "get_order_details",
-                json!({"order_id": "o_2001"}),
-            ))
-            .await
-            .unwrap();
-        assert_eq!(
-            (r.is_error, r.content_text().into_owned()),
+                json!({"order_id": "o_2001"})
+            )
+            .await,
             (true, blocked_order("o_2001"))
         );
         // Invalid for the remote schema: refused by the guard, the server never sees it.
@@ -708,16 +711,14 @@ fn a_guard_in_front_of_the_example_server_applies_both_sets_of_rules() {
             .unwrap();
         assert!(r.is_error);
         // Allowed by both.
-        let r = session
-            .call(&ToolUse::new(
+        assert_eq!(
+            answer(
+                &session,
                 "toolu_4",
                 "lookup_user",
-                json!({"user_id": "u_001"}),
-            ))
-            .await
-            .unwrap();
-        assert_eq!(
-            (r.is_error, r.content_text().into_owned()),
+                json!({"user_id": "u_001"})
+            )
+            .await,
             (false, U001.to_owned())
         );
         session.end();
@@ -770,30 +771,26 @@ fn a_guard_records_remote_errors_as_tool_errors_and_a_broken_connection_with_its
             .build()
             .unwrap();
         let session = outer.session(HookContext::builder("gw_user", "s_gw").build());
-        let r = session
-            .call(&ToolUse::new(
+        assert_eq!(
+            answer(
+                &session,
                 "toolu_1",
                 "get_order_details",
-                json!({"order_id": "o_2001"}),
-            ))
-            .await
-            .unwrap();
-        assert_eq!(
-            (r.is_error, r.content_text().into_owned()),
+                json!({"order_id": "o_2001"})
+            )
+            .await,
             (true, blocked_order("o_2001"))
         );
         served.abort();
         let _ = served.await;
-        let r = session
-            .call(&ToolUse::new(
+        assert_eq!(
+            answer(
+                &session,
                 "toolu_2",
                 "lookup_user",
-                json!({"user_id": "u_001"}),
-            ))
-            .await
-            .unwrap();
-        assert_eq!(
-            (r.is_error, r.content_text().into_owned()),
+                json!({"user_id": "u_001"})
+            )
+            .await,
             (
                 true,
                 "Error: the tool server did not answer, so the call may not have run. The \

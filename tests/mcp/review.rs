@@ -17,7 +17,7 @@ use toolgate::{
 
 use super::example::support_agent::agent::{Agent, Specialist};
 use super::support::TempDir;
-use super::{allow_all, audit_fields, audit_lines, call, connect, runtime};
+use super::{allow_all, answer, audit_fields, audit_lines, call, connect, runtime};
 
 /// An identity function that panics (a host's header parsing gone wrong, on a request the
 /// attacker shaped) refuses the call with the no-identity text, as `None` does: the client is
@@ -407,11 +407,7 @@ fn a_remote_that_answers_garbage_and_then_exits_is_a_tool_error_each_time() {
         let session = outer.session(HookContext::builder("gw_user", "s_gw").build());
         let mut texts = Vec::new();
         for id in ["toolu_1", "toolu_2"] {
-            let r = session
-                .call(&ToolUse::new(id, "wipe", json!({})))
-                .await
-                .unwrap();
-            texts.push((r.is_error, r.content_text().into_owned()));
+            texts.push(answer(&session, id, "wipe", json!({})).await);
         }
         session.end();
         texts
@@ -475,17 +471,16 @@ fn a_refusal_without_identity_carries_its_outcome_in_meta_and_a_guard_records_bl
             .build()
             .unwrap();
         let session = outer.session(HookContext::builder("gw_user", "s_gw").build());
-        let r = session
-            .call(&ToolUse::new(
-                "toolu_1",
-                "lookup_user",
-                json!({"user_id": "u_001"}),
-            ))
-            .await
-            .unwrap();
+        let through_guard = answer(
+            &session,
+            "toolu_1",
+            "lookup_user",
+            json!({"user_id": "u_001"}),
+        )
+        .await;
         session.end();
         served.abort();
-        (direct, (r.is_error, r.content_text().into_owned()))
+        (direct, through_guard)
     });
     assert_eq!(
         direct,
