@@ -1,6 +1,8 @@
 //! Issue 15 tried as an attacker would (review): an identity function that panics, a remote
 //! server that hangs, sends a schema that is not one, or answers `isError`, seen through a
-//! guard; each as a real client or server over an in-memory pipe.
+//! guard; each as a real client or server over an in-memory pipe. The second review: two calls
+//! in flight at once on one connection, a call without `arguments`, huge and deep arguments, a
+//! remote tool named like a local one, and a remote image through a guard.
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -533,5 +535,275 @@ fn meta_and_arguments_named_like_context_fields_do_not_change_the_caller() {
     assert_eq!(
         audit_fields(audit.path(), &["user_id", "session_id", "outcome"]),
         vec![json!(["u_001", "s_mcp", "blocked"])]
+    );
+}
+
+// ============================================ second review: concurrency, inputs, guard
+
+/// Met by the two concurrent calls of
+/// `two_calls_in_flight_on_one_connection_are_both_answered_and_audited_once_each`.
+static MEET: std::sync::LazyLock<tokio::sync::Barrier> =
+    std::sync::LazyLock::new(|| tokio::sync::Barrier::new(2));
+
+/// `meet`: waits (up to 5 s) until a second call of it runs at the same time.
+fn meet<'a>(
+    _env: toolgate::Env<'a>,
+    _args: NoArgs,
+) -> toolgate::BoxFuture<'a, Result<String, toolgate::ToolError>> {
+    Box::pin(async {
+        match tokio::time::timeout(Duration::from_secs(5), MEET.wait()).await {
+            Ok(_) => Ok("met".to_owned()),
+            Err(_) => Ok("alone".to_owned()),
+        }
+    })
+}
+
+/// `order`'s input: one required field.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct OrderArgs {
+    /// The order.
+    order_id: String,
+}
+
+/// `keep`'s input: a text, `a`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct TextArgs {
+    /// A text.
+    #[allow(dead_code)]
+    a: String,
+}
+
+/// A server for the second review: `meet`, `order` (one required field), `ping` (no
+/// parameters), `keep` (one text field), every call allowed, as `u_001`.
+fn second_server(audit: &std::path::Path) -> McpServer {
+    let dispatcher = Dispatcher::builder()
+        .tool(ToolDef::new_async("meet", "Meets.", meet))
+        .tool(ToolDef::sync(
+            "order",
+            "Names an order.",
+            |_env, a: OrderArgs| Ok(a.order_id),
+        ))
+        .tool(ToolDef::sync("ping", "Pings.", |_env, _a: NoArgs| {
+            Ok("pong".to_owned())
+        }))
+        .tool(ToolDef::sync(
+            "keep",
+            "Keeps anything.",
+            |_env, _a: TextArgs| Ok("kept".to_owned()),
+        ))
+        .pre_hook(allow_all())
+        .audit_log(AuditLog::open(audit).unwrap())
+        .build()
+        .unwrap();
+    McpServer::new(dispatcher, |caller| {
+        Some(HookContext::builder("u_001", caller.mcp_session_id).build())
+    })
+    .unwrap()
+    .mcp_session_id("m1")
+}
+
+/// Two `tools/call` requests of one user in flight at once on one connection (rmcp runs
+/// requests concurrently): both run at the same time (each waits for the other at a barrier),
+/// both are answered, and each has one audit line under its own `tool_use_id`.
+#[test]
+fn two_calls_in_flight_on_one_connection_are_both_answered_and_audited_once_each() {
+    let audit = TempDir::new("mcp-review-concurrent");
+    let answers = runtime().block_on(async {
+        let (client, served) = connect(second_server(audit.path())).await;
+        let both = tokio::time::timeout(Duration::from_secs(10), async {
+            tokio::join!(
+                call(&client, "meet", json!({})),
+                call(&client, "meet", json!({}))
+            )
+        })
+        .await
+        .expect("both calls are answered");
+        client.cancel().await.unwrap();
+        let _ = served.await;
+        both
+    });
+    let met = json!({"content": [{"type": "text", "text": "met"}], "isError": false});
+    assert_eq!(answers, (met.clone(), met));
+    let mut lines = audit_fields(&audit, &["tool_use_id", "outcome", "content"]);
+    lines.sort_by_key(|line| line[0].as_str().map(str::to_owned));
+    assert_eq!(
+        lines,
+        vec![json!(["m1/1", "ok", "met"]), json!(["m1/2", "ok", "met"])]
+    );
+}
+
+/// A `tools/call` without `arguments` (MCP allows leaving it out) is a call with `{}`: a tool
+/// with a required field answers the invalid-input text, a tool without parameters runs; both
+/// are results, never a JSON-RPC error, and the audit lines record the input `{}`.
+#[test]
+fn a_call_without_arguments_is_a_call_with_an_empty_object() {
+    let audit = TempDir::new("mcp-review-no-arguments");
+    let answers = runtime().block_on(async {
+        let (client, served) = connect(second_server(audit.path())).await;
+        let mut answers = Vec::new();
+        for tool in ["order", "ping"] {
+            let params = CallToolRequestParams::new(tool.to_owned());
+            assert_eq!(params.arguments, None);
+            let result = client
+                .call_tool(params)
+                .await
+                .expect("a result, not a JSON-RPC error");
+            answers.push(serde_json::to_value(result).unwrap());
+        }
+        client.cancel().await.unwrap();
+        let _ = served.await;
+        answers
+    });
+    let missing = "Error: invalid input for tool `order`: missing field `order_id`. Send an input \
+                   that matches the tool's input_schema.";
+    assert_eq!(
+        answers,
+        vec![
+            refused(missing),
+            json!({"content": [{"type": "text", "text": "pong"}], "isError": false}),
+        ]
+    );
+    assert_eq!(
+        audit_fields(&audit, &["tool_use_id", "input", "outcome"]),
+        vec![
+            json!(["m1/1", {}, "invalid_input"]),
+            json!(["m1/2", {}, "ok"])
+        ]
+    );
+}
+
+/// `depth` arrays around `0`.
+fn nested(depth: usize) -> Value {
+    (0..depth).fold(json!(0), |inner, _| Value::Array(vec![inner]))
+}
+
+/// Arguments nested 100 deep and a 5 MiB string are `invalid_input` results with the depth
+/// and size texts (no stack overflow, no panic). Arguments nested 200 deep never reach the
+/// server: rmcp's reader drops a line serde_json will not parse (its recursion limit is 128)
+/// without an answer, so the client's own timeout ends that request; the connection goes on.
+#[test]
+fn huge_or_deep_arguments_are_invalid_input_and_deeper_than_rmcp_reads_is_dropped() {
+    let audit = TempDir::new("mcp-review-huge");
+    let answers = runtime().block_on(async {
+        let (client, served) = connect(second_server(audit.path())).await;
+        let mut answers = vec![
+            call(&client, "keep", json!({"a": nested(100)})).await,
+            call(&client, "keep", json!({"a": "x".repeat(5 << 20)})).await,
+        ];
+        let Value::Object(deep) = json!({"a": nested(200)}) else {
+            unreachable!()
+        };
+        let dropped = tokio::time::timeout(
+            Duration::from_secs(2),
+            client.call_tool(CallToolRequestParams::new("keep".to_owned()).with_arguments(deep)),
+        )
+        .await;
+        assert!(dropped.is_err(), "no answer: {dropped:?}");
+        answers.push(call(&client, "ping", json!({})).await);
+        client.cancel().await.unwrap();
+        let _ = served.await;
+        answers
+    });
+    let invalid = |why: &str| {
+        format!(
+            "Error: invalid input for tool `keep`: {why}. Send an input that matches the tool's \
+             input_schema."
+        )
+    };
+    let too_deep = invalid("the input is nested more than 32 levels deep; flatten it");
+    let too_large = invalid(
+        "the input is too large: 5242888 bytes or more, over the limit of 1048576 bytes; send a \
+         smaller input",
+    );
+    assert_eq!(
+        answers,
+        vec![
+            refused(&too_deep),
+            refused(&too_large),
+            json!({"content": [{"type": "text", "text": "pong"}], "isError": false}),
+        ]
+    );
+    assert_eq!(
+        audit_fields(&audit, &["tool_use_id", "outcome", "content"]),
+        vec![
+            json!(["m1/1", "invalid_input", too_deep]),
+            json!(["m1/2", "invalid_input", too_large]),
+            json!(["m1/3", "ok", "pong"]),
+        ]
+    );
+}
+
+/// A remote tool named like a local tool of the gateway stops the gateway's build (two tools
+/// named `wipe`): the gateway never has to guess which one a call means.
+#[test]
+fn a_remote_tool_named_like_a_local_one_stops_the_gateways_build() {
+    let error = runtime().block_on(async {
+        let (remote, served) = guard(Remote {
+            tool: wipe(json!({"readOnlyHint": false})),
+            delay: Duration::ZERO,
+            answer: json!({"content": []}),
+        })
+        .await;
+        let built = Dispatcher::builder()
+            .wrap(remote)
+            .tool(ToolDef::sync(
+                "wipe",
+                "Wipes locally.",
+                |_env, _a: NoArgs| Ok("local".to_owned()),
+            ))
+            .pre_hook(allow_all())
+            .build();
+        served.abort();
+        built.err().map(|e| e.to_string())
+    });
+    assert_eq!(
+        error.as_deref(),
+        Some(
+            "the dispatcher cannot be built (1 problem):\n- two tools are named `wipe`: \
+             <wrapped caller #0>::wipe and wipe; rename one with #[tool(name = \"…\")] or filter \
+             one out"
+        )
+    );
+}
+
+/// A remote result with a text and an image item reaches the model through the guard as two
+/// `tool_result` blocks, the image as a base64 image block; the audit line keeps the text.
+#[test]
+fn a_remote_image_is_kept_as_a_base64_image_block() {
+    let audit = TempDir::new("mcp-review-image");
+    let result = runtime().block_on(async {
+        let (remote, served) = guard(Remote {
+            tool: wipe(json!({"readOnlyHint": true})),
+            delay: Duration::ZERO,
+            answer: json!({"content": [
+                {"type": "text", "text": "the chart"},
+                {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]}),
+        })
+        .await;
+        let outer = Dispatcher::builder()
+            .wrap(remote)
+            .pre_hook(allow_all())
+            .audit_log(AuditLog::open(audit.path()).unwrap())
+            .build()
+            .unwrap();
+        let session = outer.session(HookContext::builder("gw_user", "s_gw").build());
+        let result = session
+            .call(&ToolUse::new("toolu_1", "wipe", json!({})))
+            .await
+            .unwrap();
+        session.end();
+        served.abort();
+        serde_json::to_value(&result).unwrap()
+    });
+    assert_eq!(
+        result,
+        json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+            {"type": "text", "text": "the chart"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": "iVBORw0KGgo="}}]})
+    );
+    assert_eq!(
+        audit_fields(&audit, &["tool_use_id", "outcome", "content"]),
+        vec![json!(["toolu_1", "ok", "the chart"])]
     );
 }
