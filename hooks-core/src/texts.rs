@@ -414,6 +414,14 @@ pub(crate) const MCP_HALTED_SESSION: &str = "BLOCKED: this session was stopped a
 pub(crate) const MCP_REMOTE_FAILED: &str = "Error: the tool server did not answer, so the call \
      may not have run. The details were logged for the operator.";
 
+/// MCP (`mcp` feature): a `tools/call` dropped unfinished because its request was cancelled
+/// (`notifications/cancelled`) or the connection closed. rmcp sends no answer to a cancelled
+/// request; a closing connection may still carry this one.
+#[cfg(feature = "mcp")]
+pub(crate) const MCP_CANCELLED: &str = "Error: this call was cancelled before it finished, so \
+     it may or may not have taken effect. Check whether it took effect before making the call \
+     again.";
+
 #[cfg(test)]
 mod tests {
     use super::*;

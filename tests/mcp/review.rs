@@ -1,8 +1,9 @@
 //! Issue 15 tried as an attacker would (review): an identity function that panics, a remote
 //! server that hangs, sends a schema that is not one, or answers `isError`, seen through a
 //! guard; each as a real client or server over an in-memory pipe. The second review: two calls
-//! in flight at once on one connection, a call without `arguments`, huge and deep arguments, a
-//! remote tool named like a local one, and a remote image through a guard.
+//! in flight at once on one connection, a call the client cancels, a call without `arguments`,
+//! huge and deep arguments, a remote tool named like a local one, and a remote image through a
+//! guard.
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -558,6 +559,17 @@ fn meet<'a>(
     })
 }
 
+/// `nap`: sleeps 500 ms, then answers `woke`.
+fn nap<'a>(
+    _env: toolgate::Env<'a>,
+    _args: NoArgs,
+) -> toolgate::BoxFuture<'a, Result<String, toolgate::ToolError>> {
+    Box::pin(async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        Ok("woke".to_owned())
+    })
+}
+
 /// `order`'s input: one required field.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct OrderArgs {
@@ -573,11 +585,12 @@ struct TextArgs {
     a: String,
 }
 
-/// A server for the second review: `meet`, `order` (one required field), `ping` (no
+/// A server for the second review: `meet`, `nap`, `order` (one required field), `ping` (no
 /// parameters), `keep` (one text field), every call allowed, as `u_001`.
 fn second_server(audit: &std::path::Path) -> McpServer {
     let dispatcher = Dispatcher::builder()
         .tool(ToolDef::new_async("meet", "Meets.", meet))
+        .tool(ToolDef::new_async("nap", "Naps.", nap))
         .tool(ToolDef::sync(
             "order",
             "Names an order.",
@@ -805,5 +818,47 @@ fn a_remote_image_is_kept_as_a_base64_image_block() {
     assert_eq!(
         audit_fields(&audit, &["tool_use_id", "outcome", "content"]),
         vec![json!(["toolu_1", "ok", "the chart"])]
+    );
+}
+
+/// A client that cancels an in-flight call (`notifications/cancelled`, rmcp's
+/// `RequestHandle::cancel`) gets no answer (rmcp drops it), so the call is dropped too: the
+/// tool stops, and its audit line says `cancelled` (not `ok`, for an answer nobody received).
+/// The connection goes on serving.
+#[test]
+fn a_call_the_client_cancels_is_dropped_and_audited_as_cancelled() {
+    let audit = TempDir::new("mcp-review-cancelled");
+    let after = runtime().block_on(async {
+        let (client, served) = connect(second_server(audit.path())).await;
+        let request = rmcp::model::ClientRequest::CallToolRequest(
+            rmcp::model::CallToolRequest::new(CallToolRequestParams::new("nap".to_owned())),
+        );
+        let handle = client
+            .peer()
+            .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        handle
+            .cancel(Some("the user pressed stop".into()))
+            .await
+            .unwrap();
+        // Past `nap`'s 500 ms: a call that was not dropped has finished by now.
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let after = call(&client, "ping", json!({})).await;
+        client.cancel().await.unwrap();
+        let _ = served.await;
+        after
+    });
+    assert_eq!(
+        after,
+        json!({"content": [{"type": "text", "text": "pong"}], "isError": false})
+    );
+    assert_eq!(
+        audit_fields(&audit, &["tool_use_id", "outcome", "content"]),
+        vec![
+            json!(["m1/1", "cancelled", ""]),
+            json!(["m1/2", "ok", "pong"])
+        ]
     );
 }

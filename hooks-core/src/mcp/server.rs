@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::task::Poll;
 
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -83,6 +84,7 @@ type Identify = dyn Fn(&McpCaller<'_>) -> Option<HookContext> + Send + Sync;
 /// | a rule asked for a person ([`Decision::Ask`](crate::Decision::Ask)) | the builder's [`Approver`](crate::Approver) decides inline; with none the call is blocked with the reason (`isError: true`): fail closed |
 /// | a PreToolUse hook could not decide (a [`Halt`](crate::Halt)) | `isError: true` with the halt's `BLOCKED:` text; that session ends (its Stop hooks run) and every later call of the same caller on this connection gets [`HALTED_SESSION_MESSAGE`]; other sessions go on |
 /// | no identity (the function answered `None`, or panicked) | `isError: true` with [`NO_IDENTITY_MESSAGE`]; nothing ran and nothing is audited (an audit line needs a user) |
+/// | cancelled: the client's `notifications/cancelled` for it, or the connection closing while it runs | the call is dropped unfinished (the tool stops) and audited as `cancelled`; rmcp sends no answer to a cancelled request (a closing connection may still carry an `isError` result saying the call was cancelled) |
 ///
 /// With [`outcomes_in_meta`](Self::outcomes_in_meta), every result also carries
 /// `"_meta": {"toolgate/outcome": "blocked", "toolgate/blocked_by": "app::policy::premium_only"}`
@@ -352,6 +354,22 @@ impl McpServer {
         result
     }
 
+    /// The `isError` result of a call dropped because rmcp cancelled its request
+    /// ([`texts::MCP_CANCELLED`]; rmcp sends it only while a closing connection drains), with
+    /// the outcome `cancelled` in `_meta` when asked.
+    fn cancelled(&self) -> CallToolResult {
+        let mut result = error_result(texts::MCP_CANCELLED);
+        if self.outcomes_in_meta {
+            let mut meta = Map::new();
+            meta.insert(
+                META_OUTCOME.into(),
+                Value::from(Outcome::Cancelled.as_str()),
+            );
+            result.meta = Some(rmcp::model::MetaObject(meta));
+        }
+        result
+    }
+
     /// The `CallToolResult` of a `tool_result`, with the outcome in `_meta` when asked.
     fn result(
         &self,
@@ -451,13 +469,27 @@ impl rmcp::ServerHandler for McpServer {
         self.tools.iter().find(|t| t.name == name).cloned()
     }
 
+    /// [`McpServer::call`], dropped unfinished when rmcp cancels the request (the client's
+    /// `notifications/cancelled`, or the connection closing): the call is then audited as
+    /// `cancelled`, never as an answer nobody received.
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let result = {
+            let mut call = std::pin::pin!(self.call(request, &context));
+            let mut cancelled = std::pin::pin!(context.ct.cancelled());
+            std::future::poll_fn(|cx| {
+                if let Poll::Ready(result) = call.as_mut().poll(cx) {
+                    return Poll::Ready(Some(result));
+                }
+                cancelled.as_mut().poll(cx).map(|()| None)
+            })
+            .await
+        };
         Ok(CallToolResponse::Complete(
-            self.call(request, &context).await,
+            result.unwrap_or_else(|| self.cancelled()),
         ))
     }
 }
