@@ -402,6 +402,12 @@ pub(crate) fn cut_chars(text: &str, max: usize) -> Cow<'_, str> {
 pub const EXTERNAL_TOOL_MESSAGE: &str = "Error: this tool runs in the host application, not in \
      this dispatcher; nothing was run.";
 
+/// MCP (`mcp` feature): a `tools/call` whose caller the host's identity function could not name;
+/// nothing was run.
+#[cfg(feature = "mcp")]
+pub(crate) const MCP_NO_IDENTITY: &str = "BLOCKED: this server could not tell who is calling, so \
+     no tool was run. Tell the user the tools are unavailable until they are signed in.";
+
 /// MCP (`mcp` feature): a `tools/call` made after a policy check of the same caller's session
 /// could not decide (a halt); the session has ended, nothing was run.
 #[cfg(feature = "mcp")]

@@ -161,8 +161,9 @@ impl McpGuard {
     /// ```
     ///
     /// `https` URLs use rustls on *ring* with the system's trust roots (rustls' platform
-    /// verifier); this calls [`install_tls_provider`] first. A server that stops answering later makes each call a `tool_error` with rmcp's
-    /// error as the operator detail (see [`McpGuard`]).
+    /// verifier); this calls [`install_tls_provider`] first. A server that stops answering
+    /// later makes each call a `tool_error` with rmcp's error as the operator detail (see
+    /// [`McpGuard`]).
     ///
     /// # Errors
     /// [`McpGuardError::Initialize`] when the server cannot be reached or the handshake fails

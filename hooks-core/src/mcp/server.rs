@@ -121,9 +121,9 @@ enum Slot {
     Halted,
 }
 
-/// The text of a call refused because the host's identity function knew no caller.
-pub const NO_IDENTITY_MESSAGE: &str = "BLOCKED: this server could not tell who is calling, so no \
-     tool was run. Tell the user the tools are unavailable until they are signed in.";
+/// The text of a call refused because the host's identity function knew no caller (it answered
+/// `None` or panicked): the only content item of an `isError: true` result.
+pub const NO_IDENTITY_MESSAGE: &str = texts::MCP_NO_IDENTITY;
 
 /// The text of a call made after its session was halted (a policy check could not decide).
 pub const HALTED_SESSION_MESSAGE: &str = texts::MCP_HALTED_SESSION;
@@ -161,19 +161,37 @@ impl McpServer {
     where
         F: Fn(&McpCaller<'_>) -> Option<HookContext> + Send + Sync + 'static,
     {
-        let tools = list(&dispatcher)?;
-        Ok(McpServer {
+        let tools = list(&dispatcher)?.into();
+        Ok(McpServer::connection(
             dispatcher,
-            identify: Arc::new(identify),
-            tools: tools.into(),
+            Arc::new(identify),
+            tools,
+            false,
+            Implementation::new("toolgate", env!("CARGO_PKG_VERSION")),
+        ))
+    }
+
+    /// A server with these settings for a new connection: a new MCP session id, no calls and
+    /// no sessions yet.
+    fn connection(
+        dispatcher: Dispatcher,
+        identify: Arc<Identify>,
+        tools: Arc<[Tool]>,
+        outcomes_in_meta: bool,
+        server_info: Implementation,
+    ) -> McpServer {
+        McpServer {
+            dispatcher,
+            identify,
+            tools,
             mcp_session_id: made_session_id(),
             http_session_id: OnceLock::new(),
             initialized: AtomicBool::new(false),
             calls: AtomicU64::new(0),
             sessions: Mutex::new(HashMap::new()),
-            outcomes_in_meta: false,
-            server_info: Implementation::new("toolgate", env!("CARGO_PKG_VERSION")),
-        })
+            outcomes_in_meta,
+            server_info,
+        }
     }
 
     /// A server for another connection: the same dispatcher, identity function and settings,
@@ -183,18 +201,13 @@ impl McpServer {
     /// (Stop hooks, summary line) when the request is answered and the value dropped
     /// (`McpServer::streamable_http_service`, feature `mcp-http`, is that factory).
     pub fn new_connection(&self) -> McpServer {
-        McpServer {
-            dispatcher: self.dispatcher.clone(),
-            identify: Arc::clone(&self.identify),
-            tools: Arc::clone(&self.tools),
-            mcp_session_id: made_session_id(),
-            http_session_id: OnceLock::new(),
-            initialized: AtomicBool::new(false),
-            calls: AtomicU64::new(0),
-            sessions: Mutex::new(HashMap::new()),
-            outcomes_in_meta: self.outcomes_in_meta,
-            server_info: self.server_info.clone(),
-        }
+        McpServer::connection(
+            self.dispatcher.clone(),
+            Arc::clone(&self.identify),
+            Arc::clone(&self.tools),
+            self.outcomes_in_meta,
+            self.server_info.clone(),
+        )
     }
 
     /// Sets the MCP session id of this connection (a host that has its own, e.g. a conversation
@@ -280,13 +293,13 @@ impl McpServer {
                 tracing::warn!(target: "toolgate::mcp", mcp_session_id = %mcp_session_id,
                     tool = %params.name,
                     "tools/call refused: the host's identity function knew no caller");
-                return self.refused(NO_IDENTITY_MESSAGE);
+                return self.refused(NO_IDENTITY_MESSAGE, Outcome::Blocked);
             }
             Err(_) => {
                 tracing::error!(target: "toolgate::mcp", mcp_session_id = %mcp_session_id,
                     tool = %params.name,
                     "tools/call refused: the host's identity function panicked");
-                return self.refused(NO_IDENTITY_MESSAGE);
+                return self.refused(NO_IDENTITY_MESSAGE, Outcome::Blocked);
             }
         };
         let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
@@ -301,7 +314,9 @@ impl McpServer {
             let mut map = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
             match map.get(&key) {
                 Some(Slot::Live(session)) => Arc::clone(session),
-                Some(Slot::Halted) => return self.refused(HALTED_SESSION_MESSAGE),
+                Some(Slot::Halted) => {
+                    return self.refused(HALTED_SESSION_MESSAGE, Outcome::Blocked);
+                }
                 None => {
                     let session = Arc::new(self.dispatcher.session(context));
                     map.insert(key.clone(), Slot::Live(Arc::clone(&session)));
@@ -340,34 +355,30 @@ impl McpServer {
         }
     }
 
-    /// The `isError` result of a call refused before any session ran it (no identity, a halted
-    /// session): `text`, and with [`outcomes_in_meta`](Self::outcomes_in_meta) the outcome
-    /// `blocked` (no hook is at fault), so a guard in front records `blocked`, not
-    /// `tool_error`.
-    fn refused(&self, text: &str) -> CallToolResult {
+    /// The `isError` result of a call no session answered: refused before one ran it (no
+    /// identity, a halted session: `blocked`, no hook at fault, so a guard in front records
+    /// `blocked`, not `tool_error`), or dropped because rmcp cancelled its request
+    /// ([`texts::MCP_CANCELLED`], `cancelled`; rmcp sends it only while a closing connection
+    /// drains). `text` is its one item; `outcome` goes in `_meta` when asked.
+    fn refused(&self, text: &str, outcome: Outcome) -> CallToolResult {
         let mut result = error_result(text);
-        if self.outcomes_in_meta {
-            let mut meta = Map::new();
-            meta.insert(META_OUTCOME.into(), Value::from(Outcome::Blocked.as_str()));
-            result.meta = Some(rmcp::model::MetaObject(meta));
-        }
+        result.meta = self.meta(outcome, None);
         result
     }
 
-    /// The `isError` result of a call dropped because rmcp cancelled its request
-    /// ([`texts::MCP_CANCELLED`]; rmcp sends it only while a closing connection drains), with
-    /// the outcome `cancelled` in `_meta` when asked.
-    fn cancelled(&self) -> CallToolResult {
-        let mut result = error_result(texts::MCP_CANCELLED);
-        if self.outcomes_in_meta {
-            let mut meta = Map::new();
-            meta.insert(
-                META_OUTCOME.into(),
-                Value::from(Outcome::Cancelled.as_str()),
-            );
-            result.meta = Some(rmcp::model::MetaObject(meta));
+    /// The result's `_meta` with [`outcomes_in_meta`](Self::outcomes_in_meta):
+    /// `{"toolgate/outcome": <outcome>}`, and `"toolgate/blocked_by": <hook path>` when a hook
+    /// is at fault; `None` otherwise.
+    fn meta(&self, outcome: Outcome, blocked_by: Option<&str>) -> Option<rmcp::model::MetaObject> {
+        if !self.outcomes_in_meta {
+            return None;
         }
-        result
+        let mut meta = Map::new();
+        meta.insert(META_OUTCOME.into(), Value::from(outcome.as_str()));
+        if let Some(hook) = blocked_by {
+            meta.insert(META_BLOCKED_BY.into(), Value::from(hook));
+        }
+        Some(rmcp::model::MetaObject(meta))
     }
 
     /// The `CallToolResult` of a `tool_result`, with the outcome in `_meta` when asked.
@@ -378,22 +389,14 @@ impl McpServer {
         outcome: Outcome,
         blocked_by: Option<&str>,
     ) -> CallToolResult {
-        let mut value = wire::call_tool_result(result, self.dispatcher.output_schema(tool));
-        if self.outcomes_in_meta
-            && let Value::Object(map) = &mut value
-        {
-            let mut meta = Map::new();
-            meta.insert(META_OUTCOME.into(), Value::from(outcome.as_str()));
-            if let Some(hook) = blocked_by {
-                meta.insert(META_BLOCKED_BY.into(), Value::from(hook));
-            }
-            map.insert("_meta".into(), Value::Object(meta));
-        }
-        serde_json::from_value(value).unwrap_or_else(|e| {
+        let value = wire::call_tool_result(result, self.dispatcher.output_schema(tool));
+        let mut result: CallToolResult = serde_json::from_value(value).unwrap_or_else(|e| {
             tracing::error!(target: "toolgate::mcp", error = %e,
                 "a tool result did not convert to an MCP CallToolResult");
             error_result(texts::INTERNAL_ERROR_MESSAGE)
-        })
+        });
+        result.meta = self.meta(outcome, blocked_by);
+        result
     }
 }
 
@@ -488,9 +491,9 @@ impl rmcp::ServerHandler for McpServer {
             })
             .await
         };
-        Ok(CallToolResponse::Complete(
-            result.unwrap_or_else(|| self.cancelled()),
-        ))
+        Ok(CallToolResponse::Complete(result.unwrap_or_else(|| {
+            self.refused(texts::MCP_CANCELLED, Outcome::Cancelled)
+        })))
     }
 }
 
