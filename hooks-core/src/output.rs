@@ -88,7 +88,7 @@ impl Content {
 
     /// Adds an `image` block.
     pub fn image(mut self, image: Image) -> Self {
-        self.blocks.push(ContentBlock::Other(image.0));
+        self.blocks.push(image.into_block());
         self
     }
 
@@ -131,7 +131,9 @@ impl Serialize for Content {
 pub struct Image(Map<String, Value>);
 
 impl Image {
-    fn base64(media_type: &str, data: String) -> Self {
+    /// A base64 image of `media_type` (not checked here: a tool's return is checked when it
+    /// returns; an image a remote MCP server sent is carried as it came).
+    pub(crate) fn base64(media_type: &str, data: String) -> Self {
         Image(block(
             "image",
             json!({"type": "base64", "media_type": media_type, "data": data}),
@@ -156,6 +158,11 @@ impl Image {
     /// A WebP image, as base64.
     pub fn webp(base64: impl Into<String>) -> Self {
         Image::base64("image/webp", base64.into())
+    }
+
+    /// The `image` content block.
+    pub(crate) fn into_block(self) -> ContentBlock {
+        ContentBlock::Other(self.0)
     }
 
     /// An image the API fetches from `url` (`https://…`).

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock as Item, Tool};
 use rmcp::service::{ClientInitializeError, Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::{IntoTransport, TokioChildProcess};
 use serde_json::{Map, Value, json};
@@ -15,6 +15,7 @@ use crate::context::HookContext;
 use crate::error::Halt;
 use crate::future::BoxFuture;
 use crate::outcome::Outcome;
+use crate::output::Image;
 use crate::texts;
 
 use super::{META_BLOCKED_BY, META_OUTCOME};
@@ -190,18 +191,16 @@ fn answer(call: &ToolUse, remote: &CallToolResult) -> Result<CallAnswer, Halt> {
     let meta = remote.meta.as_ref();
     let field = |key: &str| meta.and_then(|m| m.get(key)).and_then(Value::as_str);
     let blocked_by = field(META_BLOCKED_BY);
-    let outcome = match field(META_OUTCOME) {
-        Some("blocked") => Outcome::Blocked,
-        Some("invalid_input") => Outcome::InvalidInput,
-        Some("unknown_tool") => Outcome::UnknownTool,
-        Some("panicked") => Outcome::Panicked,
-        Some("tool_timeout") => Outcome::ToolTimeout,
-        Some(o @ ("hook_failed" | "hook_timeout")) => {
-            let outcome = if o == "hook_timeout" {
-                Outcome::HookTimeout
-            } else {
-                Outcome::HookFailed
-            };
+    let sent = field(META_OUTCOME).and_then(|s| Outcome::ALL.into_iter().find(|o| o.as_str() == s));
+    let outcome = match sent {
+        Some(
+            o @ (Outcome::Blocked
+            | Outcome::InvalidInput
+            | Outcome::UnknownTool
+            | Outcome::Panicked
+            | Outcome::ToolTimeout),
+        ) => o,
+        Some(outcome @ (Outcome::HookFailed | Outcome::HookTimeout)) => {
             return Err(Halt {
                 outcome,
                 hook: blocked_by.unwrap_or("remote MCP server").to_owned(),
@@ -223,53 +222,32 @@ fn answer(call: &ToolUse, remote: &CallToolResult) -> Result<CallAnswer, Halt> {
 
 /// The `tool_result` content of a remote result's items.
 fn content(remote: &CallToolResult) -> Option<ToolResultContent> {
-    let items: Vec<Value> = remote
-        .content
-        .iter()
-        .filter_map(|item| serde_json::to_value(item).ok())
-        .collect();
-    let text_of = |item: &Value| {
-        (item.get("type").and_then(Value::as_str) == Some("text"))
-            .then(|| item.get("text").and_then(Value::as_str).unwrap_or(""))
-            .map(str::to_owned)
-    };
-    match items.as_slice() {
+    match remote.content.as_slice() {
         [] => None,
-        [one] if text_of(one).is_some() => text_of(one).map(ToolResultContent::Text),
-        _ => Some(ToolResultContent::Blocks(
-            items
-                .iter()
-                .map(|item| block(item, text_of(item)))
-                .collect(),
-        )),
+        [Item::Text(one)] => Some(ToolResultContent::Text(one.text.clone())),
+        items => Some(ToolResultContent::Blocks(items.iter().map(block).collect())),
     }
 }
 
-/// One remote content item as a `tool_result` block.
-fn block(item: &Value, text: Option<String>) -> ContentBlock {
+/// One remote content item as a `tool_result` block: text as text, an image as a base64 image
+/// block, anything else a text saying it was left out.
+fn block(item: &Item) -> ContentBlock {
     let text_block = |text: String| {
         ContentBlock::Text(TextBlock {
             text,
             ..TextBlock::default()
         })
     };
-    if let Some(text) = text {
-        return text_block(text);
-    }
-    let kind = item
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("unknown");
-    if kind == "image"
-        && let (Some(data), Some(media_type)) = (
-            item.get("data").and_then(Value::as_str),
-            item.get("mimeType").and_then(Value::as_str),
-        )
-        && let Value::Object(map) = json!({"type": "image", "source": {
-            "type": "base64", "media_type": media_type, "data": data}})
-    {
-        return ContentBlock::Other(map);
-    }
+    let kind = match item {
+        Item::Text(text) => return text_block(text.text.clone()),
+        Item::Image(image) => {
+            return Image::base64(&image.mime_type, image.data.clone()).into_block();
+        }
+        Item::Audio(_) => "audio",
+        Item::Resource(_) => "resource",
+        Item::ResourceLink(_) => "resource_link",
+        _ => "unknown",
+    };
     text_block(texts::left_out(
         &format!("a {kind} item"),
         "this guard carries text and images only",
