@@ -447,7 +447,7 @@ fn a_call_without_an_identity_is_refused_and_nothing_runs() {
 
 /// A rule that cannot decide (an `Err`) halts its session: the halt's text, the session ends
 /// (its Stop hooks run), the same caller's next call is refused; another user on the same
-/// connection, and another connection, go on.
+/// connection goes on.
 #[test]
 fn a_failing_rule_halts_one_session_and_the_server_goes_on() {
     let audit = TempDir::new("mcp-halt");
@@ -701,15 +701,15 @@ fn a_guard_in_front_of_the_example_server_applies_both_sets_of_rules() {
             (true, blocked_order("o_2001"))
         );
         // Invalid for the remote schema: refused by the guard, the server never sees it.
-        let r = session
-            .call(&ToolUse::new(
-                "toolu_3",
-                "lookup_user",
-                json!({"user_id": 7}),
-            ))
-            .await
-            .unwrap();
-        assert!(r.is_error);
+        assert_eq!(
+            answer(&session, "toolu_3", "lookup_user", json!({"user_id": 7})).await,
+            (
+                true,
+                "Error: invalid input for tool `lookup_user` at `user_id`: expected a string, \
+                 found the number 7. Send an input that matches the tool's input_schema."
+                    .to_owned()
+            )
+        );
         // Allowed by both.
         assert_eq!(
             answer(
@@ -782,7 +782,7 @@ fn a_guard_records_remote_errors_as_tool_errors_and_a_broken_connection_with_its
             (true, blocked_order("o_2001"))
         );
         served.abort();
-        let _ = served.await;
+        assert!(served.await.unwrap_err().is_cancelled());
         assert_eq!(
             answer(
                 &session,

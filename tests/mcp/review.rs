@@ -19,7 +19,7 @@ use toolgate::{
 };
 
 use super::example::support_agent::agent::{Agent, Specialist};
-use super::support::TempDir;
+use super::support::{PANIC_TEXT, TempDir, tool_timeout_text};
 use super::{allow_all, answer, audit_fields, audit_lines, call, connect, runtime};
 
 /// An identity function that panics (a host's header parsing gone wrong, on a request the
@@ -58,9 +58,10 @@ fn an_identity_function_that_panics_refuses_the_call_and_the_connection_goes_on(
             assert_eq!(answer, refused);
         }
         client.cancel().await.unwrap();
-        let _ = served.await;
+        served.await.unwrap();
     });
     assert_eq!(audit_lines(&audit), Vec::<Value>::new());
+    assert_eq!(super::summaries(&audit), Vec::<Value>::new());
 }
 
 /// A remote MCP server of the tests' own: one tool, `wipe`, listed as `tool` says, whose call
@@ -136,10 +137,7 @@ fn a_remote_that_hangs_is_a_timeout_and_a_remote_is_error_a_tool_error() {
             .build()
             .unwrap();
         let session = outer.session(HookContext::builder("gw_user", "s_gw").build());
-        let timed_out = session
-            .call(&ToolUse::new("toolu_1", "wipe", json!({})))
-            .await
-            .unwrap();
+        let timed_out = answer(&session, "toolu_1", "wipe", json!({})).await;
         session.end();
         slow_served.abort();
 
@@ -157,35 +155,28 @@ fn a_remote_that_hangs_is_a_timeout_and_a_remote_is_error_a_tool_error() {
             .build()
             .unwrap();
         let session = outer.session(HookContext::builder("gw_user", "s_gw2").build());
-        let failed = session
-            .call(&ToolUse::new("toolu_2", "wipe", json!({})))
-            .await
-            .unwrap();
+        let failed = answer(&session, "toolu_2", "wipe", json!({})).await;
         session.end();
         failing_served.abort();
-        (
-            (timed_out.is_error, timed_out.content_text().into_owned()),
-            (failed.is_error, failed.content_text().into_owned()),
-        )
+        (timed_out, failed)
     });
     assert_eq!(
         texts,
         (
-            (
-                true,
-                "Error: the tool did not finish within its deadline of 200 ms and was stopped. \
-                 Try again later, or with a smaller request."
-                    .to_owned()
-            ),
+            (true, tool_timeout_text(200)),
             (true, "no such account".to_owned())
         )
     );
-    let outcomes = audit_fields(&audit, &["tool_use_id", "outcome"]);
     assert_eq!(
-        outcomes,
+        audit_fields(&audit, &["tool_use_id", "outcome", "content", "detail"]),
         vec![
-            json!(["toolu_1", "tool_timeout"]),
-            json!(["toolu_2", "tool_error"])
+            json!([
+                "toolu_1",
+                "tool_timeout",
+                tool_timeout_text(200),
+                "the tool ran past its deadline of 200 ms"
+            ]),
+            json!(["toolu_2", "tool_error", "no such account", null])
         ]
     );
 }
@@ -309,7 +300,7 @@ fn every_failure_is_an_is_error_result_without_secrets_and_an_ask_follows_the_ap
             answers.push(call(&client, tool, json!({})).await);
         }
         client.cancel().await.unwrap();
-        let _ = served.await;
+        served.await.unwrap();
         let mut with_approver = Vec::new();
         for (dir, approval) in [
             (&approved, toolgate::Approval::approve("ops@example.com")),
@@ -322,7 +313,7 @@ fn every_failure_is_an_is_error_result_without_secrets_and_an_ask_follows_the_ap
             let (client, served) = connect(server).await;
             with_approver.push(call(&client, "pay", json!({})).await);
             client.cancel().await.unwrap();
-            let _ = served.await;
+            served.await.unwrap();
         }
         (answers, with_approver)
     });
@@ -330,14 +321,8 @@ fn every_failure_is_an_is_error_result_without_secrets_and_an_ask_follows_the_ap
         answers,
         vec![
             refused(toolgate::INTERNAL_ERROR_MESSAGE),
-            refused(
-                "Error: the tool failed unexpectedly. The details were logged for the operator; \
-                 retrying the same call will not help."
-            ),
-            refused(
-                "Error: the tool did not finish within its deadline of 200 ms and was stopped. \
-                 Try again later, or with a smaller request."
-            ),
+            refused(PANIC_TEXT),
+            refused(&tool_timeout_text(200)),
             refused(
                 "BLOCKED: this call needs a person's approval, and none can be given here \
                  (payments need a person). Tell the user it was not done and that a person must \
@@ -351,6 +336,14 @@ fn every_failure_is_an_is_error_result_without_secrets_and_an_ask_follows_the_ap
             json!({"content": [{"type": "text", "text": "paid"}], "isError": false}),
             refused("BLOCKED: a person declined this call: not this month"),
         ]
+    );
+    let decided = |dir: &TempDir| audit_fields(dir, &["outcome", "approved_by", "denied_by"]);
+    assert_eq!(
+        (decided(&approved), decided(&denied)),
+        (
+            vec![json!(["ok", "ops@example.com", null])],
+            vec![json!(["blocked", null, "ops@example.com"])]
+        )
     );
     let lines = audit_fields(&audit, &["outcome", "detail"]);
     assert_eq!(
@@ -457,7 +450,7 @@ fn a_refusal_without_identity_carries_its_outcome_in_meta_and_a_guard_records_bl
         let (client, served) = connect(server.new_connection()).await;
         let direct = call(&client, "lookup_user", json!({"user_id": "u_001"})).await;
         client.cancel().await.unwrap();
-        let _ = served.await;
+        served.await.unwrap();
 
         let (ours, theirs) = tokio::io::duplex(1 << 16);
         let served = tokio::spawn(async move {
@@ -491,11 +484,13 @@ fn a_refusal_without_identity_carries_its_outcome_in_meta_and_a_guard_records_bl
                "_meta": {"toolgate/outcome": "blocked"}})
     );
     assert_eq!(through_guard, (true, NO_IDENTITY_MESSAGE.to_owned()));
-    let outcomes: Vec<Value> = audit_lines(&outer_audit)
-        .into_iter()
-        .map(|l| l["outcome"].clone())
-        .collect();
-    assert_eq!(outcomes, vec![json!("blocked")]);
+    assert_eq!(
+        audit_fields(
+            &outer_audit,
+            &["tool_use_id", "outcome", "blocked_by", "content"]
+        ),
+        vec![json!(["toolu_1", "blocked", null, NO_IDENTITY_MESSAGE])]
+    );
 }
 
 /// The example's stdio server runs every call as the user on its command line, whatever the
@@ -520,7 +515,7 @@ fn meta_and_arguments_named_like_context_fields_do_not_change_the_caller() {
         params.meta = Some(meta);
         let answer = client.peer().call_tool(params).await.unwrap();
         client.cancel().await.unwrap();
-        let _ = served.await;
+        served.await.unwrap();
         serde_json::to_value(answer).unwrap()
     });
     assert_eq!(
@@ -559,13 +554,26 @@ fn meet<'a>(
     })
 }
 
-/// `nap`: sleeps 500 ms, then answers `woke`.
+/// Notified when `nap` has started.
+static NAP_STARTED: tokio::sync::Notify = tokio::sync::Notify::const_new();
+/// Notified when `nap` is dropped unfinished.
+static NAP_DROPPED: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// `nap`: says it started, then waits for ever; says so when it is dropped unfinished.
 fn nap<'a>(
     _env: toolgate::Env<'a>,
     _args: NoArgs,
 ) -> toolgate::BoxFuture<'a, Result<String, toolgate::ToolError>> {
+    struct Dropped;
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            NAP_DROPPED.notify_one();
+        }
+    }
     Box::pin(async {
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        let _dropped = Dropped;
+        NAP_STARTED.notify_one();
+        std::future::pending::<()>().await;
         Ok("woke".to_owned())
     })
 }
@@ -632,7 +640,7 @@ fn two_calls_in_flight_on_one_connection_are_both_answered_and_audited_once_each
         .await
         .expect("both calls are answered");
         client.cancel().await.unwrap();
-        let _ = served.await;
+        served.await.unwrap();
         both
     });
     let met = json!({"content": [{"type": "text", "text": "met"}], "isError": false});
@@ -664,7 +672,7 @@ fn a_call_without_arguments_is_a_call_with_an_empty_object() {
             answers.push(serde_json::to_value(result).unwrap());
         }
         client.cancel().await.unwrap();
-        let _ = served.await;
+        served.await.unwrap();
         answers
     });
     let missing = "Error: invalid input for tool `order`: missing field `order_id`. Send an input \
@@ -714,7 +722,7 @@ fn huge_or_deep_arguments_are_invalid_input_and_deeper_than_rmcp_reads_is_droppe
         assert!(dropped.is_err(), "no answer: {dropped:?}");
         answers.push(call(&client, "ping", json!({})).await);
         client.cancel().await.unwrap();
-        let _ = served.await;
+        served.await.unwrap();
         answers
     });
     let invalid = |why: &str| {
@@ -838,16 +846,18 @@ fn a_call_the_client_cancels_is_dropped_and_audited_as_cancelled() {
             .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
             .await
             .unwrap();
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        NAP_STARTED.notified().await;
         handle
             .cancel(Some("the user pressed stop".into()))
             .await
             .unwrap();
-        // Past `nap`'s 500 ms: a call that was not dropped has finished by now.
-        tokio::time::sleep(Duration::from_millis(800)).await;
+        // A call that is not dropped would nap for ever (before the fix: to its end, `ok`).
+        tokio::time::timeout(Duration::from_secs(10), NAP_DROPPED.notified())
+            .await
+            .expect("the cancelled call is dropped");
         let after = call(&client, "ping", json!({})).await;
         client.cancel().await.unwrap();
-        let _ = served.await;
+        served.await.unwrap();
         after
     });
     assert_eq!(
