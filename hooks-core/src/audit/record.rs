@@ -135,35 +135,35 @@ impl AuditRecord {
     /// The record of `call` in the session of `ctx`, stamped now (the context's clock), not yet
     /// redacted.
     pub(crate) fn new(ctx: &HookContext, call: &CallRecord<'_>) -> AuditRecord {
-        AuditRecord {
-            ts: ctx.now(),
-            session_id: ctx.session_id().to_owned(),
-            user_id: ctx.user_id().to_owned(),
-            tier: ctx.tier().map(str::to_owned),
-            tool_use_id: call.call.id.clone(),
-            tool: call.call.name.clone(),
-            input: call.input.clone(),
+        let mut record = AuditRecord {
+            ts: SystemTime::UNIX_EPOCH,
+            session_id: String::new(),
+            user_id: String::new(),
+            tier: None,
+            tool_use_id: String::new(),
+            tool: String::new(),
+            input: Value::Null,
             outcome: call.outcome,
-            is_error: call.result.is_some_and(|r| r.is_error),
-            content: call
-                .result
-                .map_or_else(String::new, |r| r.content_text().into_owned()),
-            duration_us: u64::try_from(call.duration.as_micros()).unwrap_or(u64::MAX),
-            blocked_by: call.blocked_by.map(str::to_owned),
-            rewritten_by: call.rewritten_by.iter().map(|&p| p.to_owned()).collect(),
-            hooks: call.hooks.iter().map(|r| r.clone().into_owned()).collect(),
-            effective_input: call.effective_input.cloned(),
-            detail: call.detail.map(str::to_owned),
-            content_bytes: call.content_bytes.map(|n| n as u64),
-            replay: call.replay,
-            asked_by: call.asked_by.to_vec(),
-            approved_by: call.approved_by.map(str::to_owned),
-            denied_by: call.denied_by.map(str::to_owned),
-            is_final: call.outcome.is_final(),
-        }
+            is_error: false,
+            content: String::new(),
+            duration_us: 0,
+            blocked_by: None,
+            rewritten_by: Vec::new(),
+            hooks: Vec::new(),
+            effective_input: None,
+            detail: None,
+            content_bytes: None,
+            replay: false,
+            asked_by: Vec::new(),
+            approved_by: None,
+            denied_by: None,
+            is_final: true,
+        };
+        // One place fills every member: a record built here and one refilled are the same.
+        record.refill(ctx, call);
+        record
     }
 }
-
 impl AuditRecord {
     /// Makes `self` equal to [`AuditRecord::new`]`(ctx, call)`, reusing its allocations (the
     /// audit log keeps one record per thread and refills it for every call: no allocation and
@@ -248,9 +248,15 @@ fn text_bytes(value: &Value) -> usize {
     }
 }
 
+/// `to` made equal to `from`, in its own buffer when it has one (a new record's empty strings
+/// get an exact copy, as `to_owned` makes).
 fn assign_str(to: &mut String, from: &str) {
-    to.clear();
-    to.push_str(from);
+    if to.capacity() == 0 {
+        *to = from.to_owned();
+    } else {
+        to.clear();
+        to.push_str(from);
+    }
 }
 
 fn assign_opt(to: &mut Option<String>, from: Option<&str>) {
