@@ -23,7 +23,10 @@
 //! outcome and content; Stop ran exactly once per session; the summary's counts are right.
 //!
 //! Case counts: `PROPTEST_CASES` overrides every block here (the long run); otherwise the CI
-//! run makes 4 000 + 1 500 cases, 2 000 of the rewrite-chain property (`rewrite_chain.rs`) and 3 000 + 3 000 of the message reader's (`message_wire.rs`). Long run (release build, 1 million cases per property):
+//! run makes 4 000 + 1 500 cases, 2 000 of the rewrite-chain property (`rewrite_chain.rs`),
+//! 3 000 + 3 000 of the message reader's (`message_wire.rs`) and 3 000 of the audit line's
+//! (`audit_line.rs`). Long run (release build, 1 million cases per property; the one recorded
+//! below predates `message_wire.rs` and `audit_line.rs`):
 //! `PROPTEST_CASES=1000000 cargo test --release --test properties -- --test-threads 2 --nocapture`
 //! (recorded on 2026-11-30, 2 shared cores: 1 000 001 + 1 000 000 cases, all passed, 832 s; the
 //! fault classes it generated are printed with `--nocapture`).
@@ -70,6 +73,22 @@ fn cases(default: u32) -> u32 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// A runner's settings for this file's properties: `cases(default)` cases, XorShift (several
+/// times cheaper than the default ChaCha in a debug build), failures kept in
+/// `tests/properties.proptest-regressions` and replayed first.
+fn runner_config(default: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases: cases(default),
+        rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift,
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::Direct(
+                "tests/properties.proptest-regressions",
+            ),
+        )),
+        ..ProptestConfig::default()
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1712,17 +1731,11 @@ impl Tally {
 /// fault classes generated (see it with `--nocapture`).
 #[test]
 fn every_tool_use_is_answered_once_and_nothing_fails_open() {
-    use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
+    use proptest::test_runner::{Config, TestRunner};
     quiet_injected_panics();
     let config = Config {
-        cases: cases(4000),
         max_shrink_iters: 2000,
-        // XorShift: several times cheaper than the default ChaCha in a debug build.
-        rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
-            "tests/properties.proptest-regressions",
-        ))),
-        ..Config::default()
+        ..runner_config(4000)
     };
     let tally = Tally::default();
     let started = std::time::Instant::now();

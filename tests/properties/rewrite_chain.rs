@@ -493,15 +493,8 @@ struct Tally(Mutex<std::collections::BTreeMap<&'static str, u64>>);
 fn every_hook_that_allowed_last_saw_the_input_the_tool_ran_with() {
     let tally = Tally::default();
     let config = ProptestConfig {
-        cases: crate::cases(2000),
         max_shrink_iters: 2000,
-        rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift,
-        failure_persistence: Some(Box::new(
-            proptest::test_runner::FileFailurePersistence::Direct(
-                "tests/properties.proptest-regressions",
-            ),
-        )),
-        ..ProptestConfig::default()
+        ..crate::runner_config(2000)
     };
     proptest::test_runner::TestRunner::new(config)
         .run(&case(), |c| {
