@@ -24,8 +24,8 @@ use super::example::http::{DemoUser, demo_user};
 use super::example::support_agent::agent::{Agent, Specialist};
 use super::support::TempDir;
 use super::{
-    Client, U001, agent_item, allow_all, answer, audit_fields, audit_lines, blocked_order, call,
-    error_result, runtime, summaries,
+    Client, U001, agent_item, allow_all, answer, assert_nothing_audited, audit_fields, audit_lines,
+    blocked_order, call, error_result, runtime, summaries,
 };
 
 /// The example's HTTP options: audit folder `audit`.
@@ -243,8 +243,7 @@ fn initialize_and_tools_list_over_http_equal_the_golden_file() {
         client.cancel().await.unwrap();
         served.task.abort();
     });
-    assert_eq!(audit_lines(&audit), Vec::<Value>::new());
-    assert_eq!(summaries(&audit), Vec::<Value>::new());
+    assert_nothing_audited(&audit);
 }
 
 /// The token's customer is the context; the audit lines' session is the `Mcp-Session-Id` rmcp
@@ -325,7 +324,8 @@ fn a_request_without_identity_is_refused_and_nothing_is_audited() {
         let served = serve(server, StreamableHttpServerConfig::default()).await;
         for token in [None, Some("demo-u_002"), Some("u_001")] {
             let client = client(&served.url(), token).await;
-            assert_eq!(client.list_all_tools().await.unwrap().len(), 5);
+            let tools = client.list_all_tools().await.unwrap();
+            assert_eq!(serde_json::to_value(&tools).unwrap(), super::golden_list());
             assert_eq!(
                 call(&client, "lookup_user", json!({"user_id": "u_001"})).await,
                 json!({"content": [{"type": "text", "text": NO_IDENTITY_MESSAGE}],
@@ -337,8 +337,7 @@ fn a_request_without_identity_is_refused_and_nothing_is_audited() {
         tokio::time::sleep(Duration::from_millis(200)).await;
         served.task.abort();
     });
-    assert_eq!(audit_lines(&audit), Vec::<Value>::new());
-    assert_eq!(summaries(&audit), Vec::<Value>::new());
+    assert_nothing_audited(&audit);
 }
 
 /// Two customers on one server, each with a client of their own, at once: each call runs under
@@ -463,7 +462,8 @@ fn two_customers_on_one_server_get_their_own_rules_and_sessions() {
 
 /// Stateless mode: rmcp makes a server per HTTP request, so each request is one toolgate
 /// session: its `tool_use` id `<made id>/1`, its Stop hooks run and its summary line is
-/// written once the request is answered; a client-sent `Mcp-Session-Id` is not used.
+/// written once the request is answered (a client-sent `Mcp-Session-Id`:
+/// `stateless_mode_ignores_a_client_chosen_session_id`).
 #[test]
 fn stateless_mode_is_one_session_per_request_with_its_own_stop() {
     let audit = TempDir::new("mcp-http-stateless");
@@ -613,17 +613,25 @@ fn two_customers_on_one_mcp_session_get_two_toolgate_sessions() {
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         let (status, _, _) = post(&url, "demo-u_001", Some(&session), initialized).await;
         assert_eq!(status, 202);
-        let (_, _, first) = post(&url, "demo-u_001", Some(&session), lookup("u_001")).await;
-        let (_, _, second) = post(&url, "demo-u_004", Some(&session), lookup("u_001")).await;
+        let first = post(&url, "demo-u_001", Some(&session), lookup("u_001")).await;
+        let second = post(&url, "demo-u_004", Some(&session), lookup("u_001")).await;
         assert_eq!(
             (first, second),
             (
-                vec![json!({"jsonrpc": "2.0", "id": 2, "result": ok_result(U001)})],
-                vec![json!({"jsonrpc": "2.0", "id": 2, "result": error_result(
+                (
+                    200,
+                    None,
+                    vec![json!({"jsonrpc": "2.0", "id": 2, "result": ok_result(U001)})]
+                ),
+                (
+                    200,
+                    None,
+                    vec![json!({"jsonrpc": "2.0", "id": 2, "result": error_result(
                     "BLOCKED: this conversation can only use the signed-in customer's own \
                      account, and u_001 is not it. Use the signed-in customer's id, u_004, or \
                      ask them what they need for their own account.",
                     json!({"toolgate/outcome": "blocked", "toolgate/blocked_by": own}))})]
+                )
             )
         );
         assert_eq!(served.assigned(), vec![session.clone()]);
@@ -917,8 +925,10 @@ fn a_deleted_mcp_session_cannot_be_reused_and_nothing_more_is_audited() {
         let (_, session, _) = post(&url, "demo-u_001", None, initialize()).await;
         let session = session.expect("rmcp assigns a session");
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        post(&url, "demo-u_001", Some(&session), initialized).await;
-        let (_, _, first) = post(&url, "demo-u_001", Some(&session), lookup("u_001")).await;
+        let (status, _, _) = post(&url, "demo-u_001", Some(&session), initialized).await;
+        assert_eq!(status, 202);
+        let (status, _, first) = post(&url, "demo-u_001", Some(&session), lookup("u_001")).await;
+        assert_eq!(status, 200);
         assert_eq!(
             first,
             vec![json!({"jsonrpc": "2.0", "id": 2, "result": ok_result(U001)})]

@@ -82,6 +82,21 @@ async fn connect(server: McpServer) -> (Client, tokio::task::JoinHandle<()>) {
     (client, served)
 }
 
+/// Closes the client's connection and waits for the server's task to end (a panic in it fails
+/// the test).
+async fn close(client: Client, served: tokio::task::JoinHandle<()>) {
+    client.cancel().await.unwrap();
+    served.await.unwrap();
+}
+
+/// Neither an audit line nor a summary line in `dir`.
+fn assert_nothing_audited(dir: &Path) {
+    assert_eq!(
+        (audit_lines(dir), summaries(dir)),
+        (Vec::<Value>::new(), Vec::<Value>::new())
+    );
+}
+
 /// Calls `name` with `arguments` and returns the whole result as JSON.
 async fn call(client: &Client, name: &str, arguments: Value) -> Value {
     let Value::Object(arguments) = arguments else {
@@ -198,12 +213,10 @@ fn initialize_and_tools_list_over_an_in_memory_pipe() {
         let listed = serde_json::to_value(&tools).unwrap();
         let golden = golden_list();
         assert_eq!(listed, golden);
-        client.cancel().await.unwrap();
-        served.await.unwrap();
+        close(client, served).await;
     });
     // No call, no session: nothing audited.
-    assert_eq!(audit_lines(&audit), Vec::<Value>::new());
-    assert_eq!(summaries(&audit), Vec::<Value>::new());
+    assert_nothing_audited(&audit);
 }
 
 /// The golden file is the dispatcher's own MCP entries with each tool's effect as annotations.
@@ -299,8 +312,7 @@ fn calls_over_an_in_memory_pipe_get_the_messages_api_texts_and_one_audit_line_ea
                        "toolgate/blocked_by": agent_item("policy::large_refund_needs_approval")})
             )
         );
-        client.cancel().await.unwrap();
-        served.await.unwrap();
+        close(client, served).await;
     });
     let own = agent_item("policy::own_records_only");
     let ask = agent_item("policy::large_refund_needs_approval");
@@ -412,8 +424,7 @@ fn tool_use_ids_are_made_per_connection_so_two_connections_never_share_an_answer
                 call(&client, "lookup_user", json!({"user_id": "u_001"})).await["content"],
                 json!([{"type": "text", "text": U001}])
             );
-            client.cancel().await.unwrap();
-            served.await.unwrap();
+            close(client, served).await;
         }
     });
     let lines = audit_fields(&audit, &["session_id", "tool_use_id", "replay"]);
@@ -438,11 +449,9 @@ fn a_call_without_an_identity_is_refused_and_nothing_runs() {
             call(&client, "lookup_user", json!({"user_id": "u_001"})).await,
             json!({"content": [{"type": "text", "text": NO_IDENTITY_MESSAGE}], "isError": true})
         );
-        client.cancel().await.unwrap();
-        served.await.unwrap();
+        close(client, served).await;
     });
-    assert_eq!(audit_lines(&audit), Vec::<Value>::new());
-    assert_eq!(summaries(&audit), Vec::<Value>::new());
+    assert_nothing_audited(&audit);
 }
 
 /// A rule that cannot decide (an `Err`) halts its session: the halt's text, the session ends
@@ -496,8 +505,7 @@ fn a_failing_rule_halts_one_session_and_the_server_goes_on() {
             as_user("u_001", "lookup_user", json!({"user_id": "u_001"})).await["content"],
             json!([{"type": "text", "text": U001}])
         );
-        client.cancel().await.unwrap();
-        served.await.unwrap();
+        close(client, served).await;
     });
     // The refused call after the halt ran nothing and has no line.
     assert_eq!(

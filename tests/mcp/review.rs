@@ -20,7 +20,9 @@ use toolgate::{
 
 use super::example::support_agent::agent::{Agent, Specialist};
 use super::support::{PANIC_TEXT, TempDir, tool_timeout_text};
-use super::{allow_all, answer, audit_fields, audit_lines, call, connect, runtime};
+use super::{
+    allow_all, answer, assert_nothing_audited, audit_fields, call, close, connect, runtime,
+};
 
 /// An identity function that panics (a host's header parsing gone wrong, on a request the
 /// attacker shaped) refuses the call with the no-identity text, as `None` does: the client is
@@ -57,11 +59,9 @@ fn an_identity_function_that_panics_refuses_the_call_and_the_connection_goes_on(
             .expect("the client is answered");
             assert_eq!(answer, refused);
         }
-        client.cancel().await.unwrap();
-        served.await.unwrap();
+        close(client, served).await;
     });
-    assert_eq!(audit_lines(&audit), Vec::<Value>::new());
-    assert_eq!(super::summaries(&audit), Vec::<Value>::new());
+    assert_nothing_audited(&audit);
 }
 
 /// A remote MCP server of the tests' own: one tool, `wipe`, listed as `tool` says, whose call
@@ -299,8 +299,7 @@ fn every_failure_is_an_is_error_result_without_secrets_and_an_ask_follows_the_ap
         for tool in ["leak", "boom", "slow", "pay"] {
             answers.push(call(&client, tool, json!({})).await);
         }
-        client.cancel().await.unwrap();
-        served.await.unwrap();
+        close(client, served).await;
         let mut with_approver = Vec::new();
         for (dir, approval) in [
             (&approved, toolgate::Approval::approve("ops@example.com")),
@@ -312,8 +311,7 @@ fn every_failure_is_an_is_error_result_without_secrets_and_an_ask_follows_the_ap
             let server = failing_server(dir.path(), Some(Always(approval)));
             let (client, served) = connect(server).await;
             with_approver.push(call(&client, "pay", json!({})).await);
-            client.cancel().await.unwrap();
-            served.await.unwrap();
+            close(client, served).await;
         }
         (answers, with_approver)
     });
@@ -449,8 +447,7 @@ fn a_refusal_without_identity_carries_its_outcome_in_meta_and_a_guard_records_bl
             .outcomes_in_meta(true);
         let (client, served) = connect(server.new_connection()).await;
         let direct = call(&client, "lookup_user", json!({"user_id": "u_001"})).await;
-        client.cancel().await.unwrap();
-        served.await.unwrap();
+        close(client, served).await;
 
         let (ours, theirs) = tokio::io::duplex(1 << 16);
         let served = tokio::spawn(async move {
@@ -514,8 +511,7 @@ fn meta_and_arguments_named_like_context_fields_do_not_change_the_caller() {
         meta.insert("session_id".into(), Value::from("s_other"));
         params.meta = Some(meta);
         let answer = client.peer().call_tool(params).await.unwrap();
-        client.cancel().await.unwrap();
-        served.await.unwrap();
+        close(client, served).await;
         serde_json::to_value(answer).unwrap()
     });
     assert_eq!(
@@ -639,8 +635,7 @@ fn two_calls_in_flight_on_one_connection_are_both_answered_and_audited_once_each
         })
         .await
         .expect("both calls are answered");
-        client.cancel().await.unwrap();
-        served.await.unwrap();
+        close(client, served).await;
         both
     });
     let met = json!({"content": [{"type": "text", "text": "met"}], "isError": false});
@@ -671,8 +666,7 @@ fn a_call_without_arguments_is_a_call_with_an_empty_object() {
                 .expect("a result, not a JSON-RPC error");
             answers.push(serde_json::to_value(result).unwrap());
         }
-        client.cancel().await.unwrap();
-        served.await.unwrap();
+        close(client, served).await;
         answers
     });
     let missing = "Error: invalid input for tool `order`: missing field `order_id`. Send an input \
@@ -721,8 +715,7 @@ fn huge_or_deep_arguments_are_invalid_input_and_deeper_than_rmcp_reads_is_droppe
         .await;
         assert!(dropped.is_err(), "no answer: {dropped:?}");
         answers.push(call(&client, "ping", json!({})).await);
-        client.cancel().await.unwrap();
-        served.await.unwrap();
+        close(client, served).await;
         answers
     });
     let invalid = |why: &str| {
@@ -856,8 +849,7 @@ fn a_call_the_client_cancels_is_dropped_and_audited_as_cancelled() {
             .await
             .expect("the cancelled call is dropped");
         let after = call(&client, "ping", json!({})).await;
-        client.cancel().await.unwrap();
-        served.await.unwrap();
+        close(client, served).await;
         after
     });
     assert_eq!(
