@@ -12,7 +12,6 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Map, Value, json};
 use toolgate::mcp::rmcp::model::{CallToolRequestParams, CallToolResult};
 use toolgate::mcp::rmcp::service::{RoleClient, RunningService};
-use toolgate::mcp::rmcp::transport::TokioChildProcess;
 use toolgate::mcp::rmcp::{self, ServiceExt};
 use toolgate::mcp::{HALTED_SESSION_MESSAGE, McpGuard, McpServer, NO_IDENTITY_MESSAGE};
 use toolgate::{
@@ -587,7 +586,14 @@ fn example_command(audit: &Path) -> tokio::process::Command {
 fn the_example_server_as_a_child_process_over_stdio() {
     let audit = TempDir::new("mcp-child");
     runtime().block_on(async {
-        let transport = TokioChildProcess::new(example_command(&audit)).unwrap();
+        // Spawned here, not by rmcp's `TokioChildProcess` (which kills a child still running 3 s
+        // after the client closes): the test waits for the child to exit on its own.
+        let mut child = example_command(&audit)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
         let client = ().serve(transport).await.expect("initialize succeeds");
         let golden = golden_list();
         let tools = client.list_all_tools().await.unwrap();
@@ -607,9 +613,13 @@ fn the_example_server_as_a_child_process_over_stdio() {
             )
         );
         client.cancel().await.unwrap();
+        // The child exits when its standard input closes, after writing its summary line.
+        let exit = tokio::time::timeout(Duration::from_secs(60), child.wait())
+            .await
+            .expect("the child exits when its input closes")
+            .unwrap();
+        assert!(exit.success(), "{exit}");
     });
-    // The child exits when its standard input closes; it writes its summary line then.
-    wait_for(|| summaries(&audit).len() == 1);
     let outcomes = audit_fields(&audit, &["tool_use_id", "outcome"]);
     assert_eq!(
         outcomes,
@@ -622,17 +632,6 @@ fn the_example_server_as_a_child_process_over_stdio() {
                     "outcomes": {"ok": 1, "blocked": 1}})
         ]
     );
-}
-
-/// Waits (up to 30 s) until `done` holds; fails the test otherwise.
-fn wait_for(done: impl Fn() -> bool) {
-    for _ in 0..300 {
-        if done() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("the condition did not hold within 30 s");
 }
 
 // ============================================================================ the guard
