@@ -225,7 +225,7 @@ pub(crate) mod http {
     use hyper::body::{Bytes, Incoming};
     use hyper_util::rt::TokioIo;
     use toolgate::HookContext;
-    use toolgate::mcp::McpServer;
+    use toolgate::mcp::{McpCaller, McpServer};
     use tower::util::MapRequestLayer;
     use tower::{Layer, ServiceExt};
 
@@ -276,18 +276,23 @@ pub(crate) mod http {
         MapRequestLayer::new(authenticate as Authenticate).layer(service)
     }
 
+    /// The caller of a call: the customer the demo auth layer put in the request's extensions
+    /// ([`DemoUser`]), with its tier; `None` (refused) when the layer let the request through
+    /// without one or the call did not come over HTTP.
+    pub(crate) fn identify(caller: &McpCaller<'_>) -> Option<HookContext> {
+        let user = caller.http_request()?.extensions.get::<DemoUser>()?;
+        Some(
+            HookContext::builder(user.id, caller.mcp_session_id)
+                .tier(user.tier)
+                .build(),
+        )
+    }
+
     /// The refunds specialist over HTTP: each call runs as the request's [`DemoUser`] (none:
     /// refused), in the MCP session's own session; outcomes in `_meta`.
     pub(crate) fn server(options: &Options) -> Result<McpServer, String> {
-        let server = McpServer::new(super::dispatcher(options)?, |caller| {
-            let user = caller.http_request()?.extensions.get::<DemoUser>()?;
-            Some(
-                HookContext::builder(user.id, caller.mcp_session_id)
-                    .tier(user.tier)
-                    .build(),
-            )
-        })
-        .map_err(|e| e.to_string())?;
+        let server =
+            McpServer::new(super::dispatcher(options)?, identify).map_err(|e| e.to_string())?;
         Ok(server.outcomes_in_meta(true))
     }
 

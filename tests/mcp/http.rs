@@ -482,15 +482,7 @@ fn stateless_mode_is_one_session_per_request_with_its_own_stop() {
             }))
         })
         .unwrap();
-        let server = McpServer::new(agent.dispatcher, |caller| {
-            let user = caller.http_request()?.extensions.get::<DemoUser>()?;
-            Some(
-                HookContext::builder(user.id, caller.mcp_session_id)
-                    .tier(user.tier)
-                    .build(),
-            )
-        })
-        .unwrap();
+        let server = McpServer::new(agent.dispatcher, example::http::identify).unwrap();
         let config = StreamableHttpServerConfig::default().with_legacy_session_mode(false);
         let served = serve(server, config).await;
         let client = client(&served.url(), Some("demo-u_001")).await;
@@ -1077,15 +1069,7 @@ fn the_example_http_server_stopped_ends_its_live_sessions_once() {
             }))
         })
         .unwrap();
-        let server = McpServer::new(agent.dispatcher, |caller| {
-            let user = caller.http_request()?.extensions.get::<DemoUser>()?;
-            Some(
-                HookContext::builder(user.id, caller.mcp_session_id)
-                    .tier(user.tier)
-                    .build(),
-            )
-        })
-        .unwrap();
+        let server = McpServer::new(agent.dispatcher, example::http::identify).unwrap();
         let (listener, url) = example::http::bind("127.0.0.1:0".parse().unwrap())
             .await
             .unwrap();
