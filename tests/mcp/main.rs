@@ -81,6 +81,23 @@ async fn connect(server: McpServer) -> (Client, tokio::task::JoinHandle<()>) {
     (client, served)
 }
 
+/// Serves `server` (toolgate's, or a remote of the tests' own) over an in-memory pipe and
+/// connects a guard to it: the guard, and the server's task.
+async fn guard_over_pipe<S>(server: S) -> (McpGuard, tokio::task::JoinHandle<()>)
+where
+    S: rmcp::ServerHandler + Send + 'static,
+{
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let served = tokio::spawn(async move {
+        let running = server.serve(theirs).await.expect("the server starts");
+        let _ = running.waiting().await;
+    });
+    let guard = McpGuard::connect(ours)
+        .await
+        .expect("initialize and tools/list");
+    (guard, served)
+}
+
 /// Closes the client's connection and waits for the server's task to end (a panic in it fails
 /// the test).
 async fn close(client: Client, served: tokio::task::JoinHandle<()>) {
@@ -763,14 +780,7 @@ fn a_guard_records_remote_errors_as_tool_errors_and_a_broken_connection_with_its
             Some(HookContext::builder("u_001", caller.mcp_session_id).build())
         })
         .unwrap();
-        let (ours, theirs) = tokio::io::duplex(1 << 16);
-        let served = tokio::spawn(async move {
-            let running = server.serve(theirs).await.expect("the server starts");
-            let _ = running.waiting().await;
-        });
-        let guard = McpGuard::connect(ours)
-            .await
-            .expect("initialize and tools/list");
+        let (guard, served) = guard_over_pipe(server).await;
         let outer = Dispatcher::builder()
             .wrap(guard)
             .pre_hook(allow_all())
@@ -841,14 +851,7 @@ fn a_halt_inside_the_server_halts_the_guard_too() {
         })
         .unwrap()
         .outcomes_in_meta(true);
-        let (ours, theirs) = tokio::io::duplex(1 << 16);
-        tokio::spawn(async move {
-            let running = server.serve(theirs).await.expect("the server starts");
-            let _ = running.waiting().await;
-        });
-        let guard = McpGuard::connect(ours)
-            .await
-            .expect("initialize and tools/list");
+        let (guard, _served) = guard_over_pipe(server).await;
         let outer = Dispatcher::builder()
             .wrap(guard)
             .pre_hook(allow_all())

@@ -12,7 +12,7 @@ use toolgate::mcp::rmcp::model::{
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use toolgate::mcp::rmcp::service::{RequestContext, RoleServer};
-use toolgate::mcp::rmcp::{self, ErrorData, ServiceExt};
+use toolgate::mcp::rmcp::{self, ErrorData};
 use toolgate::mcp::{McpGuard, McpServer, NO_IDENTITY_MESSAGE};
 use toolgate::{
     AuditLog, Decision, Dispatcher, HookContext, PreHookDef, ToolDef, ToolError, ToolUse,
@@ -21,7 +21,8 @@ use toolgate::{
 use super::example::support_agent::agent::{Agent, Specialist};
 use super::support::{PANIC_TEXT, TempDir, tool_timeout_text};
 use super::{
-    allow_all, answer, assert_nothing_audited, audit_fields, call, close, connect, runtime,
+    allow_all, answer, assert_nothing_audited, audit_fields, call, close, connect, guard_over_pipe,
+    runtime,
 };
 
 /// An identity function that panics (a host's header parsing gone wrong, on a request the
@@ -103,19 +104,6 @@ fn wipe(annotations: Value) -> Value {
            "inputSchema": {"type": "object", "properties": {}}, "annotations": annotations})
 }
 
-/// Serves `remote` over an in-memory pipe and connects a guard to it.
-async fn guard(remote: Remote) -> (McpGuard, tokio::task::JoinHandle<()>) {
-    let (ours, theirs) = tokio::io::duplex(1 << 16);
-    let served = tokio::spawn(async move {
-        let running = remote.serve(theirs).await.expect("the remote starts");
-        let _ = running.waiting().await;
-    });
-    let guard = McpGuard::connect(ours)
-        .await
-        .expect("initialize and tools/list");
-    (guard, served)
-}
-
 /// A remote tool that hangs past the gateway's deadline is the gateway's `tool_timeout`, with
 /// the Messages API text; a remote `isError` result is a `tool_error` whose text the model
 /// reads as the remote wrote it. One audit line each.
@@ -123,7 +111,7 @@ async fn guard(remote: Remote) -> (McpGuard, tokio::task::JoinHandle<()>) {
 fn a_remote_that_hangs_is_a_timeout_and_a_remote_is_error_a_tool_error() {
     let audit = TempDir::new("mcp-review-remote");
     let texts = runtime().block_on(async {
-        let (slow, slow_served) = guard(Remote {
+        let (slow, slow_served) = guard_over_pipe(Remote {
             tool: wipe(json!({"readOnlyHint": false})),
             delay: Duration::from_secs(30),
             answer: json!({"content": [{"type": "text", "text": "wiped"}]}),
@@ -141,7 +129,7 @@ fn a_remote_that_hangs_is_a_timeout_and_a_remote_is_error_a_tool_error() {
         session.end();
         slow_served.abort();
 
-        let (failing, failing_served) = guard(Remote {
+        let (failing, failing_served) = guard_over_pipe(Remote {
             tool: wipe(json!({"readOnlyHint": false})),
             delay: Duration::ZERO,
             answer: json!({"content": [{"type": "text", "text": "no such account"}],
@@ -186,7 +174,7 @@ fn a_remote_that_hangs_is_a_timeout_and_a_remote_is_error_a_tool_error() {
 #[test]
 fn a_remote_schema_that_is_not_a_schema_stops_the_gateways_build() {
     let error = runtime().block_on(async {
-        let (remote, served) = guard(Remote {
+        let (remote, served) = guard_over_pipe(Remote {
             tool: json!({"name": "wipe", "description": "Deletes the account.",
                          "inputSchema": {"type": "object",
                                          "properties": {"account": {"type": 5}}}}),
@@ -449,14 +437,7 @@ fn a_refusal_without_identity_carries_its_outcome_in_meta_and_a_guard_records_bl
         let direct = call(&client, "lookup_user", json!({"user_id": "u_001"})).await;
         close(client, served).await;
 
-        let (ours, theirs) = tokio::io::duplex(1 << 16);
-        let served = tokio::spawn(async move {
-            let running = server.serve(theirs).await.expect("the server starts");
-            let _ = running.waiting().await;
-        });
-        let remote = McpGuard::connect(ours)
-            .await
-            .expect("initialize and tools/list");
+        let (remote, served) = guard_over_pipe(server).await;
         let outer = Dispatcher::builder()
             .wrap(remote)
             .pre_hook(allow_all())
@@ -752,7 +733,7 @@ fn huge_or_deep_arguments_are_invalid_input_and_deeper_than_rmcp_reads_is_droppe
 #[test]
 fn a_remote_tool_named_like_a_local_one_stops_the_gateways_build() {
     let error = runtime().block_on(async {
-        let (remote, served) = guard(Remote {
+        let (remote, served) = guard_over_pipe(Remote {
             tool: wipe(json!({"readOnlyHint": false})),
             delay: Duration::ZERO,
             answer: json!({"content": []}),
@@ -786,7 +767,7 @@ fn a_remote_tool_named_like_a_local_one_stops_the_gateways_build() {
 fn a_remote_image_is_kept_as_a_base64_image_block() {
     let audit = TempDir::new("mcp-review-image");
     let result = runtime().block_on(async {
-        let (remote, served) = guard(Remote {
+        let (remote, served) = guard_over_pipe(Remote {
             tool: wipe(json!({"readOnlyHint": true})),
             delay: Duration::ZERO,
             answer: json!({"content": [
