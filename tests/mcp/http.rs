@@ -24,8 +24,8 @@ use super::example::http::{DemoUser, demo_user};
 use super::example::support_agent::agent::{Agent, Specialist};
 use super::support::TempDir;
 use super::{
-    Client, U001, agent_item, allow_all, answer, assert_nothing_audited, audit_fields, audit_lines,
-    blocked_order, call, error_result, runtime, summaries,
+    Client, REMOTE_FAILED, U001, agent_item, allow_all, answer, assert_nothing_audited,
+    audit_fields, audit_lines, blocked_order, call, error_result, runtime, summaries,
 };
 
 /// The example's HTTP options: audit folder `audit`.
@@ -832,12 +832,7 @@ fn a_guard_over_http_whose_server_shut_down_records_a_tool_error_with_detail() {
                 json!({"user_id": "u_001"})
             )
             .await,
-            (
-                true,
-                "Error: the tool server did not answer, so the call may not have run. The \
-                 details were logged for the operator."
-                    .to_owned()
-            )
+            (true, REMOTE_FAILED.to_owned())
         );
         session.end();
         served.addr

@@ -60,6 +60,11 @@ fn options(user: &str, audit: &Path) -> example::Options {
     }
 }
 
+/// The text a guard answers when its remote server did not answer a call (the library's
+/// `texts::MCP_REMOTE_FAILED`, pinned here as the model reads it).
+const REMOTE_FAILED: &str = "Error: the tool server did not answer, so the call may not have \
+     run. The details were logged for the operator.";
+
 /// The `tools/list` golden file of the support agent's refunds specialist.
 const GOLDEN_LIST: &str = "tests/golden/mcp/support_agent/tools_list.json";
 
@@ -808,12 +813,7 @@ fn a_guard_records_remote_errors_as_tool_errors_and_a_broken_connection_with_its
                 json!({"user_id": "u_001"})
             )
             .await,
-            (
-                true,
-                "Error: the tool server did not answer, so the call may not have run. The \
-                 details were logged for the operator."
-                    .to_owned()
-            )
+            (true, REMOTE_FAILED.to_owned())
         );
         session.end();
     });

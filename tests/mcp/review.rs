@@ -394,8 +394,7 @@ fn a_remote_that_answers_garbage_and_then_exits_is_a_tool_error_each_time() {
         session.end();
         texts
     });
-    let did_not_answer = "Error: the tool server did not answer, so the call may not have run. \
-                          The details were logged for the operator.";
+    let did_not_answer = super::REMOTE_FAILED;
     assert_eq!(
         texts,
         vec![
