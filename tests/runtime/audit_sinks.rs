@@ -94,9 +94,14 @@ fn ticking() -> Clock {
 }
 
 fn context(session: &str) -> HookContext {
+    context_at(session, ticking())
+}
+
+/// `u_001`, premium, in `session`, on `clock`.
+fn context_at(session: &str, clock: Clock) -> HookContext {
     HookContext::builder("u_001", session)
         .tier("premium")
-        .clock(ticking())
+        .clock(clock)
         .build()
 }
 
@@ -444,12 +449,10 @@ impl AuditSink for Nested {
 }
 
 fn fixed_context(session: &str) -> HookContext {
-    HookContext::builder("u_001", session)
-        .tier("premium")
-        .clock(Clock::fixed(
-            SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_515_300),
-        ))
-        .build()
+    context_at(
+        session,
+        Clock::fixed(SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_515_300)),
+    )
 }
 
 /// The audit log keeps one record per thread and refills it for every call (issue 18 §2): a
