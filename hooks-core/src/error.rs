@@ -6,10 +6,10 @@ use std::borrow::Cow;
 use std::error::Error as StdError;
 use std::fmt;
 
+use crate::audit::outcome::Outcome;
+use crate::content::ids::IdError;
 use crate::content::{Message, ToolResult};
-use crate::ids::IdError;
-use crate::memory::StoreError;
-use crate::outcome::Outcome;
+use crate::store::StoreError;
 use crate::texts::INTERNAL_ERROR_MESSAGE;
 
 /// A tool's failure: `is_error: true` with [`message`](Self::message) as the content.
@@ -277,8 +277,8 @@ impl HookError {
     }
 }
 
-impl From<crate::state::MissingState> for HookError {
-    fn from(e: crate::state::MissingState) -> Self {
+impl From<crate::hook::state::MissingState> for HookError {
+    fn from(e: crate::hook::state::MissingState) -> Self {
         HookError::new(e)
     }
 }

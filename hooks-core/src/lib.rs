@@ -94,151 +94,58 @@
 //!
 //! # Where things live
 //!
-//! One file per idea, roughly in the order a call meets them. Shared types sit low (`content`,
-//! `future`, `texts`, `outcome`) and no file imports one that imports it back: the builder, the
-//! session and the dispatcher are on top.
+//! One folder per part, in the order a call meets them; `ARCHITECTURE.md` (at the repository's
+//! root) says what each owns, the life of one call file by file, and the contracts a change must
+//! keep. Shared types sit low and no file imports one that imports it back.
 //!
-//! | file | what it holds |
+//! | folder | what it holds |
 //! |---|---|
-//! | `content/` | `tool_use`, `tool_result`, messages: the Messages API wire shapes (`mod.rs`), [`Message::request_turn`]; reading them in one pass (`de.rs`), writing them (`ser.rs`) |
-//! | `conversation.rs` | [`Conversation`]: the next request's `messages`, assistant turns as a request may hold them |
-//! | `context.rs` | the trusted [`HookContext`], its [`Clock`] and typed [`Extensions`] |
-//! | `state.rs` | application [`State`] and the [`Env`] a tool or hook is called with |
-//! | `decision.rs` | [`Decision`], what a PreToolUse hook answers |
-//! | `effect.rs` | [`Effect`]: what a tool does to the world (read or write, MCP's hints), and its MCP `annotations` |
-//! | `approval.rs` | a person's approval of a call a hook asked about: [`Asked`], [`Approval`], the inline [`Approver`] and its [`ApprovalRequest`] |
-//! | `definitions.rs` | what a dispatcher is built from: [`ToolDef`], [`PreHookDef`], [`PostHookDef`], [`StopHookDef`], [`Matcher`] |
-//! | `output.rs` | what a tool answers with: text ([`output_text`]) or content blocks ([`Content`], [`Image`], [`Document`]), [`ToolOutput`], [`output_content`]; the checks a block result passes; blocks as the providers read them |
-//! | `erased.rs` | type erasure: every tool and hook behind one shape, a sync one answered inline |
-//! | `future.rs` | [`BoxFuture`], and `Invoke`: an answer ready now or a future |
-//! | `registry.rs` | the `inventory` registry the macros fill (`Registration`, `ToolRef`) |
-//! | `builder.rs` | [`DispatcherBuilder`]: sources, filters and every start-up check ([`BuildError`]), as named steps |
-//! | `examples.rs` | a tool's `input_examples`, checked at `build()` as a call's input is |
-//! | `inner.rs` | `Inner`: what `build()` makes and every session shares (tools with their chains and observers, hooks, settings) |
-//! | `dispatcher.rs` | [`Dispatcher`]: the public face of `Inner` (definitions per provider, paths, schemas, chains) |
-//! | `name_index.rs` | finding a tool by the name the model sent |
-//! | `ids.rs` | which `tool_use` ids run: each API's rules ([`IdRule`]), checked on a whole message ([`IdError`]) |
-//! | `normalize.rs` | DESIGN step 1: the input normalized and held to the input [`Limits`] |
-//! | `limits.rs` | [`Limits`]; a result cut to its bound |
-//! | `schema/mod.rs` | canonical schemas: closing objects, flattened enums, the Anthropic `input_schema` |
-//! | `schema/walk.rs` | walking a schema: the keywords that hold subschemas, the nullable `anyOf`, JSON kinds, `$ref` within a schema |
-//! | `schema/check.rs` | the start-up schema checks and the unknown-field check |
-//! | `schema/explain.rs` | the input walk: every problem of an invalid input, in order; a wrapped caller's validator |
-//! | `schema/meta.rs` | the meta-schema check of a schema toolgate did not derive (drafts 2020-12 to 04) |
-//! | `schema/full.rs` | `full-validation` only: the same checks by `boon`, a complete JSON Schema validator |
-//! | `schema/targets.rs` | the provider items under their first path (re-exports of `provider/`) |
-//! | `pipeline/mod.rs` | one call: `run_call` (normalize → look up → validate → PreToolUse chain, restarted after each rewrite, then a person's approval when a hook asked → tool → observers); the modes of a call that needs approval (block, pause, resume) |
-//! | `pipeline/verdict.rs` | how a call ended, then the `tool_result` and the record made of it |
-//! | `pipeline/observe.rs` | the PostToolUse observers; the `cancelled` record of a dropped call |
-//! | `pipeline/span.rs` | the call's `tracing` span (`execute_tool {tool}`, OpenTelemetry GenAI attributes) and a `pre_tool_use {hook}` child per hook run |
-//! | `pipeline/decide.rs` | the PreToolUse chain asked on its own (steps 1 to 4, no tool, no observers) |
-//! | `pending.rs` | [`PendingTurn`]: a turn paused for approval, as JSON ([`PendingBlock`], [`AwaitingCall`], [`input_digest`]); [`ResumeError`] |
-//! | `resume.rs` | [`Session::resume`]: a pending turn finished with a person's decisions |
-//! | `what_if.rs` | what-if replay: [`WhatIf`], [`Flip`], [`Change`]; a line's context rebuilt, today's answer compared with the recorded one |
-//! | `pre_tool_use.rs` | [`PreToolUse`]: what the chain decided, for hosts that enforce the rules elsewhere and for what-if replays |
-//! | `panic.rs` | caught panics: a panic in user code becomes a result or a halt |
-//! | `timer.rs` | deadlines: [`Timer`], the default timer (`futures-timer`), `TokioTimer`, a future raced against its deadline |
-//! | `sort.rs` | one stable sort and a sorted name set for cold code (`build()`, error texts, audit files): the standard sort compiled once |
-//! | `texts.rs` | every text toolgate writes for the model ([`INTERNAL_ERROR_MESSAGE`] among them) |
-//! | `hook_run.rs` | [`HookRun`], [`HookDecision`]: one run of a PreToolUse hook, as records and audit lines list them |
-//! | `outcome.rs` | what observers see: [`Outcome`], [`CallRecord`], [`SessionSummary`] |
-//! | `error.rs` | [`ToolError`] (what the model reads, what the operator logs), [`HookError`], [`Halt`], [`CallError`], [`RespondError`] |
-//! | `memory.rs` | a session's memory of answered ids: [`AnswerStore`], [`MemoryAnswerStore`], [`InputDigest`] |
-//! | `reply.rs` | [`Reply`]: an answer, nothing to run, or a turn paused for approval |
-//! | `session.rs` | [`Session`]: `call`, `respond` (ids checked, answers remembered), the Stop hooks and the summary |
-//! | `reads.rs` | a message's read-only blocks run together in `respond` and `resume`: the bounded join and the gates that keep chains, observers and audit lines in `tool_use` order |
-//! | `turns.rs` | features `openai`, `gemini`: the other APIs' whole turns through a session, truncation guarded: `respond_openai_choice`, `respond_openai_response`, `respond_gemini_candidate` |
-//! | `stats.rs` | a session's counters; the observer channel (`tracing` and `observer_errors`) |
-//! | `usage.rs` | [`Usage`]: the tokens of the model's responses a host adds to a session |
-//! | `audit/mod.rs` | [`AuditLog`], [`AuditLogBuilder`]: the built-in observer and Stop hook, records handed to every sink |
-//! | `audit/record.rs` | [`AuditRecord`], [`SummaryRecord`]: what every sink receives; a JSONL line is one's JSON; one record per thread refilled |
-//! | `audit/line.rs` | [`AuditRecord::write_json`]: a line's JSON by hand, serde_json's bytes, a word-at-a-time escaper |
-//! | `audit/sink.rs` | [`AuditSink`]: where records go (the JSONL files are the default) |
-//! | `audit/redact.rs` | [`Redaction`] (JSON pointers per tool, text functions), [`mask_card_numbers`], [`mask_emails`] |
-//! | `audit/chain.rs` | the hash chain: `prev` on every line, the file lock, reopening, rotation |
-//! | `audit/files.rs` | the default sink: `audit_log.jsonl` and `session_summaries.jsonl` |
-//! | `audit/verify.rs` | feature `audit-verify`: `verify_audit_dir`, `verify_audit_file`: the chain checked, the first broken line named |
-//! | `time.rs` | RFC 3339 timestamps ([`Rfc3339`]); the audit line's, with the second cached |
-//! | `answer.rs` | [`CallAnswer`]: a `tool_result` with its outcome, the hook at fault and the operator detail |
-//! | `caller.rs` | wrapping by ownership: [`ToolCaller`], [`SyncCaller`] |
-//! | `claude_code/mod.rs` | feature `claude-code`: `claude_code::ClaudeCodeHook`, a Claude Code command hook over a dispatcher (one event in, the documented answer out) |
-//! | `claude_code/state.rs` | feature `claude-code`: the hook's per-session state file (the summary between events, under the file's lock) |
-//! | `mcp/mod.rs` | feature `mcp`: MCP with rmcp; the `_meta` keys of a call's outcome |
-//! | `mcp/server.rs` | [`mcp::McpServer`]: an rmcp server handler over a dispatcher (identity from the host, sessions per caller, results as `CallToolResult`) |
-//! | `mcp/guard.rs` | [`mcp::McpGuard`]: an rmcp client connection as a [`ToolCaller`], the remote outcome kept |
-//! | `mcp/http.rs` | feature `mcp-http`: MCP over streamable HTTP: `McpServer::streamable_http_service`, `McpCaller::http_request`, `McpGuard::streamable_http` |
-//! | `tower.rs` | feature `tower`: a session as a `Service<ToolUse>`, a tower service as a [`ToolCaller`], the hooks as a `Layer`; how tower's timeouts meet toolgate's deadlines |
-//! | `provider/mod.rs` | [`Provider`]; the tool definitions of each target and their rendering |
-//! | `provider/anthropic.rs` | Anthropic: the `tools` entries, default and strict |
-//! | `provider/openai.rs` | OpenAI Chat Completions: the `tools` entry, `tool_calls` in, `tool` messages out; the strict subset |
-//! | `provider/openai_responses.rs` | OpenAI Responses: the flat `tools` entry, `function_call` in, `function_call_output` out |
-//! | `provider/gemini.rs` | Gemini: `functionDeclarations`, `functionCall` in, `functionResponse` out |
-//! | `provider/mcp.rs` | MCP: `tools/list` entries, `tools/call` in, `CallToolResult` out |
-//! | `provider/subset.rs` | what the providers' schema transforms share |
-//! | `provider/request_limits.rs` | limits on a request's strict tools together, and the budget that admits tools in the documented order |
-//! | `provider/options.rs` | options of one definitions call: [`DefinitionOptions`], [`CacheControl`] |
-//! | `macro_support.rs` | what the macros' generated code calls (not public API), a tool's error converted by its type's kind among them |
-//! | `lib.rs` | this page, the re-exports and [`block_on`] |
+//! | `base/` | the bottom: futures ready at once, caught panics, timers and deadlines, RFC 3339 timestamps, one stable sort |
+//! | `texts.rs`, `error.rs` | every text the model reads; the errors a host matches |
+//! | `content/` | the Messages API wire shapes (`tool_use`, `tool_result`, messages), a tool's output, ids, the conversation, token usage |
+//! | `hook/` | what a tool or hook is: definitions, the trusted context, state, decisions, effects, wrapped callers |
+//! | `dispatch/` | the dispatcher: the builder and its start-up checks, what it tells the host |
+//! | `pipeline/` | one call: normalize, look up, validate, the PreToolUse chain, approval, the tool, the observers; the order of a message's blocks |
+//! | `session/` | a conversation: calls through the answer memory, whole turns of every API, resuming a paused turn, the Stop hooks |
+//! | `approval/` | a person's approval: asks, decisions, the approver, paused turns |
+//! | `store/` | the answer memory: the trait, the in-memory store, the input digest |
+//! | `audit/` | what a call and a session came to (records, outcomes, hook runs), the audit log, its sinks, redaction, the hash chain, what-if replays |
+//! | `schema/` | canonical schemas, start-up schema checks, the walk that explains an invalid input |
+//! | `provider/` | the tool definitions of each API and their calls and results |
+//! | `tower.rs`, `mcp/`, `claude_code/` | host adapters (features `tower`, `mcp`, `claude-code`) |
+//! | `macro_support.rs` | what the macros' generated code calls (not public API) |
 #![forbid(unsafe_code)]
 
-mod answer;
 mod approval;
 mod audit;
-mod builder;
-mod caller;
+mod base;
 #[cfg(feature = "claude-code")]
 pub mod claude_code;
 mod content;
-mod context;
-mod conversation;
-mod decision;
-mod definitions;
-mod dispatcher;
-mod effect;
-mod erased;
+mod dispatch;
 mod error;
-mod examples;
-mod future;
-mod hook_run;
-mod ids;
-mod inner;
-mod limits;
+mod hook;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-mod memory;
-mod name_index;
-mod normalize;
-mod outcome;
-mod output;
-mod panic;
-mod pending;
 mod pipeline;
-mod pre_tool_use;
 pub mod provider;
-mod reads;
-mod registry;
-mod reply;
-mod resume;
 pub mod schema;
 mod session;
-mod sort;
-mod state;
-mod stats;
+mod store;
 mod texts;
-mod time;
-mod timer;
 #[cfg(feature = "tower")]
 pub mod tower;
-#[cfg(any(feature = "openai", feature = "gemini"))]
-mod turns;
-mod usage;
-mod what_if;
 
 #[doc(hidden)]
 pub mod macro_support;
 
-pub use answer::CallAnswer;
+pub use approval::pending::{
+    AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn, ResumeError, input_digest,
+};
 pub use approval::{Approval, ApprovalRequest, Approver, Asked};
+pub use audit::hook_run::{HookDecision, HookRun};
+pub use audit::outcome::{CallRecord, Outcome, SessionSummary};
+pub use audit::what_if::{Change, Flip, WhatIf};
 pub use audit::{
     AUDIT_LOG_FILE, AuditLog, AuditLogBuilder, AuditRecord, AuditSink, CHAIN_START, InvalidPointer,
     REDACTED, Redaction, SESSION_SUMMARIES_FILE, SummaryRecord, mask_card_numbers, mask_emails,
@@ -248,43 +155,37 @@ pub use audit::{
     AuditVerification, ChainBreak, ChainProblem, ChainStatus, ChainVerification, verify_audit_dir,
     verify_audit_file,
 };
-pub use builder::{BuildError, BuildProblem, DispatcherBuilder};
-pub use caller::{SyncCaller, ToolCaller, sync_caller};
+pub use base::future::BoxFuture;
+pub use base::time::Rfc3339;
+pub use base::timer::Timer;
+#[cfg(feature = "tokio")]
+pub use base::timer::TokioTimer;
+pub use content::conversation::Conversation;
+pub use content::ids::{IdError, IdRule};
+pub use content::output::{Content, Document, Image, ToolOutput, output_content, output_text};
+pub use content::usage::Usage;
 pub use content::{ContentBlock, Message, Role, TextBlock, ToolResult, ToolResultContent, ToolUse};
-pub use context::{Clock, Extensions, HookContext, HookContextBuilder};
-pub use conversation::Conversation;
-pub use decision::Decision;
-pub use definitions::{Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef};
-pub use dispatcher::Dispatcher;
-pub use effect::Effect;
+pub use dispatch::builder::{BuildError, BuildProblem, DispatcherBuilder};
+pub use dispatch::dispatcher::Dispatcher;
 pub use error::{CallError, Halt, HookError, RespondError, ToolError};
-pub use future::BoxFuture;
-pub use hook_run::{HookDecision, HookRun};
-pub use ids::{IdError, IdRule};
-pub use limits::Limits;
-pub use memory::{
-    AnswerStore, Claim, InputDigest, MemoryAnswerStore, Remembered, StoreError, StoreFuture,
-};
-pub use outcome::{CallRecord, Outcome, SessionSummary};
-pub use output::{Content, Document, Image, ToolOutput, output_content, output_text};
-pub use pending::{
-    AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn, ResumeError, input_digest,
-};
-pub use pre_tool_use::PreToolUse;
+pub use hook::answer::CallAnswer;
+pub use hook::caller::{SyncCaller, ToolCaller, sync_caller};
+pub use hook::context::{Clock, Extensions, HookContext, HookContextBuilder};
+pub use hook::decision::Decision;
+pub use hook::definitions::{Matcher, PostHookDef, PreHookDef, StopHookDef, ToolDef};
+pub use hook::effect::Effect;
+pub use hook::state::{Env, MissingState, State, StateKey};
+pub use pipeline::limits::Limits;
+pub use pipeline::pre_tool_use::PreToolUse;
 pub use provider::{
     CacheControl, CacheTtl, ConvertError, DefinitionOptions, NonStrictTool, Provider, SchemaError,
     SchemaProblem, UnknownProvider,
 };
-pub use reply::Reply;
 pub use session::Session;
-pub use state::{Env, MissingState, State, StateKey};
+pub use session::reply::Reply;
+pub use store::memory::MemoryAnswerStore;
+pub use store::{AnswerStore, Claim, InputDigest, Remembered, StoreError, StoreFuture};
 pub use texts::{EXTERNAL_TOOL_MESSAGE, INTERNAL_ERROR_MESSAGE};
-pub use time::Rfc3339;
-pub use timer::Timer;
-#[cfg(feature = "tokio")]
-pub use timer::TokioTimer;
-pub use usage::Usage;
-pub use what_if::{Change, Flip, WhatIf};
 
 /// Drives a future to completion on the current thread, parking between polls.
 ///

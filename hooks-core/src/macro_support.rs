@@ -6,17 +6,17 @@ use std::error::Error as StdError;
 use std::fmt::Display;
 use std::marker::PhantomData;
 
-use crate::context::HookContext;
-use crate::decision::Decision;
-use crate::definitions::ToolDef;
 use crate::error::{HookError, Noted, ToolError};
-use crate::state::State;
+use crate::hook::context::HookContext;
+use crate::hook::decision::Decision;
+use crate::hook::definitions::ToolDef;
+use crate::hook::state::State;
 
+pub use crate::base::future::BoxFuture;
 pub use crate::content::ToolResultContent;
-pub use crate::future::BoxFuture;
-pub use crate::output::{output_content, output_text};
-pub use crate::registry::{Registration, RegistrationKind, ToolRef};
-pub use crate::state::{Env, StateKey};
+pub use crate::content::output::{output_content, output_text};
+pub use crate::hook::registry::{Registration, RegistrationKind, ToolRef};
+pub use crate::hook::state::{Env, StateKey};
 
 /// What a PreToolUse hook may return.
 #[diagnostic::on_unimplemented(
@@ -392,17 +392,17 @@ pub trait Inject<'a>: Sized {
     ///
     /// # Errors
     /// [`MissingState`](crate::MissingState) when a `State<T>` was not given to the builder.
-    fn inject(env: Env<'a>) -> Result<Self, crate::state::MissingState>;
+    fn inject(env: Env<'a>) -> Result<Self, crate::hook::state::MissingState>;
 }
 
 impl<'a, T: Send + Sync + 'static> Inject<'a> for State<T> {
-    fn inject(env: Env<'a>) -> Result<Self, crate::state::MissingState> {
+    fn inject(env: Env<'a>) -> Result<Self, crate::hook::state::MissingState> {
         env.state::<T>()
     }
 }
 
 impl<'a> Inject<'a> for &'a HookContext {
-    fn inject(env: Env<'a>) -> Result<Self, crate::state::MissingState> {
+    fn inject(env: Env<'a>) -> Result<Self, crate::hook::state::MissingState> {
         Ok(env.context())
     }
 }

@@ -47,14 +47,14 @@ use serde_json::Value;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::answer::CallAnswer;
-use crate::builder::{BuildError, DispatcherBuilder};
-use crate::caller::ToolCaller;
+use crate::audit::outcome::Outcome;
+use crate::base::future::BoxFuture;
 use crate::content::{ContentBlock, Message, ToolResult, ToolUse};
-use crate::context::HookContext;
+use crate::dispatch::builder::{BuildError, DispatcherBuilder};
 use crate::error::{CallError, Halt, ToolError};
-use crate::future::BoxFuture;
-use crate::outcome::Outcome;
+use crate::hook::answer::CallAnswer;
+use crate::hook::caller::ToolCaller;
+use crate::hook::context::HookContext;
 use crate::session::Session;
 use crate::texts;
 

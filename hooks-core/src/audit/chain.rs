@@ -89,7 +89,7 @@ pub(crate) fn rotated_files(dir: &Path, name: &str) -> io::Result<Vec<(u64, Path
             found.push((n, entry.path()));
         }
     }
-    crate::sort::sort_by(&mut found, |a, b| a.cmp(b));
+    crate::base::sort::sort_by(&mut found, |a, b| a.cmp(b));
     Ok(found)
 }
 

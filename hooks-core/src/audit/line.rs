@@ -14,9 +14,9 @@ use std::io::Write as _;
 use serde_json::Value;
 
 use crate::approval::Asked;
+use crate::audit::hook_run::HookRun;
 use crate::audit::record::AuditRecord;
-use crate::hook_run::HookRun;
-use crate::time::{Rfc3339, SecondText};
+use crate::base::time::{Rfc3339, SecondText};
 
 impl AuditRecord {
     /// Appends the record's JSON to `out`: exactly the bytes `serde_json::to_writer(out,

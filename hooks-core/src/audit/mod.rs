@@ -15,12 +15,15 @@
 
 mod chain;
 mod files;
+pub(crate) mod hook_run;
 mod line;
+pub(crate) mod outcome;
 mod record;
 mod redact;
 mod sink;
 #[cfg(feature = "audit-verify")]
 mod verify;
+pub(crate) mod what_if;
 
 use std::cell::RefCell;
 use std::fmt;
@@ -38,11 +41,11 @@ pub use verify::{
     verify_audit_file,
 };
 
-use crate::definitions::{PostHookDef, StopHookDef};
+use crate::audit::outcome::{CallRecord, SessionSummary};
+use crate::base::panic::catch;
 use crate::error::HookError;
-use crate::outcome::{CallRecord, SessionSummary};
-use crate::panic::catch;
-use crate::state::Env;
+use crate::hook::definitions::{PostHookDef, StopHookDef};
+use crate::hook::state::Env;
 use files::JsonlFiles;
 
 /// The file name of the per-call log inside the audit folder.

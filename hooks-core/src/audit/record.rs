@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::approval::Asked;
-use crate::context::HookContext;
-use crate::hook_run::HookRun;
-use crate::outcome::{CallRecord, Outcome, SessionSummary};
+use crate::audit::hook_run::HookRun;
+use crate::audit::outcome::{CallRecord, Outcome, SessionSummary};
+use crate::hook::context::HookContext;
 
 /// One `tool_use` as the audit trail keeps it: owned, so a sink can keep it or send it to
 /// another thread, and already redacted ([`Redaction`](crate::Redaction)) when a sink sees it.
@@ -59,7 +59,7 @@ use crate::outcome::{CallRecord, Outcome, SessionSummary};
 #[non_exhaustive]
 pub struct AuditRecord {
     /// When the record was made (the context's clock).
-    #[serde(with = "crate::time::as_rfc3339")]
+    #[serde(with = "crate::base::time::as_rfc3339")]
     pub ts: SystemTime,
     /// The context's session id.
     pub session_id: String,
@@ -316,7 +316,7 @@ fn assign_value(to: &mut Value, from: &Value) {
 #[non_exhaustive]
 pub struct SummaryRecord {
     /// When the line was written (the context's clock).
-    #[serde(with = "crate::time::as_rfc3339")]
+    #[serde(with = "crate::base::time::as_rfc3339")]
     pub ts: SystemTime,
     /// The session's summary.
     #[serde(flatten)]
@@ -340,8 +340,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::context::Clock;
-    use crate::hook_run::HookDecision;
+    use crate::audit::hook_run::HookDecision;
+    use crate::hook::context::Clock;
     use crate::{ToolResult, ToolUse};
 
     #[test]

@@ -69,14 +69,14 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
+use crate::audit::outcome::{CallRecord, Outcome, SessionSummary};
+use crate::base::panic::catch;
 use crate::content::{ToolResult, ToolUse};
-use crate::context::{Clock, HookContext};
-use crate::dispatcher::Dispatcher;
-use crate::outcome::{CallRecord, Outcome, SessionSummary};
-use crate::panic::catch;
-use crate::pre_tool_use::PreToolUse;
-use crate::state::Env;
-use crate::stats::{Stats, report_observer_error};
+use crate::dispatch::dispatcher::Dispatcher;
+use crate::hook::context::{Clock, HookContext};
+use crate::hook::state::Env;
+use crate::pipeline::pre_tool_use::PreToolUse;
+use crate::pipeline::stats::{Stats, report_observer_error};
 
 use state::{Rewritten, StateFile};
 
@@ -473,8 +473,10 @@ impl ClaudeCodeHook {
             Some(Value::Null) | None => String::new(),
             Some(other) => other.to_string(),
         };
-        let content_bytes =
-            crate::limits::cut_result(&mut text, self.dispatcher.inner.limits.max_result_bytes);
+        let content_bytes = crate::pipeline::limits::cut_result(
+            &mut text,
+            self.dispatcher.inner.limits.max_result_bytes,
+        );
         let result = if outcome == Outcome::Ok {
             ToolResult::text(call.id.clone(), text)
         } else {

@@ -12,7 +12,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::outcome::SessionSummary;
+use crate::audit::outcome::SessionSummary;
 
 /// What the state file holds: one JSON line, the session's summary so far, and a `rewrites`
 /// member while a rewritten call waits for its PostToolUse event.

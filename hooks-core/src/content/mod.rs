@@ -8,8 +8,12 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub(crate) mod conversation;
 mod de;
+pub(crate) mod ids;
+pub(crate) mod output;
 mod ser;
+pub(crate) mod usage;
 
 pub(crate) use de::kind_of;
 

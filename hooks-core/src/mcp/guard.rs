@@ -8,14 +8,14 @@ use rmcp::service::{ClientInitializeError, Peer, RoleClient, RunningService, Ser
 use rmcp::transport::{IntoTransport, TokioChildProcess};
 use serde_json::{Map, Value, json};
 
-use crate::answer::CallAnswer;
-use crate::caller::ToolCaller;
+use crate::audit::outcome::Outcome;
+use crate::base::future::BoxFuture;
+use crate::content::output::Image;
 use crate::content::{ContentBlock, Message, TextBlock, ToolResult, ToolResultContent, ToolUse};
-use crate::context::HookContext;
 use crate::error::Halt;
-use crate::future::BoxFuture;
-use crate::outcome::Outcome;
-use crate::output::Image;
+use crate::hook::answer::CallAnswer;
+use crate::hook::caller::ToolCaller;
+use crate::hook::context::HookContext;
 use crate::texts;
 
 use super::{META_BLOCKED_BY, META_OUTCOME};

@@ -13,18 +13,13 @@
 
 use std::sync::Arc;
 
-use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::guard::{McpGuard, McpGuardError};
-use super::server::{McpCaller, McpServer};
-
-/// The header that carries the MCP session id (streamable HTTP, "Session Management"); `http`
-/// header names are matched without regard to case.
-const MCP_SESSION_ID: &str = "mcp-session-id";
+use super::server::{McpCaller, McpServer, http_request};
 
 impl McpCaller<'_> {
     /// The HTTP request of this call (method, URI, headers, and the `extensions` the host's
@@ -63,21 +58,6 @@ impl McpCaller<'_> {
     pub fn http_request(&self) -> Option<&http::request::Parts> {
         http_request(self.request)
     }
-}
-
-/// The HTTP request rmcp's streamable HTTP service put in `request`'s extensions.
-fn http_request(request: &RequestContext<RoleServer>) -> Option<&http::request::Parts> {
-    request.extensions.get::<http::request::Parts>()
-}
-
-/// The `Mcp-Session-Id` of `request`'s HTTP request, when it has one that is text.
-pub(super) fn header_session_id(request: &RequestContext<RoleServer>) -> Option<&str> {
-    http_request(request)?
-        .headers
-        .get(MCP_SESSION_ID)?
-        .to_str()
-        .ok()
-        .filter(|id| !id.is_empty())
 }
 
 impl McpServer {

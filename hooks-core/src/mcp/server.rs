@@ -17,11 +17,11 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
 
+use crate::audit::outcome::Outcome;
 use crate::content::{ToolResult, ToolUse};
-use crate::context::HookContext;
-use crate::dispatcher::Dispatcher;
+use crate::dispatch::dispatcher::Dispatcher;
 use crate::error::CallError;
-use crate::outcome::Outcome;
+use crate::hook::context::HookContext;
 use crate::provider::{Provider, SchemaError, mcp as wire};
 use crate::session::Session;
 use crate::texts;
@@ -249,7 +249,7 @@ impl McpServer {
         }
         #[cfg(feature = "mcp-http")]
         if self.initialized.load(Ordering::Acquire)
-            && let Some(id) = super::http::header_session_id(request)
+            && let Some(id) = header_session_id(request)
         {
             return self.http_session_id.get_or_init(|| id.to_owned());
         }
@@ -472,7 +472,7 @@ impl rmcp::ServerHandler for McpServer {
         self.tools.iter().find(|t| t.name == name).cloned()
     }
 
-    /// [`McpServer::call`], dropped unfinished when rmcp cancels the request (the client's
+    /// `McpServer::call`, dropped unfinished when rmcp cancels the request (the client's
     /// `notifications/cancelled`, or the connection closing): the call is then audited as
     /// `cancelled`, never as an answer nobody received.
     async fn call_tool(
@@ -505,4 +505,26 @@ impl fmt::Debug for McpServer {
             .field("outcomes_in_meta", &self.outcomes_in_meta)
             .finish_non_exhaustive()
     }
+}
+
+/// The header that carries the MCP session id (streamable HTTP, "Session Management"); `http`
+/// header names are matched without regard to case.
+#[cfg(feature = "mcp-http")]
+const MCP_SESSION_ID: &str = "mcp-session-id";
+
+/// The HTTP request rmcp's streamable HTTP service put in `request`'s extensions.
+#[cfg(feature = "mcp-http")]
+pub(super) fn http_request(request: &RequestContext<RoleServer>) -> Option<&http::request::Parts> {
+    request.extensions.get::<http::request::Parts>()
+}
+
+/// The `Mcp-Session-Id` of `request`'s HTTP request, when it has one that is text.
+#[cfg(feature = "mcp-http")]
+fn header_session_id(request: &RequestContext<RoleServer>) -> Option<&str> {
+    http_request(request)?
+        .headers
+        .get(MCP_SESSION_ID)?
+        .to_str()
+        .ok()
+        .filter(|id| !id.is_empty())
 }

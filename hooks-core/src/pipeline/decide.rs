@@ -5,23 +5,24 @@
 use serde_json::{Map, Value};
 
 use crate::content::ToolUse;
-use crate::context::HookContext;
+use crate::hook::context::HookContext;
 #[cfg(feature = "claude-code")]
-use crate::definitions::ToolDef;
+use crate::hook::definitions::ToolDef;
+use crate::hook::state::Env;
 #[cfg(feature = "claude-code")]
-use crate::inner::Backend;
-use crate::inner::{Inner, ToolEntry};
-use crate::normalize::{Refused, normalize};
-use crate::pre_tool_use::PreToolUse;
+use crate::pipeline::inner::Backend;
+use crate::pipeline::inner::{Inner, ToolEntry};
+use crate::pipeline::normalize::{Refused, normalize};
+use crate::pipeline::pre_tool_use::PreToolUse;
 #[cfg(feature = "claude-code")]
 use crate::schema::check::FieldCheck;
 #[cfg(feature = "claude-code")]
 use crate::schema::{canonicalize, closed_form};
-use crate::state::Env;
 use crate::texts::{Problem, Problems};
 
+use super::Rewrites;
+use super::validate::validate;
 use super::verdict::Verdict;
-use super::{Rewrites, validate};
 
 impl Inner {
     /// What the PreToolUse chain decides about `call` for the session `context` describes.

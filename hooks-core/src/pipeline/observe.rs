@@ -7,16 +7,16 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+use crate::audit::outcome::{CallRecord, Outcome};
+use crate::base::future::{BoxFuture, Invoke};
+use crate::base::panic::{CatchUnwind, catch};
 use crate::content::ToolUse;
-use crate::definitions::PostHookDef;
 use crate::error::HookError;
-use crate::future::{BoxFuture, Invoke};
-use crate::inner::Inner;
-use crate::outcome::{CallRecord, Outcome};
-use crate::panic::{CatchUnwind, catch};
-use crate::reads::Slot;
-use crate::state::Env;
-use crate::stats::{Stats, report_observer_error};
+use crate::hook::definitions::PostHookDef;
+use crate::hook::state::Env;
+use crate::pipeline::inner::Inner;
+use crate::pipeline::order::Slot;
+use crate::pipeline::stats::{Stats, report_observer_error};
 
 /// What a session learns of a call in flight (atomics: the call future is `Send`): whether its
 /// tool started (a call dropped after that is never run again) and, once it ended, its outcome;

@@ -16,11 +16,11 @@ use std::fmt;
 use tracing::Span;
 use tracing::field::Empty;
 
+use crate::audit::hook_run::HookDecision;
+use crate::audit::outcome::{CallRecord, Outcome};
 use crate::audit::{AuditRecord, Redaction};
 use crate::content::ToolUse;
-use crate::context::HookContext;
-use crate::hook_run::HookDecision;
-use crate::outcome::{CallRecord, Outcome};
+use crate::hook::context::HookContext;
 
 /// `execute_tool {tool}` / `pre_tool_use {hook}`: a span name made only when the span is on.
 struct Named<'a>(&'static str, &'a str);

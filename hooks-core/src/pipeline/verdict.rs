@@ -6,15 +6,15 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::answer::CallAnswer;
 use crate::approval::Asked;
+use crate::audit::outcome::{CallRecord, Outcome};
+use crate::base::panic::catch;
+use crate::content::output::checked;
 use crate::content::{ContentBlock, Message, ToolResult, ToolResultContent, ToolUse};
 use crate::error::{Halt, ToolError};
-use crate::limits::cut_content;
-use crate::outcome::{CallRecord, Outcome};
-use crate::output::checked;
-use crate::panic::catch;
-use crate::pre_tool_use::PreToolUse;
+use crate::hook::answer::CallAnswer;
+use crate::pipeline::limits::cut_content;
+use crate::pipeline::pre_tool_use::PreToolUse;
 use crate::texts::{self, Problems};
 
 use super::Rewrites;

@@ -138,9 +138,9 @@ use serde_json::{Map, Value};
 
 use crate::content::kind_of;
 #[cfg(any(feature = "openai", feature = "gemini"))]
-use crate::content::{ToolResult, ToolResultContent, ToolUse};
+use crate::content::output::Media;
 #[cfg(any(feature = "openai", feature = "gemini"))]
-use crate::output::Media;
+use crate::content::{ToolResult, ToolResultContent, ToolUse};
 #[cfg(any(feature = "openai", feature = "gemini"))]
 use crate::texts;
 
@@ -654,7 +654,7 @@ fn past_limits(
     mut candidates: Vec<usize>,
 ) -> Vec<(usize, String)> {
     // Stable: each group keeps the given order.
-    crate::sort::sort_by(&mut candidates, |&a, &b| {
+    crate::base::sort::sort_by(&mut candidates, |&a, &b| {
         (tools[a].strict != Some(true)).cmp(&(tools[b].strict != Some(true)))
     });
     let mut budget = Budget::new(limits);

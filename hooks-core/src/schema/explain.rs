@@ -94,7 +94,7 @@ pub(crate) fn problems(schema: &Value, input: &Value, integers: Integers) -> Rep
     walker.check(schema, input, &mut at, &mut sink, 0);
     let capped = sink.full();
     let mut hits = sink.hits;
-    crate::sort::sort_by(&mut hits, |a, b| a.pos.cmp(&b.pos));
+    crate::base::sort::sort_by(&mut hits, |a, b| a.pos.cmp(&b.pos));
     let mut unique: Vec<Hit> = Vec::with_capacity(hits.len());
     for hit in hits {
         let seen = unique
@@ -830,7 +830,7 @@ fn canonical_text(v: &Value) -> String {
         Value::Object(map) => {
             let mut entries: Vec<(&String, String)> =
                 map.iter().map(|(k, v)| (k, canonical_text(v))).collect();
-            crate::sort::sort_by(&mut entries, |a, b| a.cmp(b));
+            crate::base::sort::sort_by(&mut entries, |a, b| a.cmp(b));
             let body: Vec<String> = entries
                 .into_iter()
                 .map(|(k, v)| format!("{}:{v}", Value::String(k.clone())))

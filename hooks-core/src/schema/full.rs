@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::explain::found;
 use super::meta::Fault;
-use crate::panic::catch;
+use crate::base::panic::catch;
 use crate::texts::{self, MAX_LISTED_PROBLEMS, Problem, Problems};
 
 /// The address a schema is compiled under (never fetched: `.invalid` is reserved).

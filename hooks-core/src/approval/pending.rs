@@ -1,0 +1,260 @@
+//! A paused turn: [`PendingTurn`], what [`Session::respond`](crate::Session::respond) gives a
+//! host whose calls wait for a person's approval, kept anywhere (a database row, a file) and
+//! resumed later, possibly in another process, with [`Session::resume`](crate::Session::resume);
+//! and [`ResumeError`], why a resume was refused.
+
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::approval::Asked;
+use crate::content::{ToolResult, ToolUse};
+use crate::error::{CallError, Halt};
+use crate::texts;
+
+/// The format version a [`PendingTurn`] is written with, and the only one
+/// [`Session::resume`](crate::Session::resume) reads.
+pub const PENDING_TURN_FORMAT: u32 = 1;
+
+/// A turn paused for a person's approval: the answers of the `tool_use` blocks that needed
+/// none, and the calls that wait, in `tool_use` order; bound to the session and user that made
+/// it and to the dispatcher's tools and hooks. A serde value: store it as JSON, show the
+/// waiting calls to a person, then resume it with their decisions
+/// ([`Session::resume`](crate::Session::resume)), which answers with the complete user message.
+///
+/// ```json
+/// {"format": 1, "session_id": "sess_1", "user_id": "u_001",
+///  "fingerprint": "5f0c…(64 hex)", "created_at": "2026-11-24T10:15:00Z",
+///  "blocks": [
+///   {"state": "answered", "result": {"type": "tool_result", "tool_use_id": "toolu_1", "content": "…"}},
+///   {"state": "awaiting_approval", "tool_use_id": "toolu_2", "tool": "issue_refund",
+///    "input": {"order_id": "o_1", "amount_cents": 25000},
+///    "effective_input": {"order_id": "o_1", "amount_cents": 25000},
+///    "input_digest": "…(64 hex)",
+///    "asked_by": [{"hook": "app::large_refund", "reason": "refunds above 20000 cents need a person's approval"}]}
+///  ]}
+/// ```
+///
+/// - `format`: [`PENDING_TURN_FORMAT`]; another version is refused at resume.
+/// - `fingerprint`: [`Dispatcher::fingerprint`](crate::Dispatcher::fingerprint) of the
+///   dispatcher that paused (its tools, their input schemas and PreToolUse chains); a dispatcher
+///   with another one refuses the turn.
+/// - `created_at`: when it paused, by the session's context clock (RFC 3339); it expires after
+///   the resuming dispatcher's [`pending_ttl`](crate::DispatcherBuilder::pending_ttl).
+/// - `input_digest`: the SHA-256 of `effective_input`'s JSON text as serde_json writes it,
+///   compact (lowercase hex). Object keys keep their order in this build (serde_json's
+///   `preserve_order`, which schemars turns on), so the digest is that of the text the
+///   model's keys in their order make; it checks that the input a person approved is the one
+///   that runs.
+///
+/// Nothing in it is secret beyond what the audit log already holds (inputs, results); it is
+/// not signed: a host that stores it where others can write must protect it as it would the
+/// conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PendingTurn {
+    /// [`PENDING_TURN_FORMAT`] when written.
+    pub format: u32,
+    /// The session that paused.
+    pub session_id: String,
+    /// The (authenticated) user of that session.
+    pub user_id: String,
+    /// The pausing dispatcher's [`fingerprint`](crate::Dispatcher::fingerprint).
+    pub fingerprint: String,
+    /// When the turn paused (the context's clock).
+    #[serde(with = "crate::base::time::as_rfc3339")]
+    pub created_at: SystemTime,
+    /// One entry per `tool_use` block, in order.
+    pub blocks: Vec<PendingBlock>,
+}
+
+impl PendingTurn {
+    /// The calls waiting for a decision, in `tool_use` order.
+    pub fn awaiting(&self) -> impl Iterator<Item = &AwaitingCall> {
+        self.blocks.iter().filter_map(|b| match b {
+            PendingBlock::AwaitingApproval(a) => Some(a),
+            PendingBlock::Answered { .. } => None,
+        })
+    }
+}
+
+/// One `tool_use` block of a [`PendingTurn`]: answered already, or waiting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PendingBlock {
+    /// Answered when the turn paused (it needed no approval): `{"state": "answered", "result":
+    /// tool_result}`.
+    Answered {
+        /// Its `tool_result`.
+        result: ToolResult,
+    },
+    /// Waiting for a person: `{"state": "awaiting_approval", …}` with the members of
+    /// [`AwaitingCall`].
+    AwaitingApproval(AwaitingCall),
+}
+
+impl PendingBlock {
+    /// The block's `tool_use` id.
+    pub fn tool_use_id(&self) -> &str {
+        match self {
+            PendingBlock::Answered { result } => &result.tool_use_id,
+            PendingBlock::AwaitingApproval(a) => &a.tool_use_id,
+        }
+    }
+
+    /// The answer of a block that has one; a waiting call's is the `blocked` result of a call
+    /// nobody can approve (fail closed: where a turn cannot pause, a call that asks is blocked).
+    pub(crate) fn into_result(self) -> ToolResult {
+        match self {
+            PendingBlock::Answered { result } => result,
+            PendingBlock::AwaitingApproval(a) => ToolResult::error(
+                a.tool_use_id,
+                texts::needs_approval(a.asked_by.iter().map(|x| x.reason.as_str())),
+            ),
+        }
+    }
+}
+
+/// A call of a [`PendingTurn`] waiting for a person's approval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct AwaitingCall {
+    /// The `tool_use` id.
+    pub tool_use_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The input as the model sent it, normalized (what the audit line's `input` shows).
+    pub input: Value,
+    /// The input after the PreToolUse rewrites: what the tool runs with once approved.
+    pub effective_input: Value,
+    /// The SHA-256 of `effective_input`'s compact JSON text, lowercase hex (see
+    /// [`PendingTurn`]).
+    pub input_digest: String,
+    /// The hooks that asked, with their reasons, in chain order.
+    pub asked_by: Vec<Asked>,
+    /// The hooks that rewrote the input, in order (empty when none did).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rewritten_by: Vec<String>,
+}
+
+impl AwaitingCall {
+    pub(crate) fn new(
+        call: &ToolUse,
+        effective_input: &Value,
+        asked_by: &[Asked],
+        rewritten_by: &[&str],
+    ) -> Self {
+        AwaitingCall {
+            tool_use_id: call.id.clone(),
+            tool: call.name.clone(),
+            input: call.input.clone(),
+            effective_input: effective_input.clone(),
+            input_digest: input_digest(effective_input),
+            asked_by: asked_by.to_vec(),
+            rewritten_by: rewritten_by.iter().map(|&p| p.to_owned()).collect(),
+        }
+    }
+
+    /// The `tool_use` block as the model sent it (normalized).
+    pub(crate) fn call(&self) -> ToolUse {
+        ToolUse::new(&self.tool_use_id, &self.tool, self.input.clone())
+    }
+}
+
+/// The SHA-256 of `input`'s compact JSON text, lowercase hex: `printf '%s' '{"a":1}' |
+/// sha256sum`.
+pub fn input_digest(input: &Value) -> String {
+    let text = serde_json::to_string(input).unwrap_or_default();
+    hex(&Sha256::digest(text.as_bytes()))
+}
+
+/// Lowercase hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
+
+/// Why [`Session::resume`](crate::Session::resume) gave no user message. Every refusal but
+/// [`Halt`](ResumeError::Halt) is found before anything runs: nothing ran and nothing was
+/// audited; fix the cause and resume again.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResumeError {
+    /// A PreToolUse hook could not decide when an approved call's chain ran again: the agent
+    /// halts, and the halt's answer covers every block of the turn (see [`Halt`]).
+    #[error(transparent)]
+    Halt(#[from] Halt),
+    /// The session's answer memory refused a waiting call ([`CallError::InProgress`]: another
+    /// resume of it runs now; [`CallError::IdReused`]; [`CallError::Store`]): the calls before
+    /// it were answered and remembered, nothing more ran. Resume again later: the answered ones
+    /// are replayed.
+    #[error(transparent)]
+    Call(CallError),
+    /// The pending turn was written in a format this build does not read.
+    #[error("the pending turn has format {found}; this build reads format {PENDING_TURN_FORMAT}")]
+    UnknownFormat {
+        /// Its `format`.
+        found: u32,
+    },
+    /// The pending turn belongs to another session or user.
+    #[error(
+        "the pending turn belongs to session {pending_session:?} of user {pending_user:?}, not to \
+         session {session:?} of user {user:?}"
+    )]
+    OtherSession {
+        /// The pending turn's session id.
+        pending_session: String,
+        /// The pending turn's user id.
+        pending_user: String,
+        /// This session's id.
+        session: String,
+        /// This session's user id.
+        user: String,
+    },
+    /// The dispatcher's tools or PreToolUse hooks changed since the turn paused, so the
+    /// approvals may no longer mean what they meant.
+    #[error(
+        "the dispatcher changed since the turn paused (fingerprint {found}, now {expected}): its \
+         tools or PreToolUse hooks are not those the calls were checked by"
+    )]
+    DispatcherChanged {
+        /// This dispatcher's fingerprint.
+        expected: String,
+        /// The pending turn's.
+        found: String,
+    },
+    /// A decision names an id that is not waiting in the pending turn.
+    #[error("tool_use {tool_use_id:?} is not waiting for approval in this pending turn")]
+    NotPending {
+        /// The id.
+        tool_use_id: String,
+    },
+    /// An approval is for an input whose digest differs from the waiting call's (or the pending
+    /// turn's input does not match its own digest: it was altered).
+    #[error(
+        "the approval of tool_use {tool_use_id:?} is for input digest {approved}, but the call's \
+         input has digest {actual}"
+    )]
+    DigestMismatch {
+        /// The id.
+        tool_use_id: String,
+        /// The digest approved (or recorded in the pending turn).
+        approved: String,
+        /// The digest of the input the call would run with.
+        actual: String,
+    },
+    /// A waiting call has no decision (a turn that has not expired needs one for each).
+    #[error("tool_use {tool_use_id:?} is waiting for approval and has no decision")]
+    Undecided {
+        /// The id.
+        tool_use_id: String,
+    },
+}

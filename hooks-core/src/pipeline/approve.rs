@@ -1,0 +1,161 @@
+//! A person's approval, after the chain asked for one: the dispatcher's approver inline, or a
+//! pause; and the start of a paused call resumed with a person's decision.
+
+use crate::approval::{Approval, ApprovalRequest};
+use crate::base::panic::{CatchUnwind, catch};
+use crate::base::timer::Raced;
+use crate::content::ToolUse;
+use crate::hook::erased::Args;
+use crate::hook::state::Env;
+use crate::pipeline::inner::{Inner, ToolEntry};
+
+use super::chain::Rewrites;
+use super::verdict::Verdict;
+use super::{Resolution, Resumed};
+
+impl Inner {
+    /// A person's approval of a call whose chain asked for it (`rewrites.asks`): the approver's
+    /// answer, raced against the approval deadline; with no approver, `Pause` when `may_pause`
+    /// (a `respond`), else a refusal (`blocked`: nobody can approve, fail closed). An edited
+    /// input is a rewrite (recorded as by [`APPROVER`]): validated, then the chain runs again on
+    /// it, the approval covering that input; a later rewrite that asks again goes back to the
+    /// approver.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn approve<'a>(
+        &'a self,
+        tool: &'a ToolEntry,
+        env: Env<'a>,
+        call: &'a ToolUse,
+        current: &'a ToolUse,
+        mut args: Args,
+        rewrites: &mut Rewrites<'a>,
+        may_pause: bool,
+    ) -> Result<Approved, Verdict<'a>> {
+        loop {
+            let Some(approver) = &self.approver else {
+                return if may_pause {
+                    Ok(Approved::Pause)
+                } else {
+                    Err(Verdict::needs_approval(&rewrites.asks))
+                };
+            };
+            let view = rewrites.call.as_deref().unwrap_or(current);
+            let request = ApprovalRequest {
+                call,
+                input: &view.input,
+                asked: &rewrites.asks,
+                context: env.context(),
+            };
+            let fut = match catch(|| approver.approve(request)) {
+                Ok(fut) => fut,
+                Err(p) => return Err(Verdict::approval_failed(&rewrites.asks, p)),
+            };
+            let answer = match self.race(CatchUnwind(fut), self.approval_timeout).await {
+                Raced::Done(Ok(answer)) => answer,
+                Raced::Done(Err(p)) => return Err(Verdict::approval_failed(&rewrites.asks, p)),
+                Raced::TimedOut => {
+                    let deadline = self.approval_timeout.unwrap_or_default();
+                    return Err(Verdict::approval_timeout(&rewrites.asks, deadline));
+                }
+                Raced::TimerFailed(p) => {
+                    let why = format!("the dispatcher's timer panicked: {p}");
+                    return Err(Verdict::approval_failed(&rewrites.asks, why));
+                }
+            };
+            match answer {
+                Approval::Approve { by, .. } => {
+                    rewrites.approved_by = Some(by);
+                    return Ok(Approved::Run(args));
+                }
+                Approval::Deny { by, reason } => {
+                    rewrites.denied_by = Some(by);
+                    return Err(Verdict::declined(&rewrites.asks, &reason));
+                }
+                Approval::Edit { by, input } => {
+                    rewrites.approved_by = Some(by);
+                    rewrites.approved.push(input.clone());
+                    if input != view.input {
+                        args = self.rewrite(tool, APPROVER, current, input, rewrites)?;
+                        args = self.run_chain(tool, env, current, args, rewrites).await?;
+                    }
+                    if !rewrites.needs_approval(current) {
+                        return Ok(Approved::Run(args));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The start of a resumed call: the rewrites it had when it paused (the last one applied
+    /// again, validated), and the person's approval of its effective input (or of their
+    /// edit, applied as a rewrite by [`APPROVER`]). The chain then runs from its first hook:
+    /// a deny still wins, an ask about an approved input passes.
+    pub(super) fn prime<'a>(
+        &self,
+        tool: &ToolEntry,
+        current: &ToolUse,
+        resumed: &Resumed<'a>,
+        mut args: Args,
+        rewrites: &mut Rewrites<'a>,
+    ) -> Result<Args, Verdict<'a>> {
+        let waiting = resumed.awaiting;
+        let approval = match resumed.resolution {
+            Resolution::Decided(a @ (Approval::Approve { .. } | Approval::Edit { .. })) => a,
+            refused => {
+                // Not run: the record shows the call as it paused.
+                rewrites
+                    .by
+                    .extend(waiting.rewritten_by.iter().map(String::as_str));
+                if waiting.effective_input != current.input {
+                    let call = current.with_input(waiting.effective_input.clone());
+                    rewrites.call = Some(Box::new(call));
+                }
+                rewrites.asks = waiting.asked_by.clone();
+                return Err(match refused {
+                    Resolution::Decided(Approval::Deny { by, reason }) => {
+                        rewrites.denied_by = Some(by.clone());
+                        Verdict::declined(&rewrites.asks, reason)
+                    }
+                    Resolution::Expired { ttl } => Verdict::expired(&rewrites.asks, ttl),
+                    _ => Verdict::needs_approval(&rewrites.asks),
+                });
+            }
+        };
+        if waiting.effective_input != current.input {
+            let (last, before) = match waiting.rewritten_by.split_last() {
+                Some((last, before)) => (last.as_str(), before),
+                None => (APPROVER, &[][..]),
+            };
+            rewrites.by.extend(before.iter().map(String::as_str));
+            args = self.rewrite(
+                tool,
+                last,
+                current,
+                waiting.effective_input.clone(),
+                rewrites,
+            )?;
+        }
+        rewrites.approved_by = Some(approval.by().to_owned());
+        match approval {
+            Approval::Edit { input, .. } => {
+                rewrites.approved.push(input.clone());
+                let view = rewrites.call.as_deref().unwrap_or(current);
+                if *input != view.input {
+                    args = self.rewrite(tool, APPROVER, current, input.clone(), rewrites)?;
+                }
+            }
+            _ => rewrites.approved.push(waiting.effective_input.clone()),
+        }
+        Ok(args)
+    }
+}
+
+/// What a person's approval lets happen: the tool runs with these arguments, or the turn
+/// pauses for a person.
+pub(super) enum Approved {
+    Run(Args),
+    Pause,
+}
+
+/// How a person's edit of the input shows in `rewritten_by`: the approver rewrote it.
+pub(super) const APPROVER: &str = "<approver>";

@@ -1,0 +1,256 @@
+//! Step 4 of a call: the PreToolUse chain run on the input, each hook in `(order, path)` order,
+//! with the rewrite rule (a rewritten input is bounded, validated and authorized again) and the
+//! hooks' deadlines; the record of each hook run.
+
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::approval::Asked;
+use crate::audit::hook_run::{HookDecision, HookRun};
+use crate::base::future::{BoxFuture, Invoke};
+use crate::base::panic::{CatchUnwind, catch};
+use crate::base::timer::Raced;
+use crate::content::ToolUse;
+use crate::error::HookError;
+use crate::hook::decision::Decision;
+use crate::hook::definitions::PreHookDef;
+use crate::hook::erased::Args;
+use crate::hook::state::Env;
+use crate::pipeline::inner::{Inner, ToolEntry};
+use crate::pipeline::normalize::{Refused, check_bounds};
+use crate::texts::{Problem, Problems};
+
+use super::span;
+use super::validate::validate;
+use super::verdict::{HookFailure, Verdict};
+
+impl Inner {
+    /// Runs the tool's PreToolUse chain in order on `current` (DESIGN.md, "Rewrites are
+    /// re-authorized"): every hook must allow the input the tool will run with. A `Rewrite` to a
+    /// new input starts the chain again from its first hook with it; a `Rewrite` equal to the
+    /// input the hook saw counts as `Allow`. An `Ask` goes on to the next hook and is kept in
+    /// `rewrites.asks` (those of the last pass only: a rewrite starts them afresh). `Ok` with the
+    /// arguments the tool runs with when every hook allowed (or asked) in one pass; `Err` when
+    /// one denied, could not decide, rewrote the input into an invalid one, or the rewrites did
+    /// not settle (see [`Inner::rewrite`]).
+    pub(super) async fn run_chain<'a>(
+        &'a self,
+        tool: &'a ToolEntry,
+        env: Env<'a>,
+        current: &'a ToolUse,
+        mut args: Args,
+        rewrites: &mut Rewrites<'a>,
+    ) -> Result<Args, Verdict<'a>> {
+        'pass: loop {
+            rewrites.asks.clear();
+            for &h in tool.chain.iter() {
+                let hook = &self.pre_hooks[h];
+                let view = rewrites.call.as_deref().unwrap_or(current);
+                let span = span::hook_span(&rewrites.runs.call_span, &hook.path);
+                // A sync hook answers inline: no nested future on the common path. The hook
+                // borrows the arguments (a typed hook reads them) only until it has answered.
+                let decided = {
+                    // Bound first: the closure borrowing `args` must not live across `.await`.
+                    let invoked = catch(|| hook.imp.run(env, view, &*args));
+                    match invoked {
+                        Ok(Invoke::Ready(r)) => r.map_err(|e| HookFailure::Failed(e.to_string())),
+                        Ok(Invoke::Pending(fut)) => self.await_pre_hook(hook, fut).await,
+                        Err(p) => Err(HookFailure::Failed(format!("the hook panicked: {p}"))),
+                    }
+                };
+                match decided {
+                    Ok(Decision::Allow) => {
+                        rewrites.runs.push(&hook.path, HookDecision::Allow, &span);
+                    }
+                    Ok(Decision::Rewrite(input)) if input == view.input => {
+                        rewrites.runs.push(&hook.path, HookDecision::Allow, &span);
+                    }
+                    Ok(Decision::Rewrite(input)) => {
+                        rewrites.runs.push(&hook.path, HookDecision::Rewrite, &span);
+                        args = self.rewrite(tool, &hook.path, current, input, rewrites)?;
+                        // The new input's checks are not the next hook's time.
+                        rewrites.runs.restart();
+                        continue 'pass;
+                    }
+                    Ok(Decision::Deny { reason, instead }) => {
+                        rewrites.runs.push(&hook.path, HookDecision::Deny, &span);
+                        return Err(Verdict::blocked(&hook.path, &reason, instead.as_deref()));
+                    }
+                    Ok(Decision::Ask { reason }) => {
+                        rewrites.runs.push(&hook.path, HookDecision::Ask, &span);
+                        rewrites.asks.push(Asked {
+                            hook: hook.path.to_string(),
+                            reason,
+                        });
+                    }
+                    Err(failure) => {
+                        let decision = match failure {
+                            HookFailure::Failed(_) => HookDecision::Failed,
+                            HookFailure::TimedOut(_) => HookDecision::Timeout,
+                        };
+                        rewrites.runs.push(&hook.path, decision, &span);
+                        return Err(Verdict::hook_failed(&hook.path, failure));
+                    }
+                }
+            }
+            return Ok(args);
+        }
+    }
+
+    /// A hook's `Rewrite(input)` to an input other than the current one (or a person's edit,
+    /// `by` [`APPROVER`](super::approve::APPROVER)). The rewriter is recorded in `rewritten_by` whatever follows. A
+    /// rewrite back to an input the call already had (its own, or an earlier rewrite's) or past
+    /// [`MAX_REWRITES`] halts the call as `hook_failed` (the chain would never settle);
+    /// otherwise the input is held to the input bounds and validated again: `Ok` with the new
+    /// arguments, the rewritten call then being what the chain, from its first hook, and the
+    /// tool see; `Err` when the new input is invalid.
+    pub(super) fn rewrite<'a>(
+        &self,
+        tool: &ToolEntry,
+        by: &'a str,
+        call: &ToolUse,
+        input: Value,
+        rewrites: &mut Rewrites<'a>,
+    ) -> Result<Args, Verdict<'a>> {
+        rewrites.by.push(by);
+        if input == call.input || rewrites.earlier.contains(&input) {
+            return Err(Verdict::chain_looped(by, &rewrites.by));
+        }
+        if rewrites.by.len() > MAX_REWRITES {
+            return Err(Verdict::chain_unsettled(by, &rewrites.by, MAX_REWRITES));
+        }
+        let refused = |Refused(m)| Problems::one(Problem::here(m));
+        let checked = match &input {
+            Value::Object(_) => check_bounds(&input, &self.limits)
+                .map_err(refused)
+                .and_then(|()| validate(tool, &input)),
+            other => Err(refused(Refused::not_object(other))),
+        };
+        match checked {
+            Ok(args) => {
+                let new = Box::new(call.with_input(input));
+                if let Some(previous) = rewrites.call.replace(new) {
+                    rewrites.earlier.push(previous.input);
+                }
+                Ok(args)
+            }
+            Err(problems) => Err(Verdict::invalid_rewrite(&tool.name, by, &problems)),
+        }
+    }
+
+    /// Awaits an async PreToolUse hook against its deadline.
+    pub(super) async fn await_pre_hook(
+        &self,
+        hook: &PreHookDef,
+        fut: BoxFuture<'_, Result<Decision, HookError>>,
+    ) -> Result<Decision, HookFailure> {
+        let deadline = hook.timeout.or(self.hook_timeout);
+        match self.race(CatchUnwind(fut), deadline).await {
+            Raced::Done(Ok(r)) => r.map_err(|e| HookFailure::Failed(e.to_string())),
+            Raced::Done(Err(p)) => Err(HookFailure::Failed(format!("the hook panicked: {p}"))),
+            Raced::TimedOut => Err(HookFailure::TimedOut(deadline.unwrap_or_default())),
+            Raced::TimerFailed(p) => Err(HookFailure::Failed(format!(
+                "the dispatcher's timer panicked: {p}"
+            ))),
+        }
+    }
+}
+
+/// The most rewrites one call's PreToolUse chain may make; one more halts the call as
+/// `hook_failed` (DESIGN.md, "Rewrites are re-authorized").
+const MAX_REWRITES: usize = 8;
+
+/// The PreToolUse rewrites of one call: the call with the last rewritten input (boxed: this
+/// lives in every call future and is rarely set), the inputs of the rewrites before it (to
+/// tell a loop), and the hooks that rewrote, in order; and its approval: the asks of the
+/// chain's last pass, the inputs a person approved, who approved or declined. Empty, it
+/// allocates nothing.
+#[derive(Default)]
+pub(crate) struct Rewrites<'a> {
+    pub(super) call: Option<Box<ToolUse>>,
+    pub(super) earlier: Vec<Value>,
+    pub(super) by: Vec<&'a str>,
+    pub(super) asks: Vec<Asked>,
+    /// Inputs a person approved: an ask on one of them passes.
+    pub(crate) approved: Vec<Value>,
+    pub(super) approved_by: Option<String>,
+    pub(super) denied_by: Option<String>,
+    /// The hooks that ran, with their decisions and durations (kept only when read).
+    pub(crate) runs: HookRuns<'a>,
+}
+
+impl Rewrites<'_> {
+    /// Whether the chain's last pass asked for an approval the call does not have: a hook
+    /// asked, and the effective input is not one a person approved.
+    #[inline]
+    pub(super) fn needs_approval(&self, current: &ToolUse) -> bool {
+        !self.asks.is_empty() && {
+            let effective = self.call.as_deref().unwrap_or(current);
+            !self.approved.contains(&effective.input)
+        }
+    }
+}
+
+/// The PreToolUse hooks one call ran, in order, with their decisions and durations: kept only
+/// when someone reads them (an audit log, `record_hook_runs`, or the call's span is enabled);
+/// off (the default), it allocates nothing and reads no clock.
+pub(crate) struct HookRuns<'a> {
+    /// The call's span (disabled when nobody listens): each hook run gets a child.
+    pub(super) call_span: tracing::Span,
+    /// When the last run ended (the chain's start before the first); `None` when runs are not
+    /// kept.
+    pub(super) last: Option<Instant>,
+    pub(crate) list: Vec<HookRun<'a>>,
+}
+
+impl Default for HookRuns<'_> {
+    /// Keeps nothing (no chain ran, or it runs without records and spans).
+    fn default() -> Self {
+        HookRuns {
+            call_span: tracing::Span::none(),
+            last: None,
+            list: Vec::new(),
+        }
+    }
+}
+
+impl<'a> HookRuns<'a> {
+    /// Kept when `on` or the call's span is enabled, with room for a chain of `chain` hooks
+    /// run once.
+    #[inline]
+    pub(super) fn new(on: bool, chain: usize, call_span: &tracing::Span) -> Self {
+        let on = (on || !call_span.is_disabled()) && chain > 0;
+        HookRuns {
+            call_span: call_span.clone(),
+            last: on.then(Instant::now),
+            list: if on {
+                Vec::with_capacity(chain)
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// Starts the next run's clock now (after a rewrite's checks).
+    #[inline]
+    pub(super) fn restart(&mut self) {
+        if let Some(last) = &mut self.last {
+            *last = Instant::now();
+        }
+    }
+
+    /// Records that `hook` decided `decision` (on its span too): its duration runs from the
+    /// end of the run before it (or the chain's start), so each run costs one clock read.
+    #[inline]
+    pub(super) fn push(&mut self, hook: &'a str, decision: HookDecision, span: &tracing::Span) {
+        span::decided(span, decision);
+        if let Some(last) = &mut self.last {
+            let now = Instant::now();
+            let micros = now.saturating_duration_since(*last).as_micros();
+            *last = now;
+            let duration_us = u64::try_from(micros).unwrap_or(u64::MAX);
+            self.list.push(HookRun::new(hook, decision, duration_us));
+        }
+    }
+}

@@ -1,0 +1,394 @@
+//! [`Session`]: one conversation, one [`HookContext`]; answers assistant messages (each id
+//! checked, each answer remembered so a retry runs nothing twice) and ends with the Stop hooks
+//! and a [`SessionSummary`].
+
+pub(crate) mod reply;
+mod respond;
+pub(crate) mod resume;
+#[cfg(any(feature = "openai", feature = "gemini"))]
+pub(crate) mod turns;
+
+use std::fmt;
+use std::hash::RandomState;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+use crate::audit::outcome::{Outcome, SessionSummary};
+use crate::base::panic::catch;
+use crate::content::usage::Usage;
+use crate::content::{ToolResult, ToolUse};
+use crate::error::CallError;
+use crate::hook::answer::CallAnswer;
+use crate::hook::context::HookContext;
+use crate::hook::state::Env;
+use crate::pipeline::inner::Inner;
+use crate::pipeline::order::Slot;
+use crate::pipeline::stats::{Stats, report_observer_error};
+use crate::pipeline::{Mode, Progress};
+use crate::store::memory::MemoryAnswerStore;
+use crate::store::{AnswerStore, Claim, InputDigest, Remembered, StoreError, StoreFuture};
+use crate::texts;
+
+/// One conversation: every `tool_use` of it goes through [`call`](Self::call) or
+/// [`respond`](Self::respond), with one trusted [`HookContext`].
+///
+/// The Stop hooks run exactly once: at [`end`](Self::end), or when the session is dropped
+/// unended. (When it is dropped during a panic they are skipped, since running them could abort
+/// the process; `tracing` says so.) Failing closed needs `panic = "unwind"` (the default): with
+/// `panic = "abort"` a panicking hook ends the process instead of halting the agent.
+pub struct Session {
+    inner: Arc<Inner>,
+    context: HookContext,
+    stats: Stats,
+    store: Store,
+    started_at: SystemTime,
+    /// What the host added with `add_usage` (not on the per-call path).
+    usage: Mutex<Usage>,
+    summary: OnceLock<SessionSummary>,
+}
+
+/// The session's answer memory: the default in-memory store (called directly, its inputs
+/// remembered by a keyed hash, [`InputDigest::keyed`]: its keys never leave the session), or the
+/// host's (given the documented SHA-256 [`InputDigest::of`]).
+enum Store {
+    Memory(MemoryAnswerStore, RandomState),
+    Host(Arc<dyn AnswerStore>),
+}
+
+impl Store {
+    /// What the store remembers `input` by.
+    fn digest(&self, input: &Value, max_depth: usize) -> InputDigest {
+        match self {
+            Store::Memory(_, keys) => InputDigest::keyed(input, max_depth, keys),
+            Store::Host(_) => InputDigest::of(input, max_depth),
+        }
+    }
+
+    fn claim<'a>(
+        &'a self,
+        id: &'a str,
+        digest: InputDigest,
+    ) -> StoreFuture<'a, Result<Claim, StoreError>> {
+        match self {
+            Store::Memory(m, _) => m.claim(id, digest),
+            Store::Host(h) => h.claim(id, digest),
+        }
+    }
+
+    fn answered(
+        &self,
+        outcome: Outcome,
+        result: ToolResult,
+    ) -> StoreFuture<'_, Result<(), StoreError>> {
+        match self {
+            Store::Memory(m, _) => m.answered(outcome, result),
+            Store::Host(h) => h.answered(outcome, result),
+        }
+    }
+
+    fn release(&self, id: &str, tool_started: bool) {
+        match self {
+            Store::Memory(m, _) => m.release(id, tool_started),
+            Store::Host(h) => h.release(id, tool_started),
+        }
+    }
+}
+
+impl Session {
+    /// A session on `inner` (what [`Dispatcher::session`](crate::Dispatcher::session) and
+    /// [`Dispatcher::session_with_store`](crate::Dispatcher::session_with_store) open): its
+    /// answers remembered in `store`, or, with none, in a [`MemoryAnswerStore`] of its own with
+    /// the default caps, each input by a hash keyed at random for this session.
+    pub(crate) fn new(
+        inner: Arc<Inner>,
+        context: HookContext,
+        store: Option<Arc<dyn AnswerStore>>,
+    ) -> Self {
+        let stats = Stats::new(inner.tools.len());
+        let started_at = context.now();
+        let store = match store {
+            Some(host) => Store::Host(host),
+            None => Store::Memory(MemoryAnswerStore::new(), RandomState::new()),
+        };
+        Session {
+            inner,
+            context,
+            stats,
+            store,
+            started_at,
+            usage: Mutex::new(Usage::default()),
+            summary: OnceLock::new(),
+        }
+    }
+
+    /// The session's trusted context.
+    pub fn context(&self) -> &HookContext {
+        &self.context
+    }
+
+    /// Runs one `tool_use` block through the pipeline and returns its `tool_result` (with
+    /// `is_error: true` for every failure the model can act on: `blocked`, `invalid_input`,
+    /// `unknown_tool`, `tool_error`, `panicked`, `tool_timeout`).
+    ///
+    /// An id this session answered before is answered again from its memory, with the same
+    /// input: nothing runs (no hook, no tool), and observers see the answer with
+    /// `replay: true`. A call whose first attempt was cancelled after its tool started is
+    /// answered with an `is_error` result saying it is not run again. `call` serves every API
+    /// (MCP request ids, OpenAI call ids), so the only id it refuses is an empty one.
+    ///
+    /// Dropping the future before it finishes records the call as `cancelled`.
+    ///
+    /// # Errors
+    /// - [`CallError::Halt`] when a PreToolUse hook errored, panicked or timed out, or the chain
+    ///   kept rewriting: the tool did not run, and the halt's answer holds a `BLOCKED:` result for this id;
+    /// - [`CallError::EmptyId`] for an empty id (audited as `not_run`);
+    /// - [`CallError::InProgress`] while an earlier attempt with this id runs;
+    /// - [`CallError::IdReused`] when this id was seen with another input;
+    /// - [`CallError::Store`] when the session's [`AnswerStore`] failed.
+    pub async fn call(&self, call: &ToolUse) -> Result<ToolResult, CallError> {
+        self.call_answer(call).await.map(|answer| answer.result)
+    }
+
+    /// [`call`](Self::call) with the whole [`CallAnswer`] (outcome, the hook at fault, the
+    /// operator detail; a replay from memory has its remembered outcome and a detail saying
+    /// so): what the tower service answers.
+    pub(crate) async fn call_answer(&self, call: &ToolUse) -> Result<CallAnswer, CallError> {
+        if call.id.is_empty() {
+            self.not_run_all(&[call], texts::NOT_RUN_EMPTY_ID).await;
+            return Err(CallError::EmptyId);
+        }
+        self.remembered_call(call).await
+    }
+
+    /// [`call`](Self::call) for an id already checked: claimed in the memory first, so a
+    /// retry, even a concurrent one, never runs it twice.
+    async fn remembered_call(&self, call: &ToolUse) -> Result<CallAnswer, CallError> {
+        self.remembered_call_in(call, Mode::Block, None).await
+    }
+
+    /// [`remembered_call`](Self::remembered_call) in a [`Mode`]. A call that pauses
+    /// (`awaiting_approval`) is not an answer: the memory forgets its claim, so a retry of the
+    /// message asks again (nothing ran) and its resumed answer is the one remembered.
+    ///
+    /// `slot`: the block's place among the reads of its message run together (`reads.rs`).
+    pub(crate) async fn remembered_call_in(
+        &self,
+        call: &ToolUse,
+        mode: Mode<'_, '_>,
+        slot: Option<Slot<'_>>,
+    ) -> Result<CallAnswer, CallError> {
+        let inner = &self.inner;
+        let digest = self.store.digest(&call.input, inner.limits.max_input_depth);
+        match self.store.claim(&call.id, digest).await {
+            Ok(Claim::Claimed) => {}
+            Ok(Claim::Seen(seen)) => return self.seen(call, digest, seen, slot).await,
+            Err(error) => {
+                return Err(CallError::Store {
+                    tool_use_id: call.id.clone(),
+                    error,
+                });
+            }
+        }
+        let progress = Progress::new(slot);
+        let mut claimed = Claimed {
+            store: &self.store,
+            id: &call.id,
+            progress: &progress,
+            armed: true,
+        };
+        let answer = inner
+            .run_call_in(
+                &self.context,
+                Some(&self.stats),
+                call,
+                Some(&progress),
+                mode,
+            )
+            .await;
+        let answer = answer?; // a halt: `claimed` releases the id, so a retry runs it
+        let outcome = progress.outcome().unwrap_or(Outcome::Ok);
+        if !outcome.is_final() {
+            return Ok(answer); // paused: `claimed` releases it (its tool did not start)
+        }
+        if let Err(e) = self.store.answered(outcome, answer.result.clone()).await {
+            tracing::error!(target: "toolgate::memory", tool_use_id = %call.id, error = %e,
+                "the answer could not be remembered; a retry of this call will not run it again");
+            return Ok(answer); // `claimed` releases it (as cancelled, if the tool started)
+        }
+        claimed.armed = false;
+        Ok(answer)
+    }
+
+    /// Answers an id the memory has seen: a replay of its answer, or a refusal.
+    async fn seen(
+        &self,
+        call: &ToolUse,
+        digest: InputDigest,
+        seen: Remembered,
+        slot: Option<Slot<'_>>,
+    ) -> Result<CallAnswer, CallError> {
+        let tool_use_id = || call.id.clone();
+        if seen.digest() != digest {
+            return Err(CallError::IdReused {
+                tool_use_id: tool_use_id(),
+            });
+        }
+        let (outcome, mut result, detail) = match seen {
+            Remembered::InProgress { .. } => {
+                return Err(CallError::InProgress {
+                    tool_use_id: tool_use_id(),
+                });
+            }
+            Remembered::Answered {
+                outcome, result, ..
+            } => (
+                outcome,
+                result,
+                "replayed from the session's memory: this tool_use id was answered before, so \
+                 nothing ran again",
+            ),
+            Remembered::CancelledAfterStart { .. } => (
+                Outcome::NotRun,
+                ToolResult::error(tool_use_id(), texts::NOT_RUN_AGAIN),
+                "the first attempt at this tool_use was cancelled while its tool ran, so it is \
+                 not run again",
+            ),
+        };
+        if result.tool_use_id != call.id {
+            result.tool_use_id = tool_use_id();
+        }
+        if let Some(slot) = &slot {
+            slot.release();
+            slot.turn_to_observe().await;
+        }
+        self.inner
+            .replay(
+                &self.context,
+                Some(&self.stats),
+                call,
+                outcome,
+                &result,
+                detail,
+            )
+            .await;
+        if let Some(slot) = &slot {
+            slot.observed();
+        }
+        Ok(CallAnswer::new(result, outcome).with_detail(detail))
+    }
+
+    /// Adds the tokens of one model response (for the Messages API,
+    /// [`Usage::of_response`]) to the session's [`SessionSummary::usage`], which the Stop hooks
+    /// and the audit log's summary line receive. Call it once per response, a response cut at
+    /// `max_tokens` or refused included (it is billed); after [`end`](Self::end) it changes
+    /// nothing the summary already said.
+    pub fn add_usage(&self, usage: Usage) {
+        *self.usage.lock().unwrap_or_else(PoisonError::into_inner) += usage;
+    }
+
+    /// The counts so far, without ending the session.
+    pub fn summary_so_far(&self) -> SessionSummary {
+        self.snapshot(self.context.now())
+    }
+
+    fn snapshot(&self, ended_at: SystemTime) -> SessionSummary {
+        let inner = &self.inner;
+        let outcomes = Outcome::ALL
+            .iter()
+            .zip(self.stats.outcomes.iter())
+            .filter_map(|(o, n)| {
+                let n = n.load(Ordering::Relaxed);
+                (n > 0).then_some((*o, n))
+            })
+            .fold(Default::default(), crate::pipeline::stats::counted);
+        let tools = inner
+            .tools
+            .iter()
+            .zip(self.stats.tools.iter())
+            .filter_map(|(t, n)| {
+                let n = n.load(Ordering::Relaxed);
+                (n > 0).then(|| (t.name.to_string(), n))
+            })
+            .fold(Default::default(), crate::pipeline::stats::counted);
+        SessionSummary {
+            session_id: self.context.session_id().to_owned(),
+            user_id: self.context.user_id().to_owned(),
+            started_at: self.started_at,
+            ended_at,
+            calls: self.stats.calls(),
+            outcomes,
+            tools,
+            observer_errors: self.stats.observer_errors.load(Ordering::Relaxed),
+            usage: *self.usage.lock().unwrap_or_else(PoisonError::into_inner),
+        }
+    }
+
+    /// Ends the session: runs the Stop hooks once, in path order (the audit log's summary line
+    /// last, so it counts the others' errors), and returns the final summary. Calling it again,
+    /// or dropping the session afterwards, runs nothing more and returns the same summary.
+    pub fn end(&self) -> SessionSummary {
+        self.summary.get_or_init(|| self.run_stop_hooks()).clone()
+    }
+
+    fn run_stop_hooks(&self) -> SessionSummary {
+        let inner = &self.inner;
+        let env = Env::new(&self.context, &inner.states);
+        let mut summary = self.snapshot(self.context.now());
+        for hook in &inner.stop_hooks {
+            summary.observer_errors = self.stats.observer_errors.load(Ordering::Relaxed);
+            let failure = match catch(|| (hook.imp)(env, &summary)) {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(p) => Some(format!("panicked: {p}")),
+            };
+            if let Some(error) = failure {
+                report_observer_error(Some(&self.stats), &hook.path, "stop", &error);
+            }
+        }
+        summary.observer_errors = self.stats.observer_errors.load(Ordering::Relaxed);
+        summary
+    }
+}
+
+/// A claimed id not yet answered: on drop (a halt, or the host dropped the call) the memory
+/// forgets it, so a retry runs it, or keeps it as cancelled when its tool had started.
+struct Claimed<'a> {
+    store: &'a Store,
+    id: &'a str,
+    progress: &'a Progress<'a>,
+    armed: bool,
+}
+
+impl Drop for Claimed<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.store.release(self.id, self.progress.tool_started());
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if self.summary.get().is_some() {
+            return;
+        }
+        if std::thread::panicking() {
+            tracing::error!(target: "toolgate::observer", session_id = self.context.session_id(),
+                "session dropped during a panic; Stop hooks skipped");
+            return;
+        }
+        self.end();
+    }
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("context", &self.context)
+            .field("ended", &self.summary.get().is_some())
+            .finish_non_exhaustive()
+    }
+}

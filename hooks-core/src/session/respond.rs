@@ -1,0 +1,349 @@
+//! [`Session::respond`]: a whole assistant message answered, its blocks in order, consecutive
+//! read-only blocks run together (`pipeline/order.rs` keeps their chains, observers and audit
+//! lines in `tool_use` order); what a halt or a dropped message leaves.
+
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+
+use crate::approval::pending::{AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn};
+use crate::content::ids;
+use crate::content::{ContentBlock, Message, Role, ToolResult, ToolUse};
+use crate::error::{CallError, Halt, RespondError};
+use crate::hook::answer::CallAnswer;
+use crate::pipeline::order::{TurnOrder, join_blocks};
+use crate::pipeline::{Mode, Resolution};
+use crate::session::reply::Reply;
+use crate::texts;
+
+use super::Session;
+
+/// How one block of a group ended: its answer (and, when it paused, what a pending turn keeps
+/// of it), a refusal or halt, or `None` when it never started (a block before it halted).
+pub(crate) type ReadOutcome = Option<Result<(CallAnswer, Option<AwaitingCall>), CallError>>;
+
+impl Session {
+    /// Answers an assistant message: its `tool_use` blocks run in order, each independent of the
+    /// others, and the answer is [`Reply::Answer`] with one user message
+    /// `{"role": "user", "content": [tool_result, …]}` holding one `tool_result` per `tool_use`,
+    /// in the same order (Messages API, "Parallel tool use": all results in the next user
+    /// message, `tool_result` blocks first).
+    ///
+    /// A message without `tool_use` blocks (`end_turn`, `stop_sequence`, `refusal`,
+    /// `pause_turn`, or `max_tokens` on a text) gets [`Reply::NothingToRun`] with its
+    /// `stop_reason`: nothing runs, and nothing is audited. Every id must match the Messages
+    /// API's pattern `^[a-zA-Z0-9_-]+$` and be unique in the message; a block whose id this
+    /// session answered before is answered from memory (see [`call`](Self::call)), so a host
+    /// retrying a message runs nothing twice.
+    ///
+    /// Consecutive blocks whose tools are declared read-only run concurrently, at most
+    /// [`max_concurrent_reads`](crate::DispatcherBuilder::max_concurrent_reads) at once (default
+    /// 8), polled together by this future (no runtime needed; a host's runtime drives it the
+    /// same way): their async tools' waits overlap, so four lookups of 20 ms take about 20 ms.
+    /// What a sequential run promises still holds: PreToolUse chains run one at a time in
+    /// `tool_use` order (a read's chain after the block before it started its tool), any other
+    /// block starts only after every earlier one finished (a spending limit sees the refund just
+    /// made), results, observers and audit lines follow `tool_use` order, and a halt leaves the
+    /// sequential run's answers ([`Halt::ran_after`] names any later block that had already
+    /// started: possible only when a wrapped caller halts after its tool started).
+    ///
+    /// # Errors
+    /// - [`RespondError::MaxTokens`] when `stop_reason` is `max_tokens`: nothing runs (the last
+    ///   block may be cut off) and every block is audited as `not_run`;
+    /// - [`RespondError::Id`] when an id is empty, breaks the pattern or repeats: nothing runs
+    ///   and every block is audited as `not_run`, with the reason;
+    /// - [`RespondError::Halt`] when a PreToolUse hook failed: later blocks are not run, and the
+    ///   halt's answer covers every block (`BLOCKED:` for the failed one, `Not run:` after it);
+    /// - [`RespondError::InProgress`], [`RespondError::IdReused`], [`RespondError::Store`] for a
+    ///   block the memory refuses (see [`CallError`]): the blocks before it were answered and
+    ///   are remembered, the rest are not started; retry the message;
+    /// - [`RespondError::NotAssistant`] for a user message.
+    pub async fn respond(&self, message: &Message) -> Result<Reply, RespondError> {
+        if message.role != Role::Assistant {
+            return Err(RespondError::NotAssistant);
+        }
+        let uses: Vec<&ToolUse> = message.tool_uses().collect();
+        if uses.is_empty() {
+            return Ok(Reply::NothingToRun {
+                stop_reason: message.stop_reason.clone(),
+            });
+        }
+        if message.stop_reason.as_deref() == Some("max_tokens") {
+            self.not_run_all(&uses, texts::NOT_RUN_AT_MAX_TOKENS).await;
+            return Err(RespondError::MaxTokens {
+                tool_uses: uses.len(),
+            });
+        }
+        let blocks = self.run_turn_in(&uses, true, true).await?;
+        if blocks
+            .iter()
+            .any(|b| matches!(b, PendingBlock::AwaitingApproval(_)))
+        {
+            return Ok(Reply::Pending(PendingTurn {
+                format: PENDING_TURN_FORMAT,
+                session_id: self.context.session_id().to_owned(),
+                user_id: self.context.user_id().to_owned(),
+                fingerprint: self.inner.fingerprint(),
+                created_at: self.context.now(),
+                blocks,
+            }));
+        }
+        let content = blocks
+            .into_iter()
+            .map(|b| ContentBlock::ToolResult(b.into_result()))
+            .collect();
+        Ok(Reply::Answer(Message::user(content)))
+    }
+
+    /// Runs the calls of one message or turn in order, after checking their ids (the Messages
+    /// API's pattern when `pattern` holds): one result per call, or why not. A call that needs
+    /// approval is blocked when the dispatcher has no approver (the other APIs' whole turns do
+    /// not pause).
+    #[cfg(any(feature = "openai", feature = "gemini"))]
+    pub(crate) async fn run_turn(
+        &self,
+        uses: &[&ToolUse],
+        pattern: bool,
+    ) -> Result<Vec<ToolResult>, RespondError> {
+        let blocks = self.run_turn_in(uses, pattern, false).await?;
+        Ok(blocks.into_iter().map(PendingBlock::into_result).collect())
+    }
+
+    /// [`run_turn`](Self::run_turn); with `may_pause`, a call that needs approval when the
+    /// dispatcher has no approver pauses (`PendingBlock::AwaitingApproval`).
+    async fn run_turn_in(
+        &self,
+        uses: &[&ToolUse],
+        pattern: bool,
+        may_pause: bool,
+    ) -> Result<Vec<PendingBlock>, RespondError> {
+        if let Err(e) = ids::check(uses, pattern) {
+            Box::pin(self.not_run_all(uses, &format!("{e}."))).await;
+            return Err(RespondError::Id(e));
+        }
+        let max = self.inner.max_concurrent_reads;
+        // Dropped unfinished, the blocks not yet started are audited as `cancelled` too (the
+        // ones in flight record themselves), so every block keeps exactly one line.
+        let pending = Unstarted {
+            session: self,
+            uses,
+            order: TurnOrder::default(),
+        };
+        let mut results = Vec::with_capacity(uses.len());
+        let mut i = 0;
+        while i < uses.len() {
+            // Consecutive read-only blocks run together (`reads.rs`); any other block runs
+            // alone, after every block before it finished.
+            let mut end = i + 1;
+            if max > 1 && self.is_read(&uses[i].name) {
+                while end < uses.len() && self.is_read(&uses[end].name) {
+                    end += 1;
+                }
+            }
+            let (one, many) = if end - i > 1 {
+                let outcomes = self
+                    .run_reads(uses, i..end, &pending.order, max, may_pause)
+                    .await;
+                (None, outcomes)
+            } else {
+                pending.order.started.store(i + 1, Ordering::SeqCst);
+                let mut paused = None;
+                let mode = if may_pause {
+                    Mode::Pause(&mut paused)
+                } else {
+                    Mode::Block
+                };
+                let answer = self.remembered_call_in(uses[i], mode, None).await;
+                (Some(Some(answer.map(|a| (a, paused)))), Vec::new())
+            };
+            let mut outcomes = one.into_iter().chain(many);
+            for j in i..end {
+                let Some(Some(answer)) = outcomes.next() else {
+                    // Not started: only after a halt or a refusal, handled below.
+                    break;
+                };
+                let halt = match answer {
+                    Ok((CallAnswer { result, .. }, paused)) => {
+                        results.push(match paused {
+                            Some(waiting) => PendingBlock::AwaitingApproval(waiting),
+                            None => PendingBlock::Answered { result },
+                        });
+                        continue;
+                    }
+                    Err(CallError::Halt(halt)) => halt,
+                    Err(refused) => {
+                        // Not answered, not final: a retry of the message runs the rest.
+                        pending.order.started.store(uses.len(), Ordering::SeqCst);
+                        return Err(respond_error(refused));
+                    }
+                };
+                let later = outcomes.by_ref().take(end - j - 1);
+                // Boxed, as every rare path here: its state is twice a call's, and the turn's
+                // future is moved whole at each `.await` above it.
+                let halted = Box::pin(self.halted(uses, j, halt, results, later, &pending.order));
+                return Err(RespondError::Halt(halted.await));
+            }
+            i = end;
+        }
+        Ok(results)
+    }
+
+    /// The answer of a message whose block `at` halted: the blocks before it as answered (a
+    /// paused one ends `blocked`: the turn cannot wait), its `BLOCKED:` result, then each later
+    /// block: its own answer when it had already started (a read run with it, see `reads.rs`;
+    /// named in [`Halt::ran_after`]), else `Not run:` (audited as `not_run`).
+    async fn halted(
+        &self,
+        uses: &[&ToolUse],
+        at: usize,
+        mut halt: Halt,
+        before: Vec<PendingBlock>,
+        later: impl Iterator<Item = ReadOutcome>,
+        order: &TurnOrder,
+    ) -> Halt {
+        halt.index += before.len();
+        let mut content = Vec::with_capacity(uses.len());
+        for block in before {
+            content.push(ContentBlock::ToolResult(self.unpaused(block).await));
+        }
+        content.append(&mut halt.answer.content);
+        let mut later = later;
+        for (j, rest) in uses.iter().enumerate().skip(at + 1) {
+            let ran = match later.next().flatten() {
+                Some(Ok((CallAnswer { result, .. }, paused))) => Some(match paused {
+                    Some(waiting) => self.unpaused(PendingBlock::AwaitingApproval(waiting)).await,
+                    None => result,
+                }),
+                Some(Err(CallError::Halt(mut other))) => match other.answer.content.pop() {
+                    Some(ContentBlock::ToolResult(result)) => Some(result),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let result = match ran {
+                Some(result) => {
+                    halt.ran_too(rest.id.clone());
+                    result
+                }
+                None => {
+                    order.started.fetch_max(j + 1, Ordering::SeqCst);
+                    self.inner
+                        .not_run(
+                            &self.context,
+                            Some(&self.stats),
+                            rest,
+                            texts::NOT_RUN_AFTER_HALT,
+                        )
+                        .await
+                }
+            };
+            content.push(ContentBlock::ToolResult(result));
+        }
+        *halt.answer = Message::user(content);
+        halt
+    }
+
+    /// A block's result when its turn cannot pause (a later block halted): a paused block ends
+    /// `blocked` with a final record (nobody can approve it now).
+    async fn unpaused(&self, block: PendingBlock) -> ToolResult {
+        match block {
+            PendingBlock::Answered { result } => result,
+            PendingBlock::AwaitingApproval(waiting) => {
+                match self.resume_call(&waiting, Resolution::Unapproved).await {
+                    Ok(result) => result,
+                    Err(_) => PendingBlock::AwaitingApproval(waiting).into_result(),
+                }
+            }
+        }
+    }
+
+    /// Audits every block of `uses` as `not_run`, saying `why`: nothing runs.
+    pub(crate) async fn not_run_all(&self, uses: &[&ToolUse], why: &str) {
+        let pending = Unstarted {
+            session: self,
+            uses,
+            order: TurnOrder::default(),
+        };
+        for (i, call) in uses.iter().enumerate() {
+            pending.order.started.store(i + 1, Ordering::SeqCst);
+            self.inner
+                .not_run(&self.context, Some(&self.stats), call, why)
+                .await;
+        }
+    }
+
+    /// Whether a block calling `tool` may run concurrently with its read-only neighbours: a
+    /// tool this dispatcher declares read-only ([`Effect::read`](crate::Effect::read)).
+    pub(crate) fn is_read(&self, tool: &str) -> bool {
+        let inner = &self.inner;
+        inner
+            .find(tool)
+            .and_then(|i| inner.tools[i].effect)
+            .is_some_and(|e| e.is_read_only())
+    }
+
+    /// Runs the blocks `range` of `uses` (all read-only) together, at most `max` at once, with
+    /// the gates of this module; one outcome per block, in order.
+    pub(crate) async fn run_reads(
+        &self,
+        uses: &[&ToolUse],
+        range: Range<usize>,
+        order: &TurnOrder,
+        max: usize,
+        may_pause: bool,
+    ) -> Vec<ReadOutcome> {
+        join_blocks(order, range, max, |index, slot| {
+            let call = uses[index];
+            async move {
+                let mut paused = None;
+                let mode = if may_pause {
+                    Mode::Pause(&mut paused)
+                } else {
+                    Mode::Block
+                };
+                let answer = self.remembered_call_in(call, mode, Some(slot)).await;
+                answer.map(|a| (a, paused))
+            }
+        })
+        .await
+    }
+}
+
+/// A refusal of the memory, for a whole message.
+fn respond_error(e: CallError) -> RespondError {
+    match e {
+        CallError::Halt(h) => RespondError::Halt(h),
+        CallError::InProgress { tool_use_id } => RespondError::InProgress { tool_use_id },
+        CallError::IdReused { tool_use_id } => RespondError::IdReused { tool_use_id },
+        CallError::Store { tool_use_id, error } => RespondError::Store { tool_use_id, error },
+        // Ids were checked before anything ran.
+        CallError::EmptyId => RespondError::Id(ids::IdError {
+            id: String::new(),
+            block: 1,
+            blocks: 1,
+            rule: ids::IdRule::Empty,
+        }),
+    }
+}
+
+/// The blocks of a `respond` not yet started; on drop (the host gave up on the message), each
+/// is recorded as `cancelled`.
+struct Unstarted<'a> {
+    session: &'a Session,
+    uses: &'a [&'a ToolUse],
+    /// `started`: how many blocks, from the first, have started.
+    order: TurnOrder,
+}
+
+impl Drop for Unstarted<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let s = self.session;
+        let next = self.order.started.load(Ordering::SeqCst);
+        for call in self.uses.iter().skip(next) {
+            s.inner
+                .cancelled_before_start(&s.context, Some(&s.stats), call);
+        }
+    }
+}

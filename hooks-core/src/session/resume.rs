@@ -1,0 +1,289 @@
+//! [`Session::resume`]: a [`PendingTurn`] finished with a person's decisions, possibly in
+//! another process, into the complete user message.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::approval::Approval;
+use crate::approval::pending::{
+    AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn, ResumeError, input_digest,
+};
+use crate::content::{ContentBlock, Message, ToolResult};
+use crate::error::CallError;
+use crate::pipeline::order::{Slot, TurnOrder, join_blocks};
+use crate::pipeline::{Mode, Resolution, Resumed};
+use crate::session::Session;
+use crate::texts;
+
+impl Session {
+    /// Finishes a turn [`respond`](Self::respond) paused ([`Reply::Pending`](crate::Reply::Pending))
+    /// with the decisions of a person, keyed by `tool_use` id, and answers the complete user
+    /// message: one `tool_result` per `tool_use` of the paused message, in order (the answers
+    /// given when it paused, then the resumed ones in their places).
+    ///
+    /// The session must have the pending turn's session id and user id, and run on a
+    /// dispatcher with the same [`fingerprint`](crate::Dispatcher::fingerprint) (in this process
+    /// or another: the pending turn is plain JSON). Each waiting call then ends by its decision:
+    ///
+    /// - [`Approval::Approve`]: its PreToolUse chain runs again on its effective input before
+    ///   the tool (state a rule reads may have changed since, e.g. the week's refund total): a
+    ///   deny still wins (`blocked`), an ask about the approved input passes, an ask about
+    ///   another input (a hook rewrote it) is blocked; then the tool runs. Its final audit line
+    ///   has `approved_by`.
+    /// - [`Approval::Edit`]: the same, with the edited input authorized as a rewrite.
+    /// - [`Approval::Deny`]: not run; `blocked`, `BLOCKED: a person declined this call:
+    ///   <reason>`, with `denied_by`.
+    ///
+    /// A pending turn older than the dispatcher's
+    /// [`pending_ttl`](crate::DispatcherBuilder::pending_ttl) (by this session's context clock)
+    /// is not an error: every waiting call is answered `blocked` ("waited for a person's
+    /// approval longer than N s and expired; … Ask the user whether to try it again."),
+    /// whatever the decisions, none of which is then needed.
+    ///
+    /// Consecutive waiting calls of read-only tools resume together, as
+    /// [`respond`](Session::respond) runs them (their chains one at a time in `tool_use` order,
+    /// their tools' waits overlapping, observers and audit lines in order; a halt among them
+    /// names in [`Halt::ran_after`](crate::Halt::ran_after) the later ones that had started).
+    ///
+    /// Each resumed call goes through the session's answer memory like any call: resuming the
+    /// same pending turn twice in one session (or with a shared
+    /// [`AnswerStore`](crate::AnswerStore)) runs nothing twice, the second answer is replayed;
+    /// and a retry of the paused message after the resume is answered from memory.
+    ///
+    /// # Errors
+    /// Found before anything runs (nothing audited):
+    /// [`ResumeError::UnknownFormat`], [`ResumeError::OtherSession`],
+    /// [`ResumeError::DispatcherChanged`], [`ResumeError::NotPending`] (a decision for an id
+    /// that is not waiting), [`ResumeError::DigestMismatch`] (an approval carrying another
+    /// digest than the waiting input's, or a waiting input that does not match its recorded
+    /// digest), [`ResumeError::Undecided`] (a waiting call without a decision, when the turn has
+    /// not expired). While it runs: [`ResumeError::Halt`] when a PreToolUse hook could not
+    /// decide (the halt's answer covers every block), [`ResumeError::Call`] when the answer
+    /// memory refused a call (the calls before it were answered and remembered).
+    pub async fn resume(
+        &self,
+        pending: &PendingTurn,
+        decisions: &BTreeMap<String, Approval>,
+    ) -> Result<Message, ResumeError> {
+        self.check_pending(pending, decisions)?;
+        let ttl = self.inner.pending_ttl;
+        let waited = self
+            .context()
+            .now()
+            .duration_since(pending.created_at)
+            .unwrap_or(Duration::ZERO);
+        let expired = waited > ttl;
+        if !expired
+            && let Some(a) = pending
+                .awaiting()
+                .find(|a| !decisions.contains_key(&a.tool_use_id))
+        {
+            return Err(ResumeError::Undecided {
+                tool_use_id: a.tool_use_id.clone(),
+            });
+        }
+        let resolution = |waiting: &AwaitingCall| match decisions.get(&waiting.tool_use_id) {
+            _ if expired => Resolution::Expired { ttl },
+            Some(decision) => Resolution::Decided(decision),
+            // Checked above: a turn that has not expired has every decision.
+            None => Resolution::Unapproved,
+        };
+        let blocks = &pending.blocks;
+        let waiting_read = |i: usize| match blocks.get(i) {
+            Some(PendingBlock::AwaitingApproval(a)) => self.is_read(&a.tool),
+            _ => false,
+        };
+        let max = self.inner.max_concurrent_reads;
+        let order = TurnOrder::default();
+        let mut content = Vec::with_capacity(blocks.len());
+        let mut i = 0;
+        while i < blocks.len() {
+            let waiting = match &blocks[i] {
+                PendingBlock::Answered { result } => {
+                    content.push(ContentBlock::ToolResult(result.clone()));
+                    i += 1;
+                    continue;
+                }
+                PendingBlock::AwaitingApproval(a) => a,
+            };
+            // Consecutive waiting reads resume together, as `respond` runs them.
+            let mut end = i + 1;
+            if max > 1 && waiting_read(i) {
+                while waiting_read(end) {
+                    end += 1;
+                }
+            }
+            let outcomes = if end - i > 1 {
+                let group: Vec<&AwaitingCall> = blocks[i..end]
+                    .iter()
+                    .filter_map(|b| match b {
+                        PendingBlock::AwaitingApproval(a) => Some(a),
+                        _ => None,
+                    })
+                    .collect();
+                let group = &group;
+                join_blocks(&order, i..end, max, |index, slot| async move {
+                    let waiting = group[index - i];
+                    self.resume_call_in(waiting, resolution(waiting), Some(slot))
+                        .await
+                })
+                .await
+            } else {
+                vec![Some(self.resume_call(waiting, resolution(waiting)).await)]
+            };
+            let mut outcomes = outcomes.into_iter();
+            for j in i..end {
+                let Some(Some(answer)) = outcomes.next() else {
+                    break;
+                };
+                match answer {
+                    Ok(result) => content.push(ContentBlock::ToolResult(result)),
+                    Err(CallError::Halt(mut halt)) => {
+                        halt.index = content.len();
+                        content.append(&mut halt.answer.content);
+                        for (k, rest) in blocks.iter().enumerate().skip(j + 1) {
+                            // A later read of the same group may have started already.
+                            let ran = if k < end {
+                                match outcomes.next().flatten() {
+                                    Some(Ok(result)) => Some(result),
+                                    Some(Err(CallError::Halt(mut other))) => {
+                                        match other.answer.content.pop() {
+                                            Some(ContentBlock::ToolResult(r)) => Some(r),
+                                            _ => None,
+                                        }
+                                    }
+                                    _ => None,
+                                }
+                            } else {
+                                None
+                            };
+                            let result = match ran {
+                                Some(result) => {
+                                    halt.ran_too(result.tool_use_id.clone());
+                                    result
+                                }
+                                None => self.after_halt(rest).await,
+                            };
+                            content.push(ContentBlock::ToolResult(result));
+                        }
+                        *halt.answer = Message::user(content);
+                        return Err(ResumeError::Halt(halt));
+                    }
+                    Err(refused) => return Err(ResumeError::Call(refused)),
+                }
+            }
+            i = end;
+        }
+        Ok(Message::user(content))
+    }
+
+    /// The refusals found before anything runs (see [`resume`](Self::resume)).
+    fn check_pending(
+        &self,
+        pending: &PendingTurn,
+        decisions: &BTreeMap<String, Approval>,
+    ) -> Result<(), ResumeError> {
+        if pending.format != PENDING_TURN_FORMAT {
+            return Err(ResumeError::UnknownFormat {
+                found: pending.format,
+            });
+        }
+        let ctx = self.context();
+        if pending.session_id != ctx.session_id() || pending.user_id != ctx.user_id() {
+            return Err(ResumeError::OtherSession {
+                pending_session: pending.session_id.clone(),
+                pending_user: pending.user_id.clone(),
+                session: ctx.session_id().to_owned(),
+                user: ctx.user_id().to_owned(),
+            });
+        }
+        let expected = self.inner.fingerprint();
+        if pending.fingerprint != expected {
+            return Err(ResumeError::DispatcherChanged {
+                expected,
+                found: pending.fingerprint.clone(),
+            });
+        }
+        for (id, decision) in decisions {
+            let Some(waiting) = pending.awaiting().find(|a| &a.tool_use_id == id) else {
+                return Err(ResumeError::NotPending {
+                    tool_use_id: id.clone(),
+                });
+            };
+            let actual = input_digest(&waiting.effective_input);
+            let approved = match decision {
+                Approval::Approve {
+                    input_digest: Some(d),
+                    ..
+                } => d,
+                _ => &waiting.input_digest,
+            };
+            if *approved != actual || waiting.input_digest != actual {
+                return Err(ResumeError::DigestMismatch {
+                    tool_use_id: id.clone(),
+                    approved: approved.clone(),
+                    actual,
+                });
+            }
+        }
+        // A waiting call without a decision is checked too: its input is what an expiry
+        // records, and what a later decision will approve.
+        for waiting in pending.awaiting() {
+            let actual = input_digest(&waiting.effective_input);
+            if waiting.input_digest != actual {
+                return Err(ResumeError::DigestMismatch {
+                    tool_use_id: waiting.tool_use_id.clone(),
+                    approved: waiting.input_digest.clone(),
+                    actual,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// One waiting call, ended by `resolution`, through the session's answer memory.
+    pub(crate) async fn resume_call(
+        &self,
+        waiting: &AwaitingCall,
+        resolution: Resolution<'_>,
+    ) -> Result<ToolResult, CallError> {
+        let call = waiting.call();
+        let resumed = Resumed {
+            awaiting: waiting,
+            resolution,
+        };
+        self.remembered_call_in(&call, Mode::Resume(resumed), None)
+            .await
+            .map(|answer| answer.result)
+    }
+
+    /// [`resume_call`](Self::resume_call) for a waiting read resumed with others (`reads.rs`).
+    async fn resume_call_in(
+        &self,
+        waiting: &AwaitingCall,
+        resolution: Resolution<'_>,
+        slot: Option<Slot<'_>>,
+    ) -> Result<ToolResult, CallError> {
+        let call = waiting.call();
+        let resumed = Resumed {
+            awaiting: waiting,
+            resolution,
+        };
+        self.remembered_call_in(&call, Mode::Resume(resumed), slot)
+            .await
+            .map(|answer| answer.result)
+    }
+
+    /// A block after one whose chain halted at resume: an answered one keeps its answer, a
+    /// waiting one is not run (`not_run`, final).
+    async fn after_halt(&self, block: &PendingBlock) -> ToolResult {
+        match block {
+            PendingBlock::Answered { result } => result.clone(),
+            PendingBlock::AwaitingApproval(a) => {
+                let call = a.call();
+                self.not_run_all(&[&call], texts::NOT_RUN_AFTER_HALT).await;
+                ToolResult::error(&a.tool_use_id, texts::not_run(texts::NOT_RUN_AFTER_HALT))
+            }
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! The other APIs' whole turns through a [`Session`]: an OpenAI Chat Completions choice, an
+//! OpenAI Responses response, a Gemini candidate. Each entry point reads the turn's finish
+//! reason with its calls, so the truncation guard cannot be skipped: a turn cut at its output
+//! limit runs nothing (as the Messages API's `max_tokens` does in
+//! [`Session::respond`]), each call audited as `not_run`.
+//!
+//! | entry point | takes | cut when | ids | answer items |
+//! |---|---|---|---|---|
+//! | [`Session::respond_openai_choice`] | a choice (or a chat completion with one) | `finish_reason: "length"` | non-empty, unique | `role: "tool"` messages ([`openai::tool_message`]) |
+//! | [`Session::respond_openai_response`] | a Response | `status: "incomplete"` on it or on a `function_call` item | `call_id` non-empty, unique | `function_call_output` items ([`openai_responses::function_call_output`]) |
+//! | [`Session::respond_gemini_candidate`] | a candidate (or a response with one) | `finishReason: "MAX_TOKENS"` | unique; absent → `gemini-{turn}-{i}` | `functionResponse` parts ([`gemini::function_response`]) |
+//!
+//! Everything else is [`Session::respond`]'s: calls run in order, each id remembered (a retried
+//! turn runs nothing twice), a halt answers every call (its [`Halt::answer`](crate::Halt::answer)
+//! holds Messages API `tool_result` blocks: convert each with the same function as above).
+
+use serde_json::Value;
+
+use crate::content::{ToolResult, ToolUse};
+use crate::error::RespondError;
+use crate::provider::Turn;
+#[cfg(feature = "gemini")]
+use crate::provider::gemini;
+#[cfg(feature = "openai")]
+use crate::provider::{openai, openai_responses};
+use crate::session::Session;
+use crate::session::reply::Reply;
+use crate::texts;
+
+/// What an API's truncation error names.
+struct Api {
+    name: &'static str,
+    limit: &'static str,
+}
+
+impl Session {
+    /// Answers one OpenAI Chat Completions choice: `{"index": 0, "message": {"role":
+    /// "assistant", "tool_calls": [ … ]}, "finish_reason": "tool_calls"}` (or the whole chat
+    /// completion when it has exactly one choice).
+    ///
+    /// [`Reply::Answer`] holds one `{"role": "tool", "tool_call_id": "call_…", "content": "…"}`
+    /// message per tool call, in order ([`openai::tool_message`]), to append after the
+    /// assistant message. A choice without tool calls gets [`Reply::NothingToRun`] with its
+    /// `finish_reason`.
+    ///
+    /// # Errors
+    /// [`RespondError::Truncated`] when `finish_reason` is `"length"` and the message has tool
+    /// calls (nothing runs; each call is audited as `not_run`); [`RespondError::Convert`] when
+    /// the choice cannot be read; [`RespondError::Id`] for an empty or repeated id; and the
+    /// errors of [`respond`](Self::respond).
+    #[cfg(feature = "openai")]
+    pub async fn respond_openai_choice(
+        &self,
+        choice: &Value,
+    ) -> Result<Reply<Vec<Value>>, RespondError> {
+        let turn = openai::choice_turn(choice)?;
+        let api = Api {
+            name: "OpenAI Chat Completions",
+            limit: "max_completion_tokens",
+        };
+        let reply = self.respond_whole(&turn, api).await?;
+        Ok(answer_with(reply, |results| {
+            results.iter().map(openai::tool_message).collect()
+        }))
+    }
+
+    /// Answers one OpenAI Responses API response: `{"id": "resp_…", "status": "completed",
+    /// "output": [{"type": "function_call", "call_id": "call_…", "name": …, "arguments": "…"},
+    /// …]}`.
+    ///
+    /// [`Reply::Answer`] holds one `{"type": "function_call_output", "call_id": "call_…",
+    /// "output": "…"}` item per `function_call`, in order
+    /// ([`openai_responses::function_call_output`]), for the next request's `input`. A response
+    /// without `function_call` items gets [`Reply::NothingToRun`] with its `status`.
+    ///
+    /// # Errors
+    /// [`RespondError::Truncated`] when the response's `status` is `"incomplete"` (its
+    /// `incomplete_details.reason` is named), or a `function_call` item's is, and it has calls:
+    /// nothing runs; each call is audited as `not_run`. Otherwise as
+    /// [`respond_openai_choice`](Self::respond_openai_choice).
+    #[cfg(feature = "openai")]
+    pub async fn respond_openai_response(
+        &self,
+        response: &Value,
+    ) -> Result<Reply<Vec<Value>>, RespondError> {
+        let turn = openai_responses::response_turn(response)?;
+        let api = Api {
+            name: "OpenAI Responses",
+            limit: "max_output_tokens",
+        };
+        let reply = self.respond_whole(&turn, api).await?;
+        Ok(answer_with(reply, |results| {
+            results
+                .iter()
+                .map(openai_responses::function_call_output)
+                .collect()
+        }))
+    }
+
+    /// Answers one Gemini candidate: `{"content": {"role": "model", "parts": [{"functionCall":
+    /// {"name": …, "args": {…}}}, …]}, "finishReason": "STOP"}` (or a `GenerateContentResponse`
+    /// with exactly one candidate). `turn` is the candidate's turn in the host's history (the
+    /// same number when the host retries it): a call without an id gets the id
+    /// `gemini-{turn}-{i}` (`i`: its position among the candidate's calls, from 0), so a retry
+    /// is answered from the session's memory and a later turn's call is a new call.
+    ///
+    /// [`Reply::Answer`] holds one `{"functionResponse": {"name": …, "response": {"output": …}}}`
+    /// part per call, in order ([`gemini::function_response`]; `id` only when Gemini gave one),
+    /// for the next `{"role": "user", "parts": […]}` content. A candidate without calls gets
+    /// [`Reply::NothingToRun`] with its `finishReason`.
+    ///
+    /// # Errors
+    /// [`RespondError::Truncated`] when `finishReason` is `"MAX_TOKENS"` and it has calls:
+    /// nothing runs; each call is audited as `not_run`. Otherwise as
+    /// [`respond_openai_choice`](Self::respond_openai_choice).
+    #[cfg(feature = "gemini")]
+    pub async fn respond_gemini_candidate(
+        &self,
+        candidate: &Value,
+        turn: usize,
+    ) -> Result<Reply<Vec<Value>>, RespondError> {
+        let read = gemini::candidate_turn(candidate, turn)?;
+        let api = Api {
+            name: "Gemini",
+            limit: "maxOutputTokens",
+        };
+        let reply = self.respond_whole(&read, api).await?;
+        Ok(answer_with(reply, |results| {
+            read.items
+                .iter()
+                .zip(results)
+                .map(|(call, result)| gemini::function_response(call, result))
+                .collect()
+        }))
+    }
+
+    /// The part every entry point shares: nothing to run, the truncation guard, then the
+    /// calls, their ids held to the API-neutral rules (non-empty, unique).
+    async fn respond_whole(
+        &self,
+        turn: &Turn<'_>,
+        api: Api,
+    ) -> Result<Reply<Vec<ToolResult>>, RespondError> {
+        if turn.uses.is_empty() {
+            return Ok(Reply::NothingToRun {
+                stop_reason: turn.stop_reason.clone(),
+            });
+        }
+        let uses: Vec<&ToolUse> = turn.uses.iter().collect();
+        if let Some(signal) = &turn.truncated {
+            self.not_run_all(&uses, texts::NOT_RUN_TRUNCATED).await;
+            return Err(RespondError::Truncated {
+                api: api.name,
+                signal: signal.clone(),
+                limit: api.limit,
+                tool_uses: uses.len(),
+            });
+        }
+        Ok(Reply::Answer(self.run_turn(&uses, false).await?))
+    }
+}
+
+fn answer_with(
+    reply: Reply<Vec<ToolResult>>,
+    convert: impl FnOnce(&[ToolResult]) -> Vec<Value>,
+) -> Reply<Vec<Value>> {
+    match reply {
+        Reply::Answer(results) => Reply::Answer(convert(&results)),
+        Reply::NothingToRun { stop_reason } => Reply::NothingToRun { stop_reason },
+        // These turns do not pause (`run_turn` blocks a call that asks); carried over as is.
+        Reply::Pending(p) => Reply::Pending(p),
+    }
+}
