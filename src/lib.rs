@@ -74,7 +74,7 @@
 //!    the pass ends with asks, a person approves: the builder's [`Approver`] inline (a
 //!    deadline; no answer is a denial), or, with none, `respond` pauses the turn
 //!    ([`Reply::Pending`], a [`PendingTurn`] finished later by [`Session::resume`]) and `call`
-//!    blocks it (see the README, "A person's approval").
+//!    blocks it (see `docs/approval.md`).
 //! 5. **Tool**: its value becomes the text (a JSON string is the text itself), a [`Content`]
 //!    its content blocks (images, documents; see [`#[tool]`](#tool)); its error is an
 //!    `is_error` result: the tool's message when it was written for the model, else the generic
@@ -740,3 +740,26 @@ pub mod __private {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The guides' examples (`docs/*.md`), one item per page, compiled and run as doctests
+/// (`cargo test --doc`).
+#[cfg(doctest)]
+mod guides {
+    #[doc = include_str!("../docs/tools.md")]
+    pub struct Tools;
+
+    #[doc = include_str!("../docs/pre-tool-use-chain.md")]
+    pub struct PreToolUseChain;
+
+    #[doc = include_str!("../docs/outcomes.md")]
+    pub struct Outcomes;
+
+    #[doc = include_str!("../docs/approval.md")]
+    pub struct Approval;
+
+    #[doc = include_str!("../docs/deadlines.md")]
+    pub struct Deadlines;
+
+    #[doc = include_str!("../docs/nested-dispatchers.md")]
+    pub struct NestedDispatchers;
+}
