@@ -760,6 +760,24 @@ mod guides {
     #[doc = include_str!("../docs/deadlines.md")]
     pub struct Deadlines;
 
+    #[doc = include_str!("../docs/conversations.md")]
+    pub struct Conversations;
+
+    #[doc = include_str!("../docs/retries.md")]
+    pub struct Retries;
+
     #[doc = include_str!("../docs/nested-dispatchers.md")]
     pub struct NestedDispatchers;
+
+    #[doc = include_str!("../docs/providers.md")]
+    pub struct Providers;
+
+    #[doc = include_str!("../docs/tower.md")]
+    pub struct Tower;
+
+    #[doc = include_str!("../docs/mcp.md")]
+    pub struct Mcp;
+
+    #[doc = include_str!("../docs/claude-code.md")]
+    pub struct ClaudeCode;
 }
