@@ -780,4 +780,16 @@ mod guides {
 
     #[doc = include_str!("../docs/claude-code.md")]
     pub struct ClaudeCode;
+
+    #[doc = include_str!("../docs/audit-trail.md")]
+    pub struct AuditTrail;
+
+    #[doc = include_str!("../docs/opentelemetry.md")]
+    pub struct Opentelemetry;
+
+    #[doc = include_str!("../docs/support-agent.md")]
+    pub struct SupportAgent;
+
+    #[doc = include_str!("../docs/testing.md")]
+    pub struct Testing;
 }
