@@ -50,6 +50,44 @@
 //! }
 //! ```
 //!
+//! # Guides
+//!
+//! The repository's `docs/` folder has one page per subject, each opening with when you need it:
+//!
+//! - [Writing tools][guide-tools]: return types, errors the model reads, content blocks, effects.
+//! - [The PreToolUse chain][guide-pre-tool-use-chain]: decisions, rewrites, ordering, typed hooks.
+//! - [Outcomes][guide-outcomes]: every way a call ends, and what the model reads for each.
+//! - [A person's approval][guide-approval]: `ask`, an inline approver, a paused turn resumed later.
+//! - [Bounds, deadlines and cancellation][guide-deadlines]: limits, deadlines, dropped calls.
+//! - [Conversations][guide-conversations]: whole messages, reads run together, tokens.
+//! - [Ids, retries and the answer memory][guide-retries]: why a retried call never runs twice.
+//! - [Nested dispatchers][guide-nested-dispatchers]: your hooks in front of any `ToolCaller`.
+//! - [Other providers][guide-providers]: OpenAI, Gemini, definitions, strict mode.
+//! - [tower][guide-tower]: the hooks as a `Layer`, a session as a `Service<ToolUse>`.
+//! - [MCP][guide-mcp]: serve a dispatcher over stdio or HTTP, guard a remote server.
+//! - [Claude Code hooks][guide-claude-code]: the same rules as a Claude Code command hook.
+//! - [The audit trail][guide-audit-trail]: the log, sinks, redaction, hash chain, what-if.
+//! - [OpenTelemetry spans][guide-opentelemetry]: one GenAI span per call, one child per hook run.
+//! - [The support agent][guide-support-agent]: the example's options, live mode, its files.
+//! - [Tests and reliability checks][guide-testing]: the test binaries, property tests, fuzzing.
+//!
+//! [guide-tools]: https://github.com/toolgate/toolgate/blob/main/docs/tools.md
+//! [guide-pre-tool-use-chain]: https://github.com/toolgate/toolgate/blob/main/docs/pre-tool-use-chain.md
+//! [guide-outcomes]: https://github.com/toolgate/toolgate/blob/main/docs/outcomes.md
+//! [guide-approval]: https://github.com/toolgate/toolgate/blob/main/docs/approval.md
+//! [guide-deadlines]: https://github.com/toolgate/toolgate/blob/main/docs/deadlines.md
+//! [guide-conversations]: https://github.com/toolgate/toolgate/blob/main/docs/conversations.md
+//! [guide-retries]: https://github.com/toolgate/toolgate/blob/main/docs/retries.md
+//! [guide-nested-dispatchers]: https://github.com/toolgate/toolgate/blob/main/docs/nested-dispatchers.md
+//! [guide-providers]: https://github.com/toolgate/toolgate/blob/main/docs/providers.md
+//! [guide-tower]: https://github.com/toolgate/toolgate/blob/main/docs/tower.md
+//! [guide-mcp]: https://github.com/toolgate/toolgate/blob/main/docs/mcp.md
+//! [guide-claude-code]: https://github.com/toolgate/toolgate/blob/main/docs/claude-code.md
+//! [guide-audit-trail]: https://github.com/toolgate/toolgate/blob/main/docs/audit-trail.md
+//! [guide-opentelemetry]: https://github.com/toolgate/toolgate/blob/main/docs/opentelemetry.md
+//! [guide-support-agent]: https://github.com/toolgate/toolgate/blob/main/docs/support-agent.md
+//! [guide-testing]: https://github.com/toolgate/toolgate/blob/main/docs/testing.md
+//!
 //! # The life of one tool call
 //!
 //! 1. **Normalize**: `input` of `""` or `null` means `{}`; a string holding a JSON object is
@@ -74,7 +112,7 @@
 //!    the pass ends with asks, a person approves: the builder's [`Approver`] inline (a
 //!    deadline; no answer is a denial), or, with none, `respond` pauses the turn
 //!    ([`Reply::Pending`], a [`PendingTurn`] finished later by [`Session::resume`]) and `call`
-//!    blocks it (see the README, "A person's approval").
+//!    blocks it (see the [approval guide][guide-approval]).
 //! 5. **Tool**: its value becomes the text (a JSON string is the text itself), a [`Content`]
 //!    its content blocks (images, documents; see [`#[tool]`](#tool)); its error is an
 //!    `is_error` result: the tool's message when it was written for the model, else the generic
@@ -740,3 +778,56 @@ pub mod __private {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The guides' examples (`docs/*.md`), one item per page, compiled and run as doctests
+/// (`cargo test --doc`).
+#[cfg(doctest)]
+mod guides {
+    #[doc = include_str!("../docs/tools.md")]
+    pub struct Tools;
+
+    #[doc = include_str!("../docs/pre-tool-use-chain.md")]
+    pub struct PreToolUseChain;
+
+    #[doc = include_str!("../docs/outcomes.md")]
+    pub struct Outcomes;
+
+    #[doc = include_str!("../docs/approval.md")]
+    pub struct Approval;
+
+    #[doc = include_str!("../docs/deadlines.md")]
+    pub struct Deadlines;
+
+    #[doc = include_str!("../docs/conversations.md")]
+    pub struct Conversations;
+
+    #[doc = include_str!("../docs/retries.md")]
+    pub struct Retries;
+
+    #[doc = include_str!("../docs/nested-dispatchers.md")]
+    pub struct NestedDispatchers;
+
+    #[doc = include_str!("../docs/providers.md")]
+    pub struct Providers;
+
+    #[doc = include_str!("../docs/tower.md")]
+    pub struct Tower;
+
+    #[doc = include_str!("../docs/mcp.md")]
+    pub struct Mcp;
+
+    #[doc = include_str!("../docs/claude-code.md")]
+    pub struct ClaudeCode;
+
+    #[doc = include_str!("../docs/audit-trail.md")]
+    pub struct AuditTrail;
+
+    #[doc = include_str!("../docs/opentelemetry.md")]
+    pub struct Opentelemetry;
+
+    #[doc = include_str!("../docs/support-agent.md")]
+    pub struct SupportAgent;
+
+    #[doc = include_str!("../docs/testing.md")]
+    pub struct Testing;
+}
