@@ -9,7 +9,7 @@ mod common;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use toolgate::AuditLog;
+use toolgate::audit::AuditLog;
 
 use common::{EXPECTED, FreshIds, TempDir, call, context, keep, limit, poll_ready, result_text};
 

@@ -31,7 +31,7 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use toolgate::{AuditLog, Dispatcher, ToolUse};
+use toolgate::{Dispatcher, ToolUse, audit::AuditLog};
 
 use common::{
     EXPECTED, FreshIds, Side, TempDir, call, context, count_allocs, figure, interleave, keep,
@@ -291,9 +291,10 @@ fn main() {
     ));
     // The chained files verify, whatever the rounds wrote; the unchained file has one line per
     // line of the chained one.
-    let only = toolgate::verify_audit_dir(audit_dir.0.join("only")).expect("read the audit files");
+    let only =
+        toolgate::audit::verify_audit_dir(audit_dir.0.join("only")).expect("read the audit files");
     let chained_lines = match only.calls.status {
-        toolgate::ChainStatus::Ok { lines, .. } => lines,
+        toolgate::audit::ChainStatus::Ok { lines, .. } => lines,
         broken => panic!("the benchmark's audit chain is broken: {broken}"),
     };
     assert!(only.is_ok());
@@ -332,7 +333,8 @@ fn audit_two_threads(calls_per_thread: usize) -> (usize, usize) {
         }
     });
     drop(d);
-    let text = std::fs::read_to_string(dir.0.join(toolgate::AUDIT_LOG_FILE)).unwrap_or_default();
+    let text =
+        std::fs::read_to_string(dir.0.join(toolgate::audit::AUDIT_LOG_FILE)).unwrap_or_default();
     let mut expected: HashSet<(String, String)> = (0..2)
         .flat_map(|t| {
             (0..calls_per_thread).map(move |i| (format!("sess_t{t}"), format!("toolu_t{t}_{i}")))

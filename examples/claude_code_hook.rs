@@ -1,5 +1,5 @@
 //! toolgate's rules in Claude Code: a command hook (PreToolUse, PostToolUse, SessionEnd) that a
-//! team puts in `.claude/settings.json` (the snippet is in the README). It reads one hook
+//! team puts in `.claude/settings.json` (the snippet is in `docs/claude-code.md`). It reads one hook
 //! event on standard input and answers as Claude Code's hooks reference says (see
 //! `toolgate::claude_code`).
 //!
@@ -23,7 +23,7 @@ use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
 
 use toolgate::claude_code::{ClaudeCodeEvent, ClaudeCodeHook};
-use toolgate::{AuditLog, BuildError, Dispatcher};
+use toolgate::{BuildError, Dispatcher, audit::AuditLog};
 
 /// The module path the rules and tools are registered under.
 pub(crate) const HOOK_PATH: &str = module_path!();

@@ -6,8 +6,8 @@
 //! cargo run --example mcp_server --features mcp-http -- --http 127.0.0.1:8765 [--audit DIR]
 //! ```
 //!
-//! An MCP host starts this program and speaks JSON-RPC on its standard input and output (the
-//! README shows a `mcpServers` entry). Every `tools/call` runs through the refunds specialist's
+//! An MCP host starts this program and speaks JSON-RPC on its standard input and output (`docs/mcp.md`
+//! shows a `mcpServers` entry). Every `tools/call` runs through the refunds specialist's
 //! dispatcher (`examples/support_agent/`: the same `#[tool]` functions and `#[pre_hook]` rules,
 //! compiled here as a module), with the identity given on the command line as the trusted
 //! context: the client's arguments never choose the user. The audit log goes to `--audit DIR`
@@ -34,7 +34,7 @@ use std::process::ExitCode;
 
 use toolgate::mcp::McpServer;
 use toolgate::mcp::rmcp::ServiceExt;
-use toolgate::{AuditLog, HookContext};
+use toolgate::{HookContext, audit::AuditLog};
 
 #[allow(dead_code, unused_imports)]
 #[path = "support_agent/main.rs"]

@@ -92,7 +92,7 @@
 //!
 //! 1. **Normalize**: `input` of `""` or `null` means `{}`; a string holding a JSON object is
 //!    parsed once; anything else that is not an object is `invalid_input`. Inputs larger or
-//!    deeper than the [`Limits`] are `invalid_input` too.
+//!    deeper than the [`Limits`](crate::dispatch::Limits) are `invalid_input` too.
 //! 2. **Look up** the name among the dispatcher's tools (a filtered-out tool is unknown).
 //! 3. **Validate** by deserializing into the tool's argument type; unknown fields are
 //!    `invalid_input` (the schema says `additionalProperties: false`) unless the tool opts out.
@@ -109,24 +109,24 @@
 //!    rewrite back to an input the call already had, or more than 8 rewrites, halts as
 //!    `hook_failed`. An error, a panic or a deadline halts the agent with [`Halt`] (fail
 //!    closed: the tool does not run). [`Decision::Ask`] goes on too (a later deny wins); when
-//!    the pass ends with asks, a person approves: the builder's [`Approver`] inline (a
+//!    the pass ends with asks, a person approves: the builder's [`Approver`](crate::approval::Approver) inline (a
 //!    deadline; no answer is a denial), or, with none, `respond` pauses the turn
-//!    ([`Reply::Pending`], a [`PendingTurn`] finished later by [`Session::resume`]) and `call`
+//!    ([`Reply::Pending`], a [`PendingTurn`](crate::approval::PendingTurn) finished later by [`Session::resume`]) and `call`
 //!    blocks it (see the [approval guide][guide-approval]).
-//! 5. **Tool**: its value becomes the text (a JSON string is the text itself), a [`Content`]
+//! 5. **Tool**: its value becomes the text (a JSON string is the text itself), a [`Content`](crate::content::Content)
 //!    its content blocks (images, documents; see [`#[tool]`](#tool)); its error is an
 //!    `is_error` result: the tool's message when it was written for the model, else the generic
-//!    [`INTERNAL_ERROR_MESSAGE`] with the error in the audit line's `detail` (see
+//!    [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE) with the error in the audit line's `detail` (see
 //!    [What the model reads when a tool fails](#what-the-model-reads-when-a-tool-fails)); a
 //!    panic is caught.
-//! 6. **PostToolUse observers** see a read-only [`CallRecord`], whatever the outcome; the
-//!    [`AuditLog`] runs last.
+//! 6. **PostToolUse observers** see a read-only [`CallRecord`](crate::audit::CallRecord), whatever the outcome; the
+//!    [`AuditLog`](crate::audit::AuditLog) runs last.
 //! 7. **Stop**: [`Session::end`] (or dropping the session) runs the Stop hooks once.
 //!
 //! | outcome | tool ran | `is_error` | content starts with |
 //! |---|---|---|---|
 //! | `ok` | yes | false | the tool's output |
-//! | `tool_error` | yes | true | the tool's message for the model, or the generic [`INTERNAL_ERROR_MESSAGE`] |
+//! | `tool_error` | yes | true | the tool's message for the model, or the generic [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE) |
 //! | `panicked` | yes | true | a generic failure message |
 //! | `tool_timeout` | yes, cut | true | a message naming the deadline |
 //! | `blocked` | no | true | `BLOCKED: ` |
@@ -149,7 +149,7 @@
 //! |---|---|
 //! | `String`, `&'static str`, any value that serializes to a JSON string | the text itself: `"15 degrees"` |
 //! | `()` | the empty text `""` |
-//! | [`Content`] | its blocks: `[{"type": "text", …}, {"type": "image", …}, {"type": "document", …}]`; no blocks: no `content` |
+//! | [`Content`](crate::content::Content) | its blocks: `[{"type": "text", …}, {"type": "image", …}, {"type": "document", …}]`; no blocks: no `content` |
 //! | anything else `Serialize` (a struct, a map, a number, `serde_json::Value`) | its compact JSON text: `{"id":"o_1","amount_cents":2599}` |
 //!
 //! When `T` also implements `JsonSchema` and its schema is an object (a struct, a map), the
@@ -162,7 +162,8 @@
 //!
 //! ```standalone_crate
 //! use serde_json::json;
-//! use toolgate::{Content, Dispatcher, HookContext, Image, ToolError, ToolUse, tool};
+//! use toolgate::content::{Content, Image};
+//! use toolgate::{Dispatcher, HookContext, ToolError, ToolUse, tool};
 //!
 //! /// A 1×1 PNG, base64 (a real tool renders one, or reads it from storage).
 //! const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
@@ -201,7 +202,7 @@
 //! A block's base64 must be plain standard base64 and a URL `https://…`: a bad block makes the
 //! call an internal `tool_error` (the reason goes to the audit line's `detail`), so it never
 //! makes the API refuse the whole request. Images count against the result limit
-//! ([`Limits`], 256 KiB by default) as their base64: one that does not fit is left out whole
+//! ([`Limits`](crate::dispatch::Limits), 256 KiB by default) as their base64: one that does not fit is left out whole
 //! with a note, never cut, so raise the limit for tools that return images. OpenAI Chat
 //! Completions and Gemini take text only: an image or a PDF reaches them as a note naming what
 //! was left out (see [`provider`]).
@@ -236,7 +237,7 @@
 //!   value of the input type passes the dispatcher and every non-strict target's schema, and
 //!   every value a strict definition admits deserializes.
 //! - **Injected parameters** are told apart by type, never by name: `&HookContext` (the session's
-//!   trusted context) and `State<T>` (state given to [`DispatcherBuilder::state`]). They are
+//!   trusted context) and `State<T>` (state given to [`DispatcherBuilder::state`](crate::dispatch::DispatcherBuilder::state)). They are
 //!   not in the schema. A type that reads like one but is not toolgate's does not compile.
 //! - `#[tool(allow_unknown_fields)]` drops `additionalProperties: false` and accepts (and
 //!   ignores) unknown input fields.
@@ -245,27 +246,27 @@
 //!   its schema fits and the providers' limits allow ([`provider`] module docs, "Strict limits").
 //!   `false` keeps it out of strict mode ([`Dispatcher::non_strict_tools`] lists it); `true`
 //!   keeps it strict and admits it first, never demoted: a flat parameter that is a map or a
-//!   tuple is a compile error, and [`DispatcherBuilder::build`] fails when a strict target
+//!   tuple is a compile error, and [`DispatcherBuilder::build`](crate::dispatch::DispatcherBuilder::build) fails when a strict target
 //!   cannot take its schema strict or the `strict = true` tools are over a limit together
-//!   ([`BuildProblem::CannotBeStrict`], [`BuildProblem::StrictLimit`]).
+//!   ([`BuildProblem::CannotBeStrict`](crate::dispatch::BuildProblem::CannotBeStrict), [`BuildProblem::StrictLimit`](crate::dispatch::BuildProblem::StrictLimit)).
 //! - `#[tool(input_examples = path)]` (or `= "path"`): a `fn() -> Vec<serde_json::Value>` giving
 //!   Anthropic `input_examples`, sent after the tool's `input_schema` in the Anthropic entries.
-//!   [`DispatcherBuilder::build`] checks each one as a call's input is checked and fails with
-//!   [`BuildProblem::InvalidInputExample`] naming the tool, the example's index and the problem
+//!   [`DispatcherBuilder::build`](crate::dispatch::DispatcherBuilder::build) checks each one as a call's input is checked and fails with
+//!   [`BuildProblem::InvalidInputExample`](crate::dispatch::BuildProblem::InvalidInputExample) naming the tool, the example's index and the problem
 //!   (the API refuses a request with an invalid example).
 //! - `#[tool(timeout_ms = N)]` (async tools only) sets the tool's deadline instead of the
 //!   dispatcher's (60 s by default): past it, `tool_timeout`.
 //! - `#[tool(errors = "shown")]`: the tool's error type's `Display` is written for the model,
 //!   which reads it (its `source()` chain still goes to `detail`). `"shown"` is the only value.
 //! - `#[tool(effect = "read")]` / `#[tool(effect = "write")]`: what the tool does to the world
-//!   ([`Effect`]; MCP's `readOnlyHint`), with MCP's optional hints on it: `destructive`,
+//!   ([`Effect`](crate::dispatch::Effect); MCP's `readOnlyHint`), with MCP's optional hints on it: `destructive`,
 //!   `idempotent` (write only) and `open_world`, each a flag or `= true | false`
 //!   (`destructiveHint`, `idempotentHint`, `openWorldHint`; one left out is left out of the
 //!   annotations, so a client reads MCP's cautious default). **A `write` tool must be guarded**:
-//!   [`DispatcherBuilder::build`] fails with [`BuildProblem::UnguardedWrite`] naming it when no
+//!   [`DispatcherBuilder::build`](crate::dispatch::DispatcherBuilder::build) fails with [`BuildProblem::UnguardedWrite`](crate::dispatch::BuildProblem::UnguardedWrite) naming it when no
 //!   PreToolUse hook of the dispatcher matches it, unless it says why it needs none with
 //!   `unguarded = "…reason…"`, which is appended to the function's rustdoc (with the effect) and
-//!   answered by [`Dispatcher::unguarded_reason`]. [`DispatcherBuilder::undeclared_effects_are_writes`]
+//!   answered by [`Dispatcher::unguarded_reason`]. [`DispatcherBuilder::undeclared_effects_are_writes`](crate::dispatch::DispatcherBuilder::undeclared_effects_are_writes)
 //!   counts every tool without an `effect` as `write`. The effect is exposed by
 //!   [`Dispatcher::tool_effect`].
 //! - `#[tool(input = Name)]` (flat form only): the generated argument struct is emitted beside
@@ -281,7 +282,7 @@
 //!   The signature declares its input, so hooks name it in `tools = [...]` and see its input
 //!   validated as for any tool; its schema is open (unknown fields are accepted, so a field the
 //!   host adds does not refuse every call); the body is never called, and a dispatcher asked
-//!   to run it answers `tool_error` with [`EXTERNAL_TOOL_MESSAGE`] ([`ToolDef::external`] by
+//!   to run it answers `tool_error` with [`EXTERNAL_TOOL_MESSAGE`](crate::content::EXTERNAL_TOOL_MESSAGE) ([`ToolDef::external`](crate::dispatch::ToolDef::external) by
 //!   hand). See `claude_code` (feature `claude-code`).
 //! - `#[tool(crate = path)]` for crates that re-export toolgate under another path.
 //!
@@ -304,8 +305,8 @@
 //! | the tool's error | the model reads | the audit line's `detail` |
 //! |---|---|---|
 //! | [`ToolError::new`]`(text)`, a `String`, a `&str` | the text | – |
-//! | any `std::error::Error` (with `?` into `ToolError`, or as the tool's `E`), `Box<dyn Error>`, [`ToolError::internal`] | [`INTERNAL_ERROR_MESSAGE`] | its `Display` and `source()` chain, joined with `": "` |
-//! | a `Display`-only type such as `anyhow::Error` as the tool's `E` | [`INTERNAL_ERROR_MESSAGE`] | its alternate form `{:#}` (anyhow's whole chain) |
+//! | any `std::error::Error` (with `?` into `ToolError`, or as the tool's `E`), `Box<dyn Error>`, [`ToolError::internal`] | [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE) | its `Display` and `source()` chain, joined with `": "` |
+//! | a `Display`-only type such as `anyhow::Error` as the tool's `E` | [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE) | its alternate form `{:#}` (anyhow's whole chain) |
 //! | [`ToolError::for_model`]`(e)`, or any error of a `#[tool(errors = "shown")]` tool | `e`'s `Display` | its `source()` chain |
 //!
 //! Rust's coherence rules forbid a per-type `From<MyError> for ToolError` beside the blanket
@@ -315,7 +316,8 @@
 //!
 //! ```standalone_crate
 //! use serde_json::json;
-//! use toolgate::{Dispatcher, HookContext, INTERNAL_ERROR_MESSAGE, ToolError, ToolUse, tool};
+//! use toolgate::content::INTERNAL_ERROR_MESSAGE;
+//! use toolgate::{Dispatcher, HookContext, ToolError, ToolUse, tool};
 //!
 //! /// The database driver's error: its text names the DSN, password included.
 //! #[derive(Debug)]
@@ -398,11 +400,11 @@
 //!   `Result<Decision<T>, E>`): a rewrite is a `T`, serialized back to the input (so `T:
 //!   Serialize`), then authorized again like any rewrite; a rewrite of another type does not
 //!   compile. The tools it applies to follow from `T`: every tool of the builder that takes
-//!   `T`, narrowed by `tools = [...]` when given. [`DispatcherBuilder::build`] fails with
-//!   [`BuildProblem::NoToolTakesHookInput`] when no tool takes `T`, and with
-//!   [`BuildProblem::HookInputMismatch`] when `tools` names a tool whose input is another type.
+//!   `T`, narrowed by `tools = [...]` when given. [`DispatcherBuilder::build`](crate::dispatch::DispatcherBuilder::build) fails with
+//!   [`BuildProblem::NoToolTakesHookInput`](crate::dispatch::BuildProblem::NoToolTakesHookInput) when no tool takes `T`, and with
+//!   [`BuildProblem::HookInputMismatch`](crate::dispatch::BuildProblem::HookInputMismatch) when `tools` names a tool whose input is another type.
 //!   A rule that reads the same fields of several tools with different inputs stays a `&ToolUse`
-//!   hook. By hand: [`PreHookDef::typed`], [`PreHookDef::typed_async`].
+//!   hook. By hand: [`PreHookDef::typed`](crate::dispatch::PreHookDef::typed), [`PreHookDef::typed_async`](crate::dispatch::PreHookDef::typed_async).
 //! - `#[post_hook]`, `#[post_hook(tools = [a])]`: `&HookContext`, `&CallRecord`, `State<T>`;
 //!   returns `()` or `Result<(), E: Display>`; sync or async. It observes and cannot change the
 //!   result.
@@ -430,11 +432,11 @@
 //! A PreToolUse hook returns [`Decision::ask`]`(reason)` when a person must approve the call;
 //! the chain goes on (a later deny wins). Two host modes:
 //!
-//! - **Inline**: [`DispatcherBuilder::approver`] gives an [`Approver`] that answers while the
-//!   call waits ([`Approval::approve`], [`Approval::deny`], [`Approval::edit`]), within
-//!   [`DispatcherBuilder::approval_timeout`] (5 minutes by default; no answer is a denial).
+//! - **Inline**: [`DispatcherBuilder::approver`](crate::dispatch::DispatcherBuilder::approver) gives an [`Approver`](crate::approval::Approver) that answers while the
+//!   call waits ([`Approval::approve`](crate::approval::Approval::approve), [`Approval::deny`](crate::approval::Approval::deny), [`Approval::edit`](crate::approval::Approval::edit)), within
+//!   [`DispatcherBuilder::approval_timeout`](crate::dispatch::DispatcherBuilder::approval_timeout) (5 minutes by default; no answer is a denial).
 //! - **Durable pause**: without one, [`Session::respond`] answers the other blocks and returns
-//!   [`Reply::Pending`]; the [`PendingTurn`] is JSON the host stores, and
+//!   [`Reply::Pending`]; the [`PendingTurn`](crate::approval::PendingTurn) is JSON the host stores, and
 //!   [`Session::resume`] (in any process, same session and user, same
 //!   [`Dispatcher::fingerprint`]) finishes it with the person's decisions.
 //!
@@ -443,10 +445,9 @@
 //! ```
 //! use std::collections::BTreeMap;
 //! use serde_json::json;
-//! use toolgate::{
-//!     Approval, ApprovalRequest, Approver, BoxFuture, Decision, Dispatcher, HookContext,
-//!     PendingTurn, PreHookDef, Reply, ToolDef, ToolUse,
-//! };
+//! use toolgate::approval::{Approval, ApprovalRequest, Approver, PendingTurn};
+//! use toolgate::dispatch::{BoxFuture, PreHookDef, ToolDef};
+//! use toolgate::{Decision, Dispatcher, HookContext, Reply, ToolUse};
 //!
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]
 //! struct Refund {
@@ -503,7 +504,7 @@
 //! # Other providers
 //!
 //! One canonical schema per tool, one transform per target:
-//! [`Dispatcher::tool_definitions_for`] gives the `tools` entries for each [`Provider`]
+//! [`Dispatcher::tool_definitions_for`] gives the `tools` entries for each [`Provider`](crate::provider::Provider)
 //! (Anthropic, Anthropic strict, OpenAI Chat Completions and Responses, Gemini
 //! `functionDeclarations`, MCP `tools/list`), and [`provider`] converts each API's tool calls
 //! into [`ToolUse`] blocks and [`ToolResult`]s back into its result format, so the same hooks
@@ -514,7 +515,8 @@
 //!
 //! ```standalone_crate
 //! use serde_json::json;
-//! use toolgate::{Dispatcher, HookContext, Provider, provider, tool};
+//! use toolgate::provider::Provider;
+//! use toolgate::{Dispatcher, HookContext, provider, tool};
 //!
 //! /// Gets the current weather in a city.
 //! #[tool]
@@ -546,12 +548,12 @@
 //!
 //! # Wrapped callers and schemas toolgate did not derive
 //!
-//! A wrapped [`ToolCaller`] (an MCP client, a remote server, another dispatcher) brings its own
+//! A wrapped [`ToolCaller`](crate::dispatch::ToolCaller) (an MCP client, a remote server, another dispatcher) brings its own
 //! `input_schema`, sent as given. At `build()` it is checked against the meta-schema of the
 //! draft it names in `$schema` (2020-12 when none; 2019-09, 07, 06 and 04 too), as is every
 //! `#[schemars(schema_with = …)]` part of a `#[tool]`'s schema: a keyword of the wrong kind
 //! (`{"type": "strin"}`), a `$ref` that points to nothing or outside the schema, an unknown
-//! `$schema` is a [`BuildProblem::InvalidSchema`] naming the tool and the keyword, and the
+//! `$schema` is a [`BuildProblem::InvalidSchema`](crate::dispatch::BuildProblem::InvalidSchema) naming the tool and the keyword, and the
 //! schema is never sent. The caller's inputs are then validated against its schema by the same
 //! walk that explains invalid inputs, every validation keyword included (`minLength`,
 //! `maxLength`, `multipleOf`, `uniqueItems`, `exclusiveMinimum`, `dependentRequired`, `not`,
@@ -570,7 +572,8 @@
 //! use schemars::JsonSchema;
 //! use serde::Serialize;
 //! use serde_json::json;
-//! use toolgate::{Dispatcher, HookContext, Provider, ToolUse, provider::mcp, tool};
+//! use toolgate::provider::{Provider, mcp};
+//! use toolgate::{Dispatcher, HookContext, ToolUse, tool};
 //!
 //! /// Current weather data.
 //! #[derive(Serialize, JsonSchema)]
@@ -618,24 +621,24 @@
 //! [`Reply::Answer`] with the user message to send next (one `tool_result` per `tool_use`, in
 //! order), or [`Reply::NothingToRun`] with the message's `stop_reason` when it has no
 //! `tool_use` (`end_turn`, `stop_sequence`, `refusal`, `pause_turn`): the API refuses an empty
-//! user message, so none is made. [`Conversation`] keeps the next request's `messages`; its
+//! user message, so none is made. [`Conversation`](crate::content::Conversation) keeps the next request's `messages`; its
 //! `push_response` keeps an API response's `role` and `content` only ([`Message::request_turn`]),
 //! since the API refuses `id`, `model`, `usage`, … in a request.
 //!
-//! - **Ids** ([`IdRule`]): `respond` runs a message only when every `tool_use` id matches the
+//! - **Ids** ([`IdRule`](crate::content::IdRule)): `respond` runs a message only when every `tool_use` id matches the
 //!   Messages API's `^[a-zA-Z0-9_-]+$` and is unique in it; otherwise nothing runs, every block
 //!   is audited as `not_run`, and [`RespondError::Id`] names the id and the rule. [`Session::call`]
 //!   serves every API (MCP request ids, OpenAI call ids), so it refuses only an empty id.
 //! - **Retries**: a session remembers every id it answered, with a SHA-256 of its input, in an
-//!   [`AnswerStore`] (in memory by default, bounded: [`MemoryAnswerStore`]; a host's database
+//!   [`AnswerStore`](crate::store::AnswerStore) (in memory by default, bounded: [`MemoryAnswerStore`](crate::store::MemoryAnswerStore); a host's database
 //!   through [`Dispatcher::session_with_store`]). An id seen again with the same input is
 //!   answered from memory without running hooks or the tool (its audit line says
 //!   `"replay": true`; counts leave it out); while the first attempt still runs it is refused
 //!   as in progress ([`CallError::InProgress`]: wait, then retry); with another input it is
 //!   refused ([`CallError::IdReused`]); a call cancelled after its tool started is answered
 //!   "not run again". A block that halted or was `not_run` was not answered: a retry runs it.
-//! - **Tokens**: [`Session::add_usage`] adds one response's tokens ([`Usage::of_response`]
-//!   reads its `usage`) to [`SessionSummary::usage`], which the Stop hooks receive and the
+//! - **Tokens**: [`Session::add_usage`] adds one response's tokens ([`Usage::of_response`](crate::content::Usage::of_response)
+//!   reads its `usage`) to [`SessionSummary::usage`](crate::audit::SessionSummary::usage), which the Stop hooks receive and the
 //!   audit log's summary line carries (only when some were added), so a session can be priced.
 //!   The support agent's `--live` mode adds every response's.
 //! - **Other APIs**: [`Session::respond_openai_choice`], [`Session::respond_openai_response`]
@@ -646,21 +649,21 @@
 //!
 //! # Bounds, deadlines and cancellation
 //!
-//! - **Bounds** ([`Limits`], set with [`DispatcherBuilder::limits`]): an input over 1 MiB of
+//! - **Bounds** ([`Limits`](crate::dispatch::Limits), set with [`DispatcherBuilder::limits`](crate::dispatch::DispatcherBuilder::limits)): an input over 1 MiB of
 //!   compact JSON or nested deeper than 32 levels is `invalid_input` before any hook or tool sees
 //!   it (a hook's rewrite is held to the same bounds); a result over 256 KiB is cut with a
 //!   marker, and the audit line's `content_bytes` keeps its full size. An image or a document
 //!   that does not fit is left out whole, never cut, and the marker names it.
 //! - **Deadlines, on by default**: an async PreToolUse hook gets 10 s
-//!   ([`DispatcherBuilder::DEFAULT_HOOK_TIMEOUT`]), an async tool or wrapped caller 60 s
-//!   ([`DispatcherBuilder::DEFAULT_TOOL_TIMEOUT`], the MCP SDKs' request timeout), unless it
+//!   ([`DispatcherBuilder::DEFAULT_HOOK_TIMEOUT`](crate::dispatch::DispatcherBuilder::DEFAULT_HOOK_TIMEOUT)), an async tool or wrapped caller 60 s
+//!   ([`DispatcherBuilder::DEFAULT_TOOL_TIMEOUT`](crate::dispatch::DispatcherBuilder::DEFAULT_TOOL_TIMEOUT), the MCP SDKs' request timeout), unless it
 //!   sets its own (`timeout_ms = N`) or the builder another default
-//!   ([`DispatcherBuilder::hook_timeout`], [`DispatcherBuilder::tool_timeout`]). A PreToolUse
+//!   ([`DispatcherBuilder::hook_timeout`](crate::dispatch::DispatcherBuilder::hook_timeout), [`DispatcherBuilder::tool_timeout`](crate::dispatch::DispatcherBuilder::tool_timeout)). A PreToolUse
 //!   hook past its deadline halts the agent with `hook_timeout` (never a denial); a tool past
-//!   its deadline is `tool_timeout`. No runtime is needed: every dispatcher has a [`Timer`]
-//!   (`futures-timer`'s one helper thread); [`DispatcherBuilder::timer`] puts the sleeps on
+//!   its deadline is `tool_timeout`. No runtime is needed: every dispatcher has a [`Timer`](crate::dispatch::Timer)
+//!   (`futures-timer`'s one helper thread); [`DispatcherBuilder::timer`](crate::dispatch::DispatcherBuilder::timer) puts the sleeps on
 //!   another (the `tokio` feature, off by default, adds `TokioTimer`). Turning a default off
-//!   takes [`DispatcherBuilder::allow_hanging_hooks`] / [`DispatcherBuilder::allow_hanging_tools`].
+//!   takes [`DispatcherBuilder::allow_hanging_hooks`](crate::dispatch::DispatcherBuilder::allow_hanging_hooks) / [`DispatcherBuilder::allow_hanging_tools`](crate::dispatch::DispatcherBuilder::allow_hanging_tools).
 //!   **Sync code cannot be cut**: a deadline stops async code at an `.await` that yields, and a
 //!   sync hook or tool (or async code that blocks its thread) runs to its end. A timer that
 //!   panics fails closed.
@@ -671,9 +674,9 @@
 //!
 //! # Wrapping: nested dispatchers
 //!
-//! [`DispatcherBuilder::wrap`] builds a dispatcher around a [`ToolCaller`] it owns (another
+//! [`DispatcherBuilder::wrap`](crate::dispatch::DispatcherBuilder::wrap) builds a dispatcher around a [`ToolCaller`](crate::dispatch::ToolCaller) it owns (another
 //! [`Dispatcher`], a subagent, an MCP client): its tools become the outer dispatcher's, reached
-//! only through the outer hooks. A caller answers with a [`CallAnswer`] (the `tool_result`,
+//! only through the outer hooks. A caller answers with a [`CallAnswer`](crate::dispatch::CallAnswer) (the `tool_result`,
 //! its outcome, the hook at fault, the operator detail), so the outer audit line keeps the inner
 //! truth: a denial inside is `blocked` with the inner hook's path in `blocked_by`, and
 //! `invalid_input`, `unknown_tool`, `panicked`, `tool_timeout` carry over with the inner
@@ -683,7 +686,7 @@
 //!
 //! With the `tower` feature, `toolgate::tower::HooksLayer` puts a dispatcher's hooks in front of any
 //! `Clone` `Service<ToolUse>` that says which tools it serves, and `tower::SessionService`
-//! makes a session a `Service<ToolUse>` (response [`CallAnswer`], error [`CallError`], `'static`
+//! makes a session a `Service<ToolUse>` (response [`CallAnswer`](crate::dispatch::CallAnswer), error [`CallError`], `'static`
 //! futures), so tower's timeouts, concurrency limits, retries and rate limits stack inside or
 //! outside toolgate's. A tower timeout outside drops the call (`cancelled`); inside, its error
 //! is the call's `tool_error`; the table is in the `tower` module's docs.
@@ -694,7 +697,7 @@
 //! MCP (`tools/list` with each tool's effect as `annotations`; every `tools/call` through a
 //! [`Session`], with the trusted [`HookContext`] built by the host from the request, never from
 //! the arguments; every failure an `isError` result with the Messages API text), and
-//! `toolgate::mcp::McpGuard` makes a connection to a remote MCP server a [`ToolCaller`], so a
+//! `toolgate::mcp::McpGuard` makes a connection to a remote MCP server a [`ToolCaller`](crate::dispatch::ToolCaller), so a
 //! dispatcher puts its hooks in front of it. `examples/mcp_server.rs` serves the support agent
 //! over stdio; the module docs have the table of results. With `mcp-http`, the same server is
 //! rmcp's streamable HTTP service (`McpServer::streamable_http_service`, a tower service for
@@ -713,25 +716,25 @@
 //!
 //! # The audit trail
 //!
-//! [`AuditLog::open`] appends one line per `tool_use` to `dir/audit_log.jsonl` and one per
-//! session to `dir/session_summaries.jsonl` (members listed on [`AuditRecord`] and
-//! [`SummaryRecord`]; `tier` comes from the context, absent when it has none).
-//! [`AuditLog::builder`] adds [`AuditSink`]s (a database, a log pipeline: each receives the same
-//! record) and a [`Redaction`] (JSON pointers per tool into `input` and `effective_input`,
-//! functions over `content` and `detail` such as [`mask_card_numbers`] and [`mask_emails`])
+//! [`AuditLog::open`](crate::audit::AuditLog::open) appends one line per `tool_use` to `dir/audit_log.jsonl` and one per
+//! session to `dir/session_summaries.jsonl` (members listed on [`AuditRecord`](crate::audit::AuditRecord) and
+//! [`SummaryRecord`](crate::audit::SummaryRecord); `tier` comes from the context, absent when it has none).
+//! [`AuditLog::builder`](crate::audit::AuditLog::builder) adds [`AuditSink`](crate::audit::AuditSink)s (a database, a log pipeline: each receives the same
+//! record) and a [`Redaction`](crate::audit::Redaction) (JSON pointers per tool into `input` and `effective_input`,
+//! functions over `content` and `detail` such as [`mask_card_numbers`](crate::audit::mask_card_numbers) and [`mask_emails`](crate::audit::mask_emails))
 //! applied before any sink sees a record. Every line ends with `prev`, the SHA-256 of the line
 //! before it in the same file: `verify_audit_dir` (feature `audit-verify`) names the first line
 //! edited, deleted, inserted or reordered (the rule, with reopening, rotation and several
-//! writer processes, is under "The hash chain" in [`AuditLog`]'s docs).
+//! writer processes, is under "The hash chain" in [`AuditLog`](crate::audit::AuditLog)'s docs).
 //!
 //! # Registration and linking
 //!
 //! The macros register with `inventory` (linkme's `#[link_section]` statics are refused under
-//! `#![forbid(unsafe_code)]`). [`DispatcherBuilder::registered`] takes every registered item of
-//! the linked crates; [`DispatcherBuilder::registered_under`] the items under one module path
-//! (a specialist); [`DispatcherBuilder::item`] one item by full path. A registered hook whose
+//! `#![forbid(unsafe_code)]`). [`DispatcherBuilder::registered`](crate::dispatch::DispatcherBuilder::registered) takes every registered item of
+//! the linked crates; [`DispatcherBuilder::registered_under`](crate::dispatch::DispatcherBuilder::registered_under) the items under one module path
+//! (a specialist); [`DispatcherBuilder::item`](crate::dispatch::DispatcherBuilder::item) one item by full path. A registered hook whose
 //! tools are all filtered out of a dispatcher is left out of it; a hook given explicitly
-//! ([`DispatcherBuilder::pre_hook`], [`DispatcherBuilder::post_hook`]) whose tools are all
+//! ([`DispatcherBuilder::pre_hook`](crate::dispatch::DispatcherBuilder::pre_hook), [`DispatcherBuilder::post_hook`](crate::dispatch::DispatcherBuilder::post_hook)) whose tools are all
 //! absent, or any hook with an empty tool list, fails the build: a guard is never dropped
 //! silently. Items in a library crate
 //! are only linked when the binary uses that crate: if nothing else names it, write
@@ -769,8 +772,9 @@ pub mod __private {
     pub use serde_json;
     pub use toolgate_core::macro_support::*;
     pub use toolgate_core::{
-        CallRecord, Decision, Effect, HookError, PostHookDef, PreHookDef, SessionSummary,
-        StopHookDef, ToolDef, ToolError, ToolUse,
+        Decision, ToolError, ToolUse,
+        audit::{CallRecord, SessionSummary},
+        dispatch::{Effect, HookError, PostHookDef, PreHookDef, StopHookDef, ToolDef},
     };
 }
 

@@ -12,8 +12,9 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 use toolgate::claude_code::{ClaudeCodeHook, HOOK_PANIC_MESSAGE, RewriteAnswer};
 use toolgate::{
-    AuditLog, Clock, Decision, Dispatcher, HookError, PreHookDef, SessionSummary, StopHookDef,
-    ToolDef, ToolUse,
+    Decision, Dispatcher, ToolUse,
+    audit::{AuditLog, SessionSummary},
+    dispatch::{Clock, HookError, PreHookDef, StopHookDef, ToolDef},
 };
 
 mod support;

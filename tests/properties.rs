@@ -63,9 +63,11 @@ use support::{
     TempDir, any_json, assistant, quiet_injected_panics, short_text, tool_timeout_text,
 };
 use toolgate::{
-    AuditLog, BoxFuture, CallRecord, ContentBlock, Decision, Dispatcher, Env, HookContext,
-    HookError, INTERNAL_ERROR_MESSAGE, Limits, Message, Outcome, PostHookDef, PreHookDef, Reply,
-    RespondError, Role, StopHookDef, TextBlock, ToolDef, ToolError, ToolResult, ToolUse,
+    CallError, Decision, Dispatcher, HookContext, Message, Reply, RespondError, ToolError,
+    ToolResult, ToolUse,
+    audit::{AuditLog, CallRecord, Outcome},
+    content::{ContentBlock, INTERNAL_ERROR_MESSAGE, Role, TextBlock},
+    dispatch::{BoxFuture, Env, HookError, Limits, PostHookDef, PreHookDef, StopHookDef, ToolDef},
 };
 
 fn cases(default: u32) -> u32 {
@@ -1466,7 +1468,7 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
                 hook,
                 detail,
             },
-            Err(RespondError::Halt(h)),
+            Err(RespondError::Call(CallError::Halt(h))),
         ) => {
             prop_assert_eq!(h.outcome, *outcome);
             prop_assert_eq!(&h.hook, hook);

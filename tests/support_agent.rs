@@ -10,7 +10,9 @@ use std::time::SystemTime;
 
 use serde_json::{Value, json};
 use toolgate::{
-    AuditLog, Clock, Dispatcher, Effect, HookContext, Outcome, Session, State, ToolUse,
+    Dispatcher, HookContext, Session, State, ToolUse,
+    audit::{AuditLog, Outcome},
+    dispatch::{Clock, Effect},
 };
 
 mod support;
@@ -412,10 +414,10 @@ fn every_bundled_transcript_replays_with_its_expected_outcomes_results_and_audit
         }
         // The files' hash chain verifies, every line counted.
         let (_, last) = support::chained_lines(&dir.path().join("audit_log.jsonl"), support::ZEROS);
-        let verified = toolgate::verify_audit_dir(dir.path()).unwrap();
+        let verified = toolgate::audit::verify_audit_dir(dir.path()).unwrap();
         assert_eq!(
             verified.calls.status,
-            toolgate::ChainStatus::Ok {
+            toolgate::audit::ChainStatus::Ok {
                 lines: expected.len() as u64,
                 last_hash: last
             }
@@ -1317,7 +1319,7 @@ fn the_refunds_specialist_without_the_rules_on_issue_refund_does_not_build() {
         .expect_err("issue_refund has no rule left");
     assert_eq!(
         err.problems,
-        vec![toolgate::BuildProblem::UnguardedWrite {
+        vec![toolgate::dispatch::BuildProblem::UnguardedWrite {
             tool: "issue_refund".into(),
             path: path("tools::issue_refund"),
             declared: true,
@@ -1482,12 +1484,12 @@ fn iso_weeks_start_on_monday_utc_and_cross_years() {
 /// Approves every call a rule asks about, as `lead@shop.example`.
 struct ApproveAll;
 
-impl toolgate::Approver for ApproveAll {
+impl toolgate::approval::Approver for ApproveAll {
     fn approve<'a>(
         &'a self,
-        _request: toolgate::ApprovalRequest<'a>,
-    ) -> toolgate::BoxFuture<'a, toolgate::Approval> {
-        Box::pin(async { toolgate::Approval::approve("lead@shop.example") })
+        _request: toolgate::approval::ApprovalRequest<'a>,
+    ) -> toolgate::dispatch::BoxFuture<'a, toolgate::approval::Approval> {
+        Box::pin(async { toolgate::approval::Approval::approve("lead@shop.example") })
     }
 }
 
@@ -1861,7 +1863,7 @@ fn the_refund_tool_shows_the_ledgers_refusal_and_keeps_its_internal_errors_from_
     let dispatcher = Dispatcher::builder()
         .items([format!("{}::tools::issue_refund", example::AGENT_PATH)])
         .pre_hook(
-            toolgate::PreHookDef::sync("test::allow_every_refund", 0, |_, _| {
+            toolgate::dispatch::PreHookDef::sync("test::allow_every_refund", 0, |_, _| {
                 Ok(toolgate::Decision::Allow)
             })
             .tools(["issue_refund"]),
@@ -1888,7 +1890,7 @@ fn the_refund_tool_shows_the_ledgers_refusal_and_keeps_its_internal_errors_from_
     assert_eq!(
         run(far, 100),
         json!({"type": "tool_result", "tool_use_id": "toolu_refund", "is_error": true,
-               "content": toolgate::INTERNAL_ERROR_MESSAGE})
+               "content": toolgate::content::INTERNAL_ERROR_MESSAGE})
     );
     // The ledger's refusal is written for the model and opted in with `ToolError::for_model`.
     assert_eq!(
@@ -1898,7 +1900,7 @@ fn the_refund_tool_shows_the_ledgers_refusal_and_keeps_its_internal_errors_from_
                            refund (2599 cents paid, 0 cents already refunded, 2599 cents left). \
                            Refund at most 2599 cents."})
     );
-    let lines: Vec<Value> = json_lines(&dir.join(toolgate::AUDIT_LOG_FILE))
+    let lines: Vec<Value> = json_lines(&dir.join(toolgate::audit::AUDIT_LOG_FILE))
         .iter()
         .map(|l| json!([l["outcome"], l["content"], l.get("detail")]))
         .collect();
@@ -1907,7 +1909,7 @@ fn the_refund_tool_shows_the_ledgers_refusal_and_keeps_its_internal_errors_from_
         [
             json!([
                 "tool_error",
-                toolgate::INTERNAL_ERROR_MESSAGE,
+                toolgate::content::INTERNAL_ERROR_MESSAGE,
                 "the context's clock reads an instant outside the calendar's range"
             ]),
             json!([
@@ -1968,8 +1970,10 @@ fn free_tier_refunds_are_denied_with_an_alternative_and_faq_limits_at_or_under_5
 fn a_hook_that_cannot_decide_halts_the_agent_and_answers_every_block() {
     // A policy whose backing store is down: it errors instead of deciding (fail closed).
     let broken = || {
-        toolgate::PreHookDef::sync("test::broken_policy", 5, |_env, _call| {
-            Err(toolgate::HookError::new("policy store unreachable"))
+        toolgate::dispatch::PreHookDef::sync("test::broken_policy", 5, |_env, _call| {
+            Err(toolgate::dispatch::HookError::new(
+                "policy store unreachable",
+            ))
         })
     };
     let t = transcript::load(&fixture("03_parallel_batch.json")).unwrap();
@@ -2617,8 +2621,10 @@ fn the_report_page_shows_the_logs_own_numbers() {
     let (code, _, err) = run(&[&os("--out-dir"), &os(dir.path())]);
     assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
     let audit = AuditLog::open(dir.path()).unwrap();
-    let broken = toolgate::PreHookDef::sync("test::broken_policy", 5, |_env, _call| {
-        Err(toolgate::HookError::new("policy store unreachable"))
+    let broken = toolgate::dispatch::PreHookDef::sync("test::broken_policy", 5, |_env, _call| {
+        Err(toolgate::dispatch::HookError::new(
+            "policy store unreachable",
+        ))
     });
     let agent =
         Agent::build_with(Specialist::Refunds, Some(&audit), |b| b.pre_hook(broken)).unwrap();

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use toolgate::{AuditLog, Dispatcher, HookContext, ToolUse};
+use toolgate::{Dispatcher, HookContext, ToolUse, audit::AuditLog};
 
 // ---------------------------------------------------------------------------------------------
 // The tools.
@@ -84,7 +84,7 @@ pub(crate) mod tools {
 pub(crate) mod hooks {
     use std::cell::Cell;
 
-    use toolgate::{CallRecord, Decision, HookContext, ToolUse, post_hook, pre_hook};
+    use toolgate::{Decision, HookContext, ToolUse, audit::CallRecord, post_hook, pre_hook};
 
     /// Only signed-in users reach tools.
     #[pre_hook(order = 10)]
@@ -273,8 +273,11 @@ impl UnchainedJsonl {
     }
 }
 
-impl toolgate::AuditSink for UnchainedJsonl {
-    fn record(&self, record: &toolgate::AuditRecord) -> Result<(), toolgate::HookError> {
+impl toolgate::audit::AuditSink for UnchainedJsonl {
+    fn record(
+        &self,
+        record: &toolgate::audit::AuditRecord,
+    ) -> Result<(), toolgate::dispatch::HookError> {
         use std::io::Write;
         thread_local! {
             static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -284,9 +287,11 @@ impl toolgate::AuditSink for UnchainedJsonl {
             line.clear();
             record.write_json(&mut line);
             line.push(b'\n');
-            let written = (&self.0).write(&line).map_err(toolgate::HookError::new)?;
+            let written = (&self.0)
+                .write(&line)
+                .map_err(toolgate::dispatch::HookError::new)?;
             if written != line.len() {
-                return Err(toolgate::HookError::new("short write"));
+                return Err(toolgate::dispatch::HookError::new("short write"));
             }
             Ok(())
         })

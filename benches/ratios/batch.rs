@@ -16,8 +16,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    BoxFuture, Dispatcher, DispatcherBuilder, Effect, Env, Message, Reply, Session, ToolDef,
-    ToolError, ToolUse,
+    Dispatcher, Message, Reply, Session, ToolError, ToolUse,
+    dispatch::{BoxFuture, DispatcherBuilder, Effect, Env, ToolDef},
 };
 
 use crate::common::{context, figure, median};

@@ -4,8 +4,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use toolgate::{
-    Approval, AuditLog, BuildError, Clock, Dispatcher, DispatcherBuilder, HookContext, Message,
-    Outcome, PendingTurn, Reply, RespondError, ResumeError, SessionSummary,
+    BuildError, CallError, Dispatcher, HookContext, Message, Reply, RespondError,
+    approval::{Approval, PendingTurn, ResumeError},
+    audit::{AuditLog, Outcome, SessionSummary},
+    dispatch::{Clock, DispatcherBuilder},
 };
 
 use super::ledger::{Ledger, Refund};
@@ -199,7 +201,7 @@ pub(crate) fn replay_on(agent: &Agent, transcript: &Transcript) -> SessionReplay
                 // The transcript carries every decision: the turn resumes with them.
                 Some(decisions) => match toolgate::block_on(session.resume(&pending, &decisions)) {
                     Ok(answer) => (Some(answer), None),
-                    Err(ResumeError::Halt(halt)) => {
+                    Err(ResumeError::Call(CallError::Halt(halt))) => {
                         let text = halt.to_string();
                         halted = Some(text.clone());
                         (Some(halt.into_answer()), Some(text))
@@ -216,7 +218,7 @@ pub(crate) fn replay_on(agent: &Agent, transcript: &Transcript) -> SessionReplay
             },
             // No `tool_use` (the model's closing text): nothing to send back.
             Ok(_) => (None, None),
-            Err(RespondError::Halt(halt)) => {
+            Err(RespondError::Call(CallError::Halt(halt))) => {
                 let text = halt.to_string();
                 halted = Some(text.clone());
                 (Some(halt.into_answer()), Some(text))

@@ -13,7 +13,12 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use toolgate::{Approval, AuditLog, Clock, HookContext, PendingTurn, ResumeError};
+use toolgate::{
+    HookContext,
+    approval::{Approval, PendingTurn, ResumeError},
+    audit::AuditLog,
+    dispatch::Clock,
+};
 
 use super::agent::{Agent, Specialist};
 use super::cli::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
@@ -159,7 +164,7 @@ pub(crate) fn resume(args: &ResumeArgs, out: &mut dyn Write, err: &mut dyn Write
         Err(e) => {
             let _ = writeln!(err, "error: {source}: {e}");
             return match e {
-                ResumeError::Halt(_) | ResumeError::Call(_) => EXIT_FAILED,
+                ResumeError::Call(_) => EXIT_FAILED,
                 _ => EXIT_BAD_INPUT,
             };
         }

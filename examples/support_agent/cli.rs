@@ -6,7 +6,10 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use toolgate::{AUDIT_LOG_FILE, AuditLog, Provider, SESSION_SUMMARIES_FILE};
+use toolgate::{
+    audit::{AUDIT_LOG_FILE, AuditLog, SESSION_SUMMARIES_FILE},
+    provider::Provider,
+};
 
 use super::agent::{self, Agent, Specialist};
 use super::approval::{self, ResumeArgs};
@@ -600,7 +603,7 @@ fn output_failed(err: &mut dyn Write, e: &std::io::Error) -> u8 {
 /// `--verify-audit DIR`: one line per chain (`NAME: ok, N lines, last hash H`, or `NAME:
 /// broken: …` naming the first line at fault), then a reminder to keep the last hashes.
 fn verify_audit(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let verified = match toolgate::verify_audit_dir(dir) {
+    let verified = match toolgate::audit::verify_audit_dir(dir) {
         Ok(v) => v,
         Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
             let _ = writeln!(err, "error: --verify-audit: {e} (see --help)");

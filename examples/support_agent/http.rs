@@ -306,7 +306,7 @@ fn read_message(text: &str) -> Result<Message, ApiError> {
     let value: Value = serde_json::from_str(text).map_err(|e| bad(format!("not JSON ({e})")))?;
     let message: Message =
         serde_json::from_value(value).map_err(|e| bad(flatten(&e.to_string())))?;
-    if message.role != toolgate::Role::Assistant {
+    if message.role != toolgate::content::Role::Assistant {
         return Err(bad("its role is `user`".to_owned()));
     }
     Ok(message)

@@ -41,9 +41,12 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 use toolgate::{
-    AUDIT_LOG_FILE, Approval, AuditLog, AwaitingCall, Clock, ContentBlock, HookContext, Message,
-    PendingTurn, Provider, Reply, RespondError, ResumeError, Role, SESSION_SUMMARIES_FILE, Session,
-    TextBlock, Usage,
+    CallError, HookContext, Message, Reply, RespondError, Session,
+    approval::{Approval, AwaitingCall, PendingTurn, ResumeError},
+    audit::{AUDIT_LOG_FILE, AuditLog, SESSION_SUMMARIES_FILE},
+    content::{ContentBlock, Role, TextBlock, Usage},
+    dispatch::Clock,
+    provider::Provider,
 };
 
 use super::agent::{Agent, Specialist};
@@ -430,7 +433,7 @@ impl Live<'_> {
                     self.write_calls(out)?;
                     match resumed {
                         Ok(answer) => self.messages.push(answer),
-                        Err(ResumeError::Halt(halt)) => {
+                        Err(ResumeError::Call(CallError::Halt(halt))) => {
                             writeln!(out, "   ! {}", flatten(&halt.to_string()))?;
                             return Ok(Err(format!("the agent halted: {halt}")));
                         }
@@ -438,7 +441,7 @@ impl Live<'_> {
                     }
                 }
                 Ok(other) => return Ok(Err(format!("unexpected reply {other:?}"))),
-                Err(RespondError::Halt(halt)) => {
+                Err(RespondError::Call(CallError::Halt(halt))) => {
                     writeln!(out, "   ! {}", flatten(&halt.to_string()))?;
                     return Ok(Err(format!("the agent halted: {halt}")));
                 }

@@ -6,7 +6,7 @@
 //! and a `pre_tool_use {hook}` child per hook run with its decision.
 //!
 //! A deployment installs the same layer with an OTLP exporter instead (`opentelemetry-otlp`);
-//! the example does not, to keep its build small (see the README).
+//! the example does not, to keep its build small (`docs/opentelemetry.md` has the lines a host writes).
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::SdkTracerProvider;

@@ -7,7 +7,11 @@ use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
-use toolgate::{CallRecord, Message, Outcome, SessionSummary, State, post_hook};
+use toolgate::{
+    Message, State,
+    audit::{CallRecord, Outcome, SessionSummary},
+    post_hook,
+};
 
 use super::agent::{MessageReplay, SessionReplay};
 use super::transcript::Transcript;

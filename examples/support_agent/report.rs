@@ -17,7 +17,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use toolgate::{AUDIT_LOG_FILE, AuditRecord, Outcome, Rfc3339, SESSION_SUMMARIES_FILE};
+use toolgate::audit::{AUDIT_LOG_FILE, AuditRecord, Outcome, Rfc3339, SESSION_SUMMARIES_FILE};
 
 use super::cli::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 
@@ -128,7 +128,7 @@ pub(crate) fn figures(dir: &Path) -> Result<Figures, String> {
         })?;
     }
     f.halts.sort_by_key(|r| r.ts);
-    let verified = toolgate::verify_audit_dir(dir).map_err(|e| e.to_string())?;
+    let verified = toolgate::audit::verify_audit_dir(dir).map_err(|e| e.to_string())?;
     f.chain_ok = verified.is_ok();
     for (name, chain) in [
         (AUDIT_LOG_FILE, &verified.calls),
@@ -180,7 +180,7 @@ impl Figures {
         for run in &r.hooks {
             let rule = self.rules.entry(run.hook.to_string()).or_default();
             rule.0 += 1;
-            rule.1 += u64::from(run.decision == toolgate::HookDecision::Deny);
+            rule.1 += u64::from(run.outcome == toolgate::audit::HookOutcome::Deny);
             let d = self.durations.entry(run.hook.to_string()).or_default();
             d.0 += 1;
             d.1 += run.duration_us;

@@ -30,7 +30,7 @@ use std::time::SystemTime;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use toolgate::{Approval, Message, Outcome, Role};
+use toolgate::{Message, approval::Approval, audit::Outcome, content::Role};
 
 use super::agent::Specialist;
 use super::output::flatten;

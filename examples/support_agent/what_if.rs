@@ -13,7 +13,10 @@ use std::io::Write;
 use std::path::Path;
 
 use serde_json::Value;
-use toolgate::{AuditRecord, Outcome, PreToolUse, WhatIf};
+use toolgate::{
+    audit::{AuditRecord, Outcome, WhatIf},
+    dispatch::ChainVerdict,
+};
 
 use super::agent::{Agent, Specialist};
 use super::cli::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
@@ -182,7 +185,7 @@ pub(crate) fn render(path: &Path, changes: RuleChanges, found: &Findings) -> Str
         };
         text.push_str(&format!(
             "line {number}: {} {} {} {} {}: {what}\n",
-            toolgate::Rfc3339(record.ts),
+            toolgate::audit::Rfc3339(record.ts),
             record.session_id,
             record.tool_use_id,
             record.tool,
@@ -193,7 +196,7 @@ pub(crate) fn render(path: &Path, changes: RuleChanges, found: &Findings) -> Str
 }
 
 /// What the chain answers today, in a word: `allowed`, or the refusal's outcome.
-fn today(now: &PreToolUse) -> String {
+fn today(now: &ChainVerdict) -> String {
     match now.outcome() {
         None => "allowed".to_owned(),
         Some(outcome) => outcome.as_str().to_owned(),

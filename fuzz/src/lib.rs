@@ -22,9 +22,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    AuditLog, BoxFuture, ContentBlock, Decision, Dispatcher, Env, HookContext, HookError, IdRule,
-    Message, Outcome, PostHookDef, PreHookDef, Reply, RespondError, Role, StopHookDef, Timer,
-    ToolDef, ToolError, ToolResult, ToolUse,
+    CallError, Decision, Dispatcher, HookContext, Message, Reply, RespondError, ToolError,
+    ToolResult, ToolUse,
+    audit::{AuditLog, Outcome},
+    content::{ContentBlock, IdRule, Role},
+    dispatch::{BoxFuture, Env, HookError, PostHookDef, PreHookDef, StopHookDef, Timer, ToolDef},
 };
 
 /// Every panic a harness injects on purpose starts with this text.
@@ -89,7 +91,10 @@ thread_local! {
 fn null_audit_log() -> AuditLog {
     let dir = std::env::temp_dir().join(format!("toolgate-fuzz-audit-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
-    for name in [toolgate::AUDIT_LOG_FILE, toolgate::SESSION_SUMMARIES_FILE] {
+    for name in [
+        toolgate::audit::AUDIT_LOG_FILE,
+        toolgate::audit::SESSION_SUMMARIES_FILE,
+    ] {
         let path = dir.join(name);
         if std::fs::symlink_metadata(&path).is_err() {
             std::os::unix::fs::symlink("/dev/null", &path).expect("link to /dev/null");
@@ -147,9 +152,17 @@ struct Order {
 fn check_chain_saw(tool: &str, arg: &str) {
     LAST_SEEN.with(|seen| {
         let seen = seen.borrow();
-        assert_eq!(seen[0].as_deref(), Some(arg), "{tool} ran with an input the policy did not last see");
+        assert_eq!(
+            seen[0].as_deref(),
+            Some(arg),
+            "{tool} ran with an input the policy did not last see"
+        );
         if matches!(tool, "get_weather" | "get_time") {
-            assert_eq!(seen[1].as_deref(), Some(arg), "{tool} ran with an input the slow check did not last see");
+            assert_eq!(
+                seen[1].as_deref(),
+                Some(arg),
+                "{tool} ran with an input the slow check did not last see"
+            );
         }
     });
 }
@@ -225,7 +238,10 @@ fn policy(_env: Env<'_>, call: &ToolUse) -> Result<Decision, HookError> {
     }
     if arg.contains("ping") {
         // The slow check turns "pong" back into "ping": a loop, which halts.
-        return Ok(Decision::Rewrite(with_main_arg(call, &arg.replace("ping", "pong"))));
+        return Ok(Decision::Rewrite(with_main_arg(
+            call,
+            &arg.replace("ping", "pong"),
+        )));
     }
     if arg.contains("same") {
         // A rewrite equal to the input counts as Allow.
@@ -242,7 +258,10 @@ fn slow_check<'a>(_env: Env<'a>, call: &'a ToolUse) -> BoxFuture<'a, Result<Deci
             yield_once().await;
         }
         if arg.contains("pong") {
-            return Ok(Decision::Rewrite(with_main_arg(call, &arg.replace("pong", "ping"))));
+            return Ok(Decision::Rewrite(with_main_arg(
+                call,
+                &arg.replace("pong", "ping"),
+            )));
         }
         Ok(Decision::Allow)
     })
@@ -318,9 +337,16 @@ pub fn respond(data: &[u8]) {
     let session = RESPOND.session(HookContext::builder("u_fuzz", "sess_fuzz").build());
     let first = attempt(&session, &message, &uses);
     let records = RECORDS.with(|r| r.borrow_mut().split_off(0));
-    assert!(records.iter().all(|r| !r.3), "nothing is a replay on a first attempt");
+    assert!(
+        records.iter().all(|r| !r.3),
+        "nothing is a replay on a first attempt"
+    );
     let ran = RUNS.with(Cell::get);
-    assert_eq!(ran, reached_a_tool(&records), "side effects only for calls that reached a tool");
+    assert_eq!(
+        ran,
+        reached_a_tool(&records),
+        "side effects only for calls that reached a tool"
+    );
 
     // The host retries the same message: what was answered is replayed, nothing runs twice.
     let second = attempt(&session, &message, &uses);
@@ -420,7 +446,7 @@ fn attempt(session: &toolgate::Session, message: &Message, uses: &[&ToolUse]) ->
             None
         }
         Ok(other) => panic!("unexpected reply {other:?}"),
-        Err(RespondError::Halt(h)) => {
+        Err(RespondError::Call(CallError::Halt(h))) => {
             match h.outcome {
                 Outcome::HookTimeout => {
                     assert_eq!(h.hook, "fuzz::b_slow_check");
@@ -431,7 +457,11 @@ fn attempt(session: &toolgate::Session, message: &Message, uses: &[&ToolUse]) ->
             }
             if h.detail.starts_with("the PreToolUse chain") {
                 // Only the ping/pong rewriters loop; they never rewrite 9 times.
-                assert!(h.detail.starts_with("the PreToolUse chain looped: "), "{}", h.detail);
+                assert!(
+                    h.detail.starts_with("the PreToolUse chain looped: "),
+                    "{}",
+                    h.detail
+                );
             }
             let r = h.result().expect("the halted block's result");
             assert!(r.is_error && r.content_text().starts_with("BLOCKED: "));
@@ -458,7 +488,11 @@ fn attempt(session: &toolgate::Session, message: &Message, uses: &[&ToolUse]) ->
         Err(other) => panic!("unexpected error {other}"),
     };
     if ran_nothing {
-        assert_eq!(RUNS.with(Cell::get), runs_before, "a refused message runs nothing");
+        assert_eq!(
+            RUNS.with(Cell::get),
+            runs_before,
+            "a refused message runs nothing"
+        );
     } else {
         assert_eq!(bad_id(uses), None, "a message with a bad id ran");
     }
@@ -481,15 +515,26 @@ fn attempt(session: &toolgate::Session, message: &Message, uses: &[&ToolUse]) ->
         return Attempt::Other;
     };
     assert_eq!(answer.role, Role::User);
-    assert_eq!(answer.content.len(), uses.len(), "one tool_result per tool_use");
+    assert_eq!(
+        answer.content.len(),
+        uses.len(),
+        "one tool_result per tool_use"
+    );
     assert!(!answer.content.is_empty(), "never an empty user message");
     for ((block, call), rec) in answer.content.iter().zip(uses).zip(&records) {
         let ContentBlock::ToolResult(r) = block else {
             panic!("only tool_result blocks in the answer");
         };
         assert_eq!(r.tool_use_id, call.id, "ids in order");
-        assert!(r.content_text().len() <= MAX_RESULT, "a result over the limit");
-        assert_eq!(rec.2.as_ref(), Some(r), "observers saw the result the host got");
+        assert!(
+            r.content_text().len() <= MAX_RESULT,
+            "a result over the limit"
+        );
+        assert_eq!(
+            rec.2.as_ref(),
+            Some(r),
+            "observers saw the result the host got"
+        );
     }
     let text = serde_json::to_string(&answer).expect("the answer serializes");
     let back: Message = serde_json::from_str(&text).expect("the answer parses");
@@ -575,8 +620,12 @@ fn ran(_: impl Sized) -> Result<String, ToolError> {
 
 static VALIDATE: LazyLock<Dispatcher> = LazyLock::new(|| {
     Dispatcher::builder()
-        .tool(ToolDef::sync("rich", "Many fields.", |_env, a: Rich| ran(a)))
-        .tool(ToolDef::sync("flat", "One integer.", |_env, a: Flat| ran(a)))
+        .tool(ToolDef::sync("rich", "Many fields.", |_env, a: Rich| {
+            ran(a)
+        }))
+        .tool(ToolDef::sync("flat", "One integer.", |_env, a: Flat| {
+            ran(a)
+        }))
         .tool(ToolDef::sync("open", "Anything.", |_env, a: Open| ran(a)).allow_unknown_fields())
         .build()
         .expect("the validate dispatcher builds")
@@ -632,7 +681,11 @@ pub fn validate(data: &[u8]) {
         }
     }
     let summary = session.end();
-    let invalid = summary.outcomes.get(&Outcome::InvalidInput).copied().unwrap_or(0);
+    let invalid = summary
+        .outcomes
+        .get(&Outcome::InvalidInput)
+        .copied()
+        .unwrap_or(0);
     let ok = summary.outcomes.get(&Outcome::Ok).copied().unwrap_or(0);
     assert_eq!(invalid + ok, summary.calls, "only ok or invalid_input");
 }

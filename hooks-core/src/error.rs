@@ -9,6 +9,7 @@ use std::fmt;
 use crate::audit::outcome::Outcome;
 use crate::content::ids::IdError;
 use crate::content::{Message, ToolResult};
+use crate::provider::ConvertError;
 use crate::store::StoreError;
 use crate::texts::INTERNAL_ERROR_MESSAGE;
 
@@ -42,7 +43,8 @@ use crate::texts::INTERNAL_ERROR_MESSAGE;
 /// coexist with `From<ToolError>` without specialization.
 ///
 /// ```
-/// use toolgate_core::{INTERNAL_ERROR_MESSAGE, ToolError};
+/// use toolgate_core::content::INTERNAL_ERROR_MESSAGE;
+/// use toolgate_core::ToolError;
 ///
 /// // Written for the model: shown as is.
 /// let e = ToolError::new("Order o_9 was not found; check the id with the customer.");
@@ -328,7 +330,7 @@ impl Halt {
     /// The `tool_use_id`s of the blocks after the failed one that had already started, in
     /// order: their results in [`answer`](Self::answer) are their own, not `Not run:`. Empty
     /// unless blocks ran concurrently (read-only tools of one message, see
-    /// [`DispatcherBuilder::max_concurrent_reads`](crate::DispatcherBuilder::max_concurrent_reads))
+    /// [`DispatcherBuilder::max_concurrent_reads`](crate::dispatch::DispatcherBuilder::max_concurrent_reads))
     /// and the halt came from a wrapped caller whose tool had already started; a PreToolUse
     /// chain of this dispatcher halts before any later block starts, as in a sequential run.
     /// Every block before the failed one ran in full, as in a sequential run.
@@ -389,7 +391,7 @@ pub enum CallError {
         /// The id.
         tool_use_id: String,
     },
-    /// The session's [`AnswerStore`](crate::AnswerStore) could not say whether this id was
+    /// The session's [`AnswerStore`](crate::store::AnswerStore) could not say whether this id was
     /// answered before, so nothing was run. Retry once the store is back.
     #[error("tool_use {tool_use_id:?} was not run: {error}")]
     Store {
@@ -419,13 +421,22 @@ impl CallError {
 }
 
 /// Why [`Session::respond`](crate::Session::respond) (or another API's whole-turn entry point)
-/// gave no answer.
+/// gave no answer: a call of the turn gave none ([`Call`](RespondError::Call)), or the turn
+/// itself was refused before anything ran (the other variants, which are what a turn adds to a
+/// call).
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum RespondError {
-    /// A PreToolUse hook failed: see [`Halt`]; its answer covers every `tool_use` of the message.
+    /// A block of the turn gave no answer (see [`CallError`]):
+    /// - [`CallError::Halt`]: a PreToolUse hook could not decide; the halt's answer covers every
+    ///   `tool_use` of the turn (`BLOCKED:` for the failed one, `Not run:` after it);
+    /// - [`CallError::InProgress`], [`CallError::IdReused`], [`CallError::Store`]: the answer
+    ///   memory refused the block; the blocks before it were answered and are remembered, the
+    ///   rest did not start. Retry the turn: the answered blocks are replayed.
+    ///
+    /// Never [`CallError::EmptyId`]: a turn's ids are checked first ([`RespondError::Id`]).
     #[error(transparent)]
-    Halt(#[from] Halt),
+    Call(#[from] CallError),
     /// The message stopped at `max_tokens`, so its last `tool_use` may be cut off: nothing was
     /// run (Messages API, "Handling stop reasons"). Each block was audited as `not_run`. Ask
     /// the model again with a larger `max_tokens`.
@@ -461,35 +472,6 @@ pub enum RespondError {
     /// and each block was audited as `not_run`.
     #[error(transparent)]
     Id(#[from] IdError),
-    /// An earlier attempt at this message is still running the block with this id (the host
-    /// retried while it ran): nothing more was run. Wait, then retry: the finished blocks are
-    /// replayed from the session's memory. See [`CallError::InProgress`].
-    #[error(
-        "tool_use {tool_use_id:?} is still being answered by an earlier attempt; nothing was \
-         run twice: wait for it, then retry to get its answer"
-    )]
-    InProgress {
-        /// The id.
-        tool_use_id: String,
-    },
-    /// This session already saw an id of the message with another input; nothing more was run.
-    /// See [`CallError::IdReused`].
-    #[error(
-        "tool_use {tool_use_id:?} was already used in this session with another input; a \
-         tool_use id names one call, so nothing was run"
-    )]
-    IdReused {
-        /// The id.
-        tool_use_id: String,
-    },
-    /// The session's [`AnswerStore`](crate::AnswerStore) failed on this id; nothing more was run.
-    #[error("tool_use {tool_use_id:?} was not run: {error}")]
-    Store {
-        /// The id.
-        tool_use_id: String,
-        /// The store's error.
-        error: StoreError,
-    },
     /// Another API's turn could not be read (see [`ConvertError`]): nothing was run.
     #[error(transparent)]
     Convert(#[from] ConvertError),
@@ -498,22 +480,26 @@ pub enum RespondError {
     NotAssistant,
 }
 
-/// A provider's call item that cannot become a [`ToolUse`](crate::ToolUse): it lacks what the answer needs (an
-/// id, a name) or is not a function call. Raised on the host's side, before the pipeline: the
-/// model's arguments are never the cause (bad arguments are `invalid_input` results). Also
-/// reachable as `provider::ConvertError`, beside the conversions that raise it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot read {what}: {message}")]
-pub struct ConvertError {
-    what: &'static str,
-    message: String,
+impl RespondError {
+    /// The [`Halt`], when a PreToolUse hook halted the agent.
+    pub fn halt(&self) -> Option<&Halt> {
+        match self {
+            RespondError::Call(e) => e.halt(),
+            _ => None,
+        }
+    }
+
+    /// The [`Halt`], by value, when a PreToolUse hook halted the agent.
+    pub fn into_halt(self) -> Option<Halt> {
+        match self {
+            RespondError::Call(e) => e.into_halt(),
+            _ => None,
+        }
+    }
 }
 
-impl ConvertError {
-    pub(crate) fn new(what: &'static str, message: impl Into<String>) -> Self {
-        ConvertError {
-            what,
-            message: message.into(),
-        }
+impl From<Halt> for RespondError {
+    fn from(halt: Halt) -> Self {
+        RespondError::Call(CallError::Halt(halt))
     }
 }

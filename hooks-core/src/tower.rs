@@ -20,8 +20,8 @@
 //! | where tower's `Timeout` sits | what happens past it | what the model reads | the audit line |
 //! |---|---|---|---|
 //! | outside toolgate's layer | the call future is dropped (the host gave up), and tower returns its `Elapsed` error | nothing: the caller of the stack gets an error, not a `tool_result` | one line, outcome `cancelled` (DESIGN.md, "a call future dropped before it finishes") |
-//! | inside, between the layer and the tool service | the inner service answers `Err(Elapsed)` | [`INTERNAL_ERROR_MESSAGE`](crate::INTERNAL_ERROR_MESSAGE), `is_error: true` | outcome `tool_error`, `detail` `"request timed out"` (the error's `Display` and `source()` chain) |
-//! | toolgate's own tool deadline ([`DispatcherBuilder::tool_timeout`](crate::DispatcherBuilder::tool_timeout), 60 s by default) | the wrapped service's future is dropped | a message naming the deadline | outcome `tool_timeout` |
+//! | inside, between the layer and the tool service | the inner service answers `Err(Elapsed)` | [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE), `is_error: true` | outcome `tool_error`, `detail` `"request timed out"` (the error's `Display` and `source()` chain) |
+//! | toolgate's own tool deadline ([`DispatcherBuilder::tool_timeout`](crate::dispatch::DispatcherBuilder::tool_timeout), 60 s by default) | the wrapped service's future is dropped | a message naming the deadline | outcome `tool_timeout` |
 //!
 //! Toolgate's tool deadline covers the whole inner stack (waiting for readiness included), so
 //! the shorter of it and an inner tower timeout wins; to get `tool_timeout` rather than
@@ -126,7 +126,7 @@ impl Service<ToolUse> for SessionService {
 /// clone is taken under a lock, so the service need not be `Sync`; tower's concurrency limit is
 /// not), waits for [`poll_ready`](Service::poll_ready), then calls it. An error, from
 /// `poll_ready` or from the call, is internal: the model reads
-/// [`INTERNAL_ERROR_MESSAGE`](crate::INTERNAL_ERROR_MESSAGE), the outcome is `tool_error`, and
+/// [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE), the outcome is `tool_error`, and
 /// the `detail` is the error's `Display` and `source()` chain (`"request timed out"` for tower's
 /// `Elapsed`; `"the service was not ready: …"` for a `poll_ready` error). A panic in it is
 /// caught like a tool's (`panicked`).
@@ -207,12 +207,12 @@ fn inner_error(id: &str, error: BoxError) -> CallAnswer {
 /// deadlines): it runs once in [`new`](Self::new), for a trial build with a stand-in for the
 /// service, so a policy that does not build fails at start-up with its [`BuildError`], and once
 /// per [`layer`](Layer::layer). Write it so it builds the same way each time (open an
-/// [`AuditLog`](crate::AuditLog) outside it and clone it in: clones share the files). Were a
+/// [`AuditLog`](crate::audit::AuditLog) outside it and clone it in: clones share the files). Were a
 /// later build to fail all the same, that service answers every call with a [`Halt`]
 /// ([`CallError::Halt`])
 /// (`hook_failed`, hook `toolgate::tower::HooksLayer`, the build error as `detail`): fail closed.
 ///
-/// Hooks match the service's tools by name: a hand-built [`PreHookDef`](crate::PreHookDef) with
+/// Hooks match the service's tools by name: a hand-built [`PreHookDef`](crate::dispatch::PreHookDef) with
 /// `.tools(["name"])`, or a hook with no tool list.
 #[derive(Clone)]
 pub struct HooksLayer {

@@ -3,7 +3,7 @@
 //! in both crates is a build error naming both paths.
 
 use serde_json::json;
-use toolgate::{BuildProblem, Dispatcher, HookContext, ToolResult, ToolUse};
+use toolgate::{Dispatcher, HookContext, ToolResult, ToolUse, dispatch::BuildProblem};
 // Links the library crate, so its registrations are in this binary.
 use toolgate_extern_tools as _;
 

@@ -6,12 +6,16 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use toolgate::{Dispatcher, Provider, ToolDef, ToolError, sync_caller};
+use toolgate::{
+    Dispatcher, ToolError,
+    dispatch::{ToolDef, sync_caller},
+    provider::Provider,
+};
 
 mod tools {
     use super::*;
     use schemars::JsonSchema;
-    use toolgate::{Content, tool};
+    use toolgate::{content::Content, tool};
 
     /// An order, as the tools return it.
     #[derive(Serialize, JsonSchema)]

@@ -108,7 +108,7 @@ fn a_struct_named_like_a_result_is_an_output() {
 fn a_path_qualified_result_is_a_result() {
     assert_eq!(
         answer(&call("read_config", json!({"missing": true}))),
-        (true, toolgate::INTERNAL_ERROR_MESSAGE.to_owned())
+        (true, toolgate::content::INTERNAL_ERROR_MESSAGE.to_owned())
     );
     assert_eq!(
         answer(&call("read_config", json!({"missing": false}))),

@@ -16,7 +16,11 @@ use toolgate::mcp::rmcp::transport::StreamableHttpClientTransport;
 use toolgate::mcp::rmcp::transport::StreamableHttpServerConfig;
 use toolgate::mcp::rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use toolgate::mcp::{McpGuard, McpServer, NO_IDENTITY_MESSAGE};
-use toolgate::{AuditLog, Decision, Dispatcher, HookContext, PreHookDef, StopHookDef};
+use toolgate::{
+    Decision, Dispatcher, HookContext,
+    audit::AuditLog,
+    dispatch::{PreHookDef, StopHookDef},
+};
 use tower::Layer;
 
 use super::example;

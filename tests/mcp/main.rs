@@ -15,7 +15,9 @@ use toolgate::mcp::rmcp::service::{RoleClient, RunningService};
 use toolgate::mcp::rmcp::{self, ServiceExt};
 use toolgate::mcp::{HALTED_SESSION_MESSAGE, McpGuard, McpServer, NO_IDENTITY_MESSAGE};
 use toolgate::{
-    AuditLog, Clock, Decision, Dispatcher, HookContext, HookError, PreHookDef, ToolUse,
+    Decision, Dispatcher, HookContext, ToolUse,
+    audit::AuditLog,
+    dispatch::{Clock, HookError, PreHookDef},
 };
 
 #[path = "../support/mod.rs"]
@@ -246,7 +248,7 @@ fn the_golden_list_is_the_dispatchers_mcp_entries_with_annotations() {
     let agent = Agent::build(Specialist::Refunds, None).unwrap();
     let d = &agent.dispatcher;
     let entries: Vec<Value> = d
-        .tool_definitions_for(toolgate::Provider::Mcp)
+        .tool_definitions_for(toolgate::provider::Provider::Mcp)
         .unwrap()
         .iter()
         .map(|entry| {
@@ -481,7 +483,7 @@ fn a_call_without_an_identity_is_refused_and_nothing_runs() {
 #[test]
 fn a_failing_rule_halts_one_session_and_the_server_goes_on() {
     let audit = TempDir::new("mcp-halt");
-    let fails_for_u007 = |extra: toolgate::DispatcherBuilder| {
+    let fails_for_u007 = |extra: toolgate::dispatch::DispatcherBuilder| {
         extra.pre_hook(PreHookDef::sync("ops::customer_db", 1, |env, _call| {
             if env.context().user_id() == "u_007" {
                 Err(HookError::new("the customer database is down"))
@@ -876,7 +878,7 @@ fn a_halt_inside_the_server_halts_the_guard_too() {
                     .map(|r| (r.is_error, r.content_text().into_owned()))
             ),
             (
-                toolgate::Outcome::HookFailed,
+                toolgate::audit::Outcome::HookFailed,
                 "ops::customer_db",
                 "toolu_1",
                 Some((true, HALT_TEXT.to_owned()))

@@ -15,7 +15,9 @@ use toolgate::mcp::rmcp::service::{RequestContext, RoleServer};
 use toolgate::mcp::rmcp::{self, ErrorData};
 use toolgate::mcp::{McpGuard, McpServer, NO_IDENTITY_MESSAGE};
 use toolgate::{
-    AuditLog, Decision, Dispatcher, HookContext, PreHookDef, ToolDef, ToolError, ToolUse,
+    Decision, Dispatcher, HookContext, ToolError, ToolUse,
+    audit::AuditLog,
+    dispatch::{PreHookDef, ToolDef},
 };
 
 use super::example::support_agent::agent::{Agent, Specialist};
@@ -207,23 +209,23 @@ struct NoArgs {}
 
 /// `slow`: sleeps past any deadline the tests set.
 fn slow<'a>(
-    _env: toolgate::Env<'a>,
+    _env: toolgate::dispatch::Env<'a>,
     _args: NoArgs,
-) -> toolgate::BoxFuture<'a, Result<String, toolgate::ToolError>> {
+) -> toolgate::dispatch::BoxFuture<'a, Result<String, toolgate::ToolError>> {
     Box::pin(async {
         tokio::time::sleep(Duration::from_secs(30)).await;
         Ok("done".to_owned())
     })
 }
 
-/// An approver that answers every request with the same [`toolgate::Approval`].
-struct Always(toolgate::Approval);
+/// An approver that answers every request with the same [`toolgate::approval::Approval`].
+struct Always(toolgate::approval::Approval);
 
-impl toolgate::Approver for Always {
+impl toolgate::approval::Approver for Always {
     fn approve<'a>(
         &'a self,
-        _request: toolgate::ApprovalRequest<'a>,
-    ) -> toolgate::BoxFuture<'a, toolgate::Approval> {
+        _request: toolgate::approval::ApprovalRequest<'a>,
+    ) -> toolgate::dispatch::BoxFuture<'a, toolgate::approval::Approval> {
         let approval = self.0.clone();
         Box::pin(async move { approval })
     }
@@ -290,10 +292,13 @@ fn every_failure_is_an_is_error_result_without_secrets_and_an_ask_follows_the_ap
         close(client, served).await;
         let mut with_approver = Vec::new();
         for (dir, approval) in [
-            (&approved, toolgate::Approval::approve("ops@example.com")),
+            (
+                &approved,
+                toolgate::approval::Approval::approve("ops@example.com"),
+            ),
             (
                 &denied,
-                toolgate::Approval::deny("ops@example.com", "not this month"),
+                toolgate::approval::Approval::deny("ops@example.com", "not this month"),
             ),
         ] {
             let server = failing_server(dir.path(), Some(Always(approval)));
@@ -306,7 +311,7 @@ fn every_failure_is_an_is_error_result_without_secrets_and_an_ask_follows_the_ap
     assert_eq!(
         answers,
         vec![
-            refused(toolgate::INTERNAL_ERROR_MESSAGE),
+            refused(toolgate::content::INTERNAL_ERROR_MESSAGE),
             refused(PANIC_TEXT),
             refused(&tool_timeout_text(200)),
             refused(
@@ -519,9 +524,9 @@ static MEET: std::sync::LazyLock<tokio::sync::Barrier> =
 
 /// `meet`: waits (up to 5 s) until a second call of it runs at the same time.
 fn meet<'a>(
-    _env: toolgate::Env<'a>,
+    _env: toolgate::dispatch::Env<'a>,
     _args: NoArgs,
-) -> toolgate::BoxFuture<'a, Result<String, toolgate::ToolError>> {
+) -> toolgate::dispatch::BoxFuture<'a, Result<String, toolgate::ToolError>> {
     Box::pin(async {
         match tokio::time::timeout(Duration::from_secs(5), MEET.wait()).await {
             Ok(_) => Ok("met".to_owned()),
@@ -537,9 +542,9 @@ static NAP_DROPPED: tokio::sync::Notify = tokio::sync::Notify::const_new();
 
 /// `nap`: says it started, then waits for ever; says so when it is dropped unfinished.
 fn nap<'a>(
-    _env: toolgate::Env<'a>,
+    _env: toolgate::dispatch::Env<'a>,
     _args: NoArgs,
-) -> toolgate::BoxFuture<'a, Result<String, toolgate::ToolError>> {
+) -> toolgate::dispatch::BoxFuture<'a, Result<String, toolgate::ToolError>> {
     struct Dropped;
     impl Drop for Dropped {
         fn drop(&mut self) {

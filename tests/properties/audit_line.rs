@@ -10,7 +10,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
-use toolgate::{AuditRecord, HookDecision, Outcome, Rfc3339};
+use toolgate::audit::{AuditRecord, HookOutcome, Outcome, Rfc3339};
 
 /// Characters JSON escapes or that a naive escaper gets wrong, and plain ones.
 fn tricky_char() -> impl Strategy<Value = char> {
@@ -80,13 +80,13 @@ fn value() -> impl Strategy<Value = Value> {
     })
 }
 
-const DECISIONS: [HookDecision; 6] = [
-    HookDecision::Allow,
-    HookDecision::Deny,
-    HookDecision::Rewrite,
-    HookDecision::Failed,
-    HookDecision::Timeout,
-    HookDecision::Ask,
+const DECISIONS: [HookOutcome; 6] = [
+    HookOutcome::Allow,
+    HookOutcome::Deny,
+    HookOutcome::Rewrite,
+    HookOutcome::Failed,
+    HookOutcome::Timeout,
+    HookOutcome::Ask,
 ];
 
 /// A record's JSON as a sink could read it back: every member, optional ones present or not.

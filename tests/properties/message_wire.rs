@@ -14,7 +14,10 @@
 use proptest::prelude::*;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use toolgate::{ContentBlock, Message, Role, TextBlock, ToolResult, ToolResultContent, ToolUse};
+use toolgate::{
+    Message, ToolResult, ToolUse,
+    content::{ContentBlock, Role, TextBlock, ToolResultContent},
+};
 
 use crate::cases;
 use crate::support::any_json;

@@ -23,8 +23,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toolgate::{
-    BoxFuture, CallError, CallRecord, Decision, Dispatcher, Env, HookContext, HookError, Outcome,
-    PostHookDef, PreHookDef, ToolDef, ToolError, ToolUse,
+    CallError, Decision, Dispatcher, HookContext, ToolError, ToolUse,
+    audit::{CallRecord, Outcome},
+    dispatch::{BoxFuture, Env, HookError, PostHookDef, PreHookDef, ToolDef},
 };
 
 use crate::support::{HALT_TEXT, NeverTimer, yield_once};

@@ -4,7 +4,7 @@
 
 use crate::support::{self, fixture, official, optional_fields_nullable};
 use serde_json::{Map, Value, json};
-use toolgate::{Dispatcher, HookContext, Message, Outcome, ToolResult, ToolUse};
+use toolgate::{Dispatcher, HookContext, Message, ToolResult, ToolUse, audit::Outcome};
 
 fn dispatcher() -> Dispatcher {
     Dispatcher::builder()
@@ -263,7 +263,7 @@ fn every_tool_result_content_form_round_trips_unchanged() {
     for v in variants["variants"].as_array().unwrap() {
         let parsed: ToolResult = serde_json::from_value(v.clone()).unwrap();
         assert_eq!(&serde_json::to_value(&parsed).unwrap(), v);
-        let block: toolgate::ContentBlock = serde_json::from_value(v.clone()).unwrap();
+        let block: toolgate::content::ContentBlock = serde_json::from_value(v.clone()).unwrap();
         assert_eq!(&serde_json::to_value(&block).unwrap(), v);
     }
     // The forms the crate models, read exactly.
@@ -395,7 +395,7 @@ fn the_request_assistant_turn_holds_role_and_content_only() {
     let response: Message =
         serde_json::from_value(fixture("anthropic/responses/02_parallel_tool_use.json")).unwrap();
     let published = fixture("anthropic/tool_results/02_parallel_tool_use.user.json");
-    let mut conversation = toolgate::Conversation::new();
+    let mut conversation = toolgate::content::Conversation::new();
     conversation
         .push_user_text("What's the weather in Chicago and Denver, and the time in Chicago?");
     conversation.push_response(&response);

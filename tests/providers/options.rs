@@ -7,8 +7,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    BuildProblem, CacheControl, CacheTtl, DefinitionOptions, Dispatcher, Provider, ToolDef,
-    ToolError, sync_caller,
+    Dispatcher, ToolError,
+    dispatch::{BuildProblem, ToolDef, sync_caller},
+    provider::{CacheControl, CacheTtl, DefinitionOptions, Provider},
 };
 
 use crate::provider_rules::check;

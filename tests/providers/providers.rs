@@ -8,7 +8,10 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use toolgate::provider::{gemini, mcp, openai, openai_responses};
-use toolgate::{BuildProblem, Dispatcher, HookContext, Outcome, Provider, ToolResult, ToolUse};
+use toolgate::{
+    Dispatcher, HookContext, ToolResult, ToolUse, audit::Outcome, dispatch::BuildProblem,
+    provider::Provider,
+};
 
 use crate::provider_rules::{ALL_RULES, Rule, Target, check};
 use crate::support::optional_fields_nullable;
@@ -1657,7 +1660,8 @@ fn unknown_fields_in_map_values_and_enum_variants_are_invalid_input() {
 
 #[test]
 fn malformed_provider_items_are_host_errors_naming_what_is_missing() {
-    let e = |r: Result<ToolUse, toolgate::ConvertError>| r.map_err(|e| e.to_string()).err();
+    let e =
+        |r: Result<ToolUse, toolgate::provider::ConvertError>| r.map_err(|e| e.to_string()).err();
     assert_eq!(
         e(openai::tool_use(
             &json!({"type": "function", "function": {"name": "x"}})

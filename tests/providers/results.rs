@@ -8,7 +8,9 @@
 
 use serde_json::{Value, json};
 use toolgate::provider::{gemini, mcp, openai, openai_responses};
-use toolgate::{Dispatcher, HookContext, Limits, Provider, ToolResult, ToolUse};
+use toolgate::{
+    Dispatcher, HookContext, ToolResult, ToolUse, dispatch::Limits, provider::Provider,
+};
 
 /// A 1×1 PNG.
 pub(crate) const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
@@ -19,7 +21,11 @@ pub(crate) const PDF: &str = "JVBERi0xLjQKMSAwIG9iaiA8PC9UeXBlIC9DYXRhbG9nPj4gZW
 mod result_tools {
     use schemars::JsonSchema;
     use serde::Serialize;
-    use toolgate::{Content, Document, Image, ToolError, tool};
+    use toolgate::{
+        ToolError,
+        content::{Content, Document, Image},
+        tool,
+    };
 
     /// Gets the forecast for a city, as a sentence.
     #[tool]
@@ -305,7 +311,7 @@ fn an_image_over_the_limit_is_left_out_whole_for_every_target() {
 /// the notes name what was left out.
 #[test]
 fn blocks_an_api_cannot_carry_become_notes_naming_them() {
-    let blocks: Vec<toolgate::ContentBlock> = serde_json::from_value(json!([
+    let blocks: Vec<toolgate::content::ContentBlock> = serde_json::from_value(json!([
         {"type": "text", "text": "Sources:"},
         {"type": "search_result", "source": "https://kb.example.com/refunds",
          "title": "Refunds", "content": [{"type": "text", "text": "30 days."}]},
@@ -314,7 +320,7 @@ fn blocks_an_api_cannot_carry_become_notes_naming_them() {
     .unwrap();
     let ok = ToolResult {
         tool_use_id: "call_1".into(),
-        content: Some(toolgate::ToolResultContent::Blocks(blocks)),
+        content: Some(toolgate::content::ToolResultContent::Blocks(blocks)),
         is_error: false,
         extra: Default::default(),
     };

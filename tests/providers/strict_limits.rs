@@ -8,7 +8,11 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use toolgate::{BuildProblem, Dispatcher, Provider, ToolDef};
+use toolgate::{
+    Dispatcher,
+    dispatch::{BuildProblem, ToolDef},
+    provider::Provider,
+};
 
 use crate::provider_rules::check;
 use crate::providers::{check_golden, definitions, name_of, target_of};

@@ -10,7 +10,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    AuditLog, Dispatcher, HookContext, IdRule, Outcome, Reply, RespondError, Session, ToolDef,
+    Dispatcher, HookContext, Reply, RespondError, Session,
+    audit::{AuditLog, Outcome},
+    content::IdRule,
+    dispatch::ToolDef,
 };
 
 use crate::support::{TempDir, fixture, json_lines};

@@ -12,9 +12,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    Approval, ApprovalRequest, Approver, AuditLog, AuditRecord, AuditSink, BoxFuture, Clock,
-    Decision, Dispatcher, DispatcherBuilder, HookContext, HookError, PreHookDef, PreToolUse,
-    ToolDef, ToolResult, ToolUse,
+    Decision, Dispatcher, HookContext, ToolResult, ToolUse,
+    approval::{Approval, ApprovalRequest, Approver},
+    audit::{AuditLog, AuditRecord, AuditSink},
+    dispatch::{BoxFuture, ChainVerdict, Clock, DispatcherBuilder, HookError, PreHookDef, ToolDef},
 };
 
 /// Arguments of the test tool.
@@ -286,7 +287,7 @@ fn only_the_asks_of_the_final_pass_count() {
     ));
     assert_eq!(
         decided,
-        PreToolUse::Allow {
+        ChainVerdict::Allow {
             input: json!({"order_id": "o_1", "amount_cents": 20000}),
             rewritten_by: vec!["app::cap".into()],
         }
@@ -306,15 +307,15 @@ fn pre_tool_use_answers_ask_with_every_reason_and_asks_no_approver() {
         toolgate::block_on(d.pre_tool_use(&ctx, &ToolUse::new("toolu_1", "refund", input.clone())));
     assert_eq!(
         decided,
-        PreToolUse::Ask {
+        ChainVerdict::Ask {
             input,
             rewritten_by: vec![],
             asked_by: vec![
-                toolgate::Asked {
+                toolgate::approval::Asked {
                     hook: "app::large_refund".into(),
                     reason: LARGE_ASK.into()
                 },
-                toolgate::Asked {
+                toolgate::approval::Asked {
                     hook: "app::watched_order".into(),
                     reason: "order o_7 is on the fraud watch list".into()
                 },
@@ -465,7 +466,7 @@ fn no_answer_in_time_is_a_denial() {
         )]
     );
     assert_eq!(
-        toolgate::DispatcherBuilder::DEFAULT_APPROVAL_TIMEOUT,
+        toolgate::dispatch::DispatcherBuilder::DEFAULT_APPROVAL_TIMEOUT,
         Duration::from_secs(300)
     );
 }

@@ -6,8 +6,9 @@ use std::time::{Duration, SystemTime};
 use crate::support;
 use serde_json::{Value, json};
 use toolgate::{
-    AuditLog, AuditRecord, Clock, Dispatcher, HookContext, Outcome, SummaryRecord, ToolResult,
-    ToolUse,
+    Dispatcher, HookContext, ToolResult, ToolUse,
+    audit::{AuditLog, AuditRecord, Outcome, SummaryRecord},
+    dispatch::Clock,
 };
 
 mod tools {
@@ -194,17 +195,17 @@ fn eight_threads_of_a_thousand_calls_lose_and_interleave_nothing_and_keep_one_ch
     let (_, last) = support::chained_lines(&dir.join("audit_log.jsonl"), support::ZEROS);
     let (_, last_summary) =
         support::chained_lines(&dir.join("session_summaries.jsonl"), support::ZEROS);
-    let verified = toolgate::verify_audit_dir(&dir).unwrap();
+    let verified = toolgate::audit::verify_audit_dir(&dir).unwrap();
     assert_eq!(
         verified.calls.status,
-        toolgate::ChainStatus::Ok {
+        toolgate::audit::ChainStatus::Ok {
             lines: 8000,
             last_hash: last
         }
     );
     assert_eq!(
         verified.sessions.status,
-        toolgate::ChainStatus::Ok {
+        toolgate::audit::ChainStatus::Ok {
             lines: 8,
             last_hash: last_summary
         }

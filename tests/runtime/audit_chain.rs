@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use toolgate::{
-    AuditLog, CHAIN_START, ChainProblem, ChainStatus, Dispatcher, HookContext, ToolUse,
-    verify_audit_dir, verify_audit_file,
+    Dispatcher, HookContext, ToolUse,
+    audit::{
+        AuditLog, CHAIN_START, ChainProblem, ChainStatus, verify_audit_dir, verify_audit_file,
+    },
 };
 
 use crate::support::{self, TempDir, ZEROS, chained_lines, sha256_hex};

@@ -9,9 +9,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    AuditLog, AuditRecord, AuditSink, BuildProblem, Clock, Decision, Dispatcher, HookContext,
-    HookError, PreHookDef, Redaction, SummaryRecord, ToolDef, ToolError, ToolResult, ToolUse,
-    mask_card_numbers, mask_emails,
+    Decision, Dispatcher, HookContext, ToolError, ToolResult, ToolUse,
+    audit::{
+        AuditLog, AuditRecord, AuditSink, Redaction, SummaryRecord, mask_card_numbers, mask_emails,
+    },
+    dispatch::{BuildProblem, Clock, HookError, PreHookDef, ToolDef},
 };
 
 use crate::support;
@@ -224,11 +226,11 @@ fn redaction_masks_fields_per_tool_and_text_in_content_and_detail_before_every_s
     );
     assert_eq!(r.content_text(), "customer grace@example.org found");
     let r = call(&s, "toolu_3", "refund", pay_input());
-    assert_eq!(r.content_text(), toolgate::INTERNAL_ERROR_MESSAGE);
+    assert_eq!(r.content_text(), toolgate::content::INTERNAL_ERROR_MESSAGE);
     s.end();
 
     let (lines, _) = support::chained_lines(&dir.join("audit_log.jsonl"), support::ZEROS);
-    let internal = serde_json::to_string(toolgate::INTERNAL_ERROR_MESSAGE).unwrap();
+    let internal = serde_json::to_string(toolgate::content::INTERNAL_ERROR_MESSAGE).unwrap();
     assert_eq!(
         lines,
         [
@@ -371,13 +373,13 @@ fn a_failing_sink_is_reported_and_the_call_and_the_other_sinks_go_on() {
         events,
         [
             format!(
-                "WARN toolgate::observer message=observer failed hook=toolgate::AuditLog \
+                "WARN toolgate::observer message=observer failed hook=toolgate::audit::AuditLog \
                  on=toolu_1 error=audit sink `{failing}` failed: the audit database is \
                  unreachable; audit sink `app::PanickingSink` failed: panicked: injected fault: \
                  the sink panicked"
             ),
             // `Failing` keeps the default `summary`: only the panicking sink fails there.
-            "WARN toolgate::observer message=observer failed hook=toolgate::AuditLog on=stop \
+            "WARN toolgate::observer message=observer failed hook=toolgate::audit::AuditLog on=stop \
              error=audit sink `app::PanickingSink` failed: panicked: injected fault: the sink \
              panicked"
                 .to_owned(),

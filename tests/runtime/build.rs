@@ -3,7 +3,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolgate::{
-    BuildProblem, Decision, Dispatcher, PostHookDef, PreHookDef, StateKey, StopHookDef, ToolDef,
+    Decision, Dispatcher,
+    dispatch::{BuildProblem, PostHookDef, PreHookDef, StateKey, StopHookDef, ToolDef},
 };
 
 /// An argument struct.
@@ -34,7 +35,7 @@ struct Inner {
 
 struct Ledger;
 
-fn ok<A>(_: toolgate::Env<'_>, _: A) -> Result<String, toolgate::ToolError> {
+fn ok<A>(_: toolgate::dispatch::Env<'_>, _: A) -> Result<String, toolgate::ToolError> {
     Ok(String::new())
 }
 
@@ -277,7 +278,10 @@ fn a_struct_input_that_is_not_a_struct_with_named_fields_fails_build() {
     );
 }
 
-fn allow(_: toolgate::Env<'_>, _: &toolgate::ToolUse) -> Result<Decision, toolgate::HookError> {
+fn allow(
+    _: toolgate::dispatch::Env<'_>,
+    _: &toolgate::ToolUse,
+) -> Result<Decision, toolgate::dispatch::HookError> {
     Ok(Decision::Allow)
 }
 

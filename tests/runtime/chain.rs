@@ -9,8 +9,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    AuditLog, BuildProblem, Decision, Dispatcher, HookContext, Outcome, PreHookDef, ToolDef,
-    ToolResult, ToolUse,
+    Decision, Dispatcher, HookContext, ToolResult, ToolUse,
+    audit::{AuditLog, Outcome},
+    dispatch::{BuildProblem, PreHookDef, ToolDef},
 };
 
 /// Arguments of the test tool.

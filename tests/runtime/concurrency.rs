@@ -12,7 +12,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    AuditLog, Decision, Dispatcher, HookContext, Outcome, PreHookDef, ToolDef, ToolError, ToolUse,
+    Decision, Dispatcher, HookContext, ToolError, ToolUse,
+    audit::{AuditLog, Outcome},
+    dispatch::{PreHookDef, ToolDef},
 };
 
 const THREADS: usize = 2;
@@ -90,7 +92,7 @@ fn two_threads_many_sessions_one_dispatcher_one_audit_log() {
     let barrier = Barrier::new(THREADS);
     let expected_runs = AtomicU64::new(0);
 
-    let summaries: Vec<toolgate::SessionSummary> = std::thread::scope(|scope| {
+    let summaries: Vec<toolgate::audit::SessionSummary> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..THREADS)
             .map(|t| {
                 let (d, barrier, expected_runs) = (&d, &barrier, &expected_runs);

@@ -19,9 +19,12 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    Approval, AuditLog, BoxFuture, CallRecord, Decision, Dispatcher, DispatcherBuilder, Effect,
-    Env, HookContext, HookError, PendingBlock, PostHookDef, PreHookDef, Reply, RespondError,
-    ToolDef, ToolError, ToolUse,
+    CallError, Decision, Dispatcher, HookContext, Reply, RespondError, ToolError, ToolUse,
+    approval::{Approval, PendingBlock},
+    audit::{AuditLog, CallRecord},
+    dispatch::{
+        BoxFuture, DispatcherBuilder, Effect, Env, HookError, PostHookDef, PreHookDef, ToolDef,
+    },
 };
 
 use crate::support::{
@@ -384,7 +387,9 @@ fn a_halt_in_a_reads_chain_leaves_the_sequential_answers() {
             ]),
             "tool_use",
         );
-        let Err(RespondError::Halt(halt)) = toolgate::block_on(s.respond(&message)) else {
+        let Err(RespondError::Call(CallError::Halt(halt))) =
+            toolgate::block_on(s.respond(&message))
+        else {
             panic!("a halt")
         };
         assert_eq!(halt.tool_use_id, "toolu_2", "max {max}");
@@ -459,7 +464,8 @@ fn a_halt_after_a_later_read_started_names_the_blocks_that_ran() {
         ]),
         "tool_use",
     );
-    let Err(RespondError::Halt(halt)) = toolgate::block_on(s.respond(&message)) else {
+    let Err(RespondError::Call(CallError::Halt(halt))) = toolgate::block_on(s.respond(&message))
+    else {
         panic!("a halt")
     };
     // Block 2 started while block 1's wrapped policy was still deciding; block 3 had not.

@@ -1,4 +1,4 @@
-//! Tools that answer with content blocks (`toolgate::Content`): the blocks reach the
+//! Tools that answer with content blocks (`toolgate::content::Content`): the blocks reach the
 //! `tool_result` as they were built; a bad block is an internal `tool_error` (the model reads the
 //! generic text, the audit line's `detail` says which block and why); an image over the result
 //! limit is left out whole and the audit line's `content_bytes` keeps the full size; hand-built
@@ -7,8 +7,10 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    AuditLog, BoxFuture, Content, Dispatcher, Document, Env, HookContext, INTERNAL_ERROR_MESSAGE,
-    Image, Limits, ToolDef, ToolError, ToolResultContent, ToolUse,
+    Dispatcher, HookContext, ToolError, ToolUse,
+    audit::AuditLog,
+    content::{Content, Document, INTERNAL_ERROR_MESSAGE, Image, ToolResultContent},
+    dispatch::{BoxFuture, Env, Limits, ToolDef},
 };
 
 use crate::support::{TempDir, json_lines};
@@ -17,7 +19,11 @@ use crate::support::{TempDir, json_lines};
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
 mod tools {
-    use toolgate::{Content, Document, Image, ToolError, tool};
+    use toolgate::{
+        ToolError,
+        content::{Content, Document, Image},
+        tool,
+    };
 
     /// Draws a picture of the given size, as a PNG whose base64 is `bytes` long.
     #[tool]

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use toolgate::{Clock, HookContext};
+use toolgate::{HookContext, dispatch::Clock};
 
 fn assert_send_sync<T: Send + Sync + Clone + 'static>() {}
 
@@ -33,7 +33,7 @@ fn the_context_is_send_sync_and_clones_share_one_allocation() {
     assert_eq!(bare.tier(), None);
     assert!(bare.extensions().is_empty());
     assert_eq!(
-        std::mem::size_of::<toolgate::Extensions>(),
+        std::mem::size_of::<toolgate::dispatch::Extensions>(),
         std::mem::size_of::<usize>()
     );
 }

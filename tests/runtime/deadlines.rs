@@ -19,9 +19,12 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use toolgate::{
-    AuditLog, BoxFuture, Decision, Dispatcher, DispatcherBuilder, Env, HookContext, HookError,
-    INTERNAL_ERROR_MESSAGE, Outcome, PostHookDef, PreHookDef, RespondError, StopHookDef, ToolDef,
-    ToolError, ToolResult, ToolUse,
+    CallError, Decision, Dispatcher, HookContext, RespondError, ToolError, ToolResult, ToolUse,
+    audit::{AuditLog, Outcome},
+    content::INTERNAL_ERROR_MESSAGE,
+    dispatch::{
+        BoxFuture, DispatcherBuilder, Env, HookError, PostHookDef, PreHookDef, StopHookDef, ToolDef,
+    },
 };
 
 /// Arguments of the test tools.
@@ -187,7 +190,8 @@ fn async_hook_past_its_deadline_halts_as_hook_timeout_not_as_a_denial() {
         ]),
         "tool_use",
     );
-    let Err(RespondError::Halt(halt)) = toolgate::block_on(s.respond(&message)) else {
+    let Err(RespondError::Call(CallError::Halt(halt))) = toolgate::block_on(s.respond(&message))
+    else {
         panic!("a timed-out hook must halt the agent");
     };
     assert_eq!(halt.outcome, Outcome::HookTimeout);
@@ -347,7 +351,7 @@ fn async_tool_past_its_deadline_is_tool_timeout_and_is_dropped() {
 #[derive(Default)]
 struct RecordingTimer(Arc<std::sync::Mutex<Vec<Duration>>>);
 
-impl toolgate::Timer for RecordingTimer {
+impl toolgate::dispatch::Timer for RecordingTimer {
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
         self.0.lock().unwrap().push(duration);
         Box::pin(std::future::ready(()))
@@ -601,7 +605,7 @@ fn tokio_timer_cuts_hooks_and_tools_on_a_tokio_runtime() {
     let j = Arc::new(Journal::default());
     let d = builder(&j)
         .pre_hook(PreHookDef::new_async("tests::slow_policy", 1, hung_hook).tools(["quick"]))
-        .timer(toolgate::TokioTimer)
+        .timer(toolgate::dispatch::TokioTimer)
         .hook_timeout(Duration::from_millis(20))
         .tool_timeout(Duration::from_millis(20))
         .build()
@@ -626,7 +630,7 @@ fn tokio_timer_outside_a_runtime_fails_closed_instead_of_panicking() {
     let j = Arc::new(Journal::default());
     let d = builder(&j)
         .pre_hook(PreHookDef::new_async("tests::slow_policy", 1, hung_hook).tools(["quick"]))
-        .timer(toolgate::TokioTimer)
+        .timer(toolgate::dispatch::TokioTimer)
         .hook_timeout(Duration::from_millis(20))
         .build()
         .unwrap();
@@ -804,7 +808,7 @@ fn a_call_future_never_polled_did_nothing_and_records_nothing() {
 
 fn hung_observer<'a>(
     _env: Env<'a>,
-    _record: &'a toolgate::CallRecord<'a>,
+    _record: &'a toolgate::audit::CallRecord<'a>,
 ) -> BoxFuture<'a, Result<(), HookError>> {
     hang()
 }

@@ -5,8 +5,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    BuildError, BuildProblem, Decision, Dispatcher, Effect, PreHookDef, ToolDef, ToolError,
-    sync_caller, tool,
+    BuildError, Decision, Dispatcher, ToolError,
+    dispatch::{BuildProblem, Effect, PreHookDef, ToolDef, sync_caller},
+    tool,
 };
 
 /// An argument struct.
@@ -17,7 +18,7 @@ struct Order {
     order_id: String,
 }
 
-fn ok(_: toolgate::Env<'_>, _: Order) -> Result<String, ToolError> {
+fn ok(_: toolgate::dispatch::Env<'_>, _: Order) -> Result<String, ToolError> {
     Ok(String::new())
 }
 
@@ -176,7 +177,7 @@ fn undeclared_effects_count_as_writes_only_when_the_builder_says_so() {
     assert_eq!(guarded.tool_effect("refund"), Some(Effect::write()));
 }
 
-fn remote(annotations: Value, unguarded: Option<&str>) -> impl toolgate::ToolCaller {
+fn remote(annotations: Value, unguarded: Option<&str>) -> impl toolgate::dispatch::ToolCaller {
     let mut entry = json!({
         "name": "delete_file",
         "description": "Deletes a file.",

@@ -12,8 +12,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    AuditLog, BoxFuture, Dispatcher, Env, HookContext, INTERNAL_ERROR_MESSAGE, ToolDef, ToolError,
-    ToolUse,
+    Dispatcher, HookContext, ToolError, ToolUse,
+    audit::AuditLog,
+    content::INTERNAL_ERROR_MESSAGE,
+    dispatch::{BoxFuture, Env, ToolDef},
 };
 
 use crate::support::{self, TempDir};

@@ -9,8 +9,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    BoxFuture, Decision, Dispatcher, Env, HookContext, HookDecision, HookError, HookRun,
-    PostHookDef, PreHookDef, ToolDef, ToolUse,
+    Decision, Dispatcher, HookContext, ToolUse,
+    audit::{HookOutcome, HookRun},
+    dispatch::{BoxFuture, Env, HookError, PostHookDef, PreHookDef, ToolDef},
 };
 
 use crate::support;
@@ -24,7 +25,7 @@ struct Refund {
     amount_cents: u64,
 }
 
-type Seen = Arc<Mutex<Vec<(String, Vec<(String, HookDecision)>)>>>;
+type Seen = Arc<Mutex<Vec<(String, Vec<(String, HookOutcome)>)>>>;
 
 /// A dispatcher with `hooks` on `refund`, and an observer keeping each record's outcome and
 /// hook runs (path, decision: the durations are measured times).
@@ -42,7 +43,7 @@ fn dispatcher(hooks: Vec<PreHookDef>, seen: &Seen) -> Dispatcher {
             let runs = record
                 .hooks
                 .iter()
-                .map(|r| (r.hook.to_string(), r.decision))
+                .map(|r| (r.hook.to_string(), r.outcome))
                 .collect();
             log.lock()
                 .unwrap()
@@ -76,13 +77,13 @@ fn cap(order: i64) -> PreHookDef {
     })
 }
 
-fn runs(list: &[(&str, HookDecision)]) -> Vec<(String, HookDecision)> {
+fn runs(list: &[(&str, HookOutcome)]) -> Vec<(String, HookOutcome)> {
     list.iter().map(|(p, d)| ((*p).to_owned(), *d)).collect()
 }
 
 #[test]
 fn an_asking_hook_is_listed_as_ask_and_the_chain_goes_on() {
-    use HookDecision::{Allow, Ask, Deny};
+    use HookOutcome::{Allow, Ask, Deny};
     let seen = Seen::default();
     let ask_big = PreHookDef::sync("app::ask_big", 20, |_env, call: &ToolUse| {
         Ok(match call.input["amount_cents"].as_u64() {
@@ -127,7 +128,7 @@ fn an_asking_hook_is_listed_as_ask_and_the_chain_goes_on() {
 
 #[test]
 fn every_run_of_every_hook_is_listed_in_order_with_its_decision() {
-    use HookDecision::{Allow, Deny, Rewrite};
+    use HookOutcome::{Allow, Deny, Rewrite};
     let seen = Seen::default();
     let deny_big = PreHookDef::sync("app::deny_big", 30, |_env, call: &ToolUse| {
         Ok(match call.input["amount_cents"].as_u64() {
@@ -174,7 +175,7 @@ fn hung_hook<'a>(_env: Env<'a>, _call: &'a ToolUse) -> BoxFuture<'a, Result<Deci
 
 #[test]
 fn a_failed_hook_a_timed_out_hook_and_an_invalid_rewrite_end_the_list() {
-    use HookDecision::{Allow, Failed, Rewrite, Timeout};
+    use HookOutcome::{Allow, Failed, Rewrite, Timeout};
     support::quiet_injected_panics();
     let seen = Seen::default();
     let failing = PreHookDef::sync("app::failing", 20, |_env, _call| {
@@ -268,7 +269,7 @@ fn calls_that_reach_no_hook_list_none() {
 #[test]
 fn the_audit_line_lists_the_runs_and_reads_back() {
     let dir = support::TempDir::new("hook-runs");
-    let log = toolgate::AuditLog::open(&dir).unwrap();
+    let log = toolgate::audit::AuditLog::open(&dir).unwrap();
     let d = Dispatcher::builder()
         .tool(ToolDef::sync(
             "refund",
@@ -281,8 +282,8 @@ fn the_audit_line_lists_the_runs_and_reads_back() {
         .unwrap();
     let s = d.session(
         HookContext::builder("u_1", "sess_line")
-            .clock(toolgate::Clock::fixed(
-                toolgate::Rfc3339::parse("2026-11-24T10:15:00Z").unwrap(),
+            .clock(toolgate::dispatch::Clock::fixed(
+                toolgate::audit::Rfc3339::parse("2026-11-24T10:15:00Z").unwrap(),
             ))
             .build(),
     );
@@ -301,17 +302,18 @@ fn the_audit_line_lists_the_runs_and_reads_back() {
     );
     // A reader gets the runs back as `HookRun`s.
     let text = std::fs::read_to_string(dir.join("audit_log.jsonl")).unwrap();
-    let record: toolgate::AuditRecord = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-    let decisions: Vec<(&str, HookDecision)> = record
+    let record: toolgate::audit::AuditRecord =
+        serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let decisions: Vec<(&str, HookOutcome)> = record
         .hooks
         .iter()
-        .map(|r: &HookRun<'static>| (r.hook.as_ref(), r.decision))
+        .map(|r: &HookRun<'static>| (r.hook.as_ref(), r.outcome))
         .collect();
     assert_eq!(
         decisions,
         [
-            ("app::cap", HookDecision::Rewrite),
-            ("app::cap", HookDecision::Allow)
+            ("app::cap", HookOutcome::Rewrite),
+            ("app::cap", HookOutcome::Allow)
         ]
     );
 }

@@ -9,8 +9,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    AuditLog, CallError, Dispatcher, HookContext, IdRule, Outcome, RespondError, ToolDef,
-    ToolResult, ToolUse,
+    CallError, Dispatcher, HookContext, RespondError, ToolResult, ToolUse,
+    audit::{AuditLog, Outcome},
+    content::IdRule,
+    dispatch::ToolDef,
 };
 
 use crate::support::{TempDir, assistant, json_lines};

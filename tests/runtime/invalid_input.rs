@@ -3,7 +3,11 @@
 //! characters, so one call cannot produce an error the model then carries in every request.
 
 use serde_json::{Value, json};
-use toolgate::{AuditLog, Dispatcher, HookContext, Limits, Outcome, ToolResult, ToolUse};
+use toolgate::{
+    Dispatcher, HookContext, ToolResult, ToolUse,
+    audit::{AuditLog, Outcome},
+    dispatch::Limits,
+};
 
 use crate::support::{self, TempDir};
 

@@ -12,8 +12,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    AuditLog, BoxFuture, ContentBlock, Decision, Dispatcher, HookContext, Limits, PreHookDef,
-    ToolCaller, ToolDef, ToolResult, ToolResultContent, ToolUse,
+    Decision, Dispatcher, HookContext, ToolResult, ToolUse,
+    audit::AuditLog,
+    content::{ContentBlock, ToolResultContent},
+    dispatch::{BoxFuture, Limits, PreHookDef, ToolCaller, ToolDef},
 };
 
 const MIB: usize = 1 << 20;
@@ -382,7 +384,7 @@ impl ToolCaller for Blocks {
         &'a self,
         _context: &'a HookContext,
         call: &'a ToolUse,
-    ) -> BoxFuture<'a, Result<toolgate::CallAnswer, toolgate::Halt>> {
+    ) -> BoxFuture<'a, Result<toolgate::dispatch::CallAnswer, toolgate::Halt>> {
         let text = |t: String| json!({"type": "text", "text": t});
         let blocks: Vec<ContentBlock> = serde_json::from_value(json!([
             text("caption".into()),
@@ -391,14 +393,14 @@ impl ToolCaller for Blocks {
             text("z".repeat(100_000)),
         ]))
         .unwrap();
-        Box::pin(std::future::ready(Ok(toolgate::CallAnswer::from_result(
-            ToolResult {
+        Box::pin(std::future::ready(Ok(
+            toolgate::dispatch::CallAnswer::from_result(ToolResult {
                 tool_use_id: call.id.clone(),
                 content: Some(ToolResultContent::Blocks(blocks)),
                 is_error: false,
                 extra: Default::default(),
-            },
-        ))))
+            }),
+        )))
     }
 }
 

@@ -11,8 +11,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use toolgate::{
-    BoxFuture, CallRecord, Dispatcher, Env, HookContext, HookError, PostHookDef, ToolDef,
-    ToolError, ToolUse,
+    Dispatcher, HookContext, ToolError, ToolUse,
+    audit::CallRecord,
+    dispatch::{BoxFuture, Env, HookError, PostHookDef, ToolDef},
 };
 
 /// No arguments.

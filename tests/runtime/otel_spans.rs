@@ -8,8 +8,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use toolgate::{
-    AuditLog, Decision, Dispatcher, DispatcherBuilder, HookContext, HookError, PreHookDef,
-    Redaction, ToolDef, ToolUse,
+    Decision, Dispatcher, HookContext, ToolUse,
+    audit::{AuditLog, Redaction},
+    dispatch::{DispatcherBuilder, HookError, PreHookDef, ToolDef},
 };
 use tracing_subscriber::layer::SubscriberExt;
 

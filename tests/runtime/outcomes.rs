@@ -8,7 +8,8 @@ use std::task::{Context, Waker};
 use crate::support::{self, HALT_TEXT, NOT_RUN_HALT, PANIC_TEXT, assistant};
 use serde_json::{Value, json};
 use toolgate::{
-    AuditLog, Dispatcher, HookContext, Outcome, RespondError, Session, ToolResult, ToolUse,
+    CallError, Dispatcher, HookContext, RespondError, Session, ToolResult, ToolUse,
+    audit::{AuditLog, Outcome},
 };
 
 /// Counts the refunds actually made: the side effect.
@@ -270,7 +271,8 @@ fn not_run_after_a_halt_and_at_max_tokens() {
         ]),
         "tool_use",
     );
-    let RespondError::Halt(halt) = toolgate::block_on(h.session.respond(&message)).unwrap_err()
+    let RespondError::Call(CallError::Halt(halt)) =
+        toolgate::block_on(h.session.respond(&message)).unwrap_err()
     else {
         panic!("expected a halt")
     };

@@ -11,8 +11,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use serde_json::json;
 use toolgate::{
-    Decision, Dispatcher, HookContext, INTERNAL_ERROR_MESSAGE, Outcome, PreHookDef, ToolDef,
-    ToolError, ToolUse,
+    Decision, Dispatcher, HookContext, ToolError, ToolUse,
+    audit::Outcome,
+    content::INTERNAL_ERROR_MESSAGE,
+    dispatch::{PreHookDef, ToolDef},
 };
 
 /// An error whose `Display` panics.

@@ -13,13 +13,14 @@ use crate::ask::{Lines, at_start, dispatcher, large_refund};
 use crate::support;
 use serde_json::{Value, json};
 use toolgate::{
-    Approval, Decision, Dispatcher, HookContext, Message, PendingTurn, PreHookDef, Reply,
-    ResumeError, ToolUse,
+    Decision, Dispatcher, HookContext, Message, Reply, ToolUse,
+    approval::{Approval, PendingTurn, ResumeError},
+    dispatch::PreHookDef,
 };
 
 fn ctx(session: &str, user: &str, at: SystemTime) -> HookContext {
     HookContext::builder(user, session)
-        .clock(toolgate::Clock::fixed(at))
+        .clock(toolgate::dispatch::Clock::fixed(at))
         .build()
 }
 
@@ -294,7 +295,7 @@ fn a_turn_past_its_time_to_live_answers_its_calls_blocked() {
     .unwrap();
     assert_eq!(results(&approved)[1]["content"], text);
     assert_eq!(
-        toolgate::DispatcherBuilder::DEFAULT_PENDING_TTL,
+        toolgate::dispatch::DispatcherBuilder::DEFAULT_PENDING_TTL,
         Duration::from_secs(86_400)
     );
 }
@@ -564,11 +565,11 @@ fn the_other_apis_whole_turns_block_a_call_that_asks() {
 
 struct AlwaysApprove;
 
-impl toolgate::Approver for AlwaysApprove {
+impl toolgate::approval::Approver for AlwaysApprove {
     fn approve<'a>(
         &'a self,
-        _request: toolgate::ApprovalRequest<'a>,
-    ) -> toolgate::BoxFuture<'a, Approval> {
+        _request: toolgate::approval::ApprovalRequest<'a>,
+    ) -> toolgate::dispatch::BoxFuture<'a, Approval> {
         Box::pin(async { Approval::approve("bot") })
     }
 }

@@ -10,8 +10,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    Decision, Dispatcher, HookContext, HookError, Outcome, PostHookDef, PreHookDef, PreToolUse,
-    ToolDef, ToolUse,
+    Decision, Dispatcher, HookContext, ToolUse,
+    audit::Outcome,
+    dispatch::{ChainVerdict, HookError, PostHookDef, PreHookDef, ToolDef},
 };
 
 /// Arguments of the test tool.
@@ -52,7 +53,7 @@ fn dispatcher(counts: &Arc<Counts>, hooks: Vec<PreHookDef>) -> Dispatcher {
     b.build().unwrap()
 }
 
-fn ask(d: &Dispatcher, input: Value) -> PreToolUse {
+fn ask(d: &Dispatcher, input: Value) -> ChainVerdict {
     let ctx = HookContext::builder("u_1", "sess_pre")
         .tier("premium")
         .build();
@@ -87,7 +88,7 @@ fn an_allowed_call_gives_its_effective_input_and_runs_nothing() {
     let d = dispatcher(&counts, vec![own_orders_only(), cap_amount()]);
     assert_eq!(
         ask(&d, json!({"order_id": "o_1", "amount_cents": 900})),
-        PreToolUse::Allow {
+        ChainVerdict::Allow {
             input: json!({"order_id": "o_1", "amount_cents": 900}),
             rewritten_by: vec![],
         }
@@ -95,7 +96,7 @@ fn an_allowed_call_gives_its_effective_input_and_runs_nothing() {
     // A rewrite restarts the chain; the effective input and the rewriting hook are reported.
     assert_eq!(
         ask(&d, json!({"order_id": "o_1", "amount_cents": 9000})),
-        PreToolUse::Allow {
+        ChainVerdict::Allow {
             input: json!({"order_id": "o_1", "amount_cents": 5000}),
             rewritten_by: vec!["app::cap_amount".to_owned()],
         }
@@ -103,7 +104,7 @@ fn an_allowed_call_gives_its_effective_input_and_runs_nothing() {
     // Normalization applies: a JSON string holding the object is read once.
     assert_eq!(
         ask(&d, json!("{\"order_id\": \"o_1\", \"amount_cents\": 1}")),
-        PreToolUse::Allow {
+        ChainVerdict::Allow {
             input: json!({"order_id": "o_1", "amount_cents": 1}),
             rewritten_by: vec![],
         }
@@ -122,7 +123,7 @@ fn every_refusal_says_its_outcome_text_hook_and_detail() {
 
     assert_eq!(
         ask(&d, json!({"order_id": "o_9", "amount_cents": 900})),
-        PreToolUse::Refuse {
+        ChainVerdict::Refuse {
             outcome: Outcome::Blocked,
             text: "BLOCKED: that order is not this customer's. Check the id.".to_owned(),
             blocked_by: Some("app::own_orders_only".to_owned()),
@@ -132,7 +133,7 @@ fn every_refusal_says_its_outcome_text_hook_and_detail() {
     );
     assert_eq!(
         ask(&d, json!({"order_id": "o_1", "amount_cents": 9000})),
-        PreToolUse::Refuse {
+        ChainVerdict::Refuse {
             outcome: Outcome::HookFailed,
             text: HALT_TEXT.to_owned(),
             blocked_by: Some("app::ledger_down".to_owned()),
@@ -142,7 +143,7 @@ fn every_refusal_says_its_outcome_text_hook_and_detail() {
     );
     assert_eq!(
         ask(&d, json!({"order_id": "o_1"})),
-        PreToolUse::Refuse {
+        ChainVerdict::Refuse {
             outcome: Outcome::InvalidInput,
             text: "Error: invalid input for tool `refund`: missing field `amount_cents`. Send an \
                    input that matches the tool's input_schema."
@@ -160,7 +161,7 @@ fn every_refusal_says_its_outcome_text_hook_and_detail() {
     ));
     assert_eq!(
         unknown,
-        PreToolUse::Refuse {
+        ChainVerdict::Refuse {
             outcome: Outcome::UnknownTool,
             text: "Error: unknown tool 'delete_everything'. Available tools: refund.".to_owned(),
             blocked_by: None,
@@ -175,9 +176,9 @@ fn every_refusal_says_its_outcome_text_hook_and_detail() {
 #[test]
 fn async_hooks_are_awaited_and_see_the_context_given() {
     fn by_tier<'a>(
-        env: toolgate::Env<'a>,
+        env: toolgate::dispatch::Env<'a>,
         _call: &'a ToolUse,
-    ) -> toolgate::BoxFuture<'a, Result<Decision, HookError>> {
+    ) -> toolgate::dispatch::BoxFuture<'a, Result<Decision, HookError>> {
         Box::pin(async move {
             support::yield_once().await;
             Ok(match env.context().tier() {
@@ -209,7 +210,7 @@ fn async_hooks_are_awaited_and_see_the_context_given() {
         .build();
     assert_eq!(
         toolgate::block_on(d.pre_tool_use(&free, &call)),
-        PreToolUse::Refuse {
+        ChainVerdict::Refuse {
             outcome: Outcome::Blocked,
             text: "BLOCKED: refunds are for premium customers.".to_owned(),
             blocked_by: Some("app::by_tier".to_owned()),

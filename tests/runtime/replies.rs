@@ -4,7 +4,10 @@
 //! and `content` only.
 
 use serde_json::{Value, json};
-use toolgate::{AuditLog, Conversation, Dispatcher, HookContext, Message, Reply, ToolDef};
+use toolgate::{
+    Dispatcher, HookContext, Message, Reply, audit::AuditLog, content::Conversation,
+    dispatch::ToolDef,
+};
 
 use crate::support::{TempDir, json_lines};
 

@@ -13,9 +13,13 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    AnswerStore, AuditLog, BoxFuture, CallError, Claim, Decision, Dispatcher, Env, HookContext,
-    HookError, InputDigest, MemoryAnswerStore, Outcome, PreHookDef, Remembered, Reply,
-    RespondError, StoreError, StoreFuture, ToolDef, ToolError, ToolResult, ToolUse,
+    CallError, Decision, Dispatcher, HookContext, Reply, RespondError, ToolError, ToolResult,
+    ToolUse,
+    audit::{AuditLog, Outcome},
+    dispatch::{BoxFuture, Env, HookError, PreHookDef, ToolDef},
+    store::{
+        AnswerStore, Claim, InputDigest, MemoryAnswerStore, Remembered, StoreError, StoreFuture,
+    },
 };
 
 use crate::support::{HALT_TEXT, NOT_RUN_HALT, TempDir, assistant, json_lines, poll_once};
@@ -200,7 +204,8 @@ fn after_a_halt_a_retry_replays_the_answered_blocks_and_runs_the_rest() {
     );
     world.open.store(true, Ordering::SeqCst);
     world.policy_down.store(true, Ordering::SeqCst);
-    let Err(RespondError::Halt(halt)) = toolgate::block_on(s.respond(&message)) else {
+    let Err(RespondError::Call(CallError::Halt(halt))) = toolgate::block_on(s.respond(&message))
+    else {
         panic!("the policy service is down: a halt");
     };
     assert_eq!(halt.tool_use_id, "toolu_a");
@@ -272,7 +277,10 @@ fn an_id_reused_with_another_input_is_refused_and_nothing_runs() {
     // Through respond: the message is refused at that block.
     let message = assistant(json!([email("toolu_1", "refund 500")]), "tool_use");
     let err = toolgate::block_on(s.respond(&message)).unwrap_err();
-    assert!(matches!(err, RespondError::IdReused { .. }), "{err}");
+    assert!(
+        matches!(err, RespondError::Call(CallError::IdReused { .. })),
+        "{err}"
+    );
     assert_eq!(*world.sent.lock().unwrap(), ["invoice"]);
     assert_eq!(lines(&dir), [line("toolu_1", "ok", "sent: invoice", false)]);
 }
@@ -302,7 +310,7 @@ fn a_concurrent_duplicate_is_refused_as_in_progress_then_replayed() {
     );
     assert!(matches!(
         toolgate::block_on(s.respond(&message)),
-        Err(RespondError::InProgress { tool_use_id }) if tool_use_id == "toolu_r"
+        Err(RespondError::Call(CallError::InProgress { tool_use_id })) if tool_use_id == "toolu_r"
     ));
     world.open.store(true, Ordering::SeqCst);
     let done = poll_once(first.as_mut()).expect("the gate is open");

@@ -7,7 +7,11 @@ use std::sync::{Arc, Mutex};
 
 use crate::support::{self, HALT_TEXT, assistant};
 use serde_json::{Value, json};
-use toolgate::{AuditLog, ContentBlock, Dispatcher, HookContext, Outcome, ToolResult, ToolUse};
+use toolgate::{
+    Dispatcher, HookContext, ToolResult, ToolUse,
+    audit::{AuditLog, Outcome},
+    content::ContentBlock,
+};
 
 /// Side effects and hook runs, shared through `State<Counters>`.
 #[derive(Default)]
@@ -195,7 +199,11 @@ fn three_blocks_one_denied_one_failing_one_fine_give_three_results_in_order() {
 mod observers {
     //! An observer that panics, one that fails, a Stop hook that fails and one that counts.
     use super::Counters;
-    use toolgate::{CallRecord, HookContext, SessionSummary, State, post_hook, stop_hook, tool};
+    use toolgate::{
+        HookContext, State,
+        audit::{CallRecord, SessionSummary},
+        post_hook, stop_hook, tool,
+    };
 
     /// Echoes its text.
     #[tool]
@@ -488,28 +496,30 @@ fn tools_without_model_arguments_build_and_run() {
     let strict_empty = json!({
         "type": "object", "properties": {}, "additionalProperties": false, "required": []
     });
-    for provider in toolgate::Provider::ALL {
+    for provider in toolgate::provider::Provider::ALL {
         let expected: Vec<Value> = tools
             .iter()
             .map(|&(name, description)| match provider {
-                toolgate::Provider::Anthropic => {
+                toolgate::provider::Provider::Anthropic => {
                     json!({"name": name, "description": description, "input_schema": empty})
                 }
-                toolgate::Provider::AnthropicStrict => json!({
+                toolgate::provider::Provider::AnthropicStrict => json!({
                     "name": name, "description": description, "input_schema": empty,
                     "strict": true
                 }),
-                toolgate::Provider::OpenAi => json!({"type": "function", "function": {
+                toolgate::provider::Provider::OpenAi => json!({"type": "function", "function": {
                     "name": name, "description": description, "parameters": strict_empty,
                     "strict": true
                 }}),
-                toolgate::Provider::OpenAiResponses => json!({
+                toolgate::provider::Provider::OpenAiResponses => json!({
                     "type": "function", "name": name, "description": description,
                     "parameters": strict_empty, "strict": true
                 }),
                 // Gemini: a function without parameters omits `parameters`.
-                toolgate::Provider::Gemini => json!({"name": name, "description": description}),
-                toolgate::Provider::Mcp => {
+                toolgate::provider::Provider::Gemini => {
+                    json!({"name": name, "description": description})
+                }
+                toolgate::provider::Provider::Mcp => {
                     json!({"name": name, "description": description, "inputSchema": empty})
                 }
                 other => panic!("no expectation for {other}"),
@@ -625,11 +635,11 @@ fn every_error_type_becomes_an_is_error_result() {
     );
     assert_eq!(
         run("io_error", true),
-        ToolResult::error("t5", toolgate::INTERNAL_ERROR_MESSAGE)
+        ToolResult::error("t5", toolgate::content::INTERNAL_ERROR_MESSAGE)
     );
     assert_eq!(
         run("internal", true),
-        ToolResult::error("t6", toolgate::INTERNAL_ERROR_MESSAGE)
+        ToolResult::error("t6", toolgate::content::INTERNAL_ERROR_MESSAGE)
     );
     let summary = s.end();
     assert_eq!(summary.outcomes.get(&Outcome::ToolError), Some(&4));
@@ -669,13 +679,13 @@ fn every_error_type_becomes_an_is_error_result() {
             line(
                 "io_error",
                 "tool_error",
-                toolgate::INTERNAL_ERROR_MESSAGE,
+                toolgate::content::INTERNAL_ERROR_MESSAGE,
                 Some("disk quota exceeded"),
             ),
             line(
                 "internal",
                 "tool_error",
-                toolgate::INTERNAL_ERROR_MESSAGE,
+                toolgate::content::INTERNAL_ERROR_MESSAGE,
                 Some("no connection left in the pool: db-7 refused the connection"),
             ),
         ]

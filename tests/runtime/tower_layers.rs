@@ -11,9 +11,10 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 use toolgate::tower::{BoxError, HooksLayer, ServiceCaller, SessionService};
 use toolgate::{
-    AuditLog, CallAnswer, CallError, Clock, Decision, Dispatcher, DispatcherBuilder, HookContext,
-    HookError, INTERNAL_ERROR_MESSAGE, Outcome, PreHookDef, ToolError, ToolResult, ToolUse,
-    sync_caller,
+    CallError, Decision, Dispatcher, HookContext, ToolError, ToolResult, ToolUse,
+    audit::{AuditLog, Outcome},
+    content::INTERNAL_ERROR_MESSAGE,
+    dispatch::{CallAnswer, Clock, DispatcherBuilder, HookError, PreHookDef, sync_caller},
 };
 use tower::{Service, ServiceBuilder, ServiceExt};
 

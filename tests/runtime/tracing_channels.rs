@@ -10,8 +10,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use toolgate::{
-    Dispatcher, HookContext, HookError, PostHookDef, StopHookDef, ToolDef, ToolError, ToolUse,
-    sync_caller,
+    Dispatcher, HookContext, ToolError, ToolUse,
+    dispatch::{HookError, PostHookDef, StopHookDef, ToolDef, sync_caller},
 };
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -114,14 +114,14 @@ fn a_wrapped_callers_internal_error_goes_to_the_audit_line_not_to_tracing() {
     let dir = crate::support::TempDir::new("caller-detail");
     let d = Dispatcher::builder()
         .wrap(legacy)
-        .audit_log(toolgate::AuditLog::open(&dir).unwrap())
+        .audit_log(toolgate::audit::AuditLog::open(&dir).unwrap())
         .build()
         .unwrap();
     let events = captured(|| {
         let s = d.session(HookContext::builder("u_1", "sess_trace").build());
         let r = toolgate::block_on(s.call(&ToolUse::new("toolu_9", "legacy", json!({})))).unwrap();
         assert!(r.is_error);
-        assert_eq!(r.content_text(), toolgate::INTERNAL_ERROR_MESSAGE);
+        assert_eq!(r.content_text(), toolgate::content::INTERNAL_ERROR_MESSAGE);
     });
     assert_eq!(events, Vec::<String>::new());
     let lines = crate::support::json_lines(&dir.join("audit_log.jsonl"));
@@ -154,7 +154,7 @@ fn a_wrapped_caller_forwarding_a_driver_error_with_question_mark_shows_the_model
     let dir = crate::support::TempDir::new("caller-driver-error");
     let d = Dispatcher::builder()
         .wrap(legacy)
-        .audit_log(toolgate::AuditLog::open(&dir).unwrap())
+        .audit_log(toolgate::audit::AuditLog::open(&dir).unwrap())
         .build()
         .unwrap();
     let mut results = Vec::new();
@@ -169,7 +169,7 @@ fn a_wrapped_caller_forwarding_a_driver_error_with_question_mark_shows_the_model
         results,
         [
             json!({"type": "tool_result", "tool_use_id": "toolu_7", "is_error": true,
-                   "content": toolgate::INTERNAL_ERROR_MESSAGE}),
+                   "content": toolgate::content::INTERNAL_ERROR_MESSAGE}),
             json!({"type": "tool_result", "tool_use_id": "toolu_8", "is_error": true,
                    "content": REFUSED}),
         ]

@@ -5,7 +5,7 @@
 use crate::support::{TempDir, any_json, json_lines};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
-use toolgate::{Dispatcher, HookContext, Outcome, ToolUse};
+use toolgate::{Dispatcher, HookContext, ToolUse, audit::Outcome};
 
 mod refunds {
     //! A refund desk: premium users only, and only for their own orders.
@@ -69,7 +69,7 @@ mod refunds {
 fn dispatcher(dir: Option<&TempDir>) -> Dispatcher {
     let mut b = Dispatcher::builder().registered_under(format!("{}::refunds", module_path!()));
     if let Some(d) = dir {
-        b = b.audit_log(toolgate::AuditLog::open(d.path()).unwrap());
+        b = b.audit_log(toolgate::audit::AuditLog::open(d.path()).unwrap());
     }
     b.build().unwrap()
 }

@@ -8,8 +8,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::json;
 use toolgate::{
-    BuildProblem, Decision, Dispatcher, HookContext, Outcome, PreHookDef, ToolDef, ToolUse,
-    sync_caller,
+    Decision, Dispatcher, HookContext, ToolUse,
+    audit::Outcome,
+    dispatch::{BuildProblem, PreHookDef, ToolDef, sync_caller},
 };
 
 /// Arguments of `search` and `search_archive`.
@@ -43,10 +44,10 @@ fn refund_tool() -> ToolDef {
 }
 
 fn cap(
-    _env: toolgate::Env<'_>,
+    _env: toolgate::dispatch::Env<'_>,
     _call: &ToolUse,
     s: &Search,
-) -> Result<Decision<Search>, toolgate::HookError> {
+) -> Result<Decision<Search>, toolgate::dispatch::HookError> {
     Ok(if s.limit > 5 {
         Decision::Rewrite(Search {
             query: s.query.clone(),
@@ -134,7 +135,7 @@ fn a_typed_rewrite_is_serialized_validated_and_authorized_again() {
     );
     assert_eq!(
         asked,
-        toolgate::PreToolUse::Allow {
+        toolgate::dispatch::ChainVerdict::Allow {
             input: json!({"query": "refunds", "limit": 5}),
             rewritten_by: vec!["app::cap".into()],
         }
@@ -175,10 +176,10 @@ fn a_typed_hook_reads_the_input_an_untyped_rewrite_made() {
 }
 
 fn deny_large<'a>(
-    _env: toolgate::Env<'a>,
+    _env: toolgate::dispatch::Env<'a>,
     _call: &'a ToolUse,
     s: &'a Search,
-) -> toolgate::BoxFuture<'a, Result<Decision<Search>, toolgate::HookError>> {
+) -> toolgate::dispatch::BoxFuture<'a, Result<Decision<Search>, toolgate::dispatch::HookError>> {
     let limit = s.limit;
     Box::pin(async move {
         Ok(if limit > 100 {

@@ -5,7 +5,12 @@ use std::time::{Duration, SystemTime};
 
 use crate::support;
 use serde_json::{Value, json};
-use toolgate::{AuditLog, Clock, Dispatcher, HookContext, Message, SessionSummary, Usage};
+use toolgate::{
+    Dispatcher, HookContext, Message,
+    audit::{AuditLog, SessionSummary},
+    content::Usage,
+    dispatch::Clock,
+};
 
 fn response(usage: Value) -> Message {
     serde_json::from_value(json!({

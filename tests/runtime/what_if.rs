@@ -8,8 +8,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    AuditRecord, Change, Decision, Dispatcher, Outcome, PreHookDef, PreToolUse, ToolDef, ToolUse,
-    WhatIf,
+    Decision, Dispatcher, ToolUse,
+    audit::{AuditRecord, Change, Outcome, WhatIf},
+    dispatch::{ChainVerdict, PreHookDef, ToolDef},
 };
 
 /// Arguments of the test tool.
@@ -117,7 +118,7 @@ fn each_kind_of_change_is_a_flip_with_the_hook_responsible() {
             Change::NowBlocked,
             Some("app::cap"),
             Outcome::Ok,
-            PreToolUse::Refuse {
+            ChainVerdict::Refuse {
                 outcome: Outcome::Blocked,
                 text: "BLOCKED: too much.".to_owned(),
                 blocked_by: Some("app::cap".to_owned()),
@@ -141,7 +142,7 @@ fn each_kind_of_change_is_a_flip_with_the_hook_responsible() {
             Change::NowAllowed,
             Some("app::old_rule"),
             Outcome::Blocked,
-            PreToolUse::Allow {
+            ChainVerdict::Allow {
                 input: json!({"order_id": "o_1", "amount_cents": 2000}),
                 rewritten_by: vec![]
             }
@@ -244,7 +245,7 @@ fn the_context_is_rebuilt_from_the_line() {
                     ctx.user_id(),
                     ctx.session_id(),
                     ctx.tier(),
-                    toolgate::Rfc3339(ctx.now()),
+                    toolgate::audit::Rfc3339(ctx.now()),
                     call.id
                 ));
                 Ok(Decision::Allow)
@@ -286,7 +287,7 @@ fn a_hook_that_asks_today_flips_a_call_nobody_was_asked_about_and_leaves_one_tha
         .build()
         .unwrap();
     let input = json!({"order_id": "o_1", "amount_cents": 4000});
-    let asked = vec![toolgate::Asked {
+    let asked = vec![toolgate::approval::Asked {
         hook: "app::approval".to_owned(),
         reason: "above 1000 cents".to_owned(),
     }];
@@ -301,7 +302,7 @@ fn a_hook_that_asks_today_flips_a_call_nobody_was_asked_about_and_leaves_one_tha
             Change::NowAsks,
             Some("app::approval"),
             Outcome::Ok,
-            PreToolUse::Ask {
+            ChainVerdict::Ask {
                 input: input.clone(),
                 rewritten_by: vec![],
                 asked_by: asked,

@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 use toolgate::{
-    AuditLog, BoxFuture, CallAnswer, Decision, Dispatcher, HookContext, Outcome, PreHookDef,
-    ToolCaller, ToolError, ToolResult, ToolUse, sync_caller,
+    Decision, Dispatcher, HookContext, ToolError, ToolResult, ToolUse,
+    audit::{AuditLog, Outcome},
+    dispatch::{BoxFuture, CallAnswer, PreHookDef, ToolCaller, sync_caller},
 };
 
 use crate::support::{ExpiredTimer, HALT_TEXT, PANIC_TEXT, TempDir, json_lines, tool_timeout_text};
@@ -287,7 +288,7 @@ fn the_outer_audit_line_says_what_happened_inside_outcome_hook_and_detail() {
     let ledger = call("t3", "ledger", json!({})).unwrap();
     assert_eq!(
         ledger,
-        ToolResult::error("t3", toolgate::INTERNAL_ERROR_MESSAGE)
+        ToolResult::error("t3", toolgate::content::INTERNAL_ERROR_MESSAGE)
     );
     assert_eq!(
         call("t4", "crash", json!({})).unwrap(),
@@ -361,7 +362,7 @@ fn the_outer_audit_line_says_what_happened_inside_outcome_hook_and_detail() {
                     "ledger",
                     json!({}),
                     "tool_error",
-                    toolgate::INTERNAL_ERROR_MESSAGE
+                    toolgate::content::INTERNAL_ERROR_MESSAGE
                 ),
                 json!({"detail": "ledger db-3 refused the connection"})
             ),

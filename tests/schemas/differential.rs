@@ -26,7 +26,7 @@ use proptest::test_runner::{Config, TestRunner};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
-use toolgate::{Dispatcher, HookContext, Outcome, Provider, ToolUse, provider};
+use toolgate::{Dispatcher, HookContext, ToolUse, audit::Outcome, provider, provider::Provider};
 
 use crate::corpus;
 

@@ -4,7 +4,7 @@
 //! field, a wrong tag or a missing variant field is still refused, by name.
 
 use serde_json::{Value, json};
-use toolgate::{Dispatcher, HookContext, Provider, ToolResult, ToolUse};
+use toolgate::{Dispatcher, HookContext, ToolResult, ToolUse, provider::Provider};
 
 use crate::corpus;
 

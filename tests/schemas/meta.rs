@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 use toolgate::{
-    BuildProblem, Dispatcher, HookContext, Provider, SyncCaller, ToolError, ToolResult, ToolUse,
-    sync_caller,
+    Dispatcher, HookContext, ToolError, ToolResult, ToolUse,
+    dispatch::{BuildProblem, SyncCaller, sync_caller},
+    provider::Provider,
 };
 
 mod typo {

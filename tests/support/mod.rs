@@ -20,7 +20,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use serde_json::Value;
-use toolgate::{BoxFuture, Timer};
+use toolgate::dispatch::{BoxFuture, Timer};
 
 // ================================================================ texts, files, messages
 

@@ -8,7 +8,7 @@ mod server;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use toolgate::{Approval, AuditLog, Provider};
+use toolgate::{approval::Approval, audit::AuditLog, provider::Provider};
 
 use super::example::agent::{self, Agent, Specialist};
 use super::example::cli::{self, Command};

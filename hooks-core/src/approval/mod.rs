@@ -1,10 +1,18 @@
 //! A person's approval of a call a PreToolUse hook asked about ([`Decision::Ask`]): who asked
-//! and why ([`Asked`]), what a person answers ([`Approval`]), and the [`Approver`] a host gives
-//! the builder to answer inline.
+//! and why ([`Asked`]), what a person answers ([`Approval`]), the [`Approver`] a host gives the
+//! builder to answer inline, and the turn paused when nobody answers inline ([`PendingTurn`]),
+//! resumed later with [`Session::resume`](crate::Session::resume) ([`ResumeError`]).
+//!
+//! You need it when a rule asks a person (`Decision::ask`): to approve inline, or to keep a
+//! paused turn (a database row, a file) and finish it when the person has decided.
 //!
 //! [`Decision::Ask`]: crate::Decision::Ask
 
 pub(crate) mod pending;
+
+pub use pending::{
+    AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn, ResumeError, input_digest,
+};
 
 use std::fmt;
 
@@ -18,7 +26,7 @@ use crate::hook::context::HookContext;
 /// A PreToolUse hook that asked for a person's approval ([`Decision::Ask`](crate::Decision::Ask)),
 /// and its reason. Serialized as `{"hook": "support_agent::policy::large_refund_needs_approval",
 /// "reason": "refunds above 20000 cents need a person's approval"}` (in a
-/// [`PendingTurn`](crate::PendingTurn) and on audit lines as `asked_by`).
+/// [`PendingTurn`] and on audit lines as `asked_by`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Asked {
     /// The hook's full path.
@@ -39,8 +47,8 @@ pub enum Approval {
     Approve {
         /// Who approved.
         by: String,
-        /// The digest of the input the person saw ([`AwaitingCall::input_digest`](crate::AwaitingCall::input_digest)),
-        /// when the host checks it: resuming a [`PendingTurn`](crate::PendingTurn) whose input
+        /// The digest of the input the person saw ([`AwaitingCall::input_digest`](crate::approval::AwaitingCall::input_digest)),
+        /// when the host checks it: resuming a [`PendingTurn`] whose input
         /// has another digest is refused. `None`: the input held by the pending turn.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         input_digest: Option<String>,
@@ -74,7 +82,7 @@ impl Approval {
     }
 
     /// `Approve` by `by` of the input whose digest is `input_digest` (64 lowercase hex
-    /// characters, as [`AwaitingCall::input_digest`](crate::AwaitingCall::input_digest)).
+    /// characters, as [`AwaitingCall::input_digest`](crate::approval::AwaitingCall::input_digest)).
     pub fn approve_digest(by: impl Into<String>, input_digest: impl Into<String>) -> Self {
         Approval::Approve {
             by: by.into(),
@@ -136,17 +144,18 @@ impl fmt::Debug for ApprovalRequest<'_> {
 
 /// Answers approval requests inline, while the call waits: a chat UI's confirm button, a
 /// second-factor push, a policy service. Given to the builder with
-/// [`DispatcherBuilder::approver`](crate::DispatcherBuilder::approver).
+/// [`DispatcherBuilder::approver`](crate::dispatch::DispatcherBuilder::approver).
 ///
-/// Its answer has a deadline ([`DispatcherBuilder::approval_timeout`](crate::DispatcherBuilder::approval_timeout),
-/// default [`DEFAULT_APPROVAL_TIMEOUT`](crate::DispatcherBuilder::DEFAULT_APPROVAL_TIMEOUT),
+/// Its answer has a deadline ([`DispatcherBuilder::approval_timeout`](crate::dispatch::DispatcherBuilder::approval_timeout),
+/// default [`DEFAULT_APPROVAL_TIMEOUT`](crate::dispatch::DispatcherBuilder::DEFAULT_APPROVAL_TIMEOUT),
 /// 5 minutes, on the dispatcher's timer): no answer in time, or a panic, is a denial (fail
 /// closed): the call is answered `blocked`. With an approver, both
 /// [`Session::call`](crate::Session::call) and [`Session::respond`](crate::Session::respond)
 /// wait for it; without one, `respond` pauses the turn and `call` blocks.
 ///
 /// ```
-/// use toolgate_core::{Approval, ApprovalRequest, Approver, BoxFuture};
+/// use toolgate_core::approval::{Approval, ApprovalRequest, Approver};
+/// use toolgate_core::dispatch::BoxFuture;
 ///
 /// /// Approves refunds for the on-call lead, declines the rest.
 /// struct OnCall;

@@ -42,7 +42,7 @@ pub const PENDING_TURN_FORMAT: u32 = 1;
 ///   dispatcher that paused (its tools, their input schemas and PreToolUse chains); a dispatcher
 ///   with another one refuses the turn.
 /// - `created_at`: when it paused, by the session's context clock (RFC 3339); it expires after
-///   the resuming dispatcher's [`pending_ttl`](crate::DispatcherBuilder::pending_ttl).
+///   the resuming dispatcher's [`pending_ttl`](crate::dispatch::DispatcherBuilder::pending_ttl).
 /// - `input_digest`: the SHA-256 of `effective_input`'s JSON text as serde_json writes it,
 ///   compact (lowercase hex). Object keys keep their order in this build (serde_json's
 ///   `preserve_order`, which schemars turns on), so the digest is that of the text the
@@ -183,21 +183,19 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 }
 
 /// Why [`Session::resume`](crate::Session::resume) gave no user message. Every refusal but
-/// [`Halt`](ResumeError::Halt) is found before anything runs: nothing ran and nothing was
+/// [`Call`](ResumeError::Call) is found before anything runs: nothing ran and nothing was
 /// audited; fix the cause and resume again.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ResumeError {
-    /// A PreToolUse hook could not decide when an approved call's chain ran again: the agent
-    /// halts, and the halt's answer covers every block of the turn (see [`Halt`]).
+    /// A waiting call gave no answer (see [`CallError`]): [`CallError::Halt`] when a PreToolUse
+    /// hook could not decide as an approved call's chain ran again (the agent halts; the halt's
+    /// answer covers every block of the turn), or the session's answer memory refused the call
+    /// ([`CallError::InProgress`]: another resume of it runs now; [`CallError::IdReused`];
+    /// [`CallError::Store`]): the calls before it were answered and remembered, nothing more
+    /// ran. Resume again later: the answered ones are replayed.
     #[error(transparent)]
-    Halt(#[from] Halt),
-    /// The session's answer memory refused a waiting call ([`CallError::InProgress`]: another
-    /// resume of it runs now; [`CallError::IdReused`]; [`CallError::Store`]): the calls before
-    /// it were answered and remembered, nothing more ran. Resume again later: the answered ones
-    /// are replayed.
-    #[error(transparent)]
-    Call(CallError),
+    Call(#[from] CallError),
     /// The pending turn was written in a format this build does not read.
     #[error("the pending turn has format {found}; this build reads format {PENDING_TURN_FORMAT}")]
     UnknownFormat {
@@ -257,4 +255,28 @@ pub enum ResumeError {
         /// The id.
         tool_use_id: String,
     },
+}
+
+impl ResumeError {
+    /// The [`Halt`], when a PreToolUse hook halted the agent.
+    pub fn halt(&self) -> Option<&Halt> {
+        match self {
+            ResumeError::Call(e) => e.halt(),
+            _ => None,
+        }
+    }
+
+    /// The [`Halt`], by value, when a PreToolUse hook halted the agent.
+    pub fn into_halt(self) -> Option<Halt> {
+        match self {
+            ResumeError::Call(e) => e.into_halt(),
+            _ => None,
+        }
+    }
+}
+
+impl From<Halt> for ResumeError {
+    fn from(halt: Halt) -> Self {
+        ResumeError::Call(CallError::Halt(halt))
+    }
 }

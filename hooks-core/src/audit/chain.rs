@@ -1,6 +1,6 @@
 //! The hash chain of the audit files, and the writer that keeps it ([`ChainedFile`]).
 //!
-//! The rule is written once, in [`AuditLog`'s docs](crate::AuditLog#the-hash-chain) (rules 1
+//! The rule is written once, in [`AuditLog`'s docs](crate::audit::AuditLog#the-hash-chain) (rules 1
 //! to 6, cited by number below); [`verify`](super::verify) checks it. In short: each line ends
 //! with `"prev"`, the SHA-256 of the line before it in the same file, `\n` included; a file's
 //! first line carries the last hash of the newest rotated file, or 64 zeros; writers hold the

@@ -19,7 +19,7 @@ pub(crate) struct JsonlFiles {
 
 impl JsonlFiles {
     /// Opens (creating if missing) `dir` and both files. Errors name the path (see
-    /// [`AuditLog::open`](crate::AuditLog::open)).
+    /// [`AuditLog::open`](crate::audit::AuditLog::open)).
     pub(crate) fn open(dir: &Path) -> io::Result<JsonlFiles> {
         if dir.exists() && !dir.is_dir() {
             return Err(io::Error::new(
@@ -84,7 +84,7 @@ impl AuditSink for JsonlFiles {
     }
 
     fn name(&self) -> &str {
-        "toolgate::AuditLog files"
+        "toolgate::audit::AuditLog files"
     }
 }
 

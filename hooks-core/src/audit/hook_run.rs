@@ -1,5 +1,5 @@
-//! [`HookRun`]: one run of one PreToolUse hook during a call, with its [`HookDecision`] and its
-//! duration, as a [`CallRecord`](crate::CallRecord) and an audit line list them.
+//! [`HookRun`]: one run of one PreToolUse hook during a call, with its [`HookOutcome`] and its
+//! duration, as a [`CallRecord`](crate::audit::CallRecord) and an audit line list them.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 /// What one run of a PreToolUse hook came to. Serialized in snake_case (`"timeout"`), as in
 /// the `hooks` member of an audit line.
 ///
-/// | decision | the hook |
+/// | outcome | the hook |
 /// |---|---|
 /// | `allow` | answered [`Decision::Allow`](crate::Decision::Allow), or a `Rewrite` equal to the input it saw (which counts as `Allow`) |
 /// | `deny` | answered [`Decision::Deny`](crate::Decision::Deny): the call is `blocked` |
@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum HookDecision {
+pub enum HookOutcome {
     /// The hook allowed the input it saw.
     Allow,
     /// The hook denied the call.
@@ -35,21 +35,21 @@ pub enum HookDecision {
     Ask,
 }
 
-impl HookDecision {
+impl HookOutcome {
     /// The snake_case name, as serialized.
     pub const fn as_str(self) -> &'static str {
         match self {
-            HookDecision::Allow => "allow",
-            HookDecision::Deny => "deny",
-            HookDecision::Rewrite => "rewrite",
-            HookDecision::Failed => "failed",
-            HookDecision::Timeout => "timeout",
-            HookDecision::Ask => "ask",
+            HookOutcome::Allow => "allow",
+            HookOutcome::Deny => "deny",
+            HookOutcome::Rewrite => "rewrite",
+            HookOutcome::Failed => "failed",
+            HookOutcome::Timeout => "timeout",
+            HookOutcome::Ask => "ask",
         }
     }
 }
 
-impl fmt::Display for HookDecision {
+impl fmt::Display for HookOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -60,25 +60,27 @@ impl fmt::Display for HookDecision {
 /// appear more than once. On an audit line: `{"hook": "app::policy::premium_only",
 /// "decision": "allow", "duration_us": 3}`.
 ///
-/// Borrowed in a [`CallRecord`](crate::CallRecord), owned (`HookRun<'static>`) in an
-/// [`AuditRecord`](crate::AuditRecord).
+/// Borrowed in a [`CallRecord`](crate::audit::CallRecord), owned (`HookRun<'static>`) in an
+/// [`AuditRecord`](crate::audit::AuditRecord).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct HookRun<'a> {
     /// The hook's full path.
     pub hook: Cow<'a, str>,
-    /// What it decided.
-    pub decision: HookDecision,
+    /// How the run ended: what the hook decided, or that it failed or timed out. Serialized as
+    /// `decision`, the member's name on an audit line.
+    #[serde(rename = "decision")]
+    pub outcome: HookOutcome,
     /// Microseconds from the hook's start to its decision (an async hook's wait included).
     pub duration_us: u64,
 }
 
 impl<'a> HookRun<'a> {
-    /// A run of `hook` that decided `decision` in `duration_us` microseconds.
-    pub fn new(hook: impl Into<Cow<'a, str>>, decision: HookDecision, duration_us: u64) -> Self {
+    /// A run of `hook` that ended `outcome` in `duration_us` microseconds.
+    pub fn new(hook: impl Into<Cow<'a, str>>, outcome: HookOutcome, duration_us: u64) -> Self {
         HookRun {
             hook: hook.into(),
-            decision,
+            outcome,
             duration_us,
         }
     }
@@ -87,7 +89,7 @@ impl<'a> HookRun<'a> {
     pub fn into_owned(self) -> HookRun<'static> {
         HookRun {
             hook: Cow::Owned(self.hook.into_owned()),
-            decision: self.decision,
+            outcome: self.outcome,
             duration_us: self.duration_us,
         }
     }

@@ -25,7 +25,7 @@ impl AuditRecord {
     /// writes JSON lines of its own can too.
     ///
     /// ```
-    /// use toolgate_core::AuditRecord;
+    /// use toolgate_core::audit::AuditRecord;
     ///
     /// let line = r#"{"ts":"2026-11-24T10:15:00.25Z","session_id":"sess_1","user_id":"u_001","tool_use_id":"toolu_01","tool":"search_faq","input":{"query":"a \"quoted\" word"},"outcome":"ok","is_error":false,"content":"[\"refunds\"]","duration_us":41}"#;
     /// let record: AuditRecord = serde_json::from_str(line)?;
@@ -137,7 +137,7 @@ fn write_hook_run(out: &mut Vec<u8>, run: &HookRun<'_>) {
     out.extend_from_slice(b"{\"hook\":");
     write_str(out, &run.hook);
     out.extend_from_slice(b",\"decision\":\"");
-    out.extend_from_slice(run.decision.as_str().as_bytes());
+    out.extend_from_slice(run.outcome.as_str().as_bytes());
     out.extend_from_slice(b"\",\"duration_us\":");
     write_u64(out, run.duration_us);
     out.push(b'}');

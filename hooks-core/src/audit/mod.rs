@@ -1,6 +1,12 @@
-//! [`AuditLog`]: the built-in PostToolUse observer and Stop hook that turn every `tool_use` and
-//! every session into an audit record, redact it, and hand it to the sinks (the chained JSONL
-//! files by default).
+//! What a call and a session came to, and the audit trail made of it: the record every
+//! PostToolUse observer sees ([`CallRecord`], its [`Outcome`], each [`HookRun`]), the summary
+//! every Stop hook sees ([`SessionSummary`]), and [`AuditLog`], the built-in observer and Stop
+//! hook that turns every `tool_use` and every session into an audit record, redacts it and hands
+//! it to the sinks (the hash-chained JSONL files by default); the chain's check (feature
+//! `audit-verify`) and what-if replays of a recorded log against today's rules ([`WhatIf`]).
+//!
+//! You need it to write an observer or a Stop hook, keep an audit trail, check one, or ask what
+//! today's rules would have done to yesterday's calls.
 //!
 //! | file | what it holds |
 //! |---|---|
@@ -12,6 +18,9 @@
 //! | `chain.rs` | the hash chain's rule and the writer that keeps it (lock, reopen, rotation) |
 //! | `files.rs` | the default sink: `audit_log.jsonl` and `session_summaries.jsonl` |
 //! | `verify.rs` | feature `audit-verify`: `verify_audit_dir`, `verify_audit_file` |
+//! | `outcome.rs` | [`Outcome`], [`CallRecord`], [`SessionSummary`]: what observers and Stop hooks see |
+//! | `hook_run.rs` | [`HookRun`], [`HookOutcome`]: one run of a PreToolUse hook |
+//! | `what_if.rs` | [`WhatIf`], [`Flip`], [`Change`]: a recorded call against today's rules |
 
 mod chain;
 mod files;
@@ -31,7 +40,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use crate::base::time::Rfc3339;
 pub use chain::CHAIN_START;
+pub use hook_run::{HookOutcome, HookRun};
+pub use outcome::{CallRecord, Outcome, SessionSummary};
 pub use record::{AuditRecord, SummaryRecord};
 pub use redact::{InvalidPointer, REDACTED, Redaction, mask_card_numbers, mask_emails};
 pub use sink::AuditSink;
@@ -40,8 +52,8 @@ pub use verify::{
     AuditVerification, ChainBreak, ChainProblem, ChainStatus, ChainVerification, verify_audit_dir,
     verify_audit_file,
 };
+pub use what_if::{Change, Flip, WhatIf};
 
-use crate::audit::outcome::{CallRecord, SessionSummary};
 use crate::base::panic::catch;
 use crate::error::HookError;
 use crate::hook::definitions::{PostHookDef, StopHookDef};
@@ -60,7 +72,7 @@ struct LogInner {
 }
 
 /// The built-in audit log (opt-in): give it to
-/// [`DispatcherBuilder::audit_log`](crate::DispatcherBuilder::audit_log). Its observer runs
+/// [`DispatcherBuilder::audit_log`](crate::dispatch::DispatcherBuilder::audit_log). Its observer runs
 /// after every other observer and its summary after every other Stop hook. Cloning shares it.
 ///
 /// For each `tool_use` it makes one [`AuditRecord`] (for each session one [`SummaryRecord`]),
@@ -191,14 +203,14 @@ impl AuditLog {
 
     pub(crate) fn observer(&self) -> PostHookDef {
         let log = self.clone();
-        PostHookDef::sync("toolgate::AuditLog", move |env, record| {
+        PostHookDef::sync("toolgate::audit::AuditLog", move |env, record| {
             log.write_call(env, record)
         })
     }
 
     pub(crate) fn stop_hook(&self) -> StopHookDef {
         let log = self.clone();
-        StopHookDef::new("toolgate::AuditLog", move |env, summary| {
+        StopHookDef::new("toolgate::audit::AuditLog", move |env, summary| {
             log.write_summary(env, summary)
         })
     }
@@ -295,7 +307,7 @@ impl fmt::Debug for AuditLog {
 /// Builds an [`AuditLog`]: a folder for the JSONL files, other sinks, redaction.
 ///
 /// ```
-/// use toolgate_core::{AuditLog, Redaction, mask_emails};
+/// use toolgate_core::audit::{AuditLog, Redaction, mask_emails};
 ///
 /// # let dir = std::env::temp_dir().join(format!("toolgate-doc-audit-{}", std::process::id()));
 /// let log = AuditLog::builder()

@@ -18,7 +18,7 @@ use crate::content::{ToolResult, ToolUse};
 /// | outcome | tool ran | `is_error` | content starts with |
 /// |---|---|---|---|
 /// | `ok` | yes | false | the tool's output |
-/// | `tool_error` | yes | true | the tool's message for the model, or the generic [`INTERNAL_ERROR_MESSAGE`](crate::INTERNAL_ERROR_MESSAGE) |
+/// | `tool_error` | yes | true | the tool's message for the model, or the generic [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE) |
 /// | `panicked` | yes | true | a generic failure message |
 /// | `tool_timeout` | yes, cut | true | a message naming the deadline |
 /// | `blocked` | no | true | `BLOCKED: ` |
@@ -27,7 +27,7 @@ use crate::content::{ToolResult, ToolUse};
 /// | `hook_failed`, `hook_timeout` | no | true, in the `Halt`'s answer | `BLOCKED: ` |
 /// | `not_run` | no | true, where an answer is given | a message saying why |
 /// | `cancelled` | maybe | no answer (the host dropped the call) | – |
-/// | `awaiting_approval` | not yet | no answer yet: the turn is paused ([`PendingTurn`](crate::PendingTurn)) | – |
+/// | `awaiting_approval` | not yet | no answer yet: the turn is paused ([`PendingTurn`](crate::approval::PendingTurn)) | – |
 ///
 /// A rewrite does not change the outcome; [`CallRecord::rewritten_by`] says it happened.
 ///
@@ -135,7 +135,7 @@ pub struct CallRecord<'a> {
     pub call: &'a ToolUse,
     /// The input after normalization (`""`/`null` → `{}`, a JSON string parsed); the raw input
     /// when it could not be normalized; and, for an input over the size or depth limits
-    /// ([`Limits`](crate::Limits)), the string `"[input not recorded: over the input limits (N
+    /// ([`Limits`](crate::dispatch::Limits)), the string `"[input not recorded: over the input limits (N
     /// bytes, M levels)]"` instead, so a huge input is never copied into a log.
     pub input: &'a Value,
     /// The input after PreToolUse rewrites (the last valid one), when any hook rewrote it.
@@ -236,7 +236,7 @@ impl<'a> CallRecord<'a> {
 /// [`Session::end`](crate::Session::end).
 ///
 /// Serialized (the audit log's summary line adds `ts` and `prev`; see
-/// [`SummaryRecord`](crate::SummaryRecord)), and read back from it: `{"session_id": "sess_1", "user_id":
+/// [`SummaryRecord`](crate::audit::SummaryRecord)), and read back from it: `{"session_id": "sess_1", "user_id":
 /// "u_001", "started_at": "2026-11-24T10:15:00Z", "ended_at": "…", "calls": 4, "outcomes":
 /// {"ok": 3, "blocked": 1}, "tools": {"lookup_user": 2, …}, "observer_errors": 0, "usage":
 /// {"input_tokens": 2400, "output_tokens": 180, …}}` (`usage` only when the host added some). `outcomes`

@@ -14,7 +14,7 @@ use crate::audit::outcome::{CallRecord, Outcome, SessionSummary};
 use crate::hook::context::HookContext;
 
 /// One `tool_use` as the audit trail keeps it: owned, so a sink can keep it or send it to
-/// another thread, and already redacted ([`Redaction`](crate::Redaction)) when a sink sees it.
+/// another thread, and already redacted ([`Redaction`](crate::audit::Redaction)) when a sink sees it.
 ///
 /// Its JSON is the audit line (members in this order; the file sink adds `prev` last), as
 /// serde_json writes it or, the same bytes faster, [`write_json`](Self::write_json):
@@ -40,7 +40,7 @@ use crate::hook::context::HookContext;
 /// | `duration_us` | integer, µs | always: from the start of the call to its result |
 /// | `blocked_by` | string | the hook that denied the call, failed or timed out |
 /// | `rewritten_by` | array of strings | hooks rewrote the input (in order) |
-/// | `hooks` | array of `{"hook", "decision", "duration_us"}` | PreToolUse hooks ran: each run in order (a rewrite restarts the chain, so a hook may appear again), its [`HookDecision`](crate::HookDecision) (`allow`, `deny`, `rewrite`, `ask`, `failed`, `timeout`) and its duration in µs |
+/// | `hooks` | array of `{"hook", "decision", "duration_us"}` | PreToolUse hooks ran: each run in order (a rewrite restarts the chain, so a hook may appear again), its [`HookOutcome`](crate::audit::HookOutcome) (`allow`, `deny`, `rewrite`, `ask`, `failed`, `timeout`) and its duration in µs |
 /// | `effective_input` | JSON | hooks rewrote the input: what the tool got |
 /// | `detail` | string | operator-only text: a panic message, an error chain |
 /// | `content_bytes` | integer, bytes | the content was cut: its full size |
@@ -198,7 +198,7 @@ impl AuditRecord {
                     Cow::Owned(path) => assign_str(path, &s.hook),
                     path => *path = Cow::Owned(s.hook.clone().into_owned()),
                 }
-                d.decision = s.decision;
+                d.outcome = s.outcome;
                 d.duration_us = s.duration_us;
             },
             |s| s.clone().into_owned(),
@@ -340,7 +340,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::audit::hook_run::HookDecision;
+    use crate::audit::hook_run::HookOutcome;
     use crate::hook::context::Clock;
     use crate::{ToolResult, ToolUse};
 
@@ -388,11 +388,11 @@ mod tests {
             ToolResult::error("toolu_1", "BLOCKED: over the limit"),
         ];
         let runs = [
-            HookRun::new("app::policy::premium_only", HookDecision::Allow, 1),
-            HookRun::new("app::policy::spend_limit", HookDecision::Rewrite, 37),
+            HookRun::new("app::policy::premium_only", HookOutcome::Allow, 1),
+            HookRun::new("app::policy::spend_limit", HookOutcome::Rewrite, 37),
             HookRun::new(
                 String::from("app::policy::premium_only"),
-                HookDecision::Deny,
+                HookOutcome::Deny,
                 2,
             ),
         ];

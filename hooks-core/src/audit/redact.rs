@@ -25,14 +25,14 @@ struct FieldRule {
 
 /// Rules that mask parts of every [`AuditRecord`] before any sink (the JSONL files included)
 /// sees it; the files' hash chain is over the redacted lines. Give it to
-/// [`AuditLogBuilder::redaction`](crate::AuditLogBuilder::redaction).
+/// [`AuditLogBuilder::redaction`](crate::audit::AuditLogBuilder::redaction).
 ///
 /// - Field rules, per tool: a JSON pointer (RFC 6901) into the call's `input` and
 ///   `effective_input`; the value there (when there is one) is replaced by `"[redacted]"`
 ///   ([`field`](Self::field)) or by what a function makes of it
 ///   ([`field_with`](Self::field_with)). Tool `"*"` means every tool (no tool can be named
 ///   `*`). A tool named in a rule must be registered somewhere: `build()` fails otherwise
-///   ([`BuildProblem::UnknownRedactionTool`](crate::BuildProblem::UnknownRedactionTool)).
+///   ([`BuildProblem::UnknownRedactionTool`](crate::dispatch::BuildProblem::UnknownRedactionTool)).
 /// - Text rules ([`text`](Self::text)): a function over `content` (what the model read) and
 ///   `detail` (operator-only text, which may hold a library error's message), every tool,
 ///   applied in the order given.
@@ -42,7 +42,7 @@ struct FieldRule {
 ///
 /// ```
 /// use serde_json::json;
-/// use toolgate_core::{Redaction, mask_card_numbers, mask_emails};
+/// use toolgate_core::audit::{Redaction, mask_card_numbers, mask_emails};
 ///
 /// let rules = Redaction::new()
 ///     .field("pay", "/card/number")?
@@ -50,7 +50,7 @@ struct FieldRule {
 ///     .text(mask_card_numbers)
 ///     .text(mask_emails);
 /// # let _ = rules;
-/// # Ok::<(), toolgate_core::InvalidPointer>(())
+/// # Ok::<(), toolgate_core::audit::InvalidPointer>(())
 /// ```
 #[derive(Clone, Default)]
 pub struct Redaction {
@@ -132,7 +132,7 @@ impl Redaction {
         self.fields.iter().filter_map(|r| r.tool.as_deref())
     }
 
-    /// Applies every rule to `record`, in the order given (what an [`AuditLog`](crate::AuditLog)
+    /// Applies every rule to `record`, in the order given (what an [`AuditLog`](crate::audit::AuditLog)
     /// does before its sinks see the record).
     pub fn apply(&self, record: &mut AuditRecord) {
         for rule in &self.fields {
@@ -217,7 +217,7 @@ fn check_pointer(pointer: &str) -> Result<(), InvalidPointer> {
 /// keeps its last four digits and its separators; the other digits become `*`.
 ///
 /// ```
-/// use toolgate_core::mask_card_numbers;
+/// use toolgate_core::audit::mask_card_numbers;
 ///
 /// assert_eq!(mask_card_numbers("paid with 4242 4242 4242 4242."),
 ///            "paid with **** **** **** 4242.");
@@ -300,7 +300,7 @@ fn luhn(run: &[u8]) -> bool {
 /// separated by dots (a trailing dot or `-` is not part of it).
 ///
 /// ```
-/// use toolgate_core::mask_emails;
+/// use toolgate_core::audit::mask_emails;
 ///
 /// assert_eq!(mask_emails("write to ada.lovelace+billing@example.co.uk."),
 ///            "write to [email].");

@@ -4,11 +4,11 @@ use crate::audit::record::{AuditRecord, SummaryRecord};
 use crate::error::HookError;
 
 /// A destination for audit records: a database, a log pipeline, a queue. Give it to
-/// [`AuditLogBuilder::sink`](crate::AuditLogBuilder::sink); the JSONL files of
-/// [`AuditLog::open`](crate::AuditLog::open) are the default sink.
+/// [`AuditLogBuilder::sink`](crate::audit::AuditLogBuilder::sink); the JSONL files of
+/// [`AuditLog::open`](crate::audit::AuditLog::open) are the default sink.
 ///
-/// Every sink of an [`AuditLog`](crate::AuditLog) receives the same record, already redacted
-/// ([`Redaction`](crate::Redaction)), once per `tool_use` ([`record`](Self::record)) and once
+/// Every sink of an [`AuditLog`](crate::audit::AuditLog) receives the same record, already redacted
+/// ([`Redaction`](crate::audit::Redaction)), once per `tool_use` ([`record`](Self::record)) and once
 /// per session ([`summary`](Self::summary)), in the order the sinks were added, the files
 /// first. A sink that fails (returns an error or panics) is reported on the observer channel
 /// (`tracing` target `toolgate::observer`, and the session's `observer_errors`, one per record
@@ -16,7 +16,7 @@ use crate::error::HookError;
 /// their record.
 ///
 /// A sink that writes JSON lines writes each record with
-/// [`AuditRecord::write_json`](crate::AuditRecord::write_json): the bytes of
+/// [`AuditRecord::write_json`](crate::audit::AuditRecord::write_json): the bytes of
 /// `serde_json::to_writer`, in about half the instructions (the files use it).
 ///
 /// Sinks are synchronous: the record of a call the host dropped unfinished (`cancelled`) and
@@ -25,7 +25,8 @@ use crate::error::HookError;
 ///
 /// ```
 /// use std::sync::mpsc;
-/// use toolgate_core::{AuditRecord, AuditSink, HookError};
+/// use toolgate_core::audit::{AuditRecord, AuditSink};
+/// use toolgate_core::dispatch::HookError;
 ///
 /// /// Sends every record to a writer task (here a channel's receiver).
 /// struct ToDatabase(mpsc::Sender<AuditRecord>);
@@ -39,7 +40,7 @@ use crate::error::HookError;
 /// }
 ///
 /// let (tx, rx) = mpsc::channel();
-/// let log = toolgate_core::AuditLog::builder().sink(ToDatabase(tx)).build().unwrap();
+/// let log = toolgate_core::audit::AuditLog::builder().sink(ToDatabase(tx)).build().unwrap();
 /// # drop((log, rx));
 /// ```
 pub trait AuditSink: Send + Sync + 'static {

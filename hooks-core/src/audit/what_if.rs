@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::audit::outcome::Outcome;
 use crate::audit::{AuditRecord, REDACTED};
 use crate::hook::context::{Clock, HookContext};
-use crate::pipeline::pre_tool_use::PreToolUse;
+use crate::pipeline::chain_verdict::ChainVerdict;
 
 /// What today's PreToolUse chain says about one recorded `tool_use`, against the audit line.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,7 +22,7 @@ pub enum WhatIf {
     Unchanged,
     /// Decided differently.
     Flip(Flip),
-    /// The recorded input holds redacted values ([`REDACTED`](crate::REDACTED)) and today's
+    /// The recorded input holds redacted values ([`REDACTED`](crate::audit::REDACTED)) and today's
     /// decision differs from the recorded one: the hooks read the placeholder, not the value
     /// the model sent, so the difference may be the redaction's. Not a flip.
     Undecidable {
@@ -30,7 +30,7 @@ pub enum WhatIf {
         /// `effective_input`), e.g. `["/card/number"]`.
         redacted: Vec<String>,
         /// What the chain answered with the placeholders.
-        now: PreToolUse,
+        now: ChainVerdict,
     },
     /// The line records no decision of the PreToolUse chain, so it is not replayed. `why` is
     /// one of: `"a replayed answer"` (an answer a session gave again from its memory),
@@ -56,7 +56,7 @@ pub struct Flip {
     /// The recorded outcome (`ok`, `blocked`, …).
     pub was: Outcome,
     /// What the chain answers today.
-    pub now: PreToolUse,
+    pub now: ChainVerdict,
 }
 
 /// How a decision changed.
@@ -158,7 +158,7 @@ fn recorded(record: &AuditRecord) -> Option<Recorded<'_>> {
 
 /// Compares today's answer `now` with what `record` says was decided (a line [`skipped`]
 /// does not reach this).
-pub(crate) fn compare(record: &AuditRecord, now: PreToolUse) -> WhatIf {
+pub(crate) fn compare(record: &AuditRecord, now: ChainVerdict) -> WhatIf {
     let Some(was) = recorded(record) else {
         return WhatIf::Skipped {
             why: record.outcome.as_str().to_owned(),
@@ -167,7 +167,7 @@ pub(crate) fn compare(record: &AuditRecord, now: PreToolUse) -> WhatIf {
     let flip = match (&was, &now) {
         (
             Recorded::Allowed { input, by },
-            PreToolUse::Allow {
+            ChainVerdict::Allow {
                 input: today,
                 rewritten_by,
             },
@@ -186,22 +186,22 @@ pub(crate) fn compare(record: &AuditRecord, now: PreToolUse) -> WhatIf {
                 Some((Change::OtherRewrite, first_other))
             }
         }
-        (Recorded::Allowed { .. }, PreToolUse::Refuse { blocked_by, .. }) => {
+        (Recorded::Allowed { .. }, ChainVerdict::Refuse { blocked_by, .. }) => {
             Some((Change::NowBlocked, blocked_by.clone()))
         }
-        (Recorded::Refused { hook, .. }, PreToolUse::Allow { .. }) => {
+        (Recorded::Refused { hook, .. }, ChainVerdict::Allow { .. }) => {
             Some((Change::NowAllowed, hook.map(str::to_owned)))
         }
         (
             Recorded::Refused { outcome, hook },
-            PreToolUse::Refuse {
+            ChainVerdict::Refuse {
                 outcome: today,
                 blocked_by,
                 ..
             },
         ) => (outcome != today || *hook != blocked_by.as_deref())
             .then(|| (Change::OtherBlockingHook, blocked_by.clone())),
-        (_, PreToolUse::Ask { asked_by, .. }) => {
+        (_, ChainVerdict::Ask { asked_by, .. }) => {
             // Asked then too (approved, declined, expired or still waiting): unchanged.
             let asked_then = !record.asked_by.is_empty();
             (!asked_then).then(|| (Change::NowAsks, asked_by.first().map(|a| a.hook.clone())))

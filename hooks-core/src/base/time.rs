@@ -86,7 +86,7 @@ impl Rfc3339 {
     ///
     /// ```
     /// use std::time::{Duration, SystemTime};
-    /// use toolgate_core::Rfc3339;
+    /// use toolgate_core::audit::Rfc3339;
     ///
     /// let at = SystemTime::UNIX_EPOCH + Duration::new(1_795_515_300, 250_000_000);
     /// assert_eq!(Rfc3339::parse("2026-11-24T10:15:00.25Z"), Some(at));

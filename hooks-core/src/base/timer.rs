@@ -16,8 +16,8 @@ use crate::base::panic::{catch, take_panic};
 /// Every dispatcher has one: by default the `futures-timer` crate's global timer, one helper
 /// thread started on the first deadline, which needs no async runtime (a call driven by
 /// [`block_on`](crate::block_on) is cut at its deadline too). Give another to
-/// [`DispatcherBuilder::timer`](crate::DispatcherBuilder::timer) to put the sleeps on your
-/// runtime's timer (with the facade's `tokio` feature, `toolgate::TokioTimer`), or, in tests, a
+/// [`DispatcherBuilder::timer`](crate::dispatch::DispatcherBuilder::timer) to put the sleeps on your
+/// runtime's timer (with the facade's `tokio` feature, `toolgate::dispatch::TokioTimer`), or, in tests, a
 /// timer the test controls.
 ///
 /// A deadline cuts async code only, at an `.await` that yields (returns `Pending`): the
@@ -35,7 +35,7 @@ use crate::base::panic::{catch, take_panic};
 /// use std::sync::{Arc, Mutex};
 /// use std::task::{Poll, Waker};
 /// use std::time::Duration;
-/// use toolgate_core::{BoxFuture, Timer};
+/// use toolgate_core::dispatch::{BoxFuture, Timer};
 ///
 /// struct ThreadTimer;
 ///
@@ -92,7 +92,8 @@ impl Timer for DefaultTimer {
 /// ```
 /// # #[cfg(feature = "tokio")] {
 /// use std::time::Duration;
-/// use toolgate_core::{Dispatcher, TokioTimer};
+/// use toolgate_core::dispatch::TokioTimer;
+/// use toolgate_core::Dispatcher;
 ///
 /// let dispatcher = Dispatcher::builder()
 ///     .timer(TokioTimer)

@@ -57,7 +57,7 @@
 //! the `timeout` of the hook in `settings.json` (60 s by default): a hook process Claude Code
 //! kills exits neither 0 nor 2, and the tool runs.
 //!
-//! [`DispatcherBuilder::hook_timeout`]: crate::DispatcherBuilder::hook_timeout
+//! [`DispatcherBuilder::hook_timeout`]: crate::dispatch::DispatcherBuilder::hook_timeout
 
 mod state;
 
@@ -75,7 +75,7 @@ use crate::content::{ToolResult, ToolUse};
 use crate::dispatch::dispatcher::Dispatcher;
 use crate::hook::context::{Clock, HookContext};
 use crate::hook::state::Env;
-use crate::pipeline::pre_tool_use::PreToolUse;
+use crate::pipeline::chain_verdict::ChainVerdict;
 use crate::pipeline::stats::{Stats, report_observer_error};
 
 use state::{Rewritten, StateFile};
@@ -133,7 +133,8 @@ pub struct ClaudeCodeEvent {
 /// ```
 /// use serde_json::json;
 /// use toolgate_core::claude_code::ClaudeCodeHook;
-/// use toolgate_core::{Decision, Dispatcher, PreHookDef, ToolDef, ToolUse};
+/// use toolgate_core::dispatch::{PreHookDef, ToolDef};
+/// use toolgate_core::{Decision, Dispatcher, ToolUse};
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Bash {
@@ -392,7 +393,7 @@ impl ClaudeCodeHook {
         let started = Instant::now();
         let decided = crate::block_on(self.dispatcher.inner.pre_tool_use_in_host(&context, &call));
         match decided {
-            PreToolUse::Allow {
+            ChainVerdict::Allow {
                 input,
                 rewritten_by,
             } => {
@@ -414,7 +415,7 @@ impl ClaudeCodeHook {
             }
             // `Decision::Ask`: the person decides at Claude Code's permission prompt, which
             // shows every asking hook's reason (and the rewritten input, when there is one).
-            PreToolUse::Ask {
+            ChainVerdict::Ask {
                 input,
                 rewritten_by,
                 asked_by,
@@ -426,11 +427,11 @@ impl ClaudeCodeHook {
                 let updated = (!rewritten_by.is_empty()).then_some(&input);
                 Answer::decide("ask", &reasons.join(" "), updated)
             }
-            PreToolUse::Refuse {
+            ChainVerdict::Refuse {
                 outcome: Outcome::UnknownTool,
                 ..
             } => Answer::none(),
-            PreToolUse::Refuse {
+            ChainVerdict::Refuse {
                 outcome,
                 text,
                 blocked_by,

@@ -19,7 +19,8 @@ use crate::content::{ContentBlock, Message, TextBlock};
 /// The loop a host writes (the API call is the host's own):
 ///
 /// ```
-/// use toolgate_core::{Conversation, Dispatcher, HookContext, Message, Reply};
+/// use toolgate_core::content::Conversation;
+/// use toolgate_core::{Dispatcher, HookContext, Message, Reply};
 ///
 /// let dispatcher = Dispatcher::builder().build().unwrap();
 /// let session = dispatcher.session(HookContext::builder("u_1", "sess_1").build());

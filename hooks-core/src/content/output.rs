@@ -21,7 +21,7 @@ use crate::error::ToolError;
 
 /// A tool's answer as content blocks: text, images and documents, in order, sent as the
 /// `tool_result`'s `content` array. Return it (or `Result<Content, E>`) from a `#[tool]`
-/// function, or from a hand-built [`ToolDef`](crate::ToolDef).
+/// function, or from a hand-built [`ToolDef`](crate::dispatch::ToolDef).
 ///
 /// Wire shape (Messages API, "Implement tool use"):
 ///
@@ -32,7 +32,7 @@ use crate::error::ToolError;
 ///
 /// ```
 /// use serde_json::json;
-/// use toolgate_core::{Content, Document, Image};
+/// use toolgate_core::content::{Content, Document, Image};
 ///
 /// let content = Content::new()
 ///     .text("Revenue by month:")
@@ -48,14 +48,14 @@ use crate::error::ToolError;
 /// ```
 ///
 /// Rules, checked when the tool returns (a block that breaks one makes the call a `tool_error`
-/// the model reads as [`INTERNAL_ERROR_MESSAGE`](crate::INTERNAL_ERROR_MESSAGE), the reason in
+/// the model reads as [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE), the reason in
 /// the audit line's `detail`, so one bad block never makes the API refuse the whole request):
 /// base64 data is standard base64 (`A–Z a–z 0–9 + /`, padded with `=`; not a `data:` URL); a URL
 /// starts with `https://` or `http://`; no `tool_use` or `tool_result` block. An empty text is
 /// not added (the Messages API refuses empty text blocks); a `Content` with no block is a
 /// result without `content`.
 ///
-/// Size: the blocks count against [`Limits::max_result_bytes`](crate::Limits) (default 256
+/// Size: the blocks count against [`Limits::max_result_bytes`](crate::dispatch::Limits) (default 256
 /// KiB) as their compact JSON, base64 included; an image or document that does not fit is left
 /// out whole, never cut (a model cannot use half an image), and a last text block says so.
 /// Raise the limit for tools that return images: a 1 MB PNG is about 1.4 MB of base64.
@@ -223,8 +223,8 @@ fn block(kind: &str, source: Value) -> Map<String, Value> {
 
 // ---- what a tool returns ----
 
-/// What a hand-built tool ([`ToolDef::sync`](crate::ToolDef::sync),
-/// [`ToolDef::new_async`](crate::ToolDef::new_async)) may answer with: `String` (the text the
+/// What a hand-built tool ([`ToolDef::sync`](crate::dispatch::ToolDef::sync),
+/// [`ToolDef::new_async`](crate::dispatch::ToolDef::new_async)) may answer with: `String` (the text the
 /// model reads), [`Content`] (content blocks) or [`ToolResultContent`] (either). A `#[tool]`
 /// function may return any `Serialize` value instead (see [`output_content`]).
 pub trait ToolOutput: Send + 'static {
@@ -619,7 +619,7 @@ mod tests {
         );
         // The detail is the operator's; the model reads the generic text.
         let e = checked(blocks(image("image/png", ""))).unwrap_err();
-        assert_eq!(e.message(), crate::INTERNAL_ERROR_MESSAGE);
+        assert_eq!(e.message(), crate::content::INTERNAL_ERROR_MESSAGE);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! [`Usage`]: the tokens a session's model responses used, added by the host
 //! ([`Session::add_usage`](crate::Session::add_usage)) and counted in its
-//! [`SessionSummary`](crate::SessionSummary), so the audit log's summary line can be priced.
+//! [`SessionSummary`](crate::audit::SessionSummary), so the audit log's summary line can be priced.
 
 use std::ops::AddAssign;
 
@@ -54,7 +54,8 @@ impl Usage {
     /// object (a user message, a message built by hand).
     ///
     /// ```
-    /// use toolgate_core::{Message, Usage};
+    /// use toolgate_core::content::Usage;
+    /// use toolgate_core::Message;
     ///
     /// let response: Message = serde_json::from_value(serde_json::json!({
     ///     "role": "assistant", "content": [], "stop_reason": "end_turn",

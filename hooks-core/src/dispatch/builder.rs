@@ -213,7 +213,7 @@ impl DispatcherBuilder {
         self
     }
 
-    /// Fills [`CallRecord::hooks`](crate::CallRecord::hooks) for every observer: each
+    /// Fills [`CallRecord::hooks`](crate::audit::CallRecord::hooks) for every observer: each
     /// PreToolUse hook run of a call, with its decision and duration. On by itself with an
     /// [`audit_log`](Self::audit_log) (whose lines list the runs in `hooks`) and for a call
     /// whose `tracing` span is enabled; off otherwise, because timing each hook costs two
@@ -226,7 +226,7 @@ impl DispatcherBuilder {
     /// Records each call's arguments and result on its `tracing` span, as the OpenTelemetry
     /// GenAI attributes `gen_ai.tool.call.arguments` (the input the tool got, as JSON text) and
     /// `gen_ai.tool.call.result` (the text the model read), after the audit log's
-    /// [`Redaction`](crate::Redaction) when there is an [`audit_log`](Self::audit_log). Off by
+    /// [`Redaction`](crate::audit::Redaction) when there is an [`audit_log`](Self::audit_log). Off by
     /// default: inputs and results may hold personal data, and a span pipeline is often kept
     /// less carefully than an audit trail. (Without a subscriber that wants the span, nothing is
     /// recorded either way.)
@@ -313,7 +313,7 @@ impl DispatcherBuilder {
     /// Gives the dispatcher an approver: a call a PreToolUse hook asked about
     /// ([`Decision::Ask`](crate::Decision::Ask)) then waits for its answer inline, in
     /// [`Session::call`](crate::Session::call) and [`Session::respond`](crate::Session::respond)
-    /// alike. Without one, `respond` pauses the turn ([`PendingTurn`](crate::PendingTurn)) and
+    /// alike. Without one, `respond` pauses the turn ([`PendingTurn`](crate::approval::PendingTurn)) and
     /// `call` blocks the call. See [`Approver`].
     pub fn approver(mut self, approver: impl Approver) -> Self {
         self.approver = Some(Arc::new(approver));
@@ -348,7 +348,7 @@ impl DispatcherBuilder {
     /// How many read-only blocks of one message [`Session::respond`](crate::Session::respond)
     /// runs at once (default [`DEFAULT_MAX_CONCURRENT_READS`](Self::DEFAULT_MAX_CONCURRENT_READS),
     /// 8). Consecutive blocks whose tool is declared read-only (`#[tool(effect = "read")]`,
-    /// [`ToolDef::effect`](crate::ToolDef::effect)`(Effect::read())`, a wrapped caller's
+    /// [`ToolDef::effect`](crate::dispatch::ToolDef::effect)`(Effect::read())`, a wrapped caller's
     /// `readOnlyHint: true`) are polled together, without a runtime: their async tools' waits
     /// overlap (a sync tool runs inline, so it does not overlap). Their PreToolUse chains still run
     /// one at a time in `tool_use` order, each after the tool before it started; observers and
@@ -1374,7 +1374,7 @@ pub enum BuildProblem {
         /// The unknown tool name.
         tool: String,
     },
-    /// The audit log's [`Redaction`](crate::Redaction) has a field rule for a tool that no source
+    /// The audit log's [`Redaction`](crate::audit::Redaction) has a field rule for a tool that no source
     /// registers (its fields would be left in clear).
     #[error(
         "the audit log's redaction names tool `{0}`, which is registered nowhere (use \"*\" for every tool)"

@@ -1,5 +1,5 @@
 //! [`Dispatcher`]: the built, shared, immutable set of tools and hooks every session runs on
-//! (built by [`DispatcherBuilder`](crate::DispatcherBuilder)), and what it tells the host: its
+//! (built by [`DispatcherBuilder`](crate::dispatch::DispatcherBuilder)), and what it tells the host: its
 //! tools' definitions for each provider, paths, schemas and chains.
 
 use std::fmt;
@@ -16,8 +16,8 @@ use crate::hook::answer::CallAnswer;
 use crate::hook::caller::ToolCaller;
 use crate::hook::context::HookContext;
 use crate::hook::effect::Effect;
+use crate::pipeline::chain_verdict::ChainVerdict;
 use crate::pipeline::inner::Inner;
-use crate::pipeline::pre_tool_use::PreToolUse;
 use crate::provider::{DefinitionOptions, NonStrictTool, Provider, SchemaError, apply_options};
 use crate::session::Session;
 use crate::store::AnswerStore;
@@ -48,7 +48,7 @@ impl Dispatcher {
     }
 
     /// The `tools` entries for `provider`, sorted by name, each in that API's format (see
-    /// [`schema::targets`](crate::schema::targets) for every target's rules):
+    /// [`provider`](crate::provider) for every target's rules):
     /// `anthropic` is [`tool_definitions`](Self::tool_definitions); `openai` gives
     /// `[{"type": "function", "function": {"name": …, "description": …, "parameters": {…},
     /// "strict": true}}, …]`; `gemini` gives the `functionDeclarations` entries `[{"name": …,
@@ -82,7 +82,9 @@ impl Dispatcher {
     /// # use schemars::JsonSchema;
     /// # use serde::Deserialize;
     /// use serde_json::json;
-    /// use toolgate_core::{CacheControl, DefinitionOptions, Dispatcher, Provider, ToolDef};
+    /// use toolgate_core::dispatch::ToolDef;
+    /// use toolgate_core::provider::{CacheControl, DefinitionOptions, Provider};
+    /// use toolgate_core::Dispatcher;
     ///
     /// # /// Arguments.
     /// # #[derive(Deserialize, JsonSchema)]
@@ -144,7 +146,7 @@ impl Dispatcher {
     }
 
     /// The canonical schema of a tool (the form every target's transform starts from; see
-    /// [`schema`](crate::schema)): the `input_schema` before the Anthropic form collapses
+    /// `schema/`): the `input_schema` before the Anthropic form collapses
     /// optional values, so an `Option<u32>` property reads `{"anyOf": [{"type": "integer",
     /// "minimum": 0}, {"type": "null"}]}`. `None` when this dispatcher has no tool named `tool`.
     pub fn canonical_schema(&self, tool: &str) -> Option<&Value> {
@@ -166,9 +168,9 @@ impl Dispatcher {
     }
 
     /// What a tool does to the world ([`Effect`]): as declared (`#[tool(effect = …)]`,
-    /// [`ToolDef::effect`](crate::ToolDef::effect), a wrapped caller's `annotations`), or
+    /// [`ToolDef::effect`](crate::dispatch::ToolDef::effect), a wrapped caller's `annotations`), or
     /// [`Effect::write()`] for an undeclared one when the builder was told
-    /// [`undeclared_effects_are_writes`](crate::DispatcherBuilder::undeclared_effects_are_writes).
+    /// [`undeclared_effects_are_writes`](crate::dispatch::DispatcherBuilder::undeclared_effects_are_writes).
     /// `None` when the effect is undeclared otherwise, or this dispatcher has no tool named
     /// `tool` ([`tool_path`](Self::tool_path) tells the two apart). A client's MCP `annotations`
     /// are [`Effect::mcp_annotations`] of it.
@@ -178,7 +180,7 @@ impl Dispatcher {
     }
 
     /// Why a `write` tool needs no PreToolUse hook, as the tool says
-    /// (`#[tool(unguarded = "…")]`, [`ToolDef::unguarded`](crate::ToolDef::unguarded), a wrapped
+    /// (`#[tool(unguarded = "…")]`, [`ToolDef::unguarded`](crate::dispatch::ToolDef::unguarded), a wrapped
     /// caller's `"unguarded"`). `None` when it says nothing, or this dispatcher has no tool
     /// named `tool`.
     pub fn unguarded_reason(&self, tool: &str) -> Option<&str> {
@@ -199,7 +201,7 @@ impl Dispatcher {
         )
     }
 
-    /// The fingerprint a [`PendingTurn`](crate::PendingTurn) is bound to: what its approvals
+    /// The fingerprint a [`PendingTurn`](crate::approval::PendingTurn) is bound to: what its approvals
     /// depend on. The SHA-256 (lowercase hex, 64 characters) of this text, UTF-8:
     ///
     /// ```text
@@ -228,7 +230,9 @@ impl Dispatcher {
     ///
     /// ```
     /// use serde_json::json;
-    /// use toolgate_core::{Decision, Dispatcher, HookContext, Outcome, PreHookDef, PreToolUse, ToolDef, ToolUse};
+    /// use toolgate_core::audit::Outcome;
+    /// use toolgate_core::dispatch::{PreToolUse, PreHookDef, ToolDef};
+    /// use toolgate_core::{Decision, Dispatcher, HookContext, ToolUse};
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct Refund {
@@ -252,14 +256,14 @@ impl Dispatcher {
     /// let small = ToolUse::new("toolu_1", "refund", json!({"amount_cents": 900}));
     /// assert_eq!(
     ///     toolgate_core::block_on(dispatcher.pre_tool_use(&ctx, &small)),
-    ///     PreToolUse::Allow { input: json!({"amount_cents": 900}), rewritten_by: vec![] }
+    ///     ChainVerdict::Allow { input: json!({"amount_cents": 900}), rewritten_by: vec![] }
     /// );
     /// let large = ToolUse::new("toolu_2", "refund", json!({"amount_cents": 9000}));
     /// let decided = toolgate_core::block_on(dispatcher.pre_tool_use(&ctx, &large));
     /// assert_eq!(decided.outcome(), Some(Outcome::Blocked));
     /// # Ok::<(), toolgate_core::BuildError>(())
     /// ```
-    pub async fn pre_tool_use(&self, context: &HookContext, call: &ToolUse) -> PreToolUse {
+    pub async fn pre_tool_use(&self, context: &HookContext, call: &ToolUse) -> ChainVerdict {
         self.inner.pre_tool_use(context, call).await
     }
 
@@ -276,7 +280,7 @@ impl Dispatcher {
     /// - [`WhatIf::Flip`]: allowed → blocked, blocked → allowed, another rewrite, another
     ///   blocking hook, with the hook responsible;
     /// - [`WhatIf::Undecidable`]: the decision differs, but the recorded input holds
-    ///   [`REDACTED`](crate::REDACTED) placeholders, so the hooks did not read what the model
+    ///   [`REDACTED`](crate::audit::REDACTED) placeholders, so the hooks did not read what the model
     ///   sent (a field rule with its own mask function, `Redaction::field_with`, is detected only
     ///   when its mask writes that placeholder);
     /// - [`WhatIf::Skipped`]: the line records no decision of the chain: a replayed answer
@@ -285,12 +289,14 @@ impl Dispatcher {
     /// Hooks that read application state (a ledger, a database) see **today's** state, not the
     /// state at `ts`: a host that wants the past rebuilds it before each line (the support
     /// agent's `--what-if` rebuilds its refund ledger from the log's own refund lines). A line
-    /// refused inside a wrapped caller ([`ToolCaller`](crate::ToolCaller)) names the inner
+    /// refused inside a wrapped caller ([`ToolCaller`](crate::dispatch::ToolCaller)) names the inner
     /// hook, which this dispatcher's chain does not run: replay it on the inner dispatcher.
     ///
     /// ```
     /// use serde_json::json;
-    /// use toolgate_core::{AuditRecord, Change, Decision, Dispatcher, PreHookDef, ToolDef, ToolUse, WhatIf};
+    /// use toolgate_core::audit::{AuditRecord, Change, WhatIf};
+    /// use toolgate_core::dispatch::{PreHookDef, ToolDef};
+    /// use toolgate_core::{Decision, Dispatcher, ToolUse};
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct Refund {
@@ -399,9 +405,9 @@ impl ToolCaller for Dispatcher {
 
 impl Dispatcher {
     /// Opens a session (one conversation) with the host's trusted `context`. It remembers the
-    /// `tool_use` ids it answers in a [`MemoryAnswerStore`](crate::MemoryAnswerStore) with the default caps, each input by
+    /// `tool_use` ids it answers in a [`MemoryAnswerStore`](crate::store::MemoryAnswerStore) with the default caps, each input by
     /// a hash keyed at random for this session (SipHash-1-3 of the input's structure; equal
-    /// JSON texts, equal keys), cheaper than the SHA-256 [`InputDigest`](crate::InputDigest) a host's store is
+    /// JSON texts, equal keys), cheaper than the SHA-256 [`InputDigest`](crate::store::InputDigest) a host's store is
     /// given: these keys never leave the session, so they need not be stable.
     pub fn session(&self, context: HookContext) -> Session {
         Session::new(Arc::clone(&self.inner), context, None)
@@ -409,7 +415,7 @@ impl Dispatcher {
 
     /// Opens a session that remembers the `tool_use` ids it answers in `store`: the host's
     /// database, so a conversation served by several processes still runs nothing twice, or a
-    /// [`MemoryAnswerStore`](crate::MemoryAnswerStore) with other caps. Give each conversation its own store (or key it
+    /// [`MemoryAnswerStore`](crate::store::MemoryAnswerStore) with other caps. Give each conversation its own store (or key it
     /// by the session id): `tool_use` ids are unique within a conversation only.
     pub fn session_with_store(&self, context: HookContext, store: Arc<dyn AnswerStore>) -> Session {
         Session::new(Arc::clone(&self.inner), context, Some(store))

@@ -6,10 +6,10 @@ use crate::audit::outcome::Outcome;
 use crate::content::ToolResult;
 
 /// The answer to one `tool_use`: the `tool_result` the model reads, and what the operator needs
-/// to record it truthfully. What a [`ToolCaller`](crate::ToolCaller) returns.
+/// to record it truthfully. What a [`ToolCaller`](crate::dispatch::ToolCaller) returns.
 ///
 /// Shape (serialized by no one: the `tool_result` is what goes on the wire, the rest goes to the
-/// wrapping dispatcher's [`CallRecord`](crate::CallRecord) and audit line):
+/// wrapping dispatcher's [`CallRecord`](crate::audit::CallRecord) and audit line):
 ///
 /// | field | what it holds |
 /// |---|---|
@@ -20,7 +20,7 @@ use crate::content::ToolResult;
 ///
 /// When each outcome appears in an answer, and what the wrapping dispatcher records:
 ///
-/// | outcome | from a [`Dispatcher`](crate::Dispatcher) | from a [`SyncCaller`](crate::SyncCaller) | the wrapping dispatcher records |
+/// | outcome | from a [`Dispatcher`](crate::Dispatcher) | from a [`SyncCaller`](crate::dispatch::SyncCaller) | the wrapping dispatcher records |
 /// |---|---|---|---|
 /// | `ok` | the tool returned a value | `Ok(text)` | `ok` |
 /// | `tool_error` | the tool returned an error (detail: its [`ToolError::detail`](crate::ToolError::detail)) | `Err(e)` (detail: `e.detail()`) | `tool_error`, with the detail |
@@ -34,7 +34,9 @@ use crate::content::ToolResult;
 /// only. An `ok` answer whose result says `is_error: true` is recorded as `tool_error`.
 ///
 /// ```
-/// use toolgate_core::{CallAnswer, Outcome, ToolResult};
+/// use toolgate_core::audit::Outcome;
+/// use toolgate_core::dispatch::CallAnswer;
+/// use toolgate_core::ToolResult;
 ///
 /// let answer = CallAnswer::from_result(ToolResult::error("toolu_1", "the ledger said no."));
 /// assert_eq!(answer.outcome, Outcome::ToolError);

@@ -1,7 +1,7 @@
 //! Wrapping by ownership: [`ToolCaller`], anything that answers `tool_use` blocks with a
 //! [`CallAnswer`], and [`SyncCaller`], a plain closure adapted to it.
 //!
-//! A dispatcher built around a caller ([`DispatcherBuilder::wrap`](crate::DispatcherBuilder::wrap))
+//! A dispatcher built around a caller ([`DispatcherBuilder::wrap`](crate::dispatch::DispatcherBuilder::wrap))
 //! takes it by value and owns it, as a `tower` layer owns its inner service: the only way to
 //! reach the caller is through the dispatcher's pipeline, and nothing can be rebound to point
 //! back at the wrapper, so the self-recursion of a monkey-patched `call_tool` cannot be written.
@@ -24,13 +24,13 @@ use crate::hook::context::HookContext;
 /// hook's path in the outer line too; see [`CallAnswer`] for each outcome). `Err(halt)` means
 /// its own policy could not decide (the wrapping dispatcher then halts too: fail closed).
 ///
-/// Its definitions are checked by [`DispatcherBuilder::build`](crate::DispatcherBuilder::build)
+/// Its definitions are checked by [`DispatcherBuilder::build`](crate::dispatch::DispatcherBuilder::build)
 /// like a `#[tool]`'s: an entry without a valid `name` is
-/// [`BuildProblem::InvalidToolName`](crate::BuildProblem::InvalidToolName), one without an
-/// object `input_schema` is [`BuildProblem::RootNotObject`](crate::BuildProblem::RootNotObject),
+/// [`BuildProblem::InvalidToolName`](crate::dispatch::BuildProblem::InvalidToolName), one without an
+/// object `input_schema` is [`BuildProblem::RootNotObject`](crate::dispatch::BuildProblem::RootNotObject),
 /// and an `input_schema` that is not valid JSON Schema (against the meta-schema of the draft its
 /// `$schema` names, 2020-12 when none; every `$ref` pointing within it) is
-/// [`BuildProblem::InvalidSchema`](crate::BuildProblem::InvalidSchema), one per fault, naming the
+/// [`BuildProblem::InvalidSchema`](crate::dispatch::BuildProblem::InvalidSchema), one per fault, naming the
 /// keyword: a remote server with a broken schema fails the build rather than being sent.
 /// The `input_schema` is used as given (it is not canonicalized; only a root `anyOf`, `oneOf` or
 /// `allOf`, which Anthropic refuses, is left out of the Anthropic and MCP definitions, its
@@ -39,14 +39,14 @@ use crate::hook::context::HookContext;
 /// expressions and `format` (those too with the `full-validation` feature), and unknown fields
 /// are refused only where it says `additionalProperties: false`.
 /// An entry's `input_examples` are kept in the wrapping dispatcher's Anthropic entries and
-/// checked against that schema like a [`ToolDef`](crate::ToolDef)'s; an invalid example, or a
+/// checked against that schema like a [`ToolDef`](crate::dispatch::ToolDef)'s; an invalid example, or a
 /// value there that is not an array, is
-/// [`BuildProblem::InvalidInputExample`](crate::BuildProblem::InvalidInputExample).
+/// [`BuildProblem::InvalidInputExample`](crate::dispatch::BuildProblem::InvalidInputExample).
 ///
-/// An entry declares its tool's [`Effect`](crate::Effect) in MCP's shape, an `annotations`
+/// An entry declares its tool's [`Effect`](crate::dispatch::Effect) in MCP's shape, an `annotations`
 /// object (copy a remote server's `tools/list` annotations there): `"annotations":
 /// {"readOnlyHint": false, "destructiveHint": true}` is a destructive `write` tool, which then
-/// needs a PreToolUse hook of the wrapping dispatcher ([`Effect::from_mcp_annotations`](crate::Effect::from_mcp_annotations)
+/// needs a PreToolUse hook of the wrapping dispatcher ([`Effect::from_mcp_annotations`](crate::dispatch::Effect::from_mcp_annotations)
 /// reads it; without `readOnlyHint` the effect is undeclared). A write tool that needs no guard
 /// says why in a string `"unguarded": "…"` beside it. Neither key is sent to any model API.
 pub trait ToolCaller: Send + Sync + 'static {
@@ -68,7 +68,7 @@ pub trait ToolCaller: Send + Sync + 'static {
 /// `ok`, `Err(e)` an `is_error` result with outcome `tool_error` and `e`'s
 /// [`message`](ToolError::message): the text of a [`ToolError::new`] or
 /// [`ToolError::for_model`], and the generic
-/// [`INTERNAL_ERROR_MESSAGE`](crate::INTERNAL_ERROR_MESSAGE) for an internal error (a library
+/// [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE) for an internal error (a library
 /// error forwarded with `?`, or [`ToolError::internal`]). Made with [`sync_caller`].
 ///
 /// The operator-only [`detail`](ToolError::detail) (an internal error's `Display` and source
@@ -85,7 +85,8 @@ pub struct SyncCaller<F> {
 ///
 /// ```
 /// use serde_json::json;
-/// use toolgate_core::{sync_caller, Dispatcher, ToolError};
+/// use toolgate_core::dispatch::sync_caller;
+/// use toolgate_core::{Dispatcher, ToolError};
 ///
 /// let legacy = sync_caller(
 ///     vec![json!({"name": "ping", "description": "Answers pong.",

@@ -119,7 +119,8 @@ struct Inner {
 ///
 /// ```
 /// use std::time::{Duration, SystemTime};
-/// use toolgate_core::{Clock, HookContext};
+/// use toolgate_core::dispatch::Clock;
+/// use toolgate_core::HookContext;
 ///
 /// #[derive(Debug, PartialEq)]
 /// struct Region(&'static str);

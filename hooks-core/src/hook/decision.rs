@@ -25,9 +25,9 @@ use serde_json::Value;
 ///   the final pass denies, the call needs approval; every hook of that pass that asked gives
 ///   its reason (several asks, several reasons). A rewrite restarts the chain, so the asks that
 ///   count are those of the pass over the effective input. Who approves depends on the host:
-///   the dispatcher's [`Approver`](crate::Approver) inline (its answer has a deadline; no answer
+///   the dispatcher's [`Approver`](crate::approval::Approver) inline (its answer has a deadline; no answer
 ///   in time is a denial), or, with none, [`Session::respond`](crate::Session::respond) pauses
-///   the turn ([`PendingTurn`](crate::PendingTurn)) and [`Session::call`](crate::Session::call)
+///   the turn ([`PendingTurn`](crate::approval::PendingTurn)) and [`Session::call`](crate::Session::call)
 ///   blocks the call (fail closed). DESIGN.md, "Changes in force"; issue 14 §1.
 ///
 /// After a rewrite each hook of the chain is called again, so a hook should decide from the
@@ -38,7 +38,7 @@ use serde_json::Value;
 ///
 /// `I` is the type of a rewritten input: the JSON object itself (`serde_json::Value`, the
 /// default) for a hook that takes `&ToolUse`, and the tool's input type `T` for a typed hook
-/// that takes `&T` ([`PreHookDef::typed`](crate::PreHookDef::typed)): it returns
+/// that takes `&T` ([`PreHookDef::typed`](crate::dispatch::PreHookDef::typed)): it returns
 /// `Decision<T>`, so a rewrite to another type does not compile, and its `Rewrite(t)` is
 /// serialized back to the input object (then authorized again as above).
 #[derive(Debug, Clone, PartialEq)]

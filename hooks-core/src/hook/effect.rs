@@ -6,14 +6,14 @@ use serde_json::{Map, Value};
 /// What a tool does to the world: reads it, or writes to it, with MCP's optional hints.
 ///
 /// A tool's effect is declared with `#[tool(effect = "read" | "write")]` or
-/// [`ToolDef::effect`](crate::ToolDef::effect); a wrapped caller declares it per tool in the
+/// [`ToolDef::effect`](crate::dispatch::ToolDef::effect); a wrapped caller declares it per tool in the
 /// `annotations` of its definitions (MCP's own shape). It decides two things:
 ///
-/// - **No write tool without a guard.** [`DispatcherBuilder::build`](crate::DispatcherBuilder::build)
-///   fails with [`BuildProblem::UnguardedWrite`](crate::BuildProblem::UnguardedWrite) when a
+/// - **No write tool without a guard.** [`DispatcherBuilder::build`](crate::dispatch::DispatcherBuilder::build)
+///   fails with [`BuildProblem::UnguardedWrite`](crate::dispatch::BuildProblem::UnguardedWrite) when a
 ///   `write` tool has no PreToolUse hook in its chain, unless the tool says why it needs none
-///   (`#[tool(effect = "write", unguarded = "…")]`, [`ToolDef::unguarded`](crate::ToolDef::unguarded)).
-///   [`DispatcherBuilder::undeclared_effects_are_writes`](crate::DispatcherBuilder::undeclared_effects_are_writes)
+///   (`#[tool(effect = "write", unguarded = "…")]`, [`ToolDef::unguarded`](crate::dispatch::ToolDef::unguarded)).
+///   [`DispatcherBuilder::undeclared_effects_are_writes`](crate::dispatch::DispatcherBuilder::undeclared_effects_are_writes)
 ///   makes every tool without a declared effect count as `write`.
 /// - **What a client is told.** [`Effect::mcp_annotations`] gives MCP's `annotations` object of a
 ///   `tools/list` entry, and [`Dispatcher::tool_effect`](crate::Dispatcher::tool_effect) answers
@@ -38,7 +38,7 @@ use serde_json::{Map, Value};
 ///
 /// ```
 /// use serde_json::json;
-/// use toolgate_core::Effect;
+/// use toolgate_core::dispatch::Effect;
 ///
 /// let refund = Effect::write().destructive(true).idempotent(false);
 /// assert!(refund.is_write());
@@ -151,7 +151,7 @@ impl Effect {
     /// `readOnlyHint: true` is [`read`](Self::read), `false` is [`write`](Self::write), the
     /// other boolean hints carried over. `None` when `readOnlyHint` is absent or not a boolean:
     /// the effect is then undeclared (MCP's default reading is "not read-only", which
-    /// [`DispatcherBuilder::undeclared_effects_are_writes`](crate::DispatcherBuilder::undeclared_effects_are_writes)
+    /// [`DispatcherBuilder::undeclared_effects_are_writes`](crate::dispatch::DispatcherBuilder::undeclared_effects_are_writes)
     /// makes toolgate's too). A hint that is not a boolean is ignored.
     pub fn from_mcp_annotations(annotations: &Value) -> Option<Effect> {
         let hint = |key: &str| annotations.get(key).and_then(Value::as_bool);

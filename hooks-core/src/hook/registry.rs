@@ -1,11 +1,11 @@
 //! The compile-time registry the macros fill: each `#[tool]` and hook submits a
-//! [`Registration`] with `inventory`; [`DispatcherBuilder`](crate::DispatcherBuilder) collects
+//! [`Registration`] with `inventory`; [`DispatcherBuilder`](crate::dispatch::DispatcherBuilder) collects
 //! them ([`registered`]).
 
 use crate::hook::definitions::{PostHookDef, PreHookDef, StopHookDef, ToolDef};
 
 /// One item registered at compile time by a toolgate macro. Not public API: the macros submit
-/// these with `inventory`; [`DispatcherBuilder`](crate::DispatcherBuilder) collects them.
+/// these with `inventory`; [`DispatcherBuilder`](crate::dispatch::DispatcherBuilder) collects them.
 #[doc(hidden)]
 pub struct Registration {
     /// The item's full Rust path (`module_path!()` + `::` + the function's name).

@@ -21,7 +21,7 @@ use crate::texts;
 use super::{META_BLOCKED_BY, META_OUTCOME};
 
 /// A connection to a remote MCP server (rmcp's client), as a [`ToolCaller`]: wrap it in a
-/// dispatcher ([`DispatcherBuilder::wrap`](crate::DispatcherBuilder::wrap)) and every
+/// dispatcher ([`DispatcherBuilder::wrap`](crate::dispatch::DispatcherBuilder::wrap)) and every
 /// `tools/call` to that server passes the dispatcher's PreToolUse chain, observers and audit log.
 ///
 /// - Its tools are read once, at [`connect`](Self::connect) (`tools/list`, every page), since
@@ -29,7 +29,7 @@ use super::{META_BLOCKED_BY, META_OUTCOME};
 ///   async: a server whose list changes later needs a new guard. Each remote `Tool` becomes the
 ///   entry `{"name": …, "description": …, "input_schema": <inputSchema>, "annotations": …}`
 ///   (`description` `""` when absent; `annotations` as the server sent them, so its
-///   `readOnlyHint` declares the tool's [`Effect`](crate::Effect)). The wrapping dispatcher's
+///   `readOnlyHint` declares the tool's [`Effect`](crate::dispatch::Effect)). The wrapping dispatcher's
 ///   build checks those schemas as any wrapped caller's: each against its draft's meta-schema,
 ///   and the inputs against every keyword with the `full-validation` feature (see
 ///   [`ToolCaller`]).

@@ -44,7 +44,7 @@ pub use http::install_tls_provider;
 pub use rmcp;
 pub use server::{HALTED_SESSION_MESSAGE, McpCaller, McpServer, NO_IDENTITY_MESSAGE};
 
-/// The `_meta` key of a call's [`Outcome`](crate::Outcome) (`"blocked"`, `"ok"`, …) in a
+/// The `_meta` key of a call's [`Outcome`](crate::audit::Outcome) (`"blocked"`, `"ok"`, …) in a
 /// `CallToolResult` of an [`McpServer`] with [`outcomes_in_meta`](McpServer::outcomes_in_meta).
 pub const META_OUTCOME: &str = "toolgate/outcome";
 

@@ -60,9 +60,9 @@ type Identify = dyn Fn(&McpCaller<'_>) -> Option<HookContext> + Send + Sync;
 /// - `tools/list`: the dispatcher's MCP entries
 ///   ([`Dispatcher::tool_definitions_for(Provider::Mcp)`](Dispatcher::tool_definitions_for),
 ///   `inputSchema`, `outputSchema` when the tool's output has an object schema), each with
-///   `annotations` from the tool's declared [`Effect`](crate::Effect) when it has one
+///   `annotations` from the tool's declared [`Effect`](crate::dispatch::Effect) when it has one
 ///   (`{"readOnlyHint": true}`, `{"readOnlyHint": false, "destructiveHint": true}`; see
-///   [`Effect::mcp_annotations`](crate::Effect::mcp_annotations)). The list is the same for
+///   [`Effect::mcp_annotations`](crate::dispatch::Effect::mcp_annotations)). The list is the same for
 ///   every caller, and one page.
 /// - `tools/call`: the host's identity function builds the trusted [`HookContext`] from the
 ///   request ([`McpCaller`]), never from the call's `arguments`. The call then runs in the
@@ -81,7 +81,7 @@ type Identify = dyn Fn(&McpCaller<'_>) -> Option<HookContext> + Send + Sync;
 /// |---|---|
 /// | allowed and run | the tool's content (`structuredContent` too when the tool has an `outputSchema`), `isError: false` |
 /// | blocked, invalid input, unknown tool, tool error, panic, deadline | `isError: true` with the very text a Messages API `tool_result` gets (`BLOCKED: …`, `Invalid input for …`, …) |
-/// | a rule asked for a person ([`Decision::Ask`](crate::Decision::Ask)) | the builder's [`Approver`](crate::Approver) decides inline; with none the call is blocked with the reason (`isError: true`): fail closed |
+/// | a rule asked for a person ([`Decision::Ask`](crate::Decision::Ask)) | the builder's [`Approver`](crate::approval::Approver) decides inline; with none the call is blocked with the reason (`isError: true`): fail closed |
 /// | a PreToolUse hook could not decide (a [`Halt`](crate::Halt)) | `isError: true` with the halt's `BLOCKED:` text; that session ends (its Stop hooks run) and every later call of the same caller on this connection gets [`HALTED_SESSION_MESSAGE`]; other sessions go on |
 /// | no identity (the function answered `None`, or panicked) | `isError: true` with [`NO_IDENTITY_MESSAGE`]; nothing ran and nothing is audited (an audit line needs a user) |
 /// | cancelled: the client's `notifications/cancelled` for it, or the connection closing while it runs | the call is dropped unfinished (the tool stops) and audited as `cancelled`; rmcp sends no answer to a cancelled request (a closing connection may still carry an `isError` result saying the call was cancelled) |

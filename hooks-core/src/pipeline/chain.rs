@@ -7,7 +7,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::approval::Asked;
-use crate::audit::hook_run::{HookDecision, HookRun};
+use crate::audit::hook_run::{HookOutcome, HookRun};
 use crate::base::future::{BoxFuture, Invoke};
 use crate::base::panic::{CatchUnwind, catch};
 use crate::base::timer::Raced;
@@ -61,24 +61,24 @@ impl Inner {
                 };
                 match decided {
                     Ok(Decision::Allow) => {
-                        rewrites.runs.push(&hook.path, HookDecision::Allow, &span);
+                        rewrites.runs.push(&hook.path, HookOutcome::Allow, &span);
                     }
                     Ok(Decision::Rewrite(input)) if input == view.input => {
-                        rewrites.runs.push(&hook.path, HookDecision::Allow, &span);
+                        rewrites.runs.push(&hook.path, HookOutcome::Allow, &span);
                     }
                     Ok(Decision::Rewrite(input)) => {
-                        rewrites.runs.push(&hook.path, HookDecision::Rewrite, &span);
+                        rewrites.runs.push(&hook.path, HookOutcome::Rewrite, &span);
                         args = self.rewrite(tool, &hook.path, current, input, rewrites)?;
                         // The new input's checks are not the next hook's time.
                         rewrites.runs.restart();
                         continue 'pass;
                     }
                     Ok(Decision::Deny { reason, instead }) => {
-                        rewrites.runs.push(&hook.path, HookDecision::Deny, &span);
+                        rewrites.runs.push(&hook.path, HookOutcome::Deny, &span);
                         return Err(Verdict::blocked(&hook.path, &reason, instead.as_deref()));
                     }
                     Ok(Decision::Ask { reason }) => {
-                        rewrites.runs.push(&hook.path, HookDecision::Ask, &span);
+                        rewrites.runs.push(&hook.path, HookOutcome::Ask, &span);
                         rewrites.asks.push(Asked {
                             hook: hook.path.to_string(),
                             reason,
@@ -86,8 +86,8 @@ impl Inner {
                     }
                     Err(failure) => {
                         let decision = match failure {
-                            HookFailure::Failed(_) => HookDecision::Failed,
-                            HookFailure::TimedOut(_) => HookDecision::Timeout,
+                            HookFailure::Failed(_) => HookOutcome::Failed,
+                            HookFailure::TimedOut(_) => HookOutcome::Timeout,
                         };
                         rewrites.runs.push(&hook.path, decision, &span);
                         return Err(Verdict::hook_failed(&hook.path, failure));
@@ -243,7 +243,7 @@ impl<'a> HookRuns<'a> {
     /// Records that `hook` decided `decision` (on its span too): its duration runs from the
     /// end of the run before it (or the chain's start), so each run costs one clock read.
     #[inline]
-    pub(super) fn push(&mut self, hook: &'a str, decision: HookDecision, span: &tracing::Span) {
+    pub(super) fn push(&mut self, hook: &'a str, decision: HookOutcome, span: &tracing::Span) {
         span::decided(span, decision);
         if let Some(last) = &mut self.last {
             let now = Instant::now();

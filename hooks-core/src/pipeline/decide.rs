@@ -9,11 +9,11 @@ use crate::hook::context::HookContext;
 #[cfg(feature = "claude-code")]
 use crate::hook::definitions::ToolDef;
 use crate::hook::state::Env;
+use crate::pipeline::chain_verdict::ChainVerdict;
 #[cfg(feature = "claude-code")]
 use crate::pipeline::inner::Backend;
 use crate::pipeline::inner::{Inner, ToolEntry};
 use crate::pipeline::normalize::{Refused, normalize};
-use crate::pipeline::pre_tool_use::PreToolUse;
 #[cfg(feature = "claude-code")]
 use crate::schema::check::FieldCheck;
 #[cfg(feature = "claude-code")]
@@ -26,7 +26,7 @@ use super::verdict::Verdict;
 
 impl Inner {
     /// What the PreToolUse chain decides about `call` for the session `context` describes.
-    pub(crate) async fn pre_tool_use(&self, context: &HookContext, call: &ToolUse) -> PreToolUse {
+    pub(crate) async fn pre_tool_use(&self, context: &HookContext, call: &ToolUse) -> ChainVerdict {
         let current = match normalize(call, &self.limits) {
             Ok(c) => c,
             Err(Refused(msg)) => {
@@ -50,7 +50,7 @@ impl Inner {
         &self,
         context: &HookContext,
         call: &ToolUse,
-    ) -> PreToolUse {
+    ) -> ChainVerdict {
         if self.open_chain.is_empty() || self.find(&call.name).is_some() {
             return self.pre_tool_use(context, call).await;
         }
@@ -71,7 +71,7 @@ impl Inner {
         tool: &ToolEntry,
         context: &HookContext,
         current: &ToolUse,
-    ) -> PreToolUse {
+    ) -> ChainVerdict {
         let env = Env::new(context, &self.states);
         let args = match validate(tool, &current.input) {
             Ok(a) => a,
@@ -89,12 +89,12 @@ impl Inner {
                     None => current.input.clone(),
                 };
                 if rewrites.asks.is_empty() {
-                    PreToolUse::Allow {
+                    ChainVerdict::Allow {
                         input,
                         rewritten_by,
                     }
                 } else {
-                    PreToolUse::Ask {
+                    ChainVerdict::Ask {
                         input,
                         rewritten_by,
                         asked_by: rewrites.asks,

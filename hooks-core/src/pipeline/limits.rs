@@ -16,7 +16,7 @@ use crate::texts;
 ///   character boundary and ends with a marker saying so
 ///   (`\n[toolgate: result cut at 262144 of 300000 bytes]`); the audit line's `content_bytes`
 ///   keeps the full size. A result made of content blocks (a tool's
-///   [`Content`](crate::Content), a wrapped caller's blocks) is measured as the bytes of its
+///   [`Content`](crate::content::Content), a wrapped caller's blocks) is measured as the bytes of its
 ///   `text` blocks plus the compact JSON of every other block (an image's or a PDF's base64
 ///   counts); the blocks that fit are kept in order; a `text` block that crosses the limit is
 ///   cut, but an image, a document or any other block that does not fit is left out whole,

@@ -5,6 +5,7 @@
 
 mod approve;
 mod chain;
+pub(crate) mod chain_verdict;
 mod decide;
 pub(crate) mod inner;
 pub(crate) mod limits;
@@ -12,7 +13,6 @@ pub(crate) mod name_index;
 pub(crate) mod normalize;
 mod observe;
 pub(crate) mod order;
-pub(crate) mod pre_tool_use;
 mod span;
 pub(crate) mod stats;
 mod validate;

@@ -4,7 +4,7 @@
 //!
 //! | span | name (`otel.name`) | attributes |
 //! |---|---|---|
-//! | the call | `execute_tool {tool}` | `gen_ai.operation.name` = `execute_tool`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type` = `function`, `toolgate.session.id`; at the end `toolgate.outcome`, and when they apply `toolgate.blocked_by`, `toolgate.rewritten_by` (paths joined by `, `), `error.type` (the outcome, for every outcome but `ok`) with `otel.status_code` = `error`; opted in ([`DispatcherBuilder::span_content`](crate::DispatcherBuilder::span_content)): `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result`, redacted as the audit log redacts |
+//! | the call | `execute_tool {tool}` | `gen_ai.operation.name` = `execute_tool`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type` = `function`, `toolgate.session.id`; at the end `toolgate.outcome`, and when they apply `toolgate.blocked_by`, `toolgate.rewritten_by` (paths joined by `, `), `error.type` (the outcome, for every outcome but `ok`) with `otel.status_code` = `error`; opted in ([`DispatcherBuilder::span_content`](crate::dispatch::DispatcherBuilder::span_content)): `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result`, redacted as the audit log redacts |
 //! | a hook run | `pre_tool_use {hook}` | `toolgate.hook.name`, `toolgate.hook.decision` (`allow`, `deny`, `rewrite`, `failed`, `timeout`) |
 //!
 //! Target `toolgate::span`, level INFO. Without a subscriber that wants them, a disabled span
@@ -16,7 +16,7 @@ use std::fmt;
 use tracing::Span;
 use tracing::field::Empty;
 
-use crate::audit::hook_run::HookDecision;
+use crate::audit::hook_run::HookOutcome;
 use crate::audit::outcome::{CallRecord, Outcome};
 use crate::audit::{AuditRecord, Redaction};
 use crate::content::ToolUse;
@@ -72,7 +72,7 @@ pub(super) fn hook_span(call: &Span, hook: &str) -> Span {
 
 /// Records a hook run's decision on its span.
 #[inline]
-pub(super) fn decided(span: &Span, decision: HookDecision) {
+pub(super) fn decided(span: &Span, decision: HookOutcome) {
     if !span.is_disabled() {
         span.record("toolgate.hook.decision", decision.as_str());
     }

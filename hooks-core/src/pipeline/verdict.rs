@@ -13,8 +13,8 @@ use crate::content::output::checked;
 use crate::content::{ContentBlock, Message, ToolResult, ToolResultContent, ToolUse};
 use crate::error::{Halt, ToolError};
 use crate::hook::answer::CallAnswer;
+use crate::pipeline::chain_verdict::ChainVerdict;
 use crate::pipeline::limits::cut_content;
-use crate::pipeline::pre_tool_use::PreToolUse;
 use crate::texts::{self, Problems};
 
 use super::Rewrites;
@@ -370,8 +370,8 @@ impl Verdict<'_> {
     /// A verdict reached before the tool (a refusal at validation or in the chain) as the
     /// chain-only answer: its outcome, the text the model would read, the hook at fault, the
     /// operator detail, and the hooks that rewrote before it.
-    pub(super) fn into_refusal(self, rewritten_by: &[&str]) -> PreToolUse {
-        PreToolUse::Refuse {
+    pub(super) fn into_refusal(self, rewritten_by: &[&str]) -> ChainVerdict {
+        ChainVerdict::Refuse {
             outcome: self.outcome,
             text: self
                 .content

@@ -24,7 +24,7 @@
 //!
 //! # Input examples
 //!
-//! A tool's `input_examples` ([`ToolDef::input_examples`](crate::ToolDef::input_examples),
+//! A tool's `input_examples` ([`ToolDef::input_examples`](crate::dispatch::ToolDef::input_examples),
 //! `#[tool(input_examples = …)]`) follow its `input_schema` in both entries: `"input_examples":
 //! [{"location": "San Francisco, CA", "unit": "fahrenheit"}, …]`, an array of input objects.
 //! Rule ("Define tools", "Providing tool use examples",
@@ -161,7 +161,7 @@ fn definition(tool: &ToolSource<'_>, _may_be_strict: bool) -> Result<Definition,
 /// The strict entry (the default one with `"strict": true` last), or the default one and why
 /// the tool cannot be strict; the default one, with no reason, when it may not be strict. Never
 /// an error. The strict schema starts from the canonical one with its nullable `anyOf`s
-/// collapsed ([`without_null_branches`]: an optional field is one left out of `required`), so it
+/// collapsed (`without_null_branches`: an optional field is one left out of `required`), so it
 /// admits only what the argument type accepts.
 fn strict_definition(tool: &ToolSource<'_>, may_be_strict: bool) -> Result<Definition, String> {
     let schema = anthropic_input_schema(tool.canonical);
@@ -251,7 +251,7 @@ const BOUNDS: &[&str] = &[
     "contains",
 ];
 
-/// A canonical schema, its nullable `anyOf`s collapsed ([`without_null_branches`]), narrowed
+/// A canonical schema, its nullable `anyOf`s collapsed (`without_null_branches`), narrowed
 /// to the strict subset, or why it cannot be.
 pub(super) fn strict(schema: &Value) -> Result<Value, String> {
     let mut v = schema.clone();

@@ -81,7 +81,7 @@ pub fn tool_definition(
 }
 
 /// The MCP `outputSchema` of a tool from the JSON Schema of its output type as schemars writes it
-/// (what [`ToolDef::output_type`](crate::ToolDef::output_type) and `#[tool]` record): the
+/// (what [`ToolDef::output_type`](crate::dispatch::ToolDef::output_type) and `#[tool]` record): the
 /// canonical form ([`canonicalize`], not closed: no `additionalProperties: false` is added,
 /// and an optional field stays `{"anyOf": [X, {"type": "null"}]}`, since a `None` serializes as
 /// `null`), or `None` when its root is not `"type": "object"` (MCP requires an object root).
@@ -179,7 +179,7 @@ pub fn tool_use(request: &Value) -> Result<ToolUse, ConvertError> {
 /// result is not an error: the result's text (the tool's value as compact JSON, already the
 /// `text` item the spec asks for beside it) parsed back into the object. When that text is not
 /// a JSON object (the result was cut at
-/// [`Limits::max_result_bytes`](crate::Limits)), there is no `structuredContent`: the result
+/// [`Limits::max_result_bytes`](crate::dispatch::Limits)), there is no `structuredContent`: the result
 /// gets `isError: true` and a last `text` item saying the structured result was left out, since
 /// a successful result without the structured content its `outputSchema` promises breaks the
 /// spec's "MUST" (clients reject it). Never fails.

@@ -20,7 +20,7 @@
 //! # Tool definitions
 //!
 //! [`definition`] turns a tool's name, description and canonical schema
-//! ([`canonicalize`](crate::schema::canonicalize)) into one entry of a target's tool list; a
+//! ([`canonicalize`]) into one entry of a target's tool list; a
 //! dispatcher renders each target's list once
 //! ([`Dispatcher::tool_definitions_for`](crate::Dispatcher::tool_definitions_for)).
 //!
@@ -56,7 +56,7 @@
 //! emits each tool that would cross a limit non-strict, with the reason ([`NonStrictTool`],
 //! listed by [`Dispatcher::non_strict_tools`](crate::Dispatcher::non_strict_tools)):
 //!
-//! 1. the tools marked `strict = true` ([`ToolDef::strict`](crate::ToolDef::strict)), by name:
+//! 1. the tools marked `strict = true` ([`ToolDef::strict`](crate::dispatch::ToolDef::strict)), by name:
 //!    always admitted (`build()` fails when together they are over a limit, so they never are);
 //! 2. then every other tool the target can take strict, by name (the dispatcher's tool order,
 //!    byte order of the names): admitted when the totals stay within every limit, else emitted
@@ -82,7 +82,7 @@
 //! for the host's side only).
 //!
 //! Results: a text result is the same text everywhere. A result of content blocks (a tool's
-//! [`Content`](crate::Content)) goes as far as each API lets it:
+//! [`Content`](crate::content::Content)) goes as far as each API lets it:
 //!
 //! | target | text | image | PDF document | plain-text document | other blocks |
 //! |---|---|---|---|---|---|
@@ -111,7 +111,7 @@
 //!    limits on a request's strict tools together, if any; whether an entry takes
 //!    `cache_control`); then the public call and result conversions, returning
 //!    [`ConvertError`]. It builds on the shared modules only: `crate::schema` (the canonical
-//!    form, [`anthropic_input_schema`](crate::schema::anthropic_input_schema), the subschema
+//!    form, [`anthropic_input_schema`], the subschema
 //!    walker and the nullable split in `schema::walk`) and `provider::subset` (paths in
 //!    reasons, moving narrowing keywords into the description, the keywords no subset can
 //!    express), `provider::request_limits` (a budget across a request's strict tools); never
@@ -153,6 +153,7 @@ mod options;
 mod request_limits;
 mod subset;
 
+pub use crate::schema::{anthropic_input_schema, canonicalize, without_null_branches};
 pub(crate) use options::apply as apply_options;
 pub use options::{CacheControl, CacheTtl, DefinitionOptions};
 use request_limits::{Budget, RequestLimits};
@@ -165,7 +166,7 @@ use request_limits::{Budget, RequestLimits};
 /// `openai`, `openai-responses`, `gemini`, `mcp`.
 ///
 /// ```
-/// use toolgate_core::Provider;
+/// use toolgate_core::provider::Provider;
 ///
 /// let p: Provider = "openai-responses".parse().unwrap();
 /// assert_eq!(p, Provider::OpenAiResponses);
@@ -270,12 +271,12 @@ pub(crate) struct ToolSource<'a> {
     pub(crate) name: &'a str,
     /// The description, unwrapped (`schema::unwrap_doc`).
     pub(crate) description: &'a str,
-    /// The canonical schema ([`canonicalize`](crate::schema::canonicalize)).
+    /// The canonical schema ([`canonicalize`]).
     pub(crate) canonical: &'a Value,
-    /// `Some(true)`: marked `strict = true` ([`ToolDef::strict`](crate::ToolDef::strict));
+    /// `Some(true)`: marked `strict = true` ([`ToolDef::strict`](crate::dispatch::ToolDef::strict));
     /// `Some(false)`: marked `strict = false`; `None`: strict where the target is and can be.
     pub(crate) strict: Option<bool>,
-    /// The tool's `input_examples` ([`ToolDef::input_examples`](crate::ToolDef::input_examples)),
+    /// The tool's `input_examples` ([`ToolDef::input_examples`](crate::dispatch::ToolDef::input_examples)),
     /// for the targets whose entry has such a field (Anthropic).
     pub(crate) input_examples: &'a [Value],
     /// MCP's `outputSchema` of the tool ([`mcp::output_schema`]), for MCP's entry.
@@ -324,7 +325,24 @@ impl FromStr for Provider {
     }
 }
 
-pub use crate::error::ConvertError;
+/// A provider's call item that cannot become a [`ToolUse`]: it lacks what the answer needs (an
+/// id, a name) or is not a function call. Raised on the host's side, before the pipeline: the
+/// model's arguments are never the cause (bad arguments are `invalid_input` results).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot read {what}: {message}")]
+pub struct ConvertError {
+    what: &'static str,
+    message: String,
+}
+
+impl ConvertError {
+    pub(crate) fn new(what: &'static str, message: impl Into<String>) -> Self {
+        ConvertError {
+            what,
+            message: message.into(),
+        }
+    }
+}
 
 fn string_field<'a>(
     obj: &'a Map<String, Value>,

@@ -13,7 +13,7 @@ use super::Provider;
 /// [`tool_definitions_for`](crate::Dispatcher::tool_definitions_for)).
 ///
 /// ```
-/// use toolgate_core::{CacheControl, CacheTtl, DefinitionOptions};
+/// use toolgate_core::provider::{CacheControl, CacheTtl, DefinitionOptions};
 ///
 /// let options = DefinitionOptions::new()
 ///     .cache_control(CacheControl::ephemeral().ttl(CacheTtl::OneHour));
@@ -49,7 +49,7 @@ impl DefinitionOptions {
 ///
 /// ```
 /// use serde_json::json;
-/// use toolgate_core::{CacheControl, CacheTtl};
+/// use toolgate_core::provider::{CacheControl, CacheTtl};
 ///
 /// assert_eq!(CacheControl::ephemeral().to_json(), json!({"type": "ephemeral"}));
 /// assert_eq!(CacheControl::ephemeral().ttl(CacheTtl::OneHour).to_json(),

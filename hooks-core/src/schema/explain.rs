@@ -1,7 +1,7 @@
 //! What is wrong with an input, against a tool's schema: every problem found, each with its
 //! path and what was expected, in a stable order ([`problems`]).
 //!
-//! For a `#[tool]` (or a [`ToolDef`](crate::ToolDef)), acceptance is the argument type's to
+//! For a `#[tool]` (or a [`ToolDef`](crate::dispatch::ToolDef)), acceptance is the argument type's to
 //! decide (plain serde deserialization), and this walk runs only once that, or the unknown-field
 //! check, has failed, to tell the model *where* and *what*: against the tool's *validation
 //! schema*, the raw schemars schema with the closed objects of the canonical form
@@ -12,7 +12,7 @@
 //! finds nothing (a custom `Deserialize`, a string format the type parses itself), the caller
 //! falls back to serde's own message without a path.
 //!
-//! A wrapped [`ToolCaller`](crate::ToolCaller) has no Rust argument type: for its tools this
+//! A wrapped [`ToolCaller`](crate::dispatch::ToolCaller) has no Rust argument type: for its tools this
 //! walk is the validator, run on every call against the schema the caller gave (checked at
 //! `build()` by `super::meta`). It applies JSON Schema's validation keywords (drafts 2020-12,
 //! 2019-09, 07, 06 and 04, by the schema's `$schema`): `type`, `enum`, `const`, `minimum`,

@@ -47,8 +47,7 @@
 //! The Anthropic `input_schema` ([`anthropic_input_schema`]) is the canonical form without a
 //! root `anyOf`/`oneOf`/`allOf` (Anthropic refuses one: "input_schema does not support oneOf,
 //! allOf, or anyOf at the top level"; a merged root's properties already list every field).
-//! Every target's transform is in its provider's file under [`crate::provider`]; [`targets`]
-//! keeps the first path of the definitions' types. Walking subschemas (and splitting the
+//! Every target's transform is in its provider's file under [`crate::provider`]. Walking subschemas (and splitting the
 //! nullable `anyOf`) is in `walk.rs`, shared by this module, the unknown-field check and the
 //! transforms; the meta-schema check of a schema toolgate did not derive is in `meta.rs`.
 
@@ -57,7 +56,6 @@ pub(crate) mod explain;
 #[cfg(feature = "full-validation")]
 pub(crate) mod full;
 pub(crate) mod meta;
-pub mod targets;
 pub(crate) mod walk;
 
 use schemars::JsonSchema;
@@ -89,7 +87,7 @@ pub(crate) fn generate<A: JsonSchema>() -> Value {
 ///
 /// ```
 /// use serde_json::json;
-/// use toolgate_core::schema::canonicalize;
+/// use toolgate_core::provider::canonicalize;
 ///
 /// let raw = json!({
 ///     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -661,7 +659,7 @@ fn with_period(s: &str) -> String {
 ///
 /// ```
 /// use serde_json::json;
-/// use toolgate_core::schema::anthropic_input_schema;
+/// use toolgate_core::provider::anthropic_input_schema;
 ///
 /// let canonical = json!({
 ///     "type": "object",
@@ -713,7 +711,7 @@ pub fn anthropic_input_schema(canonical: &Value) -> Value {
 ///
 /// ```
 /// use serde_json::json;
-/// use toolgate_core::schema::without_null_branches;
+/// use toolgate_core::provider::without_null_branches;
 ///
 /// let field = json!({"description": "The unit", "anyOf": [
 ///     {"type": "string", "enum": ["celsius", "fahrenheit"]}, {"type": "null"}]});
@@ -740,7 +738,7 @@ fn collapse_nullable(v: &mut Value) {
 /// space; a blank line (paragraph break) stays `\n\n`; lines that start a list item (`- `,
 /// `* `, `+ `, `1. `), a table row (`|`) or a code fence, and the lines inside a fence, keep their
 /// line break. Leading and trailing space is trimmed.
-pub fn unwrap_doc(doc: &str) -> String {
+pub(crate) fn unwrap_doc(doc: &str) -> String {
     let mut out = String::with_capacity(doc.len());
     let mut in_fence = false;
     let mut prev_blank = true;
@@ -778,7 +776,7 @@ pub fn unwrap_doc(doc: &str) -> String {
 
 /// Whether `name` is a valid tool name for every target: `^[a-zA-Z0-9_-]{1,64}$` (Anthropic's
 /// published pattern, narrowed to 64, which OpenAI and Gemini also accept).
-pub fn is_valid_tool_name(name: &str) -> bool {
+pub(crate) fn is_valid_tool_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
         && name

@@ -36,7 +36,7 @@ impl Session {
     /// retrying a message runs nothing twice.
     ///
     /// Consecutive blocks whose tools are declared read-only run concurrently, at most
-    /// [`max_concurrent_reads`](crate::DispatcherBuilder::max_concurrent_reads) at once (default
+    /// [`max_concurrent_reads`](crate::dispatch::DispatcherBuilder::max_concurrent_reads) at once (default
     /// 8), polled together by this future (no runtime needed; a host's runtime drives it the
     /// same way): their async tools' waits overlap, so four lookups of 20 ms take about 20 ms.
     /// What a sequential run promises still holds: PreToolUse chains run one at a time in
@@ -51,11 +51,12 @@ impl Session {
     ///   block may be cut off) and every block is audited as `not_run`;
     /// - [`RespondError::Id`] when an id is empty, breaks the pattern or repeats: nothing runs
     ///   and every block is audited as `not_run`, with the reason;
-    /// - [`RespondError::Halt`] when a PreToolUse hook failed: later blocks are not run, and the
-    ///   halt's answer covers every block (`BLOCKED:` for the failed one, `Not run:` after it);
-    /// - [`RespondError::InProgress`], [`RespondError::IdReused`], [`RespondError::Store`] for a
-    ///   block the memory refuses (see [`CallError`]): the blocks before it were answered and
-    ///   are remembered, the rest are not started; retry the message;
+    /// - [`RespondError::Call`] with [`CallError::Halt`] when a PreToolUse hook failed: later
+    ///   blocks are not run, and the halt's answer covers every block (`BLOCKED:` for the
+    ///   failed one, `Not run:` after it);
+    /// - [`RespondError::Call`] with [`CallError::InProgress`], [`CallError::IdReused`] or
+    ///   [`CallError::Store`] for a block the memory refuses: the blocks before it were answered
+    ///   and are remembered, the rest are not started; retry the message;
     /// - [`RespondError::NotAssistant`] for a user message.
     pub async fn respond(&self, message: &Message) -> Result<Reply, RespondError> {
         if message.role != Role::Assistant {
@@ -173,14 +174,14 @@ impl Session {
                     Err(refused) => {
                         // Not answered, not final: a retry of the message runs the rest.
                         pending.order.started.store(uses.len(), Ordering::SeqCst);
-                        return Err(respond_error(refused));
+                        return Err(RespondError::Call(refused));
                     }
                 };
                 let later = outcomes.by_ref().take(end - j - 1);
                 // Boxed, as every rare path here: its state is twice a call's, and the turn's
                 // future is moved whole at each `.await` above it.
                 let halted = Box::pin(self.halted(uses, j, halt, results, later, &pending.order));
-                return Err(RespondError::Halt(halted.await));
+                return Err(RespondError::from(halted.await));
             }
             i = end;
         }
@@ -272,7 +273,7 @@ impl Session {
     }
 
     /// Whether a block calling `tool` may run concurrently with its read-only neighbours: a
-    /// tool this dispatcher declares read-only ([`Effect::read`](crate::Effect::read)).
+    /// tool this dispatcher declares read-only ([`Effect::read`](crate::dispatch::Effect::read)).
     pub(crate) fn is_read(&self, tool: &str) -> bool {
         let inner = &self.inner;
         inner
@@ -305,23 +306,6 @@ impl Session {
             }
         })
         .await
-    }
-}
-
-/// A refusal of the memory, for a whole message.
-fn respond_error(e: CallError) -> RespondError {
-    match e {
-        CallError::Halt(h) => RespondError::Halt(h),
-        CallError::InProgress { tool_use_id } => RespondError::InProgress { tool_use_id },
-        CallError::IdReused { tool_use_id } => RespondError::IdReused { tool_use_id },
-        CallError::Store { tool_use_id, error } => RespondError::Store { tool_use_id, error },
-        // Ids were checked before anything ran.
-        CallError::EmptyId => RespondError::Id(ids::IdError {
-            id: String::new(),
-            block: 1,
-            blocks: 1,
-            rule: ids::IdRule::Empty,
-        }),
     }
 }
 

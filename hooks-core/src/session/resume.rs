@@ -35,7 +35,7 @@ impl Session {
     ///   <reason>`, with `denied_by`.
     ///
     /// A pending turn older than the dispatcher's
-    /// [`pending_ttl`](crate::DispatcherBuilder::pending_ttl) (by this session's context clock)
+    /// [`pending_ttl`](crate::dispatch::DispatcherBuilder::pending_ttl) (by this session's context clock)
     /// is not an error: every waiting call is answered `blocked` ("waited for a person's
     /// approval longer than N s and expired; … Ask the user whether to try it again."),
     /// whatever the decisions, none of which is then needed.
@@ -47,7 +47,7 @@ impl Session {
     ///
     /// Each resumed call goes through the session's answer memory like any call: resuming the
     /// same pending turn twice in one session (or with a shared
-    /// [`AnswerStore`](crate::AnswerStore)) runs nothing twice, the second answer is replayed;
+    /// [`AnswerStore`](crate::store::AnswerStore)) runs nothing twice, the second answer is replayed;
     /// and a retry of the paused message after the resume is answered from memory.
     ///
     /// # Errors
@@ -57,8 +57,8 @@ impl Session {
     /// that is not waiting), [`ResumeError::DigestMismatch`] (an approval carrying another
     /// digest than the waiting input's, or a waiting input that does not match its recorded
     /// digest), [`ResumeError::Undecided`] (a waiting call without a decision, when the turn has
-    /// not expired). While it runs: [`ResumeError::Halt`] when a PreToolUse hook could not
-    /// decide (the halt's answer covers every block), [`ResumeError::Call`] when the answer
+    /// not expired). While it runs: [`ResumeError::Call`] with [`CallError::Halt`] when a PreToolUse hook
+    /// could not decide (the halt's answer covers every block), or with another [`CallError`] when the answer
     /// memory refused a call (the calls before it were answered and remembered).
     pub async fn resume(
         &self,
@@ -167,7 +167,7 @@ impl Session {
                             content.push(ContentBlock::ToolResult(result));
                         }
                         *halt.answer = Message::user(content);
-                        return Err(ResumeError::Halt(halt));
+                        return Err(ResumeError::from(halt));
                     }
                     Err(refused) => return Err(ResumeError::Call(refused)),
                 }

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 /// same call; a retry of the same message has the same digest.
 ///
 /// An input nested deeper than the dispatcher's `max_input_depth`
-/// ([`Limits`](crate::Limits)) is not serialized (its walk would be unbounded): its digest is
+/// ([`Limits`](crate::dispatch::Limits)) is not serialized (its walk would be unbounded): its digest is
 /// that of the text `[input deeper than N levels]`. Such an input is `invalid_input` anyway, so
 /// two of them sharing a digest only replays one refusal for the other.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -24,7 +24,7 @@ impl InputDigest {
     /// level), the digest of `[input deeper than {max_depth} levels]`.
     ///
     /// ```
-    /// use toolgate_core::InputDigest;
+    /// use toolgate_core::store::InputDigest;
     ///
     /// let d = InputDigest::of(&serde_json::json!({"order_id": "o_1"}), 32);
     /// // `printf '%s' '{"order_id":"o_1"}' | sha256sum`

@@ -1,3 +1,8 @@
+//! What a session keeps between calls. Today that is its memory of the `tool_use` ids it
+//! answered: you need this module to give sessions a memory of your own (a database, so a
+//! conversation served by several processes runs nothing twice) or to change the in-memory
+//! one's caps.
+//!
 //! A session's memory of the `tool_use` ids it answered, so a retried message runs nothing
 //! twice: [`AnswerStore`] (the small async trait a host can back with its own database),
 //! [`MemoryAnswerStore`] (the in-memory default, bounded), and the [`InputDigest`] each id is
@@ -41,6 +46,7 @@ use crate::base::future::BoxFuture;
 use crate::content::ToolResult;
 
 pub use digest::InputDigest;
+pub use memory::MemoryAnswerStore;
 
 /// What a store knows of an id it has seen.
 #[derive(Debug, Clone, PartialEq)]
@@ -153,7 +159,7 @@ impl<T> Future for StoreFuture<'_, T> {
 /// Where a session remembers the `tool_use` ids it answered (one store per session: ids are
 /// unique within a conversation, not across conversations).
 ///
-/// The default is a [`MemoryAnswerStore`](crate::MemoryAnswerStore) per session; a host that runs one conversation
+/// The default is a [`MemoryAnswerStore`] per session; a host that runs one conversation
 /// across several processes implements this on its own database and opens sessions with
 /// [`Dispatcher::session_with_store`](crate::Dispatcher::session_with_store). See the module
 /// docs for the order of calls.

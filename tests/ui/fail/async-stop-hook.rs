@@ -1,4 +1,4 @@
-use toolgate::{SessionSummary, stop_hook};
+use toolgate::{stop_hook, audit::SessionSummary};
 
 #[stop_hook]
 async fn email_summary(summary: &SessionSummary) {

@@ -1,5 +1,5 @@
 //! One mistake in a tool is one error: the hooks naming the tool add none.
-use toolgate::{CallRecord, Decision, ToolUse, post_hook, pre_hook, tool};
+use toolgate::{Decision, ToolUse, post_hook, pre_hook, tool, audit::CallRecord};
 
 /// Gets an order.
 #[tool(nmae = "order")]

@@ -1,4 +1,4 @@
-use toolgate::{CallRecord, Decision, ToolUse, post_hook, pre_hook};
+use toolgate::{Decision, ToolUse, post_hook, pre_hook, audit::CallRecord};
 
 // A guard that matches no tool would guard nothing: an empty list does not compile, for
 // PreToolUse and PostToolUse hooks alike.

@@ -1,5 +1,5 @@
 //! A misspelled matcher path is one error each, about the path as written.
-use toolgate::{CallRecord, Decision, ToolUse, post_hook, pre_hook};
+use toolgate::{Decision, ToolUse, post_hook, pre_hook, audit::CallRecord};
 
 mod tools {
     use toolgate::tool;

@@ -6,7 +6,7 @@ struct Chart {
 }
 
 /// Draws a chart: the output must be `Serialize` (its JSON is the text), a `String`, or
-/// `toolgate::Content` for an image.
+/// `toolgate::content::Content` for an image.
 #[tool]
 fn draw_chart(metric: String) -> Chart {
     Chart { png_base64: metric }

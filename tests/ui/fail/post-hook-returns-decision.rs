@@ -1,4 +1,4 @@
-use toolgate::{CallRecord, Decision, post_hook};
+use toolgate::{Decision, post_hook, audit::CallRecord};
 
 #[post_hook]
 fn second_guess(_record: &CallRecord<'_>) -> Decision {

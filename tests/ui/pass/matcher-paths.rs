@@ -2,7 +2,7 @@
 //! same module, through a glob import or a glob re-export, by relative, `self::`, `super::` and
 //! `crate::` paths, a raw identifier, a tool beside a module of the same name, and from a hook
 //! defined inside a function body.
-use toolgate::{CallRecord, Decision, Dispatcher, ToolUse, post_hook, pre_hook, tool};
+use toolgate::{Decision, Dispatcher, ToolUse, post_hook, pre_hook, tool, audit::CallRecord};
 
 /// The search backend, a module named like the tool that calls it.
 mod search {

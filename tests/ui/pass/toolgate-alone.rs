@@ -3,8 +3,9 @@
 #![forbid(unsafe_code)]
 
 use toolgate::{
-    CallRecord, Decision, Dispatcher, HookContext, SessionSummary, State, ToolUse, post_hook,
-    pre_hook, stop_hook, tool,
+    Decision, Dispatcher, HookContext, State, ToolUse,
+    audit::{CallRecord, SessionSummary},
+    post_hook, pre_hook, stop_hook, tool,
 };
 
 struct Counter(std::sync::atomic::AtomicU32);
@@ -48,7 +49,11 @@ fn main() {
         .build()
         .unwrap();
     let s = d.session(HookContext::builder("u_1", "s_1").build());
-    let call = ToolUse::new("t", "greet", toolgate::__private::serde_json::json!({"name": "Ada"}));
+    let call = ToolUse::new(
+        "t",
+        "greet",
+        toolgate::__private::serde_json::json!({"name": "Ada"}),
+    );
     let r = toolgate::block_on(s.call(&call)).unwrap();
     assert_eq!(r.content_text(), "Hello Ada! (from u_1)");
 }

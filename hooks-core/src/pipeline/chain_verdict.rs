@@ -1,4 +1,4 @@
-//! [`PreToolUse`]: what a dispatcher's PreToolUse chain decides about one `tool_use`, asked
+//! [`ChainVerdict`]: what a dispatcher's PreToolUse chain decides about one `tool_use`, asked
 //! without running the tool or the observers ([`Dispatcher::pre_tool_use`]).
 //!
 //! [`Dispatcher::pre_tool_use`]: crate::Dispatcher::pre_tool_use
@@ -19,7 +19,7 @@ use crate::audit::outcome::Outcome;
 /// effective input in one pass) and the dispatcher's deadlines.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub enum PreToolUse {
+pub enum ChainVerdict {
     /// Every hook of the chain allowed `input` (a tool with no hooks is allowed at once): the
     /// tool would run with it.
     Allow {
@@ -61,17 +61,17 @@ pub enum PreToolUse {
     },
 }
 
-impl PreToolUse {
+impl ChainVerdict {
     /// Whether the chain allowed the call with no hook asking for approval.
     pub fn is_allowed(&self) -> bool {
-        matches!(self, PreToolUse::Allow { .. })
+        matches!(self, ChainVerdict::Allow { .. })
     }
 
-    /// The refusal's outcome; `None` for [`PreToolUse::Allow`] and [`PreToolUse::Ask`].
+    /// The refusal's outcome; `None` for [`ChainVerdict::Allow`] and [`ChainVerdict::Ask`].
     pub fn outcome(&self) -> Option<Outcome> {
         match self {
-            PreToolUse::Refuse { outcome, .. } => Some(*outcome),
-            PreToolUse::Allow { .. } | PreToolUse::Ask { .. } => None,
+            ChainVerdict::Refuse { outcome, .. } => Some(*outcome),
+            ChainVerdict::Allow { .. } | ChainVerdict::Ask { .. } => None,
         }
     }
 }
