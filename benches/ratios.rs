@@ -6,19 +6,20 @@
 //! audit line lost or interleaved), never a time.
 //!
 //! Figures: `dispatch_nohooks_over_limit`, `dispatch_4hooks_over_limit` (4 sync PreToolUse hooks
-//! that allow + 1 observer), `dispatch_4hooks_audit_over_limit` (the same plus an `AuditLog`
-//! whose sink appends each line to a file without the hash chain, `common::UnchainedJsonl`),
-//! `dispatch_4hooks_audit_chained_over_limit` (the same with `AuditLog::open`'s chained files), `allocs_over_limit` (allocations per call, 4 hooks + observer, minus LIMIT's),
+//! that allow + 1 observer), `dispatch_4hooks_audit_over_limit` (the same plus an `AuditLog` whose
+//! sink appends each line to a file without the hash chain, `common::UnchainedJsonl`),
+//! `dispatch_4hooks_audit_chained_over_limit` (the same with `AuditLog::open`'s chained files),
+//! `allocs_over_limit` (allocations per call, 4 hooks + observer, minus LIMIT's),
 //! `audit_records_per_s` (one thread, through the dispatcher with only the audit log),
 //! `audit_chained_over_unchained` (that dispatcher ÷ the same with the unchained sink of
-//! `common::UnchainedJsonl`: what the hash chain costs per line),
-//! `audit_lost_lines` and `audit_interleaved_lines` (two threads, one log), and
-//! `threads2_over_threads1` (throughput of 2 threads sharing one dispatcher ÷ 1 thread), read
-//! against `threads2_cpu_per_call_over_threads1` (CPU time per call, 2 threads ÷ 1: contention)
-//! and `threads2_runqueue_wait_share` (time the 2 threads waited for a core: a busy machine);
-//! `respond_e2e_over_handwritten` (message text → parse → respond → answer text, against the
-//! same by hand: `ratios/e2e.rs`); `batch4_reads_over_one_call` and `batch_mixed_over_sum` (tools awaiting 20 ms each, several
-//! in one message: see `ratios/batch.rs`).
+//! `common::UnchainedJsonl`: what the hash chain costs per line), `audit_lost_lines` and
+//! `audit_interleaved_lines` (two threads, one log), and `threads2_over_threads1` (throughput of 2
+//! threads sharing one dispatcher ÷ 1 thread), read against `threads2_cpu_per_call_over_threads1`
+//! (CPU time per call, 2 threads ÷ 1: contention) and `threads2_runqueue_wait_share` (time the 2
+//! threads waited for a core: a busy machine); `respond_e2e_over_handwritten` (message text → parse
+//! → respond → answer text, against the same by hand: `ratios/e2e.rs`);
+//! `batch4_reads_over_one_call` and `batch_mixed_over_sum` (tools awaiting 20 ms each, several in
+//! one message: see `ratios/batch.rs`).
 
 #[path = "ratios/batch.rs"]
 mod batch;

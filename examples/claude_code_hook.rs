@@ -1,6 +1,6 @@
 //! toolgate's rules in Claude Code: a command hook (PreToolUse, PostToolUse, SessionEnd) that a
-//! team puts in `.claude/settings.json` (the snippet is in `docs/claude-code.md`). It reads one hook
-//! event on standard input and answers as Claude Code's hooks reference says (see
+//! team puts in `.claude/settings.json` (the snippet is in `docs/claude-code.md`). It reads one
+//! hook event on standard input and answers as Claude Code's hooks reference says (see
 //! `toolgate::claude_code`).
 //!
 //! The rules, on Claude Code's own tools (declared with `#[tool(external)]`: no Rust function

@@ -6,13 +6,13 @@
 //! cargo run --example mcp_server --features mcp-http -- --http 127.0.0.1:8765 [--audit DIR]
 //! ```
 //!
-//! An MCP host starts this program and speaks JSON-RPC on its standard input and output (`docs/mcp.md`
-//! shows a `mcpServers` entry). Every `tools/call` runs through the refunds specialist's
-//! dispatcher (`examples/support_agent/`: the same `#[tool]` functions and `#[pre_hook]` rules,
-//! compiled here as a module), with the identity given on the command line as the trusted
-//! context: the client's arguments never choose the user. The audit log goes to `--audit DIR`
-//! (default `mcp_audit`), one line per call and a summary line when the connection closes.
-//! Results carry their outcome in `_meta` (`toolgate/outcome`, `toolgate/blocked_by`), so a
+//! An MCP host starts this program and speaks JSON-RPC on its standard input and output
+//! (`docs/mcp.md` shows a `mcpServers` entry). Every `tools/call` runs through the refunds
+//! specialist's dispatcher (`examples/support_agent/`: the same `#[tool]` functions and
+//! `#[pre_hook]` rules, compiled here as a module), with the identity given on the command line as
+//! the trusted context: the client's arguments never choose the user. The audit log goes to
+//! `--audit DIR` (default `mcp_audit`), one line per call and a summary line when the connection
+//! closes. Results carry their outcome in `_meta` (`toolgate/outcome`, `toolgate/blocked_by`), so a
 //! toolgate guard in front of this server records the inner outcome.
 //!
 //! With `--http ADDR` the server answers MCP's streamable HTTP transport at

@@ -101,26 +101,27 @@
 //!    `- and N more problems` (one problem keeps the one-line form `Error: invalid input for
 //!    tool `t` at `path`: …`). Model input quoted back (a field name, a path, a value, a tool
 //!    name) is cut to 64 characters with `…`.
-//! 4. **PreToolUse chain**: the matching hooks in `(order, path)` order. [`Decision::Allow`]
-//!    goes on; [`Decision::Deny`] stops with `BLOCKED: <reason>`; [`Decision::Rewrite`] to a
-//!    new input is validated again and the chain **starts again from its first hook** with it,
-//!    so the input the tool runs with was seen and allowed by every hook of the chain. A
-//!    `Rewrite` equal to the input counts as `Allow` (an idempotent normalizer converges); a
-//!    rewrite back to an input the call already had, or more than 8 rewrites, halts as
-//!    `hook_failed`. An error, a panic or a deadline halts the agent with [`Halt`] (fail
-//!    closed: the tool does not run). [`Decision::Ask`] goes on too (a later deny wins); when
-//!    the pass ends with asks, a person approves: the builder's [`Approver`](crate::approval::Approver) inline (a
-//!    deadline; no answer is a denial), or, with none, `respond` pauses the turn
-//!    ([`Reply::Pending`], a [`PendingTurn`](crate::approval::PendingTurn) finished later by [`Session::resume`]) and `call`
-//!    blocks it (see the [approval guide][guide-approval]).
-//! 5. **Tool**: its value becomes the text (a JSON string is the text itself), a [`Content`](crate::content::Content)
-//!    its content blocks (images, documents; see [`#[tool]`](#tool)); its error is an
-//!    `is_error` result: the tool's message when it was written for the model, else the generic
-//!    [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE) with the error in the audit line's `detail` (see
-//!    [What the model reads when a tool fails](#what-the-model-reads-when-a-tool-fails)); a
-//!    panic is caught.
-//! 6. **PostToolUse observers** see a read-only [`CallRecord`](crate::audit::CallRecord), whatever the outcome; the
-//!    [`AuditLog`](crate::audit::AuditLog) runs last.
+//! 4. **PreToolUse chain**: the matching hooks in `(order, path)` order. [`Decision::Allow`] goes
+//!    on; [`Decision::Deny`] stops with `BLOCKED: <reason>`; [`Decision::Rewrite`] to a new input
+//!    is validated again and the chain **starts again from its first hook** with it, so the input
+//!    the tool runs with was seen and allowed by every hook of the chain. A `Rewrite` equal to the
+//!    input counts as `Allow` (an idempotent normalizer converges); a rewrite back to an input the
+//!    call already had, or more than 8 rewrites, halts as `hook_failed`. An error, a panic or a
+//!    deadline halts the agent with [`Halt`] (fail closed: the tool does not run).
+//!    [`Decision::Ask`] goes on too (a later deny wins); when the pass ends with asks, a person
+//!    approves: the builder's [`Approver`](crate::approval::Approver) inline (a deadline; no answer
+//!    is a denial), or, with none, `respond` pauses the turn ([`Reply::Pending`], a
+//!    [`PendingTurn`](crate::approval::PendingTurn) finished later by [`Session::resume`]) and
+//!    `call` blocks it (see the [approval guide][guide-approval]).
+//! 5. **Tool**: its value becomes the text (a JSON string is the text itself), a
+//!    [`Content`](crate::content::Content) its content blocks (images, documents; see
+//!    [`#[tool]`](#tool)); its error is an `is_error` result: the tool's message when it was
+//!    written for the model, else the generic
+//!    [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE) with the error in the
+//!    audit line's `detail` (see [What the model reads when a tool
+//!    fails](#what-the-model-reads-when-a-tool-fails)); a panic is caught.
+//! 6. **PostToolUse observers** see a read-only [`CallRecord`](crate::audit::CallRecord), whatever
+//!    the outcome; the [`AuditLog`](crate::audit::AuditLog) runs last.
 //! 7. **Stop**: [`Session::end`] (or dropping the session) runs the Stop hooks once.
 //!
 //! | outcome | tool ran | `is_error` | content starts with |
@@ -199,13 +200,13 @@
 //! }
 //! ```
 //!
-//! A block's base64 must be plain standard base64 and a URL `https://…`: a bad block makes the
-//! call an internal `tool_error` (the reason goes to the audit line's `detail`), so it never
-//! makes the API refuse the whole request. Images count against the result limit
-//! ([`Limits`](crate::dispatch::Limits), 256 KiB by default) as their base64: one that does not fit is left out whole
-//! with a note, never cut, so raise the limit for tools that return images. OpenAI Chat
-//! Completions and Gemini take text only: an image or a PDF reaches them as a note naming what
-//! was left out (see [`provider`]).
+//! A block's base64 must be plain standard base64 and a URL `https://…`: a bad block makes the call
+//! an internal `tool_error` (the reason goes to the audit line's `detail`), so it never makes the
+//! API refuse the whole request. Images count against the result limit
+//! ([`Limits`](crate::dispatch::Limits), 256 KiB by default) as their base64: one that does not fit
+//! is left out whole with a note, never cut, so raise the limit for tools that return images.
+//! OpenAI Chat Completions and Gemini take text only: an image or a PDF reaches them as a note
+//! naming what was left out (see [`provider`]).
 //!
 //! The error `E` becomes an `is_error` result by the rule of the next section: a
 //! [`ToolError`], a `String` or a `&str` is shown as written; any other error type is internal
@@ -237,36 +238,43 @@
 //!   value of the input type passes the dispatcher and every non-strict target's schema, and
 //!   every value a strict definition admits deserializes.
 //! - **Injected parameters** are told apart by type, never by name: `&HookContext` (the session's
-//!   trusted context) and `State<T>` (state given to [`DispatcherBuilder::state`](crate::dispatch::DispatcherBuilder::state)). They are
-//!   not in the schema. A type that reads like one but is not toolgate's does not compile.
+//!   trusted context) and `State<T>` (state given to
+//!   [`DispatcherBuilder::state`](crate::dispatch::DispatcherBuilder::state)). They are not in the
+//!   schema. A type that reads like one but is not toolgate's does not compile.
 //! - `#[tool(allow_unknown_fields)]` drops `additionalProperties: false` and accepts (and
 //!   ignores) unknown input fields.
 //! - `#[tool(strict = true)]` / `#[tool(strict = false)]`: the tool's mode in the strict targets
 //!   (`anthropic-strict`, `openai`, `openai-responses`), which otherwise make a tool strict where
 //!   its schema fits and the providers' limits allow ([`provider`] module docs, "Strict limits").
-//!   `false` keeps it out of strict mode ([`Dispatcher::non_strict_tools`] lists it); `true`
-//!   keeps it strict and admits it first, never demoted: a flat parameter that is a map or a
-//!   tuple is a compile error, and [`DispatcherBuilder::build`](crate::dispatch::DispatcherBuilder::build) fails when a strict target
-//!   cannot take its schema strict or the `strict = true` tools are over a limit together
-//!   ([`BuildProblem::CannotBeStrict`](crate::dispatch::BuildProblem::CannotBeStrict), [`BuildProblem::StrictLimit`](crate::dispatch::BuildProblem::StrictLimit)).
+//!   `false` keeps it out of strict mode ([`Dispatcher::non_strict_tools`] lists it); `true` keeps
+//!   it strict and admits it first, never demoted: a flat parameter that is a map or a tuple is a
+//!   compile error, and [`DispatcherBuilder::build`](crate::dispatch::DispatcherBuilder::build)
+//!   fails when a strict target cannot take its schema strict or the `strict = true` tools are over
+//!   a limit together
+//!   ([`BuildProblem::CannotBeStrict`](crate::dispatch::BuildProblem::CannotBeStrict),
+//!   [`BuildProblem::StrictLimit`](crate::dispatch::BuildProblem::StrictLimit)).
 //! - `#[tool(input_examples = path)]` (or `= "path"`): a `fn() -> Vec<serde_json::Value>` giving
 //!   Anthropic `input_examples`, sent after the tool's `input_schema` in the Anthropic entries.
-//!   [`DispatcherBuilder::build`](crate::dispatch::DispatcherBuilder::build) checks each one as a call's input is checked and fails with
-//!   [`BuildProblem::InvalidInputExample`](crate::dispatch::BuildProblem::InvalidInputExample) naming the tool, the example's index and the problem
-//!   (the API refuses a request with an invalid example).
+//!   [`DispatcherBuilder::build`](crate::dispatch::DispatcherBuilder::build) checks each one as a
+//!   call's input is checked and fails with
+//!   [`BuildProblem::InvalidInputExample`](crate::dispatch::BuildProblem::InvalidInputExample)
+//!   naming the tool, the example's index and the problem (the API refuses a request with an
+//!   invalid example).
 //! - `#[tool(timeout_ms = N)]` (async tools only) sets the tool's deadline instead of the
 //!   dispatcher's (60 s by default): past it, `tool_timeout`.
 //! - `#[tool(errors = "shown")]`: the tool's error type's `Display` is written for the model,
 //!   which reads it (its `source()` chain still goes to `detail`). `"shown"` is the only value.
 //! - `#[tool(effect = "read")]` / `#[tool(effect = "write")]`: what the tool does to the world
-//!   ([`Effect`](crate::dispatch::Effect); MCP's `readOnlyHint`), with MCP's optional hints on it: `destructive`,
-//!   `idempotent` (write only) and `open_world`, each a flag or `= true | false`
+//!   ([`Effect`](crate::dispatch::Effect); MCP's `readOnlyHint`), with MCP's optional hints on it:
+//!   `destructive`, `idempotent` (write only) and `open_world`, each a flag or `= true | false`
 //!   (`destructiveHint`, `idempotentHint`, `openWorldHint`; one left out is left out of the
 //!   annotations, so a client reads MCP's cautious default). **A `write` tool must be guarded**:
-//!   [`DispatcherBuilder::build`](crate::dispatch::DispatcherBuilder::build) fails with [`BuildProblem::UnguardedWrite`](crate::dispatch::BuildProblem::UnguardedWrite) naming it when no
-//!   PreToolUse hook of the dispatcher matches it, unless it says why it needs none with
+//!   [`DispatcherBuilder::build`](crate::dispatch::DispatcherBuilder::build) fails with
+//!   [`BuildProblem::UnguardedWrite`](crate::dispatch::BuildProblem::UnguardedWrite) naming it when
+//!   no PreToolUse hook of the dispatcher matches it, unless it says why it needs none with
 //!   `unguarded = "…reason…"`, which is appended to the function's rustdoc (with the effect) and
-//!   answered by [`Dispatcher::unguarded_reason`]. [`DispatcherBuilder::undeclared_effects_are_writes`](crate::dispatch::DispatcherBuilder::undeclared_effects_are_writes)
+//!   answered by [`Dispatcher::unguarded_reason`].
+//!   [`DispatcherBuilder::undeclared_effects_are_writes`](crate::dispatch::DispatcherBuilder::undeclared_effects_are_writes)
 //!   counts every tool without an `effect` as `write`. The effect is exposed by
 //!   [`Dispatcher::tool_effect`].
 //! - `#[tool(input = Name)]` (flat form only): the generated argument struct is emitted beside
@@ -278,12 +286,13 @@
 //!   two definitions); without `input = …` the struct stays hidden. A tool with an `#[input]`
 //!   struct needs no name: a typed hook takes that struct.
 //! - `#[tool(external)]`: a tool that runs in the host, not here (Claude Code's `Bash`, `Edit`,
-//!   `Write`, `Read`, an MCP server's `mcp__<server>__<tool>`; usually with `name = "Bash"`).
-//!   The signature declares its input, so hooks name it in `tools = [...]` and see its input
-//!   validated as for any tool; its schema is open (unknown fields are accepted, so a field the
-//!   host adds does not refuse every call); the body is never called, and a dispatcher asked
-//!   to run it answers `tool_error` with [`EXTERNAL_TOOL_MESSAGE`](crate::content::EXTERNAL_TOOL_MESSAGE) ([`ToolDef::external`](crate::dispatch::ToolDef::external) by
-//!   hand). See `claude_code` (feature `claude-code`).
+//!   `Write`, `Read`, an MCP server's `mcp__<server>__<tool>`; usually with `name = "Bash"`). The
+//!   signature declares its input, so hooks name it in `tools = [...]` and see its input validated
+//!   as for any tool; its schema is open (unknown fields are accepted, so a field the host adds
+//!   does not refuse every call); the body is never called, and a dispatcher asked to run it
+//!   answers `tool_error` with [`EXTERNAL_TOOL_MESSAGE`](crate::content::EXTERNAL_TOOL_MESSAGE)
+//!   ([`ToolDef::external`](crate::dispatch::ToolDef::external) by hand). See `claude_code`
+//!   (feature `claude-code`).
 //! - `#[tool(crate = path)]` for crates that re-export toolgate under another path.
 //!
 //! The function stays callable as written; the registered tool calls it directly by path, so
@@ -392,19 +401,23 @@
 //!   required; equal orders run by the function's full path. `tools` names `#[tool]`
 //!   functions by Rust path, so a misspelling does not compile, nor does an empty list (a hook
 //!   that guards nothing); without it the hook matches every tool.
-//! - **Typed PreToolUse hooks**: a `#[pre_hook]` may take `&T`, a tool's input type (the struct
-//!   the tool deserializes into: an `#[input]` struct, or a flat tool's generated one named with
+//! - **Typed PreToolUse hooks**: a `#[pre_hook]` may take `&T`, a tool's input type (the struct the
+//!   tool deserializes into: an `#[input]` struct, or a flat tool's generated one named with
 //!   `#[tool(input = Name)]`), instead of or beside `&ToolUse`. It reads the validated arguments
 //!   themselves (no second deserialization; after a rewrite they are validated again, so `&T`
 //!   always matches the input the tool would run with) and returns `Decision<T>` (or
 //!   `Result<Decision<T>, E>`): a rewrite is a `T`, serialized back to the input (so `T:
 //!   Serialize`), then authorized again like any rewrite; a rewrite of another type does not
-//!   compile. The tools it applies to follow from `T`: every tool of the builder that takes
-//!   `T`, narrowed by `tools = [...]` when given. [`DispatcherBuilder::build`](crate::dispatch::DispatcherBuilder::build) fails with
-//!   [`BuildProblem::NoToolTakesHookInput`](crate::dispatch::BuildProblem::NoToolTakesHookInput) when no tool takes `T`, and with
-//!   [`BuildProblem::HookInputMismatch`](crate::dispatch::BuildProblem::HookInputMismatch) when `tools` names a tool whose input is another type.
-//!   A rule that reads the same fields of several tools with different inputs stays a `&ToolUse`
-//!   hook. By hand: [`PreHookDef::typed`](crate::dispatch::PreHookDef::typed), [`PreHookDef::typed_async`](crate::dispatch::PreHookDef::typed_async).
+//!   compile. The tools it applies to follow from `T`: every tool of the builder that takes `T`,
+//!   narrowed by `tools = [...]` when given.
+//!   [`DispatcherBuilder::build`](crate::dispatch::DispatcherBuilder::build) fails with
+//!   [`BuildProblem::NoToolTakesHookInput`](crate::dispatch::BuildProblem::NoToolTakesHookInput)
+//!   when no tool takes `T`, and with
+//!   [`BuildProblem::HookInputMismatch`](crate::dispatch::BuildProblem::HookInputMismatch) when
+//!   `tools` names a tool whose input is another type. A rule that reads the same fields of several
+//!   tools with different inputs stays a `&ToolUse` hook. By hand:
+//!   [`PreHookDef::typed`](crate::dispatch::PreHookDef::typed),
+//!   [`PreHookDef::typed_async`](crate::dispatch::PreHookDef::typed_async).
 //! - `#[post_hook]`, `#[post_hook(tools = [a])]`: `&HookContext`, `&CallRecord`, `State<T>`;
 //!   returns `()` or `Result<(), E: Display>`; sync or async. It observes and cannot change the
 //!   result.
@@ -432,12 +445,16 @@
 //! A PreToolUse hook returns [`Decision::ask`]`(reason)` when a person must approve the call;
 //! the chain goes on (a later deny wins). Two host modes:
 //!
-//! - **Inline**: [`DispatcherBuilder::approver`](crate::dispatch::DispatcherBuilder::approver) gives an [`Approver`](crate::approval::Approver) that answers while the
-//!   call waits ([`Approval::approve`](crate::approval::Approval::approve), [`Approval::deny`](crate::approval::Approval::deny), [`Approval::edit`](crate::approval::Approval::edit)), within
-//!   [`DispatcherBuilder::approval_timeout`](crate::dispatch::DispatcherBuilder::approval_timeout) (5 minutes by default; no answer is a denial).
+//! - **Inline**: [`DispatcherBuilder::approver`](crate::dispatch::DispatcherBuilder::approver)
+//!   gives an [`Approver`](crate::approval::Approver) that answers while the call waits
+//!   ([`Approval::approve`](crate::approval::Approval::approve),
+//!   [`Approval::deny`](crate::approval::Approval::deny),
+//!   [`Approval::edit`](crate::approval::Approval::edit)), within
+//!   [`DispatcherBuilder::approval_timeout`](crate::dispatch::DispatcherBuilder::approval_timeout)
+//!   (5 minutes by default; no answer is a denial).
 //! - **Durable pause**: without one, [`Session::respond`] answers the other blocks and returns
-//!   [`Reply::Pending`]; the [`PendingTurn`](crate::approval::PendingTurn) is JSON the host stores, and
-//!   [`Session::resume`] (in any process, same session and user, same
+//!   [`Reply::Pending`]; the [`PendingTurn`](crate::approval::PendingTurn) is JSON the host stores,
+//!   and [`Session::resume`] (in any process, same session and user, same
 //!   [`Dispatcher::fingerprint`]) finishes it with the person's decisions.
 //!
 //! [`Session::call`] cannot pause: without an approver such a call is `blocked` (fail closed).
@@ -503,15 +520,15 @@
 //!
 //! # Other providers
 //!
-//! One canonical schema per tool, one transform per target:
-//! [`Dispatcher::tool_definitions_for`] gives the `tools` entries for each [`Provider`](crate::provider::Provider)
-//! (Anthropic, Anthropic strict, OpenAI Chat Completions and Responses, Gemini
-//! `functionDeclarations`, MCP `tools/list`), and [`provider`] converts each API's tool calls
-//! into [`ToolUse`] blocks and [`ToolResult`]s back into its result format, so the same hooks
-//! and outcomes apply whatever the model's API (a whole turn is best answered through the
-//! session's entry points, which also read its finish reason: see the next section). A strict target emits a tool it cannot express
-//! strictly as non-strict and [`Dispatcher::non_strict_tools`] says which and why; Gemini
-//! refuses what its schema subset cannot express, naming the tools.
+//! One canonical schema per tool, one transform per target: [`Dispatcher::tool_definitions_for`]
+//! gives the `tools` entries for each [`Provider`](crate::provider::Provider) (Anthropic, Anthropic
+//! strict, OpenAI Chat Completions and Responses, Gemini `functionDeclarations`, MCP `tools/list`),
+//! and [`provider`] converts each API's tool calls into [`ToolUse`] blocks and [`ToolResult`]s back
+//! into its result format, so the same hooks and outcomes apply whatever the model's API (a whole
+//! turn is best answered through the session's entry points, which also read its finish reason: see
+//! the next section). A strict target emits a tool it cannot express strictly as non-strict and
+//! [`Dispatcher::non_strict_tools`] says which and why; Gemini refuses what its schema subset
+//! cannot express, naming the tools.
 //!
 //! ```standalone_crate
 //! use serde_json::json;
@@ -548,21 +565,21 @@
 //!
 //! # Wrapped callers and schemas toolgate did not derive
 //!
-//! A wrapped [`ToolCaller`](crate::dispatch::ToolCaller) (an MCP client, a remote server, another dispatcher) brings its own
-//! `input_schema`, sent as given. At `build()` it is checked against the meta-schema of the
-//! draft it names in `$schema` (2020-12 when none; 2019-09, 07, 06 and 04 too), as is every
-//! `#[schemars(schema_with = …)]` part of a `#[tool]`'s schema: a keyword of the wrong kind
-//! (`{"type": "strin"}`), a `$ref` that points to nothing or outside the schema, an unknown
-//! `$schema` is a [`BuildProblem::InvalidSchema`](crate::dispatch::BuildProblem::InvalidSchema) naming the tool and the keyword, and the
-//! schema is never sent. The caller's inputs are then validated against its schema by the same
-//! walk that explains invalid inputs, every validation keyword included (`minLength`,
-//! `maxLength`, `multipleOf`, `uniqueItems`, `exclusiveMinimum`, `dependentRequired`, `not`,
-//! `if`/`then`/`else`, …) but regular expressions (`pattern`, `patternProperties`) and
-//! `format`. The `full-validation` feature (off by default: its regex and URL dependencies about
-//! double the runtime's clean build) adds `boon`, a complete JSON Schema validator: the
-//! meta-schema check then also compiles every regular expression, and a caller's inputs are
-//! also checked against `pattern`, `patternProperties`, `format` (as the draft asserts it) and
-//! `unevaluated*`.
+//! A wrapped [`ToolCaller`](crate::dispatch::ToolCaller) (an MCP client, a remote server, another
+//! dispatcher) brings its own `input_schema`, sent as given. At `build()` it is checked against the
+//! meta-schema of the draft it names in `$schema` (2020-12 when none; 2019-09, 07, 06 and 04 too),
+//! as is every `#[schemars(schema_with = …)]` part of a `#[tool]`'s schema: a keyword of the wrong
+//! kind (`{"type": "strin"}`), a `$ref` that points to nothing or outside the schema, an unknown
+//! `$schema` is a [`BuildProblem::InvalidSchema`](crate::dispatch::BuildProblem::InvalidSchema)
+//! naming the tool and the keyword, and the schema is never sent. The caller's inputs are then
+//! validated against its schema by the same walk that explains invalid inputs, every validation
+//! keyword included (`minLength`, `maxLength`, `multipleOf`, `uniqueItems`, `exclusiveMinimum`,
+//! `dependentRequired`, `not`, `if`/`then`/`else`, …) but regular expressions (`pattern`,
+//! `patternProperties`) and `format`. The `full-validation` feature (off by default: its regex and
+//! URL dependencies about double the runtime's clean build) adds `boon`, a complete JSON Schema
+//! validator: the meta-schema check then also compiles every regular expression, and a caller's
+//! inputs are also checked against `pattern`, `patternProperties`, `format` (as the draft asserts
+//! it) and `unevaluated*`.
 //!
 //! For MCP, [`Dispatcher::output_schema`] gives a tool's `outputSchema` (also in its
 //! `tools/list` entry) and [`provider::mcp::call_tool_result`] turns a result into a
@@ -619,28 +636,31 @@
 //!
 //! [`Session::respond`] answers a whole assistant message and returns a [`Reply`]:
 //! [`Reply::Answer`] with the user message to send next (one `tool_result` per `tool_use`, in
-//! order), or [`Reply::NothingToRun`] with the message's `stop_reason` when it has no
-//! `tool_use` (`end_turn`, `stop_sequence`, `refusal`, `pause_turn`): the API refuses an empty
-//! user message, so none is made. [`Conversation`](crate::content::Conversation) keeps the next request's `messages`; its
-//! `push_response` keeps an API response's `role` and `content` only ([`Message::request_turn`]),
-//! since the API refuses `id`, `model`, `usage`, … in a request.
+//! order), or [`Reply::NothingToRun`] with the message's `stop_reason` when it has no `tool_use`
+//! (`end_turn`, `stop_sequence`, `refusal`, `pause_turn`): the API refuses an empty user message,
+//! so none is made. [`Conversation`](crate::content::Conversation) keeps the next request's
+//! `messages`; its `push_response` keeps an API response's `role` and `content` only
+//! ([`Message::request_turn`]), since the API refuses `id`, `model`, `usage`, … in a request.
 //!
-//! - **Ids** ([`IdRule`](crate::content::IdRule)): `respond` runs a message only when every `tool_use` id matches the
-//!   Messages API's `^[a-zA-Z0-9_-]+$` and is unique in it; otherwise nothing runs, every block
-//!   is audited as `not_run`, and [`RespondError::Id`] names the id and the rule. [`Session::call`]
-//!   serves every API (MCP request ids, OpenAI call ids), so it refuses only an empty id.
+//! - **Ids** ([`IdRule`](crate::content::IdRule)): `respond` runs a message only when every
+//!   `tool_use` id matches the Messages API's `^[a-zA-Z0-9_-]+$` and is unique in it; otherwise
+//!   nothing runs, every block is audited as `not_run`, and [`RespondError::Id`] names the id and
+//!   the rule. [`Session::call`] serves every API (MCP request ids, OpenAI call ids), so it refuses
+//!   only an empty id.
 //! - **Retries**: a session remembers every id it answered, with a SHA-256 of its input, in an
-//!   [`AnswerStore`](crate::store::AnswerStore) (in memory by default, bounded: [`MemoryAnswerStore`](crate::store::MemoryAnswerStore); a host's database
-//!   through [`Dispatcher::session_with_store`]). An id seen again with the same input is
-//!   answered from memory without running hooks or the tool (its audit line says
-//!   `"replay": true`; counts leave it out); while the first attempt still runs it is refused
-//!   as in progress ([`CallError::InProgress`]: wait, then retry); with another input it is
-//!   refused ([`CallError::IdReused`]); a call cancelled after its tool started is answered
-//!   "not run again". A block that halted or was `not_run` was not answered: a retry runs it.
-//! - **Tokens**: [`Session::add_usage`] adds one response's tokens ([`Usage::of_response`](crate::content::Usage::of_response)
-//!   reads its `usage`) to [`SessionSummary::usage`](crate::audit::SessionSummary::usage), which the Stop hooks receive and the
-//!   audit log's summary line carries (only when some were added), so a session can be priced.
-//!   The support agent's `--live` mode adds every response's.
+//!   [`AnswerStore`](crate::store::AnswerStore) (in memory by default, bounded:
+//!   [`MemoryAnswerStore`](crate::store::MemoryAnswerStore); a host's database through
+//!   [`Dispatcher::session_with_store`]). An id seen again with the same input is answered from
+//!   memory without running hooks or the tool (its audit line says `"replay": true`; counts leave
+//!   it out); while the first attempt still runs it is refused as in progress
+//!   ([`CallError::InProgress`]: wait, then retry); with another input it is refused
+//!   ([`CallError::IdReused`]); a call cancelled after its tool started is answered "not run
+//!   again". A block that halted or was `not_run` was not answered: a retry runs it.
+//! - **Tokens**: [`Session::add_usage`] adds one response's tokens
+//!   ([`Usage::of_response`](crate::content::Usage::of_response) reads its `usage`) to
+//!   [`SessionSummary::usage`](crate::audit::SessionSummary::usage), which the Stop hooks receive
+//!   and the audit log's summary line carries (only when some were added), so a session can be
+//!   priced. The support agent's `--live` mode adds every response's.
 //! - **Other APIs**: [`Session::respond_openai_choice`], [`Session::respond_openai_response`]
 //!   and [`Session::respond_gemini_candidate`] take the whole choice, response or candidate, so
 //!   a turn cut at its output limit (`finish_reason: "length"`, `status: "incomplete"`,
@@ -649,24 +669,31 @@
 //!
 //! # Bounds, deadlines and cancellation
 //!
-//! - **Bounds** ([`Limits`](crate::dispatch::Limits), set with [`DispatcherBuilder::limits`](crate::dispatch::DispatcherBuilder::limits)): an input over 1 MiB of
-//!   compact JSON or nested deeper than 32 levels is `invalid_input` before any hook or tool sees
-//!   it (a hook's rewrite is held to the same bounds); a result over 256 KiB is cut with a
-//!   marker, and the audit line's `content_bytes` keeps its full size. An image or a document
-//!   that does not fit is left out whole, never cut, and the marker names it.
+//! - **Bounds** ([`Limits`](crate::dispatch::Limits), set with
+//!   [`DispatcherBuilder::limits`](crate::dispatch::DispatcherBuilder::limits)): an input over 1
+//!   MiB of compact JSON or nested deeper than 32 levels is `invalid_input` before any hook or tool
+//!   sees it (a hook's rewrite is held to the same bounds); a result over 256 KiB is cut with a
+//!   marker, and the audit line's `content_bytes` keeps its full size. An image or a document that
+//!   does not fit is left out whole, never cut, and the marker names it.
 //! - **Deadlines, on by default**: an async PreToolUse hook gets 10 s
-//!   ([`DispatcherBuilder::DEFAULT_HOOK_TIMEOUT`](crate::dispatch::DispatcherBuilder::DEFAULT_HOOK_TIMEOUT)), an async tool or wrapped caller 60 s
-//!   ([`DispatcherBuilder::DEFAULT_TOOL_TIMEOUT`](crate::dispatch::DispatcherBuilder::DEFAULT_TOOL_TIMEOUT), the MCP SDKs' request timeout), unless it
-//!   sets its own (`timeout_ms = N`) or the builder another default
-//!   ([`DispatcherBuilder::hook_timeout`](crate::dispatch::DispatcherBuilder::hook_timeout), [`DispatcherBuilder::tool_timeout`](crate::dispatch::DispatcherBuilder::tool_timeout)). A PreToolUse
-//!   hook past its deadline halts the agent with `hook_timeout` (never a denial); a tool past
-//!   its deadline is `tool_timeout`. No runtime is needed: every dispatcher has a [`Timer`](crate::dispatch::Timer)
-//!   (`futures-timer`'s one helper thread); [`DispatcherBuilder::timer`](crate::dispatch::DispatcherBuilder::timer) puts the sleeps on
-//!   another (the `tokio` feature, off by default, adds `TokioTimer`). Turning a default off
-//!   takes [`DispatcherBuilder::allow_hanging_hooks`](crate::dispatch::DispatcherBuilder::allow_hanging_hooks) / [`DispatcherBuilder::allow_hanging_tools`](crate::dispatch::DispatcherBuilder::allow_hanging_tools).
+//!   ([`DispatcherBuilder::DEFAULT_HOOK_TIMEOUT`](crate::dispatch::DispatcherBuilder::DEFAULT_HOOK_TIMEOUT)),
+//!   an async tool or wrapped caller 60 s
+//!   ([`DispatcherBuilder::DEFAULT_TOOL_TIMEOUT`](crate::dispatch::DispatcherBuilder::DEFAULT_TOOL_TIMEOUT),
+//!   the MCP SDKs' request timeout), unless it sets its own (`timeout_ms = N`) or the builder
+//!   another default
+//!   ([`DispatcherBuilder::hook_timeout`](crate::dispatch::DispatcherBuilder::hook_timeout),
+//!   [`DispatcherBuilder::tool_timeout`](crate::dispatch::DispatcherBuilder::tool_timeout)). A
+//!   PreToolUse hook past its deadline halts the agent with `hook_timeout` (never a denial); a tool
+//!   past its deadline is `tool_timeout`. No runtime is needed: every dispatcher has a
+//!   [`Timer`](crate::dispatch::Timer) (`futures-timer`'s one helper thread);
+//!   [`DispatcherBuilder::timer`](crate::dispatch::DispatcherBuilder::timer) puts the sleeps on
+//!   another (the `tokio` feature, off by default, adds `TokioTimer`). Turning a default off takes
+//!   [`DispatcherBuilder::allow_hanging_hooks`](crate::dispatch::DispatcherBuilder::allow_hanging_hooks)
+//!   /
+//!   [`DispatcherBuilder::allow_hanging_tools`](crate::dispatch::DispatcherBuilder::allow_hanging_tools).
 //!   **Sync code cannot be cut**: a deadline stops async code at an `.await` that yields, and a
-//!   sync hook or tool (or async code that blocks its thread) runs to its end. A timer that
-//!   panics fails closed.
+//!   sync hook or tool (or async code that blocks its thread) runs to its end. A timer that panics
+//!   fails closed.
 //! - **Cancellation**: a `call` or `respond` future dropped before it finishes (the host gave
 //!   up) leaves one `cancelled` audit line per unanswered `tool_use` (the one in flight and,
 //!   for `respond`, those not yet started), seen by the sync observers; the session's Stop hooks
@@ -674,73 +701,83 @@
 //!
 //! # Wrapping: nested dispatchers
 //!
-//! [`DispatcherBuilder::wrap`](crate::dispatch::DispatcherBuilder::wrap) builds a dispatcher around a [`ToolCaller`](crate::dispatch::ToolCaller) it owns (another
-//! [`Dispatcher`], a subagent, an MCP client): its tools become the outer dispatcher's, reached
-//! only through the outer hooks. A caller answers with a [`CallAnswer`](crate::dispatch::CallAnswer) (the `tool_result`,
-//! its outcome, the hook at fault, the operator detail), so the outer audit line keeps the inner
-//! truth: a denial inside is `blocked` with the inner hook's path in `blocked_by`, and
-//! `invalid_input`, `unknown_tool`, `panicked`, `tool_timeout` carry over with the inner
-//! detail; an inner halt halts the outer dispatcher too.
+//! [`DispatcherBuilder::wrap`](crate::dispatch::DispatcherBuilder::wrap) builds a dispatcher around
+//! a [`ToolCaller`](crate::dispatch::ToolCaller) it owns (another [`Dispatcher`], a subagent, an
+//! MCP client): its tools become the outer dispatcher's, reached only through the outer hooks. A
+//! caller answers with a [`CallAnswer`](crate::dispatch::CallAnswer) (the `tool_result`, its
+//! outcome, the hook at fault, the operator detail), so the outer audit line keeps the inner truth:
+//! a denial inside is `blocked` with the inner hook's path in `blocked_by`, and `invalid_input`,
+//! `unknown_tool`, `panicked`, `tool_timeout` carry over with the inner detail; an inner halt halts
+//! the outer dispatcher too.
 //!
 //! # tower
 //!
-//! With the `tower` feature, `toolgate::tower::HooksLayer` puts a dispatcher's hooks in front of any
-//! `Clone` `Service<ToolUse>` that says which tools it serves, and `tower::SessionService`
-//! makes a session a `Service<ToolUse>` (response [`CallAnswer`](crate::dispatch::CallAnswer), error [`CallError`], `'static`
-//! futures), so tower's timeouts, concurrency limits, retries and rate limits stack inside or
-//! outside toolgate's. A tower timeout outside drops the call (`cancelled`); inside, its error
-//! is the call's `tool_error`; the table is in the `tower` module's docs.
+//! With the `tower` feature, `toolgate::tower::HooksLayer` puts a dispatcher's hooks in front of
+//! any `Clone` `Service<ToolUse>` that says which tools it serves, and `tower::SessionService`
+//! makes a session a `Service<ToolUse>` (response [`CallAnswer`](crate::dispatch::CallAnswer),
+//! error [`CallError`], `'static` futures), so tower's timeouts, concurrency limits, retries and
+//! rate limits stack inside or outside toolgate's. A tower timeout outside drops the call
+//! (`cancelled`); inside, its error is the call's `tool_error`; the table is in the `tower`
+//! module's docs.
 //!
 //! # MCP
 //!
-//! With the `mcp` feature (rmcp 3.11.0), `toolgate::mcp::McpServer` serves a dispatcher over
-//! MCP (`tools/list` with each tool's effect as `annotations`; every `tools/call` through a
-//! [`Session`], with the trusted [`HookContext`] built by the host from the request, never from
-//! the arguments; every failure an `isError` result with the Messages API text), and
-//! `toolgate::mcp::McpGuard` makes a connection to a remote MCP server a [`ToolCaller`](crate::dispatch::ToolCaller), so a
-//! dispatcher puts its hooks in front of it. `examples/mcp_server.rs` serves the support agent
-//! over stdio; the module docs have the table of results. With `mcp-http`, the same server is
-//! rmcp's streamable HTTP service (`McpServer::streamable_http_service`, a tower service for
-//! hyper or axum, the identity from what the host's auth layer put in the request's extensions)
-//! and a guard reaches a remote server over HTTP(S) (`McpGuard::streamable_http`).
+//! With the `mcp` feature (rmcp 3.11.0), `toolgate::mcp::McpServer` serves a dispatcher over MCP
+//! (`tools/list` with each tool's effect as `annotations`; every `tools/call` through a
+//! [`Session`], with the trusted [`HookContext`] built by the host from the request, never from the
+//! arguments; every failure an `isError` result with the Messages API text), and
+//! `toolgate::mcp::McpGuard` makes a connection to a remote MCP server a
+//! [`ToolCaller`](crate::dispatch::ToolCaller), so a dispatcher puts its hooks in front of it.
+//! `examples/mcp_server.rs` serves the support agent over stdio; the module docs have the table of
+//! results. With `mcp-http`, the same server is rmcp's streamable HTTP service
+//! (`McpServer::streamable_http_service`, a tower service for hyper or axum, the identity from what
+//! the host's auth layer put in the request's extensions) and a guard reaches a remote server over
+//! HTTP(S) (`McpGuard::streamable_http`).
 //!
 //! # Claude Code hooks
 //!
-//! With the `claude-code` feature, `toolgate::claude_code::ClaudeCodeHook` is a Claude Code
-//! command hook over a dispatcher: one event on standard input, the documented answer on
-//! standard output (`permissionDecision: "deny"` for a denial, `"ask"` with `updatedInput` for a rewrite, nothing for an allow), exit 2 with
-//! the reason on standard error for a rule that fails or an event that cannot be read.
-//! PostToolUse events feed the observers and the audit log; the Stop hooks run on
-//! `SessionEnd`. The module docs have the protocol, event by event;
-//! `examples/claude_code_hook.rs` a team's rules on Claude Code's tools.
+//! With the `claude-code` feature, `toolgate::claude_code::ClaudeCodeHook` is a Claude Code command
+//! hook over a dispatcher: one event on standard input, the documented answer on standard output
+//! (`permissionDecision: "deny"` for a denial, `"ask"` with `updatedInput` for a rewrite, nothing
+//! for an allow), exit 2 with the reason on standard error for a rule that fails or an event that
+//! cannot be read. PostToolUse events feed the observers and the audit log; the Stop hooks run on
+//! `SessionEnd`. The module docs have the protocol, event by event; `examples/claude_code_hook.rs`
+//! a team's rules on Claude Code's tools.
 //!
 //! # The audit trail
 //!
-//! [`AuditLog::open`](crate::audit::AuditLog::open) appends one line per `tool_use` to `dir/audit_log.jsonl` and one per
-//! session to `dir/session_summaries.jsonl` (members listed on [`AuditRecord`](crate::audit::AuditRecord) and
-//! [`SummaryRecord`](crate::audit::SummaryRecord); `tier` comes from the context, absent when it has none).
-//! [`AuditLog::builder`](crate::audit::AuditLog::builder) adds [`AuditSink`](crate::audit::AuditSink)s (a database, a log pipeline: each receives the same
-//! record) and a [`Redaction`](crate::audit::Redaction) (JSON pointers per tool into `input` and `effective_input`,
-//! functions over `content` and `detail` such as [`mask_card_numbers`](crate::audit::mask_card_numbers) and [`mask_emails`](crate::audit::mask_emails))
-//! applied before any sink sees a record. Every line ends with `prev`, the SHA-256 of the line
-//! before it in the same file: `verify_audit_dir` (feature `audit-verify`) names the first line
-//! edited, deleted, inserted or reordered (the rule, with reopening, rotation and several
-//! writer processes, is under "The hash chain" in [`AuditLog`](crate::audit::AuditLog)'s docs).
+//! [`AuditLog::open`](crate::audit::AuditLog::open) appends one line per `tool_use` to
+//! `dir/audit_log.jsonl` and one per session to `dir/session_summaries.jsonl` (members listed on
+//! [`AuditRecord`](crate::audit::AuditRecord) and [`SummaryRecord`](crate::audit::SummaryRecord);
+//! `tier` comes from the context, absent when it has none).
+//! [`AuditLog::builder`](crate::audit::AuditLog::builder) adds
+//! [`AuditSink`](crate::audit::AuditSink)s (a database, a log pipeline: each receives the same
+//! record) and a [`Redaction`](crate::audit::Redaction) (JSON pointers per tool into `input` and
+//! `effective_input`, functions over `content` and `detail` such as
+//! [`mask_card_numbers`](crate::audit::mask_card_numbers) and
+//! [`mask_emails`](crate::audit::mask_emails)) applied before any sink sees a record. Every line
+//! ends with `prev`, the SHA-256 of the line before it in the same file: `verify_audit_dir`
+//! (feature `audit-verify`) names the first line edited, deleted, inserted or reordered (the rule,
+//! with reopening, rotation and several writer processes, is under "The hash chain" in
+//! [`AuditLog`](crate::audit::AuditLog)'s docs).
 //!
 //! # Registration and linking
 //!
 //! The macros register with `inventory` (linkme's `#[link_section]` statics are refused under
-//! `#![forbid(unsafe_code)]`). [`DispatcherBuilder::registered`](crate::dispatch::DispatcherBuilder::registered) takes every registered item of
-//! the linked crates; [`DispatcherBuilder::registered_under`](crate::dispatch::DispatcherBuilder::registered_under) the items under one module path
-//! (a specialist); [`DispatcherBuilder::item`](crate::dispatch::DispatcherBuilder::item) one item by full path. A registered hook whose
-//! tools are all filtered out of a dispatcher is left out of it; a hook given explicitly
-//! ([`DispatcherBuilder::pre_hook`](crate::dispatch::DispatcherBuilder::pre_hook), [`DispatcherBuilder::post_hook`](crate::dispatch::DispatcherBuilder::post_hook)) whose tools are all
-//! absent, or any hook with an empty tool list, fails the build: a guard is never dropped
-//! silently. Items in a library crate
-//! are only linked when the binary uses that crate: if nothing else names it, write
-//! `use my_tools as _;`. One test binary shares one registry, so tests build dispatchers from
-//! module paths or lists, never from everything. Doctests that register items need a crate of
-//! their own (`standalone_crate` in edition 2024).
+//! `#![forbid(unsafe_code)]`).
+//! [`DispatcherBuilder::registered`](crate::dispatch::DispatcherBuilder::registered) takes every
+//! registered item of the linked crates;
+//! [`DispatcherBuilder::registered_under`](crate::dispatch::DispatcherBuilder::registered_under)
+//! the items under one module path (a specialist);
+//! [`DispatcherBuilder::item`](crate::dispatch::DispatcherBuilder::item) one item by full path. A
+//! registered hook whose tools are all filtered out of a dispatcher is left out of it; a hook given
+//! explicitly ([`DispatcherBuilder::pre_hook`](crate::dispatch::DispatcherBuilder::pre_hook),
+//! [`DispatcherBuilder::post_hook`](crate::dispatch::DispatcherBuilder::post_hook)) whose tools are
+//! all absent, or any hook with an empty tool list, fails the build: a guard is never dropped
+//! silently. Items in a library crate are only linked when the binary uses that crate: if nothing
+//! else names it, write `use my_tools as _;`. One test binary shares one registry, so tests build
+//! dispatchers from module paths or lists, never from everything. Doctests that register items need
+//! a crate of their own (`standalone_crate` in edition 2024).
 //!
 //! # Cargo features
 //!

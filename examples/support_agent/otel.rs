@@ -5,8 +5,8 @@
 //! (`toolgate.outcome`, `toolgate.blocked_by`, `toolgate.rewritten_by`, `toolgate.session.id`),
 //! and a `pre_tool_use {hook}` child per hook run with its decision.
 //!
-//! A deployment installs the same layer with an OTLP exporter instead (`opentelemetry-otlp`);
-//! the example does not, to keep its build small (`docs/opentelemetry.md` has the lines a host writes).
+//! A deployment installs the same layer with an OTLP exporter instead (`opentelemetry-otlp`); the
+//! example does not, to keep its build small (`docs/opentelemetry.md` has the lines a host writes).
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::SdkTracerProvider;

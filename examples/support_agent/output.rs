@@ -145,7 +145,9 @@ pub(crate) fn decision(line: &CallLine) -> String {
 
 /// One readable line for a call: id, tool, input, decision, result.
 ///
-/// `toolu_01…  lookup_user {"user_id":"u_999"} | blocked by support_agent::policy::own_records_only | BLOCKED: …`
+/// ```text
+/// toolu_01…  lookup_user {"user_id":"u_999"} | blocked by support_agent::policy::own_records_only | BLOCKED: …
+/// ```
 pub(crate) fn call_line(line: &CallLine) -> String {
     // Every field the model wrote is flattened: a control character in a tool name or id could
     // otherwise break the one-line format or drive the terminal.

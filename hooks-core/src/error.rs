@@ -327,13 +327,13 @@ impl Halt {
         *self.answer
     }
 
-    /// The `tool_use_id`s of the blocks after the failed one that had already started, in
-    /// order: their results in [`answer`](Self::answer) are their own, not `Not run:`. Empty
-    /// unless blocks ran concurrently (read-only tools of one message, see
+    /// The `tool_use_id`s of the blocks after the failed one that had already started, in order:
+    /// their results in [`answer`](Self::answer) are their own, not `Not run:`. Empty unless blocks
+    /// ran concurrently (read-only tools of one message, see
     /// [`DispatcherBuilder::max_concurrent_reads`](crate::dispatch::DispatcherBuilder::max_concurrent_reads))
-    /// and the halt came from a wrapped caller whose tool had already started; a PreToolUse
-    /// chain of this dispatcher halts before any later block starts, as in a sequential run.
-    /// Every block before the failed one ran in full, as in a sequential run.
+    /// and the halt came from a wrapped caller whose tool had already started; a PreToolUse chain
+    /// of this dispatcher halts before any later block starts, as in a sequential run. Every block
+    /// before the failed one ran in full, as in a sequential run.
     pub fn ran_after(&self) -> &[String] {
         self.ran_after.as_deref().unwrap_or_default()
     }

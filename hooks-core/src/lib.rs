@@ -1,9 +1,10 @@
 //! The runtime of [toolgate](https://docs.rs/toolgate): it enforces an LLM agent's rules in code.
 //!
 //! A [`Dispatcher`] turns every `tool_use` block the model sends into exactly one `tool_result`,
-//! running the PreToolUse hooks ([`PreHookDef`](crate::dispatch::PreHookDef)) before the tool, the PostToolUse observers
-//! ([`PostHookDef`](crate::dispatch::PostHookDef)) after it and the Stop hooks ([`StopHookDef`](crate::dispatch::StopHookDef)) once per [`Session`]. Hooks
-//! decide with a [`Decision`]; a hook that cannot decide halts the agent ([`Halt`]): fail closed.
+//! running the PreToolUse hooks ([`PreHookDef`](crate::dispatch::PreHookDef)) before the tool, the
+//! PostToolUse observers ([`PostHookDef`](crate::dispatch::PostHookDef)) after it and the Stop
+//! hooks ([`StopHookDef`](crate::dispatch::StopHookDef)) once per [`Session`]. Hooks decide with a
+//! [`Decision`]; a hook that cannot decide halts the agent ([`Halt`]): fail closed.
 //!
 //! Most users depend on the `toolgate` facade and write `#[tool]` and `#[pre_hook]` functions;
 //! everything here also works by hand:

@@ -228,8 +228,8 @@ pub fn with_output_schema(mut def: ToolDef, schema: Option<serde_json::Value>) -
 /// | `E: Into<Box<dyn Error + Send + Sync>>`: any `std::error::Error`, `Box<dyn Error + Send + Sync>`, `anyhow::Error` | [`Boxable`] | internal | `Display` shown, chain to `detail` |
 /// | any other `E: Display` | [`Displayed`] | internal, `detail` from `{:#}` | `Display` shown |
 ///
-/// Internal: the model reads [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE) and the
-/// error's text goes to the audit line's `detail`. A `Display`-only error's chain is read from
+/// Internal: the model reads [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE) and
+/// the error's text goes to the audit line's `detail`. A `Display`-only error's chain is read from
 /// its alternate form `{:#}`, which `anyhow::Error` and `eyre::Report` write as `outer: cause:
 /// root`.
 pub struct ErrorOf<E>(PhantomData<fn() -> E>);
@@ -391,7 +391,8 @@ pub trait Inject<'a>: Sized {
     /// Takes the value out of the call's environment.
     ///
     /// # Errors
-    /// [`MissingState`](crate::dispatch::MissingState) when a `State<T>` was not given to the builder.
+    /// [`MissingState`](crate::dispatch::MissingState) when a `State<T>` was not given to the
+    /// builder.
     fn inject(env: Env<'a>) -> Result<Self, crate::hook::state::MissingState>;
 }
 

@@ -19,7 +19,7 @@
 //!
 //! | where tower's `Timeout` sits | what happens past it | what the model reads | the audit line |
 //! |---|---|---|---|
-//! | outside toolgate's layer | the call future is dropped (the host gave up), and tower returns its `Elapsed` error | nothing: the caller of the stack gets an error, not a `tool_result` | one line, outcome `cancelled` (DESIGN.md, "a call future dropped before it finishes") |
+//! | outside toolgate's layer | the call future is dropped (the host gave up), and tower returns its `Elapsed` error | nothing: the caller of the stack gets an error, not a `tool_result` | one line, outcome `cancelled` (ARCHITECTURE.md, "Contracts": "Outcomes", `cancelled`) |
 //! | inside, between the layer and the tool service | the inner service answers `Err(Elapsed)` | [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE), `is_error: true` | outcome `tool_error`, `detail` `"request timed out"` (the error's `Display` and `source()` chain) |
 //! | toolgate's own tool deadline ([`DispatcherBuilder::tool_timeout`](crate::dispatch::DispatcherBuilder::tool_timeout), 60 s by default) | the wrapped service's future is dropped | a message naming the deadline | outcome `tool_timeout` |
 //!
@@ -120,15 +120,15 @@ impl Service<ToolUse> for SessionService {
 /// A `Clone` tower service that answers `tool_use` blocks, as a [`ToolCaller`] a dispatcher can
 /// own ([`DispatcherBuilder::wrap`]), with the definitions of the tools it serves.
 ///
-/// The service answers a [`ToolUse`] (its input already validated by the wrapping dispatcher)
-/// with anything that converts into a [`CallAnswer`]: a `CallAnswer`, or a [`ToolResult`]
-/// (outcome `ok`, or `tool_error` when it says `is_error`). Each call clones the service (the
-/// clone is taken under a lock, so the service need not be `Sync`; tower's concurrency limit is
-/// not), waits for [`poll_ready`](Service::poll_ready), then calls it. An error, from
-/// `poll_ready` or from the call, is internal: the model reads
-/// [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE), the outcome is `tool_error`, and
-/// the `detail` is the error's `Display` and `source()` chain (`"request timed out"` for tower's
-/// `Elapsed`; `"the service was not ready: …"` for a `poll_ready` error). A panic in it is
+/// The service answers a [`ToolUse`] (its input already validated by the wrapping dispatcher) with
+/// anything that converts into a [`CallAnswer`]: a `CallAnswer`, or a [`ToolResult`] (outcome `ok`,
+/// or `tool_error` when it says `is_error`). Each call clones the service (the clone is taken under
+/// a lock, so the service need not be `Sync`; tower's concurrency limit is not), waits for
+/// [`poll_ready`](Service::poll_ready), then calls it. An error, from `poll_ready` or from the
+/// call, is internal: the model reads
+/// [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE), the outcome is `tool_error`,
+/// and the `detail` is the error's `Display` and `source()` chain (`"request timed out"` for
+/// tower's `Elapsed`; `"the service was not ready: …"` for a `poll_ready` error). A panic in it is
 /// caught like a tool's (`panicked`).
 ///
 /// `definitions` are Anthropic `tools` entries (`{"name", "description", "input_schema"}`),
@@ -212,8 +212,9 @@ fn inner_error(id: &str, error: BoxError) -> CallAnswer {
 /// ([`CallError::Halt`])
 /// (`hook_failed`, hook `toolgate::tower::HooksLayer`, the build error as `detail`): fail closed.
 ///
-/// Hooks match the service's tools by name: a hand-built [`PreHookDef`](crate::dispatch::PreHookDef) with
-/// `.tools(["name"])`, or a hook with no tool list.
+/// Hooks match the service's tools by name: a hand-built
+/// [`PreHookDef`](crate::dispatch::PreHookDef) with `.tools(["name"])`, or a hook with no tool
+/// list.
 #[derive(Clone)]
 pub struct HooksLayer {
     definitions: Arc<[Value]>,

@@ -552,9 +552,10 @@ fn a_failing_rule_halts_one_session_and_the_server_goes_on() {
 
 // ============================================================ the example as a child process
 
-/// The example binary, built for this test with the cargo that runs it, into a target folder
-/// the test run does not lock (`target/claude-code-hook-example`), once per run (`cargo test --all-targets` builds
-/// examples with the test harness, so `target/debug/examples` holds no runnable server).
+/// The example binary, built for this test with the cargo that runs it, into a target folder the
+/// test run does not lock (`target/claude-code-hook-example`), once per run (`cargo test
+/// --all-targets` builds examples with the test harness, so `target/debug/examples` holds no
+/// runnable server).
 fn example_binary() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT

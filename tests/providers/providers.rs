@@ -18,7 +18,8 @@ use crate::support::optional_fields_nullable;
 
 // ================================================================ tools
 
-/// The tools of OpenAI's function-calling guide (`tests/fixtures/openai/tools_chat_completions.json`).
+/// The tools of OpenAI's function-calling guide
+/// (`tests/fixtures/openai/tools_chat_completions.json`).
 mod openai_fixture {
     use schemars::JsonSchema;
     use serde::Deserialize;
@@ -547,8 +548,8 @@ pub(crate) fn definitions(d: &Dispatcher, provider: Provider) -> Vec<Value> {
 /// `tests/golden/<provider>/<set>/<tool>.json`, checks that no golden file is left over, and
 /// runs the validator on each definition.
 ///
-/// `TOOLGATE_BLESS=1` rewrites the set's existing files whose JSON differs from what is emitted (as trybuild's
-/// `TRYBUILD=overwrite` does): review the diff before committing it.
+/// `TOOLGATE_BLESS=1` rewrites the set's existing files whose JSON differs from what is emitted (as
+/// trybuild's `TRYBUILD=overwrite` does): review the diff before committing it.
 pub(crate) fn check_golden(d: &Dispatcher, provider: Provider, set: &str) {
     let dir = format!("tests/golden/{provider}/{set}");
     let defs = definitions(d, provider);

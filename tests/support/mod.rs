@@ -263,12 +263,12 @@ pub(crate) fn optional_fields_nullable(mut schema: Value) -> Value {
 /// them off stderr.
 pub(crate) const INJECTED: &str = "injected fault";
 
-/// Installs, once per test binary, a panic hook that stays silent for panics whose message
-/// starts with [`INJECTED`] or whose payload is an [`InjectedPayload`] (and for tokio's "no runtime" panic, which a test provokes on
-/// purpose) and hands every other panic to the hook that was installed before (the default one
-/// prints it). It is never removed: tests of one binary run in parallel, so
-/// restoring the previous hook from one test could silence or unsilence another mid-run; the
-/// filter keeps every real panic visible instead.
+/// Installs, once per test binary, a panic hook that stays silent for panics whose message starts
+/// with [`INJECTED`] or whose payload is an [`InjectedPayload`] (and for tokio's "no runtime"
+/// panic, which a test provokes on purpose) and hands every other panic to the hook that was
+/// installed before (the default one prints it). It is never removed: tests of one binary run in
+/// parallel, so restoring the previous hook from one test could silence or unsilence another
+/// mid-run; the filter keeps every real panic visible instead.
 pub(crate) fn quiet_injected_panics() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {

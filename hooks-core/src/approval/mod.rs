@@ -47,9 +47,10 @@ pub enum Approval {
     Approve {
         /// Who approved.
         by: String,
-        /// The digest of the input the person saw ([`AwaitingCall::input_digest`](crate::approval::AwaitingCall::input_digest)),
-        /// when the host checks it: resuming a [`PendingTurn`] whose input
-        /// has another digest is refused. `None`: the input held by the pending turn.
+        /// The digest of the input the person saw
+        /// ([`AwaitingCall::input_digest`](crate::approval::AwaitingCall::input_digest)), when the
+        /// host checks it: resuming a [`PendingTurn`] whose input has another digest is refused.
+        /// `None`: the input held by the pending turn.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         input_digest: Option<String>,
     },
@@ -146,12 +147,14 @@ impl fmt::Debug for ApprovalRequest<'_> {
 /// second-factor push, a policy service. Given to the builder with
 /// [`DispatcherBuilder::approver`](crate::dispatch::DispatcherBuilder::approver).
 ///
-/// Its answer has a deadline ([`DispatcherBuilder::approval_timeout`](crate::dispatch::DispatcherBuilder::approval_timeout),
-/// default [`DEFAULT_APPROVAL_TIMEOUT`](crate::dispatch::DispatcherBuilder::DEFAULT_APPROVAL_TIMEOUT),
-/// 5 minutes, on the dispatcher's timer): no answer in time, or a panic, is a denial (fail
-/// closed): the call is answered `blocked`. With an approver, both
-/// [`Session::call`](crate::Session::call) and [`Session::respond`](crate::Session::respond)
-/// wait for it; without one, `respond` pauses the turn and `call` blocks.
+/// Its answer has a deadline
+/// ([`DispatcherBuilder::approval_timeout`](crate::dispatch::DispatcherBuilder::approval_timeout),
+/// default
+/// [`DEFAULT_APPROVAL_TIMEOUT`](crate::dispatch::DispatcherBuilder::DEFAULT_APPROVAL_TIMEOUT), 5
+/// minutes, on the dispatcher's timer): no answer in time, or a panic, is a denial (fail closed):
+/// the call is answered `blocked`. With an approver, both [`Session::call`](crate::Session::call)
+/// and [`Session::respond`](crate::Session::respond) wait for it; without one, `respond` pauses the
+/// turn and `call` blocks.
 ///
 /// ```
 /// use toolgate_core::approval::{Approval, ApprovalRequest, Approver};

@@ -72,8 +72,8 @@ struct LogInner {
 }
 
 /// The built-in audit log (opt-in): give it to
-/// [`DispatcherBuilder::audit_log`](crate::dispatch::DispatcherBuilder::audit_log). Its observer runs
-/// after every other observer and its summary after every other Stop hook. Cloning shares it.
+/// [`DispatcherBuilder::audit_log`](crate::dispatch::DispatcherBuilder::audit_log). Its observer
+/// runs after every other observer and its summary after every other Stop hook. Cloning shares it.
 ///
 /// For each `tool_use` it makes one [`AuditRecord`] (for each session one [`SummaryRecord`]),
 /// applies its [`Redaction`], and hands the redacted record to each sink in turn: the JSONL
@@ -97,14 +97,14 @@ struct LogInner {
 ///  "prev":"…64 hex digits…"}
 /// ```
 ///
-/// `ts` is RFC 3339 UTC from the context's clock; `tier` the context's (absent when it has
-/// none); `input` is the input as received, after normalization; `duration_us` is
-/// microseconds from the start of the call to its result. Present only when they apply:
-/// `blocked_by` (the hook's full path), `rewritten_by` (paths), `hooks` (every run of a
-/// PreToolUse hook in order: its path, its decision, `allow`, `deny`, `rewrite`, `ask`, `failed` or
-/// `timeout`, and its duration in µs), `effective_input` (after rewrites), `detail` (operator-only: panic text, error chain), `content_bytes` (the full size
-/// in bytes when the content was cut). `prev` is always last. Members may be added in later
-/// versions, before `prev`: read lines by member name.
+/// `ts` is RFC 3339 UTC from the context's clock; `tier` the context's (absent when it has none);
+/// `input` is the input as received, after normalization; `duration_us` is microseconds from the
+/// start of the call to its result. Present only when they apply: `blocked_by` (the hook's full
+/// path), `rewritten_by` (paths), `hooks` (every run of a PreToolUse hook in order: its path, its
+/// decision, `allow`, `deny`, `rewrite`, `ask`, `failed` or `timeout`, and its duration in µs),
+/// `effective_input` (after rewrites), `detail` (operator-only: panic text, error chain),
+/// `content_bytes` (the full size in bytes when the content was cut). `prev` is always last.
+/// Members may be added in later versions, before `prev`: read lines by member name.
 ///
 /// `dir/session_summaries.jsonl` gets one line per session: `ts`, the members of
 /// [`SessionSummary`], then `prev`.
@@ -131,9 +131,9 @@ struct LogInner {
 ///    interleave. (A file system without locks is written without them.)
 ///
 /// `verify_audit_dir` (feature `audit-verify`) checks these rules (`support_agent --verify-audit
-/// DIR` prints what it finds): `ok` with the line count and the last hash, or the first line that was edited,
-/// deleted, inserted or reordered. Deleting lines from the end of the newest file leaves a
-/// shorter chain that verifies: only a last hash kept elsewhere (another system, a signed
+/// DIR` prints what it finds): `ok` with the line count and the last hash, or the first line that
+/// was edited, deleted, inserted or reordered. Deleting lines from the end of the newest file
+/// leaves a shorter chain that verifies: only a last hash kept elsewhere (another system, a signed
 /// message) catches that.
 #[derive(Clone)]
 pub struct AuditLog {

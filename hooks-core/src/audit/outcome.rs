@@ -133,10 +133,10 @@ impl fmt::Display for Outcome {
 pub struct CallRecord<'a> {
     /// The `tool_use` block as the model sent it.
     pub call: &'a ToolUse,
-    /// The input after normalization (`""`/`null` → `{}`, a JSON string parsed); the raw input
-    /// when it could not be normalized; and, for an input over the size or depth limits
-    /// ([`Limits`](crate::dispatch::Limits)), the string `"[input not recorded: over the input limits (N
-    /// bytes, M levels)]"` instead, so a huge input is never copied into a log.
+    /// The input after normalization (`""`/`null` → `{}`, a JSON string parsed); the raw input when
+    /// it could not be normalized; and, for an input over the size or depth limits
+    /// ([`Limits`](crate::dispatch::Limits)), the string `"[input not recorded: over the input
+    /// limits (N bytes, M levels)]"` instead, so a huge input is never copied into a log.
     pub input: &'a Value,
     /// The input after PreToolUse rewrites (the last valid one), when any hook rewrote it.
     pub effective_input: Option<&'a Value>,
@@ -168,8 +168,9 @@ pub struct CallRecord<'a> {
     /// record came earlier; a replay is not counted in the session summary (nor, later, in
     /// reports).
     pub replay: bool,
-    /// The PreToolUse hooks that asked for a person's approval ([`Decision::Ask`](crate::Decision::Ask))
-    /// in the chain's final pass, with their reasons (empty when none did).
+    /// The PreToolUse hooks that asked for a person's approval
+    /// ([`Decision::Ask`](crate::Decision::Ask)) in the chain's final pass, with their reasons
+    /// (empty when none did).
     pub asked_by: &'a [Asked],
     /// Who approved the call, when it needed approval and was approved (inline or at resume).
     pub approved_by: Option<&'a str>,
@@ -236,12 +237,13 @@ impl<'a> CallRecord<'a> {
 /// [`Session::end`](crate::Session::end).
 ///
 /// Serialized (the audit log's summary line adds `ts` and `prev`; see
-/// [`SummaryRecord`](crate::audit::SummaryRecord)), and read back from it: `{"session_id": "sess_1", "user_id":
-/// "u_001", "started_at": "2026-11-24T10:15:00Z", "ended_at": "…", "calls": 4, "outcomes":
-/// {"ok": 3, "blocked": 1}, "tools": {"lookup_user": 2, …}, "observer_errors": 0, "usage":
-/// {"input_tokens": 2400, "output_tokens": 180, …}}` (`usage` only when the host added some). `outcomes`
-/// lists only outcomes that occurred; `tools` counts calls of this dispatcher's tools by name
-/// (a call of an unknown name counts only under `unknown_tool`, so the model cannot add keys).
+/// [`SummaryRecord`](crate::audit::SummaryRecord)), and read back from it: `{"session_id":
+/// "sess_1", "user_id": "u_001", "started_at": "2026-11-24T10:15:00Z", "ended_at": "…", "calls": 4,
+/// "outcomes": {"ok": 3, "blocked": 1}, "tools": {"lookup_user": 2, …}, "observer_errors": 0,
+/// "usage": {"input_tokens": 2400, "output_tokens": 180, …}}` (`usage` only when the host added
+/// some). `outcomes` lists only outcomes that occurred; `tools` counts calls of this dispatcher's
+/// tools by name (a call of an unknown name counts only under `unknown_tool`, so the model cannot
+/// add keys).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct SessionSummary {

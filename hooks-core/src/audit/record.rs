@@ -13,8 +13,8 @@ use crate::audit::hook_run::HookRun;
 use crate::audit::outcome::{CallRecord, Outcome, SessionSummary};
 use crate::hook::context::HookContext;
 
-/// One `tool_use` as the audit trail keeps it: owned, so a sink can keep it or send it to
-/// another thread, and already redacted ([`Redaction`](crate::audit::Redaction)) when a sink sees it.
+/// One `tool_use` as the audit trail keeps it: owned, so a sink can keep it or send it to another
+/// thread, and already redacted ([`Redaction`](crate::audit::Redaction)) when a sink sees it.
 ///
 /// Its JSON is the audit line (members in this order; the file sink adds `prev` last), as
 /// serde_json writes it or, the same bytes faster, [`write_json`](Self::write_json):

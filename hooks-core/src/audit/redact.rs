@@ -132,8 +132,8 @@ impl Redaction {
         self.fields.iter().filter_map(|r| r.tool.as_deref())
     }
 
-    /// Applies every rule to `record`, in the order given (what an [`AuditLog`](crate::audit::AuditLog)
-    /// does before its sinks see the record).
+    /// Applies every rule to `record`, in the order given (what an
+    /// [`AuditLog`](crate::audit::AuditLog) does before its sinks see the record).
     pub fn apply(&self, record: &mut AuditRecord) {
         for rule in &self.fields {
             if rule.tool.as_deref().is_some_and(|t| t != record.tool) {

@@ -8,12 +8,12 @@ use crate::error::HookError;
 /// [`AuditLog::open`](crate::audit::AuditLog::open) are the default sink.
 ///
 /// Every sink of an [`AuditLog`](crate::audit::AuditLog) receives the same record, already redacted
-/// ([`Redaction`](crate::audit::Redaction)), once per `tool_use` ([`record`](Self::record)) and once
-/// per session ([`summary`](Self::summary)), in the order the sinks were added, the files
+/// ([`Redaction`](crate::audit::Redaction)), once per `tool_use` ([`record`](Self::record)) and
+/// once per session ([`summary`](Self::summary)), in the order the sinks were added, the files
 /// first. A sink that fails (returns an error or panics) is reported on the observer channel
 /// (`tracing` target `toolgate::observer`, and the session's `observer_errors`, one per record
-/// however many sinks failed) and never changes a call's result or keeps the other sinks from
-/// their record.
+/// however many sinks failed) and never changes a call's result or keeps the other sinks from their
+/// record.
 ///
 /// A sink that writes JSON lines writes each record with
 /// [`AuditRecord::write_json`](crate::audit::AuditRecord::write_json): the bytes of

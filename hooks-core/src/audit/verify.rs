@@ -48,9 +48,9 @@ pub enum ChainStatus {
     Ok {
         /// Lines checked, every file of the chain together.
         lines: u64,
-        /// The SHA-256 (hex) of the last line ([`CHAIN_START`](crate::audit::CHAIN_START) when there is none): keep it
-        /// elsewhere, since lines deleted from the end leave a valid, shorter chain that only
-        /// this hash can show.
+        /// The SHA-256 (hex) of the last line ([`CHAIN_START`](crate::audit::CHAIN_START) when
+        /// there is none): keep it elsewhere, since lines deleted from the end leave a valid,
+        /// shorter chain that only this hash can show.
         last_hash: String,
     },
     /// The chain breaks.
@@ -99,9 +99,9 @@ pub enum ChainProblem {
     Unreadable,
     /// The file's last line has no `\n` (a write cut short).
     Torn,
-    /// The file's first line does not carry the hash it should (the last line of the rotated
-    /// file before it, or [`CHAIN_START`](crate::audit::CHAIN_START)): lines were deleted from its start, or the file
-    /// before it is missing, edited or out of place.
+    /// The file's first line does not carry the hash it should (the last line of the rotated file
+    /// before it, or [`CHAIN_START`](crate::audit::CHAIN_START)): lines were deleted from its
+    /// start, or the file before it is missing, edited or out of place.
     FirstLine {
         /// What the first line should carry.
         expected: String,
@@ -167,10 +167,10 @@ impl fmt::Display for ChainBreak {
     }
 }
 
-/// Verifies the audit folder `dir`: `audit_log.jsonl` and `session_summaries.jsonl`, each with
-/// its rotated files (`audit_log.1.jsonl`, `audit_log.2.jsonl`, …, oldest first), as one chain
-/// per name that starts from [`CHAIN_START`](crate::audit::CHAIN_START). A name with no file at all is an empty chain
-/// (`ok`, 0 lines).
+/// Verifies the audit folder `dir`: `audit_log.jsonl` and `session_summaries.jsonl`, each with its
+/// rotated files (`audit_log.1.jsonl`, `audit_log.2.jsonl`, …, oldest first), as one chain per name
+/// that starts from [`CHAIN_START`](crate::audit::CHAIN_START). A name with no file at all is an
+/// empty chain (`ok`, 0 lines).
 ///
 /// The rule checked is written in the [audit module](crate::audit::AuditLog#the-hash-chain). Each
 /// file is read once, line by line (a second time where a chain breaks, to say how).
@@ -230,8 +230,9 @@ fn verify_name(dir: &Path, name: &str) -> io::Result<ChainVerification> {
     })
 }
 
-/// Verifies one file whose first line must carry `start` (64 hex digits: [`CHAIN_START`](crate::audit::CHAIN_START), or
-/// the last hash of the file before it, for a host that keeps rotated files elsewhere).
+/// Verifies one file whose first line must carry `start` (64 hex digits:
+/// [`CHAIN_START`](crate::audit::CHAIN_START), or the last hash of the file before it, for a host
+/// that keeps rotated files elsewhere).
 ///
 /// # Errors
 /// An [`io::Error`] naming the path when the file cannot be read; kind

@@ -13,12 +13,12 @@ use crate::base::panic::{catch, take_panic};
 
 /// A source of sleeps, so deadlines work on any async runtime while the core depends on none.
 ///
-/// Every dispatcher has one: by default the `futures-timer` crate's global timer, one helper
-/// thread started on the first deadline, which needs no async runtime (a call driven by
+/// Every dispatcher has one: by default the `futures-timer` crate's global timer, one helper thread
+/// started on the first deadline, which needs no async runtime (a call driven by
 /// [`block_on`](crate::block_on) is cut at its deadline too). Give another to
-/// [`DispatcherBuilder::timer`](crate::dispatch::DispatcherBuilder::timer) to put the sleeps on your
-/// runtime's timer (with the facade's `tokio` feature, `toolgate::dispatch::TokioTimer`), or, in tests, a
-/// timer the test controls.
+/// [`DispatcherBuilder::timer`](crate::dispatch::DispatcherBuilder::timer) to put the sleeps on
+/// your runtime's timer (with the facade's `tokio` feature, `toolgate::dispatch::TokioTimer`), or,
+/// in tests, a timer the test controls.
 ///
 /// A deadline cuts async code only, at an `.await` that yields (returns `Pending`): the
 /// dispatcher stops polling the hook's or tool's future and drops it. Sync code, and async code

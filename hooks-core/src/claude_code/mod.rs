@@ -235,9 +235,10 @@ impl Answer {
 }
 
 impl ClaudeCodeHook {
-    /// A hook over `dispatcher`. The context's user is `$USER` (or `$USERNAME`; `"local"`
-    /// without either: the person at the keyboard), its clock the system's, the project folder
-    /// `$CLAUDE_PROJECT_DIR` (else the event's `cwd`), the state dir `<project>/.toolgate/sessions`.
+    /// A hook over `dispatcher`. The context's user is `$USER` (or `$USERNAME`; `"local"` without
+    /// either: the person at the keyboard), its clock the system's, the project folder
+    /// `$CLAUDE_PROJECT_DIR` (else the event's `cwd`), the state dir
+    /// `<project>/.toolgate/sessions`.
     pub fn new(dispatcher: Dispatcher) -> Self {
         let user_id = std::env::var("USER")
             .or_else(|_| std::env::var("USERNAME"))

@@ -194,9 +194,9 @@ impl Message {
     /// the blocks unchanged, every other field dropped.
     ///
     /// An assistant Message read from a response has `id`, `type`, `model`, `stop_reason`,
-    /// `stop_sequence` and `usage`; sent back, the API refuses them (`messages.1.id: Extra
-    /// inputs are not permitted`). [`Conversation::push_response`](crate::content::Conversation::push_response)
-    /// uses this.
+    /// `stop_sequence` and `usage`; sent back, the API refuses them (`messages.1.id: Extra inputs
+    /// are not permitted`).
+    /// [`Conversation::push_response`](crate::content::Conversation::push_response) uses this.
     pub fn request_turn(&self) -> Message {
         Message {
             role: self.role,

@@ -47,18 +47,18 @@ use crate::error::ToolError;
 /// ]));
 /// ```
 ///
-/// Rules, checked when the tool returns (a block that breaks one makes the call a `tool_error`
-/// the model reads as [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE), the reason in
+/// Rules, checked when the tool returns (a block that breaks one makes the call a `tool_error` the
+/// model reads as [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE), the reason in
 /// the audit line's `detail`, so one bad block never makes the API refuse the whole request):
 /// base64 data is standard base64 (`A–Z a–z 0–9 + /`, padded with `=`; not a `data:` URL); a URL
-/// starts with `https://` or `http://`; no `tool_use` or `tool_result` block. An empty text is
-/// not added (the Messages API refuses empty text blocks); a `Content` with no block is a
-/// result without `content`.
+/// starts with `https://` or `http://`; no `tool_use` or `tool_result` block. An empty text is not
+/// added (the Messages API refuses empty text blocks); a `Content` with no block is a result
+/// without `content`.
 ///
-/// Size: the blocks count against [`Limits::max_result_bytes`](crate::dispatch::Limits) (default 256
-/// KiB) as their compact JSON, base64 included; an image or document that does not fit is left
-/// out whole, never cut (a model cannot use half an image), and a last text block says so.
-/// Raise the limit for tools that return images: a 1 MB PNG is about 1.4 MB of base64.
+/// Size: the blocks count against [`Limits::max_result_bytes`](crate::dispatch::Limits) (default
+/// 256 KiB) as their compact JSON, base64 included; an image or document that does not fit is left
+/// out whole, never cut (a model cannot use half an image), and a last text block says so. Raise
+/// the limit for tools that return images: a 1 MB PNG is about 1.4 MB of base64.
 ///
 /// Other APIs: OpenAI Chat Completions and Gemini take text only (an image or PDF becomes a
 /// note naming what was left out); the Responses API takes images and PDFs; MCP takes `image`
@@ -224,8 +224,8 @@ fn block(kind: &str, source: Value) -> Map<String, Value> {
 // ---- what a tool returns ----
 
 /// What a hand-built tool ([`ToolDef::sync`](crate::dispatch::ToolDef::sync),
-/// [`ToolDef::new_async`](crate::dispatch::ToolDef::new_async)) may answer with: `String` (the text the
-/// model reads), [`Content`] (content blocks) or [`ToolResultContent`] (either). A `#[tool]`
+/// [`ToolDef::new_async`](crate::dispatch::ToolDef::new_async)) may answer with: `String` (the text
+/// the model reads), [`Content`] (content blocks) or [`ToolResultContent`] (either). A `#[tool]`
 /// function may return any `Serialize` value instead (see [`output_content`]).
 pub trait ToolOutput: Send + 'static {
     /// The `content` of the `tool_result`.

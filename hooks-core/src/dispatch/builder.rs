@@ -223,11 +223,11 @@ impl DispatcherBuilder {
         self
     }
 
-    /// Records each call's arguments and result on its `tracing` span, as the OpenTelemetry
-    /// GenAI attributes `gen_ai.tool.call.arguments` (the input the tool got, as JSON text) and
+    /// Records each call's arguments and result on its `tracing` span, as the OpenTelemetry GenAI
+    /// attributes `gen_ai.tool.call.arguments` (the input the tool got, as JSON text) and
     /// `gen_ai.tool.call.result` (the text the model read), after the audit log's
-    /// [`Redaction`](crate::audit::Redaction) when there is an [`audit_log`](Self::audit_log). Off by
-    /// default: inputs and results may hold personal data, and a span pipeline is often kept
+    /// [`Redaction`](crate::audit::Redaction) when there is an [`audit_log`](Self::audit_log). Off
+    /// by default: inputs and results may hold personal data, and a span pipeline is often kept
     /// less carefully than an audit trail. (Without a subscriber that wants the span, nothing is
     /// recorded either way.)
     pub fn span_content(mut self) -> Self {
@@ -313,8 +313,9 @@ impl DispatcherBuilder {
     /// Gives the dispatcher an approver: a call a PreToolUse hook asked about
     /// ([`Decision::Ask`](crate::Decision::Ask)) then waits for its answer inline, in
     /// [`Session::call`](crate::Session::call) and [`Session::respond`](crate::Session::respond)
-    /// alike. Without one, `respond` pauses the turn ([`PendingTurn`](crate::approval::PendingTurn)) and
-    /// `call` blocks the call. See [`Approver`].
+    /// alike. Without one, `respond` pauses the turn
+    /// ([`PendingTurn`](crate::approval::PendingTurn)) and `call` blocks the call. See
+    /// [`Approver`].
     pub fn approver(mut self, approver: impl Approver) -> Self {
         self.approver = Some(Arc::new(approver));
         self
@@ -1374,8 +1375,8 @@ pub enum BuildProblem {
         /// The unknown tool name.
         tool: String,
     },
-    /// The audit log's [`Redaction`](crate::audit::Redaction) has a field rule for a tool that no source
-    /// registers (its fields would be left in clear).
+    /// The audit log's [`Redaction`](crate::audit::Redaction) has a field rule for a tool that no
+    /// source registers (its fields would be left in clear).
     #[error(
         "the audit log's redaction names tool `{0}`, which is registered nowhere (use \"*\" for every tool)"
     )]

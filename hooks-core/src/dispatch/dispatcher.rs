@@ -1,5 +1,5 @@
-//! [`Dispatcher`]: the built, shared, immutable set of tools and hooks every session runs on
-//! (built by [`DispatcherBuilder`](crate::dispatch::DispatcherBuilder)), and what it tells the host: its
+//! [`Dispatcher`]: the built, shared, immutable set of tools and hooks every session runs on (built
+//! by [`DispatcherBuilder`](crate::dispatch::DispatcherBuilder)), and what it tells the host: its
 //! tools' definitions for each provider, paths, schemas and chains.
 
 use std::fmt;
@@ -171,18 +171,17 @@ impl Dispatcher {
     /// [`ToolDef::effect`](crate::dispatch::ToolDef::effect), a wrapped caller's `annotations`), or
     /// [`Effect::write()`] for an undeclared one when the builder was told
     /// [`undeclared_effects_are_writes`](crate::dispatch::DispatcherBuilder::undeclared_effects_are_writes).
-    /// `None` when the effect is undeclared otherwise, or this dispatcher has no tool named
-    /// `tool` ([`tool_path`](Self::tool_path) tells the two apart). A client's MCP `annotations`
-    /// are [`Effect::mcp_annotations`] of it.
+    /// `None` when the effect is undeclared otherwise, or this dispatcher has no tool named `tool`
+    /// ([`tool_path`](Self::tool_path) tells the two apart). A client's MCP `annotations` are
+    /// [`Effect::mcp_annotations`] of it.
     pub fn tool_effect(&self, tool: &str) -> Option<Effect> {
         let i = self.inner.find(tool)?;
         self.inner.tools[i].effect
     }
 
-    /// Why a `write` tool needs no PreToolUse hook, as the tool says
-    /// (`#[tool(unguarded = "…")]`, [`ToolDef::unguarded`](crate::dispatch::ToolDef::unguarded), a wrapped
-    /// caller's `"unguarded"`). `None` when it says nothing, or this dispatcher has no tool
-    /// named `tool`.
+    /// Why a `write` tool needs no PreToolUse hook, as the tool says (`#[tool(unguarded = "…")]`,
+    /// [`ToolDef::unguarded`](crate::dispatch::ToolDef::unguarded), a wrapped caller's
+    /// `"unguarded"`). `None` when it says nothing, or this dispatcher has no tool named `tool`.
     pub fn unguarded_reason(&self, tool: &str) -> Option<&str> {
         let i = self.inner.find(tool)?;
         self.inner.tools[i].unguarded.as_deref()
@@ -201,8 +200,8 @@ impl Dispatcher {
         )
     }
 
-    /// The fingerprint a [`PendingTurn`](crate::approval::PendingTurn) is bound to: what its approvals
-    /// depend on. The SHA-256 (lowercase hex, 64 characters) of this text, UTF-8:
+    /// The fingerprint a [`PendingTurn`](crate::approval::PendingTurn) is bound to: what its
+    /// approvals depend on. The SHA-256 (lowercase hex, 64 characters) of this text, UTF-8:
     ///
     /// ```text
     /// toolgate dispatcher fingerprint 1
@@ -280,17 +279,17 @@ impl Dispatcher {
     /// - [`WhatIf::Flip`]: allowed → blocked, blocked → allowed, another rewrite, another
     ///   blocking hook, with the hook responsible;
     /// - [`WhatIf::Undecidable`]: the decision differs, but the recorded input holds
-    ///   [`REDACTED`](crate::audit::REDACTED) placeholders, so the hooks did not read what the model
-    ///   sent (a field rule with its own mask function, `Redaction::field_with`, is detected only
-    ///   when its mask writes that placeholder);
+    ///   [`REDACTED`](crate::audit::REDACTED) placeholders, so the hooks did not read what the
+    ///   model sent (a field rule with its own mask function, `Redaction::field_with`, is detected
+    ///   only when its mask writes that placeholder);
     /// - [`WhatIf::Skipped`]: the line records no decision of the chain: a replayed answer
     ///   (`"replay": true`), `not_run`, `cancelled`, or an outcome that is not final.
     ///
     /// Hooks that read application state (a ledger, a database) see **today's** state, not the
-    /// state at `ts`: a host that wants the past rebuilds it before each line (the support
-    /// agent's `--what-if` rebuilds its refund ledger from the log's own refund lines). A line
-    /// refused inside a wrapped caller ([`ToolCaller`](crate::dispatch::ToolCaller)) names the inner
-    /// hook, which this dispatcher's chain does not run: replay it on the inner dispatcher.
+    /// state at `ts`: a host that wants the past rebuilds it before each line (the support agent's
+    /// `--what-if` rebuilds its refund ledger from the log's own refund lines). A line refused
+    /// inside a wrapped caller ([`ToolCaller`](crate::dispatch::ToolCaller)) names the inner hook,
+    /// which this dispatcher's chain does not run: replay it on the inner dispatcher.
     ///
     /// ```
     /// use serde_json::json;
@@ -405,18 +404,20 @@ impl ToolCaller for Dispatcher {
 
 impl Dispatcher {
     /// Opens a session (one conversation) with the host's trusted `context`. It remembers the
-    /// `tool_use` ids it answers in a [`MemoryAnswerStore`](crate::store::MemoryAnswerStore) with the default caps, each input by
-    /// a hash keyed at random for this session (SipHash-1-3 of the input's structure; equal
-    /// JSON texts, equal keys), cheaper than the SHA-256 [`InputDigest`](crate::store::InputDigest) a host's store is
-    /// given: these keys never leave the session, so they need not be stable.
+    /// `tool_use` ids it answers in a [`MemoryAnswerStore`](crate::store::MemoryAnswerStore) with
+    /// the default caps, each input by a hash keyed at random for this session (SipHash-1-3 of the
+    /// input's structure; equal JSON texts, equal keys), cheaper than the SHA-256
+    /// [`InputDigest`](crate::store::InputDigest) a host's store is given: these keys never leave
+    /// the session, so they need not be stable.
     pub fn session(&self, context: HookContext) -> Session {
         Session::new(Arc::clone(&self.inner), context, None)
     }
 
     /// Opens a session that remembers the `tool_use` ids it answers in `store`: the host's
     /// database, so a conversation served by several processes still runs nothing twice, or a
-    /// [`MemoryAnswerStore`](crate::store::MemoryAnswerStore) with other caps. Give each conversation its own store (or key it
-    /// by the session id): `tool_use` ids are unique within a conversation only.
+    /// [`MemoryAnswerStore`](crate::store::MemoryAnswerStore) with other caps. Give each
+    /// conversation its own store (or key it by the session id): `tool_use` ids are unique within a
+    /// conversation only.
     pub fn session_with_store(&self, context: HookContext, store: Arc<dyn AnswerStore>) -> Session {
         Session::new(Arc::clone(&self.inner), context, Some(store))
     }

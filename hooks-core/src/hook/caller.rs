@@ -1,10 +1,11 @@
 //! Wrapping by ownership: [`ToolCaller`], anything that answers `tool_use` blocks with a
 //! [`CallAnswer`], and [`SyncCaller`], a plain closure adapted to it.
 //!
-//! A dispatcher built around a caller ([`DispatcherBuilder::wrap`](crate::dispatch::DispatcherBuilder::wrap))
-//! takes it by value and owns it, as a `tower` layer owns its inner service: the only way to
-//! reach the caller is through the dispatcher's pipeline, and nothing can be rebound to point
-//! back at the wrapper, so the self-recursion of a monkey-patched `call_tool` cannot be written.
+//! A dispatcher built around a caller
+//! ([`DispatcherBuilder::wrap`](crate::dispatch::DispatcherBuilder::wrap)) takes it by value and
+//! owns it, as a `tower` layer owns its inner service: the only way to reach the caller is through
+//! the dispatcher's pipeline, and nothing can be rebound to point back at the wrapper, so the
+//! self-recursion of a monkey-patched `call_tool` cannot be written.
 
 use serde_json::Value;
 
@@ -24,31 +25,34 @@ use crate::hook::context::HookContext;
 /// hook's path in the outer line too; see [`CallAnswer`] for each outcome). `Err(halt)` means
 /// its own policy could not decide (the wrapping dispatcher then halts too: fail closed).
 ///
-/// Its definitions are checked by [`DispatcherBuilder::build`](crate::dispatch::DispatcherBuilder::build)
-/// like a `#[tool]`'s: an entry without a valid `name` is
-/// [`BuildProblem::InvalidToolName`](crate::dispatch::BuildProblem::InvalidToolName), one without an
-/// object `input_schema` is [`BuildProblem::RootNotObject`](crate::dispatch::BuildProblem::RootNotObject),
-/// and an `input_schema` that is not valid JSON Schema (against the meta-schema of the draft its
-/// `$schema` names, 2020-12 when none; every `$ref` pointing within it) is
-/// [`BuildProblem::InvalidSchema`](crate::dispatch::BuildProblem::InvalidSchema), one per fault, naming the
-/// keyword: a remote server with a broken schema fails the build rather than being sent.
+/// Its definitions are checked by
+/// [`DispatcherBuilder::build`](crate::dispatch::DispatcherBuilder::build) like a `#[tool]`'s: an
+/// entry without a valid `name` is
+/// [`BuildProblem::InvalidToolName`](crate::dispatch::BuildProblem::InvalidToolName), one without
+/// an object `input_schema` is
+/// [`BuildProblem::RootNotObject`](crate::dispatch::BuildProblem::RootNotObject), and an
+/// `input_schema` that is not valid JSON Schema (against the meta-schema of the draft its `$schema`
+/// names, 2020-12 when none; every `$ref` pointing within it) is
+/// [`BuildProblem::InvalidSchema`](crate::dispatch::BuildProblem::InvalidSchema), one per fault,
+/// naming the keyword: a remote server with a broken schema fails the build rather than being sent.
 /// The `input_schema` is used as given (it is not canonicalized; only a root `anyOf`, `oneOf` or
 /// `allOf`, which Anthropic refuses, is left out of the Anthropic and MCP definitions, its
-/// alternatives' properties listed at the root instead): every input is validated
-/// against it before the caller sees it, every validation keyword included but regular
-/// expressions and `format` (those too with the `full-validation` feature), and unknown fields
-/// are refused only where it says `additionalProperties: false`.
-/// An entry's `input_examples` are kept in the wrapping dispatcher's Anthropic entries and
-/// checked against that schema like a [`ToolDef`](crate::dispatch::ToolDef)'s; an invalid example, or a
-/// value there that is not an array, is
+/// alternatives' properties listed at the root instead): every input is validated against it before
+/// the caller sees it, every validation keyword included but regular expressions and `format`
+/// (those too with the `full-validation` feature), and unknown fields are refused only where it
+/// says `additionalProperties: false`. An entry's `input_examples` are kept in the wrapping
+/// dispatcher's Anthropic entries and checked against that schema like a
+/// [`ToolDef`](crate::dispatch::ToolDef)'s; an invalid example, or a value there that is not an
+/// array, is
 /// [`BuildProblem::InvalidInputExample`](crate::dispatch::BuildProblem::InvalidInputExample).
 ///
-/// An entry declares its tool's [`Effect`](crate::dispatch::Effect) in MCP's shape, an `annotations`
-/// object (copy a remote server's `tools/list` annotations there): `"annotations":
+/// An entry declares its tool's [`Effect`](crate::dispatch::Effect) in MCP's shape, an
+/// `annotations` object (copy a remote server's `tools/list` annotations there): `"annotations":
 /// {"readOnlyHint": false, "destructiveHint": true}` is a destructive `write` tool, which then
-/// needs a PreToolUse hook of the wrapping dispatcher ([`Effect::from_mcp_annotations`](crate::dispatch::Effect::from_mcp_annotations)
-/// reads it; without `readOnlyHint` the effect is undeclared). A write tool that needs no guard
-/// says why in a string `"unguarded": "…"` beside it. Neither key is sent to any model API.
+/// needs a PreToolUse hook of the wrapping dispatcher
+/// ([`Effect::from_mcp_annotations`](crate::dispatch::Effect::from_mcp_annotations) reads it;
+/// without `readOnlyHint` the effect is undeclared). A write tool that needs no guard says why in a
+/// string `"unguarded": "…"` beside it. Neither key is sent to any model API.
 pub trait ToolCaller: Send + Sync + 'static {
     /// The tools this caller answers, as Anthropic `tools` entries: `{"name": …,
     /// "description": …, "input_schema": {…}}`. Read once, when the wrapping dispatcher is built.
@@ -64,12 +68,12 @@ pub trait ToolCaller: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<CallAnswer, Halt>>;
 }
 
-/// A plain synchronous closure as a [`ToolCaller`]: `Ok(text)` becomes a result with outcome
-/// `ok`, `Err(e)` an `is_error` result with outcome `tool_error` and `e`'s
-/// [`message`](ToolError::message): the text of a [`ToolError::new`] or
-/// [`ToolError::for_model`], and the generic
-/// [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE) for an internal error (a library
-/// error forwarded with `?`, or [`ToolError::internal`]). Made with [`sync_caller`].
+/// A plain synchronous closure as a [`ToolCaller`]: `Ok(text)` becomes a result with outcome `ok`,
+/// `Err(e)` an `is_error` result with outcome `tool_error` and `e`'s
+/// [`message`](ToolError::message): the text of a [`ToolError::new`] or [`ToolError::for_model`],
+/// and the generic [`INTERNAL_ERROR_MESSAGE`](crate::content::INTERNAL_ERROR_MESSAGE) for an
+/// internal error (a library error forwarded with `?`, or [`ToolError::internal`]). Made with
+/// [`sync_caller`].
 ///
 /// The operator-only [`detail`](ToolError::detail) (an internal error's `Display` and source
 /// chain, a `for_model` error's source chain) is the answer's

@@ -20,15 +20,15 @@ use serde_json::Value;
 ///   The audit line records every rewrite in `rewritten_by`, in order, and the last input in
 ///   `effective_input`; the outcome stays what the call makes it.
 ///
-/// - `Ask { reason }` says a person must approve the call before the tool runs. It does not
-///   stop the chain: the later hooks still decide, and a later `Deny` wins. When no hook of
-///   the final pass denies, the call needs approval; every hook of that pass that asked gives
-///   its reason (several asks, several reasons). A rewrite restarts the chain, so the asks that
-///   count are those of the pass over the effective input. Who approves depends on the host:
-///   the dispatcher's [`Approver`](crate::approval::Approver) inline (its answer has a deadline; no answer
-///   in time is a denial), or, with none, [`Session::respond`](crate::Session::respond) pauses
-///   the turn ([`PendingTurn`](crate::approval::PendingTurn)) and [`Session::call`](crate::Session::call)
-///   blocks the call (fail closed). DESIGN.md, "Changes in force"; issue 14 §1.
+/// - `Ask { reason }` says a person must approve the call before the tool runs. It does not stop
+///   the chain: the later hooks still decide, and a later `Deny` wins. When no hook of the final
+///   pass denies, the call needs approval; every hook of that pass that asked gives its reason
+///   (several asks, several reasons). A rewrite restarts the chain, so the asks that count are
+///   those of the pass over the effective input. Who approves depends on the host: the dispatcher's
+///   [`Approver`](crate::approval::Approver) inline (its answer has a deadline; no answer in time
+///   is a denial), or, with none, [`Session::respond`](crate::Session::respond) pauses the turn
+///   ([`PendingTurn`](crate::approval::PendingTurn)) and [`Session::call`](crate::Session::call)
+///   blocks the call (fail closed); ARCHITECTURE.md, "Contracts": "A person's approval".
 ///
 /// After a rewrite each hook of the chain is called again, so a hook should decide from the
 /// input it is given (and the trusted context), not from how often it was called.

@@ -135,12 +135,12 @@ impl ToolDef {
         }
     }
 
-    /// A synchronous tool: `f` gets the [`Env`] (context and states) and the validated
-    /// arguments, and returns what the model reads, `O` (a `String`, the text; a
-    /// [`Content`](crate::content::Content), content blocks; see [`ToolOutput`]), or a [`ToolError`]. A
-    /// library error forwarded with `?` is internal (the model reads the generic message; see
-    /// [`ToolError`]). Called directly: no future is allocated. `O` is inferred from what `f`
-    /// returns, so write `Ok(String::from("pong"))` or `Ok(text.to_string())`, not
+    /// A synchronous tool: `f` gets the [`Env`] (context and states) and the validated arguments,
+    /// and returns what the model reads, `O` (a `String`, the text; a
+    /// [`Content`](crate::content::Content), content blocks; see [`ToolOutput`]), or a
+    /// [`ToolError`]. A library error forwarded with `?` is internal (the model reads the generic
+    /// message; see [`ToolError`]). Called directly: no future is allocated. `O` is inferred from
+    /// what `f` returns, so write `Ok(String::from("pong"))` or `Ok(text.to_string())`, not
     /// `Ok("pong".into())`, which names no type.
     pub fn sync<A, O, F>(
         name: impl Into<Cow<'static, str>>,
@@ -157,8 +157,8 @@ impl ToolDef {
 
     /// An async tool: `f` returns a boxed `Send` future of what the model reads (`O`, as for
     /// [`ToolDef::sync`]) or a [`ToolError`]. Write `f` as a `fn` item (closures cannot name the
-    /// higher-ranked lifetime). A future of `String` or [`Content`](crate::content::Content) is boxed
-    /// once more per call to convert its answer; one of
+    /// higher-ranked lifetime). A future of `String` or [`Content`](crate::content::Content) is
+    /// boxed once more per call to convert its answer; one of
     /// [`ToolResultContent`](crate::content::ToolResultContent) (what `#[tool]` generates) is not.
     pub fn new_async<A, O, F>(
         name: impl Into<Cow<'static, str>>,
@@ -181,9 +181,9 @@ impl ToolDef {
     /// that adds a field does not refuse every call.
     ///
     /// The dispatcher never runs it: asked through [`Session::call`](crate::Session::call), it
-    /// answers `tool_error` with [`EXTERNAL_TOOL_MESSAGE`](crate::content::EXTERNAL_TOOL_MESSAGE); hosts
-    /// ask [`Dispatcher::pre_tool_use`](crate::Dispatcher::pre_tool_use) (the Claude Code hook
-    /// does) and run the tool themselves.
+    /// answers `tool_error` with [`EXTERNAL_TOOL_MESSAGE`](crate::content::EXTERNAL_TOOL_MESSAGE);
+    /// hosts ask [`Dispatcher::pre_tool_use`](crate::Dispatcher::pre_tool_use) (the Claude Code
+    /// hook does) and run the tool themselves.
     pub fn external<A>(
         name: impl Into<Cow<'static, str>>,
         description: impl Into<Cow<'static, str>>,
@@ -204,8 +204,9 @@ impl ToolDef {
     /// an enum of several shapes) is ignored, since MCP requires an object root. `#[tool]`
     /// declares its `Ok` type by itself when that type implements `JsonSchema`.
     ///
-    /// The tool must then answer with `T`'s compact JSON text (what [`output_text`](crate::content::output_text) makes of a
-    /// `T`): MCP's `structuredContent` is that text parsed back.
+    /// The tool must then answer with `T`'s compact JSON text (what
+    /// [`output_text`](crate::content::output_text) makes of a `T`): MCP's `structuredContent` is
+    /// that text parsed back.
     pub fn output_type<T: JsonSchema>(mut self) -> Self {
         self.output_schema = Some(crate::schema::generate::<T>());
         self
@@ -231,10 +232,11 @@ impl ToolDef {
         self
     }
 
-    /// Sets the deadline of an async tool (the outcome past it is `tool_timeout`), instead of
-    /// the dispatcher's ([`DispatcherBuilder::tool_timeout`](crate::dispatch::DispatcherBuilder::tool_timeout),
-    /// 60 s by default). No runtime is needed: every dispatcher has a timer. A sync tool cannot
-    /// be cut short: it runs to its end whatever its deadline.
+    /// Sets the deadline of an async tool (the outcome past it is `tool_timeout`), instead of the
+    /// dispatcher's
+    /// ([`DispatcherBuilder::tool_timeout`](crate::dispatch::DispatcherBuilder::tool_timeout), 60 s
+    /// by default). No runtime is needed: every dispatcher has a timer. A sync tool cannot be cut
+    /// short: it runs to its end whatever its deadline.
     pub fn timeout(mut self, deadline: Duration) -> Self {
         self.timeout = Some(deadline);
         self
@@ -250,11 +252,11 @@ impl ToolDef {
     ///   reason ``the tool is marked `strict = false` ``. It counts toward no strict limit.
     /// - `strict(true)`: the tool is always emitted strict, and is admitted before every tool not
     ///   marked, so it is never the one demoted past a limit. `build()` fails with
-    ///   [`BuildProblem::CannotBeStrict`](crate::dispatch::BuildProblem::CannotBeStrict) when a strict
-    ///   target cannot take its schema strict (a map, a recursive type for Anthropic, past an
-    ///   OpenAI limit on one schema, …), and with
-    ///   [`BuildProblem::StrictLimit`](crate::dispatch::BuildProblem::StrictLimit) when the tools marked
-    ///   `strict(true)` are over a request limit together.
+    ///   [`BuildProblem::CannotBeStrict`](crate::dispatch::BuildProblem::CannotBeStrict) when a
+    ///   strict target cannot take its schema strict (a map, a recursive type for Anthropic, past
+    ///   an OpenAI limit on one schema, …), and with
+    ///   [`BuildProblem::StrictLimit`](crate::dispatch::BuildProblem::StrictLimit) when the tools
+    ///   marked `strict(true)` are over a request limit together.
     ///
     /// `#[tool(strict = true)]` and `#[tool(strict = false)]` generate this call.
     pub fn strict(mut self, strict: bool) -> Self {
@@ -268,22 +270,22 @@ impl ToolDef {
     /// `"input_examples": [{"location": "San Francisco, CA", "unit": "fahrenheit"}, {"location":
     /// "New York, NY"}]`. Replaces any examples set before.
     ///
-    /// The API answers 400 when an example does not match the `input_schema`, so `build()`
-    /// checks each one as the dispatcher checks a call's input (unknown fields, the schema sent,
-    /// then the argument type's `Deserialize`) and fails with
-    /// [`BuildProblem::InvalidInputExample`](crate::dispatch::BuildProblem::InvalidInputExample) naming
-    /// the tool, the example's index and the problem. `#[tool(input_examples = path)]` generates
-    /// this call.
+    /// The API answers 400 when an example does not match the `input_schema`, so `build()` checks
+    /// each one as the dispatcher checks a call's input (unknown fields, the schema sent, then the
+    /// argument type's `Deserialize`) and fails with
+    /// [`BuildProblem::InvalidInputExample`](crate::dispatch::BuildProblem::InvalidInputExample)
+    /// naming the tool, the example's index and the problem. `#[tool(input_examples = path)]`
+    /// generates this call.
     pub fn input_examples<I: IntoIterator<Item = Value>>(mut self, examples: I) -> Self {
         self.input_examples = examples.into_iter().collect();
         self
     }
 
     /// Declares what the tool does to the world ([`Effect`]): `Effect::read()` for a lookup,
-    /// `Effect::write()` for anything that changes state, with MCP's optional hints. A `write`
-    /// tool must be guarded: `build()` fails with
-    /// [`BuildProblem::UnguardedWrite`](crate::dispatch::BuildProblem::UnguardedWrite) when no PreToolUse
-    /// hook of the dispatcher matches it, unless it says why it needs none
+    /// `Effect::write()` for anything that changes state, with MCP's optional hints. A `write` tool
+    /// must be guarded: `build()` fails with
+    /// [`BuildProblem::UnguardedWrite`](crate::dispatch::BuildProblem::UnguardedWrite) when no
+    /// PreToolUse hook of the dispatcher matches it, unless it says why it needs none
     /// ([`unguarded`](Self::unguarded)). `#[tool(effect = "…")]` generates this call.
     pub fn effect(mut self, effect: Effect) -> Self {
         self.effect = Some(effect);
@@ -292,11 +294,11 @@ impl ToolDef {
 
     /// Says why this `write` tool needs no PreToolUse hook (``"files into the team's own queue;
     /// triage closes duplicates"``): `build()` then accepts it without one, and
-    /// [`Dispatcher::unguarded_reason`](crate::Dispatcher::unguarded_reason) answers the reason.
-    /// An empty reason (blank after trimming) is
+    /// [`Dispatcher::unguarded_reason`](crate::Dispatcher::unguarded_reason) answers the reason. An
+    /// empty reason (blank after trimming) is
     /// [`BuildProblem::UnguardedWithoutReason`](crate::dispatch::BuildProblem::UnguardedWithoutReason).
-    /// `#[tool(effect = "write", unguarded = "…")]` generates this call and appends the reason
-    /// to the function's documentation.
+    /// `#[tool(effect = "write", unguarded = "…")]` generates this call and appends the reason to
+    /// the function's documentation.
     pub fn unguarded(mut self, reason: impl Into<Cow<'static, str>>) -> Self {
         self.unguarded = Some(reason.into());
         self
@@ -471,10 +473,10 @@ impl PreHookDef {
     /// authorized again like any rewrite: the `&T` a hook sees always matches the input the
     /// tool would run with).
     ///
-    /// The tools it applies to follow from `T`: every tool of the dispatcher whose input type
-    /// is `T`, narrowed by [`tools`](Self::tools) when given. `build()` fails with
-    /// [`BuildProblem::NoToolTakesHookInput`](crate::dispatch::BuildProblem::NoToolTakesHookInput) when no
-    /// tool of the builder's sources takes `T`, and with
+    /// The tools it applies to follow from `T`: every tool of the dispatcher whose input type is
+    /// `T`, narrowed by [`tools`](Self::tools) when given. `build()` fails with
+    /// [`BuildProblem::NoToolTakesHookInput`](crate::dispatch::BuildProblem::NoToolTakesHookInput)
+    /// when no tool of the builder's sources takes `T`, and with
     /// [`BuildProblem::HookInputMismatch`](crate::dispatch::BuildProblem::HookInputMismatch) when
     /// `tools` names a tool whose input is another type. A `T` that fails to serialize halts the
     /// agent (the hook failed).
@@ -552,10 +554,10 @@ impl PreHookDef {
     }
 
     /// Sets the deadline of an async hook, instead of the dispatcher's
-    /// ([`DispatcherBuilder::hook_timeout`](crate::dispatch::DispatcherBuilder::hook_timeout), 10 s by
-    /// default); past it the call is not run and the agent halts with `hook_timeout`. No runtime
-    /// is needed: every dispatcher has a timer. A sync hook cannot be cut short: it runs to its
-    /// end whatever its deadline.
+    /// ([`DispatcherBuilder::hook_timeout`](crate::dispatch::DispatcherBuilder::hook_timeout), 10 s
+    /// by default); past it the call is not run and the agent halts with `hook_timeout`. No runtime
+    /// is needed: every dispatcher has a timer. A sync hook cannot be cut short: it runs to its end
+    /// whatever its deadline.
     pub fn timeout(mut self, deadline: Duration) -> Self {
         self.timeout = Some(deadline);
         self

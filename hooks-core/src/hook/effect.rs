@@ -6,13 +6,15 @@ use serde_json::{Map, Value};
 /// What a tool does to the world: reads it, or writes to it, with MCP's optional hints.
 ///
 /// A tool's effect is declared with `#[tool(effect = "read" | "write")]` or
-/// [`ToolDef::effect`](crate::dispatch::ToolDef::effect); a wrapped caller declares it per tool in the
-/// `annotations` of its definitions (MCP's own shape). It decides two things:
+/// [`ToolDef::effect`](crate::dispatch::ToolDef::effect); a wrapped caller declares it per tool in
+/// the `annotations` of its definitions (MCP's own shape). It decides two things:
 ///
-/// - **No write tool without a guard.** [`DispatcherBuilder::build`](crate::dispatch::DispatcherBuilder::build)
-///   fails with [`BuildProblem::UnguardedWrite`](crate::dispatch::BuildProblem::UnguardedWrite) when a
-///   `write` tool has no PreToolUse hook in its chain, unless the tool says why it needs none
-///   (`#[tool(effect = "write", unguarded = "…")]`, [`ToolDef::unguarded`](crate::dispatch::ToolDef::unguarded)).
+/// - **No write tool without a guard.**
+///   [`DispatcherBuilder::build`](crate::dispatch::DispatcherBuilder::build) fails with
+///   [`BuildProblem::UnguardedWrite`](crate::dispatch::BuildProblem::UnguardedWrite) when a `write`
+///   tool has no PreToolUse hook in its chain, unless the tool says why it needs none
+///   (`#[tool(effect = "write", unguarded = "…")]`,
+///   [`ToolDef::unguarded`](crate::dispatch::ToolDef::unguarded)).
 ///   [`DispatcherBuilder::undeclared_effects_are_writes`](crate::dispatch::DispatcherBuilder::undeclared_effects_are_writes)
 ///   makes every tool without a declared effect count as `write`.
 /// - **What a client is told.** [`Effect::mcp_annotations`] gives MCP's `annotations` object of a
@@ -31,10 +33,10 @@ use serde_json::{Map, Value};
 ///
 /// A hint not declared is left out, so a client applies MCP's defaults, which are the cautious
 /// reading (`destructiveHint: true`, `idempotentHint: false`, `openWorldHint: true`). MCP gives
-/// `destructiveHint` and `idempotentHint` a meaning only when `readOnlyHint` is false, so they
-/// are refused on a read tool (a compile error for `#[tool]`; [`Effect::destructive`] and
-/// [`Effect::idempotent`] leave a read effect unchanged). Annotations are hints for clients and the model's host, never a
-/// security boundary: toolgate's own rule is the guard requirement above.
+/// `destructiveHint` and `idempotentHint` a meaning only when `readOnlyHint` is false, so they are
+/// refused on a read tool (a compile error for `#[tool]`; [`Effect::destructive`] and
+/// [`Effect::idempotent`] leave a read effect unchanged). Annotations are hints for clients and the
+/// model's host, never a security boundary: toolgate's own rule is the guard requirement above.
 ///
 /// ```
 /// use serde_json::json;
@@ -148,9 +150,9 @@ impl Effect {
     }
 
     /// The effect an MCP `annotations` object declares (a remote server's `tools/list` entry):
-    /// `readOnlyHint: true` is [`read`](Self::read), `false` is [`write`](Self::write), the
-    /// other boolean hints carried over. `None` when `readOnlyHint` is absent or not a boolean:
-    /// the effect is then undeclared (MCP's default reading is "not read-only", which
+    /// `readOnlyHint: true` is [`read`](Self::read), `false` is [`write`](Self::write), the other
+    /// boolean hints carried over. `None` when `readOnlyHint` is absent or not a boolean: the
+    /// effect is then undeclared (MCP's default reading is "not read-only", which
     /// [`DispatcherBuilder::undeclared_effects_are_writes`](crate::dispatch::DispatcherBuilder::undeclared_effects_are_writes)
     /// makes toolgate's too). A hint that is not a boolean is ignored.
     pub fn from_mcp_annotations(annotations: &Value) -> Option<Effect> {

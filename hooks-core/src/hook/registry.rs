@@ -1,6 +1,6 @@
-//! The compile-time registry the macros fill: each `#[tool]` and hook submits a
-//! [`Registration`] with `inventory`; [`DispatcherBuilder`](crate::dispatch::DispatcherBuilder) collects
-//! them ([`registered`]).
+//! The compile-time registry the macros fill: each `#[tool]` and hook submits a [`Registration`]
+//! with `inventory`; [`DispatcherBuilder`](crate::dispatch::DispatcherBuilder) collects them
+//! ([`registered`]).
 
 use crate::hook::definitions::{PostHookDef, PreHookDef, StopHookDef, ToolDef};
 

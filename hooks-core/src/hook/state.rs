@@ -9,8 +9,8 @@ use std::sync::Arc;
 use crate::hook::context::HookContext;
 
 /// Application state registered on the dispatcher builder with
-/// [`DispatcherBuilder::state`](crate::dispatch::DispatcherBuilder::state) (a database handle, a ledger):
-/// shared by every session, `Send + Sync`, and in charge of its own synchronization.
+/// [`DispatcherBuilder::state`](crate::dispatch::DispatcherBuilder::state) (a database handle, a
+/// ledger): shared by every session, `Send + Sync`, and in charge of its own synchronization.
 ///
 /// A tool or hook asks for it by taking a `State<T>` parameter; the macros inject it and leave it
 /// out of the schema. `build()` fails when an item asks for a `State<T>` the builder was not

@@ -28,11 +28,10 @@ use super::{META_BLOCKED_BY, META_OUTCOME};
 ///   [`ToolCaller::tool_definitions`] is read when the wrapping dispatcher is built and is not
 ///   async: a server whose list changes later needs a new guard. Each remote `Tool` becomes the
 ///   entry `{"name": …, "description": …, "input_schema": <inputSchema>, "annotations": …}`
-///   (`description` `""` when absent; `annotations` as the server sent them, so its
-///   `readOnlyHint` declares the tool's [`Effect`](crate::dispatch::Effect)). The wrapping dispatcher's
-///   build checks those schemas as any wrapped caller's: each against its draft's meta-schema,
-///   and the inputs against every keyword with the `full-validation` feature (see
-///   [`ToolCaller`]).
+///   (`description` `""` when absent; `annotations` as the server sent them, so its `readOnlyHint`
+///   declares the tool's [`Effect`](crate::dispatch::Effect)). The wrapping dispatcher's build
+///   checks those schemas as any wrapped caller's: each against its draft's meta-schema, and the
+///   inputs against every keyword with the `full-validation` feature (see [`ToolCaller`]).
 /// - A call sends `tools/call` with the (validated) input as `arguments`. The remote
 ///   `CallToolResult` becomes the `tool_result`: one `text` item is the result's text, several
 ///   items are blocks (`text` as text, `image` as a base64 image block, any other item a text

@@ -62,8 +62,8 @@ type Identify = dyn Fn(&McpCaller<'_>) -> Option<HookContext> + Send + Sync;
 ///   `inputSchema`, `outputSchema` when the tool's output has an object schema), each with
 ///   `annotations` from the tool's declared [`Effect`](crate::dispatch::Effect) when it has one
 ///   (`{"readOnlyHint": true}`, `{"readOnlyHint": false, "destructiveHint": true}`; see
-///   [`Effect::mcp_annotations`](crate::dispatch::Effect::mcp_annotations)). The list is the same for
-///   every caller, and one page.
+///   [`Effect::mcp_annotations`](crate::dispatch::Effect::mcp_annotations)). The list is the same
+///   for every caller, and one page.
 /// - `tools/call`: the host's identity function builds the trusted [`HookContext`] from the
 ///   request ([`McpCaller`]), never from the call's `arguments`. The call then runs in the
 ///   [`Session`] of (MCP session, user id, session id): a session's context is frozen, so a

@@ -26,14 +26,14 @@ use super::validate::validate;
 use super::verdict::{HookFailure, Verdict};
 
 impl Inner {
-    /// Runs the tool's PreToolUse chain in order on `current` (DESIGN.md, "Rewrites are
-    /// re-authorized"): every hook must allow the input the tool will run with. A `Rewrite` to a
-    /// new input starts the chain again from its first hook with it; a `Rewrite` equal to the
-    /// input the hook saw counts as `Allow`. An `Ask` goes on to the next hook and is kept in
-    /// `rewrites.asks` (those of the last pass only: a rewrite starts them afresh). `Ok` with the
-    /// arguments the tool runs with when every hook allowed (or asked) in one pass; `Err` when
-    /// one denied, could not decide, rewrote the input into an invalid one, or the rewrites did
-    /// not settle (see [`Inner::rewrite`]).
+    /// Runs the tool's PreToolUse chain in order on `current` (ARCHITECTURE.md, "Contracts": "The
+    /// PreToolUse chain and rewrites"): every hook must allow the input the tool will run with. A
+    /// `Rewrite` to a new input starts the chain again from its first hook with it; a `Rewrite`
+    /// equal to the input the hook saw counts as `Allow`. An `Ask` goes on to the next hook and is
+    /// kept in `rewrites.asks` (those of the last pass only: a rewrite starts them afresh). `Ok`
+    /// with the arguments the tool runs with when every hook allowed (or asked) in one pass; `Err`
+    /// when one denied, could not decide, rewrote the input into an invalid one, or the rewrites
+    /// did not settle (see [`Inner::rewrite`]).
     pub(super) async fn run_chain<'a>(
         &'a self,
         tool: &'a ToolEntry,
@@ -98,13 +98,13 @@ impl Inner {
         }
     }
 
-    /// A hook's `Rewrite(input)` to an input other than the current one (or a person's edit,
-    /// `by` [`APPROVER`](super::approve::APPROVER)). The rewriter is recorded in `rewritten_by` whatever follows. A
-    /// rewrite back to an input the call already had (its own, or an earlier rewrite's) or past
-    /// [`MAX_REWRITES`] halts the call as `hook_failed` (the chain would never settle);
+    /// A hook's `Rewrite(input)` to an input other than the current one (or a person's edit, `by`
+    /// [`APPROVER`](super::approve::APPROVER)). The rewriter is recorded in `rewritten_by` whatever
+    /// follows. A rewrite back to an input the call already had (its own, or an earlier rewrite's)
+    /// or past [`MAX_REWRITES`] halts the call as `hook_failed` (the chain would never settle);
     /// otherwise the input is held to the input bounds and validated again: `Ok` with the new
-    /// arguments, the rewritten call then being what the chain, from its first hook, and the
-    /// tool see; `Err` when the new input is invalid.
+    /// arguments, the rewritten call then being what the chain, from its first hook, and the tool
+    /// see; `Err` when the new input is invalid.
     pub(super) fn rewrite<'a>(
         &self,
         tool: &ToolEntry,
@@ -158,7 +158,7 @@ impl Inner {
 }
 
 /// The most rewrites one call's PreToolUse chain may make; one more halts the call as
-/// `hook_failed` (DESIGN.md, "Rewrites are re-authorized").
+/// `hook_failed` (ARCHITECTURE.md, "Contracts": "The PreToolUse chain and rewrites").
 const MAX_REWRITES: usize = 8;
 
 /// The PreToolUse rewrites of one call: the call with the last rewritten input (boxed: this

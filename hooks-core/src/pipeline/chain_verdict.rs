@@ -13,7 +13,7 @@ use crate::audit::outcome::Outcome;
 /// host that enforces the rules somewhere else (Claude Code's hooks) or asks what the rules
 /// would decide today (a what-if replay of an audit log).
 ///
-/// The steps and their rules are exactly those of a call (DESIGN.md, "The life of one tool
+/// The steps and their rules are exactly those of a call (ARCHITECTURE.md, "The life of one
 /// call", steps 1 to 4): the input is normalized, the tool looked up, the input validated, then
 /// the chain runs with the rewrite rule (a rewrite restarts the chain; every hook must allow the
 /// effective input in one pass) and the dispatcher's deadlines.

@@ -13,18 +13,17 @@ use crate::texts;
 ///   it;
 /// - `max_input_depth` (default 32 levels; `{}` is depth 1): deeper input is `invalid_input`;
 /// - `max_result_bytes` (default 256 KiB = 262 144 bytes): a longer result text is cut at a
-///   character boundary and ends with a marker saying so
-///   (`\n[toolgate: result cut at 262144 of 300000 bytes]`); the audit line's `content_bytes`
-///   keeps the full size. A result made of content blocks (a tool's
-///   [`Content`](crate::content::Content), a wrapped caller's blocks) is measured as the bytes of its
-///   `text` blocks plus the compact JSON of every other block (an image's or a PDF's base64
-///   counts); the blocks that fit are kept in order; a `text` block that crosses the limit is
-///   cut, but an image, a document or any other block that does not fit is left out whole,
-///   never cut (a model cannot use half an image or half a PDF); every block after that point
-///   is left out too, and a last `text` block carries the marker, which names what was left
-///   out: `[toolgate: result cut at 1024 of 5000086 bytes; left out: 1 image, 1 text block]`
-///   (no `left out` when only a text was cut). A tool that returns images needs a larger limit
-///   than the default: a 1 MB PNG is about 1.4 MB of base64.
+///   character boundary and ends with a marker saying so (`\n[toolgate: result cut at 262144 of
+///   300000 bytes]`); the audit line's `content_bytes` keeps the full size. A result made of
+///   content blocks (a tool's [`Content`](crate::content::Content), a wrapped caller's blocks) is
+///   measured as the bytes of its `text` blocks plus the compact JSON of every other block (an
+///   image's or a PDF's base64 counts); the blocks that fit are kept in order; a `text` block that
+///   crosses the limit is cut, but an image, a document or any other block that does not fit is
+///   left out whole, never cut (a model cannot use half an image or half a PDF); every block after
+///   that point is left out too, and a last `text` block carries the marker, which names what was
+///   left out: `[toolgate: result cut at 1024 of 5000086 bytes; left out: 1 image, 1 text block]`
+///   (no `left out` when only a text was cut). A tool that returns images needs a larger limit than
+///   the default: a 1 MB PNG is about 1.4 MB of base64.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Limits {

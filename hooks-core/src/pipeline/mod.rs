@@ -1,7 +1,8 @@
-//! The life of one tool call (DESIGN.md): normalize → look up → validate → PreToolUse chain →
-//! tool → PostToolUse observers. Exactly one `tool_result` comes out of every `tool_use`, or a
-//! [`Halt`] carrying one. [`Inner::run_call`] reads as that life; how a call ends is in
-//! `verdict.rs`, what the observers see and the record of a dropped call in `observe.rs`.
+//! The life of one tool call (ARCHITECTURE.md, "The life of one call"): normalize → look up →
+//! validate → PreToolUse chain → tool → PostToolUse observers. Exactly one `tool_result` comes out
+//! of every `tool_use`, or a [`Halt`] carrying one. [`Inner::run_call`] reads as that life; how a
+//! call ends is in `verdict.rs`, what the observers see and the record of a dropped call in
+//! `observe.rs`.
 
 mod approve;
 mod chain;

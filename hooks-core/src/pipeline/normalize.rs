@@ -1,5 +1,6 @@
-//! Step 1 of a call (DESIGN.md): the `tool_use` input normalized (`""` and `null` mean `{}`, a
-//! string holding a JSON object is parsed once) and held to the input bounds of [`Limits`].
+//! Step 1 of a call (ARCHITECTURE.md, "The life of one call"): the `tool_use` input normalized
+//! (`""` and `null` mean `{}`, a string holding a JSON object is parsed once) and held to the input
+//! bounds of [`Limits`].
 
 use serde_json::{Map, Value};
 
@@ -37,9 +38,9 @@ impl Refused {
     }
 }
 
-/// Normalizes a `tool_use` input (DESIGN.md, step 1): an object stays as is (borrowed, no copy);
-/// `null` and `""` mean `{}`; a string holding a JSON object is parsed once. Anything else, or an
-/// input over the limits, is refused.
+/// Normalizes a `tool_use` input (ARCHITECTURE.md, "The life of one call", step 1): an object stays
+/// as is (borrowed, no copy); `null` and `""` mean `{}`; a string holding a JSON object is parsed
+/// once. Anything else, or an input over the limits, is refused.
 pub(crate) fn normalize<'a>(call: &'a ToolUse, limits: &Limits) -> Result<Normalized<'a>, Refused> {
     let owned = |input: Value| Normalized::Owned(Box::new(call.with_input(input)));
     let normalized = match &call.input {

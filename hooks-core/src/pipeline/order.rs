@@ -1,7 +1,7 @@
-//! Reads run concurrently (issue 18 §1): consecutive read-only blocks of one message (in
-//! `respond`, and the waiting ones of a pending turn in `resume`) are polled together by a small
-//! join of our own (no runtime, no dependency), at most
-//! `max_concurrent_reads` at once, with two gates that keep what the sequential run promises:
+//! Reads run concurrently (ARCHITECTURE.md, "Contracts": "Ordering"): consecutive read-only blocks
+//! of one message (in `respond`, and the waiting ones of a pending turn in `resume`) are polled
+//! together by a small join of our own (no runtime, no dependency), at most `max_concurrent_reads`
+//! at once, with two gates that keep what the sequential run promises:
 //!
 //! - **entry**: a block claims its id and runs its PreToolUse chain only once the block before
 //!   it has started its tool (or was answered without one, a halt excepted). Chains run one

@@ -1,5 +1,6 @@
 //! Step 3 of a call: the input validated against the tool's argument type (a `#[tool]`, a
-//! [`ToolDef`](crate::dispatch::ToolDef)) or a wrapped caller's schema, every problem listed for the model.
+//! [`ToolDef`](crate::dispatch::ToolDef)) or a wrapped caller's schema, every problem listed for
+//! the model.
 
 use serde_json::Value;
 
@@ -12,11 +13,11 @@ use crate::texts::{self, Problem, Problems};
 /// Validates an input for a tool. On failure: every problem found, for the model (see
 /// `texts::invalid_input`).
 ///
-/// A `#[tool]` or [`ToolDef`](crate::dispatch::ToolDef): the unknown-field check, then the argument type's
-/// `Deserialize` (user code: a panic in it is a refusal, not an escape); when either refuses, the
-/// input walk (`schema/explain.rs`) lists every problem against the tool's validation schema,
-/// unknown fields and wrong values alike; when the walk finds nothing, the unknown field found, or
-/// serde's own message (cut to a bound), without a path.
+/// A `#[tool]` or [`ToolDef`](crate::dispatch::ToolDef): the unknown-field check, then the argument
+/// type's `Deserialize` (user code: a panic in it is a refusal, not an escape); when either
+/// refuses, the input walk (`schema/explain.rs`) lists every problem against the tool's validation
+/// schema, unknown fields and wrong values alike; when the walk finds nothing, the unknown field
+/// found, or serde's own message (cut to a bound), without a path.
 ///
 /// A wrapped caller: the input walk against the caller's schema is the validator; with the
 /// `full-validation` feature, the schema compiled by `boon` then applies the keywords the walk

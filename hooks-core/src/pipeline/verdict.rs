@@ -424,9 +424,9 @@ impl<'a> Answer<'a> {
         }
     }
 
-    /// The record observers see: `input` as recorded, the rewrites (`effective_input`, the
-    /// hooks that rewrote), the hooks that ran and the approval (who asked, approved or declined). A paused call
-    /// (`awaiting_approval`) has no result yet.
+    /// The record observers see: `input` as recorded, the rewrites (`effective_input`, the hooks
+    /// that rewrote), the hooks that ran and the approval (who asked, approved or declined). A
+    /// paused call (`awaiting_approval`) has no result yet.
     #[inline]
     pub(super) fn record<'r>(
         &'r self,

@@ -6,39 +6,40 @@
 //! limitations" (the subset `strict: true` accepts) and "Schema complexity limits" (the limits
 //! on a request's strict tools together).
 //!
-//! - [`Provider::Anthropic`](super::Provider::Anthropic): `{"name": …, "description": …, "input_schema": …}` with the
-//!   schema of [`anthropic_input_schema`] (the canonical form without a root combinator; an
-//!   optional field keeps its nullable `anyOf`, so `null` is accepted where the argument type
-//!   accepts it). Every dispatcher's default definitions are these entries.
-//! - [`Provider::AnthropicStrict`](super::Provider::AnthropicStrict): the same entry with `"strict": true` and the schema narrowed
-//!   to the strict subset: every object `additionalProperties: false`; no numeric bounds
-//!   (`minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `multipleOf`), no string
-//!   length bounds, `minItems` only 0 or 1, no other array bounds, string `format` only
-//!   `date-time`, `time`, `date`, `duration`, `email`, `hostname`, `uri`, `ipv4`, `ipv6`,
-//!   `uuid`; no recursion; `oneOf` written as `anyOf`; an optional field left out of `required`
-//!   (its nullable `anyOf` collapsed, [`without_null_branches`]). A bound or format outside the
-//!   subset is moved into the description; a tool the subset cannot express (a recursive type,
-//!   a map, a tuple, `not`, a merged object such as a `#[serde(flatten)]` enum, …) is emitted
-//!   without `strict`, and
+//! - [`Provider::Anthropic`](super::Provider::Anthropic): `{"name": …, "description": …,
+//!   "input_schema": …}` with the schema of [`anthropic_input_schema`] (the canonical form without
+//!   a root combinator; an optional field keeps its nullable `anyOf`, so `null` is accepted where
+//!   the argument type accepts it). Every dispatcher's default definitions are these entries.
+//! - [`Provider::AnthropicStrict`](super::Provider::AnthropicStrict): the same entry with
+//!   `"strict": true` and the schema narrowed to the strict subset: every object
+//!   `additionalProperties: false`; no numeric bounds (`minimum`, `maximum`, `exclusiveMinimum`,
+//!   `exclusiveMaximum`, `multipleOf`), no string length bounds, `minItems` only 0 or 1, no other
+//!   array bounds, string `format` only `date-time`, `time`, `date`, `duration`, `email`,
+//!   `hostname`, `uri`, `ipv4`, `ipv6`, `uuid`; no recursion; `oneOf` written as `anyOf`; an
+//!   optional field left out of `required` (its nullable `anyOf` collapsed,
+//!   [`without_null_branches`]). A bound or format outside the subset is moved into the
+//!   description; a tool the subset cannot express (a recursive type, a map, a tuple, `not`, a
+//!   merged object such as a `#[serde(flatten)]` enum, …) is emitted without `strict`, and
 //!   [`Dispatcher::non_strict_tools`](crate::Dispatcher::non_strict_tools) says why.
 //!
 //! # Input examples
 //!
-//! A tool's `input_examples` ([`ToolDef::input_examples`](crate::dispatch::ToolDef::input_examples),
-//! `#[tool(input_examples = …)]`) follow its `input_schema` in both entries: `"input_examples":
-//! [{"location": "San Francisco, CA", "unit": "fahrenheit"}, …]`, an array of input objects.
-//! Rule ("Define tools", "Providing tool use examples",
+//! A tool's `input_examples`
+//! ([`ToolDef::input_examples`](crate::dispatch::ToolDef::input_examples), `#[tool(input_examples =
+//! …)]`) follow its `input_schema` in both entries: `"input_examples": [{"location": "San
+//! Francisco, CA", "unit": "fahrenheit"}, …]`, an array of input objects. Rule ("Define tools",
+//! "Providing tool use examples",
 //! `https://platform.claude.com/docs/en/agents-and-tools/tool-use/define-tools`): "Each example
 //! must be valid according to the tool's `input_schema`. Invalid examples return a 400 error";
-//! `build()` checks each one against the tool's schema and its input type. No other target has
-//! the field.
+//! `build()` checks each one against the tool's schema and its input type. No other target has the
+//! field.
 //!
 //! # Limits on a request's strict tools
 //!
 //! Source: "Structured outputs", "Schema complexity limits", "Explicit limits"
 //! (`https://platform.claude.com/docs/en/build-with-claude/structured-outputs#schema-complexity-limits`):
-//! "The following limits apply to all requests with `output_config.format` or `strict: true`"
-//! and "apply to the combined total across all strict schemas in a single request":
+//! "The following limits apply to all requests with `output_config.format` or `strict: true`" and
+//! "apply to the combined total across all strict schemas in a single request":
 //!
 //! | limit | value | what counts (the page's words) |
 //! |---|---|---|

@@ -176,13 +176,12 @@ pub fn tool_use(request: &Value) -> Result<ToolUse, ConvertError> {
 ///
 /// `isError` is the result's `is_error`: a failure is a result the model reads, not a JSON-RPC
 /// error (spec: "Error Handling"). `structuredContent`, when `output_schema` is `Some` and the
-/// result is not an error: the result's text (the tool's value as compact JSON, already the
-/// `text` item the spec asks for beside it) parsed back into the object. When that text is not
-/// a JSON object (the result was cut at
-/// [`Limits::max_result_bytes`](crate::dispatch::Limits)), there is no `structuredContent`: the result
-/// gets `isError: true` and a last `text` item saying the structured result was left out, since
-/// a successful result without the structured content its `outputSchema` promises breaks the
-/// spec's "MUST" (clients reject it). Never fails.
+/// result is not an error: the result's text (the tool's value as compact JSON, already the `text`
+/// item the spec asks for beside it) parsed back into the object. When that text is not a JSON
+/// object (the result was cut at [`Limits::max_result_bytes`](crate::dispatch::Limits)), there is
+/// no `structuredContent`: the result gets `isError: true` and a last `text` item saying the
+/// structured result was left out, since a successful result without the structured content its
+/// `outputSchema` promises breaks the spec's "MUST" (clients reject it). Never fails.
 pub fn call_tool_result(result: &ToolResult, output_schema: Option<&Value>) -> Value {
     let mut content: Vec<Value> = match &result.content {
         None => Vec::new(),

@@ -56,8 +56,9 @@
 //! emits each tool that would cross a limit non-strict, with the reason ([`NonStrictTool`],
 //! listed by [`Dispatcher::non_strict_tools`](crate::Dispatcher::non_strict_tools)):
 //!
-//! 1. the tools marked `strict = true` ([`ToolDef::strict`](crate::dispatch::ToolDef::strict)), by name:
-//!    always admitted (`build()` fails when together they are over a limit, so they never are);
+//! 1. the tools marked `strict = true` ([`ToolDef::strict`](crate::dispatch::ToolDef::strict)), by
+//!    name: always admitted (`build()` fails when together they are over a limit, so they never
+//!    are);
 //! 2. then every other tool the target can take strict, by name (the dispatcher's tool order,
 //!    byte order of the names): admitted when the totals stay within every limit, else emitted
 //!    non-strict. A tool that does not fit does not stop the later ones: a smaller tool after it
@@ -273,11 +274,13 @@ pub(crate) struct ToolSource<'a> {
     pub(crate) description: &'a str,
     /// The canonical schema ([`canonicalize`]).
     pub(crate) canonical: &'a Value,
-    /// `Some(true)`: marked `strict = true` ([`ToolDef::strict`](crate::dispatch::ToolDef::strict));
-    /// `Some(false)`: marked `strict = false`; `None`: strict where the target is and can be.
+    /// `Some(true)`: marked `strict = true`
+    /// ([`ToolDef::strict`](crate::dispatch::ToolDef::strict)); `Some(false)`: marked `strict =
+    /// false`; `None`: strict where the target is and can be.
     pub(crate) strict: Option<bool>,
-    /// The tool's `input_examples` ([`ToolDef::input_examples`](crate::dispatch::ToolDef::input_examples)),
-    /// for the targets whose entry has such a field (Anthropic).
+    /// The tool's `input_examples`
+    /// ([`ToolDef::input_examples`](crate::dispatch::ToolDef::input_examples)), for the targets
+    /// whose entry has such a field (Anthropic).
     pub(crate) input_examples: &'a [Value],
     /// MCP's `outputSchema` of the tool ([`mcp::output_schema`]), for MCP's entry.
     pub(crate) output_schema: Option<&'a Value>,

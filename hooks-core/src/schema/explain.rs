@@ -1,33 +1,32 @@
 //! What is wrong with an input, against a tool's schema: every problem found, each with its
 //! path and what was expected, in a stable order ([`problems`]).
 //!
-//! For a `#[tool]` (or a [`ToolDef`](crate::dispatch::ToolDef)), acceptance is the argument type's to
-//! decide (plain serde deserialization), and this walk runs only once that, or the unknown-field
-//! check, has failed, to tell the model *where* and *what*: against the tool's *validation
-//! schema*, the raw schemars schema with the closed objects of the canonical form
-//! (`super::closed_form`: `additionalProperties: false`, the properties of a
-//! `#[serde(flatten)]` enum listed), so an unknown field and a wrong type are found in one pass.
-//! The raw form keeps schemars' integer `format`s, which give integer ranges. It is one generic
-//! function for every tool, so no tool compiles a second, path-aware deserializer. When the walk
-//! finds nothing (a custom `Deserialize`, a string format the type parses itself), the caller
-//! falls back to serde's own message without a path.
+//! For a `#[tool]` (or a [`ToolDef`](crate::dispatch::ToolDef)), acceptance is the argument type's
+//! to decide (plain serde deserialization), and this walk runs only once that, or the unknown-field
+//! check, has failed, to tell the model *where* and *what*: against the tool's *validation schema*,
+//! the raw schemars schema with the closed objects of the canonical form (`super::closed_form`:
+//! `additionalProperties: false`, the properties of a `#[serde(flatten)]` enum listed), so an
+//! unknown field and a wrong type are found in one pass. The raw form keeps schemars' integer
+//! `format`s, which give integer ranges. It is one generic function for every tool, so no tool
+//! compiles a second, path-aware deserializer. When the walk finds nothing (a custom `Deserialize`,
+//! a string format the type parses itself), the caller falls back to serde's own message without a
+//! path.
 //!
-//! A wrapped [`ToolCaller`](crate::dispatch::ToolCaller) has no Rust argument type: for its tools this
-//! walk is the validator, run on every call against the schema the caller gave (checked at
+//! A wrapped [`ToolCaller`](crate::dispatch::ToolCaller) has no Rust argument type: for its tools
+//! this walk is the validator, run on every call against the schema the caller gave (checked at
 //! `build()` by `super::meta`). It applies JSON Schema's validation keywords (drafts 2020-12,
 //! 2019-09, 07, 06 and 04, by the schema's `$schema`): `type`, `enum`, `const`, `minimum`,
 //! `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (a number, or draft 04's boolean),
-//! `multipleOf`, `minLength`, `maxLength`, `minItems`, `maxItems`, `uniqueItems`,
-//! `prefixItems`, `items` (a schema, or before 2020-12 an array with `additionalItems`),
-//! `contains` with `minContains`/`maxContains`, `properties`, `additionalProperties` (an
-//! unknown field where it is `false`), `required`, `dependentRequired`, `dependentSchemas`,
-//! `dependencies`, `minProperties`, `maxProperties`, `propertyNames`, `allOf`, `anyOf`, `oneOf`,
-//! `not`, `if`/`then`/`else`, `$ref` (within the schema; before 2019-09 its siblings are
-//! ignored, as the draft says). Not applied here: `pattern` and `patternProperties` (regular
-//! expressions: an object with `patternProperties` refuses no key as unknown), `format`
-//! (an annotation in 2020-12), `unevaluatedProperties`/`unevaluatedItems` and `$dynamicRef`;
-//! with the `full-validation` feature a real JSON Schema validator (`boon`) applies them after
-//! this walk (`super::full`).
+//! `multipleOf`, `minLength`, `maxLength`, `minItems`, `maxItems`, `uniqueItems`, `prefixItems`,
+//! `items` (a schema, or before 2020-12 an array with `additionalItems`), `contains` with
+//! `minContains`/`maxContains`, `properties`, `additionalProperties` (an unknown field where it is
+//! `false`), `required`, `dependentRequired`, `dependentSchemas`, `dependencies`, `minProperties`,
+//! `maxProperties`, `propertyNames`, `allOf`, `anyOf`, `oneOf`, `not`, `if`/`then`/`else`, `$ref`
+//! (within the schema; before 2019-09 its siblings are ignored, as the draft says). Not applied
+//! here: `pattern` and `patternProperties` (regular expressions: an object with `patternProperties`
+//! refuses no key as unknown), `format` (an annotation in 2020-12),
+//! `unevaluatedProperties`/`unevaluatedItems` and `$dynamicRef`; with the `full-validation` feature
+//! a real JSON Schema validator (`boon`) applies them after this walk (`super::full`).
 //!
 //! # The order of the problems
 //!

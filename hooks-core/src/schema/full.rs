@@ -114,7 +114,8 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// The JSON pointer in a compiled schema's URL (`…#/properties/a/pattern` → `/properties/a/pattern`).
+/// The JSON pointer in a compiled schema's URL (`…#/properties/a/pattern` →
+/// `/properties/a/pattern`).
 fn pointer_of(url: &str) -> String {
     url.split_once('#')
         .map(|(_, p)| p.to_owned())

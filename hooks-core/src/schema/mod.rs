@@ -44,11 +44,11 @@
 //! Property order is declaration order: schemars' `preserve_order` feature is on, which also
 //! turns `serde_json::Map` into an insertion-ordered map for every crate in the build.
 //!
-//! The Anthropic `input_schema` ([`anthropic_input_schema`]) is the canonical form without a
-//! root `anyOf`/`oneOf`/`allOf` (Anthropic refuses one: "input_schema does not support oneOf,
-//! allOf, or anyOf at the top level"; a merged root's properties already list every field).
-//! Every target's transform is in its provider's file under [`crate::provider`]. Walking subschemas (and splitting the
-//! nullable `anyOf`) is in `walk.rs`, shared by this module, the unknown-field check and the
+//! The Anthropic `input_schema` ([`anthropic_input_schema`]) is the canonical form without a root
+//! `anyOf`/`oneOf`/`allOf` (Anthropic refuses one: "input_schema does not support oneOf, allOf, or
+//! anyOf at the top level"; a merged root's properties already list every field). Every target's
+//! transform is in its provider's file under [`crate::provider`]. Walking subschemas (and splitting
+//! the nullable `anyOf`) is in `walk.rs`, shared by this module, the unknown-field check and the
 //! transforms; the meta-schema check of a schema toolgate did not derive is in `meta.rs`.
 
 pub(crate) mod check;

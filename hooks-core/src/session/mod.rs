@@ -143,7 +143,8 @@ impl Session {
     ///
     /// # Errors
     /// - [`CallError::Halt`] when a PreToolUse hook errored, panicked or timed out, or the chain
-    ///   kept rewriting: the tool did not run, and the halt's answer holds a `BLOCKED:` result for this id;
+    ///   kept rewriting: the tool did not run, and the halt's answer holds a `BLOCKED:` result for
+    ///   this id;
     /// - [`CallError::EmptyId`] for an empty id (audited as `not_run`);
     /// - [`CallError::InProgress`] while an earlier attempt with this id runs;
     /// - [`CallError::IdReused`] when this id was seen with another input;

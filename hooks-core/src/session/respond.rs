@@ -36,9 +36,9 @@ impl Session {
     /// retrying a message runs nothing twice.
     ///
     /// Consecutive blocks whose tools are declared read-only run concurrently, at most
-    /// [`max_concurrent_reads`](crate::dispatch::DispatcherBuilder::max_concurrent_reads) at once (default
-    /// 8), polled together by this future (no runtime needed; a host's runtime drives it the
-    /// same way): their async tools' waits overlap, so four lookups of 20 ms take about 20 ms.
+    /// [`max_concurrent_reads`](crate::dispatch::DispatcherBuilder::max_concurrent_reads) at once
+    /// (default 8), polled together by this future (no runtime needed; a host's runtime drives it
+    /// the same way): their async tools' waits overlap, so four lookups of 20 ms take about 20 ms.
     /// What a sequential run promises still holds: PreToolUse chains run one at a time in
     /// `tool_use` order (a read's chain after the block before it started its tool), any other
     /// block starts only after every earlier one finished (a spending limit sees the refund just

@@ -16,10 +16,11 @@ use crate::session::Session;
 use crate::texts;
 
 impl Session {
-    /// Finishes a turn [`respond`](Self::respond) paused ([`Reply::Pending`](crate::Reply::Pending))
-    /// with the decisions of a person, keyed by `tool_use` id, and answers the complete user
-    /// message: one `tool_result` per `tool_use` of the paused message, in order (the answers
-    /// given when it paused, then the resumed ones in their places).
+    /// Finishes a turn [`respond`](Self::respond) paused
+    /// ([`Reply::Pending`](crate::Reply::Pending)) with the decisions of a person, keyed by
+    /// `tool_use` id, and answers the complete user message: one `tool_result` per `tool_use` of
+    /// the paused message, in order (the answers given when it paused, then the resumed ones in
+    /// their places).
     ///
     /// The session must have the pending turn's session id and user id, and run on a
     /// dispatcher with the same [`fingerprint`](crate::Dispatcher::fingerprint) (in this process
@@ -35,31 +36,31 @@ impl Session {
     ///   <reason>`, with `denied_by`.
     ///
     /// A pending turn older than the dispatcher's
-    /// [`pending_ttl`](crate::dispatch::DispatcherBuilder::pending_ttl) (by this session's context clock)
-    /// is not an error: every waiting call is answered `blocked` ("waited for a person's
-    /// approval longer than N s and expired; … Ask the user whether to try it again."),
-    /// whatever the decisions, none of which is then needed.
+    /// [`pending_ttl`](crate::dispatch::DispatcherBuilder::pending_ttl) (by this session's context
+    /// clock) is not an error: every waiting call is answered `blocked` ("waited for a person's
+    /// approval longer than N s and expired; … Ask the user whether to try it again."), whatever
+    /// the decisions, none of which is then needed.
     ///
     /// Consecutive waiting calls of read-only tools resume together, as
     /// [`respond`](Session::respond) runs them (their chains one at a time in `tool_use` order,
     /// their tools' waits overlapping, observers and audit lines in order; a halt among them
     /// names in [`Halt::ran_after`](crate::Halt::ran_after) the later ones that had started).
     ///
-    /// Each resumed call goes through the session's answer memory like any call: resuming the
-    /// same pending turn twice in one session (or with a shared
-    /// [`AnswerStore`](crate::store::AnswerStore)) runs nothing twice, the second answer is replayed;
-    /// and a retry of the paused message after the resume is answered from memory.
+    /// Each resumed call goes through the session's answer memory like any call: resuming the same
+    /// pending turn twice in one session (or with a shared
+    /// [`AnswerStore`](crate::store::AnswerStore)) runs nothing twice, the second answer is
+    /// replayed; and a retry of the paused message after the resume is answered from memory.
     ///
     /// # Errors
-    /// Found before anything runs (nothing audited):
-    /// [`ResumeError::UnknownFormat`], [`ResumeError::OtherSession`],
-    /// [`ResumeError::DispatcherChanged`], [`ResumeError::NotPending`] (a decision for an id
-    /// that is not waiting), [`ResumeError::DigestMismatch`] (an approval carrying another
-    /// digest than the waiting input's, or a waiting input that does not match its recorded
-    /// digest), [`ResumeError::Undecided`] (a waiting call without a decision, when the turn has
-    /// not expired). While it runs: [`ResumeError::Call`] with [`CallError::Halt`] when a PreToolUse hook
-    /// could not decide (the halt's answer covers every block), or with another [`CallError`] when the answer
-    /// memory refused a call (the calls before it were answered and remembered).
+    /// Found before anything runs (nothing audited): [`ResumeError::UnknownFormat`],
+    /// [`ResumeError::OtherSession`], [`ResumeError::DispatcherChanged`],
+    /// [`ResumeError::NotPending`] (a decision for an id that is not waiting),
+    /// [`ResumeError::DigestMismatch`] (an approval carrying another digest than the waiting
+    /// input's, or a waiting input that does not match its recorded digest),
+    /// [`ResumeError::Undecided`] (a waiting call without a decision, when the turn has not
+    /// expired). While it runs: [`ResumeError::Call`] with [`CallError::Halt`] when a PreToolUse
+    /// hook could not decide (the halt's answer covers every block), or with another [`CallError`]
+    /// when the answer memory refused a call (the calls before it were answered and remembered).
     pub async fn resume(
         &self,
         pending: &PendingTurn,

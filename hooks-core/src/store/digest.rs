@@ -13,9 +13,9 @@ use sha2::{Digest, Sha256};
 /// same call; a retry of the same message has the same digest.
 ///
 /// An input nested deeper than the dispatcher's `max_input_depth`
-/// ([`Limits`](crate::dispatch::Limits)) is not serialized (its walk would be unbounded): its digest is
-/// that of the text `[input deeper than N levels]`. Such an input is `invalid_input` anyway, so
-/// two of them sharing a digest only replays one refusal for the other.
+/// ([`Limits`](crate::dispatch::Limits)) is not serialized (its walk would be unbounded): its
+/// digest is that of the text `[input deeper than N levels]`. Such an input is `invalid_input`
+/// anyway, so two of them sharing a digest only replays one refusal for the other.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct InputDigest(pub [u8; 32]);
 

@@ -8,7 +8,8 @@
 //! [`MemoryAnswerStore`] (the in-memory default, bounded), and the [`InputDigest`] each id is
 //! remembered with.
 //!
-//! How a [`Session`](crate::Session) uses it, per `tool_use` (DESIGN.md, "Retries"):
+//! How a [`Session`](crate::Session) uses it, per `tool_use` (ARCHITECTURE.md, "Contracts": "Ids
+//! and retries"):
 //!
 //! 1. [`claim`](AnswerStore::claim) the id with the input's digest: an atomic insert-if-absent.
 //!    [`Claim::Claimed`]: the id is new and now in progress; the call runs.
