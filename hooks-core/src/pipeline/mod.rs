@@ -66,6 +66,11 @@ impl Inner {
 
     /// [`run_call`](Self::run_call) in a [`Mode`]: what happens to a call that needs a
     /// person's approval when the dispatcher has no approver, or a paused call resumed.
+    ///
+    /// The life of one call (ARCHITECTURE.md, "The life of one call"): steps 1 to 5 decide how
+    /// it ends ([`steps`](Self::steps)), step 6 answers it and shows the observers its record
+    /// ([`finish_call`](Self::finish_call)). A guard armed from the start records the call as
+    /// `cancelled` if the host drops it on the way.
     pub(crate) async fn run_call_in<'a>(
         &'a self,
         context: &'a HookContext,
@@ -86,92 +91,144 @@ impl Inner {
         guard.progress = progress;
         let mut rewrites = Rewrites::default();
         let mut awaiting = None;
+        let verdict = self
+            .steps(
+                env,
+                call,
+                &recorded,
+                found,
+                &mode,
+                &span,
+                &mut guard,
+                &mut rewrites,
+                &mut awaiting,
+            )
+            .await;
+        let ended = Ended {
+            verdict,
+            rewrites,
+            awaiting,
+            started,
+        };
+        self.finish_call(env, stats, call, input, found, mode, span, guard, ended)
+            .await
+    }
 
-        let verdict: Verdict<'_> = 'verdict: {
-            let current: &ToolUse = match &recorded.normalized {
-                Ok(c) => c,
-                Err(Refused(msg)) => {
-                    let problem = Problems::one(Problem::here(msg.clone()));
-                    break 'verdict Verdict::invalid(&call.name, &problem);
-                }
-            };
-            let Some(index) = found else {
-                break 'verdict Verdict::unknown(&call.name, &self.available);
-            };
-            let tool = &self.tools[index];
-            // 3. Validate.
-            let args = match validate(tool, &current.input) {
-                Ok(a) => a,
-                Err(problems) => break 'verdict Verdict::invalid(&tool.name, &problems),
-            };
-            // A resumed call starts from its effective input, approved.
-            let args = match &mode {
-                Mode::Resume(r) => match self.prime(tool, current, r, args, &mut rewrites) {
-                    Ok(a) => a,
-                    Err(verdict) => break 'verdict verdict,
-                },
-                _ => args,
-            };
-            // 4. The PreToolUse chain, then a person's approval when a hook asked for it.
-            rewrites.runs = HookRuns::new(self.hook_runs, tool.chain.len(), &span);
-            let mut args = match self
-                .run_chain(tool, env, current, args, &mut rewrites)
-                .await
-            {
-                Ok(a) => a,
-                Err(verdict) => break 'verdict verdict,
-            };
-            if rewrites.needs_approval(current) {
-                // Boxed: the rare path's state would otherwise enlarge every call's future
-                // (moved, whole, at each `.await` above it).
-                let approval = Box::pin(self.approve(
-                    tool,
-                    env,
-                    call,
-                    current,
-                    args,
-                    &mut rewrites,
-                    mode.may_pause(),
-                ));
-                match approval.await {
-                    Ok(Approved::Run(a)) => args = a,
-                    Ok(Approved::Pause) => {
-                        let effective = rewrites.call.as_deref().unwrap_or(current);
-                        awaiting = Some(AwaitingCall::new(
-                            current,
-                            &effective.input,
-                            &rewrites.asks,
-                            &rewrites.by,
-                        ));
-                        break 'verdict Verdict::awaiting();
-                    }
-                    Err(verdict) => break 'verdict verdict,
-                }
-            }
-            // 5. The tool.
-            guard.tool_starts();
-            let view = rewrites.call.as_deref().unwrap_or(current);
-            match self.start_tool(tool, env, view, args) {
-                Started::Done(verdict) => verdict,
-                Started::Local(fut) => self.await_local_tool(tool, fut).await,
-                Started::Caller(fut) => self.await_caller(tool, fut).await,
+    /// Steps 1 to 5 of a call: the normalized input, the tool, the validated arguments (a
+    /// resumed call primed with its approved input), the PreToolUse chain and a person's
+    /// approval when a hook asked, then the tool. The verdict of the first step that ends the
+    /// call; `awaiting` gets what a pending turn keeps of a call that paused.
+    #[allow(clippy::too_many_arguments)]
+    async fn steps<'a>(
+        &'a self,
+        env: Env<'a>,
+        call: &'a ToolUse,
+        recorded: &'a Recorded<'a>,
+        found: Option<usize>,
+        mode: &Mode<'_, 'a>,
+        span: &tracing::Span,
+        guard: &mut CancelGuard<'_>,
+        rewrites: &mut Rewrites<'a>,
+        awaiting: &mut Option<AwaitingCall>,
+    ) -> Verdict<'a> {
+        let current: &ToolUse = match &recorded.normalized {
+            Ok(c) => c,
+            Err(Refused(msg)) => {
+                let problem = Problems::one(Problem::here(msg.clone()));
+                return Verdict::invalid(&call.name, &problem);
             }
         };
+        let Some(index) = found else {
+            return Verdict::unknown(&call.name, &self.available);
+        };
+        let tool = &self.tools[index];
+        // 3. Validate.
+        let args = match validate(tool, &current.input) {
+            Ok(a) => a,
+            Err(problems) => return Verdict::invalid(&tool.name, &problems),
+        };
+        // A resumed call starts from its effective input, approved.
+        let args = match mode {
+            Mode::Resume(r) => match self.prime(tool, current, r, args, rewrites) {
+                Ok(a) => a,
+                Err(verdict) => return verdict,
+            },
+            _ => args,
+        };
+        // 4. The PreToolUse chain, then a person's approval when a hook asked for it.
+        rewrites.runs = HookRuns::new(self.hook_runs, tool.chain.len(), span);
+        let mut args = match self.run_chain(tool, env, current, args, rewrites).await {
+            Ok(a) => a,
+            Err(verdict) => return verdict,
+        };
+        if rewrites.needs_approval(current) {
+            // Boxed: the rare path's state would otherwise enlarge every call's future
+            // (moved, whole, at each `.await` above it).
+            let may_pause = mode.may_pause();
+            let approval =
+                Box::pin(self.approve(tool, env, call, current, args, rewrites, may_pause));
+            match approval.await {
+                Ok(Approved::Run(a)) => args = a,
+                Ok(Approved::Pause) => {
+                    let effective = rewrites.call.as_deref().unwrap_or(current);
+                    let asked = &rewrites.asks;
+                    *awaiting = Some(AwaitingCall::new(
+                        current,
+                        &effective.input,
+                        asked,
+                        &rewrites.by,
+                    ));
+                    return Verdict::awaiting();
+                }
+                Err(verdict) => return verdict,
+            }
+        }
+        // 5. The tool.
+        guard.tool_starts();
+        let view = rewrites.call.as_deref().unwrap_or(current);
+        match self.start_tool(tool, env, view, args) {
+            Started::Done(verdict) => verdict,
+            Started::Local(fut) => self.await_local_tool(tool, fut).await,
+            Started::Caller(fut) => self.await_caller(tool, fut).await,
+        }
+    }
 
+    /// Step 6 of a call: a block run with other reads of its message lets the next one start,
+    /// the verdict becomes the `tool_result` and the record, the span is closed, a paused call
+    /// hands its state to the pending turn, and the PostToolUse observers see the record (in
+    /// `tool_use` order among the reads of a message); then the guard is disarmed.
+    #[allow(clippy::too_many_arguments)]
+    async fn finish_call<'a>(
+        &'a self,
+        env: Env<'a>,
+        stats: Option<&'a Stats>,
+        call: &'a ToolUse,
+        input: &'a Value,
+        found: Option<usize>,
+        mode: Mode<'_, 'a>,
+        span: tracing::Span,
+        mut guard: CancelGuard<'_>,
+        ended: Ended<'a>,
+    ) -> Result<CallAnswer, Halt> {
+        let Ended {
+            verdict,
+            rewrites,
+            awaiting,
+            started,
+        } = ended;
         // A block run with other reads of its message lets the next one start: its tool
-        // started (above), or it was answered without one (a halt excepted: nothing after it
-        // starts).
-        let slot = progress.and_then(Progress::slot);
+        // started (in `steps`), or it was answered without one (a halt excepted: nothing after
+        // it starts).
+        let slot = guard.progress.and_then(Progress::slot);
         if let Some(slot) = &slot
             && !verdict.halts()
         {
             slot.release();
         }
-        // 6. The `tool_result`, then the PostToolUse observers.
         let answer = Answer::new(call, verdict, self.limits.max_result_bytes);
         let record = answer.record(call, input, &rewrites, started.elapsed());
         if !span.is_disabled() {
-            span::finish(&span, context, &record, self.span_content.as_ref());
+            span::finish(&span, env.context(), &record, self.span_content.as_ref());
         }
         drop(span);
         if let (Mode::Pause(slot), Some(awaiting)) = (mode, awaiting) {
@@ -320,9 +377,18 @@ impl Inner {
     }
 }
 
+/// How steps 1 to 5 ended a call, for step 6: the verdict, the chain's rewrites and approval,
+/// what a paused call keeps, and when the call started.
+struct Ended<'a> {
+    verdict: Verdict<'a>,
+    rewrites: Rewrites<'a>,
+    awaiting: Option<AwaitingCall>,
+    started: Instant,
+}
+
 /// A tool started: done already (sync), or a future to await (async).
 enum Started<'a> {
-    Done(Verdict<'a>),
+    Done(Verdict<'static>),
     Local(BoxFuture<'a, Result<ToolResultContent, ToolError>>),
     Caller(BoxFuture<'a, Result<CallAnswer, Halt>>),
 }

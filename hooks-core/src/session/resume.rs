@@ -2,6 +2,7 @@
 //! another process, into the complete user message.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::time::Duration;
 
 use crate::approval::Approval;
@@ -9,7 +10,7 @@ use crate::approval::pending::{
     AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn, ResumeError, input_digest,
 };
 use crate::content::{ContentBlock, Message, ToolResult};
-use crate::error::CallError;
+use crate::error::{CallError, Halt};
 use crate::pipeline::order::{Slot, TurnOrder, join_blocks};
 use crate::pipeline::{Mode, Resolution, Resumed};
 use crate::session::Session;
@@ -89,93 +90,135 @@ impl Session {
             // Checked above: a turn that has not expired has every decision.
             None => Resolution::Unapproved,
         };
-        let blocks = &pending.blocks;
-        let waiting_read = |i: usize| match blocks.get(i) {
-            Some(PendingBlock::AwaitingApproval(a)) => self.is_read(&a.tool),
-            _ => false,
-        };
-        let max = self.inner.max_concurrent_reads;
+        let content = self.resume_blocks(&pending.blocks, &resolution).await?;
+        Ok(Message::user(content))
+    }
+
+    /// The blocks of a pending turn in order: an answered one keeps its answer, a waiting one is
+    /// ended by `resolution` (consecutive waiting reads together, as `respond` runs them). A
+    /// halt answers every block ([`halted_at_resume`](Self::halted_at_resume)); a refusal of
+    /// the answer memory stops there.
+    async fn resume_blocks<'r>(
+        &self,
+        blocks: &[PendingBlock],
+        resolution: &(impl Fn(&AwaitingCall) -> Resolution<'r> + Sync),
+    ) -> Result<Vec<ContentBlock>, ResumeError> {
         let order = TurnOrder::default();
         let mut content = Vec::with_capacity(blocks.len());
         let mut i = 0;
         while i < blocks.len() {
-            let waiting = match &blocks[i] {
-                PendingBlock::Answered { result } => {
-                    content.push(ContentBlock::ToolResult(result.clone()));
-                    i += 1;
-                    continue;
-                }
-                PendingBlock::AwaitingApproval(a) => a,
-            };
-            // Consecutive waiting reads resume together, as `respond` runs them.
-            let mut end = i + 1;
-            if max > 1 && waiting_read(i) {
-                while waiting_read(end) {
-                    end += 1;
-                }
+            if let PendingBlock::Answered { result } = &blocks[i] {
+                content.push(ContentBlock::ToolResult(result.clone()));
+                i += 1;
+                continue;
             }
-            let outcomes = if end - i > 1 {
-                let group: Vec<&AwaitingCall> = blocks[i..end]
-                    .iter()
-                    .filter_map(|b| match b {
-                        PendingBlock::AwaitingApproval(a) => Some(a),
-                        _ => None,
-                    })
-                    .collect();
-                let group = &group;
-                join_blocks(&order, i..end, max, |index, slot| async move {
-                    let waiting = group[index - i];
-                    self.resume_call_in(waiting, resolution(waiting), Some(slot))
-                        .await
-                })
+            let end = self.waiting_group_end(blocks, i);
+            let mut outcomes = self
+                .resume_group(blocks, i..end, &order, resolution)
                 .await
-            } else {
-                vec![Some(self.resume_call(waiting, resolution(waiting)).await)]
-            };
-            let mut outcomes = outcomes.into_iter();
+                .into_iter();
             for j in i..end {
                 let Some(Some(answer)) = outcomes.next() else {
                     break;
                 };
                 match answer {
                     Ok(result) => content.push(ContentBlock::ToolResult(result)),
-                    Err(CallError::Halt(mut halt)) => {
-                        halt.index = content.len();
-                        content.append(&mut halt.answer.content);
-                        for (k, rest) in blocks.iter().enumerate().skip(j + 1) {
-                            // A later read of the same group may have started already.
-                            let ran = if k < end {
-                                match outcomes.next().flatten() {
-                                    Some(Ok(result)) => Some(result),
-                                    Some(Err(CallError::Halt(mut other))) => {
-                                        match other.answer.content.pop() {
-                                            Some(ContentBlock::ToolResult(r)) => Some(r),
-                                            _ => None,
-                                        }
-                                    }
-                                    _ => None,
-                                }
-                            } else {
-                                None
-                            };
-                            let result = match ran {
-                                Some(result) => {
-                                    halt.ran_too(result.tool_use_id.clone());
-                                    result
-                                }
-                                None => self.after_halt(rest).await,
-                            };
-                            content.push(ContentBlock::ToolResult(result));
-                        }
-                        *halt.answer = Message::user(content);
-                        return Err(ResumeError::from(halt));
+                    Err(CallError::Halt(halt)) => {
+                        let later = outcomes.by_ref().take(end - j - 1);
+                        let halted = self.halted_at_resume(blocks, j, halt, content, later);
+                        return Err(ResumeError::from(Box::pin(halted).await));
                     }
                     Err(refused) => return Err(ResumeError::Call(refused)),
                 }
             }
             i = end;
         }
-        Ok(Message::user(content))
+        Ok(content)
+    }
+
+    /// Where the group of waiting blocks that starts at `start` ends: consecutive waiting
+    /// calls of read-only tools resume together (when the dispatcher runs reads together),
+    /// any other waiting call alone.
+    fn waiting_group_end(&self, blocks: &[PendingBlock], start: usize) -> usize {
+        let waiting_read = |i: usize| match blocks.get(i) {
+            Some(PendingBlock::AwaitingApproval(a)) => self.is_read(&a.tool),
+            _ => false,
+        };
+        let mut end = start + 1;
+        if self.inner.max_concurrent_reads > 1 && waiting_read(start) {
+            while waiting_read(end) {
+                end += 1;
+            }
+        }
+        end
+    }
+
+    /// Resumes the waiting blocks `range` (one, or consecutive reads run together with the
+    /// gates of `pipeline/order.rs`): one outcome per block, `None` for one that never started.
+    async fn resume_group<'r>(
+        &self,
+        blocks: &[PendingBlock],
+        range: Range<usize>,
+        order: &TurnOrder,
+        resolution: &(impl Fn(&AwaitingCall) -> Resolution<'r> + Sync),
+    ) -> Vec<Option<Result<ToolResult, CallError>>> {
+        let first = range.start;
+        let group: Vec<&AwaitingCall> = blocks[range.clone()]
+            .iter()
+            .filter_map(|b| match b {
+                PendingBlock::AwaitingApproval(a) => Some(a),
+                PendingBlock::Answered { .. } => None,
+            })
+            .collect();
+        if group.len() == 1 {
+            let waiting = group[0];
+            return vec![Some(self.resume_call(waiting, resolution(waiting)).await)];
+        }
+        let group = &group;
+        let max = self.inner.max_concurrent_reads;
+        join_blocks(order, range, max, |index, slot| async move {
+            let waiting = group[index - first];
+            self.resume_call_in(waiting, resolution(waiting), Some(slot))
+                .await
+        })
+        .await
+    }
+
+    /// The answer of a resumed turn whose block `at` halted: the blocks before it as answered,
+    /// its `BLOCKED:` result, then each later block: its own answer when it had already started
+    /// (a read resumed with it, named in [`Halt::ran_after`](crate::Halt::ran_after)), an
+    /// answered block's answer, else `Not run:` (audited as `not_run`).
+    async fn halted_at_resume(
+        &self,
+        blocks: &[PendingBlock],
+        at: usize,
+        mut halt: Halt,
+        mut content: Vec<ContentBlock>,
+        later: impl Iterator<Item = Option<Result<ToolResult, CallError>>>,
+    ) -> Halt {
+        halt.index = content.len();
+        content.append(&mut halt.answer.content);
+        let mut later = later;
+        for rest in &blocks[at + 1..] {
+            let ran = match later.next().flatten() {
+                Some(Ok(result)) => Some(result),
+                Some(Err(CallError::Halt(mut other))) => match other.answer.content.pop() {
+                    Some(ContentBlock::ToolResult(r)) => Some(r),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let result = match ran {
+                Some(result) => {
+                    halt.ran_too(result.tool_use_id.clone());
+                    result
+                }
+                None => self.after_halt(rest).await,
+            };
+            content.push(ContentBlock::ToolResult(result));
+        }
+        *halt.answer = Message::user(content);
+        halt
     }
 
     /// The refusals found before anything runs (see [`resume`](Self::resume)).
