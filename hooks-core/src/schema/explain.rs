@@ -45,6 +45,7 @@
 //! more; the report then says it is incomplete).
 
 use std::cell::Cell;
+use std::ops::ControlFlow;
 
 use serde_json::{Map, Value};
 
@@ -233,6 +234,10 @@ impl<'s> Walker<'s> {
         trial.hits.is_empty()
     }
 
+    /// Walks `v` against `schema`, every problem found going to `sink`: the schema's
+    /// references, then the subschemas it applies to `v` in place, then `v`'s own value
+    /// (`enum`, `const`, `type`), then the keywords of `v`'s kind. A mismatch of `v`'s own
+    /// value ends the walk of this schema there: the keywords of its kind are not walked.
     fn check<'v>(
         &self,
         schema: &'s Value,
@@ -241,26 +246,77 @@ impl<'s> Walker<'s> {
         sink: &mut Sink,
         depth: usize,
     ) {
-        let left = self.steps.get();
-        if left == 0 || depth > MAX_DEPTH || sink.full() {
+        if !self.take_step(depth, sink) {
             return;
         }
-        self.steps.set(left - 1);
         let s = match schema {
             Value::Object(s) => s,
             Value::Bool(false) => return sink.push(at, None, "no value is allowed here".into()),
             _ => return,
         };
+        if self.check_refs(s, v, at, sink, depth).is_break() {
+            return;
+        }
+        self.check_in_place(s, v, at, sink, depth);
+        if let Some(message) = self.value_mismatch(s, v) {
+            return sink.push(at, None, message);
+        }
+        match v {
+            Value::Number(_) => self.check_number(s, v, at, sink),
+            Value::String(text) => check_string(s, text, at, sink),
+            Value::Array(items) => self.check_array(s, items, at, sink, depth),
+            Value::Object(obj) => self.check_object(s, v, obj, at, sink, depth),
+            _ => {}
+        }
+    }
+
+    /// Spends one of the walk's [`MAX_STEPS`] on a subschema visit: `false` (the visit does
+    /// not happen) when none is left, when `depth` is past [`MAX_DEPTH`], or when `sink` holds
+    /// all it may.
+    fn take_step(&self, depth: usize, sink: &Sink) -> bool {
+        let left = self.steps.get();
+        if left == 0 || depth > MAX_DEPTH || sink.full() {
+            return false;
+        }
+        self.steps.set(left - 1);
+        true
+    }
+
+    /// `$ref` and `$dynamicRef`: `v` walked against each one's target (one that resolves
+    /// nowhere in the schema is `super::meta`'s to refuse, not the walk's). `Break` when the
+    /// draft then ignores the keywords beside the reference (before 2019-09).
+    fn check_refs<'v>(
+        &self,
+        s: &'s Map<String, Value>,
+        v: &'v Value,
+        at: &mut Vec<Step<'v>>,
+        sink: &mut Sink,
+        depth: usize,
+    ) -> ControlFlow<()> {
         for key in ["$ref", "$dynamicRef"] {
             if let Some(Value::String(r)) = s.get(key)
                 && let Some(target) = resolve_ref(self.root, r)
             {
                 self.check(target, v, at, sink, depth + 1);
                 if self.draft.ref_overrides_siblings() {
-                    return;
+                    return ControlFlow::Break(());
                 }
             }
         }
+        ControlFlow::Continue(())
+    }
+
+    /// The keywords that apply subschemas to `v` itself: `allOf` (each of them), `anyOf` and
+    /// `oneOf` ([`Self::alternatives`]), `not` (a problem when `v` passes it), `if` (then
+    /// `then` or `else`, by whether `v` passes it).
+    fn check_in_place<'v>(
+        &self,
+        s: &'s Map<String, Value>,
+        v: &'v Value,
+        at: &mut Vec<Step<'v>>,
+        sink: &mut Sink,
+        depth: usize,
+    ) {
         if let Some(Value::Array(all)) = s.get("allOf") {
             for branch in all {
                 self.check(branch, v, at, sink, depth + 1);
@@ -287,45 +343,41 @@ impl<'s> Walker<'s> {
                 self.check(branch, v, at, sink, depth + 1);
             }
         }
+    }
+
+    /// What is wrong with `v`'s own value, if anything: the first of `enum` (`v` is none of
+    /// its values), `const` (`v` is not its value) and `type` (`v` is of none of its types,
+    /// an integer read as [`Integers`] says) that `v` fails.
+    fn value_mismatch(&self, s: &Map<String, Value>, v: &Value) -> Option<String> {
         if let Some(Value::Array(allowed)) = s.get("enum")
             && !allowed.iter().any(|a| json_equal(a, v))
         {
-            let message = format!(
+            return Some(format!(
                 "expected one of {}, found {}",
                 list_values(allowed),
                 found(v)
-            );
-            return sink.push(at, None, message);
+            ));
         }
         if let Some(c) = s.get("const")
             && !json_equal(c, v)
         {
-            return sink.push(
-                at,
-                None,
-                format!("expected {}, found {}", show(c), found(v)),
-            );
+            return Some(format!("expected {}, found {}", show(c), found(v)));
         }
-        if let Some(types) = s.get("type") {
-            let allowed: Vec<&str> = match types {
-                Value::String(t) => vec![t.as_str()],
-                Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
-                _ => Vec::new(),
-            };
-            if !allowed.is_empty() && !allowed.iter().any(|t| is_kind(t, v, self.integers)) {
-                let expected: Vec<String> =
-                    allowed.iter().map(|t| describe(t, s, self.draft)).collect();
-                let message = format!("expected {}, found {}", expected.join(" or "), found(v));
-                return sink.push(at, None, message);
-            }
+        let allowed: Vec<&str> = match s.get("type")? {
+            Value::String(t) => vec![t.as_str()],
+            Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        if !allowed.is_empty() && !allowed.iter().any(|t| is_kind(t, v, self.integers)) {
+            let expected: Vec<String> =
+                allowed.iter().map(|t| describe(t, s, self.draft)).collect();
+            return Some(format!(
+                "expected {}, found {}",
+                expected.join(" or "),
+                found(v)
+            ));
         }
-        match v {
-            Value::Number(_) => self.check_number(s, v, at, sink),
-            Value::String(text) => check_string(s, text, at, sink),
-            Value::Array(items) => self.check_array(s, items, at, sink, depth),
-            Value::Object(obj) => self.check_object(s, v, obj, at, sink, depth),
-            _ => {}
-        }
+        None
     }
 
     fn alternatives<'v>(
