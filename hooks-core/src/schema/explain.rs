@@ -220,6 +220,40 @@ enum Alternatives {
     One,
 }
 
+/// What the `const`s of a documented unit enum's alternatives decide about a value.
+#[derive(Debug, PartialEq)]
+enum Verdict {
+    /// The value is one of them (for `oneOf`, exactly one).
+    Matches,
+    /// The value is none of them: this problem.
+    Fails(String),
+    /// The constants do not decide: the alternatives are walked.
+    Open,
+}
+
+/// A unit enum whose variants are documented, one `const` per alternative: `v` must be one
+/// of the values (once, for `oneOf`). [`Verdict::Open`] when the alternatives are not all
+/// constants, or when `v` equals several of a `oneOf`'s.
+fn documented_enum(branches: &[Value], which: Alternatives, v: &Value) -> Verdict {
+    if !branches.iter().all(|b| b.get("const").is_some()) {
+        return Verdict::Open;
+    }
+    let values: Vec<Value> = branches
+        .iter()
+        .filter_map(|b| b.get("const").cloned())
+        .collect();
+    match values.iter().filter(|c| json_equal(c, v)).count() {
+        0 => Verdict::Fails(format!(
+            "expected one of {}, found {}",
+            list_values(&values),
+            found(v)
+        )),
+        1 => Verdict::Matches,
+        _ if which == Alternatives::Any => Verdict::Matches,
+        _ => Verdict::Open,
+    }
+}
+
 impl<'s> Walker<'s> {
     /// Whether `v` matches `schema` (a walk that stops at the first problem).
     fn passes<'v>(
@@ -380,6 +414,10 @@ impl<'s> Walker<'s> {
         None
     }
 
+    /// `anyOf` (`which`: at least one alternative must match) or `oneOf` (exactly one):
+    /// nothing when `v` matches as required, else one explanation: a documented unit enum's
+    /// values, the alternatives `v` matches too many of, or why it matches none
+    /// ([`Self::explain_no_match`]).
     fn alternatives<'v>(
         &self,
         branches: &'s [Value],
@@ -392,25 +430,36 @@ impl<'s> Walker<'s> {
         if branches.is_empty() {
             return;
         }
-        // A unit enum whose variants are documented: one `const` per branch.
-        if branches.iter().all(|b| b.get("const").is_some()) {
-            let values: Vec<Value> = branches
-                .iter()
-                .filter_map(|b| b.get("const").cloned())
-                .collect();
-            let matching = values.iter().filter(|c| json_equal(c, v)).count();
-            if matching == 1 || (matching > 1 && which == Alternatives::Any) {
-                return;
-            }
-            if matching == 0 {
+        match documented_enum(branches, which, v) {
+            Verdict::Matches => return,
+            Verdict::Fails(message) => return sink.push(at, None, message),
+            Verdict::Open => {}
+        }
+        match self.count_passing(branches, which, v, at, depth) {
+            0 => self.explain_no_match(branches, v, at, sink, depth),
+            1 => {}
+            _ if which == Alternatives::Any => {}
+            _ => {
                 let message = format!(
-                    "expected one of {}, found {}",
-                    list_values(&values),
-                    found(v)
+                    "{} matches more than one of the {} allowed shapes",
+                    found(v),
+                    branches.len()
                 );
-                return sink.push(at, None, message);
+                sink.push(at, None, message);
             }
         }
+    }
+
+    /// How many of the alternatives `v` passes, counted only as far as `which` needs: to the
+    /// first for `anyOf`, to the second for `oneOf`.
+    fn count_passing<'v>(
+        &self,
+        branches: &'s [Value],
+        which: Alternatives,
+        v: &'v Value,
+        at: &mut Vec<Step<'v>>,
+        depth: usize,
+    ) -> usize {
         let mut passing = 0;
         for branch in branches {
             if self.passes(branch, v, at, depth + 1) {
@@ -420,19 +469,21 @@ impl<'s> Walker<'s> {
                 }
             }
         }
-        match passing {
-            0 => {}
-            1 => return,
-            _ if which == Alternatives::Any => return,
-            _ => {
-                let message = format!(
-                    "{} matches more than one of the {} allowed shapes",
-                    found(v),
-                    branches.len()
-                );
-                return sink.push(at, None, message);
-            }
-        }
+        passing
+    }
+
+    /// Why `v` matches none of the alternatives, in the module docs' order: a tag value none
+    /// of them has, said at the tag; else the problems of the alternative `v` is closest to
+    /// ([`Self::closest_alternative`]); else a field every alternative requires and `v` lacks;
+    /// else that it matches none.
+    fn explain_no_match<'v>(
+        &self,
+        branches: &'s [Value],
+        v: &'v Value,
+        at: &mut Vec<Step<'v>>,
+        sink: &mut Sink,
+        depth: usize,
+    ) {
         // A tagged enum with a tag value no alternative has: say so at the tag.
         if let Value::Object(obj) = v
             && let Some((i, key, tags)) = self.unknown_tag(branches, obj)
@@ -447,38 +498,39 @@ impl<'s> Walker<'s> {
             at.pop();
             return;
         }
-        let non_null: Vec<&'s Value> = branches
-            .iter()
-            .filter(|b| b.get("type").and_then(Value::as_str) != Some("null"))
-            .collect();
-        let closest = match (non_null.as_slice(), v) {
-            // `Option<T>`: T's own problems say more than "not null".
-            ([only], _) if !v.is_null() => Some(*only),
-            (_, Value::Object(obj)) => self.closest(branches, obj),
-            _ => None,
-        };
+        if let Some(branch) = self.closest_alternative(branches, v) {
+            return self.check(branch, v, at, sink, depth + 1);
+        }
         // A field every alternative requires (a tag) is missing: that is the problem.
-        let shared_missing = match v {
-            Value::Object(obj) if closest.is_none() => self.missing_everywhere(branches, obj),
-            _ => None,
-        };
-        if let (Some(field), Value::Object(obj)) = (shared_missing, v) {
+        if let Value::Object(obj) = v
+            && let Some(field) = self.missing_everywhere(branches, obj)
+        {
             return sink.push(
                 at,
                 Some(obj.len() as u32),
                 format!("missing field `{field}`"),
             );
         }
-        match closest {
-            Some(branch) => self.check(branch, v, at, sink, depth + 1),
-            None => {
-                let message = format!(
-                    "{} does not match any of the {} allowed shapes",
-                    found(v),
-                    branches.len()
-                );
-                sink.push(at, None, message);
-            }
+        let message = format!(
+            "{} does not match any of the {} allowed shapes",
+            found(v),
+            branches.len()
+        );
+        sink.push(at, None, message);
+    }
+
+    /// The alternative whose problems explain `v`'s best: the only one that is not `null`
+    /// (`Option<T>`: T's own problems say more than "not null"); else, for an object, the one
+    /// it is [closest](Self::closest) to; `None` when neither applies.
+    fn closest_alternative(&self, branches: &'s [Value], v: &Value) -> Option<&'s Value> {
+        let non_null: Vec<&'s Value> = branches
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) != Some("null"))
+            .collect();
+        match (non_null.as_slice(), v) {
+            ([only], _) if !v.is_null() => Some(*only),
+            (_, Value::Object(obj)) => self.closest(branches, obj),
+            _ => None,
         }
     }
 
