@@ -657,6 +657,8 @@ impl<'s> Walker<'s> {
         }
     }
 
+    /// The keywords of an array: its length (`minItems`, `maxItems`), `uniqueItems`, each
+    /// item against the schema of its position ([`positions`]), then `contains`.
     fn check_array<'v>(
         &self,
         s: &'s Map<String, Value>,
@@ -665,52 +667,41 @@ impl<'s> Walker<'s> {
         sink: &mut Sink,
         depth: usize,
     ) {
-        let count = |key: &str| s.get(key).and_then(as_count);
-        let len = items.len() as u64;
-        if let Some(min) = count("minItems")
-            && len < min
+        check_item_count(s, items, at, sink);
+        check_unique_items(s, items, at, sink);
+        let (prefix, rest) = positions(s, self.draft);
+        if self
+            .check_items(prefix, rest, items, at, sink, depth)
+            .is_break()
         {
-            sink.push(
-                at,
-                None,
-                format!("expected at least {}, found {len}", items_of(min)),
-            );
+            return;
         }
-        if let Some(max) = count("maxItems")
-            && len > max
-        {
-            sink.push(
-                at,
-                None,
-                format!("expected at most {}, found {len}", items_of(max)),
-            );
+        if let Some(contains) = s.get("contains") {
+            self.check_contains(s, contains, items, at, sink, depth);
         }
-        if s.get("uniqueItems") == Some(&Value::Bool(true))
-            && let Some((i, j)) = first_repeat(items)
-        {
-            sink.push(
-                at,
-                None,
-                format!("expected unique items, but items {i} and {j} are equal"),
-            );
-        }
-        // The schema of each position: `prefixItems` then `items` (2020-12); `items` as an
-        // array then `additionalItems` (before).
-        let (prefix, rest): (&'s [Value], Option<&'s Value>) =
-            match (s.get("prefixItems"), s.get("items")) {
-                (Some(Value::Array(p)), rest) => (p, rest),
-                (_, Some(Value::Array(p))) if !self.draft.has_prefix_items() => {
-                    (p, s.get("additionalItems"))
-                }
-                (_, rest) => (&[], rest),
-            };
+    }
+
+    /// Each item in order against the schema of its position (`prefix`, then `rest`), up to
+    /// the first position without one; more items than a closed tuple's positions (`rest` is
+    /// `false`) is a problem of the array. `Break` when the sink filled up: the walk of this
+    /// array ends there.
+    fn check_items<'v>(
+        &self,
+        prefix: &'s [Value],
+        rest: Option<&'s Value>,
+        items: &'v [Value],
+        at: &mut Vec<Step<'v>>,
+        sink: &mut Sink,
+        depth: usize,
+    ) -> ControlFlow<()> {
         if rest == Some(&Value::Bool(false)) && items.len() > prefix.len() {
             sink.push(
                 at,
                 None,
                 format!(
-                    "expected at most {}, found {len}",
-                    items_of(prefix.len() as u64)
+                    "expected at most {}, found {}",
+                    items_of(prefix.len() as u64),
+                    items.len()
                 ),
             );
         }
@@ -725,37 +716,49 @@ impl<'s> Walker<'s> {
             self.check(item_schema, item, at, sink, depth + 1);
             at.pop();
             if sink.full() {
-                return;
+                return ControlFlow::Break(());
             }
         }
-        if let Some(contains) = s.get("contains") {
-            let matching = items
-                .iter()
-                .enumerate()
-                .filter(|(i, item)| {
-                    at.push(Step::Index(*i as u32));
-                    let ok = self.passes(contains, item, at, depth + 1);
-                    at.pop();
-                    ok
-                })
-                .count() as u64;
-            let min = count("minContains").unwrap_or(1);
-            if matching < min {
-                let message = format!(
-                    "expected at least {} of the kind this array must contain, found {matching}",
-                    items_of(min)
-                );
-                sink.push(at, None, message);
-            }
-            if let Some(max) = count("maxContains")
-                && matching > max
-            {
-                let message = format!(
-                    "expected at most {} of the kind this array may contain, found {matching}",
-                    items_of(max)
-                );
-                sink.push(at, None, message);
-            }
+        ControlFlow::Continue(())
+    }
+
+    /// `contains`: how many items pass its schema, against `minContains` (1 when absent) and
+    /// `maxContains`.
+    fn check_contains<'v>(
+        &self,
+        s: &'s Map<String, Value>,
+        contains: &'s Value,
+        items: &'v [Value],
+        at: &mut Vec<Step<'v>>,
+        sink: &mut Sink,
+        depth: usize,
+    ) {
+        let matching = items
+            .iter()
+            .enumerate()
+            .filter(|(i, item)| {
+                at.push(Step::Index(*i as u32));
+                let ok = self.passes(contains, item, at, depth + 1);
+                at.pop();
+                ok
+            })
+            .count() as u64;
+        let min = count_keyword(s, "minContains").unwrap_or(1);
+        if matching < min {
+            let message = format!(
+                "expected at least {} of the kind this array must contain, found {matching}",
+                items_of(min)
+            );
+            sink.push(at, None, message);
+        }
+        if let Some(max) = count_keyword(s, "maxContains")
+            && matching > max
+        {
+            let message = format!(
+                "expected at most {} of the kind this array may contain, found {matching}",
+                items_of(max)
+            );
+            sink.push(at, None, message);
         }
     }
 
@@ -889,6 +892,59 @@ fn check_string(s: &Map<String, Value>, text: &str, at: &[Step<'_>], sink: &mut 
             format!("expected at most {}, found {len}", chars_of(max)),
         );
     }
+}
+
+/// `minItems`, `maxItems`: the number of items.
+fn check_item_count(s: &Map<String, Value>, items: &[Value], at: &[Step<'_>], sink: &mut Sink) {
+    let len = items.len() as u64;
+    if let Some(min) = count_keyword(s, "minItems")
+        && len < min
+    {
+        sink.push(
+            at,
+            None,
+            format!("expected at least {}, found {len}", items_of(min)),
+        );
+    }
+    if let Some(max) = count_keyword(s, "maxItems")
+        && len > max
+    {
+        sink.push(
+            at,
+            None,
+            format!("expected at most {}, found {len}", items_of(max)),
+        );
+    }
+}
+
+/// `uniqueItems: true`: the first two equal items are the problem.
+fn check_unique_items(s: &Map<String, Value>, items: &[Value], at: &[Step<'_>], sink: &mut Sink) {
+    if s.get("uniqueItems") == Some(&Value::Bool(true))
+        && let Some((i, j)) = first_repeat(items)
+    {
+        sink.push(
+            at,
+            None,
+            format!("expected unique items, but items {i} and {j} are equal"),
+        );
+    }
+}
+
+/// The schemas of an array's positions: a tuple's, one per position, then the schema of every
+/// position after them (`None`: any value). `prefixItems` then `items` in 2020-12; before it,
+/// `items` as an array then `additionalItems` (or `items` as one schema for every position).
+fn positions(s: &Map<String, Value>, draft: Draft) -> (&[Value], Option<&Value>) {
+    match (s.get("prefixItems"), s.get("items")) {
+        (Some(Value::Array(p)), rest) => (p, rest),
+        (_, Some(Value::Array(p))) if !draft.has_prefix_items() => (p, s.get("additionalItems")),
+        (_, rest) => (&[], rest),
+    }
+}
+
+/// The value of the count keyword `key` of `s` (`minItems`, `maxContains`, …), when it is a
+/// non-negative integer ([`as_count`]).
+fn count_keyword(s: &Map<String, Value>, key: &str) -> Option<u64> {
+    s.get(key).and_then(as_count)
 }
 
 /// A non-negative integer keyword's value (`minLength: 2`, also written `2.0`).
