@@ -762,8 +762,11 @@ impl<'s> Walker<'s> {
         }
     }
 
-    /// `v` is the object `obj` (for the keywords that apply a schema to the whole object).
-    #[allow(clippy::too_many_arguments)]
+    /// The keywords of an object, `v` being the object `obj` (for the keywords that apply a
+    /// schema to the whole object): each field against its schema, an unknown one refused
+    /// ([`FieldRules`]); `propertyNames`; the fields it lacks (`required`, then those its
+    /// fields require: `dependentRequired`, `dependencies`); `dependentSchemas`; its number
+    /// of fields (`minProperties`, `maxProperties`).
     fn check_object<'v>(
         &self,
         s: &'s Map<String, Value>,
@@ -773,53 +776,85 @@ impl<'s> Walker<'s> {
         sink: &mut Sink,
         depth: usize,
     ) {
-        let props = s.get("properties").and_then(Value::as_object);
-        let patterns = s.get("patternProperties").and_then(Value::as_object);
-        let additional = s.get("additionalProperties");
+        if self.check_fields(s, obj, at, sink, depth).is_break() {
+            return;
+        }
+        if let Some(names) = s.get("propertyNames") {
+            self.check_property_names(names, obj, at, sink, depth);
+        }
+        check_required(s, obj, at, sink);
+        self.check_dependencies(s, v, obj, at, sink, depth);
+        self.check_dependent_schemas(s, v, obj, at, sink, depth);
+        check_field_count(s, obj, at, sink);
+    }
+
+    /// Each field of `obj`, in the input's order, against the schema [`FieldRules`] gives it;
+    /// an unknown field is a problem of the object at the field's key. `Break` when the sink
+    /// filled up: the walk of this object ends there.
+    fn check_fields<'v>(
+        &self,
+        s: &'s Map<String, Value>,
+        obj: &'v Map<String, Value>,
+        at: &mut Vec<Step<'v>>,
+        sink: &mut Sink,
+        depth: usize,
+    ) -> ControlFlow<()> {
+        let rules = FieldRules::of(s);
         for (i, (key, value)) in obj.iter().enumerate() {
-            let schema = match props.and_then(|p| p.get(key)) {
-                Some(schema) => schema,
-                // Not evaluated here (a regular expression); the key is not unknown.
-                None if patterns.is_some_and(|p| !p.is_empty()) => continue,
-                None => match additional {
-                    Some(Value::Bool(false)) => {
-                        let expected: Vec<&str> = props
-                            .map(|p| p.keys().map(String::as_str).collect())
-                            .unwrap_or_default();
-                        sink.push(at, Some(i as u32), texts::unknown_field(key, &expected));
-                        continue;
-                    }
-                    Some(schema @ Value::Object(_)) => schema,
-                    _ => continue,
-                },
+            let schema = match rules.schema_of(key) {
+                FieldSchema::Checked(schema) => schema,
+                FieldSchema::Unknown => {
+                    let expected = rules.declared_names();
+                    sink.push(at, Some(i as u32), texts::unknown_field(key, &expected));
+                    continue;
+                }
+                FieldSchema::Unchecked => continue,
             };
             at.push(Step::Key(i as u32, key));
             self.check(schema, value, at, sink, depth + 1);
             at.pop();
             if sink.full() {
-                return;
+                return ControlFlow::Break(());
             }
         }
-        if let Some(names) = s.get("propertyNames") {
-            for (i, key) in obj.keys().enumerate() {
-                let name = Value::String(key.clone());
-                if !self.passes(names, &name, &mut Vec::new(), depth + 1) {
-                    let message = format!(
-                        "the field name `{}` is not allowed here",
-                        texts::quoted(key)
-                    );
-                    sink.push(at, Some(i as u32), message);
-                }
+        ControlFlow::Continue(())
+    }
+
+    /// `propertyNames`: each field name of `obj`, as a string, must pass `names`; one that does
+    /// not is a problem of the object at the name's key.
+    fn check_property_names(
+        &self,
+        names: &'s Value,
+        obj: &Map<String, Value>,
+        at: &[Step<'_>],
+        sink: &mut Sink,
+        depth: usize,
+    ) {
+        for (i, key) in obj.keys().enumerate() {
+            let name = Value::String(key.clone());
+            if !self.passes(names, &name, &mut Vec::new(), depth + 1) {
+                let message = format!(
+                    "the field name `{}` is not allowed here",
+                    texts::quoted(key)
+                );
+                sink.push(at, Some(i as u32), message);
             }
         }
+    }
+
+    /// `dependentRequired` and `dependencies`: for each field `obj` has, the fields it then
+    /// requires (each one missing is a problem, after the object's keys) or the schema the
+    /// object `v` must then match.
+    fn check_dependencies<'v>(
+        &self,
+        s: &'s Map<String, Value>,
+        v: &'v Value,
+        obj: &'v Map<String, Value>,
+        at: &mut Vec<Step<'v>>,
+        sink: &mut Sink,
+        depth: usize,
+    ) {
         let missing_at = Some(obj.len() as u32);
-        if let Some(Value::Array(required)) = s.get("required") {
-            for r in required.iter().filter_map(Value::as_str) {
-                if !obj.contains_key(r) {
-                    sink.push(at, missing_at, format!("missing field `{r}`"));
-                }
-            }
-        }
         for key in ["dependentRequired", "dependencies"] {
             let Some(Value::Object(deps)) = s.get(key) else {
                 continue;
@@ -843,6 +878,18 @@ impl<'s> Walker<'s> {
                 }
             }
         }
+    }
+
+    /// `dependentSchemas`: for each field `obj` has, the schema the object `v` must then match.
+    fn check_dependent_schemas<'v>(
+        &self,
+        s: &'s Map<String, Value>,
+        v: &'v Value,
+        obj: &'v Map<String, Value>,
+        at: &mut Vec<Step<'v>>,
+        sink: &mut Sink,
+        depth: usize,
+    ) {
         if let Some(Value::Object(deps)) = s.get("dependentSchemas") {
             for (present, schema) in deps {
                 if obj.contains_key(present) {
@@ -850,20 +897,104 @@ impl<'s> Walker<'s> {
                 }
             }
         }
-        let count = |key: &str| s.get(key).and_then(as_count);
-        let len = obj.len() as u64;
-        if let Some(min) = count("minProperties")
-            && len < min
-        {
-            let message = format!("expected at least {}, found {len}", fields_of(min));
-            sink.push(at, None, message);
+    }
+}
+
+/// The keywords that give each field of an object the schema it is walked against.
+struct FieldRules<'s> {
+    /// `properties`: a declared field's schema.
+    declared: Option<&'s Map<String, Value>>,
+    /// Whether `patternProperties` has a pattern: its regular expressions are not evaluated
+    /// here, so an undeclared field is then not unknown (and not walked).
+    patterns: bool,
+    /// `additionalProperties`: an undeclared field's schema (`false`: it is unknown).
+    additional: Option<&'s Value>,
+}
+
+/// What [`FieldRules`] say of one field.
+enum FieldSchema<'s> {
+    /// The field is walked against this schema.
+    Checked(&'s Value),
+    /// The field is unknown (`additionalProperties: false`).
+    Unknown,
+    /// The field is not walked: a `patternProperties` pattern may cover it (not evaluated
+    /// here), or nothing constrains it.
+    Unchecked,
+}
+
+impl<'s> FieldRules<'s> {
+    /// The rules of the object schema `s`.
+    fn of(s: &'s Map<String, Value>) -> FieldRules<'s> {
+        FieldRules {
+            declared: s.get("properties").and_then(Value::as_object),
+            patterns: s
+                .get("patternProperties")
+                .and_then(Value::as_object)
+                .is_some_and(|p| !p.is_empty()),
+            additional: s.get("additionalProperties"),
         }
-        if let Some(max) = count("maxProperties")
-            && len > max
-        {
-            let message = format!("expected at most {}, found {len}", fields_of(max));
-            sink.push(at, None, message);
+    }
+
+    /// The schema of the field `key`: its `properties` entry; else, unless a pattern may
+    /// cover it, `additionalProperties`.
+    fn schema_of(&self, key: &str) -> FieldSchema<'s> {
+        match self.declared.and_then(|p| p.get(key)) {
+            Some(schema) => FieldSchema::Checked(schema),
+            // Not evaluated here (a regular expression); the key is not unknown.
+            None if self.patterns => FieldSchema::Unchecked,
+            None => match self.additional {
+                Some(Value::Bool(false)) => FieldSchema::Unknown,
+                Some(schema @ Value::Object(_)) => FieldSchema::Checked(schema),
+                _ => FieldSchema::Unchecked,
+            },
         }
+    }
+
+    /// The declared fields' names, for an unknown field's problem.
+    fn declared_names(&self) -> Vec<&'s str> {
+        self.declared
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// `required`: each field `obj` lacks, in the schema's order, a problem after the object's
+/// keys.
+fn check_required(
+    s: &Map<String, Value>,
+    obj: &Map<String, Value>,
+    at: &[Step<'_>],
+    sink: &mut Sink,
+) {
+    let Some(Value::Array(required)) = s.get("required") else {
+        return;
+    };
+    for r in required.iter().filter_map(Value::as_str) {
+        if !obj.contains_key(r) {
+            sink.push(at, Some(obj.len() as u32), format!("missing field `{r}`"));
+        }
+    }
+}
+
+/// `minProperties`, `maxProperties`: the number of fields.
+fn check_field_count(
+    s: &Map<String, Value>,
+    obj: &Map<String, Value>,
+    at: &[Step<'_>],
+    sink: &mut Sink,
+) {
+    let len = obj.len() as u64;
+    if let Some(min) = count_keyword(s, "minProperties")
+        && len < min
+    {
+        let message = format!("expected at least {}, found {len}", fields_of(min));
+        sink.push(at, None, message);
+    }
+    if let Some(max) = count_keyword(s, "maxProperties")
+        && len > max
+    {
+        let message = format!("expected at most {}, found {len}", fields_of(max));
+        sink.push(at, None, message);
     }
 }
 
