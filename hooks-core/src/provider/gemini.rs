@@ -99,10 +99,71 @@ pub(super) fn parameters(canonical: &Value) -> Result<Option<Value>, String> {
     node(canonical, "").map(Some)
 }
 
-/// One node in the subset, its subschemas converted too; `path` names it in a reason.
+/// The keywords [`node`] converts itself, or drops (`title`, `$schema`, the definitions a
+/// `$ref` would point to, which Gemini's subset has no use for); every other keyword is kept
+/// ([`KEPT`]) or moved into the description.
+const CONVERTED: &[&str] = &[
+    "type",
+    "enum",
+    "const",
+    "format",
+    "description",
+    "items",
+    "properties",
+    "required",
+    "additionalProperties",
+    "anyOf",
+    "oneOf",
+    "title",
+    "$schema",
+    "$defs",
+    "definitions",
+];
+
+/// One node in the subset, its subschemas converted too; `path` names it in a reason. The
+/// stages write the node's fields in this order: its type, format and values, whether it is
+/// nullable, its description, its subschemas, the rest of its keywords, then the notes (the
+/// keywords moved into the description).
 fn node(v: &Value, path: &str) -> Result<Value, String> {
     let (v, nullable) = split_null_branches(v, true);
-    let Value::Object(map) = &v else {
+    let map = expressible(&v, path)?;
+    let Shape {
+        ty,
+        values,
+        combinator,
+    } = Shape::of(map, path)?;
+    let mut out = Map::new();
+    let mut notes = Map::new();
+    if let Some(t) = ty {
+        out.insert("type".into(), Value::String(t.to_owned()));
+    }
+    convert_format(
+        map.get("format"),
+        ty,
+        values.is_some(),
+        &mut out,
+        &mut notes,
+    );
+    if let Some(vals) = values {
+        out.insert("enum".into(), Value::Array(vals));
+    }
+    if nullable {
+        out.insert("nullable".into(), Value::Bool(true));
+    }
+    if let Some(d) = map.get("description") {
+        out.insert("description".into(), d.clone());
+    }
+    convert_children(map, ty, combinator, path, &mut out)?;
+    keep_or_note(map, &mut out, &mut notes);
+    add_notes(&mut out, notes);
+    Ok(Value::Object(out))
+}
+
+/// A node's keywords, when the subset can express the node at all: it is a JSON object (a
+/// schema that is not one accepts any value), with no `$ref` (a recursive type), and none of
+/// the keywords the subsets cannot express ([`inexpressible`], and `allOf` for Gemini).
+fn expressible<'v>(v: &'v Value, path: &str) -> Result<&'v Map<String, Value>, String> {
+    let Value::Object(map) = v else {
         return Err(format!("{} accepts any JSON value", at(path)));
     };
     if map.contains_key("$ref") {
@@ -112,56 +173,93 @@ fn node(v: &Value, path: &str) -> Result<Value, String> {
             at(path)
         ));
     }
-    if let Some(reason) = inexpressible(map, path, ALL_OF) {
-        return Err(reason);
+    match inexpressible(map, path, ALL_OF) {
+        Some(reason) => Err(reason),
+        None => Ok(map),
     }
-    let mut out = Map::new();
-    let mut notes = Map::new();
+}
 
-    // type
-    let mut ty = match map.get("type") {
-        None => None,
-        Some(Value::String(t)) if t == "null" => {
-            return Err(format!("{} can only be null", at(path)));
+/// What a node's values are, in Gemini's terms.
+struct Shape<'m> {
+    /// Its one `type`; `string` for a node that has only `enum` (or `const`) values.
+    ty: Option<&'m str>,
+    /// Its `enum` values, strings only; a `const` is written as a one-value `enum`.
+    values: Option<Vec<Value>>,
+    /// Its `anyOf`, or its `oneOf` (which Gemini's subset writes as `anyOf`).
+    combinator: Option<&'m Value>,
+}
+
+impl<'m> Shape<'m> {
+    /// The shape of the node `map`.
+    ///
+    /// # Errors
+    /// A node that can only be null, has several types, has non-string values, or has
+    /// neither a type nor alternatives.
+    fn of(map: &'m Map<String, Value>, path: &str) -> Result<Shape<'m>, String> {
+        let ty = one_type(map, path)?;
+        let values = enum_values(map, path)?;
+        let ty = match (ty, &values) {
+            (None, Some(_)) => Some("string"),
+            (ty, _) => ty,
+        };
+        let combinator = map.get("anyOf").or_else(|| map.get("oneOf"));
+        if ty.is_none() && combinator.is_none() {
+            return Err(format!("{} has no `type`", at(path)));
         }
-        Some(Value::String(t)) => Some(t.clone()),
-        Some(other) => {
-            return Err(format!(
-                "{} has several types ({other}); Gemini allows one `type` per schema",
-                at(path)
-            ));
-        }
+        Ok(Shape {
+            ty,
+            values,
+            combinator,
+        })
+    }
+}
+
+/// A node's `type`, which Gemini wants one of per schema, and not `null` alone (a nullable
+/// value is its type plus `nullable: true`).
+fn one_type<'m>(map: &'m Map<String, Value>, path: &str) -> Result<Option<&'m str>, String> {
+    match map.get("type") {
+        None => Ok(None),
+        Some(Value::String(t)) if t == "null" => Err(format!("{} can only be null", at(path))),
+        Some(Value::String(t)) => Ok(Some(t)),
+        Some(other) => Err(format!(
+            "{} has several types ({other}); Gemini allows one `type` per schema",
+            at(path)
+        )),
+    }
+}
+
+/// A node's allowed values: its `const` as one value, else its `enum`; Gemini allows them
+/// only on strings.
+fn enum_values(map: &Map<String, Value>, path: &str) -> Result<Option<Vec<Value>>, String> {
+    let values = match (map.get("const"), map.get("enum")) {
+        (Some(c), _) => vec![c.clone()],
+        (None, Some(Value::Array(vals))) => vals.clone(),
+        (None, _) => return Ok(None),
     };
-    let mut values = match map.get("enum") {
-        Some(Value::Array(vals)) => Some(vals.clone()),
-        _ => None,
-    };
-    if let Some(c) = map.get("const") {
-        values = Some(vec![c.clone()]);
+    if !values.iter().all(Value::is_string) {
+        return Err(format!(
+            "{} has non-string `enum` values; Gemini allows `enum` only on strings",
+            at(path)
+        ));
     }
-    if let Some(vals) = &values {
-        if !vals.iter().all(Value::is_string) {
-            return Err(format!(
-                "{} has non-string `enum` values; Gemini allows `enum` only on strings",
-                at(path)
-            ));
-        }
-        if ty.is_none() {
-            ty = Some("string".into());
-        }
-    }
-    let combinator = map.get("anyOf").or_else(|| map.get("oneOf"));
-    if ty.is_none() && combinator.is_none() {
-        return Err(format!("{} has no `type`", at(path)));
-    }
-    if let Some(t) = &ty {
-        out.insert("type".into(), Value::String(t.clone()));
-    }
-    match (map.get("format"), ty.as_deref(), &values) {
-        (_, Some("string"), Some(_)) => {
+    Ok(Some(values))
+}
+
+/// `format`: `enum` for a string with values (how Gemini marks an `enum`); a format Gemini
+/// accepts for the type (`date-time`, `float`, `double`, `int32`, `int64`) kept; any other
+/// noted for the description (the API refuses it).
+fn convert_format(
+    format: Option<&Value>,
+    ty: Option<&str>,
+    has_values: bool,
+    out: &mut Map<String, Value>,
+    notes: &mut Map<String, Value>,
+) {
+    match (format, ty, has_values) {
+        (_, Some("string"), true) => {
             out.insert("format".into(), "enum".into());
         }
-        (Some(Value::String(f)), Some(t), None)
+        (Some(Value::String(f)), Some(t), false)
             if matches!(
                 (t, f.as_str()),
                 ("string", "date-time")
@@ -176,45 +274,22 @@ fn node(v: &Value, path: &str) -> Result<Value, String> {
         }
         _ => {}
     }
-    if let Some(vals) = values {
-        out.insert("enum".into(), Value::Array(vals));
-    }
-    if nullable {
-        out.insert("nullable".into(), Value::Bool(true));
-    }
-    if let Some(d) = map.get("description") {
-        out.insert("description".into(), d.clone());
-    }
+}
 
-    // children
+/// A node's subschemas, each converted: `items`, an object's properties
+/// ([`convert_properties`]), and the alternatives (`anyOf`, or `oneOf` written as `anyOf`).
+fn convert_children(
+    map: &Map<String, Value>,
+    ty: Option<&str>,
+    combinator: Option<&Value>,
+    path: &str,
+    out: &mut Map<String, Value>,
+) -> Result<(), String> {
     if let Some(items) = map.get("items") {
         out.insert("items".into(), node(items, &format!("{path}[]"))?);
     }
-    if ty.as_deref() == Some("object") || map.contains_key("properties") {
-        if !matches!(map.get("additionalProperties"), None | Some(Value::Bool(_))) {
-            return Err(format!(
-                "{}, which Gemini's `parameters` cannot express",
-                is_a_map(path)
-            ));
-        }
-        let props = match map.get("properties") {
-            Some(Value::Object(props)) if !props.is_empty() => props,
-            _ => {
-                return Err(format!(
-                    "{} is an object with no declared properties, which Gemini's `parameters` \
-                     refuses (\"should be non-empty for OBJECT type\")",
-                    at(path)
-                ));
-            }
-        };
-        let mut converted = Map::new();
-        for (name, p) in props {
-            converted.insert(name.clone(), node(p, &join(path, name))?);
-        }
-        out.insert("properties".into(), Value::Object(converted));
-        if let Some(required) = map.get("required") {
-            out.insert("required".into(), required.clone());
-        }
+    if ty == Some("object") || map.contains_key("properties") {
+        convert_properties(map, path, out)?;
     }
     if let Some(Value::Array(branches)) = combinator {
         let converted = branches
@@ -223,28 +298,53 @@ fn node(v: &Value, path: &str) -> Result<Value, String> {
             .collect::<Result<Vec<_>, _>>()?;
         out.insert("anyOf".into(), Value::Array(converted));
     }
+    Ok(())
+}
 
-    // the rest: kept, or moved into the description
+/// An object's `properties`, each converted, and its `required` as given. Refused: a map
+/// (`additionalProperties` a schema), and an object without declared properties (the API
+/// wants them non-empty).
+fn convert_properties(
+    map: &Map<String, Value>,
+    path: &str,
+    out: &mut Map<String, Value>,
+) -> Result<(), String> {
+    if !matches!(map.get("additionalProperties"), None | Some(Value::Bool(_))) {
+        return Err(format!(
+            "{}, which Gemini's `parameters` cannot express",
+            is_a_map(path)
+        ));
+    }
+    let props = match map.get("properties") {
+        Some(Value::Object(props)) if !props.is_empty() => props,
+        _ => {
+            return Err(format!(
+                "{} is an object with no declared properties, which Gemini's `parameters` \
+                 refuses (\"should be non-empty for OBJECT type\")",
+                at(path)
+            ));
+        }
+    };
+    let mut converted = Map::new();
+    for (name, p) in props {
+        converted.insert(name.clone(), node(p, &join(path, name))?);
+    }
+    out.insert("properties".into(), Value::Object(converted));
+    if let Some(required) = map.get("required") {
+        out.insert("required".into(), required.clone());
+    }
+    Ok(())
+}
+
+/// Every keyword of a node that is not [`CONVERTED`], in the node's order: kept as it is
+/// when Gemini accepts it ([`KEPT`]), else noted for the description.
+fn keep_or_note(
+    map: &Map<String, Value>,
+    out: &mut Map<String, Value>,
+    notes: &mut Map<String, Value>,
+) {
     for (k, val) in map {
-        let handled = matches!(
-            k.as_str(),
-            "type"
-                | "enum"
-                | "const"
-                | "format"
-                | "description"
-                | "items"
-                | "properties"
-                | "required"
-                | "additionalProperties"
-                | "anyOf"
-                | "oneOf"
-                | "title"
-                | "$schema"
-                | "$defs"
-                | "definitions"
-        );
-        if handled {
+        if CONVERTED.contains(&k.as_str()) {
             continue;
         }
         if KEPT.contains(&k.as_str()) {
@@ -253,12 +353,17 @@ fn node(v: &Value, path: &str) -> Result<Value, String> {
             notes.insert(k.clone(), val.clone());
         }
     }
-    if !notes.is_empty() {
-        let keys: Vec<String> = notes.keys().cloned().collect();
-        out.extend(notes);
-        relocate(&mut out, &keys);
+}
+
+/// The notes (the keywords Gemini's subset has no field for, such as those that only narrow
+/// values) moved into the node's description ([`relocate`]), so the model still reads them.
+fn add_notes(out: &mut Map<String, Value>, notes: Map<String, Value>) {
+    if notes.is_empty() {
+        return;
     }
-    Ok(Value::Object(out))
+    let keys: Vec<String> = notes.keys().cloned().collect();
+    out.extend(notes);
+    relocate(out, &keys);
 }
 
 // ---- calls in, results out ----

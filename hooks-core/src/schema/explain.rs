@@ -44,6 +44,7 @@
 //! more; the report then says it is incomplete).
 
 use std::cell::Cell;
+use std::ops::ControlFlow;
 
 use serde_json::{Map, Value};
 
@@ -218,6 +219,40 @@ enum Alternatives {
     One,
 }
 
+/// What the `const`s of a documented unit enum's alternatives decide about a value.
+#[derive(Debug, PartialEq)]
+enum Verdict {
+    /// The value is one of them (for `oneOf`, exactly one).
+    Matches,
+    /// The value is none of them: this problem.
+    Fails(String),
+    /// The constants do not decide: the alternatives are walked.
+    Open,
+}
+
+/// A unit enum whose variants are documented, one `const` per alternative: `v` must be one
+/// of the values (once, for `oneOf`). [`Verdict::Open`] when the alternatives are not all
+/// constants, or when `v` equals several of a `oneOf`'s.
+fn documented_enum(branches: &[Value], which: Alternatives, v: &Value) -> Verdict {
+    if !branches.iter().all(|b| b.get("const").is_some()) {
+        return Verdict::Open;
+    }
+    let values: Vec<Value> = branches
+        .iter()
+        .filter_map(|b| b.get("const").cloned())
+        .collect();
+    match values.iter().filter(|c| json_equal(c, v)).count() {
+        0 => Verdict::Fails(format!(
+            "expected one of {}, found {}",
+            list_values(&values),
+            found(v)
+        )),
+        1 => Verdict::Matches,
+        _ if which == Alternatives::Any => Verdict::Matches,
+        _ => Verdict::Open,
+    }
+}
+
 impl<'s> Walker<'s> {
     /// Whether `v` matches `schema` (a walk that stops at the first problem).
     fn passes<'v>(
@@ -232,6 +267,10 @@ impl<'s> Walker<'s> {
         trial.hits.is_empty()
     }
 
+    /// Walks `v` against `schema`, every problem found going to `sink`: the schema's
+    /// references, then the subschemas it applies to `v` in place, then `v`'s own value
+    /// (`enum`, `const`, `type`), then the keywords of `v`'s kind. A mismatch of `v`'s own
+    /// value ends the walk of this schema there: the keywords of its kind are not walked.
     fn check<'v>(
         &self,
         schema: &'s Value,
@@ -240,26 +279,77 @@ impl<'s> Walker<'s> {
         sink: &mut Sink,
         depth: usize,
     ) {
-        let left = self.steps.get();
-        if left == 0 || depth > MAX_DEPTH || sink.full() {
+        if !self.take_step(depth, sink) {
             return;
         }
-        self.steps.set(left - 1);
         let s = match schema {
             Value::Object(s) => s,
             Value::Bool(false) => return sink.push(at, None, "no value is allowed here".into()),
             _ => return,
         };
+        if self.check_refs(s, v, at, sink, depth).is_break() {
+            return;
+        }
+        self.check_in_place(s, v, at, sink, depth);
+        if let Some(message) = self.value_mismatch(s, v) {
+            return sink.push(at, None, message);
+        }
+        match v {
+            Value::Number(_) => self.check_number(s, v, at, sink),
+            Value::String(text) => check_string(s, text, at, sink),
+            Value::Array(items) => self.check_array(s, items, at, sink, depth),
+            Value::Object(obj) => self.check_object(s, v, obj, at, sink, depth),
+            _ => {}
+        }
+    }
+
+    /// Spends one of the walk's [`MAX_STEPS`] on a subschema visit: `false` (the visit does
+    /// not happen) when none is left, when `depth` is past [`MAX_DEPTH`], or when `sink` holds
+    /// all it may.
+    fn take_step(&self, depth: usize, sink: &Sink) -> bool {
+        let left = self.steps.get();
+        if left == 0 || depth > MAX_DEPTH || sink.full() {
+            return false;
+        }
+        self.steps.set(left - 1);
+        true
+    }
+
+    /// `$ref` and `$dynamicRef`: `v` walked against each one's target (one that resolves
+    /// nowhere in the schema is `super::meta`'s to refuse, not the walk's). `Break` when the
+    /// draft then ignores the keywords beside the reference (before 2019-09).
+    fn check_refs<'v>(
+        &self,
+        s: &'s Map<String, Value>,
+        v: &'v Value,
+        at: &mut Vec<Step<'v>>,
+        sink: &mut Sink,
+        depth: usize,
+    ) -> ControlFlow<()> {
         for key in ["$ref", "$dynamicRef"] {
             if let Some(Value::String(r)) = s.get(key)
                 && let Some(target) = resolve_ref(self.root, r)
             {
                 self.check(target, v, at, sink, depth + 1);
                 if self.draft.ref_overrides_siblings() {
-                    return;
+                    return ControlFlow::Break(());
                 }
             }
         }
+        ControlFlow::Continue(())
+    }
+
+    /// The keywords that apply subschemas to `v` itself: `allOf` (each of them), `anyOf` and
+    /// `oneOf` ([`Self::alternatives`]), `not` (a problem when `v` passes it), `if` (then
+    /// `then` or `else`, by whether `v` passes it).
+    fn check_in_place<'v>(
+        &self,
+        s: &'s Map<String, Value>,
+        v: &'v Value,
+        at: &mut Vec<Step<'v>>,
+        sink: &mut Sink,
+        depth: usize,
+    ) {
         if let Some(Value::Array(all)) = s.get("allOf") {
             for branch in all {
                 self.check(branch, v, at, sink, depth + 1);
@@ -286,47 +376,47 @@ impl<'s> Walker<'s> {
                 self.check(branch, v, at, sink, depth + 1);
             }
         }
+    }
+
+    /// What is wrong with `v`'s own value, if anything: the first of `enum` (`v` is none of
+    /// its values), `const` (`v` is not its value) and `type` (`v` is of none of its types,
+    /// an integer read as [`Integers`] says) that `v` fails.
+    fn value_mismatch(&self, s: &Map<String, Value>, v: &Value) -> Option<String> {
         if let Some(Value::Array(allowed)) = s.get("enum")
             && !allowed.iter().any(|a| json_equal(a, v))
         {
-            let message = format!(
+            return Some(format!(
                 "expected one of {}, found {}",
                 list_values(allowed),
                 found(v)
-            );
-            return sink.push(at, None, message);
+            ));
         }
         if let Some(c) = s.get("const")
             && !json_equal(c, v)
         {
-            return sink.push(
-                at,
-                None,
-                format!("expected {}, found {}", show(c), found(v)),
-            );
+            return Some(format!("expected {}, found {}", show(c), found(v)));
         }
-        if let Some(types) = s.get("type") {
-            let allowed: Vec<&str> = match types {
-                Value::String(t) => vec![t.as_str()],
-                Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
-                _ => Vec::new(),
-            };
-            if !allowed.is_empty() && !allowed.iter().any(|t| is_kind(t, v, self.integers)) {
-                let expected: Vec<String> =
-                    allowed.iter().map(|t| describe(t, s, self.draft)).collect();
-                let message = format!("expected {}, found {}", expected.join(" or "), found(v));
-                return sink.push(at, None, message);
-            }
+        let allowed: Vec<&str> = match s.get("type")? {
+            Value::String(t) => vec![t.as_str()],
+            Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        if !allowed.is_empty() && !allowed.iter().any(|t| is_kind(t, v, self.integers)) {
+            let expected: Vec<String> =
+                allowed.iter().map(|t| describe(t, s, self.draft)).collect();
+            return Some(format!(
+                "expected {}, found {}",
+                expected.join(" or "),
+                found(v)
+            ));
         }
-        match v {
-            Value::Number(_) => self.check_number(s, v, at, sink),
-            Value::String(text) => check_string(s, text, at, sink),
-            Value::Array(items) => self.check_array(s, items, at, sink, depth),
-            Value::Object(obj) => self.check_object(s, v, obj, at, sink, depth),
-            _ => {}
-        }
+        None
     }
 
+    /// `anyOf` (`which`: at least one alternative must match) or `oneOf` (exactly one):
+    /// nothing when `v` matches as required, else one explanation: a documented unit enum's
+    /// values, the alternatives `v` matches too many of, or why it matches none
+    /// ([`Self::explain_no_match`]).
     fn alternatives<'v>(
         &self,
         branches: &'s [Value],
@@ -339,25 +429,36 @@ impl<'s> Walker<'s> {
         if branches.is_empty() {
             return;
         }
-        // A unit enum whose variants are documented: one `const` per branch.
-        if branches.iter().all(|b| b.get("const").is_some()) {
-            let values: Vec<Value> = branches
-                .iter()
-                .filter_map(|b| b.get("const").cloned())
-                .collect();
-            let matching = values.iter().filter(|c| json_equal(c, v)).count();
-            if matching == 1 || (matching > 1 && which == Alternatives::Any) {
-                return;
-            }
-            if matching == 0 {
+        match documented_enum(branches, which, v) {
+            Verdict::Matches => return,
+            Verdict::Fails(message) => return sink.push(at, None, message),
+            Verdict::Open => {}
+        }
+        match self.count_passing(branches, which, v, at, depth) {
+            0 => self.explain_no_match(branches, v, at, sink, depth),
+            1 => {}
+            _ if which == Alternatives::Any => {}
+            _ => {
                 let message = format!(
-                    "expected one of {}, found {}",
-                    list_values(&values),
-                    found(v)
+                    "{} matches more than one of the {} allowed shapes",
+                    found(v),
+                    branches.len()
                 );
-                return sink.push(at, None, message);
+                sink.push(at, None, message);
             }
         }
+    }
+
+    /// How many of the alternatives `v` passes, counted only as far as `which` needs: to the
+    /// first for `anyOf`, to the second for `oneOf`.
+    fn count_passing<'v>(
+        &self,
+        branches: &'s [Value],
+        which: Alternatives,
+        v: &'v Value,
+        at: &mut Vec<Step<'v>>,
+        depth: usize,
+    ) -> usize {
         let mut passing = 0;
         for branch in branches {
             if self.passes(branch, v, at, depth + 1) {
@@ -367,19 +468,21 @@ impl<'s> Walker<'s> {
                 }
             }
         }
-        match passing {
-            0 => {}
-            1 => return,
-            _ if which == Alternatives::Any => return,
-            _ => {
-                let message = format!(
-                    "{} matches more than one of the {} allowed shapes",
-                    found(v),
-                    branches.len()
-                );
-                return sink.push(at, None, message);
-            }
-        }
+        passing
+    }
+
+    /// Why `v` matches none of the alternatives, in the module docs' order: a tag value none
+    /// of them has, said at the tag; else the problems of the alternative `v` is closest to
+    /// ([`Self::closest_alternative`]); else a field every alternative requires and `v` lacks;
+    /// else that it matches none.
+    fn explain_no_match<'v>(
+        &self,
+        branches: &'s [Value],
+        v: &'v Value,
+        at: &mut Vec<Step<'v>>,
+        sink: &mut Sink,
+        depth: usize,
+    ) {
         // A tagged enum with a tag value no alternative has: say so at the tag.
         if let Value::Object(obj) = v
             && let Some((i, key, tags)) = self.unknown_tag(branches, obj)
@@ -394,38 +497,39 @@ impl<'s> Walker<'s> {
             at.pop();
             return;
         }
-        let non_null: Vec<&'s Value> = branches
-            .iter()
-            .filter(|b| b.get("type").and_then(Value::as_str) != Some("null"))
-            .collect();
-        let closest = match (non_null.as_slice(), v) {
-            // `Option<T>`: T's own problems say more than "not null".
-            ([only], _) if !v.is_null() => Some(*only),
-            (_, Value::Object(obj)) => self.closest(branches, obj),
-            _ => None,
-        };
+        if let Some(branch) = self.closest_alternative(branches, v) {
+            return self.check(branch, v, at, sink, depth + 1);
+        }
         // A field every alternative requires (a tag) is missing: that is the problem.
-        let shared_missing = match v {
-            Value::Object(obj) if closest.is_none() => self.missing_everywhere(branches, obj),
-            _ => None,
-        };
-        if let (Some(field), Value::Object(obj)) = (shared_missing, v) {
+        if let Value::Object(obj) = v
+            && let Some(field) = self.missing_everywhere(branches, obj)
+        {
             return sink.push(
                 at,
                 Some(obj.len() as u32),
                 format!("missing field `{field}`"),
             );
         }
-        match closest {
-            Some(branch) => self.check(branch, v, at, sink, depth + 1),
-            None => {
-                let message = format!(
-                    "{} does not match any of the {} allowed shapes",
-                    found(v),
-                    branches.len()
-                );
-                sink.push(at, None, message);
-            }
+        let message = format!(
+            "{} does not match any of the {} allowed shapes",
+            found(v),
+            branches.len()
+        );
+        sink.push(at, None, message);
+    }
+
+    /// The alternative whose problems explain `v`'s best: the only one that is not `null`
+    /// (`Option<T>`: T's own problems say more than "not null"); else, for an object, the one
+    /// it is [closest](Self::closest) to; `None` when neither applies.
+    fn closest_alternative(&self, branches: &'s [Value], v: &Value) -> Option<&'s Value> {
+        let non_null: Vec<&'s Value> = branches
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) != Some("null"))
+            .collect();
+        match (non_null.as_slice(), v) {
+            ([only], _) if !v.is_null() => Some(*only),
+            (_, Value::Object(obj)) => self.closest(branches, obj),
+            _ => None,
         }
     }
 
@@ -552,6 +656,8 @@ impl<'s> Walker<'s> {
         }
     }
 
+    /// The keywords of an array: its length (`minItems`, `maxItems`), `uniqueItems`, each
+    /// item against the schema of its position ([`positions`]), then `contains`.
     fn check_array<'v>(
         &self,
         s: &'s Map<String, Value>,
@@ -560,52 +666,41 @@ impl<'s> Walker<'s> {
         sink: &mut Sink,
         depth: usize,
     ) {
-        let count = |key: &str| s.get(key).and_then(as_count);
-        let len = items.len() as u64;
-        if let Some(min) = count("minItems")
-            && len < min
+        check_item_count(s, items, at, sink);
+        check_unique_items(s, items, at, sink);
+        let (prefix, rest) = positions(s, self.draft);
+        if self
+            .check_items(prefix, rest, items, at, sink, depth)
+            .is_break()
         {
-            sink.push(
-                at,
-                None,
-                format!("expected at least {}, found {len}", items_of(min)),
-            );
+            return;
         }
-        if let Some(max) = count("maxItems")
-            && len > max
-        {
-            sink.push(
-                at,
-                None,
-                format!("expected at most {}, found {len}", items_of(max)),
-            );
+        if let Some(contains) = s.get("contains") {
+            self.check_contains(s, contains, items, at, sink, depth);
         }
-        if s.get("uniqueItems") == Some(&Value::Bool(true))
-            && let Some((i, j)) = first_repeat(items)
-        {
-            sink.push(
-                at,
-                None,
-                format!("expected unique items, but items {i} and {j} are equal"),
-            );
-        }
-        // The schema of each position: `prefixItems` then `items` (2020-12); `items` as an
-        // array then `additionalItems` (before).
-        let (prefix, rest): (&'s [Value], Option<&'s Value>) =
-            match (s.get("prefixItems"), s.get("items")) {
-                (Some(Value::Array(p)), rest) => (p, rest),
-                (_, Some(Value::Array(p))) if !self.draft.has_prefix_items() => {
-                    (p, s.get("additionalItems"))
-                }
-                (_, rest) => (&[], rest),
-            };
+    }
+
+    /// Each item in order against the schema of its position (`prefix`, then `rest`), up to
+    /// the first position without one; more items than a closed tuple's positions (`rest` is
+    /// `false`) is a problem of the array. `Break` when the sink filled up: the walk of this
+    /// array ends there.
+    fn check_items<'v>(
+        &self,
+        prefix: &'s [Value],
+        rest: Option<&'s Value>,
+        items: &'v [Value],
+        at: &mut Vec<Step<'v>>,
+        sink: &mut Sink,
+        depth: usize,
+    ) -> ControlFlow<()> {
         if rest == Some(&Value::Bool(false)) && items.len() > prefix.len() {
             sink.push(
                 at,
                 None,
                 format!(
-                    "expected at most {}, found {len}",
-                    items_of(prefix.len() as u64)
+                    "expected at most {}, found {}",
+                    items_of(prefix.len() as u64),
+                    items.len()
                 ),
             );
         }
@@ -620,42 +715,57 @@ impl<'s> Walker<'s> {
             self.check(item_schema, item, at, sink, depth + 1);
             at.pop();
             if sink.full() {
-                return;
+                return ControlFlow::Break(());
             }
         }
-        if let Some(contains) = s.get("contains") {
-            let matching = items
-                .iter()
-                .enumerate()
-                .filter(|(i, item)| {
-                    at.push(Step::Index(*i as u32));
-                    let ok = self.passes(contains, item, at, depth + 1);
-                    at.pop();
-                    ok
-                })
-                .count() as u64;
-            let min = count("minContains").unwrap_or(1);
-            if matching < min {
-                let message = format!(
-                    "expected at least {} of the kind this array must contain, found {matching}",
-                    items_of(min)
-                );
-                sink.push(at, None, message);
-            }
-            if let Some(max) = count("maxContains")
-                && matching > max
-            {
-                let message = format!(
-                    "expected at most {} of the kind this array may contain, found {matching}",
-                    items_of(max)
-                );
-                sink.push(at, None, message);
-            }
+        ControlFlow::Continue(())
+    }
+
+    /// `contains`: how many items pass its schema, against `minContains` (1 when absent) and
+    /// `maxContains`.
+    fn check_contains<'v>(
+        &self,
+        s: &'s Map<String, Value>,
+        contains: &'s Value,
+        items: &'v [Value],
+        at: &mut Vec<Step<'v>>,
+        sink: &mut Sink,
+        depth: usize,
+    ) {
+        let matching = items
+            .iter()
+            .enumerate()
+            .filter(|(i, item)| {
+                at.push(Step::Index(*i as u32));
+                let ok = self.passes(contains, item, at, depth + 1);
+                at.pop();
+                ok
+            })
+            .count() as u64;
+        let min = count_keyword(s, "minContains").unwrap_or(1);
+        if matching < min {
+            let message = format!(
+                "expected at least {} of the kind this array must contain, found {matching}",
+                items_of(min)
+            );
+            sink.push(at, None, message);
+        }
+        if let Some(max) = count_keyword(s, "maxContains")
+            && matching > max
+        {
+            let message = format!(
+                "expected at most {} of the kind this array may contain, found {matching}",
+                items_of(max)
+            );
+            sink.push(at, None, message);
         }
     }
 
-    /// `v` is the object `obj` (for the keywords that apply a schema to the whole object).
-    #[allow(clippy::too_many_arguments)]
+    /// The keywords of an object, `v` being the object `obj` (for the keywords that apply a
+    /// schema to the whole object): each field against its schema, an unknown one refused
+    /// ([`FieldRules`]); `propertyNames`; the fields it lacks (`required`, then those its
+    /// fields require: `dependentRequired`, `dependencies`); `dependentSchemas`; its number
+    /// of fields (`minProperties`, `maxProperties`).
     fn check_object<'v>(
         &self,
         s: &'s Map<String, Value>,
@@ -665,53 +775,85 @@ impl<'s> Walker<'s> {
         sink: &mut Sink,
         depth: usize,
     ) {
-        let props = s.get("properties").and_then(Value::as_object);
-        let patterns = s.get("patternProperties").and_then(Value::as_object);
-        let additional = s.get("additionalProperties");
+        if self.check_fields(s, obj, at, sink, depth).is_break() {
+            return;
+        }
+        if let Some(names) = s.get("propertyNames") {
+            self.check_property_names(names, obj, at, sink, depth);
+        }
+        check_required(s, obj, at, sink);
+        self.check_dependencies(s, v, obj, at, sink, depth);
+        self.check_dependent_schemas(s, v, obj, at, sink, depth);
+        check_field_count(s, obj, at, sink);
+    }
+
+    /// Each field of `obj`, in the input's order, against the schema [`FieldRules`] gives it;
+    /// an unknown field is a problem of the object at the field's key. `Break` when the sink
+    /// filled up: the walk of this object ends there.
+    fn check_fields<'v>(
+        &self,
+        s: &'s Map<String, Value>,
+        obj: &'v Map<String, Value>,
+        at: &mut Vec<Step<'v>>,
+        sink: &mut Sink,
+        depth: usize,
+    ) -> ControlFlow<()> {
+        let rules = FieldRules::of(s);
         for (i, (key, value)) in obj.iter().enumerate() {
-            let schema = match props.and_then(|p| p.get(key)) {
-                Some(schema) => schema,
-                // Not evaluated here (a regular expression); the key is not unknown.
-                None if patterns.is_some_and(|p| !p.is_empty()) => continue,
-                None => match additional {
-                    Some(Value::Bool(false)) => {
-                        let expected: Vec<&str> = props
-                            .map(|p| p.keys().map(String::as_str).collect())
-                            .unwrap_or_default();
-                        sink.push(at, Some(i as u32), texts::unknown_field(key, &expected));
-                        continue;
-                    }
-                    Some(schema @ Value::Object(_)) => schema,
-                    _ => continue,
-                },
+            let schema = match rules.schema_of(key) {
+                FieldSchema::Checked(schema) => schema,
+                FieldSchema::Unknown => {
+                    let expected = rules.declared_names();
+                    sink.push(at, Some(i as u32), texts::unknown_field(key, &expected));
+                    continue;
+                }
+                FieldSchema::Unchecked => continue,
             };
             at.push(Step::Key(i as u32, key));
             self.check(schema, value, at, sink, depth + 1);
             at.pop();
             if sink.full() {
-                return;
+                return ControlFlow::Break(());
             }
         }
-        if let Some(names) = s.get("propertyNames") {
-            for (i, key) in obj.keys().enumerate() {
-                let name = Value::String(key.clone());
-                if !self.passes(names, &name, &mut Vec::new(), depth + 1) {
-                    let message = format!(
-                        "the field name `{}` is not allowed here",
-                        texts::quoted(key)
-                    );
-                    sink.push(at, Some(i as u32), message);
-                }
+        ControlFlow::Continue(())
+    }
+
+    /// `propertyNames`: each field name of `obj`, as a string, must pass `names`; one that does
+    /// not is a problem of the object at the name's key.
+    fn check_property_names(
+        &self,
+        names: &'s Value,
+        obj: &Map<String, Value>,
+        at: &[Step<'_>],
+        sink: &mut Sink,
+        depth: usize,
+    ) {
+        for (i, key) in obj.keys().enumerate() {
+            let name = Value::String(key.clone());
+            if !self.passes(names, &name, &mut Vec::new(), depth + 1) {
+                let message = format!(
+                    "the field name `{}` is not allowed here",
+                    texts::quoted(key)
+                );
+                sink.push(at, Some(i as u32), message);
             }
         }
+    }
+
+    /// `dependentRequired` and `dependencies`: for each field `obj` has, the fields it then
+    /// requires (each one missing is a problem, after the object's keys) or the schema the
+    /// object `v` must then match.
+    fn check_dependencies<'v>(
+        &self,
+        s: &'s Map<String, Value>,
+        v: &'v Value,
+        obj: &'v Map<String, Value>,
+        at: &mut Vec<Step<'v>>,
+        sink: &mut Sink,
+        depth: usize,
+    ) {
         let missing_at = Some(obj.len() as u32);
-        if let Some(Value::Array(required)) = s.get("required") {
-            for r in required.iter().filter_map(Value::as_str) {
-                if !obj.contains_key(r) {
-                    sink.push(at, missing_at, format!("missing field `{r}`"));
-                }
-            }
-        }
         for key in ["dependentRequired", "dependencies"] {
             let Some(Value::Object(deps)) = s.get(key) else {
                 continue;
@@ -735,6 +877,18 @@ impl<'s> Walker<'s> {
                 }
             }
         }
+    }
+
+    /// `dependentSchemas`: for each field `obj` has, the schema the object `v` must then match.
+    fn check_dependent_schemas<'v>(
+        &self,
+        s: &'s Map<String, Value>,
+        v: &'v Value,
+        obj: &'v Map<String, Value>,
+        at: &mut Vec<Step<'v>>,
+        sink: &mut Sink,
+        depth: usize,
+    ) {
         if let Some(Value::Object(deps)) = s.get("dependentSchemas") {
             for (present, schema) in deps {
                 if obj.contains_key(present) {
@@ -742,20 +896,104 @@ impl<'s> Walker<'s> {
                 }
             }
         }
-        let count = |key: &str| s.get(key).and_then(as_count);
-        let len = obj.len() as u64;
-        if let Some(min) = count("minProperties")
-            && len < min
-        {
-            let message = format!("expected at least {}, found {len}", fields_of(min));
-            sink.push(at, None, message);
+    }
+}
+
+/// The keywords that give each field of an object the schema it is walked against.
+struct FieldRules<'s> {
+    /// `properties`: a declared field's schema.
+    declared: Option<&'s Map<String, Value>>,
+    /// Whether `patternProperties` has a pattern: its regular expressions are not evaluated
+    /// here, so an undeclared field is then not unknown (and not walked).
+    patterns: bool,
+    /// `additionalProperties`: an undeclared field's schema (`false`: it is unknown).
+    additional: Option<&'s Value>,
+}
+
+/// What [`FieldRules`] say of one field.
+enum FieldSchema<'s> {
+    /// The field is walked against this schema.
+    Checked(&'s Value),
+    /// The field is unknown (`additionalProperties: false`).
+    Unknown,
+    /// The field is not walked: a `patternProperties` pattern may cover it (not evaluated
+    /// here), or nothing constrains it.
+    Unchecked,
+}
+
+impl<'s> FieldRules<'s> {
+    /// The rules of the object schema `s`.
+    fn of(s: &'s Map<String, Value>) -> FieldRules<'s> {
+        FieldRules {
+            declared: s.get("properties").and_then(Value::as_object),
+            patterns: s
+                .get("patternProperties")
+                .and_then(Value::as_object)
+                .is_some_and(|p| !p.is_empty()),
+            additional: s.get("additionalProperties"),
         }
-        if let Some(max) = count("maxProperties")
-            && len > max
-        {
-            let message = format!("expected at most {}, found {len}", fields_of(max));
-            sink.push(at, None, message);
+    }
+
+    /// The schema of the field `key`: its `properties` entry; else, unless a pattern may
+    /// cover it, `additionalProperties`.
+    fn schema_of(&self, key: &str) -> FieldSchema<'s> {
+        match self.declared.and_then(|p| p.get(key)) {
+            Some(schema) => FieldSchema::Checked(schema),
+            // Not evaluated here (a regular expression); the key is not unknown.
+            None if self.patterns => FieldSchema::Unchecked,
+            None => match self.additional {
+                Some(Value::Bool(false)) => FieldSchema::Unknown,
+                Some(schema @ Value::Object(_)) => FieldSchema::Checked(schema),
+                _ => FieldSchema::Unchecked,
+            },
         }
+    }
+
+    /// The declared fields' names, for an unknown field's problem.
+    fn declared_names(&self) -> Vec<&'s str> {
+        self.declared
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// `required`: each field `obj` lacks, in the schema's order, a problem after the object's
+/// keys.
+fn check_required(
+    s: &Map<String, Value>,
+    obj: &Map<String, Value>,
+    at: &[Step<'_>],
+    sink: &mut Sink,
+) {
+    let Some(Value::Array(required)) = s.get("required") else {
+        return;
+    };
+    for r in required.iter().filter_map(Value::as_str) {
+        if !obj.contains_key(r) {
+            sink.push(at, Some(obj.len() as u32), format!("missing field `{r}`"));
+        }
+    }
+}
+
+/// `minProperties`, `maxProperties`: the number of fields.
+fn check_field_count(
+    s: &Map<String, Value>,
+    obj: &Map<String, Value>,
+    at: &[Step<'_>],
+    sink: &mut Sink,
+) {
+    let len = obj.len() as u64;
+    if let Some(min) = count_keyword(s, "minProperties")
+        && len < min
+    {
+        let message = format!("expected at least {}, found {len}", fields_of(min));
+        sink.push(at, None, message);
+    }
+    if let Some(max) = count_keyword(s, "maxProperties")
+        && len > max
+    {
+        let message = format!("expected at most {}, found {len}", fields_of(max));
+        sink.push(at, None, message);
     }
 }
 
@@ -784,6 +1022,59 @@ fn check_string(s: &Map<String, Value>, text: &str, at: &[Step<'_>], sink: &mut 
             format!("expected at most {}, found {len}", chars_of(max)),
         );
     }
+}
+
+/// `minItems`, `maxItems`: the number of items.
+fn check_item_count(s: &Map<String, Value>, items: &[Value], at: &[Step<'_>], sink: &mut Sink) {
+    let len = items.len() as u64;
+    if let Some(min) = count_keyword(s, "minItems")
+        && len < min
+    {
+        sink.push(
+            at,
+            None,
+            format!("expected at least {}, found {len}", items_of(min)),
+        );
+    }
+    if let Some(max) = count_keyword(s, "maxItems")
+        && len > max
+    {
+        sink.push(
+            at,
+            None,
+            format!("expected at most {}, found {len}", items_of(max)),
+        );
+    }
+}
+
+/// `uniqueItems: true`: the first two equal items are the problem.
+fn check_unique_items(s: &Map<String, Value>, items: &[Value], at: &[Step<'_>], sink: &mut Sink) {
+    if s.get("uniqueItems") == Some(&Value::Bool(true))
+        && let Some((i, j)) = first_repeat(items)
+    {
+        sink.push(
+            at,
+            None,
+            format!("expected unique items, but items {i} and {j} are equal"),
+        );
+    }
+}
+
+/// The schemas of an array's positions: a tuple's, one per position, then the schema of every
+/// position after them (`None`: any value). `prefixItems` then `items` in 2020-12; before it,
+/// `items` as an array then `additionalItems` (or `items` as one schema for every position).
+fn positions(s: &Map<String, Value>, draft: Draft) -> (&[Value], Option<&Value>) {
+    match (s.get("prefixItems"), s.get("items")) {
+        (Some(Value::Array(p)), rest) => (p, rest),
+        (_, Some(Value::Array(p))) if !draft.has_prefix_items() => (p, s.get("additionalItems")),
+        (_, rest) => (&[], rest),
+    }
+}
+
+/// The value of the count keyword `key` of `s` (`minItems`, `maxContains`, …), when it is a
+/// non-negative integer ([`as_count`]).
+fn count_keyword(s: &Map<String, Value>, key: &str) -> Option<u64> {
+    s.get(key).and_then(as_count)
 }
 
 /// A non-negative integer keyword's value (`minLength: 2`, also written `2.0`).

@@ -18,7 +18,7 @@
 //! Each problem is a [`Fault`]: the keyword's place as a JSON pointer into the schema
 //! (`/properties/unit/type`) and why.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::walk::resolve_ref;
 use crate::content::kind_of;
@@ -227,6 +227,57 @@ fn is_count(v: &Value) -> bool {
     v.as_u64().is_some() || v.as_f64().is_some_and(|f| f >= 0.0 && f.fract() == 0.0)
 }
 
+/// A fault's reason for a keyword whose value is not `what` it must be.
+fn wrong(keyword: &str, value: &Value, what: &str) -> String {
+    format!("`{keyword}` must be {what}, found {}", shown(value))
+}
+
+/// What a keyword holding a plain value (no subschema, no field name, no reference) must be,
+/// when `value` is not that; `None` when it is. The other kinds have their own steps in
+/// `Checker::keyword`, and are never unmet here.
+fn unmet(expected: Expect, value: &Value, draft: Draft) -> Option<&'static str> {
+    let (ok, what) = match expected {
+        Expect::List if draft == Draft::D4 => (
+            value.as_array().is_some_and(|items| !items.is_empty()),
+            "a non-empty array",
+        ),
+        Expect::List | Expect::AnyList => (value.is_array(), "an array"),
+        Expect::String => (value.is_string(), "a string"),
+        Expect::Bool => (value.is_boolean(), "true or false"),
+        Expect::Number => (value.is_number(), "a number"),
+        Expect::Positive => (
+            value.as_f64().is_some_and(|f| f > 0.0),
+            "a number greater than 0",
+        ),
+        Expect::Count => (is_count(value), "a non-negative integer"),
+        Expect::Exclusive if draft == Draft::D4 => (value.is_boolean(), "true or false (draft-04)"),
+        Expect::Exclusive => (value.is_number(), "a number"),
+        Expect::Any
+        | Expect::Schema
+        | Expect::SchemaMap
+        | Expect::SchemaList
+        | Expect::SchemaOrList
+        | Expect::Dependencies
+        | Expect::StringListMap
+        | Expect::StringList
+        | Expect::Type
+        | Expect::Ref => return None,
+    };
+    (!ok).then_some(what)
+}
+
+/// Appends `/token` to a JSON pointer, `~` written `~0` and `/` written `~1` (RFC 6901).
+fn push_token(pointer: &mut String, token: &str) {
+    pointer.push('/');
+    for c in token.chars() {
+        match c {
+            '~' => pointer.push_str("~0"),
+            '/' => pointer.push_str("~1"),
+            c => pointer.push(c),
+        }
+    }
+}
+
 impl Checker<'_> {
     fn fault(&mut self, pointer: &str, reason: String) {
         self.faults.push(Fault {
@@ -260,13 +311,16 @@ impl Checker<'_> {
                 continue;
             };
             let len = pointer.len();
-            pointer.push('/');
-            pointer.push_str(&keyword.replace('~', "~0").replace('/', "~1"));
+            push_token(pointer, keyword);
             self.keyword(keyword, value, expected, pointer, depth);
             pointer.truncate(len);
         }
     }
 
+    /// Checks one keyword's value, at `pointer` (the keyword's own place), against what the
+    /// draft's meta-schema requires of it (`expected`): the subschemas a keyword holds are
+    /// checked as schemas in turn, a list of field names for distinct strings, a `$ref` for a
+    /// target within the schema, and any other value for its kind.
     fn keyword(
         &mut self,
         keyword: &str,
@@ -275,138 +329,138 @@ impl Checker<'_> {
         pointer: &mut String,
         depth: usize,
     ) {
-        let wrong = |what: &str| format!("`{keyword}` must be {what}, found {}", shown(value));
         match expected {
             Expect::Any => {}
             Expect::Schema => self.schema(value, pointer, depth + 1),
-            Expect::SchemaMap => match value {
-                Value::Object(children) => {
-                    for (name, child) in children {
-                        let len = pointer.len();
-                        pointer.push('/');
-                        pointer.push_str(&name.replace('~', "~0").replace('/', "~1"));
-                        self.schema(child, pointer, depth + 1);
-                        pointer.truncate(len);
-                    }
-                }
-                _ => self.fault(pointer, wrong("a JSON object whose values are schemas")),
-            },
+            Expect::SchemaMap => self.schema_map(keyword, value, pointer, depth),
             Expect::SchemaList => match value {
                 Value::Array(items) if !items.is_empty() => self.each(items, pointer, depth),
-                _ => self.fault(pointer, wrong("a non-empty array of schemas")),
+                _ => self.fault(
+                    pointer,
+                    wrong(keyword, value, "a non-empty array of schemas"),
+                ),
             },
             Expect::SchemaOrList => match value {
                 Value::Array(items) => self.each(items, pointer, depth),
                 _ => self.schema(value, pointer, depth + 1),
             },
-            Expect::Dependencies => match value {
-                Value::Object(children) => {
-                    for (name, child) in children {
-                        let len = pointer.len();
-                        pointer.push('/');
-                        pointer.push_str(&name.replace('~', "~0").replace('/', "~1"));
-                        match child {
-                            Value::Array(_) => self.string_list(child, "each dependency", pointer),
-                            _ => self.schema(child, pointer, depth + 1),
-                        }
-                        pointer.truncate(len);
-                    }
-                }
-                _ => self.fault(pointer, wrong("a JSON object")),
-            },
-            Expect::StringListMap => match value {
-                Value::Object(children) => {
-                    for (name, child) in children {
-                        let len = pointer.len();
-                        pointer.push('/');
-                        pointer.push_str(&name.replace('~', "~0").replace('/', "~1"));
-                        self.string_list(child, "each dependency", pointer);
-                        pointer.truncate(len);
-                    }
-                }
-                _ => self.fault(pointer, wrong("a JSON object of arrays of field names")),
-            },
-            Expect::StringList => {
-                if self.draft == Draft::D4 && value.as_array().is_some_and(Vec::is_empty) {
-                    self.fault(pointer, wrong("a non-empty array of field names"));
-                } else {
-                    self.string_list(value, &format!("`{keyword}`"), pointer);
-                }
-            }
+            Expect::Dependencies => self.dependencies(keyword, value, pointer, depth),
+            Expect::StringListMap => self.dependent_required(keyword, value, pointer),
+            Expect::StringList => self.required(keyword, value, pointer),
             Expect::Type => self.types(value, pointer),
-            Expect::List => match value {
-                Value::Array(items) if !(self.draft == Draft::D4 && items.is_empty()) => {}
-                _ if self.draft == Draft::D4 => self.fault(pointer, wrong("a non-empty array")),
-                _ => self.fault(pointer, wrong("an array")),
-            },
-            Expect::AnyList => {
-                if !value.is_array() {
-                    self.fault(pointer, wrong("an array"));
+            Expect::Ref => self.reference(keyword, value, pointer),
+            Expect::List
+            | Expect::AnyList
+            | Expect::String
+            | Expect::Bool
+            | Expect::Number
+            | Expect::Positive
+            | Expect::Count
+            | Expect::Exclusive => {
+                if let Some(what) = unmet(expected, value, self.draft) {
+                    self.fault(pointer, wrong(keyword, value, what));
                 }
             }
-            Expect::String => {
-                if !value.is_string() {
-                    self.fault(pointer, wrong("a string"));
-                }
-            }
-            Expect::Bool => {
-                if !value.is_boolean() {
-                    self.fault(pointer, wrong("true or false"));
-                }
-            }
-            Expect::Number => {
-                if !value.is_number() {
-                    self.fault(pointer, wrong("a number"));
-                }
-            }
-            Expect::Positive => {
-                if !value.as_f64().is_some_and(|f| f > 0.0) {
-                    self.fault(pointer, wrong("a number greater than 0"));
-                }
-            }
-            Expect::Count => {
-                if !is_count(value) {
-                    self.fault(pointer, wrong("a non-negative integer"));
-                }
-            }
-            Expect::Exclusive => {
-                let ok = if self.draft == Draft::D4 {
-                    value.is_boolean()
-                } else {
-                    value.is_number()
-                };
-                if !ok {
-                    let what = if self.draft == Draft::D4 {
-                        "true or false (draft-04)"
-                    } else {
-                        "a number"
-                    };
-                    self.fault(pointer, wrong(what));
-                }
-            }
-            Expect::Ref => match value {
-                Value::String(r) if resolve_ref(self.root, r).is_some() => {}
-                Value::String(r) if r.starts_with('#') => self.fault(
-                    pointer,
-                    format!(
-                        "`{keyword}` `{}` points to nothing in this schema",
-                        quoted(r)
-                    ),
-                ),
-                Value::String(r) => self.fault(
-                    pointer,
-                    format!(
-                        "`{keyword}` `{}` points outside this schema; toolgate resolves only \
-                         references within it (`#`, `#/…`, `#name`), and the providers resolve \
-                         none",
-                        quoted(r)
-                    ),
-                ),
-                _ => self.fault(pointer, wrong("a string")),
-            },
         }
     }
 
+    /// Runs `check` on each member of the object `map`, with `pointer` extended by the
+    /// member's name for the time of the call (so a fault names the member's place).
+    fn each_member(
+        &mut self,
+        map: &Map<String, Value>,
+        pointer: &mut String,
+        mut check: impl FnMut(&mut Self, &Value, &mut String),
+    ) {
+        for (name, child) in map {
+            let len = pointer.len();
+            push_token(pointer, name);
+            check(self, child, pointer);
+            pointer.truncate(len);
+        }
+    }
+
+    /// `properties`, `patternProperties`, `definitions`, `$defs`, `dependentSchemas`: an object
+    /// whose every value is a schema.
+    fn schema_map(&mut self, keyword: &str, value: &Value, pointer: &mut String, depth: usize) {
+        match value {
+            Value::Object(children) => self.each_member(children, pointer, |checker, child, at| {
+                checker.schema(child, at, depth + 1);
+            }),
+            _ => self.fault(
+                pointer,
+                wrong(keyword, value, "a JSON object whose values are schemas"),
+            ),
+        }
+    }
+
+    /// `dependencies` (which 2019-09 split into `dependentRequired` and `dependentSchemas`): an
+    /// object whose every value is either a list of distinct field names or a schema.
+    fn dependencies(&mut self, keyword: &str, value: &Value, pointer: &mut String, depth: usize) {
+        match value {
+            Value::Object(children) => {
+                self.each_member(children, pointer, |checker, child, at| match child {
+                    Value::Array(_) => checker.string_list(child, "each dependency", at),
+                    _ => checker.schema(child, at, depth + 1),
+                });
+            }
+            _ => self.fault(pointer, wrong(keyword, value, "a JSON object")),
+        }
+    }
+
+    /// `dependentRequired`: an object whose every value is a list of distinct field names.
+    fn dependent_required(&mut self, keyword: &str, value: &Value, pointer: &mut String) {
+        match value {
+            Value::Object(children) => self.each_member(children, pointer, |checker, child, at| {
+                checker.string_list(child, "each dependency", at);
+            }),
+            _ => self.fault(
+                pointer,
+                wrong(keyword, value, "a JSON object of arrays of field names"),
+            ),
+        }
+    }
+
+    /// `required`: a list of distinct field names, which draft-04 also wants non-empty.
+    fn required(&mut self, keyword: &str, value: &Value, pointer: &str) {
+        if self.draft == Draft::D4 && value.as_array().is_some_and(Vec::is_empty) {
+            self.fault(
+                pointer,
+                wrong(keyword, value, "a non-empty array of field names"),
+            );
+        } else {
+            self.string_list(value, &format!("`{keyword}`"), pointer);
+        }
+    }
+
+    /// `$ref`, `$dynamicRef`: a string naming a place within the schema
+    /// (`super::walk::resolve_ref`): the providers resolve no reference, and a dangling one
+    /// would be explained later with a wrong reason.
+    fn reference(&mut self, keyword: &str, value: &Value, pointer: &str) {
+        match value {
+            Value::String(r) if resolve_ref(self.root, r).is_some() => {}
+            Value::String(r) if r.starts_with('#') => self.fault(
+                pointer,
+                format!(
+                    "`{keyword}` `{}` points to nothing in this schema",
+                    quoted(r)
+                ),
+            ),
+            Value::String(r) => self.fault(
+                pointer,
+                format!(
+                    "`{keyword}` `{}` points outside this schema; toolgate resolves only \
+                     references within it (`#`, `#/…`, `#name`), and the providers resolve \
+                     none",
+                    quoted(r)
+                ),
+            ),
+            _ => self.fault(pointer, wrong(keyword, value, "a string")),
+        }
+    }
+
+    /// Checks each item of a list of subschemas (`anyOf`, `prefixItems`, …) as a schema, at its
+    /// index.
     fn each(&mut self, items: &[Value], pointer: &mut String, depth: usize) {
         for (i, item) in items.iter().enumerate() {
             let len = pointer.len();

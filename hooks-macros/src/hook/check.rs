@@ -10,7 +10,7 @@ use crate::args;
 use crate::companion::matcher_problem;
 use crate::ctxt::Ctxt;
 use crate::func::{Func, ParamKind};
-use crate::params::{Class, Injected, Injection, classify};
+use crate::params::{Class, Injected, Injection, Subject, classify};
 
 /// A checked hook: everything the expansion needs, nothing left to fail.
 pub(crate) struct HookSpec {
@@ -118,67 +118,87 @@ impl HookSpec {
     }
 }
 
-/// Each parameter is the subject, the context or a state, once each for the first two.
+/// Each parameter is the subject, the context or a state, once each for the first two (and,
+/// for a PreToolUse hook, the tool's typed input `&T`, once): a method's `self` is refused,
+/// every other parameter checked by [`ParamWalk::param`].
 fn check_params(cx: &mut Ctxt, kind: Kind, func: &Func) -> Vec<HookParam> {
-    let what = kind.describe();
-    let subject = kind.subject();
-    let allowed = match kind {
-        Kind::Pre => format!(
-            "a {what} takes `&HookContext`, {}, `&T` (a tool's input type) and `State<T>` \
-             parameters",
-            subject.describe()
-        ),
-        _ => format!(
-            "a {what} takes `&HookContext`, {} and `State<T>` parameters",
-            subject.describe()
-        ),
-    };
-    let mut params = Vec::new();
-    let mut seen_subject = false;
-    let mut seen_context = false;
-    let mut seen_input = false;
+    let mut walk = ParamWalk::new(kind);
     for p in &func.params {
-        let ty = match &p.kind {
-            ParamKind::Receiver(tokens) => {
-                cx.spanned(
-                    tokens,
-                    format_args!("a {what} is a free function, not a method: remove `self`"),
-                );
-                continue;
-            }
-            ParamKind::Typed { ty, .. } => ty,
+        match &p.kind {
+            ParamKind::Receiver(tokens) => cx.spanned(
+                tokens,
+                format_args!(
+                    "a {} is a free function, not a method: remove `self`",
+                    kind.describe()
+                ),
+            ),
+            ParamKind::Typed { ty, .. } => walk.param(cx, ty),
+        }
+    }
+    walk.params
+}
+
+/// The walk over a hook's parameters: what the hook's kind allows, the parameters accepted so
+/// far, and which of those that are given once were seen.
+struct ParamWalk {
+    kind: Kind,
+    /// What the hook is about: `&ToolUse`, `&CallRecord` or `&SessionSummary` by kind.
+    subject: Subject,
+    /// The parameters the hook takes, in words, for an error about one it does not.
+    allowed: String,
+    params: Vec<HookParam>,
+    seen_subject: bool,
+    seen_context: bool,
+    seen_input: bool,
+}
+
+impl ParamWalk {
+    /// The walk over the parameters of a `kind` hook, none seen yet.
+    fn new(kind: Kind) -> ParamWalk {
+        let what = kind.describe();
+        let subject = kind.subject();
+        let allowed = match kind {
+            Kind::Pre => format!(
+                "a {what} takes `&HookContext`, {}, `&T` (a tool's input type) and `State<T>` \
+                 parameters",
+                subject.describe()
+            ),
+            _ => format!(
+                "a {what} takes `&HookContext`, {} and `State<T>` parameters",
+                subject.describe()
+            ),
         };
+        ParamWalk {
+            kind,
+            subject,
+            allowed,
+            params: Vec::new(),
+            seen_subject: false,
+            seen_context: false,
+            seen_input: false,
+        }
+    }
+
+    /// One typed parameter, by how its type reads ([`classify`]): the context, a state, the
+    /// hook's subject, or (PreToolUse only) the typed input is accepted; anything else is an
+    /// error saying what the hook takes.
+    fn param(&mut self, cx: &mut Ctxt, ty: &syn::Type) {
         match classify(ty) {
-            Class::Injected(Injected::Context) => {
-                if seen_context {
-                    cx.spanned(ty, "`&HookContext` is given once; remove this parameter");
-                }
-                seen_context = true;
-                params.push(HookParam::Injected(Injection {
-                    ty: ty.clone(),
-                    state: None,
-                }));
-            }
+            Class::Injected(Injected::Context) => self.context(cx, ty),
             Class::Injected(Injected::State(inner)) => {
-                params.push(HookParam::Injected(Injection {
-                    ty: ty.clone(),
+                self.params.push(HookParam::Injected(Injection {
+                    ty: Box::new(ty.clone()),
                     state: Some(inner),
                 }))
             }
-            Class::Injected(Injected::Subject(s)) if s == subject => {
-                if seen_subject {
-                    cx.spanned(
-                        ty,
-                        format_args!("{} is given once; remove this parameter", s.describe()),
-                    );
-                } else {
-                    seen_subject = true;
-                    params.push(HookParam::Subject);
-                }
-            }
+            Class::Injected(Injected::Subject(s)) if s == self.subject => self.subject(cx, ty),
             Class::Injected(other) => cx.spanned(
                 ty,
-                format_args!("{allowed}; {} is not for this hook", other.describe()),
+                format_args!(
+                    "{}; {} is not for this hook",
+                    self.allowed,
+                    other.describe()
+                ),
             ),
             Class::MutRef(d) => cx.spanned(
                 ty,
@@ -188,38 +208,73 @@ fn check_params(cx: &mut Ctxt, kind: Kind, func: &Func) -> Vec<HookParam> {
                 ty,
                 format_args!("take {d} by reference: it is given to the hook, not moved"),
             ),
-            Class::Other if kind == Kind::Pre && scalar_input(ty).is_some() => {
-                let name = scalar_input(ty).unwrap_or_default();
-                cx.spanned(
-                    ty,
-                    format_args!(
-                        "`&{name}` is not a tool's input type: a typed PreToolUse hook takes `&T` \
-                         where `T` is the struct the tool's input deserializes into; the tool's \
-                         name and its input as JSON are on `&ToolUse` (`call.name`, `call.input`)"
-                    ),
-                );
-            }
-            Class::Other if kind == Kind::Pre && typed_input(ty).is_some() => {
-                if seen_input {
-                    cx.spanned(
-                        ty,
-                        "a PreToolUse hook takes one typed input `&T` (the tool's input type); \
-                         remove this parameter",
-                    );
-                    continue;
-                }
-                seen_input = true;
-                if let Some(input) = typed_input(ty) {
-                    params.push(HookParam::Input(Box::new(input.clone())));
-                }
-            }
-            Class::Other | Class::ImplTrait => cx.spanned(
-                ty,
-                format_args!("{allowed}; this parameter is none of them"),
-            ),
+            Class::Other if self.kind == Kind::Pre => self.input(cx, ty),
+            Class::Other | Class::ImplTrait => self.none_of_them(cx, ty),
         }
     }
-    params
+
+    /// `&HookContext`, given once: a second one is an error.
+    fn context(&mut self, cx: &mut Ctxt, ty: &syn::Type) {
+        if self.seen_context {
+            cx.spanned(ty, "`&HookContext` is given once; remove this parameter");
+        }
+        self.seen_context = true;
+        self.params.push(HookParam::Injected(Injection {
+            ty: Box::new(ty.clone()),
+            state: None,
+        }));
+    }
+
+    /// The hook's subject, given once: a second one is an error.
+    fn subject(&mut self, cx: &mut Ctxt, ty: &syn::Type) {
+        if self.seen_subject {
+            cx.spanned(
+                ty,
+                format_args!(
+                    "{} is given once; remove this parameter",
+                    self.subject.describe()
+                ),
+            );
+        } else {
+            self.seen_subject = true;
+            self.params.push(HookParam::Subject);
+        }
+    }
+
+    /// A PreToolUse hook's other parameter: the tool's typed input `&T`, once. A string or a
+    /// scalar (`&str`, `&u64`, …) is never a tool's input type ([`scalar_input`]).
+    fn input(&mut self, cx: &mut Ctxt, ty: &syn::Type) {
+        if let Some(name) = scalar_input(ty) {
+            return cx.spanned(
+                ty,
+                format_args!(
+                    "`&{name}` is not a tool's input type: a typed PreToolUse hook takes `&T` \
+                     where `T` is the struct the tool's input deserializes into; the tool's \
+                     name and its input as JSON are on `&ToolUse` (`call.name`, `call.input`)"
+                ),
+            );
+        }
+        let Some(input) = typed_input(ty) else {
+            return self.none_of_them(cx, ty);
+        };
+        if self.seen_input {
+            return cx.spanned(
+                ty,
+                "a PreToolUse hook takes one typed input `&T` (the tool's input type); \
+                 remove this parameter",
+            );
+        }
+        self.seen_input = true;
+        self.params.push(HookParam::Input(Box::new(input.clone())));
+    }
+
+    /// A parameter the hook does not take: the error says what it takes.
+    fn none_of_them(&self, cx: &mut Ctxt, ty: &syn::Type) {
+        cx.spanned(
+            ty,
+            format_args!("{}; this parameter is none of them", self.allowed),
+        );
+    }
 }
 
 /// The name of `T` when `ty` is `&T` for a string or scalar `T` (`&str`, `&String`, `&u64`,

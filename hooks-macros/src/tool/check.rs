@@ -10,7 +10,7 @@ use crate::args::{self, Arg, Keys};
 use crate::companion::{ToolName, name_problem, unraw};
 use crate::ctxt::Ctxt;
 use crate::doc::{doc_text, is_doc, non_literal_doc};
-use crate::func::{Func, ParamKind};
+use crate::func::{Func, Param, ParamKind};
 use crate::params::{
     Class, Injected, Injection, classify, has_reference, never_strict, not_a_struct,
 };
@@ -481,11 +481,12 @@ fn check_description(cx: &mut Ctxt, given: Option<&LitStr>, func: &Func, name: &
     description
 }
 
-/// Each parameter becomes a model argument, the whole input, or an injected value.
+/// Each parameter becomes a model argument, the whole input, or an injected value: its
+/// attributes are checked ([`check_param_attrs`]), then an `#[input]` parameter as the input
+/// ([`check_input`]) and any other as an injected value or a model argument
+/// ([`check_argument`]); last, that an `#[input]` stands without model arguments.
 fn check_params(cx: &mut Ctxt, func: &Func) -> Vec<ToolParam> {
     let mut params = Vec::new();
-    let mut has_input = false;
-    let mut first_field: Option<&Ident> = None;
     for p in &func.params {
         let (pat, ident, ty) = match &p.kind {
             ParamKind::Receiver(tokens) => {
@@ -497,140 +498,210 @@ fn check_params(cx: &mut Ctxt, func: &Func) -> Vec<ToolParam> {
                 );
                 continue;
             }
-            ParamKind::Typed { pat, ident, ty, .. } => (pat, ident, ty),
+            ParamKind::Typed { pat, ident, ty, .. } => (pat, ident.as_ref(), &**ty),
         };
-        let attr = |names: &[&str]| {
-            p.attrs
-                .iter()
-                .find(|a| names.iter().any(|n| a.path().is_ident(n)))
-        };
-        if let Some(cfg) = attr(&["cfg", "cfg_attr"]) {
-            cx.spanned(
-                cfg,
-                "`#[cfg]` and `#[cfg_attr]` on a tool parameter are not supported: the schema \
-                 would change with them",
-            );
-        }
-        let input = attr(&["input"]);
+        let input = param_attr(p, &["input"]);
         let class = classify(ty);
-        // `#[serde]`/`#[schemars]` go onto the generated argument struct's fields, so they mean
-        // something on a model argument only.
-        if let Some(field_attr) = attr(&["serde", "schemars"])
-            && (input.is_some() || matches!(class, Class::Injected(_)))
-        {
+        check_param_attrs(cx, p, input.is_some(), &class);
+        let param = match input {
+            Some(input) => check_input(cx, input, &class, ty, has_input(&params)),
+            None => check_argument(cx, p, class, pat, ident, ty),
+        };
+        params.extend(param);
+    }
+    check_input_alone(cx, &params);
+    params
+}
+
+/// The first of the parameter's attributes named one of `names`.
+fn param_attr<'p>(p: &'p Param, names: &[&str]) -> Option<&'p Attribute> {
+    p.attrs
+        .iter()
+        .find(|a| names.iter().any(|n| a.path().is_ident(n)))
+}
+
+/// Whether a parameter checked so far is the `#[input]`.
+fn has_input(params: &[ToolParam]) -> bool {
+    params.iter().any(|p| matches!(p, ToolParam::Input(_)))
+}
+
+/// The attributes the macro refuses on a parameter: `#[cfg]` and `#[cfg_attr]` (the schema
+/// would change with them), and `#[serde]`/`#[schemars]` anywhere but on a model argument
+/// (they go onto the generated argument struct's fields, so they mean something there only).
+fn check_param_attrs(cx: &mut Ctxt, p: &Param, is_input: bool, class: &Class) {
+    if let Some(cfg) = param_attr(p, &["cfg", "cfg_attr"]) {
+        cx.spanned(
+            cfg,
+            "`#[cfg]` and `#[cfg_attr]` on a tool parameter are not supported: the schema \
+             would change with them",
+        );
+    }
+    if let Some(field_attr) = param_attr(p, &["serde", "schemars"])
+        && (is_input || matches!(class, Class::Injected(_)))
+    {
+        cx.spanned(
+            field_attr,
+            "`#[serde]` and `#[schemars]` apply to flat model arguments only: put them on \
+             the input struct's fields (for `#[input]`), or remove them (an injected \
+             parameter is not part of the input)",
+        );
+    }
+}
+
+/// An `#[input]` parameter (`input` is the attribute): the whole input, a struct of the
+/// user's. `None`, with an error, for an injected parameter and when an earlier parameter is
+/// the input already (`taken`); a type that is not a struct has an error and stays the input.
+fn check_input(
+    cx: &mut Ctxt,
+    input: &Attribute,
+    class: &Class,
+    ty: &Type,
+    taken: bool,
+) -> Option<ToolParam> {
+    if let Class::Injected(inj) = class {
+        cx.spanned(
+            input,
+            format_args!(
+                "{} is injected, not the model's input; remove `#[input]`",
+                inj.describe()
+            ),
+        );
+        return None;
+    }
+    if taken {
+        cx.spanned(
+            input,
+            "two parameters want the whole input: only one parameter may be `#[input]`",
+        );
+        return None;
+    }
+    if let Some(why) = not_a_struct(ty) {
+        cx.spanned(
+            ty,
+            format_args!(
+                "`#[input]` takes a struct that derives Deserialize and JsonSchema; this type \
+                 is {why}"
+            ),
+        );
+    }
+    Some(ToolParam::Input(Box::new(ty.clone())))
+}
+
+/// A parameter without `#[input]`, by how its type reads (`class`): `&HookContext` or
+/// `State<T>` injected, anything else a model argument ([`model_argument`]). `None`, with an
+/// error, for what a tool cannot take: a hook's subject, the context by `&mut` or by value,
+/// `impl Trait`.
+fn check_argument(
+    cx: &mut Ctxt,
+    p: &Param,
+    class: Class,
+    pat: &TokenStream,
+    ident: Option<&Ident>,
+    ty: &Type,
+) -> Option<ToolParam> {
+    match class {
+        Class::Injected(Injected::Context) => Some(ToolParam::Injected(Injection {
+            ty: Box::new(ty.clone()),
+            state: None,
+        })),
+        Class::Injected(Injected::State(inner)) => Some(ToolParam::Injected(Injection {
+            ty: Box::new(ty.clone()),
+            state: Some(inner),
+        })),
+        Class::Injected(subject @ Injected::Subject(_)) => {
             cx.spanned(
-                field_attr,
-                "`#[serde]` and `#[schemars]` apply to flat model arguments only: put them on \
-                 the input struct's fields (for `#[input]`), or remove them (an injected \
-                 parameter is not part of the input)",
-            );
-        }
-        if let Some(input) = input {
-            if let Class::Injected(inj) = &class {
-                cx.spanned(
-                    input,
-                    format_args!(
-                        "{} is injected, not the model's input; remove `#[input]`",
-                        inj.describe()
-                    ),
-                );
-                continue;
-            }
-            if has_input {
-                cx.spanned(
-                    input,
-                    "two parameters want the whole input: only one parameter may be `#[input]`",
-                );
-                continue;
-            }
-            if let Some(why) = not_a_struct(ty) {
-                cx.spanned(
-                    ty,
-                    format_args!(
-                        "`#[input]` takes a struct that derives Deserialize and JsonSchema; this \
-                         type is {why}"
-                    ),
-                );
-            }
-            has_input = true;
-            params.push(ToolParam::Input(ty.clone()));
-            continue;
-        }
-        match class {
-            Class::Injected(Injected::Context) => params.push(ToolParam::Injected(Injection {
-                ty: ty.clone(),
-                state: None,
-            })),
-            Class::Injected(Injected::State(inner)) => {
-                params.push(ToolParam::Injected(Injection {
-                    ty: ty.clone(),
-                    state: Some(inner),
-                }))
-            }
-            Class::Injected(subject @ Injected::Subject(_)) => cx.spanned(
                 ty,
                 format_args!(
                     "{} is given to hooks, not tools; a tool takes model arguments, \
                      `&HookContext` and `State<T>`",
                     subject.describe()
                 ),
-            ),
-            Class::MutRef(what) => cx.spanned(
+            );
+            None
+        }
+        Class::MutRef(what) => {
+            cx.spanned(
                 ty,
                 format_args!(
                     "{what} is read-only (the context is frozen); take it by shared reference"
                 ),
-            ),
-            Class::ByValue(what) => cx.spanned(
+            );
+            None
+        }
+        Class::ByValue(what) => {
+            cx.spanned(
                 ty,
                 format_args!("take {what} by reference: it is injected, not read from the input"),
-            ),
-            Class::ImplTrait => cx.spanned(
+            );
+            None
+        }
+        Class::ImplTrait => {
+            cx.spanned(
                 ty,
                 "a model argument needs a concrete type that derives Deserialize and JsonSchema, \
                  not `impl Trait`",
-            ),
-            Class::Other => {
-                let Some(ident) = ident else {
-                    cx.spanned(
-                        pat,
-                        "name this parameter with a plain identifier: its name is the input \
-                         field's name",
-                    );
-                    continue;
-                };
-                if ident == "_" {
-                    cx.spanned(
-                        pat,
-                        "name this parameter: its name is the input field's name",
-                    );
-                    continue;
-                }
-                if has_reference(ty) {
-                    cx.spanned(
-                        ty,
-                        "a model argument is deserialized into an owned value: take `String` \
-                         instead of `&str` and `Vec<T>` instead of `&[T]`, also inside `Option` \
-                         or `Vec`",
-                    );
-                    continue;
-                }
-                first_field.get_or_insert(ident);
-                params.push(ToolParam::Field(Field {
-                    ident: ident.clone(),
-                    ty: ty.clone(),
-                    doc: doc_text(&p.attrs),
-                    attrs: p
-                        .attrs
-                        .iter()
-                        .filter(|a| a.path().is_ident("serde") || a.path().is_ident("schemars"))
-                        .cloned()
-                        .collect(),
-                }));
-            }
+            );
+            None
         }
+        Class::Other => model_argument(cx, p, pat, ident, ty).map(ToolParam::Field),
     }
-    if has_input && let Some(field) = first_field {
+}
+
+/// A model argument: a field of the generated argument struct, named by the parameter (a
+/// plain identifier, not `_`: its name is the input field's name) and of an owned type (it is
+/// deserialized from the input). `None`, with an error, otherwise.
+fn model_argument(
+    cx: &mut Ctxt,
+    p: &Param,
+    pat: &TokenStream,
+    ident: Option<&Ident>,
+    ty: &Type,
+) -> Option<Field> {
+    let Some(ident) = ident else {
+        cx.spanned(
+            pat,
+            "name this parameter with a plain identifier: its name is the input field's name",
+        );
+        return None;
+    };
+    if ident == "_" {
+        cx.spanned(
+            pat,
+            "name this parameter: its name is the input field's name",
+        );
+        return None;
+    }
+    if has_reference(ty) {
+        cx.spanned(
+            ty,
+            "a model argument is deserialized into an owned value: take `String` instead of \
+             `&str` and `Vec<T>` instead of `&[T]`, also inside `Option` or `Vec`",
+        );
+        return None;
+    }
+    Some(Field {
+        ident: ident.clone(),
+        ty: Box::new(ty.clone()),
+        doc: doc_text(&p.attrs),
+        attrs: p
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("serde") || a.path().is_ident("schemars"))
+            .cloned()
+            .collect(),
+    })
+}
+
+/// `#[input]` takes the whole input: no other parameter may be a model argument (the first
+/// one is named in the error).
+fn check_input_alone(cx: &mut Ctxt, params: &[ToolParam]) {
+    let first_field = params.iter().find_map(|p| match p {
+        ToolParam::Field(f) => Some(&f.ident),
+        _ => None,
+    });
+    if has_input(params)
+        && let Some(field) = first_field
+    {
         cx.at(
             field.span(),
             format_args!(
@@ -641,7 +712,6 @@ fn check_params(cx: &mut Ctxt, func: &Func) -> Vec<ToolParam> {
             ),
         );
     }
-    params
 }
 
 /// `strict = true` where the macro can see it cannot hold: a flat model argument whose type is a
