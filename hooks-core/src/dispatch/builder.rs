@@ -68,6 +68,13 @@ pub struct DispatcherBuilder {
     without: Vec<String>,
     states: StateMap,
     audit: Option<AuditLog>,
+    settings: Settings,
+}
+
+/// The builder's settings, as it was told them (a deadline left untouched keeps its default):
+/// what [`DispatcherBuilder::build`] resolves into the dispatcher's.
+#[derive(Default)]
+struct Settings {
     hook_runs: bool,
     span_content: bool,
     limits: Limits,
@@ -219,7 +226,7 @@ impl DispatcherBuilder {
     /// whose `tracing` span is enabled; off otherwise, because timing each hook costs two
     /// clock reads and a `Vec` per call that nobody would read (BENCHMARKS.md, "Hook runs").
     pub fn record_hook_runs(mut self) -> Self {
-        self.hook_runs = true;
+        self.settings.hook_runs = true;
         self
     }
 
@@ -231,13 +238,13 @@ impl DispatcherBuilder {
     /// less carefully than an audit trail. (Without a subscriber that wants the span, nothing is
     /// recorded either way.)
     pub fn span_content(mut self) -> Self {
-        self.span_content = true;
+        self.settings.span_content = true;
         self
     }
 
     /// Sets the input and result bounds (default: [`Limits::default`]).
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
+        self.settings.limits = limits;
         self
     }
 
@@ -245,7 +252,7 @@ impl DispatcherBuilder {
     /// global helper thread, which needs no runtime): `TokioTimer` (facade feature `tokio`) on a
     /// tokio server, or a timer the test controls. See [`Timer`].
     pub fn timer(mut self, timer: impl Timer) -> Self {
-        self.timer = Some(Arc::new(timer));
+        self.settings.timer = Some(Arc::new(timer));
         self
     }
 
@@ -267,7 +274,7 @@ impl DispatcherBuilder {
     /// hook (or async code that blocks its thread) runs to its end whatever its deadline. Make a
     /// hook that waits on the network `async`.
     pub fn hook_timeout(mut self, deadline: Duration) -> Self {
-        self.hook_timeout = DefaultDeadline::Set(deadline);
+        self.settings.hook_timeout = DefaultDeadline::Set(deadline);
         self
     }
 
@@ -278,7 +285,7 @@ impl DispatcherBuilder {
     /// own `timeout_ms` still applies; a later [`hook_timeout`](Self::hook_timeout) turns the
     /// default deadline back on.
     pub fn allow_hanging_hooks(mut self) -> Self {
-        self.hook_timeout = DefaultDeadline::Off;
+        self.settings.hook_timeout = DefaultDeadline::Off;
         self
     }
 
@@ -287,7 +294,7 @@ impl DispatcherBuilder {
     /// the tool's future is dropped and the outcome is `tool_timeout`. Sync tools cannot be cut
     /// short (see [`hook_timeout`](Self::hook_timeout)).
     pub fn tool_timeout(mut self, deadline: Duration) -> Self {
-        self.tool_timeout = DefaultDeadline::Set(deadline);
+        self.settings.tool_timeout = DefaultDeadline::Set(deadline);
         self
     }
 
@@ -295,7 +302,7 @@ impl DispatcherBuilder {
     /// never finishes then hangs its call forever. A tool's own `timeout_ms` still applies; a
     /// later [`tool_timeout`](Self::tool_timeout) turns the default deadline back on.
     pub fn allow_hanging_tools(mut self) -> Self {
-        self.tool_timeout = DefaultDeadline::Off;
+        self.settings.tool_timeout = DefaultDeadline::Off;
         self
     }
 
@@ -306,7 +313,7 @@ impl DispatcherBuilder {
     /// [`Dispatcher::tool_effect`](crate::Dispatcher::tool_effect) answers
     /// [`Effect::write()`] for it. Without this setting an undeclared tool is not checked.
     pub fn undeclared_effects_are_writes(mut self) -> Self {
-        self.undeclared_writes = true;
+        self.settings.undeclared_writes = true;
         self
     }
 
@@ -317,7 +324,7 @@ impl DispatcherBuilder {
     /// ([`PendingTurn`](crate::approval::PendingTurn)) and `call` blocks the call. See
     /// [`Approver`].
     pub fn approver(mut self, approver: impl Approver) -> Self {
-        self.approver = Some(Arc::new(approver));
+        self.settings.approver = Some(Arc::new(approver));
         self
     }
 
@@ -330,7 +337,7 @@ impl DispatcherBuilder {
     /// [`DEFAULT_APPROVAL_TIMEOUT`](Self::DEFAULT_APPROVAL_TIMEOUT), 5 minutes), on the
     /// dispatcher's timer. No answer in time is a denial: the call is answered `blocked`.
     pub fn approval_timeout(mut self, deadline: Duration) -> Self {
-        self.approval_timeout = DefaultDeadline::Set(deadline);
+        self.settings.approval_timeout = DefaultDeadline::Set(deadline);
         self
     }
 
@@ -342,7 +349,7 @@ impl DispatcherBuilder {
     /// session's context clock from the turn's `created_at`. Resumed later, its waiting calls
     /// are answered `blocked` ("waited … and expired"), not run.
     pub fn pending_ttl(mut self, ttl: Duration) -> Self {
-        self.pending_ttl = Some(ttl);
+        self.settings.pending_ttl = Some(ttl);
         self
     }
 
@@ -357,7 +364,7 @@ impl DispatcherBuilder {
     /// after every earlier block finished. `1` runs every block one after another; `0` counts
     /// as `1`.
     pub fn max_concurrent_reads(mut self, n: usize) -> Self {
-        self.max_concurrent_reads = Some(n.max(1));
+        self.settings.max_concurrent_reads = Some(n.max(1));
         self
     }
 
@@ -392,17 +399,7 @@ impl DispatcherBuilder {
             without,
             states,
             audit,
-            hook_runs,
-            span_content,
-            limits,
-            timer,
-            hook_timeout,
-            tool_timeout,
-            undeclared_writes,
-            approver,
-            approval_timeout,
-            pending_ttl,
-            max_concurrent_reads,
+            settings,
         } = self;
         let mut problems = Problems::new(&states);
 
@@ -433,42 +430,47 @@ impl DispatcherBuilder {
         check_matchers(&pre, &post, &known_tools, &mut problems);
         check_redaction(audit.as_ref(), &known_tools, &mut problems);
         resolve_typed_hooks(&mut pre, &inputs, &mut problems);
-        keep_hooks(
-            &mut pre,
-            &mut post,
-            &candidates,
-            (explicit, &known_tools),
-            &mut problems,
-        );
+        let kept = (explicit, &known_tools);
+        keep_hooks(&mut pre, &mut post, &candidates, kept, &mut problems);
         check_hooks(&pre, &post, &stop, &mut problems);
+        let undeclared_writes = settings.undeclared_writes;
         check_guarded_writes(&mut candidates, &pre, undeclared_writes, &mut problems);
         problems.check()?;
 
         // 12. Assemble.
         let tables = assemble(candidates, pre, post, stop, audit.as_ref());
-        let inner = Inner {
-            hook_runs: hook_runs || audit.is_some(),
-            span_content: span_content.then(|| {
-                audit
-                    .as_ref()
-                    .map(|a| a.redaction().clone())
-                    .unwrap_or_default()
-            }),
-            states,
-            limits,
-            timer: timer.unwrap_or_else(|| Arc::new(DefaultTimer)),
-            hook_timeout: hook_timeout.resolve(Self::DEFAULT_HOOK_TIMEOUT),
-            tool_timeout: tool_timeout.resolve(Self::DEFAULT_TOOL_TIMEOUT),
-            approver,
-            approval_timeout: approval_timeout.resolve(Self::DEFAULT_APPROVAL_TIMEOUT),
-            pending_ttl: pending_ttl.unwrap_or(Self::DEFAULT_PENDING_TTL),
-            max_concurrent_reads: max_concurrent_reads
-                .unwrap_or(Self::DEFAULT_MAX_CONCURRENT_READS),
-            ..tables
-        };
+        let inner = settings.resolve(tables, states, audit.as_ref());
         Ok(Dispatcher {
             inner: Arc::new(inner),
         })
+    }
+}
+
+impl Settings {
+    /// The dispatcher made of `tables` (its tools, chains, observers and hooks) with these
+    /// settings resolved: the documented default for every deadline left untouched, the
+    /// default timer when none was given, hook runs kept when an audit log reads them, span
+    /// content redacted as the audit log redacts.
+    fn resolve(self, tables: Inner, states: StateMap, audit: Option<&AuditLog>) -> Inner {
+        type B = DispatcherBuilder;
+        Inner {
+            hook_runs: self.hook_runs || audit.is_some(),
+            span_content: self
+                .span_content
+                .then(|| audit.map(|a| a.redaction().clone()).unwrap_or_default()),
+            states,
+            limits: self.limits,
+            timer: self.timer.unwrap_or_else(|| Arc::new(DefaultTimer)),
+            hook_timeout: self.hook_timeout.resolve(B::DEFAULT_HOOK_TIMEOUT),
+            tool_timeout: self.tool_timeout.resolve(B::DEFAULT_TOOL_TIMEOUT),
+            approver: self.approver,
+            approval_timeout: self.approval_timeout.resolve(B::DEFAULT_APPROVAL_TIMEOUT),
+            pending_ttl: self.pending_ttl.unwrap_or(B::DEFAULT_PENDING_TTL),
+            max_concurrent_reads: self
+                .max_concurrent_reads
+                .unwrap_or(B::DEFAULT_MAX_CONCURRENT_READS),
+            ..tables
+        }
     }
 }
 
