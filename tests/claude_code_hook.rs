@@ -577,45 +577,12 @@ fn concurrent_events_of_one_session_lose_no_count() {
     assert_eq!(p.audit_lines().len(), 8);
 }
 
-/// The example binary, built for this test. `cargo test --all-targets` builds examples with the
-/// test harness (the file it leaves in `target/debug/examples` runs no `main`), so the test
-/// builds the real one with the cargo that runs it, into a target folder of its own
-/// (`target/claude-code-hook-example`: the test run holds the lock of its own folder), once per
-/// run; later runs find it up to date.
-fn example_binary() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-            let target = root.join("target").join("claude-code-hook-example");
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let status = std::process::Command::new(cargo)
-                .args(["build", "--quiet", "--example", "claude_code_hook"])
-                .args(["--features", "claude-code"])
-                .arg("--manifest-path")
-                .arg(root.join("Cargo.toml"))
-                .arg("--target-dir")
-                .arg(&target)
-                .status()
-                .expect("cargo runs");
-            assert!(
-                status.success(),
-                "cargo build --example claude_code_hook failed"
-            );
-            target
-                .join("debug")
-                .join("examples")
-                .join(format!("claude_code_hook{}", std::env::consts::EXE_SUFFIX))
-        })
-        .clone()
-}
-
 /// Runs the example binary as Claude Code does: the event on standard input,
 /// `CLAUDE_PROJECT_DIR` set.
 fn run_binary(project: &Path, event: &str) -> (i32, String, String) {
     use std::io::Write;
     use std::process::{Command, Stdio};
-    let mut child = Command::new(example_binary())
+    let mut child = Command::new(support::example_binary("claude_code_hook"))
         .env("CLAUDE_PROJECT_DIR", project)
         .current_dir(project)
         .stdin(Stdio::piped())

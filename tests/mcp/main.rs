@@ -6,7 +6,7 @@
 //! With `mcp-http`, `http.rs` does the same over streamable HTTP on loopback.
 #![cfg(feature = "mcp")]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value, json};
@@ -552,47 +552,9 @@ fn a_failing_rule_halts_one_session_and_the_server_goes_on() {
 
 // ============================================================ the example as a child process
 
-/// The example binary, built for this test with the cargo that runs it, into a target folder the
-/// test run does not lock (`target/claude-code-hook-example`), once per run (`cargo test
-/// --all-targets` builds examples with the test harness, so `target/debug/examples` holds no
-/// runnable server).
-fn example_binary() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-            // The claude_code_hook test's folder: the example builds every dev-dependency, and
-            // sharing the folder builds them once for both tests (this build adds the `mcp`
-            // feature's crates and what they change).
-            let target = root.join("target").join("claude-code-hook-example");
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let status = std::process::Command::new(cargo)
-                .args([
-                    "build",
-                    "--quiet",
-                    "--example",
-                    "mcp_server",
-                    "--features",
-                    "mcp",
-                ])
-                .arg("--manifest-path")
-                .arg(root.join("Cargo.toml"))
-                .arg("--target-dir")
-                .arg(&target)
-                .status()
-                .expect("cargo runs");
-            assert!(status.success(), "cargo build --example mcp_server failed");
-            target
-                .join("debug")
-                .join("examples")
-                .join(format!("mcp_server{}", std::env::consts::EXE_SUFFIX))
-        })
-        .clone()
-}
-
 /// The command that starts the example server as `u_001`, premium, session `s_mcp`.
 fn example_command(audit: &Path) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(example_binary());
+    let mut command = tokio::process::Command::new(support::example_binary("mcp_server"));
     command
         .args([
             "--user",

@@ -4,6 +4,7 @@
 //! - the texts the model reads for a halt, a panic, a call not run and a tool timeout;
 //! - temporary folders, audit-log readers, assistant messages and fixtures;
 //! - the six published tools as `#[tool]` functions ([`official`]);
+//! - an example's runnable binary, built in the test run's target folder ([`example_binary`]);
 //! - for the reliability tests (properties, deadlines, limits, concurrency, trusted context):
 //!   test timers that need no runtime, a quiet panic hook for injected faults, a one-poll
 //!   driver for cancellation tests, and JSON strategies for property tests.
@@ -255,6 +256,149 @@ pub(crate) fn optional_fields_nullable(mut schema: Value) -> Value {
         }
     }
     schema
+}
+
+// ================================================================ examples as child processes
+
+/// The root package's features, each with whether this test binary was built with it. The
+/// list is checked against `Cargo.toml`'s `[features]` by [`example_binary`].
+const FEATURES: [(&str, bool); 9] = [
+    ("tokio", cfg!(feature = "tokio")),
+    ("full-validation", cfg!(feature = "full-validation")),
+    ("tower", cfg!(feature = "tower")),
+    ("claude-code", cfg!(feature = "claude-code")),
+    ("audit-verify", cfg!(feature = "audit-verify")),
+    ("openai", cfg!(feature = "openai")),
+    ("gemini", cfg!(feature = "gemini")),
+    ("mcp", cfg!(feature = "mcp")),
+    ("mcp-http", cfg!(feature = "mcp-http")),
+];
+
+/// The names of `Cargo.toml`'s `[features]` table.
+fn declared_features() -> Vec<String> {
+    let manifest = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+        .expect("Cargo.toml reads");
+    manifest
+        .lines()
+        .skip_while(|line| line.trim() != "[features]")
+        .skip(1)
+        .take_while(|line| !line.starts_with('['))
+        .filter_map(|line| line.split_once(" = ").map(|(name, _)| name.trim()))
+        .filter(|name| !name.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The runnable binary of example `name`, built once per test binary, for the tests that run
+/// an example as its host does (a child process, standard input and output).
+///
+/// `cargo test --all-targets` builds examples with the test harness (their `main` is not
+/// what runs), and cargo gives tests the path of a `[[bin]]` only, so this runs `cargo build
+/// --example name` with the cargo that runs the tests. It builds into the test run's own
+/// target folder (the parent of `CARGO_TARGET_TMPDIR`; cargo does not hold the folder's lock
+/// while the test binaries run) with this binary's features and profile: every crate the
+/// example needs is then the one the run already built, and only the example is compiled and
+/// linked (other features, or a folder of its own, would build every dependency a second
+/// time). The binary's path is the one cargo reports (`--message-format=json`).
+pub(crate) fn example_binary(name: &str) -> PathBuf {
+    static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, path)) = built.iter().find(|(n, _)| n == name) {
+        return path.clone();
+    }
+    let known: Vec<&str> = FEATURES.iter().map(|(f, _)| *f).collect();
+    assert_eq!(
+        declared_features(),
+        known,
+        "tests/support/mod.rs: FEATURES lists the root package's features, in order"
+    );
+    let features: Vec<&str> = FEATURES
+        .iter()
+        .filter(|(_, on)| *on)
+        .map(|(f, _)| *f)
+        .collect();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("CARGO_TARGET_TMPDIR is inside the target folder");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = std::process::Command::new(cargo);
+    command
+        .args([
+            "build",
+            "--example",
+            name,
+            "--message-format=json-render-diagnostics",
+        ])
+        .arg("--no-default-features")
+        .arg(format!("--features={}", features.join(",")))
+        .arg("--manifest-path")
+        .arg(root.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(target)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    if !cfg!(debug_assertions) {
+        command.arg("--release");
+    }
+    // The variables cargo sets for a test process, which the run's own cargo did not have: a
+    // build script that watches one (ring's watches `CARGO_MANIFEST_DIR`) would otherwise
+    // rebuild its crate and every crate above it.
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if key.starts_with("CARGO_PKG_")
+            || [
+                "CARGO_MANIFEST_DIR",
+                "CARGO_MANIFEST_PATH",
+                "CARGO_CRATE_NAME",
+                "CARGO_BIN_NAME",
+                "CARGO_PRIMARY_PACKAGE",
+                "CARGO_TARGET_TMPDIR",
+                "OUT_DIR",
+            ]
+            .contains(&&*key)
+        {
+            command.env_remove(&*key);
+        }
+    }
+    let mut child = command.spawn().expect("cargo runs");
+    // cargo's own lines, kept for a failure; a wait for a lock is shown at once (a run that
+    // blocks says why).
+    let stderr = child.stderr.take().unwrap();
+    let example = name.to_owned();
+    let log = std::thread::spawn(move || {
+        use std::io::{BufRead, Write};
+        let mut log = String::new();
+        for line in std::io::BufReader::new(stderr).lines() {
+            let line = line.unwrap_or_default();
+            if line.trim_start().starts_with("Blocking") {
+                let _ = writeln!(std::io::stderr(), "cargo build --example {example}: {line}");
+            }
+            log.push_str(&line);
+            log.push('\n');
+        }
+        log
+    });
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+    let status = child.wait().unwrap();
+    let log = log.join().unwrap();
+    assert!(
+        status.success(),
+        "cargo build --example {name} failed:\n{log}"
+    );
+    let path = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|m| {
+            m["reason"] == "compiler-artifact"
+                && m["target"]["name"] == name
+                && m["target"]["kind"] == serde_json::json!(["example"])
+        })
+        .and_then(|m| m["executable"].as_str().map(PathBuf::from))
+        .unwrap_or_else(|| panic!("cargo reported no executable for example {name}:\n{log}"));
+    built.push((name.to_owned(), path.clone()));
+    path
 }
 
 // ================================================================ reliability
