@@ -78,9 +78,9 @@ fn main() {
     let nohooks = common::dispatcher_nohooks();
     let hooks = common::dispatcher_hooks();
     let audit_dir = TempDir::new("ratios");
-    // Issue 18 §3: the audit figure is taken with the hash chain off (each record serialized
-    // and appended with one `write`, `common::UnchainedJsonl`); the chain's cost is its own
-    // figure (`hooks_audit_chained`, `AuditLog::open`).
+    // The audit figure is taken with the hash chain off (each record serialized and appended with
+    // one `write`, `common::UnchainedJsonl`); the chain's cost is its own figure
+    // (`hooks_audit_chained`, `AuditLog::open`).
     let hooks_audit = common::dispatcher_hooks_audit(
         AuditLog::builder()
             .sink(common::UnchainedJsonl::open(
@@ -122,7 +122,7 @@ fn main() {
         assert_eq!(result_text(poll_ready(s.call(&call))), EXPECTED);
     }
 
-    // The end-to-end sides answer the same text (issue 18 §3).
+    // The end-to-end sides answer the same text.
     let s_e2e = nohooks.session(context("sess_e2e"));
     {
         let mut text = e2e::FreshText::new();
@@ -274,7 +274,8 @@ fn main() {
         "available_parallelism",
         std::thread::available_parallelism().map_or(0, |n| n.get()) as f64,
     );
-    // 5. Issue 18: the tools of one message awaiting their I/O together (`ratios/batch.rs`).
+    // 5. Reads run concurrently: the tools of one message awaiting their I/O together
+    // (`ratios/batch.rs`).
     batch::figures(plan.batch_rounds);
 
     if let Some(load) = load_average() {

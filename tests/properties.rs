@@ -1,5 +1,5 @@
 //! Property tests (proptest): generated assistant messages through generated policies, checked
-//! against an independent model of the pipeline (DESIGN.md, "The life of one tool call").
+//! against an independent model of the pipeline (ARCHITECTURE.md, "The life of one call").
 //!
 //! Generated: `tool_use` blocks with known and unknown names (empty, differently cased, 80
 //! characters, non-ASCII), inputs of every JSON shape (objects valid or not, arrays, scalars,
@@ -36,15 +36,15 @@
 
 mod support;
 
-// The rewrite rule of the PreToolUse chain on random chains (issue 12 §1).
+// The rewrite rule of the PreToolUse chain on random chains: rewrites are re-authorized.
 #[path = "properties/rewrite_chain.rs"]
 mod rewrite_chain;
 
-// Reading and writing `Message` in one pass, against the earlier `Map` reader (issue 18 §3).
+// Reading and writing `Message` in one pass, against the earlier `Map` reader.
 #[path = "properties/message_wire.rs"]
 mod message_wire;
 
-// The audit line written by hand is serde_json's, byte for byte (issue 18 §2).
+// The audit line written by hand is serde_json's, byte for byte.
 #[path = "properties/audit_line.rs"]
 mod audit_line;
 
@@ -926,7 +926,8 @@ fn recorded(input: &Value, l: &Limits) -> Value {
     }
 }
 
-/// Normalization (DESIGN.md step 1) and bounds: the object, or why it is refused.
+/// Normalization (ARCHITECTURE.md, "The life of one call", step 1) and bounds: the object, or why
+/// it is refused.
 fn normalize(input: &Value, l: &Limits) -> Result<Value, String> {
     let v = match input {
         Value::Object(_) => input.clone(),
@@ -1066,9 +1067,9 @@ impl Model {
             })
             .collect();
         chain.sort_by_key(|&k| (case.hooks[k].order, hook_path(k)));
-        // A rewrite to a new input starts the chain again from its first hook; one equal to
-        // the input the hook saw is an Allow; one back to an input the call already had, or a
-        // ninth, halts (DESIGN.md, "Rewrites are re-authorized").
+        // A rewrite to a new input starts the chain again from its first hook; one equal to the
+        // input the hook saw is an Allow; one back to an input the call already had, or a ninth,
+        // halts (ARCHITECTURE.md, "Contracts": "The PreToolUse chain and rewrites").
         let mut current = input;
         let mut had: Vec<Value> = vec![current.clone()];
         'pass: loop {
@@ -1815,9 +1816,9 @@ proptest! {
 // ---------------------------------------------------------------------------------------------
 
 /// Finding 1 (property run): with two blocks sharing one id, `Halt::result` returned the first
-/// block's (successful) result instead of the failed block's `BLOCKED:` one. Since issue 12 a
-/// message that repeats an id is refused whole before anything runs (the Messages API refuses
-/// it too: "tool_use ids must be unique"), so no halt can meet a repeated id.
+/// block's (successful) result instead of the failed block's `BLOCKED:` one. Since the id check was
+/// added (`6a6871a`), a message that repeats an id is refused whole before anything runs (the
+/// Messages API refuses it too: "tool_use ids must be unique"), so no halt can meet a repeated id.
 #[test]
 fn regression_a_message_repeating_an_id_is_refused_before_anything_runs() {
     let runs = Arc::new(AtomicUsize::new(0));

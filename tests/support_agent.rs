@@ -1939,8 +1939,8 @@ fn free_tier_refunds_are_denied_with_an_alternative_and_faq_limits_at_or_under_5
          free. Answer from the refund policy (search_faq), or tell the customer that upgrading \
          to premium includes refunds handled by support."
     );
-    // A limit over 5 is rewritten once: the chain starts again with 5, which the cap allows
-    // (issue 12 §1: an idempotent normalizer converges to one rewrite).
+    // A limit over 5 is rewritten once: the chain starts again with 5, which the cap allows (an
+    // idempotent normalizer converges to one rewrite).
     for (limit, rewritten, entries) in [
         (5, false, 5),
         (6, true, 5),
@@ -2164,7 +2164,7 @@ fn the_weekly_limit_reads_the_typed_request_it_is_given() {
     );
 }
 
-// ---------------------------------------------------------------- approvals (issue 14 §1)
+// ---------------------------------------------------------------- approvals
 
 const APPROVAL_HOOK_REASON_30000: &str =
     "a refund of 30000 cents is above 20000 cents and needs a person's approval";
@@ -2202,8 +2202,8 @@ fn a_transcripts_decisions_resume_its_paused_turns_approved_and_denied() {
     let asked = format!(
         r#""asked_by":[{{"hook":"support_agent::policy::large_refund_needs_approval","reason":"{APPROVAL_HOOK_REASON_30000}"}}]"#
     );
-    // The hook runs (issue 17): a lookup passes the ownership rule; a refund runs the chain, in
-    // which the approval rule asks (at resume too: a person approved that input).
+    // The hook runs each line lists (`hooks`): a lookup passes the ownership rule; a refund runs
+    // the chain, in which the approval rule asks (at resume too: a person approved that input).
     let r = |hook: &str, decision: &str| {
         format!(
             r#"{{"hook":"support_agent::policy::{hook}","decision":"{decision}","duration_us":0}}"#

@@ -1,6 +1,6 @@
-//! Issue 18 §3's batch figures: one message of several `tool_use` blocks whose tools each await
-//! 20 ms of I/O (a `futures-timer` `Delay`, the dispatcher's own default timer: one helper
-//! thread, no runtime), answered by `Session::respond` driven by `toolgate::block_on`.
+//! The batch figures: one message of several `tool_use` blocks whose tools each await 20 ms of I/O
+//! (a `futures-timer` `Delay`, the dispatcher's own default timer: one helper thread, no runtime),
+//! answered by `Session::respond` driven by `toolgate::block_on`.
 //!
 //! - `batch4_reads_over_one_call`: 4 read tools in one message ÷ one such call alone
 //!   (`Session::call`). Sequential, that is about 4; concurrent reads, about 1.

@@ -1,8 +1,8 @@
-//! Issue 18 §3's `respond_e2e_over_handwritten`: an assistant message as JSON text → parsed →
-//! answered → the user message as JSON text, through toolgate (`serde_json::from_str::<Message>`,
-//! `Session::respond` on the 20-tool dispatcher without hooks, `serde_json::to_string` of the
-//! answer) against the same by hand (serde into structs, the tool's name matched, its arguments
-//! deserialized from the input, the function called, its output and the user message serialized).
+//! `respond_e2e_over_handwritten`: an assistant message as JSON text → parsed → answered → the user
+//! message as JSON text, through toolgate (`serde_json::from_str::<Message>`, `Session::respond` on
+//! the 20-tool dispatcher without hooks, `serde_json::to_string` of the answer) against the same by
+//! hand (serde into structs, the tool's name matched, its arguments deserialized from the input,
+//! the function called, its output and the user message serialized).
 //!
 //! Both sides get the same text with a new `tool_use` id each call (a session answers an id once),
 //! made by the same odometer, and both must produce the same user message text (checked once).

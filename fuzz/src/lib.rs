@@ -146,9 +146,9 @@ struct Order {
     order_id: String,
 }
 
-/// Rewrites are re-authorized (issue 12 §1): a tool runs only with the input every hook of
-/// its chain saw last, since the chain starts again after each rewrite. Calls run one after
-/// another, so the last input a hook of this tool's chain saw is this call's.
+/// Rewrites are re-authorized: a tool runs only with the input every hook of its chain saw last,
+/// since the chain starts again after each rewrite. Calls run one after another, so the last input
+/// a hook of this tool's chain saw is this call's.
 fn check_chain_saw(tool: &str, arg: &str) {
     LAST_SEEN.with(|seen| {
         let seen = seen.borrow();

@@ -1,9 +1,9 @@
-//! MCP over streamable HTTP (feature `mcp-http`, issue 15): the support agent served by
+//! MCP over streamable HTTP (feature `mcp-http`): the support agent served by
 //! `McpServer::streamable_http_service` on hyper at `http://127.0.0.1:<port>/mcp`, behind the
 //! example's demo auth layer (`examples/mcp_server.rs`), driven by rmcp's own client over real
-//! loopback HTTP: the identity from the request's extensions, the MCP session rmcp assigned as
-//! the audit lines' session, the stateless mode's one session per request, and `McpGuard` in
-//! front of the server over HTTP.
+//! loopback HTTP: the identity from the request's extensions, the MCP session rmcp assigned as the
+//! audit lines' session, the stateless mode's one session per request, and `McpGuard` in front of
+//! the server over HTTP.
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;

@@ -1,9 +1,9 @@
-//! MCP (feature `mcp`, issue 15): the support agent served by `toolgate::mcp::McpServer`, driven
-//! by rmcp's own client, in process over a `tokio::io::duplex` pipe and as a child process over
-//! stdio (`examples/mcp_server.rs`); the identity the host gives; a halt that ends one session
-//! only; and `McpGuard`, a dispatcher of its own in front of the example server, with its outer
-//! and the server's inner rules both applied and the inner outcome on the outer audit line.
-//! With `mcp-http`, `http.rs` does the same over streamable HTTP on loopback.
+//! MCP (feature `mcp`): the support agent served by `toolgate::mcp::McpServer`, driven by rmcp's
+//! own client, in process over a `tokio::io::duplex` pipe and as a child process over stdio
+//! (`examples/mcp_server.rs`); the identity the host gives; a halt that ends one session only; and
+//! `McpGuard`, a dispatcher of its own in front of the example server, with its outer and the
+//! server's inner rules both applied and the inner outcome on the outer audit line. With
+//! `mcp-http`, `http.rs` does the same over streamable HTTP on loopback.
 #![cfg(feature = "mcp")]
 
 use std::path::Path;
@@ -27,7 +27,7 @@ mod support;
 #[cfg(feature = "mcp-http")]
 mod http;
 
-// Issue 15 tried as an attacker would.
+// The MCP server and guard tried as an attacker would.
 mod review;
 
 use support::{HALT_TEXT, TempDir, json_lines};

@@ -1,9 +1,9 @@
-//! Issue 15 tried as an attacker would (review): an identity function that panics, a remote
-//! server that hangs, sends a schema that is not one, or answers `isError`, seen through a
-//! guard; each as a real client or server over an in-memory pipe. The second review: two calls
-//! in flight at once on one connection, a call the client cancels, a call without `arguments`,
-//! huge and deep arguments, a remote tool named like a local one, and a remote image through a
-//! guard.
+//! The MCP server and guard tried as an attacker would (a review): an identity function that
+//! panics, a remote server that hangs, sends a schema that is not one, or answers `isError`, seen
+//! through a guard; each as a real client or server over an in-memory pipe. The second review: two
+//! calls in flight at once on one connection, a call the client cancels, a call without
+//! `arguments`, huge and deep arguments, a remote tool named like a local one, and a remote image
+//! through a guard.
 use std::time::Duration;
 
 use serde_json::{Value, json};

@@ -1,8 +1,8 @@
-//! The audit line written by hand (`AuditRecord::write_json`, issue 18 §2) is byte for byte what
-//! serde_json writes for the same record: random records with every member present or absent,
-//! strings made of every control character, `"`, `\`, DEL, U+2028/2029, non-ASCII and ASCII
-//! (and arbitrary Unicode), inputs of every JSON shape with integers and floats of every size,
-//! timestamps before and after the epoch with and without a fraction.
+//! The audit line written by hand (`AuditRecord::write_json`) is byte for byte what serde_json
+//! writes for the same record: random records with every member present or absent, strings made of
+//! every control character, `"`, `\`, DEL, U+2028/2029, non-ASCII and ASCII (and arbitrary
+//! Unicode), inputs of every JSON shape with integers and floats of every size, timestamps before
+//! and after the epoch with and without a fraction.
 //!
 //! `cases(3000)` cases in CI (`PROPTEST_CASES` overrides).
 

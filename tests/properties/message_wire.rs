@@ -1,9 +1,10 @@
-//! Reading and writing `Message` (issue 18 §3, `respond_e2e_over_handwritten`): the one-pass
-//! reader must accept and refuse exactly what reading through a `serde_json::Map` did, with the
-//! same error texts, and the writer must give the same JSON text as the derived `flatten` writer
-//! did. The reference below is that earlier code, kept here as the model, with one deliberate
-//! change: fields the crate does not model (`extra`) keep the order they were sent in (the `Map`
-//! reader's `remove` moved the last entry into a removed one's place).
+//! Reading and writing `Message` (`content/de.rs` and `content/ser.rs`, which brought
+//! `respond_e2e_over_handwritten` down): the one-pass reader must accept and refuse exactly what
+//! reading through a `serde_json::Map` did, with the same error texts, and the writer must give the
+//! same JSON text as the derived `flatten` writer did. The reference below is that earlier code,
+//! kept here as the model, with one deliberate change: fields the crate does not model (`extra`)
+//! keep the order they were sent in (the `Map` reader's `remove` moved the last entry into a
+//! removed one's place).
 //!
 //! Generated: JSON texts of messages whose keys may repeat (the last value wins, at the first
 //! one's place), with `role`, `content`, `stop_reason` right, wrong or missing; `content` a

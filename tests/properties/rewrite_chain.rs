@@ -1,5 +1,5 @@
-//! The rewrite rule of the PreToolUse chain (issue 12 §1, DESIGN.md "Rewrites are
-//! re-authorized"), on random chains of up to five hooks, sync and async, that allow, deny and
+//! The rewrite rule of the PreToolUse chain (ARCHITECTURE.md, "Contracts": "The PreToolUse chain
+//! and rewrites"), on random chains of up to five hooks, sync and async, that allow, deny and
 //! rewrite the fields other hooks look at (`owner`, `amount`, `note`), sometimes into an invalid
 //! input.
 //!
@@ -301,7 +301,8 @@ struct Expected {
     effective: Value,
 }
 
-/// The rule, written from DESIGN.md without the pipeline's code.
+/// The rule as ARCHITECTURE.md states it ("Contracts": "The PreToolUse chain and rewrites"),
+/// written without the pipeline's code.
 fn model(case: &Case) -> Expected {
     let mut chain: Vec<usize> = (0..case.hooks.len()).collect();
     chain.sort_by_key(|&k| (case.hooks[k].order, path(k)));
@@ -342,7 +343,7 @@ fn model(case: &Case) -> Expected {
                     }
                     return e;
                 }
-                #[allow(unreachable_patterns)] // for `Decision` variants to come (issue 12)
+                #[allow(unreachable_patterns)] // for `Decision` variants to come
                 other => panic!("no hook decides {other:?}"),
             }
         }

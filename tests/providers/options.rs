@@ -1,7 +1,7 @@
-//! Per-tool and per-call provider options without editing JSON (issue 13 §7): Anthropic
-//! `input_examples` (`#[tool(input_examples = …)]`, `ToolDef::input_examples`), checked at
-//! `build()`, against the published example; `cache_control` on the last tool of a definitions
-//! call. (`strict = true` / `strict = false` are in `strict_limits.rs`.)
+//! Per-tool and per-call provider options without editing JSON: Anthropic `input_examples`
+//! (`#[tool(input_examples = …)]`, `ToolDef::input_examples`), checked at `build()`, against the
+//! published example; `cache_control` on the last tool of a definitions call. (`strict = true` /
+//! `strict = false` are in `strict_limits.rs`.)
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -88,10 +88,11 @@ fn input_examples_follow_the_input_schema_as_published() {
     let d = dispatcher("examples");
     let published = load("tests/fixtures/anthropic/tools/input_examples.json");
     let mut tool = published["tools"][0].clone();
-    // Deliberate difference: toolgate closes every object (DESIGN.md).
+    // Deliberate difference: toolgate closes every object (ARCHITECTURE.md, "Contracts":
+    // "Schemas").
     tool["input_schema"]["additionalProperties"] = json!(false);
     // And: an `Option` field also accepts `null` in a non-strict schema, as serde does, so every
-    // input the tool accepts satisfies the schema sent (issue 13 §4).
+    // input the tool accepts satisfies the schema sent.
     let unit = tool["input_schema"]["properties"]["unit"].take();
     let description = unit["description"].clone();
     let mut branch = unit;

@@ -1,7 +1,10 @@
-//! A validator of tool definitions, one [`Rule`] per requirement of `PROVIDERS.md` (and of
-//! DESIGN.md's schema table, and two API errors the Gemini rules quote). It is written from those
-//! texts, not from toolgate's transforms, and proven in `providers.rs` (`proven!`, one test per
-//! rule, and `every_rule_has_a_breaking_case`): at least one breaking schema per rule.
+//! A validator of tool definitions, one [`Rule`] per requirement of the providers' own documents
+//! (Anthropic's Messages API, "Define tools" and "Strict tool use"; OpenAI's "Function calling" and
+//! "Structured Outputs"; Gemini's "Function calling", `FunctionDeclaration` and `Schema`; MCP's
+//! `tools/list`), of toolgate's own schema rules (ARCHITECTURE.md, "Contracts": "Schemas"), and of
+//! two API errors the Gemini rules quote. It is written from those texts, not from toolgate's
+//! transforms, and proven in `providers.rs` (`proven!`, one test per rule, and
+//! `every_rule_has_a_breaking_case`): at least one breaking schema per rule.
 
 use serde_json::{Map, Value};
 
@@ -35,7 +38,7 @@ macro_rules! rules {
 }
 
 rules! {
-    // ---- Anthropic (Messages API, "Define tools"; DESIGN.md "Schemas") ----
+    // ---- Anthropic (Messages API, "Define tools"; ARCHITECTURE.md, "Contracts": "Schemas") ----
     /// `{name, description, input_schema}`, optional `strict`, `input_examples`,
     /// `cache_control`; nothing else.
     AnthropicShape,
@@ -46,22 +49,22 @@ rules! {
     RootObject,
     /// No top-level `oneOf`/`anyOf`/`allOf` in `input_schema` (Anthropic).
     RootCombinator,
-    /// No `$schema` (DESIGN.md, Anthropic row).
+    /// No `$schema` (ARCHITECTURE.md, "Contracts": "Schemas").
     NoSchemaKeyword,
-    /// No root `title` (DESIGN.md).
+    /// No root `title` (ARCHITECTURE.md, "Contracts": "Schemas").
     NoRootTitle,
     /// No `$ref` but for recursion: every `$ref` points into `$defs` at a schema that reaches
-    /// itself (DESIGN.md).
+    /// itself (ARCHITECTURE.md, "Contracts": "Schemas").
     RefOnlyForRecursion,
-    /// No `format` like `uint32` (DESIGN.md).
+    /// No `format` like `uint32` (ARCHITECTURE.md, "Contracts": "Schemas").
     NoNumericFormat,
-    /// No type arrays (DESIGN.md, Anthropic row).
+    /// No type arrays (ARCHITECTURE.md, "Contracts": "Schemas").
     NoTypeArray,
-    /// `additionalProperties: false` on every object with properties (DESIGN.md; the golden
-    /// tools do not opt out).
+    /// `additionalProperties: false` on every object with properties (ARCHITECTURE.md, "Contracts":
+    /// "Schemas"; the golden tools do not opt out).
     ClosedObjects,
 
-    // ---- Anthropic strict ("Strict tool use"; PROVIDERS.md) ----
+    // ---- Anthropic strict (Messages API, "Strict tool use") ----
     /// `additionalProperties: false` on every object, maps included.
     StrictEveryObjectClosed,
     /// No numeric or length bounds.
@@ -73,7 +76,7 @@ rules! {
     /// String `format` from the short fixed list.
     StrictFormat,
 
-    // ---- OpenAI ("Function calling", "Structured Outputs"; PROVIDERS.md) ----
+    // ---- OpenAI ("Function calling", "Structured Outputs") ----
     /// Chat: `{type: "function", function: {name, description, parameters, strict}}`;
     /// Responses: `{type: "function", name, description, parameters, strict}`; `strict` sent
     /// explicitly as a boolean.
@@ -91,7 +94,7 @@ rules! {
     /// Strict: `$defs` and recursion allowed, so every `$ref` must resolve inside the schema.
     OpenAiRefResolves,
 
-    // ---- Gemini ("Function calling", `FunctionDeclaration`, `Schema`; PROVIDERS.md) ----
+    // ---- Gemini ("Function calling", `FunctionDeclaration`, `Schema`) ----
     /// `{name, description, parameters}` (or `parametersJsonSchema`, not both).
     GeminiShape,
     /// Letters, digits, `_ : . -`, at most 64, starting with a letter or `_` (Vertex).

@@ -164,9 +164,9 @@ mod gemini_fixture {
     }
 }
 
-/// Every type the issue lists: `Option` of a scalar, an enum and a struct; unit enums with and
-/// without doc comments; `Vec` of structs; structs nested two deep; `u32`, `u64`, `i64`, `f64`,
-/// `bool`; a recursive type; `HashMap<String, T>`; `serde_json::Value` with a schema.
+/// Every kind of type a tool's input may hold: `Option` of a scalar, an enum and a struct; unit
+/// enums with and without doc comments; `Vec` of structs; structs nested two deep; `u32`, `u64`,
+/// `i64`, `f64`, `bool`; a recursive type; `HashMap<String, T>`; `serde_json::Value` with a schema.
 mod coverage {
     use std::collections::HashMap;
 
@@ -710,9 +710,9 @@ fn anthropic_definitions_equal_the_published_ones_but_closed() {
             .and_then(|t| t.iter().find(|t| t["name"] == name))
             .cloned()
             .unwrap_or_else(|| panic!("{name} is not published"));
-        // Deliberate differences: toolgate closes every object (`additionalProperties: false`,
-        // DESIGN.md) because the dispatcher refuses unknown fields, and an optional field
-        // accepts `null` as its `Option<T>` does.
+        // Deliberate differences: toolgate closes every object (`additionalProperties: false`;
+        // ARCHITECTURE.md, "Contracts": "Schemas") because the dispatcher refuses unknown fields,
+        // and an optional field accepts `null` as its `Option<T>` does.
         tool["input_schema"] = optional_fields_nullable(tool["input_schema"].take());
         tool["input_schema"]["additionalProperties"] = json!(false);
         let mine = definitions(&d, Provider::Anthropic)
@@ -1198,7 +1198,7 @@ fn breaking_cases() -> Vec<(Rule, Target, Value)> {
             ),
         ),
     ];
-    // One case per keyword PROVIDERS.md lists as rejected by Gemini.
+    // One case per keyword Gemini rejects (`Rule::GeminiRejectedKeyword`).
     for (key, value) in [
         ("additionalProperties", json!(false)),
         (

@@ -1,9 +1,8 @@
-//! Strict targets and the providers' published limits (issue 13 §6): Anthropic's limits on a
-//! request's strict tools together (20 tools, 24 optional and 16 union-typed parameters), the
-//! order in which tools are admitted and demoted, OpenAI's limits on one schema, and the tools
-//! marked `strict = true` or `strict = false`. Every request is also checked by
-//! [`over_anthropic_limits`], a count written from the documentation's words, not from
-//! toolgate's.
+//! Strict targets and the providers' published limits: Anthropic's limits on a request's strict
+//! tools together (20 tools, 24 optional and 16 union-typed parameters), the order in which tools
+//! are admitted and demoted, OpenAI's limits on one schema, and the tools marked `strict = true` or
+//! `strict = false`. Every request is also checked by [`over_anthropic_limits`], a count written
+//! from the documentation's words, not from toolgate's.
 
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -1,8 +1,8 @@
-//! The other APIs' whole turns through a session (issue 12 §2 and §7): a turn cut at its output
-//! limit runs nothing (OpenAI Chat `finish_reason: "length"`, a Responses response or
-//! `function_call` item with `status: "incomplete"`, Gemini `finishReason: "MAX_TOKENS"`), each
-//! call audited as `not_run`; a turn without calls is `NothingToRun`; ids follow each API's
-//! rules (a Gemini call without an id gets `gemini-{turn}-{i}`).
+//! The other APIs' whole turns through a session: a turn cut at its output limit runs nothing
+//! (OpenAI Chat `finish_reason: "length"`, a Responses response or `function_call` item with
+//! `status: "incomplete"`, Gemini `finishReason: "MAX_TOKENS"`), each call audited as `not_run`; a
+//! turn without calls is `NothingToRun`; ids follow each API's rules (a Gemini call without an id
+//! gets `gemini-{turn}-{i}`).
 
 use std::sync::{Arc, Mutex};
 

@@ -1,7 +1,7 @@
-//! `Decision::Ask` (issue 14 §1): the chain goes on after an ask (a later deny wins, several
-//! asks give several reasons, the asks of the final pass count), `call` without an approver
-//! blocks (fail closed), an approver answers inline (approve, deny, edit; its deadline; its
-//! panic), `pre_tool_use` answers `Ask`, and every path's audit line.
+//! `Decision::Ask`: the chain goes on after an ask (a later deny wins, several asks give several
+//! reasons, the asks of the final pass count), `call` without an approver blocks (fail closed), an
+//! approver answers inline (approve, deny, edit; its deadline; its panic), `pre_tool_use` answers
+//! `Ask`, and every path's audit line.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

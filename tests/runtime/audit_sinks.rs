@@ -457,12 +457,11 @@ fn fixed_context(session: &str) -> HookContext {
     )
 }
 
-/// The audit log keeps one record per thread and refills it for every call (issue 18 §2): a
-/// sink that audits a call of its own from inside `record` leaves the outer record whole for
-/// the sinks after it, calls of other tools and inputs in a row each get their own values, and
-/// the files hold the same lines. (That a refill leaves every member as a new record would,
-/// through calls where each optional member appears and disappears, is `audit/record.rs`'s
-/// unit test.)
+/// The audit log keeps one record per thread and refills it for every call: a sink that audits a
+/// call of its own from inside `record` leaves the outer record whole for the sinks after it, calls
+/// of other tools and inputs in a row each get their own values, and the files hold the same lines.
+/// (That a refill leaves every member as a new record would, through calls where each optional
+/// member appears and disappears, is `audit/record.rs`'s unit test.)
 #[test]
 fn a_record_refilled_per_thread_survives_a_nested_audit_write_and_calls_of_other_shapes() {
     let inner = Collect::default();

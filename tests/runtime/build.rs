@@ -287,9 +287,9 @@ fn allow(
 
 #[test]
 fn a_guard_is_never_dropped_silently() {
-    // issue 12 §5: a hook with an empty tool list (a config file's empty list), or given to the
-    // builder explicitly for tools this dispatcher does not keep, fails the build instead of
-    // leaving a tool unguarded.
+    // A guard is never dropped silently: a hook with an empty tool list (a config file's empty
+    // list), or given to the builder explicitly for tools this dispatcher does not keep, fails the
+    // build instead of leaving a tool unguarded.
     let none: Vec<&'static str> = Vec::new();
     let err = Dispatcher::builder()
         .tool(ToolDef::sync("faq", "Searches the FAQ.", ok::<Plain>).path("app::faq"))

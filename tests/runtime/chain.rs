@@ -200,9 +200,9 @@ struct Refund {
 
 #[test]
 fn a_normalizer_cannot_slip_another_customers_order_past_the_ownership_check() {
-    // issue 12 §1: the ownership hook (order 10) allows O-1001; a normalizing hook (order 20)
-    // rewrites it to O-2002, another customer's order. The chain starts again, the ownership
-    // hook sees O-2002 and denies: the tool never runs.
+    // Rewrites are re-authorized: the ownership hook (order 10) allows O-1001; a normalizing hook
+    // (order 20) rewrites it to O-2002, another customer's order. The chain starts again, the
+    // ownership hook sees O-2002 and denies: the tool never runs.
     let log = Log::default();
     let dir = support::TempDir::new("chain-ownership");
     let refunds = log.clone();
@@ -530,8 +530,8 @@ mod specialist {
 fn a_registered_hook_whose_tools_are_filtered_out_is_left_out_an_explicit_one_fails_build() {
     let under = format!("{}::specialist", module_path!());
     let path = |item: &str| format!("{under}::{item}");
-    // A specialist without `refund`: the refund hook is registered, so it is simply not part
-    // of this dispatcher (DESIGN.md, "Registration and filtering").
+    // A specialist without `refund`: the refund hook is registered, so it is simply not part of
+    // this dispatcher (ARCHITECTURE.md, "Contracts": "Failing closed").
     let faq_only = Dispatcher::builder()
         .registered_under(&under)
         .only_tools(["faq"])

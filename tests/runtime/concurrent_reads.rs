@@ -1,12 +1,12 @@
-//! Reads run concurrently (issue 18 §1): the read-only blocks of one message are polled
-//! together in `respond`, at most `max_concurrent_reads` at once, with no runtime (`block_on`).
-//! The overlap is proved without a time: a lookup waits until a given number of lookups run at
-//! once (a sequential run would wait forever, so a tool deadline turns that into a failed
-//! assertion instead of a hang), and the most lookups running at once is asserted exactly. The
-//! invariants: results, observers and audit lines in `tool_use` order whatever order the tools
-//! finish in; a write's PreToolUse chain only after every earlier block finished; a halt leaves
-//! the sequential run's answers and names the later blocks that had already run; an `ask` in a
-//! read's chain pauses that block only; a retried message runs nothing twice.
+//! Reads run concurrently: the read-only blocks of one message are polled together in `respond`, at
+//! most `max_concurrent_reads` at once, with no runtime (`block_on`). The overlap is proved without
+//! a time: a lookup waits until a given number of lookups run at once (a sequential run would wait
+//! forever, so a tool deadline turns that into a failed assertion instead of a hang), and the most
+//! lookups running at once is asserted exactly. The invariants: results, observers and audit lines
+//! in `tool_use` order whatever order the tools finish in; a write's PreToolUse chain only after
+//! every earlier block finished; a halt leaves the sequential run's answers and names the later
+//! blocks that had already run; an `ask` in a read's chain pauses that block only; a retried
+//! message runs nothing twice.
 
 use std::collections::BTreeMap;
 use std::future::poll_fn;

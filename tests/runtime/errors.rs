@@ -1,9 +1,9 @@
-//! What the model reads when a tool fails (issue 13 §1): only text written for the model is
-//! shown to it: `ToolError::new`, a `String`/`&str` error, and errors opted in with
-//! `#[tool(errors = "shown")]` or `ToolError::for_model`. Every other error is internal: the
-//! model reads `INTERNAL_ERROR_MESSAGE`, the audit line's `detail` gets the error's `Display` and
-//! its whole `source()` chain. Each conversion path is pinned: the `tool_result` and the audit
-//! line's `detail`.
+//! What the model reads when a tool fails: only text written for the model is shown to it:
+//! `ToolError::new`, a `String`/`&str` error, and errors opted in with `#[tool(errors = "shown")]`
+//! or `ToolError::for_model`. Every other error is internal: the model reads
+//! `INTERNAL_ERROR_MESSAGE`, the audit line's `detail` gets the error's `Display` and its whole
+//! `source()` chain. Each conversion path is pinned: the `tool_result` and the audit line's
+//! `detail`.
 
 use std::error::Error;
 use std::fmt;

@@ -1,6 +1,5 @@
-//! Each call's record lists the PreToolUse hooks that ran, in order, with each one's decision
-//! and duration (issue 17 §2): what an observer sees in `CallRecord::hooks` and the audit line
-//! in `hooks`.
+//! Each call's record lists the PreToolUse hooks that ran, in order, with each one's decision and
+//! duration: what an observer sees in `CallRecord::hooks` and the audit line in `hooks`.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

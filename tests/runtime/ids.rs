@@ -1,7 +1,7 @@
-//! Only ids the API accepts are run and answered (issue 12 §2): `respond` refuses a whole
-//! message whose `tool_use` ids break the Messages API's rules (empty, not
-//! `^[a-zA-Z0-9_-]+$`, repeated), running nothing and auditing every block as `not_run`;
-//! `call`, which serves every API, refuses only an empty id.
+//! Only ids the API accepts are run and answered: `respond` refuses a whole message whose
+//! `tool_use` ids break the Messages API's rules (empty, not `^[a-zA-Z0-9_-]+$`, repeated), running
+//! nothing and auditing every block as `not_run`; `call`, which serves every API, refuses only an
+//! empty id.
 
 use std::sync::{Arc, Mutex};
 

@@ -1,4 +1,4 @@
-//! The OpenTelemetry GenAI spans (issue 17 §1): one `execute_tool {tool}` span per call with a
+//! The OpenTelemetry GenAI spans: one `execute_tool {tool}` span per call with a
 //! `pre_tool_use {hook}` child per hook run, exported through `tracing-opentelemetry` into the
 //! SDK's in-memory exporter; exact names, parents, attributes and status.
 

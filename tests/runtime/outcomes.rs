@@ -1,6 +1,6 @@
-//! One test per row of DESIGN.md's outcome table (the two `*_timeout` rows live with the
-//! deadline tests): `is_error`, the content, the audit line's `outcome`, and whether the tool's
-//! side effect happened.
+//! One test per row of the outcome table (ARCHITECTURE.md, "Contracts": "Outcomes"; the two
+//! `*_timeout` rows live with the deadline tests): `is_error`, the content, the audit line's
+//! `outcome`, and whether the tool's side effect happened.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Waker};

@@ -1,8 +1,8 @@
-//! The durable pause (issue 14 §1): with no approver, `respond` answers the blocks that need no
-//! approval and returns a `PendingTurn`; it serializes, is read back in a fresh dispatcher (as a
-//! later process would) and resumed with a person's decisions into the complete user message.
-//! Every refusal of a resume, the expiry, the chain run again at resume, and the session's
-//! answer memory (a retry while paused, a resume twice).
+//! The durable pause: with no approver, `respond` answers the blocks that need no approval and
+//! returns a `PendingTurn`; it serializes, is read back in a fresh dispatcher (as a later process
+//! would) and resumed with a person's decisions into the complete user message. Every refusal of a
+//! resume, the expiry, the chain run again at resume, and the session's answer memory (a retry
+//! while paused, a resume twice).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

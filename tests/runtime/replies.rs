@@ -1,7 +1,7 @@
-//! Every answer is one the API accepts (issue 12 §7): a message without `tool_use` blocks gets
-//! `Reply::NothingToRun` with its `stop_reason`, never an empty user message (the API refuses
-//! one: "all messages must have non-empty content"); the request's assistant turn holds `role`
-//! and `content` only.
+//! Every answer is one the API accepts: a message without `tool_use` blocks gets
+//! `Reply::NothingToRun` with its `stop_reason`, never an empty user message (the API refuses one:
+//! "all messages must have non-empty content"); the request's assistant turn holds `role` and
+//! `content` only.
 
 use serde_json::{Value, json};
 use toolgate::{

@@ -1,9 +1,8 @@
-//! A retried message runs nothing twice (issue 12 §3): a session remembers every `tool_use` id
-//! it answered; a retry is answered from that memory (a `replay: true` audit line, left out of
-//! the counts); a concurrent duplicate is refused as in progress; an id reused with another
-//! input is refused; a call cancelled after its tool started is not run again; a halted or
-//! `not_run` block was not answered, so a retry runs it. The memory is bounded and behind a
-//! trait a host can implement.
+//! A retried message runs nothing twice: a session remembers every `tool_use` id it answered; a
+//! retry is answered from that memory (a `replay: true` audit line, left out of the counts); a
+//! concurrent duplicate is refused as in progress; an id reused with another input is refused; a
+//! call cancelled after its tool started is not run again; a halted or `not_run` block was not
+//! answered, so a retry runs it. The memory is bounded and behind a trait a host can implement.
 
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

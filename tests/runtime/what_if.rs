@@ -1,6 +1,6 @@
-//! `Dispatcher::what_if`: today's PreToolUse chain over recorded audit lines (issue 17 §4). The
-//! call's context is rebuilt from its line; every change of decision is reported with the hook
-//! responsible; redacted inputs are undecidable; lines with no decision are skipped.
+//! `Dispatcher::what_if`: today's PreToolUse chain over recorded audit lines. The call's context is
+//! rebuilt from its line; every change of decision is reported with the hook responsible; redacted
+//! inputs are undecidable; lines with no decision are skipped.
 
 use std::sync::{Arc, Mutex};
 
