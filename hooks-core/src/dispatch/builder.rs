@@ -224,7 +224,7 @@ impl DispatcherBuilder {
     /// PreToolUse hook run of a call, with its decision and duration. On by itself with an
     /// [`audit_log`](Self::audit_log) (whose lines list the runs in `hooks`) and for a call
     /// whose `tracing` span is enabled; off otherwise, because timing each hook costs two
-    /// clock reads and a `Vec` per call that nobody would read (BENCHMARKS.md, "Hook runs").
+    /// clock reads and a `Vec` per call that nobody would read (BENCHMARKS.md, "Spans and hook runs").
     pub fn record_hook_runs(mut self) -> Self {
         self.settings.hook_runs = true;
         self
