@@ -358,6 +358,89 @@ mod tests {
 
     /// Refilling one record through calls of every shape, in an order where each field grows,
     /// shrinks, appears and disappears, leaves it equal to a freshly built one each time.
+    /// The owned parts the record shapes of the refill test borrow.
+    struct Shapes {
+        inputs: Vec<Value>,
+        calls: Vec<ToolUse>,
+        results: [ToolResult; 2],
+        runs: [HookRun<'static>; 3],
+        asked: [Asked; 1],
+    }
+
+    const REWRITTEN: [&str; 1] = ["app::policy::spend_limit"];
+
+    impl Shapes {
+        fn new() -> Shapes {
+            let inputs = vec![
+                json!({"order_id": "o_1", "amount_cents": 2599}),
+                json!({"order_id": "o_22222", "amount_cents": "[REDACTED]"}),
+                json!({"amount_cents": 1, "order_id": "o"}),
+                json!({"order_id": "o"}),
+                json!(["a", {"b": [1, 2.5, null]}, true]),
+                json!(["a", {"b": [1, 2.5]}, false]),
+                json!("[input not recorded: over the input limits (9 bytes, 3 levels)]"),
+                json!({}),
+            ];
+            let calls = inputs
+                .iter()
+                .enumerate()
+                .map(|(i, input)| ToolUse::new(format!("toolu_{i}"), "issue_refund", input.clone()))
+                .collect();
+            Shapes {
+                inputs,
+                calls,
+                results: [
+                    ToolResult::text("toolu_0", r#"{"refund_id":"r_1"}"#),
+                    ToolResult::error("toolu_1", "BLOCKED: over the limit"),
+                ],
+                runs: [
+                    HookRun::new("app::policy::premium_only", HookOutcome::Allow, 1),
+                    HookRun::new("app::policy::spend_limit", HookOutcome::Rewrite, 37),
+                    HookRun::new(
+                        String::from("app::policy::premium_only"),
+                        HookOutcome::Deny,
+                        2,
+                    ),
+                ],
+                asked: [Asked {
+                    hook: "app::policy::large_refund".to_owned(),
+                    reason: "refunds above 20000 cents need a person's approval".to_owned(),
+                }],
+            }
+        }
+
+        /// One record per call, every outcome in turn, the even ones with every optional
+        /// member set, the odd ones with few.
+        fn records(&self) -> Vec<CallRecord<'_>> {
+            let mut records = Vec::new();
+            for (i, call) in self.calls.iter().enumerate() {
+                let mut r = CallRecord::new(
+                    call,
+                    &self.inputs[i],
+                    Outcome::ALL[i % Outcome::ALL.len()],
+                    self.results.get(i % 3),
+                    Duration::from_micros(40 + i as u64),
+                );
+                if i % 2 == 0 {
+                    r.blocked_by = Some("app::policy::spend_limit");
+                    r.rewritten_by = &REWRITTEN;
+                    r.hooks = &self.runs[..i.min(self.runs.len())];
+                    r.effective_input = self.inputs.get(i + 1);
+                    r.detail = Some("panicked at src/tools.rs:3:5: boom");
+                    r.content_bytes = Some(20_000 + i);
+                    r.replay = true;
+                    r.asked_by = &self.asked;
+                    r.approved_by = Some("ops@example.com");
+                } else {
+                    r.hooks = &self.runs[i % 2..];
+                    r.denied_by = Some("ops");
+                }
+                records.push(r);
+            }
+            records
+        }
+    }
+
     #[test]
     fn a_refilled_record_equals_a_new_one_whatever_came_before() {
         let at = UNIX_EPOCH + Duration::new(1_795_515_300, 250_000_000);
@@ -368,64 +451,8 @@ mod tests {
         let without_tier = HookContext::builder("u_0000002", "s")
             .clock(Clock::fixed(at + Duration::from_secs(1)))
             .build();
-        let inputs = [
-            json!({"order_id": "o_1", "amount_cents": 2599}),
-            json!({"order_id": "o_22222", "amount_cents": "[REDACTED]"}),
-            json!({"amount_cents": 1, "order_id": "o"}),
-            json!({"order_id": "o"}),
-            json!(["a", {"b": [1, 2.5, null]}, true]),
-            json!(["a", {"b": [1, 2.5]}, false]),
-            json!("[input not recorded: over the input limits (9 bytes, 3 levels)]"),
-            json!({}),
-        ];
-        let calls: Vec<ToolUse> = inputs
-            .iter()
-            .enumerate()
-            .map(|(i, input)| ToolUse::new(format!("toolu_{i}"), "issue_refund", input.clone()))
-            .collect();
-        let results = [
-            ToolResult::text("toolu_0", r#"{"refund_id":"r_1"}"#),
-            ToolResult::error("toolu_1", "BLOCKED: over the limit"),
-        ];
-        let runs = [
-            HookRun::new("app::policy::premium_only", HookOutcome::Allow, 1),
-            HookRun::new("app::policy::spend_limit", HookOutcome::Rewrite, 37),
-            HookRun::new(
-                String::from("app::policy::premium_only"),
-                HookOutcome::Deny,
-                2,
-            ),
-        ];
-        let asked = [Asked {
-            hook: "app::policy::large_refund".to_owned(),
-            reason: "refunds above 20000 cents need a person's approval".to_owned(),
-        }];
-        let rewritten = ["app::policy::spend_limit"];
-        let mut records = Vec::new();
-        for (i, call) in calls.iter().enumerate() {
-            let mut r = CallRecord::new(
-                call,
-                &inputs[i],
-                Outcome::ALL[i % Outcome::ALL.len()],
-                results.get(i % 3),
-                Duration::from_micros(40 + i as u64),
-            );
-            if i % 2 == 0 {
-                r.blocked_by = Some("app::policy::spend_limit");
-                r.rewritten_by = &rewritten;
-                r.hooks = &runs[..i.min(runs.len())];
-                r.effective_input = inputs.get(i + 1);
-                r.detail = Some("panicked at src/tools.rs:3:5: boom");
-                r.content_bytes = Some(20_000 + i);
-                r.replay = true;
-                r.asked_by = &asked;
-                r.approved_by = Some("ops@example.com");
-            } else {
-                r.hooks = &runs[i % 2..];
-                r.denied_by = Some("ops");
-            }
-            records.push(r);
-        }
+        let shapes = Shapes::new();
+        let records = shapes.records();
         let mut kept: Option<AuditRecord> = None;
         // Forward, backward, then every pair: each shape follows each other shape.
         let order: Vec<usize> = (0..records.len())

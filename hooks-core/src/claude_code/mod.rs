@@ -77,6 +77,7 @@ use crate::hook::context::{Clock, HookContext};
 use crate::hook::state::Env;
 use crate::pipeline::chain_verdict::ChainVerdict;
 use crate::pipeline::stats::{Stats, report_observer_error};
+use crate::texts;
 
 use state::{Rewritten, StateFile};
 
@@ -397,23 +398,7 @@ impl ClaudeCodeHook {
             ChainVerdict::Allow {
                 input,
                 rewritten_by,
-            } => {
-                if rewritten_by.is_empty() {
-                    return Answer::none();
-                }
-                // The decision stands whether or not the rewrite could be kept for the audit
-                // line (it would then show the rewritten input without its author).
-                let _ = self.keep_rewrite(&context, &call, &rewritten_by);
-                let reason = format!(
-                    "toolgate rewrote this call's input ({}); review the new input.",
-                    rewritten_by.join(", ")
-                );
-                let decision = match self.rewrites {
-                    RewriteAnswer::Ask => "ask",
-                    RewriteAnswer::Allow => "allow",
-                };
-                Answer::decide(decision, &reason, Some(&input))
-            }
+            } => self.allowed(&context, &call, &input, &rewritten_by),
             // `Decision::Ask`: the person decides at Claude Code's permission prompt, which
             // shows every asking hook's reason (and the rewritten input, when there is one).
             ChainVerdict::Ask {
@@ -432,36 +417,73 @@ impl ClaudeCodeHook {
                 outcome: Outcome::UnknownTool,
                 ..
             } => Answer::none(),
-            ChainVerdict::Refuse {
-                outcome,
-                text,
-                blocked_by,
-                detail,
-                rewritten_by,
-            } => {
-                let result = ToolResult::error(call.id.clone(), text.clone());
-                let rewritten: Vec<&str> = rewritten_by.iter().map(String::as_str).collect();
-                let record = CallRecord {
-                    blocked_by: blocked_by.as_deref(),
-                    detail: detail.as_deref(),
-                    rewritten_by: &rewritten,
-                    ..CallRecord::new(
-                        &call,
-                        &call.input,
-                        outcome,
-                        Some(&result),
-                        started.elapsed(),
-                    )
-                };
-                // The decision stands whether or not the record could be kept.
-                let _ = self.record(&context, &record, false);
-                match outcome {
-                    Outcome::Blocked | Outcome::InvalidInput => Answer::decide("deny", &text, None),
-                    // A rule that could not decide (and any refusal of a kind added later):
-                    // block, with the text the model may read; the detail is in the audit line.
-                    _ => Answer::block(text),
-                }
-            }
+            refused => self.refused(&context, &call, refused, started),
+        }
+    }
+
+    /// The answer to a PreToolUse event every hook allowed: nothing (Claude Code's own
+    /// permissions apply), or, after a rewrite, the new input for the person to review (or to
+    /// run at once, [`RewriteAnswer::Allow`]), the rewrite kept for the PostToolUse line.
+    fn allowed(
+        &self,
+        context: &HookContext,
+        call: &ToolUse,
+        input: &Value,
+        rewritten_by: &[String],
+    ) -> Answer {
+        if rewritten_by.is_empty() {
+            return Answer::none();
+        }
+        // The decision stands whether or not the rewrite could be kept for the audit line (it
+        // would then show the rewritten input without its author).
+        let _ = self.keep_rewrite(context, call, rewritten_by);
+        let reason = format!(
+            "toolgate rewrote this call's input ({}); review the new input.",
+            rewritten_by.join(", ")
+        );
+        let decision = match self.rewrites {
+            RewriteAnswer::Ask => "ask",
+            RewriteAnswer::Allow => "allow",
+        };
+        Answer::decide(decision, &reason, Some(input))
+    }
+
+    /// The answer to a PreToolUse event the chain refused, with its audit line: a denial or an
+    /// invalid input is Claude Code's `deny` with the text the model reads; a rule that could
+    /// not decide blocks the call (exit 2), its detail on the audit line only.
+    fn refused(
+        &self,
+        context: &HookContext,
+        call: &ToolUse,
+        verdict: ChainVerdict,
+        started: Instant,
+    ) -> Answer {
+        let ChainVerdict::Refuse {
+            outcome,
+            text,
+            blocked_by,
+            detail,
+            rewritten_by,
+        } = verdict
+        else {
+            // Only a refusal is passed here; anything else fails closed all the same.
+            return Answer::block(texts::HALT_MESSAGE);
+        };
+        let result = ToolResult::error(call.id.clone(), text.clone());
+        let rewritten: Vec<&str> = rewritten_by.iter().map(String::as_str).collect();
+        let record = CallRecord {
+            blocked_by: blocked_by.as_deref(),
+            detail: detail.as_deref(),
+            rewritten_by: &rewritten,
+            ..CallRecord::new(call, &call.input, outcome, Some(&result), started.elapsed())
+        };
+        // The decision stands whether or not the record could be kept.
+        let _ = self.record(context, &record, false);
+        match outcome {
+            Outcome::Blocked | Outcome::InvalidInput => Answer::decide("deny", &text, None),
+            // A rule that could not decide (and any refusal of a kind added later): block,
+            // with the text the model may read; the detail is in the audit line.
+            _ => Answer::block(text),
         }
     }
 

@@ -564,13 +564,15 @@ mod tests {
         }
     }
 
+    /// A text block, then a base64 image of `media_type` holding `data`.
+    fn image(media_type: &str, data: &str) -> Value {
+        json!([{"type": "text", "text": "chart:"},
+               {"type": "image", "source": {"type": "base64", "media_type": media_type,
+                                            "data": data}}])
+    }
+
     #[test]
-    fn bad_blocks_are_named_with_the_reason() {
-        let image = |media_type: &str, data: &str| {
-            json!([{"type": "text", "text": "chart:"},
-                   {"type": "image", "source": {"type": "base64", "media_type": media_type,
-                                                "data": data}}])
-        };
+    fn bad_images_are_named_with_the_reason() {
         assert_eq!(why(image("image/png", "iVBORw0KGgo=")), "ok");
         assert_eq!(
             why(image("image/png", "data:image/png;base64,iVBO")),
@@ -597,6 +599,16 @@ mod tests {
             "the tool's content block 1 is not valid: (`image`) `source.media_type` is \
              \"image/bmp\"; the Messages API takes image/jpeg, image/png, image/gif, image/webp"
         );
+        // The detail is the operator's; the model reads the generic text.
+        let e = checked(blocks(image("image/png", ""))).unwrap_err();
+        assert_eq!(e.message(), crate::content::INTERNAL_ERROR_MESSAGE);
+    }
+
+    /// A document URL of a scheme the Messages API does not fetch.
+    const FTP_PDF: &str = "ftp://x/a.pdf";
+
+    #[test]
+    fn bad_documents_and_blocks_are_named_with_the_reason() {
         assert_eq!(
             why(json!([{"type": "document", "source": {"type": "base64",
                 "media_type": "text/html", "data": "PGI+"}}])),
@@ -604,7 +616,7 @@ mod tests {
              `application/pdf`, not \"text/html\""
         );
         assert_eq!(
-            why(json!([{"type": "document", "source": {"type": "url", "url": "ftp://x/a.pdf"}}])),
+            why(json!([{"type": "document", "source": {"type": "url", "url": FTP_PDF}}])),
             "the tool's content block 0 is not valid: (`document`) `source.url` must start with \
              `https://` or `http://`, found \"ftp://x/a.pdf\""
         );
@@ -617,9 +629,6 @@ mod tests {
             "the tool's content block 0 is not valid: a `tool_use` block cannot be part of a \
              tool_result's content"
         );
-        // The detail is the operator's; the model reads the generic text.
-        let e = checked(blocks(image("image/png", ""))).unwrap_err();
-        assert_eq!(e.message(), crate::content::INTERNAL_ERROR_MESSAGE);
     }
 
     #[test]

@@ -666,9 +666,22 @@ fn candidates(
     known_tools: &mut Names,
     problems: &mut Problems<'_>,
 ) -> Vec<Candidate> {
-    let mut candidates: Vec<Candidate> = tools
-        .into_iter()
-        .map(|t| Candidate {
+    let mut candidates: Vec<Candidate> = tools.into_iter().map(Candidate::of_definition).collect();
+    for (ci, caller) in callers.iter().enumerate() {
+        for def in caller.tool_definitions() {
+            let candidate = Candidate::of_caller(ci, caller, &def, problems);
+            known_tools.insert(&candidate.name);
+            candidates.push(candidate);
+        }
+    }
+    candidates
+}
+
+impl Candidate {
+    /// A tool from its definition: its schema canonical, its validation schema closed unless
+    /// it allows unknown fields, its MCP output schema from its output type.
+    fn of_definition(t: ToolDef) -> Candidate {
+        Candidate {
             schema: canonicalize(&t.schema, !t.additional_properties),
             validation: closed_form(&t.schema, !t.additional_properties),
             #[cfg(feature = "full-validation")]
@@ -686,69 +699,75 @@ fn candidates(
             effect: t.effect,
             unguarded: t.unguarded,
             input: Some(t.input),
-        })
-        .collect();
-    for (ci, caller) in callers.iter().enumerate() {
-        for def in caller.tool_definitions() {
-            let text = |key: &str| {
-                def.get(key)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned()
-            };
-            let name = text("name");
-            let description = text("description");
-            let schema = def.get("input_schema").cloned().unwrap_or(Value::Null);
-            let path = format!("<wrapped caller #{ci}>::{name}");
-            let input_examples = match def.get("input_examples") {
-                None => Vec::new(),
-                Some(Value::Array(examples)) => examples.clone(),
-                Some(other) => {
-                    problems.push(BuildProblem::InvalidInputExample {
-                        tool: name.clone(),
-                        path: path.clone(),
-                        index: None,
-                        field: String::new(),
-                        problem: format!(
-                            "it must be an array of input objects, found a JSON {}",
-                            crate::content::kind_of(other)
-                        ),
-                    });
-                    Vec::new()
-                }
-            };
-            known_tools.insert(&name);
-            let effect = def
-                .get("annotations")
-                .and_then(Effect::from_mcp_annotations);
-            let unguarded = def
-                .get("unguarded")
-                .and_then(Value::as_str)
-                .map(|r| Cow::Owned(r.to_owned()));
-            candidates.push(Candidate {
-                path: Cow::Owned(path),
-                name: Cow::Owned(name),
-                description: Cow::Owned(description),
-                raw: schema.clone(),
-                validation: schema.clone(),
-                #[cfg(feature = "full-validation")]
-                full: None,
-                schema,
-                output: None,
-                backend: Backend::Caller {
-                    caller: Arc::clone(caller),
-                },
-                states: Vec::new(),
-                timeout: None,
-                strict: None,
-                input_examples,
-                effect,
-                unguarded,
-                input: None,
-            });
         }
     }
-    candidates
+
+    /// A tool of the wrapped caller number `ci`, from the definition it gives (`{"name",
+    /// "description", "input_schema", "input_examples", "annotations", "unguarded"}`): its
+    /// schema used as given, its effect read from MCP's annotations, its path
+    /// `<wrapped caller #ci>::name`. `input_examples` that are not an array is a problem.
+    fn of_caller(
+        ci: usize,
+        caller: &Arc<dyn ToolCaller>,
+        def: &Value,
+        problems: &mut Problems<'_>,
+    ) -> Candidate {
+        let text = |key: &str| {
+            def.get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let name = text("name");
+        let description = text("description");
+        let schema = def.get("input_schema").cloned().unwrap_or(Value::Null);
+        let path = format!("<wrapped caller #{ci}>::{name}");
+        let input_examples = match def.get("input_examples") {
+            None => Vec::new(),
+            Some(Value::Array(examples)) => examples.clone(),
+            Some(other) => {
+                problems.push(BuildProblem::InvalidInputExample {
+                    tool: name.clone(),
+                    path: path.clone(),
+                    index: None,
+                    field: String::new(),
+                    problem: format!(
+                        "it must be an array of input objects, found a JSON {}",
+                        crate::content::kind_of(other)
+                    ),
+                });
+                Vec::new()
+            }
+        };
+        let effect = def
+            .get("annotations")
+            .and_then(Effect::from_mcp_annotations);
+        let unguarded = def
+            .get("unguarded")
+            .and_then(Value::as_str)
+            .map(|r| Cow::Owned(r.to_owned()));
+        Candidate {
+            path: Cow::Owned(path),
+            name: Cow::Owned(name),
+            description: Cow::Owned(description),
+            raw: schema.clone(),
+            validation: schema.clone(),
+            #[cfg(feature = "full-validation")]
+            full: None,
+            schema,
+            output: None,
+            backend: Backend::Caller {
+                caller: Arc::clone(caller),
+            },
+            states: Vec::new(),
+            timeout: None,
+            strict: None,
+            input_examples,
+            effect,
+            unguarded,
+            input: None,
+        }
+    }
 }
 
 /// Step 3: `only_tools` and `without_tools`; a name no candidate has is a problem.

@@ -272,7 +272,8 @@ impl McpServer {
         }
     }
 
-    /// Answers one `tools/call` (see the table on [`McpServer`]).
+    /// Answers one `tools/call` (see the table on [`McpServer`]): the caller identified by the
+    /// host, its session found or opened, the call run through it.
     async fn call(
         &self,
         params: CallToolRequestParams,
@@ -283,24 +284,8 @@ impl McpServer {
             request,
             mcp_session_id,
         };
-        // A panic of the host's function (parsing what the caller sent) would kill rmcp's
-        // handler task and leave the client waiting for an answer: refused as `None` is.
-        let identified =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.identify)(&caller)));
-        let context = match identified {
-            Ok(Some(context)) => context,
-            Ok(None) => {
-                tracing::warn!(target: "toolgate::mcp", mcp_session_id = %mcp_session_id,
-                    tool = %params.name,
-                    "tools/call refused: the host's identity function knew no caller");
-                return self.refused(NO_IDENTITY_MESSAGE, Outcome::Blocked);
-            }
-            Err(_) => {
-                tracing::error!(target: "toolgate::mcp", mcp_session_id = %mcp_session_id,
-                    tool = %params.name,
-                    "tools/call refused: the host's identity function panicked");
-                return self.refused(NO_IDENTITY_MESSAGE, Outcome::Blocked);
-            }
+        let Some(context) = self.identify(&caller, &params.name) else {
+            return self.refused(NO_IDENTITY_MESSAGE, Outcome::Blocked);
         };
         let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let id = format!("{mcp_session_id}/{n}");
@@ -310,19 +295,8 @@ impl McpServer {
             context.user_id().to_owned(),
             context.session_id().to_owned(),
         );
-        let session = {
-            let mut map = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-            match map.get(&key) {
-                Some(Slot::Live(session)) => Arc::clone(session),
-                Some(Slot::Halted) => {
-                    return self.refused(HALTED_SESSION_MESSAGE, Outcome::Blocked);
-                }
-                None => {
-                    let session = Arc::new(self.dispatcher.session(context));
-                    map.insert(key.clone(), Slot::Live(Arc::clone(&session)));
-                    session
-                }
-            }
+        let Some(session) = self.session_for(&key, context) else {
+            return self.refused(HALTED_SESSION_MESSAGE, Outcome::Blocked);
         };
         match session.call_answer(&call).await {
             Ok(answer) => self.result(
@@ -332,13 +306,7 @@ impl McpServer {
                 answer.blocked_by.as_deref(),
             ),
             Err(CallError::Halt(halt)) => {
-                let slot = {
-                    let mut map = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-                    map.insert(key, Slot::Halted)
-                };
-                if let Some(Slot::Live(session)) = slot {
-                    session.end();
-                }
+                self.halt_session(key);
                 let result = halt
                     .result()
                     .cloned()
@@ -352,6 +320,58 @@ impl McpServer {
                     "tools/call not run");
                 error_result(texts::INTERNAL_ERROR_MESSAGE)
             }
+        }
+    }
+
+    /// The trusted context of `caller` by the host's identity function; `None` when it knows
+    /// no caller or panics. A panic of the host's function (parsing what the caller sent) would
+    /// kill rmcp's handler task and leave the client waiting for an answer, so it is refused as
+    /// `None` is.
+    fn identify(&self, caller: &McpCaller<'_>, tool: &str) -> Option<HookContext> {
+        let mcp_session_id = caller.mcp_session_id;
+        let identified =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.identify)(caller)));
+        match identified {
+            Ok(Some(context)) => Some(context),
+            Ok(None) => {
+                tracing::warn!(target: "toolgate::mcp", mcp_session_id = %mcp_session_id,
+                    tool = %tool,
+                    "tools/call refused: the host's identity function knew no caller");
+                None
+            }
+            Err(_) => {
+                tracing::error!(target: "toolgate::mcp", mcp_session_id = %mcp_session_id,
+                    tool = %tool,
+                    "tools/call refused: the host's identity function panicked");
+                None
+            }
+        }
+    }
+
+    /// The live session of `key` (user id, MCP session id), opened with `context` when there is
+    /// none; `None` when it halted (its later calls are refused).
+    fn session_for(&self, key: &(String, String), context: HookContext) -> Option<Arc<Session>> {
+        let mut map = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        match map.get(key) {
+            Some(Slot::Live(session)) => Some(Arc::clone(session)),
+            Some(Slot::Halted) => None,
+            None => {
+                let session = Arc::new(self.dispatcher.session(context));
+                map.insert(key.clone(), Slot::Live(Arc::clone(&session)));
+                Some(session)
+            }
+        }
+    }
+
+    /// A call of `key`'s session halted: the session is ended (its Stop hooks run once) and
+    /// marked halted, so its later calls are refused while other sessions go on.
+    fn halt_session(&self, key: (String, String)) {
+        let slot = {
+            let mut map = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            map.insert(key, Slot::Halted)
+        };
+        if let Some(Slot::Live(session)) = slot {
+            session.end();
         }
     }
 
