@@ -455,14 +455,16 @@
 //! - **Durable pause**: without one, [`Session::respond`] answers the other blocks and returns
 //!   [`Reply::Pending`]; the [`PendingTurn`](crate::approval::PendingTurn) is JSON the host stores,
 //!   and [`Session::resume`] (in any process, same session and user, same
-//!   [`Dispatcher::fingerprint`]) finishes it with the person's decisions.
+//!   [`Dispatcher::fingerprint`]) finishes it with the person's
+//!   [`Decisions`](crate::approval::Decisions), one per waiting call (an id decided twice is
+//!   refused). Every API's whole turns pause the same way: an OpenAI or Gemini turn resumes into
+//!   that API's answer items.
 //!
 //! [`Session::call`] cannot pause: without an approver such a call is `blocked` (fail closed).
 //!
 //! ```
-//! use std::collections::BTreeMap;
 //! use serde_json::json;
-//! use toolgate::approval::{Approval, ApprovalRequest, Approver, PendingTurn};
+//! use toolgate::approval::{Approval, ApprovalRequest, Approver, Decisions, PendingTurn};
 //! use toolgate::dispatch::{BoxFuture, PreHookDef, ToolDef};
 //! use toolgate::{Decision, Dispatcher, HookContext, Reply, ToolUse};
 //!
@@ -511,8 +513,9 @@
 //!     other => panic!("{other:?}"),
 //! };
 //! let pending: PendingTurn = serde_json::from_str(&stored)?;
-//! let decisions = BTreeMap::from([("toolu_1".to_owned(), Approval::deny("lead", "not today."))]);
-//! let answer = toolgate::block_on(builder().build()?.session(ctx()).resume(&pending, &decisions))?;
+//! let decisions = Decisions::builder().deny("toolu_1", "lead", "not today.").build()?;
+//! let resumed = toolgate::block_on(builder().build()?.session(ctx()).resume(&pending, &decisions))?;
+//! let answer = resumed.into_message().expect("a Messages API turn");
 //! assert_eq!(answer.tool_results().next().unwrap().content_text(),
 //!     "BLOCKED: a person declined this call: not today.");
 //! # Ok::<(), Box<dyn std::error::Error>>(())

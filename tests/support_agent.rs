@@ -580,7 +580,7 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
     );
     let notes: Vec<&str> = out.lines().filter(|l| l.starts_with("note: ")).collect();
     let pending = |session: &str, id: &str| {
-        let file = dir.path().join("pending").join(format!("{session}.json"));
+        let file = pending_file(dir.path(), session);
         format!(
             "note: tool_use {id} awaits a person's approval; pending turn written to {f}; finish \
              it with --resume {f} --approve {id} [--by WHO] or --deny {id} --reason TEXT",
@@ -631,7 +631,7 @@ fn json_mode_prints_only_the_user_messages_one_json_line_each() {
     let (code, out, err) = run(&[&os("--json"), &os("--out-dir"), &os(dir.path())]);
     // The paused turns have no answer: a note each on stderr, and where the pending turn is.
     let pending = |session: &str, id: &str| {
-        let file = dir.path().join("pending").join(format!("{session}.json"));
+        let file = pending_file(dir.path(), session);
         format!(
             "note: no answer: paused: {id} awaiting approval\nnote: tool_use {id} awaits a \
              person's approval; pending turn written to {f}; finish it with --resume {f} \
@@ -786,6 +786,17 @@ fn a_bad_transcript_exits_2_with_one_line_before_anything_runs_or_is_written() {
         (
             edited(&|v| v["expected_outcomes"]["toolu_01YrEqmSM9wCZ7Uw9xfogoEm"] = json!("fine")),
             "expected_outcomes.toolu_01YrEqmSM9wCZ7Uw9xfogoEm: unknown variant `fine`",
+        ),
+        // One call decided twice (a JSON object keeps the last key): refused from the text.
+        (
+            edited(&|v| v["approvals"] = json!({})).replace(
+                "\"approvals\":{}",
+                "\"approvals\":{\"toolu_01YrEqmSM9wCZ7Uw9xfogoEm\":{\"decision\":\"deny\",\
+                 \"by\":\"lead\"},\"toolu_01YrEqmSM9wCZ7Uw9xfogoEm\":{\"decision\":\
+                 \"approve\",\"by\":\"lead\"}}",
+            ),
+            "approvals: tool_use \"toolu_01YrEqmSM9wCZ7Uw9xfogoEm\" has two decisions; decide \
+             each waiting call once",
         ),
     ];
     for (text, problem) in cases {
@@ -1121,7 +1132,7 @@ usage:
                        day, blocked rate per rule and per tool, the slowest rules, the latest
                        halts, token usage per session, whether the hash chain verifies
   --resume FILE        finish a turn paused for a person's approval (a replay writes it to
-                       OUT-DIR/pending/SESSION.json) with one decision:
+                       OUT-DIR/pending/SESSION/TURN.json) with one decision:
   --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)
   --by WHO             who decided (default: operator)
   --deny ID            decline the waiting tool_use ID, with --reason TEXT for the model
@@ -2265,7 +2276,9 @@ fn paused_08_pending() -> Value {
         .dispatcher
         .fingerprint();
     json!({
-        "format": 1, "session_id": "sess_paused_08", "user_id": "u_001",
+        "format": 2, "turn_format": "anthropic_messages",
+        "turn_id": "toolu_01Mp7sDbUq1V8fZx3gCi7PwE",
+        "session_id": "sess_paused_08", "user_id": "u_001",
         "fingerprint": fingerprint, "created_at": "2026-11-26T14:00:00Z",
         "blocks": [
             {"state": "answered", "result": {
@@ -2293,7 +2306,9 @@ fn a_paused_turn_is_written_then_resumed_by_a_later_run_with_approve_or_deny() {
             &os(dir.path()),
         ]);
         assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
-        let file = dir.path().join("pending/sess_paused_08.json");
+        let file = dir
+            .path()
+            .join("pending/sess_paused_08/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json");
         let written: Value =
             serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         assert_eq!(written, paused_08_pending());
@@ -2376,7 +2391,9 @@ fn an_expired_pending_turn_is_answered_blocked_and_bad_resumes_are_refused() {
         &os(dir.path()),
     ]);
     assert_eq!(code, cli::EXIT_OK);
-    let file = dir.path().join("pending/sess_expired_09.json");
+    let file = dir
+        .path()
+        .join("pending/sess_expired_09/toolu_01Or9uFdWs3X0hBz5iEk9RyG.json");
     let id = "toolu_01Or9uFdWs3X0hBz5iEk9RyG";
     let resume = |more: &[&str]| {
         let mut args = vec![os("--resume"), os(&file), os("--out-dir"), os(dir.path())];
@@ -2790,4 +2807,172 @@ fn the_report_page_shows_the_logs_own_numbers() {
          <td>hook_failed</td><td><code>test::broken_policy</code></td>\
          <td>policy store unreachable</td></tr>"
     ));
+}
+
+/// The paused transcript of `08_large_refund_paused.json`, in session `session_id`, with its
+/// tool_use ids given `suffix` (another turn of the same conversation when it is not empty).
+fn paused_in(session_id: &str, suffix: &str) -> String {
+    let text = std::fs::read_to_string(fixture("08_large_refund_paused.json")).unwrap();
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    v["context"]["session_id"] = json!(session_id);
+    let mut text = v.to_string();
+    for id in [
+        "toolu_01Mp7sDbUq1V8fZx3gCi7PwE",
+        "toolu_01Nq8tEcVr2W9gAy4hDj8QxF",
+    ] {
+        text = text.replace(id, &format!("{id}{suffix}"));
+    }
+    text
+}
+
+/// Replays `text` as a transcript into `out_dir`; the exit code.
+fn replay_text(dir: &Path, name: &str, text: &str, out_dir: &Path) -> u8 {
+    let file = dir.join(name);
+    std::fs::write(&file, text).unwrap();
+    let (code, _, err) = run(&[
+        &os("--transcript"),
+        &os(&file),
+        &os("--out-dir"),
+        &os(out_dir),
+    ]);
+    assert_eq!(err, "");
+    code
+}
+
+#[test]
+fn no_paused_turn_overwrites_another() {
+    let dir = TempDir::new("no-overwrite");
+    let out = dir.path().join("out");
+    // Two sessions whose ids an escaping to `_` would merge: two files, each its own turn.
+    assert_eq!(
+        replay_text(dir.path(), "a.json", &paused_in("shop/a", ""), &out),
+        cli::EXIT_OK
+    );
+    assert_eq!(
+        replay_text(dir.path(), "b.json", &paused_in("shop_a", ""), &out),
+        cli::EXIT_OK
+    );
+    let turn = "toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json";
+    let read = |p: PathBuf| -> Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
+        )
+        .unwrap()
+    };
+    let slash = read(out.join("pending/shop%2Fa").join(turn));
+    let underscore = read(out.join("pending/shop_a").join(turn));
+    assert_eq!(slash["session_id"], "shop/a");
+    assert_eq!(underscore["session_id"], "shop_a");
+    // A second turn paused in one session before the first was resumed: both kept.
+    assert_eq!(
+        replay_text(dir.path(), "c.json", &paused_in("shop_a", "_2"), &out),
+        cli::EXIT_OK
+    );
+    let second = read(out.join("pending/shop_a/toolu_01Mp7sDbUq1V8fZx3gCi7PwE_2.json"));
+    assert_eq!(second["turn_id"], "toolu_01Mp7sDbUq1V8fZx3gCi7PwE_2");
+    assert_eq!(read(out.join("pending/shop_a").join(turn)), underscore);
+    // The same turn paused again (a second run of the same message): its file is kept as it
+    // was first written, so the time it first paused (its expiry) does not move.
+    let later = paused_in("shop_a", "").replace("2026-11-26T14:00:00Z", "2026-11-27T09:00:00Z");
+    assert_eq!(
+        replay_text(dir.path(), "d.json", &later, &out),
+        cli::EXIT_OK
+    );
+    assert_eq!(read(out.join("pending/shop_a").join(turn)), underscore);
+    assert_eq!(underscore["created_at"], "2026-11-26T14:00:00Z");
+    let mut files: Vec<String> = std::fs::read_dir(out.join("pending"))
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+        .map(|f| {
+            let p = f.unwrap().path();
+            let session = p
+                .parent()
+                .unwrap()
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            format!("{session}/{}", p.file_name().unwrap().to_string_lossy())
+        })
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "shop%2Fa/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json",
+            "shop_a/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json",
+            "shop_a/toolu_01Mp7sDbUq1V8fZx3gCi7PwE_2.json",
+        ]
+    );
+}
+
+#[test]
+fn a_pending_file_name_is_one_to_one() {
+    use example::approval::file_name;
+    let ids = [
+        "shop/a",
+        "shop_a",
+        "shop%2Fa",
+        "shop%a",
+        "",
+        "%",
+        "..",
+        ".",
+        "a.b",
+        "a-b",
+        "A",
+        "a",
+        "é",
+        "\u{0}",
+        "~sha256-x",
+        "sess_1",
+    ];
+    let names: Vec<String> = ids.iter().map(|id| file_name(id)).collect();
+    assert_eq!(
+        names,
+        [
+            "shop%2Fa",
+            "shop_a",
+            "shop%252Fa",
+            "shop%25a",
+            "%",
+            "%25",
+            "%2E%2E",
+            "%2E",
+            "a%2Eb",
+            "a-b",
+            "A",
+            "a",
+            "%C3%A9",
+            "%00",
+            "%7Esha256-x",
+            "sess_1",
+        ]
+    );
+    let long = "x/".repeat(50);
+    let hashed = file_name(&long);
+    assert_eq!(hashed.len(), "~sha256-".len() + 64);
+    assert!(hashed.starts_with("~sha256-"));
+    assert_ne!(hashed, file_name(&"x/".repeat(51)));
+    // Every name is one path segment of the allowed bytes.
+    for name in names.iter().chain([&hashed]) {
+        assert!(
+            name.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-%~".contains(&b)),
+            "{name}"
+        );
+    }
+}
+
+/// The one pending turn a run wrote for `session` under `out_dir`: `pending/<session>/<turn>.json`.
+pub(crate) fn pending_file(out_dir: &Path, session: &str) -> PathBuf {
+    let folder = out_dir
+        .join("pending")
+        .join(example::approval::file_name(session));
+    let files: Vec<PathBuf> = std::fs::read_dir(&folder)
+        .unwrap_or_else(|e| panic!("{}: {e}", folder.display()))
+        .map(|f| f.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files.into_iter().next().unwrap()
 }

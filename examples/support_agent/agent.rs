@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use toolgate::{
     BuildError, CallError, Dispatcher, HookContext, Message, Reply, RespondError,
-    approval::{Approval, PendingTurn, ResumeError},
+    approval::{Decisions, PendingTurn, ResumeError},
     audit::{AuditLog, Outcome, SessionSummary},
     dispatch::{Clock, DispatcherBuilder},
 };
@@ -200,7 +200,7 @@ pub(crate) fn replay_on(agent: &Agent, transcript: &Transcript) -> SessionReplay
             Ok(Reply::Pending(pending)) => match decided(transcript, &pending) {
                 // The transcript carries every decision: the turn resumes with them.
                 Some(decisions) => match toolgate::block_on(session.resume(&pending, &decisions)) {
-                    Ok(answer) => (Some(answer), None),
+                    Ok(answer) => (answer.into_message(), None),
                     Err(ResumeError::Call(CallError::Halt(halt))) => {
                         let text = halt.to_string();
                         halted = Some(text.clone());
@@ -246,14 +246,14 @@ pub(crate) fn replay_on(agent: &Agent, transcript: &Transcript) -> SessionReplay
 }
 
 /// The transcript's decisions for every waiting call of `pending`, when it has them all.
-fn decided(transcript: &Transcript, pending: &PendingTurn) -> Option<BTreeMap<String, Approval>> {
-    pending
-        .awaiting()
-        .map(|a| {
-            let decision = transcript.approvals.get(&a.tool_use_id)?;
-            Some((a.tool_use_id.clone(), decision.clone()))
-        })
-        .collect()
+fn decided(transcript: &Transcript, pending: &PendingTurn) -> Option<Decisions> {
+    let mut decisions = Decisions::builder();
+    for waiting in pending.awaiting() {
+        let decision = transcript.approvals.get(&waiting.tool_use_id)?;
+        decisions = decisions.decide(waiting.tool_use_id.clone(), decision.clone());
+    }
+    // Each waiting id once: the builder cannot see an id twice.
+    decisions.build().ok()
 }
 
 /// The expected outcomes that did not happen, in transcript order of the ids.

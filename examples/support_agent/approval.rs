@@ -1,5 +1,5 @@
 //! A person's approval of a paused turn: where a replay writes its pending turn
-//! (`<out-dir>/pending/<session_id>.json`), and `--resume FILE --approve ID [--by WHO]` /
+//! (`<out-dir>/pending/<session>/<turn>.json`, one file per paused turn, never overwritten), and `--resume FILE --approve ID [--by WHO]` /
 //! `--deny ID --reason TEXT` [`--now TIME`], which finishes it in a later run, as a host would
 //! in another process.
 //!
@@ -8,14 +8,13 @@
 //! seed data, the session and user ids from the pending turn. Its ledger is fresh (a real host's
 //! is a database): the weekly limit is checked again against what this run knows.
 
-use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use toolgate::{
     HookContext,
-    approval::{Approval, PendingTurn, ResumeError},
+    approval::{Approval, Decisions, PendingTurn, ResumeError},
     audit::AuditLog,
     dispatch::Clock,
 };
@@ -25,31 +24,60 @@ use super::cli::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use super::output::call_line;
 use super::seed;
 
-/// Where a replay writes the pending turn of a session: `<out-dir>/pending/<session_id>.json`.
-pub(crate) fn pending_path(out_dir: &Path, session_id: &str) -> PathBuf {
-    // Session ids come from the host's own transcript context; keep the name one path segment.
-    let name: String = session_id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    out_dir.join("pending").join(format!("{name}.json"))
+/// Where a replay writes a pending turn: `<out-dir>/pending/<session>/<turn>.json`, the session
+/// id and the turn id (its first call's id) each written by [`file_name`], which is one-to-one,
+/// so two sessions or two turns never share a file.
+pub(crate) fn pending_path(out_dir: &Path, session_id: &str, turn_id: &str) -> PathBuf {
+    out_dir
+        .join("pending")
+        .join(file_name(session_id))
+        .join(format!("{}.json", file_name(turn_id)))
 }
 
-/// Writes `pending` (pretty JSON, a final newline) to its path under `out_dir`.
+/// A file name for `id`, different for every `id`: letters, digits, `_` and `-` as they are,
+/// every other byte as `%XX` (`%` itself too, so `%` always starts an escape: `shop/a` is
+/// `shop%2Fa`, `shop_a` stays `shop_a`, `..` is `%2E%2E`); the empty id is `%`. A name that
+/// would be longer than 120 bytes is `~sha256-` and the id's SHA-256 in hex instead (`~` is
+/// never left as it is, so the two forms cannot meet), within every file system's limit.
+pub(crate) fn file_name(id: &str) -> String {
+    use std::fmt::Write as _;
+    if id.is_empty() {
+        return "%".to_owned();
+    }
+    let mut name = String::with_capacity(id.len());
+    for b in id.bytes() {
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+            name.push(char::from(b));
+        } else {
+            let _ = write!(name, "%{b:02X}");
+        }
+    }
+    if name.len() <= 120 {
+        return name;
+    }
+    let digest = toolgate::approval::input_digest(&serde_json::Value::String(id.to_owned()));
+    format!("~sha256-{digest}")
+}
+
+/// Writes `pending` (pretty JSON, a final newline) to its path under `out_dir`, never over
+/// another file: a turn already written there (the same message paused again, by a retry or a
+/// second run) keeps its file, and with it the time it first paused.
 pub(crate) fn write_pending(out_dir: &Path, pending: &PendingTurn) -> io::Result<PathBuf> {
-    let path = pending_path(out_dir, &pending.session_id);
+    let path = pending_path(out_dir, &pending.session_id, &pending.turn_id);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
     let mut text = serde_json::to_string_pretty(pending).map_err(io::Error::from)?;
     text.push('\n');
-    std::fs::write(&path, text)?;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+    {
+        Ok(mut file) => file.write_all(text.as_bytes())?,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
     Ok(path)
 }
 
@@ -154,7 +182,10 @@ pub(crate) fn resume(args: &ResumeArgs, out: &mut dyn Write, err: &mut dyn Write
         None => Approval::approve(args.by.clone()),
         Some(reason) => Approval::deny(args.by.clone(), reason.clone()),
     };
-    let decisions = BTreeMap::from([(args.tool_use_id.clone(), decision)]);
+    let decisions = Decisions::builder()
+        .decide(args.tool_use_id.clone(), decision)
+        .build()
+        .expect("one decision names one id");
     let session = agent.dispatcher.session(context);
     let resumed = toolgate::block_on(session.resume(&pending, &decisions));
     let summary = session.end();

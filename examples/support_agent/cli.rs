@@ -71,7 +71,7 @@ usage:
                        day, blocked rate per rule and per tool, the slowest rules, the latest
                        halts, token usage per session, whether the hash chain verifies
   --resume FILE        finish a turn paused for a person's approval (a replay writes it to
-                       OUT-DIR/pending/SESSION.json) with one decision:
+                       OUT-DIR/pending/SESSION/TURN.json) with one decision:
   --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)
   --by WHO             who decided (default: operator)
   --deny ID            decline the waiting tool_use ID, with --reason TEXT for the model

@@ -38,11 +38,10 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 
 use toolgate::{
     CallError, HookContext, Message, Reply, RespondError, Session,
-    approval::{Approval, AwaitingCall, PendingTurn, ResumeError},
+    approval::{Approval, AwaitingCall, Decisions, PendingTurn, ResumeError, Resumed},
     audit::{AUDIT_LOG_FILE, AuditLog, SESSION_SUMMARIES_FILE},
     content::{ContentBlock, Role, TextBlock, Usage},
     dispatch::Clock,
@@ -431,8 +430,13 @@ impl Live<'_> {
                     };
                     let resumed = toolgate::block_on(self.session.resume(&pending, &decisions));
                     self.write_calls(out)?;
-                    match resumed {
-                        Ok(answer) => self.messages.push(answer),
+                    match resumed.map(Resumed::into_message) {
+                        Ok(Some(answer)) => self.messages.push(answer),
+                        Ok(None) => {
+                            return Ok(Err(
+                                "a Messages API turn resumed into another API's answer".to_owned(),
+                            ));
+                        }
                         Err(ResumeError::Call(CallError::Halt(halt))) => {
                             writeln!(out, "   ! {}", flatten(&halt.to_string()))?;
                             return Ok(Err(format!("the agent halted: {halt}")));
@@ -462,11 +466,11 @@ impl Live<'_> {
         &mut self,
         pending: &PendingTurn,
         out: &mut dyn Write,
-    ) -> std::io::Result<Option<BTreeMap<String, Approval>>> {
+    ) -> std::io::Result<Option<Decisions>> {
         let Some(person) = self.person.as_mut() else {
             return Ok(None);
         };
-        let mut decisions = BTreeMap::new();
+        let mut decisions = Decisions::builder();
         for waiting in pending.awaiting() {
             writeln!(out, "   {}", waiting_line(waiting))?;
             let question = question(waiting);
@@ -491,9 +495,10 @@ impl Live<'_> {
                 "   = {}",
                 decided_line(&waiting.tool_use_id, &approval)
             )?;
-            decisions.insert(waiting.tool_use_id.clone(), approval);
+            decisions = decisions.decide(waiting.tool_use_id.clone(), approval);
         }
-        Ok(Some(decisions))
+        // One question per waiting call, each id once: the decisions cannot name an id twice.
+        Ok(decisions.build().ok())
     }
 
     /// Prints the calls the observer recorded since the last time, one line each.

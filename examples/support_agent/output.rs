@@ -249,7 +249,7 @@ fn write_message(
             Some(e)
                 if *e != line.outcome
                     && (line.outcome.is_final()
-                        || !transcript.approvals.contains_key(&line.tool_use_id)) =>
+                        || !transcript.approvals.contains(&line.tool_use_id)) =>
             {
                 format!("  [EXPECTED {e}]")
             }

@@ -30,7 +30,12 @@ use std::time::SystemTime;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use toolgate::{Message, approval::Approval, audit::Outcome, content::Role};
+use toolgate::{
+    Message,
+    approval::{Approval, Decisions},
+    audit::Outcome,
+    content::Role,
+};
 
 use super::agent::Specialist;
 use super::output::flatten;
@@ -110,7 +115,7 @@ pub(crate) struct Transcript {
     /// Expected outcome per `tool_use` id (empty when the file has none).
     pub(crate) expected: BTreeMap<String, Outcome>,
     /// A person's decision per `tool_use` id (empty when the file has none).
-    pub(crate) approvals: BTreeMap<String, Approval>,
+    pub(crate) approvals: Decisions,
 }
 
 impl Transcript {
@@ -187,6 +192,11 @@ pub(crate) fn parse(source: &str, text: &str) -> Result<Transcript, TranscriptEr
         problem,
     };
     let value: Value = serde_json::from_str(text).map_err(|e| fail(format!("is not JSON: {e}")))?;
+    // A JSON object keeps the last of two equal keys: an approval given twice is refused from
+    // the text, before it is lost.
+    if let Err(e) = serde_json::from_str::<ApprovalIds>(text) {
+        return Err(fail(e.to_string()));
+    }
     let Value::Object(mut top) = value else {
         return Err(fail(format!(
             "must be a JSON object with `context` and `messages`, found {}",
@@ -286,7 +296,7 @@ pub(crate) fn parse(source: &str, text: &str) -> Result<Transcript, TranscriptEr
     };
 
     let approvals = match top.remove("approvals") {
-        None | Some(Value::Null) => BTreeMap::new(),
+        None | Some(Value::Null) => Decisions::new(),
         Some(Value::Object(map)) => approvals(map, &ids).map_err(fail)?,
         Some(other) => {
             return Err(fail(format!(
@@ -323,11 +333,8 @@ struct RawDecision {
     reason: Option<String>,
 }
 
-fn approvals(
-    map: Map<String, Value>,
-    ids: &BTreeSet<&str>,
-) -> Result<BTreeMap<String, Approval>, String> {
-    let mut decided = BTreeMap::new();
+fn approvals(map: Map<String, Value>, ids: &BTreeSet<&str>) -> Result<Decisions, String> {
+    let mut decided = Decisions::new();
     for (id, raw) in map {
         if !ids.contains(id.as_str()) {
             return Err(format!(
@@ -349,9 +356,76 @@ fn approvals(
                 ));
             }
         };
-        decided.insert(id, approval);
+        decided
+            .insert(id, approval)
+            .map_err(|e| format!("approvals: {e}"))?;
     }
     Ok(decided)
+}
+
+/// The keys of a transcript's `approvals` object, read from its text so that an id given twice
+/// is refused (`approvals: tool_use "toolu_2" has two decisions; …`); everything else of the
+/// transcript is read, and checked, from its `Value`.
+#[derive(Deserialize)]
+struct ApprovalIds {
+    #[serde(default)]
+    #[allow(dead_code)]
+    approvals: Option<UniqueKeys>,
+}
+
+/// A JSON value whose object keys, when it is an object, are all different.
+struct UniqueKeys;
+
+impl<'de> Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Keys;
+        impl<'de> serde::de::Visitor<'de> for Keys {
+            type Value = UniqueKeys;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<UniqueKeys, A::Error> {
+                let mut seen = BTreeSet::new();
+                while let Some(id) = map.next_key::<String>()? {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    if !seen.insert(id.clone()) {
+                        let twice = toolgate::approval::DuplicateDecision { tool_use_id: id };
+                        return Err(serde::de::Error::custom(format!("approvals: {twice}")));
+                    }
+                }
+                Ok(UniqueKeys)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<UniqueKeys, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(UniqueKeys)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys)
+            }
+            fn visit_unit<E>(self) -> Result<UniqueKeys, E> {
+                Ok(UniqueKeys)
+            }
+        }
+        deserializer.deserialize_any(Keys)
+    }
 }
 
 fn expected_outcomes(

@@ -8,7 +8,6 @@
 //! blocks that had already run; an `ask` in a read's chain pauses that block only; a retried
 //! message runs nothing twice.
 
-use std::collections::BTreeMap;
 use std::future::poll_fn;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
     CallError, Decision, Dispatcher, HookContext, Reply, RespondError, ToolError, ToolUse,
-    approval::{Approval, PendingBlock},
+    approval::{Decisions, PendingBlock},
     audit::{AuditLog, CallRecord},
     dispatch::{
         BoxFuture, DispatcherBuilder, Effect, Env, HookError, PostHookDef, PreHookDef, ToolDef,
@@ -510,7 +509,7 @@ fn an_ask_in_a_reads_chain_pauses_that_block_and_the_other_reads_run() {
         .blocks
         .iter()
         .map(|b| match b {
-            PendingBlock::Answered { result } => serde_json::to_value(result).unwrap(),
+            PendingBlock::Answered { result, .. } => serde_json::to_value(result).unwrap(),
             PendingBlock::AwaitingApproval(a) => {
                 json!({"awaiting": a.tool_use_id, "asked_by": a.asked_by})
             }
@@ -528,8 +527,10 @@ fn an_ask_in_a_reads_chain_pauses_that_block_and_the_other_reads_run() {
         ]
     );
     assert_eq!(world.max_running.load(Ordering::SeqCst), 2);
-    let decisions: BTreeMap<String, Approval> =
-        [("toolu_2".to_owned(), Approval::approve("lead"))].into();
+    let decisions = Decisions::builder()
+        .approve("toolu_2", "lead")
+        .build()
+        .unwrap();
     let answer = toolgate::block_on(s.resume(&pending, &decisions)).unwrap();
     assert_eq!(
         serde_json::to_value(&answer).unwrap(),
@@ -634,11 +635,11 @@ fn approved_reads_resume_together_in_tool_use_order() {
         ["toolu_1", "toolu_2"]
     );
     assert!(world.finished.lock().unwrap().is_empty());
-    let decisions: BTreeMap<String, Approval> = [
-        ("toolu_1".to_owned(), Approval::approve("lead")),
-        ("toolu_2".to_owned(), Approval::approve("lead")),
-    ]
-    .into();
+    let decisions = Decisions::builder()
+        .approve("toolu_1", "lead")
+        .approve("toolu_2", "lead")
+        .build()
+        .unwrap();
     let answer = toolgate::block_on(s.resume(&pending, &decisions)).unwrap();
     assert_eq!(
         serde_json::to_value(&answer).unwrap(),

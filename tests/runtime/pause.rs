@@ -4,7 +4,6 @@
 //! resume, the expiry, the chain run again at resume, and the session's answer memory (a retry
 //! while paused, a resume twice).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
@@ -13,9 +12,10 @@ use crate::ask::{Lines, at_start, dispatcher, large_refund};
 use crate::support;
 use serde_json::{Value, json};
 use toolgate::{
-    Decision, Dispatcher, HookContext, Message, Reply, ToolUse,
-    approval::{Approval, PendingTurn, ResumeError},
+    Decision, Dispatcher, HookContext, Reply, ToolResult, ToolUse,
+    approval::{Approval, Decisions, PendingTurn, ResumeError, Resumed, TurnFormat},
     dispatch::PreHookDef,
+    provider::{gemini, openai, openai_responses},
 };
 
 fn ctx(session: &str, user: &str, at: SystemTime) -> HookContext {
@@ -24,18 +24,116 @@ fn ctx(session: &str, user: &str, at: SystemTime) -> HookContext {
         .build()
 }
 
-/// Two refunds in one message: `toolu_1` (900 cents, no approval needed) and `toolu_2` (25 000
-/// cents, a person must approve).
-fn message() -> Message {
-    support::assistant(
-        json!([
-            {"type": "tool_use", "id": "toolu_1", "name": "refund",
-             "input": {"order_id": "o_1", "amount_cents": 900}},
-            {"type": "tool_use", "id": "toolu_2", "name": "refund",
-             "input": {"order_id": "o_2", "amount_cents": 25000}},
-        ]),
-        "tool_use",
-    )
+/// Every API whose whole turns pause for a person: each test runs for each.
+const FORMATS: [TurnFormat; 4] = [
+    TurnFormat::AnthropicMessages,
+    TurnFormat::OpenaiChat,
+    TurnFormat::OpenaiResponses,
+    TurnFormat::Gemini,
+];
+
+/// Two refunds in one turn of `format`: `toolu_1` (900 cents, no approval needed) and `toolu_2`
+/// (25 000 cents, a person must approve); each API's own shape, the same ids.
+fn turn(format: TurnFormat) -> Value {
+    let args = |order: &str, cents: u32| json!({"order_id": order, "amount_cents": cents});
+    let calls = [
+        ("toolu_1", args("o_1", 900)),
+        ("toolu_2", args("o_2", 25000)),
+    ];
+    match format {
+        TurnFormat::AnthropicMessages => json!({
+            "role": "assistant", "stop_reason": "tool_use",
+            "content": calls.iter().map(|(id, input)| json!(
+                {"type": "tool_use", "id": id, "name": "refund", "input": input}
+            )).collect::<Vec<_>>()
+        }),
+        TurnFormat::OpenaiChat => json!({
+            "index": 0, "finish_reason": "tool_calls",
+            "message": {"role": "assistant", "content": null,
+                "tool_calls": calls.iter().map(|(id, input)| json!(
+                    {"id": id, "type": "function",
+                     "function": {"name": "refund", "arguments": input.to_string()}}
+                )).collect::<Vec<_>>()}
+        }),
+        TurnFormat::OpenaiResponses => json!({
+            "id": "resp_1", "status": "completed",
+            "output": calls.iter().map(|(id, input)| json!(
+                {"type": "function_call", "id": format!("fc_{id}"), "call_id": id,
+                 "name": "refund", "arguments": input.to_string(), "status": "completed"}
+            )).collect::<Vec<_>>()
+        }),
+        TurnFormat::Gemini => json!({
+            "finishReason": "STOP",
+            "content": {"role": "model",
+                "parts": gemini_calls(&calls)}
+        }),
+        other => panic!("no turn for {other:?}"),
+    }
+}
+
+/// Gemini's `functionCall` parts of `calls`.
+fn gemini_calls(calls: &[(&str, Value)]) -> Vec<Value> {
+    calls
+        .iter()
+        .map(|(id, input)| json!({"functionCall": {"id": id, "name": "refund", "args": input}}))
+        .collect()
+}
+
+/// The turn's reply, its answer (when it has one) as JSON.
+fn respond(format: TurnFormat, session: &toolgate::Session) -> Reply<Value> {
+    let turn = turn(format);
+    let reply = match format {
+        TurnFormat::AnthropicMessages => {
+            let message = serde_json::from_value(turn).unwrap();
+            let reply = toolgate::block_on(session.respond(&message)).unwrap();
+            return match reply {
+                Reply::Answer(m) => Reply::Answer(serde_json::to_value(m).unwrap()),
+                Reply::Pending(p) => Reply::Pending(p),
+                other => panic!("unexpected reply {other:?}"),
+            };
+        }
+        TurnFormat::OpenaiChat => toolgate::block_on(session.respond_openai_choice(&turn)),
+        TurnFormat::OpenaiResponses => toolgate::block_on(session.respond_openai_response(&turn)),
+        TurnFormat::Gemini => toolgate::block_on(session.respond_gemini_candidate(&turn, 0)),
+        other => panic!("no turn for {other:?}"),
+    };
+    match reply.unwrap() {
+        Reply::Answer(items) => Reply::Answer(Value::Array(items)),
+        Reply::Pending(p) => Reply::Pending(p),
+        other => panic!("unexpected reply {other:?}"),
+    }
+}
+
+/// What `format` answers for `results` (Messages API `tool_result` blocks as JSON): the user
+/// message for the Messages API, else the API's items, made by the provider's own functions.
+fn expected(format: TurnFormat, results: Value) -> Value {
+    let results: Vec<ToolResult> = serde_json::from_value(results).unwrap();
+    let calls = gemini_calls(&[("toolu_1", json!({})), ("toolu_2", json!({}))]);
+    match format {
+        TurnFormat::AnthropicMessages => json!({"role": "user", "content": results}),
+        TurnFormat::OpenaiChat => {
+            json!(results.iter().map(openai::tool_message).collect::<Vec<_>>())
+        }
+        TurnFormat::OpenaiResponses => json!(
+            results
+                .iter()
+                .map(openai_responses::function_call_output)
+                .collect::<Vec<_>>()
+        ),
+        TurnFormat::Gemini => json!(
+            results
+                .iter()
+                .zip(&calls)
+                .map(|(r, c)| gemini::function_response(c, r))
+                .collect::<Vec<_>>()
+        ),
+        other => panic!("no answer for {other:?}"),
+    }
+}
+
+/// A resumed turn's answer as JSON.
+fn answered(resumed: Resumed) -> Value {
+    serde_json::to_value(resumed).unwrap()
 }
 
 const LARGE_ASK: &str = "refunds above 20000 cents need a person's approval";
@@ -59,9 +157,9 @@ fn fingerprint(d: &Dispatcher, hooks: &[(&str, i64)]) -> String {
     support::sha256_hex(text.as_bytes())
 }
 
-fn pause(d: &Dispatcher) -> PendingTurn {
+fn pause(d: &Dispatcher, format: TurnFormat) -> PendingTurn {
     let session = d.session(ctx("sess_ask", "u_001", at_start()));
-    let reply = toolgate::block_on(session.respond(&message())).unwrap();
+    let reply = respond(format, &session);
     session.end();
     match reply {
         Reply::Pending(p) => p,
@@ -69,8 +167,11 @@ fn pause(d: &Dispatcher) -> PendingTurn {
     }
 }
 
-fn decisions(list: Vec<(&str, Approval)>) -> BTreeMap<String, Approval> {
-    list.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+fn decisions(list: Vec<(&str, Approval)>) -> Decisions {
+    list.into_iter()
+        .fold(Decisions::builder(), |b, (id, a)| b.decide(id, a))
+        .build()
+        .unwrap()
 }
 
 /// Resumes `pending` in a fresh session of `d` at `at`.
@@ -79,15 +180,19 @@ fn resume(
     pending: &PendingTurn,
     at: SystemTime,
     list: Vec<(&str, Approval)>,
-) -> Result<Message, ResumeError> {
+) -> Result<Value, ResumeError> {
     let session = d.session(ctx("sess_ask", "u_001", at));
     let r = toolgate::block_on(session.resume(pending, &decisions(list)));
     session.end();
-    r
+    r.map(answered)
 }
 
-fn results(m: &Message) -> Value {
-    serde_json::to_value(m).unwrap()["content"].clone()
+/// Block `i` of an answer of `format` (a user message's `content[i]`, else `items[i]`).
+fn block(format: TurnFormat, answer: &Value, i: usize) -> Value {
+    match format {
+        TurnFormat::AnthropicMessages => answer["content"][i].clone(),
+        _ => answer[i].clone(),
+    }
 }
 
 fn line(id: &str, input: Value, at: &str, rest: Value) -> Value {
@@ -105,195 +210,212 @@ fn later(secs: u64) -> SystemTime {
     at_start() + Duration::from_secs(secs)
 }
 
+/// What a paused turn of `format` is as JSON: the Messages API's, with its `turn_format`, and
+/// for Gemini each block's call as Gemini sent it.
+fn stored(format: TurnFormat, fp: &str) -> Value {
+    let mut blocks = json!([
+        {"state": "answered", "result": {"type": "tool_result", "tool_use_id": "toolu_1",
+                                         "content": "refunded 900 on o_1"}},
+        {"state": "awaiting_approval", "tool_use_id": "toolu_2", "tool": "refund",
+         "input": {"order_id": "o_2", "amount_cents": 25000},
+         "effective_input": {"order_id": "o_2", "amount_cents": 25000},
+         "input_digest": digest_o2(),
+         "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}]},
+    ]);
+    if format == TurnFormat::Gemini {
+        let calls = gemini_calls(&[
+            ("toolu_1", json!({"order_id": "o_1", "amount_cents": 900})),
+            ("toolu_2", json!({"order_id": "o_2", "amount_cents": 25000})),
+        ]);
+        for (b, c) in blocks.as_array_mut().unwrap().iter_mut().zip(calls) {
+            b["call"] = c;
+        }
+    }
+    json!({
+        "format": 2, "turn_format": format.as_str(), "turn_id": "toolu_1",
+        "session_id": "sess_ask", "user_id": "u_001", "fingerprint": fp,
+        "created_at": "2026-11-24T10:15:00Z", "blocks": blocks
+    })
+}
+
 #[test]
 fn a_paused_turn_is_serialized_read_back_in_a_fresh_dispatcher_and_resumed() {
-    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
-    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
-    let pending = pause(&d);
-    let fp = fingerprint(&d, &[("app::large_refund", 10)]);
-    assert_eq!(d.fingerprint(), fp);
-    let stored = serde_json::to_string(&pending).unwrap();
-    assert_eq!(
-        serde_json::from_str::<Value>(&stored).unwrap(),
-        json!({
-            "format": 1, "session_id": "sess_ask", "user_id": "u_001", "fingerprint": fp,
-            "created_at": "2026-11-24T10:15:00Z",
-            "blocks": [
-                {"state": "answered", "result": {"type": "tool_result", "tool_use_id": "toolu_1",
-                                                 "content": "refunded 900 on o_1"}},
-                {"state": "awaiting_approval", "tool_use_id": "toolu_2", "tool": "refund",
-                 "input": {"order_id": "o_2", "amount_cents": 25000},
-                 "effective_input": {"order_id": "o_2", "amount_cents": 25000},
-                 "input_digest": digest_o2(),
-                 "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}]},
-            ]
-        })
-    );
-    // Only the block that needed no approval ran; the paused one has a line that is not final,
-    // and the summary counts final lines only.
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
-    assert_eq!(
-        lines.take(),
-        vec![
-            line(
-                "toolu_1",
-                json!({"order_id": "o_1", "amount_cents": 900}),
-                "2026-11-24T10:15:00Z",
-                json!({"outcome": "ok", "is_error": false, "content": "refunded 900 on o_1"})
-            ),
-            line(
+    for format in FORMATS {
+        let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+        let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+        let pending = pause(&d, format);
+        let fp = fingerprint(&d, &[("app::large_refund", 10)]);
+        assert_eq!(d.fingerprint(), fp);
+        let text = serde_json::to_string(&pending).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap(),
+            stored(format, &fp)
+        );
+        // Only the block that needed no approval ran; the paused one has a line that is not
+        // final, and the summary counts final lines only.
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            lines.take(),
+            vec![
+                line(
+                    "toolu_1",
+                    json!({"order_id": "o_1", "amount_cents": 900}),
+                    "2026-11-24T10:15:00Z",
+                    json!({"outcome": "ok", "is_error": false, "content": "refunded 900 on o_1"})
+                ),
+                line(
+                    "toolu_2",
+                    json!({"order_id": "o_2", "amount_cents": 25000}),
+                    "2026-11-24T10:15:00Z",
+                    json!({"outcome": "awaiting_approval", "is_error": false, "content": "",
+                           "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}],
+                           "final": false})
+                ),
+            ],
+            "{format:?}"
+        );
+
+        // A later process: a fresh dispatcher built the same way, the turn read back from text.
+        let (runs2, lines2) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+        let fresh = dispatcher(&runs2, &lines2, vec![large_refund()], |b| b);
+        let read: PendingTurn = serde_json::from_str(&text).unwrap();
+        assert_eq!(read, pending);
+        let session = fresh.session(ctx("sess_ask", "u_001", later(600)));
+        let approvals = decisions(vec![(
+            "toolu_2",
+            Approval::approve_digest("lead@example.com", digest_o2()),
+        )]);
+        let answer = answered(toolgate::block_on(session.resume(&read, &approvals)).unwrap());
+        let both = json!([
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "refunded 900 on o_1"},
+            {"type": "tool_result", "tool_use_id": "toolu_2", "content": "refunded 25000 on o_2"},
+        ]);
+        assert_eq!(answer, expected(format, both.clone()), "{format:?}");
+        assert_eq!(runs2.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            lines2.take(),
+            vec![line(
                 "toolu_2",
                 json!({"order_id": "o_2", "amount_cents": 25000}),
-                "2026-11-24T10:15:00Z",
-                json!({"outcome": "awaiting_approval", "is_error": false, "content": "",
+                "2026-11-24T10:25:00Z",
+                json!({"outcome": "ok", "is_error": false, "content": "refunded 25000 on o_2",
                        "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}],
-                       "final": false})
-            ),
-        ]
-    );
-
-    // A later process: a fresh dispatcher built the same way, the turn read back from text.
-    let (runs2, lines2) = (Arc::new(AtomicUsize::new(0)), Lines::default());
-    let fresh = dispatcher(&runs2, &lines2, vec![large_refund()], |b| b);
-    let read: PendingTurn = serde_json::from_str(&stored).unwrap();
-    assert_eq!(read, pending);
-    let session = fresh.session(ctx("sess_ask", "u_001", later(600)));
-    let approvals = decisions(vec![(
-        "toolu_2",
-        Approval::approve_digest("lead@example.com", digest_o2()),
-    )]);
-    let answer = toolgate::block_on(session.resume(&read, &approvals)).unwrap();
-    assert_eq!(
-        results(&answer),
-        json!([
-            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "refunded 900 on o_1"},
-            {"type": "tool_result", "tool_use_id": "toolu_2", "content": "refunded 25000 on o_2"},
-        ])
-    );
-    assert_eq!(runs2.load(Ordering::SeqCst), 1);
-    assert_eq!(
-        lines2.take(),
-        vec![line(
-            "toolu_2",
-            json!({"order_id": "o_2", "amount_cents": 25000}),
-            "2026-11-24T10:25:00Z",
-            json!({"outcome": "ok", "is_error": false, "content": "refunded 25000 on o_2",
-                   "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}],
-                   "approved_by": "lead@example.com"})
-        )]
-    );
-    // The resumed answer is remembered: resuming again, or retrying the paused message, runs
-    // nothing twice.
-    let again = toolgate::block_on(session.resume(&read, &approvals)).unwrap();
-    assert_eq!(again, answer);
-    let retried = toolgate::block_on(session.respond(&message())).unwrap();
-    assert_eq!(
-        results(&support::answer_of(retried)),
-        json!([
-            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "refunded 900 on o_1"},
-            {"type": "tool_result", "tool_use_id": "toolu_2", "content": "refunded 25000 on o_2"},
-        ])
-    );
-    // toolu_1 is not in this session's memory (it was answered in the first process), so the
-    // retry runs it; toolu_2 is replayed.
-    assert_eq!(runs2.load(Ordering::SeqCst), 2);
-    let summary = session.end();
-    assert_eq!(summary.calls, 2);
+                       "approved_by": "lead@example.com"})
+            )]
+        );
+        // The resumed answer is remembered: resuming again, or retrying the paused turn, runs
+        // nothing twice.
+        let again = answered(toolgate::block_on(session.resume(&read, &approvals)).unwrap());
+        assert_eq!(again, answer);
+        let Reply::Answer(retried) = respond(format, &session) else {
+            panic!("the retried turn of {format:?} should be answered");
+        };
+        assert_eq!(retried, expected(format, both));
+        // toolu_1 is not in this session's memory (it was answered in the first process), so
+        // the retry runs it; toolu_2 is replayed.
+        assert_eq!(runs2.load(Ordering::SeqCst), 2);
+        let summary = session.end();
+        assert_eq!(summary.calls, 2);
+    }
 }
 
 #[test]
 fn a_denial_at_resume_blocks_the_call_with_the_persons_reason() {
-    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
-    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
-    let pending = pause(&d);
-    lines.take();
-    let answer = resume(
-        &d,
-        &pending,
-        later(60),
-        vec![(
-            "toolu_2",
-            Approval::deny(
-                "lead@example.com",
-                "the order was already refunded in store.",
-            ),
-        )],
-    )
-    .unwrap();
-    let text = "BLOCKED: a person declined this call: the order was already refunded in store.";
-    assert_eq!(
-        results(&answer),
-        json!([
-            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "refunded 900 on o_1"},
-            {"type": "tool_result", "tool_use_id": "toolu_2", "content": text, "is_error": true},
-        ])
-    );
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
-    assert_eq!(
-        lines.take(),
-        vec![line(
-            "toolu_2",
-            json!({"order_id": "o_2", "amount_cents": 25000}),
-            "2026-11-24T10:16:00Z",
-            json!({"outcome": "blocked", "is_error": true, "content": text,
-                   "blocked_by": "app::large_refund",
-                   "detail": "a person declined the call (asked by `app::large_refund`: refunds \
-                              above 20000 cents need a person's approval)",
-                   "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}],
-                   "denied_by": "lead@example.com"})
-        )]
-    );
+    for format in FORMATS {
+        let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+        let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+        let pending = pause(&d, format);
+        lines.take();
+        let deny = Approval::deny(
+            "lead@example.com",
+            "the order was already refunded in store.",
+        );
+        let answer = resume(&d, &pending, later(60), vec![("toolu_2", deny)]).unwrap();
+        let text = "BLOCKED: a person declined this call: the order was already refunded in store.";
+        assert_eq!(
+            answer,
+            expected(
+                format,
+                json!([
+                    {"type": "tool_result", "tool_use_id": "toolu_1",
+                     "content": "refunded 900 on o_1"},
+                    {"type": "tool_result", "tool_use_id": "toolu_2", "content": text,
+                     "is_error": true},
+                ])
+            )
+        );
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            lines.take(),
+            vec![line(
+                "toolu_2",
+                json!({"order_id": "o_2", "amount_cents": 25000}),
+                "2026-11-24T10:16:00Z",
+                json!({"outcome": "blocked", "is_error": true, "content": text,
+                       "blocked_by": "app::large_refund",
+                       "detail": "a person declined the call (asked by `app::large_refund`: \
+                                  refunds above 20000 cents need a person's approval)",
+                       "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}],
+                       "denied_by": "lead@example.com"})
+            )]
+        );
+    }
 }
 
 #[test]
 fn a_turn_past_its_time_to_live_answers_its_calls_blocked() {
-    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
-    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| {
-        b.pending_ttl(Duration::from_secs(3600))
-    });
-    let pending = pause(&d);
-    lines.take();
-    // At exactly the time to live it is still alive (and needs its decision).
-    assert_eq!(
-        resume(&d, &pending, later(3600), vec![])
-            .unwrap_err()
-            .to_string(),
-        "tool_use \"toolu_2\" is waiting for approval and has no decision"
-    );
-    // One second past: answered `blocked`, whatever the decisions (none needed).
-    let answer = resume(&d, &pending, later(3601), vec![]).unwrap();
-    let text = "BLOCKED: this call waited for a person's approval longer than 3600 s and \
-                expired; it was not done. Ask the user whether to try it again.";
-    assert_eq!(
-        results(&answer),
-        json!([
-            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "refunded 900 on o_1"},
-            {"type": "tool_result", "tool_use_id": "toolu_2", "content": text, "is_error": true},
-        ])
-    );
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
-    assert_eq!(
-        lines.take(),
-        vec![line(
-            "toolu_2",
-            json!({"order_id": "o_2", "amount_cents": 25000}),
-            "2026-11-24T11:15:01Z",
-            json!({"outcome": "blocked", "is_error": true, "content": text,
-                   "blocked_by": "app::large_refund",
-                   "detail": "the pending turn expired: it waited longer than its time to live \
-                              of 3600 s (asked by `app::large_refund`: refunds above 20000 \
-                              cents need a person's approval)",
-                   "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}]})
-        )]
-    );
-    let approved = resume(
-        &d,
-        &pending,
-        later(7200),
-        vec![("toolu_2", Approval::approve("lead"))],
-    )
-    .unwrap();
-    assert_eq!(results(&approved)[1]["content"], text);
+    for format in FORMATS {
+        let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+        let d = dispatcher(&runs, &lines, vec![large_refund()], |b| {
+            b.pending_ttl(Duration::from_secs(3600))
+        });
+        let pending = pause(&d, format);
+        lines.take();
+        // At exactly the time to live it is still alive (and needs its decision).
+        assert_eq!(
+            resume(&d, &pending, later(3600), vec![])
+                .unwrap_err()
+                .to_string(),
+            "tool_use \"toolu_2\" is waiting for approval and has no decision"
+        );
+        // One second past: answered `blocked`, whatever the decisions (none needed).
+        let answer = resume(&d, &pending, later(3601), vec![]).unwrap();
+        let text = "BLOCKED: this call waited for a person's approval longer than 3600 s and \
+                    expired; it was not done. Ask the user whether to try it again.";
+        let expired = expected(
+            format,
+            json!([
+                {"type": "tool_result", "tool_use_id": "toolu_1",
+                 "content": "refunded 900 on o_1"},
+                {"type": "tool_result", "tool_use_id": "toolu_2", "content": text,
+                 "is_error": true},
+            ]),
+        );
+        assert_eq!(answer, expired);
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            lines.take(),
+            vec![line(
+                "toolu_2",
+                json!({"order_id": "o_2", "amount_cents": 25000}),
+                "2026-11-24T11:15:01Z",
+                json!({"outcome": "blocked", "is_error": true, "content": text,
+                       "blocked_by": "app::large_refund",
+                       "detail": "the pending turn expired: it waited longer than its time to \
+                                  live of 3600 s (asked by `app::large_refund`: refunds above \
+                                  20000 cents need a person's approval)",
+                       "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}]})
+            )]
+        );
+        let approved = resume(
+            &d,
+            &pending,
+            later(7200),
+            vec![("toolu_2", Approval::approve("lead"))],
+        )
+        .unwrap();
+        assert_eq!(approved, expired);
+    }
     assert_eq!(
         toolgate::dispatch::DispatcherBuilder::DEFAULT_PENDING_TTL,
         Duration::from_secs(86_400)
@@ -302,79 +424,106 @@ fn a_turn_past_its_time_to_live_answers_its_calls_blocked() {
 
 #[test]
 fn at_resume_the_chain_runs_again_and_a_deny_still_wins() {
-    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
-    let frozen = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&frozen);
-    let freeze = PreHookDef::sync("app::weekly_limit", 20, move |_env, _call: &ToolUse| {
-        Ok(if flag.load(Ordering::SeqCst) {
-            Decision::deny("this week's refund limit was reached.")
-        } else {
-            Decision::Allow
-        })
-    });
-    let d = dispatcher(&runs, &lines, vec![large_refund(), freeze], |b| b);
-    let pending = pause(&d);
-    lines.take();
-    // Between the pause and the approval, other refunds used up the week's limit.
-    frozen.store(true, Ordering::SeqCst);
-    let answer = resume(
-        &d,
-        &pending,
-        later(60),
-        vec![("toolu_2", Approval::approve("lead"))],
-    )
-    .unwrap();
-    assert_eq!(
-        results(&answer)[1],
-        json!({"type": "tool_result", "tool_use_id": "toolu_2", "is_error": true,
-               "content": "BLOCKED: this week's refund limit was reached."})
-    );
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
-    assert_eq!(
-        lines.take(),
-        vec![line(
-            "toolu_2",
-            json!({"order_id": "o_2", "amount_cents": 25000}),
-            "2026-11-24T10:16:00Z",
-            json!({"outcome": "blocked", "is_error": true,
-                   "content": "BLOCKED: this week's refund limit was reached.",
-                   "blocked_by": "app::weekly_limit",
-                   "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}],
-                   "approved_by": "lead"})
-        )]
-    );
+    for format in FORMATS {
+        let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+        let frozen = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&frozen);
+        let freeze = PreHookDef::sync("app::weekly_limit", 20, move |_env, _call: &ToolUse| {
+            Ok(if flag.load(Ordering::SeqCst) {
+                Decision::deny("this week's refund limit was reached.")
+            } else {
+                Decision::Allow
+            })
+        });
+        let d = dispatcher(&runs, &lines, vec![large_refund(), freeze], |b| b);
+        let pending = pause(&d, format);
+        lines.take();
+        // Between the pause and the approval, other refunds used up the week's limit.
+        frozen.store(true, Ordering::SeqCst);
+        let answer = resume(
+            &d,
+            &pending,
+            later(60),
+            vec![("toolu_2", Approval::approve("lead"))],
+        )
+        .unwrap();
+        let denied = expected(
+            format,
+            json!([
+                {"type": "tool_result", "tool_use_id": "toolu_1",
+                 "content": "refunded 900 on o_1"},
+                {"type": "tool_result", "tool_use_id": "toolu_2", "is_error": true,
+                 "content": "BLOCKED: this week's refund limit was reached."},
+            ]),
+        );
+        assert_eq!(block(format, &answer, 1), block(format, &denied, 1));
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            lines.take(),
+            vec![line(
+                "toolu_2",
+                json!({"order_id": "o_2", "amount_cents": 25000}),
+                "2026-11-24T10:16:00Z",
+                json!({"outcome": "blocked", "is_error": true,
+                       "content": "BLOCKED: this week's refund limit was reached.",
+                       "blocked_by": "app::weekly_limit",
+                       "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}],
+                       "approved_by": "lead"})
+            )]
+        );
+    }
 }
 
 #[test]
 fn an_edit_at_resume_is_authorized_as_a_rewrite() {
-    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
-    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
-    let pending = pause(&d);
-    lines.take();
-    let edit = Approval::edit("lead", json!({"order_id": "o_2", "amount_cents": 21000}));
-    let answer = resume(&d, &pending, later(60), vec![("toolu_2", edit)]).unwrap();
-    assert_eq!(results(&answer)[1]["content"], "refunded 21000 on o_2");
-    assert_eq!(
-        lines.take(),
-        vec![line(
-            "toolu_2",
-            json!({"order_id": "o_2", "amount_cents": 25000}),
-            "2026-11-24T10:16:00Z",
-            json!({"outcome": "ok", "is_error": false, "content": "refunded 21000 on o_2",
-                   "rewritten_by": ["<approver>"],
-                   "effective_input": {"order_id": "o_2", "amount_cents": 21000},
-                   "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}],
-                   "approved_by": "lead"})
-        )]
-    );
+    for format in FORMATS {
+        let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+        let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+        let pending = pause(&d, format);
+        lines.take();
+        let edit = Approval::edit("lead", json!({"order_id": "o_2", "amount_cents": 21000}));
+        let answer = resume(&d, &pending, later(60), vec![("toolu_2", edit)]).unwrap();
+        let edited = expected(
+            format,
+            json!([
+                {"type": "tool_result", "tool_use_id": "toolu_1",
+                 "content": "refunded 900 on o_1"},
+                {"type": "tool_result", "tool_use_id": "toolu_2",
+                 "content": "refunded 21000 on o_2"},
+            ]),
+        );
+        assert_eq!(answer, edited);
+        assert_eq!(
+            lines.take(),
+            vec![line(
+                "toolu_2",
+                json!({"order_id": "o_2", "amount_cents": 25000}),
+                "2026-11-24T10:16:00Z",
+                json!({"outcome": "ok", "is_error": false, "content": "refunded 21000 on o_2",
+                       "rewritten_by": ["<approver>"],
+                       "effective_input": {"order_id": "o_2", "amount_cents": 21000},
+                       "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}],
+                       "approved_by": "lead"})
+            )]
+        );
+    }
 }
 
 #[test]
 fn every_refusal_of_a_resume_is_typed_and_runs_nothing() {
-    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
-    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
-    let pending = pause(&d);
-    lines.take();
+    for format in FORMATS {
+        let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+        let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+        let pending = pause(&d, format);
+        lines.take();
+        refusals(&d, &pending);
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        assert_eq!(lines.take(), Vec::<Value>::new());
+    }
+}
+
+/// Every refusal of resuming `pending` (paused by `d`), each found before anything runs.
+fn refusals(d: &Dispatcher, pending: &PendingTurn) {
     let approve = || vec![("toolu_2", Approval::approve("lead"))];
     let refused = |d: &Dispatcher, p: &PendingTurn, session: &str, user: &str, list| {
         let s = d.session(ctx(session, user, later(60)));
@@ -383,14 +532,14 @@ fn every_refusal_of_a_resume_is_typed_and_runs_nothing() {
         e
     };
 
-    let e = refused(&d, &pending, "sess_other", "u_001", approve());
+    let e = refused(d, pending, "sess_other", "u_001", approve());
     assert!(matches!(e, ResumeError::OtherSession { .. }));
     assert_eq!(
         e.to_string(),
         "the pending turn belongs to session \"sess_ask\" of user \"u_001\", not to session \
          \"sess_other\" of user \"u_001\""
     );
-    let e = refused(&d, &pending, "sess_ask", "u_002", approve());
+    let e = refused(d, pending, "sess_ask", "u_002", approve());
     assert_eq!(
         e.to_string(),
         "the pending turn belongs to session \"sess_ask\" of user \"u_001\", not to session \
@@ -401,7 +550,7 @@ fn every_refusal_of_a_resume_is_typed_and_runs_nothing() {
     let (r2, l2) = (Arc::new(AtomicUsize::new(0)), Lines::default());
     let extra = PreHookDef::sync("app::extra", 5, |_env, _c: &ToolUse| Ok(Decision::Allow));
     let changed = dispatcher(&r2, &l2, vec![large_refund(), extra], |b| b);
-    let e = refused(&changed, &pending, "sess_ask", "u_001", approve());
+    let e = refused(&changed, pending, "sess_ask", "u_001", approve());
     assert_eq!(
         e.to_string(),
         format!(
@@ -413,17 +562,18 @@ fn every_refusal_of_a_resume_is_typed_and_runs_nothing() {
     );
     assert_ne!(changed.fingerprint(), d.fingerprint());
 
-    let mut future = pending.clone();
-    future.format = 2;
-    let e = refused(&d, &future, "sess_ask", "u_001", approve());
+    let mut other_format = serde_json::to_value(pending).unwrap();
+    other_format["format"] = json!(3);
+    let other_format: PendingTurn = serde_json::from_value(other_format).unwrap();
+    let e = refused(d, &other_format, "sess_ask", "u_001", approve());
     assert_eq!(
         e.to_string(),
-        "the pending turn has format 2; this build reads format 1"
+        "the pending turn has format 3; this build reads format 2"
     );
 
     let e = refused(
-        &d,
-        &pending,
+        d,
+        pending,
         "sess_ask",
         "u_001",
         vec![("toolu_1", Approval::approve("lead"))],
@@ -435,8 +585,8 @@ fn every_refusal_of_a_resume_is_typed_and_runs_nothing() {
 
     let wrong = support::sha256_hex(br#"{"order_id":"o_2","amount_cents":2500}"#);
     let e = refused(
-        &d,
-        &pending,
+        d,
+        pending,
         "sess_ask",
         "u_001",
         vec![("toolu_2", Approval::approve_digest("lead", wrong.clone()))],
@@ -451,10 +601,10 @@ fn every_refusal_of_a_resume_is_typed_and_runs_nothing() {
     );
 
     // The stored input was altered after the pause: its digest no longer matches.
-    let mut altered = serde_json::to_value(&pending).unwrap();
+    let mut altered = serde_json::to_value(pending).unwrap();
     altered["blocks"][1]["effective_input"]["amount_cents"] = json!(250000);
     let altered: PendingTurn = serde_json::from_value(altered).unwrap();
-    let e = refused(&d, &altered, "sess_ask", "u_001", approve());
+    let e = refused(d, &altered, "sess_ask", "u_001", approve());
     assert_eq!(
         e.to_string(),
         format!(
@@ -465,102 +615,106 @@ fn every_refusal_of_a_resume_is_typed_and_runs_nothing() {
         )
     );
 
-    let e = refused(&d, &pending, "sess_ask", "u_001", vec![]);
+    let e = refused(d, pending, "sess_ask", "u_001", vec![]);
     assert_eq!(
         e.to_string(),
         "tool_use \"toolu_2\" is waiting for approval and has no decision"
     );
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
-    assert_eq!(lines.take(), Vec::<Value>::new());
 }
 
 #[test]
 fn a_retry_while_paused_runs_nothing_twice_and_pauses_again() {
-    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
-    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
-    let session = d.session(ctx("sess_ask", "u_001", at_start()));
-    let first = toolgate::block_on(session.respond(&message())).unwrap();
-    let second = toolgate::block_on(session.respond(&message())).unwrap();
-    // The same pending turn: toolu_1 answered from memory, toolu_2 asked about again.
-    assert_eq!(second, first);
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
-    let l = lines.take();
-    let brief: Vec<(Value, Value, Value)> = l
-        .iter()
-        .map(|l| {
-            (
-                l["tool_use_id"].clone(),
-                l["outcome"].clone(),
-                l.get("replay").cloned().unwrap_or(Value::Null),
+    for format in FORMATS {
+        let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+        let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+        let session = d.session(ctx("sess_ask", "u_001", at_start()));
+        let first = respond(format, &session);
+        let second = respond(format, &session);
+        // The same pending turn: toolu_1 answered from memory, toolu_2 asked about again.
+        assert_eq!(second, first);
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        let l = lines.take();
+        let brief: Vec<(Value, Value, Value)> = l
+            .iter()
+            .map(|l| {
+                (
+                    l["tool_use_id"].clone(),
+                    l["outcome"].clone(),
+                    l.get("replay").cloned().unwrap_or(Value::Null),
+                )
+            })
+            .collect();
+        assert_eq!(
+            brief,
+            vec![
+                (json!("toolu_1"), json!("ok"), Value::Null),
+                (json!("toolu_2"), json!("awaiting_approval"), Value::Null),
+                (json!("toolu_1"), json!("ok"), json!(true)),
+                (json!("toolu_2"), json!("awaiting_approval"), Value::Null),
+            ]
+        );
+        // Resumed in the same session: toolu_2 runs once; a retry then is answered from memory.
+        let pending = first.pending().unwrap();
+        let approvals = decisions(vec![("toolu_2", Approval::approve("lead"))]);
+        let answer = answered(toolgate::block_on(session.resume(pending, &approvals)).unwrap());
+        let Reply::Answer(retried) = respond(format, &session) else {
+            panic!("the retried turn of {format:?} should be answered");
+        };
+        assert_eq!(retried, answer);
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+        let summary = session.end();
+        // Final lines only: toolu_1 once, toolu_2 once (replays and pauses are not counted).
+        assert_eq!(summary.calls, 2);
+        assert_eq!(
+            serde_json::to_value(&summary.outcomes).unwrap(),
+            json!({"ok": 2})
+        );
+    }
+}
+
+#[test]
+fn an_approver_answers_inline_for_every_api() {
+    for format in FORMATS {
+        let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+        let d = dispatcher(&runs, &lines, vec![large_refund()], |b| {
+            b.approver(AlwaysApprove)
+        });
+        let session = d.session(ctx("sess_ask", "u_001", at_start()));
+        let Reply::Answer(answer) = respond(format, &session) else {
+            panic!("an approver answers inline: {format:?} should not pause");
+        };
+        assert_eq!(
+            answer,
+            expected(
+                format,
+                json!([
+                    {"type": "tool_result", "tool_use_id": "toolu_1",
+                     "content": "refunded 900 on o_1"},
+                    {"type": "tool_result", "tool_use_id": "toolu_2",
+                     "content": "refunded 25000 on o_2"},
+                ])
             )
-        })
-        .collect();
-    assert_eq!(
-        brief,
-        vec![
-            (json!("toolu_1"), json!("ok"), Value::Null),
-            (json!("toolu_2"), json!("awaiting_approval"), Value::Null),
-            (json!("toolu_1"), json!("ok"), json!(true)),
-            (json!("toolu_2"), json!("awaiting_approval"), Value::Null),
-        ]
-    );
-    // Resumed in the same session: toolu_2 runs once; a retry then is answered from memory.
-    let pending = first.pending().unwrap();
-    let approvals = decisions(vec![("toolu_2", Approval::approve("lead"))]);
-    let answer = toolgate::block_on(session.resume(pending, &approvals)).unwrap();
-    let retried = support::answer_of(toolgate::block_on(session.respond(&message())).unwrap());
-    assert_eq!(retried, answer);
-    assert_eq!(runs.load(Ordering::SeqCst), 2);
-    let summary = session.end();
-    // Final lines only: toolu_1 once, toolu_2 once (replays and pauses are not counted).
-    assert_eq!(summary.calls, 2);
-    assert_eq!(
-        serde_json::to_value(&summary.outcomes).unwrap(),
-        json!({"ok": 2})
-    );
+        );
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+    }
 }
 
 #[test]
-fn an_approver_answers_inline_in_respond_too() {
-    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
-    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| {
-        b.approver(AlwaysApprove)
-    });
-    let session = d.session(ctx("sess_ask", "u_001", at_start()));
-    let reply = toolgate::block_on(session.respond(&message())).unwrap();
-    assert_eq!(
-        results(&support::answer_of(reply)),
-        json!([
-            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "refunded 900 on o_1"},
-            {"type": "tool_result", "tool_use_id": "toolu_2", "content": "refunded 25000 on o_2"},
-        ])
-    );
-    assert_eq!(runs.load(Ordering::SeqCst), 2);
-}
-
-#[test]
-fn the_other_apis_whole_turns_block_a_call_that_asks() {
+fn a_turn_of_an_api_pauses_only_in_the_session_of_its_format() {
+    // A paused OpenAI turn resumes into OpenAI's items, never a Messages API message: the
+    // answer's shape follows the turn, whatever the host resumes it with.
     let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
     let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
-    let session = d.session(ctx("sess_ask", "u_001", at_start()));
-    let choice = json!({
-        "index": 0, "finish_reason": "tool_calls",
-        "message": {"role": "assistant", "content": null, "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "refund",
-             "arguments": "{\"order_id\":\"o_2\",\"amount_cents\":25000}"}}
-        ]}
-    });
-    let reply = toolgate::block_on(session.respond_openai_choice(&choice)).unwrap();
+    let pending = pause(&d, TurnFormat::OpenaiChat);
+    assert_eq!(pending.turn_format, TurnFormat::OpenaiChat);
+    let session = d.session(ctx("sess_ask", "u_001", later(60)));
+    let approvals = decisions(vec![("toolu_2", Approval::approve("lead"))]);
+    let resumed = toolgate::block_on(session.resume(&pending, &approvals)).unwrap();
+    assert_eq!(resumed.clone().into_message(), None);
     assert_eq!(
-        reply,
-        Reply::Answer(vec![json!({
-            "role": "tool", "tool_call_id": "call_1",
-            "content": "BLOCKED: this call needs a person's approval, and none can be given here \
-                        (refunds above 20000 cents need a person's approval). Tell the user it \
-                        was not done and that a person must approve it."
-        })])
+        resumed.into_items().unwrap()[1],
+        json!({"role": "tool", "tool_call_id": "toolu_2", "content": "refunded 25000 on o_2"})
     );
-    assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
 
 struct AlwaysApprove;
@@ -572,4 +726,94 @@ impl toolgate::approval::Approver for AlwaysApprove {
     ) -> toolgate::dispatch::BoxFuture<'a, Approval> {
         Box::pin(async { Approval::approve("bot") })
     }
+}
+
+/// Three refunds above 20 000 cents in one message: all three wait for a person.
+fn three_waiting() -> toolgate::Message {
+    support::assistant(
+        json!([
+            {"type": "tool_use", "id": "toolu_a", "name": "refund",
+             "input": {"order_id": "o_a", "amount_cents": 21000}},
+            {"type": "tool_use", "id": "toolu_b", "name": "refund",
+             "input": {"order_id": "o_b", "amount_cents": 22000}},
+            {"type": "tool_use", "id": "toolu_c", "name": "refund",
+             "input": {"order_id": "o_c", "amount_cents": 23000}},
+        ]),
+        "tool_use",
+    )
+}
+
+#[test]
+fn a_call_decided_twice_is_refused_whatever_the_order_and_nothing_runs() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+    let session = d.session(ctx("sess_ask", "u_001", at_start()));
+    let Reply::Pending(pending) = toolgate::block_on(session.respond(&three_waiting())).unwrap()
+    else {
+        panic!("three refunds wait for a person");
+    };
+    assert_eq!(pending.awaiting().count(), 3);
+    lines.take();
+    let approve = r#"{"decision": "approve", "by": "lead"}"#;
+    let deny = r#"{"decision": "deny", "by": "lead", "reason": "no."}"#;
+    let twice = "tool_use \"toolu_b\" has two decisions; decide each waiting call once";
+    // As an approval page posts them: one JSON object, the second call decided twice, in both
+    // orders. A map would keep the last; `Decisions` refuses both, naming the id.
+    for (first, second) in [(approve, deny), (deny, approve)] {
+        let posted = format!(
+            r#"{{"toolu_a": {approve}, "toolu_b": {first}, "toolu_b": {second}, "toolu_c": {approve}}}"#
+        );
+        let e = serde_json::from_str::<Decisions>(&posted).unwrap_err();
+        assert!(e.to_string().starts_with(twice), "{e}");
+    }
+    // The builder refuses the same, whatever the decisions.
+    let built = Decisions::builder()
+        .approve("toolu_a", "lead")
+        .approve("toolu_b", "lead")
+        .deny("toolu_b", "lead", "no.")
+        .approve("toolu_c", "lead")
+        .build()
+        .unwrap_err();
+    assert_eq!(built.to_string(), twice);
+    assert_eq!(built.tool_use_id, "toolu_b");
+    let mut decisions = Decisions::new();
+    decisions
+        .insert("toolu_b", Approval::deny("lead", "no."))
+        .unwrap();
+    let e = decisions
+        .insert("toolu_b", Approval::approve("lead"))
+        .unwrap_err();
+    assert_eq!(e.to_string(), twice);
+    // The decision kept is the first: inserting again changes nothing.
+    assert_eq!(
+        decisions.get("toolu_b"),
+        Some(&Approval::deny("lead", "no."))
+    );
+    assert_eq!(decisions.len(), 1);
+    // Nothing ran, nothing was audited: no decision could be made of the posted text.
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert_eq!(lines.take(), Vec::<Value>::new());
+    // Decided once each, the same text resumes: two refunds run, the denied one does not.
+    let posted = format!(r#"{{"toolu_a": {approve}, "toolu_b": {deny}, "toolu_c": {approve}}}"#);
+    let decisions: Decisions = serde_json::from_str(&posted).unwrap();
+    assert_eq!(
+        serde_json::to_value(&decisions).unwrap(),
+        serde_json::from_str::<Value>(&posted).unwrap()
+    );
+    let answer = answered(toolgate::block_on(session.resume(&pending, &decisions)).unwrap());
+    let texts: Vec<&Value> = answer["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| &b["content"])
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            &json!("refunded 21000 on o_a"),
+            &json!("BLOCKED: a person declined this call: no."),
+            &json!("refunded 23000 on o_c"),
+        ]
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
 }

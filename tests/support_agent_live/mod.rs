@@ -332,12 +332,16 @@ fn live_mode_gives_the_replays_outcomes_and_audit_lines_for_every_bundled_transc
         );
 
         // A paused turn: the same pending turn as the replay's, written for --resume.
-        let file = live_dir
+        let folder = live_dir
             .path()
             .join("pending")
-            .join(format!("{}.json", t.context.session_id));
+            .join(crate::example::approval::file_name(&t.context.session_id));
         match &replay.pending {
             Some(pending) => {
+                let file = folder.join(format!(
+                    "{}.json",
+                    crate::example::approval::file_name(&pending.turn_id)
+                ));
                 let written: Value =
                     serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
                 assert_eq!(
@@ -347,7 +351,7 @@ fn live_mode_gives_the_replays_outcomes_and_audit_lines_for_every_bundled_transc
                     t.source
                 );
             }
-            None => assert!(!file.exists(), "{}", t.source),
+            None => assert!(!folder.exists(), "{}", t.source),
         }
 
         // The same summary line, with the tokens of every response added.
@@ -1246,7 +1250,7 @@ fn a_refund_that_needs_a_person_pauses_the_live_turn() {
     // One request: the paused turn ends the conversation, no tool_result is sent for it.
     assert_eq!(seen.bodies.len(), 1);
     let id = "toolu_01Nq8tEcVr2W9gAy4hDj8QxF";
-    let file = dir.path().join("pending").join("sess_paused_08.json");
+    let file = crate::pending_file(dir.path(), "sess_paused_08");
     let note = format!(
         "note: tool_use {id} awaits a person's approval; pending turn written to {f}; finish it \
          with --resume {f} --approve {id} [--by WHO] or --deny {id} --reason TEXT",
@@ -1376,7 +1380,7 @@ fn when_the_terminal_input_ends_before_a_decision_the_live_turn_pauses() {
         assert_eq!((run.code, run.err.as_str()), (0, ""));
         assert_eq!(seen.bodies.len(), 2);
         assert_eq!(questions.len(), tries.max(1));
-        let file = dir.path().join("pending").join("sess_approve_06.json");
+        let file = crate::pending_file(dir.path(), "sess_approve_06");
         let pending: Value =
             serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         let waiting: Vec<&str> = pending["blocks"]

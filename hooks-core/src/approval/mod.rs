@@ -8,10 +8,13 @@
 //!
 //! [`Decision::Ask`]: crate::Decision::Ask
 
+pub(crate) mod decisions;
 pub(crate) mod pending;
 
+pub use decisions::{Decisions, DecisionsBuilder, DuplicateDecision};
 pub use pending::{
-    AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn, ResumeError, input_digest,
+    AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn, ResumeError, Resumed, TurnFormat,
+    input_digest,
 };
 
 use std::fmt;

@@ -15,8 +15,86 @@ use crate::error::{CallError, Halt};
 use crate::texts;
 
 /// The format version a [`PendingTurn`] is written with, and the only one
-/// [`Session::resume`](crate::Session::resume) reads.
-pub const PENDING_TURN_FORMAT: u32 = 1;
+/// [`Session::resume`](crate::Session::resume) reads. Version 2 added `turn_format`, `turn_id`
+/// and the call items some APIs' answers echo.
+pub const PENDING_TURN_FORMAT: u32 = 2;
+
+/// Which API's turn a [`PendingTurn`] paused, and so in which shape
+/// [`Session::resume`](crate::Session::resume) gives its answers ([`Resumed`]). Serialized in
+/// snake_case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TurnFormat {
+    /// An Anthropic Messages API assistant message ([`Session::respond`](crate::Session::respond)):
+    /// resumed into the user message of `tool_result` blocks.
+    AnthropicMessages,
+    /// An OpenAI Chat Completions choice (`Session::respond_openai_choice`, feature `openai`):
+    /// resumed into `{"role": "tool", …}` messages.
+    OpenaiChat,
+    /// An OpenAI Responses API response (`Session::respond_openai_response`, feature
+    /// `openai`): resumed into `function_call_output` items.
+    OpenaiResponses,
+    /// A Gemini candidate (`Session::respond_gemini_candidate`, feature `gemini`): resumed into
+    /// `functionResponse` parts.
+    Gemini,
+}
+
+impl TurnFormat {
+    /// The snake_case name, as serialized.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TurnFormat::AnthropicMessages => "anthropic_messages",
+            TurnFormat::OpenaiChat => "openai_chat",
+            TurnFormat::OpenaiResponses => "openai_responses",
+            TurnFormat::Gemini => "gemini",
+        }
+    }
+
+    /// The cargo feature a build needs to give this format's answers; `None` for the Messages
+    /// API, which every build has.
+    pub const fn feature(self) -> Option<&'static str> {
+        match self {
+            TurnFormat::AnthropicMessages => None,
+            TurnFormat::OpenaiChat | TurnFormat::OpenaiResponses => Some("openai"),
+            TurnFormat::Gemini => Some("gemini"),
+        }
+    }
+}
+
+/// The answers of a resumed turn, in the shape of the API its [`PendingTurn`] came from
+/// ([`TurnFormat`]), one per call, in order. Serialized as what it holds: the user message's
+/// object, or the array of items.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+#[non_exhaustive]
+pub enum Resumed {
+    /// A Messages API turn's answer: the user message `{"role": "user", "content":
+    /// [tool_result, …]}` to send next.
+    Message(crate::content::Message),
+    /// Another API's answer items: OpenAI Chat `{"role": "tool", "tool_call_id", "content"}`
+    /// messages, Responses `{"type": "function_call_output", "call_id", "output"}` items, or
+    /// Gemini `{"functionResponse": {"name", "response", "id"?}}` parts.
+    Items(Vec<Value>),
+}
+
+impl Resumed {
+    /// The user message, for a Messages API turn.
+    pub fn into_message(self) -> Option<crate::content::Message> {
+        match self {
+            Resumed::Message(m) => Some(m),
+            Resumed::Items(_) => None,
+        }
+    }
+
+    /// The answer items, for another API's turn.
+    pub fn into_items(self) -> Option<Vec<Value>> {
+        match self {
+            Resumed::Items(items) => Some(items),
+            Resumed::Message(_) => None,
+        }
+    }
+}
 
 /// A turn paused for a person's approval: the answers of the `tool_use` blocks that needed
 /// none, and the calls that wait, in `tool_use` order; bound to the session and user that made
@@ -25,7 +103,8 @@ pub const PENDING_TURN_FORMAT: u32 = 1;
 /// ([`Session::resume`](crate::Session::resume)), which answers with the complete user message.
 ///
 /// ```json
-/// {"format": 1, "session_id": "sess_1", "user_id": "u_001",
+/// {"format": 2, "turn_format": "anthropic_messages", "turn_id": "toolu_1",
+///  "session_id": "sess_1", "user_id": "u_001",
 ///  "fingerprint": "5f0c…(64 hex)", "created_at": "2026-11-24T10:15:00Z",
 ///  "blocks": [
 ///   {"state": "answered", "result": {"type": "tool_result", "tool_use_id": "toolu_1", "content": "…"}},
@@ -38,6 +117,12 @@ pub const PENDING_TURN_FORMAT: u32 = 1;
 /// ```
 ///
 /// - `format`: [`PENDING_TURN_FORMAT`]; another version is refused at resume.
+/// - `turn_format`: the API the turn came from ([`TurnFormat`]); resume answers in its shape.
+/// - `turn_id`: the id of the turn's first call. Ids are unique within a conversation, so the
+///   session id and the turn id name one paused turn (a retry of the same message pauses the
+///   same turn again): the key a store keeps it under.
+/// - `call` (on a block, only for APIs whose answer echoes the call: Gemini's `functionCall`
+///   part, whose `name` and `id` its `functionResponse` repeats): the call as the API sent it.
 /// - `fingerprint`: [`Dispatcher::fingerprint`](crate::Dispatcher::fingerprint) of the
 ///   dispatcher that paused (its tools, their input schemas and PreToolUse chains); a dispatcher
 ///   with another one refuses the turn.
@@ -57,6 +142,10 @@ pub const PENDING_TURN_FORMAT: u32 = 1;
 pub struct PendingTurn {
     /// [`PENDING_TURN_FORMAT`] when written.
     pub format: u32,
+    /// The API the turn came from.
+    pub turn_format: TurnFormat,
+    /// The id of the turn's first call: with the session id, the paused turn's name.
+    pub turn_id: String,
     /// The session that paused.
     pub session_id: String,
     /// The (authenticated) user of that session.
@@ -90,6 +179,9 @@ pub enum PendingBlock {
     Answered {
         /// Its `tool_result`.
         result: ToolResult,
+        /// The call as the API sent it, for an API whose answer echoes it (Gemini).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call: Option<Value>,
     },
     /// Waiting for a person: `{"state": "awaiting_approval", …}` with the members of
     /// [`AwaitingCall`].
@@ -97,10 +189,26 @@ pub enum PendingBlock {
 }
 
 impl PendingBlock {
+    /// The call as the API sent it, when the turn kept it (Gemini).
+    pub(crate) fn call(&self) -> Option<&Value> {
+        match self {
+            PendingBlock::Answered { call, .. } => call.as_ref(),
+            PendingBlock::AwaitingApproval(a) => a.call.as_ref(),
+        }
+    }
+
+    /// Keeps the call as the API sent it, for an API whose answer echoes it.
+    pub(crate) fn keep_call(&mut self, item: Value) {
+        match self {
+            PendingBlock::Answered { call, .. } => *call = Some(item),
+            PendingBlock::AwaitingApproval(a) => a.call = Some(item),
+        }
+    }
+
     /// The block's `tool_use` id.
     pub fn tool_use_id(&self) -> &str {
         match self {
-            PendingBlock::Answered { result } => &result.tool_use_id,
+            PendingBlock::Answered { result, .. } => &result.tool_use_id,
             PendingBlock::AwaitingApproval(a) => &a.tool_use_id,
         }
     }
@@ -109,7 +217,7 @@ impl PendingBlock {
     /// nobody can approve (fail closed: where a turn cannot pause, a call that asks is blocked).
     pub(crate) fn into_result(self) -> ToolResult {
         match self {
-            PendingBlock::Answered { result } => result,
+            PendingBlock::Answered { result, .. } => result,
             PendingBlock::AwaitingApproval(a) => ToolResult::error(
                 a.tool_use_id,
                 texts::needs_approval(a.asked_by.iter().map(|x| x.reason.as_str())),
@@ -138,6 +246,9 @@ pub struct AwaitingCall {
     /// The hooks that rewrote the input, in order (empty when none did).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rewritten_by: Vec<String>,
+    /// The call as the API sent it, for an API whose answer echoes it (Gemini).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<Value>,
 }
 
 impl AwaitingCall {
@@ -155,6 +266,7 @@ impl AwaitingCall {
             input_digest: input_digest(effective_input),
             asked_by: asked_by.to_vec(),
             rewritten_by: rewritten_by.iter().map(|&p| p.to_owned()).collect(),
+            call: None,
         }
     }
 
@@ -201,6 +313,18 @@ pub enum ResumeError {
     UnknownFormat {
         /// Its `format`.
         found: u32,
+    },
+    /// The pending turn came from an API whose answers this build cannot give: an OpenAI or a
+    /// Gemini turn resumed without the `openai` or `gemini` feature.
+    #[error(
+        "the pending turn is a {} turn; this build resumes it only with the `{feature}` feature",
+        turn_format.as_str()
+    )]
+    TurnFormatNotBuilt {
+        /// The pending turn's format.
+        turn_format: TurnFormat,
+        /// The cargo feature that gives its answers.
+        feature: &'static str,
     },
     /// The pending turn belongs to another session or user.
     #[error(

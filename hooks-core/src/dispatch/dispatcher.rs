@@ -230,7 +230,7 @@ impl Dispatcher {
     /// ```
     /// use serde_json::json;
     /// use toolgate_core::audit::Outcome;
-    /// use toolgate_core::dispatch::{PreToolUse, PreHookDef, ToolDef};
+    /// use toolgate_core::dispatch::{ChainVerdict, PreHookDef, ToolDef};
     /// use toolgate_core::{Decision, Dispatcher, HookContext, ToolUse};
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]

@@ -3,7 +3,7 @@
 //! and a [`SessionSummary`].
 
 pub(crate) mod reply;
-mod respond;
+pub(crate) mod respond;
 pub(crate) mod resume;
 #[cfg(any(feature = "openai", feature = "gemini"))]
 pub(crate) mod turns;
@@ -25,6 +25,7 @@ use crate::hook::answer::CallAnswer;
 use crate::hook::context::HookContext;
 use crate::hook::state::Env;
 use crate::pipeline::inner::Inner;
+use crate::pipeline::normalize::{Normalized, normalize};
 use crate::pipeline::order::Slot;
 use crate::pipeline::stats::{Stats, report_observer_error};
 use crate::pipeline::{Mode, Progress};
@@ -182,6 +183,19 @@ impl Session {
         slot: Option<Slot<'_>>,
     ) -> Result<CallAnswer, CallError> {
         let inner = &self.inner;
+        // An input that is not an object (another API's arguments as a JSON string, `null`) is
+        // normalized here, once: the memory then remembers the call by the input it stands for
+        // (a paused call, resumed from its normalized input, is the same call as its retry), and
+        // the pipeline reads the object without parsing it again. One the pipeline will refuse
+        // is remembered as sent.
+        let normalized = match &call.input {
+            Value::Object(_) => None,
+            _ => match normalize(call, &inner.limits) {
+                Ok(Normalized::Owned(n)) => Some(n),
+                _ => None,
+            },
+        };
+        let call = normalized.as_deref().unwrap_or(call);
         let digest = self.store.digest(&call.input, inner.limits.max_input_depth);
         match self.store.claim(&call.id, digest).await {
             Ok(Claim::Claimed) => {}

@@ -48,9 +48,10 @@ pub enum Reply<T = Message> {
     /// needed no approval were answered (and audited); the waiting calls did not run (audited
     /// `awaiting_approval`, not final). Store the [`PendingTurn`], show its
     /// [`awaiting`](PendingTurn::awaiting) calls to a person, then finish the turn with
-    /// [`Session::resume`](crate::Session::resume): it answers the complete user message. Only
-    /// [`Session::respond`](crate::Session::respond) pauses; the other APIs' whole-turn entry
-    /// points block such a call, as [`Session::call`](crate::Session::call) does.
+    /// [`Session::resume`](crate::Session::resume): it answers the whole turn in its API's shape.
+    /// Every whole-turn entry point pauses the same way ([`Session::respond`](crate::Session::respond)
+    /// and the OpenAI and Gemini ones); [`Session::call`](crate::Session::call), one block and
+    /// no turn, cannot pause, and blocks such a call.
     Pending(PendingTurn),
 }
 

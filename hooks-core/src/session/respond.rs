@@ -5,7 +5,11 @@
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 
-use crate::approval::pending::{AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn};
+use serde_json::Value;
+
+use crate::approval::pending::{
+    AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn, TurnFormat,
+};
 use crate::content::ids;
 use crate::content::{ContentBlock, Message, Role, ToolResult, ToolUse};
 use crate::error::{CallError, Halt, RespondError};
@@ -74,48 +78,55 @@ impl Session {
                 tool_uses: uses.len(),
             });
         }
-        let blocks = self.run_turn_in(&uses, true, true).await?;
-        if blocks
+        let blocks = self.run_turn(&uses, true).await?;
+        Ok(self.finish_turn(TurnFormat::AnthropicMessages, &[], blocks, results_message))
+    }
+
+    /// The reply of a turn whose calls all ran or paused: the answer, made of the results by
+    /// `answer` in the API's shape, or, when a call waits for a person, the [`PendingTurn`]
+    /// (its `turn_format`, and `items`, the calls as the API sent them, kept for an API whose
+    /// answer echoes them).
+    pub(crate) fn finish_turn<T>(
+        &self,
+        turn_format: TurnFormat,
+        items: &[&Value],
+        blocks: Vec<PendingBlock>,
+        answer: impl FnOnce(Vec<ToolResult>) -> T,
+    ) -> Reply<T> {
+        if !blocks
             .iter()
             .any(|b| matches!(b, PendingBlock::AwaitingApproval(_)))
         {
-            return Ok(Reply::Pending(PendingTurn {
-                format: PENDING_TURN_FORMAT,
-                session_id: self.context.session_id().to_owned(),
-                user_id: self.context.user_id().to_owned(),
-                fingerprint: self.inner.fingerprint(),
-                created_at: self.context.now(),
-                blocks,
-            }));
+            return Reply::Answer(answer(
+                blocks.into_iter().map(PendingBlock::into_result).collect(),
+            ));
         }
-        let content = blocks
-            .into_iter()
-            .map(|b| ContentBlock::ToolResult(b.into_result()))
-            .collect();
-        Ok(Reply::Answer(Message::user(content)))
+        let mut blocks = blocks;
+        if turn_format == TurnFormat::Gemini {
+            for (block, item) in blocks.iter_mut().zip(items) {
+                block.keep_call((*item).clone());
+            }
+        }
+        Reply::Pending(PendingTurn {
+            format: PENDING_TURN_FORMAT,
+            turn_format,
+            turn_id: blocks[0].tool_use_id().to_owned(),
+            session_id: self.context.session_id().to_owned(),
+            user_id: self.context.user_id().to_owned(),
+            fingerprint: self.inner.fingerprint(),
+            created_at: self.context.now(),
+            blocks,
+        })
     }
 
     /// Runs the calls of one message or turn in order, after checking their ids (the Messages
     /// API's pattern when `pattern` holds): one result per call, or why not. A call that needs
-    /// approval is blocked when the dispatcher has no approver (the other APIs' whole turns do
-    /// not pause).
-    #[cfg(any(feature = "openai", feature = "gemini"))]
+    /// a person's approval when the dispatcher has no approver pauses
+    /// (`PendingBlock::AwaitingApproval`).
     pub(crate) async fn run_turn(
         &self,
         uses: &[&ToolUse],
         pattern: bool,
-    ) -> Result<Vec<ToolResult>, RespondError> {
-        let blocks = self.run_turn_in(uses, pattern, false).await?;
-        Ok(blocks.into_iter().map(PendingBlock::into_result).collect())
-    }
-
-    /// [`run_turn`](Self::run_turn); with `may_pause`, a call that needs approval when the
-    /// dispatcher has no approver pauses (`PendingBlock::AwaitingApproval`).
-    async fn run_turn_in(
-        &self,
-        uses: &[&ToolUse],
-        pattern: bool,
-        may_pause: bool,
     ) -> Result<Vec<PendingBlock>, RespondError> {
         if let Err(e) = ids::check(uses, pattern) {
             Box::pin(self.not_run_all(uses, &format!("{e}."))).await;
@@ -141,18 +152,12 @@ impl Session {
                 }
             }
             let (one, many) = if end - i > 1 {
-                let outcomes = self
-                    .run_reads(uses, i..end, &pending.order, max, may_pause)
-                    .await;
+                let outcomes = self.run_reads(uses, i..end, &pending.order, max).await;
                 (None, outcomes)
             } else {
                 pending.order.started.store(i + 1, Ordering::SeqCst);
                 let mut paused = None;
-                let mode = if may_pause {
-                    Mode::Pause(&mut paused)
-                } else {
-                    Mode::Block
-                };
+                let mode = Mode::Pause(&mut paused);
                 let answer = self.remembered_call_in(uses[i], mode, None).await;
                 (Some(Some(answer.map(|a| (a, paused)))), Vec::new())
             };
@@ -166,7 +171,7 @@ impl Session {
                     Ok((CallAnswer { result, .. }, paused)) => {
                         results.push(match paused {
                             Some(waiting) => PendingBlock::AwaitingApproval(waiting),
-                            None => PendingBlock::Answered { result },
+                            None => PendingBlock::Answered { result, call: None },
                         });
                         continue;
                     }
@@ -247,7 +252,7 @@ impl Session {
     /// `blocked` with a final record (nobody can approve it now).
     async fn unpaused(&self, block: PendingBlock) -> ToolResult {
         match block {
-            PendingBlock::Answered { result } => result,
+            PendingBlock::Answered { result, .. } => result,
             PendingBlock::AwaitingApproval(waiting) => {
                 match self.resume_call(&waiting, Resolution::Unapproved).await {
                     Ok(result) => result,
@@ -290,17 +295,12 @@ impl Session {
         range: Range<usize>,
         order: &TurnOrder,
         max: usize,
-        may_pause: bool,
     ) -> Vec<ReadOutcome> {
         join_blocks(order, range, max, |index, slot| {
             let call = uses[index];
             async move {
                 let mut paused = None;
-                let mode = if may_pause {
-                    Mode::Pause(&mut paused)
-                } else {
-                    Mode::Block
-                };
+                let mode = Mode::Pause(&mut paused);
                 let answer = self.remembered_call_in(call, mode, Some(slot)).await;
                 answer.map(|a| (a, paused))
             }
@@ -329,5 +329,53 @@ impl Drop for Unstarted<'_> {
             s.inner
                 .cancelled_before_start(&s.context, Some(&s.stats), call);
         }
+    }
+}
+
+/// A Messages API turn's answer: the user message of its `tool_result` blocks, in order.
+pub(crate) fn results_message(results: Vec<ToolResult>) -> Message {
+    Message::user(results.into_iter().map(ContentBlock::ToolResult).collect())
+}
+
+/// Another API's answer items for `results` (one per call, in order): OpenAI Chat `tool`
+/// messages, Responses `function_call_output` items, Gemini `functionResponse` parts (`calls`:
+/// the calls as Gemini sent them, whose `name` and `id` the parts echo). `None` for the
+/// Messages API, and for an API whose cargo feature this build does not have.
+pub(crate) fn answer_items(
+    format: TurnFormat,
+    calls: &[Option<&Value>],
+    results: &[ToolResult],
+) -> Option<Vec<Value>> {
+    let _ = (calls, results);
+    match format {
+        #[cfg(feature = "openai")]
+        TurnFormat::OpenaiChat => Some(
+            results
+                .iter()
+                .map(crate::provider::openai::tool_message)
+                .collect(),
+        ),
+        #[cfg(feature = "openai")]
+        TurnFormat::OpenaiResponses => Some(
+            results
+                .iter()
+                .map(crate::provider::openai_responses::function_call_output)
+                .collect(),
+        ),
+        #[cfg(feature = "gemini")]
+        TurnFormat::Gemini => {
+            let none = Value::Null;
+            Some(
+                results
+                    .iter()
+                    .enumerate()
+                    .map(|(i, result)| {
+                        let call = calls.get(i).copied().flatten().unwrap_or(&none);
+                        crate::provider::gemini::function_response(call, result)
+                    })
+                    .collect(),
+            )
+        }
+        _ => None,
     }
 }

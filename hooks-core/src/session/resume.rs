@@ -1,27 +1,33 @@
 //! [`Session::resume`]: a [`PendingTurn`] finished with a person's decisions, possibly in
 //! another process, into the complete user message.
 
-use std::collections::BTreeMap;
 use std::ops::Range;
 use std::time::Duration;
 
+use serde_json::Value;
+
 use crate::approval::Approval;
+use crate::approval::decisions::Decisions;
 use crate::approval::pending::{
-    AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn, ResumeError, input_digest,
+    AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn, ResumeError, Resumed, TurnFormat,
+    input_digest,
 };
 use crate::content::{ContentBlock, Message, ToolResult};
 use crate::error::{CallError, Halt};
 use crate::pipeline::order::{Slot, TurnOrder, join_blocks};
-use crate::pipeline::{Mode, Resolution, Resumed};
+use crate::pipeline::{Mode, Resolution, Resumed as Resuming};
 use crate::session::Session;
+use crate::session::respond::answer_items;
 use crate::texts;
 
 impl Session {
-    /// Finishes a turn [`respond`](Self::respond) paused
-    /// ([`Reply::Pending`](crate::Reply::Pending)) with the decisions of a person, keyed by
-    /// `tool_use` id, and answers the complete user message: one `tool_result` per `tool_use` of
-    /// the paused message, in order (the answers given when it paused, then the resumed ones in
-    /// their places).
+    /// Finishes a turn a session paused ([`Reply::Pending`](crate::Reply::Pending), from
+    /// [`respond`](Self::respond) or another API's whole-turn entry point) with a person's
+    /// [`Decisions`], one per waiting `tool_use` id, and answers the whole turn in the shape of
+    /// the API it came from ([`Resumed`]): one answer per call of the paused turn, in order (the
+    /// answers given when it paused, then the resumed ones in their places). For a Messages API
+    /// turn, the user message of `tool_result` blocks; for OpenAI Chat, `tool` messages; for
+    /// OpenAI Responses, `function_call_output` items; for Gemini, `functionResponse` parts.
     ///
     /// The session must have the pending turn's session id and user id, and run on a
     /// dispatcher with the same [`fingerprint`](crate::Dispatcher::fingerprint) (in this process
@@ -54,6 +60,8 @@ impl Session {
     ///
     /// # Errors
     /// Found before anything runs (nothing audited): [`ResumeError::UnknownFormat`],
+    /// [`ResumeError::TurnFormatNotBuilt`] (an OpenAI or Gemini turn in a build without that
+    /// feature),
     /// [`ResumeError::OtherSession`], [`ResumeError::DispatcherChanged`],
     /// [`ResumeError::NotPending`] (a decision for an id that is not waiting),
     /// [`ResumeError::DigestMismatch`] (an approval carrying another digest than the waiting
@@ -65,8 +73,8 @@ impl Session {
     pub async fn resume(
         &self,
         pending: &PendingTurn,
-        decisions: &BTreeMap<String, Approval>,
-    ) -> Result<Message, ResumeError> {
+        decisions: &Decisions,
+    ) -> Result<Resumed, ResumeError> {
         self.check_pending(pending, decisions)?;
         let ttl = self.inner.pending_ttl;
         let waited = self
@@ -78,7 +86,7 @@ impl Session {
         if !expired
             && let Some(a) = pending
                 .awaiting()
-                .find(|a| !decisions.contains_key(&a.tool_use_id))
+                .find(|a| !decisions.contains(&a.tool_use_id))
         {
             return Err(ResumeError::Undecided {
                 tool_use_id: a.tool_use_id.clone(),
@@ -91,7 +99,24 @@ impl Session {
             None => Resolution::Unapproved,
         };
         let content = self.resume_blocks(&pending.blocks, &resolution).await?;
-        Ok(Message::user(content))
+        let message = Message::user(content);
+        Ok(match pending.turn_format {
+            TurnFormat::AnthropicMessages => Resumed::Message(message),
+            format => {
+                let results: Vec<ToolResult> = message
+                    .content
+                    .into_iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::ToolResult(r) => Some(r),
+                        _ => None,
+                    })
+                    .collect();
+                let calls: Vec<Option<&Value>> =
+                    pending.blocks.iter().map(PendingBlock::call).collect();
+                // Checked before anything ran: this build gives this format's answers.
+                Resumed::Items(answer_items(format, &calls, &results).unwrap_or_default())
+            }
+        })
     }
 
     /// The blocks of a pending turn in order: an answered one keeps its answer, a waiting one is
@@ -107,7 +132,7 @@ impl Session {
         let mut content = Vec::with_capacity(blocks.len());
         let mut i = 0;
         while i < blocks.len() {
-            if let PendingBlock::Answered { result } = &blocks[i] {
+            if let PendingBlock::Answered { result, .. } = &blocks[i] {
                 content.push(ContentBlock::ToolResult(result.clone()));
                 i += 1;
                 continue;
@@ -225,11 +250,19 @@ impl Session {
     fn check_pending(
         &self,
         pending: &PendingTurn,
-        decisions: &BTreeMap<String, Approval>,
+        decisions: &Decisions,
     ) -> Result<(), ResumeError> {
         if pending.format != PENDING_TURN_FORMAT {
             return Err(ResumeError::UnknownFormat {
                 found: pending.format,
+            });
+        }
+        if let Some(feature) = pending.turn_format.feature()
+            && answer_items(pending.turn_format, &[], &[]).is_none()
+        {
+            return Err(ResumeError::TurnFormatNotBuilt {
+                turn_format: pending.turn_format,
+                feature,
             });
         }
         let ctx = self.context();
@@ -248,10 +281,10 @@ impl Session {
                 found: pending.fingerprint.clone(),
             });
         }
-        for (id, decision) in decisions {
-            let Some(waiting) = pending.awaiting().find(|a| &a.tool_use_id == id) else {
+        for (id, decision) in decisions.iter() {
+            let Some(waiting) = pending.awaiting().find(|a| a.tool_use_id == id) else {
                 return Err(ResumeError::NotPending {
-                    tool_use_id: id.clone(),
+                    tool_use_id: id.to_owned(),
                 });
             };
             let actual = input_digest(&waiting.effective_input);
@@ -264,7 +297,7 @@ impl Session {
             };
             if *approved != actual || waiting.input_digest != actual {
                 return Err(ResumeError::DigestMismatch {
-                    tool_use_id: id.clone(),
+                    tool_use_id: id.to_owned(),
                     approved: approved.clone(),
                     actual,
                 });
@@ -292,7 +325,7 @@ impl Session {
         resolution: Resolution<'_>,
     ) -> Result<ToolResult, CallError> {
         let call = waiting.call();
-        let resumed = Resumed {
+        let resumed = Resuming {
             awaiting: waiting,
             resolution,
         };
@@ -309,7 +342,7 @@ impl Session {
         slot: Option<Slot<'_>>,
     ) -> Result<ToolResult, CallError> {
         let call = waiting.call();
-        let resumed = Resumed {
+        let resumed = Resuming {
             awaiting: waiting,
             resolution,
         };
@@ -322,7 +355,7 @@ impl Session {
     /// waiting one is not run (`not_run`, final).
     async fn after_halt(&self, block: &PendingBlock) -> ToolResult {
         match block {
-            PendingBlock::Answered { result } => result.clone(),
+            PendingBlock::Answered { result, .. } => result.clone(),
             PendingBlock::AwaitingApproval(a) => {
                 let call = a.call();
                 self.not_run_all(&[&call], texts::NOT_RUN_AFTER_HALT).await;

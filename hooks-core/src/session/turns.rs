@@ -11,12 +11,15 @@
 //! | [`Session::respond_gemini_candidate`] | a candidate (or a response with one) | `finishReason: "MAX_TOKENS"` | unique; absent → `gemini-{turn}-{i}` | `functionResponse` parts ([`gemini::function_response`]) |
 //!
 //! Everything else is [`Session::respond`]'s: calls run in order, each id remembered (a retried
-//! turn runs nothing twice), a halt answers every call (its [`Halt::answer`](crate::Halt::answer)
-//! holds Messages API `tool_result` blocks: convert each with the same function as above).
+//! turn runs nothing twice), a call that asks for a person pauses the turn
+//! ([`Reply::Pending`], resumed by [`Session::resume`] into this API's answer items), a halt
+//! answers every call (its [`Halt::answer`](crate::Halt::answer) holds Messages API
+//! `tool_result` blocks: convert each with the same function as above).
 
 use serde_json::Value;
 
-use crate::content::{ToolResult, ToolUse};
+use crate::approval::pending::TurnFormat;
+use crate::content::ToolUse;
 use crate::error::RespondError;
 use crate::provider::Turn;
 #[cfg(feature = "gemini")]
@@ -25,6 +28,7 @@ use crate::provider::gemini;
 use crate::provider::{openai, openai_responses};
 use crate::session::Session;
 use crate::session::reply::Reply;
+use crate::session::respond::answer_items;
 use crate::texts;
 
 /// What an API's truncation error names.
@@ -58,10 +62,7 @@ impl Session {
             name: "OpenAI Chat Completions",
             limit: "max_completion_tokens",
         };
-        let reply = self.respond_whole(&turn, api).await?;
-        Ok(answer_with(reply, |results| {
-            results.iter().map(openai::tool_message).collect()
-        }))
+        self.respond_whole(&turn, TurnFormat::OpenaiChat, api).await
     }
 
     /// Answers one OpenAI Responses API response: `{"id": "resp_…", "status": "completed",
@@ -88,13 +89,8 @@ impl Session {
             name: "OpenAI Responses",
             limit: "max_output_tokens",
         };
-        let reply = self.respond_whole(&turn, api).await?;
-        Ok(answer_with(reply, |results| {
-            results
-                .iter()
-                .map(openai_responses::function_call_output)
-                .collect()
-        }))
+        self.respond_whole(&turn, TurnFormat::OpenaiResponses, api)
+            .await
     }
 
     /// Answers one Gemini candidate: `{"content": {"role": "model", "parts": [{"functionCall":
@@ -124,23 +120,18 @@ impl Session {
             name: "Gemini",
             limit: "maxOutputTokens",
         };
-        let reply = self.respond_whole(&read, api).await?;
-        Ok(answer_with(reply, |results| {
-            read.items
-                .iter()
-                .zip(results)
-                .map(|(call, result)| gemini::function_response(call, result))
-                .collect()
-        }))
+        self.respond_whole(&read, TurnFormat::Gemini, api).await
     }
 
     /// The part every entry point shares: nothing to run, the truncation guard, then the
-    /// calls, their ids held to the API-neutral rules (non-empty, unique).
+    /// calls, their ids held to the API-neutral rules (non-empty, unique), and the answer in the
+    /// API's shape, or the turn paused for a person.
     async fn respond_whole(
         &self,
         turn: &Turn<'_>,
+        format: TurnFormat,
         api: Api,
-    ) -> Result<Reply<Vec<ToolResult>>, RespondError> {
+    ) -> Result<Reply<Vec<Value>>, RespondError> {
         if turn.uses.is_empty() {
             return Ok(Reply::NothingToRun {
                 stop_reason: turn.stop_reason.clone(),
@@ -156,18 +147,10 @@ impl Session {
                 tool_uses: uses.len(),
             });
         }
-        Ok(Reply::Answer(self.run_turn(&uses, false).await?))
-    }
-}
-
-fn answer_with(
-    reply: Reply<Vec<ToolResult>>,
-    convert: impl FnOnce(&[ToolResult]) -> Vec<Value>,
-) -> Reply<Vec<Value>> {
-    match reply {
-        Reply::Answer(results) => Reply::Answer(convert(&results)),
-        Reply::NothingToRun { stop_reason } => Reply::NothingToRun { stop_reason },
-        // These turns do not pause (`run_turn` blocks a call that asks); carried over as is.
-        Reply::Pending(p) => Reply::Pending(p),
+        let blocks = self.run_turn(&uses, false).await?;
+        let calls: Vec<Option<&Value>> = turn.items.iter().map(|&v| Some(v)).collect();
+        Ok(self.finish_turn(format, &turn.items, blocks, |results| {
+            answer_items(format, &calls, &results).unwrap_or_default()
+        }))
     }
 }
