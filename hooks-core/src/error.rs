@@ -393,7 +393,7 @@ pub enum CallError {
     },
     /// The session's [`AnswerStore`](crate::store::AnswerStore) could not say whether this id was
     /// answered before, so nothing was run. Retry once the store is back.
-    #[error("tool_use {tool_use_id:?} was not run: {error}")]
+    #[error("tool_use {tool_use_id:?} was not run: the answer store failed: {}", error.message())]
     Store {
         /// The id.
         tool_use_id: String,

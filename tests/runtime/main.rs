@@ -33,6 +33,7 @@ mod pre_tool_use;
 mod replies;
 mod retries;
 mod session;
+mod stores;
 #[cfg(feature = "tower")]
 mod tower_layers;
 mod tracing_channels;

@@ -7,6 +7,7 @@
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -17,7 +18,8 @@ use toolgate::{
     audit::{AuditLog, Outcome},
     dispatch::{BoxFuture, Env, HookError, PreHookDef, ToolDef},
     store::{
-        AnswerStore, Claim, InputDigest, MemoryAnswerStore, Remembered, StoreError, StoreFuture,
+        AnswerStore, CallKey, Claim, InputDigest, MemoryAnswerStore, Remembered, StoreError,
+        StoreFuture,
     },
 };
 
@@ -419,9 +421,10 @@ fn the_memory_forgets_oldest_first_past_its_caps() {
         toolgate::block_on(s.call(&call)).unwrap();
     }
     assert_eq!(store.len(), 2);
-    assert_eq!(store.get("toolu_1"), None);
+    let key = |id| CallKey::new("sess_retries", id);
+    assert_eq!(store.get(key("toolu_1")), None);
     assert!(matches!(
-        store.get("toolu_3"),
+        store.get(key("toolu_3")),
         Some(Remembered::Answered { outcome: Outcome::Ok, result, .. })
             if result == ToolResult::text("toolu_3", "sent: x")
     ));
@@ -433,8 +436,12 @@ fn the_memory_forgets_oldest_first_past_its_caps() {
     }
     assert_eq!(world.sent.lock().unwrap().len(), 4);
 
-    // The byte cap: each entry counts its id, its content and the overhead.
-    let per_entry = "toolu_1".len() + "sent: x".len() + MemoryAnswerStore::ENTRY_OVERHEAD;
+    // The byte cap: each entry counts its session id, its tool_use id, its content and the
+    // overhead.
+    let per_entry = "sess_retries".len()
+        + "toolu_1".len()
+        + "sent: x".len()
+        + MemoryAnswerStore::ENTRY_OVERHEAD;
     let store = Arc::new(MemoryAnswerStore::with_caps(100, 2 * per_entry + 1));
     let s = d.session_with_store(ctx(), store.clone());
     for i in 1..=4 {
@@ -442,8 +449,8 @@ fn the_memory_forgets_oldest_first_past_its_caps() {
         toolgate::block_on(s.call(&call)).unwrap();
     }
     assert_eq!(store.len(), 2);
-    assert_eq!(store.get("toolu_2"), None);
-    assert!(store.get("toolu_3").is_some());
+    assert_eq!(store.get(key("toolu_2")), None);
+    assert!(store.get(key("toolu_3")).is_some());
 }
 
 /// A host's store: the in-memory one behind a switch that makes the database "go down".
@@ -456,28 +463,38 @@ struct HostStore {
 impl AnswerStore for HostStore {
     fn claim<'a>(
         &'a self,
-        tool_use_id: &'a str,
+        key: CallKey<'a>,
         digest: InputDigest,
+        lease: Duration,
     ) -> StoreFuture<'a, Result<Claim, StoreError>> {
         self.claims.fetch_add(1, Ordering::SeqCst);
         if self.down.load(Ordering::SeqCst) {
             return StoreFuture::ready(Err(StoreError::new("connection refused (db-7:5432)")));
         }
         // A real database answers later: exercise the boxed path.
-        let claim = self.inner.claim(tool_use_id, digest);
+        let claim = self.inner.claim(key, digest, lease);
         StoreFuture::boxed(claim)
     }
 
     fn answered<'a>(
         &'a self,
+        key: CallKey<'a>,
         outcome: Outcome,
         result: ToolResult,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
-        self.inner.answered(outcome, result)
+        self.inner.answered(key, outcome, result)
     }
 
-    fn release(&self, tool_use_id: &str, tool_started: bool) {
-        self.inner.release(tool_use_id, tool_started)
+    fn release<'a>(
+        &'a self,
+        key: CallKey<'a>,
+        tool_started: bool,
+    ) -> StoreFuture<'a, Result<(), StoreError>> {
+        self.inner.release(key, tool_started)
+    }
+
+    fn abandon(&self, key: CallKey<'_>, tool_started: bool) {
+        self.inner.abandon(key, tool_started)
     }
 }
 

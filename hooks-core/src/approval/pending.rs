@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 use crate::approval::Asked;
 use crate::content::{ToolResult, ToolUse};
 use crate::error::{CallError, Halt};
+use crate::store::StoreError;
 use crate::texts;
 
 /// The format version a [`PendingTurn`] is written with, and the only one
@@ -373,6 +374,30 @@ pub enum ResumeError {
         /// The digest of the input the call would run with.
         actual: String,
     },
+    /// [`Session::resume_from`](crate::Session::resume_from): no turn of this session is kept
+    /// under that turn id.
+    #[error("no paused turn {turn_id:?} of session {session_id:?} is kept in the store")]
+    NoSuchTurn {
+        /// The session's id.
+        session_id: String,
+        /// The turn id asked for.
+        turn_id: String,
+    },
+    /// [`Session::resume_from`](crate::Session::resume_from): another resume (in this process
+    /// or another) holds the turn now. Nothing ran; ask again once it is done, to get its
+    /// answer.
+    #[error(
+        "the paused turn {turn_id:?} is being resumed by another caller; nothing was run: ask \
+         again once it is done to get its answer"
+    )]
+    BeingResumed {
+        /// The turn id.
+        turn_id: String,
+    },
+    /// [`Session::resume_from`](crate::Session::resume_from): the pending turns' store could
+    /// not answer, so nothing was resumed.
+    #[error("the pending turns' store failed: {}", .0.message())]
+    Store(StoreError),
     /// A waiting call has no decision (a turn that has not expired needs one for each).
     #[error("tool_use {tool_use_id:?} is waiting for approval and has no decision")]
     Undecided {

@@ -86,6 +86,7 @@ struct Settings {
     approval_timeout: DefaultDeadline,
     pending_ttl: Option<Duration>,
     max_concurrent_reads: Option<usize>,
+    claim_lease: Option<Duration>,
 }
 
 /// A dispatcher-wide deadline as the builder was told: untouched (the documented default), set,
@@ -371,6 +372,23 @@ impl DispatcherBuilder {
     /// The default of [`max_concurrent_reads`](Self::max_concurrent_reads): 8.
     pub const DEFAULT_MAX_CONCURRENT_READS: usize = 8;
 
+    /// Sets how long a call's claim in the answer memory holds (default
+    /// [`DEFAULT_CLAIM_LEASE`](Self::DEFAULT_CLAIM_LEASE), 15 minutes). A retry of a call whose
+    /// claim is within its lease is refused as in progress; past it with no answer (the worker
+    /// running it died), the retry is answered as interrupted and the call is never run again.
+    /// Keep it above the longest a call can take (its hooks' and tool's deadlines, an inline
+    /// approver's): a call still running past its lease is never run twice, but a retry may be
+    /// told it was interrupted while it still runs.
+    pub fn claim_lease(mut self, lease: Duration) -> Self {
+        self.settings.claim_lease = Some(lease);
+        self
+    }
+
+    /// The default of [`claim_lease`](Self::claim_lease): 15 minutes, above the default
+    /// deadlines of a call together (10 s per hook, 5 minutes for an inline approver, 60 s for
+    /// the tool).
+    pub const DEFAULT_CLAIM_LEASE: Duration = Duration::from_secs(15 * 60);
+
     /// Checks everything and builds the dispatcher.
     ///
     /// # Errors
@@ -469,6 +487,7 @@ impl Settings {
             max_concurrent_reads: self
                 .max_concurrent_reads
                 .unwrap_or(B::DEFAULT_MAX_CONCURRENT_READS),
+            claim_lease: self.claim_lease.unwrap_or(B::DEFAULT_CLAIM_LEASE),
             ..tables
         }
     }
@@ -1252,6 +1271,7 @@ fn assemble(
         approval_timeout: None,
         pending_ttl: DispatcherBuilder::DEFAULT_PENDING_TTL,
         max_concurrent_reads: DispatcherBuilder::DEFAULT_MAX_CONCURRENT_READS,
+        claim_lease: DispatcherBuilder::DEFAULT_CLAIM_LEASE,
         available,
         rendered: Default::default(),
     }

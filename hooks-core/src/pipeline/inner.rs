@@ -112,8 +112,11 @@ pub(crate) struct Inner {
     pub(crate) approval_timeout: Option<Duration>,
     /// How long a pending turn may wait before its calls are answered as expired.
     pub(crate) pending_ttl: Duration,
-    /// How many read-only blocks of one message run at once (`reads.rs`); at least 1.
+    /// How many read-only blocks of one message run at once (`order.rs`); at least 1.
     pub(crate) max_concurrent_reads: usize,
+    /// How long a call's claim in the answer memory holds before a retry may take it for
+    /// interrupted.
+    pub(crate) claim_lease: Duration,
     /// `"a, b, c"`, for unknown-tool messages.
     pub(crate) available: String,
     /// Definitions per target (by `Provider::index`), rendered on first use.

@@ -12,7 +12,7 @@ use std::fmt;
 use std::hash::RandomState;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
@@ -30,7 +30,7 @@ use crate::pipeline::order::Slot;
 use crate::pipeline::stats::{Stats, report_observer_error};
 use crate::pipeline::{Mode, Progress};
 use crate::store::memory::MemoryAnswerStore;
-use crate::store::{AnswerStore, Claim, InputDigest, Remembered, StoreError, StoreFuture};
+use crate::store::{AnswerStore, CallKey, Claim, InputDigest, Remembered, StoreError, StoreFuture};
 use crate::texts;
 
 /// One conversation: every `tool_use` of it goes through [`call`](Self::call) or
@@ -70,30 +70,43 @@ impl Store {
 
     fn claim<'a>(
         &'a self,
-        id: &'a str,
+        key: CallKey<'a>,
         digest: InputDigest,
+        lease: Duration,
     ) -> StoreFuture<'a, Result<Claim, StoreError>> {
         match self {
-            Store::Memory(m, _) => m.claim(id, digest),
-            Store::Host(h) => h.claim(id, digest),
+            Store::Memory(m, _) => m.claim(key, digest, lease),
+            Store::Host(h) => h.claim(key, digest, lease),
         }
     }
 
-    fn answered(
-        &self,
+    fn answered<'a>(
+        &'a self,
+        key: CallKey<'a>,
         outcome: Outcome,
         result: ToolResult,
-    ) -> StoreFuture<'_, Result<(), StoreError>> {
+    ) -> StoreFuture<'a, Result<(), StoreError>> {
         match self {
-            Store::Memory(m, _) => m.answered(outcome, result),
-            Store::Host(h) => h.answered(outcome, result),
+            Store::Memory(m, _) => m.answered(key, outcome, result),
+            Store::Host(h) => h.answered(key, outcome, result),
         }
     }
 
-    fn release(&self, id: &str, tool_started: bool) {
+    fn release<'a>(
+        &'a self,
+        key: CallKey<'a>,
+        tool_started: bool,
+    ) -> StoreFuture<'a, Result<(), StoreError>> {
         match self {
-            Store::Memory(m, _) => m.release(id, tool_started),
-            Store::Host(h) => h.release(id, tool_started),
+            Store::Memory(m, _) => m.release(key, tool_started),
+            Store::Host(h) => h.release(key, tool_started),
+        }
+    }
+
+    fn abandon(&self, key: CallKey<'_>, tool_started: bool) {
+        match self {
+            Store::Memory(m, _) => m.abandon(key, tool_started),
+            Store::Host(h) => h.abandon(key, tool_started),
         }
     }
 }
@@ -197,7 +210,8 @@ impl Session {
         };
         let call = normalized.as_deref().unwrap_or(call);
         let digest = self.store.digest(&call.input, inner.limits.max_input_depth);
-        match self.store.claim(&call.id, digest).await {
+        let key = CallKey::new(self.context.session_id(), &call.id);
+        match self.store.claim(key, digest, inner.claim_lease).await {
             Ok(Claim::Claimed) => {}
             Ok(Claim::Seen(seen)) => return self.seen(call, digest, seen, slot).await,
             Err(error) => {
@@ -210,7 +224,7 @@ impl Session {
         let progress = Progress::new(slot);
         let mut claimed = Claimed {
             store: &self.store,
-            id: &call.id,
+            key,
             progress: &progress,
             armed: true,
         };
@@ -223,15 +237,30 @@ impl Session {
                 mode,
             )
             .await;
-        let answer = answer?; // a halt: `claimed` releases the id, so a retry runs it
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(halt) => {
+                // Not answered: a retry runs it (or, if a wrapped caller's tool had started, it
+                // is interrupted).
+                claimed.release().await;
+                return Err(CallError::Halt(halt));
+            }
+        };
         let outcome = progress.outcome().unwrap_or(Outcome::Ok);
         if !outcome.is_final() {
-            return Ok(answer); // paused: `claimed` releases it (its tool did not start)
+            // Paused for a person: not an answer; its tool did not start.
+            claimed.release().await;
+            return Ok(answer);
         }
-        if let Err(e) = self.store.answered(outcome, answer.result.clone()).await {
+        if let Err(e) = self
+            .store
+            .answered(key, outcome, answer.result.clone())
+            .await
+        {
             tracing::error!(target: "toolgate::memory", tool_use_id = %call.id, error = %e,
                 "the answer could not be remembered; a retry of this call will not run it again");
-            return Ok(answer); // `claimed` releases it (as cancelled, if the tool started)
+            claimed.release().await; // interrupted, if the store can still record it
+            return Ok(answer);
         }
         claimed.armed = false;
         Ok(answer)
@@ -265,11 +294,12 @@ impl Session {
                 "replayed from the session's memory: this tool_use id was answered before, so \
                  nothing ran again",
             ),
-            Remembered::CancelledAfterStart { .. } => (
+            Remembered::Interrupted { .. } => (
                 Outcome::NotRun,
                 ToolResult::error(tool_use_id(), texts::NOT_RUN_AGAIN),
-                "the first attempt at this tool_use was cancelled while its tool ran, so it is \
-                 not run again",
+                "the first attempt at this tool_use was interrupted (the host dropped it while its \
+                 tool ran, or its claim's lease ran out with no answer: its worker died), so it \
+                 is not run again",
             ),
         };
         if result.tool_use_id != call.id {
@@ -368,19 +398,34 @@ impl Session {
     }
 }
 
-/// A claimed id not yet answered: on drop (a halt, or the host dropped the call) the memory
-/// forgets it, so a retry runs it, or keeps it as cancelled when its tool had started.
+/// A claimed call not yet answered. Released (forgotten, so a retry runs it, or interrupted
+/// when its tool had started) on every path the session controls; dropped while armed (the host
+/// dropped the call future), it is abandoned, the store's synchronous best effort.
 struct Claimed<'a> {
     store: &'a Store,
-    id: &'a str,
+    key: CallKey<'a>,
     progress: &'a Progress<'a>,
     armed: bool,
+}
+
+impl Claimed<'_> {
+    /// The call was not answered: the store forgets it, or keeps it as interrupted. A store
+    /// that fails here leaves the claim to lapse with its lease (a retry is then answered as
+    /// interrupted: never run twice).
+    async fn release(&mut self) {
+        self.armed = false;
+        let started = self.progress.tool_started();
+        if let Err(e) = self.store.release(self.key, started).await {
+            tracing::error!(target: "toolgate::memory", tool_use_id = %self.key.tool_use_id,
+                error = %e, "the claim could not be released; it lapses with its lease");
+        }
+    }
 }
 
 impl Drop for Claimed<'_> {
     fn drop(&mut self) {
         if self.armed {
-            self.store.release(self.id, self.progress.tool_started());
+            self.store.abandon(self.key, self.progress.tool_started());
         }
     }
 }

@@ -18,6 +18,7 @@ use crate::pipeline::order::{Slot, TurnOrder, join_blocks};
 use crate::pipeline::{Mode, Resolution, Resumed as Resuming};
 use crate::session::Session;
 use crate::session::respond::answer_items;
+use crate::store::{PendingStore, StoreError, Taken};
 use crate::texts;
 
 impl Session {
@@ -246,6 +247,61 @@ impl Session {
         halt
     }
 
+    /// [`resume`](Self::resume) of the turn `turn_id` of this session kept in `store`, taken by
+    /// one atomic step, so of any number of callers (threads, worker processes) resuming one
+    /// turn at once exactly one runs it: the others get [`ResumeError::BeingResumed`] while it
+    /// runs, and its answer once it is done (a later call too). A resume refused before
+    /// anything ran, or halted, puts the turn back to wait; one that finished keeps its answer
+    /// in the store. A caller that dies while it holds the turn (a worker killed) holds it
+    /// until the dispatcher's [`claim_lease`](crate::dispatch::DispatcherBuilder::claim_lease)
+    /// ends; the next caller then resumes it, and the answer memory replays what the first
+    /// had answered, never running a call twice.
+    ///
+    /// # Errors
+    /// [`ResumeError::NoSuchTurn`], [`ResumeError::BeingResumed`], [`ResumeError::Store`] (the
+    /// store failed: nothing was resumed), and every error of [`resume`](Self::resume).
+    pub async fn resume_from(
+        &self,
+        store: &dyn PendingStore,
+        turn_id: &str,
+        decisions: &Decisions,
+    ) -> Result<Resumed, ResumeError> {
+        let session_id = self.context().session_id();
+        let taken = store
+            .take(session_id, turn_id, self.inner.claim_lease)
+            .await
+            .map_err(ResumeError::Store)?;
+        let turn = match taken {
+            Taken::Turn(turn) => turn,
+            Taken::Resumed(answer) => return resumed_of(answer, turn_id),
+            Taken::Resuming => {
+                return Err(ResumeError::BeingResumed {
+                    turn_id: turn_id.to_owned(),
+                });
+            }
+            Taken::Missing => {
+                return Err(ResumeError::NoSuchTurn {
+                    session_id: session_id.to_owned(),
+                    turn_id: turn_id.to_owned(),
+                });
+            }
+        };
+        let result = self.resume(&turn, decisions).await;
+        let recorded = match &result {
+            Ok(answer) => {
+                let answer = serde_json::to_value(answer).unwrap_or_default();
+                store.resumed(session_id, turn_id, &answer).await
+            }
+            Err(_) => store.put_back(session_id, turn_id).await,
+        };
+        if let Err(e) = recorded {
+            tracing::error!(target: "toolgate::memory", turn_id, error = %e,
+                "the pending turn's store could not record how its resume ended; the turn is \
+                 taken again once its lease ends, and the answer memory replays its answers");
+        }
+        result
+    }
+
     /// The refusals found before anything runs (see [`resume`](Self::resume)).
     fn check_pending(
         &self,
@@ -362,5 +418,20 @@ impl Session {
                 ToolResult::error(&a.tool_use_id, texts::not_run(texts::NOT_RUN_AFTER_HALT))
             }
         }
+    }
+}
+
+/// A resumed turn's answer read back from its JSON: the user message's object, or another
+/// API's array of items; anything else means the store does not hold what `resume_from` wrote.
+fn resumed_of(answer: Value, turn_id: &str) -> Result<Resumed, ResumeError> {
+    match answer {
+        Value::Array(items) => Ok(Resumed::Items(items)),
+        other => serde_json::from_value(other)
+            .map(Resumed::Message)
+            .map_err(|e| {
+                ResumeError::Store(StoreError::new(format!(
+                    "the answer it keeps for turn {turn_id:?} is not a resumed turn's: {e}"
+                )))
+            }),
     }
 }

@@ -1,59 +1,96 @@
-//! What a session keeps between calls. Today that is its memory of the `tool_use` ids it
-//! answered: you need this module to give sessions a memory of your own (a database, so a
-//! conversation served by several processes runs nothing twice) or to change the in-memory
-//! one's caps.
+//! What a session keeps between calls, and where: the answer memory ([`AnswerStore`]: every
+//! `tool_use` id it answered, so a retry runs nothing twice) and the turns paused for a person
+//! ([`PendingStore`]: kept until a person decides, resumed at most once). You need this module
+//! to keep them in a database (several worker processes are then one agent: a retry on another
+//! worker, or after a restart, still runs nothing twice), to share one in-memory store between
+//! the sessions of a process, or to change the in-memory store's caps.
 //!
-//! A session's memory of the `tool_use` ids it answered, so a retried message runs nothing
-//! twice: [`AnswerStore`] (the small async trait a host can back with its own database),
-//! [`MemoryAnswerStore`] (the in-memory default, bounded), and the [`InputDigest`] each id is
-//! remembered with.
+//! Each trait has an in-memory implementation ([`MemoryAnswerStore`], [`MemoryPendingStore`]);
+//! the `sqlite` and `postgres` features add database ones. Every implementation passes the
+//! same tests, [`conformance`], which a store of your own can run too.
 //!
-//! How a [`Session`](crate::Session) uses it, per `tool_use` (ARCHITECTURE.md, "Contracts": "Ids
-//! and retries"):
+//! # The answer memory, per call
 //!
-//! 1. [`claim`](AnswerStore::claim) the id with the input's digest: an atomic insert-if-absent.
-//!    [`Claim::Claimed`]: the id is new and now in progress; the call runs.
-//!    [`Claim::Seen`]: the id was seen before, and nothing runs:
+//! How a [`Session`](crate::Session) uses an [`AnswerStore`] (ARCHITECTURE.md, "Contracts": "Ids
+//! and retries"), each call keyed by its session's id and its `tool_use` id ([`CallKey`]):
+//!
+//! 1. [`claim`](AnswerStore::claim) the key with the input's digest and a lease: one atomic
+//!    insert-if-absent. [`Claim::Claimed`]: the key is new and now in progress until the lease
+//!    ends; the call runs. [`Claim::Seen`]: the key was seen before, and nothing runs:
 //!    - answered ([`Remembered::Answered`]) with the same input: the remembered `tool_result` is
 //!      the answer (a *replay*: observers see it with `replay: true`, counts leave it out);
 //!    - still in progress ([`Remembered::InProgress`]): refused as in progress, an error the
 //!      host waits on and retries (the first attempt's answer is then replayed);
-//!    - cancelled after its tool started ([`Remembered::CancelledAfterStart`]): answered with an
-//!      error saying the call was interrupted and is not run again;
+//!    - interrupted ([`Remembered::Interrupted`]: the host dropped the call after its tool
+//!      started, or the claim's lease ran out before an answer came, as when the worker running
+//!      it died): answered with an error saying the call was interrupted and is not run again;
 //!    - any of these with another input: refused as an id reused with another input.
 //! 2. When the call was answered: [`answered`](AnswerStore::answered) with its outcome and
-//!    `tool_result`. When it was not (a `Halt`, or the host dropped the call):
-//!    [`release`](AnswerStore::release), so a retry runs it; a call dropped after its tool
-//!    started is kept as cancelled instead, never run again.
+//!    `tool_result`. When it was not (a halt, a pause for a person):
+//!    [`release`](AnswerStore::release), so a retry runs it; a call whose tool had started is
+//!    kept as interrupted instead, never run again. A call future the host drops is
+//!    [`abandon`](AnswerStore::abandon)ed the same way, at once where the store can (in memory),
+//!    else when its lease ends.
 //!
 //! Blocks that are `not_run` (a message cut at `max_tokens`, a refused id, blocks after a halt)
 //! are never claimed: they were not answered, so a retry runs them.
 //!
-//! A host's store (given with `session_with_store`) receives [`InputDigest::of`], the stable
-//! SHA-256 of the input's JSON text. The default store of `Dispatcher::session`, which nobody
-//! outside the session can read, is given a cheaper key instead (`InputDigest::keyed`: SipHash
-//! keyed at random per session); its answers, replays and refusals are the same.
+//! So a call runs at most once, always (a write tool is never run twice, whatever dies when),
+//! and exactly once when no process dies while it runs.
+//!
+//! A host's store receives [`InputDigest::of`], the stable SHA-256 of the input's JSON text.
+//! The default store of `Dispatcher::session`, which nobody outside the session can read, is
+//! given a cheaper key instead (SipHash keyed at random per session); its answers, replays and
+//! refusals are the same.
 
+pub mod conformance;
 pub(crate) mod digest;
 pub(crate) mod memory;
+pub(crate) mod pending;
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
+use serde_json::Value;
+
+use crate::approval::pending::PendingTurn;
 use crate::audit::outcome::Outcome;
 use crate::base::future::BoxFuture;
 use crate::content::ToolResult;
 
 pub use digest::InputDigest;
 pub use memory::MemoryAnswerStore;
+pub use pending::MemoryPendingStore;
 
-/// What a store knows of an id it has seen.
+/// One call in a store that many sessions and processes share: the session's id and the
+/// `tool_use` id (ids are unique within a conversation only, so never the `tool_use` id alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CallKey<'a> {
+    /// The session's id ([`HookContext::session_id`](crate::HookContext::session_id)).
+    pub session_id: &'a str,
+    /// The `tool_use` id.
+    pub tool_use_id: &'a str,
+}
+
+impl<'a> CallKey<'a> {
+    /// The key of `tool_use_id` in `session_id`.
+    pub fn new(session_id: &'a str, tool_use_id: &'a str) -> Self {
+        CallKey {
+            session_id,
+            tool_use_id,
+        }
+    }
+}
+
+/// What a store knows of a call it has seen.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Remembered {
-    /// Claimed and not finished: a call with this id is running (a retry raced it).
+    /// Claimed, its lease running, not finished: a call with this key is running (a retry
+    /// raced it).
     InProgress {
         /// The digest it was claimed with.
         digest: InputDigest,
@@ -68,21 +105,22 @@ pub enum Remembered {
         /// The answer.
         result: ToolResult,
     },
-    /// The host dropped the call after its tool had started: it may have taken effect, so it
-    /// is never run again.
-    CancelledAfterStart {
+    /// Not answered, and never to be run again: the host dropped the call after its tool had
+    /// started, or the claim's lease ran out with no answer (its worker died, or ran past the
+    /// lease): it may have taken effect.
+    Interrupted {
         /// The digest it was claimed with.
         digest: InputDigest,
     },
 }
 
 impl Remembered {
-    /// The digest the id was claimed with.
+    /// The digest the call was claimed with.
     pub fn digest(&self) -> InputDigest {
         match self {
             Remembered::InProgress { digest }
             | Remembered::Answered { digest, .. }
-            | Remembered::CancelledAfterStart { digest } => *digest,
+            | Remembered::Interrupted { digest } => *digest,
         }
     }
 }
@@ -91,18 +129,19 @@ impl Remembered {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Claim {
-    /// The id was absent and is now [`Remembered::InProgress`] with the given digest: run it.
+    /// The key was absent and is now [`Remembered::InProgress`] with the given digest: run it.
     Claimed,
-    /// The id was present (nothing was changed): what the store knows of it.
+    /// The key was present: what the store knows of it (a claim whose lease had run out is
+    /// now [`Remembered::Interrupted`], changed by this claim; nothing else was changed).
     Seen(Remembered),
 }
 
-/// A store that could not answer (a database down). `Display`: `the answer store failed:
-/// <message>`. When a claim fails, nothing runs (the session cannot know whether the id was
-/// answered before); when recording an answer fails, the answer is still returned and the
-/// failure goes to `tracing` (target `toolgate::memory`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the answer store failed: {message}")]
+/// A store that could not answer (a database down, a schema from another version).
+/// `Display`: `the store failed: <message>`. When a claim fails, nothing runs (the session
+/// cannot know whether the call was answered before); when recording an answer fails, the
+/// answer is still returned and the failure goes to `tracing` (target `toolgate::memory`) and
+/// the audit line's `detail`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreError {
     message: String,
 }
@@ -121,8 +160,16 @@ impl StoreError {
     }
 }
 
-/// The future of an [`AnswerStore`] method: ready at once (an in-memory store: no allocation)
-/// or a boxed future (a database).
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the store failed: {}", self.message)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// The future of a store method: ready at once (an in-memory store: no allocation) or a boxed
+/// future (a database).
 pub struct StoreFuture<'a, T>(StoreFutureInner<'a, T>);
 
 enum StoreFutureInner<'a, T> {
@@ -157,44 +204,143 @@ impl<T> Future for StoreFuture<'_, T> {
     }
 }
 
-/// Where a session remembers the `tool_use` ids it answered (one store per session: ids are
-/// unique within a conversation, not across conversations).
+/// Where sessions remember the calls they answered, keyed by [`CallKey`].
 ///
-/// The default is a [`MemoryAnswerStore`] per session; a host that runs one conversation
-/// across several processes implements this on its own database and opens sessions with
+/// Every session has a [`MemoryAnswerStore`] of its own by default; a host that serves one
+/// conversation from several processes gives its sessions a shared store with
 /// [`Dispatcher::session_with_store`](crate::Dispatcher::session_with_store). See the module
 /// docs for the order of calls.
 ///
-/// A database implementation must make [`claim`](Self::claim) atomic (`INSERT … ON CONFLICT DO
-/// NOTHING` then a read, in one transaction): two attempts racing on one id must see one
-/// [`Claim::Claimed`] between them.
+/// Each method is one atomic step in the store (one statement or one transaction in a
+/// database, never a read then a write): two attempts racing on one key see one
+/// [`Claim::Claimed`] between them, and an answer or a release changes only a claim still in
+/// progress. [`conformance::answer_store`] checks all of it.
 pub trait AnswerStore: Send + Sync {
-    /// Atomically: when `tool_use_id` is absent, record it as in progress with `digest` and
-    /// answer [`Claim::Claimed`]; when it is present, change nothing and answer
-    /// [`Claim::Seen`] with what is recorded.
+    /// Atomically: when `key` is absent, record it as in progress with `digest` until `lease`
+    /// from now, and answer [`Claim::Claimed`]; when it is in progress and its lease has run
+    /// out, record it as [`Remembered::Interrupted`] and answer that; otherwise change nothing
+    /// and answer [`Claim::Seen`] with what is recorded.
     ///
     /// # Errors
     /// [`StoreError`] when the store cannot answer: the call is then not run.
     fn claim<'a>(
         &'a self,
-        tool_use_id: &'a str,
+        key: CallKey<'a>,
         digest: InputDigest,
+        lease: Duration,
     ) -> StoreFuture<'a, Result<Claim, StoreError>>;
 
-    /// The claimed call of `result.tool_use_id` was answered with `result` (`outcome` says
-    /// how): record it as [`Remembered::Answered`], keeping its digest.
+    /// The claimed call of `key` was answered with `result` (`outcome` says how): record it as
+    /// [`Remembered::Answered`], keeping its digest. A key not in progress is left as it is (a
+    /// claim that ran past its lease and was marked interrupted stays so).
     ///
     /// # Errors
     /// [`StoreError`] when it cannot be recorded (the host still gets the answer).
     fn answered<'a>(
         &'a self,
+        key: CallKey<'a>,
         outcome: Outcome,
         result: ToolResult,
     ) -> StoreFuture<'a, Result<(), StoreError>>;
 
-    /// The claimed call of `tool_use_id` was not answered: forget it (a retry runs it), or,
-    /// when `tool_started`, record it as [`Remembered::CancelledAfterStart`]. Synchronous,
-    /// since it runs when the host drops a call future: it must not block (a database store
-    /// queues the write).
-    fn release(&self, tool_use_id: &str, tool_started: bool);
+    /// The claimed call of `key` was not answered: forget it (a retry runs it), or, when
+    /// `tool_started`, record it as [`Remembered::Interrupted`]. A key not in progress is left
+    /// as it is.
+    ///
+    /// # Errors
+    /// [`StoreError`] when it cannot be recorded: the claim then lapses with its lease, after
+    /// which a retry is answered as interrupted (the call is never run twice).
+    fn release<'a>(
+        &'a self,
+        key: CallKey<'a>,
+        tool_started: bool,
+    ) -> StoreFuture<'a, Result<(), StoreError>>;
+
+    /// What [`release`](Self::release) does, for a call future the host dropped: synchronous
+    /// and never blocking, since it runs in `Drop`. The default does nothing: the claim lapses
+    /// with its lease (a retry within it is refused as in progress, after it answered as
+    /// interrupted). An in-memory store releases at once; a database store may queue the
+    /// write.
+    fn abandon(&self, key: CallKey<'_>, tool_started: bool) {
+        let _ = (key, tool_started);
+    }
+}
+
+/// What [`PendingStore::take`] found.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Taken {
+    /// The turn, now being resumed by this caller: every other caller gets
+    /// [`Resuming`](Self::Resuming) until it is [`resumed`](PendingStore::resumed) or
+    /// [`put back`](PendingStore::put_back), or until the take's lease ends (its worker died).
+    Turn(PendingTurn),
+    /// Another caller is resuming the turn now.
+    Resuming,
+    /// The turn was resumed: its answer ([`Resumed`](crate::approval::Resumed) as JSON), for
+    /// whoever asks again.
+    Resumed(Value),
+    /// No turn is kept under that key.
+    Missing,
+}
+
+/// Where turns paused for a person wait, keyed by their session's id and their turn id
+/// ([`PendingTurn::turn_id`]), until one resume takes them.
+///
+/// Each method is one atomic step in the store: [`put`](Self::put) never overwrites a kept turn,
+/// and of any number of callers [`take`](Self::take)-ing one turn at once exactly one gets
+/// [`Taken::Turn`]. [`conformance::pending_store`] checks it.
+/// [`Session::resume_from`](crate::Session::resume_from) uses these steps.
+pub trait PendingStore: Send + Sync {
+    /// Keeps `turn` under (`turn.session_id`, `turn.turn_id`). A turn already kept under that
+    /// key (the same message paused again, by a retry) is left as it is, its `created_at`, and
+    /// so its expiry, with it.
+    ///
+    /// # Errors
+    /// [`StoreError`] when it cannot be kept.
+    fn put<'a>(&'a self, turn: &'a PendingTurn) -> StoreFuture<'a, Result<(), StoreError>>;
+
+    /// Takes the turn of (`session_id`, `turn_id`) to resume it, atomically: a waiting turn (or
+    /// one whose take's lease has run out) becomes this caller's until `lease` from now.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the store cannot answer: nothing is resumed.
+    fn take<'a>(
+        &'a self,
+        session_id: &'a str,
+        turn_id: &'a str,
+        lease: Duration,
+    ) -> StoreFuture<'a, Result<Taken, StoreError>>;
+
+    /// The taken turn was resumed into `answer` (the [`Resumed`](crate::approval::Resumed) as
+    /// JSON): kept, so a later take answers [`Taken::Resumed`].
+    ///
+    /// # Errors
+    /// [`StoreError`] when it cannot be recorded (the calls' answers are in the answer memory
+    /// all the same, so a resume after the take's lease replays them).
+    fn resumed<'a>(
+        &'a self,
+        session_id: &'a str,
+        turn_id: &'a str,
+        answer: &'a Value,
+    ) -> StoreFuture<'a, Result<(), StoreError>>;
+
+    /// The taken turn was not resumed (refused before anything ran, or a hook halted it):
+    /// waiting again.
+    ///
+    /// # Errors
+    /// [`StoreError`] when it cannot be recorded: the turn is taken again after the lease.
+    fn put_back<'a>(
+        &'a self,
+        session_id: &'a str,
+        turn_id: &'a str,
+    ) -> StoreFuture<'a, Result<(), StoreError>>;
+
+    /// The turns of `session_id` still waiting (not taken, not resumed), oldest first.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the store cannot answer.
+    fn waiting<'a>(
+        &'a self,
+        session_id: &'a str,
+    ) -> StoreFuture<'a, Result<Vec<PendingTurn>, StoreError>>;
 }

@@ -1,0 +1,378 @@
+//! The tests every store passes: plain async functions, each checking one trait's whole
+//! contract against a store, that the in-memory stores, the database stores and a store of your
+//! own all run the same way (after object_store's `integration` module).
+//!
+//! ```
+//! use toolgate_core::store::{MemoryAnswerStore, MemoryPendingStore, conformance};
+//!
+//! toolgate_core::block_on(conformance::answer_store(&MemoryAnswerStore::new()));
+//! toolgate_core::block_on(conformance::pending_store(&MemoryPendingStore::new()));
+//! ```
+//!
+//! Each function panics (an `assert_eq!` naming the step) at the first broken rule. It uses
+//! session ids of its own, unique to each run, so it can run against a database other tests
+//! share; it sleeps a few tenths of a second to let leases run out (on the `futures-timer`
+//! timer: no runtime needed, though a store's own futures may need one).
+
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::Poll;
+use std::time::{Duration, SystemTime};
+
+use serde_json::json;
+
+use crate::approval::pending::{PENDING_TURN_FORMAT, PendingBlock, PendingTurn, TurnFormat};
+use crate::audit::outcome::Outcome;
+use crate::content::ToolResult;
+
+use super::{AnswerStore, CallKey, Claim, InputDigest, PendingStore, Remembered, Taken};
+
+/// A lease long enough for any step of these tests.
+const LONG: Duration = Duration::from_secs(600);
+/// A lease the tests let run out.
+const SHORT: Duration = Duration::from_millis(150);
+
+/// A session id no other run of these tests uses.
+fn fresh_session(what: &str) -> String {
+    static RUN: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let n = RUN.fetch_add(1, Ordering::Relaxed);
+    format!("conformance-{what}-{}-{nanos}-{n}", std::process::id())
+}
+
+fn digest(n: u8) -> InputDigest {
+    InputDigest([n; 32])
+}
+
+async fn sleep(d: Duration) {
+    futures_timer::Delay::new(d).await;
+}
+
+/// A future of the tests, boxed.
+type Racer<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Polls every future of `futures` together until all are done; their outputs in order.
+async fn join_all<T>(futures: Vec<Racer<'_, T>>) -> Vec<T> {
+    let mut slots: Vec<(Racer<'_, T>, Option<T>)> =
+        futures.into_iter().map(|f| (f, None)).collect();
+    poll_fn(|cx| {
+        let mut pending = false;
+        for (f, out) in &mut slots {
+            if out.is_none() {
+                match f.as_mut().poll(cx) {
+                    Poll::Ready(v) => *out = Some(v),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    slots
+        .into_iter()
+        .map(|(_, out)| out.expect("every future finished"))
+        .collect()
+}
+
+/// Every rule of [`AnswerStore`], in order: a claim, a second claim, an answer and its replay,
+/// a release before and after the tool started, a lease that runs out, the same `tool_use` id
+/// in two sessions, and sixteen claims of one key racing (exactly one wins).
+///
+/// # Panics
+/// At the first rule the store breaks, with the step's name.
+pub async fn answer_store(store: &dyn AnswerStore) {
+    claims_and_answers(store).await;
+    releases(store).await;
+    leases(store).await;
+    sessions_apart(store).await;
+    racing_claims(store).await;
+}
+
+async fn claims_and_answers(store: &dyn AnswerStore) {
+    let session = fresh_session("answers");
+    let key = CallKey::new(&session, "toolu_1");
+    let claim = store.claim(key, digest(1), LONG).await.unwrap();
+    assert_eq!(claim, Claim::Claimed, "a new key is claimed");
+    let again = store.claim(key, digest(1), LONG).await.unwrap();
+    assert_eq!(
+        again,
+        Claim::Seen(Remembered::InProgress { digest: digest(1) }),
+        "a second claim while the first runs sees it in progress"
+    );
+    let other = store.claim(key, digest(2), LONG).await.unwrap();
+    assert_eq!(
+        other,
+        Claim::Seen(Remembered::InProgress { digest: digest(1) }),
+        "a claim with another input sees the first input's digest"
+    );
+    let result = ToolResult::error("toolu_1", "BLOCKED: over the limit");
+    store
+        .answered(key, Outcome::Blocked, result.clone())
+        .await
+        .unwrap();
+    let replay = store.claim(key, digest(1), LONG).await.unwrap();
+    assert_eq!(
+        replay,
+        Claim::Seen(Remembered::Answered {
+            digest: digest(1),
+            outcome: Outcome::Blocked,
+            result: result.clone(),
+        }),
+        "an answered key is remembered with its outcome and its exact result"
+    );
+    // An answer or a release of a key no longer in progress changes nothing.
+    let later = ToolResult::text("toolu_1", "something else");
+    store.answered(key, Outcome::Ok, later).await.unwrap();
+    store.release(key, false).await.unwrap();
+    store.abandon(key, true);
+    let still = store.claim(key, digest(1), LONG).await.unwrap();
+    assert_eq!(still, replay, "an answer is final");
+    let blocks = ToolResult::text("toolu_2", "ok");
+    let k2 = CallKey::new(&session, "toolu_2");
+    assert_eq!(
+        store.claim(k2, digest(3), LONG).await.unwrap(),
+        Claim::Claimed
+    );
+    store
+        .answered(k2, Outcome::Ok, blocks.clone())
+        .await
+        .unwrap();
+    let Claim::Seen(Remembered::Answered { result: got, .. }) =
+        store.claim(k2, digest(3), LONG).await.unwrap()
+    else {
+        panic!("the second key is answered");
+    };
+    assert_eq!(got, blocks, "every key keeps its own answer");
+}
+
+async fn releases(store: &dyn AnswerStore) {
+    let session = fresh_session("releases");
+    let key = CallKey::new(&session, "toolu_1");
+    assert_eq!(
+        store.claim(key, digest(1), LONG).await.unwrap(),
+        Claim::Claimed
+    );
+    store.release(key, false).await.unwrap();
+    assert_eq!(
+        store.claim(key, digest(2), LONG).await.unwrap(),
+        Claim::Claimed,
+        "a released call that never started is forgotten: a retry claims it anew"
+    );
+    store.release(key, true).await.unwrap();
+    let interrupted = Claim::Seen(Remembered::Interrupted { digest: digest(2) });
+    assert_eq!(
+        store.claim(key, digest(2), LONG).await.unwrap(),
+        interrupted,
+        "a released call whose tool started is interrupted, never claimed again"
+    );
+    store
+        .answered(key, Outcome::Ok, ToolResult::text("toolu_1", "late"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.claim(key, digest(2), LONG).await.unwrap(),
+        interrupted,
+        "an answer after an interruption changes nothing"
+    );
+}
+
+async fn leases(store: &dyn AnswerStore) {
+    let session = fresh_session("leases");
+    let key = CallKey::new(&session, "toolu_1");
+    assert_eq!(
+        store.claim(key, digest(1), SHORT).await.unwrap(),
+        Claim::Claimed
+    );
+    assert_eq!(
+        store.claim(key, digest(1), SHORT).await.unwrap(),
+        Claim::Seen(Remembered::InProgress { digest: digest(1) }),
+        "within its lease a claim is in progress"
+    );
+    sleep(SHORT * 3).await;
+    let interrupted = Claim::Seen(Remembered::Interrupted { digest: digest(1) });
+    assert_eq!(
+        store.claim(key, digest(1), LONG).await.unwrap(),
+        interrupted,
+        "a claim whose lease ran out with no answer is interrupted"
+    );
+    store
+        .answered(key, Outcome::Ok, ToolResult::text("toolu_1", "too late"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.claim(key, digest(1), LONG).await.unwrap(),
+        interrupted,
+        "an answer that comes after the lease ran out changes nothing"
+    );
+}
+
+async fn sessions_apart(store: &dyn AnswerStore) {
+    let (a, b) = (fresh_session("apart-a"), fresh_session("apart-b"));
+    let ka = CallKey::new(&a, "toolu_same");
+    let kb = CallKey::new(&b, "toolu_same");
+    assert_eq!(
+        store.claim(ka, digest(1), LONG).await.unwrap(),
+        Claim::Claimed
+    );
+    assert_eq!(
+        store.claim(kb, digest(2), LONG).await.unwrap(),
+        Claim::Claimed,
+        "one tool_use id in two sessions is two calls"
+    );
+    store
+        .answered(ka, Outcome::Ok, ToolResult::text("toolu_same", "a"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.claim(kb, digest(2), LONG).await.unwrap(),
+        Claim::Seen(Remembered::InProgress { digest: digest(2) }),
+        "answering one session's call leaves the other's in progress"
+    );
+}
+
+async fn racing_claims(store: &dyn AnswerStore) {
+    let session = fresh_session("race");
+    let key = CallKey::new(&session, "toolu_raced");
+    let claims = (0..16)
+        .map(|_| Box::pin(store.claim(key, digest(7), LONG)) as Racer<'_, _>)
+        .collect();
+    let outcomes = join_all(claims).await;
+    let won = outcomes
+        .iter()
+        .filter(|c| matches!(c, Ok(Claim::Claimed)))
+        .count();
+    assert_eq!(
+        won, 1,
+        "of sixteen claims racing on one key, one wins: {outcomes:?}"
+    );
+    for c in outcomes {
+        let c = c.unwrap();
+        assert!(
+            matches!(
+                c,
+                Claim::Claimed | Claim::Seen(Remembered::InProgress { .. })
+            ),
+            "every other racer sees it in progress: {c:?}"
+        );
+    }
+}
+
+/// A paused turn of `session`, named `turn_id`, with one waiting call.
+fn turn(session: &str, turn_id: &str) -> PendingTurn {
+    let waiting = crate::approval::pending::AwaitingCall::new(
+        &crate::content::ToolUse::new(turn_id, "refund", json!({"amount_cents": 25000})),
+        &json!({"amount_cents": 25000}),
+        &[],
+        &[],
+    );
+    PendingTurn {
+        format: PENDING_TURN_FORMAT,
+        turn_format: TurnFormat::AnthropicMessages,
+        turn_id: turn_id.to_owned(),
+        session_id: session.to_owned(),
+        user_id: "u_conformance".to_owned(),
+        fingerprint: "0".repeat(64),
+        created_at: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_515_300),
+        blocks: vec![PendingBlock::AwaitingApproval(waiting)],
+    }
+}
+
+/// Every rule of [`PendingStore`]: a turn kept and read back whole, never overwritten, taken by
+/// one resume at a time (eight takes racing: exactly one wins), put back, resumed with its
+/// answer kept for later takes, a take whose lease ran out taken again, and the waiting turns of
+/// a session listed oldest first.
+///
+/// # Panics
+/// At the first rule the store breaks, with the step's name.
+pub async fn pending_store(store: &dyn PendingStore) {
+    let session = fresh_session("pending");
+    let first = turn(&session, "toolu_a");
+    store.put(&first).await.unwrap();
+    let mut later = first.clone();
+    later.created_at += Duration::from_secs(3600);
+    store.put(&later).await.unwrap();
+    let second = turn(&session, "toolu_b");
+    store.put(&second).await.unwrap();
+    assert_eq!(
+        store.waiting(&session).await.unwrap(),
+        vec![first.clone(), second.clone()],
+        "both turns wait, oldest first, the first as it was first kept"
+    );
+    assert_eq!(
+        store.take(&session, "toolu_none", LONG).await.unwrap(),
+        Taken::Missing,
+        "a turn never kept is missing"
+    );
+    let takes = (0..8)
+        .map(|_| Box::pin(store.take(&session, "toolu_a", LONG)) as Racer<'_, _>)
+        .collect();
+    let outcomes = join_all(takes).await;
+    let won: Vec<_> = outcomes
+        .iter()
+        .filter(|t| matches!(t, Ok(Taken::Turn(_))))
+        .collect();
+    assert_eq!(
+        won.len(),
+        1,
+        "of eight takes racing, one wins: {outcomes:?}"
+    );
+    assert_eq!(
+        won[0],
+        &Ok(Taken::Turn(first.clone())),
+        "the winner gets the turn whole"
+    );
+    assert!(
+        outcomes
+            .iter()
+            .all(|t| matches!(t, Ok(Taken::Turn(_) | Taken::Resuming))),
+        "the others see it being resumed: {outcomes:?}"
+    );
+    assert_eq!(
+        store.waiting(&session).await.unwrap(),
+        vec![second.clone()],
+        "a taken turn no longer waits"
+    );
+    store.put_back(&session, "toolu_a").await.unwrap();
+    assert_eq!(
+        store.take(&session, "toolu_a", LONG).await.unwrap(),
+        Taken::Turn(first.clone()),
+        "a turn put back is taken again"
+    );
+    let answer = json!({"role": "user", "content": []});
+    store.resumed(&session, "toolu_a", &answer).await.unwrap();
+    assert_eq!(
+        store.take(&session, "toolu_a", LONG).await.unwrap(),
+        Taken::Resumed(answer.clone()),
+        "a resumed turn answers every later take with its answer"
+    );
+    store.put(&first).await.unwrap();
+    store.put_back(&session, "toolu_a").await.unwrap();
+    assert_eq!(
+        store.take(&session, "toolu_a", LONG).await.unwrap(),
+        Taken::Resumed(answer),
+        "a resumed turn is not kept again nor put back"
+    );
+    assert_eq!(
+        store.take(&session, "toolu_b", SHORT).await.unwrap(),
+        Taken::Turn(second.clone())
+    );
+    assert_eq!(
+        store.take(&session, "toolu_b", SHORT).await.unwrap(),
+        Taken::Resuming,
+        "within its lease a take holds the turn"
+    );
+    sleep(SHORT * 3).await;
+    assert_eq!(
+        store.take(&session, "toolu_b", LONG).await.unwrap(),
+        Taken::Turn(second),
+        "a take whose lease ran out (its worker died) is taken again"
+    );
+}
