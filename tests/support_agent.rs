@@ -519,7 +519,7 @@ fn audit_lines_carry_blocked_by_rewritten_by_hooks_and_effective_input_only_when
                 hook("own_records_only")
             ),
             format!(
-                r#"{{{context},"tool_use_id":"toolu_01vnEN5N1aE6PwZPf1Qh6yYT","tool":"search_faq","input":{{"query":"refund window for electronics","limit":50}},"outcome":"ok","is_error":false,"content":"{faq}","duration_us":0,"rewritten_by":["{cap}"],"hooks":[{{"hook":"{cap}","decision":"rewrite","duration_us":0}},{{"hook":"{cap}","decision":"allow","duration_us":0}}],"effective_input":{{"query":"refund window for electronics","limit":5}},"prev":"…"}}"#,
+                r#"{{{context},"tool_use_id":"toolu_01vnEN5N1aE6PwZPf1Qh6yYT","tool":"search_faq","input":{{"query":"refund window for electronics","limit":50}},"outcome":"ok","is_error":false,"content":"{faq}","duration_us":0,"rewritten_by":["{cap}"],"hooks":[{{"hook":"{cap}","decision":"rewrite","duration_us":0}}],"effective_input":{{"query":"refund window for electronics","limit":5}},"prev":"…"}}"#,
                 cap = hook("cap_faq_limit")
             ),
         ]

@@ -1,6 +1,7 @@
 //! PreToolUse chain semantics: order, first deny wins, Allow never short-circuits, rewrites
-//! re-authorized (the chain starts again after a rewrite; loops and runaway rewriting halt),
-//! ties broken by path, matchers and filtering.
+//! re-authorized (every hook but the rewriter decides on the new input, the hooks before it
+//! again; a rewrite applies once; loops and runaway rewriting halt), ties broken by path,
+//! matchers and filtering.
 
 use std::sync::{Arc, Mutex};
 
@@ -138,7 +139,7 @@ fn allow_never_short_circuits() {
 }
 
 #[test]
-fn a_rewrite_starts_the_chain_again_and_an_equal_rewrite_counts_as_allow() {
+fn the_hooks_before_a_rewriter_decide_again_and_an_equal_rewrite_counts_as_allow() {
     let log = Log::default();
     let dir = support::TempDir::new("chain-rewrite");
     let d = Dispatcher::builder()
@@ -157,14 +158,13 @@ fn a_rewrite_starts_the_chain_again_and_an_equal_rewrite_counts_as_allow() {
     let r = run(&d, json!({"query": "refunds", "limit": 50}));
     assert_eq!(r, ToolResult::text("toolu_1", "5 results for refunds"));
     // The first pass stops at the rewrite; the second sees the new input from the first hook,
-    // and the rewriter's second answer (the same input) is an Allow.
+    // without the rewriter, which is not asked about the input it produced.
     assert_eq!(
         entries(&log),
         [
             r#"app::before:{"query":"refunds","limit":50}"#,
             r#"app::cap_limit:{"query":"refunds","limit":50}"#,
             r#"app::before:{"query":"refunds","limit":5}"#,
-            r#"app::cap_limit:{"query":"refunds","limit":5}"#,
             r#"app::after:{"query":"refunds","limit":5}"#,
             "tool:refunds:Some(5)"
         ]
@@ -317,8 +317,8 @@ fn run_logged(
 #[test]
 fn ping_pong_rewriters_halt_as_hook_failed_naming_the_hooks() {
     let log = Log::default();
-    // `a` turns 1 into 2, `b` turns 2 back into 1: the second rewrite returns to the input the
-    // call came with.
+    // `a` turns 1 into 2, `b` (not `a`, which produced it) decides on 2 and turns it back into
+    // 1: the second rewrite returns to the input the call came with.
     let (r, line) = run_logged(
         vec![
             limit_hook(&log, "app::a_up", 10, |l| (l == 1).then_some(2)),
@@ -328,8 +328,9 @@ fn ping_pong_rewriters_halt_as_hook_failed_naming_the_hooks() {
         1,
     );
     let halt = r.unwrap_err();
-    let detail = "the PreToolUse chain looped: `app::b_down` rewrote the input back to an \
-                  earlier one (rewrites in order: `app::a_up`, `app::b_down`)";
+    let detail = "the PreToolUse chain looped: the rewrites of `app::a_up` and `app::b_down` \
+                  undo each other (`app::b_down` rewrote the input back to an earlier one; \
+                  rewrites in order: `app::a_up`, `app::b_down`)";
     assert_eq!(
         (halt.outcome, halt.hook.as_str(), halt.detail.as_str()),
         (Outcome::HookFailed, "app::b_down", detail)
@@ -337,7 +338,7 @@ fn ping_pong_rewriters_halt_as_hook_failed_naming_the_hooks() {
     assert_eq!(halt.result().unwrap().content_text(), support::HALT_TEXT);
     assert_eq!(
         entries(&log),
-        ["app::a_up:1", "app::a_up:2", "app::b_down:2"],
+        ["app::a_up:1", "app::b_down:2"],
         "the tool never ran"
     );
     assert_eq!(line["outcome"], "hook_failed");
@@ -347,7 +348,7 @@ fn ping_pong_rewriters_halt_as_hook_failed_naming_the_hooks() {
     assert_eq!(line["detail"], detail);
 
     // A loop back to an earlier rewrite (not the call's own input) is caught too: 1 → 2 → 3,
-    // then `a` sends 3 back to 2.
+    // then `a` sends 3 back to 2; the loop is `b`'s rewrite and `a`'s second one.
     let log = Log::default();
     let (r, line) = run_logged(
         vec![
@@ -364,8 +365,9 @@ fn ping_pong_rewriters_halt_as_hook_failed_naming_the_hooks() {
     let halt = r.unwrap_err();
     assert_eq!(
         halt.detail,
-        "the PreToolUse chain looped: `app::a_mod` rewrote the input back to an earlier one \
-         (rewrites in order: `app::a_mod`, `app::b_inc`, `app::a_mod`)"
+        "the PreToolUse chain looped: the rewrites of `app::b_inc` and `app::a_mod` undo each \
+         other (`app::a_mod` rewrote the input back to an earlier one; rewrites in order: \
+         `app::a_mod`, `app::b_inc`, `app::a_mod`)"
     );
     assert_eq!(
         line["rewritten_by"],
@@ -373,43 +375,49 @@ fn ping_pong_rewriters_halt_as_hook_failed_naming_the_hooks() {
     );
     assert_eq!(
         entries(&log),
-        [
-            "app::a_mod:1",
-            "app::a_mod:2",
-            "app::b_inc:2",
-            "app::a_mod:3"
-        ]
+        ["app::a_mod:1", "app::b_inc:2", "app::a_mod:3"]
     );
 }
 
 #[test]
 fn more_than_eight_rewrites_halt_and_eight_settle() {
-    // A counter that adds one until `limit` reaches `stop`: from 0, `stop` rewrites.
-    let counter = |log: &Log, stop: u64| {
-        limit_hook(log, "app::counter", 10, move |l| {
-            (l < stop).then_some(l + 1)
-        })
+    // Two counters that add one until `limit` reaches `stop`: each decides on the other's
+    // input, so from 0 they take turns, `stop` rewrites in all.
+    let counters = |log: &Log, stop: u64| {
+        let counter = |path: &'static str, order: i64| {
+            limit_hook(log, path, order, move |l| (l < stop).then_some(l + 1))
+        };
+        vec![counter("app::a_counter", 10), counter("app::b_counter", 20)]
+    };
+    let turns = |n: usize| -> Vec<&str> {
+        (0..n)
+            .map(|i| ["app::a_counter", "app::b_counter"][i % 2])
+            .collect()
     };
     let log = Log::default();
-    let (r, line) = run_logged(vec![counter(&log, 8)], &log, 0);
+    let (r, line) = run_logged(counters(&log, 8), &log, 0);
     assert_eq!(r.unwrap(), ToolResult::text("toolu_1", "8 results for q"));
     assert_eq!(line["outcome"], "ok");
-    assert_eq!(line["rewritten_by"], json!(vec!["app::counter"; 8]));
+    assert_eq!(line["rewritten_by"], json!(turns(8)));
 
     let log = Log::default();
-    let (r, line) = run_logged(vec![counter(&log, 9)], &log, 0);
+    let (r, line) = run_logged(counters(&log, 9), &log, 0);
     let halt = r.unwrap_err();
     let detail = format!(
         "the PreToolUse chain did not settle: more than 8 rewrites for one call (rewrites in \
          order: {})",
-        ["`app::counter`"; 9].join(", ")
+        turns(9)
+            .iter()
+            .map(|p| format!("`{p}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     assert_eq!(
         (halt.outcome, halt.hook.as_str(), halt.detail.as_str()),
-        (Outcome::HookFailed, "app::counter", detail.as_str())
+        (Outcome::HookFailed, "app::a_counter", detail.as_str())
     );
     assert_eq!(line["outcome"], "hook_failed");
-    assert_eq!(line["rewritten_by"], json!(vec!["app::counter"; 9]));
+    assert_eq!(line["rewritten_by"], json!(turns(9)));
     assert_eq!(line["detail"], detail);
     assert_eq!(line["effective_input"], json!({"query": "q", "limit": 8}));
     assert!(

@@ -185,8 +185,8 @@ fn ok_blocked_rewritten_and_halted_calls_give_exact_spans() {
                  toolgate.session.id=sess_otel}} unset Internal",
                 common("toolu_rewrite")
             ),
+            // `cap` is first and produced the input: the next pass starts after it.
             hook("app::cap", "rewrite"),
-            hook("app::cap", "allow"),
             hook("app::own", "allow"),
             hook("app::store", "allow"),
             format!(
