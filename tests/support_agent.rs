@@ -1939,8 +1939,8 @@ fn free_tier_refunds_are_denied_with_an_alternative_and_faq_limits_at_or_under_5
          free. Answer from the refund policy (search_faq), or tell the customer that upgrading \
          to premium includes refunds handled by support."
     );
-    // A limit over 5 is rewritten once: the chain starts again with 5, which the cap allows (an
-    // idempotent normalizer converges to one rewrite).
+    // A limit over 5 is rewritten once: the chain runs again with 5 without the cap, which is
+    // not asked about the input it produced.
     for (limit, rewritten, entries) in [
         (5, false, 5),
         (6, true, 5),

@@ -240,7 +240,7 @@ fn several_asking_hooks_give_several_reasons() {
     );
 }
 
-/// Caps refunds at 20 000 cents: after its rewrite the chain starts again and nobody asks.
+/// Caps refunds at 20 000 cents: after its rewrite the other hooks decide again and nobody asks.
 fn cap_at_20000() -> PreHookDef {
     PreHookDef::sync("app::cap", 20, |_env, call: &ToolUse| {
         Ok(match call.input["amount_cents"].as_u64() {

@@ -201,8 +201,8 @@ struct Refund {
 #[test]
 fn a_normalizer_cannot_slip_another_customers_order_past_the_ownership_check() {
     // Rewrites are re-authorized: the ownership hook (order 10) allows O-1001; a normalizing hook
-    // (order 20) rewrites it to O-2002, another customer's order. The chain starts again, the
-    // ownership hook sees O-2002 and denies: the tool never runs.
+    // (order 20) rewrites it to O-2002, another customer's order. The hooks before the rewriter
+    // decide again: the ownership hook sees O-2002 and denies: the tool never runs.
     let log = Log::default();
     let dir = support::TempDir::new("chain-ownership");
     let refunds = log.clone();
@@ -265,7 +265,7 @@ fn a_normalizer_cannot_slip_another_customers_order_past_the_ownership_check() {
                "is_error": true, "content": "BLOCKED: that order is not this customer's.",
                "blocked_by": "app::own_orders", "rewritten_by": ["app::normalize"],
                "effective_input": {"order_id": "O-2002"},
-               // Every run, in order: the rewrite restarted the chain.
+               // Every run, in order: after the rewrite, the hook before it ran again.
                "hooks": [
                    {"hook": "app::own_orders", "decision": "allow", "duration_us": 0},
                    {"hook": "app::normalize", "decision": "rewrite", "duration_us": 0},

@@ -121,7 +121,7 @@ fn a_typed_rewrite_is_serialized_validated_and_authorized_again() {
     );
     let result = toolgate::block_on(session.call(&call)).expect("no halt");
     assert_eq!(result.content_text(), "5 results for refunds");
-    // The chain started again after the rewrite: the later hook saw only the rewritten input.
+    // The chain ran again after the rewrite: the later hook saw only the rewritten input.
     assert_eq!(
         *seen.lock().unwrap(),
         [Search {
