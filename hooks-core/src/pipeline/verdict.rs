@@ -360,7 +360,6 @@ fn asked_list(asks: &[Asked]) -> String {
     format!("asked by {list}")
 }
 
-/// Hook paths for a `detail`: `` `a`, `b` ``.
 /// `paths` each named once, in order of first appearance, joined as a sentence does:
 /// `` `a` ``, `` `a` and `b` ``, `` `a`, `b` and `c` ``.
 fn joined(paths: &[&str]) -> String {
@@ -376,6 +375,7 @@ fn joined(paths: &[&str]) -> String {
     }
 }
 
+/// Hook paths for a `detail`: `` `a`, `b` ``.
 fn listed(paths: &[&str]) -> String {
     paths
         .iter()
