@@ -103,10 +103,13 @@
 //!    name) is cut to 64 characters with `…`.
 //! 4. **PreToolUse chain**: the matching hooks in `(order, path)` order. [`Decision::Allow`] goes
 //!    on; [`Decision::Deny`] stops with `BLOCKED: <reason>`; [`Decision::Rewrite`] to a new input
-//!    is validated again and the chain **starts again from its first hook** with it, so the input
-//!    the tool runs with was seen and allowed by every hook of the chain. A `Rewrite` equal to the
-//!    input counts as `Allow` (an idempotent normalizer converges); a rewrite back to an input the
-//!    call already had, or more than 8 rewrites, halts as `hook_failed`. An error, a panic or a
+//!    is validated again and the chain **runs again from its first hook without the rewriter**:
+//!    the hooks before it decide again, the hooks after it see the new input, the rewriter is not
+//!    asked about its own. So the input the tool runs with was allowed or produced by every hook
+//!    of the chain, and a rewrite that changes the input every time (a prefix, a tag) applies
+//!    once. A `Rewrite` equal to the input counts as `Allow`; a rewrite back to an input the call
+//!    already had (the detail names the hooks of the loop), or more than 8 rewrites, halts as
+//!    `hook_failed`. An error, a panic or a
 //!    deadline halts the agent with [`Halt`] (fail closed: the tool does not run).
 //!    [`Decision::Ask`] goes on too (a later deny wins); when the pass ends with asks, a person
 //!    approves: the builder's [`Approver`](crate::approval::Approver) inline (a deadline; no answer

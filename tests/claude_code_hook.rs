@@ -434,6 +434,66 @@ fn a_rewrite_asks_with_the_updated_input_unless_the_host_allows_it() {
 }
 
 #[test]
+fn a_rewrite_that_changes_the_input_every_time_is_answered_applied_once() {
+    let p = Project::new("cc-rewrite-once");
+    // Every command runs under `timeout 600`, whatever it already says: the rule is not asked
+    // about the command it produced, so `updatedInput` has the prefix once.
+    let timeout = |call: &ToolUse| {
+        let command = call.input["command"].as_str().unwrap_or_default();
+        Ok(Decision::rewrite(
+            json!({"command": format!("timeout 600 {command}")}),
+        ))
+    };
+    let answer = |permission: &str, hook: &str, input: Value| {
+        format!(
+            "{}\n",
+            json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                "permissionDecision": permission,
+                "permissionDecisionReason":
+                    format!("toolgate rewrote this call's input ({hook}); review the new input."),
+                "updatedInput": input}})
+        )
+    };
+    let event = pre(&p, "Bash", json!({"command": "cargo test"}));
+    let hook = p.hook(one_rule(&p, timeout)).rewrites(RewriteAnswer::Allow);
+    assert_eq!(
+        run(&hook, &event),
+        (
+            0,
+            answer(
+                "allow",
+                "team::rule",
+                json!({"command": "timeout 600 cargo test"})
+            ),
+            String::new()
+        )
+    );
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.state().join("abc123.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        state["rewrites"]["toolu_01ABC123"],
+        json!({"input": {"command": "cargo test"}, "rewritten_by": ["team::rule"]})
+    );
+
+    // The same through a rule on every tool, for a tool the dispatcher does not declare.
+    let p = Project::new("cc-rewrite-once-every-tool");
+    let hook = p.hook(rule_on_every_tool(&p, |call| {
+        let q = call.input["q"].as_str().unwrap_or_default();
+        Ok(Decision::rewrite(json!({"q": format!("lang:en {q}")})))
+    }));
+    let event = pre(&p, "mcp__search__query", json!({"q": "flaky tests"}));
+    assert_eq!(
+        run(&hook, &event),
+        (
+            0,
+            answer("ask", "team::every", json!({"q": "lang:en flaky tests"})),
+            String::new()
+        )
+    );
+}
+
+#[test]
 fn post_tool_use_feeds_the_audit_log_and_session_end_runs_the_stop_hooks_once() {
     let p = Project::new("cc-session");
     let seen: Arc<Mutex<Vec<SessionSummary>>> = Arc::default();

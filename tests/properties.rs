@@ -1067,13 +1067,19 @@ impl Model {
             })
             .collect();
         chain.sort_by_key(|&k| (case.hooks[k].order, hook_path(k)));
-        // A rewrite to a new input starts the chain again from its first hook; one equal to the
-        // input the hook saw is an Allow; one back to an input the call already had, or a ninth,
-        // halts (ARCHITECTURE.md, "Contracts": "The PreToolUse chain and rewrites").
+        // A rewrite to a new input starts the chain again from its first hook, without the
+        // rewriter (it produced the input); one equal to the input the hook saw is an Allow; one
+        // back to an input the call already had, or a ninth, halts (ARCHITECTURE.md,
+        // "Contracts": "The PreToolUse chain and rewrites").
         let mut current = input;
-        let mut had: Vec<Value> = vec![current.clone()];
+        let mut producer: Option<usize> = None;
+        // Each input the call had, with how many rewrites came before it.
+        let mut had: Vec<(Value, usize)> = vec![(current.clone(), 0)];
         'pass: loop {
             for &k in &chain {
+                if producer == Some(k) {
+                    continue;
+                }
                 let spec = &case.hooks[k];
                 let step = spec.steps[self.hook_calls[k] % spec.steps.len()];
                 self.hook_calls[k] += 1;
@@ -1150,10 +1156,24 @@ impl Model {
                     .map(|p| format!("`{p}`"))
                     .collect::<Vec<_>>()
                     .join(", ");
-                if had.contains(&v) {
+                if let Some((_, since)) = had.iter().find(|(h, _)| *h == v) {
+                    let mut cycle: Vec<String> = Vec::new();
+                    for p in &e.rewritten_by[*since..] {
+                        if !cycle.contains(p) {
+                            cycle.push(p.clone());
+                        }
+                    }
+                    let mut cycle: Vec<String> = cycle.iter().map(|p| format!("`{p}`")).collect();
+                    let last = cycle.pop().expect("the rewrite that looped");
+                    let cycle = if cycle.is_empty() {
+                        last
+                    } else {
+                        format!("{} and {last}", cycle.join(", "))
+                    };
                     let detail = format!(
-                        "the PreToolUse chain looped: `{path}` rewrote the input back to an \
-                         earlier one (rewrites in order: {order})"
+                        "the PreToolUse chain looped: the rewrites of {cycle} undo each other \
+                         (`{path}` rewrote the input back to an earlier one; rewrites in order: \
+                         {order})"
                     );
                     halt(&mut e, detail);
                     return Err(e);
@@ -1176,8 +1196,9 @@ impl Model {
                     ));
                     return Ok(e);
                 }
-                had.push(v.clone());
+                had.push((v.clone(), e.rewritten_by.len()));
                 current = v;
+                producer = Some(k);
                 continue 'pass;
             }
             break;

@@ -519,7 +519,7 @@ fn audit_lines_carry_blocked_by_rewritten_by_hooks_and_effective_input_only_when
                 hook("own_records_only")
             ),
             format!(
-                r#"{{{context},"tool_use_id":"toolu_01vnEN5N1aE6PwZPf1Qh6yYT","tool":"search_faq","input":{{"query":"refund window for electronics","limit":50}},"outcome":"ok","is_error":false,"content":"{faq}","duration_us":0,"rewritten_by":["{cap}"],"hooks":[{{"hook":"{cap}","decision":"rewrite","duration_us":0}},{{"hook":"{cap}","decision":"allow","duration_us":0}}],"effective_input":{{"query":"refund window for electronics","limit":5}},"prev":"…"}}"#,
+                r#"{{{context},"tool_use_id":"toolu_01vnEN5N1aE6PwZPf1Qh6yYT","tool":"search_faq","input":{{"query":"refund window for electronics","limit":50}},"outcome":"ok","is_error":false,"content":"{faq}","duration_us":0,"rewritten_by":["{cap}"],"hooks":[{{"hook":"{cap}","decision":"rewrite","duration_us":0}}],"effective_input":{{"query":"refund window for electronics","limit":5}},"prev":"…"}}"#,
                 cap = hook("cap_faq_limit")
             ),
         ]
@@ -1950,8 +1950,8 @@ fn free_tier_refunds_are_denied_with_an_alternative_and_faq_limits_at_or_under_5
          free. Answer from the refund policy (search_faq), or tell the customer that upgrading \
          to premium includes refunds handled by support."
     );
-    // A limit over 5 is rewritten once: the chain starts again with 5, which the cap allows (an
-    // idempotent normalizer converges to one rewrite).
+    // A limit over 5 is rewritten once: the chain runs again with 5 without the cap, which is
+    // not asked about the input it produced.
     for (limit, rewritten, entries) in [
         (5, false, 5),
         (6, true, 5),

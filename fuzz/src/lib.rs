@@ -3,8 +3,9 @@
 //! - [`respond`]: bytes → a Messages API `Message` (JSON) → [`Session::respond`] on a dispatcher
 //!   with the fixtures' tools, hooks that deny, rewrite (once, to the same input, or in a loop),
 //!   error, panic or wait past the default deadline (chosen by words in the input), an audit log
-//!   and observers → the answer's invariants, among them that a tool runs only with the input
-//!   every hook of its chain saw last; then the same message again, which must run nothing twice.
+//!   and observers → the answer's invariants, among them that a tool runs only with an input
+//!   every hook of its chain either saw last or produced; then the same message again, which must
+//!   run nothing twice.
 //! - [`validate`]: bytes → a `tool_use` input (the bytes as JSON, and the bytes as a string) →
 //!   normalization, bounds and validation against tools with rich argument types.
 //!
@@ -78,7 +79,8 @@ fn yield_once() -> impl std::future::Future<Output = ()> + Send {
 
 thread_local! {
     static RUNS: Cell<usize> = const { Cell::new(0) };
-    /// The main argument each PreToolUse hook saw last (`fuzz::a_policy`, `fuzz::b_slow_check`).
+    /// The main argument each PreToolUse hook saw last, or produced by its last rewrite
+    /// (`fuzz::a_policy`, `fuzz::b_slow_check`).
     static LAST_SEEN: RefCell<[Option<String>; 2]> = const { RefCell::new([None, None]) };
     static STOPS: Cell<usize> = const { Cell::new(0) };
     /// What the recording observer saw: id, outcome, result, replay.
@@ -146,9 +148,10 @@ struct Order {
     order_id: String,
 }
 
-/// Rewrites are re-authorized: a tool runs only with the input every hook of its chain saw last,
-/// since the chain starts again after each rewrite. Calls run one after another, so the last input
-/// a hook of this tool's chain saw is this call's.
+/// Rewrites are re-authorized: a tool runs only with an input every hook of its chain either saw
+/// last (and allowed) or produced (the rewriter is not asked about its own input; every other
+/// hook decides on it). Calls run one after another, so the last input a hook of this tool's
+/// chain saw or produced is this call's.
 fn check_chain_saw(tool: &str, arg: &str) {
     LAST_SEEN.with(|seen| {
         let seen = seen.borrow();
@@ -217,6 +220,17 @@ fn with_main_arg(call: &ToolUse, to: &str) -> Value {
     input
 }
 
+/// A rewrite to `input` by hook `hook` of the chain, kept as the input it produced.
+fn produced(hook: usize, input: Value) -> Decision {
+    let arg = ["ticker", "location", "order_id", "timezone"]
+        .iter()
+        .find_map(|k| input.get(k).and_then(Value::as_str))
+        .unwrap_or("")
+        .to_owned();
+    LAST_SEEN.with(|seen| seen.borrow_mut()[hook] = Some(arg));
+    Decision::Rewrite(input)
+}
+
 fn policy(_env: Env<'_>, call: &ToolUse) -> Result<Decision, HookError> {
     let arg = main_arg(call);
     LAST_SEEN.with(|seen| seen.borrow_mut()[0] = Some(arg.to_owned()));
@@ -233,15 +247,12 @@ fn policy(_env: Env<'_>, call: &ToolUse) -> Result<Decision, HookError> {
         return Ok(Decision::Rewrite(json!({"zzz": [1, 2]})));
     }
     if arg.contains("rewrite") {
-        // The chain starts again with "rewritten", which this hook then allows.
-        return Ok(Decision::Rewrite(with_main_arg(call, "rewritten")));
+        // The chain's next pass, without this hook, sees "rewritten".
+        return Ok(produced(0, with_main_arg(call, "rewritten")));
     }
     if arg.contains("ping") {
         // The slow check turns "pong" back into "ping": a loop, which halts.
-        return Ok(Decision::Rewrite(with_main_arg(
-            call,
-            &arg.replace("ping", "pong"),
-        )));
+        return Ok(produced(0, with_main_arg(call, &arg.replace("ping", "pong"))));
     }
     if arg.contains("same") {
         // A rewrite equal to the input counts as Allow.
@@ -258,10 +269,7 @@ fn slow_check<'a>(_env: Env<'a>, call: &'a ToolUse) -> BoxFuture<'a, Result<Deci
             yield_once().await;
         }
         if arg.contains("pong") {
-            return Ok(Decision::Rewrite(with_main_arg(
-                call,
-                &arg.replace("pong", "ping"),
-            )));
+            return Ok(produced(1, with_main_arg(call, &arg.replace("pong", "ping"))));
         }
         Ok(Decision::Allow)
     })

@@ -1,14 +1,16 @@
 //! The rewrite rule of the PreToolUse chain (ARCHITECTURE.md, "Contracts": "The PreToolUse chain
 //! and rewrites"), on random chains of up to five hooks, sync and async, that allow, deny and
 //! rewrite the fields other hooks look at (`owner`, `amount`, `note`), sometimes into an invalid
-//! input.
+//! input, and rewriters that never allow what they produced (`amount` raised by a step, or by
+//! one more each time the hook runs).
 //!
 //! Checked for every case, against an independent model of the rule (a rewrite to a new input
-//! starts the chain again from its first hook; a rewrite equal to the input the hook saw is an
-//! `Allow`; a rewrite back to an input the call already had, or a ninth rewrite, halts as
-//! `hook_failed`):
-//! - every hook of the chain that allowed the call last saw exactly the effective input, and the
-//!   tool ran once, with it, only when every hook allowed;
+//! starts a new pass from the chain's first hook, without the rewriter, which produced it; a
+//! rewrite equal to the input the hook saw is an `Allow`; a rewrite back to an input the call
+//! already had, or a ninth rewrite, halts as `hook_failed`, the detail naming the rewriters since
+//! that input):
+//! - every hook of the chain either allowed the effective input (the last input it saw) or
+//!   produced it (its last run rewrote to it), and the tool ran once, with it, only then;
 //! - a denying hook saw the input the model says, and the tool did not run;
 //! - the hooks were called, in order, with the inputs the model says;
 //! - the outcome, the result, `blocked_by`, `rewritten_by`, `effective_input` and `detail` (or
@@ -52,8 +54,12 @@ enum Act {
     Deny,
     SetOwner(usize),
     SetAmount(u64),
-    /// `amount + by`, modulo [`AMOUNTS`]: walks through several inputs, or around in a loop.
+    /// `amount + by`, modulo [`AMOUNTS`]: walks through several inputs, or around in a loop;
+    /// never the input it saw.
     AddAmount(u64),
+    /// `amount + runs + 1`, modulo [`AMOUNTS`], `runs` being how often the hook ran before in
+    /// this call: another output every time it runs.
+    AddRuns,
     SetNote(usize),
     /// `amount: "many"`: not an integer, so the rewrite is invalid.
     Invalid,
@@ -92,6 +98,7 @@ fn act() -> impl Strategy<Value = Act> {
         2 => (0..OWNERS.len()).prop_map(Act::SetOwner),
         2 => (0..AMOUNTS).prop_map(Act::SetAmount),
         2 => (1..AMOUNTS).prop_map(Act::AddAmount),
+        1 => Just(Act::AddRuns),
         1 => (0..NOTES.len()).prop_map(Act::SetNote),
         1 => Just(Act::Invalid),
     ]
@@ -133,9 +140,9 @@ fn input(owner: usize, amount: u64, note: usize) -> Value {
     v
 }
 
-/// What a hook decides on `v`: the model and the hooks under test both use this (it is the
-/// hook's own logic, not the chain's rule).
-fn decide(spec: &HookSpec, k: usize, v: &Value) -> Decision {
+/// What a hook decides on `v` when it ran `runs` times before in this call: the model and the
+/// hooks under test both use this (it is the hook's own logic, not the chain's rule).
+fn decide(spec: &HookSpec, k: usize, v: &Value, runs: usize) -> Decision {
     let owner = OWNERS
         .iter()
         .position(|o| v["owner"] == *o)
@@ -161,6 +168,10 @@ fn decide(spec: &HookSpec, k: usize, v: &Value) -> Decision {
         Act::SetOwner(o) => Decision::Rewrite(input(o, amount, note)),
         Act::SetAmount(a) => Decision::Rewrite(input(owner, a, note)),
         Act::AddAmount(by) => Decision::Rewrite(input(owner, (amount + by) % AMOUNTS, note)),
+        Act::AddRuns => {
+            let by = u64::try_from(runs).unwrap() + 1;
+            Decision::Rewrite(input(owner, (amount + by) % AMOUNTS, note))
+        }
         Act::SetNote(n) => Decision::Rewrite(input(owner, amount, n)),
         Act::Invalid => Decision::Rewrite(json!({"owner": OWNERS[owner], "amount": "many"})),
     }
@@ -198,6 +209,8 @@ struct World {
     case: Case,
     /// `(hook, input it saw)`, in call order.
     hook_calls: Mutex<Vec<(usize, Value)>>,
+    /// What each of those runs rewrote the input to (`None`: it did not rewrite).
+    hook_rewrites: Mutex<Vec<Option<Value>>>,
     /// The inputs the tool ran with.
     tool_calls: Mutex<Vec<Value>>,
     /// What the observer saw.
@@ -210,8 +223,16 @@ fn world(env: &Env<'_>) -> Arc<World> {
 
 fn hook_sync<const K: usize>(env: Env<'_>, call: &ToolUse) -> Result<Decision, HookError> {
     let w = world(&env);
-    w.hook_calls.lock().unwrap().push((K, call.input.clone()));
-    Ok(decide(&w.case.hooks[K], K, &call.input))
+    let mut calls = w.hook_calls.lock().unwrap();
+    let runs = calls.iter().filter(|(h, _)| *h == K).count();
+    calls.push((K, call.input.clone()));
+    let decision = decide(&w.case.hooks[K], K, &call.input, runs);
+    let rewrote = match &decision {
+        Decision::Rewrite(v) => Some(v.clone()),
+        _ => None,
+    };
+    w.hook_rewrites.lock().unwrap().push(rewrote);
+    Ok(decision)
 }
 
 fn hook_async<'a, const K: usize>(
@@ -286,7 +307,8 @@ enum End {
     Ran,
     Blocked(usize),
     InvalidRewrite(usize),
-    Looped(usize),
+    /// At the hook, the rewriters of the loop in order (each once).
+    Looped(usize, Vec<usize>),
     Unsettled(usize),
 }
 
@@ -302,12 +324,16 @@ struct Expected {
 }
 
 /// The rule as ARCHITECTURE.md states it ("Contracts": "The PreToolUse chain and rewrites"),
-/// written without the pipeline's code.
+/// written without the pipeline's code: the tool runs only with an input every hook either
+/// allowed or produced.
 fn model(case: &Case) -> Expected {
     let mut chain: Vec<usize> = (0..case.hooks.len()).collect();
     chain.sort_by_key(|&k| (case.hooks[k].order, path(k)));
     let start = input(case.owner, case.amount, case.note);
-    let mut inputs_so_far = vec![start.clone()];
+    // Every input the call had, with how many rewrites came before it.
+    let mut inputs_so_far = vec![(start.clone(), 0)];
+    // The hook that produced the effective input: it does not decide on it.
+    let mut producer = None;
     let mut e = Expected {
         end: End::Ran,
         calls: Vec::new(),
@@ -319,8 +345,12 @@ fn model(case: &Case) -> Expected {
         pass += 1;
         let mut restarted = false;
         for &k in &chain {
+            if producer == Some(k) {
+                continue;
+            }
+            let runs = e.calls.iter().filter(|(h, _)| *h == k).count();
             e.calls.push((k, e.effective.clone()));
-            match decide(&case.hooks[k], k, &e.effective) {
+            match decide(&case.hooks[k], k, &e.effective, runs) {
                 Decision::Allow => {}
                 Decision::Deny { .. } => {
                     e.end = End::Blocked(k);
@@ -329,15 +359,22 @@ fn model(case: &Case) -> Expected {
                 Decision::Rewrite(v) if v == e.effective => {}
                 Decision::Rewrite(v) => {
                     e.rewritten_by.push(k);
-                    if inputs_so_far.contains(&v) {
-                        e.end = End::Looped(k);
+                    if let Some((_, since)) = inputs_so_far.iter().find(|(had, _)| *had == v) {
+                        let mut cycle = Vec::new();
+                        for &r in &e.rewritten_by[*since..] {
+                            if !cycle.contains(&r) {
+                                cycle.push(r);
+                            }
+                        }
+                        e.end = End::Looped(k, cycle);
                     } else if e.rewritten_by.len() > 8 {
                         e.end = End::Unsettled(k);
                     } else if !v["amount"].is_u64() {
                         e.end = End::InvalidRewrite(k);
                     } else {
-                        inputs_so_far.push(v.clone());
+                        inputs_so_far.push((v.clone(), e.rewritten_by.len()));
                         e.effective = v;
+                        producer = Some(k);
                         restarted = true;
                         break;
                     }
@@ -360,6 +397,7 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
     let w = Arc::new(World {
         case: case.clone(),
         hook_calls: Mutex::new(Vec::new()),
+        hook_rewrites: Mutex::new(Vec::new()),
         tool_calls: Mutex::new(Vec::new()),
         record: Mutex::new(None),
     });
@@ -369,6 +407,7 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
     let got = toolgate::block_on(s.call(&ToolUse::new("toolu_1", "refund", start.clone())));
     let want = model(case);
     let hook_calls = w.hook_calls.lock().unwrap().clone();
+    let hook_rewrites = w.hook_rewrites.lock().unwrap().clone();
     let tool_calls = w.tool_calls.lock().unwrap().clone();
     let (outcome, blocked_by, rewritten_by, effective_input, detail) = w
         .record
@@ -399,18 +438,22 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
                 (false, want.effective.to_string().into())
             );
             prop_assert_eq!(&tool_calls, &vec![want.effective.clone()]);
-            // Every hook of the chain allowed, and the last input each saw is the one the tool
-            // ran with (read from what the hooks saw, not from the model).
+            // Every hook of the chain either allowed the input the tool ran with (the last
+            // input it saw; a rewrite to the same is an allow) or produced it (its last run
+            // rewrote to it, and it was not asked about it): read from what the hooks saw and
+            // did, not from the model.
+            let ran_with = &tool_calls[0];
             for k in 0..case.hooks.len() {
                 let last = hook_calls
                     .iter()
-                    .rev()
-                    .find(|(h, _)| *h == k)
-                    .map(|(_, v)| v);
-                prop_assert_eq!(
-                    last,
-                    Some(&tool_calls[0]),
-                    "hook {} last saw another input",
+                    .rposition(|(h, _)| *h == k)
+                    .expect("every hook of the chain ran");
+                let (saw, rewrote) = (&hook_calls[last].1, hook_rewrites[last].as_ref());
+                let allowed = saw == ran_with && rewrote.is_none_or(|v| v == ran_with);
+                let produced = saw != ran_with && rewrote == Some(ran_with);
+                prop_assert!(
+                    allowed || produced,
+                    "hook {} neither allowed nor produced the input the tool ran with",
                     k
                 );
             }
@@ -453,15 +496,22 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
             );
             prop_assert_eq!(effective_input, want_effective);
         }
-        End::Looped(k) | End::Unsettled(k) => {
+        End::Looped(k, _) | End::Unsettled(k) => {
             let halt = match got.expect_err("a halt") {
                 CallError::Halt(halt) => halt,
                 other => panic!("a halt, not {other:?}"),
             };
-            let want_detail = if matches!(want.end, End::Looped(_)) {
+            let want_detail = if let End::Looped(_, cycle) = &want.end {
+                let mut cycle: Vec<String> =
+                    cycle.iter().map(|&r| format!("`{}`", path(r))).collect();
+                let last = cycle.pop().expect("the rewrite that looped");
+                let cycle = match cycle.len() {
+                    0 => last,
+                    _ => format!("{} and {last}", cycle.join(", ")),
+                };
                 format!(
-                    "the PreToolUse chain looped: `{}` rewrote the input back to an earlier one \
-                     (rewrites in order: {listed})",
+                    "the PreToolUse chain looped: the rewrites of {cycle} undo each other (`{}` \
+                     rewrote the input back to an earlier one; rewrites in order: {listed})",
                     path(k)
                 )
             } else {
@@ -500,11 +550,25 @@ fn every_hook_that_allowed_last_saw_the_input_the_tool_ran_with() {
     };
     proptest::test_runner::TestRunner::new(config)
         .run(&case(), |c| {
-            let end = match model(&c).end {
+            let want = model(&c);
+            if let (End::Ran, Some(&p)) = (&want.end, want.rewritten_by.last()) {
+                // The producer, were it asked about its own input, would change it again.
+                let runs = want.calls.iter().filter(|(h, _)| *h == p).count();
+                let again = decide(&c.hooks[p], p, &want.effective, runs);
+                if matches!(&again, Decision::Rewrite(v) if *v != want.effective) {
+                    *tally
+                        .0
+                        .lock()
+                        .unwrap()
+                        .entry("ran, rewritten once")
+                        .or_default() += 1;
+                }
+            }
+            let end = match want.end {
                 End::Ran => "ran",
                 End::Blocked(_) => "blocked",
                 End::InvalidRewrite(_) => "invalid rewrite",
-                End::Looped(_) => "looped",
+                End::Looped(..) => "looped",
                 End::Unsettled(_) => "did not settle",
             };
             *tally.0.lock().unwrap().entry(end).or_default() += 1;
@@ -515,6 +579,7 @@ fn every_hook_that_allowed_last_saw_the_input_the_tool_ran_with() {
     println!("rewrite chains by ending: {tally:?}");
     for end in [
         "ran",
+        "ran, rewritten once",
         "blocked",
         "invalid rewrite",
         "looped",

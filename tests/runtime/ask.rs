@@ -240,7 +240,7 @@ fn several_asking_hooks_give_several_reasons() {
     );
 }
 
-/// Caps refunds at 20 000 cents: after its rewrite the chain starts again and nobody asks.
+/// Caps refunds at 20 000 cents: after its rewrite the other hooks decide again and nobody asks.
 fn cap_at_20000() -> PreHookDef {
     PreHookDef::sync("app::cap", 20, |_env, call: &ToolUse| {
         Ok(match call.input["amount_cents"].as_u64() {
@@ -435,6 +435,63 @@ fn an_edited_input_goes_through_the_chain_again() {
         l[0]["detail"],
         "PreToolUse hook `<approver>` rewrote the input into an invalid one: missing field \
          `amount_cents`"
+    );
+}
+
+/// Adds a 100-cent handling fee to every refund it sees (order 5, before `large_refund`): it
+/// never allows what it sees, so it applies once only because it is not asked about its own
+/// input. Logs the amounts it saw.
+pub(crate) fn handling_fee(seen: &Arc<Mutex<Vec<u64>>>) -> PreHookDef {
+    let log = Arc::clone(seen);
+    PreHookDef::sync("app::handling_fee", 5, move |_env, call: &ToolUse| {
+        let amount = call.input["amount_cents"].as_u64().unwrap_or_default();
+        log.lock().unwrap().push(amount);
+        let mut input = call.input.clone();
+        input["amount_cents"] = json!(amount + 100);
+        Ok(Decision::rewrite(input))
+    })
+}
+
+#[test]
+fn an_edit_after_a_rewriter_is_decided_on_by_that_rewriter() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let asked: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let fees: Arc<Mutex<Vec<u64>>> = Arc::default();
+    // The fee makes 25000 into 25100, which asks; the person edits the amount to 15000. The
+    // approver, not the fee, produced that input, so the fee decides on it too: 15100, which
+    // nobody asks about.
+    let edit = Approval::edit("lead", json!({"order_id": "o_1", "amount_cents": 15000}));
+    let d = dispatcher(
+        &runs,
+        &lines,
+        vec![handling_fee(&fees), large_refund()],
+        |b| b.approver(Recording(Arc::clone(&asked), edit)),
+    );
+    let input = json!({"order_id": "o_1", "amount_cents": 25000});
+    assert_eq!(
+        call(&d, input.clone()),
+        ToolResult::text("toolu_1", "refunded 15100 on o_1")
+    );
+    assert_eq!(*fees.lock().unwrap(), [25000, 15000]);
+    // The person was asked once, about the input with the fee.
+    assert_eq!(
+        *asked.lock().unwrap(),
+        [json!({"tool_use_id": "toolu_1", "tool": "refund",
+                "input": {"order_id": "o_1", "amount_cents": 25100},
+                "asked": [{"hook": "app::large_refund", "reason": LARGE_ASK}],
+                "user_id": "u_001"})]
+    );
+    assert_eq!(
+        lines.take(),
+        vec![line(
+            input,
+            json!({
+                "outcome": "ok", "is_error": false, "content": "refunded 15100 on o_1",
+                "rewritten_by": ["app::handling_fee", "<approver>", "app::handling_fee"],
+                "effective_input": {"order_id": "o_1", "amount_cents": 15100},
+                "approved_by": "lead",
+            })
+        )]
     );
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
-use crate::ask::{Lines, at_start, dispatcher, large_refund};
+use crate::ask::{Lines, at_start, dispatcher, handling_fee, large_refund};
 use crate::support;
 use serde_json::{Value, json};
 use toolgate::{
@@ -472,6 +472,70 @@ fn at_resume_the_chain_runs_again_and_a_deny_still_wins() {
             )]
         );
     }
+}
+
+#[test]
+fn at_resume_the_last_rewriter_is_not_asked_about_its_own_input_again() {
+    // The fee (a rewrite every time it runs) makes 25000 into 25100, which asks: the call
+    // pauses with that input. At resume the fee's rewrite is applied again, as if it had just
+    // happened: the fee is not asked about 25100, `large_refund` asks about the approved input,
+    // and the refund runs with it, the fee once.
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let fees: Arc<std::sync::Mutex<Vec<u64>>> = Arc::default();
+    let d = dispatcher(
+        &runs,
+        &lines,
+        vec![handling_fee(&fees), large_refund()],
+        |b| b,
+    );
+    let pending = pause(&d, TurnFormat::AnthropicMessages);
+    let waiting = pending.awaiting().next().unwrap();
+    assert_eq!(
+        (&waiting.effective_input, &waiting.rewritten_by),
+        (
+            &json!({"order_id": "o_2", "amount_cents": 25100}),
+            &vec!["app::handling_fee".to_owned()]
+        )
+    );
+    assert_eq!(*fees.lock().unwrap(), [900, 25000]);
+    lines.take();
+    let approve = Approval::approve("lead");
+    let answer = resume(&d, &pending, later(60), vec![("toolu_2", approve)]).unwrap();
+    assert_eq!(answer["content"][1]["content"], "refunded 25100 on o_2");
+    assert_eq!(*fees.lock().unwrap(), [900, 25000], "the fee ran no more");
+    assert_eq!(
+        lines.take(),
+        vec![line(
+            "toolu_2",
+            json!({"order_id": "o_2", "amount_cents": 25000}),
+            "2026-11-24T10:16:00Z",
+            json!({"outcome": "ok", "is_error": false, "content": "refunded 25100 on o_2",
+                   "rewritten_by": ["app::handling_fee"],
+                   "effective_input": {"order_id": "o_2", "amount_cents": 25100},
+                   "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}],
+                   "approved_by": "lead"})
+        )]
+    );
+
+    // An edit at resume was produced by the approver, not by the fee: the fee decides on it.
+    fees.lock().unwrap().clear();
+    let edit = Approval::edit("lead", json!({"order_id": "o_2", "amount_cents": 15000}));
+    let answer = resume(&d, &pending, later(60), vec![("toolu_2", edit)]).unwrap();
+    assert_eq!(answer["content"][1]["content"], "refunded 15100 on o_2");
+    assert_eq!(*fees.lock().unwrap(), [15000]);
+    assert_eq!(
+        lines.take(),
+        vec![line(
+            "toolu_2",
+            json!({"order_id": "o_2", "amount_cents": 25000}),
+            "2026-11-24T10:16:00Z",
+            json!({"outcome": "ok", "is_error": false, "content": "refunded 15100 on o_2",
+                   "rewritten_by": ["app::handling_fee", "<approver>", "app::handling_fee"],
+                   "effective_input": {"order_id": "o_2", "amount_cents": 15100},
+                   // Nobody asks about 15100: the asks are those of the final input's pass.
+                   "approved_by": "lead"})
+        )]
+    );
 }
 
 #[test]

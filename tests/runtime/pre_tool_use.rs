@@ -93,7 +93,8 @@ fn an_allowed_call_gives_its_effective_input_and_runs_nothing() {
             rewritten_by: vec![],
         }
     );
-    // A rewrite restarts the chain; the effective input and the rewriting hook are reported.
+    // A rewrite is decided on by the other hooks; the effective input and the rewriting hook are
+    // reported.
     assert_eq!(
         ask(&d, json!({"order_id": "o_1", "amount_cents": 9000})),
         ChainVerdict::Allow {

@@ -61,7 +61,12 @@ impl Subscriber for Capture {
 /// Runs `f` with the capture as this thread's subscriber; returns what it saw.
 pub(crate) fn captured(f: impl FnOnce()) -> Vec<String> {
     let events = Events::default();
-    tracing::subscriber::with_default(Capture(Arc::clone(&events)), f);
+    tracing::subscriber::with_default(Capture(Arc::clone(&events)), || {
+        // Other tests install and drop subscribers on other threads: recompute every callsite's
+        // interest against this thread's capture before it runs.
+        tracing::callsite::rebuild_interest_cache();
+        f()
+    });
     events.lock().unwrap().clone()
 }
 

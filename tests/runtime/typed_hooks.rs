@@ -121,7 +121,7 @@ fn a_typed_rewrite_is_serialized_validated_and_authorized_again() {
     );
     let result = toolgate::block_on(session.call(&call)).expect("no halt");
     assert_eq!(result.content_text(), "5 results for refunds");
-    // The chain started again after the rewrite: the later hook saw only the rewritten input.
+    // The chain ran again after the rewrite: the later hook saw only the rewritten input.
     assert_eq!(
         *seen.lock().unwrap(),
         [Search {
@@ -172,6 +172,88 @@ fn a_typed_hook_reads_the_input_an_untyped_rewrite_made() {
             query: "refunds".into(),
             limit: 2
         }]
+    );
+}
+
+/// A typed hook that logs the input it sees under `name`, then allows it.
+fn watcher(
+    seen: &Arc<Mutex<Vec<(&'static str, u32)>>>,
+    name: &'static str,
+    order: i64,
+) -> PreHookDef {
+    let log = Arc::clone(seen);
+    PreHookDef::typed(
+        format!("app::{name}"),
+        order,
+        move |_env, _call, s: &Search| {
+            log.lock().unwrap().push((name, s.limit));
+            Ok(Decision::<Search>::Allow)
+        },
+    )
+}
+
+#[test]
+fn a_typed_rewrite_that_changes_the_input_every_time_applies_once() {
+    // `raise` adds 5 to the limit whenever it runs, so it never allows what it sees: it is not
+    // asked about the input it produced, the hook before it decides again on that input, the
+    // hook after it sees only that input.
+    let seen: Arc<Mutex<Vec<(&'static str, u32)>>> = Arc::default();
+    let dir = crate::support::TempDir::new("typed-raise");
+    let dispatcher = Dispatcher::builder()
+        .tool(search_tool("search"))
+        .pre_hook(watcher(&seen, "before", 5))
+        .pre_hook(PreHookDef::typed(
+            "app::raise",
+            10,
+            |_env, _call, s: &Search| {
+                Ok(Decision::Rewrite(Search {
+                    query: s.query.clone(),
+                    limit: s.limit + 5,
+                }))
+            },
+        ))
+        .pre_hook(watcher(&seen, "after", 20))
+        .audit_log(toolgate::audit::AuditLog::open(&dir).unwrap())
+        .build()
+        .expect("builds");
+    let result = session_call(&dispatcher, json!({"query": "refunds", "limit": 10}));
+    assert_eq!(result.content_text(), "15 results for refunds");
+    assert_eq!(
+        std::mem::take(&mut *seen.lock().unwrap()),
+        [("before", 10), ("before", 15), ("after", 15)]
+    );
+    let mut line = crate::support::json_lines(&dir.join("audit_log.jsonl")).remove(0);
+    crate::support::zero_durations(&mut line);
+    assert_eq!(line["rewritten_by"], json!(["app::raise"]));
+    assert_eq!(
+        line["effective_input"],
+        json!({"query": "refunds", "limit": 15})
+    );
+    assert_eq!(
+        line["hooks"],
+        json!([
+            {"hook": "app::before", "decision": "allow", "duration_us": 0},
+            {"hook": "app::raise", "decision": "rewrite", "duration_us": 0},
+            {"hook": "app::before", "decision": "allow", "duration_us": 0},
+            {"hook": "app::after", "decision": "allow", "duration_us": 0},
+        ])
+    );
+
+    // The chain asked alone settles on the same input.
+    let call = ToolUse::new(
+        "toolu_2",
+        "search",
+        json!({"query": "refunds", "limit": 10}),
+    );
+    let asked = toolgate::block_on(
+        dispatcher.pre_tool_use(&HookContext::builder("u_1", "sess_1").build(), &call),
+    );
+    assert_eq!(
+        asked,
+        toolgate::dispatch::ChainVerdict::Allow {
+            input: json!({"query": "refunds", "limit": 15}),
+            rewritten_by: vec!["app::raise".into()],
+        }
     );
 }
 

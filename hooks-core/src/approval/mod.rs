@@ -58,8 +58,9 @@ pub enum Approval {
         input_digest: Option<String>,
     },
     /// Run the call with another input (a smaller amount): the edited input is authorized
-    /// again as a rewrite is (validated, then the PreToolUse chain from its first hook); the
-    /// person's approval covers the edited input, so an ask on it passes, a deny still wins.
+    /// again as a rewrite is (validated, then every hook of the PreToolUse chain decides on it:
+    /// the approver is no hook of the chain); the person's approval covers the edited input, so
+    /// an ask on it passes, a deny still wins.
     Edit {
         /// Who approved.
         by: String,

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 /// |---|---|
 /// | `allow` | answered [`Decision::Allow`](crate::Decision::Allow), or a `Rewrite` equal to the input it saw (which counts as `Allow`) |
 /// | `deny` | answered [`Decision::Deny`](crate::Decision::Deny): the call is `blocked` |
-/// | `rewrite` | answered a `Rewrite` to another input: the chain starts again from its first hook (or the call ends `invalid_input` or `hook_failed` when the new input is invalid or the chain loops) |
+/// | `rewrite` | answered a `Rewrite` to another input: the chain runs again from its first hook without this one, which is not asked about the input it produced (or the call ends `invalid_input` or `hook_failed` when the new input is invalid or the chain loops) |
 /// | `failed` | returned an error or panicked: the call is `hook_failed` and the agent halts |
 /// | `timeout` | ran past its deadline: the call is `hook_timeout` and the agent halts |
 /// | `ask` | answered [`Decision::Ask`](crate::Decision::Ask): the chain goes on; unless a later hook denies, the call needs a person's approval |
@@ -56,8 +56,8 @@ impl fmt::Display for HookOutcome {
 }
 
 /// One run of one PreToolUse hook during a call: the hook's full path, what it decided and how
-/// long it took. A call lists every run in order; a rewrite restarts the chain, so a hook can
-/// appear more than once. On an audit line: `{"hook": "app::policy::premium_only",
+/// long it took. A call lists every run in order; after a rewrite every other hook decides again
+/// (the rewriter does not), so a hook can appear more than once. On an audit line: `{"hook": "app::policy::premium_only",
 /// "decision": "allow", "duration_us": 3}`.
 ///
 /// Borrowed in a [`CallRecord`](crate::audit::CallRecord), owned (`HookRun<'static>`) in an

@@ -147,11 +147,11 @@ pub struct CallRecord<'a> {
     /// The full path of the hook that denied, errored or timed out (inside a wrapped
     /// dispatcher too: the inner hook's), or whose rewrite made the chain loop.
     pub blocked_by: Option<&'a str>,
-    /// The full paths of the hooks that rewrote the input, one per rewrite, in order (the chain
-    /// starts again after each rewrite, so a hook may appear more than once).
+    /// The full paths of the hooks that rewrote the input, one per rewrite, in order (every
+    /// other hook decides again after each rewrite, so a hook may appear more than once).
     pub rewritten_by: &'a [&'a str],
-    /// The PreToolUse hooks that ran, in order, each with its decision and duration (a rewrite
-    /// restarts the chain: every run appears). Filled only when someone reads it: when the
+    /// The PreToolUse hooks that ran, in order, each with its decision and duration (after a
+    /// rewrite every hook but the rewriter runs again: every run appears). Filled only when someone reads it: when the
     /// tool has an observer (an audit log included) or the call's `tracing` span is enabled;
     /// empty otherwise, and for calls that reached no hook.
     pub hooks: &'a [HookRun<'a>],

@@ -40,7 +40,7 @@ use crate::hook::context::HookContext;
 /// | `duration_us` | integer, µs | always: from the start of the call to its result |
 /// | `blocked_by` | string | the hook that denied the call, failed or timed out |
 /// | `rewritten_by` | array of strings | hooks rewrote the input (in order) |
-/// | `hooks` | array of `{"hook", "decision", "duration_us"}` | PreToolUse hooks ran: each run in order (a rewrite restarts the chain, so a hook may appear again), its [`HookOutcome`](crate::audit::HookOutcome) (`allow`, `deny`, `rewrite`, `ask`, `failed`, `timeout`) and its duration in µs |
+/// | `hooks` | array of `{"hook", "decision", "duration_us"}` | PreToolUse hooks ran: each run in order (after a rewrite every hook but the rewriter decides again, so a hook may appear again), its [`HookOutcome`](crate::audit::HookOutcome) (`allow`, `deny`, `rewrite`, `ask`, `failed`, `timeout`) and its duration in µs |
 /// | `effective_input` | JSON | hooks rewrote the input: what the tool got |
 /// | `detail` | string | operator-only text: a panic message, an error chain |
 /// | `content_bytes` | integer, bytes | the content was cut: its full size |
@@ -89,7 +89,7 @@ pub struct AuditRecord {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rewritten_by: Vec<String>,
     /// The PreToolUse hooks that ran, in order, with their decisions and durations (every run:
-    /// a rewrite restarts the chain).
+    /// after a rewrite every hook but the rewriter runs again).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<HookRun<'static>>,
     /// The input after rewrites, when a hook rewrote it.

@@ -10,28 +10,32 @@ use serde_json::Value;
 ///   content `BLOCKED: <reason>`, followed by ` <instead>` when given (a hint the model can act
 ///   on: "Suggest the refund FAQ instead.");
 /// - `Rewrite(input)` replaces the input, and the new input is **authorized again**: it is
-///   validated (an invalid rewrite is `invalid_input`), then the chain starts again from its
-///   first hook with it, so the input the tool runs with has been seen and allowed by every hook
-///   of the chain (a hook before the rewriter cannot be slipped past). A `Rewrite` equal to the
-///   input the hook saw counts as `Allow`, so an idempotent normalizer (cap a `limit` at 5)
-///   converges after one rewrite. A chain that keeps rewriting halts the agent as `hook_failed`
-///   (fail closed): a rewrite back to an input the call already had (two hooks undoing each
-///   other), or more than 8 rewrites for one call; the `detail` lists the rewrites in order.
-///   The audit line records every rewrite in `rewritten_by`, in order, and the last input in
-///   `effective_input`; the outcome stays what the call makes it.
+///   validated (an invalid rewrite is `invalid_input`), then the chain runs again from its first
+///   hook with it, without the rewriter: the hooks before it decide again (a hook before the
+///   rewriter cannot be slipped past), the hooks after it see the new input, and the rewriter is
+///   not asked about the input it produced. So the tool runs only with an input every hook of
+///   the chain either allowed or produced, and a rewrite that changes the input every time it
+///   runs (prefix a prompt, add a tag) applies once. When another hook rewrites that input, the
+///   first rewriter decides on the new one like every other hook. A `Rewrite` equal to the input
+///   the hook saw counts as `Allow`. A chain that keeps rewriting halts the agent as
+///   `hook_failed` (fail closed): a rewrite back to an input the call already had (hooks undoing
+///   each other: the `detail` names them all), or more than 8 rewrites for one call; the
+///   `detail` lists the rewrites in order. The audit line records every rewrite in
+///   `rewritten_by`, in order, and the last input in `effective_input`; the outcome stays what
+///   the call makes it.
 ///
 /// - `Ask { reason }` says a person must approve the call before the tool runs. It does not stop
 ///   the chain: the later hooks still decide, and a later `Deny` wins. When no hook of the final
 ///   pass denies, the call needs approval; every hook of that pass that asked gives its reason
-///   (several asks, several reasons). A rewrite restarts the chain, so the asks that count are
-///   those of the pass over the effective input. Who approves depends on the host: the dispatcher's
+///   (several asks, several reasons). A rewrite starts a new pass, so the asks that count are
+///   those of the decisions on the effective input. Who approves depends on the host: the dispatcher's
 ///   [`Approver`](crate::approval::Approver) inline (its answer has a deadline; no answer in time
 ///   is a denial), or, with none, [`Session::respond`](crate::Session::respond) pauses the turn
 ///   ([`PendingTurn`](crate::approval::PendingTurn)) and [`Session::call`](crate::Session::call)
 ///   blocks the call (fail closed); ARCHITECTURE.md, "Contracts": "A person's approval".
 ///
-/// After a rewrite each hook of the chain is called again, so a hook should decide from the
-/// input it is given (and the trusted context), not from how often it was called.
+/// After a rewrite every other hook of the chain is called again, so a hook should decide from
+/// the input it is given (and the trusted context), not from how often it was called.
 ///
 /// A hook that returns an error or panics does not deny: it halts the agent (fail closed; see
 /// [`Halt`](crate::Halt)).
@@ -54,8 +58,9 @@ pub enum Decision<I = Value> {
         /// What to do instead, appended after the reason when given.
         instead: Option<String>,
     },
-    /// Replace the input (a JSON object, or a typed hook's `T`): the chain starts again from its
-    /// first hook with it, then the tool runs with it.
+    /// Replace the input (a JSON object, or a typed hook's `T`): every other hook of the chain
+    /// decides on it (the chain runs again from its first hook, without this one), then the tool
+    /// runs with it.
     Rewrite(I),
     /// A person must approve the call before the tool runs; the chain goes on (a later `Deny`
     /// still wins).

@@ -75,7 +75,8 @@ impl Inner {
                     rewrites.approved_by = Some(by);
                     rewrites.approved.push(input.clone());
                     if input != view.input {
-                        args = self.rewrite(tool, APPROVER, current, input, rewrites)?;
+                        // No hook produced it: every hook of the chain decides on it.
+                        args = self.rewrite(tool, APPROVER, None, current, input, rewrites)?;
                         args = self.run_chain(tool, env, current, args, rewrites).await?;
                     }
                     if !rewrites.needs_approval(current) {
@@ -87,9 +88,11 @@ impl Inner {
     }
 
     /// The start of a resumed call: the rewrites it had when it paused (the last one applied
-    /// again, validated), and the person's approval of its effective input (or of their
-    /// edit, applied as a rewrite by [`APPROVER`]). The chain then runs from its first hook:
-    /// a deny still wins, an ask about an approved input passes.
+    /// again, validated, its hook the producer of the effective input as if it had just
+    /// rewritten), and the person's approval of its effective input (or of their edit, applied
+    /// as a rewrite by [`APPROVER`], which no hook produced). The chain then runs again, from its
+    /// first hook, every hook but the producer deciding: a deny still wins, an ask about an
+    /// approved input passes.
     pub(super) fn prime<'a>(
         &self,
         tool: &ToolEntry,
@@ -127,9 +130,17 @@ impl Inner {
                 None => (APPROVER, &[][..]),
             };
             rewrites.by.extend(before.iter().map(String::as_str));
+            // The hook of the chain that made the last rewrite; none when the approver did.
+            let producer = if last == APPROVER {
+                None
+            } else {
+                let mut chain = tool.chain.iter().copied();
+                chain.find(|&h| self.pre_hooks[h].path == last)
+            };
             args = self.rewrite(
                 tool,
                 last,
+                producer,
                 current,
                 waiting.effective_input.clone(),
                 rewrites,
@@ -141,7 +152,8 @@ impl Inner {
                 rewrites.approved.push(input.clone());
                 let view = rewrites.call.as_deref().unwrap_or(current);
                 if *input != view.input {
-                    args = self.rewrite(tool, APPROVER, current, input.clone(), rewrites)?;
+                    let edited = input.clone();
+                    args = self.rewrite(tool, APPROVER, None, current, edited, rewrites)?;
                 }
             }
             _ => rewrites.approved.push(waiting.effective_input.clone()),

@@ -1,6 +1,6 @@
 //! Step 4 of a call: the PreToolUse chain run on the input, each hook in `(order, path)` order,
-//! with the rewrite rule (a rewritten input is bounded, validated and authorized again) and the
-//! hooks' deadlines; the record of each hook run.
+//! with the rewrite rule (a rewritten input is bounded, validated, and decided on by every hook
+//! but the one that produced it) and the hooks' deadlines; the record of each hook run.
 
 use std::time::Instant;
 
@@ -27,13 +27,17 @@ use super::verdict::{HookFailure, Verdict};
 
 impl Inner {
     /// Runs the tool's PreToolUse chain in order on `current` (ARCHITECTURE.md, "Contracts": "The
-    /// PreToolUse chain and rewrites"): every hook must allow the input the tool will run with. A
-    /// `Rewrite` to a new input starts the chain again from its first hook with it; a `Rewrite`
-    /// equal to the input the hook saw counts as `Allow`. An `Ask` goes on to the next hook and is
-    /// kept in `rewrites.asks` (those of the last pass only: a rewrite starts them afresh). `Ok`
-    /// with the arguments the tool runs with when every hook allowed (or asked) in one pass; `Err`
-    /// when one denied, could not decide, rewrote the input into an invalid one, or the rewrites
-    /// did not settle (see [`Inner::rewrite`]).
+    /// PreToolUse chain and rewrites"): the tool runs only with an input every hook of its chain
+    /// either allowed or produced. A `Rewrite` to a new input starts a new pass over the chain
+    /// with it, from its first hook, that skips the rewriter (`rewrites.producer`): the hooks
+    /// before it decide again, the hooks after it see the new input, and the rewriter is not
+    /// asked about the input it produced itself (so a rewrite that changes the input every time,
+    /// a prefix, a default appended, applies once). A `Rewrite` equal to the input the hook saw
+    /// counts as `Allow`. An `Ask` goes on to the next hook and is kept in `rewrites.asks` (those
+    /// of the last pass only: a rewrite starts them afresh). `Ok` with the arguments the tool runs
+    /// with when every hook but the producer allowed (or asked) in one pass; `Err` when one
+    /// denied, could not decide, rewrote the input into an invalid one, or the rewrites did not
+    /// settle (see [`Inner::rewrite`]).
     pub(super) async fn run_chain<'a>(
         &'a self,
         tool: &'a ToolEntry,
@@ -45,6 +49,10 @@ impl Inner {
         'pass: loop {
             rewrites.asks.clear();
             for &h in tool.chain.iter() {
+                if rewrites.producer == Some(h) {
+                    // It produced the input: it decided on it when it rewrote.
+                    continue;
+                }
                 let hook = &self.pre_hooks[h];
                 let view = rewrites.call.as_deref().unwrap_or(current);
                 let span = span::hook_span(&rewrites.runs.call_span, &hook.path);
@@ -68,7 +76,7 @@ impl Inner {
                     }
                     Ok(Decision::Rewrite(input)) => {
                         rewrites.runs.push(&hook.path, HookOutcome::Rewrite, &span);
-                        args = self.rewrite(tool, &hook.path, current, input, rewrites)?;
+                        args = self.rewrite(tool, &hook.path, Some(h), current, input, rewrites)?;
                         // The new input's checks are not the next hook's time.
                         rewrites.runs.restart();
                         continue 'pass;
@@ -98,24 +106,29 @@ impl Inner {
         }
     }
 
-    /// A hook's `Rewrite(input)` to an input other than the current one (or a person's edit, `by`
-    /// [`APPROVER`](super::approve::APPROVER)). The rewriter is recorded in `rewritten_by` whatever
-    /// follows. A rewrite back to an input the call already had (its own, or an earlier rewrite's)
-    /// or past [`MAX_REWRITES`] halts the call as `hook_failed` (the chain would never settle);
-    /// otherwise the input is held to the input bounds and validated again: `Ok` with the new
-    /// arguments, the rewritten call then being what the chain, from its first hook, and the tool
-    /// see; `Err` when the new input is invalid.
+    /// A hook's `Rewrite(input)` to an input other than the current one (`by` its path,
+    /// `producer` its index in `pre_hooks`), or a person's edit (`by`
+    /// [`APPROVER`](super::approve::APPROVER), no producer: the approver is no hook of the chain,
+    /// so every hook decides on the edit). The rewriter is recorded in `rewritten_by` whatever
+    /// follows. A rewrite back to an input the call already had (its own, or an earlier
+    /// rewrite's) halts the call as `hook_failed`, naming the rewriters since that input (the
+    /// hooks undoing each other), and so does one past [`MAX_REWRITES`]: the chain would never
+    /// settle. Otherwise the input is held to the input bounds and validated again: `Ok` with the
+    /// new arguments, the rewritten call then being what the chain's next pass (without the
+    /// producer) and the tool see; `Err` when the new input is invalid.
     pub(super) fn rewrite<'a>(
         &self,
         tool: &ToolEntry,
         by: &'a str,
+        producer: Option<usize>,
         call: &ToolUse,
         input: Value,
         rewrites: &mut Rewrites<'a>,
     ) -> Result<Args, Verdict<'a>> {
         rewrites.by.push(by);
-        if input == call.input || rewrites.earlier.contains(&input) {
-            return Err(Verdict::chain_looped(by, &rewrites.by));
+        if let Some(since) = rewrites.had(call, &input) {
+            let cycle = &rewrites.by[since..];
+            return Err(Verdict::chain_looped(by, &rewrites.by, cycle));
         }
         if rewrites.by.len() > MAX_REWRITES {
             return Err(Verdict::chain_unsettled(by, &rewrites.by, MAX_REWRITES));
@@ -131,8 +144,11 @@ impl Inner {
             Ok(args) => {
                 let new = Box::new(call.with_input(input));
                 if let Some(previous) = rewrites.call.replace(new) {
-                    rewrites.earlier.push(previous.input);
+                    // The rewrite before this one produced it.
+                    let produced_by = rewrites.by.len() - 2;
+                    rewrites.earlier.push((previous.input, produced_by));
                 }
+                rewrites.producer = producer;
                 Ok(args)
             }
             Err(problems) => Err(Verdict::invalid_rewrite(&tool.name, by, &problems)),
@@ -162,14 +178,19 @@ impl Inner {
 const MAX_REWRITES: usize = 8;
 
 /// The PreToolUse rewrites of one call: the call with the last rewritten input (boxed: this
-/// lives in every call future and is rarely set), the inputs of the rewrites before it (to
-/// tell a loop), and the hooks that rewrote, in order; and its approval: the asks of the
-/// chain's last pass, the inputs a person approved, who approved or declined. Empty, it
-/// allocates nothing.
+/// lives in every call future and is rarely set) and the hook that produced it, the inputs of
+/// the rewrites before it (to tell a loop, and who made it), and the hooks that rewrote, in
+/// order; and its approval: the asks of the chain's last pass, the inputs a person approved,
+/// who approved or declined. Empty, it allocates nothing.
 #[derive(Default)]
 pub(crate) struct Rewrites<'a> {
     pub(super) call: Option<Box<ToolUse>>,
-    pub(super) earlier: Vec<Value>,
+    /// The index in `Inner::pre_hooks` of the hook that produced the input in `call`: the
+    /// chain's next pass skips it. `None` before any rewrite, or after a person's edit.
+    pub(super) producer: Option<usize>,
+    /// Each input the call had before the one in `call` (its own excepted), with the index in
+    /// `by` of the rewrite that produced it.
+    pub(super) earlier: Vec<(Value, usize)>,
     pub(super) by: Vec<&'a str>,
     pub(super) asks: Vec<Asked>,
     /// Inputs a person approved: an ask on one of them passes.
@@ -181,6 +202,17 @@ pub(crate) struct Rewrites<'a> {
 }
 
 impl Rewrites<'_> {
+    /// Whether the call already had `input` (its own, or an earlier rewrite's; the current one
+    /// is never asked about: a rewrite to it is an allow): the index in `by` of the first
+    /// rewrite after it, the loop's first, or `None`.
+    fn had(&self, call: &ToolUse, input: &Value) -> Option<usize> {
+        if *input == call.input {
+            return Some(0);
+        }
+        let earlier = self.earlier.iter().find(|(v, _)| v == input);
+        earlier.map(|&(_, produced_by)| produced_by + 1)
+    }
+
     /// Whether the chain's last pass asked for an approval the call does not have: a hook
     /// asked, and the effective input is not one a person approved.
     #[inline]

@@ -15,8 +15,8 @@ use crate::audit::outcome::Outcome;
 ///
 /// The steps and their rules are exactly those of a call (ARCHITECTURE.md, "The life of one
 /// call", steps 1 to 4): the input is normalized, the tool looked up, the input validated, then
-/// the chain runs with the rewrite rule (a rewrite restarts the chain; every hook must allow the
-/// effective input in one pass) and the dispatcher's deadlines.
+/// the chain runs with the rewrite rule (every hook must allow the effective input in one pass,
+/// but the hook that produced it, which is not asked about it) and the dispatcher's deadlines.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ChainVerdict {

@@ -121,14 +121,17 @@ impl<'a> Verdict<'a> {
     }
 
     /// The PreToolUse hook at `hook` rewrote the input back to one the call already had: the
-    /// chain would loop forever. A halt (`hook_failed`); `by` is every rewrite, in order.
-    pub(super) fn chain_looped(hook: &'a str, by: &[&str]) -> Self {
+    /// chain would loop forever. A halt (`hook_failed`); `by` is every rewrite, in order, and
+    /// `cycle` the rewriters of the loop (those since the input was last had, `hook` last), each
+    /// named once, in order.
+    pub(super) fn chain_looped(hook: &'a str, by: &[&str], cycle: &[&str]) -> Self {
         Verdict::halted(
             Cow::Borrowed(hook),
             Outcome::HookFailed,
             format!(
-                "the PreToolUse chain looped: `{hook}` rewrote the input back to an earlier one \
-                 (rewrites in order: {})",
+                "the PreToolUse chain looped: the rewrites of {} undo each other (`{hook}` \
+                 rewrote the input back to an earlier one; rewrites in order: {})",
+                joined(cycle),
                 listed(by)
             ),
         )
@@ -355,6 +358,21 @@ fn asked_list(asks: &[Asked]) -> String {
         .collect::<Vec<_>>()
         .join("; ");
     format!("asked by {list}")
+}
+
+/// `paths` each named once, in order of first appearance, joined as a sentence does:
+/// `` `a` ``, `` `a` and `b` ``, `` `a`, `b` and `c` ``.
+fn joined(paths: &[&str]) -> String {
+    let mut once: Vec<&str> = Vec::with_capacity(paths.len());
+    for p in paths {
+        if !once.contains(p) {
+            once.push(p);
+        }
+    }
+    match once.split_last() {
+        Some((last, before @ [_, ..])) => format!("{} and `{last}`", listed(before)),
+        _ => listed(&once),
+    }
 }
 
 /// Hook paths for a `detail`: `` `a`, `b` ``.

@@ -35,11 +35,12 @@ impl Session {
     /// or another: the pending turn is plain JSON). Each waiting call then ends by its decision:
     ///
     /// - [`Approval::Approve`]: its PreToolUse chain runs again on its effective input before
-    ///   the tool (state a rule reads may have changed since, e.g. the week's refund total): a
-    ///   deny still wins (`blocked`), an ask about the approved input passes, an ask about
-    ///   another input (a hook rewrote it) is blocked; then the tool runs. Its final audit line
-    ///   has `approved_by`.
-    /// - [`Approval::Edit`]: the same, with the edited input authorized as a rewrite.
+    ///   the tool, without the hook whose rewrite produced it (state a rule reads may have
+    ///   changed since, e.g. the week's refund total): a deny still wins (`blocked`), an ask
+    ///   about the approved input passes, an ask about another input (a hook rewrote it) is
+    ///   blocked; then the tool runs. Its final audit line has `approved_by`.
+    /// - [`Approval::Edit`]: the same, with the edited input authorized as a rewrite by the
+    ///   approver, on which every hook decides.
     /// - [`Approval::Deny`]: not run; `blocked`, `BLOCKED: a person declined this call:
     ///   <reason>`, with `denied_by`.
     ///
