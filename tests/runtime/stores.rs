@@ -14,7 +14,7 @@ use toolgate::{
     dispatch::{PreHookDef, ToolDef},
     store::{
         AnswerStore, CallKey, InputDigest, MemoryAnswerStore, MemoryPendingStore, PendingStore,
-        conformance,
+        StoreError, conformance,
     },
 };
 
@@ -206,4 +206,84 @@ fn a_claim_whose_worker_died_is_answered_as_interrupted_and_never_run_again() {
         );
     }
     assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+/// The in-memory store whose `answered` fails, as a database whose connection dropped after
+/// the tool ran.
+struct LostAfterRun(MemoryAnswerStore);
+
+impl AnswerStore for LostAfterRun {
+    fn claim<'a>(
+        &'a self,
+        key: CallKey<'a>,
+        digest: InputDigest,
+        lease: Duration,
+    ) -> toolgate::store::StoreFuture<'a, Result<toolgate::store::Claim, StoreError>> {
+        self.0.claim(key, digest, lease)
+    }
+
+    fn answered<'a>(
+        &'a self,
+        _key: CallKey<'a>,
+        _outcome: toolgate::audit::Outcome,
+        _result: ToolResult,
+    ) -> toolgate::store::StoreFuture<'a, Result<(), StoreError>> {
+        toolgate::store::StoreFuture::ready(Err(StoreError::new("connection to db-7:5432 lost")))
+    }
+
+    fn release<'a>(
+        &'a self,
+        key: CallKey<'a>,
+        tool_started: bool,
+    ) -> toolgate::store::StoreFuture<'a, Result<(), StoreError>> {
+        self.0.release(key, tool_started)
+    }
+}
+
+#[test]
+fn an_answer_the_memory_could_not_record_still_reaches_the_model_and_the_audit_line_says_so() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let lines = crate::ask::Lines::default();
+    let ran = Arc::clone(&runs);
+    let d = Dispatcher::builder()
+        .tool(
+            ToolDef::sync("refund", "Refunds an order.", move |_env, r: Refund| {
+                ran.fetch_add(1, Ordering::SeqCst);
+                Ok(format!("refunded {} on {}", r.amount_cents, r.order_id))
+            })
+            .unguarded("the test's own tool"),
+        )
+        .audit_log(
+            toolgate::audit::AuditLog::builder()
+                .sink(lines.clone())
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    let store = Arc::new(LostAfterRun(MemoryAnswerStore::new()));
+    let session = d.session_with_store(ctx(), store);
+    let call = ToolUse::new(
+        "toolu_1",
+        "refund",
+        json!({"order_id": "o_1", "amount_cents": 900}),
+    );
+    let result = toolgate::block_on(session.call(&call)).unwrap();
+    assert_eq!(result, ToolResult::text("toolu_1", "refunded 900 on o_1"));
+    let line = &lines.take()[0];
+    assert_eq!(line["outcome"], "ok");
+    assert_eq!(
+        line["detail"],
+        "the answer memory could not record this answer (the store failed: connection to \
+         db-7:5432 lost): a retry within the claim's lease is refused as in progress, after it \
+         answered as interrupted"
+    );
+    // The claim was released as interrupted (its tool ran): a retry never runs it again.
+    let again = toolgate::block_on(session.call(&call)).unwrap();
+    assert!(
+        again
+            .content_text()
+            .starts_with("Not run: this call was interrupted earlier")
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
 }

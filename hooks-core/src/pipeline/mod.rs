@@ -45,7 +45,7 @@ use approve::Approved;
 use chain::HookRuns;
 pub(crate) use chain::Rewrites;
 use observe::CancelGuard;
-pub(crate) use observe::Progress;
+pub(crate) use observe::{Kept, Memory, Progress};
 use validate::validate;
 use verdict::{Answer, Verdict};
 
@@ -225,7 +225,12 @@ impl Inner {
         {
             slot.release();
         }
-        let answer = Answer::new(call, verdict, self.limits.max_result_bytes);
+        let mut answer = Answer::new(call, verdict, self.limits.max_result_bytes);
+        if let Some(progress) = guard.progress {
+            // Remembered before anyone sees it: a retry from now on is a replay, and an answer
+            // the memory could not keep is on the audit line.
+            remember(&mut answer, progress).await;
+        }
         let record = answer.record(call, input, &rewrites, started.elapsed());
         if !span.is_disabled() {
             span::finish(&span, env.context(), &record, self.span_content.as_ref());
@@ -462,6 +467,36 @@ impl<'a> Recorded<'a> {
             (Ok(c), _) => &c.input,
             (Err(_), Some(note)) => note,
             (Err(_), None) => &call.input,
+        }
+    }
+}
+
+/// Records a final answer in the answer memory the call's claim is in, telling `progress` how it
+/// went; a store that fails adds its error to the answer's operator detail (the model still
+/// gets the answer).
+async fn remember(answer: &mut Answer<'_>, progress: &Progress<'_>) {
+    let Some(memory) = progress.memory() else {
+        return;
+    };
+    // A halt (no answer: a retry runs the call) and a pause (not final) are not remembered.
+    if answer.halts() || !answer.outcome.is_final() {
+        return;
+    }
+    let result = answer.result().clone();
+    match memory
+        .store
+        .answered(memory.key, answer.outcome, result)
+        .await
+    {
+        Ok(()) => progress.set_recorded(Kept::Yes),
+        Err(e) => {
+            tracing::error!(target: "toolgate::memory", tool_use_id = %memory.key.tool_use_id,
+                error = %e, "the answer could not be remembered; a retry is not run again");
+            answer.add_detail(&format!(
+                "the answer memory could not record this answer ({e}): a retry within the \
+                 claim's lease is refused as in progress, after it answered as interrupted"
+            ));
+            progress.set_recorded(Kept::Failed);
         }
     }
 }

@@ -2,7 +2,7 @@
 //! [`CancelGuard`] that still shows them a `cancelled` record when the host drops the call
 //! before it finished; and the [`Progress`] a session reads of a call in flight.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -17,26 +17,69 @@ use crate::hook::state::Env;
 use crate::pipeline::inner::Inner;
 use crate::pipeline::order::Slot;
 use crate::pipeline::stats::{Stats, report_observer_error};
+use crate::store::{AnswerStore, CallKey};
 
 /// What a session learns of a call in flight (atomics: the call future is `Send`): whether its
-/// tool started (a call dropped after that is never run again) and, once it ended, its outcome;
-/// and, for a block run concurrently with other reads of its message, its place in the message
-/// (`reads.rs`: when the next block may start, when this one may show its record).
+/// tool started (a call dropped after that is never run again) and, once it ended, whether the
+/// answer memory recorded its answer; and, for a block run concurrently with
+/// other reads of its message, its place in the message (`order.rs`: when the next block may
+/// start, when this one may show its record).
 #[derive(Default)]
 pub(crate) struct Progress<'t> {
     tool_started: AtomicBool,
-    /// `Outcome::index() + 1`; 0 while the call runs.
-    outcome: AtomicUsize,
     slot: Option<Slot<'t>>,
+    /// Where the call's answer is remembered, before the observers see its record.
+    memory: Option<Memory<'t>>,
+    /// [`Kept`] as a number.
+    recorded: AtomicU8,
+}
+
+/// The answer memory a call's claim is in, and its key there.
+#[derive(Clone, Copy)]
+pub(crate) struct Memory<'t> {
+    pub(crate) store: &'t dyn AnswerStore,
+    pub(crate) key: CallKey<'t>,
+}
+
+/// Whether the answer memory recorded a call's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kept {
+    /// Not asked: no memory, or no final answer (a halt, a pause).
+    No = 0,
+    /// Recorded: a retry is a replay.
+    Yes = 1,
+    /// The store failed: the audit line says so, and the claim is to be released.
+    Failed = 2,
 }
 
 impl<'t> Progress<'t> {
-    /// A call not yet started, at `slot` among the reads of its message run together.
-    pub(crate) fn new(slot: Option<Slot<'t>>) -> Self {
+    /// A call not yet started, at `slot` among the reads of its message run together, its
+    /// answer to be recorded in `memory`.
+    pub(crate) fn new(slot: Option<Slot<'t>>, memory: Option<Memory<'t>>) -> Self {
         Progress {
             slot,
+            memory,
             ..Progress::default()
         }
+    }
+
+    /// Where the call's answer is remembered, if anywhere.
+    pub(crate) fn memory(&self) -> Option<Memory<'t>> {
+        self.memory
+    }
+
+    /// Whether the answer memory recorded the call's answer.
+    pub(crate) fn recorded(&self) -> Kept {
+        match self.recorded.load(Ordering::Relaxed) {
+            1 => Kept::Yes,
+            2 => Kept::Failed,
+            _ => Kept::No,
+        }
+    }
+
+    /// What became of recording the call's answer.
+    pub(crate) fn set_recorded(&self, recorded: Kept) {
+        self.recorded.store(recorded as u8, Ordering::Relaxed);
     }
 
     /// The call's place among the reads of its message run together, if it is one.
@@ -47,14 +90,6 @@ impl<'t> Progress<'t> {
     /// Whether the tool (or wrapped caller) was started.
     pub(crate) fn tool_started(&self) -> bool {
         self.tool_started.load(Ordering::Relaxed)
-    }
-
-    /// The call's outcome, once it ended.
-    pub(crate) fn outcome(&self) -> Option<Outcome> {
-        match self.outcome.load(Ordering::Relaxed) {
-            0 => None,
-            i => Outcome::ALL.get(i - 1).copied(),
-        }
     }
 }
 
@@ -133,7 +168,6 @@ impl<'a> CancelGuard<'a> {
             s.record(outcome, self.tool);
         }
         if let Some(p) = self.progress {
-            p.outcome.store(outcome.index() + 1, Ordering::Relaxed);
             if let Some(slot) = &p.slot {
                 slot.observed();
             }

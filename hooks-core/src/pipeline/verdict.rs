@@ -446,6 +446,24 @@ impl<'a> Answer<'a> {
     /// that rewrote), the hooks that ran and the approval (who asked, approved or declined). A
     /// paused call (`awaiting_approval`) has no result yet.
     #[inline]
+    /// Whether a PreToolUse hook could not decide: the agent halts, and this is no answer.
+    pub(super) fn halts(&self) -> bool {
+        self.halt
+    }
+
+    /// The `tool_result`.
+    pub(super) fn result(&self) -> &ToolResult {
+        &self.result
+    }
+
+    /// Adds `more` to the operator detail (after what is there, `; ` between).
+    pub(super) fn add_detail(&mut self, more: &str) {
+        self.detail = Some(match self.detail.take() {
+            Some(d) => format!("{d}; {more}"),
+            None => more.to_owned(),
+        });
+    }
+
     pub(super) fn record<'r>(
         &'r self,
         call: &'r ToolUse,

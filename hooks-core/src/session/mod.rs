@@ -28,7 +28,7 @@ use crate::pipeline::inner::Inner;
 use crate::pipeline::normalize::{Normalized, normalize};
 use crate::pipeline::order::Slot;
 use crate::pipeline::stats::{Stats, report_observer_error};
-use crate::pipeline::{Mode, Progress};
+use crate::pipeline::{Kept, Memory, Mode, Progress};
 use crate::store::memory::MemoryAnswerStore;
 use crate::store::{AnswerStore, CallKey, Claim, InputDigest, Remembered, StoreError, StoreFuture};
 use crate::texts;
@@ -80,18 +80,6 @@ impl Store {
         }
     }
 
-    fn answered<'a>(
-        &'a self,
-        key: CallKey<'a>,
-        outcome: Outcome,
-        result: ToolResult,
-    ) -> StoreFuture<'a, Result<(), StoreError>> {
-        match self {
-            Store::Memory(m, _) => m.answered(key, outcome, result),
-            Store::Host(h) => h.answered(key, outcome, result),
-        }
-    }
-
     fn release<'a>(
         &'a self,
         key: CallKey<'a>,
@@ -107,6 +95,14 @@ impl Store {
         match self {
             Store::Memory(m, _) => m.abandon(key, tool_started),
             Store::Host(h) => h.abandon(key, tool_started),
+        }
+    }
+
+    /// The store, for the pipeline to record an answer in.
+    fn as_dyn(&self) -> &dyn AnswerStore {
+        match self {
+            Store::Memory(m, _) => m,
+            Store::Host(h) => &**h,
         }
     }
 }
@@ -188,7 +184,7 @@ impl Session {
     /// (`awaiting_approval`) is not an answer: the memory forgets its claim, so a retry of the
     /// message asks again (nothing ran) and its resumed answer is the one remembered.
     ///
-    /// `slot`: the block's place among the reads of its message run together (`reads.rs`).
+    /// `slot`: the block's place among the reads of its message run together (`pipeline/order.rs`).
     pub(crate) async fn remembered_call_in(
         &self,
         call: &ToolUse,
@@ -221,7 +217,11 @@ impl Session {
                 });
             }
         }
-        let progress = Progress::new(slot);
+        let memory = Memory {
+            store: self.store.as_dyn(),
+            key,
+        };
+        let progress = Progress::new(slot, Some(memory));
         let mut claimed = Claimed {
             store: &self.store,
             key,
@@ -246,23 +246,14 @@ impl Session {
                 return Err(CallError::Halt(halt));
             }
         };
-        let outcome = progress.outcome().unwrap_or(Outcome::Ok);
-        if !outcome.is_final() {
-            // Paused for a person: not an answer; its tool did not start.
-            claimed.release().await;
-            return Ok(answer);
+        match progress.recorded() {
+            // Remembered by the pipeline before its observers saw the record.
+            Kept::Yes => claimed.armed = false,
+            // Paused for a person (not an answer; its tool did not start), or an answer the
+            // store could not keep (the audit line says so): released, interrupted if its
+            // tool started, when the store can still record that.
+            Kept::No | Kept::Failed => claimed.release().await,
         }
-        if let Err(e) = self
-            .store
-            .answered(key, outcome, answer.result.clone())
-            .await
-        {
-            tracing::error!(target: "toolgate::memory", tool_use_id = %call.id, error = %e,
-                "the answer could not be remembered; a retry of this call will not run it again");
-            claimed.release().await; // interrupted, if the store can still record it
-            return Ok(answer);
-        }
-        claimed.armed = false;
         Ok(answer)
     }
 

@@ -143,7 +143,7 @@ impl Session {
         let mut results = Vec::with_capacity(uses.len());
         let mut i = 0;
         while i < uses.len() {
-            // Consecutive read-only blocks run together (`reads.rs`); any other block runs
+            // Consecutive read-only blocks run together (`pipeline/order.rs`); any other block runs
             // alone, after every block before it finished.
             let mut end = i + 1;
             if max > 1 && self.is_read(&uses[i].name) {
@@ -195,7 +195,7 @@ impl Session {
 
     /// The answer of a message whose block `at` halted: the blocks before it as answered (a
     /// paused one ends `blocked`: the turn cannot wait), its `BLOCKED:` result, then each later
-    /// block: its own answer when it had already started (a read run with it, see `reads.rs`;
+    /// block: its own answer when it had already started (a read run with it, see `pipeline/order.rs`;
     /// named in [`Halt::ran_after`]), else `Not run:` (audited as `not_run`).
     async fn halted(
         &self,

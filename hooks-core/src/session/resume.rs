@@ -391,7 +391,7 @@ impl Session {
             .map(|answer| answer.result)
     }
 
-    /// [`resume_call`](Self::resume_call) for a waiting read resumed with others (`reads.rs`).
+    /// [`resume_call`](Self::resume_call) for a waiting read resumed with others (`pipeline/order.rs`).
     async fn resume_call_in(
         &self,
         waiting: &AwaitingCall,
