@@ -8,9 +8,8 @@ use std::fmt;
 
 use crate::audit::outcome::Outcome;
 use crate::content::ids::IdError;
-use crate::content::{Message, ToolResult};
-use crate::provider::ConvertError;
-use crate::store::StoreError;
+use crate::content::message::{Message, ToolResult};
+use crate::store::error::StoreError;
 use crate::texts::INTERNAL_ERROR_MESSAGE;
 
 /// A tool's failure: `is_error: true` with [`message`](Self::message) as the content.
@@ -349,7 +348,7 @@ impl Halt {
     /// so a message that repeats an id still gets the right block).
     pub fn result(&self) -> Option<&ToolResult> {
         match self.answer.content.get(self.index) {
-            Some(crate::content::ContentBlock::ToolResult(r)) => Some(r),
+            Some(crate::content::message::ContentBlock::ToolResult(r)) => Some(r),
             _ => None,
         }
     }
@@ -501,5 +500,24 @@ impl RespondError {
 impl From<Halt> for RespondError {
     fn from(halt: Halt) -> Self {
         RespondError::Call(CallError::Halt(halt))
+    }
+}
+
+/// A provider's call item that cannot become a [`ToolUse`](crate::ToolUse): it lacks what the answer needs (an
+/// id, a name) or is not a function call. Raised on the host's side, before the pipeline: the
+/// model's arguments are never the cause (bad arguments are `invalid_input` results).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot read {what}: {message}")]
+pub struct ConvertError {
+    what: &'static str,
+    message: String,
+}
+
+impl ConvertError {
+    pub(crate) fn new(what: &'static str, message: impl Into<String>) -> Self {
+        ConvertError {
+            what,
+            message: message.into(),
+        }
     }
 }

@@ -13,7 +13,7 @@ use crate::hook::definitions::ToolDef;
 use crate::hook::state::State;
 
 pub use crate::base::future::BoxFuture;
-pub use crate::content::ToolResultContent;
+pub use crate::content::message::ToolResultContent;
 pub use crate::content::output::{output_content, output_text};
 pub use crate::hook::registry::{Registration, RegistrationKind, ToolRef};
 pub use crate::hook::state::{Env, StateKey};

@@ -49,7 +49,7 @@ use tower_service::Service;
 
 use crate::audit::outcome::Outcome;
 use crate::base::future::BoxFuture;
-use crate::content::{ContentBlock, Message, ToolResult, ToolUse};
+use crate::content::message::{ContentBlock, Message, ToolResult, ToolUse};
 use crate::dispatch::builder::{BuildError, DispatcherBuilder};
 use crate::error::{CallError, Halt, ToolError};
 use crate::hook::answer::CallAnswer;

@@ -9,10 +9,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::approval::Asked;
-use crate::content::{ToolResult, ToolUse};
+use crate::approval::ask::Asked;
+use crate::content::message::{ToolResult, ToolUse};
 use crate::error::{CallError, Halt};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 use crate::texts;
 
 /// The format version a [`PendingTurn`] is written with, and the only one
@@ -72,7 +72,7 @@ impl TurnFormat {
 pub enum Resumed {
     /// A Messages API turn's answer: the user message `{"role": "user", "content":
     /// [tool_result, …]}` to send next.
-    Message(crate::content::Message),
+    Message(crate::content::message::Message),
     /// Another API's answer items: OpenAI Chat `{"role": "tool", "tool_call_id", "content"}`
     /// messages, Responses `{"type": "function_call_output", "call_id", "output"}` items, or
     /// Gemini `{"functionResponse": {"name", "response", "id"?}}` parts.
@@ -81,7 +81,7 @@ pub enum Resumed {
 
 impl Resumed {
     /// The user message, for a Messages API turn.
-    pub fn into_message(self) -> Option<crate::content::Message> {
+    pub fn into_message(self) -> Option<crate::content::message::Message> {
         match self {
             Resumed::Message(m) => Some(m),
             Resumed::Items(_) => None,

@@ -13,7 +13,7 @@ use std::io::Write as _;
 
 use serde_json::Value;
 
-use crate::approval::Asked;
+use crate::approval::ask::Asked;
 use crate::audit::hook_run::HookRun;
 use crate::audit::record::AuditRecord;
 use crate::base::time::{Rfc3339, SecondText};

@@ -8,10 +8,10 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::approval::Asked;
+use crate::approval::ask::Asked;
 use crate::audit::hook_run::HookRun;
+use crate::content::message::{ToolResult, ToolUse};
 use crate::content::usage::Usage;
-use crate::content::{ToolResult, ToolUse};
 
 /// How one `tool_use` block ended. Serialized in snake_case (`"tool_error"`), as on audit lines.
 ///

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::approval::Asked;
+use crate::approval::ask::Asked;
 use crate::audit::hook_run::HookRun;
 use crate::audit::outcome::{CallRecord, Outcome, SessionSummary};
 use crate::hook::context::HookContext;

@@ -71,7 +71,7 @@ use serde_json::{Value, json};
 
 use crate::audit::outcome::{CallRecord, Outcome, SessionSummary};
 use crate::base::panic::catch;
-use crate::content::{ToolResult, ToolUse};
+use crate::content::message::{ToolResult, ToolUse};
 use crate::dispatch::dispatcher::Dispatcher;
 use crate::hook::context::{Clock, HookContext};
 use crate::hook::state::Env;

@@ -3,7 +3,7 @@
 
 use serde::{Serialize, Serializer};
 
-use crate::content::{ContentBlock, Message, TextBlock};
+use crate::content::message::{ContentBlock, Message, TextBlock};
 
 /// The `messages` array of the next request, in order.
 ///

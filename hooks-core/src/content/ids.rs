@@ -15,7 +15,7 @@
 
 use std::fmt;
 
-use crate::content::ToolUse;
+use crate::content::message::ToolUse;
 
 /// A rule a `tool_use` id breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

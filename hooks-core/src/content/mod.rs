@@ -6,14 +6,12 @@
 //! block's `extra` map and written back unchanged, so a message survives a round trip.
 
 pub(crate) mod conversation;
-mod de;
+pub(crate) mod de;
 pub(crate) mod ids;
 pub(crate) mod message;
 pub(crate) mod output;
 mod ser;
 pub(crate) mod usage;
-
-pub(crate) use de::kind_of;
 
 // The three a host names most (`ToolUse`, `ToolResult`, `Message`) are at the crate's root.
 pub use message::{ContentBlock, Role, TextBlock, ToolResultContent};

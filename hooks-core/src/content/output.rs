@@ -16,7 +16,7 @@ use serde::{Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
 use crate::base::future::BoxFuture;
-use crate::content::{ContentBlock, TextBlock, ToolResultContent};
+use crate::content::message::{ContentBlock, TextBlock, ToolResultContent};
 use crate::error::ToolError;
 
 /// A tool's answer as content blocks: text, images and documents, in order, sent as the
@@ -601,7 +601,7 @@ mod tests {
         );
         // The detail is the operator's; the model reads the generic text.
         let e = checked(blocks(image("image/png", ""))).unwrap_err();
-        assert_eq!(e.message(), crate::content::INTERNAL_ERROR_MESSAGE);
+        assert_eq!(e.message(), crate::texts::INTERNAL_ERROR_MESSAGE);
     }
 
     /// A document URL of a scheme the Messages API does not fetch.

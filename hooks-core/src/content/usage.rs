@@ -7,7 +7,7 @@ use std::ops::AddAssign;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::content::Message;
+use crate::content::message::Message;
 
 /// Token counts, named as the Messages API's `usage` object names them (source: the Messages
 /// API reference, "usage"; the API bills input, output, cache writes and cache reads at

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::approval::Approver;
+use crate::approval::ask::Approver;
 use crate::audit::AuditLog;
 use crate::base::sort::{Names, sort_by};
 use crate::base::timer::{DefaultTimer, Timer};
@@ -752,7 +752,7 @@ impl Candidate {
                     field: String::new(),
                     problem: format!(
                         "it must be an array of input objects, found a JSON {}",
-                        crate::content::kind_of(other)
+                        crate::content::de::kind_of(other)
                     ),
                 });
                 Vec::new()
@@ -1195,6 +1195,33 @@ fn check_guarded_writes(
 /// Step 12, once every check passed: hooks in run order (the audit log last), tools sorted by
 /// name with their chains and observers resolved, the definitions rendered; default settings,
 /// which `build()` replaces with the builder's.
+/// A kept tool as the dispatcher holds it (its chain and observers by index, its unknown-field
+/// check, its description unwrapped), and its Anthropic `tools` entry.
+fn tool_entry(c: Candidate, pre: &[PreHookDef], post: &[PostHookDef]) -> (ToolEntry, Value) {
+    let description = unwrap_doc(&c.description);
+    let definition = anthropic_entry(&c.name, &description, &c.schema, &c.input_examples);
+    let tool = ToolEntry {
+        description,
+        chain: matching(pre, |h| h.matcher.matches(&c.name)),
+        observers: matching(post, |o| o.matcher.matches(&c.name)),
+        fields: FieldCheck::from_schema(&c.schema),
+        canonical: c.schema,
+        validation: c.validation,
+        #[cfg(feature = "full-validation")]
+        full: c.full,
+        output_schema: c.output,
+        name: c.name,
+        path: c.path,
+        backend: c.backend,
+        timeout: c.timeout,
+        strict: c.strict,
+        input_examples: c.input_examples,
+        effect: c.effect,
+        unguarded: c.unguarded,
+    };
+    (tool, definition)
+}
+
 fn assemble(
     mut candidates: Vec<Candidate>,
     mut pre: Vec<PreHookDef>,
@@ -1215,32 +1242,9 @@ fn assemble(
     let mut tools = Vec::with_capacity(candidates.len());
     let mut definitions = Vec::with_capacity(candidates.len());
     for c in candidates {
-        let description = unwrap_doc(&c.description);
-        definitions.push(anthropic_entry(
-            &c.name,
-            &description,
-            &c.schema,
-            &c.input_examples,
-        ));
-        tools.push(ToolEntry {
-            description,
-            chain: matching(&pre, |h| h.matcher.matches(&c.name)),
-            observers: matching(&post, |o| o.matcher.matches(&c.name)),
-            fields: FieldCheck::from_schema(&c.schema),
-            canonical: c.schema,
-            validation: c.validation,
-            #[cfg(feature = "full-validation")]
-            full: c.full,
-            output_schema: c.output,
-            name: c.name,
-            path: c.path,
-            backend: c.backend,
-            timeout: c.timeout,
-            strict: c.strict,
-            input_examples: c.input_examples,
-            effect: c.effect,
-            unguarded: c.unguarded,
-        });
+        let (tool, definition) = tool_entry(c, &pre, &post);
+        tools.push(tool);
+        definitions.push(definition);
     }
     let open_chain = matching(&pre, |h| {
         matches!(h.matcher, Matcher::All) && h.input.is_none()

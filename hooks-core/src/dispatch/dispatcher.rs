@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::audit::AuditRecord;
 use crate::audit::what_if::{self, WhatIf};
 use crate::base::future::BoxFuture;
-use crate::content::ToolUse;
+use crate::content::message::ToolUse;
 use crate::error::Halt;
 use crate::hook::answer::CallAnswer;
 use crate::hook::caller::ToolCaller;

@@ -3,7 +3,7 @@
 //! guard can record the same outcome the inner pipeline did.
 
 use crate::audit::outcome::Outcome;
-use crate::content::ToolResult;
+use crate::content::message::ToolResult;
 
 /// The answer to one `tool_use`: the `tool_result` the model reads, and what the operator needs
 /// to record it truthfully. What a [`ToolCaller`](crate::dispatch::ToolCaller) returns.

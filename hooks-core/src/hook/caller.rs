@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::audit::outcome::Outcome;
 use crate::base::future::BoxFuture;
-use crate::content::{ToolResult, ToolUse};
+use crate::content::message::{ToolResult, ToolUse};
 use crate::error::{Halt, ToolError};
 use crate::hook::answer::CallAnswer;
 use crate::hook::context::HookContext;

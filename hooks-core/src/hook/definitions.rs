@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::audit::outcome::{CallRecord, SessionSummary};
 use crate::base::future::BoxFuture;
-use crate::content::ToolUse;
+use crate::content::message::ToolUse;
 use crate::content::output::ToolOutput;
 use crate::error::{HookError, ToolError};
 use crate::hook::decision::Decision;

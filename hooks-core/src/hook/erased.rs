@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use crate::audit::outcome::{CallRecord, SessionSummary};
 use crate::base::future::{BoxFuture, Invoke};
+use crate::content::message::{ToolResultContent, ToolUse};
 use crate::content::output::ToolOutput;
-use crate::content::{ToolResultContent, ToolUse};
 use crate::error::{HookError, ToolError};
 use crate::hook::decision::Decision;
 use crate::hook::state::Env;

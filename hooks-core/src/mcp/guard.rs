@@ -10,8 +10,10 @@ use serde_json::{Map, Value, json};
 
 use crate::audit::outcome::Outcome;
 use crate::base::future::BoxFuture;
+use crate::content::message::{
+    ContentBlock, Message, TextBlock, ToolResult, ToolResultContent, ToolUse,
+};
 use crate::content::output::Image;
-use crate::content::{ContentBlock, Message, TextBlock, ToolResult, ToolResultContent, ToolUse};
 use crate::error::Halt;
 use crate::hook::answer::CallAnswer;
 use crate::hook::caller::ToolCaller;

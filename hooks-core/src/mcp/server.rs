@@ -18,7 +18,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
 
 use crate::audit::outcome::Outcome;
-use crate::content::{ToolResult, ToolUse};
+use crate::content::message::{ToolResult, ToolUse};
 use crate::dispatch::dispatcher::Dispatcher;
 use crate::error::CallError;
 use crate::hook::context::HookContext;

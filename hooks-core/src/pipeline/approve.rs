@@ -1,10 +1,10 @@
 //! A person's approval, after the chain asked for one: the dispatcher's approver inline, or a
 //! pause; and the start of a paused call resumed with a person's decision.
 
-use crate::approval::{Approval, ApprovalRequest};
+use crate::approval::ask::{Approval, ApprovalRequest};
 use crate::base::panic::{CatchUnwind, catch};
 use crate::base::timer::Raced;
-use crate::content::ToolUse;
+use crate::content::message::ToolUse;
 use crate::hook::erased::Args;
 use crate::hook::state::Env;
 use crate::pipeline::inner::{Inner, ToolEntry};

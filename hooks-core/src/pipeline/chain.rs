@@ -6,12 +6,12 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::approval::Asked;
+use crate::approval::ask::Asked;
 use crate::audit::hook_run::{HookOutcome, HookRun};
 use crate::base::future::{BoxFuture, Invoke};
 use crate::base::panic::{CatchUnwind, catch};
 use crate::base::timer::Raced;
-use crate::content::ToolUse;
+use crate::content::message::ToolUse;
 use crate::error::HookError;
 use crate::hook::decision::Decision;
 use crate::hook::definitions::PreHookDef;

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::approval::Asked;
+use crate::approval::ask::Asked;
 use crate::audit::outcome::Outcome;
 
 /// What the PreToolUse chain decided about one `tool_use`, without running the tool or the

@@ -4,7 +4,7 @@
 #[cfg(feature = "claude-code")]
 use serde_json::{Map, Value};
 
-use crate::content::ToolUse;
+use crate::content::message::ToolUse;
 use crate::hook::context::HookContext;
 #[cfg(feature = "claude-code")]
 use crate::hook::definitions::ToolDef;

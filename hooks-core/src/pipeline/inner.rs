@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::approval::Approver;
+use crate::approval::ask::Approver;
 use crate::audit::Redaction;
 use crate::base::timer::Timer;
 use crate::hook::caller::ToolCaller;

@@ -3,7 +3,7 @@
 
 use serde_json::Map;
 
-use crate::content::{ContentBlock, TextBlock, ToolResultContent};
+use crate::content::message::{ContentBlock, TextBlock, ToolResultContent};
 use crate::texts;
 
 /// Bounds the dispatcher applies to every call.

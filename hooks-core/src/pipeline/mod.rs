@@ -23,13 +23,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::approval::Approval;
+use crate::approval::ask::Approval;
 use crate::approval::pending::AwaitingCall;
 use crate::audit::outcome::{CallRecord, Outcome};
 use crate::base::future::{BoxFuture, Invoke};
 use crate::base::panic::{CatchUnwind, catch};
 use crate::base::timer::{Deadline, Race, Raced};
-use crate::content::{ToolResult, ToolResultContent, ToolUse};
+use crate::content::message::{ToolResult, ToolResultContent, ToolUse};
 use crate::error::{Halt, ToolError};
 use crate::hook::answer::CallAnswer;
 use crate::hook::context::HookContext;

@@ -4,7 +4,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::content::{ToolUse, kind_of};
+use crate::content::de::kind_of;
+use crate::content::message::ToolUse;
 use crate::pipeline::limits::Limits;
 use crate::texts;
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::audit::outcome::{CallRecord, Outcome};
 use crate::base::future::{BoxFuture, Invoke};
 use crate::base::panic::{CatchUnwind, catch};
-use crate::content::ToolUse;
+use crate::content::message::ToolUse;
 use crate::error::HookError;
 use crate::hook::definitions::PostHookDef;
 use crate::hook::state::Env;
@@ -167,10 +167,10 @@ impl<'a> CancelGuard<'a> {
         {
             s.record(outcome, self.tool);
         }
-        if let Some(p) = self.progress {
-            if let Some(slot) = &p.slot {
-                slot.observed();
-            }
+        if let Some(p) = self.progress
+            && let Some(slot) = &p.slot
+        {
+            slot.observed();
         }
         self.armed = false;
     }

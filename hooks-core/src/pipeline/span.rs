@@ -19,7 +19,7 @@ use tracing::field::Empty;
 use crate::audit::hook_run::HookOutcome;
 use crate::audit::outcome::{CallRecord, Outcome};
 use crate::audit::{AuditRecord, Redaction};
-use crate::content::ToolUse;
+use crate::content::message::ToolUse;
 use crate::hook::context::HookContext;
 
 /// `execute_tool {tool}` / `pre_tool_use {hook}`: a span name made only when the span is on.

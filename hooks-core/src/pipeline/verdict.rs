@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::approval::Asked;
+use crate::approval::ask::Asked;
 use crate::audit::outcome::{CallRecord, Outcome};
 use crate::base::panic::catch;
+use crate::content::message::{ContentBlock, Message, ToolResult, ToolResultContent, ToolUse};
 use crate::content::output::checked;
-use crate::content::{ContentBlock, Message, ToolResult, ToolResultContent, ToolUse};
 use crate::error::{Halt, ToolError};
 use crate::hook::answer::CallAnswer;
 use crate::pipeline::chain_verdict::ChainVerdict;

@@ -35,7 +35,9 @@ use super::subset::{ALL_OF, at, inexpressible, is_a_map, join, relocate};
 use super::{ConvertError, Turn, object, optional_string, readable_text, string_field, the_one};
 use super::{Definition, Target, ToolSource};
 #[cfg(feature = "gemini")]
-use crate::content::{ToolResult, ToolUse, kind_of};
+use crate::content::de::kind_of;
+#[cfg(feature = "gemini")]
+use crate::content::message::{ToolResult, ToolUse};
 use crate::schema::walk::split_null_branches;
 
 /// [`Provider::Gemini`](super::Provider::Gemini).

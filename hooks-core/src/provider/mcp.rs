@@ -25,8 +25,9 @@
 use serde_json::{Map, Value, json};
 
 use super::{ConvertError, Definition, Target, ToolSource, object, string_field};
+use crate::content::de::kind_of;
+use crate::content::message::{ToolResult, ToolResultContent, ToolUse};
 use crate::content::output::{Media, Source};
-use crate::content::{ToolResult, ToolResultContent, ToolUse, kind_of};
 use crate::schema::{anthropic_input_schema, canonicalize};
 use crate::texts;
 

@@ -137,11 +137,11 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value};
 
-use crate::content::kind_of;
+use crate::content::de::kind_of;
+#[cfg(any(feature = "openai", feature = "gemini"))]
+use crate::content::message::{ToolResult, ToolResultContent, ToolUse};
 #[cfg(any(feature = "openai", feature = "gemini"))]
 use crate::content::output::Media;
-#[cfg(any(feature = "openai", feature = "gemini"))]
-use crate::content::{ToolResult, ToolResultContent, ToolUse};
 #[cfg(any(feature = "openai", feature = "gemini"))]
 use crate::texts;
 
@@ -328,24 +328,7 @@ impl FromStr for Provider {
     }
 }
 
-/// A provider's call item that cannot become a [`ToolUse`]: it lacks what the answer needs (an
-/// id, a name) or is not a function call. Raised on the host's side, before the pipeline: the
-/// model's arguments are never the cause (bad arguments are `invalid_input` results).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot read {what}: {message}")]
-pub struct ConvertError {
-    what: &'static str,
-    message: String,
-}
-
-impl ConvertError {
-    pub(crate) fn new(what: &'static str, message: impl Into<String>) -> Self {
-        ConvertError {
-            what,
-            message: message.into(),
-        }
-    }
-}
+pub use crate::error::ConvertError;
 
 fn string_field<'a>(
     obj: &'a Map<String, Value>,

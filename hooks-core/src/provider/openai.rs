@@ -66,7 +66,9 @@ use super::{
 };
 use super::{Definition, Target, ToolSource};
 #[cfg(feature = "openai")]
-use crate::content::{ToolResult, ToolUse, kind_of};
+use crate::content::de::kind_of;
+#[cfg(feature = "openai")]
+use crate::content::message::{ToolResult, ToolUse};
 use crate::schema::anthropic_input_schema;
 use crate::schema::walk::split_nullable;
 

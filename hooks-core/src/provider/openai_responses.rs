@@ -29,9 +29,11 @@ use super::openai::function;
 use super::{ConvertError, Turn, object, optional_string, string_field, text_saying_failure};
 use super::{Definition, Target, ToolSource};
 #[cfg(feature = "openai")]
-use crate::content::output::{Media, Source};
+use crate::content::de::kind_of;
 #[cfg(feature = "openai")]
-use crate::content::{ToolResult, ToolResultContent, ToolUse, kind_of};
+use crate::content::message::{ToolResult, ToolResultContent, ToolUse};
+#[cfg(feature = "openai")]
+use crate::content::output::{Media, Source};
 #[cfg(feature = "openai")]
 use crate::texts;
 

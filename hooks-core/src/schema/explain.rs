@@ -50,7 +50,7 @@ use serde_json::{Map, Value};
 
 use super::meta::Draft;
 use super::walk::{OBJECT, kinds, resolve_ref};
-use crate::content::kind_of;
+use crate::content::de::kind_of;
 use crate::texts::{self, MAX_LISTED_PROBLEMS, MAX_QUOTED_CHARS, Problem, Problems};
 
 /// The most problems one walk keeps.

@@ -21,7 +21,7 @@
 use serde_json::{Map, Value};
 
 use super::walk::resolve_ref;
-use crate::content::kind_of;
+use crate::content::de::kind_of;
 use crate::texts::quoted;
 
 /// A JSON Schema draft, named by a schema's `$schema`.

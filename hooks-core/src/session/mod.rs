@@ -18,8 +18,8 @@ use serde_json::Value;
 
 use crate::audit::outcome::{Outcome, SessionSummary};
 use crate::base::panic::catch;
+use crate::content::message::{ToolResult, ToolUse};
 use crate::content::usage::Usage;
-use crate::content::{ToolResult, ToolUse};
 use crate::error::CallError;
 use crate::hook::answer::CallAnswer;
 use crate::hook::context::HookContext;
@@ -29,8 +29,10 @@ use crate::pipeline::normalize::{Normalized, normalize};
 use crate::pipeline::order::Slot;
 use crate::pipeline::stats::{Stats, report_observer_error};
 use crate::pipeline::{Kept, Memory, Mode, Progress};
+use crate::store::digest::InputDigest;
+use crate::store::error::StoreError;
 use crate::store::memory::MemoryAnswerStore;
-use crate::store::{AnswerStore, CallKey, Claim, InputDigest, Remembered, StoreError, StoreFuture};
+use crate::store::{AnswerStore, CallKey, Claim, Remembered, StoreFuture};
 use crate::texts;
 
 /// One conversation: every `tool_use` of it goes through [`call`](Self::call) or

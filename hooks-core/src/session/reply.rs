@@ -2,7 +2,7 @@
 //! message, and the whole-turn entry points of the other APIs for theirs.
 
 use crate::approval::pending::PendingTurn;
-use crate::content::Message;
+use crate::content::message::Message;
 
 /// The answer to an assistant message (or another API's turn) whose calls all ran: either the
 /// next user turn, or nothing to run.

@@ -11,7 +11,7 @@ use crate::approval::pending::{
     AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn, TurnFormat,
 };
 use crate::content::ids;
-use crate::content::{ContentBlock, Message, Role, ToolResult, ToolUse};
+use crate::content::message::{ContentBlock, Message, Role, ToolResult, ToolUse};
 use crate::error::{CallError, Halt, RespondError};
 use crate::hook::answer::CallAnswer;
 use crate::pipeline::order::{TurnOrder, join_blocks};

@@ -6,19 +6,20 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::approval::Approval;
+use crate::approval::ask::Approval;
 use crate::approval::decisions::Decisions;
 use crate::approval::pending::{
     AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn, ResumeError, Resumed, TurnFormat,
     input_digest,
 };
-use crate::content::{ContentBlock, Message, ToolResult};
+use crate::content::message::{ContentBlock, Message, ToolResult};
 use crate::error::{CallError, Halt};
 use crate::pipeline::order::{Slot, TurnOrder, join_blocks};
 use crate::pipeline::{Mode, Resolution, Resumed as Resuming};
 use crate::session::Session;
 use crate::session::respond::answer_items;
-use crate::store::{PendingStore, StoreError, Taken};
+use crate::store::error::StoreError;
+use crate::store::{PendingStore, Taken};
 use crate::texts;
 
 impl Session {

@@ -19,7 +19,7 @@
 use serde_json::Value;
 
 use crate::approval::pending::TurnFormat;
-use crate::content::ToolUse;
+use crate::content::message::ToolUse;
 use crate::error::RespondError;
 use crate::provider::Turn;
 #[cfg(feature = "gemini")]

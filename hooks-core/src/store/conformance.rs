@@ -24,7 +24,7 @@ use serde_json::json;
 
 use crate::approval::pending::{PENDING_TURN_FORMAT, PendingBlock, PendingTurn, TurnFormat};
 use crate::audit::outcome::Outcome;
-use crate::content::ToolResult;
+use crate::content::message::ToolResult;
 
 use super::{AnswerStore, CallKey, Claim, InputDigest, PendingStore, Remembered, Taken};
 
@@ -294,25 +294,43 @@ fn turn(session: &str, turn_id: &str) -> PendingTurn {
 /// At the first rule the store breaks, with the step's name.
 pub async fn pending_store(store: &dyn PendingStore) {
     let session = fresh_session("pending");
-    let first = turn(&session, "toolu_a");
+    let (first, second) = kept_once(store, &session).await;
+    racing_takes(store, &session, &first, &second).await;
+    resumed_and_lapsed(store, &session, &first, second).await;
+}
+
+/// Two turns put (the first twice), both waiting, oldest first, the first as first kept.
+async fn kept_once(store: &dyn PendingStore, session: &str) -> (PendingTurn, PendingTurn) {
+    let first = turn(session, "toolu_a");
     store.put(&first).await.unwrap();
     let mut later = first.clone();
     later.created_at += Duration::from_secs(3600);
     store.put(&later).await.unwrap();
-    let second = turn(&session, "toolu_b");
+    let second = turn(session, "toolu_b");
     store.put(&second).await.unwrap();
     assert_eq!(
-        store.waiting(&session).await.unwrap(),
+        store.waiting(session).await.unwrap(),
         vec![first.clone(), second.clone()],
         "both turns wait, oldest first, the first as it was first kept"
     );
+    (first, second)
+}
+
+/// A missing turn; eight takes racing on the first (one wins, whole); a taken turn no longer
+/// waits; put back, it is taken again.
+async fn racing_takes(
+    store: &dyn PendingStore,
+    session: &str,
+    first: &PendingTurn,
+    second: &PendingTurn,
+) {
     assert_eq!(
-        store.take(&session, "toolu_none", LONG).await.unwrap(),
+        store.take(session, "toolu_none", LONG).await.unwrap(),
         Taken::Missing,
         "a turn never kept is missing"
     );
     let takes = (0..8)
-        .map(|_| Box::pin(store.take(&session, "toolu_a", LONG)) as Racer<'_, _>)
+        .map(|_| Box::pin(store.take(session, "toolu_a", LONG)) as Racer<'_, _>)
         .collect();
     let outcomes = join_all(takes).await;
     let won: Vec<_> = outcomes
@@ -336,42 +354,52 @@ pub async fn pending_store(store: &dyn PendingStore) {
         "the others see it being resumed: {outcomes:?}"
     );
     assert_eq!(
-        store.waiting(&session).await.unwrap(),
+        store.waiting(session).await.unwrap(),
         vec![second.clone()],
         "a taken turn no longer waits"
     );
-    store.put_back(&session, "toolu_a").await.unwrap();
+    store.put_back(session, "toolu_a").await.unwrap();
     assert_eq!(
-        store.take(&session, "toolu_a", LONG).await.unwrap(),
+        store.take(session, "toolu_a", LONG).await.unwrap(),
         Taken::Turn(first.clone()),
         "a turn put back is taken again"
     );
+}
+
+/// A resumed turn answers every later take with its answer (and is neither kept again nor put
+/// back); a take whose lease ran out is taken again.
+async fn resumed_and_lapsed(
+    store: &dyn PendingStore,
+    session: &str,
+    first: &PendingTurn,
+    second: PendingTurn,
+) {
     let answer = json!({"role": "user", "content": []});
-    store.resumed(&session, "toolu_a", &answer).await.unwrap();
+    store.resumed(session, "toolu_a", &answer).await.unwrap();
     assert_eq!(
-        store.take(&session, "toolu_a", LONG).await.unwrap(),
+        store.take(session, "toolu_a", LONG).await.unwrap(),
         Taken::Resumed(answer.clone()),
         "a resumed turn answers every later take with its answer"
     );
-    store.put(&first).await.unwrap();
-    store.put_back(&session, "toolu_a").await.unwrap();
+    store.put(first).await.unwrap();
+    store.put_back(session, "toolu_a").await.unwrap();
     assert_eq!(
-        store.take(&session, "toolu_a", LONG).await.unwrap(),
+        store.take(session, "toolu_a", LONG).await.unwrap(),
         Taken::Resumed(answer),
         "a resumed turn is not kept again nor put back"
     );
     assert_eq!(
-        store.take(&session, "toolu_b", SHORT).await.unwrap(),
+        store.take(session, "toolu_b", SHORT).await.unwrap(),
         Taken::Turn(second.clone())
     );
     assert_eq!(
-        store.take(&session, "toolu_b", SHORT).await.unwrap(),
+        store.take(session, "toolu_b", SHORT).await.unwrap(),
         Taken::Resuming,
         "within its lease a take holds the turn"
     );
     sleep(SHORT * 3).await;
     assert_eq!(
-        store.take(&session, "toolu_b", LONG).await.unwrap(),
+        store.take(session, "toolu_b", LONG).await.unwrap(),
         Taken::Turn(second),
         "a take whose lease ran out (its worker died) is taken again"
     );

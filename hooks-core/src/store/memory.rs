@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::audit::outcome::Outcome;
-use crate::content::{ToolResult, ToolResultContent};
+use crate::content::message::{ToolResult, ToolResultContent};
 
 use super::{AnswerStore, CallKey, Claim, InputDigest, Remembered, StoreError, StoreFuture};
 

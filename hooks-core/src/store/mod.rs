@@ -45,10 +45,10 @@
 
 pub mod conformance;
 pub(crate) mod digest;
+pub(crate) mod error;
 pub(crate) mod memory;
 pub(crate) mod pending;
 
-use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -59,9 +59,10 @@ use serde_json::Value;
 use crate::approval::pending::PendingTurn;
 use crate::audit::outcome::Outcome;
 use crate::base::future::BoxFuture;
-use crate::content::ToolResult;
+use crate::content::message::ToolResult;
 
 pub use digest::InputDigest;
+pub use error::StoreError;
 pub use memory::MemoryAnswerStore;
 pub use pending::MemoryPendingStore;
 
@@ -135,38 +136,6 @@ pub enum Claim {
     /// now [`Remembered::Interrupted`], changed by this claim; nothing else was changed).
     Seen(Remembered),
 }
-
-/// A store that could not answer (a database down, a schema from another version).
-/// `Display`: `the store failed: <message>`. When a claim fails, nothing runs (the session
-/// cannot know whether the call was answered before); when recording an answer fails, the
-/// answer is still returned and the failure goes to `tracing` (target `toolgate::memory`) and
-/// the audit line's `detail`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreError {
-    message: String,
-}
-
-impl StoreError {
-    /// An error with `message` (operator-only: never shown to the model).
-    pub fn new(message: impl fmt::Display) -> Self {
-        StoreError {
-            message: message.to_string(),
-        }
-    }
-
-    /// The message.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the store failed: {}", self.message)
-    }
-}
-
-impl std::error::Error for StoreError {}
 
 /// The future of a store method: ready at once (an in-memory store: no allocation) or a boxed
 /// future (a database).
