@@ -614,24 +614,8 @@ fn verify_audit(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             return EXIT_FAILED;
         }
     };
-    let mut text = String::new();
-    for (name, chain) in [
-        (AUDIT_LOG_FILE, &verified.calls),
-        (SESSION_SUMMARIES_FILE, &verified.sessions),
-    ] {
-        let files = match chain.files.len() {
-            0 | 1 => String::new(),
-            n => format!(" ({n} files)"),
-        };
-        let verdict = if chain.status.is_ok() { "" } else { "broken: " };
-        text.push_str(&format!("{name}{files}: {verdict}{}\n", chain.status));
-    }
-    if verified.is_ok() {
-        text.push_str(
-            "keep the last hashes elsewhere: lines deleted from the end of a file can only be \
-             caught against them\n",
-        );
-    }
+    // The same lines as `toolgate audit verify`.
+    let text = toolgate::audit::report::ChainSummary::of(&verified).to_string();
     match out.write_all(text.as_bytes()) {
         Ok(()) if verified.is_ok() => EXIT_OK,
         Ok(()) => EXIT_FAILED,

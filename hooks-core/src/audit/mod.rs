@@ -21,6 +21,7 @@
 //! | `outcome.rs` | [`Outcome`], [`CallRecord`], [`SessionSummary`]: what observers and Stop hooks see |
 //! | `hook_run.rs` | [`HookRun`], [`HookOutcome`]: one run of a PreToolUse hook |
 //! | `what_if.rs` | [`WhatIf`], [`Flip`], [`Change`]: a recorded call against today's rules |
+//! | `report/` | feature `audit-report`: [`report`], the trail read back: figures, the HTML report, stats, tail lines |
 
 mod chain;
 mod files;
@@ -29,6 +30,8 @@ mod line;
 pub(crate) mod outcome;
 mod record;
 mod redact;
+#[cfg(feature = "audit-report")]
+pub mod report;
 mod sink;
 #[cfg(feature = "audit-verify")]
 mod verify;

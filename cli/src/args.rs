@@ -1,0 +1,227 @@
+//! The command tree, built with clap's builder API (no derive: no proc-macro crate to build).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Arg, ArgAction, ArgMatches, Command, value_parser};
+use clap_complete::Shell;
+
+use crate::{EXIT_BAD_INPUT, EXIT_OK, fail};
+
+const EXIT_CODES: &str = "Exit codes:
+  0  done (the chain verifies, the report is written, the lines are shown)
+  1  the hash chain is broken (audit verify), or the output could not be written
+  2  the command could not run: a usage error, a missing folder or one with no audit files,
+     a line that is not an audit line or is cut short, a file that cannot be read";
+
+fn source() -> Arg {
+    Arg::new("dir")
+        .value_name("DIR")
+        .help("The audit folder: audit_log.jsonl, session_summaries.jsonl and their rotated files")
+        .required(true)
+        .value_parser(value_parser!(PathBuf))
+}
+
+fn filters(command: Command) -> Command {
+    command
+        .arg(
+            Arg::new("outcome")
+                .long("outcome")
+                .value_name("OUTCOME")
+                .help(
+                    "Only calls with this outcome (ok, blocked, awaiting_approval, hook_failed, …)",
+                ),
+        )
+        .arg(
+            Arg::new("user")
+                .long("user")
+                .value_name("USER_ID")
+                .help("Only this user's calls"),
+        )
+        .arg(
+            Arg::new("tool")
+                .long("tool")
+                .value_name("TOOL")
+                .help("Only calls of this tool"),
+        )
+        .arg(
+            Arg::new("session")
+                .long("session")
+                .value_name("SESSION_ID")
+                .help("Only this session's calls"),
+        )
+}
+
+fn verify() -> Command {
+    Command::new("verify")
+        .about("Check the hash chain of the audit files: one line per chain")
+        .long_about(
+            "Check the hash chain of the audit files (rotated ones included, oldest first): one \
+             line per chain, `ok, N lines, last hash H`, or `broken:` naming the first line at \
+             fault (edited, deleted, inserted or reordered).",
+        )
+        .arg(source())
+        .after_help(format!(
+            "Example:\n  toolgate audit verify data/audit\n\n{EXIT_CODES}"
+        ))
+}
+
+fn report() -> Command {
+    Command::new("report")
+        .about("Write the HTML report: outcomes, people in the loop, customers, rules, latency")
+        .arg(source())
+        .arg(
+            Arg::new("output")
+                .short('o')
+                .long("output")
+                .value_name("FILE")
+                .default_value("report.html")
+                .value_parser(value_parser!(PathBuf))
+                .help("Where to write the page (`-` for standard output)"),
+        )
+        .arg(
+            Arg::new("open")
+                .long("open")
+                .action(ArgAction::SetTrue)
+                .help("Open the page in the desktop's browser once written"),
+        )
+        .arg(
+            Arg::new("pending-ttl")
+                .long("pending-ttl")
+                .value_name("SECONDS")
+                .default_value("86400")
+                .value_parser(value_parser!(u64))
+                .help("The agent's pending_ttl: when a waiting call expires"),
+        )
+        .arg(
+            Arg::new("count-tool")
+                .long("count-tool")
+                .value_name("TOOL")
+                .action(ArgAction::Append)
+                .help("Count this tool's ok calls per customer in a column of its own (repeatable)"),
+        )
+        .arg(
+            Arg::new("now")
+                .long("now")
+                .value_name("RFC3339")
+                .help("Compare expiries with this instant instead of the clock (a reproducible page)"),
+        )
+        .after_help(format!(
+            "Example:\n  toolgate audit report data/audit -o report.html --count-tool issue_refund --open\n\n\
+             {EXIT_CODES}"
+        ))
+}
+
+fn tail() -> Command {
+    filters(
+        Command::new("tail")
+            .about("Show one line per call: time, outcome, tool, user, duration, rule, session")
+            .arg(source())
+            .arg(
+                Arg::new("follow")
+                    .short('f')
+                    .long("follow")
+                    .action(ArgAction::SetTrue)
+                    .help("Keep showing lines as they are appended (a rotated file is followed into the new one)"),
+            )
+            .arg(
+                Arg::new("lines")
+                    .short('n')
+                    .long("lines")
+                    .value_name("N")
+                    .default_value("10")
+                    .value_parser(value_parser!(usize))
+                    .help("Show the last N matching lines first"),
+            )
+            .arg(
+                Arg::new("json")
+                    .long("json")
+                    .action(ArgAction::SetTrue)
+                    .help("Print each matching line as written (its JSON)"),
+            )
+            .arg(
+                Arg::new("color")
+                    .long("color")
+                    .value_name("WHEN")
+                    .value_parser(["auto", "always", "never"])
+                    .default_value("auto")
+                    .help("Colour the outcome: auto (on a terminal, unless NO_COLOR is set), always, never"),
+            ),
+    )
+    .after_help(format!(
+        "Examples:\n  toolgate audit tail data/audit -f --outcome blocked\n  \
+         toolgate audit tail data/audit -n 100 --user u_004 --json\n\n{EXIT_CODES}"
+    ))
+}
+
+fn stats() -> Command {
+    filters(
+        Command::new("stats")
+            .about("Count calls per outcome, rule, tool and user")
+            .arg(source())
+            .arg(
+                Arg::new("json")
+                    .long("json")
+                    .action(ArgAction::SetTrue)
+                    .help("Print the counts as one JSON object"),
+            ),
+    )
+    .after_help(format!(
+        "Examples:\n  toolgate audit stats data/audit\n  toolgate audit stats data/audit --tool issue_refund --json\n\n\
+         {EXIT_CODES}"
+    ))
+}
+
+/// The whole command tree.
+pub(crate) fn command() -> Command {
+    Command::new("toolgate")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("Verify, report on, tail and count a toolgate agent's audit trail")
+        .subcommand_required(true)
+        .arg_required_else_help(true)
+        .subcommand(
+            Command::new("audit")
+                .about("Read an audit folder: verify, report, tail, stats")
+                .subcommand_required(true)
+                .arg_required_else_help(true)
+                .subcommand(verify())
+                .subcommand(report())
+                .subcommand(tail())
+                .subcommand(stats())
+                .after_help(EXIT_CODES),
+        )
+        .subcommand(
+            Command::new("completions")
+                .about("Print a shell completion script")
+                .arg(
+                    Arg::new("shell")
+                        .value_name("SHELL")
+                        .required(true)
+                        .value_parser(value_parser!(Shell))
+                        .help("bash, zsh, fish, powershell or elvish"),
+                )
+                .after_help(
+                    "Example:\n  toolgate completions bash > ~/.local/share/bash-completion/completions/toolgate",
+                ),
+        )
+        .after_help(format!(
+            "Examples:\n  toolgate audit verify data/audit\n  toolgate audit tail data/audit -f\n\n{EXIT_CODES}"
+        ))
+}
+
+/// `toolgate completions SHELL`: the script on standard output.
+pub(crate) fn completions(m: &ArgMatches, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let Some(shell) = m.get_one::<Shell>("shell").copied() else {
+        return fail(err, "completions needs a shell", EXIT_BAD_INPUT);
+    };
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, &mut command(), "toolgate", &mut buf);
+    match out.write_all(&buf) {
+        Ok(()) => EXIT_OK,
+        Err(e) => fail(
+            err,
+            format!("cannot write the script: {e}"),
+            crate::EXIT_FAILED,
+        ),
+    }
+}
