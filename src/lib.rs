@@ -801,6 +801,7 @@
 //! | `gemini` | Gemini's calls in and results out (`provider::gemini::{tool_use, function_response}`), `Session::respond_gemini_candidate` |
 //! | `mcp` | `toolgate::mcp`: a dispatcher as an MCP server over stdio (rmcp), and a guard in front of a remote MCP server |
 //! | `mcp-http` | `mcp` over streamable HTTP: `McpServer::streamable_http_service` (a tower service for hyper or axum), `McpCaller::http_request`, `McpGuard::streamable_http` (reqwest, rustls on ring) |
+//! | `sqlite` | `toolgate::store::sqlite::SqliteStore`: the answer memory and the paused turns in one SQLite file that sessions and processes share, each committed write surviving a crash (rusqlite, SQLite compiled in) |
 #![forbid(unsafe_code)]
 
 pub use toolgate_core::*;
