@@ -107,16 +107,16 @@
 //!
 //! # The clock
 //!
-//! Leases are instants of the wall clock ([`SystemTime`](std::time::SystemTime)), stored as
-//! integers, milliseconds since the Unix epoch (a lease is rounded up to a whole millisecond).
-//! The processes sharing a file run on one machine, so they read one clock and their instants
-//! compare. The monotonic clock would be safer against a clock set by hand or by NTP, but its
-//! instants mean nothing outside their process. A step of the wall clock only moves when a
-//! lease ends: one that ends early turns a call still running into an interrupted one (its
-//! answer is then not recorded, and a retry is answered "not run again": never run twice), one
-//! that ends late makes a retry wait longer. A take of a paused turn whose lease ended early can
-//! be taken again while the first resume runs; the answer memory still refuses the call in
-//! progress, so nothing runs twice.
+//! Leases are instants of the wall clock ([`SystemTime`]), stored as integers, milliseconds since
+//! the Unix epoch (a lease is rounded up to a whole millisecond). The processes sharing a file
+//! run on one machine, so they read one clock and their instants compare; the monotonic clock
+//! would not be moved by NTP or by hand, but its instants mean nothing outside their process. A
+//! step of the wall clock only moves when leases end. One that ends early lets a retry that
+//! comes meanwhile mark a call still running interrupted: that retry and every later one are
+//! answered "not run again", and the first attempt's answer is not recorded (never run twice,
+//! at worst not replayed). One that ends late makes a retry of a dead worker's call wait
+//! longer. A paused turn whose take ended early can be taken again while the first resume
+//! runs; its calls are then refused as in progress by the answer memory, so nothing runs twice.
 //!
 //! # The tables
 //!
