@@ -66,7 +66,7 @@
 //! | `pipeline/` | one call: normalize, look up, validate, the PreToolUse chain, approval, the tool, the observers; the order of a message's blocks |
 //! | `session/` | a conversation: calls through the answer memory, whole turns of every API, resuming a paused turn, the Stop hooks |
 //! | `approval/` | a person's approval: asks, decisions, the approver, paused turns |
-//! | `store/` | the answer memory: the trait, the in-memory store, the input digest |
+//! | `store/` | the answer memory: the trait, the in-memory store, the input digest, the SQLite store (feature `sqlite`) |
 //! | `audit/` | what a call and a session came to (records, outcomes, hook runs), the audit log, its sinks, redaction, the hash chain, what-if replays |
 //! | `schema/` | canonical schemas, start-up schema checks, the walk that explains an invalid input |
 //! | `provider/` | the tool definitions of each API and their calls and results |

@@ -262,16 +262,18 @@ pub(crate) fn optional_fields_nullable(mut schema: Value) -> Value {
 
 /// The root package's features, each with whether this test binary was built with it. The
 /// list is checked against `Cargo.toml`'s `[features]` by [`example_binary`].
-const FEATURES: [(&str, bool); 9] = [
+const FEATURES: [(&str, bool); 11] = [
     ("tokio", cfg!(feature = "tokio")),
     ("full-validation", cfg!(feature = "full-validation")),
     ("tower", cfg!(feature = "tower")),
     ("claude-code", cfg!(feature = "claude-code")),
     ("audit-verify", cfg!(feature = "audit-verify")),
+    ("audit-report", cfg!(feature = "audit-report")),
     ("openai", cfg!(feature = "openai")),
     ("gemini", cfg!(feature = "gemini")),
     ("mcp", cfg!(feature = "mcp")),
     ("mcp-http", cfg!(feature = "mcp-http")),
+    ("sqlite", cfg!(feature = "sqlite")),
 ];
 
 /// The names of `Cargo.toml`'s `[features]` table.

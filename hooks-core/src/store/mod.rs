@@ -48,6 +48,8 @@ pub(crate) mod digest;
 pub(crate) mod error;
 pub(crate) mod memory;
 pub(crate) mod pending;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 
 use std::future::Future;
 use std::pin::Pin;

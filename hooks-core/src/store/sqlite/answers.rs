@@ -1,0 +1,194 @@
+//! [`SqliteStore`] as an [`AnswerStore`]: the table `toolgate_calls`.
+
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use crate::audit::outcome::Outcome;
+use crate::content::message::ToolResult;
+use crate::store::digest::InputDigest;
+use crate::store::error::StoreError;
+use crate::store::{AnswerStore, CallKey, Claim, Remembered, StoreFuture};
+
+use super::{Failure, SqliteStore, lease_end, now_millis};
+
+/// A new key, in progress until `?4`; nothing when the key is there.
+const INSERT: &str = "INSERT INTO toolgate_calls (session_id, tool_use_id, digest, state, \
+     lease_until) VALUES (?1, ?2, ?3, 'in_progress', ?4) \
+     ON CONFLICT (session_id, tool_use_id) DO NOTHING";
+
+/// A claim whose lease ended (at `?3` or before) with no answer: interrupted.
+const LAPSE: &str = "UPDATE toolgate_calls SET state = 'interrupted', lease_until = NULL \
+     WHERE session_id = ?1 AND tool_use_id = ?2 AND state = 'in_progress' AND lease_until <= ?3";
+
+/// What is recorded of a key.
+const READ: &str = "SELECT digest, state, outcome, result FROM toolgate_calls \
+     WHERE session_id = ?1 AND tool_use_id = ?2";
+
+/// A claim answered with outcome `?3` and the `tool_result` JSON `?4`.
+const ANSWER: &str = "UPDATE toolgate_calls \
+     SET state = 'answered', lease_until = NULL, outcome = ?3, result = ?4 \
+     WHERE session_id = ?1 AND tool_use_id = ?2 AND state = 'in_progress'";
+
+/// A claim released before its tool started: forgotten.
+const FORGET: &str = "DELETE FROM toolgate_calls \
+     WHERE session_id = ?1 AND tool_use_id = ?2 AND state = 'in_progress'";
+
+/// A claim released after its tool started: interrupted.
+const INTERRUPT: &str = "UPDATE toolgate_calls SET state = 'interrupted', lease_until = NULL \
+     WHERE session_id = ?1 AND tool_use_id = ?2 AND state = 'in_progress'";
+
+/// One row of `toolgate_calls`, as read.
+struct Row {
+    digest: Vec<u8>,
+    state: String,
+    outcome: Option<String>,
+    result: Option<String>,
+}
+
+/// `claim`'s words for a key in a message.
+fn describe(action: &str, key: CallKey<'_>) -> String {
+    format!(
+        "{action} tool_use {:?} of session {:?}",
+        key.tool_use_id, key.session_id
+    )
+}
+
+/// The claim, in one `BEGIN IMMEDIATE` transaction: the insert; when it inserted nothing, the
+/// lapsed-lease rule, then the row. The clock is read once the write lock is held, so a wait for
+/// the lock does not age the lease.
+fn claim(
+    connection: &mut Connection,
+    key: CallKey<'_>,
+    digest: InputDigest,
+    lease: Duration,
+) -> Result<Claim, Failure> {
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let now = now_millis();
+    let (session, id) = (key.session_id, key.tool_use_id);
+    let inserted = tx.execute(
+        INSERT,
+        params![session, id, &digest.0[..], lease_end(now, lease)],
+    )?;
+    if inserted == 1 {
+        tx.commit()?;
+        return Ok(Claim::Claimed);
+    }
+    tx.execute(LAPSE, params![session, id, now])?;
+    let row = tx
+        .query_row(READ, params![session, id], |row| {
+            Ok(Row {
+                digest: row.get(0)?,
+                state: row.get(1)?,
+                outcome: row.get(2)?,
+                result: row.get(3)?,
+            })
+        })
+        .optional()?;
+    tx.commit()?;
+    let row = row.ok_or_else(|| {
+        // The insert found the key and the same transaction read it: only a table changed by
+        // hand gets here.
+        Failure::Data("the row the insert conflicted with is gone".to_owned())
+    })?;
+    remembered(row, id).map(Claim::Seen)
+}
+
+/// What a row says of its call.
+fn remembered(row: Row, tool_use_id: &str) -> Result<Remembered, Failure> {
+    let digest = InputDigest(row.digest.as_slice().try_into().map_err(|_| {
+        Failure::Data(format!("its digest has {} bytes, not 32", row.digest.len()))
+    })?);
+    match (row.state.as_str(), row.outcome, row.result) {
+        ("in_progress", _, _) => Ok(Remembered::InProgress { digest }),
+        ("interrupted", _, _) => Ok(Remembered::Interrupted { digest }),
+        ("answered", Some(outcome), Some(result)) => {
+            let outcome = Outcome::ALL
+                .into_iter()
+                .find(|o| o.as_str() == outcome)
+                .ok_or_else(|| Failure::Data(format!("its outcome {outcome:?} is unknown")))?;
+            let mut result: ToolResult = serde_json::from_str(&result).map_err(|e| {
+                Failure::Data(format!("its result is not a tool_result block's JSON: {e}"))
+            })?;
+            if result.tool_use_id != tool_use_id {
+                tool_use_id.clone_into(&mut result.tool_use_id);
+            }
+            Ok(Remembered::Answered {
+                digest,
+                outcome,
+                result,
+            })
+        }
+        (state, _, _) => Err(Failure::Data(format!(
+            "its state {state:?} is not one this store writes (or an answer lacks its outcome \
+             or result)"
+        ))),
+    }
+}
+
+/// A release: forgotten, or interrupted when the tool started; a key not in progress is left
+/// as it is.
+fn release(connection: &Connection, key: CallKey<'_>, tool_started: bool) -> Result<(), Failure> {
+    let sql = if tool_started { INTERRUPT } else { FORGET };
+    connection.execute(sql, params![key.session_id, key.tool_use_id])?;
+    Ok(())
+}
+
+impl AnswerStore for SqliteStore {
+    fn claim<'a>(
+        &'a self,
+        key: CallKey<'a>,
+        digest: InputDigest,
+        lease: Duration,
+    ) -> StoreFuture<'a, Result<Claim, StoreError>> {
+        StoreFuture::ready(self.run(|| describe("claim", key), |c| claim(c, key, digest, lease)))
+    }
+
+    fn answered<'a>(
+        &'a self,
+        key: CallKey<'a>,
+        outcome: Outcome,
+        result: ToolResult,
+    ) -> StoreFuture<'a, Result<(), StoreError>> {
+        StoreFuture::ready(self.run(
+            || describe("record the answer of", key),
+            |c| {
+                let json = serde_json::to_string(&result)
+                    .map_err(|e| Failure::Data(format!("the result is not JSON: {e}")))?;
+                let params = params![key.session_id, key.tool_use_id, outcome.as_str(), json];
+                c.execute(ANSWER, params)?;
+                Ok(())
+            },
+        ))
+    }
+
+    fn release<'a>(
+        &'a self,
+        key: CallKey<'a>,
+        tool_started: bool,
+    ) -> StoreFuture<'a, Result<(), StoreError>> {
+        StoreFuture::ready(self.run(
+            || describe("release", key),
+            |c| release(c, key, tool_started),
+        ))
+    }
+
+    /// The release, at once, waiting at most [`SqliteStore::ABANDON_BUSY_TIMEOUT`] for the
+    /// write lock; on failure the claim lapses with its lease, and `tracing` says so.
+    fn abandon(&self, key: CallKey<'_>, tool_started: bool) {
+        let done = self.run(
+            || describe("release the dropped call", key),
+            |c| {
+                c.busy_timeout(SqliteStore::ABANDON_BUSY_TIMEOUT)?;
+                let released = release(c, key, tool_started);
+                c.busy_timeout(SqliteStore::BUSY_TIMEOUT)?;
+                released
+            },
+        );
+        if let Err(error) = done {
+            tracing::warn!(target: "toolgate::memory", tool_use_id = key.tool_use_id,
+                %error, "the dropped call's claim could not be released; it lapses with its \
+                lease (a retry is then answered as interrupted)");
+        }
+    }
+}

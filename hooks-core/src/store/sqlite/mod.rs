@@ -1,0 +1,316 @@
+//! [`SqliteStore`]: the answer memory and the paused turns in one SQLite file (feature
+//! `sqlite`), shared by every session of a process and by every process on the machine that
+//! opens the same file. A retry on another worker process, or after a restart, then still runs
+//! nothing twice, and a turn paused for a person outlives the process that paused it.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! # use schemars::JsonSchema;
+//! # use serde::Deserialize;
+//! use serde_json::json;
+//! use toolgate_core::dispatch::ToolDef;
+//! use toolgate_core::store::sqlite::SqliteStore;
+//! use toolgate_core::store::{AnswerStore, CallKey, Claim, Remembered};
+//! use toolgate_core::{Dispatcher, HookContext, ToolResult, ToolUse};
+//!
+//! # /// Arguments.
+//! # #[derive(Deserialize, JsonSchema)]
+//! # struct Ping {}
+//! # let dir = std::env::temp_dir().join(format!("toolgate-sqlite-doc-{}", std::process::id()));
+//! # std::fs::create_dir_all(&dir)?;
+//! let path = dir.join("agent.sqlite3");
+//! // One store per process, opened once, shared by every session (an `Arc`).
+//! let store = Arc::new(SqliteStore::open(&path)?);
+//! let dispatcher = Dispatcher::builder()
+//!     .tool(ToolDef::sync("ping", "Answers pong.", |_env, _args: Ping| {
+//!         Ok(String::from("pong"))
+//!     }))
+//!     .build()?;
+//! let context = HookContext::builder("u_1", "sess_1").build();
+//! let session = dispatcher.session_with_store(context, store.clone());
+//! let call = ToolUse::new("toolu_1", "ping", json!({}));
+//! let answer = toolgate_core::block_on(session.call(&call))?;
+//! assert_eq!(answer, ToolResult::text("toolu_1", "pong"));
+//!
+//! // Another process (here another store on the same file) sees the answer: a retry there
+//! // is a replay, and a claim of the same call is refused.
+//! let other = SqliteStore::open(&path)?;
+//! let key = CallKey::new("sess_1", "toolu_1");
+//! let digest = toolgate_core::store::InputDigest::of(&json!({}), 32);
+//! let seen = toolgate_core::block_on(other.claim(key, digest, Duration::from_secs(900)))?;
+//! assert!(matches!(seen, Claim::Seen(Remembered::Answered { .. })));
+//! # drop((session, store, other));
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # What it promises at a crash
+//!
+//! The file is in WAL mode (write-ahead log: a transaction is appended to `<file>-wal` and
+//! becomes part of the database when its commit record is written; readers never see half of
+//! one) with `synchronous = FULL` (the WAL is flushed to the disk, `fsync`, at every commit,
+//! before the commit returns). So:
+//!
+//! - a claim, an answer, a release, a kept or taken turn whose method returned `Ok` is on the
+//!   disk: it survives the process being killed (`SIGKILL`, a panic with `panic = "abort"`, an
+//!   out-of-memory kill) and the machine losing power, provided the disk honours `fsync`;
+//! - a method that did not return (the process died inside it) either committed whole or left
+//!   nothing: never half a claim, never an answer without its digest;
+//! - a call claimed by a process that then died stays in progress until its lease ends, then
+//!   the next claim of it marks it interrupted: it is answered "not run again", never run twice
+//!   ([`Remembered::Interrupted`](super::Remembered::Interrupted)). A turn taken by a process
+//!   that died is taken again once the take's lease ends, and the answer memory replays what
+//!   the first resume had answered.
+//!
+//! The next process to open the file recovers the WAL by itself (the `-wal` and `-shm` files
+//! beside the database are part of it: copy or delete the three together, never the database
+//! alone while a process has it open). The folder must be writable, and the file on a local
+//! disk: WAL needs shared memory between the processes, so it does not work over a network
+//! file system, and SQLite's locks are those of the operating system (processes of one machine
+//! only).
+//!
+//! # One file, many sessions and processes
+//!
+//! Open one [`SqliteStore`] per process and share it (an `Arc`) between every session
+//! ([`Dispatcher::session_with_store`](crate::Dispatcher::session_with_store)) and every
+//! [`Session::resume_from`](crate::Session::resume_from): it holds one connection, behind a
+//! mutex. Every method is one statement or one transaction (`BEGIN IMMEDIATE`, which takes the
+//! file's write lock before it reads), so two sessions, threads or processes racing on one key
+//! see one winner ([`conformance`](super::conformance) checks it):
+//!
+//! - a claim is `INSERT … ON CONFLICT DO NOTHING`; when it inserted nothing, the same
+//!   transaction marks a row whose lease ended interrupted, then reads the row;
+//! - an answer or a release changes only a row still in progress
+//!   (`UPDATE … WHERE state = 'in_progress'`, `DELETE … WHERE state = 'in_progress'`);
+//! - a take of a paused turn is one `UPDATE … WHERE state = 'waiting' OR (state = 'taken' AND
+//!   lease_until <= now) RETURNING turn`, so exactly one taker wins; the same transaction then
+//!   reads why a take that lost lost (being resumed, resumed, missing).
+//!
+//! SQLite lets one writer at a time into a file. A writer that finds the file locked by
+//! another process waits for it, up to [`SqliteStore::BUSY_TIMEOUT`] (5 s: a toolgate
+//! transaction holds the lock for one `fsync`, milliseconds; a wait that long means a process
+//! holds a transaction open, and the method fails rather than hang).
+//!
+//! # Blocking
+//!
+//! rusqlite is a blocking API: each method runs its statement on the calling thread and returns
+//! a [`StoreFuture::ready`](super::StoreFuture::ready). A call blocks its thread for the
+//! statement and its commit: microseconds to milliseconds (one `fsync` per write, on the disk's
+//! time), longer while another process holds the write lock, up to the busy timeout. On an
+//! async runtime that is a short blocking section per call, as for a local file write.
+//! [`AnswerStore::abandon`](super::AnswerStore::abandon) (a call future dropped) releases the
+//! claim at once too, with a shorter bound, [`SqliteStore::ABANDON_BUSY_TIMEOUT`] (250 ms):
+//! when the file stays locked past it, the claim is left to lapse with its lease (a retry is
+//! then answered as interrupted: never run twice), and `tracing` says so (target
+//! `toolgate::memory`).
+//!
+//! # The clock
+//!
+//! Leases are instants of the wall clock ([`SystemTime`]), stored as integers, milliseconds since
+//! the Unix epoch (a lease is rounded up to a whole millisecond). The processes sharing a file
+//! run on one machine, so they read one clock and their instants compare; the monotonic clock
+//! would not be moved by NTP or by hand, but its instants mean nothing outside their process. A
+//! step of the wall clock only moves when leases end. One that ends early lets a retry that
+//! comes meanwhile mark a call still running interrupted: that retry and every later one are
+//! answered "not run again", and the first attempt's answer is not recorded (never run twice,
+//! at worst not replayed). One that ends late makes a retry of a dead worker's call wait
+//! longer. A paused turn whose take ended early can be taken again while the first resume
+//! runs; its calls are then refused as in progress by the answer memory, so nothing runs twice.
+//!
+//! # The tables
+//!
+//! Created at [`open`](SqliteStore::open) by migrations the crate carries, each one SQL text
+//! applied in a transaction and recorded in `toolgate_schema (version INTEGER PRIMARY KEY,
+//! applied_at INTEGER)`. Schema version 1:
+//!
+//! - `toolgate_calls`, keyed by `(session_id, tool_use_id)`: `digest` (the 32 bytes of the
+//!   [`InputDigest`](super::InputDigest), a BLOB), `state` (`in_progress`, `answered`,
+//!   `interrupted`), `lease_until` (milliseconds since the epoch, while in progress), `outcome`
+//!   (snake_case, as on the audit line) and `result` (the `tool_result` block as JSON text)
+//!   once answered. A call released before its tool started is deleted.
+//! - `toolgate_pending_turns`, keyed by `(session_id, turn_id)`, ordered by `seq` (the order
+//!   turns were first kept in): `turn` (the [`PendingTurn`](crate::approval::PendingTurn) as
+//!   JSON text), `state` (`waiting`, `taken`, `resumed`), `lease_until` (while taken), `answer`
+//!   (the resumed turn's answer as JSON text).
+//!
+//! Nothing is ever deleted but a released claim: the file grows by one row per answered call
+//! (its result included: at most the dispatcher's `max_result_bytes`, 256 KiB by default) and
+//! per paused turn. Delete a conversation's rows once no retry of it can come
+//! (`DELETE FROM toolgate_calls WHERE session_id = ?`, the same for `toolgate_pending_turns`);
+//! a retry of a deleted call runs it again.
+
+mod answers;
+mod schema;
+mod turns;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::Connection;
+
+use crate::store::error::StoreError;
+
+/// The answer memory ([`AnswerStore`](super::AnswerStore)) and the paused turns
+/// ([`PendingStore`](super::PendingStore)) in one SQLite file: see the [module
+/// docs](self) for the crash promises, the tables and what a call blocks.
+///
+/// Every method's error is a [`StoreError`] naming the operation and the file (`could not claim
+/// tool_use "toolu_1" of session "sess_1" in the SQLite file /var/lib/agent/agent.sqlite3:
+/// database is locked`); none panics.
+pub struct SqliteStore {
+    path: PathBuf,
+    connection: Mutex<Connection>,
+}
+
+impl SqliteStore {
+    /// How long a write waits for another connection's write lock on the file before it fails
+    /// (`PRAGMA busy_timeout`): 5 s.
+    pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// How long [`abandon`](super::AnswerStore::abandon), which runs in a `Drop`, waits for the
+    /// write lock before it leaves the claim to lapse with its lease: 250 ms.
+    pub const ABANDON_BUSY_TIMEOUT: Duration = Duration::from_millis(250);
+
+    /// The schema version this build writes and reads: 1. A file at a lower version is
+    /// migrated at [`open`](Self::open); one at a higher version is refused.
+    pub const SCHEMA_VERSION: u32 = schema::VERSION;
+
+    /// Opens the SQLite file at `path`, creating it when absent, in WAL mode with
+    /// `synchronous = FULL` and a [busy timeout](Self::BUSY_TIMEOUT), and brings its schema to
+    /// [`SCHEMA_VERSION`](Self::SCHEMA_VERSION) (each missing migration applied in a
+    /// transaction and recorded; processes opening one new file at once apply each migration
+    /// once). Blocks the thread for the open (a few milliseconds; up to the busy timeout while
+    /// another process holds the write lock).
+    ///
+    /// # Errors
+    /// A [`StoreError`] naming the file when it cannot be opened or created (a missing folder,
+    /// no permission, not an SQLite file), when WAL mode cannot be turned on, when a migration
+    /// fails, or when the file's schema is newer than this build knows: `the SQLite file <path>
+    /// was written by a newer toolgate (schema version 3); this build knows up to 1`.
+    pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let failed = |e: Failure| {
+            let shown = path.display().to_string();
+            // rusqlite ends an open's error with the path: said once here.
+            let message = e.to_string();
+            let message = message
+                .strip_suffix(&format!(": {shown}"))
+                .unwrap_or(&message);
+            StoreError::new(format_args!(
+                "could not open the SQLite file {shown}: {message}"
+            ))
+        };
+        let mut connection = Connection::open(&path).map_err(|e| failed(e.into()))?;
+        configure(&connection).map_err(failed)?;
+        match schema::migrate(&mut connection) {
+            Ok(()) => {}
+            Err(schema::MigrateError::Newer(found)) => {
+                return Err(StoreError::new(format_args!(
+                    "the SQLite file {} was written by a newer toolgate (schema version \
+                     {found}); this build knows up to {}",
+                    path.display(),
+                    schema::VERSION
+                )));
+            }
+            Err(schema::MigrateError::Failed(e)) => return Err(failed(e)),
+        }
+        Ok(SqliteStore {
+            path,
+            connection: Mutex::new(connection),
+        })
+    }
+
+    /// The file's path, as given to [`open`](Self::open).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The connection, locked for one method (never held across an await: every method runs
+    /// to its end inside the lock).
+    fn connection(&self) -> MutexGuard<'_, Connection> {
+        // Nothing panics while holding the lock; a poisoned lock still holds a usable
+        // connection (a transaction that did not commit was rolled back by its drop).
+        self.connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `step` on the connection; its failure becomes a [`StoreError`] saying what could
+    /// not be done (`what`, e.g. `claim tool_use "toolu_1" of session "s"`) in which file.
+    fn run<T>(
+        &self,
+        what: impl FnOnce() -> String,
+        step: impl FnOnce(&mut Connection) -> Result<T, Failure>,
+    ) -> Result<T, StoreError> {
+        step(&mut self.connection()).map_err(|e| {
+            StoreError::new(format_args!(
+                "could not {} in the SQLite file {}: {e}",
+                what(),
+                self.path.display()
+            ))
+        })
+    }
+}
+
+impl fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .field("schema_version", &schema::VERSION)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The connection's settings: the busy timeout first (so the next steps wait for a lock too),
+/// WAL mode (persistent in the file; checked, since SQLite answers with the mode it kept), and
+/// `synchronous = FULL` (per connection).
+fn configure(connection: &Connection) -> Result<(), Failure> {
+    connection.busy_timeout(SqliteStore::BUSY_TIMEOUT)?;
+    let mode: String = connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Failure::Data(format!(
+            "SQLite kept journal mode {mode:?} instead of WAL (an in-memory or read-only \
+             database?), so a committed write could be lost at a crash"
+        )));
+    }
+    connection.pragma_update(None, "synchronous", "FULL")?;
+    Ok(())
+}
+
+/// Why a step failed: SQLite's error, or a row that does not hold what this store writes.
+enum Failure {
+    Sql(rusqlite::Error),
+    Data(String),
+}
+
+impl From<rusqlite::Error> for Failure {
+    fn from(e: rusqlite::Error) -> Self {
+        Failure::Sql(e)
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Sql(e) => e.fmt(f),
+            Failure::Data(message) => f.write_str(message),
+        }
+    }
+}
+
+/// Now by the wall clock, in milliseconds since the Unix epoch (0 before it).
+fn now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// The instant `lease` after `now` (milliseconds), the lease rounded up to a whole
+/// millisecond, saturating (a lease too long to add never ends).
+fn lease_end(now: i64, lease: Duration) -> i64 {
+    let millis = i64::try_from(lease.as_micros().div_ceil(1000)).unwrap_or(i64::MAX);
+    now.saturating_add(millis)
+}

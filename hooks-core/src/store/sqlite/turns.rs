@@ -1,0 +1,165 @@
+//! [`SqliteStore`] as a [`PendingStore`]: the table `toolgate_pending_turns`.
+
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use serde_json::Value;
+
+use crate::approval::pending::PendingTurn;
+use crate::store::error::StoreError;
+use crate::store::{PendingStore, StoreFuture, Taken};
+
+use super::{Failure, SqliteStore, lease_end, now_millis};
+
+/// A turn kept, waiting; nothing when one is kept under its key.
+const PUT: &str = "INSERT INTO toolgate_pending_turns (session_id, turn_id, turn, state) \
+     VALUES (?1, ?2, ?3, 'waiting') ON CONFLICT (session_id, turn_id) DO NOTHING";
+
+/// The take: a waiting turn, or one whose take's lease ended (at `?4` or before), becomes this
+/// caller's until `?3`. One statement: of any number of takers, one changes the row.
+const TAKE: &str = "UPDATE toolgate_pending_turns SET state = 'taken', lease_until = ?3 \
+     WHERE session_id = ?1 AND turn_id = ?2 \
+     AND (state = 'waiting' OR (state = 'taken' AND lease_until <= ?4)) \
+     RETURNING turn";
+
+/// Why a take took nothing.
+const STATE: &str = "SELECT state, answer FROM toolgate_pending_turns \
+     WHERE session_id = ?1 AND turn_id = ?2";
+
+/// A taken turn resumed into the answer `?3`.
+const RESUMED: &str = "UPDATE toolgate_pending_turns \
+     SET state = 'resumed', lease_until = NULL, answer = ?3 \
+     WHERE session_id = ?1 AND turn_id = ?2 AND state = 'taken'";
+
+/// A taken turn waiting again.
+const PUT_BACK: &str = "UPDATE toolgate_pending_turns SET state = 'waiting', lease_until = NULL \
+     WHERE session_id = ?1 AND turn_id = ?2 AND state = 'taken'";
+
+/// A session's waiting turns, in the order they were first kept.
+const WAITING: &str = "SELECT turn FROM toolgate_pending_turns \
+     WHERE session_id = ?1 AND state = 'waiting' ORDER BY seq";
+
+/// The turn `(session_id, turn_id)` in a message.
+fn describe(action: &str, session_id: &str, turn_id: &str) -> String {
+    format!("{action} the paused turn {turn_id:?} of session {session_id:?}")
+}
+
+/// A turn read back from its JSON text.
+fn turn_of(json: &str) -> Result<PendingTurn, Failure> {
+    serde_json::from_str(json)
+        .map_err(|e| Failure::Data(format!("a kept turn is not a PendingTurn's JSON: {e}")))
+}
+
+/// The take, in one `BEGIN IMMEDIATE` transaction: the `UPDATE … RETURNING`, and when it took
+/// nothing, the row's state (being resumed, resumed, or no row).
+fn take(
+    connection: &mut Connection,
+    session_id: &str,
+    turn_id: &str,
+    lease: Duration,
+) -> Result<Taken, Failure> {
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let now = now_millis();
+    let until = lease_end(now, lease);
+    let won: Option<String> = tx
+        .query_row(TAKE, params![session_id, turn_id, until, now], |row| {
+            row.get(0)
+        })
+        .optional()?;
+    let state: Option<(String, Option<String>)> = match won {
+        Some(_) => None,
+        None => tx
+            .query_row(STATE, params![session_id, turn_id], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+            .optional()?,
+    };
+    tx.commit()?;
+    if let Some(turn) = won {
+        return turn_of(&turn).map(Taken::Turn);
+    }
+    match state {
+        None => Ok(Taken::Missing),
+        Some((state, _)) if state == "taken" => Ok(Taken::Resuming),
+        Some((state, Some(answer))) if state == "resumed" => serde_json::from_str(&answer)
+            .map(Taken::Resumed)
+            .map_err(|e| Failure::Data(format!("its answer is not JSON: {e}"))),
+        Some((state, _)) => Err(Failure::Data(format!(
+            "its state {state:?} is not one a take can leave (or a resumed turn lacks its \
+             answer)"
+        ))),
+    }
+}
+
+impl PendingStore for SqliteStore {
+    fn put<'a>(&'a self, turn: &'a PendingTurn) -> StoreFuture<'a, Result<(), StoreError>> {
+        StoreFuture::ready(self.run(
+            || describe("keep", &turn.session_id, &turn.turn_id),
+            |c| {
+                let json = serde_json::to_string(turn)
+                    .map_err(|e| Failure::Data(format!("the turn is not JSON: {e}")))?;
+                c.execute(PUT, params![turn.session_id, turn.turn_id, json])?;
+                Ok(())
+            },
+        ))
+    }
+
+    fn take<'a>(
+        &'a self,
+        session_id: &'a str,
+        turn_id: &'a str,
+        lease: Duration,
+    ) -> StoreFuture<'a, Result<Taken, StoreError>> {
+        StoreFuture::ready(self.run(
+            || describe("take", session_id, turn_id),
+            |c| take(c, session_id, turn_id, lease),
+        ))
+    }
+
+    fn resumed<'a>(
+        &'a self,
+        session_id: &'a str,
+        turn_id: &'a str,
+        answer: &'a Value,
+    ) -> StoreFuture<'a, Result<(), StoreError>> {
+        StoreFuture::ready(self.run(
+            || describe("record the answer of", session_id, turn_id),
+            |c| {
+                c.execute(RESUMED, params![session_id, turn_id, answer.to_string()])?;
+                Ok(())
+            },
+        ))
+    }
+
+    fn put_back<'a>(
+        &'a self,
+        session_id: &'a str,
+        turn_id: &'a str,
+    ) -> StoreFuture<'a, Result<(), StoreError>> {
+        StoreFuture::ready(self.run(
+            || describe("put back", session_id, turn_id),
+            |c| {
+                c.execute(PUT_BACK, params![session_id, turn_id])?;
+                Ok(())
+            },
+        ))
+    }
+
+    fn waiting<'a>(
+        &'a self,
+        session_id: &'a str,
+    ) -> StoreFuture<'a, Result<Vec<PendingTurn>, StoreError>> {
+        StoreFuture::ready(self.run(
+            || format!("list the waiting turns of session {session_id:?}"),
+            |c| {
+                let mut statement = c.prepare(WAITING)?;
+                let rows = statement.query_map([session_id], |row| row.get::<_, String>(0))?;
+                let mut turns = Vec::new();
+                for json in rows {
+                    turns.push(turn_of(&json?)?);
+                }
+                Ok(turns)
+            },
+        ))
+    }
+}

@@ -1,0 +1,515 @@
+//! `SqliteStore` (feature `sqlite`): the conformance suite on a fresh file; a reopened file keeps
+//! its answers and its paused turns; a schema newer than the build is refused at open; a paused
+//! turn resumed at once by two processes, and by eight threads with a connection each, runs its
+//! refund once; a call whose process was killed while its tool ran is answered as interrupted
+//! after the lease and never run again.
+//!
+//! The two-process tests run this test binary again as child processes: [`worker`], an ignored
+//! test selected with `--ignored --exact sqlite::worker`, does the job named by
+//! `TOOLGATE_SQLITE_WORKER` and does nothing when it is unset.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolgate::{
+    Decision, Dispatcher, HookContext, Reply, ToolResult, ToolUse,
+    approval::{Decisions, ResumeError, Resumed},
+    dispatch::{Effect, PreHookDef, ToolDef},
+    store::sqlite::SqliteStore,
+    store::{AnswerStore, CallKey, Claim, InputDigest, PendingStore, conformance},
+};
+
+use crate::support::{self, TempDir};
+
+/// What the model reads for a call interrupted earlier (pinned).
+const NOT_RUN_AGAIN: &str = "Not run: this call was interrupted earlier while the tool ran, so it \
+     may or may not have taken effect, and it is not run again. Check whether it took effect \
+     before making the call again.";
+
+/// What a resume gets while another caller resumes the turn.
+const BEING_RESUMED: &str = "the paused turn \"toolu_big\" is being resumed by another caller; \
+     nothing was run: ask again once it is done to get its answer";
+
+/// The worker's job (`resume`, `crash`); unset, the worker does nothing.
+const JOB: &str = "TOOLGATE_SQLITE_WORKER";
+/// The SQLite file the worker opens.
+const FILE: &str = "TOOLGATE_SQLITE_FILE";
+/// Where the worker reports: `<OUT>.ready` once it is set up, `<OUT>` what it got.
+const OUT: &str = "TOOLGATE_SQLITE_OUT";
+
+/// A lease no step of these tests outlives.
+const LONG: Duration = Duration::from_secs(600);
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Refund {
+    /// The order.
+    order_id: String,
+    /// Cents.
+    amount_cents: u64,
+}
+
+/// The ledger: one row per refund run, in a table of the store's own file, written by the tool
+/// with a connection of its own, so runs in every process count.
+fn ledger(file: &Path) -> rusqlite::Connection {
+    let db = rusqlite::Connection::open(file).unwrap();
+    db.busy_timeout(Duration::from_secs(30)).unwrap();
+    db.execute_batch(
+        "CREATE TABLE IF NOT EXISTS ledger (order_id TEXT NOT NULL, amount_cents INTEGER NOT \
+         NULL, pid INTEGER NOT NULL)",
+    )
+    .unwrap();
+    db
+}
+
+/// The refunds the ledger holds.
+fn refunds_in(file: &Path) -> i64 {
+    ledger(file)
+        .query_row("SELECT COUNT(*) FROM ledger", [], |row| row.get(0))
+        .unwrap()
+}
+
+/// How the refund tool ends once its refund is in the ledger.
+enum Then {
+    /// It answers.
+    Answer,
+    /// It answers after a while, as a payment provider would: a resume racing it finds the
+    /// turn taken, not yet resumed.
+    AnswerLate,
+    /// It creates this file and never returns (a worker to kill).
+    Hang(PathBuf),
+}
+
+/// A refund tool that writes the ledger in `file`, then ends as `then` says, behind a rule that
+/// asks a person about refunds above 20 000 cents; claims and takes last `lease`.
+fn refunds(file: &Path, lease: Duration, then: Then) -> Dispatcher {
+    let file = file.to_path_buf();
+    Dispatcher::builder()
+        .tool(
+            ToolDef::sync("refund", "Refunds an order.", move |_env, r: Refund| {
+                ledger(&file)
+                    .execute(
+                        "INSERT INTO ledger (order_id, amount_cents, pid) VALUES (?1, ?2, ?3)",
+                        (&r.order_id, r.amount_cents as i64, std::process::id()),
+                    )
+                    .unwrap();
+                match &then {
+                    Then::Answer => {}
+                    Then::AnswerLate => std::thread::sleep(Duration::from_millis(200)),
+                    Then::Hang(marker) => {
+                        std::fs::write(marker, "started").unwrap();
+                        loop {
+                            std::thread::park();
+                        }
+                    }
+                }
+                Ok(format!("refunded {} on {}", r.amount_cents, r.order_id))
+            })
+            .effect(Effect::write()),
+        )
+        .pre_hook(PreHookDef::sync(
+            "app::large_refund",
+            10,
+            |_env, call: &ToolUse| {
+                Ok(match call.input["amount_cents"].as_u64() {
+                    Some(n) if n > 20_000 => Decision::ask("refunds above 20000 cents"),
+                    _ => Decision::Allow,
+                })
+            },
+        ))
+        .claim_lease(lease)
+        .build()
+        .unwrap()
+}
+
+fn ctx() -> HookContext {
+    HookContext::builder("u_001", "sess_sqlite").build()
+}
+
+fn approved() -> Decisions {
+    Decisions::builder()
+        .approve("toolu_big", "lead")
+        .build()
+        .unwrap()
+}
+
+/// The resumed turn's answer: the one refund done.
+fn done() -> Value {
+    json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_big", "content": "refunded 25000 on o_1"}
+    ]})
+}
+
+/// Pauses the large refund in a session on `store` and keeps the turn there.
+fn pause_large_refund(d: &Dispatcher, store: &Arc<SqliteStore>) {
+    let message = support::assistant(
+        json!([{"type": "tool_use", "id": "toolu_big", "name": "refund",
+                "input": {"order_id": "o_1", "amount_cents": 25000}}]),
+        "tool_use",
+    );
+    let session = d.session_with_store(ctx(), store.clone());
+    let Reply::Pending(turn) = toolgate::block_on(session.respond(&message)).unwrap() else {
+        panic!("the refund waits for a person");
+    };
+    toolgate::block_on(store.put(&turn)).unwrap();
+}
+
+/// Each resume got the one answer, or was told the turn was being resumed; one got the answer.
+fn assert_one_answer(outcomes: &[Result<Value, String>]) {
+    for outcome in outcomes {
+        match outcome {
+            Ok(answer) => assert_eq!(answer, &done()),
+            Err(e) => assert_eq!(e, BEING_RESUMED),
+        }
+    }
+    assert!(outcomes.iter().any(Result::is_ok), "{outcomes:?}");
+}
+
+fn outcome(resumed: Result<Resumed, ResumeError>) -> Result<Value, String> {
+    resumed
+        .map(|r| serde_json::to_value(r).unwrap())
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn the_sqlite_store_passes_the_conformance_suite() {
+    let dir = TempDir::new("sqlite-conformance");
+    let store = SqliteStore::open(dir.join("store.sqlite3")).unwrap();
+    toolgate::block_on(conformance::answer_store(&store));
+    toolgate::block_on(conformance::pending_store(&store));
+}
+
+#[test]
+fn a_reopened_file_keeps_its_answers_and_its_paused_turns() {
+    let dir = TempDir::new("sqlite-reopen");
+    let file = dir.join("store.sqlite3");
+    let small = ToolUse::new(
+        "toolu_small",
+        "refund",
+        json!({"order_id": "o_2", "amount_cents": 900}),
+    );
+    let answer = ToolResult::text("toolu_small", "refunded 900 on o_2");
+    {
+        let store = Arc::new(SqliteStore::open(&file).unwrap());
+        let d = refunds(&file, LONG, Then::Answer);
+        let session = d.session_with_store(ctx(), store.clone());
+        assert_eq!(toolgate::block_on(session.call(&small)).unwrap(), answer);
+        pause_large_refund(&d, &store);
+    }
+    assert_eq!(refunds_in(&file), 1);
+    // A new process's store on the same file.
+    let store = Arc::new(SqliteStore::open(&file).unwrap());
+    let d = refunds(&file, LONG, Then::Answer);
+    let session = d.session_with_store(ctx(), store.clone());
+    assert_eq!(
+        toolgate::block_on(session.call(&small)).unwrap(),
+        answer,
+        "the answered call is replayed"
+    );
+    assert_eq!(refunds_in(&file), 1, "and not run again");
+    let waiting = toolgate::block_on(store.waiting("sess_sqlite")).unwrap();
+    assert_eq!(waiting.len(), 1, "the paused turn still waits");
+    assert_eq!(waiting[0].turn_id, "toolu_big");
+    let resumed = toolgate::block_on(session.resume_from(&*store, "toolu_big", &approved()));
+    assert_eq!(
+        outcome(resumed),
+        Ok(done()),
+        "the kept turn is taken and resumed"
+    );
+    assert_eq!(refunds_in(&file), 2);
+    let again = toolgate::block_on(session.resume_from(&*store, "toolu_big", &approved()));
+    assert_eq!(outcome(again), Ok(done()), "its answer is kept");
+    assert_eq!(refunds_in(&file), 2);
+}
+
+#[test]
+fn a_file_written_by_a_newer_schema_is_refused_at_open() {
+    let dir = TempDir::new("sqlite-newer");
+    let file = dir.join("store.sqlite3");
+    drop(SqliteStore::open(&file).unwrap());
+    assert_eq!(SqliteStore::SCHEMA_VERSION, 1);
+    let db = rusqlite::Connection::open(&file).unwrap();
+    db.execute(
+        "INSERT INTO toolgate_schema (version, applied_at) VALUES (3, 0)",
+        [],
+    )
+    .unwrap();
+    drop(db);
+    let refused = SqliteStore::open(&file).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        format!(
+            "the store failed: the SQLite file {} was written by a newer toolgate (schema \
+             version 3); this build knows up to 1",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn a_failure_names_the_operation_and_the_file() {
+    let dir = TempDir::new("sqlite-errors");
+    let missing = dir.join("no-such-folder").join("store.sqlite3");
+    let refused = SqliteStore::open(&missing).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        format!(
+            "the store failed: could not open the SQLite file {}: unable to open database file",
+            missing.display()
+        )
+    );
+    let file = dir.join("store.sqlite3");
+    let store = SqliteStore::open(&file).unwrap();
+    let db = rusqlite::Connection::open(&file).unwrap();
+    db.execute_batch("DROP TABLE toolgate_calls").unwrap();
+    let key = CallKey::new("sess_1", "toolu_1");
+    let failed = toolgate::block_on(store.claim(key, InputDigest([0; 32]), LONG)).unwrap_err();
+    assert_eq!(
+        failed.to_string(),
+        format!(
+            "the store failed: could not claim tool_use \"toolu_1\" of session \"sess_1\" in the \
+             SQLite file {}: no such table: toolgate_calls",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn processes_opening_one_new_file_at_once_apply_its_schema_once() {
+    let dir = TempDir::new("sqlite-fresh");
+    let file = dir.join("store.sqlite3");
+    let barrier = Barrier::new(4);
+    let claims: Vec<Claim> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|n| {
+                let (file, barrier) = (&file, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    let store = SqliteStore::open(file).unwrap();
+                    let id = format!("toolu_{n}");
+                    let key = CallKey::new("sess_fresh", &id);
+                    toolgate::block_on(store.claim(key, InputDigest([1; 32]), LONG)).unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(claims, vec![Claim::Claimed; 4]);
+    let versions: Vec<i64> = {
+        let db = rusqlite::Connection::open(&file).unwrap();
+        let mut rows = db.prepare("SELECT version FROM toolgate_schema").unwrap();
+        rows.query_map([], |row| row.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert_eq!(versions, vec![1]);
+}
+
+#[test]
+fn a_turn_resumed_by_eight_threads_with_a_connection_each_runs_once() {
+    let dir = TempDir::new("sqlite-threads");
+    let file = dir.join("store.sqlite3");
+    let d = refunds(&file, LONG, Then::AnswerLate);
+    pause_large_refund(&d, &Arc::new(SqliteStore::open(&file).unwrap()));
+    let barrier = Barrier::new(8);
+    let outcomes: Vec<Result<Value, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let (d, file, barrier) = (&d, &file, &barrier);
+                s.spawn(move || {
+                    // Each worker its own store (its own connection) on the one file.
+                    let store = Arc::new(SqliteStore::open(file).unwrap());
+                    let session = d.session_with_store(ctx(), store.clone());
+                    barrier.wait();
+                    outcome(toolgate::block_on(session.resume_from(
+                        &*store,
+                        "toolu_big",
+                        &approved(),
+                    )))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(
+        refunds_in(&file),
+        1,
+        "one refund, whoever won: {outcomes:?}"
+    );
+    assert_one_answer(&outcomes);
+}
+
+/// This test binary again, as the worker doing `job` on `file`, reporting to `out`.
+fn spawn_worker(job: &str, file: &Path, out: &Path) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "sqlite::worker", "--test-threads=1"])
+        .env(JOB, job)
+        .env(FILE, file)
+        .env(OUT, out)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until `marker` exists (the worker's signal), failing if the worker exits first.
+fn wait_for(marker: &Path, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !marker.exists() {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the worker exited ({status}) before {}", marker.display());
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {} after 120 s",
+            marker.display()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A worker's end: it exited with success, and what it reported.
+fn finish(child: Child, out: &Path) -> String {
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "the worker failed: {}\n{}{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    std::fs::read_to_string(out).unwrap()
+}
+
+#[test]
+fn a_turn_resumed_by_two_processes_at_once_runs_once() {
+    let dir = TempDir::new("sqlite-processes");
+    let file = dir.join("store.sqlite3");
+    let d = refunds(&file, LONG, Then::AnswerLate);
+    let store = Arc::new(SqliteStore::open(&file).unwrap());
+    pause_large_refund(&d, &store);
+    let outs: Vec<PathBuf> = (0..2).map(|n| dir.join(format!("worker-{n}"))).collect();
+    let mut children: Vec<Child> = outs
+        .iter()
+        .map(|out| spawn_worker("resume", &file, out))
+        .collect();
+    for (out, child) in outs.iter().zip(&mut children) {
+        wait_for(&out.with_extension("ready"), child);
+    }
+    // Both are set up and wait on their standard input: one line each starts them together.
+    for child in &mut children {
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"go\n").unwrap();
+    }
+    let outcomes: Vec<Result<Value, String>> = children
+        .into_iter()
+        .zip(&outs)
+        .map(|(child, out)| {
+            let report = finish(child, out);
+            match report.split_once('\n') {
+                Some(("ok", answer)) => Ok(serde_json::from_str(answer).unwrap()),
+                Some(("err", error)) => Err(error.to_owned()),
+                _ => panic!("not a report: {report:?}"),
+            }
+        })
+        .collect();
+    assert_eq!(
+        refunds_in(&file),
+        1,
+        "one refund, whoever won: {outcomes:?}"
+    );
+    assert_one_answer(&outcomes);
+    // Once it is done, a later resume in this process gets the winner's answer.
+    let session = d.session_with_store(ctx(), store.clone());
+    let later = toolgate::block_on(session.resume_from(&*store, "toolu_big", &approved()));
+    assert_eq!(outcome(later), Ok(done()));
+    assert_eq!(refunds_in(&file), 1);
+}
+
+/// The lease of the call the crash worker claims: what the parent lets run out.
+const CRASH_LEASE: Duration = Duration::from_millis(500);
+
+#[test]
+fn a_call_whose_process_was_killed_while_its_tool_ran_is_never_run_again() {
+    let dir = TempDir::new("sqlite-crash");
+    let file = dir.join("store.sqlite3");
+    let store = Arc::new(SqliteStore::open(&file).unwrap());
+    let out = dir.join("crash-worker");
+    let mut child = spawn_worker("crash", &file, &out);
+    // The refund is in the ledger and the tool still runs: the worker dies now, unanswered.
+    wait_for(&out, &mut child);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(refunds_in(&file), 1);
+    std::thread::sleep(CRASH_LEASE * 3);
+    // After the lease, a retry here is answered as interrupted, and nothing runs, ever.
+    let d = refunds(&file, LONG, Then::Answer);
+    let session = d.session_with_store(ctx(), store.clone());
+    for _ in 0..2 {
+        let result = toolgate::block_on(session.call(&crash_call())).unwrap();
+        assert_eq!(result, ToolResult::error("toolu_crash", NOT_RUN_AGAIN));
+    }
+    let other = SqliteStore::open(&file).unwrap();
+    let key = CallKey::new("sess_sqlite", "toolu_crash");
+    let digest = InputDigest::of(&crash_call().input, 32);
+    let seen = toolgate::block_on(other.claim(key, digest, LONG)).unwrap();
+    assert_eq!(
+        seen,
+        Claim::Seen(toolgate::store::Remembered::Interrupted { digest })
+    );
+    assert_eq!(
+        refunds_in(&file),
+        1,
+        "the refund ran once, in the killed worker"
+    );
+}
+
+fn crash_call() -> ToolUse {
+    ToolUse::new(
+        "toolu_crash",
+        "refund",
+        json!({"order_id": "o_3", "amount_cents": 900}),
+    )
+}
+
+/// A child process's job, selected by `TOOLGATE_SQLITE_WORKER`: `resume` (open the file,
+/// report ready, wait for a line on standard input, resume the large refund, report what it
+/// got) or `crash` (run a refund whose tool never returns, for the parent to kill).
+#[test]
+#[ignore = "a worker the two-process tests start as a child process; alone it does nothing"]
+fn worker() {
+    let Ok(job) = std::env::var(JOB) else {
+        return;
+    };
+    let file = PathBuf::from(std::env::var_os(FILE).unwrap());
+    let out = PathBuf::from(std::env::var_os(OUT).unwrap());
+    let store = Arc::new(SqliteStore::open(&file).unwrap());
+    match job.as_str() {
+        "resume" => {
+            let d = refunds(&file, LONG, Then::AnswerLate);
+            let session = d.session_with_store(ctx(), store.clone());
+            std::fs::write(out.with_extension("ready"), "").unwrap();
+            let mut go = String::new();
+            std::io::stdin().lock().read_line(&mut go).unwrap();
+            let decisions = approved();
+            let resumed = session.resume_from(&*store, "toolu_big", &decisions);
+            let report = match outcome(toolgate::block_on(resumed)) {
+                Ok(answer) => format!("ok\n{answer}"),
+                Err(error) => format!("err\n{error}"),
+            };
+            std::fs::write(&out, report).unwrap();
+        }
+        "crash" => {
+            let d = refunds(&file, CRASH_LEASE, Then::Hang(out));
+            let session = d.session_with_store(ctx(), store.clone());
+            let _ = toolgate::block_on(session.call(&crash_call()));
+            unreachable!("the tool never returns");
+        }
+        other => panic!("no worker job {other:?}"),
+    }
+}
