@@ -188,7 +188,11 @@ pub(crate) fn command() -> Command {
                 .subcommand(report())
                 .subcommand(tail())
                 .subcommand(stats())
-                .after_help(EXIT_CODES),
+                .after_help(format!(
+                    "Examples:\n  toolgate audit verify data/audit\n  toolgate audit report \
+                     data/audit -o report.html\n  toolgate audit tail data/audit -f --outcome \
+                     blocked\n  toolgate audit stats data/audit --json\n\n{EXIT_CODES}"
+                )),
         )
         .subcommand(
             Command::new("completions")

@@ -40,11 +40,15 @@ tr{border:1px solid #bbb;border-radius:4px;margin:0 0 .6em;padding:.2em .4em}\
 td,th{border:none;padding:.1em 0}th{display:block;background:none}\
 td::before{content:attr(data-label) \": \";font-weight:bold}td.n{text-align:left}}";
 
-/// `text` with `& < > " '` escaped for HTML.
+/// `text` with `& < > " '` escaped for HTML, and every control character written as `\u{1b}`
+/// (as `toolgate audit tail` writes them: a hostile name stays visible and inert).
 pub(crate) fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
@@ -333,7 +337,7 @@ fn waiting(h: &mut String, f: &Figures) {
             esc(&w.user_id),
             esc(&w.session_id),
             asked_text(&w.asked_by),
-            ts(w.expires_at),
+            Rfc3339(w.expires_at),
             if w.expired { " (expired)" } else { "" },
         );
     }

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The tests, every optional integration included, on a fresh machine: first what the tests
+# start themselves and cannot build with cargo (Debian's headless Chromium for the report's
+# browser test), installed when missing; then `cargo test`. Arguments go to `cargo test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "scripts/test.sh: the tests need ${missing[*]} (Debian: apt-get install ${missing[*]}); install it and run again" >&2
+    exit 1
+  fi
+  echo "scripts/test.sh: installing ${missing[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+exec cargo test --workspace --all-targets --all-features "$@"
