@@ -879,4 +879,7 @@ mod guides {
 
     #[doc = include_str!("../docs/testing.md")]
     pub struct Testing;
+
+    #[doc = include_str!("../docs/toolgate-command.md")]
+    pub struct ToolgateCommand;
 }

@@ -22,6 +22,9 @@ use support::{TempDir, json_lines};
 // `--live` against a Messages API on loopback (tests/support_agent_live/).
 mod support_agent_live;
 
+// `--otel-endpoint` against an OTLP/HTTP receiver on loopback (tests/support_agent_otlp/).
+mod support_agent_otlp;
+
 // The example itself, compiled as a module of this test: the same tools, hooks and CLI.
 #[allow(dead_code)]
 #[path = "../examples/support_agent/main.rs"]
@@ -1075,7 +1078,29 @@ fn bad_arguments_exit_2() {
         ),
         (
             vec!["--otel", "--schemas"],
-            "error: --otel goes with a replay (see --help)\n",
+            "error: --otel and --otel-endpoint go with a replay or --live (see --help)\n",
+        ),
+        (
+            vec![
+                "--otel-endpoint",
+                "http://127.0.0.1:4318/v1/traces",
+                "--verify-audit",
+                "d",
+            ],
+            "error: --otel and --otel-endpoint go with a replay or --live (see --help)\n",
+        ),
+        (
+            vec!["--otel-endpoint", "ftp://collector/v1/traces"],
+            "error: --otel-endpoint ftp://collector/v1/traces: expected an http:// or https:// \
+             URL (http://localhost:4318/v1/traces) (see --help)\n",
+        ),
+        (
+            vec!["--otel-endpoint", "https:///v1/traces"],
+            "error: --otel-endpoint https:///v1/traces: the URL names no host (see --help)\n",
+        ),
+        (
+            vec!["--otel-endpoint=http://a", "--otel-endpoint=http://b"],
+            "error: --otel-endpoint is given twice (see --help)\n",
         ),
         (
             vec!["--weekly-refund-limit", "30000"],
@@ -1098,7 +1123,7 @@ Replays customer-support transcripts (assistant messages as the Messages API ret
 through the support agent's tools and hooks.
 
 usage:
-  support_agent [--transcript FILE] [--json] [--out-dir DIR] [--otel]
+  support_agent [--transcript FILE] [--json] [--out-dir DIR] [--otel] [--otel-endpoint URL]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
@@ -1107,7 +1132,7 @@ usage:
                 [--json] [--out-dir DIR]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
                 [--model NAME] [--base-url URL] [--max-turns N] [--max-tokens N] [--by WHO]
-                [--out-dir DIR]
+                [--out-dir DIR] [--otel] [--otel-endpoint URL]
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
@@ -1116,6 +1141,8 @@ usage:
   --out-dir DIR        append audit_log.jsonl and session_summaries.jsonl there (default: data)
   --otel               also print each call's OpenTelemetry spans (execute_tool with a
                        pre_tool_use child per hook run), with the SDK's stdout exporter
+  --otel-endpoint URL  also send the spans to an OpenTelemetry collector over OTLP/HTTP
+                       (protobuf), URL its traces address: http://localhost:4318/v1/traces
   --schemas            print the specialist's tool definitions as one JSON array and exit
   --specialist NAME    with --schemas: refunds (default) or triage
   --provider NAME      with --schemas: anthropic (default), anthropic-strict, openai (Chat
@@ -1128,9 +1155,10 @@ usage:
                        → blocked, blocked → allowed, another rewrite, another blocking hook
   --weekly-refund-limit CENTS
                        with --what-if: try this weekly refund limit instead of 50000 cents
-  --report DIR         write DIR/report.html from DIR's audit files: calls per outcome per
-                       day, blocked rate per rule and per tool, the slowest rules, the latest
-                       halts, token usage per session, whether the hash chain verifies
+  --report DIR         write DIR/report.html from DIR's audit files (what `toolgate audit
+                       report` writes): outcomes per day, the people in the loop, each
+                       customer's calls and refunds, each rule's denials and asks per day,
+                       latency per rule and per tool, halts, tokens, the hash chain
   --resume FILE        finish a turn paused for a person's approval (a replay writes it to
                        OUT-DIR/pending/SESSION/TURN.json) with one decision:
   --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)

@@ -14,7 +14,7 @@ use toolgate::{
 use super::agent::{self, Agent, Specialist};
 use super::approval::{self, ResumeArgs};
 use super::live::{self, LiveArgs};
-use super::otel;
+use super::otel::{self, Otel};
 use super::output;
 use super::report;
 use super::transcript::{self, Transcript};
@@ -37,7 +37,7 @@ Replays customer-support transcripts (assistant messages as the Messages API ret
 through the support agent's tools and hooks.
 
 usage:
-  support_agent [--transcript FILE] [--json] [--out-dir DIR] [--otel]
+  support_agent [--transcript FILE] [--json] [--out-dir DIR] [--otel] [--otel-endpoint URL]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
@@ -46,7 +46,7 @@ usage:
                 [--json] [--out-dir DIR]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
                 [--model NAME] [--base-url URL] [--max-turns N] [--max-tokens N] [--by WHO]
-                [--out-dir DIR]
+                [--out-dir DIR] [--otel] [--otel-endpoint URL]
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
@@ -55,6 +55,8 @@ usage:
   --out-dir DIR        append audit_log.jsonl and session_summaries.jsonl there (default: data)
   --otel               also print each call's OpenTelemetry spans (execute_tool with a
                        pre_tool_use child per hook run), with the SDK's stdout exporter
+  --otel-endpoint URL  also send the spans to an OpenTelemetry collector over OTLP/HTTP
+                       (protobuf), URL its traces address: http://localhost:4318/v1/traces
   --schemas            print the specialist's tool definitions as one JSON array and exit
   --specialist NAME    with --schemas: refunds (default) or triage
   --provider NAME      with --schemas: anthropic (default), anthropic-strict, openai (Chat
@@ -67,9 +69,10 @@ usage:
                        → blocked, blocked → allowed, another rewrite, another blocking hook
   --weekly-refund-limit CENTS
                        with --what-if: try this weekly refund limit instead of 50000 cents
-  --report DIR         write DIR/report.html from DIR's audit files: calls per outcome per
-                       day, blocked rate per rule and per tool, the slowest rules, the latest
-                       halts, token usage per session, whether the hash chain verifies
+  --report DIR         write DIR/report.html from DIR's audit files (what `toolgate audit
+                       report` writes): outcomes per day, the people in the loop, each
+                       customer's calls and refunds, each rule's denials and asks per day,
+                       latency per rule and per tool, halts, tokens, the hash chain
   --resume FILE        finish a turn paused for a person's approval (a replay writes it to
                        OUT-DIR/pending/SESSION/TURN.json) with one decision:
   --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)
@@ -118,7 +121,7 @@ pub(crate) enum Command {
     /// `--resume FILE …`: finish a paused turn.
     Resume(ResumeArgs),
     /// `--live …`.
-    Live(LiveArgs),
+    Live(LiveArgs, Otel),
     /// Replay transcripts.
     Replay {
         /// `--transcript FILE`; every bundled transcript when absent.
@@ -127,8 +130,8 @@ pub(crate) enum Command {
         json: bool,
         /// `--out-dir DIR`.
         out_dir: PathBuf,
-        /// `--otel`.
-        otel: bool,
+        /// `--otel`, `--otel-endpoint URL`.
+        otel: Otel,
     },
 }
 
@@ -154,6 +157,7 @@ where
     let mut now: Option<String> = None;
     let mut json = false;
     let mut otel = false;
+    let mut otel_endpoint: Option<String> = None;
     let mut schemas = false;
     let mut help = false;
     let mut live_flag = false;
@@ -228,6 +232,9 @@ where
             "--reason" if reason.is_none() => reason = Some(text(value("--reason")?)),
             "--by" if by.is_none() => by = Some(text(value("--by")?)),
             "--now" if now.is_none() => now = Some(text(value("--now")?)),
+            "--otel-endpoint" if otel_endpoint.is_none() => {
+                otel_endpoint = Some(otel::endpoint(&text(value("--otel-endpoint")?))?)
+            }
             "--transcript"
             | "--out-dir"
             | "--specialist"
@@ -241,7 +248,8 @@ where
             | "--deny"
             | "--reason"
             | "--by"
-            | "--now" => {
+            | "--now"
+            | "--otel-endpoint" => {
                 return Err(format!("{name} is given twice"));
             }
             "--say" => said.push(value("--say")?.to_string_lossy().into_owned()),
@@ -268,10 +276,14 @@ where
     if help {
         return Ok(Command::Help);
     }
+    let otel = Otel {
+        stdout: otel,
+        endpoint: otel_endpoint,
+    };
     if let Some(dir) = report {
         if json
             || schemas
-            || otel
+            || otel.is_on()
             || transcript.is_some()
             || out_dir.is_some()
             || specialist.is_some()
@@ -287,8 +299,8 @@ where
         }
         return Ok(Command::Report(dir));
     }
-    if otel && (what_if.is_some() || verify.is_some() || schemas) {
-        return Err("--otel goes with a replay".to_owned());
+    if otel.is_on() && (what_if.is_some() || verify.is_some() || schemas) {
+        return Err("--otel and --otel-endpoint go with a replay or --live".to_owned());
     }
     if let Some(file) = what_if {
         if json
@@ -316,10 +328,15 @@ where
         return Err("--weekly-refund-limit goes with --what-if".to_owned());
     }
     if let Some(file) = resume {
-        if schemas || otel || verify.is_some() || transcript.is_some() || specialist.is_some() {
+        if schemas
+            || otel.is_on()
+            || verify.is_some()
+            || transcript.is_some()
+            || specialist.is_some()
+        {
             return Err(
-                "--resume finishes a paused turn: it takes no --schemas, --otel, --verify-audit, \
-                 --transcript or --specialist"
+                "--resume finishes a paused turn: it takes no --schemas, --otel, --otel-endpoint, \
+                 --verify-audit, --transcript or --specialist"
                     .to_owned(),
             );
         }
@@ -343,7 +360,7 @@ where
         if let Some(now) = now {
             live_opts.insert("--now", now);
         }
-        return live_args(live_opts, said, specialist, out_dir, by).map(Command::Live);
+        return live_args(live_opts, said, specialist, out_dir, by).map(|a| Command::Live(a, otel));
     }
     if let Some(name) =
         live_opts
@@ -502,23 +519,43 @@ where
             return what_if::run(&file, specialist, changes, out, err);
         }
         Command::Resume(args) => return approval::resume(&args, out, err),
-        Command::Live(args) => return live::run(args, out, err),
+        Command::Live(args, otel) => {
+            return traced(&otel, err, |err| live::run(args, out, err));
+        }
         Command::Replay {
             transcript,
             json,
             out_dir,
-            otel: false,
-        } => return replay(transcript, json, out_dir, out, err),
-        Command::Replay {
-            transcript,
-            json,
-            out_dir,
-            otel: true,
-        } => return otel::with_spans(|| replay(transcript, json, out_dir, out, err)),
+            otel,
+        } => {
+            return traced(&otel, err, |err| {
+                replay(transcript, json, out_dir, out, err)
+            });
+        }
     };
     match written {
         Ok(code) => code,
         Err(e) => output_failed(err, &e),
+    }
+}
+
+/// Runs `f` with the spans `otel` asks for exported (or as it is, when none is); a warning on
+/// `err` when spans could not be sent.
+fn traced(otel: &Otel, err: &mut dyn Write, f: impl FnOnce(&mut dyn Write) -> u8) -> u8 {
+    if !otel.is_on() {
+        return f(err);
+    }
+    let result = otel::with_spans(otel, || f(&mut *err));
+    match result {
+        Ok((code, None)) => code,
+        Ok((code, Some(warning))) => {
+            let _ = writeln!(err, "warning: {warning}");
+            code
+        }
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            EXIT_BAD_INPUT
+        }
     }
 }
 

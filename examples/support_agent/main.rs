@@ -17,7 +17,8 @@
 //! - `approval.rs`: pending turns written for a person, and `--resume` with their decision;
 //! - `live.rs`: `--live`, the conversation with the model over the Messages API;
 //! - `http.rs`: the Messages API over HTTP (ureq), with its retries;
-//! - `otel.rs`: `--otel`, the replay's OpenTelemetry spans printed by the SDK's stdout exporter;
+//! - `otel.rs`: `--otel` and `--otel-endpoint`, the spans printed by the SDK's stdout exporter or
+//!   sent to a collector over OTLP/HTTP;
 //! - `report.rs`: `--report DIR`, one self-contained HTML page from the audit files;
 //! - `what_if.rs`: `--what-if FILE`, today's rules (or changed ones) over a recorded audit log;
 //! - `cli.rs`: the command line and exit codes.

@@ -41,7 +41,7 @@ fn live(args: &[String], key: Option<&str>) -> Run {
 /// last) when a rule asks about a call; also returns the questions they were asked.
 fn live_with(args: &[String], key: Option<&str>, answers: Option<Vec<&str>>) -> (Run, Vec<String>) {
     let command = cli::parse_args(args.iter().map(Into::into)).expect("the arguments parse");
-    let Command::Live(live_args) = command else {
+    let Command::Live(live_args, _) = command else {
         panic!("not --live: {command:?}")
     };
     let mut sleeps = Vec::new();
@@ -1059,7 +1059,7 @@ fn live_options_are_checked_before_anything_runs() {
 
 #[test]
 fn live_options_have_their_defaults() {
-    let Command::Live(a) =
+    let Command::Live(a, _) =
         cli::parse_args(["--live", "--user", "u_001", "--tier", "free"].map(Into::into)).unwrap()
     else {
         panic!("--live")
@@ -1075,7 +1075,7 @@ fn live_options_have_their_defaults() {
 
 #[test]
 fn without_words_and_without_a_terminal_live_says_what_it_needs() {
-    let Command::Live(a) = cli::parse_args(
+    let Command::Live(a, _) = cli::parse_args(
         [
             "--live",
             "--user",
@@ -1152,7 +1152,7 @@ fn typed_lines_are_said_in_order_and_blank_ones_skipped() {
     ];
     let server = Server::start(expect(Specialist::Refunds), plan);
     let dir = TempDir::new("live-typed");
-    let Command::Live(a) =
+    let Command::Live(a, _) =
         cli::parse_args(args(&server.base_url(), &dir, &[]).iter().map(Into::into)).unwrap()
     else {
         panic!("--live")
