@@ -334,7 +334,8 @@ fn every_bundled_transcript_replays_with_its_expected_outcomes_results_and_audit
     for (t, (_, expected)) in transcripts.into_iter().zip(EXPECTED) {
         let dir = TempDir::new("replay");
         let audit = AuditLog::open(dir.path()).unwrap();
-        let replay = agent::replay(t, Some(&audit)).expect("the agent builds");
+        let replay = agent::replay(t, Some(&audit), &example::state::State::Memory)
+            .expect("the agent builds");
         drop(audit);
 
         // The fixture's own expectations agree with the list above, and hold.
@@ -438,7 +439,7 @@ fn the_bundled_transcripts_show_which_hook_decided() {
     let transcripts = transcript::bundled().unwrap();
     let mut decided = BTreeMap::new();
     for t in &transcripts {
-        let replay = agent::replay(t, None).unwrap();
+        let replay = agent::replay(t, None, &example::state::State::Memory).unwrap();
         for c in replay.calls() {
             decided.insert(
                 c.tool_use_id.clone(),
@@ -504,7 +505,7 @@ fn audit_lines_carry_blocked_by_rewritten_by_hooks_and_effective_input_only_when
     let t = transcript::load(&fixture("03_parallel_batch.json")).unwrap();
     let dir = TempDir::new("audit-keys");
     let audit = AuditLog::open(dir.path()).unwrap();
-    agent::replay(&t, Some(&audit)).unwrap();
+    agent::replay(&t, Some(&audit), &example::state::State::Memory).unwrap();
     // Exact lines: the context's tier after the user, the optional members only where they
     // apply, `prev` last (recomputed by `chained_lines`; `duration_us` set to 0).
     let (lines, _) = support::chained_lines(&dir.path().join("audit_log.jsonl"), support::ZEROS);
@@ -618,10 +619,48 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
         10
     );
 
-    // Appended to, not replaced.
-    let (code, _, _) = run(&[&os("--out-dir"), &os(dir.path())]);
+    // Appended to, not replaced; and the second run in the folder shares the first one's state
+    // (`state.sqlite`): every call the first one answered is a replay of that answer, nothing
+    // runs again, the two turns still waiting pause again, and the ledger holds what it held.
+    let refunds = || -> Vec<(String, String, i64)> {
+        let db = rusqlite::Connection::open(dir.path().join("state.sqlite")).unwrap();
+        let mut q = db
+            .prepare(
+                "SELECT book, order_id, amount_cents FROM support_agent_refunds ORDER BY book, seq",
+            )
+            .unwrap();
+        q.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let before = refunds();
+    let issued = json_lines(&dir.path().join("audit_log.jsonl"))
+        .iter()
+        .filter(|l| l["tool"] == "issue_refund" && l["outcome"] == "ok")
+        .count();
+    assert_eq!((before.len(), issued), (5, 5));
+    let (code, out, _) = run(&[&os("--out-dir"), &os(dir.path())]);
     assert_eq!(code, cli::EXIT_OK);
-    assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 58);
+    let lines = json_lines(&dir.path().join("audit_log.jsonl"));
+    assert_eq!(lines.len(), 29 + 27);
+    let second = &lines[29..];
+    assert_eq!(
+        second.iter().filter(|l| l["replay"] == json!(true)).count(),
+        25
+    );
+    assert_eq!(
+        second.iter().filter(|l| l["final"] == json!(false)).count(),
+        2
+    );
+    assert_eq!(refunds(), before);
+    assert!(out.ends_with(&format!(
+        "audit log: {} (27 lines appended, one per tool_use, 25 of them answers replayed from the \
+         answer memory, and 2 not final for calls that waited for approval)\n\
+         session summaries: {} (10 lines appended, one per session)\n",
+        dir.path().join("audit_log.jsonl").display(),
+        dir.path().join("session_summaries.jsonl").display()
+    )));
     assert_eq!(
         json_lines(&dir.path().join("session_summaries.jsonl")).len(),
         20
@@ -1123,22 +1162,26 @@ Replays customer-support transcripts (assistant messages as the Messages API ret
 through the support agent's tools and hooks.
 
 usage:
-  support_agent [--transcript FILE] [--json] [--out-dir DIR] [--otel] [--otel-endpoint URL]
+  support_agent [--transcript FILE] [--json] [--out-dir DIR] [--store sqlite|memory] [--otel]
+                [--otel-endpoint URL]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
   support_agent --report DIR
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
-                [--json] [--out-dir DIR]
+                [--json] [--out-dir DIR] [--store sqlite|memory]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
                 [--model NAME] [--base-url URL] [--max-turns N] [--max-tokens N] [--by WHO]
-                [--out-dir DIR] [--otel] [--otel-endpoint URL]
+                [--out-dir DIR] [--store sqlite|memory] [--otel] [--otel-endpoint URL]
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
   --json               print only the user message answering each assistant message, one JSON
                        line each
   --out-dir DIR        append audit_log.jsonl and session_summaries.jsonl there (default: data)
+  --store NAME         where the answer memory, the paused turns and the refund ledger are
+                       kept: sqlite (default: DIR/state.sqlite, shared by every run in DIR)
+                       or memory (this run only; paused turns in their files)
   --otel               also print each call's OpenTelemetry spans (execute_tool with a
                        pre_tool_use child per hook run), with the SDK's stdout exporter
   --otel-endpoint URL  also send the spans to an OpenTelemetry collector over OTLP/HTTP
@@ -1670,6 +1713,7 @@ fn the_weekly_refund_limit_counts_the_owners_refunds_in_the_iso_week_of_now() {
         Outcome::Blocked
     );
     let weeks: Vec<String> = toolgate::block_on(agent.ledger.refunds())
+        .unwrap()
         .iter()
         .map(|r| {
             format!(
@@ -2409,6 +2453,119 @@ fn a_paused_turn_is_written_then_resumed_by_a_later_run_with_approve_or_deny() {
     }
 }
 
+/// The `ok` refund lines of an audit log for `id`.
+fn refunds_of(dir: &Path, id: &str) -> usize {
+    json_lines(&dir.join("audit_log.jsonl"))
+        .iter()
+        .filter(|l| l["tool_use_id"] == id && l["outcome"] == "ok" && l.get("replay").is_none())
+        .count()
+}
+
+#[test]
+fn a_copy_of_a_pending_file_resumed_again_or_a_second_run_pays_nothing_twice() {
+    // The default store keeps the turn in `state.sqlite`: a resume takes it once. A copy of its
+    // file (a retry after a crash, a second operator, another worker on the same folder) gets
+    // the first resume's answer, and nothing runs again.
+    let dir = TempDir::new("copy-resume");
+    let (code, _, err) = run(&[
+        &os("--transcript"),
+        &os(fixture("08_large_refund_paused.json")),
+        &os("--out-dir"),
+        &os(dir.path()),
+    ]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    let file = dir
+        .path()
+        .join("pending/sess_paused_08/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json");
+    let copy = dir.path().join("copy.json");
+    std::fs::copy(&file, &copy).unwrap();
+    let id = "toolu_01Nq8tEcVr2W9gAy4hDj8QxF";
+    let resume = |f: &Path| {
+        run(&[
+            &os("--resume"),
+            &os(f),
+            &os("--approve"),
+            &os(id),
+            &os("--out-dir"),
+            &os(dir.path()),
+        ])
+    };
+    let (code, _, err) = resume(&file);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!(refunds_of(dir.path(), id), 1);
+    let (code, out, err) = resume(&copy);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!(
+        out,
+        format!(
+            "== {}\n   session sess_paused_08, user u_001 (premium), specialist refunds\n   \
+             already resumed: this is the answer kept then; nothing ran again\n   summary: calls \
+             0; outcomes none; tools none; observer errors 0\n",
+            copy.display()
+        )
+    );
+    assert!(!copy.exists());
+    // A second replay of the transcript: the paused call was answered, so it is a replay now.
+    let (code, _, err) = run(&[
+        &os("--transcript"),
+        &os(fixture("08_large_refund_paused.json")),
+        &os("--out-dir"),
+        &os(dir.path()),
+    ]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!(refunds_of(dir.path(), id), 1);
+    assert!(!file.exists(), "nothing paused again");
+
+    // `--store memory` is one process's memory: a turn it paused is not in the state file, and
+    // resuming it there says how.
+    let memory = TempDir::new("memory-resume");
+    let (code, _, _) = run(&[
+        &os("--transcript"),
+        &os(fixture("08_large_refund_paused.json")),
+        &os("--out-dir"),
+        &os(memory.path()),
+        &os("--store"),
+        &os("memory"),
+    ]);
+    assert_eq!(code, cli::EXIT_OK);
+    assert!(!memory.path().join("state.sqlite").exists());
+    let paused = memory
+        .path()
+        .join("pending/sess_paused_08/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json");
+    let (code, _, err) = run(&[
+        &os("--resume"),
+        &os(&paused),
+        &os("--approve"),
+        &os(id),
+        &os("--out-dir"),
+        &os(memory.path()),
+    ]);
+    assert_eq!(
+        (code, err),
+        (
+            cli::EXIT_BAD_INPUT,
+            format!(
+                "error: {}: this turn is not kept in {} (a run with --store memory paused it: \
+                 resume it with --store memory)\n",
+                paused.display(),
+                memory.path().join("state.sqlite").display()
+            )
+        )
+    );
+    let (code, _, err) = run(&[
+        &os("--resume"),
+        &os(&paused),
+        &os("--approve"),
+        &os(id),
+        &os("--out-dir"),
+        &os(memory.path()),
+        &os("--store"),
+        &os("memory"),
+    ]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!(refunds_of(memory.path(), id), 1);
+}
+
 #[test]
 fn an_expired_pending_turn_is_answered_blocked_and_bad_resumes_are_refused() {
     let dir = TempDir::new("expired");
@@ -2988,4 +3145,69 @@ pub(crate) fn pending_file(out_dir: &Path, session: &str) -> PathBuf {
         .collect();
     assert_eq!(files.len(), 1, "{files:?}");
     files.into_iter().next().unwrap()
+}
+
+#[test]
+fn the_sqlite_ledger_is_shared_by_every_connection_to_its_file_and_checks_an_order_at_once() {
+    use example::ledger::{Ledger, RefundError, open_sqlite_books};
+    let dir = TempDir::new("ledger-sqlite");
+    let file = dir.path().join("state.sqlite");
+    let order = example::seed::order("o_3001").unwrap();
+    let week = IsoWeek {
+        year: 2026,
+        week: 48,
+    };
+    let a = Ledger::sqlite("book", open_sqlite_books(&file).unwrap());
+    let b = Ledger::sqlite("book", open_sqlite_books(&file).unwrap());
+    let other = Ledger::sqlite("another book", open_sqlite_books(&file).unwrap());
+    let first = toolgate::block_on(a.record_refund(order, 9_500, week)).unwrap();
+    assert_eq!(first.refund_id, "re_0001");
+    // Another connection sees it; another book does not.
+    assert_eq!(
+        toolgate::block_on(b.refunded_for_order("o_3001")),
+        Ok(9_500)
+    );
+    assert_eq!(
+        toolgate::block_on(b.refunded_in_week(order.owner, week)),
+        Ok(9_500)
+    );
+    assert_eq!(
+        toolgate::block_on(other.refunded_for_order("o_3001")),
+        Ok(0)
+    );
+    let left = order.amount_cents - 9_500;
+    match toolgate::block_on(b.record_refund(order, left + 1, week)) {
+        Err(RefundError::Refused(r)) => assert_eq!(r.refunded_cents, 9_500),
+        other => panic!("{other:?}"),
+    }
+    // Eight connections at once, each refunding all that is left: the check and the insert are
+    // one transaction, so exactly one passes.
+    let won: Vec<bool> = std::thread::scope(|s| {
+        let racers: Vec<_> = (0..8)
+            .map(|_| {
+                let file = file.clone();
+                s.spawn(move || {
+                    let ledger = Ledger::sqlite("book", open_sqlite_books(&file).unwrap());
+                    toolgate::block_on(ledger.record_refund(order, left, week)).is_ok()
+                })
+            })
+            .collect();
+        racers.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    assert_eq!(won.iter().filter(|w| **w).count(), 1);
+    let all = toolgate::block_on(a.refunds()).unwrap();
+    assert_eq!(
+        all.iter()
+            .map(|r| (r.refund_id.as_str(), r.amount_cents))
+            .collect::<Vec<_>>(),
+        [("re_0001", 9_500), ("re_0002", left)]
+    );
+    // A file that cannot be a database: the ledger's error, not a panic.
+    let not_a_db = dir.path().join("not.sqlite");
+    std::fs::write(&not_a_db, "this is not a database, it is text").unwrap();
+    let err = open_sqlite_books(&not_a_db).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the refund ledger failed: file is not a database"
+    );
 }

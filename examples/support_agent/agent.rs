@@ -4,15 +4,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use toolgate::{
-    BuildError, CallError, Dispatcher, HookContext, Message, Reply, RespondError,
+    BuildError, CallError, Dispatcher, HookContext, Message, Reply, RespondError, Session,
     approval::{Decisions, PendingTurn, ResumeError},
     audit::{AuditLog, Outcome, SessionSummary},
     dispatch::{Clock, DispatcherBuilder},
 };
 
-use super::ledger::{Ledger, Refund};
+use super::ledger::{Ledger, LedgerFailed, Refund};
 use super::output::{CallLine, CallLog};
 use super::policy::WeeklyRefundLimit;
+use super::state::State;
 use super::tools::TicketQueue;
 use super::transcript::Transcript;
 
@@ -73,7 +74,28 @@ impl Agent {
         audit: Option<&AuditLog>,
         extra: impl FnOnce(DispatcherBuilder) -> DispatcherBuilder,
     ) -> Result<Agent, BuildError> {
-        Agent::assemble(specialist, audit, WeeklyRefundLimit::default(), extra)
+        Agent::assemble(
+            specialist,
+            audit,
+            WeeklyRefundLimit::default(),
+            Ledger::default(),
+            extra,
+        )
+    }
+
+    /// [`build`](Self::build) on `ledger` (a book of the run's state) instead of a fresh one.
+    pub(crate) fn build_on(
+        specialist: Specialist,
+        audit: Option<&AuditLog>,
+        ledger: Ledger,
+    ) -> Result<Agent, BuildError> {
+        Agent::assemble(
+            specialist,
+            audit,
+            WeeklyRefundLimit::default(),
+            ledger,
+            |b| b,
+        )
     }
 
     /// `specialist` with another weekly refund limit and no audit log (a what-if replay).
@@ -81,16 +103,17 @@ impl Agent {
         specialist: Specialist,
         limit: WeeklyRefundLimit,
     ) -> Result<Agent, BuildError> {
-        Agent::assemble(specialist, None, limit, |b| b)
+        Agent::assemble(specialist, None, limit, Ledger::default(), |b| b)
     }
 
     fn assemble(
         specialist: Specialist,
         audit: Option<&AuditLog>,
         limit: WeeklyRefundLimit,
+        ledger: Ledger,
         extra: impl FnOnce(DispatcherBuilder) -> DispatcherBuilder,
     ) -> Result<Agent, BuildError> {
-        let ledger = Arc::new(Ledger::default());
+        let ledger = Arc::new(ledger);
         let calls = Arc::new(CallLog::default());
         let builder = Dispatcher::builder().registered_under(super::AGENT_PATH);
         let builder = match specialist {
@@ -141,8 +164,8 @@ pub(crate) struct SessionReplay {
     pub(crate) summary: SessionSummary,
     /// Set when a PreToolUse hook failed: the agent halted and later messages were not replayed.
     pub(crate) halted: Option<String>,
-    /// The refunds the session's ledger recorded.
-    pub(crate) refunds: Vec<Refund>,
+    /// The refunds of the session's ledger book (or why it could not be read).
+    pub(crate) refunds: Result<Vec<Refund>, LedgerFailed>,
     /// Set when a turn paused for a person's approval that the transcript does not give: later
     /// messages were not replayed; `--resume` finishes it.
     pub(crate) pending: Option<PendingTurn>,
@@ -176,21 +199,33 @@ pub(crate) fn hook_context(transcript: &Transcript) -> HookContext {
         .build()
 }
 
-/// Replays `transcript` on a fresh agent of its specialist (see [`replay_on`]).
+/// Replays `transcript` on an agent of its specialist whose ledger is the transcript's book of
+/// `state` (named by its session id), its answers in `state`'s answer memory (see
+/// [`replay_on`]).
 pub(crate) fn replay(
     transcript: &Transcript,
     audit: Option<&AuditLog>,
+    state: &State,
 ) -> Result<SessionReplay, BuildError> {
-    let agent = Agent::build(transcript.context.specialist, audit)?;
-    Ok(replay_on(&agent, transcript))
+    let ledger = state.ledger(&transcript.context.session_id);
+    let agent = Agent::build_on(transcript.context.specialist, audit, ledger)?;
+    let session = state.session(&agent.dispatcher, hook_context(transcript));
+    Ok(replay_in(&agent, &session, transcript))
 }
 
 /// Replays `transcript` on `agent`: each assistant message is answered in turn
 /// (`Session::respond`), then the session ends (Stop hooks, summary line). When a PreToolUse
 /// hook cannot decide, the agent halts: the halt's answer is kept and later messages are not
 /// replayed.
+// The tests replay on agents they build themselves; the program replays through `replay`.
+#[allow(dead_code)]
 pub(crate) fn replay_on(agent: &Agent, transcript: &Transcript) -> SessionReplay {
     let session = agent.dispatcher.session(hook_context(transcript));
+    replay_in(agent, &session, transcript)
+}
+
+/// [`replay_on`] in `session` (a session of `agent`'s dispatcher).
+fn replay_in(agent: &Agent, session: &Session, transcript: &Transcript) -> SessionReplay {
     let mut messages = Vec::with_capacity(transcript.messages.len());
     let mut halted = None;
     let mut paused = None;
@@ -256,14 +291,22 @@ fn decided(transcript: &Transcript, pending: &PendingTurn) -> Option<Decisions> 
     decisions.build().ok()
 }
 
-/// The expected outcomes that did not happen, in transcript order of the ids.
+/// The expected outcomes that did not happen, in transcript order of the ids. A call the answer
+/// memory replayed is not compared: its answer was checked when an earlier run first gave it,
+/// or a person has decided it since (a paused refund approved between two runs is `ok` now).
 pub(crate) fn mismatches(transcript: &Transcript, replay: &SessionReplay) -> Vec<Mismatch> {
     let actual: BTreeMap<&str, Outcome> = replay
         .calls()
         .map(|c| (c.tool_use_id.as_str(), c.outcome))
         .collect();
+    let replayed: Vec<&str> = replay
+        .calls()
+        .filter(|c| c.replay)
+        .map(|c| c.tool_use_id.as_str())
+        .collect();
     transcript
         .tool_use_ids()
+        .filter(|id| !replayed.contains(id))
         .filter_map(|id| {
             let expected = *transcript.expected.get(id)?;
             let actual = actual.get(id).copied();

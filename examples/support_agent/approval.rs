@@ -23,6 +23,7 @@ use super::agent::{Agent, Specialist};
 use super::cli::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use super::output::call_line;
 use super::seed;
+use super::state::{State, StoreKind};
 
 /// Where a replay writes a pending turn: `<out-dir>/pending/<session>/<turn>.json`, the session
 /// id and the turn id (its first call's id) each written by [`file_name`], which is one-to-one,
@@ -81,13 +82,18 @@ pub(crate) fn write_pending(out_dir: &Path, pending: &PendingTurn) -> io::Result
     Ok(path)
 }
 
-/// Writes a replay's pending turn and says, on `note` (stdout, or stderr with `--json`), where
-/// and how to finish it, one line per waiting call.
+/// Keeps a replay's pending turn in `state`'s store (when it has one: that copy is the one a
+/// resume takes, once) and in its file, and says, on `note` (stdout, or stderr with `--json`),
+/// where and how to finish it, one line per waiting call.
 pub(crate) fn report_pending(
     out_dir: &Path,
+    state: &State,
     pending: &PendingTurn,
     note: &mut dyn Write,
 ) -> io::Result<()> {
+    if let Some(store) = state.pending() {
+        toolgate::block_on(store.put(pending)).map_err(io::Error::other)?;
+    }
     let path = write_pending(out_dir, pending)?;
     for waiting in pending.awaiting() {
         writeln!(
@@ -122,6 +128,8 @@ pub(crate) struct ResumeArgs {
     pub(crate) json: bool,
     /// `--out-dir`: where the audit files are.
     pub(crate) out_dir: PathBuf,
+    /// `--store`: where the turn is taken from (and the answers and the ledger kept).
+    pub(crate) store: StoreKind,
 }
 
 /// `--resume`: reads the pending turn, resumes it with the decision, prints the calls (or the
@@ -157,11 +165,18 @@ pub(crate) fn resume(args: &ResumeArgs, out: &mut dyn Write, err: &mut dyn Write
             return EXIT_FAILED;
         }
     };
+    let state = match State::open(args.store, &args.out_dir) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_FAILED;
+        }
+    };
     // The specialist that paused is the one with the same fingerprint (the refunds one when
-    // none has it: resuming then says the dispatcher changed).
+    // none has it: resuming then says the dispatcher changed). Its ledger is the session's book.
     let mut agents = Vec::new();
     for specialist in Specialist::ALL {
-        match Agent::build(specialist, Some(&audit)) {
+        match Agent::build_on(specialist, Some(&audit), state.ledger(&pending.session_id)) {
             Ok(agent) => agents.push(agent),
             Err(e) => {
                 let _ = writeln!(err, "error: {e}");
@@ -186,16 +201,34 @@ pub(crate) fn resume(args: &ResumeArgs, out: &mut dyn Write, err: &mut dyn Write
         .decide(args.tool_use_id.clone(), decision)
         .build()
         .expect("one decision names one id");
-    let session = agent.dispatcher.session(context);
-    let resumed = toolgate::block_on(session.resume(&pending, &decisions));
+    let session = state.session(&agent.dispatcher, context);
+    // With a store, the store's copy is the one resumed, once: a copy of the file resumed again
+    // (by a retry, a second operator, another worker) gets the first resume's answer.
+    let resumed = match state.pending() {
+        Some(store) => toolgate::block_on(session.resume_from(store, &pending.turn_id, &decisions)),
+        None => toolgate::block_on(session.resume(&pending, &decisions)),
+    };
     let summary = session.end();
     let calls = agent.calls.take();
     let answer = match resumed {
         Ok(answer) => answer,
+        Err(ResumeError::NoSuchTurn { .. }) => {
+            let _ = writeln!(
+                err,
+                "error: {source}: this turn is not kept in {} (a run with --store memory paused \
+                 it: resume it with --store memory)",
+                state
+                    .file()
+                    .map_or(String::new(), |p| p.display().to_string())
+            );
+            return EXIT_BAD_INPUT;
+        }
         Err(e) => {
             let _ = writeln!(err, "error: {source}: {e}");
             return match e {
-                ResumeError::Call(_) => EXIT_FAILED,
+                ResumeError::Call(_) | ResumeError::BeingResumed { .. } | ResumeError::Store(_) => {
+                    EXIT_FAILED
+                }
                 _ => EXIT_BAD_INPUT,
             };
         }
@@ -215,6 +248,9 @@ pub(crate) fn resume(args: &ResumeArgs, out: &mut dyn Write, err: &mut dyn Write
         for line in &calls {
             text.push_str(&format!("   {}\n", call_line(line)));
         }
+        if calls.is_empty() {
+            text.push_str("   already resumed: this is the answer kept then; nothing ran again\n");
+        }
         text.push_str(&format!(
             "   summary: {}\n",
             super::output::summary_line(&summary)
@@ -225,10 +261,15 @@ pub(crate) fn resume(args: &ResumeArgs, out: &mut dyn Write, err: &mut dyn Write
         let _ = writeln!(err, "error: cannot write the output: {e}");
         return EXIT_FAILED;
     }
-    // Answered: the pending turn is done (a second resume would find nothing to resume).
-    if let Err(e) = std::fs::remove_file(&args.file) {
-        let _ = writeln!(err, "error: {source}: cannot be removed: {e}");
-        return EXIT_FAILED;
+    // Answered: the pending turn is done (a second resume would find nothing to resume, or,
+    // with a store, the kept answer).
+    match std::fs::remove_file(&args.file) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => {
+            let _ = writeln!(err, "error: {source}: cannot be removed: {e}");
+            return EXIT_FAILED;
+        }
     }
     EXIT_OK
 }

@@ -17,6 +17,7 @@ use super::live::{self, LiveArgs};
 use super::otel::{self, Otel};
 use super::output;
 use super::report;
+use super::state::{State, StoreKind};
 use super::transcript::{self, Transcript};
 use super::what_if::{self, RuleChanges};
 
@@ -37,22 +38,26 @@ Replays customer-support transcripts (assistant messages as the Messages API ret
 through the support agent's tools and hooks.
 
 usage:
-  support_agent [--transcript FILE] [--json] [--out-dir DIR] [--otel] [--otel-endpoint URL]
+  support_agent [--transcript FILE] [--json] [--out-dir DIR] [--store sqlite|memory] [--otel]
+                [--otel-endpoint URL]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
   support_agent --report DIR
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
-                [--json] [--out-dir DIR]
+                [--json] [--out-dir DIR] [--store sqlite|memory]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
                 [--model NAME] [--base-url URL] [--max-turns N] [--max-tokens N] [--by WHO]
-                [--out-dir DIR] [--otel] [--otel-endpoint URL]
+                [--out-dir DIR] [--store sqlite|memory] [--otel] [--otel-endpoint URL]
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
   --json               print only the user message answering each assistant message, one JSON
                        line each
   --out-dir DIR        append audit_log.jsonl and session_summaries.jsonl there (default: data)
+  --store NAME         where the answer memory, the paused turns and the refund ledger are
+                       kept: sqlite (default: DIR/state.sqlite, shared by every run in DIR)
+                       or memory (this run only; paused turns in their files)
   --otel               also print each call's OpenTelemetry spans (execute_tool with a
                        pre_tool_use child per hook run), with the SDK's stdout exporter
   --otel-endpoint URL  also send the spans to an OpenTelemetry collector over OTLP/HTTP
@@ -130,6 +135,8 @@ pub(crate) enum Command {
         json: bool,
         /// `--out-dir DIR`.
         out_dir: PathBuf,
+        /// `--store`.
+        store: StoreKind,
         /// `--otel`, `--otel-endpoint URL`.
         otel: Otel,
     },
@@ -158,6 +165,7 @@ where
     let mut json = false;
     let mut otel = false;
     let mut otel_endpoint: Option<String> = None;
+    let mut store: Option<StoreKind> = None;
     let mut schemas = false;
     let mut help = false;
     let mut live_flag = false;
@@ -232,6 +240,13 @@ where
             "--reason" if reason.is_none() => reason = Some(text(value("--reason")?)),
             "--by" if by.is_none() => by = Some(text(value("--by")?)),
             "--now" if now.is_none() => now = Some(text(value("--now")?)),
+            "--store" if store.is_none() => {
+                let v = text(value("--store")?);
+                store = Some(
+                    StoreKind::from_name(&v)
+                        .ok_or_else(|| format!("--store {v}: expected sqlite or memory"))?,
+                );
+            }
             "--otel-endpoint" if otel_endpoint.is_none() => {
                 otel_endpoint = Some(otel::endpoint(&text(value("--otel-endpoint")?))?)
             }
@@ -249,6 +264,7 @@ where
             | "--reason"
             | "--by"
             | "--now"
+            | "--store"
             | "--otel-endpoint" => {
                 return Err(format!("{name} is given twice"));
             }
@@ -284,6 +300,7 @@ where
         if json
             || schemas
             || otel.is_on()
+            || store.is_some()
             || transcript.is_some()
             || out_dir.is_some()
             || specialist.is_some()
@@ -298,6 +315,9 @@ where
             );
         }
         return Ok(Command::Report(dir));
+    }
+    if store.is_some() && (what_if.is_some() || verify.is_some() || schemas) {
+        return Err("--store goes with a replay, --resume or --live".to_owned());
     }
     if otel.is_on() && (what_if.is_some() || verify.is_some() || schemas) {
         return Err("--otel and --otel-endpoint go with a replay or --live".to_owned());
@@ -341,7 +361,7 @@ where
             );
         }
         return Ok(Command::Resume(resume_args(
-            file, approve, deny, reason, by, now, json, out_dir,
+            file, approve, deny, reason, by, now, json, out_dir, store,
         )?));
     }
     if live_flag {
@@ -360,7 +380,8 @@ where
         if let Some(now) = now {
             live_opts.insert("--now", now);
         }
-        return live_args(live_opts, said, specialist, out_dir, by).map(|a| Command::Live(a, otel));
+        return live_args(live_opts, said, specialist, out_dir, by, store)
+            .map(|a| Command::Live(a, otel));
     }
     if let Some(name) =
         live_opts
@@ -421,6 +442,7 @@ where
         transcript,
         json,
         out_dir: out_dir.unwrap_or_else(|| PathBuf::from(DEFAULT_OUT_DIR)),
+        store: store.unwrap_or_default(),
         otel,
     })
 }
@@ -442,6 +464,7 @@ fn resume_args(
     now: Option<String>,
     json: bool,
     out_dir: Option<PathBuf>,
+    store: Option<StoreKind>,
 ) -> Result<ResumeArgs, String> {
     let (tool_use_id, deny_reason) = match (approve, deny, reason) {
         (Some(id), None, None) => (id, None),
@@ -472,6 +495,7 @@ fn resume_args(
         now,
         json,
         out_dir: out_dir.unwrap_or_else(|| PathBuf::from(DEFAULT_OUT_DIR)),
+        store: store.unwrap_or_default(),
     })
 }
 
@@ -526,10 +550,11 @@ where
             transcript,
             json,
             out_dir,
+            store,
             otel,
         } => {
             return traced(&otel, err, |err| {
-                replay(transcript, json, out_dir, out, err)
+                replay(transcript, json, out_dir, store, out, err)
             });
         }
     };
@@ -578,6 +603,7 @@ fn live_args(
     specialist: Option<Specialist>,
     out_dir: Option<PathBuf>,
     by: Option<String>,
+    store: Option<StoreKind>,
 ) -> Result<LiveArgs, String> {
     let mut take = |name: &str| opts.remove(name);
     let user = take("--user").ok_or("--live needs --user ID (the signed-in customer)")?;
@@ -626,6 +652,7 @@ fn live_args(
         now,
         session_id: take("--session-id"),
         by: by.unwrap_or_else(|| "operator".to_owned()),
+        store: store.unwrap_or_default(),
     })
 }
 
@@ -664,6 +691,7 @@ fn replay(
     transcript: Option<PathBuf>,
     json: bool,
     out_dir: PathBuf,
+    store: StoreKind,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> u8 {
@@ -686,12 +714,20 @@ fn replay(
             return EXIT_FAILED;
         }
     };
+    let state = match State::open(store, &out_dir) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_FAILED;
+        }
+    };
 
     let mut code = EXIT_OK;
     let mut calls = 0;
     let mut waited = 0;
+    let mut replays = 0;
     for t in &transcripts {
-        let replayed = match agent::replay(t, Some(&audit)) {
+        let replayed = match agent::replay(t, Some(&audit), &state) {
             Ok(r) => r,
             Err(e) => {
                 let _ = writeln!(err, "error: {e}");
@@ -700,6 +736,7 @@ fn replay(
         };
         calls += replayed.summary.calls;
         waited += replayed.calls().filter(|c| !c.outcome.is_final()).count() as u64;
+        replays += replayed.calls().filter(|c| c.replay).count() as u64;
         let written = if json {
             output::write_json(out, err, &replayed)
         } else {
@@ -710,7 +747,7 @@ fn replay(
         }
         if let Some(pending) = &replayed.pending {
             let note: &mut dyn Write = if json { &mut *err } else { &mut *out };
-            if let Err(e) = approval::report_pending(&out_dir, pending, note) {
+            if let Err(e) = approval::report_pending(&out_dir, &state, pending, note) {
                 let _ = writeln!(err, "error: cannot write the pending turn: {e}");
                 code = EXIT_FAILED;
             }
@@ -734,7 +771,7 @@ fn replay(
             out,
             &out_dir.join(AUDIT_LOG_FILE),
             &out_dir.join(SESSION_SUMMARIES_FILE),
-            (calls, waited),
+            (calls, replays, waited),
             transcripts.len(),
         )
     {

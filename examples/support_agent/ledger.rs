@@ -1,11 +1,12 @@
 //! The refund ledger: application state (`State<Ledger>`) behind an async interface, as a
 //! database would be, and the UTC calendar helpers its weeks are counted in.
 //!
-//! Each replayed transcript gets a fresh ledger. The refund tool records refunds in it; the
-//! spend-limit hook reads it.
+//! The refund tool records refunds in it; the spend-limit hook reads it. A replay keeps it in
+//! the agent's state file under `--out-dir` (each transcript its own book), so a second run sees
+//! the first one's refunds; `--store memory` gives each transcript a fresh one.
 
 use std::fmt;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
 use super::seed::Order;
@@ -108,60 +109,254 @@ fn sum_cents(refunds: &[Refund], keep: impl Fn(&Refund) -> bool) -> u64 {
         .fold(0, |sum, r| sum.saturating_add(r.amount_cents))
 }
 
-/// The shop's refund ledger. In memory here; its methods are `async` because a real ledger is a
-/// database the hooks and tools await.
-#[derive(Debug, Default)]
+/// The ledger could not be read or written (the database failed). Not for the model: a tool
+/// forwards it with `?` (the model reads the generic message, the audit line the detail), and the
+/// weekly-limit rule fails closed on it (the agent halts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LedgerFailed(pub(crate) String);
+
+impl fmt::Display for LedgerFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the refund ledger failed: {}", self.0)
+    }
+}
+
+impl std::error::Error for LedgerFailed {}
+
+/// Why a refund was not recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RefundError {
+    /// More than the order has left: the model is told why.
+    Refused(RefundRefused),
+    /// The ledger failed.
+    Failed(LedgerFailed),
+}
+
+/// Where a ledger's refunds live.
+#[derive(Debug)]
+enum Books {
+    /// In this process, for this ledger only.
+    Memory(Mutex<Vec<Refund>>),
+    /// The table `support_agent_refunds` of a SQLite file (the agent's state file), shared by
+    /// every run and process on it.
+    Sqlite(Arc<Mutex<rusqlite::Connection>>),
+}
+
+/// The shop's refund ledger: one book of refunds (the bundled transcripts are scenarios of
+/// their own, each with its own book, named by its session id; a live conversation's book is
+/// `live`). In memory, or in the agent's SQLite state file; its methods are `async` because a
+/// ledger is a database the hooks and tools await.
+#[derive(Debug)]
 pub(crate) struct Ledger {
-    refunds: Mutex<Vec<Refund>>,
+    book: String,
+    books: Books,
+}
+
+impl Default for Ledger {
+    fn default() -> Self {
+        Ledger {
+            book: String::new(),
+            books: Books::Memory(Mutex::new(Vec::new())),
+        }
+    }
+}
+
+/// The table of the SQLite books: one row per refund, numbered within its book.
+const SQLITE_TABLE: &str = "CREATE TABLE IF NOT EXISTS support_agent_refunds (
+    book TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    order_id TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    amount_cents INTEGER NOT NULL,
+    week_year INTEGER NOT NULL,
+    week INTEGER NOT NULL,
+    PRIMARY KEY (book, seq)
+)";
+
+fn failed(e: rusqlite::Error) -> LedgerFailed {
+    LedgerFailed(e.to_string())
+}
+
+/// A connection to the SQLite books in `path` (the table made when missing), waiting up to 5 s
+/// for another process's write.
+pub(crate) fn open_sqlite_books(
+    path: &std::path::Path,
+) -> Result<Arc<Mutex<rusqlite::Connection>>, LedgerFailed> {
+    let conn = rusqlite::Connection::open(path).map_err(failed)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(failed)?;
+    conn.execute_batch(SQLITE_TABLE).map_err(failed)?;
+    Ok(Arc::new(Mutex::new(conn)))
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A refund list is only pushed to, and a connection holds no half-done state between
+    // statements: both are consistent after a panic elsewhere.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Ledger {
-    fn lock(&self) -> MutexGuard<'_, Vec<Refund>> {
-        // The list is only ever pushed to, so it is consistent even after a panic elsewhere.
-        self.refunds.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The book `book` of the SQLite books behind `conn`.
+    pub(crate) fn sqlite(book: &str, conn: Arc<Mutex<rusqlite::Connection>>) -> Ledger {
+        Ledger {
+            book: book.to_owned(),
+            books: Books::Sqlite(conn),
+        }
+    }
+
+    /// The refunds `keep` selects, summed (saturating at `u64::MAX`), with SQL's `WHERE` for
+    /// the SQLite books.
+    fn sum(
+        &self,
+        keep: impl Fn(&Refund) -> bool,
+        sql: &str,
+        params: &[&dyn rusqlite::ToSql],
+    ) -> Result<u64, LedgerFailed> {
+        match &self.books {
+            Books::Memory(m) => Ok(sum_cents(&lock(m), keep)),
+            Books::Sqlite(conn) => {
+                let conn = lock(conn);
+                let query = format!(
+                    "SELECT COALESCE(SUM(amount_cents), 0) FROM support_agent_refunds \
+                     WHERE book = ?1 AND {sql}"
+                );
+                let mut all: Vec<&dyn rusqlite::ToSql> = vec![&self.book];
+                all.extend_from_slice(params);
+                let cents: i64 = conn
+                    .query_row(&query, all.as_slice(), |row| row.get(0))
+                    .map_err(failed)?;
+                Ok(u64::try_from(cents).unwrap_or(0))
+            }
+        }
     }
 
     /// The cents refunded on `owner`'s orders in `week` (saturating at `u64::MAX`).
-    pub(crate) async fn refunded_in_week(&self, owner: &str, week: IsoWeek) -> u64 {
-        sum_cents(&self.lock(), |r| r.owner == owner && r.week == week)
+    pub(crate) async fn refunded_in_week(
+        &self,
+        owner: &str,
+        week: IsoWeek,
+    ) -> Result<u64, LedgerFailed> {
+        self.sum(
+            |r| r.owner == owner && r.week == week,
+            "owner = ?2 AND week_year = ?3 AND week = ?4",
+            &[&owner, &week.year, &week.week],
+        )
     }
 
     /// The cents refunded on one order so far, all weeks together.
-    pub(crate) async fn refunded_for_order(&self, order_id: &str) -> u64 {
-        sum_cents(&self.lock(), |r| r.order_id == order_id)
+    pub(crate) async fn refunded_for_order(&self, order_id: &str) -> Result<u64, LedgerFailed> {
+        self.sum(|r| r.order_id == order_id, "order_id = ?2", &[&order_id])
     }
 
     /// Records a refund of `amount_cents` on `order` in `week`, unless the order's refunds would
-    /// then exceed what was paid for it (checked and recorded under one lock).
+    /// then exceed what was paid for it: checked and recorded in one step (one lock in memory,
+    /// one `BEGIN IMMEDIATE` transaction in SQLite, so two processes cannot both pass the
+    /// check).
     pub(crate) async fn record_refund(
         &self,
         order: &Order,
         amount_cents: u64,
         week: IsoWeek,
-    ) -> Result<Refund, RefundRefused> {
-        let mut refunds = self.lock();
-        let refunded_cents = sum_cents(&refunds, |r| r.order_id == order.order_id);
-        if refunded_cents.saturating_add(amount_cents) > order.amount_cents {
-            return Err(RefundRefused {
+    ) -> Result<Refund, RefundError> {
+        let refused = |refunded_cents| {
+            RefundError::Refused(RefundRefused {
                 order_id: order.order_id.to_owned(),
                 amount_cents,
                 paid_cents: order.amount_cents,
                 refunded_cents,
-            });
-        }
-        let refund = Refund {
-            refund_id: format!("re_{:04}", refunds.len() + 1),
+            })
+        };
+        let refund = |seq: usize| Refund {
+            refund_id: format!("re_{seq:04}"),
             order_id: order.order_id.to_owned(),
             owner: order.owner.to_owned(),
             amount_cents,
             week,
         };
-        refunds.push(refund.clone());
-        Ok(refund)
+        match &self.books {
+            Books::Memory(m) => {
+                let mut refunds = lock(m);
+                let refunded_cents = sum_cents(&refunds, |r| r.order_id == order.order_id);
+                if refunded_cents.saturating_add(amount_cents) > order.amount_cents {
+                    return Err(refused(refunded_cents));
+                }
+                let r = refund(refunds.len() + 1);
+                refunds.push(r.clone());
+                Ok(r)
+            }
+            Books::Sqlite(conn) => {
+                let mut conn = lock(conn);
+                let sqlite = |e| RefundError::Failed(failed(e));
+                let tx = conn
+                    .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                    .map_err(sqlite)?;
+                let (refunded, count): (i64, i64) = tx
+                    .query_row(
+                        "SELECT COALESCE(SUM(CASE WHEN order_id = ?2 THEN amount_cents END), 0), \
+                         COUNT(*) FROM support_agent_refunds WHERE book = ?1",
+                        rusqlite::params![self.book, order.order_id],
+                        |row| Ok((row.get(0)?, row.get(1)?)),
+                    )
+                    .map_err(sqlite)?;
+                let refunded_cents = u64::try_from(refunded).unwrap_or(0);
+                if refunded_cents.saturating_add(amount_cents) > order.amount_cents {
+                    return Err(refused(refunded_cents));
+                }
+                let r = refund(usize::try_from(count).unwrap_or(0) + 1);
+                let cents = i64::try_from(amount_cents).map_err(|_| {
+                    RefundError::Failed(LedgerFailed(format!("{amount_cents} cents is too large")))
+                })?;
+                tx.execute(
+                    "INSERT INTO support_agent_refunds \
+                     (book, seq, order_id, owner, amount_cents, week_year, week) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    rusqlite::params![
+                        self.book,
+                        count + 1,
+                        r.order_id,
+                        r.owner,
+                        cents,
+                        week.year,
+                        week.week
+                    ],
+                )
+                .map_err(sqlite)?;
+                tx.commit().map_err(sqlite)?;
+                Ok(r)
+            }
+        }
     }
 
-    /// Every refund recorded, in order.
-    pub(crate) async fn refunds(&self) -> Vec<Refund> {
-        self.lock().clone()
+    /// Every refund of the book, in order.
+    pub(crate) async fn refunds(&self) -> Result<Vec<Refund>, LedgerFailed> {
+        match &self.books {
+            Books::Memory(m) => Ok(lock(m).clone()),
+            Books::Sqlite(conn) => {
+                let conn = lock(conn);
+                let mut statement = conn
+                    .prepare(
+                        "SELECT seq, order_id, owner, amount_cents, week_year, week \
+                         FROM support_agent_refunds WHERE book = ?1 ORDER BY seq",
+                    )
+                    .map_err(failed)?;
+                let rows = statement
+                    .query_map([&self.book], |row| {
+                        let seq: i64 = row.get(0)?;
+                        let cents: i64 = row.get(3)?;
+                        Ok(Refund {
+                            refund_id: format!("re_{seq:04}"),
+                            order_id: row.get(1)?,
+                            owner: row.get(2)?,
+                            amount_cents: u64::try_from(cents).unwrap_or(0),
+                            week: IsoWeek {
+                                year: row.get(4)?,
+                                week: row.get(5)?,
+                            },
+                        })
+                    })
+                    .map_err(failed)?;
+                rows.collect::<Result<_, _>>().map_err(failed)
+            }
+        }
     }
 }

@@ -52,6 +52,10 @@ use super::agent::{Agent, Specialist};
 use super::cli::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use super::http::{ApiKey, Client};
 use super::output::{self, flatten};
+use super::state::{State, StoreKind};
+
+/// The ledger book of live conversations (every live run in one --out-dir shares it).
+const LIVE_BOOK: &str = "live";
 
 /// The model asked when `--model` is not given.
 pub(crate) const DEFAULT_MODEL: &str = "claude-sonnet-5";
@@ -96,6 +100,8 @@ pub(crate) struct LiveArgs {
     /// `--by`: who answers the approval questions at the terminal (default `operator`); it goes
     /// on the audit line as `approved_by` / `denied_by`.
     pub(crate) by: String,
+    /// `--store`: where the answer memory, paused turns and the ledger (book `live`) are kept.
+    pub(crate) store: StoreKind,
 }
 
 /// A person asked about a call: given the question, the line they typed (`None`: the input
@@ -208,7 +214,14 @@ pub(crate) fn run_with(
             return EXIT_FAILED;
         }
     };
-    let agent = match Agent::build(args.specialist, Some(&audit)) {
+    let state = match State::open(args.store, &args.out_dir) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let agent = match Agent::build_on(args.specialist, Some(&audit), state.ledger(LIVE_BOOK)) {
         Ok(agent) => agent,
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
@@ -237,7 +250,7 @@ pub(crate) fn run_with(
     if let Some((_, now)) = &args.now {
         context = context.clock(Clock::fixed(*now));
     }
-    let session = agent.dispatcher.session(context.build());
+    let session = state.session(&agent.dispatcher, context.build());
 
     let mut live = Live {
         client: Client::new(&args.base_url, key, outside.sleep),
@@ -246,9 +259,11 @@ pub(crate) fn run_with(
         messages: Vec::new(),
         agent: &agent,
         session: &session,
+        state: &state,
         args: &args,
         person: outside.person,
         waited: std::cell::Cell::new(0),
+        replayed: std::cell::Cell::new(0),
     };
     let printed = (|| -> std::io::Result<u8> {
         writeln!(out, "== live: {} at {}", args.model, args.base_url)?;
@@ -276,19 +291,13 @@ pub(crate) fn run_with(
             }
         }
         let summary = session.end();
-        for r in toolgate::block_on(agent.ledger.refunds()) {
-            writeln!(
-                out,
-                "   ledger: {} refunded {} cents on {} ({}, ISO week {})",
-                r.refund_id, r.amount_cents, r.order_id, r.owner, r.week
-            )?;
-        }
+        output::write_refunds(out, &toolgate::block_on(agent.ledger.refunds()))?;
         writeln!(out, "   summary: {}", output::summary_line(&summary))?;
         output::write_footer(
             out,
             &args.out_dir.join(AUDIT_LOG_FILE),
             &args.out_dir.join(SESSION_SUMMARIES_FILE),
-            (summary.calls, live.waited.get()),
+            (summary.calls, live.replayed.get(), live.waited.get()),
             1,
         )?;
         Ok(code)
@@ -315,11 +324,14 @@ struct Live<'a> {
     messages: Vec<Message>,
     agent: &'a Agent,
     session: &'a Session,
+    state: &'a State,
     args: &'a LiveArgs,
     /// Who decides what a rule asks about; `None`: nobody at a terminal.
     person: Option<Person<'a>>,
     /// Audit lines written for calls that waited for a person (not final).
     waited: std::cell::Cell<u64>,
+    /// Audit lines of answers the answer memory replayed.
+    replayed: std::cell::Cell<u64>,
 }
 
 impl Live<'_> {
@@ -425,7 +437,12 @@ impl Live<'_> {
                     // pending turn written under --out-dir, a note saying how to finish it with
                     // --resume) and this conversation ends here.
                     let Some(decisions) = self.decide(&pending, out)? else {
-                        super::approval::report_pending(&self.args.out_dir, &pending, out)?;
+                        super::approval::report_pending(
+                            &self.args.out_dir,
+                            self.state,
+                            &pending,
+                            out,
+                        )?;
                         return Ok(Ok(()));
                     };
                     let resumed = toolgate::block_on(self.session.resume(&pending, &decisions));
@@ -506,6 +523,8 @@ impl Live<'_> {
         for line in self.agent.calls.take() {
             if !line.outcome.is_final() {
                 self.waited.set(self.waited.get() + 1);
+            } else if line.replay {
+                self.replayed.set(self.replayed.get() + 1);
             }
             writeln!(out, "   {}", output::call_line(&line))?;
         }

@@ -8,7 +8,9 @@
 //!
 //! The files, one concern each:
 //! - `seed.rs`: customers, orders and FAQ entries;
-//! - `ledger.rs`: the refund ledger (`State<Ledger>`, async), ISO weeks;
+//! - `ledger.rs`: the refund ledger (`State<Ledger>`, async; in memory or in SQLite), ISO weeks;
+//! - `state.rs`: where the answer memory, the paused turns and the ledger are kept (the SQLite
+//!   file `<out-dir>/state.sqlite` by default, or memory);
 //! - `tools.rs`: the six `#[tool]` functions;
 //! - `policy.rs`: the six `#[pre_hook]` rules;
 //! - `agent.rs`: the two specialists (one registry, filtered) and the replay of a transcript;
@@ -37,6 +39,7 @@ pub(crate) mod output;
 pub(crate) mod policy;
 pub(crate) mod report;
 pub(crate) mod seed;
+pub(crate) mod state;
 pub(crate) mod tools;
 pub(crate) mod transcript;
 pub(crate) mod what_if;

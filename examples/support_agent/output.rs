@@ -14,6 +14,7 @@ use toolgate::{
 };
 
 use super::agent::{MessageReplay, SessionReplay};
+use super::ledger::{LedgerFailed, Refund};
 use super::transcript::Transcript;
 
 /// What the observer keeps of one `tool_use` block (a copy of its `CallRecord`).
@@ -43,6 +44,8 @@ pub(crate) struct CallLine {
     pub(crate) approved_by: Option<String>,
     /// Who declined.
     pub(crate) denied_by: Option<String>,
+    /// The answer memory replayed an earlier answer: nothing ran.
+    pub(crate) replay: bool,
 }
 
 /// The calls recorded since the last [`take`](Self::take): application state for the observer.
@@ -82,6 +85,7 @@ pub(crate) fn record_call(record: &CallRecord<'_>, log: State<CallLog>) {
         asked_by: record.asked_by.iter().map(|a| a.hook.clone()).collect(),
         approved_by: record.approved_by.map(str::to_owned),
         denied_by: record.denied_by.map(str::to_owned),
+        replay: record.replay,
     };
     log.lines
         .lock()
@@ -111,6 +115,13 @@ fn one_line(text: &str, max: usize) -> String {
 /// `rewritten by … to {…}, allowed, ok`; `failed, invalid_input`).
 pub(crate) fn decision(line: &CallLine) -> String {
     let mut out = String::new();
+    if line.replay {
+        // The answer memory's: the hooks did not run, so there is no decision to show.
+        return format!(
+            "replayed: answered earlier ({}), nothing ran again",
+            line.outcome
+        );
+    }
     if !line.rewritten_by.is_empty() {
         let _ = write!(out, "rewritten by {}", line.rewritten_by.join(", "));
         if let Some(effective) = &line.effective_input {
@@ -226,15 +237,29 @@ pub(crate) fn write_readable(
     for message in &replay.messages {
         write_message(out, transcript, message)?;
     }
-    for r in &replay.refunds {
-        writeln!(
-            out,
-            "   ledger: {} refunded {} cents on {} ({}, ISO week {})",
-            r.refund_id, r.amount_cents, r.order_id, r.owner, r.week
-        )?;
-    }
+    write_refunds(out, &replay.refunds)?;
     writeln!(out, "   summary: {}", summary_line(&replay.summary))?;
     writeln!(out)
+}
+
+/// One `ledger:` line per refund of the book, or the line saying it could not be read.
+pub(crate) fn write_refunds(
+    out: &mut dyn Write,
+    refunds: &Result<Vec<Refund>, LedgerFailed>,
+) -> io::Result<()> {
+    match refunds {
+        Ok(refunds) => {
+            for r in refunds {
+                writeln!(
+                    out,
+                    "   ledger: {} refunded {} cents on {} ({}, ISO week {})",
+                    r.refund_id, r.amount_cents, r.order_id, r.owner, r.week
+                )?;
+            }
+            Ok(())
+        }
+        Err(e) => writeln!(out, "   ledger: cannot be read: {e}"),
+    }
 }
 
 fn write_message(
@@ -270,17 +295,21 @@ pub(crate) fn write_footer(
     out: &mut dyn Write,
     audit_log: &Path,
     summaries: &Path,
-    (calls, waited): (u64, u64),
+    (calls, replayed, waited): (u64, u64, u64),
     sessions: usize,
 ) -> io::Result<()> {
-    let lines = calls + waited;
+    let lines = calls + replayed + waited;
+    let replayed = match replayed {
+        0 => String::new(),
+        n => format!(", {n} of them answers replayed from the answer memory"),
+    };
     let waited = match waited {
         0 => String::new(),
         n => format!(", and {n} not final for calls that waited for approval"),
     };
     writeln!(
         out,
-        "audit log: {} ({lines} line{} appended, one per tool_use{waited})",
+        "audit log: {} ({lines} line{} appended, one per tool_use{replayed}{waited})",
         audit_log.display(),
         if lines == 1 { "" } else { "s" }
     )?;

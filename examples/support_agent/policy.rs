@@ -185,7 +185,11 @@ pub(crate) async fn weekly_refund_limit(
         return Ok(Decision::Allow);
     };
     let week = IsoWeek::of(ctx.now()).map_err(|e| e.to_string())?;
-    let already = ledger.refunded_in_week(order.owner, week).await;
+    // A ledger that cannot be read cannot be checked: the rule fails and the agent halts.
+    let already = ledger
+        .refunded_in_week(order.owner, week)
+        .await
+        .map_err(|e| e.to_string())?;
     let total = already.saturating_add(amount);
     if total <= limit {
         return Ok(Decision::Allow);

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde_json::{Value, json};
 use toolgate::{HookContext, State, ToolError, tool};
 
-use super::ledger::{IsoWeek, Ledger};
+use super::ledger::{IsoWeek, Ledger, RefundError};
 use super::seed;
 
 /// The queue `create_jira_ticket` files into: numbers tickets `SUP-1`, `SUP-2`, … per
@@ -79,7 +79,7 @@ pub(crate) async fn get_order_details(
     ledger: State<Ledger>,
 ) -> Result<Value, ToolError> {
     let order = seed::order(&order_id).ok_or_else(|| no_such_order(&order_id))?;
-    let refunded = ledger.refunded_for_order(order.order_id).await;
+    let refunded = ledger.refunded_for_order(order.order_id).await?;
     Ok(json!({
         "order_id": order.order_id,
         "user_id": order.owner,
@@ -172,12 +172,15 @@ pub(crate) async fn issue_refund(
     }
     // Internal (what `?` does with a library error): the model reads the generic message.
     let week = IsoWeek::of(ctx.now())?;
-    // Written for the model: shown on purpose.
+    // Written for the model: shown on purpose; a ledger that failed is internal.
     let refund = ledger
         .record_refund(order, amount_cents, week)
         .await
-        .map_err(ToolError::for_model)?;
-    let total = ledger.refunded_for_order(order.order_id).await;
+        .map_err(|e| match e {
+            RefundError::Refused(refused) => ToolError::for_model(refused),
+            RefundError::Failed(failed) => ToolError::from(failed),
+        })?;
+    let total = ledger.refunded_for_order(order.order_id).await?;
     Ok(json!({
         "refund_id": refund.refund_id,
         "order_id": refund.order_id,
