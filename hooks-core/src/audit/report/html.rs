@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use std::time::SystemTime;
 
 use crate::audit::report::chain::ChainSummary;
+use crate::audit::report::escape::esc;
 use crate::audit::report::figures::{Distribution, Figures, Resolution};
 use crate::audit::report::svg;
 use crate::base::time::Rfc3339;
@@ -39,26 +40,6 @@ table,tbody,tr,td{display:block}tr:first-child{display:none}\
 tr{border:1px solid #bbb;border-radius:4px;margin:0 0 .6em;padding:.2em .4em}\
 td,th{border:none;padding:.1em 0}th{display:block;background:none}\
 td::before{content:attr(data-label) \": \";font-weight:bold}td.n{text-align:left}}";
-
-/// `text` with `& < > " '` escaped for HTML, and every control character written as `\u{1b}`
-/// (as `toolgate audit tail` writes them: a hostile name stays visible and inert).
-pub(crate) fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-            }
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// A percentage with one decimal, `0.0` for nothing counted.
 fn rate(part: u64, whole: u64) -> String {

@@ -22,11 +22,13 @@
 //! | `figures.rs` | [`Figures`] and its parts, [`ReportOptions`], [`Distribution`] |
 //! | `chain.rs` | [`ChainSummary`]: the chain check in words |
 //! | `html.rs` | [`render_html`]: the page |
+//! | `escape.rs` | text made safe for the page (HTML's special characters, control characters) |
 //! | `svg.rs` | the page's charts |
 //! | `stats.rs` | [`stats_text`], [`stats_json`] |
 //! | `tail.rs` | [`tail_line`], [`TailFilter`] |
 
 mod chain;
+mod escape;
 mod figures;
 mod html;
 mod read;
