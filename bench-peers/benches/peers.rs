@@ -377,6 +377,9 @@ fn main() {
     let call = call();
     let hooks = common::dispatcher_hooks();
     let session = hooks.session(context("sess_peers"));
+    // Every toolgate call gets a new id: a session answers an id once and replays it after
+    // that (no hook, no tool), so one id over and over would measure replays.
+    let mut ids = common::FreshIds::new();
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
@@ -414,7 +417,7 @@ fn main() {
     {
         let mut sides = [
             Side::new("limit", || keep(limit(&call.input))),
-            Side::new("toolgate", || keep(poll_ready(session.call(&call)))),
+            Side::new("toolgate", || keep(poll_ready(session.call(ids.next())))),
             Side::new("rmcp", || keep(rmcp_call(&server))),
             Side::new("rmcp_quickstart", || keep(rmcp_quickstart(&server))),
             Side::new("rig", || keep(rig_call(&mut rig_ctx))),
@@ -441,7 +444,7 @@ fn main() {
         ),
         (
             "toolgate",
-            count_allocs(alloc_calls, || keep(poll_ready(session.call(&call)))).0,
+            count_allocs(alloc_calls, || keep(poll_ready(session.call(ids.next())))).0,
         ),
         (
             "rmcp",
@@ -463,5 +466,12 @@ fn main() {
     for (name, a) in allocs {
         figure(&format!("allocs_per_call_{name}"), a);
     }
+    // The hook runs the measured session's calls carried, per call: 4 when every call ran its
+    // rules (none was a replay).
+    let (observed_calls, hook_runs) = common::hooks::observed();
+    figure(
+        "toolgate_hook_runs_per_call",
+        hook_runs as f64 / observed_calls.max(1) as f64,
+    );
     figure("bench_seconds", started.elapsed().as_secs_f64());
 }

@@ -129,14 +129,27 @@ pub(crate) mod hooks {
     }
 
     thread_local! {
-        static OBSERVED: Cell<u64> = const { Cell::new(0) };
+        static OBSERVED: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
     }
 
-    /// Counts calls per thread (metrics without I/O or shared writes).
+    /// Counts calls and the PreToolUse hook runs their records carry, per thread (metrics
+    /// without I/O or shared writes).
     #[post_hook]
     fn count_calls(record: &CallRecord<'_>) {
         std::hint::black_box(record.outcome);
-        OBSERVED.with(|n| n.set(n.get() + 1));
+        let runs = record.hooks.len() as u64;
+        OBSERVED.with(|n| {
+            let (calls, hooks) = n.get();
+            n.set((calls + 1, hooks + runs));
+        });
+    }
+
+    /// The calls this thread's observer saw and the hook runs their records carried, since the
+    /// thread started. A replayed answer is observed with no hook run: a side that measured
+    /// replays shows fewer than 4 runs per call.
+    #[allow(dead_code)]
+    pub(crate) fn observed() -> (u64, u64) {
+        OBSERVED.with(Cell::get)
     }
 }
 
