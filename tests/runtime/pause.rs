@@ -881,3 +881,69 @@ fn a_call_decided_twice_is_refused_whatever_the_order_and_nothing_runs() {
     );
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
+
+/// A pending turn is plain JSON a host keeps: one cut short (a write that stopped half-way) does
+/// not read back, and one edited by hand so that its blocks no longer answer one `tool_use` each
+/// (no block, an empty id, an id twice, a waiting call under an answered call's id) is refused
+/// before anything runs: nothing audited, no tool run, and the turn still resumes as it was.
+#[test]
+fn a_pending_turn_cut_short_or_edited_by_hand_is_refused_before_anything_runs() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+    let pending = pause(&d, TurnFormat::AnthropicMessages);
+    lines.take();
+    let text = serde_json::to_string(&pending).unwrap();
+    let cut = serde_json::from_str::<PendingTurn>(&text[..200]).unwrap_err();
+    assert_eq!(
+        (cut.classify(), cut.line(), cut.column()),
+        (serde_json::error::Category::Eof, 1, 200)
+    );
+
+    let edited = |edit: &dyn Fn(&mut Value)| {
+        let mut v = serde_json::to_value(&pending).unwrap();
+        edit(&mut v);
+        serde_json::from_value::<PendingTurn>(v).unwrap()
+    };
+    let approve = || {
+        vec![(
+            "toolu_2",
+            Approval::approve_digest("lead@example.com", digest_o2()),
+        )]
+    };
+    let cases: Vec<(PendingTurn, &str)> = vec![
+        (
+            edited(&|v| v["blocks"] = json!([])),
+            "the pending turn cannot be resumed as it stands: it has no block; it was changed \
+             since it paused",
+        ),
+        (
+            edited(&|v| v["blocks"][0]["result"]["tool_use_id"] = json!("")),
+            "the pending turn cannot be resumed as it stands: block 1 has an empty tool_use id; \
+             it was changed since it paused",
+        ),
+        (
+            edited(&|v| {
+                let again = v["blocks"][1].clone();
+                v["blocks"].as_array_mut().unwrap().push(again);
+            }),
+            "the pending turn cannot be resumed as it stands: blocks 2 and 3 both answer \
+             tool_use \"toolu_2\"; it was changed since it paused",
+        ),
+        (
+            edited(&|v| v["blocks"][0]["result"]["tool_use_id"] = json!("toolu_2")),
+            "the pending turn cannot be resumed as it stands: blocks 1 and 2 both answer \
+             tool_use \"toolu_2\"; it was changed since it paused",
+        ),
+    ];
+    for (turn, why) in &cases {
+        let e = resume(&d, turn, later(60), approve()).unwrap_err();
+        assert!(matches!(e, ResumeError::Malformed { .. }), "{e:?}");
+        assert_eq!(e.to_string(), *why);
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(lines.take(), Vec::<Value>::new());
+    // The turn as it paused still resumes: nothing above took its place.
+    let answer = resume(&d, &pending, later(60), approve()).unwrap();
+    assert_eq!(answer["content"][1]["content"], "refunded 25000 on o_2");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
