@@ -2,7 +2,9 @@
 //! returns a `PendingTurn`; it serializes, is read back in a fresh dispatcher (as a later process
 //! would) and resumed with a person's decisions into the complete user message. Every refusal of a
 //! resume, the expiry, the chain run again at resume, and the session's answer memory (a retry
-//! while paused, a resume twice).
+//! while paused, a resume twice). Their neighbours: a turn cut short or edited by hand, decisions
+//! that never cross between two waiting calls or onto the same input asked again, an input with
+//! its keys reordered, a rule changed under the same path.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -946,4 +948,259 @@ fn a_pending_turn_cut_short_or_edited_by_hand_is_refused_before_anything_runs() 
     let answer = resume(&d, &pending, later(60), approve()).unwrap();
     assert_eq!(answer["content"][1]["content"], "refunded 25000 on o_2");
     assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+/// `(o, cents)` refunds as one message's `tool_use` blocks, ids as given.
+fn refunds_message(calls: &[(&str, &str, u32)]) -> toolgate::Message {
+    let blocks: Vec<Value> = calls
+        .iter()
+        .map(|(id, order, cents)| {
+            json!({"type": "tool_use", "id": id, "name": "refund",
+                   "input": {"order_id": order, "amount_cents": cents}})
+        })
+        .collect();
+    support::assistant(Value::Array(blocks), "tool_use")
+}
+
+/// The digest of a refund input as the model wrote it (`order_id` first).
+fn refund_digest(order: &str, cents: u32) -> String {
+    support::sha256_hex(format!(r#"{{"order_id":"{order}","amount_cents":{cents}}}"#).as_bytes())
+}
+
+/// Two calls of one turn wait for a person: a decision meant for one is never applied to the
+/// other. Approvals whose digests are swapped, decisions for one call only, a decision for a
+/// call of another turn: each refused before anything runs; decided right, each call runs with
+/// its own input.
+#[test]
+fn the_decisions_of_two_waiting_calls_never_cross() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+    let session = d.session(ctx("sess_ask", "u_001", at_start()));
+    let message = refunds_message(&[("toolu_a", "o_a", 21000), ("toolu_b", "o_b", 22000)]);
+    let Reply::Pending(pending) = toolgate::block_on(session.respond(&message)).unwrap() else {
+        panic!("both refunds wait for a person");
+    };
+    let digests: Vec<(&str, &str)> = pending
+        .awaiting()
+        .map(|a| (a.tool_use_id.as_str(), a.input_digest.as_str()))
+        .collect();
+    let (da, db) = (refund_digest("o_a", 21000), refund_digest("o_b", 22000));
+    assert_eq!(
+        digests,
+        [("toolu_a", da.as_str()), ("toolu_b", db.as_str())]
+    );
+    lines.take();
+    let refused = |list: Vec<(&str, Approval)>| {
+        toolgate::block_on(session.resume(&pending, &decisions(list)))
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        refused(vec![
+            ("toolu_a", Approval::approve_digest("lead", db.clone())),
+            ("toolu_b", Approval::approve_digest("lead", da.clone())),
+        ]),
+        format!(
+            "the approval of tool_use \"toolu_a\" is for input digest {db}, but the call's input \
+             has digest {da}"
+        )
+    );
+    assert_eq!(
+        refused(vec![(
+            "toolu_b",
+            Approval::approve_digest("lead", db.clone())
+        )]),
+        "tool_use \"toolu_a\" is waiting for approval and has no decision"
+    );
+    assert_eq!(
+        refused(vec![
+            ("toolu_a", Approval::approve("lead")),
+            ("toolu_b", Approval::approve("lead")),
+            ("toolu_2", Approval::approve("lead")),
+        ]),
+        "tool_use \"toolu_2\" is not waiting for approval in this pending turn"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert_eq!(lines.take(), Vec::<Value>::new());
+    let right = decisions(vec![
+        ("toolu_a", Approval::approve_digest("lead", da)),
+        ("toolu_b", Approval::deny("lead", "not this one.")),
+    ]);
+    let answer = answered(toolgate::block_on(session.resume(&pending, &right)).unwrap());
+    assert_eq!(
+        answer["content"],
+        json!([
+            {"type": "tool_result", "tool_use_id": "toolu_a", "content": "refunded 21000 on o_a"},
+            {"type": "tool_result", "tool_use_id": "toolu_b", "is_error": true,
+             "content": "BLOCKED: a person declined this call: not this one."},
+        ])
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+/// The same refund asked again in a later turn is a new call: the approval of the first does not
+/// cover it. It pauses again, the first turn's decisions are refused for it, the first turn
+/// resumed again is a replay, and it runs only once a person approves it too. With an approver
+/// inline, the approver is asked once per call.
+#[test]
+fn an_approval_covers_its_own_call_only_not_the_same_input_asked_again() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+    let session = d.session(ctx("sess_ask", "u_001", at_start()));
+    let pause_of = |message: &toolgate::Message| match toolgate::block_on(session.respond(message))
+    {
+        Ok(Reply::Pending(p)) => p,
+        other => panic!("expected a pending turn, got {other:?}"),
+    };
+    let first = pause_of(&refunds_message(&[("toolu_2", "o_2", 25000)]));
+    let approved = decisions(vec![("toolu_2", Approval::approve("lead"))]);
+    toolgate::block_on(session.resume(&first, &approved)).unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    let second = pause_of(&refunds_message(&[("toolu_9", "o_2", 25000)]));
+    let waiting = second.awaiting().next().unwrap();
+    assert_eq!(
+        (waiting.tool_use_id.as_str(), waiting.input_digest.as_str()),
+        ("toolu_9", digest_o2().as_str())
+    );
+    let refused = toolgate::block_on(session.resume(&second, &approved)).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "tool_use \"toolu_2\" is not waiting for approval in this pending turn"
+    );
+    let undecided = toolgate::block_on(session.resume(&second, &Decisions::new())).unwrap_err();
+    assert_eq!(
+        undecided.to_string(),
+        "tool_use \"toolu_9\" is waiting for approval and has no decision"
+    );
+    // The first turn resumed again replays its answer: nothing runs.
+    let again = answered(toolgate::block_on(session.resume(&first, &approved)).unwrap());
+    assert_eq!(again["content"][0]["content"], "refunded 25000 on o_2");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let own = decisions(vec![("toolu_9", Approval::approve("lead"))]);
+    let answer = answered(toolgate::block_on(session.resume(&second, &own)).unwrap());
+    assert_eq!(answer["content"][0]["content"], "refunded 25000 on o_2");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    let outcomes: Vec<(Value, Value, Value)> = lines
+        .take()
+        .iter()
+        .map(|l| {
+            (
+                l["tool_use_id"].clone(),
+                l["outcome"].clone(),
+                l["approved_by"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            (json!("toolu_2"), json!("awaiting_approval"), Value::Null),
+            (json!("toolu_2"), json!("ok"), json!("lead")),
+            (json!("toolu_9"), json!("awaiting_approval"), Value::Null),
+            (json!("toolu_2"), json!("ok"), Value::Null),
+            (json!("toolu_9"), json!("ok"), json!("lead")),
+        ]
+    );
+
+    // Inline: the approver is asked about each call, the same input twice.
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counting = Counting(Arc::clone(&asked));
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let inline = dispatcher(&runs, &lines, vec![large_refund()], |b| {
+        b.approver(counting)
+    });
+    let session = inline.session(ctx("sess_ask", "u_001", at_start()));
+    for id in ["toolu_2", "toolu_9"] {
+        let reply = toolgate::block_on(session.respond(&refunds_message(&[(id, "o_2", 25000)])));
+        assert!(matches!(reply, Ok(Reply::Answer(_))));
+    }
+    assert_eq!(
+        (asked.load(Ordering::SeqCst), runs.load(Ordering::SeqCst)),
+        (2, 2)
+    );
+}
+
+/// Approves every call, counting the requests.
+struct Counting(Arc<AtomicUsize>);
+
+impl toolgate::approval::Approver for Counting {
+    fn approve<'a>(
+        &'a self,
+        _request: toolgate::approval::ApprovalRequest<'a>,
+    ) -> toolgate::dispatch::BoxFuture<'a, Approval> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { Approval::approve("bot") })
+    }
+}
+
+/// The same input with its keys in another order. The answer memory and a pending turn's digest
+/// take the input's JSON text in the order the model wrote its keys (ARCHITECTURE.md, "Ids and
+/// retries"; the digest's documented text): a retry of an answered id with the keys reordered is
+/// refused as an id reused with another input (never run twice), and a pending turn whose JSON
+/// had its keys reordered (a store that sorts them, as PostgreSQL's `jsonb` does) no longer
+/// matches its digest and is refused before anything runs. Inside the chain, inputs compare as
+/// JSON values: a person's edit that only reorders the keys is the input they saw, no rewrite.
+#[test]
+fn the_same_input_with_its_keys_reordered_is_refused_never_run_twice() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+    let session = d.session(ctx("sess_ask", "u_001", at_start()));
+    let small = refunds_message(&[("toolu_1", "o_1", 900)]);
+    toolgate::block_on(session.respond(&small)).unwrap();
+    let reordered = support::assistant(
+        json!([{"type": "tool_use", "id": "toolu_1", "name": "refund",
+                "input": {"amount_cents": 900, "order_id": "o_1"}}]),
+        "tool_use",
+    );
+    let e = toolgate::block_on(session.respond(&reordered)).unwrap_err();
+    assert!(
+        matches!(&e, toolgate::RespondError::Call(toolgate::CallError::IdReused { tool_use_id })
+            if tool_use_id == "toolu_1"),
+        "{e:?}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    let pending =
+        match toolgate::block_on(session.respond(&refunds_message(&[("toolu_2", "o_2", 25000)])))
+            .unwrap()
+        {
+            Reply::Pending(p) => p,
+            other => panic!("expected a pending turn, got {other:?}"),
+        };
+    lines.take();
+    // As a store that sorts keys gives it back.
+    let mut sorted = serde_json::to_value(&pending).unwrap();
+    let input = json!({"amount_cents": 25000, "order_id": "o_2"});
+    sorted["blocks"][0]["input"] = input.clone();
+    sorted["blocks"][0]["effective_input"] = input;
+    let sorted: PendingTurn = serde_json::from_value(sorted).unwrap();
+    let approve = decisions(vec![("toolu_2", Approval::approve("lead"))]);
+    let e = toolgate::block_on(session.resume(&sorted, &approve)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "the approval of tool_use \"toolu_2\" is for input digest {}, but the call's input \
+             has digest {}",
+            digest_o2(),
+            support::sha256_hex(br#"{"amount_cents":25000,"order_id":"o_2"}"#)
+        )
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(lines.take(), Vec::<Value>::new());
+
+    let edit = Approval::edit("lead", json!({"amount_cents": 25000, "order_id": "o_2"}));
+    let answer = answered(
+        toolgate::block_on(session.resume(&pending, &decisions(vec![("toolu_2", edit)]))).unwrap(),
+    );
+    assert_eq!(answer["content"][0]["content"], "refunded 25000 on o_2");
+    let line = &lines.take()[0];
+    assert_eq!(
+        (
+            &line["outcome"],
+            line.get("rewritten_by"),
+            &line["approved_by"]
+        ),
+        (&json!("ok"), None, &json!("lead"))
+    );
 }
