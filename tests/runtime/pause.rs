@@ -1204,3 +1204,71 @@ fn the_same_input_with_its_keys_reordered_is_refused_never_run_twice() {
         (&json!("ok"), None, &json!("lead"))
     );
 }
+
+/// The rules changed between the pause and the resume, in another process. A rule changed under
+/// the same path and order keeps the fingerprint (it cannot see a hook's body), so the turn
+/// resumes, and the approved call's chain runs again: the rule that now denies wins over the
+/// person's approval, and the tool does not run. A rule added that denies changes the
+/// fingerprint: the resume is refused before anything runs.
+#[test]
+fn at_resume_a_rule_that_now_denies_blocks_the_approved_call() {
+    for format in FORMATS {
+        let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+        let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+        let pending = pause(&d, format);
+
+        let stricter = PreHookDef::sync("app::large_refund", 10, |_env, call: &ToolUse| {
+            Ok(match call.input["amount_cents"].as_u64() {
+                Some(n) if n > 20_000 => {
+                    Decision::deny("refunds above 20000 cents are no longer made.")
+                }
+                _ => Decision::Allow,
+            })
+        });
+        let (runs2, lines2) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+        let redeployed = dispatcher(&runs2, &lines2, vec![stricter], |b| b);
+        assert_eq!(redeployed.fingerprint(), pending.fingerprint);
+        let approve = || vec![("toolu_2", Approval::approve("lead"))];
+        let answer = resume(&redeployed, &pending, later(60), approve()).unwrap();
+        let text = "BLOCKED: refunds above 20000 cents are no longer made.";
+        assert_eq!(
+            block(format, &answer, 1),
+            block(
+                format,
+                &expected(
+                    format,
+                    json!([
+                        {"type": "tool_result", "tool_use_id": "toolu_1",
+                         "content": "refunded 900 on o_1"},
+                        {"type": "tool_result", "tool_use_id": "toolu_2", "content": text,
+                         "is_error": true},
+                    ])
+                ),
+                1
+            )
+        );
+        assert_eq!(runs2.load(Ordering::SeqCst), 0);
+        assert_eq!(
+            lines2.take(),
+            vec![line(
+                "toolu_2",
+                json!({"order_id": "o_2", "amount_cents": 25000}),
+                "2026-11-24T10:16:00Z",
+                json!({"outcome": "blocked", "is_error": true, "content": text,
+                       "blocked_by": "app::large_refund", "approved_by": "lead"})
+            )]
+        );
+
+        let freeze = PreHookDef::sync("app::freeze", 20, |_env, _call: &ToolUse| {
+            Ok(Decision::deny("refunds are frozen."))
+        });
+        let (runs3, lines3) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+        let added = dispatcher(&runs3, &lines3, vec![large_refund(), freeze], |b| b);
+        let e = resume(&added, &pending, later(60), approve()).unwrap_err();
+        assert!(matches!(e, ResumeError::DispatcherChanged { .. }), "{e:?}");
+        assert_eq!(
+            (runs3.load(Ordering::SeqCst), lines3.take()),
+            (0, Vec::<Value>::new())
+        );
+    }
+}
