@@ -346,6 +346,13 @@ pub(crate) fn blocks_cut(kept: usize, full: usize, left_out: &str) -> String {
     format!("[toolgate: result cut at {kept} of {full} bytes; left out: {left_out}]")
 }
 
+/// The marker that ends a block result cut for its number of blocks (`kept` of `full` blocks
+/// kept, the marker not counted; `left_out`: `98977 text blocks`): `[toolgate: result cut at
+/// <kept> of <full> blocks; left out: <left_out>]`.
+pub(crate) fn blocks_over(kept: usize, full: usize, left_out: &str) -> String {
+    format!("[toolgate: result cut at {kept} of {full} blocks; left out: {left_out}]")
+}
+
 // A result an API cannot carry whole (the `provider` module).
 
 /// A block left out of a result by an API that cannot carry it (`what`: `an image
