@@ -447,6 +447,19 @@ pub enum RespondError {
         /// How many `tool_use` blocks were not run.
         tool_uses: usize,
     },
+    /// The message stopped at `model_context_window_exceeded`: the conversation filled the
+    /// model's context window while it wrote, so its last `tool_use` may be cut off, as at
+    /// `max_tokens`: nothing was run, and each block was audited as `not_run`. A larger
+    /// `max_tokens` does not help: shorten the conversation, then ask again.
+    #[error(
+        "the assistant message stopped at model_context_window_exceeded, so its {tool_uses} \
+         tool_use block(s) may be cut off and none was run; shorten the conversation (drop or \
+         summarize earlier turns) and request the turn again"
+    )]
+    ContextWindowExceeded {
+        /// How many `tool_use` blocks were not run.
+        tool_uses: usize,
+    },
     /// Another API's turn was cut at its output limit (OpenAI Chat `finish_reason: "length"`,
     /// a Responses response or `function_call` item with `status: "incomplete"`, Gemini
     /// `finishReason: "MAX_TOKENS"`), so a call may be cut off: nothing was run, and each call

@@ -310,6 +310,10 @@ pub(crate) fn not_run(why: &str) -> String {
 pub(crate) const NOT_RUN_AT_MAX_TOKENS: &str =
     "the assistant message stopped at max_tokens, so this tool_use may be cut off.";
 
+/// Why every block of a message that stopped at `model_context_window_exceeded` is not run.
+pub(crate) const NOT_RUN_AT_CONTEXT_WINDOW: &str = "the assistant message stopped at \
+     model_context_window_exceeded, so this tool_use may be cut off.";
+
 /// Why every call of another API's turn cut at its output limit is not run (OpenAI
 /// `finish_reason: "length"`, Responses `status: "incomplete"`, Gemini `MAX_TOKENS`).
 #[cfg(any(feature = "openai", feature = "gemini"))]
@@ -340,6 +344,13 @@ pub(crate) fn result_cut(kept: usize, full: usize) -> String {
 /// text block`): `[toolgate: result cut at <kept> of <full> bytes; left out: <left_out>]`.
 pub(crate) fn blocks_cut(kept: usize, full: usize, left_out: &str) -> String {
     format!("[toolgate: result cut at {kept} of {full} bytes; left out: {left_out}]")
+}
+
+/// The marker that ends a block result cut for its number of blocks (`kept` of `full` blocks
+/// kept, the marker not counted; `left_out`: `98977 text blocks`): `[toolgate: result cut at
+/// <kept> of <full> blocks; left out: <left_out>]`.
+pub(crate) fn blocks_over(kept: usize, full: usize, left_out: &str) -> String {
+    format!("[toolgate: result cut at {kept} of {full} blocks; left out: {left_out}]")
 }
 
 // A result an API cannot carry whole (the `provider` module).

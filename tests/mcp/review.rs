@@ -3,7 +3,8 @@
 //! through a guard; each as a real client or server over an in-memory pipe. The second review: two
 //! calls in flight at once on one connection, a call the client cancels, a call without
 //! `arguments`, huge and deep arguments, a remote tool named like a local one, and a remote image
-//! through a guard.
+//! through a guard. The third: two remote tools of one name (two servers, or one listing it twice),
+//! and the failures of a tool that declares an `outputSchema`.
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -846,6 +847,195 @@ fn a_call_the_client_cancels_is_dropped_and_audited_as_cancelled() {
         vec![
             json!(["m1/1", "cancelled", ""]),
             json!(["m1/2", "ok", "pong"])
+        ]
+    );
+}
+
+/// A remote MCP server of the tests' own that lists the tools `tools` (entries as
+/// `tools/list` sends them) and answers every call with an empty result.
+struct Listing {
+    tools: Vec<Value>,
+}
+
+impl rmcp::ServerHandler for Listing {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools: Vec<Tool> = self
+            .tools
+            .iter()
+            .map(|t| serde_json::from_value(t.clone()).unwrap())
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        _request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        Ok(CallToolResponse::Complete(CallToolResult::success(vec![])))
+    }
+}
+
+/// Two remote servers that both expose `wipe`, behind one gateway, and one server that lists
+/// `wipe` twice: each stops the gateway's build, naming both tools, so no call is ever routed to
+/// whichever of the two a lookup happens to find first.
+#[test]
+fn two_remote_tools_of_one_name_stop_the_gateways_build_whichever_server_lists_them() {
+    let errors = runtime().block_on(async {
+        let (first, first_served) = guard_over_pipe(Listing {
+            tools: vec![wipe(json!({"readOnlyHint": false}))],
+        })
+        .await;
+        let (second, second_served) = guard_over_pipe(Listing {
+            tools: vec![wipe(json!({"readOnlyHint": true}))],
+        })
+        .await;
+        let two = Dispatcher::builder()
+            .wrap(first)
+            .wrap(second)
+            .pre_hook(allow_all())
+            .build()
+            .err()
+            .map(|e| e.to_string());
+        let (twice, twice_served) = guard_over_pipe(Listing {
+            tools: vec![
+                wipe(json!({"readOnlyHint": false})),
+                wipe(json!({"readOnlyHint": false})),
+            ],
+        })
+        .await;
+        let one = Dispatcher::builder()
+            .wrap(twice)
+            .pre_hook(allow_all())
+            .build()
+            .err()
+            .map(|e| e.to_string());
+        for served in [first_served, second_served, twice_served] {
+            served.abort();
+        }
+        (two, one)
+    });
+    let refused = |paths: &str| {
+        format!(
+            "the dispatcher cannot be built (1 problem):\n- two tools are named `wipe`: {paths}; \
+             rename one with #[tool(name = \"…\")] or filter one out"
+        )
+    };
+    assert_eq!(
+        errors,
+        (
+            Some(refused(
+                "<wrapped caller #0>::wipe and <wrapped caller #1>::wipe"
+            )),
+            Some(refused(
+                "<wrapped caller #0>::wipe and <wrapped caller #0>::wipe"
+            )),
+        )
+    );
+}
+
+/// The weather a tool with an `outputSchema` returns.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct Weather {
+    /// Degrees Celsius.
+    celsius: f64,
+}
+
+/// The arguments of `weather`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct City {
+    /// The city.
+    city: String,
+}
+
+/// A denial of a tool that declares an `outputSchema` is an `isError` result with the
+/// `BLOCKED:` text and no `structuredContent`: nothing in it claims to match the schema, as the
+/// MCP spec allows for an error. So is every other failure (invalid input, a person's approval
+/// nobody can give); only the allowed call carries `structuredContent`, equal to its text.
+#[test]
+fn a_denied_call_of_a_tool_with_an_output_schema_carries_no_structured_content() {
+    let audit = TempDir::new("mcp-review-output-schema");
+    let answers = runtime().block_on(async {
+        let rules = PreHookDef::sync("gateway::cities", 10, |_env, call: &ToolUse| {
+            Ok(match call.input["city"].as_str() {
+                Some("Atlantis") => Decision::deny("Atlantis is not a city we forecast."),
+                Some("Rome") => Decision::ask("Rome needs a person's approval"),
+                _ => Decision::Allow,
+            })
+        });
+        let d = Dispatcher::builder()
+            .tool(
+                ToolDef::sync("weather", "The weather in a city.", |_env, c: City| {
+                    let _ = c.city;
+                    toolgate::content::output_text(Weather { celsius: 21.5 })
+                })
+                .output_type::<Weather>(),
+            )
+            .pre_hook(rules)
+            .audit_log(AuditLog::open(audit.path()).unwrap())
+            .build()
+            .unwrap();
+        assert!(d.output_schema("weather").is_some());
+        let server = McpServer::new(d, |caller| {
+            Some(HookContext::builder("u_001", caller.mcp_session_id).build())
+        })
+        .unwrap()
+        .outcomes_in_meta(true);
+        let (client, served) = connect(server).await;
+        let mut answers = Vec::new();
+        for args in [
+            json!({"city": "Lisbon"}),
+            json!({"city": "Atlantis"}),
+            json!({"town": "Lisbon"}),
+            json!({"city": "Rome"}),
+        ] {
+            answers.push(call(&client, "weather", args).await);
+        }
+        close(client, served).await;
+        answers
+    });
+    assert_eq!(
+        answers,
+        [
+            json!({"content": [{"type": "text", "text": "{\"celsius\":21.5}"}],
+                   "structuredContent": {"celsius": 21.5}, "isError": false,
+                   "_meta": {"toolgate/outcome": "ok"}}),
+            json!({"content": [{"type": "text",
+                                "text": "BLOCKED: Atlantis is not a city we forecast."}],
+                   "isError": true,
+                   "_meta": {"toolgate/outcome": "blocked",
+                             "toolgate/blocked_by": "gateway::cities"}}),
+            json!({"content": [{"type": "text",
+                                "text": "Error: invalid input for tool `weather` (2 problems):\n- \
+                                         unknown field `town`, expected one of `city`\n- missing \
+                                         field `city`\nSend an input that matches the tool's \
+                                         input_schema."}],
+                   "isError": true, "_meta": {"toolgate/outcome": "invalid_input"}}),
+            json!({"content": [{"type": "text",
+                                "text": "BLOCKED: this call needs a person's approval, and none \
+                                         can be given here (Rome needs a person's approval). \
+                                         Tell the user it was not done and that a person must \
+                                         approve it."}],
+                   "isError": true,
+                   "_meta": {"toolgate/outcome": "blocked",
+                             "toolgate/blocked_by": "gateway::cities"}}),
+        ]
+    );
+    assert_eq!(
+        audit_fields(&audit, &["outcome"]),
+        [
+            json!(["ok"]),
+            json!(["blocked"]),
+            json!(["invalid_input"]),
+            json!(["blocked"])
         ]
     );
 }

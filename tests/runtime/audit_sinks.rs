@@ -310,6 +310,49 @@ fn a_rule_for_every_tool_and_a_pointer_to_nothing() {
     );
 }
 
+/// An input the pipeline could not read as an object (arguments sent as a JSON text cut short,
+/// an array) is recorded as sent, so a field rule's pointer cannot reach the field inside it: a
+/// rule of that tool masks the whole input before any sink sees it. A tool no rule
+/// names keeps such an input as sent.
+#[test]
+fn an_input_that_is_not_an_object_is_masked_whole_by_its_tools_field_rules() {
+    let dir = support::TempDir::new("audit-redact-cut");
+    let rules = Redaction::new().field("pay", "/card/number").unwrap();
+    let d = Dispatcher::builder()
+        .tool(pay())
+        .tool(lookup())
+        .audit_log(
+            AuditLog::builder()
+                .dir(&dir)
+                .redaction(rules)
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    let s = d.session(context("sess_cut"));
+    let cut = format!(r#"{{"card": {{"number": "{CARD}", "hol"#);
+    let r = call(&s, "toolu_1", "pay", json!(cut));
+    assert!(r.is_error);
+    call(&s, "toolu_2", "pay", json!([{"card": {"number": CARD}}]));
+    call(&s, "toolu_3", "lookup", json!("grace@example.org"));
+    s.end();
+    let brief: Vec<Value> = support::json_lines(&dir.join("audit_log.jsonl"))
+        .iter()
+        .map(|l| json!([l["tool_use_id"], l["outcome"], l["input"]]))
+        .collect();
+    assert_eq!(
+        brief,
+        [
+            json!(["toolu_1", "invalid_input", "[redacted]"]),
+            json!(["toolu_2", "invalid_input", "[redacted]"]),
+            json!(["toolu_3", "invalid_input", "grace@example.org"]),
+        ]
+    );
+    let text = std::fs::read_to_string(dir.join("audit_log.jsonl")).unwrap();
+    assert!(!text.contains("4242"), "{text}");
+}
+
 #[test]
 fn a_redaction_rule_for_a_tool_registered_nowhere_fails_the_build() {
     let dir = support::TempDir::new("audit-redact-typo");

@@ -1,8 +1,8 @@
 //! Bounds on untrusted input and on results: an input over the byte or depth limit is
 //! `invalid_input` with a clear message before any hook or tool sees it (directly, as a JSON
 //! string, or through a hook's rewrite); a result over the limit is cut with a marker and the
-//! audit line's `content_bytes` keeps its full size. Defaults: 1 MiB input, 32 levels, 256 KiB
-//! result.
+//! audit line's `content_bytes` keeps its full size (at the limit exactly, an image over it, more
+//! blocks than `MAX_RESULT_BLOCKS`). Defaults: 1 MiB input, 32 levels, 256 KiB result.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -437,6 +437,116 @@ fn a_block_result_from_a_wrapped_caller_is_cut_too() {
         json_lines(&dir.path().join("audit_log.jsonl"))[0]["content_bytes"],
         300_085
     );
+}
+
+/// A wrapped caller that answers `pictures` with the blocks it holds (a remote server's items).
+struct Answers(Vec<Value>);
+
+impl ToolCaller for Answers {
+    fn tool_definitions(&self) -> Vec<Value> {
+        Blocks.tool_definitions()
+    }
+
+    fn call_tool<'a>(
+        &'a self,
+        _context: &'a HookContext,
+        call: &'a ToolUse,
+    ) -> BoxFuture<'a, Result<toolgate::dispatch::CallAnswer, toolgate::Halt>> {
+        let blocks: Vec<ContentBlock> =
+            serde_json::from_value(Value::Array(self.0.clone())).unwrap();
+        Box::pin(std::future::ready(Ok(
+            toolgate::dispatch::CallAnswer::from_result(ToolResult {
+                tool_use_id: call.id.clone(),
+                content: Some(ToolResultContent::Blocks(blocks)),
+                is_error: false,
+                extra: Default::default(),
+            }),
+        )))
+    }
+}
+
+/// `pictures` answered by `blocks` through a dispatcher with `limits`: the result as JSON and
+/// the audit line's `content_bytes`.
+fn answered(blocks: Vec<Value>, limits: Limits) -> (Value, Value) {
+    let dir = TempDir::new("limits-answers");
+    let d = Dispatcher::builder()
+        .wrap(Answers(blocks))
+        .limits(limits)
+        .audit_log(AuditLog::open(dir.path()).unwrap())
+        .build()
+        .unwrap();
+    let s = d.session(HookContext::builder("u_1", "sess_answers").build());
+    let r = toolgate::block_on(s.call(&ToolUse::new("toolu_1", "pictures", json!({})))).unwrap();
+    s.end();
+    let line = &json_lines(&dir.path().join("audit_log.jsonl"))[0];
+    (
+        serde_json::to_value(&r).unwrap()["content"].clone(),
+        line["content_bytes"].clone(),
+    )
+}
+
+/// A result exactly at the limit is kept whole (no `content_bytes`), one byte more is cut; an
+/// image larger than the limit as the first block leaves only the marker, never half an image.
+#[test]
+fn a_result_at_the_limit_is_whole_one_byte_more_is_cut_and_a_first_image_over_it_left_out() {
+    let f = fixture(Some(Limits::default().max_result_bytes(10)), None);
+    let at = f.call("produce", json!({"bytes": 10, "fill": "a", "error": false}));
+    assert_eq!(at.content_text(), "aaaaaaaaaa");
+    let over = f.call("produce", json!({"bytes": 11, "fill": "a", "error": false}));
+    assert_eq!(
+        over.content_text(),
+        "aaaaaaaaaa\n[toolgate: result cut at 10 of 11 bytes]"
+    );
+    let sizes: Vec<Value> = f
+        .lines()
+        .iter()
+        .map(|l| l["content_bytes"].clone())
+        .collect();
+    assert_eq!(sizes, [Value::Null, json!(11)]);
+
+    let image = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                    "data": "A".repeat(100)}});
+    let (content, bytes) = answered(
+        vec![image, json!({"type": "text", "text": "caption"})],
+        Limits::default().max_result_bytes(64),
+    );
+    assert_eq!(
+        content,
+        json!([{"type": "text",
+                "text": "[toolgate: result cut at 0 of 185 bytes; left out: 1 image, 1 text block]"}])
+    );
+    assert_eq!(bytes, json!(185));
+}
+
+/// A text block counts its text only, so many small blocks (a remote server's items) fit the
+/// byte limit however many they are: past `MAX_RESULT_BLOCKS` the result keeps its first blocks
+/// and the marker, 1024 in all, and the audit line keeps the full size.
+#[test]
+fn a_result_of_more_blocks_than_the_bound_keeps_its_first_ones_and_a_marker() {
+    use toolgate::dispatch::MAX_RESULT_BLOCKS;
+    assert_eq!(MAX_RESULT_BLOCKS, 1024);
+    let many = vec![json!({"type": "text", "text": "a"}); 100_000];
+    let (content, bytes) = answered(many, Limits::default());
+    let content = content.as_array().unwrap();
+    assert_eq!(content.len(), MAX_RESULT_BLOCKS);
+    assert!(
+        content[..1023]
+            .iter()
+            .all(|b| *b == json!({"type": "text", "text": "a"}))
+    );
+    assert_eq!(
+        content[1023],
+        json!({"type": "text",
+               "text": "[toolgate: result cut at 1023 of 100000 blocks; left out: 98977 text blocks]"})
+    );
+    assert_eq!(bytes, json!(100_000));
+    // At the bound, nothing is cut.
+    let (content, bytes) = answered(
+        vec![json!({"type": "text", "text": ""}); MAX_RESULT_BLOCKS],
+        Limits::default(),
+    );
+    assert_eq!(content.as_array().unwrap().len(), MAX_RESULT_BLOCKS);
+    assert_eq!(bytes, Value::Null);
 }
 
 #[test]

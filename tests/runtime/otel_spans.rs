@@ -1,16 +1,18 @@
 //! The OpenTelemetry GenAI spans: one `execute_tool {tool}` span per call with a
 //! `pre_tool_use {hook}` child per hook run, exported through `tracing-opentelemetry` into the
-//! SDK's in-memory exporter; exact names, parents, attributes and status.
+//! SDK's in-memory exporter; exact names, parents, attributes and status, for a call dropped
+//! unfinished and a tool that panics too, and no content attribute unless the host opts in.
 
 use opentelemetry::trace::{Status, TracerProvider as _};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
+use toolgate::content::INTERNAL_ERROR_MESSAGE;
 use toolgate::{
-    Decision, Dispatcher, HookContext, ToolUse,
+    Decision, Dispatcher, HookContext, ToolError, ToolUse,
     audit::{AuditLog, Redaction},
-    dispatch::{DispatcherBuilder, HookError, PreHookDef, ToolDef},
+    dispatch::{BoxFuture, DispatcherBuilder, HookError, PreHookDef, ToolDef},
 };
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -302,6 +304,159 @@ fn a_call_span_nests_under_the_hosts_current_span() {
                 Some("agent_turn".to_owned())
             ),
             ("agent_turn".to_owned(), None),
+        ]
+    );
+}
+
+/// Arguments of the tools that end badly.
+#[derive(Deserialize, JsonSchema)]
+struct Card {
+    /// The card number.
+    card: String,
+}
+
+/// [`builder`] with three more tools, each ending badly: `hangs` never answers (the host drops
+/// it), `boom` panics with the card in its message, `leaks` fails with an internal error that
+/// names the card.
+fn failing() -> DispatcherBuilder {
+    fn hangs(
+        _env: toolgate::dispatch::Env<'_>,
+        _a: Card,
+    ) -> BoxFuture<'_, Result<String, ToolError>> {
+        support::hang()
+    }
+    builder()
+        .tool(ToolDef::new_async("hangs", "Never answers.", hangs))
+        .tool(ToolDef::sync(
+            "boom",
+            "Panics.",
+            |_env, a: Card| -> Result<String, ToolError> {
+                panic!("{}: card {} declined", support::INJECTED, a.card)
+            },
+        ))
+        .tool(ToolDef::sync(
+            "leaks",
+            "Fails inside.",
+            |_env, a: Card| -> Result<String, ToolError> {
+                Err(ToolError::internal(format!(
+                    "gateway refused card {}",
+                    a.card
+                )))
+            },
+        ))
+}
+
+/// Each call of `calls` (id, tool) with the input `{"card": CARD}` on `dispatcher`, under an
+/// OpenTelemetry subscriber; `hangs` is polled once and dropped, as a host that gives up does.
+fn traced_failures(dispatcher: &Dispatcher, calls: &[(&str, &str)]) -> Vec<SpanData> {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("toolgate-test")));
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::callsite::rebuild_interest_cache();
+        let session = dispatcher.session(HookContext::builder("u_1", "sess_otel").build());
+        for (id, tool) in calls {
+            let call = ToolUse::new(*id, *tool, json!({ "card": CARD }));
+            if *tool == "hangs" {
+                let mut fut = std::pin::pin!(session.call(&call));
+                assert!(support::poll_once(fut.as_mut()).is_none());
+            } else {
+                let _ = toolgate::block_on(session.call(&call));
+            }
+        }
+    });
+    provider.force_flush().unwrap();
+    exporter.get_finished_spans().unwrap()
+}
+
+/// A card number the tools of [`failing`] put in their failures.
+const CARD: &str = "4242 4242 4242 4242";
+
+/// The `gen_ai.tool.call.*` content attributes of a span (not its id).
+fn content_of(span: &SpanData) -> Vec<String> {
+    span.attributes
+        .iter()
+        .filter(|kv| {
+            kv.key.as_str().starts_with("gen_ai.tool.call.")
+                && kv.key.as_str() != "gen_ai.tool.call.id"
+        })
+        .map(|kv| format!("{}={}", kv.key, kv.value))
+        .collect()
+}
+
+/// A call the host drops before it finishes still ends its span with an outcome (`cancelled`,
+/// an error), as its audit line says; a tool that panics and one that fails inside end theirs
+/// `panicked` and `tool_error`. No span carries the input, the panic's text or the error chain by
+/// default; opted in, the result is the text the model read (the generic one), never the card.
+#[test]
+fn a_dropped_call_and_a_failing_tool_end_their_spans_with_an_outcome_and_no_secret() {
+    support::quiet_injected_panics();
+    let calls = [
+        ("toolu_drop", "hangs"),
+        ("toolu_boom", "boom"),
+        ("toolu_leak", "leaks"),
+    ];
+    let spans = traced_failures(&failing().build().unwrap(), &calls);
+    let common = |id: &str, tool: &str| {
+        format!(
+            "gen_ai.operation.name=execute_tool, gen_ai.tool.call.id={id}, \
+             gen_ai.tool.name={tool}, gen_ai.tool.type=function"
+        )
+    };
+    let roots: Vec<String> = tree(&spans)
+        .into_iter()
+        .filter(|s| s.starts_with("execute_tool"))
+        .collect();
+    assert_eq!(
+        roots,
+        [
+            format!(
+                "execute_tool hangs {{error.type=cancelled, {}, toolgate.outcome=cancelled, \
+                 toolgate.session.id=sess_otel}} error() Internal",
+                common("toolu_drop", "hangs")
+            ),
+            format!(
+                "execute_tool boom {{error.type=panicked, {}, toolgate.outcome=panicked, \
+                 toolgate.session.id=sess_otel}} error() Internal",
+                common("toolu_boom", "boom")
+            ),
+            format!(
+                "execute_tool leaks {{error.type=tool_error, {}, toolgate.outcome=tool_error, \
+                 toolgate.session.id=sess_otel}} error() Internal",
+                common("toolu_leak", "leaks")
+            ),
+        ]
+    );
+    let everything: String = spans.iter().map(|s| format!("{s:?}")).collect();
+    assert!(
+        !everything.contains("4242"),
+        "a span carries the card: {everything}"
+    );
+
+    let opted = failing().span_content().build().unwrap();
+    let spans = traced_failures(&opted, &calls);
+    let contents: Vec<Vec<String>> = spans
+        .iter()
+        .filter(|s| s.name.starts_with("execute_tool"))
+        .map(content_of)
+        .collect();
+    let args = format!(r#"gen_ai.tool.call.arguments={{"card":"{CARD}"}}"#);
+    assert_eq!(
+        contents,
+        [
+            // Dropped before it ended: nothing recorded of it but its outcome.
+            vec![],
+            vec![
+                args.clone(),
+                format!("gen_ai.tool.call.result={}", support::PANIC_TEXT)
+            ],
+            vec![
+                args,
+                format!("gen_ai.tool.call.result={INTERNAL_ERROR_MESSAGE}")
+            ],
         ]
     );
 }

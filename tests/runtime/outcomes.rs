@@ -319,6 +319,83 @@ fn not_run_after_a_halt_and_at_max_tokens() {
     );
 }
 
+/// A message cut because the conversation filled the context window
+/// (`model_context_window_exceeded`) may end in a cut `tool_use`, as at `max_tokens`: nothing
+/// runs, every block is `not_run`. A message that says `tool_use` but whose last input is a
+/// JSON text cut short (a streamed input the host joined) runs its whole blocks, and the cut one
+/// is `invalid_input`: its tool never sees half an input.
+#[test]
+fn not_run_when_the_context_window_filled_and_a_cut_input_is_invalid() {
+    let h = Harness::new();
+    let cut = assistant(
+        json!([
+            {"type": "tool_use", "id": "toolu_c", "name": "refund", "input": {"order_id": "o_1", "amount_cents": 100}},
+            {"type": "tool_use", "id": "toolu_d", "name": "refund", "input": {"order_id": "o_2", "amount_cents": 200}}
+        ]),
+        "model_context_window_exceeded",
+    );
+    let err = toolgate::block_on(h.session.respond(&cut)).unwrap_err();
+    assert!(matches!(
+        err,
+        RespondError::ContextWindowExceeded { tool_uses: 2 }
+    ));
+    assert_eq!(
+        err.to_string(),
+        "the assistant message stopped at model_context_window_exceeded, so its 2 tool_use \
+         block(s) may be cut off and none was run; shorten the conversation (drop or summarize \
+         earlier turns) and request the turn again"
+    );
+    assert_eq!(h.refunds(), 0);
+    let not_run = "Not run: the assistant message stopped at model_context_window_exceeded, so \
+                   this tool_use may be cut off.";
+    let brief = |audit: Vec<Value>| -> Vec<Value> {
+        audit
+            .iter()
+            .map(|l| json!([l["tool_use_id"], l["outcome"], l["is_error"], l["content"]]))
+            .collect()
+    };
+    assert_eq!(
+        brief(h.audit()),
+        [
+            json!(["toolu_c", "not_run", true, not_run]),
+            json!(["toolu_d", "not_run", true, not_run]),
+        ]
+    );
+
+    let lying = assistant(
+        json!([
+            {"type": "tool_use", "id": "toolu_e", "name": "refund", "input": {"order_id": "o_1", "amount_cents": 100}},
+            {"type": "tool_use", "id": "toolu_f", "name": "refund", "input": "{\"order_id\": \"o_2\", \"amount_c"}
+        ]),
+        "tool_use",
+    );
+    let Ok(toolgate::Reply::Answer(answer)) = toolgate::block_on(h.session.respond(&lying)) else {
+        panic!("the whole block runs, the cut one is answered invalid");
+    };
+    let invalid = "Error: invalid input for tool `refund`: the input must be a JSON object, but \
+                   it is a string that is not valid JSON (EOF while parsing a string at line 1 \
+                   column 29). Send an input that matches the tool's input_schema.";
+    let results: Vec<(bool, String)> = answer
+        .tool_results()
+        .map(|r| (r.is_error, r.content_text().into_owned()))
+        .collect();
+    assert_eq!(
+        results,
+        [
+            (false, "refunded 100 cents on o_1".to_owned()),
+            (true, invalid.to_owned())
+        ]
+    );
+    assert_eq!(h.refunds(), 1);
+    assert_eq!(
+        brief(h.audit())[2..],
+        [
+            json!(["toolu_e", "ok", false, "refunded 100 cents on o_1"]),
+            json!(["toolu_f", "invalid_input", true, invalid]),
+        ]
+    );
+}
+
 #[test]
 fn cancelled_when_the_host_drops_the_call() {
     let h = Harness::new();

@@ -2,7 +2,9 @@
 //! returns a `PendingTurn`; it serializes, is read back in a fresh dispatcher (as a later process
 //! would) and resumed with a person's decisions into the complete user message. Every refusal of a
 //! resume, the expiry, the chain run again at resume, and the session's answer memory (a retry
-//! while paused, a resume twice).
+//! while paused, a resume twice). Their neighbours: a turn cut short or edited by hand, decisions
+//! that never cross between two waiting calls or onto the same input asked again, an input with
+//! its keys reordered, a rule changed under the same path.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -880,4 +882,393 @@ fn a_call_decided_twice_is_refused_whatever_the_order_and_nothing_runs() {
         ]
     );
     assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+/// A pending turn is plain JSON a host keeps: one cut short (a write that stopped half-way) does
+/// not read back, and one edited by hand so that its blocks no longer answer one `tool_use` each
+/// (no block, an empty id, an id twice, a waiting call under an answered call's id) is refused
+/// before anything runs: nothing audited, no tool run, and the turn still resumes as it was.
+#[test]
+fn a_pending_turn_cut_short_or_edited_by_hand_is_refused_before_anything_runs() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+    let pending = pause(&d, TurnFormat::AnthropicMessages);
+    lines.take();
+    let text = serde_json::to_string(&pending).unwrap();
+    let cut = serde_json::from_str::<PendingTurn>(&text[..200]).unwrap_err();
+    assert_eq!(
+        (cut.classify(), cut.line(), cut.column()),
+        (serde_json::error::Category::Eof, 1, 200)
+    );
+
+    let edited = |edit: &dyn Fn(&mut Value)| {
+        let mut v = serde_json::to_value(&pending).unwrap();
+        edit(&mut v);
+        serde_json::from_value::<PendingTurn>(v).unwrap()
+    };
+    let approve = || {
+        vec![(
+            "toolu_2",
+            Approval::approve_digest("lead@example.com", digest_o2()),
+        )]
+    };
+    let cases: Vec<(PendingTurn, &str)> = vec![
+        (
+            edited(&|v| v["blocks"] = json!([])),
+            "the pending turn cannot be resumed as it stands: it has no block; it was changed \
+             since it paused",
+        ),
+        (
+            edited(&|v| v["blocks"][0]["result"]["tool_use_id"] = json!("")),
+            "the pending turn cannot be resumed as it stands: block 1 has an empty tool_use id; \
+             it was changed since it paused",
+        ),
+        (
+            edited(&|v| {
+                let again = v["blocks"][1].clone();
+                v["blocks"].as_array_mut().unwrap().push(again);
+            }),
+            "the pending turn cannot be resumed as it stands: blocks 2 and 3 both answer \
+             tool_use \"toolu_2\"; it was changed since it paused",
+        ),
+        (
+            edited(&|v| v["blocks"][0]["result"]["tool_use_id"] = json!("toolu_2")),
+            "the pending turn cannot be resumed as it stands: blocks 1 and 2 both answer \
+             tool_use \"toolu_2\"; it was changed since it paused",
+        ),
+    ];
+    for (turn, why) in &cases {
+        let e = resume(&d, turn, later(60), approve()).unwrap_err();
+        assert!(matches!(e, ResumeError::Malformed { .. }), "{e:?}");
+        assert_eq!(e.to_string(), *why);
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(lines.take(), Vec::<Value>::new());
+    // The turn as it paused still resumes: nothing above took its place.
+    let answer = resume(&d, &pending, later(60), approve()).unwrap();
+    assert_eq!(answer["content"][1]["content"], "refunded 25000 on o_2");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+/// `(o, cents)` refunds as one message's `tool_use` blocks, ids as given.
+fn refunds_message(calls: &[(&str, &str, u32)]) -> toolgate::Message {
+    let blocks: Vec<Value> = calls
+        .iter()
+        .map(|(id, order, cents)| {
+            json!({"type": "tool_use", "id": id, "name": "refund",
+                   "input": {"order_id": order, "amount_cents": cents}})
+        })
+        .collect();
+    support::assistant(Value::Array(blocks), "tool_use")
+}
+
+/// The digest of a refund input as the model wrote it (`order_id` first).
+fn refund_digest(order: &str, cents: u32) -> String {
+    support::sha256_hex(format!(r#"{{"order_id":"{order}","amount_cents":{cents}}}"#).as_bytes())
+}
+
+/// Two calls of one turn wait for a person: a decision meant for one is never applied to the
+/// other. Approvals whose digests are swapped, decisions for one call only, a decision for a
+/// call of another turn: each refused before anything runs; decided right, each call runs with
+/// its own input.
+#[test]
+fn the_decisions_of_two_waiting_calls_never_cross() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+    let session = d.session(ctx("sess_ask", "u_001", at_start()));
+    let message = refunds_message(&[("toolu_a", "o_a", 21000), ("toolu_b", "o_b", 22000)]);
+    let Reply::Pending(pending) = toolgate::block_on(session.respond(&message)).unwrap() else {
+        panic!("both refunds wait for a person");
+    };
+    let digests: Vec<(&str, &str)> = pending
+        .awaiting()
+        .map(|a| (a.tool_use_id.as_str(), a.input_digest.as_str()))
+        .collect();
+    let (da, db) = (refund_digest("o_a", 21000), refund_digest("o_b", 22000));
+    assert_eq!(
+        digests,
+        [("toolu_a", da.as_str()), ("toolu_b", db.as_str())]
+    );
+    lines.take();
+    let refused = |list: Vec<(&str, Approval)>| {
+        toolgate::block_on(session.resume(&pending, &decisions(list)))
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        refused(vec![
+            ("toolu_a", Approval::approve_digest("lead", db.clone())),
+            ("toolu_b", Approval::approve_digest("lead", da.clone())),
+        ]),
+        format!(
+            "the approval of tool_use \"toolu_a\" is for input digest {db}, but the call's input \
+             has digest {da}"
+        )
+    );
+    assert_eq!(
+        refused(vec![(
+            "toolu_b",
+            Approval::approve_digest("lead", db.clone())
+        )]),
+        "tool_use \"toolu_a\" is waiting for approval and has no decision"
+    );
+    assert_eq!(
+        refused(vec![
+            ("toolu_a", Approval::approve("lead")),
+            ("toolu_b", Approval::approve("lead")),
+            ("toolu_2", Approval::approve("lead")),
+        ]),
+        "tool_use \"toolu_2\" is not waiting for approval in this pending turn"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert_eq!(lines.take(), Vec::<Value>::new());
+    let right = decisions(vec![
+        ("toolu_a", Approval::approve_digest("lead", da)),
+        ("toolu_b", Approval::deny("lead", "not this one.")),
+    ]);
+    let answer = answered(toolgate::block_on(session.resume(&pending, &right)).unwrap());
+    assert_eq!(
+        answer["content"],
+        json!([
+            {"type": "tool_result", "tool_use_id": "toolu_a", "content": "refunded 21000 on o_a"},
+            {"type": "tool_result", "tool_use_id": "toolu_b", "is_error": true,
+             "content": "BLOCKED: a person declined this call: not this one."},
+        ])
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+/// The same refund asked again in a later turn is a new call: the approval of the first does not
+/// cover it. It pauses again, the first turn's decisions are refused for it, the first turn
+/// resumed again is a replay, and it runs only once a person approves it too. With an approver
+/// inline, the approver is asked once per call.
+#[test]
+fn an_approval_covers_its_own_call_only_not_the_same_input_asked_again() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+    let session = d.session(ctx("sess_ask", "u_001", at_start()));
+    let pause_of = |message: &toolgate::Message| match toolgate::block_on(session.respond(message))
+    {
+        Ok(Reply::Pending(p)) => p,
+        other => panic!("expected a pending turn, got {other:?}"),
+    };
+    let first = pause_of(&refunds_message(&[("toolu_2", "o_2", 25000)]));
+    let approved = decisions(vec![("toolu_2", Approval::approve("lead"))]);
+    toolgate::block_on(session.resume(&first, &approved)).unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    let second = pause_of(&refunds_message(&[("toolu_9", "o_2", 25000)]));
+    let waiting = second.awaiting().next().unwrap();
+    assert_eq!(
+        (waiting.tool_use_id.as_str(), waiting.input_digest.as_str()),
+        ("toolu_9", digest_o2().as_str())
+    );
+    let refused = toolgate::block_on(session.resume(&second, &approved)).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "tool_use \"toolu_2\" is not waiting for approval in this pending turn"
+    );
+    let undecided = toolgate::block_on(session.resume(&second, &Decisions::new())).unwrap_err();
+    assert_eq!(
+        undecided.to_string(),
+        "tool_use \"toolu_9\" is waiting for approval and has no decision"
+    );
+    // The first turn resumed again replays its answer: nothing runs.
+    let again = answered(toolgate::block_on(session.resume(&first, &approved)).unwrap());
+    assert_eq!(again["content"][0]["content"], "refunded 25000 on o_2");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let own = decisions(vec![("toolu_9", Approval::approve("lead"))]);
+    let answer = answered(toolgate::block_on(session.resume(&second, &own)).unwrap());
+    assert_eq!(answer["content"][0]["content"], "refunded 25000 on o_2");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    let outcomes: Vec<(Value, Value, Value)> = lines
+        .take()
+        .iter()
+        .map(|l| {
+            (
+                l["tool_use_id"].clone(),
+                l["outcome"].clone(),
+                l["approved_by"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            (json!("toolu_2"), json!("awaiting_approval"), Value::Null),
+            (json!("toolu_2"), json!("ok"), json!("lead")),
+            (json!("toolu_9"), json!("awaiting_approval"), Value::Null),
+            (json!("toolu_2"), json!("ok"), Value::Null),
+            (json!("toolu_9"), json!("ok"), json!("lead")),
+        ]
+    );
+
+    // Inline: the approver is asked about each call, the same input twice.
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counting = Counting(Arc::clone(&asked));
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let inline = dispatcher(&runs, &lines, vec![large_refund()], |b| {
+        b.approver(counting)
+    });
+    let session = inline.session(ctx("sess_ask", "u_001", at_start()));
+    for id in ["toolu_2", "toolu_9"] {
+        let reply = toolgate::block_on(session.respond(&refunds_message(&[(id, "o_2", 25000)])));
+        assert!(matches!(reply, Ok(Reply::Answer(_))));
+    }
+    assert_eq!(
+        (asked.load(Ordering::SeqCst), runs.load(Ordering::SeqCst)),
+        (2, 2)
+    );
+}
+
+/// Approves every call, counting the requests.
+struct Counting(Arc<AtomicUsize>);
+
+impl toolgate::approval::Approver for Counting {
+    fn approve<'a>(
+        &'a self,
+        _request: toolgate::approval::ApprovalRequest<'a>,
+    ) -> toolgate::dispatch::BoxFuture<'a, Approval> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { Approval::approve("bot") })
+    }
+}
+
+/// The same input with its keys in another order. The answer memory and a pending turn's digest
+/// take the input's JSON text in the order the model wrote its keys (ARCHITECTURE.md, "Ids and
+/// retries"; the digest's documented text): a retry of an answered id with the keys reordered is
+/// refused as an id reused with another input (never run twice), and a pending turn whose JSON
+/// had its keys reordered (a store that sorts them, as PostgreSQL's `jsonb` does) no longer
+/// matches its digest and is refused before anything runs. Inside the chain, inputs compare as
+/// JSON values: a person's edit that only reorders the keys is the input they saw, no rewrite.
+#[test]
+fn the_same_input_with_its_keys_reordered_is_refused_never_run_twice() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+    let session = d.session(ctx("sess_ask", "u_001", at_start()));
+    let small = refunds_message(&[("toolu_1", "o_1", 900)]);
+    toolgate::block_on(session.respond(&small)).unwrap();
+    let reordered = support::assistant(
+        json!([{"type": "tool_use", "id": "toolu_1", "name": "refund",
+                "input": {"amount_cents": 900, "order_id": "o_1"}}]),
+        "tool_use",
+    );
+    let e = toolgate::block_on(session.respond(&reordered)).unwrap_err();
+    assert!(
+        matches!(&e, toolgate::RespondError::Call(toolgate::CallError::IdReused { tool_use_id })
+            if tool_use_id == "toolu_1"),
+        "{e:?}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    let pending =
+        match toolgate::block_on(session.respond(&refunds_message(&[("toolu_2", "o_2", 25000)])))
+            .unwrap()
+        {
+            Reply::Pending(p) => p,
+            other => panic!("expected a pending turn, got {other:?}"),
+        };
+    lines.take();
+    // As a store that sorts keys gives it back.
+    let mut sorted = serde_json::to_value(&pending).unwrap();
+    let input = json!({"amount_cents": 25000, "order_id": "o_2"});
+    sorted["blocks"][0]["input"] = input.clone();
+    sorted["blocks"][0]["effective_input"] = input;
+    let sorted: PendingTurn = serde_json::from_value(sorted).unwrap();
+    let approve = decisions(vec![("toolu_2", Approval::approve("lead"))]);
+    let e = toolgate::block_on(session.resume(&sorted, &approve)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "the approval of tool_use \"toolu_2\" is for input digest {}, but the call's input \
+             has digest {}",
+            digest_o2(),
+            support::sha256_hex(br#"{"amount_cents":25000,"order_id":"o_2"}"#)
+        )
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(lines.take(), Vec::<Value>::new());
+
+    let edit = Approval::edit("lead", json!({"amount_cents": 25000, "order_id": "o_2"}));
+    let answer = answered(
+        toolgate::block_on(session.resume(&pending, &decisions(vec![("toolu_2", edit)]))).unwrap(),
+    );
+    assert_eq!(answer["content"][0]["content"], "refunded 25000 on o_2");
+    let line = &lines.take()[0];
+    assert_eq!(
+        (
+            &line["outcome"],
+            line.get("rewritten_by"),
+            &line["approved_by"]
+        ),
+        (&json!("ok"), None, &json!("lead"))
+    );
+}
+
+/// The rules changed between the pause and the resume, in another process. A rule changed under
+/// the same path and order keeps the fingerprint (it cannot see a hook's body), so the turn
+/// resumes, and the approved call's chain runs again: the rule that now denies wins over the
+/// person's approval, and the tool does not run. A rule added that denies changes the
+/// fingerprint: the resume is refused before anything runs.
+#[test]
+fn at_resume_a_rule_that_now_denies_blocks_the_approved_call() {
+    for format in FORMATS {
+        let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+        let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+        let pending = pause(&d, format);
+
+        let stricter = PreHookDef::sync("app::large_refund", 10, |_env, call: &ToolUse| {
+            Ok(match call.input["amount_cents"].as_u64() {
+                Some(n) if n > 20_000 => {
+                    Decision::deny("refunds above 20000 cents are no longer made.")
+                }
+                _ => Decision::Allow,
+            })
+        });
+        let (runs2, lines2) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+        let redeployed = dispatcher(&runs2, &lines2, vec![stricter], |b| b);
+        assert_eq!(redeployed.fingerprint(), pending.fingerprint);
+        let approve = || vec![("toolu_2", Approval::approve("lead"))];
+        let answer = resume(&redeployed, &pending, later(60), approve()).unwrap();
+        let text = "BLOCKED: refunds above 20000 cents are no longer made.";
+        assert_eq!(
+            block(format, &answer, 1),
+            block(
+                format,
+                &expected(
+                    format,
+                    json!([
+                        {"type": "tool_result", "tool_use_id": "toolu_1",
+                         "content": "refunded 900 on o_1"},
+                        {"type": "tool_result", "tool_use_id": "toolu_2", "content": text,
+                         "is_error": true},
+                    ])
+                ),
+                1
+            )
+        );
+        assert_eq!(runs2.load(Ordering::SeqCst), 0);
+        assert_eq!(
+            lines2.take(),
+            vec![line(
+                "toolu_2",
+                json!({"order_id": "o_2", "amount_cents": 25000}),
+                "2026-11-24T10:16:00Z",
+                json!({"outcome": "blocked", "is_error": true, "content": text,
+                       "blocked_by": "app::large_refund", "approved_by": "lead"})
+            )]
+        );
+
+        let freeze = PreHookDef::sync("app::freeze", 20, |_env, _call: &ToolUse| {
+            Ok(Decision::deny("refunds are frozen."))
+        });
+        let (runs3, lines3) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+        let added = dispatcher(&runs3, &lines3, vec![large_refund(), freeze], |b| b);
+        let e = resume(&added, &pending, later(60), approve()).unwrap_err();
+        assert!(matches!(e, ResumeError::DispatcherChanged { .. }), "{e:?}");
+        assert_eq!(
+            (runs3.load(Ordering::SeqCst), lines3.take()),
+            (0, Vec::<Value>::new())
+        );
+    }
 }

@@ -1,6 +1,7 @@
 //! Wrapping by ownership: a dispatcher built around a caller owns it; nested dispatchers run
 //! each inner call exactly once, and the outer audit line keeps the inner truth (the inner
-//! outcome, the inner hook's path, the inner detail: [`CallAnswer`]).
+//! outcome, the inner hook's path, the inner detail: [`CallAnswer`]); two inner dispatchers with
+//! one tool name stop the outer build.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -541,4 +542,32 @@ fn from_result_reads_the_outcome_from_is_error() {
     let failed = CallAnswer::from_result(ToolResult::error("t", "no."));
     assert_eq!(failed.outcome, Outcome::ToolError);
     assert_eq!(failed.result, ToolResult::error("t", "no."));
+}
+
+/// Two nested dispatchers that both have a `charge` tool, behind one outer dispatcher: the
+/// outer build fails naming both, rather than one inner dispatcher shadowing the other.
+#[test]
+fn two_inner_dispatchers_with_one_tool_name_stop_the_outer_build() {
+    let inner = || {
+        Dispatcher::builder()
+            .registered_under(format!("{}::inner_items", module_path!()))
+            .state_arc(Arc::new(inner_items::Runs::default()))
+            .build()
+            .unwrap()
+    };
+    let outer = Dispatcher::builder()
+        .wrap(inner())
+        .wrap(inner())
+        .pre_hook(PreHookDef::sync("outer::allow", 1, |_env, _call| {
+            Ok(Decision::Allow)
+        }))
+        .build();
+    assert_eq!(
+        outer.err().map(|e| e.to_string()).as_deref(),
+        Some(
+            "the dispatcher cannot be built (1 problem):\n- two tools are named `charge`: \
+             <wrapped caller #0>::charge and <wrapped caller #1>::charge; rename one with \
+             #[tool(name = \"…\")] or filter one out"
+        )
+    );
 }

@@ -1,8 +1,8 @@
 //! `SqliteStore` (feature `sqlite`): the conformance suite on a fresh file; a reopened file keeps
-//! its answers and its paused turns; a schema newer than the build is refused at open; a paused
-//! turn resumed at once by two processes, and by eight threads with a connection each, runs its
-//! refund once; a call whose process was killed while its tool ran is answered as interrupted
-//! after the lease and never run again.
+//! its answers and its paused turns; a schema newer than the build is refused at open; a kept turn
+//! cut short is refused at every take; a paused turn resumed at once by two processes, and by
+//! eight threads with a connection each, runs its refund once; a call whose process was killed
+//! while its tool ran is answered as interrupted after the lease and never run again.
 //!
 //! The two-process tests run this test binary again as child processes: [`worker`], an ignored
 //! test selected with `--ignored --exact sqlite::worker`, does the job named by
@@ -275,6 +275,43 @@ fn a_failure_names_the_operation_and_the_file() {
             file.display()
         )
     );
+}
+
+/// A kept turn whose JSON was cut short (a row written by hand, a copy that stopped half-way) is
+/// refused with the store's error at every take, naming the turn and what is wrong, and nothing
+/// runs: the take does not keep a turn it could not read, so the next caller is not told it is
+/// being resumed by nobody.
+#[test]
+fn a_kept_turn_cut_short_is_refused_at_every_take_and_nothing_runs() {
+    let dir = TempDir::new("sqlite-cut-turn");
+    let file = dir.join("store.sqlite3");
+    let store = Arc::new(SqliteStore::open(&file).unwrap());
+    let d = refunds(&file, LONG, Then::Answer);
+    pause_large_refund(&d, &store);
+    let db = rusqlite::Connection::open(&file).unwrap();
+    db.execute(
+        "UPDATE toolgate_pending_turns SET turn = substr(turn, 1, 120)",
+        [],
+    )
+    .unwrap();
+    let session = d.session_with_store(ctx(), store.clone());
+    let refused = format!(
+        "the pending turns' store failed: could not take the paused turn \"toolu_big\" of \
+         session \"sess_sqlite\" in the SQLite file {}: a kept turn is not a PendingTurn's \
+         JSON: EOF while parsing a string at line 1 column 120",
+        file.display()
+    );
+    for _ in 0..2 {
+        let resumed = toolgate::block_on(session.resume_from(&*store, "toolu_big", &approved()));
+        assert_eq!(outcome(resumed), Err(refused.clone()));
+    }
+    assert_eq!(refunds_in(&file), 0);
+    let state: String = db
+        .query_row("SELECT state FROM toolgate_pending_turns", [], |row| {
+            row.get(0)
+        })
+        .unwrap();
+    assert_eq!(state, "waiting");
 }
 
 #[test]

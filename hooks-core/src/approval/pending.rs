@@ -354,6 +354,17 @@ pub enum ResumeError {
         /// The pending turn's.
         found: String,
     },
+    /// The pending turn's blocks do not answer one `tool_use` each: it has none, a block's id
+    /// is empty, or two blocks have one id (the turn was edited since it paused; resuming it
+    /// would answer an id twice, or run one call under another's decision).
+    #[error(
+        "the pending turn cannot be resumed as it stands: {problem}; it was changed since it paused"
+    )]
+    Malformed {
+        /// What is wrong: `it has no block`, `block 2 has an empty tool_use id`, `blocks 2 and
+        /// 3 both answer tool_use "toolu_2"`.
+        problem: String,
+    },
     /// A decision names an id that is not waiting in the pending turn.
     #[error("tool_use {tool_use_id:?} is not waiting for approval in this pending turn")]
     NotPending {

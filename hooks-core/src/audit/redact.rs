@@ -30,8 +30,10 @@ struct FieldRule {
 /// - Field rules, per tool: a JSON pointer (RFC 6901) into the call's `input` and
 ///   `effective_input`; the value there (when there is one) is replaced by `"[redacted]"`
 ///   ([`field`](Self::field)) or by what a function makes of it
-///   ([`field_with`](Self::field_with)). Tool `"*"` means every tool (no tool can be named
-///   `*`). A tool named in a rule must be registered somewhere: `build()` fails otherwise
+///   ([`field_with`](Self::field_with)). An input that is not a JSON object (a JSON text cut
+///   short, an array: the call is `invalid_input`) has no field to point at, but may hold the
+///   field in its text: a rule of its tool masks it whole (`"[redacted]"`). Tool `"*"` means
+///   every tool (no tool can be named `*`). A tool named in a rule must be registered somewhere: `build()` fails otherwise
 ///   ([`BuildProblem::UnknownRedactionTool`](crate::dispatch::BuildProblem::UnknownRedactionTool)).
 /// - Text rules ([`text`](Self::text)): a function over `content` (what the model read) and
 ///   `detail` (operator-only text, which may hold a library error's message), every tool,
@@ -159,6 +161,13 @@ impl Redaction {
 
 impl FieldRule {
     fn mask(&self, input: &mut Value) {
+        // An input that is not an object (a JSON text cut short, an array: refused as
+        // `invalid_input`) has no field the pointer names, but may hold it in its text: masked
+        // whole, so a field a rule hides never reaches a sink in another shape.
+        if !input.is_object() && !self.pointer.is_empty() {
+            *input = Value::String(REDACTED.to_owned());
+            return;
+        }
         if let Some(v) = input.pointer_mut(&self.pointer) {
             *v = match &self.with {
                 Some(f) => f(v),

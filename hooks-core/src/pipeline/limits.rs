@@ -23,7 +23,11 @@ use crate::texts;
 ///   that point is left out too, and a last `text` block carries the marker, which names what was
 ///   left out: `[toolgate: result cut at 1024 of 5000086 bytes; left out: 1 image, 1 text block]`
 ///   (no `left out` when only a text was cut). A tool that returns images needs a larger limit than
-///   the default: a 1 MB PNG is about 1.4 MB of base64.
+///   the default: a 1 MB PNG is about 1.4 MB of base64. A result of more than
+///   [`MAX_RESULT_BLOCKS`] blocks keeps its first `MAX_RESULT_BLOCKS - 1` and the marker
+///   (`[toolgate: result cut at 1023 of 100000 blocks; left out: 98977 text blocks]`): a text
+///   block counts its text only, so without this bound a wrapped caller's many small or empty
+///   blocks would make a request of any size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Limits {
@@ -65,6 +69,9 @@ impl Limits {
     }
 }
 
+/// The most blocks a block result keeps, the marker of a cut included (see [`Limits`]).
+pub const MAX_RESULT_BLOCKS: usize = 1024;
+
 /// Cuts `text` to `max` bytes at a character boundary, with a marker; returns the full size when
 /// it cut.
 pub(crate) fn cut_result(text: &mut String, max: usize) -> Option<usize> {
@@ -91,17 +98,22 @@ pub(crate) fn cut_content(content: &mut ToolResultContent, max: usize) -> Option
     };
     let sizes: Vec<usize> = blocks.iter().map(block_size).collect();
     let full = sizes.iter().fold(0usize, |a, b| a.saturating_add(*b));
-    if full <= max {
+    let count = blocks.len();
+    if full <= max && count <= MAX_RESULT_BLOCKS {
         return None;
     }
+    // Room for the marker when the blocks are too many.
+    let room = count.min(MAX_RESULT_BLOCKS - 1);
     let mut kept = 0usize;
     let mut keep = 0usize;
-    for (block, &size) in blocks.iter_mut().zip(&sizes) {
+    let mut over_bytes = false;
+    for (block, &size) in blocks.iter_mut().zip(&sizes).take(room) {
         if kept.saturating_add(size) <= max {
             kept += size;
             keep += 1;
             continue;
         }
+        over_bytes = true;
         if let ContentBlock::Text(t) = block {
             let mut end = max - kept;
             while end > 0 && !t.text.is_char_boundary(end) {
@@ -117,7 +129,9 @@ pub(crate) fn cut_content(content: &mut ToolResultContent, max: usize) -> Option
     }
     let left_out = left_out(&blocks[keep..]);
     blocks.truncate(keep);
-    let marker = if left_out.is_empty() {
+    let marker = if !over_bytes && count > MAX_RESULT_BLOCKS {
+        texts::blocks_over(keep, count, &left_out)
+    } else if left_out.is_empty() {
         texts::result_cut(kept, full)
     } else {
         texts::blocks_cut(kept, full, &left_out)

@@ -89,6 +89,7 @@ impl Inner {
         let input = recorded.input(call);
         let mut guard = CancelGuard::new(self, env, stats, call, input, found, started);
         guard.progress = progress;
+        guard.span = Some(&span);
         let mut rewrites = Rewrites::default();
         let mut awaiting = None;
         let verdict = self
@@ -110,7 +111,7 @@ impl Inner {
             awaiting,
             started,
         };
-        self.finish_call(env, stats, call, input, found, mode, span, guard, ended)
+        self.finish_call(env, stats, call, input, found, mode, &span, guard, ended)
             .await
     }
 
@@ -194,9 +195,9 @@ impl Inner {
     }
 
     /// Step 6 of a call: a block run with other reads of its message lets the next one start,
-    /// the verdict becomes the `tool_result` and the record, the span is closed, a paused call
-    /// hands its state to the pending turn, and the PostToolUse observers see the record (in
-    /// `tool_use` order among the reads of a message); then the guard is disarmed.
+    /// the verdict becomes the `tool_result` and the record, the span records how it ended, a
+    /// paused call hands its state to the pending turn, and the PostToolUse observers see the
+    /// record (in `tool_use` order among the reads of a message); then the guard is disarmed.
     #[allow(clippy::too_many_arguments)]
     async fn finish_call<'a>(
         &'a self,
@@ -206,7 +207,7 @@ impl Inner {
         input: &'a Value,
         found: Option<usize>,
         mode: Mode<'_, 'a>,
-        span: tracing::Span,
+        span: &tracing::Span,
         mut guard: CancelGuard<'_>,
         ended: Ended<'a>,
     ) -> Result<CallAnswer, Halt> {
@@ -233,9 +234,8 @@ impl Inner {
         }
         let record = answer.record(call, input, &rewrites, started.elapsed());
         if !span.is_disabled() {
-            span::finish(&span, env.context(), &record, self.span_content.as_ref());
+            span::finish(span, env.context(), &record, self.span_content.as_ref());
         }
-        drop(span);
         if let (Mode::Pause(slot), Some(awaiting)) = (mode, awaiting) {
             *slot = Some(awaiting);
         }

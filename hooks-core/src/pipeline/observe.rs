@@ -116,6 +116,8 @@ pub(super) struct CancelGuard<'a> {
     /// A replayed answer: not counted, and nothing recorded when dropped (the call's own line
     /// was written when it ran).
     pub(super) replay: bool,
+    /// The call's `execute_tool` span, which a drop while armed ends as `cancelled`.
+    pub(super) span: Option<&'a tracing::Span>,
 }
 
 impl<'a> CancelGuard<'a> {
@@ -143,6 +145,7 @@ impl<'a> CancelGuard<'a> {
             armed: true,
             progress: None,
             replay: false,
+            span: None,
         }
     }
 
@@ -183,6 +186,10 @@ impl Drop for CancelGuard<'_> {
         }
         if let Some(s) = self.stats {
             s.record(Outcome::Cancelled, self.tool);
+        }
+        // The span closes as this call's future is dropped: it says how the call ended.
+        if let Some(span) = self.span {
+            super::span::cancelled(span);
         }
         if std::thread::panicking() {
             // Running user code while unwinding could abort the process.

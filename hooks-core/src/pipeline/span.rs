@@ -4,7 +4,7 @@
 //!
 //! | span | name (`otel.name`) | attributes |
 //! |---|---|---|
-//! | the call | `execute_tool {tool}` | `gen_ai.operation.name` = `execute_tool`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type` = `function`, `toolgate.session.id`; at the end `toolgate.outcome`, and when they apply `toolgate.blocked_by`, `toolgate.rewritten_by` (paths joined by `, `), `error.type` (the outcome, for every outcome but `ok`) with `otel.status_code` = `error`; opted in ([`DispatcherBuilder::span_content`](crate::dispatch::DispatcherBuilder::span_content)): `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result`, redacted as the audit log redacts |
+//! | the call | `execute_tool {tool}` | `gen_ai.operation.name` = `execute_tool`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type` = `function`, `toolgate.session.id`; at the end `toolgate.outcome` (`cancelled` for a call the host dropped unfinished), and when they apply `toolgate.blocked_by`, `toolgate.rewritten_by` (paths joined by `, `), `error.type` (the outcome, for every outcome but `ok`) with `otel.status_code` = `error`; opted in ([`DispatcherBuilder::span_content`](crate::dispatch::DispatcherBuilder::span_content)): `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result`, redacted as the audit log redacts |
 //! | a hook run | `pre_tool_use {hook}` | `toolgate.hook.name`, `toolgate.hook.decision` (`allow`, `deny`, `rewrite`, `failed`, `timeout`) |
 //!
 //! Target `toolgate::span`, level INFO. Without a subscriber that wants them, a disabled span
@@ -76,6 +76,19 @@ pub(super) fn decided(span: &Span, decision: HookOutcome) {
     if !span.is_disabled() {
         span.record("toolgate.hook.decision", decision.as_str());
     }
+}
+
+/// Records on the span of a call the host dropped before it finished that it ended `cancelled`
+/// (the span closes as the call's future is dropped), as its audit line says.
+#[inline(never)]
+pub(super) fn cancelled(span: &Span) {
+    if span.is_disabled() {
+        return;
+    }
+    let outcome = Outcome::Cancelled.as_str();
+    span.record("toolgate.outcome", outcome);
+    span.record("error.type", outcome);
+    span.record("otel.status_code", "error");
 }
 
 /// Records how the call ended on its span; with `content` (the host opted in), the input the

@@ -51,8 +51,9 @@ impl Session {
     /// started: possible only when a wrapped caller halts after its tool started).
     ///
     /// # Errors
-    /// - [`RespondError::MaxTokens`] when `stop_reason` is `max_tokens`: nothing runs (the last
-    ///   block may be cut off) and every block is audited as `not_run`;
+    /// - [`RespondError::MaxTokens`] when `stop_reason` is `max_tokens`, and
+    ///   [`RespondError::ContextWindowExceeded`] when it is `model_context_window_exceeded`:
+    ///   nothing runs (the last block may be cut off) and every block is audited as `not_run`;
     /// - [`RespondError::Id`] when an id is empty, breaks the pattern or repeats: nothing runs
     ///   and every block is audited as `not_run`, with the reason;
     /// - [`RespondError::Call`] with [`CallError::Halt`] when a PreToolUse hook failed: later
@@ -72,11 +73,20 @@ impl Session {
                 stop_reason: message.stop_reason.clone(),
             });
         }
-        if message.stop_reason.as_deref() == Some("max_tokens") {
-            self.not_run_all(&uses, texts::NOT_RUN_AT_MAX_TOKENS).await;
-            return Err(RespondError::MaxTokens {
-                tool_uses: uses.len(),
-            });
+        // A message cut while it was written (its output limit, or the context window filling
+        // up) may end in a `tool_use` whose input is cut short: nothing runs.
+        let tool_uses = uses.len();
+        match message.stop_reason.as_deref() {
+            Some("max_tokens") => {
+                self.not_run_all(&uses, texts::NOT_RUN_AT_MAX_TOKENS).await;
+                return Err(RespondError::MaxTokens { tool_uses });
+            }
+            Some("model_context_window_exceeded") => {
+                self.not_run_all(&uses, texts::NOT_RUN_AT_CONTEXT_WINDOW)
+                    .await;
+                return Err(RespondError::ContextWindowExceeded { tool_uses });
+            }
+            _ => {}
         }
         let blocks = self.run_turn(&uses, true).await?;
         Ok(self.finish_turn(TurnFormat::AnthropicMessages, &[], blocks, results_message))

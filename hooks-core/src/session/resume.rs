@@ -64,7 +64,7 @@ impl Session {
     /// # Errors
     /// Found before anything runs (nothing audited): [`ResumeError::UnknownFormat`],
     /// [`ResumeError::TurnFormatNotBuilt`] (an OpenAI or Gemini turn in a build without that
-    /// feature),
+    /// feature), [`ResumeError::Malformed`] (no block, an empty id, an id twice),
     /// [`ResumeError::OtherSession`], [`ResumeError::DispatcherChanged`],
     /// [`ResumeError::NotPending`] (a decision for an id that is not waiting),
     /// [`ResumeError::DigestMismatch`] (an approval carrying another digest than the waiting
@@ -323,6 +323,7 @@ impl Session {
                 feature,
             });
         }
+        check_blocks(&pending.blocks)?;
         let ctx = self.context();
         if pending.session_id != ctx.session_id() || pending.user_id != ctx.user_id() {
             return Err(ResumeError::OtherSession {
@@ -421,6 +422,32 @@ impl Session {
             }
         }
     }
+}
+
+/// The blocks of a pending turn answer one `tool_use` each: at least one block, no empty id, no
+/// id twice (a turn edited by hand could otherwise answer an id twice, or put one decision on
+/// two calls).
+fn check_blocks(blocks: &[PendingBlock]) -> Result<(), ResumeError> {
+    let malformed = |problem: String| Err(ResumeError::Malformed { problem });
+    if blocks.is_empty() {
+        return malformed("it has no block".to_owned());
+    }
+    let mut seen: std::collections::HashMap<&str, usize> =
+        std::collections::HashMap::with_capacity(blocks.len());
+    for (i, block) in blocks.iter().enumerate() {
+        let id = block.tool_use_id();
+        if id.is_empty() {
+            return malformed(format!("block {} has an empty tool_use id", i + 1));
+        }
+        if let Some(first) = seen.insert(id, i) {
+            return malformed(format!(
+                "blocks {} and {} both answer tool_use {id:?}",
+                first + 1,
+                i + 1
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A resumed turn's answer read back from its JSON: the user message's object, or another

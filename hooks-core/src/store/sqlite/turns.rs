@@ -51,7 +51,9 @@ fn turn_of(json: &str) -> Result<PendingTurn, Failure> {
 }
 
 /// The take, in one `BEGIN IMMEDIATE` transaction: the `UPDATE … RETURNING`, and when it took
-/// nothing, the row's state (being resumed, resumed, or no row).
+/// nothing, the row's state (being resumed, resumed, or no row). A turn taken whose JSON does not
+/// read back is not kept taken: the transaction is rolled back, so every take answers the same
+/// error (and no caller is told another one is resuming it).
 fn take(
     connection: &mut Connection,
     session_id: &str,
@@ -74,9 +76,11 @@ fn take(
             })
             .optional()?,
     };
+    // Read before the commit: a turn that does not read back rolls the take back (`tx` dropped).
+    let won = won.as_deref().map(turn_of).transpose()?;
     tx.commit()?;
     if let Some(turn) = won {
-        return turn_of(&turn).map(Taken::Turn);
+        return Ok(Taken::Turn(turn));
     }
     match state {
         None => Ok(Taken::Missing),
