@@ -89,6 +89,7 @@ pub(crate) mod hooks {
     /// Only signed-in users reach tools.
     #[pre_hook(order = 10)]
     fn signed_in(ctx: &HookContext) -> Decision {
+        ran();
         if ctx.user_id().is_empty() {
             Decision::deny("sign in first.")
         } else {
@@ -99,6 +100,7 @@ pub(crate) mod hooks {
     /// Customers look up themselves; premium agents anyone.
     #[pre_hook(order = 20, tools = [super::tools::lookup_user])]
     fn own_record_or_premium(ctx: &HookContext, call: &ToolUse) -> Decision {
+        ran();
         // Premium short-circuits: the input is only read for other tiers.
         if ctx.tier() == Some("premium")
             || call.input.get("user_id").and_then(|v| v.as_str()) == Some(ctx.user_id())
@@ -112,6 +114,7 @@ pub(crate) mod hooks {
     /// No destructive tools in this agent.
     #[pre_hook(order = 30)]
     fn read_only(call: &ToolUse) -> Decision {
+        ran();
         if call.name.starts_with("delete_") {
             Decision::deny("this agent is read-only.")
         } else {
@@ -122,6 +125,7 @@ pub(crate) mod hooks {
     /// Free-tier sessions get no tools after hours (here: a tier check only, no clock).
     #[pre_hook(order = 40)]
     fn tier_known(ctx: &HookContext) -> Decision {
+        ran();
         match ctx.tier() {
             Some(_) => Decision::Allow,
             None => Decision::deny("your account has no tier yet."),
@@ -129,27 +133,28 @@ pub(crate) mod hooks {
     }
 
     thread_local! {
-        static OBSERVED: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+        static OBSERVED: Cell<u64> = const { Cell::new(0) };
+        static HOOK_RUNS: Cell<u64> = const { Cell::new(0) };
     }
 
-    /// Counts calls and the PreToolUse hook runs their records carry, per thread (metrics
-    /// without I/O or shared writes).
+    /// One run of a hook, counted per thread.
+    fn ran() {
+        HOOK_RUNS.with(|n| n.set(n.get() + 1));
+    }
+
+    /// Counts calls per thread (metrics without I/O or shared writes).
     #[post_hook]
     fn count_calls(record: &CallRecord<'_>) {
         std::hint::black_box(record.outcome);
-        let runs = record.hooks.len() as u64;
-        OBSERVED.with(|n| {
-            let (calls, hooks) = n.get();
-            n.set((calls + 1, hooks + runs));
-        });
+        OBSERVED.with(|n| n.set(n.get() + 1));
     }
 
-    /// The calls this thread's observer saw and the hook runs their records carried, since the
-    /// thread started. A replayed answer is observed with no hook run: a side that measured
-    /// replays shows fewer than 4 runs per call.
+    /// The calls this thread's observer saw and the PreToolUse hook runs on this thread, since
+    /// it started. A replayed answer is observed with no hook run: a side that measured replays
+    /// shows fewer than 4 runs per call.
     #[allow(dead_code)]
     pub(crate) fn observed() -> (u64, u64) {
-        OBSERVED.with(Cell::get)
+        (OBSERVED.with(Cell::get), HOOK_RUNS.with(Cell::get))
     }
 }
 
