@@ -269,7 +269,7 @@ impl fmt::Debug for SqliteStore {
 /// `synchronous = FULL` (per connection).
 fn configure(connection: &Connection) -> Result<(), Failure> {
     connection.busy_timeout(SqliteStore::BUSY_TIMEOUT)?;
-    let mode: String = connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+    let mode = journal_mode_wal(connection)?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(Failure::Data(format!(
             "SQLite kept journal mode {mode:?} instead of WAL (an in-memory or read-only \
@@ -278,6 +278,27 @@ fn configure(connection: &Connection) -> Result<(), Failure> {
     }
     connection.pragma_update(None, "synchronous", "FULL")?;
     Ok(())
+}
+
+/// `PRAGMA journal_mode = WAL`, tried again for up to the busy timeout while another
+/// connection holds the lock it needs: changing the journal mode of a new file takes an
+/// exclusive lock, and SQLite answers `SQLITE_BUSY` at once there instead of calling the busy
+/// handler, so processes opening one new file together would otherwise fail.
+fn journal_mode_wal(connection: &Connection) -> Result<String, Failure> {
+    let started = std::time::Instant::now();
+    loop {
+        match connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && started.elapsed() < SqliteStore::BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            other => return Ok(other?),
+        }
+    }
 }
 
 /// Why a step failed: SQLite's error, or a row that does not hold what this store writes.
