@@ -22,7 +22,7 @@
 //! | `hook_run.rs` | [`HookRun`], [`HookOutcome`]: one run of a PreToolUse hook |
 //! | `what_if.rs` | [`WhatIf`], [`Flip`], [`Change`]: a recorded call against today's rules |
 
-mod chain;
+pub(crate) mod chain;
 mod files;
 pub(crate) mod hook_run;
 mod line;
@@ -31,7 +31,7 @@ mod record;
 mod redact;
 mod sink;
 #[cfg(feature = "audit-verify")]
-mod verify;
+pub(crate) mod verify;
 pub(crate) mod what_if;
 
 use std::cell::RefCell;

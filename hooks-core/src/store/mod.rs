@@ -47,6 +47,8 @@ pub mod conformance;
 pub(crate) mod digest;
 pub(crate) mod memory;
 pub(crate) mod pending;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 
 use std::fmt;
 use std::future::Future;
