@@ -13,11 +13,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Poll;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, Statement};
 
-use super::conn::{Pool, db_error, open};
+use super::conn::{Lane, Pool, db_error, open};
 use super::runtime::Runtime;
 use super::{PostgresStore, sql};
 use crate::audit::chain::{CHAIN_START, hash, hex_string, parse_hex};
@@ -31,6 +31,9 @@ use crate::store::StoreError;
 const MAX_QUEUED: usize = 65_536;
 /// The most lines one transaction appends.
 const MAX_BATCH: usize = 256;
+/// How long the writer waits, after a line arrives, for more to append in the same transaction
+/// (unless a flush asks for the lines now): one commit for a few lines instead of one each.
+const LINGER: Duration = Duration::from_millis(10);
 /// The first wait after a failed append, doubled after each failure up to [`MAX_BACKOFF`].
 const MIN_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
@@ -97,6 +100,8 @@ pub(crate) struct Writer {
     /// the queue.
     queue: Mutex<(mpsc::Sender<Line>, u64)>,
     status: watch::Receiver<Status>,
+    /// Wakes the writer from its linger (a flush wants the lines now).
+    hurry: Arc<Notify>,
 }
 
 impl Writer {
@@ -105,10 +110,13 @@ impl Writer {
     pub(crate) fn start(runtime: &Runtime, config: Config) -> Arc<Writer> {
         let (tx, rx) = mpsc::channel(MAX_QUEUED);
         let (status_tx, status) = watch::channel(Status::default());
-        runtime.spawn_drained(write_queue(rx, config, status_tx, writer_id()));
+        let hurry = Arc::new(Notify::new());
+        let task = write_queue(rx, config, status_tx, Arc::clone(&hurry), writer_id());
+        runtime.spawn_drained(task);
         Arc::new(Writer {
             queue: Mutex::new((tx, 1)),
             status,
+            hurry,
         })
     }
 
@@ -157,14 +165,15 @@ fn writer_id() -> i64 {
     i64::from_ne_bytes(n.to_ne_bytes())
 }
 
-/// The writer task: takes the queued lines in order, up to [`MAX_BATCH`] at a time, and appends
-/// each batch in one transaction; a batch that fails is tried again (after a wait that grows
-/// to [`MAX_BACKOFF`]) until it is written. Ends when every sender is gone and the queue is
-/// empty.
+/// The writer task: takes the queued lines in order, up to [`MAX_BATCH`] at a time (waiting
+/// [`LINGER`] for more after the first, unless a flush hurries it), and appends each batch in
+/// one transaction; a batch that fails is tried again (after a wait that grows to
+/// [`MAX_BACKOFF`]) until it is written. Ends when every sender is gone and the queue is empty.
 async fn write_queue(
     mut rx: mpsc::Receiver<Line>,
     config: Config,
     status: watch::Sender<Status>,
+    hurry: Arc<Notify>,
     writer: i64,
 ) {
     let mut conn: Option<WriterConn> = None;
@@ -175,6 +184,9 @@ async fn write_queue(
             match rx.recv().await {
                 Some(line) => batch.push(line),
                 None => return,
+            }
+            if !rx.is_closed() {
+                let _ = tokio::time::timeout(LINGER, hurry.notified()).await;
             }
         }
         while batch.len() < MAX_BATCH {
@@ -349,16 +361,18 @@ async fn append(
 /// nothing: the chain never has a torn line.
 #[derive(Clone)]
 pub struct PostgresAuditSink {
-    store: PostgresStore,
+    /// Before `store`: fields drop in order, and the store's last handle waits for the writer,
+    /// which ends only once every handle of its queue is gone.
     writer: Arc<Writer>,
+    store: PostgresStore,
     flush_on_summary: Option<Duration>,
 }
 
 impl PostgresAuditSink {
     pub(crate) fn new(store: PostgresStore, writer: Arc<Writer>) -> PostgresAuditSink {
         PostgresAuditSink {
-            store,
             writer,
+            store,
             flush_on_summary: None,
         }
     }
@@ -384,6 +398,7 @@ impl PostgresAuditSink {
         let target = self.writer.last_queued();
         let mut status = self.writer.status.clone();
         let failures = status.borrow().failures;
+        self.writer.hurry.notify_one();
         self.store.runtime().run("flush", async move {
             loop {
                 {
@@ -743,7 +758,7 @@ impl Reader {
             let line: Vec<u8> = wait(&self.handle, async move {
                 let what = "verify: reading the kept head's line";
                 let rows = pool
-                    .query(&what, |st| &st.line_at, &[&chain.name(), &at])
+                    .query(Lane::Shared, &what, |st| &st.line_at, &[&chain.name(), &at])
                     .await?;
                 rows.first()
                     .map(|r| r.try_get::<_, Vec<u8>>(0))
@@ -811,7 +826,12 @@ impl RowLines<'_> {
         let rows = wait(&self.reader.handle, async move {
             let what = "reading the audit lines";
             let rows = pool
-                .query(&what, |st| &st.lines_after, &[&chain.name(), &after, &PAGE])
+                .query(
+                    Lane::Shared,
+                    &what,
+                    |st| &st.lines_after,
+                    &[&chain.name(), &after, &PAGE],
+                )
                 .await?;
             rows.iter()
                 .map(|r| Ok((r.try_get::<_, i64>(0)?, r.try_get::<_, Vec<u8>>(1)?)))

@@ -172,23 +172,37 @@ async fn migrate_locked(client: &mut Client) -> Result<(), StoreError> {
 
 /// The stores' connections: `n` pipelined clients, used in turn (tokio-postgres sends the
 /// statements of concurrent calls on one client back to back; the server answers them in
-/// order).
+/// order), and one more for [`answered`](crate::store::AnswerStore::answered), whose commits
+/// are asynchronous (`synchronous_commit = off` on that connection) unless the answers are
+/// durable ([`PostgresStoreBuilder::durable_answers`](super::PostgresStoreBuilder::durable_answers)).
 pub(crate) struct Pool {
     config: Config,
+    /// The shared clients, then the answers' client.
     slots: Vec<Mutex<Option<Arc<Conn>>>>,
     next: AtomicUsize,
+    durable_answers: bool,
 }
 
 /// A statement's parameters.
 pub(crate) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
+/// Which connection a statement goes to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lane {
+    /// The next of the shared ones.
+    Shared,
+    /// The answers' own.
+    Answers,
+}
+
 impl Pool {
-    /// A pool of `n` (at least 1) connections, none open yet.
-    pub(crate) fn new(config: Config, n: usize) -> Pool {
+    /// A pool of `n` (at least 1) shared connections and the answers' one, none open yet.
+    pub(crate) fn new(config: Config, n: usize, durable_answers: bool) -> Pool {
         Pool {
             config,
-            slots: (0..n.max(1)).map(|_| Mutex::new(None)).collect(),
+            slots: (0..=n.max(1)).map(|_| Mutex::new(None)).collect(),
             next: AtomicUsize::new(0),
+            durable_answers,
         }
     }
 
@@ -206,6 +220,15 @@ impl Pool {
         Ok(())
     }
 
+    /// The slot a statement of `lane` uses.
+    fn slot(&self, lane: Lane) -> usize {
+        let shared = self.slots.len() - 1;
+        match lane {
+            Lane::Shared => self.next.fetch_add(1, Ordering::Relaxed) % shared,
+            Lane::Answers => shared,
+        }
+    }
+
     /// An open connection of slot `i`: the one kept, or a new one when it was lost.
     async fn conn(&self, i: usize) -> Result<(Arc<Conn>, bool), StoreError> {
         let mut slot = self.slots[i].lock().await;
@@ -215,23 +238,31 @@ impl Pool {
             return Ok((Arc::clone(conn), false));
         }
         *slot = None;
-        let conn = Arc::new(with_statements(open(&self.config).await?).await?);
+        let client = open(&self.config).await?;
+        if i == self.slots.len() - 1 && !self.durable_answers {
+            client
+                .batch_execute("SET synchronous_commit TO off")
+                .await
+                .map_err(|e| db_error("setting the answers' connection", &e))?;
+        }
+        let conn = Arc::new(with_statements(client).await?);
         *slot = Some(Arc::clone(&conn));
         Ok((conn, true))
     }
 
-    /// Runs `statement` (chosen from a connection's statements) with `params` on the next
-    /// connection and returns its rows. A connection found lost (the server restarted, a
-    /// network cut) is opened again and the statement sent once more, when the connection was
-    /// not new: each statement is safe to send twice (a claim sent twice finds its own claim in
+    /// Runs `statement` (chosen from a connection's statements) with `params` on a connection
+    /// of `lane` and returns its rows. A connection found lost (the server restarted, a network
+    /// cut) is opened again and the statement sent once more, when the connection was not new:
+    /// each statement is safe to send twice (a claim sent twice finds its own claim in
     /// progress, never runs the call).
     pub(crate) async fn query(
         &self,
+        lane: Lane,
         what: &(dyn fmt::Display + Sync),
         statement: fn(&Statements) -> &Statement,
         params: Params<'_>,
     ) -> Result<Vec<Row>, StoreError> {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        let i = self.slot(lane);
         let (conn, fresh) = self.conn(i).await?;
         match conn.client.query(statement(&conn.st), params).await {
             Ok(rows) => Ok(rows),

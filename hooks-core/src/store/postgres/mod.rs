@@ -88,7 +88,7 @@ use super::{
     AnswerStore, CallKey, Claim, InputDigest, PendingStore, Remembered, StoreError, StoreFuture,
     Taken,
 };
-use conn::{Pool, Statements};
+use conn::{Lane, Pool, Statements};
 use runtime::Runtime;
 
 pub use audit::{
@@ -125,6 +125,7 @@ pub struct PostgresStoreBuilder {
     settings: String,
     connections: usize,
     connect_timeout: Duration,
+    durable_answers: bool,
 }
 
 impl PostgresStoreBuilder {
@@ -132,6 +133,20 @@ impl PostgresStoreBuilder {
     /// The audit writer has one more of its own.
     pub fn connections(mut self, n: usize) -> Self {
         self.connections = n.max(1);
+        self
+    }
+
+    /// Whether an answer is durable before [`answered`](AnswerStore::answered) returns (its
+    /// commit waits for the server's WAL flush). Off by default: answers are committed
+    /// asynchronously (`synchronous_commit = off` on their own connection), visible to every
+    /// worker at once, and durable at the server's next synchronous commit (any claim of any
+    /// worker, or `wal_writer_delay` later, 200 ms by default); that saves one flush per call
+    /// (BENCHMARKS.md, "PostgreSQL"). What it risks is a *server* crash in that moment: the
+    /// call's row is then back in progress, its lease runs out, and a retry is answered as
+    /// interrupted instead of replayed. It never makes a call run twice: a claim is always
+    /// durable before the tool runs.
+    pub fn durable_answers(mut self, durable: bool) -> Self {
+        self.durable_answers = durable;
         self
     }
 
@@ -164,7 +179,7 @@ impl PostgresStoreBuilder {
             config.application_name("toolgate");
         }
         let runtime = Runtime::start()?;
-        let pool = Arc::new(Pool::new(config, self.connections));
+        let pool = Arc::new(Pool::new(config, self.connections, self.durable_answers));
         let starting = Arc::clone(&pool);
         runtime.block_on("connecting", async move { starting.start().await })?;
         Ok(PostgresStore {
@@ -200,6 +215,7 @@ impl PostgresStore {
             settings: settings.to_owned(),
             connections: 2,
             connect_timeout: Duration::from_secs(10),
+            durable_answers: false,
         }
     }
 
@@ -318,6 +334,7 @@ async fn claim(
     for _ in 0..8 {
         let inserted = pool
             .query(
+                Lane::Shared,
                 &op,
                 |st| &st.claim_insert,
                 &[session_id, id, &digest, &lease],
@@ -327,7 +344,7 @@ async fn claim(
             return Ok(Claim::Claimed);
         }
         let rows = pool
-            .query(&op, |st| &st.claim_seen, &[session_id, id])
+            .query(Lane::Shared, &op, |st| &st.claim_seen, &[session_id, id])
             .await?;
         if let Some(row) = rows.first() {
             return remembered(row)
@@ -345,7 +362,7 @@ async fn release(pool: Arc<Pool>, op: Op, tool_started: bool) -> Result<(), Stor
     } else {
         |st| &st.forget
     };
-    pool.query(&op, statement, &[&op.session_id, &op.id])
+    pool.query(Lane::Shared, &op, statement, &[&op.session_id, &op.id])
         .await?;
     Ok(())
 }
@@ -376,7 +393,8 @@ impl AnswerStore for PostgresStore {
             let outcome = outcome.as_str();
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
                 [&op.session_id, &op.id, &outcome, &text];
-            pool.query(&op, |st| &st.answered, &params).await?;
+            pool.query(Lane::Answers, &op, |st| &st.answered, &params)
+                .await?;
             Ok(())
         })
     }
@@ -436,8 +454,13 @@ impl PendingStore for PostgresStore {
         self.run("put", async move {
             let text =
                 text.map_err(|e| op.error(format_args!("the turn does not serialize: {e}")))?;
-            pool.query(&op, |st| &st.put, &[&op.session_id, &op.id, &text])
-                .await?;
+            pool.query(
+                Lane::Shared,
+                &op,
+                |st| &st.put,
+                &[&op.session_id, &op.id, &text],
+            )
+            .await?;
             Ok(())
         })
     }
@@ -453,7 +476,12 @@ impl PendingStore for PostgresStore {
         self.run("take", async move {
             let lease = lease_secs(lease);
             let rows = pool
-                .query(&op, |st| &st.take, &[&op.session_id, &op.id, &lease])
+                .query(
+                    Lane::Shared,
+                    &op,
+                    |st| &st.take,
+                    &[&op.session_id, &op.id, &lease],
+                )
                 .await?;
             taken(&rows, &op)
         })
@@ -469,8 +497,13 @@ impl PendingStore for PostgresStore {
         let answer = answer.to_string();
         let pool = self.pool();
         self.run("resumed", async move {
-            pool.query(&op, |st| &st.resumed, &[&op.session_id, &op.id, &answer])
-                .await?;
+            pool.query(
+                Lane::Shared,
+                &op,
+                |st| &st.resumed,
+                &[&op.session_id, &op.id, &answer],
+            )
+            .await?;
             Ok(())
         })
     }
@@ -483,8 +516,13 @@ impl PendingStore for PostgresStore {
         let op = Op::new("put_back", session_id, turn_id);
         let pool = self.pool();
         self.run("put_back", async move {
-            pool.query(&op, |st| &st.put_back, &[&op.session_id, &op.id])
-                .await?;
+            pool.query(
+                Lane::Shared,
+                &op,
+                |st| &st.put_back,
+                &[&op.session_id, &op.id],
+            )
+            .await?;
             Ok(())
         })
     }
@@ -496,7 +534,9 @@ impl PendingStore for PostgresStore {
         let op = Op::new("waiting", session_id, "(its waiting turns)");
         let pool = self.pool();
         self.run("waiting", async move {
-            let rows = pool.query(&op, |st| &st.waiting, &[&op.session_id]).await?;
+            let rows = pool
+                .query(Lane::Shared, &op, |st| &st.waiting, &[&op.session_id])
+                .await?;
             rows.iter()
                 .map(|row| {
                     let text: String = row.try_get(0).map_err(|e| e.to_string())?;
