@@ -101,6 +101,22 @@ fn the_database_chain_is_the_files_chain_byte_for_byte_and_exports_to_verifiable
 }
 
 #[test]
+fn a_sink_that_flushes_on_summary_has_a_sessions_lines_written_when_it_ends() {
+    let db = server::database();
+    let store = PostgresStore::connect(&db.settings).unwrap();
+    let sink = store
+        .audit_sink()
+        .flush_on_summary(std::time::Duration::from_secs(30));
+    let d = audited(AuditLog::builder().sink(sink).build().unwrap());
+    let session = d.session(HookContext::builder("u_1", "sess_end").build());
+    let call = ToolUse::new("toolu_1", "lookup", json!({"order_id": "o_1"}));
+    toolgate::block_on(session.call(&call)).unwrap();
+    session.end();
+    let sql = Sql::connect(&db.settings);
+    assert_eq!(sql.int("SELECT count(*) FROM toolgate_audit"), 2, "its line and its summary");
+}
+
+#[test]
 fn three_writers_at_once_keep_one_chain() {
     let db = server::database();
     let written = AtomicUsize::new(0);

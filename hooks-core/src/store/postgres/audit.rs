@@ -350,13 +350,17 @@ async fn append(
 /// observer calls it), so it only queues the line (at most 65 536 not yet written: past that,
 /// a line is refused and reported on the observer channel). A writer task on the store's
 /// runtime appends the queued lines in order, up to 256 per transaction (one round trip and
-/// one commit for them all). A batch that fails (the database unreachable) is tried again
-/// until it is written; one whose commit's answer was lost with its connection is written again
-/// without duplicating a line (each line carries its writer's id and number, unique).
+/// one commit for them all): after a line arrives it waits 10 ms for more, unless a
+/// [`flush`](Self::flush) asks for them now. A batch that fails (the database unreachable) is
+/// tried again, after a wait growing from 50 ms to 5 s, until it is written; one whose commit's
+/// answer was lost with its connection is written again without duplicating a line (each line
+/// carries its writer's id and number, unique). What it costs is in BENCHMARKS.md
+/// ("PostgreSQL"): a few tens of microseconds per call, the commits overlapping the calls.
 ///
-/// **At a crash.** A committed line is durable (as the server's `synchronous_commit` makes it).
-/// A process that dies loses the lines it had queued and not yet committed (usually the last
-/// milliseconds' lines; [`flush`](Self::flush) waits for them); dropping the last handle of the
+/// **At a crash.** A committed line is durable (the append waits for the server's WAL flush,
+/// as `synchronous_commit` makes it). A process that dies loses the lines it had queued and not
+/// yet committed: the last 10 ms or so, and every line the database refused while it was
+/// unreachable; [`flush`](Self::flush) waits for them, and dropping the last handle of the
 /// store waits up to 5 s for the queue to be written. A transaction cut by a crash leaves
 /// nothing: the chain never has a torn line.
 #[derive(Clone)]

@@ -28,10 +28,12 @@
 //! tokio-postgres needs a tokio runtime to drive its connections, and sessions may be driven by
 //! anything, so the store has a runtime of its own: one thread (`toolgate-postgres`) that owns
 //! the connections. Each method sends its statement there and awaits the answer: one
-//! cross-thread hop each way per operation, microseconds against the statement's round trip and
-//! commit (BENCHMARKS.md, "PostgreSQL"). The stores' statements share a few pipelined
-//! connections ([`PostgresStoreBuilder::connections`], 2 by default); the audit writer has one
-//! of its own for its transactions. A connection that is lost is opened again at the next call
+//! cross-thread hop each way per operation (a task spawned on the thread, its answer sent back
+//! on a oneshot channel: about 10 to 40 µs on a shared 2-core machine, against a commit's 150 to
+//! 200 µs; BENCHMARKS.md, "PostgreSQL"). The stores' statements share a few pipelined
+//! connections ([`PostgresStoreBuilder::connections`], 2 by default), the answers have one of
+//! their own (its commits do not wait for the flush: see below), and the audit writer one for
+//! its transactions. A connection that is lost is opened again at the next call
 //! (a statement that found its connection lost is sent once more on a new one); a server that
 //! cannot be reached answers each call with a [`StoreError`], and nothing panics.
 //!
@@ -46,7 +48,7 @@
 //! | operation | statement |
 //! |---|---|
 //! | `claim` | `INSERT … ON CONFLICT DO NOTHING RETURNING`; when it inserted nothing, one statement that marks the row interrupted when it is in progress and its lease ended by the server's clock (`UPDATE … WHERE state = 'in_progress' AND lease_until < now() RETURNING`) and answers the row |
-//! | `answered`, `release` | `UPDATE` (or `DELETE`) `… WHERE state = 'in_progress'` |
+//! | `answered`, `release` | `UPDATE` (or `DELETE`) `… WHERE state = 'in_progress'` (`answered` on the answers' connection) |
 //! | `abandon` | `release`, spawned on the store's runtime (never blocks) |
 //! | `put` | `INSERT … ON CONFLICT DO NOTHING` |
 //! | `take` | `UPDATE … WHERE state = 'waiting' OR (state = 'taken' AND lease_until < now()) RETURNING`, so exactly one caller wins, with the row's state read in the same statement |
@@ -58,14 +60,21 @@
 //!
 //! # What it promises at a crash
 //!
-//! Every operation is committed before its future answers (durable as the server's
-//! `synchronous_commit` makes it: on by default). A worker killed while a call runs leaves the
-//! call in progress until its lease
-//! ([`claim_lease`](crate::dispatch::DispatcherBuilder::claim_lease)) ends; a retry after it is
-//! answered as interrupted and never run again. A worker killed while it resumes a turn holds
-//! the turn until the take's lease ends; the next resume then replays what the first had
-//! answered. A server crash loses nothing committed. Audit lines are queued and written by a
-//! writer task: see [`PostgresAuditSink`] for what a crash loses there.
+//! A claim is committed and flushed (durable) before the tool runs, so no crash of a worker or
+//! of the server makes a call run twice. A worker killed while a call runs leaves the call in
+//! progress until its lease ([`claim_lease`](crate::dispatch::DispatcherBuilder::claim_lease))
+//! ends; a retry after it is answered as interrupted and never run again. An answer is
+//! committed before [`answered`](AnswerStore::answered) returns, and seen by every worker at
+//! once, but by default without waiting for the server's WAL flush: it becomes durable at the
+//! server's next synchronous commit (the next claim of any worker), or within 3 ×
+//! `wal_writer_delay` (600 ms by default). A *server* crash in that moment loses it: the call's
+//! row is back in progress, and a retry after the lease is answered as interrupted, not
+//! replayed ([`PostgresStoreBuilder::durable_answers`] waits for the flush instead, one more
+//! per call). Every other operation (a release, a kept, taken, resumed or put back turn) is
+//! committed and flushed before its future answers. A worker killed while it resumes a turn
+//! holds the turn until the take's lease ends; the next resume then replays what the first had
+//! answered. Audit lines are queued and written by a writer task: see [`PostgresAuditSink`]
+//! for what a crash loses there.
 
 mod audit;
 mod conn;
