@@ -113,7 +113,11 @@ fn a_sink_that_flushes_on_summary_has_a_sessions_lines_written_when_it_ends() {
     toolgate::block_on(session.call(&call)).unwrap();
     session.end();
     let sql = Sql::connect(&db.settings);
-    assert_eq!(sql.int("SELECT count(*) FROM toolgate_audit"), 2, "its line and its summary");
+    assert_eq!(
+        sql.int("SELECT count(*) FROM toolgate_audit"),
+        2,
+        "its line and its summary"
+    );
 }
 
 #[test]
