@@ -103,9 +103,8 @@ fn the_database_chain_is_the_files_chain_byte_for_byte_and_exports_to_verifiable
 #[test]
 fn a_sink_that_flushes_on_summary_has_a_sessions_lines_written_when_it_ends() {
     let db = server::database();
-    let store = PostgresStore::connect(&db.settings).unwrap();
-    let sink = store
-        .audit_sink()
+    let sink = PostgresAuditSink::connect(&db.settings)
+        .unwrap()
         .flush_on_summary(std::time::Duration::from_secs(30));
     let d = audited(AuditLog::builder().sink(sink).build().unwrap());
     let session = d.session(HookContext::builder("u_1", "sess_end").build());

@@ -381,6 +381,17 @@ impl PostgresAuditSink {
         }
     }
 
+    /// A sink of its own store connected with `settings` (as
+    /// [`PostgresStore::connect`] reads them): for a binary that keeps its answer memory
+    /// elsewhere. A host that also uses the store makes the sink with
+    /// [`PostgresStore::audit_sink`] instead (one runtime thread and one set of connections).
+    ///
+    /// # Errors
+    /// As [`PostgresStore::connect`].
+    pub fn connect(settings: &str) -> Result<PostgresAuditSink, StoreError> {
+        Ok(PostgresStore::connect(settings)?.audit_sink())
+    }
+
     /// Also waits, when a session's summary is recorded (at [`Session::end`](crate::Session::end)
     /// or when a session is dropped), until every line queued so far is written, at most
     /// `timeout`: a session's lines are then committed when it ends. This blocks the thread
