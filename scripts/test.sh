@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # The tests, every optional integration included, on a fresh machine: first what the tests
-# start themselves and cannot build with cargo (Debian's headless Chromium for the report's
-# browser test), installed when missing; then `cargo test`. Arguments go to `cargo test`.
+# start themselves and cannot build with cargo, installed when missing (Debian's headless
+# Chromium for the report's browser test; PostgreSQL's server, whose initdb and pg_ctl the
+# PostgreSQL tests run for a throwaway server of their own: Debian keeps them in
+# /usr/lib/postgresql/N/bin, off PATH); then `cargo test`. Arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+  missing+=(postgresql)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
     echo "scripts/test.sh: the tests need ${missing[*]} (Debian: apt-get install ${missing[*]}); install it and run again" >&2

@@ -853,6 +853,10 @@ mod guides {
     #[doc = include_str!("../docs/retries.md")]
     pub struct Retries;
 
+    #[cfg(feature = "postgres")]
+    #[doc = include_str!("../docs/fleet.md")]
+    pub struct Fleet;
+
     #[doc = include_str!("../docs/nested-dispatchers.md")]
     pub struct NestedDispatchers;
 

@@ -262,7 +262,7 @@ pub(crate) fn optional_fields_nullable(mut schema: Value) -> Value {
 
 /// The root package's features, each with whether this test binary was built with it. The
 /// list is checked against `Cargo.toml`'s `[features]` by [`example_binary`].
-const FEATURES: [(&str, bool); 11] = [
+const FEATURES: [(&str, bool); 12] = [
     ("tokio", cfg!(feature = "tokio")),
     ("full-validation", cfg!(feature = "full-validation")),
     ("tower", cfg!(feature = "tower")),
@@ -274,6 +274,7 @@ const FEATURES: [(&str, bool); 11] = [
     ("mcp", cfg!(feature = "mcp")),
     ("mcp-http", cfg!(feature = "mcp-http")),
     ("sqlite", cfg!(feature = "sqlite")),
+    ("postgres", cfg!(feature = "postgres")),
 ];
 
 /// The names of `Cargo.toml`'s `[features]` table.

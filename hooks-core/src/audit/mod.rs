@@ -23,7 +23,7 @@
 //! | `what_if.rs` | [`WhatIf`], [`Flip`], [`Change`]: a recorded call against today's rules |
 //! | `report/` | feature `audit-report`: [`report`], the trail read back: figures, the HTML report, stats, tail lines |
 
-mod chain;
+pub(crate) mod chain;
 mod files;
 pub(crate) mod hook_run;
 mod line;
@@ -34,7 +34,7 @@ mod redact;
 pub mod report;
 mod sink;
 #[cfg(feature = "audit-verify")]
-mod verify;
+pub(crate) mod verify;
 pub(crate) mod what_if;
 
 use std::cell::RefCell;

@@ -271,24 +271,47 @@ fn prev_of(line: &[u8]) -> Option<Hash> {
 }
 
 fn verify_file_from(path: &Path, start: Hash) -> io::Result<ChainStatus> {
-    let mut reader = BufReader::new(File::open(path).map_err(|e| named(e, path))?);
+    verify_lines(path, start, || {
+        File::open(path)
+            .map(BufReader::new)
+            .map_err(|e| named(e, path))
+    })
+}
+
+/// A chain's lines in order, from a file or another store of them (a database's rows).
+pub(crate) trait ChainLines {
+    /// Appends the next line to `buf`, its `\n` included when it has one; `false` at the end.
+    fn next_line(&mut self, buf: &mut Vec<u8>) -> io::Result<bool>;
+}
+
+impl<R: BufRead> ChainLines for R {
+    fn next_line(&mut self, buf: &mut Vec<u8>) -> io::Result<bool> {
+        Ok(self.read_until(b'\n', buf)? > 0)
+    }
+}
+
+/// Verifies the chain that `open` reads (from its start, each time it is called; a second time
+/// where the chain breaks, to say how), whose first line must carry `start`; `label` names it in
+/// a break ([`ChainBreak::file`]) and in read errors.
+pub(crate) fn verify_lines<L: ChainLines>(
+    label: &Path,
+    start: Hash,
+    mut open: impl FnMut() -> io::Result<L>,
+) -> io::Result<ChainStatus> {
+    let mut reader = open()?;
     let mut line = Vec::new();
     let mut expected = start;
     let mut n = 0u64;
     let broken = |line, problem| {
         Ok(ChainStatus::Broken(ChainBreak {
-            file: path.to_path_buf(),
+            file: label.to_path_buf(),
             line,
             problem,
         }))
     };
     loop {
         line.clear();
-        if reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| named(e, path))?
-            == 0
-        {
+        if !reader.next_line(&mut line).map_err(|e| named(e, label))? {
             break;
         }
         n += 1;
@@ -305,7 +328,7 @@ fn verify_file_from(path: &Path, start: Hash) -> io::Result<ChainStatus> {
                     found: hex_string(&prev),
                 }
             } else {
-                return classify(path, n, prev);
+                return classify(label, n, prev, open()?);
             };
             return broken(n, problem);
         }
@@ -317,20 +340,20 @@ fn verify_file_from(path: &Path, start: Hash) -> io::Result<ChainStatus> {
     })
 }
 
-/// Line `at` (> 1) carries `prev`, which is not the hash of line `at - 1`: reads the file again
+/// Line `at` (> 1) carries `prev`, which is not the hash of line `at - 1`: reads the chain again
 /// to say whether `prev` is the hash of another of its lines.
-fn classify(path: &Path, at: u64, prev: Hash) -> io::Result<ChainStatus> {
-    let mut reader = BufReader::new(File::open(path).map_err(|e| named(e, path))?);
+fn classify(
+    label: &Path,
+    at: u64,
+    prev: Hash,
+    mut reader: impl ChainLines,
+) -> io::Result<ChainStatus> {
     let mut line = Vec::new();
     let mut lines: HashMap<Hash, u64> = HashMap::new();
     let mut n = 0u64;
     loop {
         line.clear();
-        if reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| named(e, path))?
-            == 0
-        {
+        if !reader.next_line(&mut line).map_err(|e| named(e, label))? {
             break;
         }
         n += 1;
@@ -342,7 +365,7 @@ fn classify(path: &Path, at: u64, prev: Hash) -> io::Result<ChainStatus> {
         _ => (at, ChainProblem::DoesNotFollow),
     };
     Ok(ChainStatus::Broken(ChainBreak {
-        file: path.to_path_buf(),
+        file: label.to_path_buf(),
         line,
         problem,
     }))

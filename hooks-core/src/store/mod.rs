@@ -48,6 +48,8 @@ pub(crate) mod digest;
 pub(crate) mod error;
 pub(crate) mod memory;
 pub(crate) mod pending;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 

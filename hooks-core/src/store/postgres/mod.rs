@@ -1,0 +1,558 @@
+//! The stores in PostgreSQL (feature `postgres`): the answer memory and the paused turns
+//! ([`PostgresStore`]) and the audit trail ([`PostgresAuditSink`]) of every worker process that
+//! connects to one database, so a fleet of workers is one agent: a call retried on another
+//! worker, or after a restart, is never run twice; a turn paused for a person is resumed by
+//! exactly one of them; every worker appends to one hash chain.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use toolgate_core::{Dispatcher, HookContext, audit::AuditLog};
+//! use toolgate_core::store::postgres::PostgresStore;
+//!
+//! let store = PostgresStore::connect("host=/run/postgresql dbname=agent user=agent")?;
+//! let sink = store.audit_sink();
+//! let log = AuditLog::builder().sink(sink.clone()).build()?;
+//! let d = Dispatcher::builder().audit_log(log).build()?;
+//! let session = d.session_with_store(
+//!     HookContext::builder("u_1", "sess_1").build(),
+//!     Arc::new(store.clone()),
+//! );
+//! // … session.respond(…), session.resume_from(&store, …) …
+//! session.end();
+//! toolgate_core::block_on(sink.flush())?; // every line queued so far is committed
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # How it runs
+//!
+//! tokio-postgres needs a tokio runtime to drive its connections, and sessions may be driven by
+//! anything, so the store has a runtime of its own: one thread (`toolgate-postgres`) that owns
+//! the connections. Each method sends its statement there and awaits the answer: one
+//! cross-thread hop each way per operation (a task spawned on the thread, its answer sent back
+//! on a oneshot channel: about 10 to 40 µs on a shared 2-core machine, against a commit's 150 to
+//! 200 µs; BENCHMARKS.md, "PostgreSQL"). The stores' statements share a few pipelined
+//! connections ([`PostgresStoreBuilder::connections`], 2 by default), the answers have one of
+//! their own (its commits do not wait for the flush: see below), and the audit writer one for
+//! its transactions. A connection that is lost is opened again at the next call
+//! (a statement that found its connection lost is sent once more on a new one); a server that
+//! cannot be reached answers each call with a [`StoreError`], and nothing panics.
+//!
+//! # Tables and statements
+//!
+//! `connect` applies the migrations (`store/postgres/migrations/*.sql`) the database lacks, each
+//! in a transaction, under an advisory lock (workers connecting at once migrate one at a time),
+//! and records them in `toolgate_schema`; a database whose schema is newer than this build is
+//! refused at connect with both versions named. Every operation is one statement (an audit
+//! append, one transaction), never a read then a write:
+//!
+//! | operation | statement |
+//! |---|---|
+//! | `claim` | `INSERT … ON CONFLICT DO NOTHING RETURNING`; when it inserted nothing, one statement that marks the row interrupted when it is in progress and its lease ended by the server's clock (`UPDATE … WHERE state = 'in_progress' AND lease_until < now() RETURNING`) and answers the row |
+//! | `answered`, `release` | `UPDATE` (or `DELETE`) `… WHERE state = 'in_progress'` (`answered` on the answers' connection) |
+//! | `abandon` | `release`, spawned on the store's runtime (never blocks) |
+//! | `put` | `INSERT … ON CONFLICT DO NOTHING` |
+//! | `take` | `UPDATE … WHERE state = 'waiting' OR (state = 'taken' AND lease_until < now()) RETURNING`, so exactly one caller wins, with the row's state read in the same statement |
+//! | `resumed`, `put_back` | `UPDATE … WHERE state = 'taken'` |
+//! | `waiting` | `SELECT … WHERE state = 'waiting' ORDER BY place` |
+//!
+//! Keys: (`session_id`, `tool_use_id`) and (`session_id`, `turn_id`). Leases are kept by the
+//! server's clock, so the workers' clocks never matter.
+//!
+//! # What it promises at a crash
+//!
+//! A claim is committed and flushed (durable) before the tool runs, so no crash of a worker or
+//! of the server makes a call run twice. A worker killed while a call runs leaves the call in
+//! progress until its lease ([`claim_lease`](crate::dispatch::DispatcherBuilder::claim_lease))
+//! ends; a retry after it is answered as interrupted and never run again. An answer is
+//! committed before [`answered`](AnswerStore::answered) returns, and seen by every worker at
+//! once, but by default without waiting for the server's WAL flush: it becomes durable at the
+//! server's next synchronous commit (the next claim of any worker), or within 3 ×
+//! `wal_writer_delay` (600 ms by default). A *server* crash in that moment loses it: the call's
+//! row is back in progress, and a retry after the lease is answered as interrupted, not
+//! replayed ([`PostgresStoreBuilder::durable_answers`] waits for the flush instead, one more
+//! per call). Every other operation (a release, a kept, taken, resumed or put back turn) is
+//! committed and flushed before its future answers. A worker killed while it resumes a turn
+//! holds the turn until the take's lease ends; the next resume then replays what the first had
+//! answered. Audit lines are queued and written by a writer task: see [`PostgresAuditSink`]
+//! for what a crash loses there.
+
+mod audit;
+mod conn;
+mod runtime;
+mod sql;
+
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio_postgres::{Config, Row};
+
+use crate::approval::pending::PendingTurn;
+use crate::audit::outcome::Outcome;
+use crate::content::message::ToolResult;
+
+use super::{
+    AnswerStore, CallKey, Claim, InputDigest, PendingStore, Remembered, StoreError, StoreFuture,
+    Taken,
+};
+use conn::{Lane, Pool, Statements};
+use runtime::Runtime;
+
+pub use audit::{
+    AuditHeads, ChainHead, HeadCheck, PostgresAuditSink, PostgresChain, PostgresVerification,
+};
+
+/// The answer memory ([`AnswerStore`]) and the paused turns ([`PendingStore`]) in one
+/// PostgreSQL database, shared by every session and every process connected to it (see the
+/// [module docs](self) for the tables, the statements and what it promises at a crash).
+/// Cloning it is cheap: the clones share the runtime thread and the connections, which close
+/// when the last clone (and the last [`PostgresAuditSink`] made from it) is dropped.
+///
+/// Give it to sessions with
+/// [`Dispatcher::session_with_store`](crate::Dispatcher::session_with_store) (as an
+/// `Arc<dyn AnswerStore>`) and to [`Session::resume_from`](crate::Session::resume_from) (as the
+/// `&dyn PendingStore`).
+#[derive(Clone)]
+pub struct PostgresStore {
+    shared: Arc<Shared>,
+}
+
+/// What the clones of a store share. Fields drop in order: the audit writer's queue first (its
+/// task then drains it), the runtime last (it waits for the drain, then stops).
+struct Shared {
+    audit: OnceLock<Arc<audit::Writer>>,
+    pool: Arc<Pool>,
+    runtime: Runtime,
+}
+
+/// Settings of a [`PostgresStore`] before it connects: [`PostgresStore::builder`].
+#[derive(Debug, Clone)]
+#[must_use = "call .connect() to get the store"]
+pub struct PostgresStoreBuilder {
+    settings: String,
+    connections: usize,
+    connect_timeout: Duration,
+    durable_answers: bool,
+}
+
+impl PostgresStoreBuilder {
+    /// How many pipelined connections the stores' statements share (default 2, at least 1).
+    /// The audit writer has one more of its own.
+    pub fn connections(mut self, n: usize) -> Self {
+        self.connections = n.max(1);
+        self
+    }
+
+    /// Whether an answer is durable before [`answered`](AnswerStore::answered) returns (its
+    /// commit waits for the server's WAL flush). Off by default: answers are committed
+    /// asynchronously (`synchronous_commit = off` on their own connection), visible to every
+    /// worker at once, and durable at the server's next synchronous commit (any claim of any
+    /// worker, or `wal_writer_delay` later, 200 ms by default); that saves one flush per call
+    /// (BENCHMARKS.md, "PostgreSQL"). What it risks is a *server* crash in that moment: the
+    /// call's row is then back in progress, its lease runs out, and a retry is answered as
+    /// interrupted instead of replayed. It never makes a call run twice: a claim is always
+    /// durable before the tool runs.
+    pub fn durable_answers(mut self, durable: bool) -> Self {
+        self.durable_answers = durable;
+        self
+    }
+
+    /// How long opening a connection may take before it fails (default 10 s; a
+    /// `connect_timeout` in the settings wins).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Starts the store's runtime thread, connects, and applies the migrations the database
+    /// lacks (see [`PostgresStore::connect`]). Blocks the calling thread until then (a few
+    /// milliseconds on a reachable server): call it at start-up.
+    ///
+    /// # Errors
+    /// A [`StoreError`] naming what failed: settings that do not parse, a server that cannot be
+    /// reached or refuses the login, a migration that fails, or a database whose toolgate
+    /// schema is newer than this build's ([`PostgresStore::SCHEMA_VERSION`]), naming both
+    /// versions.
+    pub fn connect(self) -> Result<PostgresStore, StoreError> {
+        let mut config: Config = self.settings.parse().map_err(|e| {
+            StoreError::new(format!(
+                "PostgreSQL: the connection settings do not parse: {e}"
+            ))
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(self.connect_timeout);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("toolgate");
+        }
+        let runtime = Runtime::start()?;
+        let pool = Arc::new(Pool::new(config, self.connections, self.durable_answers));
+        let starting = Arc::clone(&pool);
+        runtime.block_on("connecting", async move { starting.start().await })?;
+        Ok(PostgresStore {
+            shared: Arc::new(Shared {
+                audit: OnceLock::new(),
+                pool,
+                runtime,
+            }),
+        })
+    }
+}
+
+impl PostgresStore {
+    /// The schema version this build writes and reads (in `toolgate_schema`).
+    pub const SCHEMA_VERSION: i32 = conn::SCHEMA_VERSION;
+
+    /// Connects with `settings`, a URL (`postgres://user:password@host:port/dbname`,
+    /// `postgresql://…`) or key-value pairs (`host=/run/postgresql dbname=agent user=agent`; a
+    /// `host` that starts with `/` is a Unix socket's folder), as tokio-postgres reads them
+    /// (plain connections: no TLS), and applies the migrations the database lacks. Two
+    /// connections for the stores, the default timeouts; [`builder`](Self::builder) for others.
+    ///
+    /// # Errors
+    /// As [`PostgresStoreBuilder::connect`].
+    pub fn connect(settings: &str) -> Result<PostgresStore, StoreError> {
+        PostgresStore::builder(settings).connect()
+    }
+
+    /// A store to connect with `settings` (as [`connect`](Self::connect) reads them) and other
+    /// options.
+    pub fn builder(settings: &str) -> PostgresStoreBuilder {
+        PostgresStoreBuilder {
+            settings: settings.to_owned(),
+            connections: 2,
+            connect_timeout: Duration::from_secs(10),
+            durable_answers: false,
+        }
+    }
+
+    /// The audit sink of this store's database (see [`PostgresAuditSink`]): every sink made
+    /// from one store (or its clones) shares one writer task and one queue, so their lines are
+    /// written in the order they were recorded.
+    pub fn audit_sink(&self) -> PostgresAuditSink {
+        let writer = self.shared.audit.get_or_init(|| {
+            audit::Writer::start(&self.shared.runtime, self.shared.pool.config().clone())
+        });
+        PostgresAuditSink::new(self.clone(), Arc::clone(writer))
+    }
+
+    fn runtime(&self) -> &Runtime {
+        &self.shared.runtime
+    }
+
+    fn pool(&self) -> Arc<Pool> {
+        Arc::clone(&self.shared.pool)
+    }
+
+    /// Runs one operation's work on the store's runtime.
+    fn run<'a, T: Send + 'static>(
+        &'a self,
+        what: &'static str,
+        work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> StoreFuture<'a, Result<T, StoreError>> {
+        StoreFuture::boxed(self.runtime().run(what, work))
+    }
+}
+
+impl fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresStore").finish_non_exhaustive()
+    }
+}
+
+/// An operation and its key, as errors name them: `claim of "toolu_1" in session "s"`.
+struct Op {
+    what: &'static str,
+    session_id: String,
+    id: String,
+}
+
+impl Op {
+    fn new(what: &'static str, session_id: &str, id: &str) -> Op {
+        Op {
+            what,
+            session_id: session_id.to_owned(),
+            id: id.to_owned(),
+        }
+    }
+
+    /// A `StoreError` for this operation: `PostgreSQL: OP: MESSAGE`.
+    fn error(&self, message: impl fmt::Display) -> StoreError {
+        StoreError::new(format!("PostgreSQL: {self}: {message}"))
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} of {:?} in session {:?}",
+            self.what, self.id, self.session_id
+        )
+    }
+}
+
+/// A lease as seconds for `make_interval`, at most about 30 years.
+fn lease_secs(lease: Duration) -> f64 {
+    lease.as_secs_f64().min(30.0 * 365.0 * 24.0 * 3600.0)
+}
+
+/// What a row of `toolgate_answers` (digest, state, outcome, result) says of a call.
+fn remembered(row: &Row) -> Result<Remembered, String> {
+    let bytes: Vec<u8> = row.try_get(0).map_err(|e| e.to_string())?;
+    let digest = InputDigest(
+        bytes
+            .try_into()
+            .map_err(|_| "its digest is not 32 bytes".to_owned())?,
+    );
+    let state: String = row.try_get(1).map_err(|e| e.to_string())?;
+    match state.as_str() {
+        "in_progress" => Ok(Remembered::InProgress { digest }),
+        "interrupted" => Ok(Remembered::Interrupted { digest }),
+        "answered" => {
+            let outcome: Option<String> = row.try_get(2).map_err(|e| e.to_string())?;
+            let result: Option<String> = row.try_get(3).map_err(|e| e.to_string())?;
+            let outcome: Outcome =
+                serde_json::from_value(Value::String(outcome.unwrap_or_default()))
+                    .map_err(|e| format!("its outcome is not one: {e}"))?;
+            let result: ToolResult = serde_json::from_str(&result.unwrap_or_default())
+                .map_err(|e| format!("its result is not a tool_result block: {e}"))?;
+            Ok(Remembered::Answered {
+                digest,
+                outcome,
+                result,
+            })
+        }
+        other => Err(format!("its state {other:?} is not one this build knows")),
+    }
+}
+
+/// Claims `op`'s key: see [`AnswerStore::claim`] and the module docs.
+async fn claim(
+    pool: Arc<Pool>,
+    op: Op,
+    digest: InputDigest,
+    lease: Duration,
+) -> Result<Claim, StoreError> {
+    let (session_id, id) = (&op.session_id, &op.id);
+    let digest = &digest.0[..];
+    let lease = lease_secs(lease);
+    // Released between the insert and the read (rare): claimed again, a few times at most.
+    for _ in 0..8 {
+        let inserted = pool
+            .query(
+                Lane::Shared,
+                &op,
+                |st| &st.claim_insert,
+                &[session_id, id, &digest, &lease],
+            )
+            .await?;
+        if !inserted.is_empty() {
+            return Ok(Claim::Claimed);
+        }
+        let rows = pool
+            .query(Lane::Shared, &op, |st| &st.claim_seen, &[session_id, id])
+            .await?;
+        if let Some(row) = rows.first() {
+            return remembered(row)
+                .map(Claim::Seen)
+                .map_err(|e| op.error(format_args!("the row is unreadable: {e}")));
+        }
+    }
+    Err(op.error("the key kept being released by another worker while it was claimed"))
+}
+
+/// Releases `op`'s key: forgotten, or interrupted when its tool started.
+async fn release(pool: Arc<Pool>, op: Op, tool_started: bool) -> Result<(), StoreError> {
+    let statement: fn(&Statements) -> &tokio_postgres::Statement = if tool_started {
+        |st| &st.interrupt
+    } else {
+        |st| &st.forget
+    };
+    pool.query(Lane::Shared, &op, statement, &[&op.session_id, &op.id])
+        .await?;
+    Ok(())
+}
+
+impl AnswerStore for PostgresStore {
+    fn claim<'a>(
+        &'a self,
+        key: CallKey<'a>,
+        digest: InputDigest,
+        lease: Duration,
+    ) -> StoreFuture<'a, Result<Claim, StoreError>> {
+        let op = Op::new("claim", key.session_id, key.tool_use_id);
+        self.run("claim", claim(self.pool(), op, digest, lease))
+    }
+
+    fn answered<'a>(
+        &'a self,
+        key: CallKey<'a>,
+        outcome: Outcome,
+        result: ToolResult,
+    ) -> StoreFuture<'a, Result<(), StoreError>> {
+        let op = Op::new("answered", key.session_id, key.tool_use_id);
+        let text = serde_json::to_string(&result);
+        let pool = self.pool();
+        self.run("answered", async move {
+            let text =
+                text.map_err(|e| op.error(format_args!("the result does not serialize: {e}")))?;
+            let outcome = outcome.as_str();
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+                [&op.session_id, &op.id, &outcome, &text];
+            pool.query(Lane::Answers, &op, |st| &st.answered, &params)
+                .await?;
+            Ok(())
+        })
+    }
+
+    fn release<'a>(
+        &'a self,
+        key: CallKey<'a>,
+        tool_started: bool,
+    ) -> StoreFuture<'a, Result<(), StoreError>> {
+        let op = Op::new("release", key.session_id, key.tool_use_id);
+        self.run("release", release(self.pool(), op, tool_started))
+    }
+
+    /// Spawns the [`release`](AnswerStore::release) on the store's runtime and returns at once;
+    /// a release that fails is logged (`tracing` target `toolgate::memory`), and the claim then
+    /// lapses with its lease.
+    fn abandon(&self, key: CallKey<'_>, tool_started: bool) {
+        let op = Op::new("release", key.session_id, key.tool_use_id);
+        let pool = self.pool();
+        self.runtime().handle().spawn(async move {
+            if let Err(e) = release(pool, op, tool_started).await {
+                tracing::error!(target: "toolgate::memory", error = %e,
+                    "an abandoned call's claim could not be released; it lapses with its lease");
+            }
+        });
+    }
+}
+
+/// What the row of [`sql::TAKE`] (what, body) says.
+fn taken(rows: &[Row], op: &Op) -> Result<Taken, StoreError> {
+    let unreadable = |e: &dyn fmt::Display| op.error(format_args!("the row is unreadable: {e}"));
+    let Some(row) = rows.first() else {
+        return Ok(Taken::Missing);
+    };
+    let what: String = row.try_get(0).map_err(|e| unreadable(&e))?;
+    let body: Option<String> = row.try_get(1).map_err(|e| unreadable(&e))?;
+    let body = body.unwrap_or_default();
+    match what.as_str() {
+        "turn" => serde_json::from_str(&body)
+            .map(Taken::Turn)
+            .map_err(|e| unreadable(&format_args!("its turn is not a PendingTurn: {e}"))),
+        "resumed" => serde_json::from_str(&body)
+            .map(Taken::Resumed)
+            .map_err(|e| unreadable(&format_args!("its answer is not JSON: {e}"))),
+        "waiting" | "taken" => Ok(Taken::Resuming),
+        other => Err(unreadable(&format_args!(
+            "its state {other:?} is not one this build knows"
+        ))),
+    }
+}
+
+impl PendingStore for PostgresStore {
+    fn put<'a>(&'a self, turn: &'a PendingTurn) -> StoreFuture<'a, Result<(), StoreError>> {
+        let op = Op::new("put", &turn.session_id, &turn.turn_id);
+        let text = serde_json::to_string(turn);
+        let pool = self.pool();
+        self.run("put", async move {
+            let text =
+                text.map_err(|e| op.error(format_args!("the turn does not serialize: {e}")))?;
+            pool.query(
+                Lane::Shared,
+                &op,
+                |st| &st.put,
+                &[&op.session_id, &op.id, &text],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn take<'a>(
+        &'a self,
+        session_id: &'a str,
+        turn_id: &'a str,
+        lease: Duration,
+    ) -> StoreFuture<'a, Result<Taken, StoreError>> {
+        let op = Op::new("take", session_id, turn_id);
+        let pool = self.pool();
+        self.run("take", async move {
+            let lease = lease_secs(lease);
+            let rows = pool
+                .query(
+                    Lane::Shared,
+                    &op,
+                    |st| &st.take,
+                    &[&op.session_id, &op.id, &lease],
+                )
+                .await?;
+            taken(&rows, &op)
+        })
+    }
+
+    fn resumed<'a>(
+        &'a self,
+        session_id: &'a str,
+        turn_id: &'a str,
+        answer: &'a Value,
+    ) -> StoreFuture<'a, Result<(), StoreError>> {
+        let op = Op::new("resumed", session_id, turn_id);
+        let answer = answer.to_string();
+        let pool = self.pool();
+        self.run("resumed", async move {
+            pool.query(
+                Lane::Shared,
+                &op,
+                |st| &st.resumed,
+                &[&op.session_id, &op.id, &answer],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn put_back<'a>(
+        &'a self,
+        session_id: &'a str,
+        turn_id: &'a str,
+    ) -> StoreFuture<'a, Result<(), StoreError>> {
+        let op = Op::new("put_back", session_id, turn_id);
+        let pool = self.pool();
+        self.run("put_back", async move {
+            pool.query(
+                Lane::Shared,
+                &op,
+                |st| &st.put_back,
+                &[&op.session_id, &op.id],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn waiting<'a>(
+        &'a self,
+        session_id: &'a str,
+    ) -> StoreFuture<'a, Result<Vec<PendingTurn>, StoreError>> {
+        let op = Op::new("waiting", session_id, "(its waiting turns)");
+        let pool = self.pool();
+        self.run("waiting", async move {
+            let rows = pool
+                .query(Lane::Shared, &op, |st| &st.waiting, &[&op.session_id])
+                .await?;
+            rows.iter()
+                .map(|row| {
+                    let text: String = row.try_get(0).map_err(|e| e.to_string())?;
+                    serde_json::from_str(&text).map_err(|e| e.to_string())
+                })
+                .collect::<Result<Vec<PendingTurn>, String>>()
+                .map_err(|e| op.error(format_args!("a turn is unreadable: {e}")))
+        })
+    }
+}

@@ -1,0 +1,133 @@
+//! Every statement the PostgreSQL stores run, each one atomic step (ARCHITECTURE.md,
+//! "Contracts": "What each store promises"). Leases are compared with the server's clock
+//! (`now()`, the start of the statement's transaction), never a worker's.
+
+/// The advisory lock class of toolgate's locks (`"tool"` in ASCII); the second key is
+/// [`MIGRATION_LOCK`], or the chain's number for an audit append.
+pub(crate) const LOCK_CLASS: i32 = 0x746f_6f6c;
+/// The second key of the migration lock (a session-level lock held while migrating).
+pub(crate) const MIGRATION_LOCK: i32 = 0;
+
+/// The bootstrap of the schema table, run under the migration lock when it is missing.
+pub(crate) const CREATE_SCHEMA_TABLE: &str = "CREATE TABLE toolgate_schema (
+    version    integer     PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)";
+
+/// Whether the schema table exists.
+pub(crate) const HAS_SCHEMA_TABLE: &str = "SELECT to_regclass('toolgate_schema') IS NOT NULL";
+
+/// The database's schema version (0 when none was applied).
+pub(crate) const SCHEMA_VERSION: &str = "SELECT COALESCE(max(version), 0) FROM toolgate_schema";
+
+/// Records a migration as applied (in its transaction).
+pub(crate) const RECORD_VERSION: &str = "INSERT INTO toolgate_schema (version) VALUES ($1)";
+
+/// A claim's first step: insert the call as in progress until its lease ends, or nothing when
+/// the key exists (then [`CLAIM_SEEN`]). A row returned: claimed.
+pub(crate) const CLAIM_INSERT: &str = "INSERT INTO toolgate_answers
+    (session_id, tool_use_id, digest, state, lease_until)
+VALUES ($1::text, $2::text, $3::bytea, 'in_progress', now() + make_interval(secs => $4::float8))
+ON CONFLICT (session_id, tool_use_id) DO NOTHING
+RETURNING true";
+
+/// A claim that inserted nothing: in one statement, a row in progress whose lease ended is
+/// marked interrupted (the `UPDATE`, which waits for a concurrent change of the row and then
+/// looks again), and the row is answered: the interrupted one, or the row as the statement
+/// found it. No row: it was released between the two statements, and the claim starts again.
+pub(crate) const CLAIM_SEEN: &str = "WITH lapsed AS (
+    UPDATE toolgate_answers SET state = 'interrupted', lease_until = NULL, finished_at = now()
+    WHERE session_id = $1::text AND tool_use_id = $2::text
+      AND state = 'in_progress' AND lease_until < now()
+    RETURNING digest, state, outcome, result
+)
+SELECT digest, state, outcome, result FROM lapsed
+UNION ALL
+SELECT digest, state, outcome, result FROM toolgate_answers
+WHERE session_id = $1::text AND tool_use_id = $2::text AND NOT EXISTS (SELECT FROM lapsed)";
+
+/// `answered`: only a call still in progress becomes answered.
+pub(crate) const ANSWERED: &str = "UPDATE toolgate_answers
+SET state = 'answered', outcome = $3::text, result = $4::text, lease_until = NULL,
+    finished_at = now()
+WHERE session_id = $1::text AND tool_use_id = $2::text AND state = 'in_progress'";
+
+/// `release` of a call whose tool did not start: forgotten, if still in progress.
+pub(crate) const FORGET: &str = "DELETE FROM toolgate_answers
+WHERE session_id = $1::text AND tool_use_id = $2::text AND state = 'in_progress'";
+
+/// `release` of a call whose tool started: interrupted, if still in progress.
+pub(crate) const INTERRUPT: &str = "UPDATE toolgate_answers
+SET state = 'interrupted', lease_until = NULL, finished_at = now()
+WHERE session_id = $1::text AND tool_use_id = $2::text AND state = 'in_progress'";
+
+/// `put`: a turn kept under a key already kept is left as it is.
+pub(crate) const PUT: &str = "INSERT INTO toolgate_pending (session_id, turn_id, turn, state)
+VALUES ($1::text, $2::text, $3::text, 'waiting')
+ON CONFLICT (session_id, turn_id) DO NOTHING";
+
+/// `take`: in one statement, a waiting turn (or one whose take's lease ended) becomes this
+/// caller's (`what` = `turn`, with the turn); else the row's state and answer as the statement
+/// found them (`waiting` or `taken`: another caller took it; `resumed`: its answer); no row:
+/// missing. Of any number of callers at once, exactly one `UPDATE` changes the row.
+pub(crate) const TAKE: &str = "WITH taken AS (
+    UPDATE toolgate_pending
+    SET state = 'taken', lease_until = now() + make_interval(secs => $3::float8)
+    WHERE session_id = $1::text AND turn_id = $2::text
+      AND (state = 'waiting' OR (state = 'taken' AND lease_until < now()))
+    RETURNING turn
+)
+SELECT 'turn' AS what, turn AS body FROM taken
+UNION ALL
+SELECT state, answer FROM toolgate_pending
+WHERE session_id = $1::text AND turn_id = $2::text AND NOT EXISTS (SELECT FROM taken)";
+
+/// `resumed`: only a taken turn becomes resumed, with its answer.
+pub(crate) const RESUMED: &str = "UPDATE toolgate_pending
+SET state = 'resumed', answer = $3::text, lease_until = NULL
+WHERE session_id = $1::text AND turn_id = $2::text AND state = 'taken'";
+
+/// `put_back`: only a taken turn waits again.
+pub(crate) const PUT_BACK: &str = "UPDATE toolgate_pending
+SET state = 'waiting', lease_until = NULL
+WHERE session_id = $1::text AND turn_id = $2::text AND state = 'taken'";
+
+/// `waiting`: the session's waiting turns, oldest first.
+pub(crate) const WAITING: &str = "SELECT turn FROM toolgate_pending
+WHERE session_id = $1::text AND state = 'waiting' ORDER BY place";
+
+/// An audit append's transaction starts.
+pub(crate) const BEGIN: &str = "BEGIN";
+/// And ends.
+pub(crate) const COMMIT: &str = "COMMIT";
+
+/// The chain's lock, held until the transaction ends: appends to one chain are serialized
+/// across every writer, and each append's statement then reads the chain's last line after the
+/// previous holder committed.
+pub(crate) const LOCK_CHAIN: &str = "SELECT pg_advisory_xact_lock($1::int4, $2::int4)";
+
+/// Appends one line to chain `$1`: `$2` is the record's JSON object without its closing `}`,
+/// with a `,` after its last member (as the files write it), and the server adds `"prev":"…"}`
+/// with the SHA-256 of the chain's last line and its `\n` (64 zeros for the first line), at
+/// `seq` one past it. `$3`, `$4`: the writer and the line's number in its queue; a line already
+/// written (a batch written again after its commit's answer was lost) is not written twice.
+pub(crate) const APPEND: &str = "WITH last AS (
+    SELECT seq, line FROM toolgate_audit WHERE chain = $1::text ORDER BY seq DESC LIMIT 1
+)
+INSERT INTO toolgate_audit (chain, seq, line, writer_id, writer_n)
+SELECT $1::text,
+       COALESCE((SELECT seq FROM last), 0) + 1,
+       $2::bytea || decode('\"prev\":\"' || COALESCE(
+           (SELECT encode(sha256(line || '\\x0a'::bytea), 'hex') FROM last),
+           repeat('0', 64)) || '\"}', 'escape'),
+       $3::int8, $4::int8
+ON CONFLICT (writer_id, writer_n) DO NOTHING";
+
+/// Up to `$3` lines of chain `$1` after `seq` `$2`, in order (a verification or an export
+/// reads a chain in such pages).
+pub(crate) const LINES_AFTER: &str = "SELECT seq, line FROM toolgate_audit
+WHERE chain = $1::text AND seq > $2::int8 ORDER BY seq LIMIT $3::int8";
+
+/// The line at position `$2` (0-based, in `seq` order) of chain `$1`.
+pub(crate) const LINE_AT: &str = "SELECT line FROM toolgate_audit
+WHERE chain = $1::text ORDER BY seq OFFSET $2::int8 LIMIT 1";

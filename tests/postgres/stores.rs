@@ -1,0 +1,157 @@
+//! `PostgresStore` alone: the conformance suite every store passes; migrations applied once by
+//! four workers connecting at once; a schema newer than the build refused at connect; a store
+//! unreachable at claim time runs nothing, and a lost connection is opened again.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+
+use serde_json::json;
+use toolgate::dispatch::{PreHookDef, ToolDef};
+use toolgate::store::conformance;
+use toolgate::store::postgres::PostgresStore;
+use toolgate::{CallError, Decision, Dispatcher, HookContext, ToolUse};
+
+use crate::server::{self, Sql};
+
+#[test]
+fn the_postgres_store_passes_the_conformance_suite() {
+    let db = server::database();
+    let store = PostgresStore::connect(&db.settings).unwrap();
+    toolgate::block_on(conformance::answer_store(&store));
+    toolgate::block_on(conformance::pending_store(&store));
+}
+
+#[test]
+fn four_workers_connecting_at_once_apply_the_migrations_once() {
+    let db = server::database();
+    let barrier = Barrier::new(4);
+    let stores: Vec<Result<PostgresStore, _>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    barrier.wait();
+                    PostgresStore::connect(&db.settings)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(stores.iter().all(Result::is_ok), "{stores:?}");
+    let sql = Sql::connect(&db.settings);
+    assert_eq!(
+        sql.rows("SELECT version FROM toolgate_schema"),
+        [[Some(PostgresStore::SCHEMA_VERSION.to_string())]]
+    );
+}
+
+#[test]
+fn a_database_with_a_newer_schema_is_refused_at_connect() {
+    let db = server::database();
+    drop(PostgresStore::connect(&db.settings).unwrap());
+    let newer = PostgresStore::SCHEMA_VERSION + 1;
+    Sql::connect(&db.settings).run(&format!(
+        "INSERT INTO toolgate_schema (version) VALUES ({newer})"
+    ));
+    let e = PostgresStore::connect(&db.settings).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "the store failed: PostgreSQL: the database's toolgate schema is version {newer}, \
+             newer than this build's version {}: upgrade toolgate to use it (this build would \
+             misread its tables), or connect to another database",
+            PostgresStore::SCHEMA_VERSION
+        )
+    );
+}
+
+#[test]
+fn a_server_that_cannot_be_reached_is_a_store_error_at_connect() {
+    let port = server::free_port().unwrap();
+    let closed = format!("host=127.0.0.1 port={port} user=toolgate dbname=none");
+    let e = PostgresStore::connect(&closed).unwrap_err().to_string();
+    assert!(
+        e.starts_with(
+            "the store failed: PostgreSQL: connecting failed: error connecting to server"
+        ),
+        "{e}"
+    );
+    let stopped = "host=/nonexistent/toolgate-no-server user=toolgate dbname=none";
+    let e = PostgresStore::connect(stopped).unwrap_err().to_string();
+    assert!(
+        e.starts_with("the store failed: PostgreSQL: connecting failed:"),
+        "{e}"
+    );
+    let e = PostgresStore::connect("postgres://[bad")
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("the store failed: PostgreSQL: the connection settings do not parse"));
+}
+
+/// An order.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Order {
+    /// Its id.
+    #[allow(dead_code)]
+    order_id: String,
+}
+
+/// A refund tool counting its runs, allowed by its hook.
+fn counting(runs: &Arc<AtomicUsize>) -> Dispatcher {
+    let ran = Arc::clone(runs);
+    Dispatcher::builder()
+        .tool(ToolDef::sync(
+            "refund",
+            "Refunds an order.",
+            move |_env, _: Order| {
+                ran.fetch_add(1, Ordering::SeqCst);
+                Ok(String::from("refunded"))
+            },
+        ))
+        .pre_hook(PreHookDef::sync(
+            "app::allow",
+            10,
+            |_env, _call: &ToolUse| Ok(Decision::Allow),
+        ))
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_store_unreachable_at_claim_time_runs_nothing_and_a_lost_connection_is_opened_again() {
+    let db = server::database();
+    let store = PostgresStore::connect(&db.settings).unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let d = counting(&runs);
+    let session = d.session_with_store(
+        HookContext::builder("u_1", "sess_down").build(),
+        Arc::new(store),
+    );
+    let call = |id: &str| ToolUse::new(id, "refund", json!({"order_id": "o_1"}));
+    assert!(toolgate::block_on(session.call(&call("toolu_1"))).is_ok());
+    // The server goes away for this database: its connections are cut, new ones refused.
+    let admin = Sql::connect(&server::server().settings("postgres"));
+    admin.run(&format!(
+        "ALTER DATABASE {0} ALLOW_CONNECTIONS false;
+         SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{0}'",
+        db.name
+    ));
+    let e = toolgate::block_on(session.call(&call("toolu_2"))).unwrap_err();
+    let CallError::Store { tool_use_id, error } = &e else {
+        panic!("a store error: {e}");
+    };
+    assert_eq!(tool_use_id, "toolu_2");
+    assert!(
+        error
+            .message()
+            .starts_with("PostgreSQL: connecting failed: FATAL 55000: database"),
+        "{error}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "nothing ran");
+    // Back: the next call connects again and runs.
+    admin.run(&format!(
+        "ALTER DATABASE {} ALLOW_CONNECTIONS true",
+        db.name
+    ));
+    assert!(toolgate::block_on(session.call(&call("toolu_2"))).is_ok());
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
