@@ -65,6 +65,47 @@ fn a_database_with_a_newer_schema_is_refused_at_connect() {
 }
 
 #[test]
+fn a_connection_that_must_not_migrate_changes_nothing_and_names_a_missing_schema() {
+    let db = server::database();
+    let read_only = || {
+        PostgresStore::builder(&db.settings)
+            .migrate(false)
+            .connect()
+    };
+    let e = read_only().unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the store failed: PostgreSQL: the database holds no toolgate tables (no \
+         toolgate_schema): is it the agent's database?"
+    );
+    // Nothing was made.
+    let sql = Sql::connect(&db.settings);
+    assert_eq!(
+        sql.int("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'toolgate_%'"),
+        0
+    );
+    // Once an agent has migrated it, a read-only connection verifies its chains.
+    drop(PostgresStore::connect(&db.settings).unwrap());
+    let store = read_only().unwrap();
+    let verdict = toolgate::block_on(store.audit_sink().verify(None)).unwrap();
+    assert!(verdict.is_ok());
+    // A schema of another version: named, and left as it is.
+    sql.run(&format!(
+        "INSERT INTO toolgate_schema (version) VALUES ({})",
+        PostgresStore::SCHEMA_VERSION + 1
+    ));
+    assert_eq!(
+        read_only().unwrap_err().to_string(),
+        format!(
+            "the store failed: PostgreSQL: the database's toolgate schema is version {}, and \
+             this build reads version {}: use the toolgate that wrote it",
+            PostgresStore::SCHEMA_VERSION + 1,
+            PostgresStore::SCHEMA_VERSION
+        )
+    );
+}
+
+#[test]
 fn a_server_that_cannot_be_reached_is_a_store_error_at_connect() {
     let port = server::free_port().unwrap();
     let closed = format!("host=127.0.0.1 port={port} user=toolgate dbname=none");

@@ -129,6 +129,42 @@ pub(crate) async fn migrate(client: &mut Client) -> Result<(), StoreError> {
     result.and(unlocked)
 }
 
+/// Checks, without changing anything, that the database holds this build's toolgate schema: for
+/// a connection that must not migrate (an operator's read-only check).
+///
+/// # Errors
+/// No toolgate tables, or a schema of another version (naming both).
+pub(crate) async fn check_schema(client: &Client) -> Result<(), StoreError> {
+    let exists: bool = client
+        .query_one(sql::HAS_SCHEMA_TABLE, &[])
+        .await
+        .and_then(|row| row.try_get(0))
+        .map_err(|e| db_error("reading the schema version", &e))?;
+    if !exists {
+        return Err(StoreError::new(
+            "PostgreSQL: the database holds no toolgate tables (no toolgate_schema): is it the \
+             agent's database?",
+        ));
+    }
+    let found: i32 = client
+        .query_one(sql::SCHEMA_VERSION, &[])
+        .await
+        .and_then(|row| row.try_get(0))
+        .map_err(|e| db_error("reading the schema version", &e))?;
+    if found != SCHEMA_VERSION {
+        return Err(StoreError::new(format!(
+            "PostgreSQL: the database's toolgate schema is version {found}, and this build reads \
+             version {SCHEMA_VERSION}: use the toolgate that wrote it{}",
+            if found < SCHEMA_VERSION {
+                ", or let an agent of this build connect once to migrate it"
+            } else {
+                ""
+            }
+        )));
+    }
+    Ok(())
+}
+
 async fn migrate_locked(client: &mut Client) -> Result<(), StoreError> {
     let exists: bool = client
         .query_one(sql::HAS_SCHEMA_TABLE, &[])
@@ -181,6 +217,8 @@ pub(crate) struct Pool {
     slots: Vec<Mutex<Option<Arc<Conn>>>>,
     next: AtomicUsize,
     durable_answers: bool,
+    /// Whether [`start`](Self::start) applies the migrations (else it only checks the schema).
+    migrate: bool,
 }
 
 /// A statement's parameters.
@@ -197,12 +235,13 @@ pub(crate) enum Lane {
 
 impl Pool {
     /// A pool of `n` (at least 1) shared connections and the answers' one, none open yet.
-    pub(crate) fn new(config: Config, n: usize, durable_answers: bool) -> Pool {
+    pub(crate) fn new(config: Config, n: usize, durable_answers: bool, migrate: bool) -> Pool {
         Pool {
             config,
             slots: (0..=n.max(1)).map(|_| Mutex::new(None)).collect(),
             next: AtomicUsize::new(0),
             durable_answers,
+            migrate,
         }
     }
 
@@ -214,7 +253,11 @@ impl Pool {
     /// Opens the first connection and migrates through it (at `connect`).
     pub(crate) async fn start(&self) -> Result<(), StoreError> {
         let mut client = open(&self.config).await?;
-        migrate(&mut client).await?;
+        if self.migrate {
+            migrate(&mut client).await?;
+        } else {
+            check_schema(&client).await?;
+        }
         let conn = with_statements(client).await?;
         *self.slots[0].lock().await = Some(Arc::new(conn));
         Ok(())

@@ -135,6 +135,7 @@ pub struct PostgresStoreBuilder {
     connections: usize,
     connect_timeout: Duration,
     durable_answers: bool,
+    migrate: bool,
 }
 
 impl PostgresStoreBuilder {
@@ -159,6 +160,15 @@ impl PostgresStoreBuilder {
         self
     }
 
+    /// Whether [`connect`](Self::connect) applies the migrations the database lacks (the
+    /// default) or only checks that it holds this build's schema, changing nothing: for a
+    /// read-only check of a database (`toolgate audit verify postgres://…`), which must not
+    /// create tables in a database that turns out not to be the agent's.
+    pub fn migrate(mut self, migrate: bool) -> Self {
+        self.migrate = migrate;
+        self
+    }
+
     /// How long opening a connection may take before it fails (default 10 s; a
     /// `connect_timeout` in the settings wins).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
@@ -174,7 +184,8 @@ impl PostgresStoreBuilder {
     /// A [`StoreError`] naming what failed: settings that do not parse, a server that cannot be
     /// reached or refuses the login, a migration that fails, or a database whose toolgate
     /// schema is newer than this build's ([`PostgresStore::SCHEMA_VERSION`]), naming both
-    /// versions.
+    /// versions; with [`migrate(false)`](Self::migrate), a database with no toolgate tables or
+    /// another schema version.
     pub fn connect(self) -> Result<PostgresStore, StoreError> {
         let mut config: Config = self.settings.parse().map_err(|e| {
             StoreError::new(format!(
@@ -188,7 +199,12 @@ impl PostgresStoreBuilder {
             config.application_name("toolgate");
         }
         let runtime = Runtime::start()?;
-        let pool = Arc::new(Pool::new(config, self.connections, self.durable_answers));
+        let pool = Arc::new(Pool::new(
+            config,
+            self.connections,
+            self.durable_answers,
+            self.migrate,
+        ));
         let starting = Arc::clone(&pool);
         runtime.block_on("connecting", async move { starting.start().await })?;
         Ok(PostgresStore {
@@ -225,6 +241,7 @@ impl PostgresStore {
             connections: 2,
             connect_timeout: Duration::from_secs(10),
             durable_answers: false,
+            migrate: true,
         }
     }
 
