@@ -12,14 +12,18 @@ const EXIT_CODES: &str = "Exit codes:
   0  done (the chain verifies, the report is written, the lines are shown)
   1  the hash chain is broken (audit verify), or the output could not be written
   2  the command could not run: a usage error, a missing folder or one with no audit files,
-     a line that is not an audit line or is cut short, a file that cannot be read";
+     a line that is not an audit line or is cut short, a file that cannot be read, a database
+     that cannot be reached or holds no toolgate tables";
 
 fn source() -> Arg {
     Arg::new("dir")
-        .value_name("DIR")
-        .help("The audit folder: audit_log.jsonl, session_summaries.jsonl and their rotated files")
+        .value_name("SOURCE")
+        .help(
+            "The audit folder (audit_log.jsonl, session_summaries.jsonl and their rotated files), \
+             or a PostgreSQL URL (postgres://user@host/dbname) a fleet's audit sink writes",
+        )
         .required(true)
-        .value_parser(value_parser!(PathBuf))
+        .value_parser(value_parser!(std::ffi::OsString))
 }
 
 fn filters(command: Command) -> Command {
@@ -62,7 +66,7 @@ fn verify() -> Command {
         )
         .arg(source())
         .after_help(format!(
-            "Example:\n  toolgate audit verify data/audit\n\n{EXIT_CODES}"
+            "Examples:\n  toolgate audit verify data/audit\n  toolgate audit verify postgres://agent@db.internal/agent\n\n{EXIT_CODES}"
         ))
 }
 

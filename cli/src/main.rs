@@ -8,12 +8,15 @@
 //! toolgate completions SHELL       a completion script for bash, zsh, fish, powershell or elvish
 //! ```
 //!
-//! `DIR` is the folder an [`AuditLog`](toolgate_core::audit::AuditLog) writes:
-//! `audit_log.jsonl`, `session_summaries.jsonl` and their rotated files. Every command reads it
-//! with `toolgate_core::audit::report`, the code the support agent's `--report` and
-//! `--verify-audit` run.
+//! `SOURCE` is the folder an [`AuditLog`](toolgate_core::audit::AuditLog) writes
+//! (`audit_log.jsonl`, `session_summaries.jsonl` and their rotated files) or, with the
+//! `postgres` feature (on by default), a PostgreSQL URL whose database a fleet's
+//! `PostgresAuditSink` writes. Every command reads it with `toolgate_core::audit::report`, the
+//! code the support agent's `--report` and `--verify-audit` run.
 
 mod args;
+#[cfg(feature = "postgres")]
+mod database;
 mod follow;
 mod report;
 mod source;

@@ -28,20 +28,22 @@ fn options(m: &ArgMatches) -> Result<ReportOptions, String> {
 }
 
 pub(crate) fn run(m: &ArgMatches, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let (dir, options) = match source::audit_folder(m).and_then(|d| Ok((d, options(m)?))) {
+    let (input, options) = match options(m).and_then(|o| Ok((source::input(m)?, o))) {
         Ok(v) => v,
         Err(e) => return fail(err, e, EXIT_BAD_INPUT),
     };
-    let trail = match Trail::read_dir(&dir) {
+    let dir = &input.dir;
+    let trail = match Trail::read_dir(dir) {
         Ok(t) => t,
         Err(e) => return fail(err, e, EXIT_BAD_INPUT),
     };
-    let chain = match verify_audit_dir(&dir) {
+    // A database's chains are checked on their export, byte for byte the database's lines.
+    let chain = match verify_audit_dir(dir) {
         Ok(v) => ChainSummary::of(&v),
         Err(e) => return fail(err, e, EXIT_BAD_INPUT),
     };
     let figures = Figures::of(&trail, &options);
-    let page = render_html(&dir.display().to_string(), &figures, Some(&chain));
+    let page = render_html(&input.label, &figures, Some(&chain));
     let output = m
         .get_one::<PathBuf>("output")
         .cloned()

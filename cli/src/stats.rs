@@ -9,11 +9,11 @@ use crate::tail::filter;
 use crate::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, fail, source};
 
 pub(crate) fn run(m: &ArgMatches, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let dir = match source::audit_folder(m) {
-        Ok(d) => d,
+    let input = match source::input(m) {
+        Ok(i) => i,
         Err(e) => return fail(err, e, EXIT_BAD_INPUT),
     };
-    let mut trail = match Trail::read_dir(&dir) {
+    let mut trail = match Trail::read_dir(&input.dir) {
         Ok(t) => t,
         Err(e) => return fail(err, e, EXIT_BAD_INPUT),
     };

@@ -83,17 +83,29 @@ fn colour(m: &ArgMatches) -> bool {
 }
 
 pub(crate) fn run(m: &ArgMatches, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let dir = match source::audit_folder(m) {
-        Ok(d) => d,
+    let follow = m.get_flag("follow");
+    if follow && let source::Source::Database(url) = source::source(m) {
+        return fail(
+            err,
+            format!(
+                "{}: --follow reads a folder's live file; a database is shown as it is now \
+                 (without --follow)",
+                source::shown(&url)
+            ),
+            EXIT_BAD_INPUT,
+        );
+    }
+    let input = match source::input(m) {
+        Ok(i) => i,
         Err(e) => return fail(err, e, EXIT_BAD_INPUT),
     };
+    let dir = input.dir.clone();
     let show = Show {
         filter: filter(m),
         json: m.get_flag("json"),
         colour: colour(m),
     };
     let keep = m.get_one::<usize>("lines").copied().unwrap_or(10);
-    let follow = m.get_flag("follow");
     let mut last: VecDeque<String> = VecDeque::new();
     let live = dir.join(AUDIT_LOG_FILE);
     let mut follower = None;

@@ -105,6 +105,18 @@ impl Server {
         }
     }
 
+    /// A `postgres://` URL for database `name` over TCP on loopback with `password` in it (the
+    /// throwaway server trusts loopback, so any password logs in), or the variable's URL.
+    pub(crate) fn url(&self, name: &str, password: &str) -> String {
+        match (self.tcp, &self.base) {
+            (Some(port), _) => format!("postgres://toolgate:{password}@127.0.0.1:{port}/{name}"),
+            (None, Base::Url { authority, query }) => format!("{authority}/{name}{query}"),
+            (None, Base::KeyValue(_)) => {
+                panic!("TOOLGATE_TEST_DATABASE_URL must be a postgres:// URL for this test")
+            }
+        }
+    }
+
     /// Settings for database `name` over TCP on loopback (the throwaway server), or
     /// [`settings`](Self::settings).
     pub(crate) fn tcp_settings(&self, name: &str) -> String {
