@@ -473,3 +473,32 @@ fn two_processes_appending_to_one_folder_keep_one_chain() {
     assert_eq!(sessions.len(), 3, "three processes wrote");
     assert_eq!(verify_audit_dir(&dir).unwrap().calls.status, ok(1200, last));
 }
+
+#[test]
+fn the_progress_of_a_check_adds_up_to_the_files_bytes_and_its_verdict_is_the_same() {
+    let dir = TempDir::new("chain-progress");
+    let log = AuditLog::open(dir.path()).unwrap();
+    let d = dispatcher(log.clone());
+    // Rotated files and more than one 64 KiB report per chain.
+    for (i, part) in [0..300, 300..600, 600..900].into_iter().enumerate() {
+        session(&d, &format!("sess_progress_{i}"), part);
+        log.rotate().unwrap();
+    }
+    session(&d, "sess_progress_live", 900..910);
+    drop((d, log));
+    let bytes: u64 = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    let reports = std::cell::RefCell::new(Vec::new());
+    let verified = toolgate::audit::verify_audit_dir_with_progress(dir.path(), &|n| {
+        reports.borrow_mut().push(n)
+    })
+    .unwrap();
+    let reports = reports.into_inner();
+    assert_eq!(reports.iter().sum::<u64>(), bytes);
+    assert!(reports.iter().all(|n| *n > 0 && *n <= 64 * 1024 + 4096));
+    assert!(verified.calls.files.len() > 2, "{:?}", verified.calls.files);
+    assert_eq!(verified, verify_audit_dir(dir.path()).unwrap());
+    assert!(verified.is_ok());
+}

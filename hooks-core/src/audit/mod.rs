@@ -53,7 +53,7 @@ pub use sink::AuditSink;
 #[cfg(feature = "audit-verify")]
 pub use verify::{
     AuditVerification, ChainBreak, ChainProblem, ChainStatus, ChainVerification, verify_audit_dir,
-    verify_audit_file,
+    verify_audit_dir_with_progress, verify_audit_file,
 };
 pub use what_if::{Change, Flip, WhatIf};
 

@@ -179,6 +179,20 @@ impl fmt::Display for ChainBreak {
 /// An [`io::Error`] when `dir` or a file of it cannot be read (the message names the path); a
 /// `dir` that is not a folder is [`io::ErrorKind::NotADirectory`].
 pub fn verify_audit_dir(dir: impl AsRef<Path>) -> io::Result<AuditVerification> {
+    verify_audit_dir_with_progress(dir, &|_| {})
+}
+
+/// [`verify_audit_dir`], telling `progress` how many bytes it has read as it goes (a number of
+/// bytes since the last call, at least every 64 KiB and at the end of each file), so a long
+/// check can show a progress bar against the files' sizes. Where a chain breaks, the file is read
+/// a second time to say how, and counted again.
+///
+/// # Errors
+/// As [`verify_audit_dir`].
+pub fn verify_audit_dir_with_progress(
+    dir: impl AsRef<Path>,
+    progress: &dyn Fn(u64),
+) -> io::Result<AuditVerification> {
     let dir = dir.as_ref();
     if !dir.is_dir() {
         return Err(io::Error::new(
@@ -187,12 +201,12 @@ pub fn verify_audit_dir(dir: impl AsRef<Path>) -> io::Result<AuditVerification> 
         ));
     }
     Ok(AuditVerification {
-        calls: verify_name(dir, AUDIT_LOG_FILE)?,
-        sessions: verify_name(dir, SESSION_SUMMARIES_FILE)?,
+        calls: verify_name(dir, AUDIT_LOG_FILE, progress)?,
+        sessions: verify_name(dir, SESSION_SUMMARIES_FILE, progress)?,
     })
 }
 
-fn verify_name(dir: &Path, name: &str) -> io::Result<ChainVerification> {
+fn verify_name(dir: &Path, name: &str, progress: &dyn Fn(u64)) -> io::Result<ChainVerification> {
     let mut files: Vec<PathBuf> = rotated_files(dir, name)
         .map_err(|e| named(e, dir))?
         .into_iter()
@@ -205,7 +219,12 @@ fn verify_name(dir: &Path, name: &str) -> io::Result<ChainVerification> {
     let mut start = [0u8; 32];
     let mut lines = 0;
     for file in &files {
-        match verify_file_from(file, start)? {
+        let counted = verify_lines(file, start, || {
+            File::open(file)
+                .map(|f| Counted::new(BufReader::new(f), progress))
+                .map_err(|e| named(e, file))
+        })?;
+        match counted {
             ChainStatus::Ok {
                 lines: n,
                 last_hash,
@@ -276,6 +295,36 @@ fn verify_file_from(path: &Path, start: Hash) -> io::Result<ChainStatus> {
             .map(BufReader::new)
             .map_err(|e| named(e, path))
     })
+}
+
+/// A file's lines with the bytes read told to a progress callback (see
+/// [`verify_audit_dir_with_progress`]).
+struct Counted<'p, R> {
+    inner: R,
+    report: &'p dyn Fn(u64),
+    pending: u64,
+}
+
+impl<'p, R> Counted<'p, R> {
+    fn new(inner: R, report: &'p dyn Fn(u64)) -> Self {
+        Counted {
+            inner,
+            report,
+            pending: 0,
+        }
+    }
+}
+
+impl<R: BufRead> ChainLines for Counted<'_, R> {
+    fn next_line(&mut self, buf: &mut Vec<u8>) -> io::Result<bool> {
+        let read = self.inner.read_until(b'\n', buf)?;
+        self.pending += read as u64;
+        if self.pending >= 64 * 1024 || (read == 0 && self.pending > 0) {
+            (self.report)(self.pending);
+            self.pending = 0;
+        }
+        Ok(read > 0)
+    }
 }
 
 /// A chain's lines in order, from a file or another store of them (a database's rows).

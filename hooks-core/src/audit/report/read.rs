@@ -108,8 +108,8 @@ impl std::error::Error for TrailError {
 }
 
 /// The files of one chain in `dir`, oldest first: `NAME.1.jsonl`, `NAME.2.jsonl`, …, `NAME`
-/// (the rotation [`AuditLogBuilder::rotate_at`](crate::audit::AuditLogBuilder::rotate_at)
-/// writes), for `name` [`AUDIT_LOG_FILE`] or [`SESSION_SUMMARIES_FILE`]; the files that exist
+/// (the files [`AuditLog::rotate`](crate::audit::AuditLog::rotate) leaves), for `name`
+/// [`AUDIT_LOG_FILE`] or [`SESSION_SUMMARIES_FILE`]; the files that exist
 /// only (none for a folder that cannot be read).
 pub fn chain_files(dir: &Path, name: &str) -> Vec<PathBuf> {
     let stem = name.trim_end_matches(".jsonl");

@@ -85,7 +85,7 @@ fn rule_of(record: &AuditRecord) -> Option<&str> {
 /// user (and tier), duration, then the rule, the person who decided and the session, each only
 /// when there is one; `(replay)` on a replayed answer. With `colour`, the outcome is wrapped in
 /// an SGR colour (ECMA-48) and reset; the text is otherwise the same. Every string of the line
-/// is [printable](printable): control characters are written as `\u{1b}`, so a hostile name
+/// is printable: control characters are written as `\u{1b}`, so a hostile name
 /// cannot move the cursor or recolour the terminal.
 ///
 /// ```text
