@@ -8,7 +8,7 @@
 //! (`toolgate audit verify|report|tail|stats`) is built on it.
 //!
 //! ```no_run
-//! use toolgate::audit::report::{Figures, ReportOptions, Trail, render_html};
+//! use toolgate_core::audit::report::{Figures, ReportOptions, Trail, render_html};
 //!
 //! let trail = Trail::read_dir("data/audit")?;
 //! let figures = Figures::of(&trail, &ReportOptions::default());
