@@ -1162,17 +1162,18 @@ Replays customer-support transcripts (assistant messages as the Messages API ret
 through the support agent's tools and hooks.
 
 usage:
-  support_agent [--transcript FILE] [--json] [--out-dir DIR] [--store sqlite|memory] [--otel]
-                [--otel-endpoint URL]
+  support_agent [--transcript FILE] [--json] [--out-dir DIR] [--store sqlite|memory]
+                [--database-url URL] [--otel] [--otel-endpoint URL]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
   support_agent --report DIR
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
-                [--json] [--out-dir DIR] [--store sqlite|memory]
+                [--json] [--out-dir DIR] [--store sqlite|memory] [--database-url URL]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
                 [--model NAME] [--base-url URL] [--max-turns N] [--max-tokens N] [--by WHO]
-                [--out-dir DIR] [--store sqlite|memory] [--otel] [--otel-endpoint URL]
+                [--out-dir DIR] [--store sqlite|memory] [--database-url URL] [--otel]
+                [--otel-endpoint URL]
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
@@ -1182,6 +1183,10 @@ usage:
   --store NAME         where the answer memory, the paused turns and the refund ledger are
                        kept: sqlite (default: DIR/state.sqlite, shared by every run in DIR)
                        or memory (this run only; paused turns in their files)
+  --database-url URL   keep all of it in PostgreSQL instead (built with --features postgres),
+                       the audit trail included (its toolgate_audit table; check it with
+                       `toolgate audit verify URL`): every worker given the same URL is one
+                       agent, and a call or a resume done by one is never done again by another
   --otel               also print each call's OpenTelemetry spans (execute_tool with a
                        pre_tool_use child per hook run), with the SDK's stdout exporter
   --otel-endpoint URL  also send the spans to an OpenTelemetry collector over OTLP/HTTP
@@ -1396,6 +1401,7 @@ fn the_refunds_specialist_without_the_rules_on_issue_refund_does_not_build() {
         ])
         .undeclared_effects_are_writes()
         .state(Ledger::default())
+        .state(example::ledger::WeeklyRefundLimit::default())
         .state(CallLog::default())
         .build()
         .expect_err("issue_refund has no rule left");
@@ -1879,6 +1885,7 @@ fn the_tools_refuse_a_missing_order_themselves_when_no_ownership_hook_ran() {
         100,
         &ctx(),
         ledger(),
+        State::from_arc(Arc::new(example::ledger::WeeklyRefundLimit::default())),
     ))
     .expect_err("no such order");
     assert_eq!(err.message(), missing);
@@ -1952,6 +1959,7 @@ fn the_refund_tool_shows_the_ledgers_refusal_and_keeps_its_internal_errors_from_
             .tools(["issue_refund"]),
         )
         .state(Ledger::default())
+        .state(example::ledger::WeeklyRefundLimit::default())
         .audit_log(AuditLog::open(&dir).expect("the audit log opens"))
         .build()
         .expect("the dispatcher builds");
@@ -3160,7 +3168,7 @@ fn the_sqlite_ledger_is_shared_by_every_connection_to_its_file_and_checks_an_ord
     let a = Ledger::sqlite("book", open_sqlite_books(&file).unwrap());
     let b = Ledger::sqlite("book", open_sqlite_books(&file).unwrap());
     let other = Ledger::sqlite("another book", open_sqlite_books(&file).unwrap());
-    let first = toolgate::block_on(a.record_refund(order, 9_500, week)).unwrap();
+    let first = toolgate::block_on(a.record_refund(order, 9_500, week, u64::MAX)).unwrap();
     assert_eq!(first.refund_id, "re_0001");
     // Another connection sees it; another book does not.
     assert_eq!(
@@ -3176,10 +3184,33 @@ fn the_sqlite_ledger_is_shared_by_every_connection_to_its_file_and_checks_an_ord
         Ok(0)
     );
     let left = order.amount_cents - 9_500;
-    match toolgate::block_on(b.record_refund(order, left + 1, week)) {
+    match toolgate::block_on(b.record_refund(order, left + 1, week, u64::MAX)) {
         Err(RefundError::Refused(r)) => assert_eq!(r.refunded_cents, 9_500),
         other => panic!("{other:?}"),
     }
+    // The weekly limit is checked again where the refund is recorded (a rule that read the
+    // ledger before another worker's refund landed cannot let one past it): 9500 + 501 cents is
+    // over a limit of 10000; 500 cents is not.
+    match toolgate::block_on(b.record_refund(order, 501, week, 10_000)) {
+        Err(RefundError::OverWeeklyLimit(over)) => assert_eq!(
+            over.to_string(),
+            "Refund refused: another refund to this customer was recorded meanwhile, and 501 \
+             cents would bring their refunds in ISO week 2026-W48 to 10001 cents, above the \
+             weekly limit of 10000 cents. At most 500 cents can be refunded now; tell the \
+             customer the rest will be reviewed by a human agent."
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Another week of the same owner is not counted.
+    let next = IsoWeek {
+        year: 2026,
+        week: 49,
+    };
+    assert_eq!(
+        toolgate::block_on(other.record_refund(order, 501, next, 501)).map(|r| r.amount_cents),
+        Ok(501)
+    );
+    let _ = toolgate::block_on(other.refunds()).unwrap();
     // Eight connections at once, each refunding all that is left: the check and the insert are
     // one transaction, so exactly one passes.
     let won: Vec<bool> = std::thread::scope(|s| {
@@ -3188,7 +3219,7 @@ fn the_sqlite_ledger_is_shared_by_every_connection_to_its_file_and_checks_an_ord
                 let file = file.clone();
                 s.spawn(move || {
                     let ledger = Ledger::sqlite("book", open_sqlite_books(&file).unwrap());
-                    toolgate::block_on(ledger.record_refund(order, left, week)).is_ok()
+                    toolgate::block_on(ledger.record_refund(order, left, week, u64::MAX)).is_ok()
                 })
             })
             .collect();

@@ -77,19 +77,7 @@ fn database(url: &str, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         Err(e) => return fail(err, format!("{}: {e}", source::shown(url)), EXIT_BAD_INPUT),
     };
     let ok = verdict.is_ok();
-    // As a folder's lines read: `NAME: broken: …` for a chain that does not verify.
-    let line = |chain: &toolgate_core::store::postgres::PostgresChain| {
-        let text = chain.to_string();
-        match text.split_once(": ") {
-            Some((name, rest)) if !chain.is_ok() => format!("{name}: broken: {rest}\n"),
-            _ => format!("{text}\n"),
-        }
-    };
-    let mut text = line(&verdict.calls) + &line(&verdict.sessions);
-    if ok {
-        text.push_str(toolgate_core::audit::report::KEEP_LAST_HASHES);
-        text.push('\n');
-    }
+    let text = verdict.to_string();
     written(out.write_all(text.as_bytes()), ok, err)
 }
 

@@ -15,7 +15,6 @@ use std::time::SystemTime;
 use toolgate::{
     HookContext,
     approval::{Approval, Decisions, PendingTurn, ResumeError},
-    audit::AuditLog,
     dispatch::Clock,
 };
 
@@ -158,15 +157,15 @@ pub(crate) fn resume(args: &ResumeArgs, out: &mut dyn Write, err: &mut dyn Write
         );
         return EXIT_BAD_INPUT;
     };
-    let audit = match AuditLog::open(&args.out_dir) {
-        Ok(log) => log,
+    let state = match State::open(&args.store, &args.out_dir) {
+        Ok(s) => s,
         Err(e) => {
-            let _ = writeln!(err, "error: --out-dir: {e}");
+            let _ = writeln!(err, "error: {e}");
             return EXIT_FAILED;
         }
     };
-    let state = match State::open(args.store, &args.out_dir) {
-        Ok(s) => s,
+    let audit = match state.audit_log(&args.out_dir) {
+        Ok(log) => log,
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
             return EXIT_FAILED;
@@ -259,6 +258,11 @@ pub(crate) fn resume(args: &ResumeArgs, out: &mut dyn Write, err: &mut dyn Write
     };
     if let Err(e) = written {
         let _ = writeln!(err, "error: cannot write the output: {e}");
+        return EXIT_FAILED;
+    }
+    drop(audit);
+    if let Err(e) = state.finish() {
+        let _ = writeln!(err, "error: {e}");
         return EXIT_FAILED;
     }
     // Answered: the pending turn is done (a second resume would find nothing to resume, or,

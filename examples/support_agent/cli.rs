@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use toolgate::{
-    audit::{AUDIT_LOG_FILE, AuditLog, SESSION_SUMMARIES_FILE},
+    audit::{AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE},
     provider::Provider,
 };
 
@@ -38,17 +38,18 @@ Replays customer-support transcripts (assistant messages as the Messages API ret
 through the support agent's tools and hooks.
 
 usage:
-  support_agent [--transcript FILE] [--json] [--out-dir DIR] [--store sqlite|memory] [--otel]
-                [--otel-endpoint URL]
+  support_agent [--transcript FILE] [--json] [--out-dir DIR] [--store sqlite|memory]
+                [--database-url URL] [--otel] [--otel-endpoint URL]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
   support_agent --report DIR
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
-                [--json] [--out-dir DIR] [--store sqlite|memory]
+                [--json] [--out-dir DIR] [--store sqlite|memory] [--database-url URL]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
                 [--model NAME] [--base-url URL] [--max-turns N] [--max-tokens N] [--by WHO]
-                [--out-dir DIR] [--store sqlite|memory] [--otel] [--otel-endpoint URL]
+                [--out-dir DIR] [--store sqlite|memory] [--database-url URL] [--otel]
+                [--otel-endpoint URL]
 
   (no option)          replay every bundled transcript; one readable line per tool call
   --transcript FILE    replay that file only
@@ -58,6 +59,10 @@ usage:
   --store NAME         where the answer memory, the paused turns and the refund ledger are
                        kept: sqlite (default: DIR/state.sqlite, shared by every run in DIR)
                        or memory (this run only; paused turns in their files)
+  --database-url URL   keep all of it in PostgreSQL instead (built with --features postgres),
+                       the audit trail included (its toolgate_audit table; check it with
+                       `toolgate audit verify URL`): every worker given the same URL is one
+                       agent, and a call or a resume done by one is never done again by another
   --otel               also print each call's OpenTelemetry spans (execute_tool with a
                        pre_tool_use child per hook run), with the SDK's stdout exporter
   --otel-endpoint URL  also send the spans to an OpenTelemetry collector over OTLP/HTTP
@@ -240,7 +245,29 @@ where
             "--reason" if reason.is_none() => reason = Some(text(value("--reason")?)),
             "--by" if by.is_none() => by = Some(text(value("--by")?)),
             "--now" if now.is_none() => now = Some(text(value("--now")?)),
-            "--store" if store.is_none() => {
+            "--store" | "--database-url" if store.is_some() => {
+                let url_given = matches!(store, Some(StoreKind::Postgres(_)));
+                return Err(if url_given == (name == "--database-url") {
+                    format!("{name} is given twice")
+                } else {
+                    "--store and --database-url: give one (the database holds all the state)"
+                        .to_owned()
+                });
+            }
+            "--database-url" => {
+                let url = text(value("--database-url")?);
+                if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                    return Err(format!(
+                        "--database-url {url}: expected a postgres:// or postgresql:// URL"
+                    ));
+                }
+                // Refused before anything runs when the build cannot reach a database.
+                if cfg!(not(feature = "postgres")) {
+                    return Err(super::state::NO_POSTGRES.to_owned());
+                }
+                store = Some(StoreKind::Postgres(url));
+            }
+            "--store" => {
                 let v = text(value("--store")?);
                 store = Some(
                     StoreKind::from_name(&v)
@@ -264,7 +291,6 @@ where
             | "--reason"
             | "--by"
             | "--now"
-            | "--store"
             | "--otel-endpoint" => {
                 return Err(format!("{name} is given twice"));
             }
@@ -707,15 +733,15 @@ fn replay(
             return EXIT_BAD_INPUT;
         }
     };
-    let audit = match AuditLog::open(&out_dir) {
-        Ok(log) => log,
+    let state = match State::open(&store, &out_dir) {
+        Ok(s) => s,
         Err(e) => {
-            let _ = writeln!(err, "error: --out-dir: {e}");
+            let _ = writeln!(err, "error: {e}");
             return EXIT_FAILED;
         }
     };
-    let state = match State::open(store, &out_dir) {
-        Ok(s) => s,
+    let audit = match state.audit_log(&out_dir) {
+        Ok(log) => log,
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
             return EXIT_FAILED;
@@ -766,11 +792,23 @@ fn replay(
             code = EXIT_FAILED;
         }
     }
+    drop(audit);
+    if let Err(e) = state.finish() {
+        let _ = writeln!(err, "error: {e}");
+        code = EXIT_FAILED;
+    }
+    let (calls_file, sessions_file) = match state.audit_place() {
+        Some(place) => (PathBuf::from(place), PathBuf::from(place)),
+        None => (
+            out_dir.join(AUDIT_LOG_FILE),
+            out_dir.join(SESSION_SUMMARIES_FILE),
+        ),
+    };
     if !json
         && let Err(e) = output::write_footer(
             out,
-            &out_dir.join(AUDIT_LOG_FILE),
-            &out_dir.join(SESSION_SUMMARIES_FILE),
+            &calls_file,
+            &sessions_file,
             (calls, replays, waited),
             transcripts.len(),
         )

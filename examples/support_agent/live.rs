@@ -42,7 +42,7 @@ use serde_json::{Value, json};
 use toolgate::{
     CallError, HookContext, Message, Reply, RespondError, Session,
     approval::{Approval, AwaitingCall, Decisions, PendingTurn, ResumeError, Resumed},
-    audit::{AUDIT_LOG_FILE, AuditLog, SESSION_SUMMARIES_FILE},
+    audit::{AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE},
     content::{ContentBlock, Role, TextBlock, Usage},
     dispatch::Clock,
     provider::Provider,
@@ -207,15 +207,15 @@ pub(crate) fn run_with(
         );
         return EXIT_BAD_INPUT;
     };
-    let audit = match AuditLog::open(&args.out_dir) {
-        Ok(log) => log,
+    let state = match State::open(&args.store, &args.out_dir) {
+        Ok(s) => s,
         Err(e) => {
-            let _ = writeln!(err, "error: --out-dir: {e}");
+            let _ = writeln!(err, "error: {e}");
             return EXIT_FAILED;
         }
     };
-    let state = match State::open(args.store, &args.out_dir) {
-        Ok(s) => s,
+    let audit = match state.audit_log(&args.out_dir) {
+        Ok(log) => log,
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
             return EXIT_FAILED;
@@ -293,10 +293,21 @@ pub(crate) fn run_with(
         let summary = session.end();
         output::write_refunds(out, &toolgate::block_on(agent.ledger.refunds()))?;
         writeln!(out, "   summary: {}", output::summary_line(&summary))?;
+        if let Err(e) = state.finish() {
+            writeln!(out, "   ! the audit lines could not all be stored: {e}")?;
+            code = EXIT_FAILED;
+        }
+        let (calls_file, sessions_file) = match state.audit_place() {
+            Some(place) => (PathBuf::from(place), PathBuf::from(place)),
+            None => (
+                args.out_dir.join(AUDIT_LOG_FILE),
+                args.out_dir.join(SESSION_SUMMARIES_FILE),
+            ),
+        };
         output::write_footer(
             out,
-            &args.out_dir.join(AUDIT_LOG_FILE),
-            &args.out_dir.join(SESSION_SUMMARIES_FILE),
+            &calls_file,
+            &sessions_file,
             (summary.calls, live.replayed.get(), live.waited.get()),
             1,
         )?;

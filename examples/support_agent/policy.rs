@@ -32,20 +32,8 @@ use super::seed;
 // Matchers name tools by path (`tools::issue_refund`), so a misspelling does not compile.
 use super::tools;
 
-/// The most refunds one customer may get in one ISO week (UTC), in cents: the default of
-/// [`WeeklyRefundLimit`].
-pub(crate) const WEEKLY_REFUND_LIMIT_CENTS: u64 = 50_000;
-
-/// The weekly refund limit `weekly_refund_limit` applies, in cents: application state, so a
-/// what-if replay (`--what-if FILE --weekly-refund-limit CENTS`) can try another one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct WeeklyRefundLimit(pub(crate) u64);
-
-impl Default for WeeklyRefundLimit {
-    fn default() -> Self {
-        WeeklyRefundLimit(WEEKLY_REFUND_LIMIT_CENTS)
-    }
-}
+// The limit lives with the ledger, which checks it again where a refund is recorded.
+pub(crate) use super::ledger::{WEEKLY_REFUND_LIMIT_CENTS, WeeklyRefundLimit};
 
 /// Refunds above this many cents need a person's approval.
 pub(crate) const APPROVAL_ABOVE_CENTS: u64 = 20_000;

@@ -6,25 +6,31 @@
 //! ledger), so a later run in the same folder sees the earlier runs' refunds and answers, and a
 //! paused turn is resumed once by whichever run resumes it first. `--store memory` keeps each
 //! session's answers and each transcript's ledger in memory, as a single process would, and
-//! pending turns only in their files.
+//! pending turns only in their files. `--database-url postgres://…` (feature `postgres`) puts
+//! all of it, the audit trail too, in one PostgreSQL database, so several processes are one
+//! agent: toolgate's `PostgresStore` and `PostgresAuditSink`, and the ledger's table beside
+//! them.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use toolgate::audit::AuditLog;
 use toolgate::store::sqlite::SqliteStore;
 use toolgate::store::{AnswerStore, PendingStore};
 use toolgate::{Dispatcher, HookContext, Session};
 
 use super::ledger::{self, Ledger};
 
-/// `--store`: where the state is kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// `--store` / `--database-url`: where the state is kept.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) enum StoreKind {
     /// `sqlite` (the default): `<out-dir>/state.sqlite`.
     #[default]
     Sqlite,
     /// `memory`: nothing outlives the run but the audit files and the pending files.
     Memory,
+    /// `--database-url URL`: a PostgreSQL database, the audit trail included.
+    Postgres(String),
 }
 
 impl StoreKind {
@@ -45,6 +51,16 @@ pub(crate) const STATE_FILE: &str = "state.sqlite";
 pub(crate) enum State {
     /// In memory.
     Memory,
+    /// In PostgreSQL.
+    #[cfg(feature = "postgres")]
+    Postgres {
+        /// The answer memory and the pending turns.
+        store: Arc<toolgate::store::postgres::PostgresStore>,
+        /// The ledger's books.
+        books: Arc<ledger::postgres::Books>,
+        /// The audit lines' sink.
+        sink: toolgate::store::postgres::PostgresAuditSink,
+    },
     /// In one SQLite file.
     Sqlite {
         /// The file.
@@ -62,9 +78,21 @@ impl State {
     /// # Errors
     /// The sentence to print: the folder or the file could not be opened, or was written by a
     /// newer toolgate.
-    pub(crate) fn open(kind: StoreKind, out_dir: &Path) -> Result<State, String> {
+    pub(crate) fn open(kind: &StoreKind, out_dir: &Path) -> Result<State, String> {
+        // Said before anything is opened, as the audit log would say it.
+        if out_dir.exists() && !out_dir.is_dir() {
+            let role = match kind {
+                StoreKind::Postgres(_) => "the folder of paused turns",
+                _ => "the audit folder",
+            };
+            return Err(format!(
+                "--out-dir: cannot use `{}` as {role}: it exists and is not a folder",
+                out_dir.display()
+            ));
+        }
         match kind {
             StoreKind::Memory => Ok(State::Memory),
+            StoreKind::Postgres(url) => open_postgres(url),
             StoreKind::Sqlite => {
                 std::fs::create_dir_all(out_dir)
                     .map_err(|e| format!("--out-dir {}: {e}", out_dir.display()))?;
@@ -81,10 +109,51 @@ impl State {
         }
     }
 
+    /// The audit log the run writes: the JSONL files of `out_dir`, or the database's chains.
+    ///
+    /// # Errors
+    /// The sentence to print.
+    pub(crate) fn audit_log(&self, out_dir: &Path) -> Result<AuditLog, String> {
+        match self {
+            #[cfg(feature = "postgres")]
+            State::Postgres { sink, .. } => AuditLog::builder()
+                .sink(sink.clone())
+                .build()
+                .map_err(|e| e.to_string()),
+            _ => AuditLog::open(out_dir).map_err(|e| format!("--out-dir: {e}")),
+        }
+    }
+
+    /// Where the audit lines went, for the footer: `None` for the files of `--out-dir`.
+    pub(crate) fn audit_place(&self) -> Option<&'static str> {
+        match self {
+            #[cfg(feature = "postgres")]
+            State::Postgres { .. } => Some("the database's toolgate_audit"),
+            _ => None,
+        }
+    }
+
+    /// Waits until every audit line the run wrote is stored (the database's queue committed);
+    /// at once for the files, which are written as each call ends.
+    ///
+    /// # Errors
+    /// The sentence to print.
+    pub(crate) fn finish(&self) -> Result<(), String> {
+        match self {
+            #[cfg(feature = "postgres")]
+            State::Postgres { sink, .. } => {
+                toolgate::block_on(sink.flush()).map_err(|e| e.to_string())
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The ledger book `book` (a fresh one in memory).
     pub(crate) fn ledger(&self, book: &str) -> Ledger {
         match self {
             State::Memory => Ledger::default(),
+            #[cfg(feature = "postgres")]
+            State::Postgres { books, .. } => Ledger::postgres(book, Arc::clone(books)),
             State::Sqlite { books, .. } => Ledger::sqlite(book, Arc::clone(books)),
         }
     }
@@ -93,6 +162,11 @@ impl State {
     pub(crate) fn session(&self, dispatcher: &Dispatcher, context: HookContext) -> Session {
         match self {
             State::Memory => dispatcher.session(context),
+            #[cfg(feature = "postgres")]
+            State::Postgres { store, .. } => {
+                let answers: Arc<dyn AnswerStore> = store.clone();
+                dispatcher.session_with_store(context, answers)
+            }
             State::Sqlite { store, .. } => {
                 let answers: Arc<dyn AnswerStore> = store.clone();
                 dispatcher.session_with_store(context, answers)
@@ -104,6 +178,8 @@ impl State {
     pub(crate) fn pending(&self) -> Option<&dyn PendingStore> {
         match self {
             State::Memory => None,
+            #[cfg(feature = "postgres")]
+            State::Postgres { store, .. } => Some(store.as_ref()),
             State::Sqlite { store, .. } => Some(store.as_ref()),
         }
     }
@@ -111,8 +187,34 @@ impl State {
     /// The state file, when there is one.
     pub(crate) fn file(&self) -> Option<&Path> {
         match self {
-            State::Memory => None,
             State::Sqlite { path, .. } => Some(path),
+            _ => None,
         }
     }
 }
+
+/// Connects to the database of `--database-url` (applying toolgate's migrations and making the
+/// ledger's table where they are missing).
+#[cfg(feature = "postgres")]
+fn open_postgres(url: &str) -> Result<State, String> {
+    use toolgate::store::postgres::PostgresStore;
+    let store = PostgresStore::connect(url).map_err(|e| format!("--database-url: {e}"))?;
+    let books =
+        ledger::postgres::Books::connect(url).map_err(|e| format!("--database-url: {e}"))?;
+    let sink = store.audit_sink();
+    Ok(State::Postgres {
+        store: Arc::new(store),
+        books: Arc::new(books),
+        sink,
+    })
+}
+
+#[cfg(not(feature = "postgres"))]
+fn open_postgres(_url: &str) -> Result<State, String> {
+    Err(NO_POSTGRES.to_owned())
+}
+
+/// What `--database-url` says in a build without the `postgres` feature.
+#[cfg_attr(feature = "postgres", allow(dead_code))]
+pub(crate) const NO_POSTGRES: &str = "--database-url needs the postgres feature: cargo run \
+     --features postgres --example support_agent -- --database-url …";

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde_json::{Value, json};
 use toolgate::{HookContext, State, ToolError, tool};
 
-use super::ledger::{IsoWeek, Ledger, RefundError};
+use super::ledger::{IsoWeek, Ledger, RefundError, WeeklyRefundLimit};
 use super::seed;
 
 /// The queue `create_jira_ticket` files into: numbers tickets `SUP-1`, `SUP-2`, … per
@@ -163,6 +163,7 @@ pub(crate) async fn issue_refund(
     amount_cents: u64,
     ctx: &HookContext,
     ledger: State<Ledger>,
+    limit: State<WeeklyRefundLimit>,
 ) -> Result<Value, ToolError> {
     let order = seed::order(&order_id).ok_or_else(|| no_such_order(&order_id))?;
     if amount_cents == 0 {
@@ -174,10 +175,11 @@ pub(crate) async fn issue_refund(
     let week = IsoWeek::of(ctx.now())?;
     // Written for the model: shown on purpose; a ledger that failed is internal.
     let refund = ledger
-        .record_refund(order, amount_cents, week)
+        .record_refund(order, amount_cents, week, limit.0)
         .await
         .map_err(|e| match e {
             RefundError::Refused(refused) => ToolError::for_model(refused),
+            RefundError::OverWeeklyLimit(over) => ToolError::for_model(over),
             RefundError::Failed(failed) => ToolError::from(failed),
         })?;
     let total = ledger.refunded_for_order(order.order_id).await?;

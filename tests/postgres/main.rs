@@ -16,4 +16,5 @@ mod audit;
 mod fleet;
 mod server;
 mod stores;
+mod support_agent;
 mod worker;

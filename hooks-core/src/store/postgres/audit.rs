@@ -653,9 +653,11 @@ impl PostgresChain {
 }
 
 impl fmt::Display for PostgresChain {
-    /// `audit_log: ok, 15 lines, last hash 3f…` with the head's check, or the break.
+    /// `audit_log: ok, 15 lines, last hash 3f…` with the head's check, or `audit_log: broken:`
+    /// and the break (as a folder's check reads).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.chain, self.status)?;
+        let verdict = if self.status.is_ok() { "" } else { "broken: " };
+        write!(f, "{}: {verdict}{}", self.chain, self.status)?;
         match self.head {
             HeadCheck::NotGiven => Ok(()),
             ref head => write!(f, "; {head}"),
@@ -671,6 +673,24 @@ pub struct PostgresVerification {
     pub calls: PostgresChain,
     /// `session_summaries`.
     pub sessions: PostgresChain,
+}
+
+/// One line per chain, each with its `\n`, then, when both verify, the reminder a folder's check
+/// ends with too (`keep the last hashes elsewhere: …`): what `toolgate audit verify
+/// postgres://…` prints.
+impl fmt::Display for PostgresVerification {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", self.calls)?;
+        writeln!(f, "{}", self.sessions)?;
+        if self.is_ok() {
+            writeln!(
+                f,
+                "keep the last hashes elsewhere: lines deleted from the end of a file can only \
+                 be caught against them"
+            )?;
+        }
+        Ok(())
+    }
 }
 
 impl PostgresVerification {

@@ -1,0 +1,224 @@
+//! The support agent's `--database-url`: workers with their own out-dirs and one database are
+//! one agent. Its binary (built with this test's features) runs as separate processes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use toolgate::store::postgres::PostgresStore;
+
+use crate::server::{self, Sql};
+use crate::support::{self, TempDir};
+
+const PAUSED: &str = "08_large_refund_paused.json";
+const WAITING_ID: &str = "toolu_01Nq8tEcVr2W9gAy4hDj8QxF";
+
+fn transcript(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/support")
+        .join(name)
+}
+
+/// Runs the support agent with `args`: (exit code, stdout, stderr).
+fn agent(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
+    let out = Command::new(support::example_binary("support_agent"))
+        .args(args)
+        .output()
+        .expect("the support agent runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn refunds(sql: &Sql) -> i64 {
+    sql.int("SELECT count(*) FROM support_agent_refunds")
+}
+
+/// The `ok` calls of `tool_use_id` in the database's audit trail, replays left out.
+fn paid_lines(sql: &Sql, id: &str) -> i64 {
+    sql.int(&format!(
+        "SELECT count(*) FROM toolgate_audit WHERE chain = 'audit_log' \
+         AND convert_from(line, 'UTF8')::jsonb ->> 'tool_use_id' = '{id}' \
+         AND convert_from(line, 'UTF8')::jsonb ->> 'outcome' = 'ok' \
+         AND NOT (convert_from(line, 'UTF8')::jsonb ? 'replay')"
+    ))
+}
+
+#[test]
+fn two_workers_on_one_database_replay_every_transcript_and_pay_each_refund_once() {
+    let db = server::database();
+    let url = server::server().url(&db.name, "worker-secret");
+    let sql = Sql::connect(&db.settings);
+    let (a, b) = (TempDir::new("pg-worker-a"), TempDir::new("pg-worker-b"));
+    let run = |dir: &TempDir| {
+        let (url, dir) = (url.clone(), dir.path().to_owned());
+        std::thread::spawn(move || {
+            agent(&[
+                "--out-dir".as_ref(),
+                dir.as_os_str(),
+                "--database-url".as_ref(),
+                url.as_ref(),
+            ])
+        })
+    };
+    // Both at once: each call is claimed by one worker. The other gets its answer when it was
+    // kept already, an error while it is still running ("still being answered by an earlier
+    // attempt"), a pause of its own for a call the first worker paused and resumed, or the
+    // ledger's refusal of a refund its weekly-limit rule let through while the other worker's
+    // refund was in flight (the ledger checks the limit again where it records): the replay
+    // counts those as mismatches (exit 1), and nothing else may go wrong.
+    let (first, second) = (run(&a), run(&b));
+    for (code, out, err) in [first.join().unwrap(), second.join().unwrap()] {
+        assert!(code == 0 || code == 1, "{code}: {err}");
+        assert_eq!(code == 0, err.is_empty());
+        for line in err.lines() {
+            assert!(
+                line.starts_with("mismatch: ")
+                    && (line.ends_with(", got not reached")
+                        || line.ends_with(", got awaiting_approval")
+                        || line.ends_with("expected blocked, got tool_error")),
+                "{line}\n{out}"
+            );
+        }
+    }
+    let paid = refunds(&sql);
+    // A lone replay into a fresh database pays the same refunds.
+    let alone = server::database();
+    let alone_url = server::server().url(&alone.name, "worker-secret");
+    let c = TempDir::new("pg-worker-alone");
+    let (code, _, err) = agent(&[
+        "--out-dir".as_ref(),
+        c.path().as_os_str(),
+        "--database-url".as_ref(),
+        alone_url.as_ref(),
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    // The same refunds, each once: the same books, orders and amounts (two workers may record
+    // one book's refunds in another order).
+    let ledger = "SELECT book, order_id, amount_cents::text FROM support_agent_refunds \
+                  ORDER BY book, order_id, amount_cents";
+    let (fleet, lone) = (sql.rows(ledger), Sql::connect(&alone.settings).rows(ledger));
+    assert_eq!(fleet, lone);
+    assert_eq!(paid, fleet.len() as i64);
+    assert!(paid > 0, "the bundled transcripts pay refunds");
+    // And no customer past the weekly limit in any week.
+    let most = sql.int(
+        "SELECT COALESCE(MAX(total), 0) FROM (SELECT SUM(amount_cents)::bigint AS total \
+         FROM support_agent_refunds GROUP BY book, owner, week_year, week) weeks",
+    );
+    assert!(most <= 50_000, "{most} cents in one week");
+    // A third worker afterwards replays every call and pays nothing.
+    let (code, out, err) = agent(&[
+        "--out-dir".as_ref(),
+        c.path().as_os_str(),
+        "--database-url".as_ref(),
+        url.as_ref(),
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(refunds(&sql), paid);
+    assert!(
+        out.contains("the database's toolgate_audit"),
+        "the footer names where the trail is: {out}"
+    );
+    assert!(!out.contains("worker-secret"), "{out}");
+    // The workers wrote no audit files, and their trail is one chain that verifies.
+    for dir in [&a, &b] {
+        assert!(!dir.path().join("audit_log.jsonl").exists());
+        assert!(!dir.path().join("state.sqlite").exists());
+    }
+    let store = PostgresStore::connect(&db.settings).unwrap();
+    let verdict = toolgate::block_on(store.audit_sink().verify(None)).unwrap();
+    assert!(verdict.is_ok(), "{verdict}");
+}
+
+#[test]
+fn a_turn_paused_by_one_worker_is_resumed_once_by_any_other() {
+    let db = server::database();
+    let url = server::server().url(&db.name, "worker-secret");
+    let sql = Sql::connect(&db.settings);
+    let (a, b) = (TempDir::new("pg-pause-a"), TempDir::new("pg-pause-b"));
+    let with = |dir: &TempDir, args: &[&std::ffi::OsStr]| {
+        let mut all: Vec<&std::ffi::OsStr> = args.to_vec();
+        all.extend([
+            "--out-dir".as_ref(),
+            dir.path().as_os_str(),
+            "--database-url".as_ref(),
+            url.as_ref(),
+        ]);
+        agent(&all)
+    };
+    let paused = transcript(PAUSED);
+    let (code, _, err) = with(&a, &["--transcript".as_ref(), paused.as_os_str()]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let file = a
+        .path()
+        .join("pending/sess_paused_08/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json");
+    assert!(file.exists(), "the paused turn is written for a person");
+    assert_eq!(refunds(&sql), 0);
+    // Worker B resumes a copy of the file (the file is only the operator's handle: the turn is
+    // in the database).
+    std::fs::create_dir_all(b.path()).unwrap();
+    let copy = b.path().join("copy.json");
+    std::fs::copy(&file, &copy).unwrap();
+    let resume = |dir: &TempDir, f: &Path| {
+        with(
+            dir,
+            &[
+                "--resume".as_ref(),
+                f.as_os_str(),
+                "--approve".as_ref(),
+                WAITING_ID.as_ref(),
+            ],
+        )
+    };
+    let (code, _, err) = resume(&b, &copy);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!((refunds(&sql), paid_lines(&sql, WAITING_ID)), (1, 1));
+    // Worker A resumes the original: the answer kept then, nothing paid again.
+    let (code, out, err) = resume(&a, &file);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert!(
+        out.contains("already resumed: this is the answer kept then; nothing ran again"),
+        "{out}"
+    );
+    assert_eq!((refunds(&sql), paid_lines(&sql, WAITING_ID)), (1, 1));
+    // And a replay of the transcript on either worker replays the approved call.
+    let (code, _, err) = with(&b, &["--transcript".as_ref(), paused.as_os_str()]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!((refunds(&sql), paid_lines(&sql, WAITING_ID)), (1, 1));
+}
+
+#[test]
+fn a_database_url_that_is_not_one_or_cannot_be_reached_says_so() {
+    let dir = TempDir::new("pg-bad-url");
+    let (code, out, err) = agent(&[
+        "--out-dir".as_ref(),
+        dir.path().as_os_str(),
+        "--database-url".as_ref(),
+        "mysql://localhost/agent".as_ref(),
+    ]);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (
+            2,
+            "",
+            "error: --database-url mysql://localhost/agent: expected a postgres:// or \
+             postgresql:// URL (see --help)\n"
+        )
+    );
+    let port = server::free_port().unwrap();
+    let url = format!("postgres://toolgate:hidden-pw@127.0.0.1:{port}/nothing");
+    let (code, out, err) = agent(&[
+        "--out-dir".as_ref(),
+        dir.path().as_os_str(),
+        "--database-url".as_ref(),
+        url.as_ref(),
+    ]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert!(err.starts_with("error: --database-url: "), "{err}");
+    assert!(
+        !err.contains("hidden-pw"),
+        "the password is not printed: {err}"
+    );
+}
