@@ -5,7 +5,7 @@
 
 mod support;
 
-#[allow(dead_code, unreachable_pub)]
+#[allow(unreachable_pub)]
 #[path = "../../tests/postgres/server.rs"]
 mod server;
 
