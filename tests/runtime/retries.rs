@@ -480,7 +480,7 @@ impl AnswerStore for HostStore {
         &'a self,
         key: CallKey<'a>,
         outcome: Outcome,
-        result: ToolResult,
+        result: &'a ToolResult,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         self.inner.answered(key, outcome, result)
     }

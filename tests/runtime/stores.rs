@@ -226,7 +226,7 @@ impl AnswerStore for LostAfterRun {
         &'a self,
         _key: CallKey<'a>,
         _outcome: toolgate::audit::Outcome,
-        _result: ToolResult,
+        _result: &'a ToolResult,
     ) -> toolgate::store::StoreFuture<'a, Result<(), StoreError>> {
         toolgate::store::StoreFuture::ready(Err(StoreError::new("connection to db-7:5432 lost")))
     }

@@ -482,10 +482,10 @@ async fn remember(answer: &mut Answer<'_>, progress: &Progress<'_>) {
     if answer.halts() || !answer.outcome.is_final() {
         return;
     }
-    let result = answer.result().clone();
+    // The store copies what it keeps (a persistent one only serializes it).
     match memory
         .store
-        .answered(memory.key, answer.outcome, result)
+        .answered(memory.key, answer.outcome, answer.result())
         .await
     {
         Ok(()) => progress.set_recorded(Kept::Yes),

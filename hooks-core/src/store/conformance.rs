@@ -115,7 +115,7 @@ async fn claims_and_answers(store: &dyn AnswerStore) {
     );
     let result = ToolResult::error("toolu_1", "BLOCKED: over the limit");
     store
-        .answered(key, Outcome::Blocked, result.clone())
+        .answered(key, Outcome::Blocked, &result)
         .await
         .unwrap();
     let replay = store.claim(key, digest(1), LONG).await.unwrap();
@@ -130,7 +130,7 @@ async fn claims_and_answers(store: &dyn AnswerStore) {
     );
     // An answer or a release of a key no longer in progress changes nothing.
     let later = ToolResult::text("toolu_1", "something else");
-    store.answered(key, Outcome::Ok, later).await.unwrap();
+    store.answered(key, Outcome::Ok, &later).await.unwrap();
     store.release(key, false).await.unwrap();
     store.abandon(key, true);
     let still = store.claim(key, digest(1), LONG).await.unwrap();
@@ -141,10 +141,7 @@ async fn claims_and_answers(store: &dyn AnswerStore) {
         store.claim(k2, digest(3), LONG).await.unwrap(),
         Claim::Claimed
     );
-    store
-        .answered(k2, Outcome::Ok, blocks.clone())
-        .await
-        .unwrap();
+    store.answered(k2, Outcome::Ok, &blocks).await.unwrap();
     let Claim::Seen(Remembered::Answered { result: got, .. }) =
         store.claim(k2, digest(3), LONG).await.unwrap()
     else {
@@ -174,7 +171,7 @@ async fn releases(store: &dyn AnswerStore) {
         "a released call whose tool started is interrupted, never claimed again"
     );
     store
-        .answered(key, Outcome::Ok, ToolResult::text("toolu_1", "late"))
+        .answered(key, Outcome::Ok, &ToolResult::text("toolu_1", "late"))
         .await
         .unwrap();
     assert_eq!(
@@ -204,7 +201,7 @@ async fn leases(store: &dyn AnswerStore) {
         "a claim whose lease ran out with no answer is interrupted"
     );
     store
-        .answered(key, Outcome::Ok, ToolResult::text("toolu_1", "too late"))
+        .answered(key, Outcome::Ok, &ToolResult::text("toolu_1", "too late"))
         .await
         .unwrap();
     assert_eq!(
@@ -228,7 +225,7 @@ async fn sessions_apart(store: &dyn AnswerStore) {
         "one tool_use id in two sessions is two calls"
     );
     store
-        .answered(ka, Outcome::Ok, ToolResult::text("toolu_same", "a"))
+        .answered(ka, Outcome::Ok, &ToolResult::text("toolu_same", "a"))
         .await
         .unwrap();
     assert_eq!(

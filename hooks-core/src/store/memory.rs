@@ -1,6 +1,6 @@
 //! [`MemoryAnswerStore`]: the in-memory answer memory every session gets by default.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -33,7 +33,10 @@ pub struct MemoryAnswerStore {
 
 #[derive(Default)]
 struct State {
-    entries: HashMap<Arc<str>, Entry>,
+    /// Keyed by the text of [`write_text_key`], hashed with foldhash seeded at random per map
+    /// (the ids come from the model: an unseeded hash would let crafted ids collide; the map
+    /// holds at most `max_entries` answers and the calls in progress).
+    entries: hashbrown::HashMap<Arc<str>, Entry, foldhash::fast::RandomState>,
     /// Finished keys (answered or interrupted), oldest first.
     order: VecDeque<Arc<str>>,
     /// The counted bytes of the finished entries.
@@ -43,8 +46,6 @@ struct State {
 /// One call: its digest and what became of it. An answer is kept without its id (the map's key
 /// holds it), so remembering a call copies nothing.
 struct Entry {
-    /// The map's key, shared (the queue of finished keys holds it too).
-    key: Arc<str>,
     digest: InputDigest,
     state: Stored,
     bytes: usize,
@@ -67,15 +68,47 @@ fn key_bytes(key: CallKey<'_>) -> usize {
     key.session_id.len() + key.tool_use_id.len()
 }
 
-/// The map's key of `key`: the session's id, its length first, then the `tool_use` id, so two
-/// different keys never write the same text.
-fn text_key(key: CallKey<'_>) -> String {
-    format!(
-        "{}:{}{}",
-        key.session_id.len(),
-        key.session_id,
-        key.tool_use_id
-    )
+/// Writes the map's key of `key` to `out`: the session's id, its length first, then the
+/// `tool_use` id, so two different keys never write the same text.
+fn write_text_key(key: CallKey<'_>, out: &mut String) {
+    out.reserve(key_bytes(key) + 21);
+    // The length in decimal digits, without the formatting machinery (this runs twice a call).
+    let (mut digits, mut n, mut at) = ([0u8; 20], key.session_id.len(), 20);
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+    out.push(':');
+    out.push_str(key.session_id);
+    out.push_str(key.tool_use_id);
+}
+
+thread_local! {
+    /// The text of the key being looked up, reused: a lookup allocates nothing once the buffer
+    /// has grown to the longest key seen on the thread.
+    static KEY_TEXT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// Runs `f` with the map's key of `key` (see [`write_text_key`]), written into the thread's
+/// reused buffer (a fresh one when that is in use further up the stack).
+fn with_text_key<R>(key: CallKey<'_>, f: impl FnOnce(&str) -> R) -> R {
+    KEY_TEXT.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buf) => {
+            buf.clear();
+            write_text_key(key, &mut buf);
+            f(&buf)
+        }
+        Err(_) => {
+            let mut own = String::new();
+            write_text_key(key, &mut own);
+            f(&own)
+        }
+    })
 }
 
 impl Entry {
@@ -139,10 +172,12 @@ impl MemoryAnswerStore {
 
     /// What it remembers of `key`.
     pub fn get(&self, key: CallKey<'_>) -> Option<Remembered> {
-        self.lock()
-            .entries
-            .get(text_key(key).as_str())
-            .map(|e| e.remembered(key.tool_use_id))
+        with_text_key(key, |text| {
+            self.lock()
+                .entries
+                .get(text)
+                .map(|e| e.remembered(key.tool_use_id))
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -154,7 +189,11 @@ impl MemoryAnswerStore {
     /// then evicts past the caps. A key not in progress is left alone.
     fn finish(&self, key: CallKey<'_>, content: usize, state: Stored) {
         let size = key_bytes(key) + content + Self::ENTRY_OVERHEAD;
-        let key = text_key(key);
+        with_text_key(key, |text| self.finish_text(text, size, state));
+    }
+
+    /// [`finish`](Self::finish) by the map's key.
+    fn finish_text(&self, key: &str, size: usize, state: Stored) {
         let mut guard = self.lock();
         let State {
             entries,
@@ -162,13 +201,13 @@ impl MemoryAnswerStore {
             bytes,
         } = &mut *guard;
         // One lookup here and one per eviction: each hashes the key.
-        let Some(entry) = entries.get_mut(key.as_str()) else {
+        let Some((shared, entry)) = entries.get_key_value_mut(key) else {
             return;
         };
         if !matches!(entry.state, Stored::InProgress(_)) {
             return;
         }
-        finish_entry(entry, size, state, order, bytes);
+        finish_entry(shared, entry, size, state, order, bytes);
         while order.len() > 1 && (order.len() > self.max_entries || *bytes > self.max_bytes) {
             if let Some(old) = order.pop_front()
                 && let Some(e) = entries.remove(&old)
@@ -185,20 +224,22 @@ impl MemoryAnswerStore {
             self.finish(key, 0, Stored::Interrupted);
             return;
         }
-        let key = text_key(key);
-        let mut state = self.lock();
-        if state
-            .entries
-            .get(key.as_str())
-            .is_some_and(|e| matches!(e.state, Stored::InProgress(_)))
-        {
-            state.entries.remove(key.as_str());
-        }
+        with_text_key(key, |text| {
+            let mut state = self.lock();
+            if state
+                .entries
+                .get(text)
+                .is_some_and(|e| matches!(e.state, Stored::InProgress(_)))
+            {
+                state.entries.remove(text);
+            }
+        });
     }
 }
 
 /// Counts a finished entry: its state, its bytes, its place in the eviction order.
 fn finish_entry(
+    key: &Arc<str>,
     entry: &mut Entry,
     size: usize,
     state: Stored,
@@ -208,7 +249,7 @@ fn finish_entry(
     entry.state = state;
     entry.bytes = size;
     *bytes += size;
-    order.push_back(Arc::clone(&entry.key));
+    order.push_back(Arc::clone(key));
 }
 
 impl Default for MemoryAnswerStore {
@@ -237,37 +278,43 @@ impl AnswerStore for MemoryAnswerStore {
         digest: InputDigest,
         lease: Duration,
     ) -> StoreFuture<'a, Result<Claim, StoreError>> {
-        use std::collections::hash_map::Entry as Slot;
-        // The key is allocated before the lookup so it is hashed once; a retry (the rare path)
-        // drops it again.
-        let text: Arc<str> = Arc::from(text_key(key));
         let now = Instant::now();
-        let mut guard = self.lock();
-        let State {
-            entries,
-            order,
-            bytes,
-        } = &mut *guard;
-        let claim = match entries.entry(Arc::clone(&text)) {
-            Slot::Occupied(mut e) => {
-                let lapsed = matches!(e.get().state, Stored::InProgress(until) if until <= now);
-                if lapsed {
-                    // Its worker never answered: it may have run, so it never runs again.
-                    let size = key_bytes(key) + Self::ENTRY_OVERHEAD;
-                    finish_entry(e.get_mut(), size, Stored::Interrupted, order, bytes);
+        let claim = with_text_key(key, |text| {
+            let mut guard = self.lock();
+            let State {
+                entries,
+                order,
+                bytes,
+            } = &mut *guard;
+            // Looked up by the reused text, hashed once; a new call's key is allocated once, as
+            // the map's (and later the eviction queue's) shared `Arc<str>`.
+            match entries.entry_ref(text) {
+                hashbrown::hash_map::EntryRef::Occupied(mut slot) => {
+                    let shared = Arc::clone(slot.key());
+                    let e = slot.get_mut();
+                    let lapsed = matches!(e.state, Stored::InProgress(until) if until <= now);
+                    if lapsed {
+                        // Its worker never answered: it may have run, so it never runs again.
+                        let size = key_bytes(key) + Self::ENTRY_OVERHEAD;
+                        finish_entry(&shared, e, size, Stored::Interrupted, order, bytes);
+                    }
+                    Claim::Seen(e.remembered(key.tool_use_id))
                 }
-                Claim::Seen(e.get().remembered(key.tool_use_id))
+                hashbrown::hash_map::EntryRef::Vacant(slot) => {
+                    slot.insert_with_key(
+                        Arc::from(text),
+                        Entry {
+                            digest,
+                            state: Stored::InProgress(
+                                now.checked_add(lease).unwrap_or(now + FOREVER),
+                            ),
+                            bytes: 0,
+                        },
+                    );
+                    Claim::Claimed
+                }
             }
-            Slot::Vacant(v) => {
-                v.insert(Entry {
-                    key: text,
-                    digest,
-                    state: Stored::InProgress(now.checked_add(lease).unwrap_or(now + FOREVER)),
-                    bytes: 0,
-                });
-                Claim::Claimed
-            }
-        };
+        });
         StoreFuture::ready(Ok(claim))
     }
 
@@ -275,20 +322,15 @@ impl AnswerStore for MemoryAnswerStore {
         &'a self,
         key: CallKey<'a>,
         outcome: Outcome,
-        result: ToolResult,
+        result: &'a ToolResult,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
-        let ToolResult {
-            content,
-            is_error,
-            extra,
-            ..
-        } = result;
-        let size = content_bytes(content.as_ref());
+        // Kept without its id (the map's key holds it).
+        let size = content_bytes(result.content.as_ref());
         let state = Stored::Answered {
             outcome,
-            content,
-            is_error,
-            extra,
+            content: result.content.clone(),
+            is_error: result.is_error,
+            extra: result.extra.clone(),
         };
         self.finish(key, size, state);
         StoreFuture::ready(Ok(()))
@@ -317,5 +359,35 @@ fn content_bytes(content: Option<&ToolResultContent>) -> usize {
         None => 0,
         Some(ToolResultContent::Text(t)) => t.len(),
         Some(blocks) => serde_json::to_vec(blocks).map_or(0, |v| v.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CallKey, write_text_key};
+
+    fn text(session_id: &str, tool_use_id: &str) -> String {
+        let mut out = String::from("left over");
+        out.clear();
+        write_text_key(
+            CallKey {
+                session_id,
+                tool_use_id,
+            },
+            &mut out,
+        );
+        out
+    }
+
+    #[test]
+    fn the_key_text_is_the_session_ids_length_the_session_id_then_the_tool_use_id() {
+        assert_eq!(text("", "toolu_1"), "0:toolu_1");
+        assert_eq!(text("s", "t"), "1:st");
+        assert_eq!(text("sess_123", ""), "8:sess_123");
+        let long = "x".repeat(1234);
+        assert_eq!(text(&long, "t"), format!("1234:{long}t"));
+        assert_eq!(text("abcdefghij", "t"), "10:abcdefghijt");
+        // Two keys whose texts would run together without the length stay apart.
+        assert_ne!(text("a1", "x"), text("a", "1x"));
     }
 }

@@ -213,7 +213,7 @@ pub trait AnswerStore: Send + Sync {
         &'a self,
         key: CallKey<'a>,
         outcome: Outcome,
-        result: ToolResult,
+        result: &'a ToolResult,
     ) -> StoreFuture<'a, Result<(), StoreError>>;
 
     /// The claimed call of `key` was not answered: forget it (a retry runs it), or, when

@@ -408,10 +408,10 @@ impl AnswerStore for PostgresStore {
         &'a self,
         key: CallKey<'a>,
         outcome: Outcome,
-        result: ToolResult,
+        result: &'a ToolResult,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         let op = Op::new("answered", key.session_id, key.tool_use_id);
-        let text = serde_json::to_string(&result);
+        let text = serde_json::to_string(result);
         let pool = self.pool();
         self.run("answered", async move {
             let text =

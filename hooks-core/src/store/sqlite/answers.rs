@@ -148,12 +148,12 @@ impl AnswerStore for SqliteStore {
         &'a self,
         key: CallKey<'a>,
         outcome: Outcome,
-        result: ToolResult,
+        result: &'a ToolResult,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         StoreFuture::ready(self.run(
             || describe("record the answer of", key),
             |c| {
-                let json = serde_json::to_string(&result)
+                let json = serde_json::to_string(result)
                     .map_err(|e| Failure::Data(format!("the result is not JSON: {e}")))?;
                 let params = params![key.session_id, key.tool_use_id, outcome.as_str(), json];
                 c.execute(ANSWER, params)?;
