@@ -9,6 +9,8 @@
 //! that allow + 1 observer), `dispatch_4hooks_audit_over_limit` (the same plus an `AuditLog` whose
 //! sink appends each line to a file without the hash chain, `common::UnchainedJsonl`),
 //! `dispatch_4hooks_audit_chained_over_limit` (the same with `AuditLog::open`'s chained files),
+//! `dispatch_4hooks_audit_over_floor` (the unchained audit side ÷ LIMIT plus `write_floor`: one
+//! audit line's bytes appended with one `write` to an `O_APPEND` file, the contract's floor),
 //! `allocs_over_limit` (allocations per call, 4 hooks + observer, minus LIMIT's),
 //! `audit_records_per_s` (one thread, through the dispatcher with only the audit log),
 //! `audit_chained_over_unchained` (that dispatcher ÷ the same with the unchained sink of
@@ -137,6 +139,18 @@ fn main() {
             )
         );
     }
+    // The audit contract's floor: one line of the size the audit path writes, appended with one
+    // `write` to an `O_APPEND` file per call, nothing else (`write_floor`).
+    let floor_line = {
+        let text = std::fs::read_to_string(audit_dir.0.join("hooks.jsonl")).expect("audit lines");
+        let first = text.lines().next().expect("one audit line").to_owned();
+        (first + "\n").into_bytes()
+    };
+    let floor_file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(audit_dir.0.join("floor.jsonl"))
+        .expect("the floor's file");
     let (mut t_e2e, mut t_hand) = (e2e::FreshText::new(), e2e::FreshText::new());
     // Past the one checked above.
     t_e2e.next();
@@ -178,6 +192,10 @@ fn main() {
         Side::new("audit_unchained", || {
             keep(poll_ready(s_audit_unchained.call(i_audit_unchained.next())))
         }),
+        Side::new("write_floor", || {
+            let written = std::io::Write::write(&mut &floor_file, &floor_line).expect("a write");
+            assert_eq!(written, floor_line.len(), "one whole line per write");
+        }),
     ];
 
     // `--profile SIDE N`: run one side N times and stop, for callgrind (instruction counts are
@@ -211,6 +229,7 @@ fn main() {
         "e2e_handwritten",
         "audit_only",
         "audit_unchained",
+        "write_floor",
     ]
     .iter()
     .zip(&ns)
@@ -226,6 +245,13 @@ fn main() {
     figure(
         "dispatch_4hooks_audit_chained_over_limit",
         median_ratio(&ns[4], &ns[0]),
+    );
+    // The audit path (chain off) against what no audit trail can go under: LIMIT's call plus
+    // the line's one `write`, both measured in the same round.
+    let floor: Vec<f64> = ns[0].iter().zip(&ns[9]).map(|(l, w)| l + w).collect();
+    figure(
+        "dispatch_4hooks_audit_over_floor",
+        median_ratio(&ns[3], &floor),
     );
     figure("respond_e2e_over_handwritten", median_ratio(&ns[5], &ns[6]));
     figure("audit_records_per_s", 1e9 / median(&ns[7]));
