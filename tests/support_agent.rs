@@ -1165,9 +1165,9 @@ usage:
   support_agent [--transcript FILE] [--json] [--out-dir DIR] [--store sqlite|memory]
                 [--database-url URL] [--otel] [--otel-endpoint URL]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
-  support_agent --verify-audit DIR
+  support_agent --verify-audit DIR|URL
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
-  support_agent --report DIR
+  support_agent --report DIR|URL
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
                 [--json] [--out-dir DIR] [--store sqlite|memory] [--database-url URL]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
@@ -1197,7 +1197,8 @@ usage:
                        Completions), openai-responses, gemini (functionDeclarations entries), mcp
   --verify-audit DIR   check the hash chain of DIR's audit files (rotated ones included): ok
                        with the line count and last hash, or the first line edited, deleted,
-                       inserted or reordered
+                       inserted or reordered; a postgres:// URL: the database's chains, checked
+                       where they are (a read-only connection)
   --what-if FILE       replay a recorded audit_log.jsonl through today's PreToolUse rules
                        (never the tools) and print every call they decide differently: allowed
                        → blocked, blocked → allowed, another rewrite, another blocking hook
@@ -1206,7 +1207,8 @@ usage:
   --report DIR         write DIR/report.html from DIR's audit files (what `toolgate audit
                        report` writes): outcomes per day, the people in the loop, each
                        customer's calls and refunds, each rule's denials and asks per day,
-                       latency per rule and per tool, halts, tokens, the hash chain
+                       latency per rule and per tool, halts, tokens, the hash chain; a
+                       postgres:// URL: the database's trail, the page in ./report.html
   --resume FILE        finish a turn paused for a person's approval (a replay writes it to
                        OUT-DIR/pending/SESSION/TURN.json) with one decision:
   --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)

@@ -31,16 +31,19 @@ pub(crate) fn source(m: &ArgMatches) -> Source {
 
 /// `url` as it may be shown: its password, if any, as `***` (`postgres://agent:***@db/agent`).
 pub(crate) fn shown(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    match authority.rsplit_once('@') {
-        Some((user_info, host)) => match user_info.split_once(':') {
-            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{path}"),
-            None => url.to_owned(),
-        },
-        None => url.to_owned(),
+    #[cfg(feature = "postgres")]
+    return toolgate_core::store::postgres::shown_settings(url);
+    // Without the feature a URL is only ever named in the refusal: hide the password there too.
+    #[cfg(not(feature = "postgres"))]
+    match url
+        .split_once("://")
+        .map(|(scheme, rest)| (scheme, rest.split_once('@')))
+    {
+        Some((scheme, Some((user_info, host)))) if user_info.contains(':') => {
+            let user = user_info.split_once(':').map_or(user_info, |(u, _)| u);
+            format!("{scheme}://{user}:***@{host}")
+        }
+        _ => url.to_owned(),
     }
 }
 

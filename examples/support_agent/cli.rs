@@ -41,9 +41,9 @@ usage:
   support_agent [--transcript FILE] [--json] [--out-dir DIR] [--store sqlite|memory]
                 [--database-url URL] [--otel] [--otel-endpoint URL]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
-  support_agent --verify-audit DIR
+  support_agent --verify-audit DIR|URL
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
-  support_agent --report DIR
+  support_agent --report DIR|URL
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
                 [--json] [--out-dir DIR] [--store sqlite|memory] [--database-url URL]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
@@ -73,7 +73,8 @@ usage:
                        Completions), openai-responses, gemini (functionDeclarations entries), mcp
   --verify-audit DIR   check the hash chain of DIR's audit files (rotated ones included): ok
                        with the line count and last hash, or the first line edited, deleted,
-                       inserted or reordered
+                       inserted or reordered; a postgres:// URL: the database's chains, checked
+                       where they are (a read-only connection)
   --what-if FILE       replay a recorded audit_log.jsonl through today's PreToolUse rules
                        (never the tools) and print every call they decide differently: allowed
                        → blocked, blocked → allowed, another rewrite, another blocking hook
@@ -82,7 +83,8 @@ usage:
   --report DIR         write DIR/report.html from DIR's audit files (what `toolgate audit
                        report` writes): outcomes per day, the people in the loop, each
                        customer's calls and refunds, each rule's denials and asks per day,
-                       latency per rule and per tool, halts, tokens, the hash chain
+                       latency per rule and per tool, halts, tokens, the hash chain; a
+                       postgres:// URL: the database's trail, the page in ./report.html
   --resume FILE        finish a turn paused for a person's approval (a replay writes it to
                        OUT-DIR/pending/SESSION/TURN.json) with one decision:
   --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)
@@ -691,8 +693,28 @@ fn output_failed(err: &mut dyn Write, e: &std::io::Error) -> u8 {
 }
 
 /// `--verify-audit DIR`: one line per chain (`NAME: ok, N lines, last hash H`, or `NAME:
-/// broken: …` naming the first line at fault), then a reminder to keep the last hashes.
+/// broken: …` naming the first line at fault), then a reminder to keep the last hashes. A
+/// `postgres://` URL instead of `DIR`: the same for the database's two chains, checked where
+/// they are.
 fn verify_audit(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    if let Some(url) = super::state::database_url(dir) {
+        let (text, ok) = match super::state::trail::verify(url) {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = writeln!(err, "error: --verify-audit: {e}");
+                return if cfg!(feature = "postgres") {
+                    EXIT_FAILED
+                } else {
+                    EXIT_BAD_INPUT
+                };
+            }
+        };
+        return match out.write_all(text.as_bytes()) {
+            Ok(()) if ok => EXIT_OK,
+            Ok(()) => EXIT_FAILED,
+            Err(e) => output_failed(err, &e),
+        };
+    }
     let verified = match toolgate::audit::verify_audit_dir(dir) {
         Ok(v) => v,
         Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {

@@ -20,8 +20,45 @@ pub(crate) const REPORT_FILE: &str = "report.html";
 /// The support agent's tools counted per customer: its refunds.
 pub(crate) const COUNTED_TOOLS: [&str; 1] = ["issue_refund"];
 
-/// `--report DIR`: writes `DIR/report.html` and prints its path.
+/// `--report DIR`: writes `DIR/report.html` and prints its path. `--report URL` (a
+/// `postgres://` URL): the database's chains exported to a temporary folder, the page written
+/// to `report.html` in the current folder, titled with the URL (its password hidden).
 pub(crate) fn run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let Some(url) = super::state::database_url(dir) else {
+        return run_in(dir, dir, &dir.display().to_string(), out, err);
+    };
+    let export = std::env::temp_dir().join(format!(
+        "support-agent-report-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    if let Err(e) = super::state::trail::export(url, &export) {
+        let _ = std::fs::remove_dir_all(&export);
+        let _ = writeln!(err, "error: --report: {e}");
+        return if cfg!(feature = "postgres") {
+            EXIT_FAILED
+        } else {
+            EXIT_BAD_INPUT
+        };
+    }
+    let label = shown(url);
+    let code = run_in(&export, Path::new("."), &label, out, err);
+    let _ = std::fs::remove_dir_all(&export);
+    code
+}
+
+/// `url` with its password hidden.
+fn shown(url: &str) -> String {
+    #[cfg(feature = "postgres")]
+    return toolgate::store::postgres::shown_settings(url);
+    #[cfg(not(feature = "postgres"))]
+    url.to_owned()
+}
+
+/// The page of the trail in `dir`, written to `to/report.html`, titled `label`.
+fn run_in(dir: &Path, to: &Path, label: &str, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     let trail = match Trail::read_dir(dir) {
         Ok(t) => t,
         Err(e) => {
@@ -42,8 +79,8 @@ pub(crate) fn run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     let mut options = ReportOptions::default();
     options.count_tools = COUNTED_TOOLS.map(str::to_owned).to_vec();
     let figures = Figures::of(&trail, &options);
-    let path = dir.join(REPORT_FILE);
-    let page = render_html(&dir.display().to_string(), &figures, Some(&chain));
+    let path = to.join(REPORT_FILE);
+    let page = render_html(label, &figures, Some(&chain));
     if let Err(e) = std::fs::write(&path, page) {
         let _ = writeln!(
             err,

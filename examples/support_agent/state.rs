@@ -218,3 +218,69 @@ fn open_postgres(_url: &str) -> Result<State, String> {
 #[cfg_attr(feature = "postgres", allow(dead_code))]
 pub(crate) const NO_POSTGRES: &str = "--database-url needs the postgres feature: cargo run \
      --features postgres --example support_agent -- --database-url …";
+
+/// The database URL `arg` of `--verify-audit` or `--report` names, when it is one
+/// (`postgres://…` or `postgresql://…`) rather than a folder.
+pub(crate) fn database_url(arg: &Path) -> Option<&str> {
+    arg.to_str()
+        .filter(|a| a.starts_with("postgres://") || a.starts_with("postgresql://"))
+}
+
+/// A read-only look at a fleet's audit trail (`--verify-audit URL`, `--report URL`): connects
+/// without migrating anything and with one connection, the database's answer naming the URL
+/// with its password hidden.
+#[cfg(feature = "postgres")]
+pub(crate) mod trail {
+    use std::path::Path;
+
+    use toolgate::store::postgres::{PostgresAuditSink, PostgresStore, shown_settings};
+
+    fn sink(url: &str) -> Result<PostgresAuditSink, String> {
+        PostgresStore::builder(url)
+            .connections(1)
+            .migrate(false)
+            .connect()
+            .map(|store| store.audit_sink())
+            .map_err(|e| format!("{}: {e}", shown_settings(url)))
+    }
+
+    /// The chains' check in the database: the lines to print (as `toolgate audit verify URL`
+    /// prints them) and whether both chains verify.
+    ///
+    /// # Errors
+    /// The sentence to print: the database could not be reached or read.
+    pub(crate) fn verify(url: &str) -> Result<(String, bool), String> {
+        let verdict = toolgate::block_on(sink(url)?.verify(None))
+            .map_err(|e| format!("{}: {e}", shown_settings(url)))?;
+        Ok((verdict.to_string(), verdict.is_ok()))
+    }
+
+    /// Writes the database's chains to `dir` as the JSONL files a folder holds.
+    ///
+    /// # Errors
+    /// The sentence to print.
+    pub(crate) fn export(url: &str, dir: &Path) -> Result<(), String> {
+        toolgate::block_on(sink(url)?.export_jsonl(dir))
+            .map(|_lines| ())
+            .map_err(|e| format!("{}: {e}", shown_settings(url)))
+    }
+}
+
+/// Without the `postgres` feature a database URL is refused, naming the feature.
+#[cfg(not(feature = "postgres"))]
+pub(crate) mod trail {
+    use std::path::Path;
+
+    pub(crate) fn verify(_url: &str) -> Result<(String, bool), String> {
+        Err(super::NO_POSTGRES_TRAIL.to_owned())
+    }
+
+    pub(crate) fn export(_url: &str, _dir: &Path) -> Result<(), String> {
+        Err(super::NO_POSTGRES_TRAIL.to_owned())
+    }
+}
+
+/// What `--verify-audit URL` and `--report URL` say in a build without the `postgres` feature.
+#[cfg_attr(feature = "postgres", allow(dead_code))]
+pub(crate) const NO_POSTGRES_TRAIL: &str = "a database's audit trail needs the postgres \
+     feature: cargo run --features postgres --example support_agent -- --verify-audit URL";

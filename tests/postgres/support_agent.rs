@@ -130,6 +130,51 @@ fn two_workers_on_one_database_replay_every_transcript_and_pay_each_refund_once(
     let store = PostgresStore::connect(&db.settings).unwrap();
     let verdict = toolgate::block_on(store.audit_sink().verify(None)).unwrap();
     assert!(verdict.is_ok(), "{verdict}");
+
+    // The support agent checks and draws the same trail from the database.
+    let (code, out, err) = agent(&["--verify-audit".as_ref(), url.as_ref()]);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (0, verdict.to_string().as_str(), "")
+    );
+    let here = TempDir::new("pg-report");
+    std::fs::create_dir_all(here.path()).unwrap();
+    let report = Command::new(support::example_binary("support_agent"))
+        .args(["--report", &url])
+        .current_dir(here.path())
+        .output()
+        .unwrap();
+    // The page counts final lines, replays left out.
+    let calls = sql.int(
+        "SELECT count(*) FROM toolgate_audit WHERE chain = 'audit_log' \
+         AND COALESCE(convert_from(line, 'UTF8')::jsonb ->> 'final', 'true') <> 'false' \
+         AND NOT (convert_from(line, 'UTF8')::jsonb ? 'replay')",
+    );
+    assert_eq!(
+        (
+            report.status.code(),
+            String::from_utf8_lossy(&report.stdout).into_owned(),
+            String::from_utf8_lossy(&report.stderr).into_owned()
+        ),
+        (
+            Some(0),
+            format!("report: ./report.html ({calls} calls, chain verifies)\n"),
+            String::new()
+        )
+    );
+    let page = std::fs::read_to_string(here.path().join("report.html")).unwrap();
+    assert!(page.contains(&toolgate::store::postgres::shown_settings(&url)));
+    assert!(!page.contains("worker-secret"));
+    // A line edited in the database: the check names it and exits 1.
+    sql.run(
+        "UPDATE toolgate_audit SET line = convert_to(replace(convert_from(line, 'UTF8'), \
+         '\"outcome\":\"ok\"', '\"outcome\":\"blocked\"'), 'UTF8') \
+         WHERE chain = 'audit_log' AND seq = 3",
+    );
+    let (code, out, err) = agent(&["--verify-audit".as_ref(), url.as_ref()]);
+    assert_eq!((code, err.as_str()), (1, ""));
+    assert!(out.starts_with("audit_log: broken: "), "{out}");
+    assert!(!out.contains("worker-secret"), "{out}");
 }
 
 #[test]

@@ -573,3 +573,69 @@ impl PendingStore for PostgresStore {
         })
     }
 }
+
+/// `settings` (a URL or key-value pairs, as [`PostgresStore::connect`] reads them) as they may be
+/// shown in a message, a log line or a page: the password replaced by `***`. A URL's
+/// `user:password@` becomes `user:***@` (`postgres://agent:s3cret@db/agent` →
+/// `postgres://agent:***@db/agent`); a `password=…` pair becomes `password=***` (a quoted value
+/// to its closing quote). Anything else is returned unchanged.
+///
+/// ```
+/// use toolgate_core::store::postgres::shown_settings;
+///
+/// assert_eq!(shown_settings("postgres://agent:s3cret@db:5432/agent"), "postgres://agent:***@db:5432/agent");
+/// assert_eq!(shown_settings("postgresql://agent@db/agent"), "postgresql://agent@db/agent");
+/// assert_eq!(shown_settings("host=db password='a b' user=agent"), "host=db password=*** user=agent");
+/// ```
+pub fn shown_settings(settings: &str) -> String {
+    if let Some((scheme, rest)) = settings.split_once("://") {
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        return match authority.rsplit_once('@') {
+            Some((user_info, host)) => match user_info.split_once(':') {
+                Some((user, _password)) => format!("{scheme}://{user}:***@{host}{path}"),
+                None => settings.to_owned(),
+            },
+            None => settings.to_owned(),
+        };
+    }
+    let mut out = String::with_capacity(settings.len());
+    let mut rest = settings;
+    while let Some(at) = rest.find("password") {
+        let (before, from) = rest.split_at(at);
+        out.push_str(before);
+        let after_key = &from["password".len()..];
+        let value = after_key.trim_start();
+        // A key is `password` only where it starts a pair (at the start or after a space).
+        let starts_pair = out.is_empty() || out.ends_with(char::is_whitespace);
+        let Some(value) = value.strip_prefix('=').filter(|_| starts_pair) else {
+            out.push_str("password");
+            rest = after_key;
+            continue;
+        };
+        let value = value.trim_start();
+        let end = if let Some(quoted) = value.strip_prefix('\'') {
+            // The closing quote (a `\'` inside is an escaped quote).
+            let mut end = None;
+            let mut chars = quoted.char_indices();
+            while let Some((i, c)) = chars.next() {
+                match c {
+                    '\\' => {
+                        chars.next();
+                    }
+                    '\'' => {
+                        end = Some(i + 2);
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            end.unwrap_or(value.len())
+        } else {
+            value.find(char::is_whitespace).unwrap_or(value.len())
+        };
+        out.push_str("password=***");
+        rest = &value[end..];
+    }
+    out.push_str(rest);
+    out
+}
