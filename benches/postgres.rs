@@ -27,15 +27,17 @@
 
 #[path = "../tests/postgres/server.rs"]
 mod server;
+#[path = "stores/side.rs"]
+mod store_side;
 
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-use serde_json::json;
 use toolgate::audit::AuditLog;
-use toolgate::dispatch::{Effect, ToolDef};
+
+use store_side::{ANSWER, Ids, dispatcher};
 use toolgate::store::postgres::{PostgresAuditSink, PostgresStore};
-use toolgate::{Dispatcher, HookContext, Session, ToolUse};
+use toolgate::{HookContext, Session};
 
 struct Plan {
     rounds: usize,
@@ -45,48 +47,12 @@ struct Plan {
     worker_calls: usize,
 }
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Lookup {
-    /// The order.
-    order_id: String,
-}
-
-fn dispatcher(log: Option<AuditLog>) -> Dispatcher {
-    let mut b = Dispatcher::builder().tool(
-        ToolDef::sync("lookup", "Looks an order up.", |_env, l: Lookup| {
-            Ok(format!("order {} is open", l.order_id))
-        })
-        .effect(Effect::read()),
-    );
-    if let Some(log) = log {
-        b = b.audit_log(log);
-    }
-    b.build().expect("the bench's dispatcher")
-}
-
-/// Fresh `tool_use` ids for one side.
-struct Ids {
-    prefix: &'static str,
-    n: u64,
-}
-
-impl Ids {
-    fn next(&mut self) -> ToolUse {
-        self.n += 1;
-        ToolUse::new(
-            format!("toolu_{}_{}", self.prefix, self.n),
-            "lookup",
-            json!({"order_id": "o_1001"}),
-        )
-    }
-}
-
 /// `n` calls of `session`, then a flush of `sink` when given; the time per call (µs).
 fn calls(session: &Session, ids: &mut Ids, n: usize, sink: Option<&PostgresAuditSink>) -> f64 {
     let start = Instant::now();
     for _ in 0..n {
         let result = toolgate::block_on(session.call(&ids.next())).expect("answered");
-        assert_eq!(result.content_text(), "order o_1001 is open");
+        assert_eq!(result.content_text(), ANSWER);
     }
     if let Some(sink) = sink {
         toolgate::block_on(sink.flush()).expect("the audit lines are written");
@@ -148,10 +114,7 @@ impl Floor {
             self.n += 1;
             let k = self.n;
             self.rt
-                .block_on(
-                    self.client
-                        .execute(&self.insert, &[&k, &"order o_1001 is open"]),
-                )
+                .block_on(self.client.execute(&self.insert, &[&k, &ANSWER]))
                 .unwrap();
         }
         start.elapsed().as_secs_f64() * 1e6 / n as f64
@@ -198,7 +161,7 @@ fn workers(settings: &str, workers: usize, n: usize, round: usize) -> f64 {
                     let ctx =
                         HookContext::builder("u_1", format!("w{workers}_{w}_{round}")).build();
                     let session = d.session_with_store(ctx, Arc::new(store));
-                    let mut ids = Ids { prefix: "w", n: 0 };
+                    let mut ids = Ids::new("w");
                     barrier.wait();
                     calls(&session, &mut ids, n, Some(&sink));
                     Instant::now()
@@ -270,12 +233,7 @@ fn main() {
         .connect()
         .expect("the bench's store with durable answers");
     let with_durable = audited.session_with_store(ctx("sess_durable"), Arc::new(durable));
-    let (mut a, mut p, mut o, mut d) = (
-        Ids { prefix: "a", n: 0 },
-        Ids { prefix: "p", n: 0 },
-        Ids { prefix: "o", n: 0 },
-        Ids { prefix: "d", n: 0 },
-    );
+    let (mut a, mut p, mut o, mut d) = (Ids::new("a"), Ids::new("p"), Ids::new("o"), Ids::new("d"));
     // Warm up every side once (connections, statements, the writer's connection).
     calls(&with_audit, &mut a, 5, Some(&sink));
     calls(&without_audit, &mut p, 5, None);

@@ -18,65 +18,25 @@
 //! Under `cargo test --all-targets` (no `--bench` argument) it does one small round and checks
 //! only that every side answered, never a time.
 
+#[path = "stores/side.rs"]
+mod store_side;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-use serde_json::json;
 use toolgate::audit::AuditLog;
-use toolgate::dispatch::{Effect, ToolDef};
+
+use store_side::{ANSWER, Ids, dispatcher};
 use toolgate::store::sqlite::SqliteStore;
-use toolgate::{Dispatcher, HookContext, Session, ToolUse};
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Lookup {
-    /// The order.
-    order_id: String,
-}
-
-fn dispatcher(log: Option<AuditLog>) -> Dispatcher {
-    let mut b = Dispatcher::builder().tool(
-        ToolDef::sync("lookup", "Looks an order up.", |_env, l: Lookup| {
-            Ok(format!("order {} is open", l.order_id))
-        })
-        .effect(Effect::read()),
-    );
-    if let Some(log) = log {
-        b = b.audit_log(log);
-    }
-    b.build().expect("the bench's dispatcher")
-}
-
-/// Fresh `tool_use` ids for one side.
-struct Ids {
-    prefix: String,
-    n: u64,
-}
-
-impl Ids {
-    fn new(prefix: impl Into<String>) -> Ids {
-        Ids {
-            prefix: prefix.into(),
-            n: 0,
-        }
-    }
-
-    fn next(&mut self) -> ToolUse {
-        self.n += 1;
-        ToolUse::new(
-            format!("toolu_{}_{}", self.prefix, self.n),
-            "lookup",
-            json!({"order_id": "o_1001"}),
-        )
-    }
-}
+use toolgate::{HookContext, Session};
 
 /// `n` calls of `session`; the time per call (µs).
 fn calls(session: &Session, ids: &mut Ids, n: usize) -> f64 {
     let start = Instant::now();
     for _ in 0..n {
         let result = toolgate::block_on(session.call(&ids.next())).expect("answered");
-        assert_eq!(result.content_text(), "order o_1001 is open");
+        assert_eq!(result.content_text(), ANSWER);
     }
     start.elapsed().as_secs_f64() * 1e6 / n as f64
 }
@@ -110,9 +70,7 @@ impl Floor {
             .unwrap();
         for _ in 0..n {
             self.n += 1;
-            insert
-                .execute(rusqlite::params![self.n, "order o_1001 is open"])
-                .unwrap();
+            insert.execute(rusqlite::params![self.n, ANSWER]).unwrap();
         }
         start.elapsed().as_secs_f64() * 1e6 / n as f64
     }
