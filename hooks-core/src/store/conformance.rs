@@ -14,16 +14,16 @@
 //! share; it sleeps a few tenths of a second to let leases run out (on the `futures-timer`
 //! timer: no runtime needed, though a store's own futures may need one).
 
-use std::future::{Future, poll_fn};
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::Poll;
 use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 
 use crate::approval::pending::{PENDING_TURN_FORMAT, PendingBlock, PendingTurn, TurnFormat};
 use crate::audit::outcome::Outcome;
+use crate::base::future::join_all;
 use crate::content::message::ToolResult;
 
 use super::{AnswerStore, CallKey, Claim, InputDigest, PendingStore, Remembered, Taken};
@@ -54,33 +54,6 @@ async fn sleep(d: Duration) {
 
 /// A future of the tests, boxed.
 type Racer<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// Polls every future of `futures` together until all are done; their outputs in order.
-async fn join_all<T>(futures: Vec<Racer<'_, T>>) -> Vec<T> {
-    let mut slots: Vec<(Racer<'_, T>, Option<T>)> =
-        futures.into_iter().map(|f| (f, None)).collect();
-    poll_fn(|cx| {
-        let mut pending = false;
-        for (f, out) in &mut slots {
-            if out.is_none() {
-                match f.as_mut().poll(cx) {
-                    Poll::Ready(v) => *out = Some(v),
-                    Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
-        }
-    })
-    .await;
-    slots
-        .into_iter()
-        .map(|(_, out)| out.expect("every future finished"))
-        .collect()
-}
 
 /// Every rule of [`AnswerStore`], in order: a claim, a second claim, an answer and its replay,
 /// a release before and after the tool started, a lease that runs out, the same `tool_use` id

@@ -5,12 +5,11 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::fs::OpenOptions;
-use std::future::{Future, poll_fn};
+use std::future::Future;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::Poll;
 use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc, watch};
@@ -23,6 +22,7 @@ use super::{PostgresStore, sql};
 use crate::audit::chain::{CHAIN_START, hash, hex_string, parse_hex};
 use crate::audit::verify::{ChainLines, ChainStatus, verify_lines};
 use crate::audit::{AUDIT_LOG_FILE, AuditRecord, AuditSink, SESSION_SUMMARIES_FILE, SummaryRecord};
+use crate::base::future::join_all;
 use crate::error::HookError;
 use crate::store::error::StoreError;
 
@@ -286,30 +286,6 @@ impl WriterConn {
 
 /// One statement's future, boxed to be polled with the others of a transaction.
 type Execute<'a> = Pin<Box<dyn Future<Output = Result<u64, tokio_postgres::Error>> + Send + 'a>>;
-
-/// Polls every future of `futures` together, in order (so their statements are sent in order,
-/// back to back), until all are done; their outputs in order.
-async fn join_all<T>(futures: Vec<Pin<Box<dyn Future<Output = T> + Send + '_>>>) -> Vec<T> {
-    let mut slots: Vec<_> = futures.into_iter().map(|f| (f, None)).collect();
-    poll_fn(|cx| {
-        let mut pending = false;
-        for (f, out) in &mut slots {
-            if out.is_none() {
-                match f.as_mut().poll(cx) {
-                    Poll::Ready(v) => *out = Some(v),
-                    Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
-        }
-    })
-    .await;
-    slots.into_iter().filter_map(|(_, out)| out).collect()
-}
 
 /// Appends `batch` on the writer's connection, opened first when there is none or it was lost.
 async fn append(
