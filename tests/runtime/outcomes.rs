@@ -417,3 +417,49 @@ fn cancelled_when_the_host_drops_the_call() {
     let summary = h.session.end();
     assert_eq!(summary.outcomes.get(&Outcome::Cancelled), Some(&1));
 }
+
+#[test]
+fn a_call_dropped_by_a_thread_locals_destructor_at_thread_exit_is_recorded_cancelled() {
+    // A host that keeps a call in a thread-local drops it when the thread exits, after the
+    // per-thread buffers the library reuses may already be gone (destructors run in the reverse
+    // order of first use: `HELD` first used before any call, so it is dropped last). The drop
+    // must still release the call and write its line, not panic in a destructor (an abort).
+    type Held = std::cell::RefCell<Option<std::pin::Pin<Box<dyn Future<Output = ()>>>>>;
+    thread_local! {
+        static HELD: Held = const { std::cell::RefCell::new(None) };
+    }
+    let dir = std::thread::spawn(|| {
+        HELD.with(|_| {});
+        let h: &'static Harness = Box::leak(Box::new(Harness::new()));
+        // A call first, so the library's per-thread buffers exist (and are dropped before HELD).
+        assert!(
+            h.call("refund", json!({"order_id": "o_1", "amount_cents": 100}))
+                .is_ok()
+        );
+        let call: &'static ToolUse = Box::leak(Box::new(ToolUse::new(
+            "toolu_held",
+            "slow_refund",
+            json!({"order_id": "o_1"}),
+        )));
+        let mut fut: std::pin::Pin<Box<dyn Future<Output = ()>>> = Box::pin(async move {
+            let _ = h.session.call(call).await;
+        });
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(fut.as_mut().poll(&mut cx).is_pending());
+        HELD.with(|held| *held.borrow_mut() = Some(fut));
+        h.dir.join("audit_log.jsonl")
+    })
+    .join()
+    .expect("the thread ends without a panic");
+    let audit = support::json_lines(&dir);
+    assert_eq!(
+        audit
+            .iter()
+            .map(|l| (l["tool_use_id"].clone(), l["outcome"].clone()))
+            .collect::<Vec<_>>(),
+        [
+            (json!("toolu_1"), json!("ok")),
+            (json!("toolu_held"), json!("cancelled"))
+        ]
+    );
+}

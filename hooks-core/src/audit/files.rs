@@ -106,14 +106,12 @@ fn append(
     file: &ChainedFile,
     write: impl FnOnce(&mut Vec<u8>) -> io::Result<()>,
 ) -> io::Result<()> {
-    BUFS.with(|bufs| {
-        let mut fresh = (Vec::new(), Vec::new());
-        let mut held = bufs.try_borrow_mut();
-        // Re-entered from inside a write (cannot happen today): use fresh buffers.
-        let (object, line) = match &mut held {
-            Ok(b) => &mut **b,
-            Err(_) => &mut fresh,
-        };
+    let mut write = Some(write);
+    let reused = BUFS.try_with(|bufs| {
+        // Re-entered from inside a write (cannot happen today): fresh buffers below.
+        let mut held = bufs.try_borrow_mut().ok()?;
+        let write = write.take()?;
+        let (object, line) = &mut *held;
         object.clear();
         let result = write(object).and_then(|()| file.append(object, line));
         for buf in [object, line] {
@@ -121,6 +119,17 @@ fn append(
                 *buf = Vec::new();
             }
         }
-        result
-    })
+        Some(result)
+    });
+    match (reused, write) {
+        (Ok(Some(result)), _) => result,
+        // Held further up the stack, or gone (a call dropped by another thread-local's
+        // destructor at thread exit): fresh buffers.
+        (_, Some(write)) => {
+            let (mut object, mut line) = (Vec::new(), Vec::new());
+            write(&mut object).and_then(|()| file.append(&object, &mut line))
+        }
+        // `write` was taken only where it then ran and answered.
+        (_, None) => unreachable!("the audit line's write ran without an answer"),
+    }
 }

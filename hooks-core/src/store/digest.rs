@@ -157,22 +157,27 @@ thread_local! {
 }
 
 /// Runs `f` with this thread's digest buffer, empty (a fresh one when a caller further up the
-/// stack holds it); a buffer grown past 64 KiB is given back afterwards.
+/// stack holds it, or when the buffer is already gone: a call dropped by another thread-local's
+/// destructor at thread exit); a buffer grown past 64 KiB is given back afterwards.
 fn with_text<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
-    TEXT.with(|buf| {
-        let mut fresh = Vec::new();
-        let mut reused = buf.try_borrow_mut();
-        let buf = match &mut reused {
-            Ok(b) => &mut **b,
-            Err(_) => &mut fresh,
-        };
+    let mut f = Some(f);
+    let reused = TEXT.try_with(|buf| {
+        let mut buf = buf.try_borrow_mut().ok()?;
+        let f = f.take()?;
         buf.clear();
-        let out = f(buf);
+        let out = f(&mut buf);
         if buf.capacity() > 64 << 10 {
             *buf = Vec::new();
         }
-        out
-    })
+        Some(out)
+    });
+    match (reused, f) {
+        (Ok(Some(out)), _) => out,
+        // In use further up the stack, or already gone at thread exit: a fresh buffer.
+        (_, Some(f)) => f(&mut Vec::new()),
+        // `f` was taken only where it then ran and answered.
+        (_, None) => unreachable!("the digest's function ran without an answer"),
+    }
 }
 
 /// A `Value` serialized exactly as `Value`'s own `Serialize` does, failing past a depth.

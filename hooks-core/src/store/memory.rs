@@ -95,20 +95,32 @@ thread_local! {
 }
 
 /// Runs `f` with the map's key of `key` (see [`write_text_key`]), written into the thread's
-/// reused buffer (a fresh one when that is in use further up the stack).
+/// reused buffer; into a fresh one when that is in use further up the stack or already gone (a
+/// session dropped by another thread-local's destructor at thread exit). A buffer grown past
+/// 64 KiB by a long key is not kept.
 fn with_text_key<R>(key: CallKey<'_>, f: impl FnOnce(&str) -> R) -> R {
-    KEY_TEXT.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut buf) => {
-            buf.clear();
-            write_text_key(key, &mut buf);
-            f(&buf)
+    let mut f = Some(f);
+    let reused = KEY_TEXT.try_with(|cell| {
+        let mut buf = cell.try_borrow_mut().ok()?;
+        let f = f.take()?;
+        buf.clear();
+        write_text_key(key, &mut buf);
+        let out = f(&buf);
+        if buf.capacity() > 64 << 10 {
+            *buf = String::new();
         }
-        Err(_) => {
+        Some(out)
+    });
+    match (reused, f) {
+        (Ok(Some(out)), _) => out,
+        (_, Some(f)) => {
             let mut own = String::new();
             write_text_key(key, &mut own);
             f(&own)
         }
-    })
+        // `f` was taken only where it then ran and answered.
+        (_, None) => unreachable!("the key's function ran without an answer"),
+    }
 }
 
 impl Entry {
