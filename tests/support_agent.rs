@@ -25,6 +25,12 @@ mod support_agent_live;
 // `--otel-endpoint` against an OTLP/HTTP receiver on loopback (tests/support_agent_otlp/).
 mod support_agent_otlp;
 
+// The throwaway PostgreSQL server of the `postgres` binary, for the ledger's PostgreSQL books.
+#[cfg(feature = "postgres")]
+#[allow(unreachable_pub)]
+#[path = "postgres/server.rs"]
+mod pg_server;
+
 // The example itself, compiled as a module of this test: the same tools, hooks and CLI.
 #[allow(dead_code)]
 #[path = "../examples/support_agent/main.rs"]
@@ -3243,4 +3249,44 @@ fn the_sqlite_ledger_is_shared_by_every_connection_to_its_file_and_checks_an_ord
         err.to_string(),
         "the refund ledger failed: file is not a database"
     );
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn a_refund_the_postgres_ledger_refuses_leaves_the_book_unlocked() {
+    // The check runs inside the transaction that holds the book's advisory lock; a refusal
+    // rolls it back at once (a dropped transaction only queues its ROLLBACK, and the lock would
+    // stay held, every other worker waiting, until this connection's next statement).
+    use example::ledger::{RefundError, postgres::Books};
+    let db = pg_server::database();
+    let url = pg_server::server().url(&db.name, "pw");
+    let ledger = Ledger::postgres("book", std::sync::Arc::new(Books::connect(&url).unwrap()));
+    let order = example::seed::order("o_3001").unwrap();
+    let week = IsoWeek {
+        year: 2026,
+        week: 48,
+    };
+    let sql = pg_server::Sql::connect(&db.settings);
+    let free = || {
+        sql.rows("SELECT pg_try_advisory_xact_lock(hashtext('support_agent_refunds:book'))::text")
+    };
+    let yes = vec![vec![Some("true".to_owned())]];
+    match toolgate::block_on(ledger.record_refund(order, order.amount_cents + 1, week, u64::MAX)) {
+        Err(RefundError::Refused(r)) => assert_eq!(r.refunded_cents, 0),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(free(), yes);
+    match toolgate::block_on(ledger.record_refund(order, 100, week, 50)) {
+        Err(RefundError::OverWeeklyLimit(over)) => {
+            assert_eq!((over.already_cents, over.limit_cents), (0, 50));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(free(), yes);
+    let refund = toolgate::block_on(ledger.record_refund(order, 100, week, u64::MAX)).unwrap();
+    assert_eq!(
+        (refund.refund_id.as_str(), refund.amount_cents),
+        ("re_0001", 100)
+    );
+    assert_eq!(free(), yes);
 }

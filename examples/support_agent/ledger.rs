@@ -606,55 +606,74 @@ pub(crate) mod postgres {
             let mut client = lock(&self.client);
             self.runtime.block_on(async {
                 let tx = client.transaction().await.map_err(failed)?;
-                tx.execute(
-                    "SELECT pg_advisory_xact_lock(hashtext('support_agent_refunds:' || $1))",
-                    &[&book],
-                )
-                .await
-                .map_err(failed)?;
-                let row = tx
-                    .query_one(
-                        "SELECT COALESCE(SUM(CASE WHEN order_id = $2 THEN amount_cents END), 0)::bigint, \
-                         COALESCE(SUM(CASE WHEN owner = $3 AND week_year = $4 AND week = $5 \
-                         THEN amount_cents END), 0)::bigint, \
-                         COUNT(*) FROM support_agent_refunds WHERE book = $1",
+                let recorded = async {
+                    // A worker that holds the book longer than this is stuck: fail, not wait.
+                    tx.batch_execute("SET LOCAL lock_timeout = '10s'")
+                        .await
+                        .map_err(failed)?;
+                    tx.execute(
+                        "SELECT pg_advisory_xact_lock(hashtext('support_agent_refunds:' || $1))",
+                        &[&book],
+                    )
+                    .await
+                    .map_err(failed)?;
+                    let row = tx
+                        .query_one(
+                            "SELECT COALESCE(SUM(CASE WHEN order_id = $2 THEN amount_cents END), 0)::bigint, \
+                             COALESCE(SUM(CASE WHEN owner = $3 AND week_year = $4 AND week = $5 \
+                             THEN amount_cents END), 0)::bigint, \
+                             COUNT(*) FROM support_agent_refunds WHERE book = $1",
+                            &[
+                                &book,
+                                &order.order_id,
+                                &order.owner,
+                                &i32::from(week.year),
+                                &i32::from(week.week),
+                            ],
+                        )
+                        .await
+                        .map_err(failed)?;
+                    let refunded: i64 = row.try_get(0).map_err(failed)?;
+                    let in_week: i64 = row.try_get(1).map_err(failed)?;
+                    let count: i64 = row.try_get(2).map_err(failed)?;
+                    let tally = Tally {
+                        order_cents: u64::try_from(refunded).unwrap_or(0),
+                        week_cents: u64::try_from(in_week).unwrap_or(0),
+                        count: usize::try_from(count).unwrap_or(0),
+                    };
+                    check(tally)?;
+                    tx.execute(
+                        "INSERT INTO support_agent_refunds \
+                         (book, seq, order_id, owner, amount_cents, week_year, week) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7)",
                         &[
                             &book,
+                            &(count + 1),
                             &order.order_id,
                             &order.owner,
+                            &cents,
                             &i32::from(week.year),
                             &i32::from(week.week),
                         ],
                     )
                     .await
                     .map_err(failed)?;
-                let refunded: i64 = row.try_get(0).map_err(failed)?;
-                let in_week: i64 = row.try_get(1).map_err(failed)?;
-                let count: i64 = row.try_get(2).map_err(failed)?;
-                let tally = Tally {
-                    order_cents: u64::try_from(refunded).unwrap_or(0),
-                    week_cents: u64::try_from(in_week).unwrap_or(0),
-                    count: usize::try_from(count).unwrap_or(0),
-                };
-                check(tally)?;
-                tx.execute(
-                    "INSERT INTO support_agent_refunds \
-                     (book, seq, order_id, owner, amount_cents, week_year, week) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                    &[
-                        &book,
-                        &(count + 1),
-                        &order.order_id,
-                        &order.owner,
-                        &cents,
-                        &i32::from(week.year),
-                        &i32::from(week.week),
-                    ],
-                )
-                .await
-                .map_err(failed)?;
-                tx.commit().await.map_err(failed)?;
-                Ok(tally.count + 1)
+                    Ok(tally.count + 1)
+                }
+                .await;
+                match recorded {
+                    Ok(seq) => {
+                        tx.commit().await.map_err(failed)?;
+                        Ok(seq)
+                    }
+                    Err(e) => {
+                        // Rolled back now, while this runtime drives the connection: a dropped
+                        // transaction only queues its ROLLBACK, and the book's lock would stay
+                        // held (every other worker waiting) until this worker's next statement.
+                        let _ = tx.rollback().await;
+                        Err(e)
+                    }
+                }
             })
         }
     }
