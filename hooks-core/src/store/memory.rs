@@ -31,12 +31,15 @@ pub struct MemoryAnswerStore {
     state: Mutex<State>,
 }
 
+/// The map of calls by key text.
+type Entries = hashbrown::HashMap<Arc<str>, Entry, foldhash::fast::RandomState>;
+
 #[derive(Default)]
 struct State {
     /// Keyed by the text of [`write_text_key`], hashed with foldhash seeded at random per map
     /// (the ids come from the model: an unseeded hash would let crafted ids collide; the map
     /// holds at most `max_entries` answers and the calls in progress).
-    entries: hashbrown::HashMap<Arc<str>, Entry, foldhash::fast::RandomState>,
+    entries: Entries,
     /// Finished keys (answered or interrupted), oldest first.
     order: VecDeque<Arc<str>>,
     /// The counted bytes of the finished entries.
@@ -220,6 +223,11 @@ impl MemoryAnswerStore {
             return;
         }
         finish_entry(shared, entry, size, state, order, bytes);
+        self.evict(entries, order, bytes);
+    }
+
+    /// Forgets the oldest finished calls while either cap is passed, the latest always kept.
+    fn evict(&self, entries: &mut Entries, order: &mut VecDeque<Arc<str>>, bytes: &mut usize) {
         while order.len() > 1 && (order.len() > self.max_entries || *bytes > self.max_bytes) {
             if let Some(old) = order.pop_front()
                 && let Some(e) = entries.remove(&old)
@@ -310,7 +318,12 @@ impl AnswerStore for MemoryAnswerStore {
                         let size = key_bytes(key) + Self::ENTRY_OVERHEAD;
                         finish_entry(&shared, e, size, Stored::Interrupted, order, bytes);
                     }
-                    Claim::Seen(e.remembered(key.tool_use_id))
+                    let seen = Claim::Seen(e.remembered(key.tool_use_id));
+                    if lapsed {
+                        // Finished now, so counted against the caps like any answer.
+                        self.evict(entries, order, bytes);
+                    }
+                    seen
                 }
                 hashbrown::hash_map::EntryRef::Vacant(slot) => {
                     slot.insert_with_key(
@@ -376,7 +389,36 @@ fn content_bytes(content: Option<&ToolResultContent>) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{CallKey, write_text_key};
+    use std::time::Duration;
+
+    use super::{AnswerStore, CallKey, Claim, InputDigest, MemoryAnswerStore, write_text_key};
+
+    #[test]
+    fn claims_that_lapse_are_counted_against_the_caps() {
+        // A lapsed claim is finished (interrupted) when it is next claimed: it counts like an
+        // answer, and the oldest go past the entry cap.
+        let store = MemoryAnswerStore::with_caps(2, 1 << 20);
+        let ids: Vec<String> = (0..50).map(|i| format!("toolu_{i}")).collect();
+        fn key(id: &str) -> CallKey<'_> {
+            CallKey {
+                session_id: "s",
+                tool_use_id: id,
+            }
+        }
+        for id in &ids {
+            let claim = crate::block_on(store.claim(key(id), InputDigest([1; 32]), Duration::ZERO));
+            assert!(matches!(claim, Ok(Claim::Claimed)));
+        }
+        assert_eq!(store.len(), 0, "claims in progress are not finished calls");
+        for id in &ids {
+            let claim = crate::block_on(store.claim(key(id), InputDigest([1; 32]), Duration::ZERO));
+            assert!(matches!(claim, Ok(Claim::Seen(_))), "{id}");
+        }
+        assert_eq!(store.len(), 2);
+        assert!(store.get(key("toolu_49")).is_some());
+        assert!(store.get(key("toolu_48")).is_some());
+        assert!(store.get(key("toolu_47")).is_none());
+    }
 
     fn text(session_id: &str, tool_use_id: &str) -> String {
         let mut out = String::from("left over");
