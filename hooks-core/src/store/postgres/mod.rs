@@ -575,67 +575,242 @@ impl PendingStore for PostgresStore {
 }
 
 /// `settings` (a URL or key-value pairs, as [`PostgresStore::connect`] reads them) as they may be
-/// shown in a message, a log line or a page: the password replaced by `***`. A URL's
-/// `user:password@` becomes `user:***@` (`postgres://agent:s3cret@db/agent` →
-/// `postgres://agent:***@db/agent`); a `password=…` pair becomes `password=***` (a quoted value
-/// to its closing quote). Anything else is returned unchanged.
+/// shown in a message, a log line or a page: every password replaced by `***`, read the way
+/// tokio-postgres reads it.
+///
+/// - A URL is text that starts with `postgres://` or `postgresql://`. Its credentials are
+///   everything before the first `@`; the password, everything in them after the first `:`
+///   (`postgres://agent:s3cret@db/agent` → `postgres://agent:***@db/agent`). A query
+///   parameter named `password` or `sslpassword` (percent-decoded, any case) has its value
+///   hidden too (`?password=***`).
+/// - Anything else is key-value pairs (`host=db password='a b' user=agent`): each pair is read
+///   as the driver reads it (spaces around `=`, a value quoted with `'` or not, backslash
+///   escapes in both), and a `password` or `sslpassword` value becomes `***`, the rest kept as
+///   written. Text that does not read as pairs (the driver would refuse it too) is not shown:
+///   `[connection settings that do not parse]`.
 ///
 /// ```
 /// use toolgate_core::store::postgres::shown_settings;
 ///
 /// assert_eq!(shown_settings("postgres://agent:s3cret@db:5432/agent"), "postgres://agent:***@db:5432/agent");
 /// assert_eq!(shown_settings("postgresql://agent@db/agent"), "postgresql://agent@db/agent");
+/// assert_eq!(shown_settings("postgres://db/agent?password=s3cret&sslmode=disable"), "postgres://db/agent?password=***&sslmode=disable");
 /// assert_eq!(shown_settings("host=db password='a b' user=agent"), "host=db password=*** user=agent");
 /// ```
 pub fn shown_settings(settings: &str) -> String {
-    if let Some((scheme, rest)) = settings.split_once("://") {
-        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-        return match authority.rsplit_once('@') {
-            Some((user_info, host)) => match user_info.split_once(':') {
-                Some((user, _password)) => format!("{scheme}://{user}:***@{host}{path}"),
-                None => settings.to_owned(),
-            },
-            None => settings.to_owned(),
-        };
+    for scheme in ["postgres://", "postgresql://"] {
+        if let Some(rest) = settings.strip_prefix(scheme) {
+            return format!("{scheme}{}", shown_url(rest));
+        }
     }
-    let mut out = String::with_capacity(settings.len());
-    let mut rest = settings;
-    while let Some(at) = rest.find("password") {
-        let (before, from) = rest.split_at(at);
-        out.push_str(before);
-        let after_key = &from["password".len()..];
-        let value = after_key.trim_start();
-        // A key is `password` only where it starts a pair (at the start or after a space).
-        let starts_pair = out.is_empty() || out.ends_with(char::is_whitespace);
-        let Some(value) = value.strip_prefix('=').filter(|_| starts_pair) else {
-            out.push_str("password");
-            rest = after_key;
-            continue;
-        };
-        let value = value.trim_start();
-        let end = if let Some(quoted) = value.strip_prefix('\'') {
-            // The closing quote (a `\'` inside is an escaped quote).
-            let mut end = None;
-            let mut chars = quoted.char_indices();
-            while let Some((i, c)) = chars.next() {
-                match c {
-                    '\\' => {
-                        chars.next();
-                    }
-                    '\'' => {
-                        end = Some(i + 2);
-                        break;
-                    }
-                    _ => {}
-                }
+    shown_pairs(settings).unwrap_or_else(|| "[connection settings that do not parse]".to_owned())
+}
+
+/// Whether a setting's name names a secret.
+fn is_secret(name: &str) -> bool {
+    name.eq_ignore_ascii_case("password") || name.eq_ignore_ascii_case("sslpassword")
+}
+
+/// A URL after its scheme, its password and its secret query parameters hidden.
+fn shown_url(rest: &str) -> String {
+    let (credentials, after) = match rest.split_once('@') {
+        Some((credentials, after)) => (Some(credentials), after),
+        None => (None, rest),
+    };
+    let mut out = String::with_capacity(rest.len());
+    if let Some(credentials) = credentials {
+        match credentials.split_once(':') {
+            Some((user, _password)) => {
+                out.push_str(&shown_query(user));
+                out.push_str(":***");
             }
-            end.unwrap_or(value.len())
-        } else {
-            value.find(char::is_whitespace).unwrap_or(value.len())
-        };
-        out.push_str("password=***");
-        rest = &value[end..];
+            None => out.push_str(&shown_query(credentials)),
+        }
+        out.push('@');
     }
-    out.push_str(rest);
+    out.push_str(&shown_query(after));
     out
+}
+
+/// `text` with the values of its secret query parameters (after its first `?`) hidden.
+fn shown_query(text: &str) -> String {
+    let Some((before, query)) = text.split_once('?') else {
+        return text.to_owned();
+    };
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| {
+            let name = pair.split_once('=').map_or(pair, |(name, _)| name);
+            if is_secret(&percent_decoded(name)) {
+                format!("{name}=***")
+            } else {
+                pair.to_owned()
+            }
+        })
+        .collect();
+    format!("{before}?{}", pairs.join("&"))
+}
+
+/// `text` with its `%XX` escapes decoded (an escape that is not one is kept as it is).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| char::from(b).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Key-value settings with their secret values hidden, the rest as written; `None` when the
+/// text does not read as pairs.
+fn shown_pairs(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    loop {
+        let trimmed = rest.trim_start();
+        out.push_str(&rest[..rest.len() - trimmed.len()]);
+        if trimmed.is_empty() {
+            return Some(out);
+        }
+        let key_len = trimmed
+            .find(|c: char| c == '=' || c.is_whitespace())
+            .unwrap_or(trimmed.len());
+        let (key, after_key) = trimmed.split_at(key_len);
+        let after_space = after_key.trim_start();
+        let value_and_rest = after_space.strip_prefix('=')?.trim_start();
+        let value_len = value_length(value_and_rest)?;
+        let written = &trimmed[..trimmed.len() - value_and_rest.len()];
+        if key.is_empty() {
+            return None;
+        }
+        out.push_str(written);
+        if is_secret(key) {
+            out.push_str("***");
+        } else {
+            out.push_str(&value_and_rest[..value_len]);
+        }
+        rest = &value_and_rest[value_len..];
+    }
+}
+
+/// The length of the value at the start of `text` as tokio-postgres reads it: quoted with `'`
+/// to the closing quote, or unquoted to the first whitespace, a backslash escaping the next
+/// character in both; `None` for a quote never closed or a value cut after a backslash.
+fn value_length(text: &str) -> Option<usize> {
+    let quoted = text.starts_with('\'');
+    let mut chars = text.char_indices().skip(usize::from(quoted));
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next()?;
+            }
+            '\'' if quoted => return Some(i + 1),
+            c if !quoted && c.is_whitespace() => return Some(i),
+            _ => {}
+        }
+    }
+    if quoted { None } else { Some(text.len()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_settings;
+
+    #[test]
+    fn no_password_the_driver_reads_is_shown() {
+        // Each text is read by tokio-postgres itself: the password it finds never appears in
+        // what is shown, and the rest is shown as written.
+        let cases = [
+            (
+                "postgres://agent:s3cret@db/agent",
+                "postgres://agent:***@db/agent",
+            ),
+            ("postgres://agent:s3cret@db", "postgres://agent:***@db"),
+            ("postgres://u:ab/s3cret@h/db", "postgres://u:***@h/db"),
+            ("postgres://u:a:s3cret@h/db", "postgres://u:***@h/db"),
+            (
+                "postgres://h/db?password=s3cret",
+                "postgres://h/db?password=***",
+            ),
+            (
+                "postgres://h/db?pass%77ord=s3cret",
+                "postgres://h/db?pass%77ord=***",
+            ),
+            (
+                "postgresql://h/db?sslmode=disable&password=s3cret&user=u",
+                "postgresql://h/db?sslmode=disable&password=***&user=u",
+            ),
+            ("host=h password=s3cret", "host=h password=***"),
+            (
+                "host=h password = s3cret user=u",
+                "host=h password = *** user=u",
+            ),
+            (
+                "host=h application_name=x://y password=s3cret",
+                "host=h application_name=x://y password=***",
+            ),
+            ("host=h password=a://s3cret", "host=h password=***"),
+            ("host='h'password=s3cret", "host='h'password=***"),
+            ("host=h password=ab\\ s3cret", "host=h password=***"),
+            (
+                "host=h password='a\\'s3cret' user=u",
+                "host=h password=*** user=u",
+            ),
+            (
+                "host=h\tpassword=s3cret\nuser=u",
+                "host=h\tpassword=***\nuser=u",
+            ),
+        ];
+        for (settings, shown) in cases {
+            let config: tokio_postgres::Config = settings.parse().expect(settings);
+            let password = String::from_utf8(config.get_password().expect(settings).to_vec())
+                .expect("a text password");
+            assert!(
+                password.contains("s3cret"),
+                "{settings}: the driver reads {password:?}"
+            );
+            assert_eq!(shown_settings(settings), shown, "{settings}");
+            assert!(!shown_settings(settings).contains("s3cret"), "{settings}");
+        }
+    }
+
+    #[test]
+    fn settings_without_a_password_are_shown_as_written_and_unreadable_ones_not_at_all() {
+        for settings in [
+            "postgres://agent@db/agent",
+            "postgresql://db:5432/agent?sslmode=disable",
+            "host=/run/postgresql dbname=agent user=agent",
+            "host=db user='a b'",
+            "",
+        ] {
+            assert_eq!(shown_settings(settings), settings);
+        }
+        for settings in [
+            "host=h password='s3cret",
+            "host=h password",
+            "=s3cret",
+            "host=h password=a\\",
+        ] {
+            assert_eq!(
+                shown_settings(settings),
+                "[connection settings that do not parse]",
+                "{settings}"
+            );
+        }
+    }
 }
