@@ -4,15 +4,15 @@ use toolgate_core::store::postgres::PostgresStore;
 
 use crate::source::shown;
 
-/// Connects to `url` without migrating it: a database that holds no toolgate tables, or
-/// another schema version, is named and left as it is.
+/// Connects to `url` read-only (every transaction read-only, nothing migrated): a database
+/// that holds no toolgate tables, or another schema version, is named and left as it is.
 ///
 /// # Errors
 /// The sentence to print, the URL's password hidden.
 pub(crate) fn connect(url: &str) -> Result<PostgresStore, String> {
     PostgresStore::builder(url)
         .connections(1)
-        .migrate(false)
+        .read_only(true)
         .connect()
         .map_err(|e| format!("{}: {e}", shown(url)))
 }

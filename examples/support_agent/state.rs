@@ -227,8 +227,8 @@ pub(crate) fn database_url(arg: &Path) -> Option<&str> {
 }
 
 /// A read-only look at a fleet's audit trail (`--verify-audit URL`, `--report URL`): connects
-/// without migrating anything and with one connection, the database's answer naming the URL
-/// with its password hidden.
+/// read-only (the server refuses any write; nothing migrated) with one connection, the
+/// database's answer naming the URL with its password hidden.
 #[cfg(feature = "postgres")]
 pub(crate) mod trail {
     use std::path::Path;
@@ -238,7 +238,7 @@ pub(crate) mod trail {
     fn sink(url: &str) -> Result<PostgresAuditSink, String> {
         PostgresStore::builder(url)
             .connections(1)
-            .migrate(false)
+            .read_only(true)
             .connect()
             .map(|store| store.audit_sink())
             .map_err(|e| format!("{}: {e}", shown_settings(url)))

@@ -196,3 +196,55 @@ fn a_store_unreachable_at_claim_time_runs_nothing_and_a_lost_connection_is_opene
     assert!(toolgate::block_on(session.call(&call("toolu_2"))).is_ok());
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
+
+#[test]
+fn a_read_only_connection_reads_the_trail_and_the_server_refuses_its_writes() {
+    use toolgate::store::{AnswerStore, CallKey, InputDigest};
+    let db = server::database();
+    // The agent's store migrates and writes one audit line.
+    let store = PostgresStore::connect(&db.settings).unwrap();
+    let sink = store.audit_sink();
+    let log = toolgate::audit::AuditLog::builder()
+        .sink(sink.clone())
+        .build()
+        .unwrap();
+    let d = Dispatcher::builder()
+        .tool(ToolDef::sync("ping", "Answers pong.", |_env, _: Order| {
+            Ok("pong".to_owned())
+        }))
+        .audit_log(log)
+        .build()
+        .unwrap();
+    let session = d.session(HookContext::builder("u_1", "s_1").build());
+    toolgate::block_on(session.call(&ToolUse::new("toolu_1", "ping", json!({"order_id": "o_1"}))))
+        .unwrap();
+    toolgate::block_on(sink.flush()).unwrap();
+    // The operator's connection: the chain verifies; a claim is refused by the server.
+    let operator = PostgresStore::builder(&db.settings)
+        .connections(1)
+        .read_only(true)
+        .connect()
+        .unwrap();
+    let verdict = toolgate::block_on(operator.audit_sink().verify(None)).unwrap();
+    assert!(verdict.is_ok(), "{verdict}");
+    assert_eq!(verdict.heads().unwrap().calls.lines, 1);
+    let key = CallKey {
+        session_id: "s_2",
+        tool_use_id: "toolu_2",
+    };
+    let refused = toolgate::block_on(operator.claim(
+        key,
+        InputDigest([0; 32]),
+        std::time::Duration::from_secs(60),
+    ))
+    .expect_err("a write on a read-only connection");
+    assert!(
+        refused.to_string().contains("read-only transaction"),
+        "{refused}"
+    );
+    let sql = Sql::connect(&db.settings);
+    assert_eq!(
+        sql.int("SELECT count(*) FROM toolgate_answers WHERE session_id = 's_2'"),
+        0
+    );
+}

@@ -136,6 +136,7 @@ pub struct PostgresStoreBuilder {
     connect_timeout: Duration,
     durable_answers: bool,
     migrate: bool,
+    read_only: bool,
 }
 
 impl PostgresStoreBuilder {
@@ -169,6 +170,20 @@ impl PostgresStoreBuilder {
         self
     }
 
+    /// Read-only connections (default off): every transaction of every connection is read-only
+    /// (`default_transaction_read_only`, set when the connection opens), so the server refuses
+    /// any write, and nothing is migrated (as with `migrate(false)`). For an operator's look at
+    /// a fleet's database: [`PostgresAuditSink::verify`] and
+    /// [`export_jsonl`](PostgresAuditSink::export_jsonl) work; a claim, an answer or an audit
+    /// line is refused with the server's error.
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        if read_only {
+            self.migrate = false;
+        }
+        self
+    }
+
     /// How long opening a connection may take before it fails (default 10 s; a
     /// `connect_timeout` in the settings wins).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
@@ -197,6 +212,13 @@ impl PostgresStoreBuilder {
         }
         if config.get_application_name().is_none() {
             config.application_name("toolgate");
+        }
+        if self.read_only {
+            let options = match config.get_options() {
+                Some(given) => format!("{given} -c default_transaction_read_only=on"),
+                None => "-c default_transaction_read_only=on".to_owned(),
+            };
+            config.options(&options);
         }
         let runtime = Runtime::start()?;
         let pool = Arc::new(Pool::new(
@@ -242,6 +264,7 @@ impl PostgresStore {
             connect_timeout: Duration::from_secs(10),
             durable_answers: false,
             migrate: true,
+            read_only: false,
         }
     }
 
