@@ -1433,3 +1433,79 @@ fn a_persons_answer_is_read_as_documented() {
         );
     }
 }
+
+#[cfg(feature = "postgres")]
+#[test]
+fn live_mode_on_postgres_keeps_its_answers_and_trail_there_and_a_second_worker_runs_nothing() {
+    use super::pg_server;
+    let t = transcript::bundled()
+        .unwrap()
+        .into_iter()
+        .find(|t| t.source == "02_free_tier_unusual_phrasing.json")
+        .unwrap();
+    let db = pg_server::database();
+    let url = pg_server::server().url(&db.name, "live-secret");
+    let sql = pg_server::Sql::connect(&db.settings);
+    let plan = || {
+        let mut plan: Vec<Planned> = recorded(&t).iter().map(Planned::message).collect();
+        plan.push(Planned::message(&final_reply("Anything else?", 2000, 30)));
+        plan
+    };
+    let lines = |filter: &str| {
+        sql.int(&format!(
+            "SELECT count(*) FROM toolgate_audit WHERE chain = 'audit_log' \
+             AND convert_from(line, 'UTF8')::jsonb ->> 'session_id' = 'sess_free_02' {filter}"
+        ))
+    };
+    // Worker A answers the conversation; its audit lines go to the database, not the folder.
+    let dir = TempDir::new("live-pg-a");
+    let server = Server::start(expect(Specialist::Refunds), plan());
+    let mut a = args_for(
+        &t,
+        &server,
+        &dir,
+        "Can I get my shipping fee back as credit?",
+    );
+    a.extend(["--database-url".to_owned(), url.clone()]);
+    let run = live(&a, Some(KEY));
+    assert_eq!(server.finish().violations, Vec::<String>::new());
+    assert_eq!((run.code, run.err.as_str()), (0, ""));
+    assert!(
+        run.out.ends_with(
+            "audit log: the database's toolgate_audit (3 lines appended, one per tool_use)\n\
+             session summaries: the database's toolgate_audit (1 line appended, one per session)\n"
+        ),
+        "{}",
+        run.out
+    );
+    assert!(!run.out.contains("live-secret"));
+    assert!(!dir.path().join("audit_log.jsonl").exists());
+    assert_eq!(lines(""), 3);
+    // Worker B gets the same conversation again (a retry after a crash, on another machine):
+    // the model's tool_use ids are answered from the database, nothing runs again.
+    let dir_b = TempDir::new("live-pg-b");
+    let server = Server::start(expect(Specialist::Refunds), plan());
+    let mut b = args_for(
+        &t,
+        &server,
+        &dir_b,
+        "Can I get my shipping fee back as credit?",
+    );
+    b.extend(["--database-url".to_owned(), url.clone()]);
+    let run = live(&b, Some(KEY));
+    assert_eq!(server.finish().violations, Vec::<String>::new());
+    assert_eq!((run.code, run.err.as_str()), (0, ""));
+    assert_eq!(
+        run.out.matches("replayed: answered earlier").count(),
+        3,
+        "{}",
+        run.out
+    );
+    assert_eq!(
+        (
+            lines(""),
+            lines("AND convert_from(line, 'UTF8')::jsonb ? 'replay'")
+        ),
+        (6, 3)
+    );
+}
