@@ -186,10 +186,17 @@ fn two_workers_on_one_database_replay_every_transcript_and_pay_each_refund_once(
          '\"outcome\":\"ok\"', '\"outcome\":\"blocked\"'), 'UTF8') \
          WHERE chain = 'audit_log' AND seq = 3",
     );
+    let broken = toolgate::block_on(store.audit_sink().verify(None)).unwrap();
+    assert!(!broken.is_ok());
     let (code, out, err) = agent(&["--verify-audit".as_ref(), url.as_ref()]);
-    assert_eq!((code, err.as_str()), (1, ""));
-    assert!(out.starts_with("audit_log: broken: "), "{out}");
-    assert!(!out.contains("worker-secret"), "{out}");
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (1, broken.to_string().as_str(), "")
+    );
+    assert!(
+        out.starts_with("audit_log: broken: line 4 does not follow line 3: line 3 was edited"),
+        "{out}"
+    );
 }
 
 #[test]
