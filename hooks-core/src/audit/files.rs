@@ -8,6 +8,7 @@ use crate::audit::chain::ChainedFile;
 use crate::audit::record::{AuditRecord, SummaryRecord};
 use crate::audit::sink::AuditSink;
 use crate::audit::{AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE};
+use crate::base::local::with_reused;
 use crate::error::HookError;
 
 /// `dir/audit_log.jsonl` and `dir/session_summaries.jsonl`, each one chain.
@@ -106,12 +107,7 @@ fn append(
     file: &ChainedFile,
     write: impl FnOnce(&mut Vec<u8>) -> io::Result<()>,
 ) -> io::Result<()> {
-    let mut write = Some(write);
-    let reused = BUFS.try_with(|bufs| {
-        // Re-entered from inside a write (cannot happen today): fresh buffers below.
-        let mut held = bufs.try_borrow_mut().ok()?;
-        let write = write.take()?;
-        let (object, line) = &mut *held;
+    with_reused(&BUFS, |(object, line)| {
         object.clear();
         let result = write(object).and_then(|()| file.append(object, line));
         for buf in [object, line] {
@@ -119,17 +115,6 @@ fn append(
                 *buf = Vec::new();
             }
         }
-        Some(result)
-    });
-    match (reused, write) {
-        (Ok(Some(result)), _) => result,
-        // Held further up the stack, or gone (a call dropped by another thread-local's
-        // destructor at thread exit): fresh buffers.
-        (_, Some(write)) => {
-            let (mut object, mut line) = (Vec::new(), Vec::new());
-            write(&mut object).and_then(|()| file.append(&object, &mut line))
-        }
-        // `write` was taken only where it then ran and answered.
-        (_, None) => unreachable!("the audit line's write ran without an answer"),
-    }
+        result
+    })
 }

@@ -57,6 +57,7 @@ pub use verify::{
 };
 pub use what_if::{Change, Flip, WhatIf};
 
+use crate::base::local::with_reused;
 use crate::base::panic::catch;
 use crate::error::HookError;
 use crate::hook::definitions::{PostHookDef, StopHookDef};
@@ -220,11 +221,10 @@ impl AuditLog {
 
     fn write_call(&self, env: Env<'_>, r: &CallRecord<'_>) -> Result<(), HookError> {
         let ctx = env.context();
-        let reused = RECORD.try_with(|slot| {
-            // Taken by a write further up this thread's stack (a sink that dispatches), or
-            // the thread is ending: that call makes its own.
-            let mut slot = slot.try_borrow_mut().ok()?;
-            let record = match &mut *slot {
+        // Taken by a write further up this thread's stack (a sink that dispatches), or the
+        // thread is ending: that call fills a fresh slot.
+        with_reused(&RECORD, |slot| {
+            let record = match slot {
                 Some(record) => {
                     record.refill(ctx, r);
                     record
@@ -235,12 +235,8 @@ impl AuditLog {
             if record.held_bytes() > MAX_HELD_BYTES {
                 *slot = None;
             }
-            Some(result)
-        });
-        match reused {
-            Ok(Some(result)) => result,
-            _ => self.write_record(&mut AuditRecord::new(ctx, r)),
-        }
+            result
+        })
     }
 
     /// Redacts `record` and hands it to every sink.

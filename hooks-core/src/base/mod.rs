@@ -1,7 +1,9 @@
-//! The bottom of the module graph: futures that may be ready at once, caught panics, timers and
+//! The bottom of the module graph: futures that may be ready at once, per-thread reused values,
+//! caught panics, timers and
 //! deadlines, RFC 3339 timestamps, one stable sort. Nothing here imports the rest of the crate.
 
 pub(crate) mod future;
+pub(crate) mod local;
 pub(crate) mod panic;
 pub(crate) mod sort;
 pub(crate) mod time;

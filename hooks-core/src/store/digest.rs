@@ -8,6 +8,8 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::base::local::with_reused;
+
 /// The SHA-256 of a `tool_use` input's JSON text, as serde_json writes it (compact, keys in the
 /// order the model sent them: `preserve_order`). Two calls with one id and equal digests are the
 /// same call; a retry of the same message has the same digest.
@@ -160,24 +162,14 @@ thread_local! {
 /// stack holds it, or when the buffer is already gone: a call dropped by another thread-local's
 /// destructor at thread exit); a buffer grown past 64 KiB is given back afterwards.
 fn with_text<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
-    let mut f = Some(f);
-    let reused = TEXT.try_with(|buf| {
-        let mut buf = buf.try_borrow_mut().ok()?;
-        let f = f.take()?;
+    with_reused(&TEXT, |buf| {
         buf.clear();
-        let out = f(&mut buf);
+        let out = f(buf);
         if buf.capacity() > 64 << 10 {
             *buf = Vec::new();
         }
-        Some(out)
-    });
-    match (reused, f) {
-        (Ok(Some(out)), _) => out,
-        // In use further up the stack, or already gone at thread exit: a fresh buffer.
-        (_, Some(f)) => f(&mut Vec::new()),
-        // `f` was taken only where it then ran and answered.
-        (_, None) => unreachable!("the digest's function ran without an answer"),
-    }
+        out
+    })
 }
 
 /// A `Value` serialized exactly as `Value`'s own `Serialize` does, failing past a depth.

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::audit::outcome::Outcome;
+use crate::base::local::with_reused;
 use crate::content::message::{ToolResult, ToolResultContent};
 
 use super::{AnswerStore, CallKey, Claim, InputDigest, Remembered, StoreError, StoreFuture};
@@ -102,28 +103,15 @@ thread_local! {
 /// session dropped by another thread-local's destructor at thread exit). A buffer grown past
 /// 64 KiB by a long key is not kept.
 fn with_text_key<R>(key: CallKey<'_>, f: impl FnOnce(&str) -> R) -> R {
-    let mut f = Some(f);
-    let reused = KEY_TEXT.try_with(|cell| {
-        let mut buf = cell.try_borrow_mut().ok()?;
-        let f = f.take()?;
+    with_reused(&KEY_TEXT, |buf| {
         buf.clear();
-        write_text_key(key, &mut buf);
-        let out = f(&buf);
+        write_text_key(key, buf);
+        let out = f(buf);
         if buf.capacity() > 64 << 10 {
             *buf = String::new();
         }
-        Some(out)
-    });
-    match (reused, f) {
-        (Ok(Some(out)), _) => out,
-        (_, Some(f)) => {
-            let mut own = String::new();
-            write_text_key(key, &mut own);
-            f(&own)
-        }
-        // `f` was taken only where it then ran and answered.
-        (_, None) => unreachable!("the key's function ran without an answer"),
-    }
+        out
+    })
 }
 
 impl Entry {
