@@ -35,7 +35,7 @@ use std::time::Instant;
 
 use toolgate::audit::AuditLog;
 
-use store_side::{ANSWER, Ids, dispatcher};
+use store_side::{ANSWER, Ids, dispatcher, median};
 use toolgate::store::postgres::{PostgresAuditSink, PostgresStore};
 use toolgate::{HookContext, Session};
 
@@ -180,16 +180,6 @@ fn workers(settings: &str, workers: usize, n: usize, round: usize) -> f64 {
     });
     let end = ends.into_iter().max().unwrap_or(start);
     (workers * n) as f64 / end.duration_since(start).as_secs_f64()
-}
-
-fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
 }
 
 fn figure(name: &str, value: f64) {

@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use toolgate::audit::AuditLog;
 
-use store_side::{ANSWER, Ids, dispatcher};
+use store_side::{ANSWER, Ids, dispatcher, median};
 use toolgate::store::sqlite::SqliteStore;
 use toolgate::{HookContext, Session};
 
@@ -105,11 +105,6 @@ fn workers(file: &Path, workers: usize, n: usize, round: usize) -> f64 {
     (workers * n) as f64 / last.duration_since(start).as_secs_f64()
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn main() {
     let bench = std::env::args().any(|a| a == "--bench");
     let (rounds, n, worker_calls) = if bench { (9, 300, 300) } else { (1, 5, 5) };
@@ -133,17 +128,17 @@ fn main() {
         f.push(fl);
         c.push(call);
     }
-    println!("insert_floor_us {:.1}", median(f));
-    println!("call_us {:.1}", median(c));
-    println!("call_over_insert_floor {:.2}", median(ratio));
-    println!("call_audit_us {:.1}", median(a));
+    println!("insert_floor_us {:.1}", median(&f));
+    println!("call_us {:.1}", median(&c));
+    println!("call_over_insert_floor {:.2}", median(&ratio));
+    println!("call_audit_us {:.1}", median(&a));
     let mut per_s = [vec![], vec![], vec![]];
     for round in 0..rounds.min(5) {
         for (k, w) in [1, 2, 4].into_iter().enumerate() {
             per_s[k].push(workers(&dir.join("workers.sqlite"), w, worker_calls, round));
         }
     }
-    let [one, two, four] = per_s.map(median);
+    let [one, two, four] = per_s.map(|v| median(&v));
     println!("calls_per_s_1 {one:.0}");
     println!("calls_per_s_2 {two:.0}");
     println!("calls_per_s_4 {four:.0}");

@@ -1,4 +1,4 @@
-//! What the store benches (`postgres.rs`, `sqlite.rs`) share: one read tool that answers with a
+//! What the store benches (`postgres.rs`, `sqlite.rs`) share: the median of a round, one read tool that answers with a
 //! line of text, its dispatcher, and fresh `tool_use` ids (a repeated id would be a replay).
 
 use serde_json::json;
@@ -52,5 +52,16 @@ impl Ids {
             "lookup",
             json!({"order_id": "o_1001"}),
         )
+    }
+}
+
+/// The median of `xs` (the mean of the middle two for an even count; NaN for none).
+pub(crate) fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
