@@ -1,5 +1,6 @@
-//! What the store benches (`postgres.rs`, `sqlite.rs`) share: the median of a round, one read tool that answers with a
-//! line of text, its dispatcher, and fresh `tool_use` ids (a repeated id would be a replay).
+//! What the store benches (`postgres.rs`, `sqlite.rs`) share: one read tool that answers with a
+//! line of text, its dispatcher, fresh `tool_use` ids (a repeated id would be a replay), and the
+//! median of the rounds.
 
 use serde_json::json;
 use toolgate::audit::AuditLog;
