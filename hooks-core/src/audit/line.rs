@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::approval::ask::Asked;
 use crate::audit::hook_run::HookRun;
 use crate::audit::record::AuditRecord;
+use crate::base::decimal::decimal;
 use crate::base::time::{Rfc3339, SecondText};
 
 impl AuditRecord {
@@ -188,18 +189,8 @@ fn write_value(out: &mut Vec<u8>, value: &Value) {
 }
 
 /// `n` in decimal.
-fn write_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut buf = [0u8; 20];
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&buf[at..]);
+fn write_u64(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(decimal(n, &mut [0; 20]));
 }
 
 const ONES: u64 = 0x0101_0101_0101_0101;

@@ -2,6 +2,7 @@
 //! caught panics, timers and
 //! deadlines, RFC 3339 timestamps, one stable sort. Nothing here imports the rest of the crate.
 
+pub(crate) mod decimal;
 pub(crate) mod future;
 pub(crate) mod local;
 pub(crate) mod panic;

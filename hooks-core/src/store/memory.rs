@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::audit::outcome::Outcome;
+use crate::base::decimal::decimal;
 use crate::base::local::with_reused;
 use crate::content::message::{ToolResult, ToolResultContent};
 
@@ -77,16 +78,9 @@ fn key_bytes(key: CallKey<'_>) -> usize {
 fn write_text_key(key: CallKey<'_>, out: &mut String) {
     out.reserve(key_bytes(key) + 21);
     // The length in decimal digits, without the formatting machinery (this runs twice a call).
-    let (mut digits, mut n, mut at) = ([0u8; 20], key.session_id.len(), 20);
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+    let mut digits = [0; 20];
+    let digits = decimal(key.session_id.len() as u64, &mut digits);
+    out.extend(digits.iter().map(|&d| char::from(d)));
     out.push(':');
     out.push_str(key.session_id);
     out.push_str(key.tool_use_id);
