@@ -545,3 +545,27 @@ fn tokens(h: &mut String, f: &Figures) {
     }
     end_table(h, t);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::wait_text;
+
+    #[test]
+    fn a_wait_is_written_in_its_largest_two_units() {
+        let cases = [
+            (0, "0 ms"),
+            (850_000, "850 ms"),
+            (999_999, "999 ms"),
+            (1_000_000, "1 s"),
+            (42_000_000, "42 s"),
+            (59_999_999, "59 s"),
+            (60_000_000, "1 min 0 s"),
+            (200_000_000, "3 min 20 s"),
+            (3_600_000_000, "1 h 0 min"),
+            (7_500_000_000, "2 h 5 min"),
+        ];
+        for (us, text) in cases {
+            assert_eq!(wait_text(us), text, "{us} µs");
+        }
+    }
+}
