@@ -157,15 +157,8 @@ pub(crate) fn resume(args: &ResumeArgs, out: &mut dyn Write, err: &mut dyn Write
         );
         return EXIT_BAD_INPUT;
     };
-    let state = match State::open(&args.store, &args.out_dir) {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            return EXIT_FAILED;
-        }
-    };
-    let audit = match state.audit_log(&args.out_dir) {
-        Ok(log) => log,
+    let (state, audit) = match State::open_with_audit(&args.store, &args.out_dir) {
+        Ok(opened) => opened,
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
             return EXIT_FAILED;

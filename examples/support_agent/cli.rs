@@ -755,15 +755,8 @@ fn replay(
             return EXIT_BAD_INPUT;
         }
     };
-    let state = match State::open(&store, &out_dir) {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            return EXIT_FAILED;
-        }
-    };
-    let audit = match state.audit_log(&out_dir) {
-        Ok(log) => log,
+    let (state, audit) = match State::open_with_audit(&store, &out_dir) {
+        Ok(opened) => opened,
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
             return EXIT_FAILED;

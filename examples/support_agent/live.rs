@@ -207,15 +207,8 @@ pub(crate) fn run_with(
         );
         return EXIT_BAD_INPUT;
     };
-    let state = match State::open(&args.store, &args.out_dir) {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            return EXIT_FAILED;
-        }
-    };
-    let audit = match state.audit_log(&args.out_dir) {
-        Ok(log) => log,
+    let (state, audit) = match State::open_with_audit(&args.store, &args.out_dir) {
+        Ok(opened) => opened,
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
             return EXIT_FAILED;

@@ -109,6 +109,20 @@ impl State {
         }
     }
 
+    /// [`open`](Self::open), then its [`audit_log`](Self::audit_log): what every command that
+    /// runs calls needs.
+    ///
+    /// # Errors
+    /// The sentence to print, from either step.
+    pub(crate) fn open_with_audit(
+        kind: &StoreKind,
+        out_dir: &Path,
+    ) -> Result<(State, AuditLog), String> {
+        let state = State::open(kind, out_dir)?;
+        let audit = state.audit_log(out_dir)?;
+        Ok((state, audit))
+    }
+
     /// The audit log the run writes: the JSONL files of `out_dir`, or the database's chains.
     ///
     /// # Errors
