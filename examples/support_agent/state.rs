@@ -79,19 +79,15 @@ impl State {
     /// The sentence to print: the folder or the file could not be opened, or was written by a
     /// newer toolgate.
     pub(crate) fn open(kind: &StoreKind, out_dir: &Path) -> Result<State, String> {
-        // Said before anything is opened, as the audit log would say it.
-        if out_dir.exists() && !out_dir.is_dir() {
-            let role = match kind {
-                StoreKind::Postgres(_) => "the folder of paused turns",
-                _ => "the audit folder",
-            };
-            return Err(format!(
-                "--out-dir: cannot use `{}` as {role}: it exists and is not a folder",
-                out_dir.display()
-            ));
-        }
         match kind {
             StoreKind::Memory => Ok(State::Memory),
+            // The folder holds only the paused turns' files: said before the database is
+            // reached, in the audit log's words.
+            StoreKind::Postgres(_) if out_dir.exists() && !out_dir.is_dir() => Err(format!(
+                "--out-dir: cannot use `{}` as the folder of paused turns: it exists and is not \
+                 a folder",
+                out_dir.display()
+            )),
             StoreKind::Postgres(url) => open_postgres(url),
             StoreKind::Sqlite => {
                 std::fs::create_dir_all(out_dir)
@@ -109,8 +105,9 @@ impl State {
         }
     }
 
-    /// [`open`](Self::open), then its [`audit_log`](Self::audit_log): what every command that
-    /// runs calls needs.
+    /// [`open`](Self::open) and its [`audit_log`](Self::audit_log): what every command that
+    /// runs calls needs. With the audit files in `out_dir`, the audit log is opened first, so
+    /// a folder it cannot use is named in its words before a state file is made there.
     ///
     /// # Errors
     /// The sentence to print, from either step.
@@ -118,9 +115,13 @@ impl State {
         kind: &StoreKind,
         out_dir: &Path,
     ) -> Result<(State, AuditLog), String> {
-        let state = State::open(kind, out_dir)?;
-        let audit = state.audit_log(out_dir)?;
-        Ok((state, audit))
+        if let StoreKind::Postgres(_) = kind {
+            let state = State::open(kind, out_dir)?;
+            let audit = state.audit_log(out_dir)?;
+            return Ok((state, audit));
+        }
+        let audit = AuditLog::open(out_dir).map_err(|e| format!("--out-dir: {e}"))?;
+        Ok((State::open(kind, out_dir)?, audit))
     }
 
     /// The audit log the run writes: the JSONL files of `out_dir`, or the database's chains.

@@ -288,4 +288,31 @@ fn a_database_url_that_is_not_one_or_cannot_be_reached_says_so() {
         !err.contains("hidden-pw"),
         "the password is not printed: {err}"
     );
+    // An --out-dir that is a file (the paused turns' folder) is named before the database is
+    // reached: nothing is made in it.
+    std::fs::create_dir_all(dir.path()).unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let db = server::database();
+    let url = server::server().url(&db.name, "pw");
+    let (code, out, err) = agent(&[
+        "--out-dir".as_ref(),
+        file.as_os_str(),
+        "--database-url".as_ref(),
+        url.as_ref(),
+    ]);
+    assert_eq!(
+        (code, out, err),
+        (
+            1,
+            String::new(),
+            format!(
+                "error: --out-dir: cannot use `{}` as the folder of paused turns: it exists and \
+                 is not a folder\n",
+                file.display()
+            )
+        )
+    );
+    let tables = "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'toolgate%'";
+    assert_eq!(Sql::connect(&db.settings).int(tables), 0);
 }
