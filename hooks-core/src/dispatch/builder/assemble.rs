@@ -19,9 +19,6 @@ use crate::provider::anthropic::entry as anthropic_entry;
 use crate::schema::check::FieldCheck;
 use crate::schema::unwrap_doc;
 
-/// Step 12, once every check passed: hooks in run order (the audit log last), tools sorted by
-/// name with their chains and observers resolved, the definitions rendered; default settings,
-/// which `build()` replaces with the builder's.
 /// A kept tool as the dispatcher holds it (its chain and observers by index, its unknown-field
 /// check, its description unwrapped), and its Anthropic `tools` entry.
 fn tool_entry(c: Candidate, pre: &[PreHookDef], post: &[PostHookDef]) -> (ToolEntry, Value) {
@@ -49,6 +46,9 @@ fn tool_entry(c: Candidate, pre: &[PreHookDef], post: &[PostHookDef]) -> (ToolEn
     (tool, definition)
 }
 
+/// Step 12, once every check passed: hooks in run order (the audit log last), tools sorted by
+/// name with their chains and observers resolved, the definitions rendered; default settings,
+/// which `build()` replaces with the builder's.
 pub(super) fn assemble(
     mut candidates: Vec<Candidate>,
     mut pre: Vec<PreHookDef>,
