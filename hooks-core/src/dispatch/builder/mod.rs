@@ -1,5 +1,17 @@
 //! [`DispatcherBuilder`]: where a dispatcher's tools and hooks come from, which it keeps, and
 //! the checks that run once at start-up ([`BuildError`] lists every problem at once).
+//!
+//! [`DispatcherBuilder::build`] runs twelve steps in order, each one pushing what it finds to one
+//! collector, so the error lists every problem; the dispatcher is assembled only when none was
+//! found.
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `mod.rs` | the builder, its settings and setters, `build()` (the steps in order), the settings resolved into the dispatcher's |
+//! | `sources.rs` | steps 1 to 3: the items the sources select and the hand-built ones, the candidate tools (from definitions and wrapped callers), the tool filters |
+//! | `checks.rs` | steps 4 to 11: each kept tool's schema, name, description and input examples (those checked as calls by `dispatch/examples.rs`), duplicate names, strict mode; the hooks' matchers, typed inputs, which hooks are kept, their states; guarded writes |
+//! | `assemble.rs` | step 12: the dispatcher's tables (tools, chains, observers, definitions) |
+//! | `problems.rs` | [`BuildProblem`], [`BuildError`], the collector |
 
 mod assemble;
 mod checks;
