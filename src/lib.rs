@@ -805,7 +805,19 @@
 //! | `sqlite` | `toolgate::store::sqlite::SqliteStore`: the answer memory and the paused turns in one SQLite file that sessions and processes share, each committed write surviving a crash (rusqlite, SQLite compiled in) |
 #![forbid(unsafe_code)]
 
-pub use toolgate_core::*;
+// The public names, one by one: a glob would also re-export what toolgate-core hides from its
+// docs (its `macro_support` module), which generated code reaches through `__private` alone.
+#[cfg(feature = "claude-code")]
+pub use toolgate_core::claude_code;
+#[cfg(feature = "mcp")]
+pub use toolgate_core::mcp;
+#[cfg(feature = "tower")]
+pub use toolgate_core::tower;
+pub use toolgate_core::{
+    BuildError, CallError, Decision, Dispatcher, Halt, HookContext, Message, Reply, RespondError,
+    Session, State, ToolError, ToolResult, ToolUse, approval, audit, block_on, content, dispatch,
+    provider, store,
+};
 pub use toolgate_macros::{post_hook, pre_hook, stop_hook, tool};
 
 /// Not public API: what the macros' generated code reaches. Free to change in any release.
@@ -815,7 +827,16 @@ pub mod __private {
     pub use schemars;
     pub use serde;
     pub use serde_json;
-    pub use toolgate_core::macro_support::*;
+    // Listed one by one like the root's names, and not inlined: an inlined support trait would
+    // show its impls on `Decision`, `HookContext`, `State` and `ToolError` in the public docs.
+    #[doc(no_inline)]
+    pub use toolgate_core::macro_support::{
+        BoxFuture, Boxable, BoxableKind, DisplayKind, Displayed, Env, ErrorOf, HasSchema, Inject,
+        IntoDecision, IntoObserved, IntoTypedDecision, Listed, ListedError, ListedKind, NoSchema,
+        NotATool, OkOfPlain, OkOfResult, OutputProbe, Registration, RegistrationKind, Returned,
+        SplitPlain, SplitResult, StateKey, ToolFunction, ToolRef, ToolResultContent, TypeProbe,
+        assert_input, output_content, output_text, with_output_schema,
+    };
     pub use toolgate_core::{
         Decision, ToolError, ToolUse,
         audit::{CallRecord, SessionSummary},
