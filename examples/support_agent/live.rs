@@ -51,11 +51,9 @@ use toolgate::{
 use super::agent::{Agent, Specialist};
 use super::cli::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use super::http::{ApiKey, Client};
+use super::ledger::SHARED_WORLD;
 use super::output::{self, flatten};
 use super::state::{State, StoreKind};
-
-/// The ledger book of live conversations (every live run in one --out-dir shares it).
-const LIVE_BOOK: &str = "live";
 
 /// The model asked when `--model` is not given.
 pub(crate) const DEFAULT_MODEL: &str = "claude-sonnet-5";
@@ -100,7 +98,8 @@ pub(crate) struct LiveArgs {
     /// `--by`: who answers the approval questions at the terminal (default `operator`); it goes
     /// on the audit line as `approved_by` / `denied_by`.
     pub(crate) by: String,
-    /// `--store`: where the answer memory, paused turns and the ledger (book `live`) are kept.
+    /// `--store`: where the answer memory, paused turns and the ledger (its shared world) are
+    /// kept.
     pub(crate) store: StoreKind,
 }
 
@@ -214,7 +213,19 @@ pub(crate) fn run_with(
             return EXIT_FAILED;
         }
     };
-    let agent = match Agent::build_on(args.specialist, Some(&audit), state.ledger(LIVE_BOOK)) {
+    let session_id = args.session_id.clone().unwrap_or_else(|| {
+        let ms = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        format!("live-{ms}")
+    });
+    // A live conversation is in the shared world: its customer's refunds add up with every other
+    // conversation's on this store.
+    if let Err(e) = state.books().enter(&session_id, SHARED_WORLD) {
+        let _ = writeln!(err, "error: {e}");
+        return EXIT_FAILED;
+    }
+    let agent = match Agent::build_on(args.specialist, Some(&audit), state.ledger(SHARED_WORLD)) {
         Ok(agent) => agent,
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
@@ -233,12 +244,6 @@ pub(crate) fn run_with(
             return EXIT_FAILED;
         }
     };
-    let session_id = args.session_id.clone().unwrap_or_else(|| {
-        let ms = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis());
-        format!("live-{ms}")
-    });
     let mut context = HookContext::builder(args.user.clone(), session_id.clone()).tier(&args.tier);
     if let Some((_, now)) = &args.now {
         context = context.clock(Clock::fixed(*now));
@@ -284,7 +289,10 @@ pub(crate) fn run_with(
             }
         }
         let summary = session.end();
-        output::write_refunds(out, &toolgate::block_on(agent.ledger.refunds()))?;
+        output::write_refunds(
+            out,
+            &toolgate::block_on(agent.ledger.refunds_of(&args.user)),
+        )?;
         writeln!(out, "   summary: {}", output::summary_line(&summary))?;
         if let Err(e) = state.finish() {
             writeln!(out, "   ! the audit lines could not all be stored: {e}")?;

@@ -17,4 +17,7 @@ mod fleet;
 mod server;
 mod stores;
 mod support_agent;
+// Conversations of one customer on one store, shared with the SQLite tests.
+#[path = "../support_agent_ledger/mod.rs"]
+mod support_agent_ledger;
 mod worker;
