@@ -802,6 +802,7 @@
 //! | `gemini` | Gemini's calls in and results out (`provider::gemini::{tool_use, function_response}`), `Session::respond_gemini_candidate` |
 //! | `mcp` | `toolgate::mcp`: a dispatcher as an MCP server over stdio (rmcp), and a guard in front of a remote MCP server |
 //! | `mcp-http` | `mcp` over streamable HTTP: `McpServer::streamable_http_service` (a tower service for hyper or axum), `McpCaller::http_request`, `McpGuard::streamable_http` (reqwest, rustls on ring) |
+//! | `inbox` | `toolgate::approval::inbox`: the approval inbox over the paused-turn stores: waiting calls listed and filtered, a person's decision recorded once and atomically under a policy (who may approve, edit or decline; never the requester; two people where a tool needs them), ready turns resumed once across a fleet, every attempt an audit line |
 //! | `sqlite` | `toolgate::store::sqlite::SqliteStore`: the answer memory and the paused turns in one SQLite file that sessions and processes share, each committed write surviving a crash (rusqlite, SQLite compiled in) |
 #![forbid(unsafe_code)]
 

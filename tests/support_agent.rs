@@ -2385,6 +2385,7 @@ fn paused_08_pending() -> Value {
         "turn_id": "toolu_01Mp7sDbUq1V8fZx3gCi7PwE",
         "session_id": "sess_paused_08", "user_id": "u_001",
         "fingerprint": fingerprint, "created_at": "2026-12-01T14:00:00Z",
+        "pending_ttl_ms": 86_400_000,
         "blocks": [
             {"state": "answered", "result": {
                 "type": "tool_result", "tool_use_id": "toolu_01Mp7sDbUq1V8fZx3gCi7PwE",

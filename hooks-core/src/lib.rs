@@ -66,6 +66,7 @@
 //! | `pipeline/` | one call: normalize, look up, validate, the PreToolUse chain, approval, the tool, the observers; the order of a message's blocks |
 //! | `session/` | a conversation: calls through the answer memory, whole turns of every API, resuming a paused turn, the Stop hooks |
 //! | `approval/` | a person's approval: asks, decisions, the approver, paused turns |
+//! | `inbox/` | the approval inbox (feature `inbox`, public as `approval::inbox`): waiting calls listed, people's decisions recorded atomically under a policy, ready turns resumed once |
 //! | `store/` | the answer memory: the trait, the in-memory store, the input digest, the SQLite store (feature `sqlite`) |
 //! | `audit/` | what a call and a session came to (records, outcomes, hook runs), the audit log, its sinks, redaction, the hash chain, what-if replays |
 //! | `schema/` | canonical schemas, start-up schema checks, the walk that explains an invalid input |
@@ -83,6 +84,11 @@ pub mod content;
 pub mod dispatch;
 mod error;
 mod hook;
+// Public as `approval::inbox` (the facade re-exports `approval` whole, so the feature reaches
+// `toolgate::approval::inbox` with no facade feature in between).
+#[cfg(feature = "inbox")]
+#[doc(hidden)]
+pub mod inbox;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod pipeline;

@@ -22,6 +22,7 @@ mod effects;
 mod errors;
 mod hook_runs;
 mod ids;
+mod inbox;
 mod invalid_input;
 mod limits;
 mod observers;

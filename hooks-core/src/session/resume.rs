@@ -102,31 +102,14 @@ impl Session {
             None => Resolution::Unapproved,
         };
         let content = self.resume_blocks(&pending.blocks, &resolution).await?;
-        let message = Message::user(content);
-        Ok(match pending.turn_format {
-            TurnFormat::AnthropicMessages => Resumed::Message(message),
-            format => {
-                let results: Vec<ToolResult> = message
-                    .content
-                    .into_iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::ToolResult(r) => Some(r),
-                        _ => None,
-                    })
-                    .collect();
-                let calls: Vec<Option<&Value>> =
-                    pending.blocks.iter().map(PendingBlock::call).collect();
-                // Checked before anything ran: this build gives this format's answers.
-                Resumed::Items(answer_items(format, &calls, &results).unwrap_or_default())
-            }
-        })
+        Ok(resumed_answer(pending, content))
     }
 
     /// The blocks of a pending turn in order: an answered one keeps its answer, a waiting one is
     /// ended by `resolution` (consecutive waiting reads together, as `respond` runs them). A
     /// halt answers every block ([`halted_at_resume`](Self::halted_at_resume)); a refusal of
     /// the answer memory stops there.
-    async fn resume_blocks<'r>(
+    pub(super) async fn resume_blocks<'r>(
         &self,
         blocks: &[PendingBlock],
         resolution: &(impl Fn(&AwaitingCall) -> Resolution<'r> + Sync),
@@ -305,7 +288,7 @@ impl Session {
     }
 
     /// The refusals found before anything runs (see [`resume`](Self::resume)).
-    fn check_pending(
+    pub(super) fn check_pending(
         &self,
         pending: &PendingTurn,
         decisions: &Decisions,
@@ -420,6 +403,28 @@ impl Session {
                 self.not_run_all(&[&call], texts::NOT_RUN_AFTER_HALT).await;
                 ToolResult::error(&a.tool_use_id, texts::not_run(texts::NOT_RUN_AFTER_HALT))
             }
+        }
+    }
+}
+
+/// A resumed turn's answer in its API's shape, from the answers of its blocks in order.
+pub(super) fn resumed_answer(pending: &PendingTurn, content: Vec<ContentBlock>) -> Resumed {
+    let message = Message::user(content);
+    match pending.turn_format {
+        TurnFormat::AnthropicMessages => Resumed::Message(message),
+        format => {
+            let results: Vec<ToolResult> = message
+                .content
+                .into_iter()
+                .filter_map(|b| match b {
+                    ContentBlock::ToolResult(r) => Some(r),
+                    _ => None,
+                })
+                .collect();
+            let calls: Vec<Option<&Value>> =
+                pending.blocks.iter().map(PendingBlock::call).collect();
+            // Checked before anything ran: this build gives this format's answers.
+            Resumed::Items(answer_items(format, &calls, &results).unwrap_or_default())
         }
     }
 }
