@@ -479,7 +479,7 @@ impl Recorded {
 
 /// An answer as a store keeps it under an idempotency key: the JSON of a [`Decided`], or of a
 /// [`Refusal`] (`{"refused": …}`).
-#[allow(dead_code)] // The database stores' keys (their own commits).
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 pub(crate) fn answer_json(answer: &Result<Decided, Refusal>) -> String {
     match answer {
         Ok(d) => serde_json::to_string(d),
@@ -489,7 +489,7 @@ pub(crate) fn answer_json(answer: &Result<Decided, Refusal>) -> String {
 }
 
 /// An answer read back from [`answer_json`]'s text.
-#[allow(dead_code)] // The database stores' keys (their own commits).
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 pub(crate) fn answer_of(text: &str) -> Result<Result<Decided, Refusal>, String> {
     let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
     if value.get("refused").is_some() {
