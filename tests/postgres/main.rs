@@ -14,6 +14,7 @@ mod support;
 mod agent;
 mod audit;
 mod fleet;
+mod inbox;
 mod server;
 mod stores;
 mod support_agent;

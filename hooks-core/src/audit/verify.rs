@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::audit::chain::{Hash, hash, hex_string, parse_hex, rotated_files};
-use crate::audit::{AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE};
+use crate::audit::{AUDIT_LOG_FILE, DECISIONS_FILE, SESSION_SUMMARIES_FILE};
 
 /// What [`verify_audit_dir`] found: one [`ChainVerification`] per file name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,12 +20,15 @@ pub struct AuditVerification {
     pub calls: ChainVerification,
     /// `session_summaries.jsonl` and its rotated files.
     pub sessions: ChainVerification,
+    /// `decisions.jsonl` (the approval inbox's decisions, feature `inbox`) and its rotated
+    /// files: an empty chain in a folder that has none.
+    pub decisions: ChainVerification,
 }
 
 impl AuditVerification {
-    /// Whether both chains verify.
+    /// Whether every chain verifies.
     pub fn is_ok(&self) -> bool {
-        self.calls.status.is_ok() && self.sessions.status.is_ok()
+        self.calls.status.is_ok() && self.sessions.status.is_ok() && self.decisions.status.is_ok()
     }
 }
 
@@ -167,10 +170,11 @@ impl fmt::Display for ChainBreak {
     }
 }
 
-/// Verifies the audit folder `dir`: `audit_log.jsonl` and `session_summaries.jsonl`, each with its
-/// rotated files (`audit_log.1.jsonl`, `audit_log.2.jsonl`, …, oldest first), as one chain per name
-/// that starts from [`CHAIN_START`](crate::audit::CHAIN_START). A name with no file at all is an
-/// empty chain (`ok`, 0 lines).
+/// Verifies the audit folder `dir`: `audit_log.jsonl`, `session_summaries.jsonl` and
+/// `decisions.jsonl` (the approval inbox's), each with its rotated files (`audit_log.1.jsonl`,
+/// `audit_log.2.jsonl`, …, oldest first), as one chain per name that starts from
+/// [`CHAIN_START`](crate::audit::CHAIN_START). A name with no file at all is an empty chain
+/// (`ok`, 0 lines).
 ///
 /// The rule checked is written in the [audit module](crate::audit::AuditLog#the-hash-chain). Each
 /// file is read once, line by line (a second time where a chain breaks, to say how).
@@ -203,6 +207,7 @@ pub fn verify_audit_dir_with_progress(
     Ok(AuditVerification {
         calls: verify_name(dir, AUDIT_LOG_FILE, progress)?,
         sessions: verify_name(dir, SESSION_SUMMARIES_FILE, progress)?,
+        decisions: verify_name(dir, DECISIONS_FILE, progress)?,
     })
 }
 

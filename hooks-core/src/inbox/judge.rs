@@ -42,6 +42,71 @@ pub(crate) struct CallRow {
     pub(crate) reason: Option<String>,
 }
 
+/// A call's columns as a database store reads them, in [`CallRow`]'s order, before their
+/// JSON is read.
+pub(crate) struct RawCall {
+    pub(crate) seq: i64,
+    pub(crate) session_id: String,
+    pub(crate) turn_id: String,
+    pub(crate) tool_use_id: String,
+    pub(crate) position: i64,
+    pub(crate) tool: String,
+    pub(crate) asked_by: String,
+    pub(crate) user_id: String,
+    pub(crate) fingerprint: String,
+    pub(crate) created_at: i64,
+    pub(crate) expires_at: i64,
+    pub(crate) state: String,
+    pub(crate) digest: String,
+    pub(crate) summary: String,
+    pub(crate) input: String,
+    pub(crate) edit: Option<String>,
+    pub(crate) approvals: String,
+    pub(crate) decided: Option<String>,
+    pub(crate) reason: Option<String>,
+}
+
+impl RawCall {
+    /// The row, its JSON columns read.
+    ///
+    /// # Errors
+    /// The sentence saying which column does not read.
+    pub(crate) fn into_call(self) -> Result<CallRow, String> {
+        let bad = |what: &str, e: &dyn std::fmt::Display| {
+            format!("call {:?}: its {what} does not read: {e}", self.tool_use_id)
+        };
+        let state = CallState::parse(&self.state)
+            .ok_or_else(|| bad("state", &format_args!("{:?}", self.state)))?;
+        let asked_by = serde_json::from_str(&self.asked_by).map_err(|e| bad("asked_by", &e))?;
+        let approvals = serde_json::from_str(&self.approvals).map_err(|e| bad("approvals", &e))?;
+        let decided = match &self.decided {
+            Some(text) => Some(serde_json::from_str(text).map_err(|e| bad("decided", &e))?),
+            None => None,
+        };
+        Ok(CallRow {
+            seq: u64::try_from(self.seq).unwrap_or_default(),
+            session_id: self.session_id,
+            turn_id: self.turn_id,
+            tool_use_id: self.tool_use_id,
+            position: u32::try_from(self.position).unwrap_or_default(),
+            tool: self.tool,
+            asked_by,
+            user_id: self.user_id,
+            fingerprint: self.fingerprint,
+            created_at: self.created_at,
+            expires_at: self.expires_at,
+            state,
+            digest: self.digest,
+            summary: self.summary,
+            input: self.input,
+            edit: self.edit,
+            approvals,
+            decided,
+            reason: self.reason,
+        })
+    }
+}
+
 /// The turn-level members of a call's row.
 pub(crate) struct TurnOf<'a> {
     pub(crate) session_id: &'a str,
@@ -165,7 +230,8 @@ impl CallRow {
         None
     }
 
-    /// Applies `attempt` at `now` (the store's clock), or says why not ([`refusal`](Self::refusal)):
+    /// Applies `attempt` at `now` (the store's clock), or says why not
+    /// ([`refusal`](Self::refusal)):
     /// a decline ends the call; an approval is added to the approvals and ends it once there
     /// are `approvals_needed` of them (`edited` when an edit came before); an edit replaces the
     /// input (its digest and summary with it), counts as its editor's only approval, and ends

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use crate::audit::verify::AuditVerification;
-use crate::audit::{AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE};
+use crate::audit::{AUDIT_LOG_FILE, DECISIONS_FILE, SESSION_SUMMARIES_FILE};
 
 /// What a chain check found, as lines of text: `audit_log.jsonl (3 files): ok, 15 lines, last
 /// hash 3f…` or `audit_log.jsonl: broken: …` naming the first line at fault.
@@ -26,10 +26,16 @@ impl ChainSummary {
     /// The lines of a folder's check ([`verify_audit_dir`](crate::audit::verify_audit_dir)).
     pub fn of(verified: &AuditVerification) -> ChainSummary {
         let mut lines = Vec::new();
+        // The decisions' chain is shown where the folder has one (an inbox wrote to it).
+        let decisions =
+            (!verified.decisions.files.is_empty()).then_some((DECISIONS_FILE, &verified.decisions));
         for (name, chain) in [
             (AUDIT_LOG_FILE, &verified.calls),
             (SESSION_SUMMARIES_FILE, &verified.sessions),
-        ] {
+        ]
+        .into_iter()
+        .chain(decisions)
+        {
             let files = match chain.files.len() {
                 0 | 1 => String::new(),
                 n => format!(" ({n} files)"),

@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::approval::decisions::Decisions;
 use crate::approval::pending::PendingTurn;
 use crate::inbox::decide::{answer_json, answer_of};
-use crate::inbox::judge::CallRow;
+use crate::inbox::judge::{CallRow, RawCall};
 use crate::inbox::{
     Attempt, CallState, InboxStore, InboxTurn, Order, Page, PublishedTools, Query, ReadyTurn,
     Recorded, Refusal, TurnState, from_ms,
@@ -98,8 +98,8 @@ fn columns(with_input: bool) -> String {
 }
 
 /// A call's row as the columns read it.
-fn call_row(row: &Row<'_>) -> rusqlite::Result<Raw> {
-    Ok(Raw {
+fn call_row(row: &Row<'_>) -> rusqlite::Result<RawCall> {
+    Ok(RawCall {
         seq: row.get(0)?,
         session_id: row.get(1)?,
         turn_id: row.get(2)?,
@@ -120,69 +120,6 @@ fn call_row(row: &Row<'_>) -> rusqlite::Result<Raw> {
         decided: row.get(17)?,
         reason: row.get(18)?,
     })
-}
-
-/// A call's columns as read, before their JSON is.
-struct Raw {
-    seq: i64,
-    session_id: String,
-    turn_id: String,
-    tool_use_id: String,
-    position: i64,
-    tool: String,
-    asked_by: String,
-    user_id: String,
-    fingerprint: String,
-    created_at: i64,
-    expires_at: i64,
-    state: String,
-    digest: String,
-    summary: String,
-    input: String,
-    edit: Option<String>,
-    approvals: String,
-    decided: Option<String>,
-    reason: Option<String>,
-}
-
-impl Raw {
-    fn into_call(self) -> Result<CallRow, Failure> {
-        let bad = |what: &str, e: &dyn std::fmt::Display| {
-            Failure::Data(format!(
-                "call {:?}: its {what} does not read: {e}",
-                self.tool_use_id
-            ))
-        };
-        let state = CallState::parse(&self.state)
-            .ok_or_else(|| bad("state", &format_args!("{:?}", self.state)))?;
-        let asked_by = serde_json::from_str(&self.asked_by).map_err(|e| bad("asked_by", &e))?;
-        let approvals = serde_json::from_str(&self.approvals).map_err(|e| bad("approvals", &e))?;
-        let decided = match &self.decided {
-            Some(text) => Some(serde_json::from_str(text).map_err(|e| bad("decided", &e))?),
-            None => None,
-        };
-        Ok(CallRow {
-            seq: u64::try_from(self.seq).unwrap_or_default(),
-            session_id: self.session_id,
-            turn_id: self.turn_id,
-            tool_use_id: self.tool_use_id,
-            position: u32::try_from(self.position).unwrap_or_default(),
-            tool: self.tool,
-            asked_by,
-            user_id: self.user_id,
-            fingerprint: self.fingerprint,
-            created_at: self.created_at,
-            expires_at: self.expires_at,
-            state,
-            digest: self.digest,
-            summary: self.summary,
-            input: self.input,
-            edit: self.edit,
-            approvals,
-            decided,
-            reason: self.reason,
-        })
-    }
 }
 
 /// A pending turn's state as the inbox shows it.
@@ -277,10 +214,10 @@ fn list(c: &mut Connection, query: &Query) -> Result<Page, Failure> {
     let mut statement = c.prepare(&sql)?;
     let raws = statement
         .query_map(rusqlite::params_from_iter(args), call_row)?
-        .collect::<Result<Vec<Raw>, _>>()?;
+        .collect::<Result<Vec<RawCall>, _>>()?;
     let mut calls = Vec::with_capacity(raws.len());
     for raw in raws {
-        calls.push(raw.into_call()?.view(now));
+        calls.push(raw.into_call().map_err(Failure::Data)?.view(now));
     }
     Ok(Page::of(calls, query))
 }
@@ -295,8 +232,10 @@ fn calls_of(c: &Connection, session_id: &str, turn_id: &str) -> Result<Vec<CallR
     let mut statement = c.prepare(&sql)?;
     let raws = statement
         .query_map(params![session_id, turn_id], call_row)?
-        .collect::<Result<Vec<Raw>, _>>()?;
-    raws.into_iter().map(Raw::into_call).collect()
+        .collect::<Result<Vec<RawCall>, _>>()?;
+    raws.into_iter()
+        .map(|r| r.into_call().map_err(Failure::Data))
+        .collect()
 }
 
 fn turn(c: &mut Connection, session_id: &str, turn_id: &str) -> Result<Option<InboxTurn>, Failure> {
@@ -382,7 +321,10 @@ fn decide(c: &mut Connection, attempt: &Attempt) -> Result<Recorded, Failure> {
             call_row,
         )
         .optional()?;
-    let Some(mut row) = raw.map(Raw::into_call).transpose()? else {
+    let Some(mut row) = raw
+        .map(|r| r.into_call().map_err(Failure::Data))
+        .transpose()?
+    else {
         let unknown = Refusal::UnknownCall {
             tool_use_id: r.tool_use_id.clone(),
         };
