@@ -218,6 +218,49 @@ fn two_people_deciding_one_call_at_the_same_moment_one_wins_the_other_is_told_wh
 }
 
 #[test]
+fn one_request_sent_twice_at_the_same_moment_decides_once_and_both_get_the_first_answer() {
+    let db = server::database();
+    let store = PostgresStore::connect(&db.settings).unwrap();
+    for round in 0..8 {
+        pause(&db, &store, &format!("sess_twice_{round}"), "toolu_big");
+    }
+    let calls = toolgate::block_on(inbox(&store).list(&Query::waiting()))
+        .unwrap()
+        .calls;
+    // Two tabs of one person's page, each with a store (connections) of its own.
+    let tabs = [
+        inbox(&PostgresStore::connect(&db.settings).unwrap()),
+        inbox(&PostgresStore::connect(&db.settings).unwrap()),
+    ];
+    for call in &calls {
+        let request =
+            request(call, &call.input_digest).idempotency_key(format!("form-{}", call.session_id));
+        let barrier = Barrier::new(2);
+        let answers: Vec<Result<Decided, DecideError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = tabs
+                .iter()
+                .map(|tab| {
+                    let (barrier, request) = (&barrier, request.clone());
+                    s.spawn(move || {
+                        barrier.wait();
+                        toolgate::block_on(tab.decide(&lead("ann"), request))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(answers[0].is_ok(), "{answers:?}");
+        assert_eq!(answers[0], answers[1], "both get the first answer");
+    }
+    let sql = Sql::connect(&db.settings);
+    assert_eq!(
+        sql.int("SELECT count(*) FROM toolgate_audit WHERE chain = 'decisions'"),
+        8,
+        "one decision, one line, per call"
+    );
+}
+
+#[test]
 fn a_decision_one_second_after_the_expiry_is_refused_and_the_call_resumes_as_expired() {
     let db = server::database();
     let sql = Sql::connect(&db.settings);

@@ -164,6 +164,47 @@ fn two_people_deciding_one_call_at_the_same_moment_one_wins_the_other_is_told_wh
 }
 
 #[test]
+fn one_request_sent_twice_at_the_same_moment_decides_once_and_both_get_the_first_answer() {
+    let dir = TempDir::new("sqlite-inbox-twice");
+    let file = file_with_ledger(&dir);
+    let d = refunds(&file);
+    let store = Arc::new(SqliteStore::open(&file).unwrap());
+    for round in 0..8 {
+        pause(&d, &store, &format!("sess_{round}"));
+    }
+    let calls = toolgate::block_on(inbox(store).list(&Query::waiting()))
+        .unwrap()
+        .calls;
+    for call in &calls {
+        let request = DecisionRequest::new(
+            &call.session_id,
+            &call.turn_id,
+            &call.tool_use_id,
+            &call.input_digest,
+            Choice::Approve,
+        )
+        .idempotency_key(format!("form-{}", call.session_id));
+        let barrier = Barrier::new(2);
+        let answers: Vec<Result<Decided, DecideError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..2)
+                .map(|_| {
+                    let (file, barrier, request) = (&file, &barrier, request.clone());
+                    s.spawn(move || {
+                        // Each tab's request reaches the file on a connection of its own.
+                        let tab = inbox(Arc::new(SqliteStore::open(file).unwrap()));
+                        barrier.wait();
+                        toolgate::block_on(tab.decide(&Identity::new("ann"), request))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(answers[0].is_ok(), "{answers:?}");
+        assert_eq!(answers[0], answers[1], "both get the first answer");
+    }
+}
+
+#[test]
 fn eight_workers_racing_for_one_ready_turn_resume_it_once_and_refund_once() {
     let dir = TempDir::new("sqlite-inbox-workers");
     let file = file_with_ledger(&dir);

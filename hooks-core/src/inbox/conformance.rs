@@ -15,6 +15,7 @@
 //! about three seconds in all, to let expiries and leases pass (on the `futures-timer` timer:
 //! no runtime needed, though a store's own futures may need one).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
@@ -29,7 +30,7 @@ use crate::content::message::{ToolResult, ToolUse};
 
 use super::call::{CallState, InboxCall, Mark, TurnState, to_ms};
 use super::decide::{Attempt, Choice, Decided, DecisionRequest, EditedInput, Recorded, Refusal};
-use super::policy::NotAllowed;
+use super::policy::{Action, Identity, NotAllowed, Policy};
 use super::query::Query;
 use super::store::{InboxStore, Integers, PublishedTools, ReadyTurn, ToolSchema};
 
@@ -122,7 +123,7 @@ impl Run {
             _ => None,
         };
         let request = DecisionRequest::new(&self.session, turn_id, id, digest, choice);
-        Attempt::new(request, by, 1, edit, None)
+        Attempt::new(request, &Identity::new(by), Arc::new(anyone()), edit, None)
     }
 
     /// This run's calls `query` lists (filtered by its user).
@@ -139,10 +140,16 @@ fn keyed(mut attempt: Attempt, key: &str) -> Attempt {
     attempt
 }
 
-/// `attempt` on a two-person call.
+/// `attempt` on a two-person call (every tool needs two people).
 fn two_person(mut attempt: Attempt) -> Attempt {
-    attempt.approvals_needed = 2;
+    attempt.policy = Arc::new(anyone().two_person("refund"));
     attempt
+}
+
+/// A policy that lets anyone do anything, their own calls included.
+fn anyone() -> Policy {
+    let all = [Action::Approve, Action::Edit, Action::Decline];
+    Policy::new().allow("*", &all, &["*"]).allow_own_calls()
 }
 
 fn digest_of(input: &Value) -> String {
@@ -398,16 +405,35 @@ async fn decisions(store: &dyn InboxStore) {
         },
         "a decision for an input the call does not have"
     );
-    let mut denied = run.attempt("bob", "toolu_d0", "toolu_d2", &d[1], Choice::Approve);
-    denied.refused = Some(Refusal::NotAllowed(NotAllowed::OwnCall {
-        user_id: run.user.clone(),
-    }));
-    let own = Refusal::NotAllowed(NotAllowed::OwnCall {
-        user_id: run.user.clone(),
+    let mut own = run.attempt(&run.user, "toolu_d0", "toolu_d2", &d[1], Choice::Approve);
+    own.policy = Arc::new(Policy::new().allow("*", &[Action::Approve], &["*"]));
+    assert_eq!(
+        refused(store, &own).await,
+        Refusal::NotAllowed(NotAllowed::OwnCall {
+            user_id: run.user.clone(),
+        }),
+        "the policy, applied by the store: nobody decides their own call"
+    );
+    let mut declined_only = run.attempt("bob", "toolu_d0", "toolu_d2", &d[1], Choice::Approve);
+    declined_only.policy = Arc::new(Policy::new().allow("bob", &[Action::Decline], &["*"]));
+    assert_eq!(
+        refused(store, &declined_only).await,
+        Refusal::NotAllowed(NotAllowed::NoRule {
+            by: "bob".to_owned(),
+            action: Action::Approve,
+            tool: "refund".to_owned(),
+        }),
+        "no rule lets bob approve"
+    );
+    let mut uncheckable = run.attempt("bob", "toolu_d0", "toolu_d2", &d[1], Choice::Approve);
+    uncheckable.refused = Some(Refusal::EditUncheckable {
+        fingerprint: run.fingerprint.clone(),
     });
     assert_eq!(
-        refused(store, &denied).await,
-        own,
+        refused(store, &uncheckable).await,
+        Refusal::EditUncheckable {
+            fingerprint: run.fingerprint.clone()
+        },
         "a refusal found before the store"
     );
     let waiting = run.list(store, Query::waiting()).await;

@@ -3,6 +3,7 @@
 //! asked to record ([`Attempt`], [`Recorded`]).
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
@@ -14,7 +15,7 @@ use crate::base::time::Rfc3339;
 use crate::store::error::StoreError;
 
 use super::call::{CallState, Mark, TurnState};
-use super::policy::{Action, NotAllowed};
+use super::policy::{Action, Identity, NotAllowed, Policy};
 
 /// The most characters of a decline's reason, a comment, or an idempotency key.
 pub const MAX_TEXT_CHARS: usize = 2000;
@@ -374,22 +375,26 @@ impl EditedInput {
     }
 }
 
-/// What an [`InboxStore`](super::InboxStore) is asked to record: one person's request, after
-/// the inbox applied the policy and checked the edit. Only [`Inbox::decide`](super::Inbox::decide)
-/// (and the conformance suite) make one, so nothing reaches a store's write without the policy.
+/// What an [`InboxStore`](super::InboxStore) is asked to record: one person's request, who
+/// they are, the [`Policy`] the store applies to the call it reads (in the decision's own
+/// atomic step: the rules of `inbox/judge.rs`), and an edit checked against the tool's schema.
+/// Only [`Inbox::decide`](super::Inbox::decide) (and the conformance suite) make one, so
+/// nothing reaches a store's write without the policy.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Attempt {
     /// The request.
     pub request: DecisionRequest,
-    /// Who (the signed-in identity's id).
+    /// Who (the signed-in identity's id): what the decision records.
     pub by: String,
-    /// How many different people must approve the call (1, or 2 on a two-person tool).
-    pub approvals_needed: u8,
+    /// The signed-in identity (its id and groups, for the policy).
+    pub identity: Identity,
+    /// Who may decide what: checked against the call the store reads.
+    pub policy: Arc<Policy>,
     /// The edited input, for [`Choice::Edit`].
     pub edit: Option<EditedInput>,
-    /// A refusal found before the store (the policy, the edit's check): recorded under the
-    /// key, the call left as it is.
+    /// A refusal found before the store (an edit that does not fit the tool's schema, or that
+    /// cannot be checked): recorded under the key, the call left as it is.
     pub refused: Option<Refusal>,
     /// The SHA-256 (hex) of the request and its person: what an idempotency key is bound to.
     pub request_digest: String,
@@ -398,20 +403,26 @@ pub struct Attempt {
 impl Attempt {
     pub(crate) fn new(
         request: DecisionRequest,
-        by: &str,
-        approvals_needed: u8,
+        identity: &Identity,
+        policy: Arc<Policy>,
         edit: Option<EditedInput>,
         refused: Option<Refusal>,
     ) -> Attempt {
-        let request_digest = request_digest(&request, by);
+        let request_digest = request_digest(&request, identity.id());
         Attempt {
             request,
-            by: by.to_owned(),
-            approvals_needed: approvals_needed.max(1),
+            by: identity.id().to_owned(),
+            identity: identity.clone(),
+            policy,
             edit,
             refused,
             request_digest,
         }
+    }
+
+    /// How many different people must approve a call of `tool` (1, or 2 on a two-person tool).
+    pub fn approvals_needed(&self, tool: &str) -> u8 {
+        self.policy.approvals_needed(tool)
     }
 
     /// The action asked for.
@@ -464,6 +475,9 @@ pub struct Recorded {
     pub at: SystemTime,
     /// The answer is the one recorded for the idempotency key before (nothing changed now).
     pub replayed: bool,
+    /// The call's tool and user, as the store read them (empty for an unknown call or a
+    /// replay): what the attempt's audit line names.
+    pub call: Option<(String, String)>,
 }
 
 impl Recorded {
@@ -473,7 +487,14 @@ impl Recorded {
             answer,
             at,
             replayed,
+            call: None,
         }
+    }
+
+    /// With the call's `tool` and `user_id`.
+    pub fn on(mut self, tool: &str, user_id: &str) -> Recorded {
+        self.call = Some((tool.to_owned(), user_id.to_owned()));
+        self
     }
 }
 

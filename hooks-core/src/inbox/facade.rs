@@ -1,9 +1,11 @@
-//! [`Inbox`]: what a page (or a worker) holds: a store, the [`Policy`] applied to every
-//! decision before the store's atomic write, the tools an edit is checked against, and where
-//! decision lines go.
+//! [`Inbox`]: what a page (or a worker) holds: a store, the [`Policy`] every decision is held to
+//! in the store's atomic step, the tools an edit is checked against, and where decision lines
+//! go.
 
 use std::sync::Arc;
 use std::time::Duration;
+
+use serde_json::Value;
 
 use crate::dispatch::dispatcher::Dispatcher;
 use crate::store::StoreError;
@@ -24,7 +26,7 @@ use super::store::{InboxStore, PublishedTools, ReadyTurn};
 /// example.
 pub struct Inbox {
     store: Arc<dyn InboxStore>,
-    policy: Policy,
+    policy: Arc<Policy>,
     log: Option<Arc<dyn DecisionLog>>,
     tools: Vec<PublishedTools>,
 }
@@ -61,7 +63,7 @@ pub enum InboxError {
 impl InboxBuilder {
     /// Who may decide what (default [`Policy::new`]: nobody may decide anything).
     pub fn policy(mut self, policy: Policy) -> InboxBuilder {
-        self.inbox.policy = policy;
+        self.inbox.policy = Arc::new(policy);
         self
     }
 
@@ -96,7 +98,7 @@ impl Inbox {
         InboxBuilder {
             inbox: Inbox {
                 store,
-                policy: Policy::new(),
+                policy: Arc::new(Policy::new()),
                 log: None,
                 tools: Vec::new(),
             },
@@ -137,10 +139,11 @@ impl Inbox {
         self.store.turn(session_id, turn_id).await
     }
 
-    /// Records `who`'s decision `request`, as one atomic step of the store, after the policy
-    /// allowed it and an edit passed the tool's input schema; its audit line is written before
-    /// this returns. `who` is the signed-in identity: it is what the decision records as who
-    /// decided, whatever the request holds.
+    /// Records `who`'s decision `request` as one atomic step of the store, which applies the
+    /// policy to `who` and the call it reads, and takes the decision only while the call waits,
+    /// before its expiry, for the digest the person was shown; an edit is checked against the
+    /// tool's input schema first. Its audit line is written before this returns. `who` is the
+    /// signed-in identity: it is what the decision records as who decided.
     ///
     /// With an idempotency key seen before, the first answer, whatever it was (a retried
     /// request must not decide twice, nor be told "already decided" by its own first attempt).
@@ -162,6 +165,27 @@ impl Inbox {
         if let Some(problem) = request.problem() {
             return Err(DecideError::Refused(Refusal::BadRequest { problem }));
         }
+        let (edit, refused) = match &request.choice {
+            Choice::Edit { input } => self.check_edit(&request, input).await?,
+            _ => (None, None),
+        };
+        let attempt = Attempt::new(request, who, Arc::clone(&self.policy), edit, refused);
+        let recorded = self
+            .store
+            .decide(&attempt)
+            .await
+            .map_err(DecideError::Store)?;
+        self.audit(&attempt, recorded).await
+    }
+
+    /// An edit's input checked against the schema of the call's tool, published under the
+    /// fingerprint of the dispatcher that paused it (or given to this inbox): the refusal when
+    /// it does not fit, or when no schema is known.
+    async fn check_edit(
+        &self,
+        request: &DecisionRequest,
+        input: &Value,
+    ) -> Result<(Option<EditedInput>, Option<Refusal>), DecideError> {
         let turn = self
             .store
             .turn(&request.session_id, &request.turn_id)
@@ -169,39 +193,14 @@ impl Inbox {
             .map_err(DecideError::Store)?;
         let Some(turn) = turn else {
             return Err(DecideError::Refused(Refusal::UnknownTurn {
-                session_id: request.session_id,
-                turn_id: request.turn_id,
+                session_id: request.session_id.clone(),
+                turn_id: request.turn_id.clone(),
             }));
         };
-        let Some(call) = turn.call(&request.tool_use_id).map(|c| c.call.clone()) else {
+        let Some(call) = turn.call(&request.tool_use_id).map(|c| &c.call) else {
             return Err(DecideError::Refused(Refusal::UnknownCall {
-                tool_use_id: request.tool_use_id,
+                tool_use_id: request.tool_use_id.clone(),
             }));
-        };
-        let (edit, refused) = self.before_the_store(who, &request, &call).await?;
-        let needed = self.policy.approvals_needed(&call.tool);
-        let attempt = Attempt::new(request, who.id(), needed, edit, refused);
-        let recorded = self
-            .store
-            .decide(&attempt)
-            .await
-            .map_err(DecideError::Store)?;
-        self.audit(&attempt, &call, recorded).await
-    }
-
-    /// What is found before the store's write: the policy's refusal, or an edit's input
-    /// checked against the tool's schema.
-    async fn before_the_store(
-        &self,
-        who: &Identity,
-        request: &DecisionRequest,
-        call: &InboxCall,
-    ) -> Result<(Option<EditedInput>, Option<Refusal>), DecideError> {
-        if let Err(why) = self.policy.check(who, request.choice.action(), call) {
-            return Ok((None, Some(Refusal::NotAllowed(why))));
-        }
-        let Choice::Edit { input } = &request.choice else {
-            return Ok((None, None));
         };
         let edit = EditedInput::new(input.clone());
         let published = match self
@@ -225,25 +224,14 @@ impl Inbox {
         Ok((Some(edit), refused))
     }
 
-    /// Writes the attempt's line (unless the store did, or the answer is a replay) and gives
-    /// the answer.
-    async fn audit(
-        &self,
-        attempt: &Attempt,
-        call: &InboxCall,
-        recorded: Recorded,
-    ) -> Result<Decided, DecideError> {
+    /// Writes the attempt's line (unless the store did, the answer is a replay, or no call was
+    /// found) and gives the answer.
+    async fn audit(&self, attempt: &Attempt, recorded: Recorded) -> Result<Decided, DecideError> {
         if !recorded.replayed
             && !self.store.audits_decisions()
-            && let Some(log) = &self.log
+            && let (Some(log), Some((tool, user_id))) = (&self.log, &recorded.call)
         {
-            let line = DecisionLine::new(
-                attempt,
-                &call.tool,
-                &call.user_id,
-                &recorded.answer,
-                recorded.at,
-            );
+            let line = DecisionLine::new(attempt, tool, user_id, &recorded.answer, recorded.at);
             if let Err(error) = log.record(&line).await {
                 return Err(DecideError::Unaudited {
                     answer: Box::new(recorded.answer),

@@ -189,10 +189,20 @@ impl CallRow {
     }
 
     /// Why `attempt` is refused on this call at `now` while its turn is in `turn`, in this
-    /// order: a refusal found before the store (the policy, the edit's check); decided already
+    /// order: the policy (this person may not do this to this tool's call, or it is their own);
+    /// a refusal found before the store (the edit's check); decided already
     /// (by whom, when); expired; the turn taken outside the inbox; another input digest than
     /// the one shown; the same person approving a two-person call twice. `None`: it is taken.
     pub(crate) fn refusal(&self, attempt: &Attempt, turn: TurnState, now: i64) -> Option<Refusal> {
+        let policy = attempt.policy.check_call(
+            &attempt.identity,
+            attempt.action(),
+            &self.tool,
+            &self.user_id,
+        );
+        if let Err(why) = policy {
+            return Some(Refusal::NotAllowed(why));
+        }
         if let Some(r) = &attempt.refused {
             return Some(r.clone());
         }
@@ -250,7 +260,7 @@ impl CallRow {
             at: from_ms(now),
             comment: attempt.request.comment.clone(),
         };
-        let needed = usize::from(attempt.approvals_needed.max(1));
+        let needed = usize::from(attempt.approvals_needed(&self.tool).max(1));
         match attempt.action() {
             Action::Decline => {
                 self.state = CallState::Declined;

@@ -83,12 +83,12 @@
 //!   the input digest the person was shown. Two people deciding one call at once: one wins, the
 //!   other is told who won and when ([`Refusal::AlreadyDecided`]). A second click, a second tab,
 //!   a retried request with the same idempotency key gets the first answer.
-//! - **Who decides.** The [`Policy`] is applied by [`Inbox::decide`] before the store's write,
-//!   to the signed-in [`Identity`] the page passes (never a form field): which people or
-//!   groups may approve, edit or decline which tools; the user a call was made for may not
-//!   decide it (unless allowed); a two-person tool's call needs two different people. A store's
-//!   write takes an [`Attempt`], which only the inbox makes, so no page reaches it without the
-//!   policy.
+//! - **Who decides.** The [`Policy`] is applied to the signed-in [`Identity`] the page passes
+//!   to [`Inbox::decide`] (never a form field), by the store, to the call it reads in the
+//!   decision's own atomic step: which people or groups may approve, edit or decline which
+//!   tools; the user a call was made for may not decide it (unless allowed); a two-person
+//!   tool's call needs two different people. A store's write takes an [`Attempt`], which only
+//!   the inbox makes, so no page reaches it without the policy.
 //! - **Expiry is its own state.** A call nobody decided before `expires_at` (the store's clock
 //!   when it kept the turn, plus the turn's [`ttl`](crate::approval::PendingTurn::ttl)) is
 //!   `expired`: a decision after it is refused as expired, and the resumed turn tells the model

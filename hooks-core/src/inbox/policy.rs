@@ -3,10 +3,9 @@
 //! default), and which tools need two different people. The signed-in person is an
 //! [`Identity`]; a refusal says why ([`NotAllowed`]).
 //!
-//! [`Inbox::decide`](super::Inbox::decide) applies the policy before the store's atomic write,
-//! to the signed-in identity the page passes it: a page cannot skip it, and `decided_by` is
-//! always that identity, never a form field. A policy decides on what a call cannot change (its
-//! tool, its user), so reading the call first and writing after is safe.
+//! [`Inbox::decide`](super::Inbox::decide) hands the policy and the signed-in identity the page
+//! passes it to the store, which applies it to the call in the decision's own atomic step: a
+//! page cannot skip it, and `decided_by` is always that identity, never a form field.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -312,16 +311,27 @@ impl Policy {
         action: Action,
         call: &InboxCall,
     ) -> Result<(), NotAllowed> {
-        if !self.own_calls && who.id == call.user_id {
+        self.check_call(who, action, &call.tool, &call.user_id)
+    }
+
+    /// [`check`](Self::check) of a call of `tool` made for `user_id`.
+    pub(crate) fn check_call(
+        &self,
+        who: &Identity,
+        action: Action,
+        tool: &str,
+        user_id: &str,
+    ) -> Result<(), NotAllowed> {
+        if !self.own_calls && who.id == user_id {
             return Err(NotAllowed::OwnCall {
-                user_id: call.user_id.clone(),
+                user_id: user_id.to_owned(),
             });
         }
-        if !self.may(who, action, &call.tool) {
+        if !self.may(who, action, tool) {
             return Err(NotAllowed::NoRule {
                 by: who.id.clone(),
                 action,
-                tool: call.tool.clone(),
+                tool: tool.to_owned(),
             });
         }
         Ok(())

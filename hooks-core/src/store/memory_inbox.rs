@@ -135,11 +135,12 @@ fn decide(turns: &mut Turns, attempt: &Attempt) -> Recorded {
         return Recorded::new(Err(unknown), at, false);
     };
     let answer = row.decide(attempt, state, now);
+    let recorded = Recorded::new(answer.clone(), at, false).on(&row.tool, &row.user_id);
     if let Some(k) = &r.idempotency_key {
-        let kept = (attempt.request_digest.clone(), answer.clone());
+        let kept = (attempt.request_digest.clone(), answer);
         turns.inbox.keys.insert(k.clone(), kept);
     }
-    Recorded::new(answer, at, false)
+    recorded
 }
 
 /// Whether the turn of `kept` is ready at `now`: each of its calls decided or past expiry.

@@ -2,13 +2,15 @@
 //! on connections of the inbox's own ([`Conns`]: a decision and a take for a resume are
 //! transactions, which the stores' shared, pipelined connections cannot hold).
 //!
-//! A decision is one transaction of two round trips: the first sends `BEGIN`, the server's
-//! clock, the idempotency key's claim, the turn's row share-locked and the call's row locked
-//! (so a concurrent decider waits and reads what the first wrote, and a take for a resume skips
-//! the turn); the rules every store shares (`inbox/judge.rs`) judge the row; the second sends
-//! the conditional write (`UPDATE … WHERE state = 'waiting' AND digest = $seen AND expires_at >
-//! now()`, an error when it changes nothing), the key's answer, the `decisions` chain's lock and
-//! the attempt's audit line, and `COMMIT`. A decision is never without its line, nor a line
+//! A decision is one transaction of two round trips: the first sends `BEGIN`, the idempotency
+//! key's kept answer (a replay ends there), the turn's row share-locked with the server's clock
+//! and the call's row locked (so a concurrent decider waits and reads what the first wrote, and
+//! a take for a resume skips the turn); the rules every store shares (`inbox/judge.rs`) judge
+//! the row; the second sends the conditional write (`UPDATE … WHERE state = 'waiting' AND
+//! digest = $seen AND expires_at > now()`, an error when it changes nothing), the key with its
+//! answer (a unique violation when a concurrent request with the key committed first: rolled
+//! back, and that request's answer read), the `decisions` chain's lock and the attempt's audit
+//! line, and `COMMIT`. A decision is never without its line, nor a line
 //! without its decision. A take for a resume is `UPDATE … FROM (SELECT … FOR UPDATE SKIP
 //! LOCKED)` then, in the same transaction, the undecided calls recorded expired.
 
@@ -177,84 +179,100 @@ fn turn_state(state: &str) -> Result<TurnState, StoreError> {
 
 /// What the first round trip of a decision found.
 struct Found {
+    /// The server's clock (0 when the turn is unknown).
     now: i64,
-    claimed: bool,
+    /// The key's kept request digest and answer, when a decision committed it before.
+    kept: Option<(String, String)>,
     turn: Option<String>,
     call: Option<Row>,
 }
 
-/// The first round trip of a decision: `BEGIN`, the clock, the key's claim, the turn's and
-/// the call's rows locked.
+/// The first round trip of a decision: `BEGIN`, the key's answer when it has one, the turn's
+/// row share-locked (with the clock) and the call's row locked.
 async fn lock(conn: &mut Conn, attempt: &Attempt) -> Result<Found, tokio_postgres::Error> {
     let st = [
         conn.statement(sql::BEGIN).await?,
-        conn.statement(q::NOW).await?,
-        conn.statement(q::CLAIM_KEY).await?,
+        conn.statement(q::KEPT_KEY).await?,
         conn.statement(q::LOCK_TURN).await?,
         conn.statement(&q::lock_call()).await?,
     ];
     let r = &attempt.request;
     let key = r.idempotency_key.clone().unwrap_or_default();
-    let claim: [&(dyn ToSql + Sync); 2] = [&key, &attempt.request_digest];
+    let of_key: [&(dyn ToSql + Sync); 1] = [&key];
     let of_turn: [&(dyn ToSql + Sync); 2] = [&r.session_id, &r.turn_id];
     let of_call: [&(dyn ToSql + Sync); 3] = [&r.session_id, &r.turn_id, &r.tool_use_id];
     let c = &conn.client;
-    let mut pipeline: Vec<Rows<'_>> = vec![
-        Box::pin(c.query(&st[0], &[])),
-        Box::pin(c.query(&st[1], &[])),
-    ];
+    let mut pipeline: Vec<Rows<'_>> = vec![Box::pin(c.query(&st[0], &[]))];
     if r.idempotency_key.is_some() {
-        pipeline.push(Box::pin(c.query(&st[2], &claim)));
+        pipeline.push(Box::pin(c.query(&st[1], &of_key)));
     }
-    pipeline.push(Box::pin(c.query(&st[3], &of_turn)));
-    pipeline.push(Box::pin(c.query(&st[4], &of_call)));
+    pipeline.push(Box::pin(c.query(&st[2], &of_turn)));
+    pipeline.push(Box::pin(c.query(&st[3], &of_call)));
     let mut answers = join_all(pipeline).await.into_iter();
     let mut next = || answers.next().unwrap_or_else(|| Ok(Vec::new()));
     next()?;
-    let now: i64 = next()?.first().map_or(Ok(0), |row| row.try_get(0))?;
-    let claimed = match r.idempotency_key {
-        Some(_) => !next()?.is_empty(),
-        None => true,
+    let kept = match r.idempotency_key {
+        Some(_) => match next()?.first() {
+            Some(row) => Some((row.try_get(0)?, row.try_get(1)?)),
+            None => None,
+        },
+        None => None,
     };
-    let turn = next()?.first().map(|row| row.try_get(0)).transpose()?;
+    let turn_row = next()?;
+    let (turn, now) = match turn_row.first() {
+        Some(row) => (Some(row.try_get(0)?), row.try_get(1)?),
+        None => (None, 0),
+    };
     let call = next()?.into_iter().next();
     Ok(Found {
         now,
-        claimed,
+        kept,
         turn,
         call,
     })
 }
 
-/// The answer kept under the key another request claimed first, the transaction rolled back.
-async fn kept(conn: &mut Conn, attempt: &Attempt, now: i64) -> Result<Recorded, StoreError> {
-    let key = attempt.request.idempotency_key.clone().unwrap_or_default();
-    let what = "reading an idempotency key's answer";
-    let st = conn
-        .statement(q::KEPT_KEY)
-        .await
-        .map_err(|e| db_error(what, &e))?;
-    let rows = conn.client.query(&st, &[&key]).await;
-    let _ = conn.client.batch_execute("ROLLBACK").await;
-    let rows = rows.map_err(|e| db_error(what, &e))?;
-    let at = from_ms(now);
-    let Some(row) = rows.first() else {
-        return Err(StoreError::new(format!(
-            "PostgreSQL: {what}: the key {key:?} is neither free nor kept"
-        )));
+/// The first answer kept under the attempt's key (`request`, `answer`): replayed, or refused
+/// when the key came with another request.
+fn replay(
+    attempt: &Attempt,
+    (request, answer): (String, String),
+    now: i64,
+) -> Result<Recorded, StoreError> {
+    let at = if now > 0 {
+        from_ms(now)
+    } else {
+        std::time::SystemTime::now()
     };
-    let request: String = row.try_get(0).map_err(|e| db_error(what, &e))?;
+    let key = attempt.request.idempotency_key.clone().unwrap_or_default();
     if request != attempt.request_digest {
         return Ok(Recorded::new(Err(Refusal::KeyReused { key }), at, false));
     }
-    let answer: String = row.try_get(1).map_err(|e| db_error(what, &e))?;
-    let answer =
-        answer_of(&answer).map_err(|e| StoreError::new(format!("PostgreSQL: {what}: {e}")))?;
+    let answer = answer_of(&answer).map_err(|e| {
+        StoreError::new(format!(
+            "PostgreSQL: the answer kept under key {key:?}: {e}"
+        ))
+    })?;
     Ok(Recorded::new(answer, at, true))
 }
 
-/// The second round trip: the conditional write (when the rules took the decision), the key's
-/// answer, the attempt's line on the `decisions` chain, `COMMIT`.
+/// The answer kept under the attempt's key, read after the transaction ended (its key was
+/// committed by a concurrent request in the meantime).
+async fn kept_after(conn: &mut Conn, attempt: &Attempt, now: i64) -> Result<Recorded, Failed> {
+    let key = attempt.request.idempotency_key.clone().unwrap_or_default();
+    let st = conn.statement(q::KEPT_KEY).await?;
+    let rows = conn.client.query(&st, &[&key]).await?;
+    let Some(row) = rows.first() else {
+        let e = format!("PostgreSQL: the key {key:?} was taken and is not kept");
+        return Err(StoreError::new(e).into());
+    };
+    Ok(replay(attempt, (row.try_get(0)?, row.try_get(1)?), now)?)
+}
+
+/// The second round trip: the conditional write (when the rules took the decision), the key
+/// with its answer, the attempt's line on the `decisions` chain, `COMMIT`. `false` when the key
+/// was taken by a concurrent request that committed first (a unique violation: the transaction
+/// is rolled back, the `COMMIT` with it).
 async fn record(
     conn: &mut Conn,
     conns: &Conns,
@@ -262,10 +280,10 @@ async fn record(
     row: &CallRow,
     answer: &Result<crate::inbox::Decided, Refusal>,
     now: i64,
-) -> Result<(), tokio_postgres::Error> {
+) -> Result<bool, tokio_postgres::Error> {
     let st = [
         conn.statement(q::WRITE_CALL).await?,
-        conn.statement(q::SET_KEY).await?,
+        conn.statement(q::KEEP_KEY).await?,
         conn.statement(sql::LOCK_CHAIN).await?,
         conn.statement(sql::APPEND).await?,
         conn.statement(sql::COMMIT).await?,
@@ -297,7 +315,7 @@ async fn record(
         &r.input_digest,
     ];
     let key = r.idempotency_key.clone().unwrap_or_default();
-    let set_key: [&(dyn ToSql + Sync); 2] = [&key, &text];
+    let keep_key: [&(dyn ToSql + Sync); 3] = [&key, &attempt.request_digest, &text];
     let lock: [&(dyn ToSql + Sync); 2] = [&class, &lock_key];
     let append: [&(dyn ToSql + Sync); 4] = [&chain, &head, &conns.writer, &n];
     let c = &conn.client;
@@ -306,15 +324,21 @@ async fn record(
         pipeline.push(Box::pin(c.query(&st[0], &write)));
     }
     if r.idempotency_key.is_some() {
-        pipeline.push(Box::pin(c.query(&st[1], &set_key)));
+        pipeline.push(Box::pin(c.query(&st[1], &keep_key)));
     }
     pipeline.push(Box::pin(c.query(&st[2], &lock)));
     pipeline.push(Box::pin(c.query(&st[3], &append)));
     pipeline.push(Box::pin(c.query(&st[4], &[])));
     for done in join_all(pipeline).await {
-        done?;
+        match done {
+            Ok(_) => {}
+            Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {
+                return Ok(false);
+            }
+            Err(e) => return Err(e),
+        }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// A decision: see the module docs.
@@ -354,11 +378,11 @@ impl From<StoreError> for Failed {
 
 async fn decide_on(conn: &mut Conn, conns: &Conns, attempt: &Attempt) -> Result<Recorded, Failed> {
     let found = lock(conn, attempt).await?;
-    if !found.claimed {
-        return Ok(kept(conn, attempt, found.now).await?);
+    if let Some(kept) = found.kept {
+        conn.client.batch_execute("ROLLBACK").await?;
+        return Ok(replay(attempt, kept, found.now)?);
     }
     let r = &attempt.request;
-    let at = from_ms(found.now);
     let unknown = match (&found.turn, &found.call) {
         (None, _) => Some(Refusal::UnknownTurn {
             session_id: r.session_id.clone(),
@@ -369,18 +393,27 @@ async fn decide_on(conn: &mut Conn, conns: &Conns, attempt: &Attempt) -> Result<
         }),
         _ => None,
     };
-    if let Some(refusal) = unknown {
+    let (Some(state), Some(call), None) = (&found.turn, &found.call, &unknown) else {
         // Nothing is kept, the key included.
         conn.client.batch_execute("ROLLBACK").await?;
-        return Ok(Recorded::new(Err(refusal), at, false));
-    }
-    let (Some(state), Some(call)) = (&found.turn, &found.call) else {
-        return Err(StoreError::new("PostgreSQL: a decision lost its rows").into());
+        let refusal = unknown.unwrap_or(Refusal::UnknownTurn {
+            session_id: r.session_id.clone(),
+            turn_id: r.turn_id.clone(),
+        });
+        return Ok(Recorded::new(
+            Err(refusal),
+            std::time::SystemTime::now(),
+            false,
+        ));
     };
     let mut row = call_of(call, "reading the call")?;
     let answer = row.decide(attempt, turn_state(state)?, found.now);
-    record(conn, conns, attempt, &row, &answer, found.now).await?;
-    Ok(Recorded::new(answer, at, false))
+    if !record(conn, conns, attempt, &row, &answer, found.now).await? {
+        // A concurrent request with the same key committed first: its answer.
+        return kept_after(conn, attempt, found.now).await;
+    }
+    let at = from_ms(found.now);
+    Ok(Recorded::new(answer, at, false).on(&row.tool, &row.user_id))
 }
 
 /// The statement of one list and its parameters (the clock is the server's: `now()`).
@@ -397,10 +430,13 @@ fn list_statement(query: &Query) -> (String, Vec<Box<dyn ToSql + Sync + Send>>) 
     };
     match query.state {
         None => {}
+        // The turn's state read per row (a subquery, never a join), and said as the states it
+        // excludes (the planner then expects most rows to pass), so the plan walks an index in
+        // `seq` order and stops at the page's end whatever the number of calls.
         Some(CallState::Waiting) => sql.push_str(
-            " AND c.state = 'waiting' AND c.expires_at > now() AND EXISTS (SELECT FROM \
-             toolgate_pending p WHERE p.session_id = c.session_id AND p.turn_id = c.turn_id \
-             AND p.state = 'waiting')",
+            " AND c.state = 'waiting' AND c.expires_at > now() AND (SELECT p.state FROM \
+             toolgate_pending p WHERE p.session_id = c.session_id AND p.turn_id = c.turn_id) \
+             NOT IN ('taken', 'resumed')",
         ),
         Some(CallState::Expired) => sql.push_str(
             " AND (c.state = 'expired' OR (c.state = 'waiting' AND c.expires_at <= now()))",

@@ -3,10 +3,6 @@
 //! server's clock (`now()`, the start of the statement's transaction), cut to whole
 //! milliseconds; they are read back as milliseconds since the Unix epoch.
 
-/// Now by the server's clock, in whole milliseconds since the epoch.
-pub(super) const NOW: &str =
-    "SELECT (extract(epoch FROM date_trunc('milliseconds', now())) * 1000)::int8";
-
 /// A call's columns, in `CallRow`'s order, instants as milliseconds; `{input}` and `{edit}` are
 /// the input's columns, or `''` and `NULL` for a list, which shows no input.
 pub(super) const COLUMNS: &str = "c.seq, c.session_id, c.turn_id, c.tool_use_id, c.position, \
@@ -15,25 +11,22 @@ pub(super) const COLUMNS: &str = "c.seq, c.session_id, c.turn_id, c.tool_use_id,
      (extract(epoch FROM c.expires_at) * 1000)::int8, c.state, c.digest, c.summary, {input}, \
      {edit}, c.approvals, c.decided, c.reason";
 
-/// A decision's idempotency key, claimed in its transaction: a row returned, it is this
-/// request's (its answer is set before the commit); none, another request's, committed first
-/// (a concurrent one is waited for: the key is unique).
-pub(super) const CLAIM_KEY: &str = "INSERT INTO toolgate_inbox_keys (key, request, answer)
-VALUES ($1::text, $2::text, '') ON CONFLICT (key) DO NOTHING RETURNING true";
-
 /// The answer kept under a key, and the request it came with.
 pub(super) const KEPT_KEY: &str =
     "SELECT request, answer FROM toolgate_inbox_keys WHERE key = $1::text";
 
-/// The claimed key's answer, set before the commit.
-pub(super) const SET_KEY: &str =
-    "UPDATE toolgate_inbox_keys SET answer = $2::text WHERE key = $1::text";
+/// The key kept with its answer, in the decision's transaction: a unique violation when a
+/// concurrent request with the key committed first (a concurrent one is waited for).
+pub(super) const KEEP_KEY: &str = "INSERT INTO toolgate_inbox_keys (key, request, answer)
+VALUES ($1::text, $2::text, $3::text)";
 
-/// The turn's state, its row share-locked until the decision commits: a take for a resume
+/// The turn's state and the server's clock (whole milliseconds since the epoch), its row
+/// share-locked until the decision commits: a take for a resume
 /// (which locks it for update, skipping locked rows) cannot take the turn while a decision on
 /// one of its calls is in flight, and a decision waits for a take that holds it.
-pub(super) const LOCK_TURN: &str = "SELECT state FROM toolgate_pending
-WHERE session_id = $1::text AND turn_id = $2::text FOR SHARE";
+pub(super) const LOCK_TURN: &str = "SELECT state,
+    (extract(epoch FROM date_trunc('milliseconds', now())) * 1000)::int8
+FROM toolgate_pending WHERE session_id = $1::text AND turn_id = $2::text FOR SHARE";
 
 /// The call's row, locked until the decision commits (a second decider waits, then reads what
 /// the first wrote).

@@ -153,9 +153,12 @@ fn list_statement(query: &Query, now: i64) -> (String, Vec<Sql>) {
                 " AND c.state = 'waiting' AND c.expires_at > ?",
                 Sql::Integer(now),
             );
+            // The turn's state read per row (a subquery, never a join), so the plan walks an
+            // index in `seq` order and stops at the page's end; a turn is waiting, taken or
+            // resumed.
             sql.push_str(
-                " AND EXISTS (SELECT 1 FROM toolgate_pending_turns p WHERE p.session_id = \
-                 c.session_id AND p.turn_id = c.turn_id AND p.state = 'waiting')",
+                " AND (SELECT p.state FROM toolgate_pending_turns p WHERE p.session_id = \
+                 c.session_id AND p.turn_id = c.turn_id) NOT IN ('taken', 'resumed')",
             );
         }
         Some(CallState::Expired) => arg(
@@ -339,7 +342,7 @@ fn decide(c: &mut Connection, attempt: &Attempt) -> Result<Recorded, Failure> {
         tx.execute(INSERT_KEY, params![key, attempt.request_digest, text, now])?;
     }
     tx.commit()?;
-    Ok(Recorded::new(answer, at, false))
+    Ok(Recorded::new(answer, at, false).on(&row.tool, &row.user_id))
 }
 
 /// Writes a decided row back over the row it was read as (waiting, for digest `seen`), and
