@@ -415,3 +415,95 @@ fn a_turn_written_without_a_ttl_keeps_the_default_one() {
     let older: PendingTurn = serde_json::from_value(json).unwrap();
     assert_eq!(older.ttl(), DispatcherBuilder::DEFAULT_PENDING_TTL);
 }
+
+#[test]
+fn the_decisions_file_is_a_chain_the_folders_verifier_checks_and_names_an_edited_line_in() {
+    use toolgate::approval::inbox::DecisionFiles;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let d = dispatcher(&runs, DispatcherBuilder::DEFAULT_PENDING_TTL);
+    let store = Arc::new(MemoryPendingStore::new());
+    pause(&d, &store, &[("toolu_1", 100), ("toolu_2", 200)]);
+    let dir = support::TempDir::new("inbox-files");
+    let inbox = Inbox::builder(store.clone())
+        .policy(policy())
+        .decision_log(Arc::new(DecisionFiles::open(dir.path()).unwrap()))
+        .build()
+        .unwrap();
+    let lead = Identity::new("lead@example.com").in_group("leads");
+    let calls = waiting(&inbox);
+    let own = toolgate::block_on(
+        inbox.decide(&Identity::new("u_001"), request(&calls[0], Choice::Approve)),
+    );
+    assert!(own.is_err());
+    for call in &calls {
+        toolgate::block_on(inbox.decide(&lead, request(call, Choice::Approve))).unwrap();
+    }
+    let file = dir.join("decisions.jsonl");
+    let verified = toolgate::audit::verify_audit_dir(dir.path()).unwrap();
+    assert!(verified.is_ok());
+    let summary = toolgate::audit::report::ChainSummary::of(&verified).to_string();
+    let lines: Vec<&str> = summary.lines().collect();
+    assert_eq!(lines.len(), 4, "{summary}");
+    assert!(
+        lines[2].starts_with("decisions.jsonl: ok, 3 lines, last hash "),
+        "{summary}"
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replacen("lead@example.com", "eve@example.com", 1),
+    )
+    .unwrap();
+    let broken = toolgate::audit::verify_audit_dir(dir.path()).unwrap();
+    assert!(!broken.is_ok());
+    let summary = toolgate::audit::report::ChainSummary::of(&broken).to_string();
+    assert!(
+        summary.contains(&format!(
+            "decisions.jsonl: broken: line 3 does not follow line 2: line 2 was edited, or lines \
+             were deleted between them in {}",
+            file.display()
+        )),
+        "{summary}"
+    );
+}
+
+/// A decision log that cannot write.
+struct Full;
+
+impl toolgate::approval::inbox::DecisionLog for Full {
+    fn record<'a>(
+        &'a self,
+        _line: &'a toolgate::approval::inbox::DecisionLine,
+    ) -> toolgate::store::StoreFuture<'a, Result<(), toolgate::store::StoreError>> {
+        toolgate::store::StoreFuture::ready(Err(toolgate::store::StoreError::new("disk full")))
+    }
+}
+
+#[test]
+fn a_decision_whose_line_cannot_be_written_is_recorded_and_says_so() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let d = dispatcher(&runs, DispatcherBuilder::DEFAULT_PENDING_TTL);
+    let store = Arc::new(MemoryPendingStore::new());
+    pause(&d, &store, &[("toolu_1", 100)]);
+    let inbox = Inbox::builder(store.clone())
+        .policy(policy())
+        .decision_log(Arc::new(Full))
+        .build()
+        .unwrap();
+    let lead = Identity::new("lead@example.com").in_group("leads");
+    let call = waiting(&inbox).remove(0);
+    let request = request(&call, Choice::Approve).idempotency_key("k1");
+    let Err(DecideError::Unaudited { answer, error }) =
+        toolgate::block_on(inbox.decide(&lead, request.clone()))
+    else {
+        panic!("the line is not written");
+    };
+    assert_eq!(error.to_string(), "the store failed: disk full");
+    let decided = (*answer).unwrap();
+    assert_eq!(decided.state, CallState::Approved, "the decision stands");
+    assert_eq!(
+        toolgate::block_on(inbox.decide(&lead, request)),
+        Ok(decided),
+        "the same request again gets the recorded answer"
+    );
+}

@@ -392,56 +392,16 @@ async fn decisions(store: &dyn InboxStore) {
         },
         "a second decision is told who won and when"
     );
-    let stale = "0".repeat(64);
-    let decline = Choice::Decline {
-        reason: "already refunded".to_owned(),
-    };
-    let blind = run.attempt("bob", "toolu_d0", "toolu_d2", &stale, decline.clone());
-    assert_eq!(
-        refused(store, &blind).await,
-        Refusal::InputChanged {
-            seen: stale.clone(),
-            now: d[1].clone()
-        },
-        "a decision for an input the call does not have"
-    );
-    let mut own = run.attempt(&run.user, "toolu_d0", "toolu_d2", &d[1], Choice::Approve);
-    own.policy = Arc::new(Policy::new().allow("*", &[Action::Approve], &["*"]));
-    assert_eq!(
-        refused(store, &own).await,
-        Refusal::NotAllowed(NotAllowed::OwnCall {
-            user_id: run.user.clone(),
-        }),
-        "the policy, applied by the store: nobody decides their own call"
-    );
-    let mut declined_only = run.attempt("bob", "toolu_d0", "toolu_d2", &d[1], Choice::Approve);
-    declined_only.policy = Arc::new(Policy::new().allow("bob", &[Action::Decline], &["*"]));
-    assert_eq!(
-        refused(store, &declined_only).await,
-        Refusal::NotAllowed(NotAllowed::NoRule {
-            by: "bob".to_owned(),
-            action: Action::Approve,
-            tool: "refund".to_owned(),
-        }),
-        "no rule lets bob approve"
-    );
-    let mut uncheckable = run.attempt("bob", "toolu_d0", "toolu_d2", &d[1], Choice::Approve);
-    uncheckable.refused = Some(Refusal::EditUncheckable {
-        fingerprint: run.fingerprint.clone(),
-    });
-    assert_eq!(
-        refused(store, &uncheckable).await,
-        Refusal::EditUncheckable {
-            fingerprint: run.fingerprint.clone()
-        },
-        "a refusal found before the store"
-    );
+    refusals(store, &run, &d[1]).await;
     let waiting = run.list(store, Query::waiting()).await;
     assert_eq!(
         ids(&waiting),
         ["toolu_d2", "toolu_d3"],
         "refusals change nothing; decisions are per call"
     );
+    let decline = Choice::Decline {
+        reason: "already refunded".to_owned(),
+    };
     let declined = decided(
         store,
         &run.attempt("bob", "toolu_d0", "toolu_d2", &d[1], decline),
@@ -461,6 +421,13 @@ async fn decisions(store: &dyn InboxStore) {
         (edited.state, &edited.input_digest),
         (CallState::Edited, &digest_of(&edited_input))
     );
+    listed_as_decided(store, &run, &inputs[2], &edited_input).await;
+    unknown_ids(store, &run, &d[0]).await;
+}
+
+/// The calls of `decisions` listed as decided, the edit shown beside the input (`input`) it
+/// replaced.
+async fn listed_as_decided(store: &dyn InboxStore, run: &Run, input: &Value, edited_input: &Value) {
     let every = run.list(store, Query::all()).await;
     let states: Vec<(CallState, Option<&str>, Option<&str>)> = every
         .iter()
@@ -488,14 +455,59 @@ async fn decisions(store: &dyn InboxStore) {
     let shown = store.turn(&run.session, "toolu_d0").await.unwrap().unwrap();
     assert_eq!(
         shown.calls[2].edit,
-        Some(edited_input),
+        Some(edited_input.clone()),
         "the turn shows the edit"
     );
+    assert_eq!(shown.calls[2].input, *input, "and the input as it paused");
+}
+
+/// Refusals of call `toolu_d2` (its input's digest `digest`), each changing nothing: a stale
+/// digest, the requester's own call, no rule, a refusal found before the store.
+async fn refusals(store: &dyn InboxStore, run: &Run, digest: &str) {
+    let stale = "0".repeat(64);
+    let decline = Choice::Decline {
+        reason: "already refunded".to_owned(),
+    };
+    let blind = run.attempt("bob", "toolu_d0", "toolu_d2", &stale, decline);
     assert_eq!(
-        shown.calls[2].input, inputs[2],
-        "and the input as it paused"
+        refused(store, &blind).await,
+        Refusal::InputChanged {
+            seen: stale.clone(),
+            now: digest.to_owned()
+        },
+        "a decision for an input the call does not have"
     );
-    unknown_ids(store, &run, &d[0]).await;
+    let mut own = run.attempt(&run.user, "toolu_d0", "toolu_d2", digest, Choice::Approve);
+    own.policy = Arc::new(Policy::new().allow("*", &[Action::Approve], &["*"]));
+    assert_eq!(
+        refused(store, &own).await,
+        Refusal::NotAllowed(NotAllowed::OwnCall {
+            user_id: run.user.clone(),
+        }),
+        "the policy, applied by the store: nobody decides their own call"
+    );
+    let mut declined_only = run.attempt("bob", "toolu_d0", "toolu_d2", digest, Choice::Approve);
+    declined_only.policy = Arc::new(Policy::new().allow("bob", &[Action::Decline], &["*"]));
+    assert_eq!(
+        refused(store, &declined_only).await,
+        Refusal::NotAllowed(NotAllowed::NoRule {
+            by: "bob".to_owned(),
+            action: Action::Approve,
+            tool: "refund".to_owned(),
+        }),
+        "no rule lets bob approve"
+    );
+    let mut uncheckable = run.attempt("bob", "toolu_d0", "toolu_d2", digest, Choice::Approve);
+    uncheckable.refused = Some(Refusal::EditUncheckable {
+        fingerprint: run.fingerprint.clone(),
+    });
+    assert_eq!(
+        refused(store, &uncheckable).await,
+        Refusal::EditUncheckable {
+            fingerprint: run.fingerprint.clone()
+        },
+        "a refusal found before the store"
+    );
 }
 
 /// Unknown turn and call ids: refused, naming them; nothing kept.

@@ -72,7 +72,8 @@ pub struct DecisionRequest {
     pub turn_id: String,
     /// The call's `tool_use` id.
     pub tool_use_id: String,
-    /// The digest of the input the person was shown ([`InboxCall::input_digest`](super::InboxCall::input_digest)).
+    /// The digest of the input the person was shown
+    /// ([`InboxCall::input_digest`](super::InboxCall::input_digest)).
     pub input_digest: String,
     /// What they chose.
     pub choice: Choice,

@@ -1,8 +1,9 @@
 //! The approval inbox (feature `inbox`): a person decides where they work. Every call a
-//! PreToolUse hook asked a person about, paused in a store ([`PendingStore`](crate::store::PendingStore)),
-//! is listed for the people allowed to decide it; each decision is recorded once, atomically,
-//! for the call and the input the person was shown; a turn whose calls are all decided or
-//! expired is taken by one worker of a fleet and resumed with those decisions.
+//! PreToolUse hook asked a person about, paused in a store
+//! ([`PendingStore`](crate::store::PendingStore)), is listed for the people allowed to decide
+//! it; each decision is recorded once, atomically, for the call and the input the person was
+//! shown; a turn whose calls are all decided or expired is taken by one worker of a fleet and
+//! resumed with those decisions.
 //!
 //! A page (HTTP, sign-in, the policy file: a crate of its own) holds an [`Inbox`] and calls
 //! [`list`](Inbox::list), [`turn`](Inbox::turn) and [`decide`](Inbox::decide) with the signed-in
@@ -51,7 +52,7 @@
 //!
 //! // The page: the lead lists the waiting calls and approves the refund they were shown.
 //! let inbox = Inbox::builder(store.clone())
-//!     .policy(Policy::new().allow("group:leads", &[Action::Approve, Action::Decline], &["refund"]))
+//!     .policy(Policy::new().allow("group:leads", &[Action::Approve], &["refund"]))
 //!     .decision_log(Arc::new(MemoryDecisionLog::new()))
 //!     .build()?;
 //! let page = toolgate_core::block_on(inbox.list(&Query::waiting()))?;

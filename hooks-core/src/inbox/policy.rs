@@ -201,7 +201,11 @@ impl Rule {
 ///
 /// // The same in code.
 /// let same = Policy::new()
-///     .allow("group:support-leads", &[Action::Approve, Action::Edit, Action::Decline], &["issue_refund"])
+///     .allow(
+///         "group:support-leads",
+///         &[Action::Approve, Action::Edit, Action::Decline],
+///         &["issue_refund"],
+///     )
 ///     .allow("*", &[Action::Decline], &["*"])
 ///     .two_person("issue_refund");
 /// assert_eq!(same, policy);

@@ -41,7 +41,8 @@ pub(super) struct Kept {
     /// The `seq` of each of its waiting calls in [`Index::calls`], in order.
     #[cfg(feature = "inbox")]
     pub(super) calls: Vec<u64>,
-    /// Not yet resumed through the inbox ([`InboxStore::finished`](crate::approval::inbox::InboxStore::finished)).
+    /// Not yet resumed through the inbox
+    /// ([`InboxStore::finished`](crate::approval::inbox::InboxStore::finished)).
     #[cfg(feature = "inbox")]
     pub(super) open: bool,
 }
