@@ -237,7 +237,7 @@ fn main() {
     fill(&store_small, "s", small);
     fill(&store_large, "l", large);
     for sql in [&db_small.tcp, &db_large.tcp] {
-        server::Sql::connect(sql).run("ANALYZE");
+        server::Sql::connect(sql).run("VACUUM ANALYZE");
     }
     let (list_small, list_large) = (inbox(&store_small), inbox(&store_large));
     // Warm up every side once (connections, statements).
