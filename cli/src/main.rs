@@ -5,6 +5,7 @@
 //! toolgate audit report DIR        the HTML report: outcomes, people in the loop, customers, rules, latency
 //! toolgate audit tail DIR -f       one line per call, following new lines (rotation included)
 //! toolgate audit stats DIR         counts per outcome, rule, tool and user (--json)
+//! toolgate inbox SOURCE --listen ADDR --policy FILE [--tokens FILE]   the approval inbox's page
 //! toolgate completions SHELL       a completion script for bash, zsh, fish, powershell or elvish
 //! ```
 //!
@@ -18,6 +19,7 @@ mod args;
 #[cfg(feature = "postgres")]
 mod database;
 mod follow;
+mod inbox;
 mod report;
 mod source;
 mod stats;
@@ -69,6 +71,7 @@ fn run(argv: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &mut 
             Some(("stats", m)) => stats::run(m, out, err),
             _ => unreachable!("clap requires an audit subcommand"),
         },
+        Some(("inbox", m)) => inbox::run(m, out, err),
         Some(("completions", m)) => args::completions(m, out, err),
         _ => unreachable!("clap requires a subcommand"),
     }
