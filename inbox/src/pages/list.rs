@@ -273,14 +273,14 @@ fn row(call: &InboxCall, href: &str, now: SystemTime) -> String {
     };
     format!(
         "<tr class=\"call\" data-key=\"{}\" data-digest=\"{}\">\
-         <td data-label=\"Tool\"><a href=\"{}#{}\">{}</a></td>\
-         <td data-label=\"Input\" class=\"summary\"><code>{}</code></td>\
-         <td data-label=\"Asked by\">{}</td>\
-         <td data-label=\"User\">{}</td>\
-         <td data-label=\"Session\">{}</td>\
-         <td data-label=\"Age\">{}</td>\
-         <td data-label=\"Time left\">{}</td>\
-         <td data-label=\"Status\" class=\"state\">{status}</td></tr>\n",
+         <td data-label=\"Tool\"><span class=\"v\"><a href=\"{}#{}\">{}</a></span></td>\
+         <td data-label=\"Input\" class=\"summary\"><span class=\"v\"><code>{}</code></span></td>\
+         <td data-label=\"Asked by\"><span class=\"v\">{}</span></td>\
+         <td data-label=\"User\"><span class=\"v\">{}</span></td>\
+         <td data-label=\"Session\"><span class=\"v\">{}</span></td>\
+         <td data-label=\"Age\"><span class=\"v\">{}</span></td>\
+         <td data-label=\"Time left\"><span class=\"v\">{}</span></td>\
+         <td data-label=\"Status\"><span class=\"v state\">{status}</span></td></tr>\n",
         esc(&call_key(&call.session_id, &call.turn_id, &call.tool_use_id)),
         esc(&call.input_digest),
         esc(href),

@@ -123,7 +123,7 @@ pub(crate) fn layout(
                 String::new()
             };
             format!(
-                "<p class=\"who\">Signed in as <strong>{}</strong> {out}</p>",
+                "<div class=\"who\">Signed in as <strong>{}</strong> {out}</div>",
                 esc(w.identity.id())
             )
         }

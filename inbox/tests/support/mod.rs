@@ -356,9 +356,7 @@ impl Client {
         stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         stream.write_all(req.as_bytes()).unwrap();
         let _ = stream.write_all(body);
-        let mut raw = Vec::new();
-        let _ = stream.read_to_end(&mut raw);
-        parse(&raw)
+        parse(&read_answer(&mut stream))
     }
 
     /// `GET path`.
@@ -433,6 +431,37 @@ pub fn hidden(html: &str, name: &str) -> Option<String> {
     let start = html.find(&marker)? + marker.len();
     let end = html[start..].find('"')?;
     Some(html[start..start + end].to_owned())
+}
+
+/// One answer's bytes: its head, then as many bytes as its `Content-Length` says, or its chunks
+/// up to the last, or up to the end of the connection (a server may keep it open).
+fn read_answer(stream: &mut TcpStream) -> Vec<u8> {
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return raw,
+            Ok(n) => n,
+        };
+        raw.extend_from_slice(&buf[..n]);
+        let Some(split) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
+        let body = raw.len() - split - 4;
+        let length = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        match length {
+            Some(len) if body >= len => return raw,
+            Some(_) => {}
+            None if head.contains("transfer-encoding: chunked") && raw.ends_with(b"0\r\n\r\n") => {
+                return raw;
+            }
+            None => {}
+        }
+    }
 }
 
 fn parse(raw: &[u8]) -> Answer {
