@@ -803,6 +803,7 @@
 //! | `mcp` | `toolgate::mcp`: a dispatcher as an MCP server over stdio (rmcp), and a guard in front of a remote MCP server |
 //! | `mcp-http` | `mcp` over streamable HTTP: `McpServer::streamable_http_service` (a tower service for hyper or axum), `McpCaller::http_request`, `McpGuard::streamable_http` (reqwest, rustls on ring) |
 //! | `inbox` | `toolgate::approval::inbox`: the approval inbox over the paused-turn stores: waiting calls listed and filtered, a person's decision recorded once and atomically under a policy (who may approve, edit or decline; never the requester; two people where a tool needs them), ready turns resumed once across a fleet, every attempt an audit line |
+//! | `inbox-http` | `toolgate::inbox_http`: the approval inbox's page (an axum router, or served on its own address): the waiting calls, each turn's inputs and forms, live updates, sign-in by token or trusted proxy, the policy file; `decided_by` is always the signed-in person |
 //! | `sqlite` | `toolgate::store::sqlite::SqliteStore`: the answer memory and the paused turns in one SQLite file that sessions and processes share, each committed write surviving a crash (rusqlite, SQLite compiled in) |
 #![forbid(unsafe_code)]
 
@@ -810,6 +811,9 @@
 // docs (its `macro_support` module), which generated code reaches through `__private` alone.
 #[cfg(feature = "claude-code")]
 pub use toolgate_core::claude_code;
+/// The approval inbox's page (feature `inbox-http`): the `toolgate-inbox` crate.
+#[cfg(feature = "inbox-http")]
+pub use toolgate_inbox as inbox_http;
 #[cfg(feature = "mcp")]
 pub use toolgate_core::mcp;
 #[cfg(feature = "tower")]
