@@ -883,6 +883,10 @@ mod guides {
     #[doc = include_str!("../docs/fleet.md")]
     pub struct Fleet;
 
+    #[cfg(feature = "inbox-http")]
+    #[doc = include_str!("../docs/inbox.md")]
+    pub struct Inbox;
+
     #[doc = include_str!("../docs/nested-dispatchers.md")]
     pub struct NestedDispatchers;
 
