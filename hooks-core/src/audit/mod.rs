@@ -12,7 +12,7 @@
 //! |---|---|
 //! | `mod.rs` | [`AuditLog`], [`AuditLogBuilder`]: the observer and Stop hook, delivery to the sinks |
 //! | `record.rs` | [`AuditRecord`], [`SummaryRecord`]: what every sink receives, the JSON of a line; a record refilled in place |
-//! | `line.rs` | [`AuditRecord::write_json`]: the line's JSON by hand, byte for byte serde_json's, a word-at-a-time escaper |
+//! | `line.rs` | [`AuditRecord::write_json`], [`SummaryRecord::write_json`]: a line's JSON, serde_json's but for the line breaks and C1 controls it escapes (one record, one line, for every reader); the record's by hand, a word-at-a-time escaper |
 //! | `sink.rs` | [`AuditSink`] |
 //! | `redact.rs` | [`Redaction`], [`mask_card_numbers`], [`mask_emails`] |
 //! | `chain.rs` | the hash chain's rule and the writer that keeps it (lock, reopen, rotation) |
