@@ -1213,7 +1213,10 @@ usage:
   --otel               also print each call's OpenTelemetry spans (execute_tool with a
                        pre_tool_use child per hook run), with the SDK's stdout exporter
   --otel-endpoint URL  also send the spans to an OpenTelemetry collector over OTLP/HTTP
-                       (protobuf), URL its traces address: http://localhost:4318/v1/traces
+                       (protobuf): URL the collector's base address, /v1/traces appended
+                       (http://localhost:4318), or a URL whose path ends in /v1/traces, used
+                       as given; the spans' service.name is OTEL_SERVICE_NAME when set,
+                       else the service.name of OTEL_RESOURCE_ATTRIBUTES, else support_agent
   --schemas            print the specialist's tool definitions as one JSON array and exit
   --specialist NAME    with --schemas: refunds (default) or triage
   --provider NAME      with --schemas: anthropic (default), anthropic-strict, openai (Chat
@@ -2175,7 +2178,7 @@ fn a_hook_that_cannot_decide_halts_the_agent_and_answers_every_block() {
 }
 
 #[test]
-fn control_characters_from_the_model_are_flattened_in_readable_lines() {
+fn control_characters_from_the_model_are_escaped_in_readable_lines() {
     let text = std::fs::read_to_string(fixture("03_parallel_batch.json")).unwrap();
     let mut v: Value = serde_json::from_str(&text).unwrap();
     v["messages"][0]["content"][1]["name"] = json!("look\u{1b}[31mup\nfake line");
@@ -2198,10 +2201,108 @@ fn control_characters_from_the_model_are_flattened_in_readable_lines() {
     assert!(
         out.lines().any(|l| l
             .trim_start()
-            .starts_with("toolu_01OoNZYW2mZp0zVZomHFwUbb  look [31mup fake line {")),
+            .starts_with(r"toolu_01OoNZYW2mZp0zVZomHFwUbb  look\u{1b}[31mup\u{a}fake line {")),
         "{out}"
     );
     assert!(!out.lines().any(|l| l.starts_with("fake line")));
+}
+
+#[test]
+fn line_breaks_and_escapes_from_the_model_stay_inside_one_line_of_every_output() {
+    // Every character that ends a line for one reader or another, and an ANSI escape sequence,
+    // in a tool name, an input value, and a deny reason that quotes the input.
+    const HOSTILE: &str = "a\rb\nc\r\nd\u{85}e\u{2028}f\u{2029}g\u{1b}[31mred\u{1b}[0m";
+    const SHOWN: &str = r"a\u{d}b\u{a}c\u{d}\u{a}d\u{85}e\u{2028}f\u{2029}g\u{1b}[31mred\u{1b}[0m";
+    let text = std::fs::read_to_string(fixture("03_parallel_batch.json")).unwrap();
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    let blocks = &mut v["messages"][0]["content"];
+    blocks[1]["input"]["user_id"] = json!(format!("u_9{HOSTILE}"));
+    blocks[2]["name"] = json!(format!("get{HOSTILE}"));
+    blocks[3]["input"]["query"] = json!(HOSTILE);
+    v["expected_outcomes"] = json!({});
+    let dir = TempDir::new("line-breaks");
+    let file = dir.path().with_extension("json");
+    std::fs::write(&file, v.to_string()).unwrap();
+    let raw = [
+        '\r', '\u{b}', '\u{c}', '\u{85}', '\u{2028}', '\u{2029}', '\u{1b}',
+    ];
+
+    let (code, out, err) = run(&[
+        &os("--transcript"),
+        &os(&file),
+        &os("--out-dir"),
+        &os(dir.path()),
+    ]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    for c in raw {
+        assert!(!out.contains(c), "{c:?} raw in {out:?}");
+    }
+    let calls: Vec<&str> = out
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with("toolu_"))
+        .collect();
+    // Each call one line: the input as JSON text and the answer, the model's characters
+    // escaped (`\r` by JSON, the rest by `printable`), cut at the line's widths.
+    assert_eq!(
+        calls,
+        [
+            format!(
+                r#"toolu_01OoNZYW2mZp0zVZomHFwUbb  lookup_user {{"user_id":"u_9a\rb\nc\r\nd\u{{85}}e\u{{2028}}f\u{{2029}}g\u001b[31mred\u001b[0m"}} | blocked by {} | BLOCKED: this conversation can only use the signed-in customer's own account, and u_9a\u{{d}}b\u{{a}}c\u{{d}}\u{{a}}d\…"#,
+                hook("own_records_only")
+            ),
+            format!(
+                r#"toolu_01YrEqmSM9wCZ7Uw9xfogoEm  geta\u{{d}}b\u{{a}}c\u{{d}}\u{{a}}d\u{{85}}e\u{{2028}}f\u{{2029}}g\u{{1b}}[31mre… {{"order_id":"o_1002"}} | failed, unknown_tool | Error: unknown tool 'get{SHOWN}'. Available to…"#
+            ),
+            format!(
+                r#"toolu_01vnEN5N1aE6PwZPf1Qh6yYT  search_faq {{"query":"a\rb\nc\r\nd\u{{85}}e\u{{2028}}f\u{{2029}}g\u001b[31mred\u001b[0m","limit":50}} | rewritten by {} to {{"query":"a\rb\nc\r\nd\u{{85}}e\u{{2028}}f\u{{2029}}g\u001b[31mred\u001b[0m","limit":5…, allowed, ok | []"#,
+                hook("cap_faq_limit")
+            ),
+        ],
+        "{out}"
+    );
+    // The deny reason quoting the input, whole, in the audit line's answer.
+    let lines = json_lines(&dir.path().join("audit_log.jsonl"));
+    assert_eq!(
+        lines[0]["content"],
+        format!(
+            "BLOCKED: this conversation can only use the signed-in customer's own account, and \
+             u_9{HOSTILE} is not it. Use the signed-in customer's id, u_001, or ask them what \
+             they need for their own account."
+        )
+    );
+
+    // --json: one JSON line per answer, the same value, nothing raw.
+    let json_dir = TempDir::new("line-breaks-json");
+    let (code, out, err) = run(&[
+        &os("--transcript"),
+        &os(&file),
+        &os("--json"),
+        &os("--out-dir"),
+        &os(json_dir.path()),
+    ]);
+    let _ = std::fs::remove_file(&file);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    for c in raw {
+        assert!(!out.contains(c), "{c:?} raw in {out:?}");
+    }
+    let answers: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 1);
+    let results = answers[0]["content"].as_array().unwrap();
+    assert_eq!(results.len(), 3);
+    assert_eq!(results[0]["content"], lines[0]["content"]);
+
+    // The audit file: one line per call for Rust, Python and JavaScript readers alike.
+    let path = dir.path().join("audit_log.jsonl");
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[1]["tool"], format!("get{HOSTILE}"));
+    assert_eq!(lines[2]["input"]["query"], HOSTILE);
+    for reader in support::LineReader::ALL {
+        assert_eq!(reader.read(&path), lines, "{reader:?}");
+    }
 }
 
 #[test]

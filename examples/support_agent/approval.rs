@@ -237,9 +237,10 @@ pub(crate) fn resume(args: &ResumeArgs, out: &mut dyn Write, err: &mut dyn Write
         }
     };
     let written = if args.json {
-        serde_json::to_writer(&mut *out, &answer)
+        // One JSON line, through `printable_json`, as the replay's `--json` lines.
+        serde_json::to_string(&answer)
             .map_err(io::Error::from)
-            .and_then(|()| writeln!(out))
+            .and_then(|json| writeln!(out, "{}", toolgate::audit::printable_json(&json)))
     } else {
         let mut text = format!(
             "== {source}\n   session {}, user {} ({}), specialist {}\n",

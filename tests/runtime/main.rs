@@ -10,6 +10,7 @@ mod support;
 mod ask;
 mod audit;
 mod audit_chain;
+mod audit_readers;
 mod audit_sinks;
 mod build;
 mod chain;

@@ -514,7 +514,10 @@ impl AuditSink for PostgresAuditSink {
     }
 
     fn summary(&self, summary: &SummaryRecord) -> Result<(), HookError> {
-        let object = serde_json::to_vec(summary).map_err(|e| HookError::new(e.to_string()))?;
+        let mut object = Vec::with_capacity(512);
+        summary
+            .write_json(&mut object)
+            .map_err(|e| HookError::new(e.to_string()))?;
         self.writer
             .queue(Chain::Sessions, object)
             .map_err(HookError::new)?;
