@@ -4,6 +4,8 @@
 //! - the texts the model reads for a halt, a panic, a call not run and a tool timeout;
 //! - temporary folders, audit-log readers, assistant messages and fixtures;
 //! - the six published tools as `#[tool]` functions ([`official`]);
+//! - a paused call whose input has fields the audit log hides, for every store's sealed-input
+//!   tests ([`sealed`]);
 //! - an example's runnable binary, built in the test run's target folder ([`example_binary`]);
 //! - for the reliability tests (properties, deadlines, limits, concurrency, trusted context):
 //!   test timers that need no runtime, a quiet panic hook for injected faults, a one-poll
@@ -11,6 +13,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod official;
+pub(crate) mod sealed;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
