@@ -57,6 +57,12 @@ fn approved(turn: &PendingTurn) -> Decisions {
         .unwrap()
 }
 
+/// Which secrets the audit lines kept hold: none.
+fn no_secret_in(lines: &sealed::Lines) {
+    let text = serde_json::to_vec(&lines.all()).unwrap();
+    assert_eq!(sealed::secrets_in(&text), Vec::<String>::new());
+}
+
 fn answer(resumed: Resumed) -> Value {
     serde_json::to_value(resumed).unwrap()
 }
@@ -168,6 +174,7 @@ fn a_call_paused_again_by_a_retried_message_seals_to_the_same_bytes() {
         1,
         "the small payment ran once, then was replayed"
     );
+    no_secret_in(&lines);
 }
 
 /// Resumes `turn` on a dispatcher with `keys`, approving `toolu_big` as the turn shows it:
@@ -326,6 +333,7 @@ fn a_resume_that_cannot_give_the_hidden_fields_back_refuses_and_runs_nothing() {
     let resumed = toolgate::block_on(d.session(ctx()).resume(&turn, &approved(&turn)));
     assert_eq!(answer(resumed.unwrap()), sealed::resumed_answer());
     assert_eq!(paid.inputs()[1], sealed::real("o_1", 25000));
+    no_secret_in(&lines);
 }
 
 #[test]
@@ -416,6 +424,7 @@ fn a_retired_key_still_opens_what_it_sealed_and_the_new_one_seals() {
             .to_string(),
         "seal key \"k1\": it must be 64 bytes, not 2"
     );
+    no_secret_in(&lines);
 }
 
 #[test]
@@ -458,6 +467,7 @@ fn an_edit_at_resume_keeps_the_hidden_fields_it_left_as_shown() {
     let mut want = sealed::real("o_1", 25000);
     want["card"]["pin"] = json!("pin-typed-anew");
     assert_eq!(paid.inputs()[1], want);
+    no_secret_in(&lines);
 }
 
 #[test]
@@ -477,6 +487,7 @@ fn a_denied_call_with_hidden_fields_runs_nothing_and_is_answered() {
                "content": "BLOCKED: a person declined this call: too large"})
     );
     assert_eq!(paid.inputs().len(), 1);
+    no_secret_in(&lines);
 }
 
 #[test]
@@ -505,6 +516,7 @@ fn a_gemini_turn_keeps_its_call_masked() {
                                      "response": {"output": "paid 25000 on o_1"}}}])
     );
     assert_eq!(paid.inputs(), [sealed::real("o_1", 25000)]);
+    no_secret_in(&lines);
 }
 
 #[test]
@@ -546,4 +558,66 @@ fn a_paused_call_blocked_by_a_later_halt_is_replayed_not_refused_on_retry() {
     let again = toolgate::block_on(session.respond(&message)).unwrap_err();
     assert_eq!(again.halt().unwrap().answer().content[0], first.content[0]);
     assert_eq!(paid.inputs(), Vec::<Value>::new());
+    no_secret_in(&lines);
+}
+
+/// A call's outcome and operator detail, as an observer saw them.
+type Seen = (String, Option<String>);
+
+#[test]
+fn a_mask_that_panics_blocks_the_call_instead_of_pausing_it() {
+    support::quiet_injected_panics();
+    let seen: Arc<std::sync::Mutex<Vec<Seen>>> = Arc::default();
+    let record = Arc::clone(&seen);
+    let rules = toolgate::audit::Redaction::new()
+        .field_with("pay", "/card/pin", |_| {
+            panic!("{} in a mask", support::INJECTED)
+        })
+        .unwrap();
+    let d = toolgate::Dispatcher::builder()
+        .tool(toolgate::dispatch::ToolDef::sync(
+            "pay",
+            "Charges a card.",
+            |_env, _p: sealed::Pay| Ok("paid".to_owned()),
+        ))
+        .pre_hook(PreHookDef::sync("app::ask", 10, |_env, _c: &ToolUse| {
+            Ok(Decision::ask("every payment"))
+        }))
+        .post_hook(toolgate::dispatch::PostHookDef::sync(
+            "app::seen",
+            move |_env, r| {
+                let detail = r.detail.map(str::to_owned);
+                record
+                    .lock()
+                    .unwrap()
+                    .push((r.outcome.as_str().to_owned(), detail));
+                Ok(())
+            },
+        ))
+        .audit_log(
+            sealed::kept(&sealed::Lines::default())
+                .redaction(rules)
+                .build()
+                .unwrap(),
+        )
+        .seal_keys(sealed::keys())
+        .build()
+        .unwrap();
+    let message = support::assistant(
+        json!([{"type": "tool_use", "id": "toolu_big", "name": "pay",
+                "input": sealed::sent("o_1", 25000)}]),
+        "tool_use",
+    );
+    let reply = toolgate::block_on(d.session(ctx()).respond(&message)).unwrap();
+    assert!(matches!(reply, Reply::Answer(_)), "not paused: {reply:?}");
+    let detail = format!(
+        "the call needs a person's approval (asked by `app::ask`: every payment); the audit log's \
+         redaction panicked on the input of tool `pay`: {} in a mask; it cannot pause for a \
+         person",
+        support::INJECTED
+    );
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [("blocked".to_owned(), Some(detail))]
+    );
 }

@@ -43,7 +43,8 @@
 use serde_json::Value;
 
 use crate::approval::pending::{AwaitingCall, SealProblem};
-use crate::audit::Redaction;
+use crate::audit::{REDACTED, Redaction};
+use crate::base::panic::catch;
 
 /// The scheme named first in a `sealed` value.
 const SCHEME: &str = "aes256-siv";
@@ -92,10 +93,21 @@ impl Sealing {
         if !self.hides(call) {
             return Ok(());
         }
-        let mut input = call.input.clone();
-        self.redaction.mask_input(&call.tool, &mut input);
-        let mut effective_input = call.effective_input.clone();
-        self.redaction.mask_input(&call.tool, &mut effective_input);
+        // A rule's own mask is the host's code: a panic in it blocks the call.
+        let (input, effective_input) = catch(|| {
+            let mut input = call.input.clone();
+            self.redaction.mask_input(&call.tool, &mut input);
+            let mut effective_input = call.effective_input.clone();
+            self.redaction.mask_input(&call.tool, &mut effective_input);
+            (input, effective_input)
+        })
+        .map_err(|p| {
+            format!(
+                "the audit log's redaction panicked on the input of tool `{}`: {p}; it cannot \
+                 pause for a person",
+                call.tool
+            )
+        })?;
         let shown = Shown {
             session_id,
             user_id,
@@ -155,7 +167,12 @@ impl Sealing {
             return;
         };
         if let Some(args) = call.get_mut("args") {
-            self.redaction.mask_input(&tool, args);
+            let mut masked = args.clone();
+            // A rule's own mask panicking leaves nothing of the arguments.
+            *args = match catch(|| self.redaction.mask_input(&tool, &mut masked)) {
+                Ok(()) => masked,
+                Err(_) => Value::String(REDACTED.to_owned()),
+            };
         }
     }
 
@@ -208,7 +225,8 @@ impl Sealing {
             .cipher()
             .decrypt(shown.headers(key_id).iter(), &bytes)
             .map_err(|_| does_not_open())?;
-        // Authenticated: only a key holder wrote it; not this layout, it is another's.
+        // Authenticated, so sealed by a holder of the key: not the two inputs, it is not a
+        // call's sealed value.
         serde_json::from_slice(&plaintext).map_err(|e| SealProblem::Malformed {
             problem: format!("it opens, but not to the call's inputs: {e}"),
         })
