@@ -42,6 +42,12 @@ struct FieldRule {
 /// Nothing else is changed: ids, tool names, outcomes, hook paths and the context's facts are
 /// kept as they are.
 ///
+/// The field rules hold wherever a call's input is kept: a dispatcher with this audit log
+/// writes a waiting call of a [`PendingTurn`](crate::approval::PendingTurn) as its audit line
+/// shows it, the hidden values sealed under the host's key (`DispatcherBuilder::seal_keys`,
+/// feature `seal`; without a key such a call is blocked instead of paused), and its spans
+/// (`span_content`) likewise.
+///
 /// ```
 /// use serde_json::json;
 /// use toolgate_core::audit::{Redaction, mask_card_numbers, mask_emails};
