@@ -14,6 +14,7 @@ mod support;
 mod agent;
 mod audit;
 mod fleet;
+mod sealed;
 mod server;
 mod stores;
 mod support_agent;

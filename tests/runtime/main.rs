@@ -33,6 +33,7 @@ mod pause;
 mod pre_tool_use;
 mod replies;
 mod retries;
+mod sealed;
 mod session;
 mod stores;
 #[cfg(feature = "tower")]

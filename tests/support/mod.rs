@@ -4,6 +4,8 @@
 //! - the texts the model reads for a halt, a panic, a call not run and a tool timeout;
 //! - temporary folders, audit-log readers, assistant messages and fixtures;
 //! - the six published tools as `#[tool]` functions ([`official`]);
+//! - a paused call whose input has fields the audit log hides, for every store's sealed-input
+//!   tests ([`sealed`]);
 //! - an example's runnable binary, built in the test run's target folder ([`example_binary`]);
 //! - for the reliability tests (properties, deadlines, limits, concurrency, trusted context):
 //!   test timers that need no runtime, a quiet panic hook for injected faults, a one-poll
@@ -11,6 +13,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod official;
+pub(crate) mod sealed;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -336,7 +339,7 @@ pub(crate) fn optional_fields_nullable(mut schema: Value) -> Value {
 
 /// The root package's features, each with whether this test binary was built with it. The
 /// list is checked against `Cargo.toml`'s `[features]` by [`example_binary`].
-const FEATURES: [(&str, bool); 12] = [
+const FEATURES: [(&str, bool); 13] = [
     ("tokio", cfg!(feature = "tokio")),
     ("full-validation", cfg!(feature = "full-validation")),
     ("tower", cfg!(feature = "tower")),
@@ -347,6 +350,7 @@ const FEATURES: [(&str, bool); 12] = [
     ("gemini", cfg!(feature = "gemini")),
     ("mcp", cfg!(feature = "mcp")),
     ("mcp-http", cfg!(feature = "mcp-http")),
+    ("seal", cfg!(feature = "seal")),
     ("sqlite", cfg!(feature = "sqlite")),
     ("postgres", cfg!(feature = "postgres")),
 ];
