@@ -13,7 +13,10 @@ mod support;
 
 mod agent;
 mod audit;
+mod cuts;
+mod drops;
 mod fleet;
+mod proxy;
 mod sealed;
 mod server;
 mod stores;
