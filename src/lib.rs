@@ -802,10 +802,23 @@
 //! | `gemini` | Gemini's calls in and results out (`provider::gemini::{tool_use, function_response}`), `Session::respond_gemini_candidate` |
 //! | `mcp` | `toolgate::mcp`: a dispatcher as an MCP server over stdio (rmcp), and a guard in front of a remote MCP server |
 //! | `mcp-http` | `mcp` over streamable HTTP: `McpServer::streamable_http_service` (a tower service for hyper or axum), `McpCaller::http_request`, `McpGuard::streamable_http` (reqwest, rustls on ring) |
+//! | `seal` | `approval::{SealKey, SealKeys}`, `DispatcherBuilder::seal_keys`: the fields the audit log's redaction hides are sealed (AES-SIV, RustCrypto's `aes-siv`) in a paused turn and given back at resume; without it such a call is blocked, not paused |
 //! | `sqlite` | `toolgate::store::sqlite::SqliteStore`: the answer memory and the paused turns in one SQLite file that sessions and processes share, each committed write surviving a crash (rusqlite, SQLite compiled in) |
 #![forbid(unsafe_code)]
 
-pub use toolgate_core::*;
+// The public names, one by one: a glob would also re-export what toolgate-core hides from its
+// docs (its `macro_support` module), which generated code reaches through `__private` alone.
+#[cfg(feature = "claude-code")]
+pub use toolgate_core::claude_code;
+#[cfg(feature = "mcp")]
+pub use toolgate_core::mcp;
+#[cfg(feature = "tower")]
+pub use toolgate_core::tower;
+pub use toolgate_core::{
+    BuildError, CallError, Decision, Dispatcher, Halt, HookContext, Message, Reply, RespondError,
+    Session, State, ToolError, ToolResult, ToolUse, approval, audit, block_on, content, dispatch,
+    provider, store,
+};
 pub use toolgate_macros::{post_hook, pre_hook, stop_hook, tool};
 
 /// Not public API: what the macros' generated code reaches. Free to change in any release.
@@ -815,7 +828,16 @@ pub mod __private {
     pub use schemars;
     pub use serde;
     pub use serde_json;
-    pub use toolgate_core::macro_support::*;
+    // Listed one by one like the root's names, and not inlined: an inlined support trait would
+    // show its impls on `Decision`, `HookContext`, `State` and `ToolError` in the public docs.
+    #[doc(no_inline)]
+    pub use toolgate_core::macro_support::{
+        BoxFuture, Boxable, BoxableKind, DisplayKind, Displayed, Env, ErrorOf, HasSchema, Inject,
+        IntoDecision, IntoObserved, IntoTypedDecision, Listed, ListedError, ListedKind, NoSchema,
+        NotATool, OkOfPlain, OkOfResult, OutputProbe, Registration, RegistrationKind, Returned,
+        SplitPlain, SplitResult, StateKey, ToolFunction, ToolRef, ToolResultContent, TypeProbe,
+        assert_input, output_content, output_text, with_output_schema,
+    };
     pub use toolgate_core::{
         Decision, ToolError, ToolUse,
         audit::{CallRecord, SessionSummary},

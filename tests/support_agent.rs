@@ -25,6 +25,10 @@ mod support_agent_live;
 // `--otel-endpoint` against an OTLP/HTTP receiver on loopback (tests/support_agent_otlp/).
 mod support_agent_otlp;
 
+// Conversations of one customer on one store, shared with the PostgreSQL tests
+// (tests/support_agent_ledger/).
+mod support_agent_ledger;
+
 // The throwaway PostgreSQL server of the `postgres` binary, for the ledger's PostgreSQL books.
 #[cfg(feature = "postgres")]
 #[allow(unreachable_pub)]
@@ -295,17 +299,17 @@ const READABLE_LINES: &[&str] = &[
     r#"   toolu_01GzvAmwufUxbvJDCTbyvHNs  prepare_case_file {"user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":["tracking pa… | allowed, ok | {"case_id":"case_o_3001","user_id":"u_007","order_id":"o_3001","reason":"Never delivered","evidence":["trackin…"#,
     r#"   toolu_01Hk2oZxQm7R4bVt9cYe3LsA  get_order_details {"order_id":"o_1002"} | allowed, ok | {"order_id":"o_1002","user_id":"u_001","amount_cents":45000,"refunded_cents":0}"#,
     r#"   toolu_01Jm4pAyRn8S5cWu0dZf4MtB  issue_refund {"order_id":"o_1002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
-    r#"   toolu_01Jm4pAyRn8S5cWu0dZf4MtB  issue_refund {"order_id":"o_1002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, approved by lead@shop.example, allowed, ok | {"refund_id":"re_0001","order_id":"o_1002","amount_cents":30000,"refunded_total_cents":30000,"status":"issued"…"#,
+    r#"   toolu_01Jm4pAyRn8S5cWu0dZf4MtB  issue_refund {"order_id":"o_1002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, approved by lead@shop.example, allowed, ok | {"refund_id":"re_0002","order_id":"o_1002","amount_cents":30000,"refunded_total_cents":30000,"status":"issued"…"#,
     r#"   toolu_01Kn5qBzSo9T6dXv1eAg5NuC  get_order_details {"order_id":"o_3002"} | allowed, ok | {"order_id":"o_3002","user_id":"u_007","amount_cents":30000,"refunded_cents":0}"#,
     r#"   toolu_01Lo6rCaTp0U7eYw2fBh6OvD  issue_refund {"order_id":"o_3002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
     r#"   toolu_01Lo6rCaTp0U7eYw2fBh6OvD  issue_refund {"order_id":"o_3002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, denied by lead@shop.example, blocked by support_agent::policy::large_refund_needs_approval | BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label f…"#,
-    r#"   toolu_01Mp7sDbUq1V8fZx3gCi7PwE  get_order_details {"order_id":"o_1002"} | allowed, ok | {"order_id":"o_1002","user_id":"u_001","amount_cents":45000,"refunded_cents":0}"#,
+    r#"   toolu_01Mp7sDbUq1V8fZx3gCi7PwE  get_order_details {"order_id":"o_1002"} | allowed, ok | {"order_id":"o_1002","user_id":"u_001","amount_cents":45000,"refunded_cents":30000}"#,
     r#"   toolu_01Nq8tEcVr2W9gAy4hDj8QxF  issue_refund {"order_id":"o_1002","amount_cents":25000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
     r#"   toolu_01Or9uFdWs3X0hBz5iEk9RyG  issue_refund {"order_id":"o_3001","amount_cents":45000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
     r#"   toolu_01KdV8mQpR3sTz6WnY2bHc4F  lookup_user {"user_id":"u_007"} | allowed, ok | {"user_id":"u_007","tier":"premium","orders":["o_3001","o_3002"]}"#,
-    r#"   toolu_01Ha3JtLs7PqV5mXcR9wNe2D  issue_refund {"order_id":"o_3002","amount_cents":18000} | allowed, ok | {"refund_id":"re_0001","order_id":"o_3002","amount_cents":18000,"refunded_total_cents":18000,"status":"issued"…"#,
-    r#"   toolu_01Rw2ZkNt6HsM9qPbV4xJf7C  issue_refund {"order_id":"o_3001","amount_cents":9500} | allowed, ok | {"refund_id":"re_0002","order_id":"o_3001","amount_cents":9500,"refunded_total_cents":9500,"status":"issued"}"#,
-    r#"   toolu_01Tq5YhWm8VrK3nLsZ6cPg9B  issue_refund {"order_id":"o_3001","amount_cents":6000} | allowed, ok | {"refund_id":"re_0003","order_id":"o_3001","amount_cents":6000,"refunded_total_cents":15500,"status":"issued"}"#,
+    r#"   toolu_01Ha3JtLs7PqV5mXcR9wNe2D  issue_refund {"order_id":"o_3002","amount_cents":18000} | allowed, ok | {"refund_id":"re_0003","order_id":"o_3002","amount_cents":18000,"refunded_total_cents":18000,"status":"issued"…"#,
+    r#"   toolu_01Rw2ZkNt6HsM9qPbV4xJf7C  issue_refund {"order_id":"o_3001","amount_cents":9500} | allowed, ok | {"refund_id":"re_0004","order_id":"o_3001","amount_cents":9500,"refunded_total_cents":9500,"status":"issued"}"#,
+    r#"   toolu_01Tq5YhWm8VrK3nLsZ6cPg9B  issue_refund {"order_id":"o_3001","amount_cents":6000} | allowed, ok | {"refund_id":"re_0005","order_id":"o_3001","amount_cents":6000,"refunded_total_cents":15500,"status":"issued"}"#,
     r#"   toolu_01Wn7CsPk4XtR8mVhL2zQd5J  issue_refund {"order_id":"o_3001","amount_cents":20000} | blocked by support_agent::policy::weekly_refund_limit | BLOCKED: a refund of 20000 cents would bring this customer's refunds in ISO week 2026-W48 to 53500 cents, abov…"#,
 ];
 
@@ -340,7 +344,7 @@ fn every_bundled_transcript_replays_with_its_expected_outcomes_results_and_audit
     for (t, (_, expected)) in transcripts.into_iter().zip(EXPECTED) {
         let dir = TempDir::new("replay");
         let audit = AuditLog::open(dir.path()).unwrap();
-        let replay = agent::replay(t, Some(&audit), &example::state::State::Memory)
+        let replay = agent::replay(t, Some(&audit), &example::state::State::memory())
             .expect("the agent builds");
         drop(audit);
 
@@ -445,7 +449,7 @@ fn the_bundled_transcripts_show_which_hook_decided() {
     let transcripts = transcript::bundled().unwrap();
     let mut decided = BTreeMap::new();
     for t in &transcripts {
-        let replay = agent::replay(t, None, &example::state::State::Memory).unwrap();
+        let replay = agent::replay(t, None, &example::state::State::memory()).unwrap();
         for c in replay.calls() {
             decided.insert(
                 c.tool_use_id.clone(),
@@ -511,7 +515,7 @@ fn audit_lines_carry_blocked_by_rewritten_by_hooks_and_effective_input_only_when
     let t = transcript::load(&fixture("03_parallel_batch.json")).unwrap();
     let dir = TempDir::new("audit-keys");
     let audit = AuditLog::open(dir.path()).unwrap();
-    agent::replay(&t, Some(&audit), &example::state::State::Memory).unwrap();
+    agent::replay(&t, Some(&audit), &example::state::State::memory()).unwrap();
     // Exact lines: the context's tier after the user, the optional members only where they
     // apply, `prev` last (recomputed by `chained_lines`; `duration_us` set to 0).
     let (lines, _) = support::chained_lines(&dir.path().join("audit_log.jsonl"), support::ZEROS);
@@ -578,14 +582,24 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
         .lines()
         .filter(|l| l.starts_with("   ledger: "))
         .collect();
+    // After each transcript, its customer's book in the demo world: every conversation's
+    // refunds of that customer, numbered in the store (01, 03, 06 and 08 are u_001's; 10 u_007's).
+    let (u_001_a, u_001_b) = (
+        "   ledger: re_0001 refunded 2599 cents on o_1001 (u_001, ISO week 2026-W48)",
+        "   ledger: re_0002 refunded 30000 cents on o_1002 (u_001, ISO week 2026-W48)",
+    );
     assert_eq!(
         ledger,
         [
-            "   ledger: re_0001 refunded 2599 cents on o_1001 (u_001, ISO week 2026-W48)",
-            "   ledger: re_0001 refunded 30000 cents on o_1002 (u_001, ISO week 2026-W48)",
-            "   ledger: re_0001 refunded 18000 cents on o_3002 (u_007, ISO week 2026-W48)",
-            "   ledger: re_0002 refunded 9500 cents on o_3001 (u_007, ISO week 2026-W48)",
-            "   ledger: re_0003 refunded 6000 cents on o_3001 (u_007, ISO week 2026-W48)",
+            u_001_a,
+            u_001_a,
+            u_001_a,
+            u_001_b,
+            u_001_a,
+            u_001_b,
+            "   ledger: re_0003 refunded 18000 cents on o_3002 (u_007, ISO week 2026-W48)",
+            "   ledger: re_0004 refunded 9500 cents on o_3001 (u_007, ISO week 2026-W48)",
+            "   ledger: re_0005 refunded 6000 cents on o_3001 (u_007, ISO week 2026-W48)",
         ]
     );
     let notes: Vec<&str> = out.lines().filter(|l| l.starts_with("note: ")).collect();
@@ -628,24 +642,26 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
     // Appended to, not replaced; and the second run in the folder shares the first one's state
     // (`state.sqlite`): every call the first one answered is a replay of that answer, nothing
     // runs again, the two turns still waiting pause again, and the ledger holds what it held.
-    let refunds = || -> Vec<(String, String, i64)> {
-        let db = rusqlite::Connection::open(dir.path().join("state.sqlite")).unwrap();
-        let mut q = db
-            .prepare(
-                "SELECT book, order_id, amount_cents FROM support_agent_refunds ORDER BY book, seq",
-            )
-            .unwrap();
-        q.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap()
-    };
+    let refunds = || sqlite_rows(dir.path());
     let before = refunds();
     let issued = json_lines(&dir.path().join("audit_log.jsonl"))
         .iter()
         .filter(|l| l["tool"] == "issue_refund" && l["outcome"] == "ok")
         .count();
     assert_eq!((before.len(), issued), (5, 5));
+    assert_eq!(
+        before
+            .iter()
+            .map(|r| (r.id, r.world.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            (1, "demo"),
+            (2, "demo"),
+            (3, "demo"),
+            (4, "demo"),
+            (5, "demo")
+        ]
+    );
     let (code, out, _) = run(&[&os("--out-dir"), &os(dir.path())]);
     assert_eq!(code, cli::EXIT_OK);
     let lines = json_lines(&dir.path().join("audit_log.jsonl"));
@@ -1168,7 +1184,7 @@ Replays customer-support transcripts (assistant messages as the Messages API ret
 through the support agent's tools and hooks.
 
 usage:
-  support_agent [--transcript FILE] [--json] [--out-dir DIR] [--store sqlite|memory]
+  support_agent [--transcript FILE]... [--json] [--out-dir DIR] [--store sqlite|memory]
                 [--database-url URL] [--otel] [--otel-endpoint URL]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR|URL
@@ -1182,7 +1198,8 @@ usage:
                 [--otel-endpoint URL]
 
   (no option)          replay every bundled transcript; one readable line per tool call
-  --transcript FILE    replay that file only
+  --transcript FILE    replay that file only (repeatable: those files, in order, one process
+                       serving several conversations)
   --json               print only the user message answering each assistant message, one JSON
                        line each
   --out-dir DIR        append audit_log.jsonl and session_summaries.jsonl there (default: data)
@@ -1196,7 +1213,10 @@ usage:
   --otel               also print each call's OpenTelemetry spans (execute_tool with a
                        pre_tool_use child per hook run), with the SDK's stdout exporter
   --otel-endpoint URL  also send the spans to an OpenTelemetry collector over OTLP/HTTP
-                       (protobuf), URL its traces address: http://localhost:4318/v1/traces
+                       (protobuf): URL the collector's base address, /v1/traces appended
+                       (http://localhost:4318), or a URL whose path ends in /v1/traces, used
+                       as given; the spans' service.name is OTEL_SERVICE_NAME when set,
+                       else the service.name of OTEL_RESOURCE_ATTRIBUTES, else support_agent
   --schemas            print the specialist's tool definitions as one JSON array and exit
   --specialist NAME    with --schemas: refunds (default) or triage
   --provider NAME      with --schemas: anthropic (default), anthropic-strict, openai (Chat
@@ -1726,7 +1746,7 @@ fn the_weekly_refund_limit_counts_the_owners_refunds_in_the_iso_week_of_now() {
         .0,
         Outcome::Blocked
     );
-    let weeks: Vec<String> = toolgate::block_on(agent.ledger.refunds())
+    let weeks: Vec<String> = toolgate::block_on(agent.ledger.refunds_of("u_007"))
         .unwrap()
         .iter()
         .map(|r| {
@@ -2158,7 +2178,7 @@ fn a_hook_that_cannot_decide_halts_the_agent_and_answers_every_block() {
 }
 
 #[test]
-fn control_characters_from_the_model_are_flattened_in_readable_lines() {
+fn control_characters_from_the_model_are_escaped_in_readable_lines() {
     let text = std::fs::read_to_string(fixture("03_parallel_batch.json")).unwrap();
     let mut v: Value = serde_json::from_str(&text).unwrap();
     v["messages"][0]["content"][1]["name"] = json!("look\u{1b}[31mup\nfake line");
@@ -2181,10 +2201,108 @@ fn control_characters_from_the_model_are_flattened_in_readable_lines() {
     assert!(
         out.lines().any(|l| l
             .trim_start()
-            .starts_with("toolu_01OoNZYW2mZp0zVZomHFwUbb  look [31mup fake line {")),
+            .starts_with(r"toolu_01OoNZYW2mZp0zVZomHFwUbb  look\u{1b}[31mup\u{a}fake line {")),
         "{out}"
     );
     assert!(!out.lines().any(|l| l.starts_with("fake line")));
+}
+
+#[test]
+fn line_breaks_and_escapes_from_the_model_stay_inside_one_line_of_every_output() {
+    // Every character that ends a line for one reader or another, and an ANSI escape sequence,
+    // in a tool name, an input value, and a deny reason that quotes the input.
+    const HOSTILE: &str = "a\rb\nc\r\nd\u{85}e\u{2028}f\u{2029}g\u{1b}[31mred\u{1b}[0m";
+    const SHOWN: &str = r"a\u{d}b\u{a}c\u{d}\u{a}d\u{85}e\u{2028}f\u{2029}g\u{1b}[31mred\u{1b}[0m";
+    let text = std::fs::read_to_string(fixture("03_parallel_batch.json")).unwrap();
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    let blocks = &mut v["messages"][0]["content"];
+    blocks[1]["input"]["user_id"] = json!(format!("u_9{HOSTILE}"));
+    blocks[2]["name"] = json!(format!("get{HOSTILE}"));
+    blocks[3]["input"]["query"] = json!(HOSTILE);
+    v["expected_outcomes"] = json!({});
+    let dir = TempDir::new("line-breaks");
+    let file = dir.path().with_extension("json");
+    std::fs::write(&file, v.to_string()).unwrap();
+    let raw = [
+        '\r', '\u{b}', '\u{c}', '\u{85}', '\u{2028}', '\u{2029}', '\u{1b}',
+    ];
+
+    let (code, out, err) = run(&[
+        &os("--transcript"),
+        &os(&file),
+        &os("--out-dir"),
+        &os(dir.path()),
+    ]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    for c in raw {
+        assert!(!out.contains(c), "{c:?} raw in {out:?}");
+    }
+    let calls: Vec<&str> = out
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with("toolu_"))
+        .collect();
+    // Each call one line: the input as JSON text and the answer, the model's characters
+    // escaped (`\r` by JSON, the rest by `printable`), cut at the line's widths.
+    assert_eq!(
+        calls,
+        [
+            format!(
+                r#"toolu_01OoNZYW2mZp0zVZomHFwUbb  lookup_user {{"user_id":"u_9a\rb\nc\r\nd\u{{85}}e\u{{2028}}f\u{{2029}}g\u001b[31mred\u001b[0m"}} | blocked by {} | BLOCKED: this conversation can only use the signed-in customer's own account, and u_9a\u{{d}}b\u{{a}}c\u{{d}}\u{{a}}d\…"#,
+                hook("own_records_only")
+            ),
+            format!(
+                r#"toolu_01YrEqmSM9wCZ7Uw9xfogoEm  geta\u{{d}}b\u{{a}}c\u{{d}}\u{{a}}d\u{{85}}e\u{{2028}}f\u{{2029}}g\u{{1b}}[31mre… {{"order_id":"o_1002"}} | failed, unknown_tool | Error: unknown tool 'get{SHOWN}'. Available to…"#
+            ),
+            format!(
+                r#"toolu_01vnEN5N1aE6PwZPf1Qh6yYT  search_faq {{"query":"a\rb\nc\r\nd\u{{85}}e\u{{2028}}f\u{{2029}}g\u001b[31mred\u001b[0m","limit":50}} | rewritten by {} to {{"query":"a\rb\nc\r\nd\u{{85}}e\u{{2028}}f\u{{2029}}g\u001b[31mred\u001b[0m","limit":5…, allowed, ok | []"#,
+                hook("cap_faq_limit")
+            ),
+        ],
+        "{out}"
+    );
+    // The deny reason quoting the input, whole, in the audit line's answer.
+    let lines = json_lines(&dir.path().join("audit_log.jsonl"));
+    assert_eq!(
+        lines[0]["content"],
+        format!(
+            "BLOCKED: this conversation can only use the signed-in customer's own account, and \
+             u_9{HOSTILE} is not it. Use the signed-in customer's id, u_001, or ask them what \
+             they need for their own account."
+        )
+    );
+
+    // --json: one JSON line per answer, the same value, nothing raw.
+    let json_dir = TempDir::new("line-breaks-json");
+    let (code, out, err) = run(&[
+        &os("--transcript"),
+        &os(&file),
+        &os("--json"),
+        &os("--out-dir"),
+        &os(json_dir.path()),
+    ]);
+    let _ = std::fs::remove_file(&file);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    for c in raw {
+        assert!(!out.contains(c), "{c:?} raw in {out:?}");
+    }
+    let answers: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 1);
+    let results = answers[0]["content"].as_array().unwrap();
+    assert_eq!(results.len(), 3);
+    assert_eq!(results[0]["content"], lines[0]["content"]);
+
+    // The audit file: one line per call for Rust, Python and JavaScript readers alike.
+    let path = dir.path().join("audit_log.jsonl");
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[1]["tool"], format!("get{HOSTILE}"));
+    assert_eq!(lines[2]["input"]["query"], HOSTILE);
+    for reader in support::LineReader::ALL {
+        assert_eq!(reader.read(&path), lines, "{reader:?}");
+    }
 }
 
 #[test]
@@ -2367,7 +2485,7 @@ fn paused_08_pending() -> Value {
         "format": 2, "turn_format": "anthropic_messages",
         "turn_id": "toolu_01Mp7sDbUq1V8fZx3gCi7PwE",
         "session_id": "sess_paused_08", "user_id": "u_001",
-        "fingerprint": fingerprint, "created_at": "2026-11-26T14:00:00Z",
+        "fingerprint": fingerprint, "created_at": "2026-12-01T14:00:00Z",
         "blocks": [
             {"state": "answered", "result": {
                 "type": "tool_result", "tool_use_id": "toolu_01Mp7sDbUq1V8fZx3gCi7PwE",
@@ -2648,7 +2766,7 @@ fn an_expired_pending_turn_is_answered_blocked_and_bad_resumes_are_refused() {
         );
     }
     // More than 24 hours after it paused: answered blocked, whatever the decision.
-    let (code, out, err) = resume(&["--approve", id, "--now", "2026-11-28T16:00:01Z", "--json"]);
+    let (code, out, err) = resume(&["--approve", id, "--now", "2026-12-03T16:00:01Z", "--json"]);
     assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
     let text = "BLOCKED: this call waited for a person's approval longer than 86400 s and \
                 expired; it was not done. Ask the user whether to try it again.";
@@ -2662,7 +2780,7 @@ fn an_expired_pending_turn_is_answered_blocked_and_bad_resumes_are_refused() {
     assert_eq!(
         last,
         format!(
-            r#"{{"ts":"2026-11-28T16:00:01Z","session_id":"sess_expired_09","user_id":"u_007","tier":"premium","tool_use_id":"{id}","tool":"issue_refund","input":{{"order_id":"o_3001","amount_cents":45000}},"outcome":"blocked","is_error":true,"content":"{text}","duration_us":0,"blocked_by":"support_agent::policy::large_refund_needs_approval","detail":"the pending turn expired: it waited longer than its time to live of 86400 s (asked by `support_agent::policy::large_refund_needs_approval`: a refund of 45000 cents is above 20000 cents and needs a person's approval)","asked_by":[{{"hook":"support_agent::policy::large_refund_needs_approval","reason":"a refund of 45000 cents is above 20000 cents and needs a person's approval"}}],"prev":"…"}}"#
+            r#"{{"ts":"2026-12-03T16:00:01Z","session_id":"sess_expired_09","user_id":"u_007","tier":"premium","tool_use_id":"{id}","tool":"issue_refund","input":{{"order_id":"o_3001","amount_cents":45000}},"outcome":"blocked","is_error":true,"content":"{text}","duration_us":0,"blocked_by":"support_agent::policy::large_refund_needs_approval","detail":"the pending turn expired: it waited longer than its time to live of 86400 s (asked by `support_agent::policy::large_refund_needs_approval`: a refund of 45000 cents is above 20000 cents and needs a person's approval)","asked_by":[{{"hook":"support_agent::policy::large_refund_needs_approval","reason":"a refund of 45000 cents is above 20000 cents and needs a person's approval"}}],"prev":"…"}}"#
         )
     );
     assert!(!file.exists());
@@ -3059,13 +3177,13 @@ fn no_paused_turn_overwrites_another() {
     assert_eq!(read(out.join("pending/shop_a").join(turn)), underscore);
     // The same turn paused again (a second run of the same message): its file is kept as it
     // was first written, so the time it first paused (its expiry) does not move.
-    let later = paused_in("shop_a", "").replace("2026-11-26T14:00:00Z", "2026-11-27T09:00:00Z");
+    let later = paused_in("shop_a", "").replace("2026-12-01T14:00:00Z", "2026-12-02T09:00:00Z");
     assert_eq!(
         replay_text(dir.path(), "d.json", &later, &out),
         cli::EXIT_OK
     );
     assert_eq!(read(out.join("pending/shop_a").join(turn)), underscore);
-    assert_eq!(underscore["created_at"], "2026-11-26T14:00:00Z");
+    assert_eq!(underscore["created_at"], "2026-12-01T14:00:00Z");
     let mut files: Vec<String> = std::fs::read_dir(out.join("pending"))
         .unwrap()
         .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
@@ -3164,21 +3282,27 @@ pub(crate) fn pending_file(out_dir: &Path, session: &str) -> PathBuf {
 }
 
 #[test]
-fn the_sqlite_ledger_is_shared_by_every_connection_to_its_file_and_checks_an_order_at_once() {
-    use example::ledger::{Ledger, RefundError, open_sqlite_books};
+fn the_sqlite_ledger_is_one_per_file_its_totals_the_customers_and_the_orders() {
+    use example::ledger::{Books, EnterError, RefundError};
     let dir = TempDir::new("ledger-sqlite");
     let file = dir.path().join("state.sqlite");
     let order = example::seed::order("o_3001").unwrap();
+    let other_order = example::seed::order("o_3002").unwrap();
     let week = IsoWeek {
         year: 2026,
         week: 48,
     };
-    let a = Ledger::sqlite("book", open_sqlite_books(&file).unwrap());
-    let b = Ledger::sqlite("book", open_sqlite_books(&file).unwrap());
-    let other = Ledger::sqlite("another book", open_sqlite_books(&file).unwrap());
+    // Two connections to one file are one ledger.
+    let (one, two) = (Books::sqlite(&file).unwrap(), Books::sqlite(&file).unwrap());
+    let a = one.ledger("shop");
+    let b = two.ledger("shop");
+    let elsewhere = two.ledger("another world");
     let first = toolgate::block_on(a.record_refund(order, 9_500, week, u64::MAX)).unwrap();
-    assert_eq!(first.refund_id, "re_0001");
-    // Another connection sees it; another book does not.
+    assert_eq!(
+        (first.refund.refund_id.as_str(), first.order_refunded_cents),
+        ("re_0001", 9_500)
+    );
+    // Another connection sees it; another world does not.
     assert_eq!(
         toolgate::block_on(b.refunded_for_order("o_3001")),
         Ok(9_500)
@@ -3188,7 +3312,7 @@ fn the_sqlite_ledger_is_shared_by_every_connection_to_its_file_and_checks_an_ord
         Ok(9_500)
     );
     assert_eq!(
-        toolgate::block_on(other.refunded_for_order("o_3001")),
+        toolgate::block_on(elsewhere.refunded_for_order("o_3001")),
         Ok(0)
     );
     let left = order.amount_cents - 9_500;
@@ -3196,10 +3320,10 @@ fn the_sqlite_ledger_is_shared_by_every_connection_to_its_file_and_checks_an_ord
         Err(RefundError::Refused(r)) => assert_eq!(r.refunded_cents, 9_500),
         other => panic!("{other:?}"),
     }
-    // The weekly limit is checked again where the refund is recorded (a rule that read the
-    // ledger before another worker's refund landed cannot let one past it): 9500 + 501 cents is
-    // over a limit of 10000; 500 cents is not.
-    match toolgate::block_on(b.record_refund(order, 501, week, 10_000)) {
+    // The weekly limit is the customer's: another order of theirs counts in it (9500 + 501 is
+    // over a limit of 10000), and is checked again where the refund is recorded (a rule that
+    // read the ledger before another worker's refund landed cannot let one past it).
+    match toolgate::block_on(b.record_refund(other_order, 501, week, 10_000)) {
         Err(RefundError::OverWeeklyLimit(over)) => assert_eq!(
             over.to_string(),
             "Refund refused: another refund to this customer was recorded meanwhile, and 501 \
@@ -3209,42 +3333,80 @@ fn the_sqlite_ledger_is_shared_by_every_connection_to_its_file_and_checks_an_ord
         ),
         other => panic!("{other:?}"),
     }
-    // Another week of the same owner is not counted.
+    // 500 cents fit; the other order's total is its own.
+    let second = toolgate::block_on(b.record_refund(other_order, 500, week, 10_000)).unwrap();
+    assert_eq!(
+        (
+            second.refund.refund_id.as_str(),
+            second.order_refunded_cents
+        ),
+        ("re_0002", 500)
+    );
+    // Another week of the same owner is not counted; a refund in another world is numbered
+    // in the same store.
     let next = IsoWeek {
         year: 2026,
         week: 49,
     };
+    let third = toolgate::block_on(b.record_refund(order, 501, next, 501)).unwrap();
+    assert_eq!(third.refund.refund_id, "re_0003");
+    let apart = toolgate::block_on(elsewhere.record_refund(order, 700, week, 700)).unwrap();
     assert_eq!(
-        toolgate::block_on(other.record_refund(order, 501, next, 501)).map(|r| r.amount_cents),
-        Ok(501)
+        (apart.refund.refund_id.as_str(), apart.order_refunded_cents),
+        ("re_0004", 700)
     );
-    let _ = toolgate::block_on(other.refunds()).unwrap();
-    // Eight connections at once, each refunding all that is left: the check and the insert are
-    // one transaction, so exactly one passes.
-    let won: Vec<bool> = std::thread::scope(|s| {
+    // Eight connections at once, each refunding all the order has left: the check and the
+    // insert are one transaction, so exactly one passes, and it gets the next id.
+    let left = left - 501;
+    let won: Vec<Option<String>> = std::thread::scope(|s| {
         let racers: Vec<_> = (0..8)
             .map(|_| {
                 let file = file.clone();
                 s.spawn(move || {
-                    let ledger = Ledger::sqlite("book", open_sqlite_books(&file).unwrap());
-                    toolgate::block_on(ledger.record_refund(order, left, week, u64::MAX)).is_ok()
+                    let ledger = Books::sqlite(&file).unwrap().ledger("shop");
+                    toolgate::block_on(ledger.record_refund(order, left, week, u64::MAX))
+                        .ok()
+                        .map(|r| r.refund.refund_id)
                 })
             })
             .collect();
         racers.into_iter().map(|r| r.join().unwrap()).collect()
     });
-    assert_eq!(won.iter().filter(|w| **w).count(), 1);
-    let all = toolgate::block_on(a.refunds()).unwrap();
     assert_eq!(
-        all.iter()
-            .map(|r| (r.refund_id.as_str(), r.amount_cents))
-            .collect::<Vec<_>>(),
-        [("re_0001", 9_500), ("re_0002", left)]
+        won.into_iter().flatten().collect::<Vec<_>>(),
+        ["re_0005".to_owned()]
     );
+    let book = toolgate::block_on(a.refunds_of("u_007")).unwrap();
+    assert_eq!(
+        book.iter()
+            .map(|r| (r.refund_id.as_str(), r.order_id.as_str(), r.amount_cents))
+            .collect::<Vec<_>>(),
+        [
+            ("re_0001", "o_3001", 9_500),
+            ("re_0002", "o_3002", 500),
+            ("re_0003", "o_3001", 501),
+            ("re_0005", "o_3001", left),
+        ]
+    );
+    assert_eq!(toolgate::block_on(a.refunds_of("u_001")), Ok(Vec::new()));
+    // A session stays in the world it entered first, whichever connection asks.
+    assert_eq!(one.enter("sess_a", "shop"), Ok(()));
+    assert_eq!(two.enter("sess_a", "shop"), Ok(()));
+    match two.enter("sess_a", "demo") {
+        Err(EnterError::OtherWorld(e)) => assert_eq!(
+            e.to_string(),
+            "session sess_a was replayed in world `shop` before, not `demo`: a conversation's \
+             refunds stay in one world; give the transcript another session_id, or `\"world\": \
+             \"shop\"` in its context"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(two.world_of("sess_a"), Ok(Some("shop".to_owned())));
+    assert_eq!(one.world_of("sess_b"), Ok(None));
     // A file that cannot be a database: the ledger's error, not a panic.
     let not_a_db = dir.path().join("not.sqlite");
     std::fs::write(&not_a_db, "this is not a database, it is text").unwrap();
-    let err = open_sqlite_books(&not_a_db).unwrap_err();
+    let err = Books::sqlite(&not_a_db).unwrap_err();
     assert_eq!(
         err.to_string(),
         "the refund ledger failed: file is not a database"
@@ -3253,14 +3415,15 @@ fn the_sqlite_ledger_is_shared_by_every_connection_to_its_file_and_checks_an_ord
 
 #[cfg(feature = "postgres")]
 #[test]
-fn a_refund_the_postgres_ledger_refuses_leaves_the_book_unlocked() {
-    // The check runs inside the transaction that holds the book's advisory lock; a refusal
+fn a_refund_the_postgres_ledger_refuses_leaves_the_customer_unlocked() {
+    // The check runs inside the transaction that holds the customer's advisory lock; a refusal
     // rolls it back at once (a dropped transaction only queues its ROLLBACK, and the lock would
-    // stay held, every other worker waiting, until this connection's next statement).
-    use example::ledger::{RefundError, postgres::Books};
+    // stay held, every other worker paying this customer waiting, until this connection's next
+    // statement).
+    use example::ledger::{Books, RefundError};
     let db = pg_server::database();
     let url = pg_server::server().url(&db.name, "pw");
-    let ledger = Ledger::postgres("book", std::sync::Arc::new(Books::connect(&url).unwrap()));
+    let ledger = Books::postgres(&url).unwrap().ledger("shop");
     let order = example::seed::order("o_3001").unwrap();
     let week = IsoWeek {
         year: 2026,
@@ -3268,7 +3431,10 @@ fn a_refund_the_postgres_ledger_refuses_leaves_the_book_unlocked() {
     };
     let sql = pg_server::Sql::connect(&db.settings);
     let free = || {
-        sql.rows("SELECT pg_try_advisory_xact_lock(hashtext('support_agent_refunds:book'))::text")
+        sql.rows(
+            "SELECT pg_try_advisory_xact_lock(hashtext('support_agent_ledger:' || 'shop'), \
+             hashtext('u_007'))::text",
+        )
     };
     let yes = vec![vec![Some("true".to_owned())]];
     match toolgate::block_on(ledger.record_refund(order, order.amount_cents + 1, week, u64::MAX)) {
@@ -3283,10 +3449,287 @@ fn a_refund_the_postgres_ledger_refuses_leaves_the_book_unlocked() {
         other => panic!("{other:?}"),
     }
     assert_eq!(free(), yes);
-    let refund = toolgate::block_on(ledger.record_refund(order, 100, week, u64::MAX)).unwrap();
+    let recorded = toolgate::block_on(ledger.record_refund(order, 100, week, u64::MAX)).unwrap();
     assert_eq!(
-        (refund.refund_id.as_str(), refund.amount_cents),
-        ("re_0001", 100)
+        (
+            recorded.refund.refund_id.as_str(),
+            recorded.refund.amount_cents,
+            recorded.order_refunded_cents
+        ),
+        ("re_0001", 100, 100)
     );
     assert_eq!(free(), yes);
+    // The customer's lock is what a refund waits for: held elsewhere, a refund of this
+    // customer waits, one of another customer does not.
+    let holder = pg_server::Sql::connect(&db.settings);
+    holder.run("BEGIN");
+    holder.run(
+        "SELECT pg_advisory_xact_lock(hashtext('support_agent_ledger:' || 'shop'), \
+         hashtext('u_007'))",
+    );
+    let other = example::seed::order("o_1002").unwrap();
+    let paid = toolgate::block_on(ledger.record_refund(other, 100, week, u64::MAX)).unwrap();
+    assert_eq!(paid.refund.refund_id, "re_0002");
+    let (done, waiting) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let r = toolgate::block_on(ledger.record_refund(order, 100, week, u64::MAX));
+            done.send(r.map(|r| r.refund.refund_id)).unwrap();
+        });
+        // The refund's connection waits for the lock (bounded, so a broken test cannot hang).
+        let waits = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted \
+                     AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
+        for _ in 0..2000 {
+            if sql.int(waits) == 1 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(
+            sql.int(waits),
+            1,
+            "the refund waits for the customer's lock"
+        );
+        assert!(waiting.try_recv().is_err());
+        holder.run("COMMIT");
+        assert_eq!(
+            waiting.recv_timeout(std::time::Duration::from_secs(10)),
+            Ok(Ok("re_0003".to_owned()))
+        );
+    });
+}
+
+// ---------------------------------------------------------------- one customer, many conversations
+
+/// The SQLite store of `out_dir`: every worker on that folder, and the rows of its ledger.
+fn sqlite_rows(out_dir: &Path) -> Vec<support_agent_ledger::Row> {
+    let db = rusqlite::Connection::open(out_dir.join("state.sqlite")).unwrap();
+    let mut q = db
+        .prepare(
+            "SELECT id, world, owner, order_id, amount_cents FROM support_agent_ledger ORDER BY id",
+        )
+        .unwrap();
+    q.query_map([], |r| {
+        Ok(support_agent_ledger::Row {
+            id: r.get(0)?,
+            world: r.get(1)?,
+            owner: r.get(2)?,
+            order_id: r.get(3)?,
+            cents: r.get(4)?,
+        })
+    })
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap()
+}
+
+/// Runs `test` on a fresh `--out-dir` that every worker shares.
+fn on_one_out_dir(name: &str, test: impl FnOnce(&support_agent_ledger::Store<'_>, &Path)) {
+    let dir = TempDir::new(name);
+    let out_dir = dir.path().join("out");
+    let args = |_worker: usize| vec![os("--out-dir"), os(&out_dir)];
+    let rows = || sqlite_rows(&out_dir);
+    let store = support_agent_ledger::Store {
+        args: &args,
+        rows: &rows,
+    };
+    test(&store, &dir.path().join("transcripts"));
+}
+
+#[test]
+fn conversations_of_one_customer_one_after_another_on_one_out_dir_share_its_totals() {
+    on_one_out_dir("conversations-seq", support_agent_ledger::one_after_another);
+}
+
+#[test]
+fn two_and_three_conversations_of_one_customer_at_once_on_one_out_dir_keep_its_limits() {
+    for n in [2, 3] {
+        on_one_out_dir(&format!("conversations-at-once-{n}"), |store, dir| {
+            support_agent_ledger::all_at_once(store, dir, n);
+        });
+    }
+}
+
+#[test]
+fn a_fleet_of_four_workers_on_one_out_dir_pays_each_customer_exactly_what_its_rules_allow() {
+    on_one_out_dir("conversations-fleet", support_agent_ledger::fleet_of_four);
+}
+
+#[test]
+fn conversations_in_one_run_on_the_memory_store_share_one_ledger() {
+    // The memory store is one run's: every conversation of that run shares its ledger.
+    let dir = TempDir::new("conversations-memory");
+    let order = support_agent_ledger::order_conversations("memory", 3);
+    let mut args = vec![
+        os("--json"),
+        os("--store"),
+        os("memory"),
+        os("--out-dir"),
+        os(dir.path().join("out")),
+    ];
+    for c in &order {
+        args.push(os("--transcript"));
+        args.push(os(c.write(&dir.path().join("transcripts"))));
+    }
+    let answers = |out: &str| -> Vec<(bool, String)> {
+        out.lines()
+            .map(|l| {
+                let m: Value = serde_json::from_str(l).unwrap();
+                let block = &m["content"][0];
+                (
+                    block.get("is_error") == Some(&json!(true)),
+                    block["content"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let (code, out, err) = run(&args.iter().collect::<Vec<_>>());
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    let first = answers(&out);
+    assert_eq!(
+        first,
+        [
+            (
+                false,
+                r#"{"refund_id":"re_0001","order_id":"o_1002","amount_cents":16000,"refunded_total_cents":16000,"status":"issued"}"#.to_owned()
+            ),
+            (
+                false,
+                r#"{"refund_id":"re_0002","order_id":"o_1002","amount_cents":16000,"refunded_total_cents":32000,"status":"issued"}"#.to_owned()
+            ),
+            (
+                true,
+                "Refund refused: 16000 cents is more than order o_1002 has left to refund (45000 \
+                 cents paid, 32000 cents already refunded, 13000 cents left). Refund at most \
+                 13000 cents."
+                    .to_owned()
+            ),
+        ]
+    );
+    // Nothing outlives the run: a second run starts from an empty ledger, and pays the same.
+    let (code, out, err) = run(&args.iter().collect::<Vec<_>>());
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!(answers(&out), first);
+}
+
+#[test]
+fn the_demo_replays_the_same_whatever_else_the_store_paid_and_its_customers_rules_hold_across_it() {
+    let dir = TempDir::new("demo-world");
+    let out_dir = dir.path().join("out");
+    // A conversation in the shared world first: u_001 is refunded 16000 on o_1002 there.
+    let elsewhere = support_agent_ledger::order_conversations("elsewhere", 1);
+    let file = elsewhere[0].write(&dir.path().join("transcripts"));
+    let (code, _, err) = run(&[
+        &os("--transcript"),
+        &os(&file),
+        &os("--out-dir"),
+        &os(&out_dir),
+    ]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    // The bundled transcripts declare the demo world: they replay as in a fresh folder, but
+    // for the refund ids, which are the store's (the one refund before them took re_0001).
+    let (code, out, err) = run(&[&os("--out-dir"), &os(&out_dir)]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    let call_lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with("toolu_"))
+        .collect();
+    let shifted: Vec<String> = readable_lines(0..29)
+        .into_iter()
+        .map(|l| {
+            (1..=5).rev().fold(l, |l, n| {
+                l.replace(&format!("\"re_000{n}\""), &format!("\"re_000{}\"", n + 1))
+            })
+        })
+        .collect();
+    assert_eq!(call_lines, shifted);
+    // In the demo world 06 refunded 30000 of o_1002's 45000: approving 08's 25000 on the same
+    // order (another conversation, the week after) is refused by the refund tool, with what is
+    // left.
+    let pending = pending_file(&out_dir, "sess_paused_08");
+    let (code, out, err) = run(&[
+        &os("--resume"),
+        &os(&pending),
+        &os("--approve"),
+        &os("toolu_01Nq8tEcVr2W9gAy4hDj8QxF"),
+        &os("--by"),
+        &os("lead@shop.example"),
+        &os("--out-dir"),
+        &os(&out_dir),
+        &os("--json"),
+    ]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        json!({"role": "user", "content": [{
+            "type": "tool_result", "tool_use_id": "toolu_01Mp7sDbUq1V8fZx3gCi7PwE",
+            "content": r#"{"order_id":"o_1002","user_id":"u_001","amount_cents":45000,"refunded_cents":30000}"#
+        }, {
+            "type": "tool_result", "tool_use_id": "toolu_01Nq8tEcVr2W9gAy4hDj8QxF",
+            "content": "Refund refused: 25000 cents is more than order o_1002 has left to refund \
+                        (45000 cents paid, 30000 cents already refunded, 15000 cents left). Refund \
+                        at most 15000 cents.",
+            "is_error": true
+        }]})
+    );
+    let rows: Vec<(String, String, i64)> = sqlite_rows(&out_dir)
+        .into_iter()
+        .filter(|r| r.order_id == "o_1002")
+        .map(|r| (r.world, r.owner, r.cents))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("shop".to_owned(), "u_001".to_owned(), 16_000),
+            ("demo".to_owned(), "u_001".to_owned(), 30_000)
+        ]
+    );
+    // A session stays in its world: a transcript that reuses the session id of 08 without
+    // declaring the demo world is refused before it runs.
+    let mut moved: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("08_large_refund_paused.json")).unwrap(),
+    )
+    .unwrap();
+    moved["context"].as_object_mut().unwrap().remove("world");
+    let file = dir.path().join("moved.json");
+    std::fs::write(&file, moved.to_string()).unwrap();
+    let (code, out, err) = run(&[
+        &os("--transcript"),
+        &os(&file),
+        &os("--out-dir"),
+        &os(&out_dir),
+    ]);
+    assert_eq!(
+        (code, out.as_str(), err),
+        (
+            cli::EXIT_FAILED,
+            "",
+            format!(
+                "error: {}: session sess_paused_08 was replayed in world `demo` before, not \
+                 `shop`: a conversation's refunds stay in one world; give the transcript another \
+                 session_id, or `\"world\": \"demo\"` in its context\n",
+                file.display()
+            )
+        )
+    );
+    // An empty world is no world: the transcript is refused, naming the key.
+    moved["context"]["world"] = json!("");
+    std::fs::write(&file, moved.to_string()).unwrap();
+    let (code, _, err) = run(&[
+        &os("--transcript"),
+        &os(&file),
+        &os("--out-dir"),
+        &os(&out_dir),
+    ]);
+    assert_eq!(
+        (code, err),
+        (
+            cli::EXIT_BAD_INPUT,
+            format!(
+                "error: {}: context.world: empty (name the world, or leave `world` out for the \
+                 shared one, `shop`)\n",
+                file.display()
+            )
+        )
+    );
 }

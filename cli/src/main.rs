@@ -74,8 +74,14 @@ fn run(argv: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &mut 
     }
 }
 
-/// Writes `toolgate: error: MESSAGE` to `err`; `code`.
+/// Writes `toolgate: error: MESSAGE` to `err`, MESSAGE through `printable` (a path or a line's
+/// text quoted in it cannot start a second line or drive the terminal); `code`.
 pub(crate) fn fail(err: &mut dyn Write, message: impl std::fmt::Display, code: u8) -> u8 {
-    let _ = writeln!(err, "toolgate: error: {message}");
+    let message = message.to_string();
+    let _ = writeln!(
+        err,
+        "toolgate: error: {}",
+        toolgate_core::audit::printable(&message)
+    );
     code
 }

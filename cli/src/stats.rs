@@ -3,6 +3,7 @@
 use std::io::Write;
 
 use clap::ArgMatches;
+use toolgate_core::audit::printable_json;
 use toolgate_core::audit::report::{Figures, ReportOptions, Trail, stats_json, stats_text};
 
 use crate::tail::filter;
@@ -34,7 +35,7 @@ pub(crate) fn run(m: &ArgMatches, out: &mut dyn Write, err: &mut dyn Write) -> u
     }
     let figures = Figures::of(&trail, &ReportOptions::default());
     let text = if m.get_flag("json") {
-        format!("{}\n", stats_json(&figures))
+        format!("{}\n", printable_json(&stats_json(&figures).to_string()))
     } else {
         stats_text(&figures)
     };

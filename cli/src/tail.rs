@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use clap::ArgMatches;
 use serde_json::Value;
-use toolgate_core::audit::AUDIT_LOG_FILE;
 use toolgate_core::audit::report::{
     TailFilter, TrailError, chain_files, parse_call_line, tail_line,
 };
+use toolgate_core::audit::{AUDIT_LOG_FILE, printable_json};
 
 use crate::follow::Follower;
 use crate::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, fail, source};
@@ -38,17 +38,21 @@ struct Show {
 }
 
 impl Show {
-    /// The text to print for `line` (no `\n`), when it passes the filter.
+    /// The text to print for `line` (no `\n`), when it passes the filter: the readable line,
+    /// or with `--json` the line's JSON through `printable_json` (the same value, with no
+    /// control character, line separator or bidirectional formatting character raw, as a line
+    /// written before the audit line escaped U+2028 and U+2029 may hold them).
     ///
     /// # Errors
     /// Why the line is not an audit line.
     fn line(&self, line: &[u8]) -> Result<Option<String>, String> {
+        let as_json = || printable_json(&String::from_utf8_lossy(line)).into_owned();
         match parse_call_line(line)? {
             Some(record) if !self.filter.matches(&record) => Ok(None),
             Some(record) if !self.json => Ok(Some(tail_line(&record, self.colour))),
-            Some(_) => Ok(Some(String::from_utf8_lossy(line).into_owned())),
-            // An outcome this toolgate does not know: the line as written, filtered by its
-            // members.
+            Some(_) => Ok(Some(as_json())),
+            // An outcome this toolgate does not know: the line as written (through
+            // `printable_json`), filtered by its members.
             None => {
                 let value: Value = serde_json::from_slice(line).map_err(|e| e.to_string())?;
                 let member = |k: &str| value.get(k).and_then(Value::as_str).unwrap_or_default();
@@ -59,12 +63,7 @@ impl Show {
                     && is(&f.user, member("user_id"))
                     && is(&f.tool, member("tool"))
                     && is(&f.session, member("session_id"));
-                Ok(keep.then(|| {
-                    let text = String::from_utf8_lossy(line);
-                    text.chars()
-                        .map(|c| if c.is_control() { '?' } else { c })
-                        .collect()
-                }))
+                Ok(keep.then(as_json))
             }
         }
     }

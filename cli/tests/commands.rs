@@ -549,3 +549,190 @@ fn tail_follow_shows_appended_lines_a_line_written_in_two_parts_and_the_file_aft
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+// ---------------------------------------------------------------- text from the model
+
+/// Every character that ends a line for one reader or another, and an ANSI escape sequence.
+const HOSTILE: &str = "a\rb\nc\r\nd\u{85}e\u{2028}f\u{2029}g\u{1b}[31mred\u{1b}[0m";
+/// [`HOSTILE`] as a person is shown it, written out by hand.
+const SHOWN: &str = r"a\u{d}b\u{a}c\u{d}\u{a}d\u{85}e\u{2028}f\u{2029}g\u{1b}[31mred\u{1b}[0m";
+
+/// `text` holds no character that ends a line but `\n`, and no ESC.
+fn assert_no_raw(what: &str, text: &str) {
+    for c in [
+        '\r', '\u{b}', '\u{c}', '\u{85}', '\u{2028}', '\u{2029}', '\u{1b}',
+    ] {
+        assert!(!text.contains(c), "{what}: {c:?} raw in {text:?}");
+    }
+}
+
+/// A folder whose audit file holds `records`, chained, each written by serde_json as a toolgate
+/// before the line's escapes wrote them (U+0085, U+2028 and U+2029 raw).
+fn trail_of(name: &str, records: &[Value]) -> Scratch {
+    let s = Scratch::new(name);
+    let mut prev = "0".repeat(64);
+    let mut text = String::new();
+    for record in records {
+        let object = serde_json::to_string(record).unwrap();
+        let line = format!(
+            "{},\"prev\":\"{prev}\"}}\n",
+            object.strip_suffix('}').unwrap()
+        );
+        prev = Sha256::digest(line.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        text.push_str(&line);
+    }
+    assert!(text.contains('\u{2028}'));
+    std::fs::write(s.path().join("audit_log.jsonl"), text).unwrap();
+    s
+}
+
+fn hostile_records() -> Vec<Value> {
+    let line = |ts: &str, tool: String, outcome: &str, more: Value| {
+        let mut v = json!({
+            "ts": ts, "session_id": "sess_h", "user_id": "u_1", "tool_use_id": "toolu_h",
+            "tool": tool, "input": {"q": HOSTILE, HOSTILE: 1}, "outcome": outcome,
+            "is_error": outcome != "ok", "content": format!("BLOCKED: {HOSTILE}"),
+            "duration_us": 12
+        });
+        v.as_object_mut()
+            .unwrap()
+            .extend(more.as_object().unwrap().clone());
+        v
+    };
+    vec![
+        line(
+            "2026-11-24T10:00:00Z",
+            format!("look{HOSTILE}up"),
+            "unknown_tool",
+            json!({}),
+        ),
+        line(
+            "2026-11-24T10:00:01Z",
+            "note".into(),
+            "blocked",
+            json!({"blocked_by": format!("policy{HOSTILE}"),
+                   "hooks": [{"hook": format!("policy{HOSTILE}"), "decision": "deny",
+                              "duration_us": 3}]}),
+        ),
+        // An outcome this build does not know: tail prints the line itself.
+        line(
+            "2026-11-24T10:00:02Z",
+            format!("note{HOSTILE}"),
+            "escalated",
+            json!({}),
+        ),
+        line(
+            "2026-11-24T10:00:03Z",
+            "note".into(),
+            "ok",
+            json!({"user_id": format!("u{HOSTILE}"), "tier": HOSTILE,
+                   "approved_by": format!("lead{HOSTILE}")}),
+        ),
+    ]
+}
+
+#[test]
+fn tail_stats_report_and_errors_print_model_text_with_no_raw_line_break_or_escape() {
+    let records = hostile_records();
+    let s = trail_of("hostile", &records);
+    let dir = dir_arg(&s);
+    // The chain of lines written before the escapes verifies.
+    let (code, _, err) = toolgate(&["audit", "verify", &dir]);
+    assert_eq!((code, err.as_str()), (0, ""));
+
+    let (code, out, err) = toolgate(&["audit", "tail", &dir, "-n", "100"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_no_raw("tail", &out);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    assert_eq!(
+        lines[0],
+        format!(
+            "2026-11-24T10:00:00Z unknown_tool      look{SHOWN}up  user u_1  12 µs  session sess_h"
+        )
+    );
+    assert_eq!(
+        lines[1],
+        format!(
+            "2026-11-24T10:00:01Z blocked           note  user u_1  12 µs  rule policy{SHOWN}  session sess_h"
+        )
+    );
+    // The unknown outcome's line: its JSON, the same value, escaped.
+    assert_eq!(
+        serde_json::from_str::<Value>(lines[2]).unwrap()["tool"],
+        format!("note{HOSTILE}")
+    );
+    assert!(
+        lines[2]
+            .contains(r#""tool":"notea\rb\nc\r\nd\u0085e\u2028f\u2029g\u001b[31mred\u001b[0m""#),
+        "{}",
+        lines[2]
+    );
+    assert_eq!(
+        lines[3],
+        format!(
+            "2026-11-24T10:00:03Z ok                note  user u{SHOWN} ({SHOWN})  12 µs  approved by lead{SHOWN}  session sess_h"
+        )
+    );
+
+    // --json: each line the file's value, on one line, escaped.
+    let (code, out, err) = toolgate(&["audit", "tail", &dir, "-n", "100", "--json"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_no_raw("tail --json", &out);
+    let read: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(read, json_lines(&s.path().join("audit_log.jsonl")));
+
+    let (code, out, err) = toolgate(&["audit", "stats", &dir]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_no_raw("stats", &out);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(&format!("look{SHOWN}up  "))),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(&format!("policy{SHOWN}  "))),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(&format!("u{SHOWN}  {SHOWN}  "))),
+        "{out}"
+    );
+
+    let (code, out, err) = toolgate(&["audit", "stats", &dir, "--json"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_no_raw("stats --json", &out);
+    assert_eq!(out.lines().count(), 1);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["tools"][format!("look{HOSTILE}up")]["calls"], 1);
+    assert_eq!(v["users"][format!("u{HOSTILE}")]["tier"], HOSTILE);
+
+    let (code, page, err) = toolgate(&["audit", "report", &dir, "-o", "-"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_no_raw("report", &page);
+    assert!(page.contains(&format!("look{SHOWN}up")));
+
+    // An error quoting a line's text: one line, escaped.
+    let mut bad = records[1].clone();
+    bad["hooks"][0]["decision"] = json!(format!("de{HOSTILE}ny"));
+    let s = trail_of("hostile-error", &[bad]);
+    let (code, out, err) = toolgate(&["audit", "tail", &dir_arg(&s)]);
+    assert_eq!((code, out.as_str()), (2, ""));
+    assert_no_raw("tail's error", &err);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "toolgate: error: `{}` line 1: not an audit line: unknown variant `de{SHOWN}ny`",
+            s.path().join("audit_log.jsonl").display()
+        )),
+        "{err}"
+    );
+}

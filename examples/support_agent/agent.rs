@@ -10,7 +10,7 @@ use toolgate::{
     dispatch::{Clock, DispatcherBuilder},
 };
 
-use super::ledger::{Ledger, LedgerFailed, Refund};
+use super::ledger::{EnterError, Ledger, LedgerFailed, Refund};
 use super::output::{CallLine, CallLog};
 use super::policy::WeeklyRefundLimit;
 use super::state::State;
@@ -83,7 +83,7 @@ impl Agent {
         )
     }
 
-    /// [`build`](Self::build) on `ledger` (a book of the run's state) instead of a fresh one.
+    /// [`build`](Self::build) on `ledger` (a world of the store's ledger) instead of a fresh one.
     pub(crate) fn build_on(
         specialist: Specialist,
         audit: Option<&AuditLog>,
@@ -164,7 +164,8 @@ pub(crate) struct SessionReplay {
     pub(crate) summary: SessionSummary,
     /// Set when a PreToolUse hook failed: the agent halted and later messages were not replayed.
     pub(crate) halted: Option<String>,
-    /// The refunds of the session's ledger book (or why it could not be read).
+    /// The customer's refunds in the session's world, every conversation's (or why they could
+    /// not be read).
     pub(crate) refunds: Result<Vec<Refund>, LedgerFailed>,
     /// Set when a turn paused for a person's approval that the transcript does not give: later
     /// messages were not replayed; `--resume` finishes it.
@@ -199,16 +200,40 @@ pub(crate) fn hook_context(transcript: &Transcript) -> HookContext {
         .build()
 }
 
-/// Replays `transcript` on an agent of its specialist whose ledger is the transcript's book of
-/// `state` (named by its session id), its answers in `state`'s answer memory (see
-/// [`replay_on`]).
+/// Why a transcript could not be replayed: nothing of it ran.
+#[derive(Debug)]
+pub(crate) enum ReplayError {
+    /// The specialist did not build.
+    Build(BuildError),
+    /// The session cannot enter the transcript's world (it was replayed in another one), or
+    /// the ledger failed.
+    World(EnterError),
+}
+
+impl std::fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReplayError::Build(e) => e.fmt(f),
+            ReplayError::World(e) => e.fmt(f),
+        }
+    }
+}
+
+/// Replays `transcript` on an agent of its specialist whose ledger is the world the transcript
+/// declares in `state`'s ledger (the shared one when it declares none; the session entered in
+/// it first), its answers in `state`'s answer memory (see [`replay_on`]).
 pub(crate) fn replay(
     transcript: &Transcript,
     audit: Option<&AuditLog>,
     state: &State,
-) -> Result<SessionReplay, BuildError> {
-    let ledger = state.ledger(&transcript.context.session_id);
-    let agent = Agent::build_on(transcript.context.specialist, audit, ledger)?;
+) -> Result<SessionReplay, ReplayError> {
+    let facts = &transcript.context;
+    state
+        .books()
+        .enter(&facts.session_id, &facts.world)
+        .map_err(ReplayError::World)?;
+    let agent = Agent::build_on(facts.specialist, audit, state.ledger(&facts.world))
+        .map_err(ReplayError::Build)?;
     let session = state.session(&agent.dispatcher, hook_context(transcript));
     Ok(replay_in(&agent, &session, transcript))
 }
@@ -270,7 +295,7 @@ fn replay_in(agent: &Agent, session: &Session, transcript: &Transcript) -> Sessi
         }
     }
     let summary = session.end();
-    let refunds = toolgate::block_on(agent.ledger.refunds());
+    let refunds = toolgate::block_on(agent.ledger.refunds_of(&transcript.context.user_id));
     SessionReplay {
         messages,
         summary,

@@ -5,8 +5,11 @@
 //!
 //! The resuming run rebuilds what the host knows of the session from its own records: the
 //! specialist whose dispatcher has the pending turn's fingerprint, the customer's tier from the
-//! seed data, the session and user ids from the pending turn. Its ledger is fresh (a real host's
-//! is a database): the weekly limit is checked again against what this run knows.
+//! seed data, the session and user ids from the pending turn, and the world the session was
+//! replayed in from the store's ledger. The store's ledger is the one the tools and rules read
+//! (fresh with `--store memory`): the weekly limit and the order's refundable amount are checked
+//! again against every conversation's refunds, so an approval given after another conversation
+//! paid the same order is refused where the order has too little left.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -165,10 +168,18 @@ pub(crate) fn resume(args: &ResumeArgs, out: &mut dyn Write, err: &mut dyn Write
         }
     };
     // The specialist that paused is the one with the same fingerprint (the refunds one when
-    // none has it: resuming then says the dispatcher changed). Its ledger is the session's book.
+    // none has it: resuming then says the dispatcher changed). Its ledger is the world the
+    // session was replayed in.
+    let ledger = match state.ledger_of_session(&pending.session_id) {
+        Ok(ledger) => ledger,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_FAILED;
+        }
+    };
     let mut agents = Vec::new();
     for specialist in Specialist::ALL {
-        match Agent::build_on(specialist, Some(&audit), state.ledger(&pending.session_id)) {
+        match Agent::build_on(specialist, Some(&audit), ledger.clone()) {
             Ok(agent) => agents.push(agent),
             Err(e) => {
                 let _ = writeln!(err, "error: {e}");
@@ -226,9 +237,10 @@ pub(crate) fn resume(args: &ResumeArgs, out: &mut dyn Write, err: &mut dyn Write
         }
     };
     let written = if args.json {
-        serde_json::to_writer(&mut *out, &answer)
+        // One JSON line, through `printable_json`, as the replay's `--json` lines.
+        serde_json::to_string(&answer)
             .map_err(io::Error::from)
-            .and_then(|()| writeln!(out))
+            .and_then(|json| writeln!(out, "{}", toolgate::audit::printable_json(&json)))
     } else {
         let mut text = format!(
             "== {source}\n   session {}, user {} ({}), specialist {}\n",

@@ -38,7 +38,7 @@ Replays customer-support transcripts (assistant messages as the Messages API ret
 through the support agent's tools and hooks.
 
 usage:
-  support_agent [--transcript FILE] [--json] [--out-dir DIR] [--store sqlite|memory]
+  support_agent [--transcript FILE]... [--json] [--out-dir DIR] [--store sqlite|memory]
                 [--database-url URL] [--otel] [--otel-endpoint URL]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR|URL
@@ -52,7 +52,8 @@ usage:
                 [--otel-endpoint URL]
 
   (no option)          replay every bundled transcript; one readable line per tool call
-  --transcript FILE    replay that file only
+  --transcript FILE    replay that file only (repeatable: those files, in order, one process
+                       serving several conversations)
   --json               print only the user message answering each assistant message, one JSON
                        line each
   --out-dir DIR        append audit_log.jsonl and session_summaries.jsonl there (default: data)
@@ -66,7 +67,10 @@ usage:
   --otel               also print each call's OpenTelemetry spans (execute_tool with a
                        pre_tool_use child per hook run), with the SDK's stdout exporter
   --otel-endpoint URL  also send the spans to an OpenTelemetry collector over OTLP/HTTP
-                       (protobuf), URL its traces address: http://localhost:4318/v1/traces
+                       (protobuf): URL the collector's base address, /v1/traces appended
+                       (http://localhost:4318), or a URL whose path ends in /v1/traces, used
+                       as given; the spans' service.name is OTEL_SERVICE_NAME when set,
+                       else the service.name of OTEL_RESOURCE_ATTRIBUTES, else support_agent
   --schemas            print the specialist's tool definitions as one JSON array and exit
   --specialist NAME    with --schemas: refunds (default) or triage
   --provider NAME      with --schemas: anthropic (default), anthropic-strict, openai (Chat
@@ -136,8 +140,8 @@ pub(crate) enum Command {
     Live(LiveArgs, Otel),
     /// Replay transcripts.
     Replay {
-        /// `--transcript FILE`; every bundled transcript when absent.
-        transcript: Option<PathBuf>,
+        /// `--transcript FILE`, each given, in order; every bundled transcript when none is.
+        transcripts: Vec<PathBuf>,
         /// `--json`.
         json: bool,
         /// `--out-dir DIR`.
@@ -155,7 +159,7 @@ pub(crate) fn parse_args<I>(args: I) -> Result<Command, String>
 where
     I: IntoIterator<Item = OsString>,
 {
-    let mut transcript: Option<PathBuf> = None;
+    let mut transcripts: Vec<PathBuf> = Vec::new();
     let mut out_dir: Option<PathBuf> = None;
     let mut specialist: Option<Specialist> = None;
     let mut provider: Option<Provider> = None;
@@ -207,9 +211,7 @@ where
             Ok(true)
         };
         match name.as_str() {
-            "--transcript" if transcript.is_none() => {
-                transcript = Some(PathBuf::from(value("--transcript")?))
-            }
+            "--transcript" => transcripts.push(PathBuf::from(value("--transcript")?)),
             "--out-dir" if out_dir.is_none() => out_dir = Some(PathBuf::from(value("--out-dir")?)),
             "--specialist" if specialist.is_none() => {
                 let v = value("--specialist")?;
@@ -279,8 +281,7 @@ where
             "--otel-endpoint" if otel_endpoint.is_none() => {
                 otel_endpoint = Some(otel::endpoint(&text(value("--otel-endpoint")?))?)
             }
-            "--transcript"
-            | "--out-dir"
+            "--out-dir"
             | "--specialist"
             | "--provider"
             | "--verify-audit"
@@ -329,7 +330,7 @@ where
             || schemas
             || otel.is_on()
             || store.is_some()
-            || transcript.is_some()
+            || !transcripts.is_empty()
             || out_dir.is_some()
             || specialist.is_some()
             || provider.is_some()
@@ -353,7 +354,7 @@ where
     if let Some(file) = what_if {
         if json
             || schemas
-            || transcript.is_some()
+            || !transcripts.is_empty()
             || out_dir.is_some()
             || provider.is_some()
             || verify.is_some()
@@ -379,7 +380,7 @@ where
         if schemas
             || otel.is_on()
             || verify.is_some()
-            || transcript.is_some()
+            || !transcripts.is_empty()
             || specialist.is_some()
         {
             return Err(
@@ -393,7 +394,7 @@ where
         )?));
     }
     if live_flag {
-        if json || schemas || transcript.is_some() || verify.is_some() || provider.is_some() {
+        if json || schemas || !transcripts.is_empty() || verify.is_some() || provider.is_some() {
             return Err(
                 "--live talks to the model: it takes no --json, --schemas, --transcript, \
                  --verify-audit or --provider"
@@ -426,7 +427,7 @@ where
     if let Some(dir) = verify {
         if json
             || schemas
-            || transcript.is_some()
+            || !transcripts.is_empty()
             || out_dir.is_some()
             || specialist.is_some()
             || provider.is_some()
@@ -445,7 +446,7 @@ where
                 "--schemas prints one JSON array already; --json goes with a replay".to_owned(),
             );
         }
-        if transcript.is_some() || out_dir.is_some() {
+        if !transcripts.is_empty() || out_dir.is_some() {
             return Err(
                 "--schemas prints tool definitions and replays nothing: it takes no \
                         --transcript or --out-dir"
@@ -467,7 +468,7 @@ where
         return Err("--provider goes with --schemas".to_owned());
     }
     Ok(Command::Replay {
-        transcript,
+        transcripts,
         json,
         out_dir: out_dir.unwrap_or_else(|| PathBuf::from(DEFAULT_OUT_DIR)),
         store: store.unwrap_or_default(),
@@ -575,14 +576,14 @@ where
             return traced(&otel, err, |err| live::run(args, out, err));
         }
         Command::Replay {
-            transcript,
+            transcripts,
             json,
             out_dir,
             store,
             otel,
         } => {
             return traced(&otel, err, |err| {
-                replay(transcript, json, out_dir, store, out, err)
+                replay(transcripts, json, out_dir, store, out, err)
             });
         }
     };
@@ -736,7 +737,7 @@ fn verify_audit(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
 }
 
 fn replay(
-    transcript: Option<PathBuf>,
+    transcripts: Vec<PathBuf>,
     json: bool,
     out_dir: PathBuf,
     store: StoreKind,
@@ -744,9 +745,13 @@ fn replay(
     err: &mut dyn Write,
 ) -> u8 {
     // Every transcript is read and checked before anything runs or is written.
-    let loaded: Result<Vec<Transcript>, _> = match &transcript {
-        Some(path) => transcript::load(path).map(|t| vec![t]),
-        None => transcript::bundled(),
+    let loaded: Result<Vec<Transcript>, _> = if transcripts.is_empty() {
+        transcript::bundled()
+    } else {
+        transcripts
+            .iter()
+            .map(|path| transcript::load(path))
+            .collect()
     };
     let transcripts = match loaded {
         Ok(t) => t,
@@ -770,6 +775,10 @@ fn replay(
     for t in &transcripts {
         let replayed = match agent::replay(t, Some(&audit), &state) {
             Ok(r) => r,
+            Err(agent::ReplayError::World(e)) => {
+                let _ = writeln!(err, "error: {}: {e}", t.source);
+                return EXIT_FAILED;
+            }
             Err(e) => {
                 let _ = writeln!(err, "error: {e}");
                 return EXIT_FAILED;

@@ -1,15 +1,38 @@
 //! The refund ledger: application state (`State<Ledger>`) behind an async interface, as a
 //! database would be, and the UTC calendar helpers its weeks are counted in.
 //!
-//! The refund tool records refunds in it; the spend-limit hook reads it. A replay keeps it in
-//! the agent's state file under `--out-dir` (each transcript its own book), so a second run sees
-//! the first one's refunds; `--store memory` gives each transcript a fresh one.
+//! The refund tool records refunds in it; the weekly-limit rule and the order look-up read it.
+//! Its rules are the customer's and the order's, so its totals are too: the weekly limit counts
+//! every refund of the customer in the ISO week, the order's refundable amount every refund of
+//! the order, whichever conversation or worker recorded them. There is one ledger per store
+//! ([`Books`]: the agent's state file under `--out-dir`, the `--database-url` database, or one
+//! run's memory), and every conversation on that store reads and writes it.
+//!
+//! A ledger is divided into worlds only where a transcript declares one (`"world"` in its
+//! context): the bundled transcripts declare `demo`, so the demo replays the same whatever else
+//! was paid on the store; every other conversation (`--live`, a transcript without `world`,
+//! every worker) is in [`SHARED_WORLD`]. A session stays in the world it was first replayed in
+//! ([`Books::enter`]), so a turn resumed later is paid in the same world.
+//!
+//! A refund is checked and recorded in one step under a lock of the customer's refunds (one
+//! `BEGIN IMMEDIATE` transaction in SQLite, a transaction under the customer's advisory lock in
+//! PostgreSQL, one mutex in memory): an order belongs to one customer, so that lock covers both
+//! totals, and two workers paying the same customer at once cannot both pass the check.
+
+mod memory;
+#[cfg(feature = "postgres")]
+pub(crate) mod postgres;
+mod sqlite;
 
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
 use super::seed::Order;
+
+/// The world of every conversation that declares none: `--live`, a transcript without `world`,
+/// every worker of a fleet.
+pub(crate) const SHARED_WORLD: &str = "shop";
 
 /// An instant `jiff` cannot represent (years outside -9999..=9999): a hook that needs the
 /// calendar cannot decide, so it fails (and the agent halts) rather than guess.
@@ -75,7 +98,8 @@ impl Default for WeeklyRefundLimit {
 /// One refund the ledger recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Refund {
-    /// `re_0001`, numbered in recording order within one ledger.
+    /// `re_0001`: the store's own number for the row, unique in the store (every world, every
+    /// worker), in recording order.
     pub(crate) refund_id: String,
     /// The refunded order.
     pub(crate) order_id: String,
@@ -151,13 +175,12 @@ impl fmt::Display for OverWeeklyLimit {
 
 impl std::error::Error for OverWeeklyLimit {}
 
-/// What a book holds that a new refund is checked against: the order's refunds, the owner's
-/// refunds in the week, and how many refunds the book has (the next one's number).
+/// What the ledger holds that a new refund is checked against, read under the customer's lock:
+/// the order's refunds and the owner's refunds in the week, in cents.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Tally {
     order_cents: u64,
     week_cents: u64,
-    count: usize,
 }
 
 /// The refund of `amount_cents` on `order` checked against `tally`: the order's cap first (what
@@ -188,14 +211,6 @@ fn check(
     Ok(())
 }
 
-/// The cents of the refunds `keep` selects (saturating at `u64::MAX`).
-fn sum_cents(refunds: &[Refund], keep: impl Fn(&Refund) -> bool) -> u64 {
-    refunds
-        .iter()
-        .filter(|r| keep(r))
-        .fold(0, |sum, r| sum.saturating_add(r.amount_cents))
-}
-
 /// The ledger could not be read or written (the database failed). Not for the model: a tool
 /// forwards it with `?` (the model reads the generic message, the audit line the detail), and the
 /// weekly-limit rule fails closed on it (the agent halts).
@@ -222,459 +237,328 @@ pub(crate) enum RefundError {
     Failed(LedgerFailed),
 }
 
-/// Where a ledger's refunds live.
-#[derive(Debug)]
-enum Books {
-    /// In this process, for this ledger only.
-    Memory(Mutex<Vec<Refund>>),
-    /// The table `support_agent_refunds` of a SQLite file (the agent's state file), shared by
-    /// every run and process on it.
-    Sqlite(Arc<Mutex<rusqlite::Connection>>),
-    /// The table `support_agent_refunds` of a PostgreSQL database, shared by a fleet.
-    #[cfg(feature = "postgres")]
-    Postgres(Arc<postgres::Books>),
+/// A refund the ledger recorded, and what its order has been refunded with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Recorded {
+    /// The refund.
+    pub(crate) refund: Refund,
+    /// Every refund of the order so far, this one included, in cents: read in the transaction
+    /// that recorded it, so another worker's refund cannot slip in between.
+    pub(crate) order_refunded_cents: u64,
 }
 
-/// The shop's refund ledger: one book of refunds (the bundled transcripts are scenarios of
-/// their own, each with its own book, named by its session id; a live conversation's book is
-/// `live`). In memory, or in the agent's SQLite state file; its methods are `async` because a
-/// ledger is a database the hooks and tools await.
-#[derive(Debug)]
-pub(crate) struct Ledger {
-    book: String,
-    books: Books,
-}
-
-impl Default for Ledger {
-    fn default() -> Self {
-        Ledger {
-            book: String::new(),
-            books: Books::Memory(Mutex::new(Vec::new())),
+impl Recorded {
+    /// The refund numbered `id` by the store, of `amount_cents` on `order` in `week`, recorded
+    /// on top of `tally`.
+    fn new(id: u64, order: &Order, amount_cents: u64, week: IsoWeek, tally: Tally) -> Recorded {
+        Recorded {
+            refund: Refund {
+                refund_id: refund_id(id),
+                order_id: order.order_id.to_owned(),
+                owner: order.owner.to_owned(),
+                amount_cents,
+                week,
+            },
+            order_refunded_cents: tally.order_cents.saturating_add(amount_cents),
         }
     }
 }
 
-/// The table of the SQLite books: one row per refund, numbered within its book.
-const SQLITE_TABLE: &str = "CREATE TABLE IF NOT EXISTS support_agent_refunds (
-    book TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    order_id TEXT NOT NULL,
-    owner TEXT NOT NULL,
-    amount_cents INTEGER NOT NULL,
-    week_year INTEGER NOT NULL,
-    week INTEGER NOT NULL,
-    PRIMARY KEY (book, seq)
-)";
-
-fn failed(e: rusqlite::Error) -> LedgerFailed {
-    LedgerFailed(e.to_string())
+/// The refund id of the store's row `id`: `re_0001`, wider past 9999.
+fn refund_id(id: u64) -> String {
+    format!("re_{id:04}")
 }
 
-/// A connection to the SQLite books in `path` (the table made when missing), waiting up to 5 s
-/// for another process's write.
-pub(crate) fn open_sqlite_books(
-    path: &std::path::Path,
-) -> Result<Arc<Mutex<rusqlite::Connection>>, LedgerFailed> {
-    let conn = rusqlite::Connection::open(path).map_err(failed)?;
-    conn.busy_timeout(std::time::Duration::from_secs(5))
-        .map_err(failed)?;
-    conn.execute_batch(SQLITE_TABLE).map_err(failed)?;
-    Ok(Arc::new(Mutex::new(conn)))
+/// A session asked into another world than the one it was first replayed in: a conversation's
+/// refunds stay in one world. For the operator (a transcript's declaration), not the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OtherWorld {
+    /// The session.
+    pub(crate) session_id: String,
+    /// The world it is in.
+    pub(crate) recorded: String,
+    /// The world it was asked into.
+    pub(crate) asked: String,
+}
+
+impl fmt::Display for OtherWorld {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "session {} was replayed in world `{}` before, not `{}`: a conversation's refunds \
+             stay in one world; give the transcript another session_id, or `\"world\": \"{}\"` \
+             in its context",
+            self.session_id, self.recorded, self.asked, self.recorded
+        )
+    }
+}
+
+impl std::error::Error for OtherWorld {}
+
+/// Why [`Books::enter`] refused a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum EnterError {
+    /// The session is in another world.
+    OtherWorld(OtherWorld),
+    /// The ledger failed.
+    Failed(LedgerFailed),
+}
+
+impl fmt::Display for EnterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EnterError::OtherWorld(e) => e.fmt(f),
+            EnterError::Failed(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for EnterError {}
+
+/// A total the rules read.
+#[derive(Debug, Clone, Copy)]
+enum Total<'a> {
+    /// The owner's refunds in the week.
+    Week {
+        /// The customer.
+        owner: &'a str,
+        /// The ISO week.
+        week: IsoWeek,
+    },
+    /// The order's refunds, every week together.
+    Order(&'a str),
+}
+
+impl Total<'_> {
+    /// Whether `refund` counts in the total.
+    fn counts(&self, refund: &Refund) -> bool {
+        match *self {
+            Total::Week { owner, week } => refund.owner == owner && refund.week == week,
+            Total::Order(order_id) => refund.order_id == order_id,
+        }
+    }
+}
+
+/// Where the refunds of a store live.
+#[derive(Debug, Clone)]
+enum Place {
+    /// In this process, for one run.
+    Memory(Arc<Mutex<memory::Rows>>),
+    /// The tables `support_agent_ledger` and `support_agent_sessions` of a SQLite file (the
+    /// agent's state file), shared by every run and process on it.
+    Sqlite(Arc<Mutex<rusqlite::Connection>>),
+    /// The same tables in a PostgreSQL database, shared by a fleet.
+    #[cfg(feature = "postgres")]
+    Postgres(Arc<postgres::Database>),
+}
+
+/// The refund ledger of one store: the refunds of every world, and the world each session is
+/// in. Cloning it shares it (the same memory, connection or database).
+#[derive(Debug, Clone)]
+pub(crate) struct Books {
+    place: Place,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A refund list is only pushed to, and a connection holds no half-done state between
+    // The rows are only pushed to, and a connection holds no half-done state between
     // statements: both are consistent after a panic elsewhere.
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-impl Ledger {
-    /// The book `book` of the PostgreSQL books `books`.
+impl Books {
+    /// A ledger in this process's memory, empty.
+    pub(crate) fn memory() -> Books {
+        Books {
+            place: Place::Memory(Arc::default()),
+        }
+    }
+
+    /// The ledger in the SQLite file `path` (its tables made when missing), on a connection of
+    /// its own that waits up to 5 s for another process's write.
+    ///
+    /// # Errors
+    /// The file cannot be opened, is not a database, or its tables cannot be made.
+    pub(crate) fn sqlite(path: &std::path::Path) -> Result<Books, LedgerFailed> {
+        Ok(Books {
+            place: Place::Sqlite(Arc::new(Mutex::new(sqlite::open(path)?))),
+        })
+    }
+
+    /// The ledger in the PostgreSQL database at `url` (its tables made when missing).
+    ///
+    /// # Errors
+    /// The database cannot be reached, or its tables cannot be made.
     #[cfg(feature = "postgres")]
-    pub(crate) fn postgres(book: &str, books: Arc<postgres::Books>) -> Ledger {
+    pub(crate) fn postgres(url: &str) -> Result<Books, LedgerFailed> {
+        Ok(Books {
+            place: Place::Postgres(Arc::new(postgres::Database::connect(url)?)),
+        })
+    }
+
+    /// The view of `world`'s refunds the tools and the rules are given.
+    pub(crate) fn ledger(&self, world: &str) -> Ledger {
         Ledger {
-            book: book.to_owned(),
-            books: Books::Postgres(books),
+            world: world.to_owned(),
+            books: self.clone(),
         }
     }
 
-    /// The book `book` of the SQLite books behind `conn`.
-    pub(crate) fn sqlite(book: &str, conn: Arc<Mutex<rusqlite::Connection>>) -> Ledger {
-        Ledger {
-            book: book.to_owned(),
-            books: Books::Sqlite(conn),
-        }
-    }
-
-    /// The refunds `keep` selects, summed (saturating at `u64::MAX`), with SQL's `WHERE` for
-    /// the SQLite books.
-    fn sum(
-        &self,
-        keep: impl Fn(&Refund) -> bool,
-        sql: &str,
-        params: &[&dyn rusqlite::ToSql],
-    ) -> Result<u64, LedgerFailed> {
-        match &self.books {
-            Books::Memory(m) => Ok(sum_cents(&lock(m), keep)),
-            Books::Sqlite(conn) => {
-                let conn = lock(conn);
-                let query = format!(
-                    "SELECT COALESCE(SUM(amount_cents), 0) FROM support_agent_refunds \
-                     WHERE book = ?1 AND {sql}"
-                );
-                let mut all: Vec<&dyn rusqlite::ToSql> = vec![&self.book];
-                all.extend_from_slice(params);
-                let cents: i64 = conn
-                    .query_row(&query, all.as_slice(), |row| row.get(0))
-                    .map_err(failed)?;
-                Ok(u64::try_from(cents).unwrap_or(0))
-            }
+    /// Records that `session_id` takes place in `world`, unless it was replayed in another
+    /// world before (then [`EnterError::OtherWorld`]); entering the same world again is a no-op.
+    /// An insert that does nothing when the session has a world, then a read: workers entering
+    /// one session at once see one world.
+    ///
+    /// # Errors
+    /// [`EnterError`].
+    pub(crate) fn enter(&self, session_id: &str, world: &str) -> Result<(), EnterError> {
+        let recorded = match &self.place {
+            Place::Memory(rows) => Ok(lock(rows).enter(session_id, world)),
+            Place::Sqlite(conn) => sqlite::enter(&lock(conn), session_id, world),
             #[cfg(feature = "postgres")]
-            Books::Postgres(pg) => pg.sum(&self.book, |r| keep(r)),
+            Place::Postgres(db) => db.enter(session_id, world),
+        }
+        .map_err(EnterError::Failed)?;
+        if recorded == world {
+            Ok(())
+        } else {
+            Err(EnterError::OtherWorld(OtherWorld {
+                session_id: session_id.to_owned(),
+                recorded,
+                asked: world.to_owned(),
+            }))
         }
     }
 
-    /// The cents refunded on `owner`'s orders in `week` (saturating at `u64::MAX`).
+    /// The world `session_id` was replayed in, when it was (`--resume` pays in that world).
+    ///
+    /// # Errors
+    /// The ledger failed.
+    pub(crate) fn world_of(&self, session_id: &str) -> Result<Option<String>, LedgerFailed> {
+        match &self.place {
+            Place::Memory(rows) => Ok(lock(rows).world_of(session_id)),
+            Place::Sqlite(conn) => sqlite::world_of(&lock(conn), session_id),
+            #[cfg(feature = "postgres")]
+            Place::Postgres(db) => db.world_of(session_id),
+        }
+    }
+}
+
+/// The refund ledger as the tools and the rules see it: one world of a store's [`Books`]
+/// ([`SHARED_WORLD`] unless a transcript declares another). Its methods are `async` because a
+/// ledger is a database the hooks and tools await.
+#[derive(Debug, Clone)]
+pub(crate) struct Ledger {
+    world: String,
+    books: Books,
+}
+
+impl Default for Ledger {
+    /// The shared world of a fresh ledger in memory.
+    fn default() -> Self {
+        Books::memory().ledger(SHARED_WORLD)
+    }
+}
+
+impl Ledger {
+    fn total(&self, total: Total<'_>) -> Result<u64, LedgerFailed> {
+        match &self.books.place {
+            Place::Memory(rows) => Ok(lock(rows).sum(&self.world, total)),
+            Place::Sqlite(conn) => sqlite::sum(&lock(conn), &self.world, total),
+            #[cfg(feature = "postgres")]
+            Place::Postgres(db) => db.sum(&self.world, total),
+        }
+    }
+
+    /// The cents refunded to `owner` in `week`, by every conversation (saturating at
+    /// `u64::MAX`).
     pub(crate) async fn refunded_in_week(
         &self,
         owner: &str,
         week: IsoWeek,
     ) -> Result<u64, LedgerFailed> {
-        self.sum(
-            |r| r.owner == owner && r.week == week,
-            "owner = ?2 AND week_year = ?3 AND week = ?4",
-            &[&owner, &week.year, &week.week],
-        )
+        self.total(Total::Week { owner, week })
     }
 
-    /// The cents refunded on one order so far, all weeks together.
+    /// The cents refunded on one order so far, all weeks and conversations together.
     pub(crate) async fn refunded_for_order(&self, order_id: &str) -> Result<u64, LedgerFailed> {
-        self.sum(|r| r.order_id == order_id, "order_id = ?2", &[&order_id])
+        self.total(Total::Order(order_id))
     }
 
     /// Records a refund of `amount_cents` on `order` in `week`, unless the order's refunds would
     /// then exceed what was paid for it or the owner's refunds in `week` would exceed
-    /// `limit_cents`: checked and recorded in one step (one lock in memory, one `BEGIN
-    /// IMMEDIATE` transaction in SQLite, one transaction under the book's advisory lock in
-    /// PostgreSQL), so two workers cannot both pass the check.
+    /// `limit_cents`, counting every conversation's refunds: checked and recorded in one step
+    /// under a lock of the owner's refunds (the module's doc), so two workers cannot both pass
+    /// the check.
+    ///
+    /// # Errors
+    /// [`RefundError::Refused`] (the order), [`RefundError::OverWeeklyLimit`], or
+    /// [`RefundError::Failed`].
     pub(crate) async fn record_refund(
         &self,
         order: &Order,
         amount_cents: u64,
         week: IsoWeek,
         limit_cents: u64,
-    ) -> Result<Refund, RefundError> {
-        let check = |tally| check(order, amount_cents, week, limit_cents, tally);
-        let refund = |seq: usize| Refund {
-            refund_id: format!("re_{seq:04}"),
-            order_id: order.order_id.to_owned(),
-            owner: order.owner.to_owned(),
+    ) -> Result<Recorded, RefundError> {
+        let refund = Asked {
+            order,
             amount_cents,
             week,
+            limit_cents,
         };
-        match &self.books {
-            Books::Memory(m) => {
-                let mut refunds = lock(m);
-                check(Tally {
-                    order_cents: sum_cents(&refunds, |r| r.order_id == order.order_id),
-                    week_cents: sum_cents(&refunds, |r| r.owner == order.owner && r.week == week),
-                    count: refunds.len(),
-                })?;
-                let r = refund(refunds.len() + 1);
-                refunds.push(r.clone());
-                Ok(r)
-            }
-            Books::Sqlite(conn) => {
-                let mut conn = lock(conn);
-                let sqlite = |e| RefundError::Failed(failed(e));
-                let tx = conn
-                    .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-                    .map_err(sqlite)?;
-                let (refunded, in_week, count): (i64, i64, i64) = tx
-                    .query_row(
-                        "SELECT COALESCE(SUM(CASE WHEN order_id = ?2 THEN amount_cents END), 0), \
-                         COALESCE(SUM(CASE WHEN owner = ?3 AND week_year = ?4 AND week = ?5 \
-                         THEN amount_cents END), 0), \
-                         COUNT(*) FROM support_agent_refunds WHERE book = ?1",
-                        rusqlite::params![
-                            self.book,
-                            order.order_id,
-                            order.owner,
-                            week.year,
-                            week.week
-                        ],
-                        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
-                    )
-                    .map_err(sqlite)?;
-                let tally = Tally {
-                    order_cents: u64::try_from(refunded).unwrap_or(0),
-                    week_cents: u64::try_from(in_week).unwrap_or(0),
-                    count: usize::try_from(count).unwrap_or(0),
-                };
-                check(tally)?;
-                let r = refund(tally.count + 1);
-                let cents = i64::try_from(amount_cents).map_err(|_| {
-                    RefundError::Failed(LedgerFailed(format!("{amount_cents} cents is too large")))
-                })?;
-                tx.execute(
-                    "INSERT INTO support_agent_refunds \
-                     (book, seq, order_id, owner, amount_cents, week_year, week) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    rusqlite::params![
-                        self.book,
-                        count + 1,
-                        r.order_id,
-                        r.owner,
-                        cents,
-                        week.year,
-                        week.week
-                    ],
-                )
-                .map_err(sqlite)?;
-                tx.commit().map_err(sqlite)?;
-                Ok(r)
-            }
+        match &self.books.place {
+            Place::Memory(rows) => lock(rows).record(&self.world, refund),
+            Place::Sqlite(conn) => sqlite::record(&mut lock(conn), &self.world, refund),
             #[cfg(feature = "postgres")]
-            Books::Postgres(pg) => {
-                let seq = pg.record(&self.book, order, amount_cents, week, check)?;
-                Ok(refund(seq))
-            }
+            Place::Postgres(db) => db.record(&self.world, refund),
         }
     }
 
-    /// Every refund of the book, in order.
-    pub(crate) async fn refunds(&self) -> Result<Vec<Refund>, LedgerFailed> {
-        match &self.books {
-            Books::Memory(m) => Ok(lock(m).clone()),
-            Books::Sqlite(conn) => {
-                let conn = lock(conn);
-                let mut statement = conn
-                    .prepare(
-                        "SELECT seq, order_id, owner, amount_cents, week_year, week \
-                         FROM support_agent_refunds WHERE book = ?1 ORDER BY seq",
-                    )
-                    .map_err(failed)?;
-                let rows = statement
-                    .query_map([&self.book], |row| {
-                        let seq: i64 = row.get(0)?;
-                        let cents: i64 = row.get(3)?;
-                        Ok(Refund {
-                            refund_id: format!("re_{seq:04}"),
-                            order_id: row.get(1)?,
-                            owner: row.get(2)?,
-                            amount_cents: u64::try_from(cents).unwrap_or(0),
-                            week: IsoWeek {
-                                year: row.get(4)?,
-                                week: row.get(5)?,
-                            },
-                        })
-                    })
-                    .map_err(failed)?;
-                rows.collect::<Result<_, _>>().map_err(failed)
-            }
+    /// The refunds of `owner` in this world (every order, week and conversation), in recording
+    /// order: the customer's book.
+    pub(crate) async fn refunds_of(&self, owner: &str) -> Result<Vec<Refund>, LedgerFailed> {
+        match &self.books.place {
+            Place::Memory(rows) => Ok(lock(rows).list(&self.world, owner)),
+            Place::Sqlite(conn) => sqlite::list(&lock(conn), &self.world, owner),
             #[cfg(feature = "postgres")]
-            Books::Postgres(pg) => pg.refunds(&self.book),
+            Place::Postgres(db) => db.list(&self.world, owner),
         }
     }
 }
 
-/// The books in PostgreSQL (feature `postgres`): tokio-postgres on a current-thread runtime of
-/// the ledger's own, each method run to its end there (the hooks and tools await the ledger
-/// inside the dispatcher's own executor, not inside tokio).
-#[cfg(feature = "postgres")]
-pub(crate) mod postgres {
-    use std::sync::Mutex;
+/// A refund asked of the ledger, with the weekly limit it is held to.
+#[derive(Debug, Clone, Copy)]
+struct Asked<'a> {
+    order: &'a Order,
+    amount_cents: u64,
+    week: IsoWeek,
+    limit_cents: u64,
+}
 
-    use super::{IsoWeek, LedgerFailed, Order, Refund, RefundError, Tally, lock};
-
-    /// The table, made under a transaction-scoped advisory lock: two workers starting at once
-    /// would otherwise both try to create it, and one would fail on PostgreSQL's catalog.
-    const TABLE: &str = "BEGIN;
-    SELECT pg_advisory_xact_lock(hashtext('support_agent_refunds'));
-    CREATE TABLE IF NOT EXISTS support_agent_refunds (
-        book text NOT NULL,
-        seq bigint NOT NULL,
-        order_id text NOT NULL,
-        owner text NOT NULL,
-        amount_cents bigint NOT NULL,
-        week_year integer NOT NULL,
-        week integer NOT NULL,
-        PRIMARY KEY (book, seq)
-    );
-    COMMIT;";
-
-    /// One connection and the runtime that drives it.
-    pub(crate) struct Books {
-        runtime: tokio::runtime::Runtime,
-        client: Mutex<tokio_postgres::Client>,
+impl Asked<'_> {
+    /// [`check`] against `tally`.
+    fn check(&self, tally: Tally) -> Result<(), RefundError> {
+        check(
+            self.order,
+            self.amount_cents,
+            self.week,
+            self.limit_cents,
+            tally,
+        )
     }
 
-    impl std::fmt::Debug for Books {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("postgres::Books")
-        }
+    /// The amount as a database integer.
+    fn cents(&self) -> Result<i64, RefundError> {
+        i64::try_from(self.amount_cents).map_err(|_| {
+            RefundError::Failed(LedgerFailed(format!(
+                "{} cents is too large",
+                self.amount_cents
+            )))
+        })
     }
+}
 
-    /// The server's own message when it sent one (`db error` alone says nothing).
-    fn failed(e: tokio_postgres::Error) -> LedgerFailed {
-        match e.as_db_error() {
-            Some(db) => LedgerFailed(format!(
-                "PostgreSQL: {}: {}",
-                db.code().code(),
-                db.message()
-            )),
-            None => LedgerFailed(format!("PostgreSQL: {e}")),
-        }
-    }
-
-    impl Books {
-        /// Connects to `url` and makes the table when it is missing.
-        pub(crate) fn connect(url: &str) -> Result<Books, LedgerFailed> {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| LedgerFailed(e.to_string()))?;
-            let client = runtime.block_on(async {
-                let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-                    .await
-                    .map_err(failed)?;
-                tokio::spawn(connection);
-                client.batch_execute(TABLE).await.map_err(failed)?;
-                Ok::<_, LedgerFailed>(client)
-            })?;
-            Ok(Books {
-                runtime,
-                client: Mutex::new(client),
-            })
-        }
-
-        /// Every refund of `book`, in order.
-        pub(crate) fn refunds(&self, book: &str) -> Result<Vec<Refund>, LedgerFailed> {
-            let client = lock(&self.client);
-            let rows = self
-                .runtime
-                .block_on(client.query(
-                    "SELECT seq, order_id, owner, amount_cents, week_year, week \
-                     FROM support_agent_refunds WHERE book = $1 ORDER BY seq",
-                    &[&book],
-                ))
-                .map_err(failed)?;
-            rows.iter()
-                .map(|row| {
-                    let seq: i64 = row.try_get(0).map_err(failed)?;
-                    let cents: i64 = row.try_get(3).map_err(failed)?;
-                    let year: i32 = row.try_get(4).map_err(failed)?;
-                    let week: i32 = row.try_get(5).map_err(failed)?;
-                    Ok(Refund {
-                        refund_id: format!("re_{seq:04}"),
-                        order_id: row.try_get(1).map_err(failed)?,
-                        owner: row.try_get(2).map_err(failed)?,
-                        amount_cents: u64::try_from(cents).unwrap_or(0),
-                        week: IsoWeek {
-                            year: i16::try_from(year).unwrap_or(0),
-                            week: i8::try_from(week).unwrap_or(0),
-                        },
-                    })
-                })
-                .collect()
-        }
-
-        /// The cents of `book`'s refunds `keep` selects (the book is small: read whole).
-        pub(crate) fn sum(
-            &self,
-            book: &str,
-            keep: impl Fn(&Refund) -> bool,
-        ) -> Result<u64, LedgerFailed> {
-            Ok(super::sum_cents(&self.refunds(book)?, keep))
-        }
-
-        /// Records a refund in one transaction under a lock of the book (a transaction-scoped
-        /// advisory lock, so workers of a fleet check and insert one at a time), once `check`
-        /// passes the book's [`Tally`]: the refund's number, or `check`'s refusal.
-        pub(crate) fn record(
-            &self,
-            book: &str,
-            order: &Order,
-            amount_cents: u64,
-            week: IsoWeek,
-            check: impl FnOnce(Tally) -> Result<(), RefundError>,
-        ) -> Result<usize, RefundError> {
-            let cents = i64::try_from(amount_cents).map_err(|_| {
-                RefundError::Failed(LedgerFailed(format!("{amount_cents} cents is too large")))
-            })?;
-            let failed = |e| RefundError::Failed(failed(e));
-            let mut client = lock(&self.client);
-            self.runtime.block_on(async {
-                let tx = client.transaction().await.map_err(failed)?;
-                let recorded = async {
-                    // A worker that holds the book longer than this is stuck: fail, not wait.
-                    tx.batch_execute("SET LOCAL lock_timeout = '10s'")
-                        .await
-                        .map_err(failed)?;
-                    tx.execute(
-                        "SELECT pg_advisory_xact_lock(hashtext('support_agent_refunds:' || $1))",
-                        &[&book],
-                    )
-                    .await
-                    .map_err(failed)?;
-                    let row = tx
-                        .query_one(
-                            "SELECT COALESCE(SUM(CASE WHEN order_id = $2 THEN amount_cents END), 0)::bigint, \
-                             COALESCE(SUM(CASE WHEN owner = $3 AND week_year = $4 AND week = $5 \
-                             THEN amount_cents END), 0)::bigint, \
-                             COUNT(*) FROM support_agent_refunds WHERE book = $1",
-                            &[
-                                &book,
-                                &order.order_id,
-                                &order.owner,
-                                &i32::from(week.year),
-                                &i32::from(week.week),
-                            ],
-                        )
-                        .await
-                        .map_err(failed)?;
-                    let refunded: i64 = row.try_get(0).map_err(failed)?;
-                    let in_week: i64 = row.try_get(1).map_err(failed)?;
-                    let count: i64 = row.try_get(2).map_err(failed)?;
-                    let tally = Tally {
-                        order_cents: u64::try_from(refunded).unwrap_or(0),
-                        week_cents: u64::try_from(in_week).unwrap_or(0),
-                        count: usize::try_from(count).unwrap_or(0),
-                    };
-                    check(tally)?;
-                    tx.execute(
-                        "INSERT INTO support_agent_refunds \
-                         (book, seq, order_id, owner, amount_cents, week_year, week) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                        &[
-                            &book,
-                            &(count + 1),
-                            &order.order_id,
-                            &order.owner,
-                            &cents,
-                            &i32::from(week.year),
-                            &i32::from(week.week),
-                        ],
-                    )
-                    .await
-                    .map_err(failed)?;
-                    Ok(tally.count + 1)
-                }
-                .await;
-                match recorded {
-                    Ok(seq) => {
-                        tx.commit().await.map_err(failed)?;
-                        Ok(seq)
-                    }
-                    Err(e) => {
-                        // Rolled back now, while this runtime drives the connection: a dropped
-                        // transaction only queues its ROLLBACK, and the book's lock would stay
-                        // held (every other worker waiting) until this worker's next statement.
-                        let _ = tx.rollback().await;
-                        Err(e)
-                    }
-                }
-            })
-        }
-    }
+/// A database's sum or id (never negative: only positive amounts are inserted) as `u64`.
+fn unsigned(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
 }

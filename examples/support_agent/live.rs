@@ -42,7 +42,7 @@ use serde_json::{Value, json};
 use toolgate::{
     CallError, HookContext, Message, Reply, RespondError, Session,
     approval::{Approval, AwaitingCall, Decisions, PendingTurn, ResumeError, Resumed},
-    audit::{AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE},
+    audit::{AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE, printable},
     content::{ContentBlock, Role, TextBlock, Usage},
     dispatch::Clock,
     provider::Provider,
@@ -51,11 +51,9 @@ use toolgate::{
 use super::agent::{Agent, Specialist};
 use super::cli::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use super::http::{ApiKey, Client};
-use super::output::{self, flatten};
+use super::ledger::SHARED_WORLD;
+use super::output;
 use super::state::{State, StoreKind};
-
-/// The ledger book of live conversations (every live run in one --out-dir shares it).
-const LIVE_BOOK: &str = "live";
 
 /// The model asked when `--model` is not given.
 pub(crate) const DEFAULT_MODEL: &str = "claude-sonnet-5";
@@ -100,7 +98,8 @@ pub(crate) struct LiveArgs {
     /// `--by`: who answers the approval questions at the terminal (default `operator`); it goes
     /// on the audit line as `approved_by` / `denied_by`.
     pub(crate) by: String,
-    /// `--store`: where the answer memory, paused turns and the ledger (book `live`) are kept.
+    /// `--store`: where the answer memory, paused turns and the ledger (its shared world) are
+    /// kept.
     pub(crate) store: StoreKind,
 }
 
@@ -214,7 +213,19 @@ pub(crate) fn run_with(
             return EXIT_FAILED;
         }
     };
-    let agent = match Agent::build_on(args.specialist, Some(&audit), state.ledger(LIVE_BOOK)) {
+    let session_id = args.session_id.clone().unwrap_or_else(|| {
+        let ms = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        format!("live-{ms}")
+    });
+    // A live conversation is in the shared world: its customer's refunds add up with every other
+    // conversation's on this store.
+    if let Err(e) = state.books().enter(&session_id, SHARED_WORLD) {
+        let _ = writeln!(err, "error: {e}");
+        return EXIT_FAILED;
+    }
+    let agent = match Agent::build_on(args.specialist, Some(&audit), state.ledger(SHARED_WORLD)) {
         Ok(agent) => agent,
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
@@ -233,12 +244,6 @@ pub(crate) fn run_with(
             return EXIT_FAILED;
         }
     };
-    let session_id = args.session_id.clone().unwrap_or_else(|| {
-        let ms = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis());
-        format!("live-{ms}")
-    });
     let mut context = HookContext::builder(args.user.clone(), session_id.clone()).tier(&args.tier);
     if let Some((_, now)) = &args.now {
         context = context.clock(Clock::fixed(*now));
@@ -263,8 +268,8 @@ pub(crate) fn run_with(
         writeln!(
             out,
             "   session {session_id}, user {} ({}), specialist {}, clock {}",
-            flatten(&args.user),
-            flatten(&args.tier),
+            printable(&args.user),
+            printable(&args.tier),
             args.specialist.as_str(),
             args.now
                 .as_ref()
@@ -276,7 +281,7 @@ pub(crate) fn run_with(
             if said.is_empty() {
                 continue;
             }
-            writeln!(out, "> {}", flatten(said))?;
+            writeln!(out, "> {}", printable(said))?;
             if let Err(stop) = live.converse(said, out, err)? {
                 let _ = writeln!(err, "error: {stop}");
                 code = EXIT_FAILED;
@@ -284,7 +289,10 @@ pub(crate) fn run_with(
             }
         }
         let summary = session.end();
-        output::write_refunds(out, &toolgate::block_on(agent.ledger.refunds()))?;
+        output::write_refunds(
+            out,
+            &toolgate::block_on(agent.ledger.refunds_of(&args.user)),
+        )?;
         writeln!(out, "   summary: {}", output::summary_line(&summary))?;
         if let Err(e) = state.finish() {
             writeln!(out, "   ! the audit lines could not all be stored: {e}")?;
@@ -459,7 +467,7 @@ impl Live<'_> {
                             ));
                         }
                         Err(ResumeError::Call(CallError::Halt(halt))) => {
-                            writeln!(out, "   ! {}", flatten(&halt.to_string()))?;
+                            writeln!(out, "   ! {}", printable(&halt.to_string()))?;
                             return Ok(Err(format!("the agent halted: {halt}")));
                         }
                         Err(e) => return Ok(Err(e.to_string())),
@@ -467,7 +475,7 @@ impl Live<'_> {
                 }
                 Ok(other) => return Ok(Err(format!("unexpected reply {other:?}"))),
                 Err(RespondError::Call(CallError::Halt(halt))) => {
-                    writeln!(out, "   ! {}", flatten(&halt.to_string()))?;
+                    writeln!(out, "   ! {}", printable(&halt.to_string()))?;
                     return Ok(Err(format!("the agent halted: {halt}")));
                 }
                 Err(e) => return Ok(Err(e.to_string())),
@@ -541,7 +549,7 @@ fn write_text(out: &mut dyn Write, response: &Message) -> std::io::Result<()> {
     for block in &response.content {
         if let ContentBlock::Text(t) = block {
             for line in t.text.lines().filter(|l| !l.trim().is_empty()) {
-                writeln!(out, "   assistant: {}", flatten(line))?;
+                writeln!(out, "   assistant: {}", printable(line))?;
             }
         }
     }
@@ -553,9 +561,9 @@ pub(crate) fn waiting_line(waiting: &AwaitingCall) -> String {
     let reasons: Vec<&str> = waiting.asked_by.iter().map(|a| a.reason.as_str()).collect();
     format!(
         "? {} {} waits for a person: {}",
-        waiting.tool_use_id,
-        flatten(&waiting.tool),
-        flatten(&reasons.join("; "))
+        printable(&waiting.tool_use_id),
+        printable(&waiting.tool),
+        printable(&reasons.join("; "))
     )
 }
 
@@ -564,8 +572,8 @@ pub(crate) fn waiting_line(waiting: &AwaitingCall) -> String {
 pub(crate) fn question(waiting: &AwaitingCall) -> String {
     format!(
         "approve {} {}? y = approve, n REASON = decline: ",
-        flatten(&waiting.tool),
-        flatten(&waiting.effective_input.to_string())
+        printable(&waiting.tool),
+        printable(&waiting.effective_input.to_string())
     )
 }
 
@@ -584,7 +592,7 @@ pub(crate) fn parse_answer(line: &str, by: &str) -> Result<Approval, String> {
         "n" | "no" => Ok(Approval::deny(by, rest)),
         _ => Err(format!(
             "`{}` is not an answer: type y to approve, or n and the reason to decline",
-            flatten(line)
+            printable(line)
         )),
     }
 }
@@ -593,8 +601,13 @@ pub(crate) fn parse_answer(line: &str, by: &str) -> Result<Approval, String> {
 fn decided_line(id: &str, approval: &Approval) -> String {
     match approval {
         Approval::Deny { by, reason } => {
-            format!("{id} declined by {}: {}", flatten(by), flatten(reason))
+            format!(
+                "{} declined by {}: {}",
+                printable(id),
+                printable(by),
+                printable(reason)
+            )
         }
-        other => format!("{id} approved by {}", flatten(other.by())),
+        other => format!("{} approved by {}", printable(id), printable(other.by())),
     }
 }

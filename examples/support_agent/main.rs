@@ -8,7 +8,9 @@
 //!
 //! The files, one concern each:
 //! - `seed.rs`: customers, orders and FAQ entries;
-//! - `ledger.rs`: the refund ledger (`State<Ledger>`, async; in memory or in SQLite), ISO weeks;
+//! - `ledger.rs`: the refund ledger (`State<Ledger>`, async), one per store, its totals the
+//!   customer's and the order's across conversations; ISO weeks; its stores in `ledger/`
+//!   (`memory.rs`, `sqlite.rs`, `postgres.rs`);
 //! - `state.rs`: where the answer memory, the paused turns and the ledger are kept (the SQLite
 //!   file `<out-dir>/state.sqlite` by default, or memory);
 //! - `tools.rs`: the six `#[tool]` functions;

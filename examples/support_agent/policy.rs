@@ -154,8 +154,10 @@ pub(crate) fn large_refund_needs_approval(request: &RefundRequest) -> Decision<R
 
 /// A customer gets at most 50000 cents (the [`WeeklyRefundLimit`] state) of refunds per ISO week
 /// (UTC, by the context's clock):
-/// the refunds the ledger holds for the order's owner this week plus this one must not exceed
-/// it. Awaits the ledger, so it runs last. A clock outside the calendar's range is an `Err`:
+/// the refunds the ledger holds for the order's owner this week, from every conversation and
+/// worker on the store, plus this one must not exceed it (the ledger checks it again where the
+/// refund is recorded: another worker may pay this customer in between). Awaits the ledger, so
+/// it runs last. A clock outside the calendar's range is an `Err`:
 /// the agent halts (fail closed). Typed: it applies to the tool that takes a `RefundRequest`,
 /// whose two fields are there by type (no missing-field case to fail on).
 #[pre_hook(order = 50, tools = [tools::issue_refund])]

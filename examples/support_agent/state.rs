@@ -2,24 +2,25 @@
 //! `tool_use` replayed, never run twice), the turns paused for a person, and the refund ledger.
 //!
 //! By default all three are in one SQLite file, `<out-dir>/state.sqlite` (toolgate's
-//! `SqliteStore` for the first two, the table `support_agent_refunds` beside them for the
-//! ledger), so a later run in the same folder sees the earlier runs' refunds and answers, and a
-//! paused turn is resumed once by whichever run resumes it first. `--store memory` keeps each
-//! session's answers and each transcript's ledger in memory, as a single process would, and
-//! pending turns only in their files. `--database-url postgres://…` (feature `postgres`) puts
-//! all of it, the audit trail too, in one PostgreSQL database, so several processes are one
-//! agent: toolgate's `PostgresStore` and `PostgresAuditSink`, and the ledger's table beside
-//! them.
+//! `SqliteStore` for the first two, the ledger's tables `support_agent_ledger` and
+//! `support_agent_sessions` beside them), so a later run in the same folder sees the earlier
+//! runs' refunds and answers, and a paused turn is resumed once by whichever run resumes it
+//! first. `--store memory` keeps each session's answers and the run's ledger in memory, as a
+//! single process would, and pending turns only in their files. `--database-url postgres://…`
+//! (feature `postgres`) puts all of it, the audit trail too, in one PostgreSQL database, so
+//! several processes are one agent: toolgate's `PostgresStore` and `PostgresAuditSink`, and the
+//! ledger's tables beside them. Each store has one ledger ([`Books`]), which every conversation
+//! on it shares: a customer's refunds add up whichever run, session or worker paid them.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use toolgate::audit::AuditLog;
 use toolgate::store::sqlite::SqliteStore;
 use toolgate::store::{AnswerStore, PendingStore};
 use toolgate::{Dispatcher, HookContext, Session};
 
-use super::ledger::{self, Ledger};
+use super::ledger::{Books, Ledger, SHARED_WORLD};
 
 /// `--store` / `--database-url`: where the state is kept.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -49,15 +50,15 @@ pub(crate) const STATE_FILE: &str = "state.sqlite";
 
 /// The opened state of one run.
 pub(crate) enum State {
-    /// In memory.
-    Memory,
+    /// In memory: the run's ledger (every session has its own answer memory).
+    Memory(Books),
     /// In PostgreSQL.
     #[cfg(feature = "postgres")]
     Postgres {
         /// The answer memory and the pending turns.
         store: Arc<toolgate::store::postgres::PostgresStore>,
-        /// The ledger's books.
-        books: Arc<ledger::postgres::Books>,
+        /// The ledger.
+        books: Books,
         /// The audit lines' sink.
         sink: toolgate::store::postgres::PostgresAuditSink,
     },
@@ -67,8 +68,8 @@ pub(crate) enum State {
         path: PathBuf,
         /// The answer memory and the pending turns.
         store: Arc<SqliteStore>,
-        /// The ledger's connection.
-        books: Arc<Mutex<rusqlite::Connection>>,
+        /// The ledger, on a connection of its own.
+        books: Books,
     },
 }
 
@@ -80,7 +81,7 @@ impl State {
     /// newer toolgate.
     pub(crate) fn open(kind: &StoreKind, out_dir: &Path) -> Result<State, String> {
         match kind {
-            StoreKind::Memory => Ok(State::Memory),
+            StoreKind::Memory => Ok(State::memory()),
             // The folder holds only the paused turns' files: said before the database is
             // reached, in the audit log's words.
             StoreKind::Postgres(_) if out_dir.exists() && !out_dir.is_dir() => Err(format!(
@@ -94,8 +95,7 @@ impl State {
                     .map_err(|e| format!("--out-dir {}: {e}", out_dir.display()))?;
                 let path = out_dir.join(STATE_FILE);
                 let store = SqliteStore::open(&path).map_err(|e| e.to_string())?;
-                let books = ledger::open_sqlite_books(&path)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                let books = Books::sqlite(&path).map_err(|e| format!("{}: {e}", path.display()))?;
                 Ok(State::Sqlite {
                     path,
                     store: Arc::new(store),
@@ -163,20 +163,43 @@ impl State {
         }
     }
 
-    /// The ledger book `book` (a fresh one in memory).
-    pub(crate) fn ledger(&self, book: &str) -> Ledger {
+    /// Nothing kept beyond the run: a ledger in memory, and each session's own answer memory.
+    pub(crate) fn memory() -> State {
+        State::Memory(Books::memory())
+    }
+
+    /// The store's ledger.
+    pub(crate) fn books(&self) -> &Books {
         match self {
-            State::Memory => Ledger::default(),
+            State::Memory(books) => books,
             #[cfg(feature = "postgres")]
-            State::Postgres { books, .. } => Ledger::postgres(book, Arc::clone(books)),
-            State::Sqlite { books, .. } => Ledger::sqlite(book, Arc::clone(books)),
+            State::Postgres { books, .. } => books,
+            State::Sqlite { books, .. } => books,
         }
+    }
+
+    /// The ledger's world `world`, as the tools and rules of a session see it.
+    pub(crate) fn ledger(&self, world: &str) -> Ledger {
+        self.books().ledger(world)
+    }
+
+    /// The ledger of the world `session_id` took place in ([`SHARED_WORLD`] when it was never
+    /// replayed on this store): where a turn resumed later pays.
+    ///
+    /// # Errors
+    /// The sentence to print: the ledger could not be read.
+    pub(crate) fn ledger_of_session(&self, session_id: &str) -> Result<Ledger, String> {
+        let world = self
+            .books()
+            .world_of(session_id)
+            .map_err(|e| e.to_string())?;
+        Ok(self.ledger(world.as_deref().unwrap_or(SHARED_WORLD)))
     }
 
     /// A session of `dispatcher` for `context`, its answers in the state's answer memory.
     pub(crate) fn session(&self, dispatcher: &Dispatcher, context: HookContext) -> Session {
         match self {
-            State::Memory => dispatcher.session(context),
+            State::Memory(_) => dispatcher.session(context),
             #[cfg(feature = "postgres")]
             State::Postgres { store, .. } => {
                 let answers: Arc<dyn AnswerStore> = store.clone();
@@ -192,7 +215,7 @@ impl State {
     /// Where paused turns are kept, besides their files; `None` in memory.
     pub(crate) fn pending(&self) -> Option<&dyn PendingStore> {
         match self {
-            State::Memory => None,
+            State::Memory(_) => None,
             #[cfg(feature = "postgres")]
             State::Postgres { store, .. } => Some(store.as_ref()),
             State::Sqlite { store, .. } => Some(store.as_ref()),
@@ -214,12 +237,11 @@ impl State {
 fn open_postgres(url: &str) -> Result<State, String> {
     use toolgate::store::postgres::PostgresStore;
     let store = PostgresStore::connect(url).map_err(|e| format!("--database-url: {e}"))?;
-    let books =
-        ledger::postgres::Books::connect(url).map_err(|e| format!("--database-url: {e}"))?;
+    let books = Books::postgres(url).map_err(|e| format!("--database-url: {e}"))?;
     let sink = store.audit_sink();
     Ok(State::Postgres {
         store: Arc::new(store),
-        books: Arc::new(books),
+        books,
         sink,
     })
 }

@@ -174,7 +174,7 @@ pub(crate) async fn issue_refund(
     // Internal (what `?` does with a library error): the model reads the generic message.
     let week = IsoWeek::of(ctx.now())?;
     // Written for the model: shown on purpose; a ledger that failed is internal.
-    let refund = ledger
+    let recorded = ledger
         .record_refund(order, amount_cents, week, limit.0)
         .await
         .map_err(|e| match e {
@@ -182,12 +182,12 @@ pub(crate) async fn issue_refund(
             RefundError::OverWeeklyLimit(over) => ToolError::for_model(over),
             RefundError::Failed(failed) => ToolError::from(failed),
         })?;
-    let total = ledger.refunded_for_order(order.order_id).await?;
+    let refund = &recorded.refund;
     Ok(json!({
         "refund_id": refund.refund_id,
         "order_id": refund.order_id,
         "amount_cents": refund.amount_cents,
-        "refunded_total_cents": total,
+        "refunded_total_cents": recorded.order_refunded_cents,
         "status": "issued",
     }))
 }

@@ -7,7 +7,7 @@
 //! {
 //!   "_about": "what the session shows (keys starting with `_` are comments)",
 //!   "context": {"user_id": "u_001", "tier": "premium", "session_id": "sess_1",
-//!               "now": "2026-11-24T10:15:00Z", "specialist": "refunds"},
+//!               "now": "2026-11-24T10:15:00Z", "specialist": "refunds", "world": "demo"},
 //!   "messages": [ {"role": "assistant", "content": [ … tool_use … ], "stop_reason": "tool_use", …} ],
 //!   "expected_outcomes": {"toolu_01…": "ok", "toolu_02…": "blocked"},
 //!   "approvals": {"toolu_02…": {"decision": "approve", "by": "lead@example.com"}}
@@ -16,9 +16,13 @@
 //!
 //! `messages` are assistant Message objects exactly as the Messages API returns them (the replay
 //! writes the user turns); `expected_outcomes` is optional and names outcomes as the audit log
-//! does. `now` is an RFC 3339 instant: the session's fixed clock. `approvals` is optional: a
-//! person's decision per `tool_use` id that a rule asks about (`decision` is `approve` or
-//! `deny`, `by` who decided, `reason` optional, for a denial). A turn whose waiting calls all
+//! does. `now` is an RFC 3339 instant: the session's fixed clock. `world` is optional: the part
+//! of the store's refund ledger the conversation pays from and is checked against (every
+//! conversation declaring the same world, or none, shares its customers' totals; the bundled
+//! transcripts declare `demo`, so they replay the same whatever else the store paid); a session
+//! stays in the world it was first replayed in. `approvals` is optional: a person's decision per
+//! `tool_use` id that a rule asks about (`decision` is `approve` or `deny`, `by` who decided,
+//! `reason` optional, for a denial). A turn whose waiting calls all
 //! have one is resumed with them (expect `ok` for an approved call that runs, `blocked` for a
 //! denied one); otherwise the turn stays paused (expect `awaiting_approval`), the replay of the
 //! transcript stops there and the pending turn is written for `--resume`.
@@ -33,12 +37,12 @@ use serde_json::{Map, Value};
 use toolgate::{
     Message,
     approval::{Approval, Decisions},
-    audit::Outcome,
+    audit::{Outcome, printable},
     content::Role,
 };
 
 use super::agent::Specialist;
-use super::output::flatten;
+use super::ledger::SHARED_WORLD;
 
 /// The bundled transcripts (copies of `tests/fixtures/support/*.json`): name and text.
 pub(crate) const BUNDLED: &[(&str, &str)] = &[
@@ -99,6 +103,9 @@ pub(crate) struct SessionFacts {
     pub(crate) now_text: String,
     /// Which specialist answers.
     pub(crate) specialist: Specialist,
+    /// The world of the store's ledger the conversation is in: `context.world`, or
+    /// [`SHARED_WORLD`] when the transcript declares none.
+    pub(crate) world: String,
 }
 
 /// A transcript, read and checked.
@@ -139,7 +146,7 @@ pub(crate) struct TranscriptError {
 impl fmt::Display for TranscriptError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // One line, whatever the parser said.
-        write!(f, "{}: {}", self.source, flatten(&self.problem))
+        write!(f, "{}: {}", self.source, printable(&self.problem))
     }
 }
 
@@ -154,6 +161,8 @@ struct RawContext {
     session_id: String,
     now: String,
     specialist: String,
+    #[serde(default)]
+    world: Option<String>,
 }
 
 /// Reads and checks every bundled transcript.
@@ -183,9 +192,9 @@ pub(crate) fn load(path: &Path) -> Result<Transcript, TranscriptError> {
 /// Checks: the text is one JSON object with `context`, `messages` and optionally
 /// `expected_outcomes` (other keys only when they start with `_`); `context` has exactly
 /// `user_id`, `tier` (`free` or `premium`), `session_id`, `now` (RFC 3339) and `specialist`
-/// (`refunds` or `triage`); `messages` is a non-empty array of assistant messages in the
-/// Messages API's shape; `tool_use` ids are unique; every `expected_outcomes` key is one of
-/// them and every value an outcome name.
+/// (`refunds` or `triage`), and optionally `world` (not empty); `messages` is a non-empty
+/// array of assistant messages in the Messages API's shape; `tool_use` ids are unique; every
+/// `expected_outcomes` key is one of them and every value an outcome name.
 pub(crate) fn parse(source: &str, text: &str) -> Result<Transcript, TranscriptError> {
     let fail = |problem: String| TranscriptError {
         source: source.to_owned(),
@@ -236,6 +245,12 @@ pub(crate) fn parse(source: &str, text: &str) -> Result<Transcript, TranscriptEr
             raw.specialist
         ))
     })?;
+    if raw.world.as_deref() == Some("") {
+        return Err(fail(format!(
+            "context.world: empty (name the world, or leave `world` out for the shared one, \
+             `{SHARED_WORLD}`)"
+        )));
+    }
     let now = raw
         .now
         .parse::<jiff::Timestamp>()
@@ -316,6 +331,7 @@ pub(crate) fn parse(source: &str, text: &str) -> Result<Transcript, TranscriptEr
             now,
             now_text: raw.now,
             specialist,
+            world: raw.world.unwrap_or_else(|| SHARED_WORLD.to_owned()),
         },
         messages,
         expected,

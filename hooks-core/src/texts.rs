@@ -4,7 +4,7 @@
 //! and what to do next, and none carries operator detail (panic text, error chains, hook paths:
 //! those go to the audit line's `detail`). Not here, because toolgate does not write them: the
 //! tool's own output and `ToolError` messages, a hook's deny reason, and the explanation of an
-//! invalid input's field (written by the schema walk in `schema/explain.rs`, which fills the
+//! invalid input's field (written by the schema walk in `schema/explain/`, which fills the
 //! `{message}` of [`invalid_input`]). The prefixes `Error:`, `BLOCKED:` and `Not run:` are relied
 //! on by the providers that mark failures by text (the `provider` module).
 //!
@@ -12,7 +12,7 @@
 //! [`MAX_QUOTED_CHARS`] characters with `…` ([`quoted`]), so one call cannot make an error the
 //! model then carries in every later request; a deserializer's own message, which may quote the
 //! input, is cut to [`MAX_DESERIALIZER_MESSAGE_CHARS`]. An invalid input lists every problem
-//! found, up to [`MAX_LISTED_PROBLEMS`], in the order `schema/explain.rs` documents.
+//! found, up to [`MAX_LISTED_PROBLEMS`], in the order `schema/explain/mod.rs` documents.
 
 use std::borrow::Cow;
 use std::fmt::Display;

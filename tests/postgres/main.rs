@@ -13,8 +13,15 @@ mod support;
 
 mod agent;
 mod audit;
+mod cuts;
+mod drops;
 mod fleet;
+mod proxy;
+mod sealed;
 mod server;
 mod stores;
 mod support_agent;
+// Conversations of one customer on one store, shared with the SQLite tests.
+#[path = "../support_agent_ledger/mod.rs"]
+mod support_agent_ledger;
 mod worker;

@@ -1,6 +1,7 @@
 //! `PostgresStore` alone: the conformance suite every store passes; migrations applied once by
-//! four workers connecting at once; a schema newer than the build refused at connect; a store
-//! unreachable at claim time runs nothing, and a lost connection is opened again.
+//! four workers connecting at once; a database of schema version 1 migrated, its rows kept; a
+//! schema newer than the build refused at connect; a store unreachable at claim time runs
+//! nothing, and a lost connection is opened again.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
@@ -38,9 +39,13 @@ fn four_workers_connecting_at_once_apply_the_migrations_once() {
     });
     assert!(stores.iter().all(Result::is_ok), "{stores:?}");
     let sql = Sql::connect(&db.settings);
+    let versions: Vec<[Option<String>; 1]> = (1..=PostgresStore::SCHEMA_VERSION)
+        .map(|v| [Some(v.to_string())])
+        .collect();
     assert_eq!(
-        sql.rows("SELECT version FROM toolgate_schema"),
-        [[Some(PostgresStore::SCHEMA_VERSION.to_string())]]
+        sql.rows("SELECT version FROM toolgate_schema ORDER BY version"),
+        versions,
+        "each migration applied once"
     );
 }
 
@@ -246,5 +251,42 @@ fn a_read_only_connection_reads_the_trail_and_the_server_refuses_its_writes() {
     assert_eq!(
         sql.int("SELECT count(*) FROM toolgate_answers WHERE session_id = 's_2'"),
         0
+    );
+}
+
+#[test]
+fn a_database_at_schema_version_1_is_migrated_and_keeps_its_rows() {
+    use toolgate::store::{AnswerStore, CallKey, Claim, InputDigest, Remembered};
+    let db = server::database();
+    let sql = Sql::connect(&db.settings);
+    // What a build of schema version 1 left: its tables, and a claim whose worker died.
+    sql.run(
+        "CREATE TABLE toolgate_schema (
+             version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+    );
+    sql.run(include_str!(
+        "../../hooks-core/src/store/postgres/migrations/0001_tables.sql"
+    ));
+    sql.run(
+        "INSERT INTO toolgate_schema (version) VALUES (1);
+         INSERT INTO toolgate_answers (session_id, tool_use_id, digest, state, lease_until)
+         VALUES ('s_old', 'toolu_1', decode(repeat('07', 32), 'hex'), 'in_progress',
+                 now() - interval '1 hour')",
+    );
+    let store = PostgresStore::connect(&db.settings).unwrap();
+    assert_eq!(
+        sql.rows("SELECT version FROM toolgate_schema ORDER BY version"),
+        [[Some("1".to_owned())], [Some("2".to_owned())]]
+    );
+    let lease = std::time::Duration::from_secs(60);
+    let digest = InputDigest([7; 32]);
+    assert_eq!(
+        toolgate::block_on(store.claim(CallKey::new("s_old", "toolu_1"), digest, lease)).unwrap(),
+        Claim::Seen(Remembered::Interrupted { digest }),
+        "the old claim, its lease over, is interrupted: no token of a new claim matches it"
+    );
+    assert_eq!(
+        toolgate::block_on(store.claim(CallKey::new("s_old", "toolu_2"), digest, lease)).unwrap(),
+        Claim::Claimed
     );
 }

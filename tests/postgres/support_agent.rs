@@ -1,6 +1,7 @@
 //! The support agent's `--database-url`: workers with their own out-dirs and one database are
 //! one agent. Its binary (built with this test's features) runs as separate processes.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -8,6 +9,7 @@ use toolgate::store::postgres::PostgresStore;
 
 use crate::server::{self, Sql};
 use crate::support::{self, TempDir};
+use crate::support_agent_ledger;
 
 const PAUSED: &str = "08_large_refund_paused.json";
 const WAITING_ID: &str = "toolu_01Nq8tEcVr2W9gAy4hDj8QxF";
@@ -32,7 +34,7 @@ fn agent(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
 }
 
 fn refunds(sql: &Sql) -> i64 {
-    sql.int("SELECT count(*) FROM support_agent_refunds")
+    sql.int("SELECT count(*) FROM support_agent_ledger")
 }
 
 /// The `ok` calls of `tool_use_id` in the database's audit trail, replays left out.
@@ -79,7 +81,8 @@ fn two_workers_on_one_database_replay_every_transcript_and_pay_each_refund_once(
         }
     }
     // What must hold whatever the interleaving: every call has one final answer, every paid
-    // refund one `ok` line and every `ok` refund one ledger row, no week past the limit.
+    // refund one `ok` line and every `ok` refund one ledger row, no customer's week past the
+    // limit and no order past what was paid, every refund its own id.
     let answers = "SELECT convert_from(line, 'UTF8')::jsonb AS j FROM toolgate_audit \
                    WHERE chain = 'audit_log'";
     let final_once = sql.int(&format!(
@@ -97,11 +100,22 @@ fn two_workers_on_one_database_replay_every_transcript_and_pay_each_refund_once(
     assert!(paid > 0, "the bundled transcripts pay refunds");
     let most = sql.int(
         "SELECT COALESCE(MAX(total), 0) FROM (SELECT SUM(amount_cents)::bigint AS total \
-         FROM support_agent_refunds GROUP BY book, owner, week_year, week) weeks",
+         FROM support_agent_ledger GROUP BY world, owner, week_year, week) weeks",
     );
     assert!(most <= 50_000, "{most} cents in one week");
+    let past_paid = sql.int(
+        "SELECT count(*) FROM (SELECT order_id, SUM(amount_cents) AS total \
+         FROM support_agent_ledger GROUP BY world, order_id) orders \
+         WHERE total > CASE order_id WHEN 'o_1001' THEN 2599 WHEN 'o_1002' THEN 45000 \
+         WHEN 'o_3001' THEN 52000 WHEN 'o_3002' THEN 30000 ELSE 0 END",
+    );
+    assert_eq!(past_paid, 0);
+    assert_eq!(
+        sql.int("SELECT count(DISTINCT id) FROM support_agent_ledger"),
+        paid
+    );
     // A lone replay into a fresh database: when neither worker saw a mismatch, the fleet paid
-    // exactly its refunds (the same books, orders and amounts; the order within a book may
+    // exactly its refunds (the same worlds, orders and amounts; the order and the ids may
     // differ).
     let alone = server::database();
     let alone_url = server::server().url(&alone.name, "worker-secret");
@@ -113,8 +127,8 @@ fn two_workers_on_one_database_replay_every_transcript_and_pay_each_refund_once(
         alone_url.as_ref(),
     ]);
     assert_eq!((code, err.as_str()), (0, ""));
-    let ledger = "SELECT book, order_id, amount_cents::text FROM support_agent_refunds \
-                  ORDER BY book, order_id, amount_cents";
+    let ledger = "SELECT world, order_id, amount_cents::text FROM support_agent_ledger \
+                  ORDER BY world, order_id, amount_cents";
     if clean {
         assert_eq!(sql.rows(ledger), Sql::connect(&alone.settings).rows(ledger));
     }
@@ -315,4 +329,71 @@ fn a_database_url_that_is_not_one_or_cannot_be_reached_says_so() {
     );
     let tables = "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'toolgate%'";
     assert_eq!(Sql::connect(&db.settings).int(tables), 0);
+}
+
+// ---------------------------------------------------------------- one customer, many conversations
+
+/// Runs `test` on a fresh database that every worker shares, each worker with its own
+/// `--out-dir`.
+fn on_one_database(name: &str, test: impl FnOnce(&support_agent_ledger::Store<'_>, &Path)) {
+    let db = server::database();
+    let url = server::server().url(&db.name, "worker-secret");
+    let sql = Sql::connect(&db.settings);
+    let dir = TempDir::new(name);
+    let args = |worker: usize| -> Vec<OsString> {
+        vec![
+            "--out-dir".into(),
+            dir.path().join(format!("worker-{worker}")).into(),
+            "--database-url".into(),
+            url.clone().into(),
+        ]
+    };
+    let rows = || {
+        sql.rows(
+            "SELECT id::text, world, owner, order_id, amount_cents::text \
+             FROM support_agent_ledger ORDER BY id",
+        )
+        .into_iter()
+        .map(|r| {
+            let text = |i: usize| r[i].clone().unwrap();
+            support_agent_ledger::Row {
+                id: text(0).parse().unwrap(),
+                world: text(1),
+                owner: text(2),
+                order_id: text(3),
+                cents: text(4).parse().unwrap(),
+            }
+        })
+        .collect()
+    };
+    let store = support_agent_ledger::Store {
+        args: &args,
+        rows: &rows,
+    };
+    test(&store, &dir.path().join("transcripts"));
+}
+
+#[test]
+fn conversations_of_one_customer_one_after_another_on_one_database_share_its_totals() {
+    on_one_database(
+        "pg-conversations-seq",
+        support_agent_ledger::one_after_another,
+    );
+}
+
+#[test]
+fn two_and_three_conversations_of_one_customer_at_once_on_one_database_keep_its_limits() {
+    for n in [2, 3] {
+        on_one_database(&format!("pg-conversations-at-once-{n}"), |store, dir| {
+            support_agent_ledger::all_at_once(store, dir, n);
+        });
+    }
+}
+
+#[test]
+fn a_fleet_of_four_workers_on_one_database_pays_each_customer_exactly_what_its_rules_allow() {
+    on_one_database(
+        "pg-conversations-fleet",
+        support_agent_ledger::fleet_of_four,
+    );
 }

@@ -10,6 +10,7 @@ mod support;
 mod ask;
 mod audit;
 mod audit_chain;
+mod audit_readers;
 mod audit_sinks;
 mod build;
 mod chain;
@@ -32,6 +33,7 @@ mod pause;
 mod pre_tool_use;
 mod replies;
 mod retries;
+mod sealed;
 mod session;
 mod stores;
 #[cfg(feature = "tower")]

@@ -18,11 +18,13 @@ use serde_json::{Value, json};
 use toolgate::{
     Decision, Dispatcher, HookContext, Reply, ToolResult, ToolUse,
     approval::{Decisions, ResumeError, Resumed},
+    audit::AuditLog,
     dispatch::{Effect, PreHookDef, ToolDef},
     store::sqlite::SqliteStore,
     store::{AnswerStore, CallKey, Claim, InputDigest, PendingStore, conformance},
 };
 
+use crate::support::sealed::{self, Paid};
 use crate::support::{self, TempDir};
 
 /// What the model reads for a call interrupted earlier (pinned).
@@ -312,6 +314,129 @@ fn a_kept_turn_cut_short_is_refused_at_every_take_and_nothing_runs() {
         })
         .unwrap();
     assert_eq!(state, "waiting");
+}
+
+/// Every value of every row of every table of the SQLite file `file`, as bytes (text, blobs,
+/// numbers as their decimal text).
+fn every_value(file: &Path) -> Vec<Vec<u8>> {
+    let db = rusqlite::Connection::open(file).unwrap();
+    let tables: Vec<String> = db
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        tables.iter().any(|t| t == "toolgate_pending_turns"),
+        "{tables:?}"
+    );
+    let mut values = Vec::new();
+    for table in tables {
+        let mut statement = db.prepare(&format!("SELECT * FROM \"{table}\"")).unwrap();
+        let columns = statement.column_count();
+        let mut rows = statement.query([]).unwrap();
+        while let Some(row) = rows.next().unwrap() {
+            for i in 0..columns {
+                values.push(match row.get_ref(i).unwrap() {
+                    rusqlite::types::ValueRef::Null => Vec::new(),
+                    rusqlite::types::ValueRef::Integer(n) => n.to_string().into_bytes(),
+                    rusqlite::types::ValueRef::Real(x) => x.to_string().into_bytes(),
+                    rusqlite::types::ValueRef::Text(t) | rusqlite::types::ValueRef::Blob(t) => {
+                        t.to_vec()
+                    }
+                });
+            }
+        }
+    }
+    values
+}
+
+/// The values of [`every_value`] that hold a secret of `support::sealed`, with the secrets.
+fn values_holding_secrets(file: &Path) -> Vec<String> {
+    every_value(file)
+        .iter()
+        .map(|v| sealed::secrets_in(v))
+        .filter(|found| !found.is_empty())
+        .map(|found| format!("{found:?}"))
+        .collect()
+}
+
+/// The fields the audit log hides (a PIN nested in the input, a token a rewrite added) are in
+/// no byte of the paused turn, of any row of the file or of any file in its folder (the
+/// store's file, its WAL, the audit files), before and after the resume; a resume without the
+/// key is refused, runs nothing and leaves the turn waiting; the resume with it, on the file
+/// opened again, gives the tool the real values.
+#[test]
+fn a_hidden_field_is_in_no_row_or_file_and_the_resumed_tool_gets_it() {
+    let dir = TempDir::new("sqlite-sealed");
+    let file = dir.join("store.sqlite3");
+    let ctx = || HookContext::builder(sealed::USER, sealed::SESSION).build();
+    let paid = Paid::default();
+    {
+        let store = Arc::new(SqliteStore::open(&file).unwrap());
+        let audit = AuditLog::builder().dir(&dir);
+        let d = sealed::dispatcher(audit, &paid, Some(sealed::keys()));
+        let session = d.session_with_store(ctx(), store.clone());
+        let reply = toolgate::block_on(session.respond(&sealed::message())).unwrap();
+        let Reply::Pending(turn) = reply else {
+            panic!("the big payment waits: {reply:?}");
+        };
+        let text = serde_json::to_string(&turn).unwrap();
+        assert_eq!(sealed::secrets_in(text.as_bytes()), Vec::<String>::new());
+        toolgate::block_on(store.put(&turn)).unwrap();
+    }
+    assert_eq!(paid.inputs(), [sealed::real("o_0", 900)]);
+    assert_eq!(values_holding_secrets(&file), Vec::<String>::new());
+    let mut read = 0;
+    assert_eq!(
+        sealed::files_holding_secrets(&dir, &mut read),
+        Vec::<String>::new()
+    );
+    assert!(
+        read >= 3,
+        "the store's file and the two audit files: {read}"
+    );
+
+    // Without the key: refused, nothing runs, the turn waits again.
+    let store = Arc::new(SqliteStore::open(&file).unwrap());
+    let audit = || AuditLog::builder().dir(&dir);
+    let keyless = sealed::dispatcher(audit(), &paid, None);
+    let decisions = Decisions::builder()
+        .approve("toolu_big", "lead")
+        .build()
+        .unwrap();
+    let session = keyless.session_with_store(ctx(), store.clone());
+    let refused = toolgate::block_on(session.resume_from(&*store, "toolu_small", &decisions));
+    assert_eq!(
+        outcome(refused),
+        Err(
+            "the input of tool_use \"toolu_big\" has fields the audit log's redaction hides, \
+             and their real values cannot be given back: this dispatcher has no seal key \
+             (DispatcherBuilder::seal_keys); nothing was run"
+                .to_owned()
+        )
+    );
+    assert_eq!(paid.inputs().len(), 1);
+    let waiting = toolgate::block_on(store.waiting(sealed::SESSION)).unwrap();
+    assert_eq!(waiting.len(), 1, "the turn waits again");
+
+    // With it: the real values reach the tool.
+    let d = sealed::dispatcher(audit(), &paid, Some(sealed::keys()));
+    let session = d.session_with_store(ctx(), store.clone());
+    let resumed = toolgate::block_on(session.resume_from(&*store, "toolu_small", &decisions));
+    assert_eq!(outcome(resumed), Ok(sealed::resumed_answer()));
+    assert_eq!(
+        paid.inputs(),
+        [sealed::real("o_0", 900), sealed::real("o_1", 25000)]
+    );
+    drop((session, d, keyless, store));
+    assert_eq!(values_holding_secrets(&file), Vec::<String>::new());
+    let mut read = 0;
+    assert_eq!(
+        sealed::files_holding_secrets(&dir, &mut read),
+        Vec::<String>::new()
+    );
 }
 
 #[test]

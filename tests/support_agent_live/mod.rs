@@ -236,7 +236,8 @@ fn live_mode_gives_the_replays_outcomes_and_audit_lines_for_every_bundled_transc
         // `approvals` resume its paused turn; without them the turn stays paused.
         let replay_dir = TempDir::new("live-replay");
         let audit = AuditLog::open(replay_dir.path()).unwrap();
-        let replay = agent::replay(t, Some(&audit), &super::example::state::State::Memory).unwrap();
+        let replay =
+            agent::replay(t, Some(&audit), &super::example::state::State::memory()).unwrap();
         drop(audit);
         let mut readable = Vec::new();
         output::write_readable(&mut readable, t, &replay).unwrap();

@@ -12,7 +12,8 @@
 //! |---|---|
 //! | `mod.rs` | [`AuditLog`], [`AuditLogBuilder`]: the observer and Stop hook, delivery to the sinks |
 //! | `record.rs` | [`AuditRecord`], [`SummaryRecord`]: what every sink receives, the JSON of a line; a record refilled in place |
-//! | `line.rs` | [`AuditRecord::write_json`]: the line's JSON by hand, byte for byte serde_json's, a word-at-a-time escaper |
+//! | `line.rs` | [`AuditRecord::write_json`], [`SummaryRecord::write_json`]: a line's JSON, serde_json's but for the line breaks and C1 controls it escapes (one record, one line, for every reader); the record's by hand, a word-at-a-time escaper |
+//! | `printable.rs` | [`printable`], [`printable_json`]: the one rule for showing a person text from the model |
 //! | `sink.rs` | [`AuditSink`] |
 //! | `redact.rs` | [`Redaction`], [`mask_card_numbers`], [`mask_emails`] |
 //! | `chain.rs` | the hash chain's rule and the writer that keeps it (lock, reopen, rotation) |
@@ -28,6 +29,7 @@ mod files;
 pub(crate) mod hook_run;
 mod line;
 pub(crate) mod outcome;
+pub(crate) mod printable;
 mod record;
 mod redact;
 #[cfg(feature = "audit-report")]
@@ -47,6 +49,7 @@ pub use crate::base::time::Rfc3339;
 pub use chain::CHAIN_START;
 pub use hook_run::{HookOutcome, HookRun};
 pub use outcome::{CallRecord, Outcome, SessionSummary};
+pub use printable::{printable, printable_json};
 pub use record::{AuditRecord, SummaryRecord};
 pub use redact::{InvalidPointer, REDACTED, Redaction, mask_card_numbers, mask_emails};
 pub use sink::AuditSink;

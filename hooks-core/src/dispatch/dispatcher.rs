@@ -37,8 +37,8 @@ pub struct Dispatcher {
     pub(crate) inner: Arc<Inner>,
 }
 
-// `Dispatcher::builder` is in `builder.rs`, beside what it makes, so that file, which builds a
-// `Dispatcher`, is not imported back by this one.
+// `Dispatcher::builder` is in `builder/mod.rs`, beside what it makes, so that file, which builds
+// a `Dispatcher`, is not imported back by this one.
 impl Dispatcher {
     /// The Anthropic Messages API `tools` entries, sorted by name: `[{"name": "get_weather",
     /// "description": "…", "input_schema": {"type": "object", "properties": {…}, "required":

@@ -171,15 +171,13 @@ impl Inner {
             match approval.await {
                 Ok(Approved::Run(a)) => args = a,
                 Ok(Approved::Pause) => {
-                    let effective = rewrites.call.as_deref().unwrap_or(current);
-                    let asked = &rewrites.asks;
-                    *awaiting = Some(AwaitingCall::new(
-                        current,
-                        &effective.input,
-                        asked,
-                        &rewrites.by,
-                    ));
-                    return Verdict::awaiting();
+                    return match self.paused(env, current, rewrites) {
+                        Ok(waiting) => {
+                            *awaiting = Some(waiting);
+                            Verdict::awaiting()
+                        }
+                        Err(why) => Verdict::cannot_pause(&rewrites.asks, why),
+                    };
                 }
                 Err(verdict) => return verdict,
             }
@@ -251,6 +249,27 @@ impl Inner {
         }
         guard.finish(answer.outcome);
         answer.into_answer()
+    }
+
+    /// What a pending turn keeps of a call that pauses: its inputs as the audit line shows
+    /// them, the fields the audit log's redaction hides sealed (`approval/seal.rs`).
+    ///
+    /// # Errors
+    /// The operator's detail when the call cannot pause without keeping a hidden field in
+    /// clear (no seal key, or a build without the `seal` feature).
+    fn paused(
+        &self,
+        env: Env<'_>,
+        current: &ToolUse,
+        rewrites: &Rewrites<'_>,
+    ) -> Result<AwaitingCall, String> {
+        let effective = rewrites.call.as_deref().unwrap_or(current);
+        let mut waiting =
+            AwaitingCall::new(current, &effective.input, &rewrites.asks, &rewrites.by);
+        let ctx = env.context();
+        self.sealing
+            .seal(&mut waiting, ctx.session_id(), ctx.user_id())?;
+        Ok(waiting)
     }
 
     /// Starts the tool: a sync tool's verdict is ready at once; an async one is a future to await.

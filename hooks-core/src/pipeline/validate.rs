@@ -15,7 +15,7 @@ use crate::texts::{self, Problem, Problems};
 ///
 /// A `#[tool]` or [`ToolDef`](crate::dispatch::ToolDef): the unknown-field check, then the argument
 /// type's `Deserialize` (user code: a panic in it is a refusal, not an escape); when either
-/// refuses, the input walk (`schema/explain.rs`) lists every problem against the tool's validation
+/// refuses, the input walk (`schema/explain/`) lists every problem against the tool's validation
 /// schema, unknown fields and wrong values alike; when the walk finds nothing, the unknown field
 /// found, or serde's own message (cut to a bound), without a path.
 ///

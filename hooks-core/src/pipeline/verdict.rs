@@ -280,6 +280,19 @@ impl<'a> Verdict<'a> {
         )
     }
 
+    /// The call needs approval and would pause, but cannot without keeping a field the audit
+    /// log hides in clear (`why`): `blocked` as where nobody can approve, fail closed.
+    pub(super) fn cannot_pause(asks: &[Asked], why: String) -> Self {
+        Verdict::refused_approval(
+            asks,
+            texts::needs_approval(asks.iter().map(|a| a.reason.as_str())),
+            format!(
+                "the call needs a person's approval ({}); {why}",
+                asked_list(asks)
+            ),
+        )
+    }
+
     /// A person declined the call.
     pub(super) fn declined(asks: &[Asked], reason: &str) -> Self {
         Verdict::refused_approval(

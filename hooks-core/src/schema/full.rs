@@ -1,7 +1,7 @@
 //! Full JSON Schema validation with `boon` (the `full-validation` feature): the meta-schema
 //! check of a schema toolgate did not derive, against its draft's own meta-schema, regular
 //! expressions included; and, for a wrapped caller, every input against its schema, the
-//! keywords the input walk (`explain.rs`) does not apply included (`pattern`,
+//! keywords the input walk (`explain/`) does not apply included (`pattern`,
 //! `patternProperties`, `format` as the draft asserts it, `unevaluatedProperties`,
 //! `unevaluatedItems`, `$dynamicRef`).
 //!

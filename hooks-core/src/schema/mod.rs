@@ -39,7 +39,7 @@
 //! unknown-field check, and satisfies the canonical schema (the differential test in
 //! `tests/schemas/differential.rs` checks both, with a real JSON Schema validator). The same
 //! closing (`closed_form` of the raw schema) gives the *validation schema* the input walk
-//! (`explain.rs`) explains a refused input against.
+//! (`explain/`) explains a refused input against.
 //!
 //! Property order is declaration order: schemars' `preserve_order` feature is on, which also
 //! turns `serde_json::Map` into an insertion-ordered map for every crate in the build.
@@ -162,7 +162,7 @@ pub fn canonicalize(raw: &Value, closed: bool) -> Value {
 /// The raw schema closed as its canonical form is (see [`canonicalize`]: merged objects list
 /// their alternatives' properties, objects with properties are closed when `closed`), every
 /// other keyword as schemars wrote it (integer `format`s kept). The *validation schema* of a
-/// derived tool: what an invalid input is explained against (`explain.rs`).
+/// derived tool: what an invalid input is explained against (`explain/`).
 pub(crate) fn closed_form(raw: &Value, closed: bool) -> Value {
     let mut v = raw.clone();
     close_root(&mut v, closed);

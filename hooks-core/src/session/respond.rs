@@ -114,7 +114,11 @@ impl Session {
         let mut blocks = blocks;
         if turn_format == TurnFormat::Gemini {
             for (block, item) in blocks.iter_mut().zip(items) {
-                block.keep_call((*item).clone());
+                // Its `args` as the audit line shows the input: the answer echoes only the
+                // call's `name` and `id`.
+                let mut item = (*item).clone();
+                self.inner.sealing.mask_call_item(&mut item);
+                block.keep_call(item);
             }
         }
         Reply::Pending(PendingTurn {
@@ -264,7 +268,18 @@ impl Session {
         match block {
             PendingBlock::Answered { result, .. } => result,
             PendingBlock::AwaitingApproval(waiting) => {
-                match self.resume_call(&waiting, Resolution::Unapproved).await {
+                // Its real input (the answer memory's key), its hidden fields given back.
+                let ctx = &self.context;
+                let real = match self
+                    .inner
+                    .sealing
+                    .open(&waiting, ctx.session_id(), ctx.user_id())
+                {
+                    Ok(real) => real,
+                    Err(_) => return PendingBlock::AwaitingApproval(waiting).into_result(),
+                };
+                let run = real.as_ref().unwrap_or(&waiting);
+                match self.resume_call(run, Resolution::Unapproved).await {
                     Ok(result) => result,
                     Err(_) => PendingBlock::AwaitingApproval(waiting).into_result(),
                 }

@@ -1,6 +1,7 @@
 //! [`Session::resume`]: a [`PendingTurn`] finished with a person's decisions, possibly in
 //! another process, into the complete user message.
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::time::Duration;
 
@@ -10,8 +11,8 @@ use crate::approval::ask::Approval;
 use crate::approval::decisions::Decisions;
 use crate::approval::pending::{
     AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn, ResumeError, Resumed, TurnFormat,
-    input_digest,
 };
+use crate::approval::seal;
 use crate::content::message::{ContentBlock, Message, ToolResult};
 use crate::error::{CallError, Halt};
 use crate::pipeline::order::{Slot, TurnOrder, join_blocks};
@@ -33,7 +34,11 @@ impl Session {
     ///
     /// The session must have the pending turn's session id and user id, and run on a
     /// dispatcher with the same [`fingerprint`](crate::Dispatcher::fingerprint) (in this process
-    /// or another: the pending turn is plain JSON). Each waiting call then ends by its decision:
+    /// or another: the pending turn is plain JSON). A waiting call whose fields the audit log
+    /// hides gets their real values back from its `sealed` value first (the dispatcher's
+    /// `DispatcherBuilder::seal_keys`, feature `seal`); an edit
+    /// that left a hidden field as the turn shows it runs with the real value. Each waiting
+    /// call then ends by its decision:
     ///
     /// - [`Approval::Approve`]: its PreToolUse chain runs again on its effective input before
     ///   the tool, without the hook whose rewrite produced it (state a rule reads may have
@@ -70,7 +75,9 @@ impl Session {
     /// [`ResumeError::DigestMismatch`] (an approval carrying another digest than the waiting
     /// input's, or a waiting input that does not match its recorded digest),
     /// [`ResumeError::Undecided`] (a waiting call without a decision, when the turn has not
-    /// expired). While it runs: [`ResumeError::Call`] with [`CallError::Halt`] when a PreToolUse
+    /// expired), [`ResumeError::SealedInput`] (the fields the audit log's redaction hides in a
+    /// waiting call's input cannot be given back: no seal key, another key, the turn changed;
+    /// checked for every waiting call, an expired or declined one too). While it runs: [`ResumeError::Call`] with [`CallError::Halt`] when a PreToolUse
     /// hook could not decide (the halt's answer covers every block), or with another [`CallError`]
     /// when the answer memory refused a call (the calls before it were answered and remembered).
     pub async fn resume(
@@ -95,13 +102,20 @@ impl Session {
                 tool_use_id: a.tool_use_id.clone(),
             });
         }
-        let resolution = |waiting: &AwaitingCall| match decisions.get(&waiting.tool_use_id) {
-            _ if expired => Resolution::Expired { ttl },
-            Some(decision) => Resolution::Decided(decision),
-            // Checked above: a turn that has not expired has every decision.
-            None => Resolution::Unapproved,
+        // The hidden fields given back, before anything runs (`approval/seal.rs`).
+        let blocks = self.opened_blocks(pending)?;
+        let edits = restored_edits(pending, &blocks, decisions);
+        let resolution = |waiting: &AwaitingCall| {
+            let id = waiting.tool_use_id.as_str();
+            let edited = edits.iter().find(|(e, _)| *e == id).map(|(_, a)| a);
+            match edited.or_else(|| decisions.get(id)) {
+                _ if expired => Resolution::Expired { ttl },
+                Some(decision) => Resolution::Decided(decision),
+                // Checked above: a turn that has not expired has every decision.
+                None => Resolution::Unapproved,
+            }
         };
-        let content = self.resume_blocks(&pending.blocks, &resolution).await?;
+        let content = self.resume_blocks(&blocks, &resolution).await?;
         let message = Message::user(content);
         Ok(match pending.turn_format {
             TurnFormat::AnthropicMessages => Resumed::Message(message),
@@ -304,6 +318,36 @@ impl Session {
         result
     }
 
+    /// The blocks of `pending` with each waiting call's hidden fields given back: the turn's
+    /// own blocks when no call has any (`approval/seal.rs`).
+    ///
+    /// # Errors
+    /// [`ResumeError::SealedInput`] for the first waiting call whose fields the audit log's
+    /// redaction hides and whose real values cannot be given back: nothing has run.
+    fn opened_blocks<'p>(
+        &self,
+        pending: &'p PendingTurn,
+    ) -> Result<Cow<'p, [PendingBlock]>, ResumeError> {
+        let mut blocks = Cow::Borrowed(pending.blocks.as_slice());
+        for (i, block) in pending.blocks.iter().enumerate() {
+            let PendingBlock::AwaitingApproval(waiting) = block else {
+                continue;
+            };
+            let sealing = &self.inner.sealing;
+            match sealing.open(waiting, &pending.session_id, &pending.user_id) {
+                Ok(None) => {}
+                Ok(Some(real)) => blocks.to_mut()[i] = PendingBlock::AwaitingApproval(real),
+                Err(problem) => {
+                    return Err(ResumeError::SealedInput {
+                        tool_use_id: waiting.tool_use_id.clone(),
+                        problem,
+                    });
+                }
+            }
+        }
+        Ok(blocks)
+    }
+
     /// The refusals found before anything runs (see [`resume`](Self::resume)).
     fn check_pending(
         &self,
@@ -346,7 +390,7 @@ impl Session {
                     tool_use_id: id.to_owned(),
                 });
             };
-            let actual = input_digest(&waiting.effective_input);
+            let actual = waiting.digest();
             let approved = match decision {
                 Approval::Approve {
                     input_digest: Some(d),
@@ -365,7 +409,7 @@ impl Session {
         // A waiting call without a decision is checked too: its input is what an expiry
         // records, and what a later decision will approve.
         for waiting in pending.awaiting() {
-            let actual = input_digest(&waiting.effective_input);
+            let actual = waiting.digest();
             if waiting.input_digest != actual {
                 return Err(ResumeError::DigestMismatch {
                     tool_use_id: waiting.tool_use_id.clone(),
@@ -448,6 +492,36 @@ fn check_blocks(blocks: &[PendingBlock]) -> Result<(), ResumeError> {
         }
     }
     Ok(())
+}
+
+/// The edits among `decisions` of the waiting calls whose fields were hidden, with the real
+/// values put back where the edit left what the turn showed ([`seal::restore`]): `pending`'s
+/// blocks as shown, `opened` the same blocks given back.
+fn restored_edits<'d>(
+    pending: &PendingTurn,
+    opened: &[PendingBlock],
+    decisions: &'d Decisions,
+) -> Vec<(&'d str, Approval)> {
+    let mut edits = Vec::new();
+    for (shown, real) in pending.blocks.iter().zip(opened) {
+        let (PendingBlock::AwaitingApproval(shown), PendingBlock::AwaitingApproval(real)) =
+            (shown, real)
+        else {
+            continue;
+        };
+        if shown.sealed.is_none() {
+            continue;
+        }
+        if let Some((id, Approval::Edit { by, input })) =
+            decisions.iter().find(|(id, _)| *id == shown.tool_use_id)
+        {
+            let mut input = input.clone();
+            seal::restore(&mut input, &shown.effective_input, &real.effective_input);
+            let by = by.clone();
+            edits.push((id, Approval::Edit { by, input }));
+        }
+    }
+    edits
 }
 
 /// A resumed turn's answer read back from its JSON: the user message's object, or another

@@ -1,16 +1,16 @@
-//! Text made safe for the page: HTML's five special characters, and control characters.
+//! Text made safe for the page: HTML's five special characters, and the characters
+//! [`printable`] escapes.
 
-use std::fmt::Write as _;
+use crate::audit::printable::printable;
 
-/// `text` with `& < > " '` escaped for HTML, and every control character written as `\u{1b}`
-/// (as `toolgate audit tail` writes them: a hostile name stays visible and inert).
+/// `text` through [`printable`] (control characters, line separators and bidirectional
+/// formatting characters written as `\u{1b}`, as `toolgate audit tail` writes them: a hostile
+/// name stays visible and inert), then with `& < > " '` escaped for HTML.
 pub(crate) fn esc(text: &str) -> String {
+    let text = printable(text);
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-            }
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),

@@ -22,7 +22,7 @@
 //! | `figures.rs` | [`Figures`] and its parts, [`ReportOptions`], [`Distribution`] |
 //! | `chain.rs` | [`ChainSummary`]: the chain check in words |
 //! | `html.rs` | [`render_html`]: the page |
-//! | `escape.rs` | text made safe for the page (HTML's special characters, control characters) |
+//! | `escape.rs` | text made safe for the page: [`printable`](crate::audit::printable), then HTML's special characters |
 //! | `svg.rs` | the page's charts |
 //! | `stats.rs` | [`stats_text`], [`stats_json`] |
 //! | `tail.rs` | [`tail_line`], [`TailFilter`] |

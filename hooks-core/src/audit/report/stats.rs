@@ -4,8 +4,8 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
+use crate::audit::printable::printable;
 use crate::audit::report::figures::Figures;
-use crate::audit::report::tail::printable;
 
 /// Rows of cells; the first row is the header. A column of numbers aligns right, any other
 /// left; every cell is [printable](printable) first.
@@ -115,7 +115,8 @@ pub fn stats_text(f: &Figures) -> String {
     out
 }
 
-/// The counts as one JSON object:
+/// The counts as one JSON object (names as written: print it through
+/// [`printable_json`](crate::audit::printable_json), as `toolgate audit stats --json` does):
 ///
 /// ```json
 /// {"calls":28,"sessions":11,"left_out":4,

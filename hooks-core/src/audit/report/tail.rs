@@ -1,6 +1,7 @@
 //! One readable line per call, and the filters `toolgate audit tail` applies.
 
 use crate::audit::outcome::Outcome;
+use crate::audit::printable::printable;
 use crate::audit::record::AuditRecord;
 use crate::base::time::Rfc3339;
 
@@ -45,23 +46,6 @@ fn sgr(outcome: Outcome) -> Option<&'static str> {
     }
 }
 
-/// `text` safe to print on a terminal: every control character (C0, DEL, C1: an escape
-/// sequence a hostile tool name or user id could carry) written as `\u{1b}`.
-pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if c.is_control() {
-            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
 /// A duration in µs in the unit that reads best: `850 µs`, `12.3 ms`, `2.40 s`.
 pub(crate) fn duration_text(us: u64) -> String {
     match us {
@@ -85,8 +69,10 @@ fn rule_of(record: &AuditRecord) -> Option<&str> {
 /// user (and tier), duration, then the rule, the person who decided and the session, each only
 /// when there is one; `(replay)` on a replayed answer. With `colour`, the outcome is wrapped in
 /// an SGR colour (ECMA-48) and reset; the text is otherwise the same. Every string of the line
-/// is printable: control characters are written as `\u{1b}`, so a hostile name
-/// cannot move the cursor or recolour the terminal.
+/// is [`printable`](crate::audit::printable): control characters, line separators and
+/// bidirectional formatting characters are written as `\u{1b}`, `\u{2028}`, so a hostile name
+/// can neither start a second line nor move the cursor, recolour the terminal or reorder the
+/// line.
 ///
 /// ```text
 /// 2026-11-24T15:40:00Z blocked           prepare_case_file  user u_004 (free)  14 µs  rule support_agent::policy::premium_only  session sess_free_02

@@ -16,7 +16,9 @@ use tokio::sync::{Notify, mpsc, watch};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, Statement};
 
-use super::conn::{Lane, Pool, db_error, open};
+use super::conn::{
+    Lane, OpenFailed, Pool, Resends, db_error, is_lost, open, opening, reopen_window,
+};
 use super::runtime::Runtime;
 use super::{PostgresStore, sql};
 use crate::audit::chain::{CHAIN_START, hash, hex_string, parse_hex};
@@ -227,33 +229,38 @@ struct WriterConn {
 }
 
 impl WriterConn {
+    /// Opens the writer's connection, waiting within the connect timeout for a server that is
+    /// unavailable now (restarting).
     async fn open(config: &Config) -> Result<WriterConn, StoreError> {
-        let client = open(config).await?;
-        let prepared = async {
-            Ok::<_, tokio_postgres::Error>((
-                client.prepare(sql::BEGIN).await?,
-                client.prepare(sql::COMMIT).await?,
-                client.prepare(sql::LOCK_CHAIN).await?,
-                client.prepare(sql::APPEND).await?,
-            ))
-        };
-        let (begin, commit, lock, append) = prepared
-            .await
-            .map_err(|e| db_error("preparing the audit statements", &e))?;
-        Ok(WriterConn {
-            client,
-            begin,
-            commit,
-            lock,
-            append,
+        opening(reopen_window(config), || async {
+            let client = open(config).await?;
+            let prepared = async {
+                Ok::<_, tokio_postgres::Error>((
+                    client.prepare(sql::BEGIN).await?,
+                    client.prepare(sql::COMMIT).await?,
+                    client.prepare(sql::LOCK_CHAIN).await?,
+                    client.prepare(sql::APPEND).await?,
+                ))
+            };
+            let (begin, commit, lock, append) = prepared
+                .await
+                .map_err(|e| OpenFailed::new("preparing the audit statements", &e))?;
+            Ok(WriterConn {
+                client,
+                begin,
+                commit,
+                lock,
+                append,
+            })
         })
+        .await
+        .map_err(OpenFailed::into_error)
     }
 
     /// Appends `batch` in one transaction, every statement sent at once (one round trip and
     /// one commit for the batch): `BEGIN`, each chain's lock in a fixed order (so writers never
     /// deadlock), one `INSERT` per line, `COMMIT`. Any statement that fails rolls it all back.
-    async fn write(&self, batch: &[Line], writer: i64) -> Result<(), StoreError> {
-        let what = "appending audit lines";
+    async fn write(&self, batch: &[Line], writer: i64) -> Result<(), tokio_postgres::Error> {
         let mut chains: Vec<Chain> = batch.iter().map(|l| l.chain).collect();
         chains.sort();
         chains.dedup();
@@ -278,7 +285,7 @@ impl WriterConn {
         }
         statements.push(Box::pin(self.client.execute(&self.commit, &[])));
         for result in join_all(statements).await {
-            result.map_err(|e| db_error(what, &e))?;
+            result?;
         }
         Ok(())
     }
@@ -288,25 +295,34 @@ impl WriterConn {
 type Execute<'a> = Pin<Box<dyn Future<Output = Result<u64, tokio_postgres::Error>> + Send + 'a>>;
 
 /// Appends `batch` on the writer's connection, opened first when there is none or it was lost.
+/// A batch whose connection is lost ([`is_lost`]), before, while or after its transaction
+/// commits, is written again at once on a new connection (as [`Resends`] allows):
+/// a line already committed is not written twice, since each line carries its writer's id and
+/// number, unique in the table, and [`sql::APPEND`] inserts nothing for a line already there.
 async fn append(
     conn: &mut Option<WriterConn>,
     config: &Config,
     batch: &[Line],
     writer: i64,
 ) -> Result<(), StoreError> {
-    if conn.as_ref().is_none_or(|c| c.client.is_closed()) {
-        *conn = Some(WriterConn::open(config).await?);
+    let mut resends = Resends::new(config);
+    loop {
+        let c = match conn.take() {
+            Some(c) if !c.client.is_closed() => conn.insert(c),
+            _ => conn.insert(WriterConn::open(config).await?),
+        };
+        resends.sent();
+        let Err(e) = c.write(batch, writer).await else {
+            return Ok(());
+        };
+        let lost = is_lost(&e) || c.client.is_closed();
+        if lost {
+            *conn = None;
+        }
+        if !lost || !resends.again() {
+            return Err(db_error("appending audit lines", &e));
+        }
     }
-    let Some(c) = conn.as_ref() else {
-        return Err(StoreError::new(
-            "PostgreSQL: the audit writer has no connection",
-        ));
-    };
-    let result = c.write(batch, writer).await;
-    if result.is_err() && c.client.is_closed() {
-        *conn = None;
-    }
-    result
 }
 
 /// An [`AuditSink`] that appends every audit line (`audit_log`) and every session summary
@@ -327,10 +343,14 @@ async fn append(
 /// a line is refused and reported on the observer channel). A writer task on the store's
 /// runtime appends the queued lines in order, up to 256 per transaction (one round trip and
 /// one commit for them all): after a line arrives it waits 10 ms for more, unless a
-/// [`flush`](Self::flush) asks for them now. A batch that fails (the database unreachable) is
-/// tried again, after a wait growing from 50 ms to 5 s, until it is written; one whose commit's
-/// answer was lost with its connection is written again without duplicating a line (each line
-/// carries its writer's id and number, unique). What it costs is in BENCHMARKS.md
+/// [`flush`](Self::flush) asks for them now. A batch whose connection is lost (the server
+/// restarting, the backend terminated, a closed socket) is written again at once on a new
+/// connection, as a store's statement is ([`PostgresStore`'s "A dropped
+/// connection"](super#a-dropped-connection)), and no failure is reported: whether its commit
+/// was done or not, no line is written twice (each line carries its writer's id and number,
+/// unique in the table, and a line already there is not inserted again). A batch that fails
+/// otherwise (the database unreachable past the connect timeout) is tried again, after a wait
+/// growing from 50 ms to 5 s, until it is written. What it costs is in BENCHMARKS.md
 /// ("PostgreSQL"): a few tens of microseconds per call, the commits overlapping the calls.
 ///
 /// **At a crash.** A committed line is durable (the append waits for the server's WAL flush,
@@ -514,7 +534,10 @@ impl AuditSink for PostgresAuditSink {
     }
 
     fn summary(&self, summary: &SummaryRecord) -> Result<(), HookError> {
-        let object = serde_json::to_vec(summary).map_err(|e| HookError::new(e.to_string()))?;
+        let mut object = Vec::with_capacity(512);
+        summary
+            .write_json(&mut object)
+            .map_err(|e| HookError::new(e.to_string()))?;
         self.writer
             .queue(Chain::Sessions, object)
             .map_err(HookError::new)?;

@@ -33,9 +33,32 @@
 //! 200 µs; BENCHMARKS.md, "PostgreSQL"). The stores' statements share a few pipelined
 //! connections ([`PostgresStoreBuilder::connections`], 2 by default), the answers have one of
 //! their own (its commits do not wait for the flush: see below), and the audit writer one for
-//! its transactions. A connection that is lost is opened again at the next call
-//! (a statement that found its connection lost is sent once more on a new one); a server that
-//! cannot be reached answers each call with a [`StoreError`], and nothing panics.
+//! its transactions. A server that cannot be reached answers each call with a [`StoreError`],
+//! and nothing panics.
+//!
+//! # A dropped connection
+//!
+//! A connection the server drops (a restart, a failover, `pg_terminate_backend`, a pooler
+//! closing idle connections: `57P01`, `57P02`, `57P03`, `57P05`, a closed or reset socket)
+//! costs a call nothing. The statement whose connection was lost is sent again on a new
+//! connection, once per lost connection (at most 16 sends, and only within the connect timeout
+//! after the first loss), and the audit writer writes its batch again at once; a new
+//! connection that the server refuses for a moment (restarting: `57P03`, or its socket gone) is
+//! tried again, after a wait growing from 10 ms to 500 ms, for up to the connect timeout
+//! ([`PostgresStoreBuilder::connect_timeout`], 10 s by default). A server unavailable for the
+//! whole connect timeout fails the call (nothing runs: `CallError::Store`), and the calls after
+//! it try once each, failing at once, until a connection opens again.
+//!
+//! Whether the server ran a statement whose connection was lost cannot always be known (the
+//! socket may close after the commit, before the answer), so each statement is safe to run
+//! twice (`store/postgres/sql.rs` says why for each): a claim's insert and a take carry a token
+//! the row keeps, so their second send recognizes the row the first made and answers claimed
+//! (or taken) instead of "in progress"; a release that forgets a call and a put back carry the
+//! same token, so their second send never frees a claim or take another worker made in between;
+//! an answer, an interruption and a resume change only a row still in progress (or taken), which
+//! stays final once changed; an audit batch's lines each carry their writer's id and number, so
+//! a batch written again after its commit adds no line. No call runs twice, and the chain has
+//! one line per call.
 //!
 //! # Tables and statements
 //!
@@ -47,12 +70,12 @@
 //!
 //! | operation | statement |
 //! |---|---|
-//! | `claim` | `INSERT … ON CONFLICT DO NOTHING RETURNING`; when it inserted nothing, one statement that marks the row interrupted when it is in progress and its lease ended by the server's clock (`UPDATE … WHERE state = 'in_progress' AND lease_until < now() RETURNING`) and answers the row |
-//! | `answered`, `release` | `UPDATE` (or `DELETE`) `… WHERE state = 'in_progress'` (`answered` on the answers' connection) |
+//! | `claim` | `INSERT … ON CONFLICT DO NOTHING RETURNING`, with the claim's token; when it inserted nothing, one statement that marks the row interrupted when it is in progress and its lease ended by the server's clock (`UPDATE … WHERE state = 'in_progress' AND lease_until < now() RETURNING`) and answers the row |
+//! | `answered`, `release` | `UPDATE` (or `DELETE`, with the claim's token) `… WHERE state = 'in_progress'` (`answered` on the answers' connection) |
 //! | `abandon` | `release`, spawned on the store's runtime (never blocks) |
 //! | `put` | `INSERT … ON CONFLICT DO NOTHING` |
-//! | `take` | `UPDATE … WHERE state = 'waiting' OR (state = 'taken' AND lease_until < now()) RETURNING`, so exactly one caller wins, with the row's state read in the same statement |
-//! | `resumed`, `put_back` | `UPDATE … WHERE state = 'taken'` |
+//! | `take` | `UPDATE … WHERE state = 'waiting' OR (state = 'taken' AND lease_until < now()) RETURNING`, so exactly one caller wins, with the row's state read in the same statement (and the take's token: its own row is taken again) |
+//! | `resumed`, `put_back` | `UPDATE … WHERE state = 'taken'` (`put_back` with the take's token) |
 //! | `waiting` | `SELECT … WHERE state = 'waiting' ORDER BY place` |
 //!
 //! Keys: (`session_id`, `tool_use_id`) and (`session_id`, `turn_id`). Leases are kept by the
@@ -78,6 +101,7 @@
 
 mod audit;
 mod conn;
+mod held;
 mod runtime;
 mod sql;
 
@@ -97,7 +121,8 @@ use super::{
     AnswerStore, CallKey, Claim, InputDigest, PendingStore, Remembered, StoreError, StoreFuture,
     Taken,
 };
-use conn::{Lane, Pool, Statements};
+use conn::{Lane, Pool};
+use held::{Held, Kind};
 use runtime::Runtime;
 
 pub use audit::{
@@ -124,6 +149,7 @@ pub struct PostgresStore {
 struct Shared {
     audit: OnceLock<Arc<audit::Writer>>,
     pool: Arc<Pool>,
+    held: Arc<Held>,
     runtime: Runtime,
 }
 
@@ -185,7 +211,10 @@ impl PostgresStoreBuilder {
     }
 
     /// How long opening a connection may take before it fails (default 10 s; a
-    /// `connect_timeout` in the settings wins).
+    /// `connect_timeout` in the settings wins); also how long a connection opened again after
+    /// one was lost waits for a server that refuses it for a moment (restarting), and how long
+    /// after a statement's first lost connection it is still sent again (see [A dropped
+    /// connection](self#a-dropped-connection)).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
@@ -233,6 +262,7 @@ impl PostgresStoreBuilder {
             shared: Arc::new(Shared {
                 audit: OnceLock::new(),
                 pool,
+                held: Arc::default(),
                 runtime,
             }),
         })
@@ -284,6 +314,10 @@ impl PostgresStore {
 
     fn pool(&self) -> Arc<Pool> {
         Arc::clone(&self.shared.pool)
+    }
+
+    fn held(&self) -> Arc<Held> {
+        Arc::clone(&self.shared.held)
     }
 
     /// Runs one operation's work on the store's runtime.
@@ -369,9 +403,11 @@ fn remembered(row: &Row) -> Result<Remembered, String> {
     }
 }
 
-/// Claims `op`'s key: see [`AnswerStore::claim`] and the module docs.
+/// Claims `op`'s key with a token of its own (kept in `held` while the claim holds): see
+/// [`AnswerStore::claim`] and the module docs.
 async fn claim(
     pool: Arc<Pool>,
+    held: Arc<Held>,
     op: Op,
     digest: InputDigest,
     lease: Duration,
@@ -379,6 +415,7 @@ async fn claim(
     let (session_id, id) = (&op.session_id, &op.id);
     let digest = &digest.0[..];
     let lease = lease_secs(lease);
+    let token = held::token();
     // Released between the insert and the read (rare): claimed again, a few times at most.
     for _ in 0..8 {
         let inserted = pool
@@ -386,33 +423,66 @@ async fn claim(
                 Lane::Shared,
                 &op,
                 |st| &st.claim_insert,
-                &[session_id, id, &digest, &lease],
+                &[session_id, id, &digest, &lease, &token],
             )
             .await?;
-        if !inserted.is_empty() {
-            return Ok(Claim::Claimed);
+        if inserted.is_empty() {
+            let rows = pool
+                .query(Lane::Shared, &op, |st| &st.claim_seen, &[session_id, id])
+                .await?;
+            let Some(row) = rows.first() else {
+                continue;
+            };
+            let seen = seen(row, token)
+                .map_err(|e| op.error(format_args!("the row is unreadable: {e}")))?;
+            if let Some(remembered) = seen {
+                return Ok(Claim::Seen(remembered));
+            }
+            // This claim's own row: its insert was committed, its answer lost with its
+            // connection, and the insert sent again found it.
         }
-        let rows = pool
-            .query(Lane::Shared, &op, |st| &st.claim_seen, &[session_id, id])
-            .await?;
-        if let Some(row) = rows.first() {
-            return remembered(row)
-                .map(Claim::Seen)
-                .map_err(|e| op.error(format_args!("the row is unreadable: {e}")));
-        }
+        held.keep(Kind::Claim, session_id, id, token);
+        return Ok(Claim::Claimed);
     }
     Err(op.error("the key kept being released by another worker while it was claimed"))
 }
 
-/// Releases `op`'s key: forgotten, or interrupted when its tool started.
-async fn release(pool: Arc<Pool>, op: Op, tool_started: bool) -> Result<(), StoreError> {
-    let statement: fn(&Statements) -> &tokio_postgres::Statement = if tool_started {
-        |st| &st.interrupt
-    } else {
-        |st| &st.forget
-    };
-    pool.query(Lane::Shared, &op, statement, &[&op.session_id, &op.id])
+/// What a row of [`sql::CLAIM_SEEN`] says to the claim of `token`: `None` when the row is that
+/// claim's own, in progress (its insert was sent, and committed, before its connection was
+/// lost: claimed); else what is remembered.
+fn seen(row: &Row, token: i64) -> Result<Option<Remembered>, String> {
+    let remembered = remembered(row)?;
+    let made_by: Option<i64> = row.try_get(4).map_err(|e| e.to_string())?;
+    let own = made_by == Some(token) && matches!(remembered, Remembered::InProgress { .. });
+    Ok((!own).then_some(remembered))
+}
+
+/// Releases `op`'s key: forgotten (only the claim of this store's token, when it has one), or
+/// interrupted when its tool started.
+async fn release(
+    pool: Arc<Pool>,
+    held: Arc<Held>,
+    op: Op,
+    tool_started: bool,
+) -> Result<(), StoreError> {
+    let token = held.end(Kind::Claim, &op.session_id, &op.id);
+    if tool_started {
+        pool.query(
+            Lane::Shared,
+            &op,
+            |st| &st.interrupt,
+            &[&op.session_id, &op.id],
+        )
         .await?;
+    } else {
+        pool.query(
+            Lane::Shared,
+            &op,
+            |st| &st.forget,
+            &[&op.session_id, &op.id, &token],
+        )
+        .await?;
+    }
     Ok(())
 }
 
@@ -424,7 +494,7 @@ impl AnswerStore for PostgresStore {
         lease: Duration,
     ) -> StoreFuture<'a, Result<Claim, StoreError>> {
         let op = Op::new("claim", key.session_id, key.tool_use_id);
-        self.run("claim", claim(self.pool(), op, digest, lease))
+        self.run("claim", claim(self.pool(), self.held(), op, digest, lease))
     }
 
     fn answered<'a>(
@@ -436,6 +506,9 @@ impl AnswerStore for PostgresStore {
         let op = Op::new("answered", key.session_id, key.tool_use_id);
         let text = serde_json::to_string(result);
         let pool = self.pool();
+        self.shared
+            .held
+            .end(Kind::Claim, key.session_id, key.tool_use_id);
         self.run("answered", async move {
             let text =
                 text.map_err(|e| op.error(format_args!("the result does not serialize: {e}")))?;
@@ -454,7 +527,10 @@ impl AnswerStore for PostgresStore {
         tool_started: bool,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         let op = Op::new("release", key.session_id, key.tool_use_id);
-        self.run("release", release(self.pool(), op, tool_started))
+        self.run(
+            "release",
+            release(self.pool(), self.held(), op, tool_started),
+        )
     }
 
     /// Spawns the [`release`](AnswerStore::release) on the store's runtime and returns at once;
@@ -462,9 +538,9 @@ impl AnswerStore for PostgresStore {
     /// lapses with its lease.
     fn abandon(&self, key: CallKey<'_>, tool_started: bool) {
         let op = Op::new("release", key.session_id, key.tool_use_id);
-        let pool = self.pool();
+        let (pool, held) = (self.pool(), self.held());
         self.runtime().handle().spawn(async move {
-            if let Err(e) = release(pool, op, tool_started).await {
+            if let Err(e) = release(pool, held, op, tool_started).await {
                 tracing::error!(target: "toolgate::memory", error = %e,
                     "an abandoned call's claim could not be released; it lapses with its lease");
             }
@@ -521,18 +597,23 @@ impl PendingStore for PostgresStore {
         lease: Duration,
     ) -> StoreFuture<'a, Result<Taken, StoreError>> {
         let op = Op::new("take", session_id, turn_id);
-        let pool = self.pool();
+        let (pool, held) = (self.pool(), self.held());
         self.run("take", async move {
             let lease = lease_secs(lease);
+            let token = held::token();
             let rows = pool
                 .query(
                     Lane::Shared,
                     &op,
                     |st| &st.take,
-                    &[&op.session_id, &op.id, &lease],
+                    &[&op.session_id, &op.id, &lease, &token],
                 )
                 .await?;
-            taken(&rows, &op)
+            let taken = taken(&rows, &op)?;
+            if matches!(taken, Taken::Turn(_)) {
+                held.keep(Kind::Take, &op.session_id, &op.id, token);
+            }
+            Ok(taken)
         })
     }
 
@@ -545,6 +626,7 @@ impl PendingStore for PostgresStore {
         let op = Op::new("resumed", session_id, turn_id);
         let answer = answer.to_string();
         let pool = self.pool();
+        self.shared.held.end(Kind::Take, session_id, turn_id);
         self.run("resumed", async move {
             pool.query(
                 Lane::Shared,
@@ -564,12 +646,13 @@ impl PendingStore for PostgresStore {
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         let op = Op::new("put_back", session_id, turn_id);
         let pool = self.pool();
+        let token = self.shared.held.end(Kind::Take, session_id, turn_id);
         self.run("put_back", async move {
             pool.query(
                 Lane::Shared,
                 &op,
                 |st| &st.put_back,
-                &[&op.session_id, &op.id],
+                &[&op.session_id, &op.id, &token],
             )
             .await?;
             Ok(())
