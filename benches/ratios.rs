@@ -126,6 +126,23 @@ fn main() {
 
     // The end-to-end sides answer the same text.
     let s_e2e = nohooks.session(context("sess_e2e"));
+
+    // The size of a call's future and of a message's (4 hooks + observer, a default session):
+    // a future is moved whole each time it is awaited, and `poll_ready` moves it once more.
+    // Created, measured, dropped unpolled (nothing runs).
+    figure(
+        "call_future_bytes",
+        std::mem::size_of_val(&s_hooks.call(&call)) as f64,
+    );
+    {
+        let mut text = e2e::FreshText::new();
+        let message: toolgate::Message =
+            serde_json::from_str(text.next()).expect("a valid message");
+        figure(
+            "respond_future_bytes",
+            std::mem::size_of_val(&s_hooks.respond(&message)) as f64,
+        );
+    }
     {
         let mut text = e2e::FreshText::new();
         let t = text.next().to_owned();
