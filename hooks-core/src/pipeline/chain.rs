@@ -29,11 +29,11 @@ impl Inner {
     /// Runs the tool's PreToolUse chain in order on `current` (ARCHITECTURE.md, "Contracts": "The
     /// PreToolUse chain and rewrites"): the tool runs only with an input every hook of its chain
     /// either allowed or produced. A `Rewrite` to a new input starts a new pass over the chain
-    /// with it, from its first hook, that skips the rewriter (`rewrites.producer`): the hooks
+    /// with it, from its first hook, that skips the rewriter (`state.producer`): the hooks
     /// before it decide again, the hooks after it see the new input, and the rewriter is not
     /// asked about the input it produced itself (so a rewrite that changes the input every time,
     /// a prefix, a default appended, applies once). A `Rewrite` equal to the input the hook saw
-    /// counts as `Allow`. An `Ask` goes on to the next hook and is kept in `rewrites.asks` (those
+    /// counts as `Allow`. An `Ask` goes on to the next hook and is kept in `state.asks` (those
     /// of the last pass only: a rewrite starts them afresh). `Ok` with the arguments the tool runs
     /// with when every hook but the producer allowed (or asked) in one pass; `Err` when one
     /// denied, could not decide, rewrote the input into an invalid one, or the rewrites did not
@@ -42,20 +42,20 @@ impl Inner {
         &'a self,
         tool: &'a ToolEntry,
         env: Env<'a>,
-        current: &'a ToolUse,
+        current: &ToolUse,
         mut args: Args,
-        rewrites: &mut Rewrites<'a>,
+        state: &mut ChainState<'a>,
     ) -> Result<Args, Verdict<'a>> {
         'pass: loop {
-            rewrites.asks.clear();
+            state.asks.clear();
             for &h in tool.chain.iter() {
-                if rewrites.producer == Some(h) {
+                if state.producer == Some(h) {
                     // It produced the input: it decided on it when it rewrote.
                     continue;
                 }
                 let hook = &self.pre_hooks[h];
-                let view = rewrites.call.as_deref().unwrap_or(current);
-                let span = span::hook_span(&rewrites.runs.call_span, &hook.path);
+                let view = state.call.as_deref().unwrap_or(current);
+                let span = span::hook_span(&state.runs.call_span, &hook.path);
                 // A sync hook answers inline: no nested future on the common path. The hook
                 // borrows the arguments (a typed hook reads them) only until it has answered.
                 let decided = {
@@ -69,25 +69,25 @@ impl Inner {
                 };
                 match decided {
                     Ok(Decision::Allow) => {
-                        rewrites.runs.push(&hook.path, HookOutcome::Allow, &span);
+                        state.runs.push(&hook.path, HookOutcome::Allow, &span);
                     }
                     Ok(Decision::Rewrite(input)) if input == view.input => {
-                        rewrites.runs.push(&hook.path, HookOutcome::Allow, &span);
+                        state.runs.push(&hook.path, HookOutcome::Allow, &span);
                     }
                     Ok(Decision::Rewrite(input)) => {
-                        rewrites.runs.push(&hook.path, HookOutcome::Rewrite, &span);
-                        args = self.rewrite(tool, &hook.path, Some(h), current, input, rewrites)?;
+                        state.runs.push(&hook.path, HookOutcome::Rewrite, &span);
+                        args = self.rewrite(tool, &hook.path, Some(h), current, input, state)?;
                         // The new input's checks are not the next hook's time.
-                        rewrites.runs.restart();
+                        state.runs.restart();
                         continue 'pass;
                     }
                     Ok(Decision::Deny { reason, instead }) => {
-                        rewrites.runs.push(&hook.path, HookOutcome::Deny, &span);
+                        state.runs.push(&hook.path, HookOutcome::Deny, &span);
                         return Err(Verdict::blocked(&hook.path, &reason, instead.as_deref()));
                     }
                     Ok(Decision::Ask { reason }) => {
-                        rewrites.runs.push(&hook.path, HookOutcome::Ask, &span);
-                        rewrites.asks.push(Asked {
+                        state.runs.push(&hook.path, HookOutcome::Ask, &span);
+                        state.asks.push(Asked {
                             hook: hook.path.to_string(),
                             reason,
                         });
@@ -97,7 +97,7 @@ impl Inner {
                             HookFailure::Failed(_) => HookOutcome::Failed,
                             HookFailure::TimedOut(_) => HookOutcome::Timeout,
                         };
-                        rewrites.runs.push(&hook.path, decision, &span);
+                        state.runs.push(&hook.path, decision, &span);
                         return Err(Verdict::hook_failed(&hook.path, failure));
                     }
                 }
@@ -123,15 +123,15 @@ impl Inner {
         producer: Option<usize>,
         call: &ToolUse,
         input: Value,
-        rewrites: &mut Rewrites<'a>,
+        state: &mut ChainState<'a>,
     ) -> Result<Args, Verdict<'a>> {
-        rewrites.by.push(by);
-        if let Some(since) = rewrites.had(call, &input) {
-            let cycle = &rewrites.by[since..];
-            return Err(Verdict::chain_looped(by, &rewrites.by, cycle));
+        state.by.push(by);
+        if let Some(since) = state.had(call, &input) {
+            let cycle = &state.by[since..];
+            return Err(Verdict::chain_looped(by, &state.by, cycle));
         }
-        if rewrites.by.len() > MAX_REWRITES {
-            return Err(Verdict::chain_unsettled(by, &rewrites.by, MAX_REWRITES));
+        if state.by.len() > MAX_REWRITES {
+            return Err(Verdict::chain_unsettled(by, &state.by, MAX_REWRITES));
         }
         let refused = |Refused(m)| Problems::one(Problem::here(m));
         let checked = match &input {
@@ -143,12 +143,12 @@ impl Inner {
         match checked {
             Ok(args) => {
                 let new = Box::new(call.with_input(input));
-                if let Some(previous) = rewrites.call.replace(new) {
+                if let Some(previous) = state.call.replace(new) {
                     // The rewrite before this one produced it.
-                    let produced_by = rewrites.by.len() - 2;
-                    rewrites.earlier.push((previous.input, produced_by));
+                    let produced_by = state.by.len() - 2;
+                    state.earlier.push((previous.input, produced_by));
                 }
-                rewrites.producer = producer;
+                state.producer = producer;
                 Ok(args)
             }
             Err(problems) => Err(Verdict::invalid_rewrite(&tool.name, by, &problems)),
@@ -177,13 +177,14 @@ impl Inner {
 /// `hook_failed` (ARCHITECTURE.md, "Contracts": "The PreToolUse chain and rewrites").
 const MAX_REWRITES: usize = 8;
 
-/// The PreToolUse rewrites of one call: the call with the last rewritten input (boxed: this
-/// lives in every call future and is rarely set) and the hook that produced it, the inputs of
-/// the rewrites before it (to tell a loop, and who made it), and the hooks that rewrote, in
-/// order; and its approval: the asks of the chain's last pass, the inputs a person approved,
-/// who approved or declined. Empty, it allocates nothing.
+/// What the PreToolUse chain and a person made of one call (step 4), all of which its record
+/// shows: the rewrites (the call with the last rewritten input, boxed: this lives in every
+/// call future and is rarely set; the hook that produced it; the inputs of the rewrites before
+/// it, to tell a loop and who made it; the hooks that rewrote, in order), the asks of the
+/// chain's last pass, a person's answer (the inputs approved, who approved or declined), and
+/// the hook runs. Empty, it allocates nothing.
 #[derive(Default)]
-pub(crate) struct Rewrites<'a> {
+pub(crate) struct ChainState<'a> {
     pub(super) call: Option<Box<ToolUse>>,
     /// The index in `Inner::pre_hooks` of the hook that produced the input in `call`: the
     /// chain's next pass skips it. `None` before any rewrite, or after a person's edit.
@@ -201,7 +202,7 @@ pub(crate) struct Rewrites<'a> {
     pub(crate) runs: HookRuns<'a>,
 }
 
-impl Rewrites<'_> {
+impl ChainState<'_> {
     /// Whether the call already had `input` (its own, or an earlier rewrite's; the current one
     /// is never asked about: a rewrite to it is an allow): the index in `by` of the first
     /// rewrite after it, the loop's first, or `None`.
