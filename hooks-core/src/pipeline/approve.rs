@@ -27,6 +27,7 @@ impl Inner {
     ) -> Result<Approved, Verdict<'a>> {
         let (env, tool_use, may_pause) = (call.env, call.tool_use, call.mode.may_pause());
         let current = call.recorded.normalized();
+        let span = &call.span;
         let state = &mut call.chain;
         loop {
             let Some(approver) = &self.approver else {
@@ -61,20 +62,24 @@ impl Inner {
             };
             match answer {
                 Approval::Approve { by, .. } => {
-                    state.approved_by = Some(by);
+                    state.person().approved_by = Some(by);
                     return Ok(Approved::Run(args));
                 }
                 Approval::Deny { by, reason } => {
-                    state.denied_by = Some(by);
+                    state.person().denied_by = Some(by);
                     return Err(Verdict::declined(&state.asks, &reason));
                 }
                 Approval::Edit { by, input } => {
-                    state.approved_by = Some(by);
-                    state.approved.push(input.clone());
-                    if input != view.input {
+                    let edited = input != view.input;
+                    let person = state.person();
+                    person.approved_by = Some(by);
+                    person.approved.push(input.clone());
+                    if edited {
                         // No hook produced it: every hook of the chain decides on it.
                         args = self.rewrite(tool, APPROVER, None, current, input, state)?;
-                        args = self.run_chain(tool, env, current, args, state).await?;
+                        args = self
+                            .run_chain(tool, env, current, args, state, span)
+                            .await?;
                     }
                     if !state.needs_approval(current) {
                         return Ok(Approved::Run(args));
@@ -113,7 +118,7 @@ impl Inner {
                 state.asks = waiting.asked_by.clone();
                 return Err(match refused {
                     Resolution::Decided(Approval::Deny { by, reason }) => {
-                        state.denied_by = Some(by.clone());
+                        state.person().denied_by = Some(by.clone());
                         Verdict::declined(&state.asks, reason)
                     }
                     Resolution::Expired { ttl } => Verdict::expired(&state.asks, ttl),
@@ -143,17 +148,20 @@ impl Inner {
                 state,
             )?;
         }
-        state.approved_by = Some(approval.by().to_owned());
+        state.person().approved_by = Some(approval.by().to_owned());
         match approval {
             Approval::Edit { input, .. } => {
-                state.approved.push(input.clone());
+                state.person().approved.push(input.clone());
                 let view = state.call.as_deref().unwrap_or(current);
                 if *input != view.input {
                     let edited = input.clone();
                     args = self.rewrite(tool, APPROVER, None, current, edited, state)?;
                 }
             }
-            _ => state.approved.push(waiting.effective_input.clone()),
+            _ => state
+                .person()
+                .approved
+                .push(waiting.effective_input.clone()),
         }
         Ok(args)
     }

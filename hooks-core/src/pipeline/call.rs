@@ -117,8 +117,8 @@ impl<'a> Call<'a> {
             hooks: &state.runs.list,
             rewritten_by: &state.by,
             asked_by: &state.asks,
-            approved_by: state.approved_by.as_deref(),
-            denied_by: state.denied_by.as_deref(),
+            approved_by: state.approved_by(),
+            denied_by: state.denied_by(),
             ..answer.record(self.tool_use, self.recorded.input(), duration)
         }
     }

@@ -37,7 +37,7 @@ impl Inner {
     /// of the last pass only: a rewrite starts them afresh). `Ok` with the arguments the tool runs
     /// with when every hook but the producer allowed (or asked) in one pass; `Err` when one
     /// denied, could not decide, rewrote the input into an invalid one, or the rewrites did not
-    /// settle (see [`Inner::rewrite`]).
+    /// settle (see [`Inner::rewrite`]). Each hook run is spanned under `call_span`.
     pub(super) async fn run_chain<'a>(
         &'a self,
         tool: &'a ToolEntry,
@@ -45,6 +45,7 @@ impl Inner {
         current: &ToolUse,
         mut args: Args,
         state: &mut ChainState<'a>,
+        call_span: &tracing::Span,
     ) -> Result<Args, Verdict<'a>> {
         'pass: loop {
             state.asks.clear();
@@ -55,7 +56,7 @@ impl Inner {
                 }
                 let hook = &self.pre_hooks[h];
                 let view = state.call.as_deref().unwrap_or(current);
-                let span = span::hook_span(&state.runs.call_span, &hook.path);
+                let span = span::hook_span(call_span, &hook.path);
                 // A sync hook answers inline: no nested future on the common path. The hook
                 // borrows the arguments (a typed hook reads them) only until it has answered.
                 let decided = {
@@ -181,8 +182,7 @@ const MAX_REWRITES: usize = 8;
 /// shows: the rewrites (the call with the last rewritten input, boxed: this lives in every
 /// call future and is rarely set; the hook that produced it; the inputs of the rewrites before
 /// it, to tell a loop and who made it; the hooks that rewrote, in order), the asks of the
-/// chain's last pass, a person's answer (the inputs approved, who approved or declined), and
-/// the hook runs. Empty, it allocates nothing.
+/// chain's last pass, a person's answer, and the hook runs. Empty, it allocates nothing.
 #[derive(Default)]
 pub(crate) struct ChainState<'a> {
     pub(super) call: Option<Box<ToolUse>>,
@@ -194,10 +194,8 @@ pub(crate) struct ChainState<'a> {
     pub(super) earlier: Vec<(Value, usize)>,
     pub(super) by: Vec<&'a str>,
     pub(super) asks: Vec<Asked>,
-    /// Inputs a person approved: an ask on one of them passes.
-    pub(crate) approved: Vec<Value>,
-    pub(super) approved_by: Option<String>,
-    pub(super) denied_by: Option<String>,
+    /// A person's answer (boxed: most calls ask nobody, and this lives in every call future).
+    pub(super) person: Option<Box<PersonsAnswer>>,
     /// The hooks that ran, with their decisions and durations (kept only when read).
     pub(crate) runs: HookRuns<'a>,
 }
@@ -220,17 +218,42 @@ impl ChainState<'_> {
     pub(super) fn needs_approval(&self, current: &ToolUse) -> bool {
         !self.asks.is_empty() && {
             let effective = self.call.as_deref().unwrap_or(current);
-            !self.approved.contains(&effective.input)
+            !self
+                .person
+                .as_ref()
+                .is_some_and(|a| a.approved.contains(&effective.input))
         }
     }
+
+    /// A person's answer, to be filled in (empty when there was none).
+    pub(super) fn person(&mut self) -> &mut PersonsAnswer {
+        self.person.get_or_insert_default()
+    }
+
+    /// Who approved the call, if a person did.
+    pub(super) fn approved_by(&self) -> Option<&str> {
+        self.person.as_ref()?.approved_by.as_deref()
+    }
+
+    /// Who declined the call, if a person did.
+    pub(super) fn denied_by(&self) -> Option<&str> {
+        self.person.as_ref()?.denied_by.as_deref()
+    }
+}
+
+/// A person's answer to a call's asks: the inputs they approved, who approved or declined.
+#[derive(Default)]
+pub(super) struct PersonsAnswer {
+    /// Inputs a person approved: an ask on one of them passes.
+    pub(super) approved: Vec<Value>,
+    pub(super) approved_by: Option<String>,
+    pub(super) denied_by: Option<String>,
 }
 
 /// The PreToolUse hooks one call ran, in order, with their decisions and durations: kept only
 /// when someone reads them (an audit log, `record_hook_runs`, or the call's span is enabled);
 /// off (the default), it allocates nothing and reads no clock.
 pub(crate) struct HookRuns<'a> {
-    /// The call's span (disabled when nobody listens): each hook run gets a child.
-    pub(super) call_span: tracing::Span,
     /// When the last run ended (the chain's start before the first); `None` when runs are not
     /// kept.
     pub(super) last: Option<Instant>,
@@ -241,7 +264,6 @@ impl Default for HookRuns<'_> {
     /// Keeps nothing (no chain ran, or it runs without records and spans).
     fn default() -> Self {
         HookRuns {
-            call_span: tracing::Span::none(),
             last: None,
             list: Vec::new(),
         }
@@ -255,7 +277,6 @@ impl<'a> HookRuns<'a> {
     pub(super) fn new(on: bool, chain: usize, call_span: &tracing::Span) -> Self {
         let on = (on || !call_span.is_disabled()) && chain > 0;
         HookRuns {
-            call_span: call_span.clone(),
             last: on.then(Instant::now),
             list: if on {
                 Vec::with_capacity(chain)

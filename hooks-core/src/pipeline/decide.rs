@@ -78,7 +78,10 @@ impl Inner {
             Err(problems) => return Verdict::invalid(&tool.name, &problems).into_refusal(&[]),
         };
         let mut state = ChainState::default();
-        match self.run_chain(tool, env, current, args, &mut state).await {
+        match self
+            .run_chain(tool, env, current, args, &mut state, &tracing::Span::none())
+            .await
+        {
             Ok(_args) => {
                 let rewritten_by = state.by.iter().map(|p| (*p).to_owned()).collect();
                 let input = match state.call {

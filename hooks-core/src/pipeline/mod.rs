@@ -113,7 +113,7 @@ impl Inner {
         };
         // 4. The PreToolUse chain, then a person's approval when a hook asked for it.
         call.chain.runs = HookRuns::new(self.hook_runs, tool.chain.len(), &call.span);
-        let chain = self.run_chain(tool, call.env, current, args, &mut call.chain);
+        let chain = self.run_chain(tool, call.env, current, args, &mut call.chain, &call.span);
         let mut args = match chain.await {
             Ok(a) => a,
             Err(verdict) => return verdict,
