@@ -80,7 +80,11 @@ impl Inner {
         let mut call = Call::new(self, context, stats, tool_use, progress, mode);
         call.span = span::call_span(context, tool_use);
         let verdict = self.steps(&mut call).await;
-        self.finish_call(&mut call, verdict).await
+        // Made here, not in `finish_call`: an argument of an async fn is held twice in its
+        // future, and this is the largest value of step 6.
+        let mut answer = self.answer(&call, verdict);
+        self.finish_call(&mut call, &mut answer).await;
+        answer.into_answer()
     }
 
     /// Steps 3 to 5 of `call` (its input normalized and its tool looked up): the validated
@@ -142,31 +146,31 @@ impl Inner {
     }
 
     /// Step 6 of `call`, ended by `verdict`: a block run with other reads of its message lets
-    /// the next one start, the verdict becomes the `tool_result` and the record, the span
-    /// records how it ended, and the PostToolUse observers see the record (in `tool_use` order
-    /// among the reads of a message); then the call is finished (disarmed).
-    async fn finish_call<'a>(
-        &'a self,
-        call: &mut Call<'a>,
-        verdict: Verdict<'a>,
-    ) -> Result<CallAnswer, Halt> {
-        // A block run with other reads of its message lets the next one start: its tool
-        // started (in `steps`), or it was answered without one (a halt excepted: nothing after
-        // it starts).
-        let slot = call.progress.and_then(Progress::slot);
-        if let Some(slot) = &slot
+    /// the next one start, and the verdict becomes the answer (the `tool_result`, cut to its
+    /// bound).
+    fn answer<'a>(&self, call: &Call<'a>, verdict: Verdict<'a>) -> Answer<'a> {
+        // Its tool started (in `steps`), or it was answered without one (a halt excepted:
+        // nothing after it starts).
+        if let Some(slot) = call.progress.and_then(Progress::slot)
             && !verdict.halts()
         {
             slot.release();
         }
-        let mut answer = Answer::new(call.tool_use, verdict, self.limits.max_result_bytes);
+        Answer::new(call.tool_use, verdict, self.limits.max_result_bytes)
+    }
+
+    /// Step 6 of `call`, after [`answer`](Self::answer): the answer is remembered, the record
+    /// made, the span records how it ended, and the PostToolUse observers see the record (in
+    /// `tool_use` order among the reads of a message); then the call is finished (disarmed).
+    async fn finish_call<'a>(&'a self, call: &mut Call<'a>, answer: &mut Answer<'a>) {
         if let Some(progress) = call.progress {
             // Remembered before anyone sees it: a retry from now on is a replay, and an answer
             // the memory could not keep is on the audit line.
-            remember(&mut answer, progress).await;
+            remember(answer, progress).await;
         }
+        let slot = call.progress.and_then(Progress::slot);
         call.stage = "while the observers ran";
-        let record = call.record(&answer);
+        let record = call.record(answer);
         if !call.span.is_disabled() {
             span::finish(
                 &call.span,
@@ -186,7 +190,6 @@ impl Inner {
             self.observe(call, &record).await;
         }
         call.finish(answer.outcome);
-        answer.into_answer()
     }
 
     /// Starts the tool: a sync tool's verdict is ready at once; an async one is a future to await.
@@ -272,13 +275,18 @@ impl Inner {
         tool_use: &ToolUse,
         why: &str,
     ) -> ToolResult {
-        let mut call = Call::new(self, context, stats, tool_use, None, Mode::Block);
-        let result = ToolResult::error(tool_use.id.clone(), texts::not_run(why));
-        let input = call.recorded.input();
-        let record = CallRecord::not_run(tool_use, input, &result, call.started.elapsed());
-        self.observe(&call, &record).await;
-        call.finish(Outcome::NotRun);
-        result
+        // Boxed, as `replay`: a rare path, whose state (the call, its record) would otherwise
+        // enlarge the future of every call that may take it.
+        Box::pin(async move {
+            let mut call = Call::new(self, context, stats, tool_use, None, Mode::Block);
+            let result = ToolResult::error(tool_use.id.clone(), texts::not_run(why));
+            let input = call.recorded.input();
+            let record = CallRecord::not_run(tool_use, input, &result, call.started.elapsed());
+            self.observe(&call, &record).await;
+            call.finish(Outcome::NotRun);
+            result
+        })
+        .await
     }
 
     /// Answers a block again from the session's memory (`replay`): nothing runs, observers see
@@ -293,22 +301,22 @@ impl Inner {
         result: &ToolResult,
         detail: &str,
     ) {
-        let mut call = Call::new(self, context, stats, tool_use, None, Mode::Block);
-        call.replay = true;
-        let input = call.recorded.input();
-        let record = CallRecord {
-            detail: Some(detail),
-            replay: true,
-            ..CallRecord::new(
-                tool_use,
-                input,
-                outcome,
-                Some(result),
-                call.started.elapsed(),
-            )
-        };
-        self.observe(&call, &record).await;
-        call.finish(outcome);
+        // Boxed: a rare path (a retry), whose state (the call, its record) would otherwise
+        // enlarge the future of every call, which holds this one where an id was seen before.
+        Box::pin(async move {
+            let mut call = Call::new(self, context, stats, tool_use, None, Mode::Block);
+            call.replay = true;
+            let input = call.recorded.input();
+            let duration = call.started.elapsed();
+            let record = CallRecord {
+                detail: Some(detail),
+                replay: true,
+                ..CallRecord::new(tool_use, input, outcome, Some(result), duration)
+            };
+            self.observe(&call, &record).await;
+            call.finish(outcome);
+        })
+        .await
     }
 }
 
