@@ -225,7 +225,7 @@ struct Refusal {
 
 impl<'a> Recorded<'a> {
     fn new(call: &'a ToolUse, limits: &Limits) -> Self {
-        let refusal = match normalize(call, limits) {
+        let refused = match normalize(call, limits) {
             Ok(normalized) => {
                 return Recorded {
                     normalized,
@@ -242,10 +242,7 @@ impl<'a> Recorded<'a> {
         });
         Recorded {
             normalized: Normalized::Borrowed(call),
-            refused: Some(Box::new(Refusal {
-                refused: refusal,
-                omitted,
-            })),
+            refused: Some(Box::new(Refusal { refused, omitted })),
         }
     }
 
