@@ -14,10 +14,13 @@ use super::sql;
 use crate::store::error::StoreError;
 
 /// The schema version this build writes and reads.
-pub(crate) const SCHEMA_VERSION: i32 = 1;
+pub(crate) const SCHEMA_VERSION: i32 = 2;
 
 /// Every migration, in order: its version and its SQL (each applied in one transaction).
-const MIGRATIONS: &[(i32, &str)] = &[(1, include_str!("migrations/0001_tables.sql"))];
+const MIGRATIONS: &[(i32, &str)] = &[
+    (1, include_str!("migrations/0001_tables.sql")),
+    (2, include_str!("migrations/0002_turns.sql")),
+];
 
 /// A `StoreError` for `what` failing with the driver's `e` (its whole chain: the server's
 /// message, code and detail, or the I/O error).

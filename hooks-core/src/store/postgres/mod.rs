@@ -55,8 +55,11 @@
 //! | `resumed`, `put_back` | `UPDATE … WHERE state = 'taken'` |
 //! | `waiting` | `SELECT … WHERE state = 'waiting' ORDER BY place` |
 //!
-//! Keys: (`session_id`, `tool_use_id`) and (`session_id`, `turn_id`). Leases are kept by the
-//! server's clock, so the workers' clocks never matter.
+//! Keys: (`session_id`, `tool_use_id`, `apart`) and (`session_id`, `turn_id`); a call's row
+//! also holds its `turn`, and `apart` is `''` for the session's first call with the id, the
+//! turn for a later turn's call that reuses it ("Turns" in the [store docs](super): a claim of
+//! a later turn's call takes two more statements, the same two, on the row kept apart).
+//! Leases are kept by the server's clock, so the workers' clocks never matter.
 //!
 //! # What it promises at a crash
 //!
@@ -94,8 +97,8 @@ use crate::audit::outcome::Outcome;
 use crate::content::message::ToolResult;
 
 use super::{
-    AnswerStore, CallKey, Claim, InputDigest, PendingStore, Remembered, StoreError, StoreFuture,
-    Taken,
+    AnswerStore, BesideFirst, CallKey, Claim, InputDigest, PendingStore, Remembered, StoreError,
+    StoreFuture, Taken, beside_first,
 };
 use conn::{Lane, Pool, Statements};
 use runtime::Runtime;
@@ -302,11 +305,13 @@ impl fmt::Debug for PostgresStore {
     }
 }
 
-/// An operation and its key, as errors name them: `claim of "toolu_1" in session "s"`.
+/// An operation and its key, as errors name them: `claim of "toolu_1" in session "s"`, with
+/// `of turn "chatcmpl-1"` after the id for a call of a turn.
 struct Op {
     what: &'static str,
     session_id: String,
     id: String,
+    turn: String,
 }
 
 impl Op {
@@ -315,6 +320,15 @@ impl Op {
             what,
             session_id: session_id.to_owned(),
             id: id.to_owned(),
+            turn: String::new(),
+        }
+    }
+
+    /// The operation `what` on `key`.
+    fn of(what: &'static str, key: CallKey<'_>) -> Op {
+        Op {
+            turn: key.turn.to_owned(),
+            ..Op::new(what, key.session_id, key.tool_use_id)
         }
     }
 
@@ -326,11 +340,11 @@ impl Op {
 
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} of {:?} in session {:?}",
-            self.what, self.id, self.session_id
-        )
+        write!(f, "{} of {:?}", self.what, self.id)?;
+        if !self.turn.is_empty() {
+            write!(f, " of turn {:?}", self.turn)?;
+        }
+        write!(f, " in session {:?}", self.session_id)
     }
 }
 
@@ -369,39 +383,72 @@ fn remembered(row: &Row) -> Result<Remembered, String> {
     }
 }
 
-/// Claims `op`'s key: see [`AnswerStore::claim`] and the module docs.
+/// Claims `op`'s key: see [`AnswerStore::claim`] and the module docs. The session's first
+/// call with the id first; then, by the rule of "Turns" in the store docs, that row, the row
+/// kept apart for the key's turn (claimed the same way), or [`Claim::OtherTurn`].
 async fn claim(
     pool: Arc<Pool>,
     op: Op,
     digest: InputDigest,
     lease: Duration,
 ) -> Result<Claim, StoreError> {
-    let (session_id, id) = (&op.session_id, &op.id);
+    let unreadable = |e: String| op.error(format_args!("the row is unreadable: {e}"));
+    let Some(first) = claim_row(&pool, &op, "", digest, lease).await? else {
+        return Ok(Claim::Claimed);
+    };
+    let (first_turn, running) = first_call(&first).map_err(unreadable)?;
+    match beside_first(&op.turn, &first_turn, running) {
+        BesideFirst::Same => remembered(&first).map(Claim::Seen).map_err(unreadable),
+        BesideFirst::Other { in_progress } => Ok(Claim::OtherTurn { in_progress }),
+        BesideFirst::Apart => match claim_row(&pool, &op, &op.turn, digest, lease).await? {
+            None => Ok(Claim::Claimed),
+            Some(apart) => remembered(&apart).map(Claim::Seen).map_err(unreadable),
+        },
+    }
+}
+
+/// Claims the row `apart` of `op`'s key ([`sql::CLAIM_INSERT`], then [`sql::CLAIM_SEEN`]):
+/// `None` when it inserted the row, else the row as the second statement answered it.
+async fn claim_row(
+    pool: &Pool,
+    op: &Op,
+    apart: &str,
+    digest: InputDigest,
+    lease: Duration,
+) -> Result<Option<Row>, StoreError> {
+    let (session_id, id, turn) = (&op.session_id, &op.id, &op.turn);
     let digest = &digest.0[..];
     let lease = lease_secs(lease);
     // Released between the insert and the read (rare): claimed again, a few times at most.
     for _ in 0..8 {
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
+            [session_id, id, &digest, &lease, &apart, turn];
         let inserted = pool
-            .query(
-                Lane::Shared,
-                &op,
-                |st| &st.claim_insert,
-                &[session_id, id, &digest, &lease],
-            )
+            .query(Lane::Shared, op, |st| &st.claim_insert, &params)
             .await?;
         if !inserted.is_empty() {
-            return Ok(Claim::Claimed);
+            return Ok(None);
         }
         let rows = pool
-            .query(Lane::Shared, &op, |st| &st.claim_seen, &[session_id, id])
+            .query(
+                Lane::Shared,
+                op,
+                |st| &st.claim_seen,
+                &[session_id, id, &apart],
+            )
             .await?;
-        if let Some(row) = rows.first() {
-            return remembered(row)
-                .map(Claim::Seen)
-                .map_err(|e| op.error(format_args!("the row is unreadable: {e}")));
+        if let Some(row) = rows.into_iter().next() {
+            return Ok(Some(row));
         }
     }
     Err(op.error("the key kept being released by another worker while it was claimed"))
+}
+
+/// The turn of a row of [`sql::CLAIM_SEEN`] (its fifth column), and whether it is in progress.
+fn first_call(row: &Row) -> Result<(String, bool), String> {
+    let turn: String = row.try_get(4).map_err(|e| e.to_string())?;
+    let state: String = row.try_get(1).map_err(|e| e.to_string())?;
+    Ok((turn, state == "in_progress"))
 }
 
 /// Releases `op`'s key: forgotten, or interrupted when its tool started.
@@ -411,8 +458,13 @@ async fn release(pool: Arc<Pool>, op: Op, tool_started: bool) -> Result<(), Stor
     } else {
         |st| &st.forget
     };
-    pool.query(Lane::Shared, &op, statement, &[&op.session_id, &op.id])
-        .await?;
+    pool.query(
+        Lane::Shared,
+        &op,
+        statement,
+        &[&op.session_id, &op.id, &op.turn],
+    )
+    .await?;
     Ok(())
 }
 
@@ -423,7 +475,7 @@ impl AnswerStore for PostgresStore {
         digest: InputDigest,
         lease: Duration,
     ) -> StoreFuture<'a, Result<Claim, StoreError>> {
-        let op = Op::new("claim", key.session_id, key.tool_use_id);
+        let op = Op::of("claim", key);
         self.run("claim", claim(self.pool(), op, digest, lease))
     }
 
@@ -433,15 +485,15 @@ impl AnswerStore for PostgresStore {
         outcome: Outcome,
         result: &'a ToolResult,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
-        let op = Op::new("answered", key.session_id, key.tool_use_id);
+        let op = Op::of("answered", key);
         let text = serde_json::to_string(result);
         let pool = self.pool();
         self.run("answered", async move {
             let text =
                 text.map_err(|e| op.error(format_args!("the result does not serialize: {e}")))?;
             let outcome = outcome.as_str();
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-                [&op.session_id, &op.id, &outcome, &text];
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
+                [&op.session_id, &op.id, &outcome, &text, &op.turn];
             pool.query(Lane::Answers, &op, |st| &st.answered, &params)
                 .await?;
             Ok(())
@@ -453,7 +505,7 @@ impl AnswerStore for PostgresStore {
         key: CallKey<'a>,
         tool_started: bool,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
-        let op = Op::new("release", key.session_id, key.tool_use_id);
+        let op = Op::of("release", key);
         self.run("release", release(self.pool(), op, tool_started))
     }
 
@@ -461,7 +513,7 @@ impl AnswerStore for PostgresStore {
     /// a release that fails is logged (`tracing` target `toolgate::memory`), and the claim then
     /// lapses with its lease.
     fn abandon(&self, key: CallKey<'_>, tool_started: bool) {
-        let op = Op::new("release", key.session_id, key.tool_use_id);
+        let op = Op::of("release", key);
         let pool = self.pool();
         self.runtime().handle().spawn(async move {
             if let Err(e) = release(pool, op, tool_started).await {

@@ -23,43 +23,52 @@ pub(crate) const SCHEMA_VERSION: &str = "SELECT COALESCE(max(version), 0) FROM t
 /// Records a migration as applied (in its transaction).
 pub(crate) const RECORD_VERSION: &str = "INSERT INTO toolgate_schema (version) VALUES ($1)";
 
-/// A claim's first step: insert the call as in progress until its lease ends, or nothing when
-/// the key exists (then [`CLAIM_SEEN`]). A row returned: claimed.
+/// A claim's first step: insert the row (`$5`: `apart`, `''` for the session's first call with
+/// the id; `$6`: the call's turn) as in progress until its lease ends, or nothing when the row
+/// exists (then [`CLAIM_SEEN`]). A row returned: claimed.
 pub(crate) const CLAIM_INSERT: &str = "INSERT INTO toolgate_answers
-    (session_id, tool_use_id, digest, state, lease_until)
-VALUES ($1::text, $2::text, $3::bytea, 'in_progress', now() + make_interval(secs => $4::float8))
-ON CONFLICT (session_id, tool_use_id) DO NOTHING
+    (session_id, tool_use_id, apart, turn, digest, state, lease_until)
+VALUES ($1::text, $2::text, $5::text, $6::text, $3::bytea, 'in_progress',
+        now() + make_interval(secs => $4::float8))
+ON CONFLICT (session_id, tool_use_id, apart) DO NOTHING
 RETURNING true";
 
-/// A claim that inserted nothing: in one statement, a row in progress whose lease ended is
-/// marked interrupted (the `UPDATE`, which waits for a concurrent change of the row and then
-/// looks again), and the row is answered: the interrupted one, or the row as the statement
-/// found it. No row: it was released between the two statements, and the claim starts again.
+/// A claim that inserted nothing: in one statement, the row (`$3`: `apart`) in progress whose
+/// lease ended is marked interrupted (the `UPDATE`, which waits for a concurrent change of the
+/// row and then looks again), and the row is answered, with its turn: the interrupted one, or
+/// the row as the statement found it. No row: it was released between the two statements, and
+/// the claim starts again.
 pub(crate) const CLAIM_SEEN: &str = "WITH lapsed AS (
     UPDATE toolgate_answers SET state = 'interrupted', lease_until = NULL, finished_at = now()
-    WHERE session_id = $1::text AND tool_use_id = $2::text
+    WHERE session_id = $1::text AND tool_use_id = $2::text AND apart = $3::text
       AND state = 'in_progress' AND lease_until < now()
-    RETURNING digest, state, outcome, result
+    RETURNING digest, state, outcome, result, turn
 )
-SELECT digest, state, outcome, result FROM lapsed
+SELECT digest, state, outcome, result, turn FROM lapsed
 UNION ALL
-SELECT digest, state, outcome, result FROM toolgate_answers
-WHERE session_id = $1::text AND tool_use_id = $2::text AND NOT EXISTS (SELECT FROM lapsed)";
+SELECT digest, state, outcome, result, turn FROM toolgate_answers
+WHERE session_id = $1::text AND tool_use_id = $2::text AND apart = $3::text
+  AND NOT EXISTS (SELECT FROM lapsed)";
 
-/// `answered`: only a call still in progress becomes answered.
+/// `answered`: only the call of turn `$5` (the first call's row or the one kept apart: at most
+/// one is that turn's) still in progress becomes answered.
 pub(crate) const ANSWERED: &str = "UPDATE toolgate_answers
 SET state = 'answered', outcome = $3::text, result = $4::text, lease_until = NULL,
     finished_at = now()
-WHERE session_id = $1::text AND tool_use_id = $2::text AND state = 'in_progress'";
+WHERE session_id = $1::text AND tool_use_id = $2::text AND turn = $5::text
+  AND state = 'in_progress'";
 
-/// `release` of a call whose tool did not start: forgotten, if still in progress.
+/// `release` of a call (of turn `$3`) whose tool did not start: forgotten, if still in
+/// progress.
 pub(crate) const FORGET: &str = "DELETE FROM toolgate_answers
-WHERE session_id = $1::text AND tool_use_id = $2::text AND state = 'in_progress'";
+WHERE session_id = $1::text AND tool_use_id = $2::text AND turn = $3::text
+  AND state = 'in_progress'";
 
-/// `release` of a call whose tool started: interrupted, if still in progress.
+/// `release` of a call (of turn `$3`) whose tool started: interrupted, if still in progress.
 pub(crate) const INTERRUPT: &str = "UPDATE toolgate_answers
 SET state = 'interrupted', lease_until = NULL, finished_at = now()
-WHERE session_id = $1::text AND tool_use_id = $2::text AND state = 'in_progress'";
+WHERE session_id = $1::text AND tool_use_id = $2::text AND turn = $3::text
+  AND state = 'in_progress'";
 
 /// `put`: a turn kept under a key already kept is left as it is.
 pub(crate) const PUT: &str = "INSERT INTO toolgate_pending (session_id, turn_id, turn, state)
