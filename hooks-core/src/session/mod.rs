@@ -253,7 +253,8 @@ impl Session {
         let call = normalized.as_deref().unwrap_or(call);
         let digest = self.store.digest(&call.input, inner.limits.max_input_depth);
         let key = CallKey::in_turn(self.context.session_id(), turn.key(), &call.id);
-        if let Some(seen) = self.claim(key, turn, digest).await? {
+        let claimed = self.store.claim(key, digest, inner.claim_lease).await;
+        if let Some(seen) = remembered_or_refused(claimed, key, turn)? {
             return self.seen(call, digest, seen, slot).await;
         }
         let memory = Memory {
@@ -294,37 +295,6 @@ impl Session {
             Kept::No | Kept::Failed => claimed.release().await,
         }
         Ok(answer)
-    }
-
-    /// Claims `key`, a call of `turn`, in the memory: `None` when it is claimed (it runs now),
-    /// what the memory remembers of it when that answers it (a replay, or a refusal by
-    /// [`seen`](Self::seen)), or why it is refused at once.
-    async fn claim(
-        &self,
-        key: CallKey<'_>,
-        turn: TurnName<'_>,
-        digest: InputDigest,
-    ) -> Result<Option<Remembered>, CallError> {
-        let tool_use_id = || key.tool_use_id.to_owned();
-        match self.store.claim(key, digest, self.inner.claim_lease).await {
-            Ok(Claim::Claimed) => Ok(None),
-            // A turn without its response's id: whether this is a resend or a later turn
-            // reusing the id, nothing tells.
-            Ok(Claim::Seen(_)) if turn == TurnName::Unnamed => Err(CallError::IdRecycled {
-                tool_use_id: tool_use_id(),
-            }),
-            Ok(Claim::Seen(seen)) => Ok(Some(seen)),
-            Ok(Claim::OtherTurn { in_progress: true }) => Err(CallError::InProgress {
-                tool_use_id: tool_use_id(),
-            }),
-            Ok(_) => Err(CallError::IdRecycled {
-                tool_use_id: tool_use_id(),
-            }),
-            Err(error) => Err(CallError::Store {
-                tool_use_id: tool_use_id(),
-                error,
-            }),
-        }
     }
 
     /// Answers an id the memory has seen: a replay of its answer, or a refusal.
@@ -456,6 +426,36 @@ impl Session {
         }
         summary.observer_errors = self.stats.observer_errors.load(Ordering::Relaxed);
         summary
+    }
+}
+
+/// What the memory's answer to the claim of `key`, a call of `turn`, leaves to do: `None` when
+/// the call was claimed (it runs now), what the memory remembers of it when that answers it (a
+/// replay, or a refusal by [`Session::seen`]), or why it is refused at once.
+fn remembered_or_refused(
+    claimed: Result<Claim, StoreError>,
+    key: CallKey<'_>,
+    turn: TurnName<'_>,
+) -> Result<Option<Remembered>, CallError> {
+    let tool_use_id = || key.tool_use_id.to_owned();
+    match claimed {
+        Ok(Claim::Claimed) => Ok(None),
+        // A turn without its response's id: whether this is a resend or a later turn reusing
+        // the id, nothing tells.
+        Ok(Claim::Seen(_)) if turn == TurnName::Unnamed => Err(CallError::IdRecycled {
+            tool_use_id: tool_use_id(),
+        }),
+        Ok(Claim::Seen(seen)) => Ok(Some(seen)),
+        Ok(Claim::OtherTurn { in_progress: true }) => Err(CallError::InProgress {
+            tool_use_id: tool_use_id(),
+        }),
+        Ok(_) => Err(CallError::IdRecycled {
+            tool_use_id: tool_use_id(),
+        }),
+        Err(error) => Err(CallError::Store {
+            tool_use_id: tool_use_id(),
+            error,
+        }),
     }
 }
 
