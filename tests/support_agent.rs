@@ -2483,7 +2483,7 @@ fn paused_08_pending() -> Value {
         .fingerprint();
     json!({
         "format": 2, "turn_format": "anthropic_messages",
-        "turn_id": "toolu_01Mp7sDbUq1V8fZx3gCi7PwE",
+        "turn_id": "msg_01Be8qNh1CgXrZ5wPu2lTdEe", "turn": "msg_01Be8qNh1CgXrZ5wPu2lTdEe",
         "session_id": "sess_paused_08", "user_id": "u_001",
         "fingerprint": fingerprint, "created_at": "2026-12-01T14:00:00Z",
         "blocks": [
@@ -2514,7 +2514,7 @@ fn a_paused_turn_is_written_then_resumed_by_a_later_run_with_approve_or_deny() {
         assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
         let file = dir
             .path()
-            .join("pending/sess_paused_08/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json");
+            .join("pending/sess_paused_08/msg_01Be8qNh1CgXrZ5wPu2lTdEe.json");
         let written: Value =
             serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         assert_eq!(written, paused_08_pending());
@@ -2610,7 +2610,7 @@ fn a_copy_of_a_pending_file_resumed_again_or_a_second_run_pays_nothing_twice() {
     assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
     let file = dir
         .path()
-        .join("pending/sess_paused_08/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json");
+        .join("pending/sess_paused_08/msg_01Be8qNh1CgXrZ5wPu2lTdEe.json");
     let copy = dir.path().join("copy.json");
     std::fs::copy(&file, &copy).unwrap();
     let id = "toolu_01Nq8tEcVr2W9gAy4hDj8QxF";
@@ -2665,7 +2665,7 @@ fn a_copy_of_a_pending_file_resumed_again_or_a_second_run_pays_nothing_twice() {
     assert!(!memory.path().join("state.sqlite").exists());
     let paused = memory
         .path()
-        .join("pending/sess_paused_08/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json");
+        .join("pending/sess_paused_08/msg_01Be8qNh1CgXrZ5wPu2lTdEe.json");
     let (code, _, err) = run(&[
         &os("--resume"),
         &os(&paused),
@@ -2712,7 +2712,7 @@ fn an_expired_pending_turn_is_answered_blocked_and_bad_resumes_are_refused() {
     assert_eq!(code, cli::EXIT_OK);
     let file = dir
         .path()
-        .join("pending/sess_expired_09/toolu_01Or9uFdWs3X0hBz5iEk9RyG.json");
+        .join("pending/sess_expired_09/msg_01Cf9rOi2DhYsA6xQv3mUeFf.json");
     let id = "toolu_01Or9uFdWs3X0hBz5iEk9RyG";
     let resume = |more: &[&str]| {
         let mut args = vec![os("--resume"), os(&file), os("--out-dir"), os(dir.path())];
@@ -3114,13 +3114,15 @@ fn the_report_page_shows_the_logs_own_numbers() {
 }
 
 /// The paused transcript of `08_large_refund_paused.json`, in session `session_id`, with its
-/// tool_use ids given `suffix` (another turn of the same conversation when it is not empty).
+/// message id and tool_use ids given `suffix` (another turn of the same conversation when it is
+/// not empty).
 fn paused_in(session_id: &str, suffix: &str) -> String {
     let text = std::fs::read_to_string(fixture("08_large_refund_paused.json")).unwrap();
     let mut v: Value = serde_json::from_str(&text).unwrap();
     v["context"]["session_id"] = json!(session_id);
     let mut text = v.to_string();
     for id in [
+        "msg_01Be8qNh1CgXrZ5wPu2lTdEe",
         "toolu_01Mp7sDbUq1V8fZx3gCi7PwE",
         "toolu_01Nq8tEcVr2W9gAy4hDj8QxF",
     ] {
@@ -3156,7 +3158,7 @@ fn no_paused_turn_overwrites_another() {
         replay_text(dir.path(), "b.json", &paused_in("shop_a", ""), &out),
         cli::EXIT_OK
     );
-    let turn = "toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json";
+    let turn = "msg_01Be8qNh1CgXrZ5wPu2lTdEe.json";
     let read = |p: PathBuf| -> Value {
         serde_json::from_str(
             &std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
@@ -3172,8 +3174,8 @@ fn no_paused_turn_overwrites_another() {
         replay_text(dir.path(), "c.json", &paused_in("shop_a", "_2"), &out),
         cli::EXIT_OK
     );
-    let second = read(out.join("pending/shop_a/toolu_01Mp7sDbUq1V8fZx3gCi7PwE_2.json"));
-    assert_eq!(second["turn_id"], "toolu_01Mp7sDbUq1V8fZx3gCi7PwE_2");
+    let second = read(out.join("pending/shop_a/msg_01Be8qNh1CgXrZ5wPu2lTdEe_2.json"));
+    assert_eq!(second["turn_id"], "msg_01Be8qNh1CgXrZ5wPu2lTdEe_2");
     assert_eq!(read(out.join("pending/shop_a").join(turn)), underscore);
     // The same turn paused again (a second run of the same message): its file is kept as it
     // was first written, so the time it first paused (its expiry) does not move.
@@ -3203,9 +3205,9 @@ fn no_paused_turn_overwrites_another() {
     assert_eq!(
         files,
         [
-            "shop%2Fa/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json",
-            "shop_a/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json",
-            "shop_a/toolu_01Mp7sDbUq1V8fZx3gCi7PwE_2.json",
+            "shop%2Fa/msg_01Be8qNh1CgXrZ5wPu2lTdEe.json",
+            "shop_a/msg_01Be8qNh1CgXrZ5wPu2lTdEe.json",
+            "shop_a/msg_01Be8qNh1CgXrZ5wPu2lTdEe_2.json",
         ]
     );
 }

@@ -28,7 +28,7 @@ use super::seed;
 use super::state::{State, StoreKind};
 
 /// Where a replay writes a pending turn: `<out-dir>/pending/<session>/<turn>.json`, the session
-/// id and the turn id (its first call's id) each written by [`file_name`], which is one-to-one,
+/// id and the turn id (its message's id) each written by [`file_name`], which is one-to-one,
 /// so two sessions or two turns never share a file.
 pub(crate) fn pending_path(out_dir: &Path, session_id: &str, turn_id: &str) -> PathBuf {
     out_dir

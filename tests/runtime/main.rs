@@ -31,6 +31,7 @@ mod outcomes;
 mod panics;
 mod pause;
 mod pre_tool_use;
+mod recycled_ids;
 mod replies;
 mod retries;
 mod sealed;

@@ -1,5 +1,6 @@
 //! `SqliteStore` (feature `sqlite`): the conformance suite on a fresh file; a reopened file keeps
-//! its answers and its paused turns; a schema newer than the build is refused at open; a kept turn
+//! its answers and its paused turns; a schema newer than the build is refused at open, a file of
+//! schema version 1 migrated with its answers; a kept turn
 //! cut short is refused at every take; a paused turn resumed at once by two processes, and by
 //! eight threads with a connection each, runs its refund once; a call whose process was killed
 //! while its tool ran is answered as interrupted after the lease and never run again.
@@ -232,7 +233,7 @@ fn a_file_written_by_a_newer_schema_is_refused_at_open() {
     let dir = TempDir::new("sqlite-newer");
     let file = dir.join("store.sqlite3");
     drop(SqliteStore::open(&file).unwrap());
-    assert_eq!(SqliteStore::SCHEMA_VERSION, 1);
+    assert_eq!(SqliteStore::SCHEMA_VERSION, 2);
     let db = rusqlite::Connection::open(&file).unwrap();
     db.execute(
         "INSERT INTO toolgate_schema (version, applied_at) VALUES (3, 0)",
@@ -245,7 +246,7 @@ fn a_file_written_by_a_newer_schema_is_refused_at_open() {
         refused.to_string(),
         format!(
             "the store failed: the SQLite file {} was written by a newer toolgate (schema \
-             version 3); this build knows up to 1",
+             version 3); this build knows up to 2",
             file.display()
         )
     );
@@ -407,7 +408,7 @@ fn a_hidden_field_is_in_no_row_or_file_and_the_resumed_tool_gets_it() {
         .build()
         .unwrap();
     let session = keyless.session_with_store(ctx(), store.clone());
-    let refused = toolgate::block_on(session.resume_from(&*store, "toolu_small", &decisions));
+    let refused = toolgate::block_on(session.resume_from(&*store, "msg_sealed", &decisions));
     assert_eq!(
         outcome(refused),
         Err(
@@ -424,7 +425,7 @@ fn a_hidden_field_is_in_no_row_or_file_and_the_resumed_tool_gets_it() {
     // With it: the real values reach the tool.
     let d = sealed::dispatcher(audit(), &paid, Some(sealed::keys()));
     let session = d.session_with_store(ctx(), store.clone());
-    let resumed = toolgate::block_on(session.resume_from(&*store, "toolu_small", &decisions));
+    let resumed = toolgate::block_on(session.resume_from(&*store, "msg_sealed", &decisions));
     assert_eq!(outcome(resumed), Ok(sealed::resumed_answer()));
     assert_eq!(
         paid.inputs(),
@@ -468,7 +469,68 @@ fn processes_opening_one_new_file_at_once_apply_its_schema_once() {
             .map(Result::unwrap)
             .collect()
     };
-    assert_eq!(versions, vec![1]);
+    assert_eq!(versions, vec![1, 2]);
+}
+
+/// Schema version 1, as a build of that version wrote it.
+const VERSION_1: &str =
+    include_str!("../../hooks-core/src/store/sqlite/migrations/0001_calls_and_turns.sql");
+
+#[test]
+fn a_version_1_file_is_migrated_and_its_answers_replay_as_calls_without_a_turn() {
+    let dir = TempDir::new("sqlite-v1");
+    let file = dir.join("store.sqlite3");
+    let result = ToolResult::text("toolu_old", "refunded 900 on o_2");
+    {
+        let db = rusqlite::Connection::open(&file).unwrap();
+        db.execute_batch(VERSION_1).unwrap();
+        db.execute_batch(
+            "CREATE TABLE toolgate_schema (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL);
+             INSERT INTO toolgate_schema (version, applied_at) VALUES (1, 0);",
+        )
+        .unwrap();
+        db.execute(
+            "INSERT INTO toolgate_calls (session_id, tool_use_id, digest, state, outcome, result) \
+             VALUES ('sess_sqlite', 'toolu_old', ?1, 'answered', 'ok', ?2)",
+            rusqlite::params![&[5u8; 32][..], serde_json::to_string(&result).unwrap()],
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(&file).unwrap();
+    let db = rusqlite::Connection::open(&file).unwrap();
+    let versions: Vec<i64> = db
+        .prepare("SELECT version FROM toolgate_schema ORDER BY version")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(versions, [1, 2]);
+    let digest = InputDigest([5; 32]);
+    let old = CallKey::new("sess_sqlite", "toolu_old");
+    assert_eq!(
+        toolgate::block_on(store.claim(old, digest, LONG)).unwrap(),
+        Claim::Seen(toolgate::store::Remembered::Answered {
+            digest,
+            outcome: toolgate::audit::Outcome::Ok,
+            result,
+        }),
+        "the answer of version 1 is replayed to a call without a turn"
+    );
+    let named = CallKey::in_turn("sess_sqlite", "msg_1", "toolu_old");
+    assert_eq!(
+        toolgate::block_on(store.claim(named, digest, LONG)).unwrap(),
+        Claim::OtherTurn { in_progress: false },
+        "and a call of a turn cannot be told from it"
+    );
+    let rows: Vec<(String, String)> = db
+        .prepare("SELECT turn, apart FROM toolgate_calls")
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows, [(String::new(), String::new())]);
 }
 
 #[test]

@@ -291,6 +291,15 @@ pub(crate) fn assistant(blocks: Value, stop_reason: &str) -> toolgate::Message {
     .unwrap()
 }
 
+/// An assistant message as the Messages API returns it: with the response's `id` (`msg_…`),
+/// which a resend of the same response carries too.
+pub(crate) fn assistant_with_id(id: &str, blocks: Value, stop_reason: &str) -> toolgate::Message {
+    serde_json::from_value(serde_json::json!({
+        "id": id, "role": "assistant", "content": blocks, "stop_reason": stop_reason
+    }))
+    .unwrap()
+}
+
 /// Reads a fixture under `tests/fixtures/`.
 pub(crate) fn fixture(rel: &str) -> Value {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -104,7 +104,7 @@ impl Resumed {
 /// ([`Session::resume`](crate::Session::resume)), which answers with the complete user message.
 ///
 /// ```json
-/// {"format": 2, "turn_format": "anthropic_messages", "turn_id": "toolu_1",
+/// {"format": 2, "turn_format": "anthropic_messages", "turn_id": "msg_01A", "turn": "msg_01A",
 ///  "session_id": "sess_1", "user_id": "u_001",
 ///  "fingerprint": "5f0c…(64 hex)", "created_at": "2026-11-24T10:15:00Z",
 ///  "blocks": [
@@ -119,9 +119,14 @@ impl Resumed {
 ///
 /// - `format`: [`PENDING_TURN_FORMAT`]; another version is refused at resume.
 /// - `turn_format`: the API the turn came from ([`TurnFormat`]); resume answers in its shape.
-/// - `turn_id`: the id of the turn's first call. Ids are unique within a conversation, so the
-///   session id and the turn id name one paused turn (a retry of the same message pauses the
-///   same turn again): the key a store keeps it under.
+/// - `turn_id`: the turn's name, the key a store keeps it under with the session id: its model
+///   response's id (`turn`) when it had one, else the id of its first call. A resend of the same
+///   message pauses the same turn again; a later turn whose first call reuses an id (as
+///   OpenAI-compatible servers number a turn's calls) has a response id of its own.
+/// - `turn` (absent when the response had no id): the model response's id (`msg_…`,
+///   `chatcmpl-…`, `resp_…`, `gemini-{turn}`); resume claims the calls in that turn, so a resend
+///   of the message after the resume is answered from memory (ARCHITECTURE.md, "Contracts":
+///   "Ids and retries").
 /// - `call` (on a block, only for APIs whose answer echoes the call: Gemini's `functionCall`
 ///   part, whose `name` and `id` its `functionResponse` repeats): the call as the API sent it.
 /// - `fingerprint`: [`Dispatcher::fingerprint`](crate::Dispatcher::fingerprint) of the
@@ -158,8 +163,12 @@ pub struct PendingTurn {
     pub format: u32,
     /// The API the turn came from.
     pub turn_format: TurnFormat,
-    /// The id of the turn's first call: with the session id, the paused turn's name.
+    /// The turn's name: its model response's id, or, without one, the id of its first call.
+    /// With the session id, the key a store keeps it under.
     pub turn_id: String,
+    /// The model response's id, when the turn had one: its calls are claimed in that turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<String>,
     /// The session that paused.
     pub session_id: String,
     /// The (authenticated) user of that session.

@@ -17,8 +17,8 @@ use crate::content::message::{ContentBlock, Message, ToolResult};
 use crate::error::{CallError, Halt};
 use crate::pipeline::order::{Slot, TurnOrder, join_blocks};
 use crate::pipeline::{Mode, Resolution, Resumed as Resuming};
-use crate::session::Session;
 use crate::session::respond::answer_items;
+use crate::session::{Session, TurnName};
 use crate::store::error::StoreError;
 use crate::store::{PendingStore, Taken};
 use crate::texts;
@@ -64,7 +64,9 @@ impl Session {
     /// Each resumed call goes through the session's answer memory like any call: resuming the same
     /// pending turn twice in one session (or with a shared
     /// [`AnswerStore`](crate::store::AnswerStore)) runs nothing twice, the second answer is
-    /// replayed; and a retry of the paused message after the resume is answered from memory.
+    /// replayed; and a retry of the paused message after the resume is answered from memory
+    /// (its calls are claimed in the paused turn's [`turn`](PendingTurn::turn), the response's
+    /// id; a message that had none is refused when sent again, as by `respond`).
     ///
     /// # Errors
     /// Found before anything runs (nothing audited): [`ResumeError::UnknownFormat`],
@@ -115,7 +117,13 @@ impl Session {
                 None => Resolution::Unapproved,
             }
         };
-        let content = self.resume_blocks(&blocks, &resolution).await?;
+        // Its calls are claimed in the turn they came from, so a resend of that turn after
+        // the resume is answered from memory.
+        let turn = pending
+            .turn
+            .as_deref()
+            .map_or(TurnName::ById, TurnName::Named);
+        let content = self.resume_blocks(&blocks, turn, &resolution).await?;
         let message = Message::user(content);
         Ok(match pending.turn_format {
             TurnFormat::AnthropicMessages => Resumed::Message(message),
@@ -136,13 +144,14 @@ impl Session {
         })
     }
 
-    /// The blocks of a pending turn in order: an answered one keeps its answer, a waiting one is
-    /// ended by `resolution` (consecutive waiting reads together, as `respond` runs them). A
-    /// halt answers every block ([`halted_at_resume`](Self::halted_at_resume)); a refusal of
-    /// the answer memory stops there.
+    /// The blocks of a pending turn (`turn`) in order: an answered one keeps its answer, a
+    /// waiting one is ended by `resolution` (consecutive waiting reads together, as `respond`
+    /// runs them). A halt answers every block ([`halted_at_resume`](Self::halted_at_resume)); a
+    /// refusal of the answer memory stops there.
     async fn resume_blocks<'r>(
         &self,
         blocks: &[PendingBlock],
+        turn: TurnName<'_>,
         resolution: &(impl Fn(&AwaitingCall) -> Resolution<'r> + Sync),
     ) -> Result<Vec<ContentBlock>, ResumeError> {
         let order = TurnOrder::default();
@@ -156,7 +165,7 @@ impl Session {
             }
             let end = self.waiting_group_end(blocks, i);
             let mut outcomes = self
-                .resume_group(blocks, i..end, &order, resolution)
+                .resume_group(blocks, turn, i..end, &order, resolution)
                 .await
                 .into_iter();
             for j in i..end {
@@ -200,6 +209,7 @@ impl Session {
     async fn resume_group<'r>(
         &self,
         blocks: &[PendingBlock],
+        turn: TurnName<'_>,
         range: Range<usize>,
         order: &TurnOrder,
         resolution: &(impl Fn(&AwaitingCall) -> Resolution<'r> + Sync),
@@ -214,13 +224,15 @@ impl Session {
             .collect();
         if group.len() == 1 {
             let waiting = group[0];
-            return vec![Some(self.resume_call(waiting, resolution(waiting)).await)];
+            return vec![Some(
+                self.resume_call(waiting, turn, resolution(waiting)).await,
+            )];
         }
         let group = &group;
         let max = self.inner.max_concurrent_reads;
         join_blocks(order, range, max, |index, slot| async move {
             let waiting = group[index - first];
-            self.resume_call_in(waiting, resolution(waiting), Some(slot))
+            self.resume_call_in(waiting, turn, resolution(waiting), Some(slot))
                 .await
         })
         .await
@@ -421,10 +433,11 @@ impl Session {
         Ok(())
     }
 
-    /// One waiting call, ended by `resolution`, through the session's answer memory.
+    /// One waiting call of `turn`, ended by `resolution`, through the session's answer memory.
     pub(crate) async fn resume_call(
         &self,
         waiting: &AwaitingCall,
+        turn: TurnName<'_>,
         resolution: Resolution<'_>,
     ) -> Result<ToolResult, CallError> {
         let call = waiting.call();
@@ -432,7 +445,7 @@ impl Session {
             awaiting: waiting,
             resolution,
         };
-        self.remembered_call_in(&call, Mode::Resume(resumed), None)
+        self.remembered_call_in(&call, turn, Mode::Resume(resumed), None)
             .await
             .map(|answer| answer.result)
     }
@@ -441,6 +454,7 @@ impl Session {
     async fn resume_call_in(
         &self,
         waiting: &AwaitingCall,
+        turn: TurnName<'_>,
         resolution: Resolution<'_>,
         slot: Option<Slot<'_>>,
     ) -> Result<ToolResult, CallError> {
@@ -449,7 +463,7 @@ impl Session {
             awaiting: waiting,
             resolution,
         };
-        self.remembered_call_in(&call, Mode::Resume(resumed), slot)
+        self.remembered_call_in(&call, turn, Mode::Resume(resumed), slot)
             .await
             .map(|answer| answer.result)
     }
