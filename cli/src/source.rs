@@ -7,8 +7,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use clap::ArgMatches;
-use toolgate_core::audit::report::chain_files;
-use toolgate_core::audit::{AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE};
+use toolgate_core::audit::{AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE, chain_files};
 
 /// The `SOURCE` argument: a database URL, or a path.
 pub(crate) enum Source {

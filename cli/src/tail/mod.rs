@@ -1,6 +1,9 @@
 //! `toolgate audit tail DIR`: one readable line per call, the last N first, then (with
 //! `--follow`) every line appended.
 
+mod follow;
+mod line;
+
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -8,12 +11,12 @@ use std::time::Duration;
 
 use clap::ArgMatches;
 use serde_json::Value;
-use toolgate_core::audit::report::{
-    TailFilter, TrailError, chain_files, parse_call_line, tail_line,
+use toolgate_core::audit::{
+    AUDIT_LOG_FILE, TrailError, chain_files, parse_call_line, printable_json,
 };
-use toolgate_core::audit::{AUDIT_LOG_FILE, printable_json};
 
-use crate::follow::Follower;
+use crate::tail::follow::Follower;
+use crate::tail::line::{TailFilter, tail_line};
 use crate::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, fail, source};
 
 /// How often `--follow` looks for new lines.
@@ -22,12 +25,12 @@ const POLL: Duration = Duration::from_millis(200);
 /// The `--outcome`, `--user`, `--tool` and `--session` filters.
 pub(crate) fn filter(m: &ArgMatches) -> TailFilter {
     let get = |name: &str| m.get_one::<String>(name).cloned();
-    let mut f = TailFilter::default();
-    f.outcome = get("outcome");
-    f.user = get("user");
-    f.tool = get("tool");
-    f.session = get("session");
-    f
+    TailFilter {
+        outcome: get("outcome"),
+        user: get("user"),
+        tool: get("tool"),
+        session: get("session"),
+    }
 }
 
 /// How one line is shown.
