@@ -138,9 +138,10 @@ fn check(dir: &Path) -> Result<(), String> {
             ))
         }
         Ok(_) => {
-            if chain_files(dir, AUDIT_LOG_FILE).is_empty()
-                && chain_files(dir, SESSION_SUMMARIES_FILE).is_empty()
-            {
+            let listed = |name| {
+                chain_files(dir, name).map_err(|e| format!("cannot read `{}`: {e}", dir.display()))
+            };
+            if listed(AUDIT_LOG_FILE)?.is_empty() && listed(SESSION_SUMMARIES_FILE)?.is_empty() {
                 return Err(format!(
                     "`{}` holds no audit files ({AUDIT_LOG_FILE}, {SESSION_SUMMARIES_FILE}): is it \
                      the audit folder?",

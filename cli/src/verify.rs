@@ -37,7 +37,9 @@ const BAR_FROM_BYTES: u64 = 1024 * 1024;
 fn progress_bar(dir: &std::path::Path) -> ProgressBar {
     let total: u64 = [AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE]
         .iter()
-        .flat_map(|name| chain_files(dir, name))
+        // A folder that cannot be listed gets no bar; the check names it.
+        .filter_map(|name| chain_files(dir, name).ok())
+        .flatten()
         .filter_map(|p| std::fs::metadata(p).ok())
         .map(|m| m.len())
         .sum();

@@ -111,7 +111,17 @@ pub(crate) fn run(m: &ArgMatches, out: &mut dyn Write, err: &mut dyn Write) -> u
     let mut last: VecDeque<String> = VecDeque::new();
     let live = dir.join(AUDIT_LOG_FILE);
     let mut follower = None;
-    for path in chain_files(&dir, AUDIT_LOG_FILE) {
+    let files = match chain_files(&dir, AUDIT_LOG_FILE) {
+        Ok(files) => files,
+        Err(e) => {
+            return fail(
+                err,
+                format!("cannot read `{}`: {e}", dir.display()),
+                EXIT_BAD_INPUT,
+            );
+        }
+    };
+    for path in files {
         let is_live = path == live;
         let result = if is_live && follow {
             // The live file is read by the follower, which keeps its place for what comes.

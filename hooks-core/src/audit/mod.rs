@@ -50,7 +50,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use crate::base::time::Rfc3339;
-pub use chain::CHAIN_START;
+pub use chain::{CHAIN_START, chain_files};
 pub use hook_run::{HookOutcome, HookRun};
 pub use outcome::{CallRecord, Outcome, SessionSummary};
 pub use printable::{printable, printable_json};
@@ -58,7 +58,7 @@ pub use record::{AuditRecord, SummaryRecord};
 pub use redact::{InvalidPointer, REDACTED, Redaction, mask_card_numbers, mask_emails};
 pub use sink::AuditSink;
 #[cfg(feature = "audit-report")]
-pub use trail::{Trail, TrailError, chain_files, parse_call_line, read_call_lines};
+pub use trail::{Trail, TrailError, parse_call_line, read_call_lines};
 #[cfg(feature = "audit-verify")]
 pub use verify::{
     AuditVerification, ChainBreak, ChainProblem, ChainStatus, ChainVerification, KEEP_LAST_HASHES,
@@ -129,8 +129,9 @@ struct LogInner {
 /// 2. `prev` is the SHA-256 of the bytes of the line before it in the same file, **including**
 ///    that line's `\n` (`sed -n 7p audit_log.jsonl | sha256sum` prints line 8's `prev`).
 /// 3. The first line of a file carries the hash of the last line of the file it follows: the
-///    newest rotated file of the same name in the folder (`audit_log.N.jsonl`, largest `N`), or
-///    [`CHAIN_START`] (64 zeros) when there is none. Each file name is its own chain.
+///    newest rotated file of the same name in the folder (`audit_log.N.jsonl`, largest `N`, `N`
+///    in decimal with no sign and no leading zero: [`chain_files`]), or [`CHAIN_START`] (64
+///    zeros) when there is none. Each file name is its own chain.
 /// 4. A file opened again (another process, a new `AuditLog`) continues from its last line,
 ///    read back and hashed. A last line cut short by a crash (no `\n`) is ended with one before
 ///    the next line; it stays damaged, and the verifier reports it.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::audit::chain::{Hash, hash, hex_string, parse_hex, rotated_files};
+use crate::audit::chain::{Hash, chain_files, hash, hex_string, parse_hex};
 use crate::audit::{AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE};
 
 /// What [`verify_audit_dir`] found: one [`ChainVerification`] per file name.
@@ -245,15 +245,7 @@ pub fn verify_audit_dir_with_progress(
 }
 
 fn verify_name(dir: &Path, name: &str, progress: &dyn Fn(u64)) -> io::Result<ChainVerification> {
-    let mut files: Vec<PathBuf> = rotated_files(dir, name)
-        .map_err(|e| named(e, dir))?
-        .into_iter()
-        .map(|(_, p)| p)
-        .collect();
-    let live = dir.join(name);
-    if live.exists() {
-        files.push(live);
-    }
+    let files = chain_files(dir, name).map_err(|e| named(e, dir))?;
     let mut start = [0u8; 32];
     let mut lines = 0;
     for file in &files {
