@@ -20,14 +20,13 @@
 //! | `main.rs` | the entry: the subcommand run, the exit codes, the one way an error is printed |
 //! | `args.rs` | the command tree (clap's builder API), the completion scripts |
 //! | `source.rs` | `SOURCE`: an audit folder, checked, or a database exported to a temporary one |
-//! | `database.rs` | feature `postgres`: the read-only connection to a fleet's database |
+//! | `database.rs` | a fleet's database: its URL as it may be shown, the read-only connection (feature `postgres`) |
 //! | `verify.rs` | `audit verify`: the chain check, one line per chain, a progress bar on a long trail |
 //! | `report/` | `audit report`: the command (`mod.rs`), the page (`html.rs`), its charts (`svg.rs`), text made safe for it (`escape.rs`) |
 //! | `stats/` | `audit stats`: the command (`mod.rs`), the counts as aligned tables or JSON (`print.rs`) |
 //! | `tail/` | `audit tail`: the command (`mod.rs`), one readable line per call and the filters (`line.rs`), a file followed as `tail -F` does (`follow.rs`) |
 
 mod args;
-#[cfg(feature = "postgres")]
 mod database;
 mod report;
 mod source;

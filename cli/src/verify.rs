@@ -8,6 +8,7 @@ use toolgate_core::audit::{
     AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE, chain_files, verify_audit_dir_with_progress,
 };
 
+use crate::database;
 use crate::source::{self, Source};
 use crate::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, fail};
 
@@ -67,13 +68,19 @@ fn written(result: std::io::Result<()>, ok: bool, err: &mut dyn Write) -> u8 {
 /// `audit_log: ok, N lines, last hash H`, or the first line at fault.
 #[cfg(feature = "postgres")]
 fn database(url: &str, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let store = match crate::database::connect(url) {
+    let store = match database::connect(url) {
         Ok(s) => s,
         Err(e) => return fail(err, e, EXIT_BAD_INPUT),
     };
     let verdict = match toolgate_core::block_on(store.audit_sink().verify(None)) {
         Ok(v) => v,
-        Err(e) => return fail(err, format!("{}: {e}", source::shown(url)), EXIT_BAD_INPUT),
+        Err(e) => {
+            return fail(
+                err,
+                format!("{}: {e}", database::shown(url)),
+                EXIT_BAD_INPUT,
+            );
+        }
     };
     let ok = verdict.is_ok();
     let text = verdict.to_string();
@@ -82,5 +89,5 @@ fn database(url: &str, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
 
 #[cfg(not(feature = "postgres"))]
 fn database(url: &str, _out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    fail(err, source::without_postgres(url), EXIT_BAD_INPUT)
+    fail(err, database::without_postgres(url), EXIT_BAD_INPUT)
 }

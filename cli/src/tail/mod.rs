@@ -11,11 +11,10 @@ use std::time::Duration;
 
 use clap::ArgMatches;
 use serde_json::Value;
-use toolgate_core::audit::{
-    AUDIT_LOG_FILE, TrailError, chain_files, parse_call_line, printable_json,
-};
+use toolgate_core::audit::{AUDIT_LOG_FILE, chain_files, parse_call_line, printable_json};
 
-use crate::tail::follow::Follower;
+use crate::database;
+use crate::tail::follow::{Follower, torn};
 use crate::tail::line::{TailFilter, tail_line};
 use crate::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, fail, source};
 
@@ -92,7 +91,7 @@ pub(crate) fn run(m: &ArgMatches, out: &mut dyn Write, err: &mut dyn Write) -> u
             format!(
                 "{}: --follow reads a folder's live file; a database is shown as it is now \
                  (without --follow)",
-                source::shown(&url)
+                database::shown(&url)
             ),
             EXIT_BAD_INPUT,
         );
@@ -167,15 +166,6 @@ pub(crate) fn run(m: &ArgMatches, out: &mut dyn Write, err: &mut dyn Write) -> u
             return EXIT_OK;
         }
     }
-}
-
-/// The sentence for a last line with no `\n`, as the library says it.
-pub(crate) fn torn(path: &Path, line: u64) -> String {
-    TrailError::TornLine {
-        path: path.to_path_buf(),
-        line,
-    }
-    .to_string()
 }
 
 fn at(path: &Path, n: u64, problem: &str) -> String {
