@@ -69,57 +69,46 @@ pub(crate) fn parse_hex(text: &str) -> Option<Hash> {
 /// `u64::MAX`: the names [`AuditLog::rotate`](crate::audit::AuditLog::rotate) gives. Any other
 /// name (`audit_log.01.jsonl`, `audit_log.+1.jsonl`, `audit_log.1.jsonl.gz`) is no part of the
 /// chain. The writer (which number comes next, which file a new one follows), the verifier and
-/// the trail's readers all take the chain from this function, so they never disagree on it. The
-/// live file is taken from the folder's listing, as the rotated ones: a name there that cannot
-/// be opened (a dangling symlink) is part of the chain, and reading it is an error.
+/// the trail's readers all take the chain from this rule, so they never disagree on it. The
+/// live file is part of the chain when the folder holds an entry of its name, whatever it is:
+/// one that cannot be opened (a dangling symlink) is then named by the reader that fails to
+/// read it, never skipped.
 ///
 /// # Errors
 /// The folder's listing cannot be read (it does not exist, is not a folder, or the system
-/// refuses it): the [`io::Error`], never an empty chain.
+/// refuses it), or the live file's entry cannot be looked at: the [`io::Error`], never an empty
+/// chain.
+#[cfg(any(feature = "audit-verify", feature = "audit-report"))]
 pub fn chain_files(dir: &Path, name: &str) -> io::Result<Vec<PathBuf>> {
-    let listing = Listing::of(dir, name)?;
-    let mut files: Vec<PathBuf> = listing.rotated.into_iter().map(|(_, path)| path).collect();
-    files.extend(listing.live);
+    let mut files: Vec<PathBuf> = rotated_files(dir, name)?
+        .into_iter()
+        .map(|(_, path)| path)
+        .collect();
+    let live = dir.join(name);
+    match std::fs::symlink_metadata(&live) {
+        Ok(_) => files.push(live),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
     Ok(files)
 }
 
-/// The rotated files of `name` in `dir`, sorted by their number ([`chain_files`]' rule).
+/// The rotated files of `name` in `dir`, sorted by their number (the rule of `chain_files`).
 ///
 /// # Errors
-/// As [`chain_files`].
+/// The folder's listing cannot be read.
 pub(crate) fn rotated_files(dir: &Path, name: &str) -> io::Result<Vec<(u64, PathBuf)>> {
-    Listing::of(dir, name).map(|listing| listing.rotated)
-}
-
-/// One chain's files in a folder's listing.
-struct Listing {
-    /// The rotated files with their numbers, sorted.
-    rotated: Vec<(u64, PathBuf)>,
-    /// The live file, when it is listed.
-    live: Option<PathBuf>,
-}
-
-impl Listing {
-    fn of(dir: &Path, name: &str) -> io::Result<Listing> {
-        let mut listing = Listing {
-            rotated: Vec::new(),
-            live: None,
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let file_name = entry.file_name();
+        let Some(n) = file_name.to_str().and_then(|f| rotation_number(f, name)) else {
+            continue;
         };
-        for entry in std::fs::read_dir(dir)? {
-            let entry = entry?;
-            let file_name = entry.file_name();
-            let Some(file_name) = file_name.to_str() else {
-                continue;
-            };
-            if file_name == name {
-                listing.live = Some(entry.path());
-            } else if let Some(n) = rotation_number(file_name, name) {
-                listing.rotated.push((n, entry.path()));
-            }
-        }
-        crate::base::sort::sort_by(&mut listing.rotated, |a, b| a.cmp(b));
-        Ok(listing)
+        found.push((n, entry.path()));
     }
+    crate::base::sort::sort_by(&mut found, |a, b| a.cmp(b));
+    Ok(found)
 }
 
 /// `N` of a rotated file's name `STEM.N.EXT` for the chain `STEM.EXT`: decimal digits only, no

@@ -50,7 +50,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use crate::base::time::Rfc3339;
-pub use chain::{CHAIN_START, chain_files};
+pub use chain::CHAIN_START;
+#[cfg(any(feature = "audit-verify", feature = "audit-report"))]
+pub use chain::chain_files;
 pub use hook_run::{HookOutcome, HookRun};
 pub use outcome::{CallRecord, Outcome, SessionSummary};
 pub use printable::{printable, printable_json};
@@ -130,8 +132,9 @@ struct LogInner {
 ///    that line's `\n` (`sed -n 7p audit_log.jsonl | sha256sum` prints line 8's `prev`).
 /// 3. The first line of a file carries the hash of the last line of the file it follows: the
 ///    newest rotated file of the same name in the folder (`audit_log.N.jsonl`, largest `N`, `N`
-///    in decimal with no sign and no leading zero: [`chain_files`]), or [`CHAIN_START`] (64
-///    zeros) when there is none. Each file name is its own chain.
+///    in decimal with no sign and no leading zero: the rule of `chain_files`, features
+///    `audit-verify` and `audit-report`), or [`CHAIN_START`] (64 zeros) when there is none.
+///    Each file name is its own chain.
 /// 4. A file opened again (another process, a new `AuditLog`) continues from its last line,
 ///    read back and hashed. A last line cut short by a crash (no `\n`) is ended with one before
 ///    the next line; it stays damaged, and the verifier reports it.
