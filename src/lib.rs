@@ -797,7 +797,7 @@
 //! | `tower` | `toolgate::tower`: a session as a `Service<ToolUse>`, the hooks as a `Layer` |
 //! | `claude-code` | `toolgate::claude_code`: the rules as a Claude Code command hook |
 //! | `audit-verify` | `verify_audit_dir`, `verify_audit_file`: the audit files' hash chain checked (the files are chained without it) |
-//! | `audit-report` | `toolgate::audit::report`: an audit trail read back, its figures, the self-contained HTML report, counts as text or JSON, one readable line per call (what the `toolgate` command shows) |
+//! | `audit-report` | `toolgate::audit::{Trail, TrailError, parse_call_line, read_call_lines}` and `toolgate::audit::report::Figures`: an audit trail read back and what it adds up to (counts, the people in the loop, latency distributions); the `toolgate` command draws them as its page, tables and lines |
 //! | `openai` | OpenAI's calls in and results out (`provider::openai`, `provider::openai_responses`: `tool_use`, `tool_uses`, `tool_message`, `function_call_output`), `Session::respond_openai_choice` and `respond_openai_response` |
 //! | `gemini` | Gemini's calls in and results out (`provider::gemini::{tool_use, function_response}`), `Session::respond_gemini_candidate` |
 //! | `mcp` | `toolgate::mcp`: a dispatcher as an MCP server over stdio (rmcp), and a guard in front of a remote MCP server |

@@ -1189,7 +1189,6 @@ usage:
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR|URL
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
-  support_agent --report DIR|URL
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
                 [--json] [--out-dir DIR] [--store sqlite|memory] [--database-url URL]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
@@ -1230,11 +1229,8 @@ usage:
                        → blocked, blocked → allowed, another rewrite, another blocking hook
   --weekly-refund-limit CENTS
                        with --what-if: try this weekly refund limit instead of 50000 cents
-  --report DIR         write DIR/report.html from DIR's audit files (what `toolgate audit
-                       report` writes): outcomes per day, the people in the loop, each
-                       customer's calls and refunds, each rule's denials and asks per day,
-                       latency per rule and per tool, halts, tokens, the hash chain; a
-                       postgres:// URL: the database's trail, the page in ./report.html
+  --report DIR         gone: the HTML report is `toolgate audit report DIR` (the `toolgate`
+                       command: cargo install --path cli); this flag prints that command line
   --resume FILE        finish a turn paused for a person's approval (a replay writes it to
                        OUT-DIR/pending/SESSION/TURN.json) with one decision:
   --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)
@@ -2937,180 +2933,40 @@ fn otel_replays_as_usual_while_the_spans_go_to_the_stdout_exporter() {
 
 // ---------------------------------------------------------------- the report
 
-/// Every `data-k="KEY">VALUE<` of a page, in order.
-fn page_figures(page: &str) -> Vec<(String, String)> {
-    page.split("data-k=\"")
-        .skip(1)
-        .map(|rest| {
-            let (key, rest) = rest.split_once('"').unwrap();
-            let value = rest.split_once('>').unwrap().1.split_once('<').unwrap().0;
-            (key.to_owned(), value.to_owned())
-        })
-        .collect()
-}
-
 #[test]
-fn the_report_page_shows_the_logs_own_numbers() {
-    // The bundled replays, then transcript 03 on an agent whose extra policy cannot decide: a
-    // halt with its detail.
+fn report_names_the_toolgate_command_that_draws_the_page_and_writes_nothing() {
+    // The page is the `toolgate` command's (cli/src/report/); its figures are checked against
+    // the recorded trail of these same replays by the command's own tests (cli/tests/report.rs).
     let dir = TempDir::new("report");
     let (code, _, err) = run(&[&os("--out-dir"), &os(dir.path())]);
     assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
-    let audit = AuditLog::open(dir.path()).unwrap();
-    let broken = toolgate::dispatch::PreHookDef::sync("test::broken_policy", 5, |_env, _call| {
-        Err(toolgate::dispatch::HookError::new(
-            "policy store unreachable",
-        ))
-    });
-    let agent =
-        Agent::build_with(Specialist::Refunds, Some(&audit), |b| b.pre_hook(broken)).unwrap();
-    let t = transcript::load(&fixture("03_parallel_batch.json")).unwrap();
-    agent::replay_on(&agent, &t);
-    drop((agent, audit));
-
     let (code, out, err) = run(&[&os("--report"), &os(dir.path())]);
-    let page_path = dir.path().join("report.html");
+    let d = dir.path().display();
     assert_eq!(
         (code, out, err),
         (
-            cli::EXIT_OK,
+            cli::EXIT_BAD_INPUT,
+            String::new(),
             format!(
-                "report: {} (28 calls, chain verifies)\n",
-                page_path.display()
-            ),
-            String::new()
+                "error: --report: the report is the `toolgate` command's now: toolgate audit \
+                 report {d} -o {d}/report.html --count-tool issue_refund (cargo install --path \
+                 cli; docs/toolgate-command.md)\n"
+            )
         )
     );
-    let page = std::fs::read_to_string(&page_path).unwrap();
-    // Self-contained: no script, nothing fetched at view time.
-    for absent in ["<script", "src=", "href=", "@import", "url("] {
-        assert!(!page.contains(absent), "{absent}");
-    }
-
-    // The numbers, recomputed here from the log's own lines.
-    // A paused call's line (`"final": false`) is left out: its final line comes at resume.
-    let all = json_lines(&dir.path().join("audit_log.jsonl"));
-    let lines: Vec<Value> = all
-        .iter()
-        .filter(|l| l.get("final") != Some(&json!(false)))
-        .cloned()
-        .collect();
-    assert_eq!(all.len() - lines.len(), 4);
-    let mut want: Vec<(String, String)> = vec![
-        ("calls".into(), lines.len().to_string()),
-        ("sessions".into(), "11".into()),
-        ("left_out".into(), "4".into()),
-        ("chain".into(), "verifies".into()),
-    ];
-    let count = |keep: &dyn Fn(&Value) -> bool| lines.iter().filter(|l| keep(l)).count();
-    let mut outcomes: Vec<&str> = lines
-        .iter()
-        .map(|l| l["outcome"].as_str().unwrap())
-        .collect();
-    outcomes.sort();
-    outcomes.dedup();
-    let mut days: Vec<&str> = lines
-        .iter()
-        .map(|l| &l["ts"].as_str().unwrap()[..10])
-        .collect();
-    days.sort();
-    days.dedup();
-    for day in &days {
-        for o in &outcomes {
-            let n = count(&|l| &l["ts"].as_str().unwrap()[..10] == *day && l["outcome"] == *o);
-            want.push((format!("day:{day}:{o}"), n.to_string()));
-        }
-    }
-    for o in &outcomes {
-        want.push((
-            format!("outcome:{o}"),
-            count(&|l| l["outcome"] == *o).to_string(),
-        ));
-    }
-    // Rules, most denials first, then by name.
-    let runs = |l: &Value| l["hooks"].as_array().cloned().unwrap_or_default();
-    let mut rules: Vec<(String, usize, usize)> = Vec::new();
-    for l in &lines {
-        for run in runs(l) {
-            let hook = run["hook"].as_str().unwrap().to_owned();
-            let denied = usize::from(run["decision"] == "deny");
-            match rules.iter_mut().find(|r| r.0 == hook) {
-                Some(r) => {
-                    r.1 += 1;
-                    r.2 += denied;
-                }
-                None => rules.push((hook, 1, denied)),
-            }
-        }
-        // Blocked with no hook run on the line (a paused call that expired, or was declined,
-        // at resume): a denial of the hook that blocked it.
-        if l["outcome"] == "blocked" && runs(l).is_empty() {
-            let hook = l["blocked_by"].as_str().unwrap().to_owned();
-            match rules.iter_mut().find(|r| r.0 == hook) {
-                Some(r) => {
-                    r.1 += 1;
-                    r.2 += 1;
-                }
-                None => rules.push((hook, 1, 1)),
-            }
-        }
-    }
-    rules.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
-    for (hook, n, denied) in &rules {
-        want.push((format!("rule_runs:{hook}"), n.to_string()));
-        want.push((format!("rule_denials:{hook}"), denied.to_string()));
-    }
-    let mut tools: Vec<&str> = lines.iter().map(|l| l["tool"].as_str().unwrap()).collect();
-    tools.sort();
-    tools.dedup();
-    for tool in &tools {
-        want.push((
-            format!("tool_calls:{tool}"),
-            count(&|l| l["tool"] == *tool).to_string(),
-        ));
-        want.push((
-            format!("tool_blocked:{tool}"),
-            count(&|l| l["tool"] == *tool && l["outcome"] == "blocked").to_string(),
-        ));
-    }
-    want.push((
-        "halts".into(),
-        count(&|l| l["outcome"] == "hook_failed").to_string(),
-    ));
-    want.push(("tokens".into(), "none recorded: the host writes no ".into()));
-    let shown: Vec<(String, String)> = page_figures(&page)
-        .into_iter()
-        .filter(|(k, _)| {
-            // The families recomputed here; the rest (people, customers, latency) are checked
-            // key by key against the log by the `toolgate` command's report tests.
-            let family = k.split(':').next().unwrap_or_default();
-            [
-                "calls",
-                "sessions",
-                "left_out",
-                "chain",
-                "day",
-                "outcome",
-                "rule_runs",
-                "rule_denials",
-                "tool_calls",
-                "tool_blocked",
-                "halts",
-                "tokens",
-            ]
-            .contains(&family)
-        })
-        .collect();
-    // The page lists rules most denials first, then by name (as recomputed above).
-    assert_eq!(shown, want);
-    // The halt's row: when, session, tool, outcome, hook and the operator's detail.
-    assert!(page.contains(
-        "<tr><td data-label=\"when (UTC)\">2026-11-25<wbr>T09:00:00Z</td>\
-         <td data-label=\"session\">sess_parallel_03</td><td data-label=\"tool\">lookup_user</td>\
-         <td data-label=\"outcome\">hook_failed</td>\
-         <td data-label=\"hook\"><code>test::broken_policy</code></td>\
-         <td data-label=\"detail\">policy store unreachable</td></tr>"
-    ));
+    assert!(!dir.path().join("report.html").exists());
+    // A database's URL is not repeated: it may hold a password.
+    let (code, out, err) = run(&[&os("--report"), &os("postgres://agent:pw-secret@db/agent")]);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (
+            cli::EXIT_BAD_INPUT,
+            "",
+            "error: --report: the report is the `toolgate` command's now: toolgate audit report \
+             URL -o report.html --count-tool issue_refund (cargo install --path cli; \
+             docs/toolgate-command.md)\n"
+        )
+    );
 }
 
 /// The paused transcript of `08_large_refund_paused.json`, in session `session_id`, with its

@@ -43,7 +43,6 @@ usage:
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR|URL
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
-  support_agent --report DIR|URL
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
                 [--json] [--out-dir DIR] [--store sqlite|memory] [--database-url URL]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
@@ -84,11 +83,8 @@ usage:
                        → blocked, blocked → allowed, another rewrite, another blocking hook
   --weekly-refund-limit CENTS
                        with --what-if: try this weekly refund limit instead of 50000 cents
-  --report DIR         write DIR/report.html from DIR's audit files (what `toolgate audit
-                       report` writes): outcomes per day, the people in the loop, each
-                       customer's calls and refunds, each rule's denials and asks per day,
-                       latency per rule and per tool, halts, tokens, the hash chain; a
-                       postgres:// URL: the database's trail, the page in ./report.html
+  --report DIR         gone: the HTML report is `toolgate audit report DIR` (the `toolgate`
+                       command: cargo install --path cli); this flag prints that command line
   --resume FILE        finish a turn paused for a person's approval (a replay writes it to
                        OUT-DIR/pending/SESSION/TURN.json) with one decision:
   --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)
@@ -567,7 +563,7 @@ where
             }
         },
         Command::VerifyAudit(dir) => return verify_audit(&dir, out, err),
-        Command::Report(dir) => return report::run(&dir, out, err),
+        Command::Report(dir) => return report::run(&dir, err),
         Command::WhatIf(file, specialist, changes) => {
             return what_if::run(&file, specialist, changes, out, err);
         }
@@ -728,7 +724,7 @@ fn verify_audit(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         }
     };
     // The same lines as `toolgate audit verify`.
-    let text = toolgate::audit::report::ChainSummary::of(&verified).to_string();
+    let text = verified.to_string();
     match out.write_all(text.as_bytes()) {
         Ok(()) if verified.is_ok() => EXIT_OK,
         Ok(()) => EXIT_FAILED,

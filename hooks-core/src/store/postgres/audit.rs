@@ -22,7 +22,7 @@ use super::conn::{
 use super::runtime::Runtime;
 use super::{PostgresStore, sql};
 use crate::audit::chain::{CHAIN_START, hash, hex_string, parse_hex};
-use crate::audit::verify::{ChainLines, ChainStatus, verify_lines};
+use crate::audit::verify::{ChainLines, ChainStatus, KEEP_LAST_HASHES, verify_lines};
 use crate::audit::{AUDIT_LOG_FILE, AuditRecord, AuditSink, SESSION_SUMMARIES_FILE, SummaryRecord};
 use crate::base::future::join_all;
 use crate::error::HookError;
@@ -675,18 +675,14 @@ pub struct PostgresVerification {
 }
 
 /// One line per chain, each with its `\n`, then, when both verify, the reminder a folder's check
-/// ends with too (`keep the last hashes elsewhere: …`): what `toolgate audit verify
-/// postgres://…` prints.
+/// ends with too ([`KEEP_LAST_HASHES`](crate::audit::KEEP_LAST_HASHES)): what `toolgate audit
+/// verify postgres://…` prints.
 impl fmt::Display for PostgresVerification {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{}", self.calls)?;
         writeln!(f, "{}", self.sessions)?;
         if self.is_ok() {
-            writeln!(
-                f,
-                "keep the last hashes elsewhere: lines deleted from the end of a file can only \
-                 be caught against them"
-            )?;
+            writeln!(f, "{KEEP_LAST_HASHES}")?;
         }
         Ok(())
     }
