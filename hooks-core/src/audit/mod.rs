@@ -9,22 +9,7 @@
 //! You need it to write an observer or a Stop hook, keep an audit trail, check one, or ask what
 //! today's rules would have done to yesterday's calls.
 //!
-//! | file | what it holds |
-//! |---|---|
-//! | `mod.rs` | [`AuditLog`], [`AuditLogBuilder`]: the observer and Stop hook, delivery to the sinks |
-//! | `record.rs` | [`AuditRecord`], [`SummaryRecord`]: what every sink receives, the JSON of a line; a record refilled in place |
-//! | `line.rs` | [`AuditRecord::write_json`], [`SummaryRecord::write_json`]: a line's JSON, serde_json's but for the line breaks and C1 controls it escapes (one record, one line, for every reader); the record's by hand, a word-at-a-time escaper |
-//! | `printable.rs` | [`printable`], [`printable_json`]: the one rule for showing a person text from the model |
-//! | `sink.rs` | [`AuditSink`] |
-//! | `redact.rs` | [`Redaction`], [`mask_card_numbers`], [`mask_emails`] |
-//! | `chain.rs` | the hash chain's rule and the writer that keeps it (lock, reopen, rotation) |
-//! | `files.rs` | the default sink: `audit_log.jsonl` and `session_summaries.jsonl` |
-//! | `verify.rs` | feature `audit-verify`: `verify_audit_dir`, `verify_audit_file`, the verdict in words |
-//! | `trail.rs` | feature `audit-report`: `Trail`, `TrailError`, `parse_call_line`, `read_call_lines`: the lines of an audit folder or a stream read back |
-//! | `outcome.rs` | [`Outcome`], [`CallRecord`], [`SessionSummary`]: what observers and Stop hooks see |
-//! | `hook_run.rs` | [`HookRun`], [`HookOutcome`]: one run of a PreToolUse hook |
-//! | `what_if.rs` | [`WhatIf`], [`Flip`], [`Change`]: a recorded call against today's rules |
-//! | `report.rs` | feature `audit-report`: `report::Figures`: what a trail's lines add up to (the counts, the people in the loop, the distributions) |
+//! Where each piece is: ARCHITECTURE.md, "Parts": `audit/`.
 
 pub(crate) mod chain;
 mod files;
