@@ -797,11 +797,12 @@
 //! | `tower` | `toolgate::tower`: a session as a `Service<ToolUse>`, the hooks as a `Layer` |
 //! | `claude-code` | `toolgate::claude_code`: the rules as a Claude Code command hook |
 //! | `audit-verify` | `verify_audit_dir`, `verify_audit_file`: the audit files' hash chain checked (the files are chained without it) |
-//! | `audit-report` | `toolgate::audit::report`: an audit trail read back, its figures, the self-contained HTML report, counts as text or JSON, one readable line per call (what the `toolgate` command shows) |
+//! | `audit-report` | `toolgate::audit::{Trail, TrailError, parse_call_line, read_call_lines}` and `toolgate::audit::report::Figures`: an audit trail read back and what it adds up to (counts, the people in the loop, latency distributions); the `toolgate` command draws them as its page, tables and lines |
 //! | `openai` | OpenAI's calls in and results out (`provider::openai`, `provider::openai_responses`: `tool_use`, `tool_uses`, `tool_message`, `function_call_output`), `Session::respond_openai_choice` and `respond_openai_response` |
 //! | `gemini` | Gemini's calls in and results out (`provider::gemini::{tool_use, function_response}`), `Session::respond_gemini_candidate` |
 //! | `mcp` | `toolgate::mcp`: a dispatcher as an MCP server over stdio (rmcp), and a guard in front of a remote MCP server |
 //! | `mcp-http` | `mcp` over streamable HTTP: `McpServer::streamable_http_service` (a tower service for hyper or axum), `McpCaller::http_request`, `McpGuard::streamable_http` (reqwest, rustls on ring) |
+//! | `seal` | `approval::{SealKey, SealKeys}`, `DispatcherBuilder::seal_keys`: the fields the audit log's redaction hides are sealed (AES-SIV, RustCrypto's `aes-siv`) in a paused turn and given back at resume; without it such a call is blocked, not paused |
 //! | `inbox` | `toolgate::approval::inbox`: the approval inbox over the paused-turn stores: waiting calls listed and filtered, a person's decision recorded once and atomically under a policy (who may approve, edit or decline; never the requester; two people where a tool needs them), ready turns resumed once across a fleet, every attempt an audit line |
 //! | `inbox-http` | `toolgate::inbox_http`: the approval inbox's page (an axum router, or served on its own address): the waiting calls, each turn's inputs and forms, live updates, sign-in by token or trusted proxy, the policy file; `decided_by` is always the signed-in person |
 //! | `sqlite` | `toolgate::store::sqlite::SqliteStore`: the answer memory and the paused turns in one SQLite file that sessions and processes share, each committed write surviving a crash (rusqlite, SQLite compiled in) |

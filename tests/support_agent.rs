@@ -1198,7 +1198,6 @@ usage:
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR|URL
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
-  support_agent --report DIR|URL
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
                 [--json] [--out-dir DIR] [--store sqlite|memory] [--database-url URL]
   support_agent --worker [--once] [--out-dir DIR] [--store sqlite] [--database-url URL]
@@ -1223,7 +1222,10 @@ usage:
   --otel               also print each call's OpenTelemetry spans (execute_tool with a
                        pre_tool_use child per hook run), with the SDK's stdout exporter
   --otel-endpoint URL  also send the spans to an OpenTelemetry collector over OTLP/HTTP
-                       (protobuf), URL its traces address: http://localhost:4318/v1/traces
+                       (protobuf): URL the collector's base address, /v1/traces appended
+                       (http://localhost:4318), or a URL whose path ends in /v1/traces, used
+                       as given; the spans' service.name is OTEL_SERVICE_NAME when set,
+                       else the service.name of OTEL_RESOURCE_ATTRIBUTES, else support_agent
   --schemas            print the specialist's tool definitions as one JSON array and exit
   --specialist NAME    with --schemas: refunds (default) or triage
   --provider NAME      with --schemas: anthropic (default), anthropic-strict, openai (Chat
@@ -1237,11 +1239,8 @@ usage:
                        → blocked, blocked → allowed, another rewrite, another blocking hook
   --weekly-refund-limit CENTS
                        with --what-if: try this weekly refund limit instead of 50000 cents
-  --report DIR         write DIR/report.html from DIR's audit files (what `toolgate audit
-                       report` writes): outcomes per day, the people in the loop, each
-                       customer's calls and refunds, each rule's denials and asks per day,
-                       latency per rule and per tool, halts, tokens, the hash chain; a
-                       postgres:// URL: the database's trail, the page in ./report.html
+  --report DIR         gone: the HTML report is `toolgate audit report DIR` (the `toolgate`
+                       command: cargo install --path cli); this flag prints that command line
   --resume FILE        finish a turn paused for a person's approval (a replay writes it to
                        OUT-DIR/pending/SESSION/TURN.json) with one decision:
   --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)
@@ -2189,7 +2188,7 @@ fn a_hook_that_cannot_decide_halts_the_agent_and_answers_every_block() {
 }
 
 #[test]
-fn control_characters_from_the_model_are_flattened_in_readable_lines() {
+fn control_characters_from_the_model_are_escaped_in_readable_lines() {
     let text = std::fs::read_to_string(fixture("03_parallel_batch.json")).unwrap();
     let mut v: Value = serde_json::from_str(&text).unwrap();
     v["messages"][0]["content"][1]["name"] = json!("look\u{1b}[31mup\nfake line");
@@ -2212,10 +2211,108 @@ fn control_characters_from_the_model_are_flattened_in_readable_lines() {
     assert!(
         out.lines().any(|l| l
             .trim_start()
-            .starts_with("toolu_01OoNZYW2mZp0zVZomHFwUbb  look [31mup fake line {")),
+            .starts_with(r"toolu_01OoNZYW2mZp0zVZomHFwUbb  look\u{1b}[31mup\u{a}fake line {")),
         "{out}"
     );
     assert!(!out.lines().any(|l| l.starts_with("fake line")));
+}
+
+#[test]
+fn line_breaks_and_escapes_from_the_model_stay_inside_one_line_of_every_output() {
+    // Every character that ends a line for one reader or another, and an ANSI escape sequence,
+    // in a tool name, an input value, and a deny reason that quotes the input.
+    const HOSTILE: &str = "a\rb\nc\r\nd\u{85}e\u{2028}f\u{2029}g\u{1b}[31mred\u{1b}[0m";
+    const SHOWN: &str = r"a\u{d}b\u{a}c\u{d}\u{a}d\u{85}e\u{2028}f\u{2029}g\u{1b}[31mred\u{1b}[0m";
+    let text = std::fs::read_to_string(fixture("03_parallel_batch.json")).unwrap();
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    let blocks = &mut v["messages"][0]["content"];
+    blocks[1]["input"]["user_id"] = json!(format!("u_9{HOSTILE}"));
+    blocks[2]["name"] = json!(format!("get{HOSTILE}"));
+    blocks[3]["input"]["query"] = json!(HOSTILE);
+    v["expected_outcomes"] = json!({});
+    let dir = TempDir::new("line-breaks");
+    let file = dir.path().with_extension("json");
+    std::fs::write(&file, v.to_string()).unwrap();
+    let raw = [
+        '\r', '\u{b}', '\u{c}', '\u{85}', '\u{2028}', '\u{2029}', '\u{1b}',
+    ];
+
+    let (code, out, err) = run(&[
+        &os("--transcript"),
+        &os(&file),
+        &os("--out-dir"),
+        &os(dir.path()),
+    ]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    for c in raw {
+        assert!(!out.contains(c), "{c:?} raw in {out:?}");
+    }
+    let calls: Vec<&str> = out
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with("toolu_"))
+        .collect();
+    // Each call one line: the input as JSON text and the answer, the model's characters
+    // escaped (`\r` by JSON, the rest by `printable`), cut at the line's widths.
+    assert_eq!(
+        calls,
+        [
+            format!(
+                r#"toolu_01OoNZYW2mZp0zVZomHFwUbb  lookup_user {{"user_id":"u_9a\rb\nc\r\nd\u{{85}}e\u{{2028}}f\u{{2029}}g\u001b[31mred\u001b[0m"}} | blocked by {} | BLOCKED: this conversation can only use the signed-in customer's own account, and u_9a\u{{d}}b\u{{a}}c\u{{d}}\u{{a}}d\…"#,
+                hook("own_records_only")
+            ),
+            format!(
+                r#"toolu_01YrEqmSM9wCZ7Uw9xfogoEm  geta\u{{d}}b\u{{a}}c\u{{d}}\u{{a}}d\u{{85}}e\u{{2028}}f\u{{2029}}g\u{{1b}}[31mre… {{"order_id":"o_1002"}} | failed, unknown_tool | Error: unknown tool 'get{SHOWN}'. Available to…"#
+            ),
+            format!(
+                r#"toolu_01vnEN5N1aE6PwZPf1Qh6yYT  search_faq {{"query":"a\rb\nc\r\nd\u{{85}}e\u{{2028}}f\u{{2029}}g\u001b[31mred\u001b[0m","limit":50}} | rewritten by {} to {{"query":"a\rb\nc\r\nd\u{{85}}e\u{{2028}}f\u{{2029}}g\u001b[31mred\u001b[0m","limit":5…, allowed, ok | []"#,
+                hook("cap_faq_limit")
+            ),
+        ],
+        "{out}"
+    );
+    // The deny reason quoting the input, whole, in the audit line's answer.
+    let lines = json_lines(&dir.path().join("audit_log.jsonl"));
+    assert_eq!(
+        lines[0]["content"],
+        format!(
+            "BLOCKED: this conversation can only use the signed-in customer's own account, and \
+             u_9{HOSTILE} is not it. Use the signed-in customer's id, u_001, or ask them what \
+             they need for their own account."
+        )
+    );
+
+    // --json: one JSON line per answer, the same value, nothing raw.
+    let json_dir = TempDir::new("line-breaks-json");
+    let (code, out, err) = run(&[
+        &os("--transcript"),
+        &os(&file),
+        &os("--json"),
+        &os("--out-dir"),
+        &os(json_dir.path()),
+    ]);
+    let _ = std::fs::remove_file(&file);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    for c in raw {
+        assert!(!out.contains(c), "{c:?} raw in {out:?}");
+    }
+    let answers: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 1);
+    let results = answers[0]["content"].as_array().unwrap();
+    assert_eq!(results.len(), 3);
+    assert_eq!(results[0]["content"], lines[0]["content"]);
+
+    // The audit file: one line per call for Rust, Python and JavaScript readers alike.
+    let path = dir.path().join("audit_log.jsonl");
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[1]["tool"], format!("get{HOSTILE}"));
+    assert_eq!(lines[2]["input"]["query"], HOSTILE);
+    for reader in support::LineReader::ALL {
+        assert_eq!(reader.read(&path), lines, "{reader:?}");
+    }
 }
 
 #[test]
@@ -2396,7 +2493,7 @@ fn paused_08_pending() -> Value {
         .fingerprint();
     json!({
         "format": 2, "turn_format": "anthropic_messages",
-        "turn_id": "toolu_01Mp7sDbUq1V8fZx3gCi7PwE",
+        "turn_id": "msg_01Be8qNh1CgXrZ5wPu2lTdEe", "turn": "msg_01Be8qNh1CgXrZ5wPu2lTdEe",
         "session_id": "sess_paused_08", "user_id": "u_001",
         "fingerprint": fingerprint, "created_at": "2026-12-01T14:00:00Z",
         "pending_ttl_ms": 86_400_000,
@@ -2428,7 +2525,7 @@ fn a_paused_turn_is_written_then_resumed_by_a_later_run_with_approve_or_deny() {
         assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
         let file = dir
             .path()
-            .join("pending/sess_paused_08/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json");
+            .join("pending/sess_paused_08/msg_01Be8qNh1CgXrZ5wPu2lTdEe.json");
         let written: Value =
             serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         assert_eq!(written, paused_08_pending());
@@ -2564,7 +2661,7 @@ fn a_worker_resumes_the_turns_people_decided_in_the_inbox_of_its_store_once() {
     assert_eq!(
         out,
         format!(
-            "== resumed turn toolu_01Mp7sDbUq1V8fZx3gCi7PwE of session sess_paused_08\n   user \
+            "== resumed turn msg_01Be8qNh1CgXrZ5wPu2lTdEe of session sess_paused_08\n   user \
              u_001 (premium), specialist refunds\n   {id}  issue_refund \
              {{\"order_id\":\"o_1002\",\"amount_cents\":25000}} | asked by {path}, approved by \
              lead@shop.example, allowed, ok | {{\"refund_id\":\"re_0001\",\"order_id\":\"o_1002\",\
@@ -2608,7 +2705,7 @@ fn a_copy_of_a_pending_file_resumed_again_or_a_second_run_pays_nothing_twice() {
     assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
     let file = dir
         .path()
-        .join("pending/sess_paused_08/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json");
+        .join("pending/sess_paused_08/msg_01Be8qNh1CgXrZ5wPu2lTdEe.json");
     let copy = dir.path().join("copy.json");
     std::fs::copy(&file, &copy).unwrap();
     let id = "toolu_01Nq8tEcVr2W9gAy4hDj8QxF";
@@ -2663,7 +2760,7 @@ fn a_copy_of_a_pending_file_resumed_again_or_a_second_run_pays_nothing_twice() {
     assert!(!memory.path().join("state.sqlite").exists());
     let paused = memory
         .path()
-        .join("pending/sess_paused_08/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json");
+        .join("pending/sess_paused_08/msg_01Be8qNh1CgXrZ5wPu2lTdEe.json");
     let (code, _, err) = run(&[
         &os("--resume"),
         &os(&paused),
@@ -2710,7 +2807,7 @@ fn an_expired_pending_turn_is_answered_blocked_and_bad_resumes_are_refused() {
     assert_eq!(code, cli::EXIT_OK);
     let file = dir
         .path()
-        .join("pending/sess_expired_09/toolu_01Or9uFdWs3X0hBz5iEk9RyG.json");
+        .join("pending/sess_expired_09/msg_01Cf9rOi2DhYsA6xQv3mUeFf.json");
     let id = "toolu_01Or9uFdWs3X0hBz5iEk9RyG";
     let resume = |more: &[&str]| {
         let mut args = vec![os("--resume"), os(&file), os("--out-dir"), os(dir.path())];
@@ -2935,190 +3032,52 @@ fn otel_replays_as_usual_while_the_spans_go_to_the_stdout_exporter() {
 
 // ---------------------------------------------------------------- the report
 
-/// Every `data-k="KEY">VALUE<` of a page, in order.
-fn page_figures(page: &str) -> Vec<(String, String)> {
-    page.split("data-k=\"")
-        .skip(1)
-        .map(|rest| {
-            let (key, rest) = rest.split_once('"').unwrap();
-            let value = rest.split_once('>').unwrap().1.split_once('<').unwrap().0;
-            (key.to_owned(), value.to_owned())
-        })
-        .collect()
-}
-
 #[test]
-fn the_report_page_shows_the_logs_own_numbers() {
-    // The bundled replays, then transcript 03 on an agent whose extra policy cannot decide: a
-    // halt with its detail.
+fn report_names_the_toolgate_command_that_draws_the_page_and_writes_nothing() {
+    // The page is the `toolgate` command's (cli/src/report/); its figures are checked against
+    // the recorded trail of these same replays by the command's own tests (cli/tests/report.rs).
     let dir = TempDir::new("report");
     let (code, _, err) = run(&[&os("--out-dir"), &os(dir.path())]);
     assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
-    let audit = AuditLog::open(dir.path()).unwrap();
-    let broken = toolgate::dispatch::PreHookDef::sync("test::broken_policy", 5, |_env, _call| {
-        Err(toolgate::dispatch::HookError::new(
-            "policy store unreachable",
-        ))
-    });
-    let agent =
-        Agent::build_with(Specialist::Refunds, Some(&audit), |b| b.pre_hook(broken)).unwrap();
-    let t = transcript::load(&fixture("03_parallel_batch.json")).unwrap();
-    agent::replay_on(&agent, &t);
-    drop((agent, audit));
-
     let (code, out, err) = run(&[&os("--report"), &os(dir.path())]);
-    let page_path = dir.path().join("report.html");
+    let d = dir.path().display();
     assert_eq!(
         (code, out, err),
         (
-            cli::EXIT_OK,
+            cli::EXIT_BAD_INPUT,
+            String::new(),
             format!(
-                "report: {} (28 calls, chain verifies)\n",
-                page_path.display()
-            ),
-            String::new()
+                "error: --report: the report is the `toolgate` command's now: toolgate audit \
+                 report {d} -o {d}/report.html --count-tool issue_refund (cargo install --path \
+                 cli; docs/toolgate-command.md)\n"
+            )
         )
     );
-    let page = std::fs::read_to_string(&page_path).unwrap();
-    // Self-contained: no script, nothing fetched at view time.
-    for absent in ["<script", "src=", "href=", "@import", "url("] {
-        assert!(!page.contains(absent), "{absent}");
-    }
-
-    // The numbers, recomputed here from the log's own lines.
-    // A paused call's line (`"final": false`) is left out: its final line comes at resume.
-    let all = json_lines(&dir.path().join("audit_log.jsonl"));
-    let lines: Vec<Value> = all
-        .iter()
-        .filter(|l| l.get("final") != Some(&json!(false)))
-        .cloned()
-        .collect();
-    assert_eq!(all.len() - lines.len(), 4);
-    let mut want: Vec<(String, String)> = vec![
-        ("calls".into(), lines.len().to_string()),
-        ("sessions".into(), "11".into()),
-        ("left_out".into(), "4".into()),
-        ("chain".into(), "verifies".into()),
-    ];
-    let count = |keep: &dyn Fn(&Value) -> bool| lines.iter().filter(|l| keep(l)).count();
-    let mut outcomes: Vec<&str> = lines
-        .iter()
-        .map(|l| l["outcome"].as_str().unwrap())
-        .collect();
-    outcomes.sort();
-    outcomes.dedup();
-    let mut days: Vec<&str> = lines
-        .iter()
-        .map(|l| &l["ts"].as_str().unwrap()[..10])
-        .collect();
-    days.sort();
-    days.dedup();
-    for day in &days {
-        for o in &outcomes {
-            let n = count(&|l| &l["ts"].as_str().unwrap()[..10] == *day && l["outcome"] == *o);
-            want.push((format!("day:{day}:{o}"), n.to_string()));
-        }
-    }
-    for o in &outcomes {
-        want.push((
-            format!("outcome:{o}"),
-            count(&|l| l["outcome"] == *o).to_string(),
-        ));
-    }
-    // Rules, most denials first, then by name.
-    let runs = |l: &Value| l["hooks"].as_array().cloned().unwrap_or_default();
-    let mut rules: Vec<(String, usize, usize)> = Vec::new();
-    for l in &lines {
-        for run in runs(l) {
-            let hook = run["hook"].as_str().unwrap().to_owned();
-            let denied = usize::from(run["decision"] == "deny");
-            match rules.iter_mut().find(|r| r.0 == hook) {
-                Some(r) => {
-                    r.1 += 1;
-                    r.2 += denied;
-                }
-                None => rules.push((hook, 1, denied)),
-            }
-        }
-        // Blocked with no hook run on the line (a paused call that expired, or was declined,
-        // at resume): a denial of the hook that blocked it.
-        if l["outcome"] == "blocked" && runs(l).is_empty() {
-            let hook = l["blocked_by"].as_str().unwrap().to_owned();
-            match rules.iter_mut().find(|r| r.0 == hook) {
-                Some(r) => {
-                    r.1 += 1;
-                    r.2 += 1;
-                }
-                None => rules.push((hook, 1, 1)),
-            }
-        }
-    }
-    rules.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
-    for (hook, n, denied) in &rules {
-        want.push((format!("rule_runs:{hook}"), n.to_string()));
-        want.push((format!("rule_denials:{hook}"), denied.to_string()));
-    }
-    let mut tools: Vec<&str> = lines.iter().map(|l| l["tool"].as_str().unwrap()).collect();
-    tools.sort();
-    tools.dedup();
-    for tool in &tools {
-        want.push((
-            format!("tool_calls:{tool}"),
-            count(&|l| l["tool"] == *tool).to_string(),
-        ));
-        want.push((
-            format!("tool_blocked:{tool}"),
-            count(&|l| l["tool"] == *tool && l["outcome"] == "blocked").to_string(),
-        ));
-    }
-    want.push((
-        "halts".into(),
-        count(&|l| l["outcome"] == "hook_failed").to_string(),
-    ));
-    want.push(("tokens".into(), "none recorded: the host writes no ".into()));
-    let shown: Vec<(String, String)> = page_figures(&page)
-        .into_iter()
-        .filter(|(k, _)| {
-            // The families recomputed here; the rest (people, customers, latency) are checked
-            // key by key against the log by the `toolgate` command's report tests.
-            let family = k.split(':').next().unwrap_or_default();
-            [
-                "calls",
-                "sessions",
-                "left_out",
-                "chain",
-                "day",
-                "outcome",
-                "rule_runs",
-                "rule_denials",
-                "tool_calls",
-                "tool_blocked",
-                "halts",
-                "tokens",
-            ]
-            .contains(&family)
-        })
-        .collect();
-    // The page lists rules most denials first, then by name (as recomputed above).
-    assert_eq!(shown, want);
-    // The halt's row: when, session, tool, outcome, hook and the operator's detail.
-    assert!(page.contains(
-        "<tr><td data-label=\"when (UTC)\">2026-11-25<wbr>T09:00:00Z</td>\
-         <td data-label=\"session\">sess_parallel_03</td><td data-label=\"tool\">lookup_user</td>\
-         <td data-label=\"outcome\">hook_failed</td>\
-         <td data-label=\"hook\"><code>test::broken_policy</code></td>\
-         <td data-label=\"detail\">policy store unreachable</td></tr>"
-    ));
+    assert!(!dir.path().join("report.html").exists());
+    // A database's URL is not repeated: it may hold a password.
+    let (code, out, err) = run(&[&os("--report"), &os("postgres://agent:pw-secret@db/agent")]);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (
+            cli::EXIT_BAD_INPUT,
+            "",
+            "error: --report: the report is the `toolgate` command's now: toolgate audit report \
+             URL -o report.html --count-tool issue_refund (cargo install --path cli; \
+             docs/toolgate-command.md)\n"
+        )
+    );
 }
 
 /// The paused transcript of `08_large_refund_paused.json`, in session `session_id`, with its
-/// tool_use ids given `suffix` (another turn of the same conversation when it is not empty).
+/// message id and tool_use ids given `suffix` (another turn of the same conversation when it is
+/// not empty).
 fn paused_in(session_id: &str, suffix: &str) -> String {
     let text = std::fs::read_to_string(fixture("08_large_refund_paused.json")).unwrap();
     let mut v: Value = serde_json::from_str(&text).unwrap();
     v["context"]["session_id"] = json!(session_id);
     let mut text = v.to_string();
     for id in [
+        "msg_01Be8qNh1CgXrZ5wPu2lTdEe",
         "toolu_01Mp7sDbUq1V8fZx3gCi7PwE",
         "toolu_01Nq8tEcVr2W9gAy4hDj8QxF",
     ] {
@@ -3154,7 +3113,7 @@ fn no_paused_turn_overwrites_another() {
         replay_text(dir.path(), "b.json", &paused_in("shop_a", ""), &out),
         cli::EXIT_OK
     );
-    let turn = "toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json";
+    let turn = "msg_01Be8qNh1CgXrZ5wPu2lTdEe.json";
     let read = |p: PathBuf| -> Value {
         serde_json::from_str(
             &std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
@@ -3170,8 +3129,8 @@ fn no_paused_turn_overwrites_another() {
         replay_text(dir.path(), "c.json", &paused_in("shop_a", "_2"), &out),
         cli::EXIT_OK
     );
-    let second = read(out.join("pending/shop_a/toolu_01Mp7sDbUq1V8fZx3gCi7PwE_2.json"));
-    assert_eq!(second["turn_id"], "toolu_01Mp7sDbUq1V8fZx3gCi7PwE_2");
+    let second = read(out.join("pending/shop_a/msg_01Be8qNh1CgXrZ5wPu2lTdEe_2.json"));
+    assert_eq!(second["turn_id"], "msg_01Be8qNh1CgXrZ5wPu2lTdEe_2");
     assert_eq!(read(out.join("pending/shop_a").join(turn)), underscore);
     // The same turn paused again (a second run of the same message): its file is kept as it
     // was first written, so the time it first paused (its expiry) does not move.
@@ -3201,9 +3160,9 @@ fn no_paused_turn_overwrites_another() {
     assert_eq!(
         files,
         [
-            "shop%2Fa/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json",
-            "shop_a/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json",
-            "shop_a/toolu_01Mp7sDbUq1V8fZx3gCi7PwE_2.json",
+            "shop%2Fa/msg_01Be8qNh1CgXrZ5wPu2lTdEe.json",
+            "shop_a/msg_01Be8qNh1CgXrZ5wPu2lTdEe.json",
+            "shop_a/msg_01Be8qNh1CgXrZ5wPu2lTdEe_2.json",
         ]
     );
 }

@@ -12,6 +12,12 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use support::{Scratch, command, counted, fixture, json_lines, rule_counts, toolgate};
+use toolgate_core::audit::{
+    AUDIT_LOG_FILE, AuditLog, SESSION_SUMMARIES_FILE, Trail, TrailError, chain_files,
+    verify_audit_dir,
+};
+use toolgate_core::dispatch::sync_caller;
+use toolgate_core::{Dispatcher, HookContext, ToolUse};
 
 fn last_hash(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap();
@@ -548,4 +554,390 @@ fn tail_follow_shows_appended_lines_a_line_written_in_two_parts_and_the_file_aft
     assert!(child.try_wait().unwrap().is_none());
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+// ---------------------------------------------------------------- the chain's files
+
+/// A dispatcher whose one tool, `echo`, answers its input's `n`, writing to `log`.
+fn echo_dispatcher(log: AuditLog) -> Dispatcher {
+    let echo = sync_caller(
+        vec![
+            json!({"name": "echo", "description": "Echoes n.", "input_schema": {
+            "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}),
+        ],
+        |_context, call| Ok(call.input["n"].to_string()),
+    );
+    Dispatcher::builder()
+        .wrap(echo)
+        .audit_log(log)
+        .build()
+        .unwrap()
+}
+
+/// Calls `echo` with `n` in a session `s_rot` of its own: one audit line, `toolu_{n}`, and the
+/// session's summary line when it is dropped.
+fn echo(d: &Dispatcher, n: i64) {
+    let session = d.session(HookContext::builder("u_rot", "s_rot").build());
+    let answer = toolgate_core::block_on(session.call(&ToolUse::new(
+        format!("toolu_{n}"),
+        "echo",
+        json!({"n": n}),
+    )))
+    .unwrap();
+    assert_eq!(answer.content_text(), n.to_string());
+}
+
+/// The `tool_use_id`s of the JSON lines `tail --json` printed.
+fn ids(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["tool_use_id"].to_string())
+        .collect()
+}
+
+#[test]
+fn audit_log_01_and_plus_1_are_no_part_of_the_chain_for_the_writer_the_verifier_the_trail_and_tail_follow()
+ {
+    // Two names a lenient number parser reads as rotated file 1, each with a line (an ok call of
+    // its own, first in its file) that would join the trail if either were read as part of it.
+    let s = Scratch::new("stray-rotations");
+    let strays = ["audit_log.01.jsonl", "audit_log.+1.jsonl"];
+    for name in strays {
+        let stray = format!(
+            "{{\"ts\":\"2026-11-24T09:00:00Z\",\"session_id\":\"s_stray\",\"user_id\":\"u_stray\",\
+             \"tool_use_id\":\"toolu_{name}\",\"tool\":\"echo\",\"input\":{{\"n\":0}},\
+             \"outcome\":\"ok\",\"is_error\":false,\"content\":\"0\",\"duration_us\":1,\
+             \"prev\":\"{}\"}}\n",
+            "0".repeat(64)
+        );
+        std::fs::write(s.path().join(name), stray).unwrap();
+    }
+    // The writer: two calls (two sessions, each with its summary line), a rotation, a third.
+    let log = AuditLog::open(s.path()).unwrap();
+    let d = echo_dispatcher(log.clone());
+    echo(&d, 1);
+    echo(&d, 2);
+    let rotated = s.path().join("audit_log.1.jsonl");
+    let summaries = [
+        s.path().join("session_summaries.1.jsonl"),
+        s.path().join(SESSION_SUMMARIES_FILE),
+    ];
+    assert_eq!(
+        log.rotate().unwrap(),
+        vec![rotated.clone(), summaries[0].clone()]
+    );
+    echo(&d, 3);
+    let live = s.path().join(AUDIT_LOG_FILE);
+    let first_of_live: Value = serde_json::from_str(
+        std::fs::read_to_string(&live)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(first_of_live["prev"], json!(last_hash(&rotated)));
+
+    // The one rule, and every reader of it.
+    assert_eq!(
+        chain_files(s.path(), AUDIT_LOG_FILE).unwrap(),
+        vec![rotated.clone(), live.clone()]
+    );
+    let verified = verify_audit_dir(s.path()).unwrap();
+    assert_eq!(verified.calls.files, vec![rotated.clone(), live.clone()]);
+    assert_eq!(
+        verified.calls.status.to_string(),
+        format!("ok, 3 lines, last hash {}", last_hash(&live))
+    );
+    let trail = Trail::read_dir(s.path()).unwrap();
+    assert_eq!(
+        trail.files,
+        [&[rotated.clone(), live.clone()][..], &summaries[..]].concat()
+    );
+    let read: Vec<&str> = trail.calls.iter().map(|r| r.tool_use_id.as_str()).collect();
+    assert_eq!(read, ["toolu_1", "toolu_2", "toolu_3"]);
+
+    let mut child = command(&["audit", "tail", &dir_arg(&s), "-f", "-n", "100", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rx = lines_of(child.stdout.take().unwrap());
+    let shown: Vec<String> = (0..3).map(|_| next_line(&rx)).collect();
+    assert_eq!(ids(&shown), ["\"toolu_1\"", "\"toolu_2\"", "\"toolu_3\""]);
+    // Followed through a second rotation: the writer's next file is audit_log.2.jsonl.
+    assert_eq!(
+        log.rotate().unwrap(),
+        vec![
+            s.path().join("audit_log.2.jsonl"),
+            s.path().join("session_summaries.2.jsonl")
+        ]
+    );
+    echo(&d, 4);
+    assert_eq!(ids(&[next_line(&rx)]), ["\"toolu_4\""]);
+    assert!(rx.recv_timeout(Duration::from_millis(500)).is_err());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The stray files are as they were: nothing read them as the chain's, nothing wrote them.
+    for name in strays {
+        assert_eq!(
+            std::fs::read_to_string(s.path().join(name))
+                .unwrap()
+                .lines()
+                .count(),
+            1
+        );
+    }
+}
+
+#[test]
+fn a_folder_that_cannot_be_listed_is_an_error_not_an_empty_trail() {
+    // Made unreadable in ways that hold for root too (a mode-000 folder does not): a path that
+    // is a file, a dangling symlink, and a folder whose live file is a dangling symlink.
+    let s = Scratch::with_fixture("unlistable");
+    let file = s.path().join(AUDIT_LOG_FILE);
+    let dangling = s.path().join("gone");
+    std::os::unix::fs::symlink(s.path().join("nowhere"), &dangling).unwrap();
+    for (path, kind) in [
+        (&file, std::io::ErrorKind::NotADirectory),
+        (&dangling, std::io::ErrorKind::NotFound),
+    ] {
+        let e = chain_files(path, AUDIT_LOG_FILE).unwrap_err();
+        assert_eq!(e.kind(), kind, "{}", path.display());
+        assert!(matches!(Trail::read_dir(path), Err(TrailError::NotAFolder(p)) if p == *path));
+        assert_eq!(
+            verify_audit_dir(path).unwrap_err().kind(),
+            std::io::ErrorKind::NotADirectory
+        );
+    }
+    let (code, out, err) = toolgate(&["audit", "tail", dangling.to_str().unwrap()]);
+    assert_eq!(
+        (code, out.as_str(), err),
+        (
+            2,
+            "",
+            format!("toolgate: error: `{}` does not exist\n", dangling.display())
+        )
+    );
+
+    // The live file a dangling symlink beside a rotated file: the chain names it, and every
+    // reader says it cannot be read.
+    let folder = Scratch::new("dangling-live");
+    std::fs::copy(&file, folder.path().join("audit_log.1.jsonl")).unwrap();
+    let live = folder.path().join(AUDIT_LOG_FILE);
+    std::os::unix::fs::symlink(folder.path().join("nowhere"), &live).unwrap();
+    assert_eq!(
+        chain_files(folder.path(), AUDIT_LOG_FILE).unwrap(),
+        vec![folder.path().join("audit_log.1.jsonl"), live.clone()]
+    );
+    let sentence = format!(
+        "cannot read `{}`: No such file or directory (os error 2)",
+        live.display()
+    );
+    assert_eq!(
+        verify_audit_dir(folder.path()).unwrap_err().to_string(),
+        sentence
+    );
+    assert_eq!(
+        Trail::read_dir(folder.path()).unwrap_err().to_string(),
+        sentence
+    );
+    for command in ["verify", "tail", "stats", "report"] {
+        let (code, out, err) = toolgate(
+            &["audit", command, &dir_arg(&folder), "-o", "-"]
+                [..if command == "report" { 5 } else { 3 }],
+        );
+        assert_eq!(
+            (code, out.as_str(), err.as_str()),
+            (2, "", format!("toolgate: error: {sentence}\n").as_str()),
+            "{command}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------- text from the model
+
+/// Every character that ends a line for one reader or another, and an ANSI escape sequence.
+const HOSTILE: &str = "a\rb\nc\r\nd\u{85}e\u{2028}f\u{2029}g\u{1b}[31mred\u{1b}[0m";
+/// [`HOSTILE`] as a person is shown it, written out by hand.
+const SHOWN: &str = r"a\u{d}b\u{a}c\u{d}\u{a}d\u{85}e\u{2028}f\u{2029}g\u{1b}[31mred\u{1b}[0m";
+
+/// `text` holds no character that ends a line but `\n`, and no ESC.
+fn assert_no_raw(what: &str, text: &str) {
+    for c in [
+        '\r', '\u{b}', '\u{c}', '\u{85}', '\u{2028}', '\u{2029}', '\u{1b}',
+    ] {
+        assert!(!text.contains(c), "{what}: {c:?} raw in {text:?}");
+    }
+}
+
+/// A folder whose audit file holds `records`, chained, each written by serde_json as a toolgate
+/// before the line's escapes wrote them (U+0085, U+2028 and U+2029 raw).
+fn trail_of(name: &str, records: &[Value]) -> Scratch {
+    let s = Scratch::new(name);
+    let mut prev = "0".repeat(64);
+    let mut text = String::new();
+    for record in records {
+        let object = serde_json::to_string(record).unwrap();
+        let line = format!(
+            "{},\"prev\":\"{prev}\"}}\n",
+            object.strip_suffix('}').unwrap()
+        );
+        prev = Sha256::digest(line.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        text.push_str(&line);
+    }
+    assert!(text.contains('\u{2028}'));
+    std::fs::write(s.path().join("audit_log.jsonl"), text).unwrap();
+    s
+}
+
+fn hostile_records() -> Vec<Value> {
+    let line = |ts: &str, tool: String, outcome: &str, more: Value| {
+        let mut v = json!({
+            "ts": ts, "session_id": "sess_h", "user_id": "u_1", "tool_use_id": "toolu_h",
+            "tool": tool, "input": {"q": HOSTILE, HOSTILE: 1}, "outcome": outcome,
+            "is_error": outcome != "ok", "content": format!("BLOCKED: {HOSTILE}"),
+            "duration_us": 12
+        });
+        v.as_object_mut()
+            .unwrap()
+            .extend(more.as_object().unwrap().clone());
+        v
+    };
+    vec![
+        line(
+            "2026-11-24T10:00:00Z",
+            format!("look{HOSTILE}up"),
+            "unknown_tool",
+            json!({}),
+        ),
+        line(
+            "2026-11-24T10:00:01Z",
+            "note".into(),
+            "blocked",
+            json!({"blocked_by": format!("policy{HOSTILE}"),
+                   "hooks": [{"hook": format!("policy{HOSTILE}"), "decision": "deny",
+                              "duration_us": 3}]}),
+        ),
+        // An outcome this build does not know: tail prints the line itself.
+        line(
+            "2026-11-24T10:00:02Z",
+            format!("note{HOSTILE}"),
+            "escalated",
+            json!({}),
+        ),
+        line(
+            "2026-11-24T10:00:03Z",
+            "note".into(),
+            "ok",
+            json!({"user_id": format!("u{HOSTILE}"), "tier": HOSTILE,
+                   "approved_by": format!("lead{HOSTILE}")}),
+        ),
+    ]
+}
+
+#[test]
+fn tail_stats_report_and_errors_print_model_text_with_no_raw_line_break_or_escape() {
+    let records = hostile_records();
+    let s = trail_of("hostile", &records);
+    let dir = dir_arg(&s);
+    // The chain of lines written before the escapes verifies.
+    let (code, _, err) = toolgate(&["audit", "verify", &dir]);
+    assert_eq!((code, err.as_str()), (0, ""));
+
+    let (code, out, err) = toolgate(&["audit", "tail", &dir, "-n", "100"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_no_raw("tail", &out);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    assert_eq!(
+        lines[0],
+        format!(
+            "2026-11-24T10:00:00Z unknown_tool      look{SHOWN}up  user u_1  12 µs  session sess_h"
+        )
+    );
+    assert_eq!(
+        lines[1],
+        format!(
+            "2026-11-24T10:00:01Z blocked           note  user u_1  12 µs  rule policy{SHOWN}  session sess_h"
+        )
+    );
+    // The unknown outcome's line: its JSON, the same value, escaped.
+    assert_eq!(
+        serde_json::from_str::<Value>(lines[2]).unwrap()["tool"],
+        format!("note{HOSTILE}")
+    );
+    assert!(
+        lines[2]
+            .contains(r#""tool":"notea\rb\nc\r\nd\u0085e\u2028f\u2029g\u001b[31mred\u001b[0m""#),
+        "{}",
+        lines[2]
+    );
+    assert_eq!(
+        lines[3],
+        format!(
+            "2026-11-24T10:00:03Z ok                note  user u{SHOWN} ({SHOWN})  12 µs  approved by lead{SHOWN}  session sess_h"
+        )
+    );
+
+    // --json: each line the file's value, on one line, escaped.
+    let (code, out, err) = toolgate(&["audit", "tail", &dir, "-n", "100", "--json"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_no_raw("tail --json", &out);
+    let read: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(read, json_lines(&s.path().join("audit_log.jsonl")));
+
+    let (code, out, err) = toolgate(&["audit", "stats", &dir]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_no_raw("stats", &out);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(&format!("look{SHOWN}up  "))),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(&format!("policy{SHOWN}  "))),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(&format!("u{SHOWN}  {SHOWN}  "))),
+        "{out}"
+    );
+
+    let (code, out, err) = toolgate(&["audit", "stats", &dir, "--json"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_no_raw("stats --json", &out);
+    assert_eq!(out.lines().count(), 1);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["tools"][format!("look{HOSTILE}up")]["calls"], 1);
+    assert_eq!(v["users"][format!("u{HOSTILE}")]["tier"], HOSTILE);
+
+    let (code, page, err) = toolgate(&["audit", "report", &dir, "-o", "-"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_no_raw("report", &page);
+    assert!(page.contains(&format!("look{SHOWN}up")));
+
+    // An error quoting a line's text: one line, escaped.
+    let mut bad = records[1].clone();
+    bad["hooks"][0]["decision"] = json!(format!("de{HOSTILE}ny"));
+    let s = trail_of("hostile-error", &[bad]);
+    let (code, out, err) = toolgate(&["audit", "tail", &dir_arg(&s)]);
+    assert_eq!((code, out.as_str()), (2, ""));
+    assert_no_raw("tail's error", &err);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "toolgate: error: `{}` line 1: not an audit line: unknown variant `de{SHOWN}ny`",
+            s.path().join("audit_log.jsonl").display()
+        )),
+        "{err}"
+    );
 }

@@ -28,7 +28,7 @@ use super::seed;
 use super::state::{State, StoreKind};
 
 /// Where a replay writes a pending turn: `<out-dir>/pending/<session>/<turn>.json`, the session
-/// id and the turn id (its first call's id) each written by [`file_name`], which is one-to-one,
+/// id and the turn id (its message's id) each written by [`file_name`], which is one-to-one,
 /// so two sessions or two turns never share a file.
 pub(crate) fn pending_path(out_dir: &Path, session_id: &str, turn_id: &str) -> PathBuf {
     out_dir
@@ -237,9 +237,10 @@ pub(crate) fn resume(args: &ResumeArgs, out: &mut dyn Write, err: &mut dyn Write
         }
     };
     let written = if args.json {
-        serde_json::to_writer(&mut *out, &answer)
+        // One JSON line, through `printable_json`, as the replay's `--json` lines.
+        serde_json::to_string(&answer)
             .map_err(io::Error::from)
-            .and_then(|()| writeln!(out))
+            .and_then(|json| writeln!(out, "{}", toolgate::audit::printable_json(&json)))
     } else {
         let mut text = format!(
             "== {source}\n   session {}, user {} ({}), specialist {}\n",

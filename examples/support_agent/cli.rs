@@ -44,7 +44,6 @@ usage:
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR|URL
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
-  support_agent --report DIR|URL
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
                 [--json] [--out-dir DIR] [--store sqlite|memory] [--database-url URL]
   support_agent --worker [--once] [--out-dir DIR] [--store sqlite] [--database-url URL]
@@ -69,7 +68,10 @@ usage:
   --otel               also print each call's OpenTelemetry spans (execute_tool with a
                        pre_tool_use child per hook run), with the SDK's stdout exporter
   --otel-endpoint URL  also send the spans to an OpenTelemetry collector over OTLP/HTTP
-                       (protobuf), URL its traces address: http://localhost:4318/v1/traces
+                       (protobuf): URL the collector's base address, /v1/traces appended
+                       (http://localhost:4318), or a URL whose path ends in /v1/traces, used
+                       as given; the spans' service.name is OTEL_SERVICE_NAME when set,
+                       else the service.name of OTEL_RESOURCE_ATTRIBUTES, else support_agent
   --schemas            print the specialist's tool definitions as one JSON array and exit
   --specialist NAME    with --schemas: refunds (default) or triage
   --provider NAME      with --schemas: anthropic (default), anthropic-strict, openai (Chat
@@ -83,11 +85,8 @@ usage:
                        → blocked, blocked → allowed, another rewrite, another blocking hook
   --weekly-refund-limit CENTS
                        with --what-if: try this weekly refund limit instead of 50000 cents
-  --report DIR         write DIR/report.html from DIR's audit files (what `toolgate audit
-                       report` writes): outcomes per day, the people in the loop, each
-                       customer's calls and refunds, each rule's denials and asks per day,
-                       latency per rule and per tool, halts, tokens, the hash chain; a
-                       postgres:// URL: the database's trail, the page in ./report.html
+  --report DIR         gone: the HTML report is `toolgate audit report DIR` (the `toolgate`
+                       command: cargo install --path cli); this flag prints that command line
   --resume FILE        finish a turn paused for a person's approval (a replay writes it to
                        OUT-DIR/pending/SESSION/TURN.json) with one decision:
   --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)
@@ -622,7 +621,7 @@ where
             }
         },
         Command::VerifyAudit(dir) => return verify_audit(&dir, out, err),
-        Command::Report(dir) => return report::run(&dir, out, err),
+        Command::Report(dir) => return report::run(&dir, err),
         Command::WhatIf(file, specialist, changes) => {
             return what_if::run(&file, specialist, changes, out, err);
         }
@@ -784,7 +783,7 @@ fn verify_audit(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         }
     };
     // The same lines as `toolgate audit verify`.
-    let text = toolgate::audit::report::ChainSummary::of(&verified).to_string();
+    let text = verified.to_string();
     match out.write_all(text.as_bytes()) {
         Ok(()) if verified.is_ok() => EXIT_OK,
         Ok(()) => EXIT_FAILED,

@@ -16,8 +16,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use toolgate::Message;
-
-use super::output::flatten;
+use toolgate::audit::printable;
 
 /// The public endpoint (`--base-url` changes it for a proxy or a test server).
 pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -281,14 +280,14 @@ fn status_error(status: u16, text: &str, attempts: u32) -> ApiError {
         for key in path {
             v = v.get(key)?;
         }
-        v.as_str().map(flatten)
+        v.as_str().map(|s| printable(s).into_owned())
     };
     let message = field(&["error", "message"]).unwrap_or_else(|| {
-        let flat = flatten(text.trim());
+        let flat = printable(text.trim());
         match flat.char_indices().nth(300) {
             Some((end, _)) => format!("{}…", &flat[..end]),
             None if flat.is_empty() => "(empty body)".to_owned(),
-            None => flat,
+            None => flat.into_owned(),
         }
     });
     ApiError::Status {
@@ -305,7 +304,7 @@ fn read_message(text: &str) -> Result<Message, ApiError> {
     let bad = |problem: String| ApiError::BadResponse { problem };
     let value: Value = serde_json::from_str(text).map_err(|e| bad(format!("not JSON ({e})")))?;
     let message: Message =
-        serde_json::from_value(value).map_err(|e| bad(flatten(&e.to_string())))?;
+        serde_json::from_value(value).map_err(|e| bad(printable(&e.to_string()).into_owned()))?;
     if message.role != toolgate::content::Role::Assistant {
         return Err(bad("its role is `user`".to_owned()));
     }

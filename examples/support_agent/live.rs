@@ -42,7 +42,7 @@ use serde_json::{Value, json};
 use toolgate::{
     CallError, HookContext, Message, Reply, RespondError, Session,
     approval::{Approval, AwaitingCall, Decisions, PendingTurn, ResumeError, Resumed},
-    audit::{AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE},
+    audit::{AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE, printable},
     content::{ContentBlock, Role, TextBlock, Usage},
     dispatch::Clock,
     provider::Provider,
@@ -52,7 +52,7 @@ use super::agent::{Agent, Specialist};
 use super::cli::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use super::http::{ApiKey, Client};
 use super::ledger::SHARED_WORLD;
-use super::output::{self, flatten};
+use super::output;
 use super::state::{State, StoreKind};
 
 /// The model asked when `--model` is not given.
@@ -268,8 +268,8 @@ pub(crate) fn run_with(
         writeln!(
             out,
             "   session {session_id}, user {} ({}), specialist {}, clock {}",
-            flatten(&args.user),
-            flatten(&args.tier),
+            printable(&args.user),
+            printable(&args.tier),
             args.specialist.as_str(),
             args.now
                 .as_ref()
@@ -281,7 +281,7 @@ pub(crate) fn run_with(
             if said.is_empty() {
                 continue;
             }
-            writeln!(out, "> {}", flatten(said))?;
+            writeln!(out, "> {}", printable(said))?;
             if let Err(stop) = live.converse(said, out, err)? {
                 let _ = writeln!(err, "error: {stop}");
                 code = EXIT_FAILED;
@@ -467,7 +467,7 @@ impl Live<'_> {
                             ));
                         }
                         Err(ResumeError::Call(CallError::Halt(halt))) => {
-                            writeln!(out, "   ! {}", flatten(&halt.to_string()))?;
+                            writeln!(out, "   ! {}", printable(&halt.to_string()))?;
                             return Ok(Err(format!("the agent halted: {halt}")));
                         }
                         Err(e) => return Ok(Err(e.to_string())),
@@ -475,7 +475,7 @@ impl Live<'_> {
                 }
                 Ok(other) => return Ok(Err(format!("unexpected reply {other:?}"))),
                 Err(RespondError::Call(CallError::Halt(halt))) => {
-                    writeln!(out, "   ! {}", flatten(&halt.to_string()))?;
+                    writeln!(out, "   ! {}", printable(&halt.to_string()))?;
                     return Ok(Err(format!("the agent halted: {halt}")));
                 }
                 Err(e) => return Ok(Err(e.to_string())),
@@ -549,7 +549,7 @@ fn write_text(out: &mut dyn Write, response: &Message) -> std::io::Result<()> {
     for block in &response.content {
         if let ContentBlock::Text(t) = block {
             for line in t.text.lines().filter(|l| !l.trim().is_empty()) {
-                writeln!(out, "   assistant: {}", flatten(line))?;
+                writeln!(out, "   assistant: {}", printable(line))?;
             }
         }
     }
@@ -561,9 +561,9 @@ pub(crate) fn waiting_line(waiting: &AwaitingCall) -> String {
     let reasons: Vec<&str> = waiting.asked_by.iter().map(|a| a.reason.as_str()).collect();
     format!(
         "? {} {} waits for a person: {}",
-        waiting.tool_use_id,
-        flatten(&waiting.tool),
-        flatten(&reasons.join("; "))
+        printable(&waiting.tool_use_id),
+        printable(&waiting.tool),
+        printable(&reasons.join("; "))
     )
 }
 
@@ -572,8 +572,8 @@ pub(crate) fn waiting_line(waiting: &AwaitingCall) -> String {
 pub(crate) fn question(waiting: &AwaitingCall) -> String {
     format!(
         "approve {} {}? y = approve, n REASON = decline: ",
-        flatten(&waiting.tool),
-        flatten(&waiting.effective_input.to_string())
+        printable(&waiting.tool),
+        printable(&waiting.effective_input.to_string())
     )
 }
 
@@ -592,7 +592,7 @@ pub(crate) fn parse_answer(line: &str, by: &str) -> Result<Approval, String> {
         "n" | "no" => Ok(Approval::deny(by, rest)),
         _ => Err(format!(
             "`{}` is not an answer: type y to approve, or n and the reason to decline",
-            flatten(line)
+            printable(line)
         )),
     }
 }
@@ -601,8 +601,13 @@ pub(crate) fn parse_answer(line: &str, by: &str) -> Result<Approval, String> {
 fn decided_line(id: &str, approval: &Approval) -> String {
     match approval {
         Approval::Deny { by, reason } => {
-            format!("{id} declined by {}: {}", flatten(by), flatten(reason))
+            format!(
+                "{} declined by {}: {}",
+                printable(id),
+                printable(by),
+                printable(reason)
+            )
         }
-        other => format!("{id} approved by {}", flatten(other.by())),
+        other => format!("{} approved by {}", printable(id), printable(other.by())),
     }
 }

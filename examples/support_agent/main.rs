@@ -25,7 +25,8 @@
 //! - `http.rs`: the Messages API over HTTP (ureq), with its retries;
 //! - `otel.rs`: `--otel` and `--otel-endpoint`, the spans printed by the SDK's stdout exporter or
 //!   sent to a collector over OTLP/HTTP;
-//! - `report.rs`: `--report DIR`, one self-contained HTML page from the audit files;
+//! - `report.rs`: `--report DIR`, which names the `toolgate audit report` command line that
+//!   draws the page;
 //! - `what_if.rs`: `--what-if FILE`, today's rules (or changed ones) over a recorded audit log;
 //! - `cli.rs`: the command line and exit codes.
 //!

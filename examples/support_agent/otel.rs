@@ -8,11 +8,15 @@
 //! `--otel` prints them with the SDK's stdout exporter as each span ends. `--otel-endpoint URL`
 //! sends them to a collector over OTLP/HTTP with protobuf bodies (`opentelemetry-otlp`, the
 //! OpenTelemetry project's exporter; the OTLP specification's `POST /v1/traces`, `Content-Type:
-//! application/x-protobuf`), batched and flushed when the run ends. URL is the full traces
-//! address, `http://localhost:4318/v1/traces` for a collector on its default port. The HTTP
-//! client is the example's own `ureq` behind `opentelemetry-http`'s `HttpClient` trait, so no
-//! second HTTP stack is built. The library itself emits `tracing` spans only and depends on no
-//! exporter.
+//! application/x-protobuf`), batched and flushed when the run ends. URL is read as the OTLP
+//! exporter specification reads its two variables ([`endpoint`]): a URL whose path ends in
+//! `/v1/traces` is the traces address itself, used as given (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`);
+//! any other is the collector's base address, to which `/v1/traces` is appended
+//! (`OTEL_EXPORTER_OTLP_ENDPOINT`): `http://localhost:4318` for a collector on its default port.
+//! The spans name their service ([`resource`]): `service.name` from `OTEL_SERVICE_NAME` when it
+//! is set, else the program's name, never the SDK's `unknown_service`. The HTTP client is the
+//! example's own `ureq` behind `opentelemetry-http`'s `HttpClient` trait, so no second HTTP stack
+//! is built. The library itself emits `tracing` spans only and depends on no exporter.
 
 use std::fmt;
 use std::future::Future;
@@ -23,6 +27,10 @@ use std::time::Duration;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
 use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::resource::{
+    EnvResourceDetector, ResourceDetector, TelemetryResourceDetector,
+};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -31,7 +39,7 @@ use tracing_subscriber::layer::SubscriberExt;
 pub(crate) struct Otel {
     /// `--otel`: printed on standard output.
     pub(crate) stdout: bool,
-    /// `--otel-endpoint URL`: sent to a collector.
+    /// `--otel-endpoint URL`: sent to a collector, at this traces address ([`endpoint`]).
     pub(crate) endpoint: Option<String>,
 }
 
@@ -42,10 +50,29 @@ impl Otel {
     }
 }
 
-/// `--otel-endpoint`'s value, checked: an `http://` or `https://` URL with a host.
+/// The path of the traces address on a collector: OTLP/HTTP's `POST /v1/traces`.
+pub(crate) const TRACES_PATH: &str = "/v1/traces";
+
+/// The program's name: the spans' `service.name` when the environment names no service.
+pub(crate) const SERVICE_NAME: &str = "support_agent";
+
+/// The traces address `--otel-endpoint URL` names, URL checked (an `http://` or `https://` URL
+/// with a host). A URL whose path ends in `/v1/traces` is the traces address itself and is used
+/// as given, as the OTLP exporter specification uses `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`. Any
+/// other URL is a collector's base address, to which `/v1/traces` is appended, as the
+/// specification appends it to `OTEL_EXPORTER_OTLP_ENDPOINT`: the path's last `/` is not
+/// doubled, and a query stays after the path.
+///
+/// | URL | traces address |
+/// |---|---|
+/// | `http://localhost:4318` | `http://localhost:4318/v1/traces` |
+/// | `http://localhost:4318/` | `http://localhost:4318/v1/traces` |
+/// | `https://gateway.example/otlp` | `https://gateway.example/otlp/v1/traces` |
+/// | `https://gateway.example/otlp?tenant=a` | `https://gateway.example/otlp/v1/traces?tenant=a` |
+/// | `http://localhost:4318/v1/traces` | as given |
 ///
 /// # Errors
-/// The sentence to print.
+/// The sentence to print: not `http://` or `https://`, or no host.
 pub(crate) fn endpoint(url: &str) -> Result<String, String> {
     let rest = url
         .strip_prefix("http://")
@@ -56,10 +83,44 @@ pub(crate) fn endpoint(url: &str) -> Result<String, String> {
                  (http://localhost:4318/v1/traces)"
             )
         })?;
-    if rest.is_empty() || rest.starts_with('/') {
+    let host_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    if host_len == 0 {
         return Err(format!("--otel-endpoint {url}: the URL names no host"));
     }
-    Ok(url.to_owned())
+    let path_start = url.len() - rest.len() + host_len;
+    let path_end = url[path_start..]
+        .find(['?', '#'])
+        .map_or(url.len(), |i| path_start + i);
+    let path = &url[path_start..path_end];
+    if path.ends_with(TRACES_PATH) {
+        return Ok(url.to_owned());
+    }
+    let base = path.strip_suffix('/').unwrap_or(path);
+    Ok(format!(
+        "{}{base}{TRACES_PATH}{}",
+        &url[..path_start],
+        &url[path_end..]
+    ))
+}
+
+/// The resource every span is sent with. `service.name`: `OTEL_SERVICE_NAME` when it is set
+/// and not empty, else the `service.name` of `OTEL_RESOURCE_ATTRIBUTES`, else [`SERVICE_NAME`]
+/// (the OpenTelemetry resource SDK specification's order, with the program's name where the
+/// SDK would say `unknown_service`). The other attributes: those `OTEL_RESOURCE_ATTRIBUTES`
+/// lists and the SDK's own (`telemetry.sdk.name`, `.language`, `.version`).
+pub(crate) fn resource() -> Resource {
+    let detectors: [Box<dyn ResourceDetector>; 2] = [
+        Box::new(TelemetryResourceDetector),
+        Box::new(EnvResourceDetector::new()),
+    ];
+    let builder = Resource::builder_empty()
+        .with_service_name(SERVICE_NAME)
+        .with_detectors(&detectors);
+    match std::env::var("OTEL_SERVICE_NAME") {
+        Ok(name) if !name.is_empty() => builder.with_service_name(name),
+        _ => builder,
+    }
+    .build()
 }
 
 /// How long one export may take, the collector's answer included.
@@ -157,7 +218,7 @@ pub(crate) fn with_spans<T>(
     f: impl FnOnce() -> T,
 ) -> Result<(T, Option<String>), String> {
     let failures = Arc::new(Mutex::new(Failures::default()));
-    let mut builder = SdkTracerProvider::builder();
+    let mut builder = SdkTracerProvider::builder().with_resource(resource());
     if otel.stdout {
         builder = builder.with_simple_exporter(opentelemetry_stdout::SpanExporter::default());
     }
@@ -174,7 +235,7 @@ pub(crate) fn with_spans<T>(
     }
     let provider = builder.build();
     let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("support_agent")));
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer(SERVICE_NAME)));
     let out = tracing::subscriber::with_default(subscriber, f);
     let shutdown = provider.shutdown();
     let failures = failures.lock().unwrap_or_else(|p| p.into_inner());

@@ -9,7 +9,7 @@ use std::sync::{Mutex, PoisonError};
 use serde_json::Value;
 use toolgate::{
     Message, State,
-    audit::{CallRecord, Outcome, SessionSummary},
+    audit::{CallRecord, Outcome, SessionSummary, printable, printable_json},
     post_hook,
 };
 
@@ -93,20 +93,15 @@ pub(crate) fn record_call(record: &CallRecord<'_>, log: State<CallLog>) {
         .push(line);
 }
 
-/// `text` with every control character (newline, escape, …) replaced by a space: one line that
-/// cannot drive the terminal.
-pub(crate) fn flatten(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
-}
-
-/// At most `max` characters of `text` on one line (`…` marks a cut).
+/// At most `max` characters of `text` through [`printable`] (the library's rule for model text
+/// shown to a person: control characters, line separators and bidirectional formatting
+/// characters written as `\u{1b}`, `\u{2028}`): one line that cannot drive the terminal, cut
+/// after the escapes (`…` marks a cut).
 fn one_line(text: &str, max: usize) -> String {
-    let flat = flatten(text);
-    match flat.char_indices().nth(max) {
-        None => flat,
-        Some((end, _)) => format!("{}…", &flat[..end]),
+    let shown = printable(text);
+    match shown.char_indices().nth(max) {
+        None => shown.into_owned(),
+        Some((end, _)) => format!("{}…", &shown[..end]),
     }
 }
 
@@ -160,8 +155,9 @@ pub(crate) fn decision(line: &CallLine) -> String {
 /// toolu_01…  lookup_user {"user_id":"u_999"} | blocked by support_agent::policy::own_records_only | BLOCKED: …
 /// ```
 pub(crate) fn call_line(line: &CallLine) -> String {
-    // Every field the model wrote is flattened: a control character in a tool name or id could
-    // otherwise break the one-line format or drive the terminal.
+    // Every field the model wrote goes through `printable`: a control character or a line
+    // separator in a tool name or id could otherwise break the one-line format or drive the
+    // terminal.
     format!(
         "{}  {} {} | {} | {}",
         one_line(&line.tool_use_id, 64),
@@ -209,7 +205,12 @@ pub(crate) fn summary_line(s: &SessionSummary) -> String {
                 .map(|(o, n)| (o.to_string(), *n))
                 .collect()
         ),
-        counts(s.tools.iter().map(|(t, n)| (t.clone(), *n)).collect()),
+        counts(
+            s.tools
+                .iter()
+                .map(|(t, n)| (printable(t).into_owned(), *n))
+                .collect()
+        ),
         s.observer_errors
     )
 }
@@ -221,18 +222,18 @@ pub(crate) fn write_readable(
     replay: &SessionReplay,
 ) -> io::Result<()> {
     let ctx = &transcript.context;
-    writeln!(out, "== {}", transcript.source)?;
+    writeln!(out, "== {}", printable(&transcript.source))?;
     if let Some(about) = &transcript.about {
-        writeln!(out, "   {about}")?;
+        writeln!(out, "   {}", printable(about))?;
     }
     writeln!(
         out,
         "   session {}, user {} ({}), specialist {}, clock {}",
-        ctx.session_id,
-        ctx.user_id,
-        ctx.tier,
+        printable(&ctx.session_id),
+        printable(&ctx.user_id),
+        printable(&ctx.tier),
         ctx.specialist.as_str(),
-        ctx.now_text
+        printable(&ctx.now_text)
     )?;
     for message in &replay.messages {
         write_message(out, transcript, message)?;
@@ -283,7 +284,7 @@ fn write_message(
         writeln!(out, "   {}{mark}", call_line(line))?;
     }
     if let Some(problem) = &message.problem {
-        writeln!(out, "   ! {problem}")?;
+        writeln!(out, "   ! {}", printable(problem))?;
     }
     Ok(())
 }
@@ -341,7 +342,9 @@ pub(crate) fn write_json(
     Ok(())
 }
 
+/// One user message as one JSON line, through [`printable_json`]: the same value, with no
+/// control character or line separator from the model's input or a tool's answer raw.
 fn write_message_json(out: &mut dyn Write, answer: &Message) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, answer)?;
-    writeln!(out)
+    let json = serde_json::to_string(answer)?;
+    writeln!(out, "{}", printable_json(&json))
 }

@@ -37,13 +37,12 @@ use serde_json::{Map, Value};
 use toolgate::{
     Message,
     approval::{Approval, Decisions},
-    audit::Outcome,
+    audit::{Outcome, printable},
     content::Role,
 };
 
 use super::agent::Specialist;
 use super::ledger::SHARED_WORLD;
-use super::output::flatten;
 
 /// The bundled transcripts (copies of `tests/fixtures/support/*.json`): name and text.
 pub(crate) const BUNDLED: &[(&str, &str)] = &[
@@ -147,7 +146,7 @@ pub(crate) struct TranscriptError {
 impl fmt::Display for TranscriptError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // One line, whatever the parser said.
-        write!(f, "{}: {}", self.source, flatten(&self.problem))
+        write!(f, "{}: {}", self.source, printable(&self.problem))
     }
 }
 

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use toolgate::{
-    audit::{AuditRecord, Outcome, WhatIf},
+    audit::{AuditRecord, Outcome, WhatIf, printable},
     dispatch::ChainVerdict,
 };
 
@@ -183,14 +183,17 @@ pub(crate) fn render(path: &Path, changes: RuleChanges, found: &Findings) -> Str
             ),
             _ => continue,
         };
-        text.push_str(&format!(
-            "line {number}: {} {} {} {} {}: {what}\n",
+        // The recorded names and input are the model's: the line goes through `printable`.
+        let line = format!(
+            "line {number}: {} {} {} {} {}: {what}",
             toolgate::audit::Rfc3339(record.ts),
             record.session_id,
             record.tool_use_id,
             record.tool,
             input
-        ));
+        );
+        text.push_str(&printable(&line));
+        text.push('\n');
     }
     text
 }

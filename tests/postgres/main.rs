@@ -13,8 +13,12 @@ mod support;
 
 mod agent;
 mod audit;
+mod cuts;
+mod drops;
 mod fleet;
 mod inbox;
+mod proxy;
+mod sealed;
 mod server;
 mod stores;
 mod support_agent;

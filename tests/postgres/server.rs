@@ -10,6 +10,9 @@
 //! this process holds open: when this process exits, however it exits, the pipe closes and the
 //! guard stops the server. Without binaries and without the variable, every test fails saying
 //! how to get a server.
+//!
+//! A test that restarts its server has one of its own ([`own_server`], a [`Throwaway`]: the
+//! same steps, whatever the variable says), stopped when the test drops it.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -39,8 +42,8 @@ enum Base {
 }
 
 static SERVER: OnceLock<Result<Server, String>> = OnceLock::new();
-/// The guard's standard input, held open until this process exits.
-static GUARD: OnceLock<Mutex<ChildStdin>> = OnceLock::new();
+/// The guards' standard inputs, held open until this process exits.
+static GUARDS: Mutex<Vec<ChildStdin>> = Mutex::new(Vec::new());
 
 /// The process's server, started at the first call.
 ///
@@ -131,52 +134,152 @@ fn start() -> Result<Server, String> {
     if let Ok(url) = std::env::var("TOOLGATE_TEST_DATABASE_URL") {
         return Ok(from_url(&url));
     }
-    let bin = find_bin().ok_or_else(|| NO_SERVER.to_owned())?;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let dir = std::env::temp_dir().join(format!("toolgate-pg-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let owner = run_as(&dir)?;
-    let data = dir.join("data");
-    let initdb = bin.join("initdb");
-    let mut args = vec![
-        "-D".to_owned(),
-        path(&data),
-        "-U".to_owned(),
-        "toolgate".to_owned(),
-        "-A".to_owned(),
-        "trust".to_owned(),
-        "-E".to_owned(),
-        "UTF8".to_owned(),
-        "--locale=C".to_owned(),
-        // initdb's own final flush of the new folder only; the server runs with fsync on.
-        "-N".to_owned(),
-    ];
-    run(&owner, &initdb, &args)?;
-    let port = free_port()?;
-    let pg_ctl = bin.join("pg_ctl");
-    args = vec![
-        "-D".to_owned(),
-        path(&data),
-        "-l".to_owned(),
-        path(&dir.join("server.log")),
-        "-w".to_owned(),
-        "-t".to_owned(),
-        "60".to_owned(),
-        "-o".to_owned(),
-        format!(
-            "-k {} -p {port} -c listen_addresses=127.0.0.1 -c max_connections=200",
-            path(&dir)
-        ),
-        "start".to_owned(),
-    ];
-    guard(&owner, &pg_ctl, &data, &dir)?;
-    run(&owner, &pg_ctl, &args)?;
-    Ok(Server {
-        base: Base::KeyValue(format!("host={} port={port} user=toolgate", path(&dir))),
-        tcp: Some(port),
+    let server = Throwaway::start()?;
+    let started = Server {
+        base: Base::KeyValue(server.base()),
+        tcp: Some(server.port),
+    };
+    // The process's server lives until the process ends (its guard then stops it).
+    std::mem::forget(server);
+    Ok(started)
+}
+
+/// A throwaway server: `initdb` into a temporary folder, `pg_ctl start` on a Unix socket in
+/// that folder and on 127.0.0.1 (a free port). Dropping it stops it and removes its folder; so
+/// does its guard when the process ends first.
+pub(crate) struct Throwaway {
+    bin: PathBuf,
+    dir: PathBuf,
+    owner: Option<&'static str>,
+    port: u16,
+}
+
+/// The options `pg_ctl start` gives the server of `dir` listening on `port`.
+fn options(dir: &Path, port: u16) -> String {
+    format!(
+        "-k {} -p {port} -c listen_addresses=127.0.0.1 -c max_connections=200",
+        path(dir)
+    )
+}
+
+/// A throwaway server of the calling test's own (for a test that restarts it).
+///
+/// # Panics
+/// Without PostgreSQL's binaries (`TOOLGATE_TEST_DATABASE_URL` cannot be restarted), or when
+/// the server cannot be started.
+pub(crate) fn own_server() -> Throwaway {
+    Throwaway::start().unwrap_or_else(|e| {
+        panic!("this test restarts a server of its own, which needs PostgreSQL's binaries: {e}")
     })
+}
+
+impl Throwaway {
+    fn start() -> Result<Throwaway, String> {
+        let bin = find_bin().ok_or_else(|| NO_SERVER.to_owned())?;
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = std::env::temp_dir().join(format!(
+            "toolgate-pg-{}-{nanos}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let owner = run_as(&dir)?;
+        let server = Throwaway {
+            bin,
+            dir,
+            owner,
+            port: free_port()?,
+        };
+        let args = vec![
+            "-D".to_owned(),
+            path(&server.data()),
+            "-U".to_owned(),
+            "toolgate".to_owned(),
+            "-A".to_owned(),
+            "trust".to_owned(),
+            "-E".to_owned(),
+            "UTF8".to_owned(),
+            "--locale=C".to_owned(),
+            // initdb's own final flush of the new folder only; the server runs with fsync on.
+            "-N".to_owned(),
+        ];
+        run(&server.owner, &server.bin.join("initdb"), &args)?;
+        guard(
+            &server.owner,
+            &server.bin.join("pg_ctl"),
+            &server.data(),
+            &server.dir,
+        )?;
+        server.pg_ctl(&["-o", &options(&server.dir, server.port), "start"])?;
+        Ok(server)
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    /// `host=… port=… user=toolgate`, its Unix socket.
+    fn base(&self) -> String {
+        format!("host={} port={} user=toolgate", path(&self.dir), self.port)
+    }
+
+    /// Settings for its database `name`.
+    pub(crate) fn settings(&self, name: &str) -> String {
+        format!("{} dbname={name}", self.base())
+    }
+
+    /// `pg_ctl -D DATA -l LOG -w -t 60 ARGS…`, as the server's user.
+    fn pg_ctl(&self, args: &[&str]) -> Result<(), String> {
+        let mut all: Vec<String> = vec![
+            "-D".to_owned(),
+            path(&self.data()),
+            "-l".to_owned(),
+            path(&self.dir.join("server.log")),
+            "-w".to_owned(),
+            "-t".to_owned(),
+            "60".to_owned(),
+        ];
+        all.extend(args.iter().map(|a| (*a).to_owned()));
+        run(&self.owner, &self.bin.join("pg_ctl"), &all)
+    }
+
+    /// Restarts it (`pg_ctl restart -m fast`: every backend terminated, `57P01`, a shutdown
+    /// checkpoint, connections refused until it is up again) and waits until it is up.
+    ///
+    /// # Panics
+    /// When `pg_ctl` fails.
+    pub(crate) fn restart(&self) {
+        self.pg_ctl(&["-m", "fast", "restart"])
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Stops it (`pg_ctl stop -m fast`) until [`start_again`](Self::start_again).
+    ///
+    /// # Panics
+    /// When `pg_ctl` fails.
+    pub(crate) fn stop(&self) {
+        self.pg_ctl(&["-m", "fast", "stop"])
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Starts it again after [`stop`](Self::stop), and waits until it is up.
+    ///
+    /// # Panics
+    /// When `pg_ctl` fails.
+    pub(crate) fn start_again(&self) {
+        self.pg_ctl(&["-o", &options(&self.dir, self.port), "start"])
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+impl Drop for Throwaway {
+    fn drop(&mut self) {
+        let _ = self.pg_ctl(&["-m", "immediate", "stop"]);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 fn path(p: &Path) -> String {
@@ -307,7 +410,10 @@ fn guard(owner: &Option<&str>, pg_ctl: &Path, data: &Path, dir: &Path) -> Result
         .stdin
         .take()
         .ok_or("the guard has no standard input")?;
-    let _ = GUARD.set(Mutex::new(stdin));
+    GUARDS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(stdin);
     Ok(())
 }
 

@@ -1,6 +1,8 @@
 //! `PostgresStore` alone: the conformance suite every store passes; migrations applied once by
-//! four workers connecting at once; a schema newer than the build refused at connect; a store
-//! unreachable at claim time runs nothing, and a lost connection is opened again.
+//! four workers connecting at once; a database of schema version 1 migrated, its rows kept and
+//! its answers replayed as calls without a turn; a schema newer than the build refused at
+//! connect; a store unreachable at claim time runs nothing, and a lost connection is opened
+//! again.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
@@ -38,11 +40,69 @@ fn four_workers_connecting_at_once_apply_the_migrations_once() {
     });
     assert!(stores.iter().all(Result::is_ok), "{stores:?}");
     let sql = Sql::connect(&db.settings);
+    let versions: Vec<[Option<String>; 1]> = (1..=PostgresStore::SCHEMA_VERSION)
+        .map(|v| [Some(v.to_string())])
+        .collect();
     assert_eq!(
         sql.rows("SELECT version FROM toolgate_schema ORDER BY version"),
-        (1..=PostgresStore::SCHEMA_VERSION)
-            .map(|v| vec![Some(v.to_string())])
-            .collect::<Vec<_>>()
+        versions,
+        "each migration applied once"
+    );
+    assert_eq!(PostgresStore::SCHEMA_VERSION, 4);
+}
+
+/// Schema version 1, as a build of that version applied it.
+const VERSION_1: &str =
+    include_str!("../../hooks-core/src/store/postgres/migrations/0001_tables.sql");
+
+#[test]
+fn a_version_1_database_is_migrated_and_its_answers_replay_as_calls_without_a_turn() {
+    use toolgate::store::{AnswerStore, CallKey, Claim, InputDigest, Remembered};
+    let db = server::database();
+    let sql = Sql::connect(&db.settings);
+    sql.run(
+        "CREATE TABLE toolgate_schema (version integer PRIMARY KEY, \
+         applied_at timestamptz NOT NULL DEFAULT now())",
+    );
+    sql.run(VERSION_1);
+    sql.run("INSERT INTO toolgate_schema (version) VALUES (1)");
+    let result = toolgate::ToolResult::text("toolu_old", "refunded 900 on o_2");
+    sql.run(&format!(
+        "INSERT INTO toolgate_answers (session_id, tool_use_id, digest, state, outcome, result) \
+         VALUES ('s_old', 'toolu_old', decode(repeat('05', 32), 'hex'), 'answered', 'ok', '{}')",
+        serde_json::to_string(&result).unwrap()
+    ));
+    let store = PostgresStore::connect(&db.settings).unwrap();
+    assert_eq!(
+        sql.rows("SELECT version FROM toolgate_schema ORDER BY version"),
+        [
+            [Some("1".to_owned())],
+            [Some("2".to_owned())],
+            [Some("3".to_owned())],
+            [Some("4".to_owned())]
+        ]
+    );
+    let lease = std::time::Duration::from_secs(60);
+    let digest = InputDigest([5; 32]);
+    let old = CallKey::new("s_old", "toolu_old");
+    assert_eq!(
+        toolgate::block_on(store.claim(old, digest, lease)).unwrap(),
+        Claim::Seen(Remembered::Answered {
+            digest,
+            outcome: toolgate::audit::Outcome::Ok,
+            result,
+        }),
+        "the answer of version 1 is replayed to a call without a turn"
+    );
+    let named = CallKey::in_turn("s_old", "chatcmpl-1", "toolu_old");
+    assert_eq!(
+        toolgate::block_on(store.claim(named, digest, lease)).unwrap(),
+        Claim::OtherTurn { in_progress: false },
+        "and a call of a turn cannot be told from it"
+    );
+    assert_eq!(
+        sql.rows("SELECT turn, apart FROM toolgate_answers"),
+        [[Some(String::new()), Some(String::new())]]
     );
 }
 
@@ -230,10 +290,7 @@ fn a_read_only_connection_reads_the_trail_and_the_server_refuses_its_writes() {
     let verdict = toolgate::block_on(operator.audit_sink().verify(None)).unwrap();
     assert!(verdict.is_ok(), "{verdict}");
     assert_eq!(verdict.heads().unwrap().calls.lines, 1);
-    let key = CallKey {
-        session_id: "s_2",
-        tool_use_id: "toolu_2",
-    };
+    let key = CallKey::new("s_2", "toolu_2");
     let refused = toolgate::block_on(operator.claim(
         key,
         InputDigest([0; 32]),
@@ -248,5 +305,47 @@ fn a_read_only_connection_reads_the_trail_and_the_server_refuses_its_writes() {
     assert_eq!(
         sql.int("SELECT count(*) FROM toolgate_answers WHERE session_id = 's_2'"),
         0
+    );
+}
+
+#[test]
+fn a_database_at_schema_version_1_is_migrated_and_keeps_its_rows() {
+    use toolgate::store::{AnswerStore, CallKey, Claim, InputDigest, Remembered};
+    let db = server::database();
+    let sql = Sql::connect(&db.settings);
+    // What a build of schema version 1 left: its tables, and a claim whose worker died.
+    sql.run(
+        "CREATE TABLE toolgate_schema (
+             version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+    );
+    sql.run(include_str!(
+        "../../hooks-core/src/store/postgres/migrations/0001_tables.sql"
+    ));
+    sql.run(
+        "INSERT INTO toolgate_schema (version) VALUES (1);
+         INSERT INTO toolgate_answers (session_id, tool_use_id, digest, state, lease_until)
+         VALUES ('s_old', 'toolu_1', decode(repeat('07', 32), 'hex'), 'in_progress',
+                 now() - interval '1 hour')",
+    );
+    let store = PostgresStore::connect(&db.settings).unwrap();
+    assert_eq!(
+        sql.rows("SELECT version FROM toolgate_schema ORDER BY version"),
+        [
+            [Some("1".to_owned())],
+            [Some("2".to_owned())],
+            [Some("3".to_owned())],
+            [Some("4".to_owned())]
+        ]
+    );
+    let lease = std::time::Duration::from_secs(60);
+    let digest = InputDigest([7; 32]);
+    assert_eq!(
+        toolgate::block_on(store.claim(CallKey::new("s_old", "toolu_1"), digest, lease)).unwrap(),
+        Claim::Seen(Remembered::Interrupted { digest }),
+        "the old claim, its lease over, is interrupted: no token of a new claim matches it"
+    );
+    assert_eq!(
+        toolgate::block_on(store.claim(CallKey::new("s_old", "toolu_2"), digest, lease)).unwrap(),
+        Claim::Claimed
     );
 }

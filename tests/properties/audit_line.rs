@@ -1,8 +1,10 @@
-//! The audit line written by hand (`AuditRecord::write_json`) is byte for byte what serde_json
-//! writes for the same record: random records with every member present or absent, strings made of
-//! every control character, `"`, `\`, DEL, U+2028/2029, non-ASCII and ASCII (and arbitrary
-//! Unicode), inputs of every JSON shape with integers and floats of every size, timestamps before
-//! and after the epoch with and without a fraction.
+//! The audit line written by hand (`AuditRecord::write_json`) is serde_json's bytes for the same
+//! record, but with the C1 controls, U+2028 and U+2029 written as JSON escapes: random records
+//! with every member present or absent, strings made of every control character, `"`, `\`, DEL,
+//! C1, U+2028/2029 and their neighbours, non-ASCII and ASCII (and arbitrary Unicode), inputs of
+//! every JSON shape with integers and floats of every size, timestamps before and after the epoch
+//! with and without a fraction. Every line is one line for Rust's `str::lines`, Python's
+//! `str::splitlines` and ECMAScript's line terminators.
 //!
 //! `cases(3000)` cases in CI (`PROPTEST_CASES` overrides).
 
@@ -21,6 +23,13 @@ fn tricky_char() -> impl Strategy<Value = char> {
         Just('\u{7f}'),
         Just('\u{2028}'),
         Just('\u{2029}'),
+        (0x80u8..0xa0).prop_map(char::from),
+        Just('\u{85}'),
+        // The neighbours of the line's own escapes: `C2 A0`, `E2 80 A7`, `E2 80 AA`, `E2 80 94`.
+        Just('\u{a0}'),
+        Just('\u{2027}'),
+        Just('\u{202a}'),
+        Just('—'),
         Just('é'),
         Just('😀'),
         Just('/'),
@@ -222,18 +231,44 @@ fn record() -> impl Strategy<Value = Value> {
     })
 }
 
+/// serde_json's text with the line's own escapes: each C1 control, U+2028 and U+2029 (which
+/// serde_json writes raw, and only inside strings) as `\u` and four lowercase hex digits.
+fn with_line_escapes(serde: &str) -> String {
+    let mut out = String::with_capacity(serde.len());
+    for c in serde.chars() {
+        match u32::from(c) {
+            n @ (0x80..=0x9f | 0x2028 | 0x2029) => out.push_str(&format!("\\u{n:04x}")),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Whether `c` ends a line for Python's `str.splitlines` (`\n`, `\r`, `\v`, `\f`, `\x1c` to
+/// `\x1e`, `\x85`, U+2028, U+2029; ECMAScript's line terminators, `\n`, `\r`, U+2028 and
+/// U+2029, are among them).
+fn breaks_a_line(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r' | '\u{b}' | '\u{c}' | '\u{1c}'..='\u{1e}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
+}
+
 #[test]
-fn the_hand_written_audit_line_is_serde_jsons_byte_for_byte() {
+fn the_hand_written_audit_line_is_serde_jsons_with_the_line_breaks_escaped() {
     proptest::test_runner::TestRunner::new(crate::runner_config(3000))
         .run(&record(), |json| {
             let record: AuditRecord =
                 serde_json::from_value(json.clone()).expect("a record's JSON");
-            let expected = serde_json::to_string(&record).expect("serde_json writes it");
+            let serde = serde_json::to_string(&record).expect("serde_json writes it");
+            let expected = with_line_escapes(&serde);
             // Every generated member reached the record (`Deserialize` skips unknown keys, so a
             // misspelt one would drop out of both sides unseen): the line read back is the
             // generated object, less the members written only when not their default.
             let mut sent = json;
             let read: Value = serde_json::from_str(&expected).expect("JSON");
+            // The escapes change the text, never the value.
+            prop_assert_eq!(&read, &serde_json::from_str::<Value>(&serde).expect("JSON"));
             if let Value::Object(sent) = &mut sent {
                 sent.retain(|key, value| {
                     let default = match key.as_str() {
@@ -254,10 +289,10 @@ fn the_hand_written_audit_line_is_serde_jsons_byte_for_byte() {
             // Written into a buffer that already holds a line: appended, never cleared.
             let mut out = b"{}\n".to_vec();
             record.write_json(&mut out);
-            prop_assert_eq!(
-                String::from_utf8(out).expect("UTF-8"),
-                format!("{{}}\n{expected}")
-            );
+            let out = String::from_utf8(out).expect("UTF-8");
+            prop_assert_eq!(&out, &format!("{{}}\n{expected}"));
+            // One line for every reader: nothing in it that any of them splits on.
+            prop_assert!(!out["{}\n".len()..].contains(breaks_a_line), "{}", out);
             Ok(())
         })
         .unwrap();

@@ -556,7 +556,8 @@ fn a_retried_message_of_reads_runs_nothing_twice() {
     let world = Arc::new(World::default());
     let dir = TempDir::new("reads-retry");
     let s = builder(&world, &dir).build().unwrap().session(ctx());
-    let message = assistant(
+    let message = crate::support::assistant_with_id(
+        "msg_01",
         json!([
             lookup("toolu_1", "o1", 2, Some("o2")),
             lookup("toolu_2", "o2", 2, None),

@@ -441,7 +441,7 @@ fn the_decisions_file_is_a_chain_the_folders_verifier_checks_and_names_an_edited
     let file = dir.join("decisions.jsonl");
     let verified = toolgate::audit::verify_audit_dir(dir.path()).unwrap();
     assert!(verified.is_ok());
-    let summary = toolgate::audit::report::ChainSummary::of(&verified).to_string();
+    let summary = verified.to_string();
     let lines: Vec<&str> = summary.lines().collect();
     assert_eq!(lines.len(), 4, "{summary}");
     assert!(
@@ -456,7 +456,7 @@ fn the_decisions_file_is_a_chain_the_folders_verifier_checks_and_names_an_edited
     .unwrap();
     let broken = toolgate::audit::verify_audit_dir(dir.path()).unwrap();
     assert!(!broken.is_ok());
-    let summary = toolgate::audit::report::ChainSummary::of(&broken).to_string();
+    let summary = broken.to_string();
     assert!(
         summary.contains(&format!(
             "decisions.jsonl: broken: line 3 does not follow line 2: line 2 was edited, or lines \

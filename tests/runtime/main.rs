@@ -10,6 +10,7 @@ mod support;
 mod ask;
 mod audit;
 mod audit_chain;
+mod audit_readers;
 mod audit_sinks;
 mod build;
 mod chain;
@@ -31,8 +32,10 @@ mod outcomes;
 mod panics;
 mod pause;
 mod pre_tool_use;
+mod recycled_ids;
 mod replies;
 mod retries;
+mod sealed;
 mod session;
 mod stores;
 #[cfg(feature = "tower")]

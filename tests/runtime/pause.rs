@@ -35,7 +35,8 @@ const FORMATS: [TurnFormat; 4] = [
 ];
 
 /// Two refunds in one turn of `format`: `toolu_1` (900 cents, no approval needed) and `toolu_2`
-/// (25 000 cents, a person must approve); each API's own shape, the same ids.
+/// (25 000 cents, a person must approve); each API's own shape, the same ids, the response's
+/// id as [`turn_name`] gives it.
 fn turn(format: TurnFormat) -> Value {
     let args = |order: &str, cents: u32| json!({"order_id": order, "amount_cents": cents});
     let calls = [
@@ -44,19 +45,19 @@ fn turn(format: TurnFormat) -> Value {
     ];
     match format {
         TurnFormat::AnthropicMessages => json!({
-            "role": "assistant", "stop_reason": "tool_use",
+            "id": "msg_1", "role": "assistant", "stop_reason": "tool_use",
             "content": calls.iter().map(|(id, input)| json!(
                 {"type": "tool_use", "id": id, "name": "refund", "input": input}
             )).collect::<Vec<_>>()
         }),
-        TurnFormat::OpenaiChat => json!({
+        TurnFormat::OpenaiChat => json!({"id": "chatcmpl-1", "choices": [{
             "index": 0, "finish_reason": "tool_calls",
             "message": {"role": "assistant", "content": null,
                 "tool_calls": calls.iter().map(|(id, input)| json!(
                     {"id": id, "type": "function",
                      "function": {"name": "refund", "arguments": input.to_string()}}
                 )).collect::<Vec<_>>()}
-        }),
+        }]}),
         TurnFormat::OpenaiResponses => json!({
             "id": "resp_1", "status": "completed",
             "output": calls.iter().map(|(id, input)| json!(
@@ -69,6 +70,17 @@ fn turn(format: TurnFormat) -> Value {
             "content": {"role": "model",
                 "parts": gemini_calls(&calls)}
         }),
+        other => panic!("no turn for {other:?}"),
+    }
+}
+
+/// The id of the model response of [`turn`]'s `format`: the turn's name when it pauses.
+fn turn_name(format: TurnFormat) -> &'static str {
+    match format {
+        TurnFormat::AnthropicMessages => "msg_1",
+        TurnFormat::OpenaiChat => "chatcmpl-1",
+        TurnFormat::OpenaiResponses => "resp_1",
+        TurnFormat::Gemini => "gemini-0",
         other => panic!("no turn for {other:?}"),
     }
 }
@@ -234,7 +246,8 @@ fn stored(format: TurnFormat, fp: &str) -> Value {
         }
     }
     json!({
-        "format": 2, "turn_format": format.as_str(), "turn_id": "toolu_1",
+        "format": 2, "turn_format": format.as_str(), "turn_id": turn_name(format),
+        "turn": turn_name(format),
         "session_id": "sess_ask", "user_id": "u_001", "fingerprint": fp,
         "created_at": "2026-11-24T10:15:00Z", "pending_ttl_ms": 86_400_000, "blocks": blocks
     })
@@ -1146,9 +1159,12 @@ fn the_same_input_with_its_keys_reordered_is_refused_never_run_twice() {
     let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
     let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
     let session = d.session(ctx("sess_ask", "u_001", at_start()));
-    let small = refunds_message(&[("toolu_1", "o_1", 900)]);
+    // The same response sent again (its id `msg_1`), its input's keys reordered.
+    let mut small = refunds_message(&[("toolu_1", "o_1", 900)]);
+    small.extra.insert("id".to_owned(), json!("msg_1"));
     toolgate::block_on(session.respond(&small)).unwrap();
-    let reordered = support::assistant(
+    let reordered = support::assistant_with_id(
+        "msg_1",
         json!([{"type": "tool_use", "id": "toolu_1", "name": "refund",
                 "input": {"amount_cents": 900, "order_id": "o_1"}}]),
         "tool_use",

@@ -1,5 +1,6 @@
 //! `SqliteStore` (feature `sqlite`): the conformance suite on a fresh file; a reopened file keeps
-//! its answers and its paused turns; a schema newer than the build is refused at open; a kept turn
+//! its answers and its paused turns; a schema newer than the build is refused at open, a file of
+//! schema version 1 migrated with its answers; a kept turn
 //! cut short is refused at every take; a paused turn resumed at once by two processes, and by
 //! eight threads with a connection each, runs its refund once; a call whose process was killed
 //! while its tool ran is answered as interrupted after the lease and never run again.
@@ -18,11 +19,13 @@ use serde_json::{Value, json};
 use toolgate::{
     Decision, Dispatcher, HookContext, Reply, ToolResult, ToolUse,
     approval::{Decisions, ResumeError, Resumed},
+    audit::AuditLog,
     dispatch::{Effect, PreHookDef, ToolDef},
     store::sqlite::SqliteStore,
     store::{AnswerStore, CallKey, Claim, InputDigest, PendingStore, conformance},
 };
 
+use crate::support::sealed::{self, Paid};
 use crate::support::{self, TempDir};
 
 /// What the model reads for a call interrupted earlier (pinned).
@@ -230,10 +233,10 @@ fn a_file_written_by_a_newer_schema_is_refused_at_open() {
     let dir = TempDir::new("sqlite-newer");
     let file = dir.join("store.sqlite3");
     drop(SqliteStore::open(&file).unwrap());
-    assert_eq!(SqliteStore::SCHEMA_VERSION, 2);
+    assert_eq!(SqliteStore::SCHEMA_VERSION, 3);
     let db = rusqlite::Connection::open(&file).unwrap();
     db.execute(
-        "INSERT INTO toolgate_schema (version, applied_at) VALUES (3, 0)",
+        "INSERT INTO toolgate_schema (version, applied_at) VALUES (4, 0)",
         [],
     )
     .unwrap();
@@ -243,7 +246,7 @@ fn a_file_written_by_a_newer_schema_is_refused_at_open() {
         refused.to_string(),
         format!(
             "the store failed: the SQLite file {} was written by a newer toolgate (schema \
-             version 3); this build knows up to 2",
+             version 4); this build knows up to 3",
             file.display()
         )
     );
@@ -314,6 +317,129 @@ fn a_kept_turn_cut_short_is_refused_at_every_take_and_nothing_runs() {
     assert_eq!(state, "waiting");
 }
 
+/// Every value of every row of every table of the SQLite file `file`, as bytes (text, blobs,
+/// numbers as their decimal text).
+fn every_value(file: &Path) -> Vec<Vec<u8>> {
+    let db = rusqlite::Connection::open(file).unwrap();
+    let tables: Vec<String> = db
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        tables.iter().any(|t| t == "toolgate_pending_turns"),
+        "{tables:?}"
+    );
+    let mut values = Vec::new();
+    for table in tables {
+        let mut statement = db.prepare(&format!("SELECT * FROM \"{table}\"")).unwrap();
+        let columns = statement.column_count();
+        let mut rows = statement.query([]).unwrap();
+        while let Some(row) = rows.next().unwrap() {
+            for i in 0..columns {
+                values.push(match row.get_ref(i).unwrap() {
+                    rusqlite::types::ValueRef::Null => Vec::new(),
+                    rusqlite::types::ValueRef::Integer(n) => n.to_string().into_bytes(),
+                    rusqlite::types::ValueRef::Real(x) => x.to_string().into_bytes(),
+                    rusqlite::types::ValueRef::Text(t) | rusqlite::types::ValueRef::Blob(t) => {
+                        t.to_vec()
+                    }
+                });
+            }
+        }
+    }
+    values
+}
+
+/// The values of [`every_value`] that hold a secret of `support::sealed`, with the secrets.
+fn values_holding_secrets(file: &Path) -> Vec<String> {
+    every_value(file)
+        .iter()
+        .map(|v| sealed::secrets_in(v))
+        .filter(|found| !found.is_empty())
+        .map(|found| format!("{found:?}"))
+        .collect()
+}
+
+/// The fields the audit log hides (a PIN nested in the input, a token a rewrite added) are in
+/// no byte of the paused turn, of any row of the file or of any file in its folder (the
+/// store's file, its WAL, the audit files), before and after the resume; a resume without the
+/// key is refused, runs nothing and leaves the turn waiting; the resume with it, on the file
+/// opened again, gives the tool the real values.
+#[test]
+fn a_hidden_field_is_in_no_row_or_file_and_the_resumed_tool_gets_it() {
+    let dir = TempDir::new("sqlite-sealed");
+    let file = dir.join("store.sqlite3");
+    let ctx = || HookContext::builder(sealed::USER, sealed::SESSION).build();
+    let paid = Paid::default();
+    {
+        let store = Arc::new(SqliteStore::open(&file).unwrap());
+        let audit = AuditLog::builder().dir(&dir);
+        let d = sealed::dispatcher(audit, &paid, Some(sealed::keys()));
+        let session = d.session_with_store(ctx(), store.clone());
+        let reply = toolgate::block_on(session.respond(&sealed::message())).unwrap();
+        let Reply::Pending(turn) = reply else {
+            panic!("the big payment waits: {reply:?}");
+        };
+        let text = serde_json::to_string(&turn).unwrap();
+        assert_eq!(sealed::secrets_in(text.as_bytes()), Vec::<String>::new());
+        toolgate::block_on(store.put(&turn)).unwrap();
+    }
+    assert_eq!(paid.inputs(), [sealed::real("o_0", 900)]);
+    assert_eq!(values_holding_secrets(&file), Vec::<String>::new());
+    let mut read = 0;
+    assert_eq!(
+        sealed::files_holding_secrets(&dir, &mut read),
+        Vec::<String>::new()
+    );
+    assert!(
+        read >= 3,
+        "the store's file and the two audit files: {read}"
+    );
+
+    // Without the key: refused, nothing runs, the turn waits again.
+    let store = Arc::new(SqliteStore::open(&file).unwrap());
+    let audit = || AuditLog::builder().dir(&dir);
+    let keyless = sealed::dispatcher(audit(), &paid, None);
+    let decisions = Decisions::builder()
+        .approve("toolu_big", "lead")
+        .build()
+        .unwrap();
+    let session = keyless.session_with_store(ctx(), store.clone());
+    let refused = toolgate::block_on(session.resume_from(&*store, "msg_sealed", &decisions));
+    assert_eq!(
+        outcome(refused),
+        Err(
+            "the input of tool_use \"toolu_big\" has fields the audit log's redaction hides, \
+             and their real values cannot be given back: this dispatcher has no seal key \
+             (DispatcherBuilder::seal_keys); nothing was run"
+                .to_owned()
+        )
+    );
+    assert_eq!(paid.inputs().len(), 1);
+    let waiting = toolgate::block_on(store.waiting(sealed::SESSION)).unwrap();
+    assert_eq!(waiting.len(), 1, "the turn waits again");
+
+    // With it: the real values reach the tool.
+    let d = sealed::dispatcher(audit(), &paid, Some(sealed::keys()));
+    let session = d.session_with_store(ctx(), store.clone());
+    let resumed = toolgate::block_on(session.resume_from(&*store, "msg_sealed", &decisions));
+    assert_eq!(outcome(resumed), Ok(sealed::resumed_answer()));
+    assert_eq!(
+        paid.inputs(),
+        [sealed::real("o_0", 900), sealed::real("o_1", 25000)]
+    );
+    drop((session, d, keyless, store));
+    assert_eq!(values_holding_secrets(&file), Vec::<String>::new());
+    let mut read = 0;
+    assert_eq!(
+        sealed::files_holding_secrets(&dir, &mut read),
+        Vec::<String>::new()
+    );
+}
+
 #[test]
 fn processes_opening_one_new_file_at_once_apply_its_schema_once() {
     let dir = TempDir::new("sqlite-fresh");
@@ -343,7 +469,68 @@ fn processes_opening_one_new_file_at_once_apply_its_schema_once() {
             .map(Result::unwrap)
             .collect()
     };
-    assert_eq!(versions, vec![1, 2]);
+    assert_eq!(versions, vec![1, 2, 3]);
+}
+
+/// Schema version 1, as a build of that version wrote it.
+const VERSION_1: &str =
+    include_str!("../../hooks-core/src/store/sqlite/migrations/0001_calls_and_turns.sql");
+
+#[test]
+fn a_version_1_file_is_migrated_and_its_answers_replay_as_calls_without_a_turn() {
+    let dir = TempDir::new("sqlite-v1");
+    let file = dir.join("store.sqlite3");
+    let result = ToolResult::text("toolu_old", "refunded 900 on o_2");
+    {
+        let db = rusqlite::Connection::open(&file).unwrap();
+        db.execute_batch(VERSION_1).unwrap();
+        db.execute_batch(
+            "CREATE TABLE toolgate_schema (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL);
+             INSERT INTO toolgate_schema (version, applied_at) VALUES (1, 0);",
+        )
+        .unwrap();
+        db.execute(
+            "INSERT INTO toolgate_calls (session_id, tool_use_id, digest, state, outcome, result) \
+             VALUES ('sess_sqlite', 'toolu_old', ?1, 'answered', 'ok', ?2)",
+            rusqlite::params![&[5u8; 32][..], serde_json::to_string(&result).unwrap()],
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(&file).unwrap();
+    let db = rusqlite::Connection::open(&file).unwrap();
+    let versions: Vec<i64> = db
+        .prepare("SELECT version FROM toolgate_schema ORDER BY version")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(versions, [1, 2, 3]);
+    let digest = InputDigest([5; 32]);
+    let old = CallKey::new("sess_sqlite", "toolu_old");
+    assert_eq!(
+        toolgate::block_on(store.claim(old, digest, LONG)).unwrap(),
+        Claim::Seen(toolgate::store::Remembered::Answered {
+            digest,
+            outcome: toolgate::audit::Outcome::Ok,
+            result,
+        }),
+        "the answer of version 1 is replayed to a call without a turn"
+    );
+    let named = CallKey::in_turn("sess_sqlite", "msg_1", "toolu_old");
+    assert_eq!(
+        toolgate::block_on(store.claim(named, digest, LONG)).unwrap(),
+        Claim::OtherTurn { in_progress: false },
+        "and a call of a turn cannot be told from it"
+    );
+    let rows: Vec<(String, String)> = db
+        .prepare("SELECT turn, apart FROM toolgate_calls")
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows, [(String::new(), String::new())]);
 }
 
 #[test]

@@ -4,6 +4,8 @@
 //! - the texts the model reads for a halt, a panic, a call not run and a tool timeout;
 //! - temporary folders, audit-log readers, assistant messages and fixtures;
 //! - the six published tools as `#[tool]` functions ([`official`]);
+//! - a paused call whose input has fields the audit log hides, for every store's sealed-input
+//!   tests ([`sealed`]);
 //! - an example's runnable binary, built in the test run's target folder ([`example_binary`]);
 //! - for the reliability tests (properties, deadlines, limits, concurrency, trusted context):
 //!   test timers that need no runtime, a quiet panic hook for injected faults, a one-poll
@@ -11,6 +13,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod official;
+pub(crate) mod sealed;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -89,6 +92,80 @@ impl AsRef<Path> for TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A reader of JSON-lines files in another language, as a program of its own would read an
+/// audit file: each splits the file into lines its own way and parses each line as JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LineReader {
+    /// Python 3's `str.splitlines`, which ends a line at `\n`, `\r`, `\r\n`, `\v`, `\f`,
+    /// `\x1c`, `\x1d`, `\x1e`, `\x85`, U+2028 and U+2029 (`python3 -c`).
+    PythonSplitlines,
+    /// Node's `readline` over a file stream (`crlfDelay: Infinity`), the line reader of Node's
+    /// documentation (`node -e`).
+    NodeReadline,
+    /// A JavaScript reader that splits the text on ECMAScript's line terminators (`\r\n`, `\n`,
+    /// `\r`, U+2028, U+2029: what `^` and `$` of a regular expression with the `m` flag stop at)
+    /// (`node -e`).
+    JavaScriptLineTerminators,
+}
+
+impl LineReader {
+    /// All three.
+    pub(crate) const ALL: [LineReader; 3] = [
+        LineReader::PythonSplitlines,
+        LineReader::NodeReadline,
+        LineReader::JavaScriptLineTerminators,
+    ];
+
+    /// Each line `self` reads from `path`, parsed as JSON by the reader's own parser. A line
+    /// that does not parse (a record cut in two by a character the reader ends lines at) fails
+    /// the test with the reader's message; so does a missing `python3` or `node`: these tests
+    /// need both (CI installs them), and never skip.
+    pub(crate) fn read(self, path: &Path) -> Vec<Value> {
+        const PYTHON: &str = "import json, sys\n\
+            text = open(sys.argv[1], encoding='utf-8', newline='').read()\n\
+            print(json.dumps([json.loads(line) for line in text.splitlines()]))";
+        const READLINE: &str = "const fs = require('fs'), readline = require('readline');\n\
+            const lines = readline.createInterface({input: fs.createReadStream(process.argv[1], \
+            {encoding: 'utf8'}), crlfDelay: Infinity});\n\
+            const out = [];\n\
+            lines.on('line', (line) => out.push(JSON.parse(line)));\n\
+            lines.on('close', () => process.stdout.write(JSON.stringify(out)));";
+        const TERMINATORS: &str = "const text = require('fs').readFileSync(process.argv[1], 'utf8');\n\
+            const lines = text.split(/\\r\\n|[\\n\\r\\u2028\\u2029]/);\n\
+            if (lines[lines.length - 1] === '') lines.pop();\n\
+            process.stdout.write(JSON.stringify(lines.map((line) => JSON.parse(line))));";
+        let (program, script) = match self {
+            LineReader::PythonSplitlines => ("python3", PYTHON),
+            LineReader::NodeReadline => ("node", READLINE),
+            LineReader::JavaScriptLineTerminators => ("node", TERMINATORS),
+        };
+        let flag = if program == "python3" { "-c" } else { "-e" };
+        let output = std::process::Command::new(program)
+            .arg(flag)
+            .arg(script)
+            .arg(path)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "`{program}` could not be run ({e}): this test reads the audit file as \
+                     {self:?} does and needs {program} installed (CI installs it)"
+                )
+            });
+        assert!(
+            output.status.success(),
+            "{self:?} could not read {} as JSON lines: {}",
+            path.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{self:?} printed no JSON array ({e}): {}",
+                String::from_utf8_lossy(&output.stdout)
+            )
+        })
     }
 }
 
@@ -214,6 +291,15 @@ pub(crate) fn assistant(blocks: Value, stop_reason: &str) -> toolgate::Message {
     .unwrap()
 }
 
+/// An assistant message as the Messages API returns it: with the response's `id` (`msg_…`),
+/// which a resend of the same response carries too.
+pub(crate) fn assistant_with_id(id: &str, blocks: Value, stop_reason: &str) -> toolgate::Message {
+    serde_json::from_value(serde_json::json!({
+        "id": id, "role": "assistant", "content": blocks, "stop_reason": stop_reason
+    }))
+    .unwrap()
+}
+
 /// Reads a fixture under `tests/fixtures/`.
 pub(crate) fn fixture(rel: &str) -> Value {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -262,7 +348,7 @@ pub(crate) fn optional_fields_nullable(mut schema: Value) -> Value {
 
 /// The root package's features, each with whether this test binary was built with it. The
 /// list is checked against `Cargo.toml`'s `[features]` by [`example_binary`].
-const FEATURES: [(&str, bool); 13] = [
+const FEATURES: [(&str, bool); 14] = [
     ("tokio", cfg!(feature = "tokio")),
     ("full-validation", cfg!(feature = "full-validation")),
     ("tower", cfg!(feature = "tower")),
@@ -273,6 +359,7 @@ const FEATURES: [(&str, bool); 13] = [
     ("gemini", cfg!(feature = "gemini")),
     ("mcp", cfg!(feature = "mcp")),
     ("mcp-http", cfg!(feature = "mcp-http")),
+    ("seal", cfg!(feature = "seal")),
     ("inbox", cfg!(feature = "inbox")),
     ("sqlite", cfg!(feature = "sqlite")),
     ("postgres", cfg!(feature = "postgres")),

@@ -71,10 +71,10 @@ fn serve(stream: TcpStream, got: &Mutex<Vec<Got>>) -> std::io::Result<()> {
     }
 }
 
-/// The receiver's address and what it got so far.
+/// The receiver's base address (`http://127.0.0.1:PORT`, no path) and what it got so far.
 fn receiver() -> (String, Arc<Mutex<Vec<Got>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1/traces", listener.local_addr().unwrap());
+    let url = format!("http://{}", listener.local_addr().unwrap());
     let got = Arc::new(Mutex::new(Vec::new()));
     let shared = Arc::clone(&got);
     std::thread::spawn(move || {
@@ -100,7 +100,8 @@ fn attr(span: &Span, key: &str) -> Option<String> {
 
 #[test]
 fn otel_endpoint_sends_every_calls_spans_to_a_collector_over_otlp_http() {
-    let (url, got) = receiver();
+    let (base, got) = receiver();
+    let url = format!("{base}/v1/traces");
     let dir = TempDir::new("otlp");
     let (code, _, err) = run(&[
         &os("--out-dir"),
@@ -259,4 +260,202 @@ fn an_unreachable_collector_is_a_warning_naming_it_and_the_run_goes_on() {
     );
     assert!(err.contains("Connection refused"), "{err}");
     assert_eq!(err.lines().count(), 1);
+}
+
+#[test]
+fn otel_endpoint_reads_a_base_address_or_a_full_traces_url_as_the_otlp_variables_do() {
+    use super::example::otel::endpoint;
+    // A path ending in /v1/traces: used as given (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT).
+    for full in [
+        "http://localhost:4318/v1/traces",
+        "https://gateway.example/tenant-a/v1/traces",
+        "http://[::1]:4318/v1/traces?tenant=a",
+    ] {
+        assert_eq!(endpoint(full).as_deref(), Ok(full));
+    }
+    // Any other: a base address, /v1/traces appended (OTEL_EXPORTER_OTLP_ENDPOINT).
+    for (base, traces) in [
+        ("http://localhost:4318", "http://localhost:4318/v1/traces"),
+        ("http://localhost:4318/", "http://localhost:4318/v1/traces"),
+        (
+            "https://gateway.example/otlp",
+            "https://gateway.example/otlp/v1/traces",
+        ),
+        (
+            "https://gateway.example/otlp/",
+            "https://gateway.example/otlp/v1/traces",
+        ),
+        (
+            "https://gateway.example/otlp?tenant=a",
+            "https://gateway.example/otlp/v1/traces?tenant=a",
+        ),
+        (
+            "http://collector?tenant=a",
+            "http://collector/v1/traces?tenant=a",
+        ),
+        ("http://collector#top", "http://collector/v1/traces#top"),
+        // Not the traces path, only a name ending like it.
+        (
+            "http://collector/v1/traces2",
+            "http://collector/v1/traces2/v1/traces",
+        ),
+        (
+            "http://collector/xv1/traces",
+            "http://collector/xv1/traces/v1/traces",
+        ),
+    ] {
+        assert_eq!(endpoint(base).as_deref(), Ok(traces), "{base}");
+    }
+    for (bad, problem) in [
+        (
+            "ftp://collector",
+            "--otel-endpoint ftp://collector: expected an http:// or https:// URL \
+             (http://localhost:4318/v1/traces)",
+        ),
+        ("http://", "--otel-endpoint http://: the URL names no host"),
+        (
+            "http://?tenant=a",
+            "--otel-endpoint http://?tenant=a: the URL names no host",
+        ),
+    ] {
+        assert_eq!(endpoint(bad), Err(problem.to_owned()));
+    }
+}
+
+/// Each request's path, and the `service.name` of each resource it carries.
+fn paths_and_services(got: &[Got]) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for g in got {
+        let request = ExportTraceServiceRequest::decode(g.body.as_slice()).unwrap();
+        for spans in request.resource_spans {
+            let attributes = spans.resource.map(|r| r.attributes).unwrap_or_default();
+            let name = resource_attr(&attributes, "service.name");
+            found.push((g.path.clone(), name.unwrap_or_default()));
+        }
+    }
+    found
+}
+
+fn resource_attr(
+    attributes: &[opentelemetry_proto::tonic::common::v1::KeyValue],
+    key: &str,
+) -> Option<String> {
+    attributes.iter().find(|a| a.key == key).map(|a| {
+        match a.value.as_ref().and_then(|v| v.value.as_ref()) {
+            Some(Any::StringValue(s)) => s.clone(),
+            other => format!("{other:?}"),
+        }
+    })
+}
+
+#[test]
+fn the_spans_go_to_the_path_the_endpoint_names() {
+    let transcript = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/support/03_parallel_batch.json");
+    for (suffix, path) in [
+        ("", "/v1/traces"),
+        ("/", "/v1/traces"),
+        ("/otlp", "/otlp/v1/traces"),
+        ("/otlp/?tenant=a", "/otlp/v1/traces?tenant=a"),
+        ("/custom/v1/traces", "/custom/v1/traces"),
+    ] {
+        let (base, got) = receiver();
+        let dir = TempDir::new("otlp-path");
+        let url = format!("{base}{suffix}");
+        let (code, _, err) = run(&[
+            &os("--transcript"),
+            &os(&transcript),
+            &os("--out-dir"),
+            &os(dir.path()),
+            &os("--otel-endpoint"),
+            &os(&url),
+        ]);
+        assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""), "{url}");
+        let got = got.lock().unwrap();
+        // Every request (a batch of spans; one or more) to that path.
+        let mut paths: Vec<&str> = got.iter().map(|g| g.path.as_str()).collect();
+        paths.dedup();
+        assert_eq!(paths, [path], "{url}");
+    }
+}
+
+#[test]
+fn the_spans_name_their_service_from_otel_service_name_or_else_the_program() {
+    // The variables are the process's: the agent runs as its own process, as a user runs it.
+    let binary = super::support::example_binary("support_agent");
+    let transcript = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/support/03_parallel_batch.json");
+    for (service_name, resource_attributes, expected, environment) in [
+        (None, None, "support_agent", None),
+        (Some("refund-desk"), None, "refund-desk", None),
+        // Empty is unset, as the SDK reads it.
+        (Some(""), None, "support_agent", None),
+        (
+            None,
+            Some("service.name=from-attributes,deployment.environment.name=ci"),
+            "from-attributes",
+            Some("ci"),
+        ),
+        (
+            Some("refund-desk"),
+            Some("service.name=from-attributes,deployment.environment.name=ci"),
+            "refund-desk",
+            Some("ci"),
+        ),
+    ] {
+        let (base, got) = receiver();
+        let dir = TempDir::new("otlp-service");
+        let mut command = std::process::Command::new(&binary);
+        command
+            .arg("--transcript")
+            .arg(&transcript)
+            .arg("--out-dir")
+            .arg(dir.path())
+            .arg("--otel-endpoint")
+            .arg(&base)
+            .env_remove("OTEL_SERVICE_NAME")
+            .env_remove("OTEL_RESOURCE_ATTRIBUTES");
+        if let Some(name) = service_name {
+            command.env("OTEL_SERVICE_NAME", name);
+        }
+        if let Some(attributes) = resource_attributes {
+            command.env("OTEL_RESOURCE_ATTRIBUTES", attributes);
+        }
+        let output = command.output().expect("the support agent runs");
+        let case = format!(
+            "OTEL_SERVICE_NAME={service_name:?} OTEL_RESOURCE_ATTRIBUTES={resource_attributes:?}"
+        );
+        assert_eq!(
+            (
+                output.status.code(),
+                String::from_utf8_lossy(&output.stderr)
+            ),
+            (Some(0), "".into()),
+            "{case}"
+        );
+        let got = got.lock().unwrap();
+        // Every request (one or more batches) to /v1/traces, every resource naming the service.
+        let mut found = paths_and_services(&got);
+        found.dedup();
+        assert_eq!(
+            found,
+            [("/v1/traces".to_owned(), expected.to_owned())],
+            "{case}"
+        );
+        let request = ExportTraceServiceRequest::decode(got[0].body.as_slice()).unwrap();
+        let attributes = &request.resource_spans[0]
+            .resource
+            .as_ref()
+            .unwrap()
+            .attributes;
+        assert_eq!(
+            resource_attr(attributes, "deployment.environment.name").as_deref(),
+            environment,
+            "{case}"
+        );
+        assert_eq!(
+            resource_attr(attributes, "telemetry.sdk.language").as_deref(),
+            Some("rust")
+        );
+    }
 }

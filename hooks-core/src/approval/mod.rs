@@ -15,10 +15,13 @@ pub(crate) mod ask;
 pub use crate::inbox;
 pub(crate) mod decisions;
 pub(crate) mod pending;
+pub(crate) mod seal;
 
 pub use ask::{Approval, ApprovalRequest, Approver, Asked};
 pub use decisions::{Decisions, DecisionsBuilder, DuplicateDecision};
 pub use pending::{
-    AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn, ResumeError, Resumed, TurnFormat,
-    input_digest,
+    AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn, ResumeError, Resumed,
+    SealProblem, TurnFormat, input_digest,
 };
+#[cfg(feature = "seal")]
+pub use seal::{InvalidSealKey, SealKey, SealKeys};

@@ -104,7 +104,7 @@ impl Resumed {
 /// ([`Session::resume`](crate::Session::resume)), which answers with the complete user message.
 ///
 /// ```json
-/// {"format": 2, "turn_format": "anthropic_messages", "turn_id": "toolu_1",
+/// {"format": 2, "turn_format": "anthropic_messages", "turn_id": "msg_01A", "turn": "msg_01A",
 ///  "session_id": "sess_1", "user_id": "u_001",
 ///  "fingerprint": "5f0c…(64 hex)", "created_at": "2026-11-24T10:15:00Z",
 ///  "pending_ttl_ms": 86400000,
@@ -120,9 +120,14 @@ impl Resumed {
 ///
 /// - `format`: [`PENDING_TURN_FORMAT`]; another version is refused at resume.
 /// - `turn_format`: the API the turn came from ([`TurnFormat`]); resume answers in its shape.
-/// - `turn_id`: the id of the turn's first call. Ids are unique within a conversation, so the
-///   session id and the turn id name one paused turn (a retry of the same message pauses the
-///   same turn again): the key a store keeps it under.
+/// - `turn_id`: the turn's name, the key a store keeps it under with the session id: its model
+///   response's id (`turn`) when it had one, else the id of its first call. A resend of the same
+///   message pauses the same turn again; a later turn whose first call reuses an id (as
+///   OpenAI-compatible servers number a turn's calls) has a response id of its own.
+/// - `turn` (absent when the response had no id): the model response's id (`msg_…`,
+///   `chatcmpl-…`, `resp_…`, `gemini-{turn}`); resume claims the calls in that turn, so a resend
+///   of the message after the resume is answered from memory (ARCHITECTURE.md, "Contracts":
+///   "Ids and retries").
 /// - `call` (on a block, only for APIs whose answer echoes the call: Gemini's `functionCall`
 ///   part, whose `name` and `id` its `functionResponse` repeats): the call as the API sent it.
 /// - `fingerprint`: [`Dispatcher::fingerprint`](crate::Dispatcher::fingerprint) of the
@@ -136,14 +141,27 @@ impl Resumed {
 ///   refused as expired, and the call resumes as expired). Absent in a turn written before it
 ///   was added: 24 hours.
 /// - `input_digest`: the SHA-256 of `effective_input`'s JSON text as serde_json writes it,
-///   compact (lowercase hex). Object keys keep their order in this build (serde_json's
+///   compact (lowercase hex); for a call with `sealed`, of that text, a newline (`\n`) and the
+///   `sealed` string. Object keys keep their order in this build (serde_json's
 ///   `preserve_order`, which schemars turns on), so the digest is that of the text the
 ///   model's keys in their order make; it checks that the input a person approved is the one
 ///   that runs.
+/// - `sealed` (on a waiting call, only when a field rule of the audit log's
+///   [`Redaction`](crate::audit::Redaction) reaches into its `input` or `effective_input`):
+///   those two are then shown as the audit line shows them (`"[redacted]"`, or the rule's own
+///   mask), and `sealed` holds the real ones, encrypted under the dispatcher's key
+///   (`DispatcherBuilder::seal_keys`, feature `seal`; `approval/seal.rs` has the format and
+///   why). A person sees what the audit log shows and approves its digest, which covers the
+///   shown input and the sealed value: the approval is bound to this sealed value, which is
+///   bound (its associated data) to this call and the inputs shown, so the tool runs with the
+///   real input sealed when the turn paused, or not at all. The digest is of nothing secret,
+///   so a short secret (a PIN) cannot be found by hashing guesses against it.
 ///
-/// Nothing in it is secret beyond what the audit log already holds (inputs, results); it is
-/// not signed: a host that stores it where others can write must protect it as it would the
-/// conversation.
+/// Nothing in it is secret beyond what the audit log already holds: the inputs as the audit
+/// line shows them, the answered blocks' results as the model will read them (the audit log's
+/// text rules mask the line, not the model's answer), and sealed values. It is not signed: a
+/// host that stores it where others can write must protect it as it would the conversation (a
+/// sealed value cannot be changed or moved to another call without its resume being refused).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct PendingTurn {
@@ -151,8 +169,12 @@ pub struct PendingTurn {
     pub format: u32,
     /// The API the turn came from.
     pub turn_format: TurnFormat,
-    /// The id of the turn's first call: with the session id, the paused turn's name.
+    /// The turn's name: its model response's id, or, without one, the id of its first call.
+    /// With the session id, the key a store keeps it under.
     pub turn_id: String,
+    /// The model response's id, when the turn had one: its calls are claimed in that turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<String>,
     /// The session that paused.
     pub session_id: String,
     /// The (authenticated) user of that session.
@@ -289,17 +311,22 @@ pub struct AwaitingCall {
     pub input: Value,
     /// The input after the PreToolUse rewrites: what the tool runs with once approved.
     pub effective_input: Value,
-    /// The SHA-256 of `effective_input`'s compact JSON text, lowercase hex (see
-    /// [`PendingTurn`]).
+    /// The SHA-256 of `effective_input`'s compact JSON text (and of `sealed`, when there is
+    /// one), lowercase hex (see [`PendingTurn`]): what a person's approval names.
     pub input_digest: String,
     /// The hooks that asked, with their reasons, in chain order.
     pub asked_by: Vec<Asked>,
     /// The hooks that rewrote the input, in order (empty when none did).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rewritten_by: Vec<String>,
-    /// The call as the API sent it, for an API whose answer echoes it (Gemini).
+    /// The call as the API sent it, for an API whose answer echoes it (Gemini), its `args`
+    /// masked as the audit line masks the input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<Value>,
+    /// The real `input` and `effective_input`, sealed, when the audit log's redaction hides
+    /// fields of them: `"aes256-siv:<key id>:<hex>"` (see [`PendingTurn`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed: Option<String>,
 }
 
 impl AwaitingCall {
@@ -318,7 +345,20 @@ impl AwaitingCall {
             asked_by: asked_by.to_vec(),
             rewritten_by: rewritten_by.iter().map(|&p| p.to_owned()).collect(),
             call: None,
+            sealed: None,
         }
+    }
+
+    /// The digest of what the call shows, by `input_digest`'s rule: of `effective_input`'s
+    /// compact JSON text, or of that text, `\n` and `sealed`.
+    pub(crate) fn digest(&self) -> String {
+        let Some(sealed) = &self.sealed else {
+            return input_digest(&self.effective_input);
+        };
+        let mut text = serde_json::to_string(&self.effective_input).unwrap_or_default();
+        text.push('\n');
+        text.push_str(sealed);
+        hex(&Sha256::digest(text.as_bytes()))
     }
 
     /// The `tool_use` block as the model sent it (normalized).
@@ -336,13 +376,7 @@ pub fn input_digest(input: &Value) -> String {
 
 /// Lowercase hex of `bytes`.
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
+    crate::base::hex::encode(bytes)
 }
 
 /// Why [`Session::resume`](crate::Session::resume) gave no user message. Every refusal but
@@ -459,11 +493,71 @@ pub enum ResumeError {
     /// not answer, so nothing was resumed.
     #[error("the pending turns' store failed: {}", .0.message())]
     Store(StoreError),
+    /// The audit log's redaction hides fields of a waiting call's input, and their real values
+    /// cannot be given back (see [`SealProblem`]): the call would run with what the turn
+    /// shows in their place, so nothing runs.
+    #[error(
+        "the input of tool_use {tool_use_id:?} has fields the audit log's redaction hides, and \
+         their real values cannot be given back: {problem}; nothing was run"
+    )]
+    SealedInput {
+        /// The waiting call's id.
+        tool_use_id: String,
+        /// Why.
+        problem: SealProblem,
+    },
     /// A waiting call has no decision (a turn that has not expired needs one for each).
     #[error("tool_use {tool_use_id:?} is waiting for approval and has no decision")]
     Undecided {
         /// The id.
         tool_use_id: String,
+    },
+}
+
+/// Why a resume could not give a paused call its hidden fields back
+/// ([`ResumeError::SealedInput`](crate::approval::ResumeError::SealedInput)). Nothing ran.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SealProblem {
+    /// A field rule of the audit log reaches into the call's input, and the call has no sealed
+    /// value: it was paused by a dispatcher whose rules did not hide the field, or the turn was
+    /// changed since (its `sealed` member removed).
+    #[error(
+        "the pending turn shows them without a sealed value (it was paused by a dispatcher \
+         whose redaction did not hide them, or changed since)"
+    )]
+    NotSealed,
+    /// The call has a sealed value and this dispatcher has no seal key.
+    #[error("this dispatcher has no seal key (DispatcherBuilder::seal_keys)")]
+    NoKey,
+    /// The call has a sealed value and this build has no `seal` feature.
+    #[error("this build cannot open sealed values: it lacks the `seal` feature")]
+    NotBuilt,
+    /// The value was sealed with a key this dispatcher does not have.
+    #[error(
+        "they were sealed with key {key_id:?}, which this dispatcher does not have (keep a \
+         retired key with SealKeys::also_open until its turns have expired)"
+    )]
+    UnknownKey {
+        /// The key id the sealed value names.
+        key_id: String,
+    },
+    /// The value does not open with the key of its id: the key's bytes are not the ones it
+    /// was sealed with, or the sealed value, the shown inputs or the call's ids were changed
+    /// since the pause.
+    #[error(
+        "they do not open with key {key_id:?}: the key is not the one they were sealed with, \
+         or the pending turn was changed since it paused"
+    )]
+    DoesNotOpen {
+        /// The key id tried.
+        key_id: String,
+    },
+    /// The `sealed` member is not a sealed value this build reads.
+    #[error("its sealed value is not one this build reads: {problem}")]
+    Malformed {
+        /// What is wrong (`it does not start with "aes256-siv:"`, …).
+        problem: String,
     },
 }
 

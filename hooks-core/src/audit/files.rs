@@ -79,7 +79,7 @@ impl AuditSink for JsonlFiles {
 
     fn summary(&self, summary: &SummaryRecord) -> Result<(), HookError> {
         append(&self.sessions, |object| {
-            serde_json::to_writer(object, summary).map_err(io::Error::from)
+            summary.write_json(object).map_err(io::Error::from)
         })
         .map_err(|e| write_failed(&self.sessions, &e))
     }

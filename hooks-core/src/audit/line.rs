@@ -1,29 +1,43 @@
-//! The audit line's JSON, written by hand: [`AuditRecord::write_json`] gives byte for byte what
-//! `serde_json::to_writer(record)` gives (member order, escapes, numbers), at a fraction of the
+//! The audit line's JSON. Both lines, a call's and a session's, are serde_json's compact JSON of
+//! the record with one difference: the characters that end a line for some readers and that
+//! serde_json writes raw, the C1 controls (U+0080 to U+009F, U+0085 NEXT LINE among them) and
+//! U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR, are written as JSON escapes (`\u0085`,
+//! `\u2028`, lowercase hex, as serde_json writes `\u001b`). The value read back is the same; a
+//! reader that splits lines on Unicode's line breaks (Python's `str.splitlines`, a JavaScript
+//! reader splitting on ECMAScript's line terminators) sees one line per record, as
+//! `str::lines` does. Lines written before this rule keep their bytes, and the chain hashes the
+//! bytes as written, so a chain of old and new lines verifies.
+//!
+//! A call's line is written by hand: [`AuditRecord::write_json`] at a fraction of serde_json's
 //! cost. serde_json escapes a string one byte at a time through a table; the escaper here finds
 //! the next byte to escape eight bytes at a time and copies the clean run before it in one go
 //! (the `content` member is JSON text: every quote escaped). The `ts` member's second is
-//! computed once a second per thread ([`Rfc3339::write_cached`]).
+//! computed once a second per thread ([`Rfc3339::write_cached`]). A session's line
+//! ([`SummaryRecord::write_json`]) is serde_json's serializer with the escapes above.
 //!
-//! Byte identity with serde_json is a property test (`tests/properties/audit_line.rs`: random
-//! records, every control character, `"`, `\`, U+2028/2029, non-ASCII, floats).
+//! That both are serde_json's bytes with those escapes is a property test
+//! (`tests/properties/audit_line.rs`: random records, every control character, `"`, `\`, C1,
+//! U+2028/2029 and their neighbours, non-ASCII, floats).
 
 use std::cell::Cell;
-use std::io::Write as _;
+use std::io::{self, Write as _};
 
 use serde_json::Value;
 
 use crate::approval::ask::Asked;
 use crate::audit::hook_run::HookRun;
-use crate::audit::record::AuditRecord;
+use crate::audit::record::{AuditRecord, SummaryRecord};
 use crate::base::decimal::decimal;
 use crate::base::time::{Rfc3339, SecondText};
 
 impl AuditRecord {
-    /// Appends the record's JSON to `out`: exactly the bytes `serde_json::to_writer(out,
-    /// record)` appends (one object, members in the order of [`AuditRecord`]'s table, no
-    /// newline), several times faster. The JSONL files write their lines with it; a sink that
-    /// writes JSON lines of its own can too.
+    /// Appends the record's JSON to `out`: the bytes `serde_json::to_writer(out, record)`
+    /// appends (one object, members in the order of [`AuditRecord`]'s table, no newline), but
+    /// with C1 controls, U+2028 and U+2029 written as JSON escapes (`\u0085`, `\u2028`,
+    /// `\u2029`), several times faster. The value is the same; the line is one line for every
+    /// reader (Python's `str.splitlines` and JavaScript's line terminators split on those
+    /// characters). The JSONL files and the PostgreSQL chain write their lines with it; a sink
+    /// that writes JSON lines of its own can too.
     ///
     /// ```
     /// use toolgate_core::audit::AuditRecord;
@@ -34,6 +48,15 @@ impl AuditRecord {
     /// record.write_json(&mut out);
     /// assert_eq!(String::from_utf8(out)?, line);
     /// assert_eq!(serde_json::to_string(&record)?, line);
+    ///
+    /// // A line separator from the model: escaped, where serde_json writes it raw.
+    /// let mut record = record;
+    /// record.tool = "search\u{2028}faq".to_owned();
+    /// let mut out = Vec::new();
+    /// record.write_json(&mut out);
+    /// let text = String::from_utf8(out)?;
+    /// assert!(text.contains(r#""tool":"search\u2028faq""#));
+    /// assert_eq!(serde_json::from_str::<AuditRecord>(&text)?.tool, "search\u{2028}faq");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write_json(&self, out: &mut Vec<u8>) {
@@ -106,6 +129,47 @@ impl AuditRecord {
             out.extend_from_slice(b",\"final\":false");
         }
         out.push(b'}');
+    }
+}
+
+impl SummaryRecord {
+    /// Appends the summary's JSON to `out`: the bytes `serde_json::to_writer(out, summary)`
+    /// appends, with the escapes of [`AuditRecord::write_json`] (C1 controls, U+2028 and U+2029
+    /// as `\u0085`, `\u2028`, `\u2029`): one line for every reader, the same value. The JSONL
+    /// files and the PostgreSQL chain write their session lines with it.
+    ///
+    /// # Errors
+    /// serde_json's, should the summary not serialize (it always does: every map's keys are
+    /// strings); `out` may then hold part of the line.
+    pub fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        let mut serializer = serde_json::Serializer::with_formatter(out, LineFormatter);
+        serde::Serialize::serialize(self, &mut serializer)
+    }
+}
+
+/// serde_json's compact formatter with the line's escapes: a string's runs of characters
+/// serde_json does not escape are written with their C1 controls, U+2028 and U+2029 escaped.
+struct LineFormatter;
+
+impl serde_json::ser::Formatter for LineFormatter {
+    fn write_string_fragment<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        let bytes = fragment.as_bytes();
+        let mut escaped = Vec::new();
+        let mut start = 0;
+        for at in 0..bytes.len() {
+            if is_lead(bytes[at]) {
+                start = escape_wide(&mut escaped, bytes, start, at);
+            }
+        }
+        if escaped.is_empty() {
+            return writer.write_all(bytes);
+        }
+        escaped.extend_from_slice(&bytes[start..]);
+        writer.write_all(&escaped)
     }
 }
 
@@ -197,9 +261,12 @@ const ONES: u64 = 0x0101_0101_0101_0101;
 const LOWS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
-/// The high bit of each byte of `word` (read little-endian) that JSON requires escaped: below
-/// 0x20, `"` or `\\`. Exact for every byte (no carry crosses bytes: each byte's low seven bits
-/// are added to at most 0x7f), so [`write_str`] takes the flagged bytes one after another.
+/// The high bit of each byte of `word` (read little-endian) that may start an escape: below
+/// 0x20, `"` or `\\`, which JSON requires escaped, or 0xC2 or 0xE2, the first byte of a C1
+/// control (`C2 80` to `C2 9F`) and of U+2028 and U+2029 (`E2 80 A8`, `E2 80 A9`), which
+/// [`escape_wide`] confirms or lets pass. Exact for every byte (no carry crosses bytes: each
+/// byte's low seven bits are added to at most 0x7f), so [`write_str`] takes the flagged bytes
+/// one after another; a character's later bytes (0x80 to 0xBF) are never flagged.
 #[inline]
 fn escape_mask(word: u64) -> u64 {
     // High bit set: the byte is 0x20 or more.
@@ -209,12 +276,17 @@ fn escape_mask(word: u64) -> u64 {
     let not_quote = ((quote & LOWS) + LOWS) | quote;
     let backslash = word ^ (ONES * u64::from(b'\\'));
     let not_backslash = ((backslash & LOWS) + LOWS) | backslash;
-    !(printable & not_quote & not_backslash) & HIGHS
+    // 0xC2 and 0xE2 differ in bit 0x20 alone: with it cleared, both are 0xC2.
+    let lead = (word & !(ONES * 0x20)) ^ (ONES * 0xc2);
+    // High bit set: the byte is neither 0xC2 nor 0xE2.
+    let not_lead = ((lead & LOWS) + LOWS) | lead;
+    !(printable & not_quote & not_backslash & not_lead) & HIGHS
 }
 
-/// `s` as a JSON string, with serde_json's escapes: `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`,
-/// and `\u00XX` (lowercase hex) for the other control characters; everything else (U+2028,
-/// U+2029, DEL, non-ASCII) as is.
+/// `s` as a JSON string, with serde_json's escapes (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`,
+/// and `\u00XX`, lowercase hex, for the other control characters below 0x20) and the line's own
+/// (C1 controls, U+2028 and U+2029 as `\u0085`, `\u2028`, `\u2029`); everything else (DEL,
+/// other non-ASCII) as is.
 fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
@@ -225,64 +297,86 @@ fn write_str(out: &mut Vec<u8>, s: &str) {
     while let Some(word) = bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
         let mut mask = escape_mask(u64::from_le_bytes(*word));
         while mask != 0 {
-            let dirty = at + (mask.trailing_zeros() / 8) as usize;
-            out.extend_from_slice(&bytes[start..dirty]);
-            push_escape(out, bytes[dirty]);
-            start = dirty + 1;
+            let flagged = at + (mask.trailing_zeros() / 8) as usize;
+            start = push_escape(out, bytes, start, flagged);
             mask &= mask - 1;
         }
         at += 8;
     }
-    for (i, &b) in bytes.iter().enumerate().skip(at) {
-        if needs_escape(b) {
-            out.extend_from_slice(&bytes[start..i]);
-            push_escape(out, b);
-            start = i + 1;
+    for flagged in at..bytes.len() {
+        if needs_escape(bytes[flagged]) {
+            start = push_escape(out, bytes, start, flagged);
         }
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
 }
 
+/// Whether [`escape_mask`] flags `b`.
 #[inline]
 fn needs_escape(b: u8) -> bool {
-    b < 0x20 || b == b'"' || b == b'\\'
+    b < 0x20 || b == b'"' || b == b'\\' || is_lead(b)
 }
 
-/// The escape of one byte [`needs_escape`] flags: `"` and `\\` (most of them, in JSON text)
-/// inline, control characters out of line.
+/// 0xC2 or 0xE2: the first byte of a C1 control, of U+2028 or of U+2029 (and of other
+/// characters).
 #[inline]
-fn push_escape(out: &mut Vec<u8>, b: u8) {
+fn is_lead(b: u8) -> bool {
+    b & !0x20 == 0xc2
+}
+
+/// Escapes the character at `bytes[at]`, a byte [`needs_escape`] flags, after copying
+/// `bytes[start..at]`; the new start of what is not yet copied. `"` and `\\` (most of them, in
+/// JSON text) inline, control characters and the line's own escapes out of line.
+#[inline]
+fn push_escape(out: &mut Vec<u8>, bytes: &[u8], start: usize, at: usize) -> usize {
+    let b = bytes[at];
     if b == b'"' || b == b'\\' {
+        out.extend_from_slice(&bytes[start..at]);
         out.extend_from_slice(&[b'\\', b]);
-    } else {
+        at + 1
+    } else if b < 0x20 {
+        out.extend_from_slice(&bytes[start..at]);
         push_control_escape(out, b);
+        at + 1
+    } else {
+        escape_wide(out, bytes, start, at)
     }
 }
 
-/// The escape of a control character.
+/// At `bytes[at]` (0xC2 or 0xE2): a C1 control, U+2028 or U+2029 is written as its `\u`
+/// escape after `bytes[start..at]`, and the start after it returned; any other character is
+/// left to be copied with its run (`start` returned as is).
+fn escape_wide(out: &mut Vec<u8>, bytes: &[u8], start: usize, at: usize) -> usize {
+    let (code, len) = match bytes[at..] {
+        [0xc2, b @ 0x80..=0x9f, ..] => (u16::from(b), 2),
+        [0xe2, 0x80, b @ 0xa8..=0xa9, ..] => (0x2000 + u16::from(b - 0x80), 3),
+        _ => return start,
+    };
+    out.extend_from_slice(&bytes[start..at]);
+    push_u_escape(out, code);
+    at + len
+}
+
+/// The escape of a control character below 0x20.
 #[cold]
 fn push_control_escape(out: &mut Vec<u8>, b: u8) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let short = match b {
         0x08 => b'b',
         0x0c => b'f',
         b'\n' => b'n',
         b'\r' => b'r',
         b'\t' => b't',
-        _ => {
-            out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[usize::from(b >> 4)],
-                HEX[usize::from(b & 0xf)],
-            ]);
-            return;
-        }
+        _ => return push_u_escape(out, u16::from(b)),
     };
     out.extend_from_slice(&[b'\\', short]);
+}
+
+/// `\uXXXX`, lowercase hex, as serde_json writes it.
+fn push_u_escape(out: &mut Vec<u8>, code: u16) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let nibble = |shift: u16| HEX[usize::from((code >> shift) & 0xf)];
+    out.extend_from_slice(&[b'\\', b'u', nibble(12), nibble(8), nibble(4), nibble(0)]);
 }
 
 #[cfg(test)]
@@ -295,14 +389,34 @@ mod tests {
         String::from_utf8(out).unwrap()
     }
 
+    /// serde_json's string, with the line's own escapes (C1, U+2028, U+2029), written out
+    /// here one by one.
+    fn serde_with_line_escapes(s: &str) -> String {
+        let mut expected = String::new();
+        for c in serde_json::to_string(s).unwrap().chars() {
+            match u32::from(c) {
+                n @ (0x80..=0x9f | 0x2028 | 0x2029) => expected.push_str(&format!("\\u{n:04x}")),
+                _ => expected.push(c),
+            }
+        }
+        expected
+    }
+
     #[test]
-    fn escapes_as_serde_json_at_every_position_of_a_word() {
+    fn escapes_as_serde_json_and_the_line_breaks_at_every_position_of_a_word() {
         // Every byte that needs escaping, at every offset of two words and in the tail.
         let specials: Vec<char> = (0u8..0x20)
             .map(char::from)
             .chain(['"', '\\', '\u{7f}', '\u{2028}', '\u{2029}', 'é', '😀'])
-            // The neighbours of the escaped bytes: 0x20, 0x21, 0x23, 0x5b, 0x5d, 0xa2, 0xdc.
+            .chain((0x80u8..0xa0).map(char::from))
+            // The neighbours of the escaped bytes: 0x20, 0x21, 0x23, 0x5b, 0x5d, 0xa2, 0xdc; of
+            // C1 (`C2 A0`, `C3 80`) and of U+2028/2029 (`E2 80 A7`, `E2 80 AA`, `E2 81 A8`,
+            // `E3 80 A8`, `E2 80 94`, `C3 A2`: 0xE2 read as a character, not a byte).
             .chain([' ', '!', '#', '[', ']', '\u{a2}', '\u{dc}'])
+            .chain([
+                '\u{a0}', '\u{c0}', '\u{2027}', '\u{202a}', '\u{2068}', '\u{3028}',
+            ])
+            .chain(['—', '\u{e2}'])
             .collect();
         for special in specials {
             for len in 0..20 {
@@ -310,10 +424,24 @@ mod tests {
                     let s: String = (0..len)
                         .map(|i| if i == pos { special } else { 'a' })
                         .collect();
-                    assert_eq!(json(&s), serde_json::to_string(&s).unwrap(), "{s:?}");
+                    assert_eq!(json(&s), serde_with_line_escapes(&s), "{s:?}");
                 }
             }
         }
+        // Two in a row, and one across a word's end.
+        let s = "abcdef\u{2028}\u{85}\u{2029}xyz\u{2028}";
+        assert_eq!(json(s), r#""abcdef\u2028\u0085\u2029xyz\u2028""#);
+    }
+
+    #[test]
+    fn writes_the_line_breaks_as_escapes_that_read_back_as_the_same_text() {
+        let s = "a\u{85}b\u{2028}c\u{2029}d\u{9b}e\u{80}\u{9f}\u{a0}—\u{7f}";
+        let line = json(s);
+        assert_eq!(
+            line,
+            "\"a\\u0085b\\u2028c\\u2029d\\u009be\\u0080\\u009f\u{a0}—\u{7f}\""
+        );
+        assert_eq!(serde_json::from_str::<String>(&line).unwrap(), s);
     }
 
     #[test]

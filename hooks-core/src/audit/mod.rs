@@ -3,36 +3,27 @@
 //! every Stop hook sees ([`SessionSummary`]), and [`AuditLog`], the built-in observer and Stop
 //! hook that turns every `tool_use` and every session into an audit record, redacts it and hands
 //! it to the sinks (the hash-chained JSONL files by default); the chain's check (feature
-//! `audit-verify`) and what-if replays of a recorded log against today's rules ([`WhatIf`]).
+//! `audit-verify`), the trail read back and what it adds up to (feature `audit-report`), and
+//! what-if replays of a recorded log against today's rules ([`WhatIf`]).
 //!
 //! You need it to write an observer or a Stop hook, keep an audit trail, check one, or ask what
 //! today's rules would have done to yesterday's calls.
 //!
-//! | file | what it holds |
-//! |---|---|
-//! | `mod.rs` | [`AuditLog`], [`AuditLogBuilder`]: the observer and Stop hook, delivery to the sinks |
-//! | `record.rs` | [`AuditRecord`], [`SummaryRecord`]: what every sink receives, the JSON of a line; a record refilled in place |
-//! | `line.rs` | [`AuditRecord::write_json`]: the line's JSON by hand, byte for byte serde_json's, a word-at-a-time escaper |
-//! | `sink.rs` | [`AuditSink`] |
-//! | `redact.rs` | [`Redaction`], [`mask_card_numbers`], [`mask_emails`] |
-//! | `chain.rs` | the hash chain's rule and the writer that keeps it (lock, reopen, rotation) |
-//! | `files.rs` | the default sink: `audit_log.jsonl` and `session_summaries.jsonl` |
-//! | `verify.rs` | feature `audit-verify`: `verify_audit_dir`, `verify_audit_file` |
-//! | `outcome.rs` | [`Outcome`], [`CallRecord`], [`SessionSummary`]: what observers and Stop hooks see |
-//! | `hook_run.rs` | [`HookRun`], [`HookOutcome`]: one run of a PreToolUse hook |
-//! | `what_if.rs` | [`WhatIf`], [`Flip`], [`Change`]: a recorded call against today's rules |
-//! | `report/` | feature `audit-report`: [`report`], the trail read back: figures, the HTML report, stats, tail lines |
+//! Where each piece is: ARCHITECTURE.md, "Parts": `audit/`.
 
 pub(crate) mod chain;
 mod files;
 pub(crate) mod hook_run;
 mod line;
 pub(crate) mod outcome;
+pub(crate) mod printable;
 mod record;
 mod redact;
 #[cfg(feature = "audit-report")]
 pub mod report;
 mod sink;
+#[cfg(feature = "audit-report")]
+mod trail;
 #[cfg(feature = "audit-verify")]
 pub(crate) mod verify;
 pub(crate) mod what_if;
@@ -45,15 +36,20 @@ use std::sync::Arc;
 
 pub use crate::base::time::Rfc3339;
 pub use chain::CHAIN_START;
+#[cfg(any(feature = "audit-verify", feature = "audit-report"))]
+pub use chain::chain_files;
 pub use hook_run::{HookOutcome, HookRun};
 pub use outcome::{CallRecord, Outcome, SessionSummary};
+pub use printable::{printable, printable_json};
 pub use record::{AuditRecord, SummaryRecord};
 pub use redact::{InvalidPointer, REDACTED, Redaction, mask_card_numbers, mask_emails};
 pub use sink::AuditSink;
+#[cfg(feature = "audit-report")]
+pub use trail::{Trail, TrailError, parse_call_line, read_call_lines};
 #[cfg(feature = "audit-verify")]
 pub use verify::{
-    AuditVerification, ChainBreak, ChainProblem, ChainStatus, ChainVerification, verify_audit_dir,
-    verify_audit_dir_with_progress, verify_audit_file,
+    AuditVerification, ChainBreak, ChainProblem, ChainStatus, ChainVerification, KEEP_LAST_HASHES,
+    verify_audit_dir, verify_audit_dir_with_progress, verify_audit_file,
 };
 pub use what_if::{Change, Flip, WhatIf};
 
@@ -124,8 +120,10 @@ struct LogInner {
 /// 2. `prev` is the SHA-256 of the bytes of the line before it in the same file, **including**
 ///    that line's `\n` (`sed -n 7p audit_log.jsonl | sha256sum` prints line 8's `prev`).
 /// 3. The first line of a file carries the hash of the last line of the file it follows: the
-///    newest rotated file of the same name in the folder (`audit_log.N.jsonl`, largest `N`), or
-///    [`CHAIN_START`] (64 zeros) when there is none. Each file name is its own chain.
+///    newest rotated file of the same name in the folder (`audit_log.N.jsonl`, largest `N`, `N`
+///    in decimal with no sign and no leading zero: the rule of `chain_files`, features
+///    `audit-verify` and `audit-report`), or [`CHAIN_START`] (64 zeros) when there is none.
+///    Each file name is its own chain.
 /// 4. A file opened again (another process, a new `AuditLog`) continues from its last line,
 ///    read back and hashed. A last line cut short by a crash (no `\n`) is ended with one before
 ///    the next line; it stays damaged, and the verifier reports it.

@@ -17,7 +17,8 @@ use crate::hook::context::HookContext;
 /// thread, and already redacted ([`Redaction`](crate::audit::Redaction)) when a sink sees it.
 ///
 /// Its JSON is the audit line (members in this order; the file sink adds `prev` last), as
-/// serde_json writes it or, the same bytes faster, [`write_json`](Self::write_json):
+/// [`write_json`](Self::write_json) writes it: serde_json's bytes, faster, with C1 controls,
+/// U+2028 and U+2029 escaped so the line is one line for every reader:
 ///
 /// ```json
 /// {"ts":"2026-11-24T15:40:00Z","session_id":"sess_free_02","user_id":"u_004","tier":"free",

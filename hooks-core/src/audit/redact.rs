@@ -42,6 +42,12 @@ struct FieldRule {
 /// Nothing else is changed: ids, tool names, outcomes, hook paths and the context's facts are
 /// kept as they are.
 ///
+/// The field rules hold wherever a call's input is kept: a dispatcher with this audit log
+/// writes a waiting call of a [`PendingTurn`](crate::approval::PendingTurn) as its audit line
+/// shows it, the hidden values sealed under the host's key (`DispatcherBuilder::seal_keys`,
+/// feature `seal`; without a key such a call is blocked instead of paused), and its spans
+/// (`span_content`) likewise.
+///
 /// ```
 /// use serde_json::json;
 /// use toolgate_core::audit::{Redaction, mask_card_numbers, mask_emails};
@@ -137,10 +143,7 @@ impl Redaction {
     /// Applies every rule to `record`, in the order given (what an
     /// [`AuditLog`](crate::audit::AuditLog) does before its sinks see the record).
     pub fn apply(&self, record: &mut AuditRecord) {
-        for rule in &self.fields {
-            if rule.tool.as_deref().is_some_and(|t| t != record.tool) {
-                continue;
-            }
+        for rule in self.fields_of(&record.tool) {
             rule.mask(&mut record.input);
             if let Some(effective) = &mut record.effective_input {
                 rule.mask(effective);
@@ -157,9 +160,39 @@ impl Redaction {
             }
         }
     }
+
+    /// The field rules that apply to calls of `tool`, in the order given.
+    fn fields_of<'r>(&'r self, tool: &'r str) -> impl Iterator<Item = &'r FieldRule> {
+        self.fields
+            .iter()
+            .filter(move |r| r.tool.as_deref().is_none_or(|t| t == tool))
+    }
+
+    /// Masks `input`, a call of `tool`, with the field rules of that tool, in the order given:
+    /// the input as [`apply`](Self::apply) leaves a record's `input` or `effective_input` (what a
+    /// paused turn shows, `approval/seal.rs`).
+    pub(crate) fn mask_input(&self, tool: &str, input: &mut Value) {
+        for rule in self.fields_of(tool) {
+            rule.mask(input);
+        }
+    }
+
+    /// Whether a field rule of `tool` reaches into `input`: its pointer leads to a value (even
+    /// one equal to its mask), or the input is not an object and a rule would mask it whole.
+    /// What a paused turn seals (`approval/seal.rs`): whenever a rule reaches, so a turn whose
+    /// hidden fields lost their sealed value is told apart from one that had none to hide.
+    pub(crate) fn reaches(&self, tool: &str, input: &Value) -> bool {
+        self.fields_of(tool).any(|rule| rule.reaches(input))
+    }
 }
 
 impl FieldRule {
+    /// Whether [`mask`](Self::mask) changes something of `input`, or would were the value it
+    /// reaches not its mask already.
+    fn reaches(&self, input: &Value) -> bool {
+        (!input.is_object() && !self.pointer.is_empty()) || input.pointer(&self.pointer).is_some()
+    }
+
     fn mask(&self, input: &mut Value) {
         // An input that is not an object (a JSON text cut short, an array: refused as
         // `invalid_input`) has no field the pointer names, but may hold it in its text: masked

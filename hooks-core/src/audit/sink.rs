@@ -16,8 +16,10 @@ use crate::error::HookError;
 /// record.
 ///
 /// A sink that writes JSON lines writes each record with
-/// [`AuditRecord::write_json`](crate::audit::AuditRecord::write_json): the bytes of
-/// `serde_json::to_writer`, in about half the instructions (the files use it).
+/// [`AuditRecord::write_json`](crate::audit::AuditRecord::write_json) (the bytes of
+/// `serde_json::to_writer` in about half the instructions, with the C1 controls, U+2028 and
+/// U+2029 escaped: one line for every reader) and each summary with
+/// [`SummaryRecord::write_json`](crate::audit::SummaryRecord::write_json), as the files do.
 ///
 /// Sinks are synchronous: the record of a call the host dropped unfinished (`cancelled`) and
 /// the summary are written from `drop`, where nothing can be awaited. A sink backed by an async

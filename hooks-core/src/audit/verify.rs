@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::audit::chain::{Hash, hash, hex_string, parse_hex, rotated_files};
+use crate::audit::chain::{Hash, chain_files, hash, hex_string, parse_hex};
 use crate::audit::{AUDIT_LOG_FILE, DECISIONS_FILE, SESSION_SUMMARIES_FILE};
 
 /// What [`verify_audit_dir`] found: one [`ChainVerification`] per file name.
@@ -29,6 +29,50 @@ impl AuditVerification {
     /// Whether every chain verifies.
     pub fn is_ok(&self) -> bool {
         self.calls.status.is_ok() && self.sessions.status.is_ok() && self.decisions.status.is_ok()
+    }
+
+    /// One line per chain, without `\n`: the live file's name, the number of files when there
+    /// are several, then the verdict: `audit_log.jsonl (3 files): ok, 15 lines, last hash 3f…`,
+    /// or `audit_log.jsonl: broken: line 8 does not follow line 7: …` naming the first line at
+    /// fault. `decisions.jsonl`'s line only where the folder has one (an approval inbox wrote
+    /// it).
+    pub fn lines(&self) -> Vec<String> {
+        let decisions =
+            (!self.decisions.files.is_empty()).then_some((DECISIONS_FILE, &self.decisions));
+        [
+            (AUDIT_LOG_FILE, &self.calls),
+            (SESSION_SUMMARIES_FILE, &self.sessions),
+        ]
+        .into_iter()
+        .chain(decisions)
+        .map(|(name, chain)| {
+            let files = match chain.files.len() {
+                0 | 1 => String::new(),
+                n => format!(" ({n} files)"),
+            };
+            let verdict = if chain.status.is_ok() { "" } else { "broken: " };
+            format!("{name}{files}: {verdict}{}", chain.status)
+        })
+        .collect()
+    }
+}
+
+/// What an operator is told after a chain verifies: the check cannot see lines deleted from
+/// the end of the last file without a last hash kept elsewhere.
+pub const KEEP_LAST_HASHES: &str = "keep the last hashes elsewhere: lines deleted from the end of \
+                                    a file can only be caught against them";
+
+/// The [`lines`](AuditVerification::lines), each with its `\n`, then [`KEEP_LAST_HASHES`] when
+/// every chain verifies: what `toolgate audit verify DIR` prints.
+impl fmt::Display for AuditVerification {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for line in self.lines() {
+            writeln!(f, "{line}")?;
+        }
+        if self.is_ok() {
+            writeln!(f, "{KEEP_LAST_HASHES}")?;
+        }
+        Ok(())
     }
 }
 
@@ -212,15 +256,7 @@ pub fn verify_audit_dir_with_progress(
 }
 
 fn verify_name(dir: &Path, name: &str, progress: &dyn Fn(u64)) -> io::Result<ChainVerification> {
-    let mut files: Vec<PathBuf> = rotated_files(dir, name)
-        .map_err(|e| named(e, dir))?
-        .into_iter()
-        .map(|(_, p)| p)
-        .collect();
-    let live = dir.join(name);
-    if live.exists() {
-        files.push(live);
-    }
+    let files = chain_files(dir, name).map_err(|e| named(e, dir))?;
     let mut start = [0u8; 32];
     let mut lines = 0;
     for file in &files {

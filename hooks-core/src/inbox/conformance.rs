@@ -100,6 +100,7 @@ impl Run {
             format: PENDING_TURN_FORMAT,
             turn_format: TurnFormat::AnthropicMessages,
             turn_id: turn_id.to_owned(),
+            turn: None,
             session_id: self.session.clone(),
             user_id: self.user.clone(),
             fingerprint: self.fingerprint.clone(),

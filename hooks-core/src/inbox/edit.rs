@@ -15,8 +15,12 @@ use super::decide::EditProblem;
 use super::store::{Integers, ToolSchema};
 
 /// Every problem of `input` as an input of `tool` (the first five and a last one counting the
-/// others); empty when it fits.
-pub(crate) fn check_edit(tool: &ToolSchema, input: &Value) -> Vec<EditProblem> {
+/// others); empty when it fits. A problem at a value the edit left as the turn showed it
+/// (`shown`, the effective input as kept) is not the person's: the shown input passed the
+/// tool's validation when the call paused, and a field the audit hides shows its placeholder
+/// there (`"[redacted]"`, put back with its real value at resume), which may not fit the
+/// field's type.
+pub(crate) fn check_edit(tool: &ToolSchema, input: &Value, shown: &Value) -> Vec<EditProblem> {
     let whole = |message: String| {
         vec![EditProblem {
             path: String::new(),
@@ -34,16 +38,22 @@ pub(crate) fn check_edit(tool: &ToolSchema, input: &Value) -> Vec<EditProblem> {
         Integers::JsonSchema => Walk::JsonSchema,
     };
     let report = problems(&tool.input_schema, input, integers);
+    let kept = |path: &str| match (value_at(input, path), value_at(shown, path)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    };
     let mut found: Vec<EditProblem> = report
         .problems
         .listed
         .iter()
+        .filter(|p| !kept(&p.path))
         .map(|Problem { path, message }| EditProblem {
             path: path.clone(),
             message: message.clone(),
         })
         .collect();
-    let others = report.problems.others(found.len());
+    // The problems past the listed ones, which the walk counted without their paths.
+    let others = report.problems.others(report.problems.listed.len());
     if !others.is_empty() {
         found.push(EditProblem {
             path: String::new(),
@@ -54,6 +64,27 @@ pub(crate) fn check_edit(tool: &ToolSchema, input: &Value) -> Vec<EditProblem> {
         return whole(texts::TOO_COMPLEX_TO_CHECK.to_owned());
     }
     found
+}
+
+/// The value at `path` of `input`, the path as the walk writes it (`order.items[0].sku`, `""`
+/// for the input itself); `None` when there is none, or the path does not read (a key holding
+/// `.` or `[`).
+fn value_at<'v>(input: &'v Value, path: &str) -> Option<&'v Value> {
+    let mut at = input;
+    let mut rest = path;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('[') {
+            let (index, tail) = after.split_once(']')?;
+            at = at.get(index.parse::<usize>().ok()?)?;
+            rest = tail;
+        } else {
+            let key = rest.trim_start_matches('.');
+            let end = key.find(['.', '[']).unwrap_or(key.len());
+            at = at.get(&key[..end])?;
+            rest = &key[end..];
+        }
+    }
+    Some(at)
 }
 
 #[cfg(test)]
@@ -81,7 +112,7 @@ mod tests {
     #[test]
     fn an_edit_that_fits_has_no_problem() {
         let ok = json!({"order_id": "o_1", "amount_cents": 20000});
-        assert_eq!(check_edit(&refund(), &ok), []);
+        assert_eq!(check_edit(&refund(), &ok, &ok), []);
     }
 
     #[test]
@@ -92,7 +123,7 @@ mod tests {
             message: message.to_owned(),
         };
         assert_eq!(
-            check_edit(&refund(), &bad),
+            check_edit(&refund(), &bad, &json!({})),
             [
                 problem("order_id", "expected a string, found the number 7"),
                 problem(
@@ -105,17 +136,37 @@ mod tests {
                 ),
             ]
         );
-        let not_object = check_edit(&refund(), &json!([1]));
+        let not_object = check_edit(&refund(), &json!([1]), &json!({}));
         assert_eq!(not_object.len(), 1);
         assert_eq!(not_object[0].path, "");
     }
 
     #[test]
+    fn a_value_the_edit_left_as_shown_is_not_the_persons_problem() {
+        // A hidden number shows its placeholder; the person changed only the order.
+        let shown = json!({"order_id": "o_1", "amount_cents": "[redacted]"});
+        let edit = json!({"order_id": "o_2", "amount_cents": "[redacted]"});
+        assert_eq!(check_edit(&refund(), &edit, &shown), []);
+        let changed = json!({"order_id": "o_2", "amount_cents": "12"});
+        assert_eq!(check_edit(&refund(), &changed, &shown).len(), 1);
+    }
+
+    #[test]
+    fn a_path_reads_back_the_value_it_names() {
+        let v = json!({"a": {"b": [{"c": 1}, {"c": 2}]}, "d": 3});
+        assert_eq!(value_at(&v, ""), Some(&v));
+        assert_eq!(value_at(&v, "a.b[1].c"), Some(&json!(2)));
+        assert_eq!(value_at(&v, "d"), Some(&json!(3)));
+        assert_eq!(value_at(&v, "a.b[2]"), None);
+        assert_eq!(value_at(&v, "a.x"), None);
+    }
+
+    #[test]
     fn integers_are_read_as_the_tool_reads_them() {
         let float = json!({"order_id": "o_1", "amount_cents": 20000.0});
-        assert_eq!(check_edit(&refund(), &float).len(), 1);
+        assert_eq!(check_edit(&refund(), &float, &json!({})).len(), 1);
         let mut caller = refund();
         caller.integers = Integers::JsonSchema;
-        assert_eq!(check_edit(&caller, &float), []);
+        assert_eq!(check_edit(&caller, &float, &json!({})), []);
     }
 }

@@ -197,11 +197,12 @@ impl Inbox {
                 turn_id: request.turn_id.clone(),
             }));
         };
-        let Some(call) = turn.call(&request.tool_use_id).map(|c| &c.call) else {
+        let Some(shown) = turn.call(&request.tool_use_id) else {
             return Err(DecideError::Refused(Refusal::UnknownCall {
                 tool_use_id: request.tool_use_id.clone(),
             }));
         };
+        let call = &shown.call;
         let edit = EditedInput::new(input.clone());
         let published = match self
             .tools
@@ -219,7 +220,7 @@ impl Inbox {
             let fingerprint = call.fingerprint.clone();
             return Ok((Some(edit), Some(Refusal::EditUncheckable { fingerprint })));
         };
-        let problems = check_edit(tool, input);
+        let problems = check_edit(tool, input, &shown.input);
         let refused = (!problems.is_empty()).then_some(Refusal::InvalidEdit { problems });
         Ok((Some(edit), refused))
     }

@@ -44,6 +44,7 @@ pub(crate) struct CallRow {
 
 /// A call's columns as a database store reads them, in [`CallRow`]'s order, before their
 /// JSON is read.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) struct RawCall {
     pub(crate) seq: i64,
     pub(crate) session_id: String,
@@ -66,6 +67,7 @@ pub(crate) struct RawCall {
     pub(crate) reason: Option<String>,
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 impl RawCall {
     /// The row, its JSON columns read.
     ///

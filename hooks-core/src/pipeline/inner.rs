@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::approval::ask::Approver;
+use crate::approval::seal::Sealing;
 use crate::audit::Redaction;
 use crate::base::timer::Timer;
 use crate::hook::caller::ToolCaller;
@@ -95,6 +96,9 @@ pub(crate) struct Inner {
     /// Set by `span_content`: record a call's arguments and result on its span, after this
     /// redaction (the audit log's, or none).
     pub(crate) span_content: Option<Redaction>,
+    /// What a paused call keeps of its input: the audit log's field rules (or none) and the
+    /// keys that seal what they hide (`approval/seal.rs`).
+    pub(crate) sealing: Sealing,
     pub(crate) states: StateMap,
     pub(crate) limits: Limits,
     /// The builder's timer, or the default one.

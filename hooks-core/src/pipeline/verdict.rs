@@ -17,8 +17,6 @@ use crate::pipeline::chain_verdict::ChainVerdict;
 use crate::pipeline::limits::cut_content;
 use crate::texts::{self, Problems};
 
-use super::Rewrites;
-
 /// How the call ended, before it becomes a `tool_result`.
 pub(super) struct Verdict<'a> {
     outcome: Outcome,
@@ -280,6 +278,19 @@ impl<'a> Verdict<'a> {
         )
     }
 
+    /// The call needs approval and would pause, but cannot without keeping a field the audit
+    /// log hides in clear (`why`): `blocked` as where nobody can approve, fail closed.
+    pub(super) fn cannot_pause(asks: &[Asked], why: String) -> Self {
+        Verdict::refused_approval(
+            asks,
+            texts::needs_approval(asks.iter().map(|a| a.reason.as_str())),
+            format!(
+                "the call needs a person's approval ({}); {why}",
+                asked_list(asks)
+            ),
+        )
+    }
+
     /// A person declined the call.
     pub(super) fn declined(asks: &[Asked], reason: &str) -> Self {
         Verdict::refused_approval(
@@ -442,11 +453,8 @@ impl<'a> Answer<'a> {
         }
     }
 
-    /// The record observers see: `input` as recorded, the rewrites (`effective_input`, the hooks
-    /// that rewrote), the hooks that ran and the approval (who asked, approved or declined). A
-    /// paused call (`awaiting_approval`) has no result yet.
-    #[inline]
     /// Whether a PreToolUse hook could not decide: the agent halts, and this is no answer.
+    #[inline]
     pub(super) fn halts(&self) -> bool {
         self.halt
     }
@@ -464,24 +472,20 @@ impl<'a> Answer<'a> {
         });
     }
 
+    /// The answer's part of the record observers see of `call` (its input as recorded, how
+    /// long it took): the outcome, the result (none for a paused call, `awaiting_approval`:
+    /// not final), the hook at fault, the operator detail, the size of a cut content.
     pub(super) fn record<'r>(
         &'r self,
         call: &'r ToolUse,
         input: &'r Value,
-        rewrites: &'r Rewrites<'_>,
         duration: Duration,
     ) -> CallRecord<'r> {
         let result = self.outcome.is_final().then_some(&self.result);
         CallRecord {
-            effective_input: rewrites.call.as_ref().map(|r| &r.input),
-            hooks: &rewrites.runs.list,
             blocked_by: self.blocked_by.as_deref(),
-            rewritten_by: &rewrites.by,
             detail: self.detail.as_deref(),
             content_bytes: self.content_bytes,
-            asked_by: &rewrites.asks,
-            approved_by: rewrites.approved_by.as_deref(),
-            denied_by: rewrites.denied_by.as_deref(),
             ..CallRecord::new(call, input, self.outcome, result, duration)
         }
     }

@@ -5,9 +5,7 @@ use std::collections::HashSet;
 
 use crate::approval::pending::{AwaitingCall, ResumeError, Resumed};
 use crate::inbox::{InboxStore, ReadyTurn};
-use crate::pipeline::Resolution;
 use crate::session::Session;
-use crate::session::resume::resumed_answer;
 
 impl Session {
     /// Resumes a turn taken from the inbox ([`Inbox::take_ready`](crate::approval::inbox::Inbox::take_ready)),
@@ -46,15 +44,10 @@ impl Session {
                 tool_use_id: a.tool_use_id.clone(),
             });
         }
-        let ttl = pending.ttl();
-        let resolution = |waiting: &AwaitingCall| match ready.decisions.get(&waiting.tool_use_id) {
-            Some(decision) if !expired.contains(waiting.tool_use_id.as_str()) => {
-                Resolution::Decided(decision)
-            }
-            _ => Resolution::Expired { ttl },
-        };
-        let content = self.resume_blocks(&pending.blocks, &resolution).await?;
-        let answer = resumed_answer(pending, content);
+        let is_expired = |waiting: &AwaitingCall| expired.contains(waiting.tool_use_id.as_str());
+        let answer = self
+            .resume_with(pending, &ready.decisions, &is_expired, pending.ttl())
+            .await?;
         let kept = serde_json::to_value(&answer).unwrap_or_default();
         if let Err(e) = store
             .finished(&pending.session_id, &pending.turn_id, &kept)

@@ -111,6 +111,40 @@ impl Store {
     }
 }
 
+/// The turn a call came from, as the answer memory tells a resend of a call from a later
+/// turn's call that reuses its `tool_use` id (ARCHITECTURE.md, "Contracts": "Ids and retries").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TurnName<'a> {
+    /// [`Session::call`], or a paused turn that had no response id, resumed: the `tool_use` id
+    /// alone names the call, so an id seen before is a retry, answered from memory.
+    ById,
+    /// A whole turn whose model response came without its id: an id this session saw before
+    /// may be a resend or a later turn's reuse, which nothing tells apart, so it is refused
+    /// ([`CallError::IdRecycled`]) rather than answered with another turn's result.
+    Unnamed,
+    /// A whole turn named by its model response's id (`msg_…`, `chatcmpl-…`, `resp_…`, or
+    /// `gemini-{turn}`): a resend carries the same.
+    Named(&'a str),
+}
+
+impl<'a> TurnName<'a> {
+    /// The turn as the answer memory's key holds it ([`CallKey::turn`]): `""` for none.
+    pub(crate) fn key(self) -> &'a str {
+        match self {
+            TurnName::Named(turn) => turn,
+            TurnName::ById | TurnName::Unnamed => "",
+        }
+    }
+
+    /// The whole turn of a response whose id is `id` (`None`, or `""`: none).
+    pub(crate) fn of_response(id: Option<&'a str>) -> Self {
+        match id {
+            Some(id) if !id.is_empty() => TurnName::Named(id),
+            _ => TurnName::Unnamed,
+        }
+    }
+}
+
 impl Session {
     /// A session on `inner` (what [`Dispatcher::session`](crate::Dispatcher::session) and
     /// [`Dispatcher::session_with_store`](crate::Dispatcher::session_with_store) open): its
@@ -153,6 +187,11 @@ impl Session {
     /// answered with an `is_error` result saying it is not run again. `call` serves every API
     /// (MCP request ids, OpenAI call ids), so the only id it refuses is an empty one.
     ///
+    /// A call has no turn here: its id alone names it, so a caller whose model server numbers
+    /// each turn's calls (`functions.get_time:0` in every turn) passes whole turns instead
+    /// ([`respond_openai_choice`](Self::respond_openai_choice) with the completion, …), whose
+    /// response id keeps the turns apart (ARCHITECTURE.md, "Contracts": "Ids and retries").
+    ///
     /// Dropping the future before it finishes records the call as `cancelled`.
     ///
     /// # Errors
@@ -162,6 +201,8 @@ impl Session {
     /// - [`CallError::EmptyId`] for an empty id (audited as `not_run`);
     /// - [`CallError::InProgress`] while an earlier attempt with this id runs;
     /// - [`CallError::IdReused`] when this id was seen with another input;
+    /// - [`CallError::IdRecycled`] when a whole turn of this session (which has a turn) used this
+    ///   id: nothing tells whether this is the same call;
     /// - [`CallError::Store`] when the session's [`AnswerStore`] failed.
     pub async fn call(&self, call: &ToolUse) -> Result<ToolResult, CallError> {
         self.call_answer(call).await.map(|answer| answer.result)
@@ -181,17 +222,20 @@ impl Session {
     /// [`call`](Self::call) for an id already checked: claimed in the memory first, so a
     /// retry, even a concurrent one, never runs it twice.
     async fn remembered_call(&self, call: &ToolUse) -> Result<CallAnswer, CallError> {
-        self.remembered_call_in(call, Mode::Block, None).await
+        self.remembered_call_in(call, TurnName::ById, Mode::Block, None)
+            .await
     }
 
-    /// [`remembered_call`](Self::remembered_call) in a [`Mode`]. A call that pauses
-    /// (`awaiting_approval`) is not an answer: the memory forgets its claim, so a retry of the
-    /// message asks again (nothing ran) and its resumed answer is the one remembered.
+    /// [`remembered_call`](Self::remembered_call) of a call of `turn`, in a [`Mode`]. A call
+    /// that pauses (`awaiting_approval`) is not an answer: the memory forgets its claim, so a
+    /// retry of the message asks again (nothing ran) and its resumed answer is the one
+    /// remembered.
     ///
     /// `slot`: the block's place among the reads of its message run together (`pipeline/order.rs`).
     pub(crate) async fn remembered_call_in(
         &self,
         call: &ToolUse,
+        turn: TurnName<'_>,
         mode: Mode<'_, '_>,
         slot: Option<Slot<'_>>,
     ) -> Result<CallAnswer, CallError> {
@@ -210,16 +254,10 @@ impl Session {
         };
         let call = normalized.as_deref().unwrap_or(call);
         let digest = self.store.digest(&call.input, inner.limits.max_input_depth);
-        let key = CallKey::new(self.context.session_id(), &call.id);
-        match self.store.claim(key, digest, inner.claim_lease).await {
-            Ok(Claim::Claimed) => {}
-            Ok(Claim::Seen(seen)) => return self.seen(call, digest, seen, slot).await,
-            Err(error) => {
-                return Err(CallError::Store {
-                    tool_use_id: call.id.clone(),
-                    error,
-                });
-            }
+        let key = CallKey::in_turn(self.context.session_id(), turn.key(), &call.id);
+        let claimed = self.store.claim(key, digest, inner.claim_lease).await;
+        if let Some(seen) = remembered_or_refused(claimed, key, turn)? {
+            return self.seen(call, digest, seen, slot).await;
         }
         let memory = Memory {
             store: self.store.as_dyn(),
@@ -390,6 +428,36 @@ impl Session {
         }
         summary.observer_errors = self.stats.observer_errors.load(Ordering::Relaxed);
         summary
+    }
+}
+
+/// What the memory's answer to the claim of `key`, a call of `turn`, leaves to do: `None` when
+/// the call was claimed (it runs now), what the memory remembers of it when that answers it (a
+/// replay, or a refusal by [`Session::seen`]), or why it is refused at once.
+fn remembered_or_refused(
+    claimed: Result<Claim, StoreError>,
+    key: CallKey<'_>,
+    turn: TurnName<'_>,
+) -> Result<Option<Remembered>, CallError> {
+    let tool_use_id = || key.tool_use_id.to_owned();
+    match claimed {
+        Ok(Claim::Claimed) => Ok(None),
+        // A turn without its response's id: whether this is a resend or a later turn reusing
+        // the id, nothing tells.
+        Ok(Claim::Seen(_)) if turn == TurnName::Unnamed => Err(CallError::IdRecycled {
+            tool_use_id: tool_use_id(),
+        }),
+        Ok(Claim::Seen(seen)) => Ok(Some(seen)),
+        Ok(Claim::OtherTurn { in_progress: true }) => Err(CallError::InProgress {
+            tool_use_id: tool_use_id(),
+        }),
+        Ok(_) => Err(CallError::IdRecycled {
+            tool_use_id: tool_use_id(),
+        }),
+        Err(error) => Err(CallError::Store {
+            tool_use_id: tool_use_id(),
+            error,
+        }),
     }
 }
 

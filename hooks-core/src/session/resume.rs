@@ -1,6 +1,7 @@
 //! [`Session::resume`]: a [`PendingTurn`] finished with a person's decisions, possibly in
 //! another process, into the complete user message.
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::time::Duration;
 
@@ -10,14 +11,14 @@ use crate::approval::ask::Approval;
 use crate::approval::decisions::Decisions;
 use crate::approval::pending::{
     AwaitingCall, PENDING_TURN_FORMAT, PendingBlock, PendingTurn, ResumeError, Resumed, TurnFormat,
-    input_digest,
 };
+use crate::approval::seal;
 use crate::content::message::{ContentBlock, Message, ToolResult};
 use crate::error::{CallError, Halt};
 use crate::pipeline::order::{Slot, TurnOrder, join_blocks};
 use crate::pipeline::{Mode, Resolution, Resumed as Resuming};
-use crate::session::Session;
 use crate::session::respond::answer_items;
+use crate::session::{Session, TurnName};
 use crate::store::error::StoreError;
 use crate::store::{PendingStore, Taken};
 use crate::texts;
@@ -33,7 +34,11 @@ impl Session {
     ///
     /// The session must have the pending turn's session id and user id, and run on a
     /// dispatcher with the same [`fingerprint`](crate::Dispatcher::fingerprint) (in this process
-    /// or another: the pending turn is plain JSON). Each waiting call then ends by its decision:
+    /// or another: the pending turn is plain JSON). A waiting call whose fields the audit log
+    /// hides gets their real values back from its `sealed` value first (the dispatcher's
+    /// `DispatcherBuilder::seal_keys`, feature `seal`); an edit
+    /// that left a hidden field as the turn shows it runs with the real value. Each waiting
+    /// call then ends by its decision:
     ///
     /// - [`Approval::Approve`]: its PreToolUse chain runs again on its effective input before
     ///   the tool, without the hook whose rewrite produced it (state a rule reads may have
@@ -59,7 +64,9 @@ impl Session {
     /// Each resumed call goes through the session's answer memory like any call: resuming the same
     /// pending turn twice in one session (or with a shared
     /// [`AnswerStore`](crate::store::AnswerStore)) runs nothing twice, the second answer is
-    /// replayed; and a retry of the paused message after the resume is answered from memory.
+    /// replayed; and a retry of the paused message after the resume is answered from memory
+    /// (its calls are claimed in the paused turn's [`turn`](PendingTurn::turn), the response's
+    /// id; a message that had none is refused when sent again, as by `respond`).
     ///
     /// # Errors
     /// Found before anything runs (nothing audited): [`ResumeError::UnknownFormat`],
@@ -70,7 +77,9 @@ impl Session {
     /// [`ResumeError::DigestMismatch`] (an approval carrying another digest than the waiting
     /// input's, or a waiting input that does not match its recorded digest),
     /// [`ResumeError::Undecided`] (a waiting call without a decision, when the turn has not
-    /// expired). While it runs: [`ResumeError::Call`] with [`CallError::Halt`] when a PreToolUse
+    /// expired), [`ResumeError::SealedInput`] (the fields the audit log's redaction hides in a
+    /// waiting call's input cannot be given back: no seal key, another key, the turn changed;
+    /// checked for every waiting call, an expired or declined one too). While it runs: [`ResumeError::Call`] with [`CallError::Halt`] when a PreToolUse
     /// hook could not decide (the halt's answer covers every block), or with another [`CallError`]
     /// when the answer memory refused a call (the calls before it were answered and remembered).
     pub async fn resume(
@@ -95,23 +104,51 @@ impl Session {
                 tool_use_id: a.tool_use_id.clone(),
             });
         }
-        let resolution = |waiting: &AwaitingCall| match decisions.get(&waiting.tool_use_id) {
-            _ if expired => Resolution::Expired { ttl },
-            Some(decision) => Resolution::Decided(decision),
-            // Checked above: a turn that has not expired has every decision.
-            None => Resolution::Unapproved,
+        self.resume_with(pending, decisions, &|_| expired, ttl)
+            .await
+    }
+
+    /// The waiting calls of `pending` ended by `decisions`, or as expired (`ttl` in the model's
+    /// text) where `expired` says so, and the whole turn answered in its API's shape: the hidden
+    /// fields given back and an edit's real values restored before anything runs, the calls
+    /// claimed in the turn they came from (a resend of that turn after the resume is answered
+    /// from memory). The checks of [`resume`](Self::resume) are the caller's.
+    pub(super) async fn resume_with(
+        &self,
+        pending: &PendingTurn,
+        decisions: &Decisions,
+        expired: &(dyn Fn(&AwaitingCall) -> bool + Sync),
+        ttl: Duration,
+    ) -> Result<Resumed, ResumeError> {
+        // The hidden fields given back, before anything runs (`approval/seal.rs`).
+        let blocks = self.opened_blocks(pending)?;
+        let edits = restored_edits(pending, &blocks, decisions);
+        let resolution = |waiting: &AwaitingCall| {
+            let id = waiting.tool_use_id.as_str();
+            let edited = edits.iter().find(|(e, _)| *e == id).map(|(_, a)| a);
+            match edited.or_else(|| decisions.get(id)) {
+                _ if expired(waiting) => Resolution::Expired { ttl },
+                Some(decision) => Resolution::Decided(decision),
+                // Checked by the caller: a call that has not expired has a decision.
+                None => Resolution::Unapproved,
+            }
         };
-        let content = self.resume_blocks(&pending.blocks, &resolution).await?;
+        let turn = pending
+            .turn
+            .as_deref()
+            .map_or(TurnName::ById, TurnName::Named);
+        let content = self.resume_blocks(&blocks, turn, &resolution).await?;
         Ok(resumed_answer(pending, content))
     }
 
-    /// The blocks of a pending turn in order: an answered one keeps its answer, a waiting one is
-    /// ended by `resolution` (consecutive waiting reads together, as `respond` runs them). A
-    /// halt answers every block ([`halted_at_resume`](Self::halted_at_resume)); a refusal of
-    /// the answer memory stops there.
-    pub(super) async fn resume_blocks<'r>(
+    /// The blocks of a pending turn (`turn`) in order: an answered one keeps its answer, a
+    /// waiting one is ended by `resolution` (consecutive waiting reads together, as `respond`
+    /// runs them). A halt answers every block ([`halted_at_resume`](Self::halted_at_resume)); a
+    /// refusal of the answer memory stops there.
+    async fn resume_blocks<'r>(
         &self,
         blocks: &[PendingBlock],
+        turn: TurnName<'_>,
         resolution: &(impl Fn(&AwaitingCall) -> Resolution<'r> + Sync),
     ) -> Result<Vec<ContentBlock>, ResumeError> {
         let order = TurnOrder::default();
@@ -125,7 +162,7 @@ impl Session {
             }
             let end = self.waiting_group_end(blocks, i);
             let mut outcomes = self
-                .resume_group(blocks, i..end, &order, resolution)
+                .resume_group(blocks, turn, i..end, &order, resolution)
                 .await
                 .into_iter();
             for j in i..end {
@@ -169,6 +206,7 @@ impl Session {
     async fn resume_group<'r>(
         &self,
         blocks: &[PendingBlock],
+        turn: TurnName<'_>,
         range: Range<usize>,
         order: &TurnOrder,
         resolution: &(impl Fn(&AwaitingCall) -> Resolution<'r> + Sync),
@@ -183,13 +221,15 @@ impl Session {
             .collect();
         if group.len() == 1 {
             let waiting = group[0];
-            return vec![Some(self.resume_call(waiting, resolution(waiting)).await)];
+            return vec![Some(
+                self.resume_call(waiting, turn, resolution(waiting)).await,
+            )];
         }
         let group = &group;
         let max = self.inner.max_concurrent_reads;
         join_blocks(order, range, max, |index, slot| async move {
             let waiting = group[index - first];
-            self.resume_call_in(waiting, resolution(waiting), Some(slot))
+            self.resume_call_in(waiting, turn, resolution(waiting), Some(slot))
                 .await
         })
         .await
@@ -287,6 +327,36 @@ impl Session {
         result
     }
 
+    /// The blocks of `pending` with each waiting call's hidden fields given back: the turn's
+    /// own blocks when no call has any (`approval/seal.rs`).
+    ///
+    /// # Errors
+    /// [`ResumeError::SealedInput`] for the first waiting call whose fields the audit log's
+    /// redaction hides and whose real values cannot be given back: nothing has run.
+    fn opened_blocks<'p>(
+        &self,
+        pending: &'p PendingTurn,
+    ) -> Result<Cow<'p, [PendingBlock]>, ResumeError> {
+        let mut blocks = Cow::Borrowed(pending.blocks.as_slice());
+        for (i, block) in pending.blocks.iter().enumerate() {
+            let PendingBlock::AwaitingApproval(waiting) = block else {
+                continue;
+            };
+            let sealing = &self.inner.sealing;
+            match sealing.open(waiting, &pending.session_id, &pending.user_id) {
+                Ok(None) => {}
+                Ok(Some(real)) => blocks.to_mut()[i] = PendingBlock::AwaitingApproval(real),
+                Err(problem) => {
+                    return Err(ResumeError::SealedInput {
+                        tool_use_id: waiting.tool_use_id.clone(),
+                        problem,
+                    });
+                }
+            }
+        }
+        Ok(blocks)
+    }
+
     /// The refusals found before anything runs (see [`resume`](Self::resume)).
     pub(super) fn check_pending(
         &self,
@@ -329,7 +399,7 @@ impl Session {
                     tool_use_id: id.to_owned(),
                 });
             };
-            let actual = input_digest(&waiting.effective_input);
+            let actual = waiting.digest();
             let approved = match decision {
                 Approval::Approve {
                     input_digest: Some(d),
@@ -348,7 +418,7 @@ impl Session {
         // A waiting call without a decision is checked too: its input is what an expiry
         // records, and what a later decision will approve.
         for waiting in pending.awaiting() {
-            let actual = input_digest(&waiting.effective_input);
+            let actual = waiting.digest();
             if waiting.input_digest != actual {
                 return Err(ResumeError::DigestMismatch {
                     tool_use_id: waiting.tool_use_id.clone(),
@@ -360,10 +430,11 @@ impl Session {
         Ok(())
     }
 
-    /// One waiting call, ended by `resolution`, through the session's answer memory.
+    /// One waiting call of `turn`, ended by `resolution`, through the session's answer memory.
     pub(crate) async fn resume_call(
         &self,
         waiting: &AwaitingCall,
+        turn: TurnName<'_>,
         resolution: Resolution<'_>,
     ) -> Result<ToolResult, CallError> {
         let call = waiting.call();
@@ -371,7 +442,7 @@ impl Session {
             awaiting: waiting,
             resolution,
         };
-        self.remembered_call_in(&call, Mode::Resume(resumed), None)
+        self.remembered_call_in(&call, turn, Mode::Resume(resumed), None)
             .await
             .map(|answer| answer.result)
     }
@@ -380,6 +451,7 @@ impl Session {
     async fn resume_call_in(
         &self,
         waiting: &AwaitingCall,
+        turn: TurnName<'_>,
         resolution: Resolution<'_>,
         slot: Option<Slot<'_>>,
     ) -> Result<ToolResult, CallError> {
@@ -388,7 +460,7 @@ impl Session {
             awaiting: waiting,
             resolution,
         };
-        self.remembered_call_in(&call, Mode::Resume(resumed), slot)
+        self.remembered_call_in(&call, turn, Mode::Resume(resumed), slot)
             .await
             .map(|answer| answer.result)
     }
@@ -408,7 +480,7 @@ impl Session {
 }
 
 /// A resumed turn's answer in its API's shape, from the answers of its blocks in order.
-pub(super) fn resumed_answer(pending: &PendingTurn, content: Vec<ContentBlock>) -> Resumed {
+fn resumed_answer(pending: &PendingTurn, content: Vec<ContentBlock>) -> Resumed {
     let message = Message::user(content);
     match pending.turn_format {
         TurnFormat::AnthropicMessages => Resumed::Message(message),
@@ -453,6 +525,36 @@ fn check_blocks(blocks: &[PendingBlock]) -> Result<(), ResumeError> {
         }
     }
     Ok(())
+}
+
+/// The edits among `decisions` of the waiting calls whose fields were hidden, with the real
+/// values put back where the edit left what the turn showed ([`seal::restore`]): `pending`'s
+/// blocks as shown, `opened` the same blocks given back.
+fn restored_edits<'d>(
+    pending: &PendingTurn,
+    opened: &[PendingBlock],
+    decisions: &'d Decisions,
+) -> Vec<(&'d str, Approval)> {
+    let mut edits = Vec::new();
+    for (shown, real) in pending.blocks.iter().zip(opened) {
+        let (PendingBlock::AwaitingApproval(shown), PendingBlock::AwaitingApproval(real)) =
+            (shown, real)
+        else {
+            continue;
+        };
+        if shown.sealed.is_none() {
+            continue;
+        }
+        if let Some((id, Approval::Edit { by, input })) =
+            decisions.iter().find(|(id, _)| *id == shown.tool_use_id)
+        {
+            let mut input = input.clone();
+            seal::restore(&mut input, &shown.effective_input, &real.effective_input);
+            let by = by.clone();
+            edits.push((id, Approval::Edit { by, input }));
+        }
+    }
+    edits
 }
 
 /// A resumed turn's answer read back from its JSON: the user message's object, or another

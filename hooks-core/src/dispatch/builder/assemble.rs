@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::DispatcherBuilder;
 use super::sources::Candidate;
+use crate::approval::seal::Sealing;
 use crate::audit::AuditLog;
 use crate::base::sort::sort_by;
 use crate::base::timer::DefaultTimer;
@@ -89,6 +90,7 @@ pub(super) fn assemble(
         observers_sync: post.iter().all(|o| o.imp.is_sync()),
         hook_runs: false,
         span_content: None,
+        sealing: Sealing::default(),
         observers_of_unknown: matching(&post, |o| matches!(o.matcher, Matcher::All)),
         open_chain,
         observers: post,

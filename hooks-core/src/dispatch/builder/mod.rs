@@ -5,13 +5,10 @@
 //! collector, so the error lists every problem; the dispatcher is assembled only when none was
 //! found.
 //!
-//! | file | what it holds |
-//! |---|---|
-//! | `mod.rs` | the builder, its settings and setters, `build()` (the steps in order), the settings resolved into the dispatcher's |
-//! | `sources.rs` | steps 1 to 3: the items the sources select and the hand-built ones, the candidate tools (from definitions and wrapped callers), the tool filters |
-//! | `checks.rs` | steps 4 to 11: each kept tool's schema, name, description and input examples (those checked as calls by `dispatch/examples.rs`), duplicate names, strict mode; the hooks' matchers, typed inputs, which hooks are kept, their states; guarded writes |
-//! | `assemble.rs` | step 12: the dispatcher's tables (tools, chains, observers, definitions) |
-//! | `problems.rs` | [`BuildProblem`], [`BuildError`], the collector |
+//! The steps sit in files by what they do (ARCHITECTURE.md, "Parts": `dispatch/`): the items and
+//! candidate tools (`sources.rs`, steps 1 to 3), the start-up checks (`checks.rs`, steps 4 to
+//! 11), the dispatcher's tables (`assemble.rs`, step 12), and the problems they find
+//! (`problems.rs`).
 
 mod assemble;
 mod checks;
@@ -22,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::approval::ask::Approver;
+use crate::approval::seal::Sealing;
 use crate::audit::AuditLog;
 use crate::base::timer::{DefaultTimer, Timer};
 use crate::dispatch::dispatcher::Dispatcher;
@@ -100,6 +98,8 @@ struct Settings {
     pending_ttl: Option<Duration>,
     max_concurrent_reads: Option<usize>,
     claim_lease: Option<Duration>,
+    #[cfg(feature = "seal")]
+    seal_keys: Option<crate::approval::SealKeys>,
 }
 
 /// A dispatcher-wide deadline as the builder was told: untouched (the documented default), set,
@@ -398,6 +398,22 @@ impl DispatcherBuilder {
         self
     }
 
+    /// The keys that seal the fields of a paused call's input that the audit log's
+    /// [`Redaction`](crate::audit::Redaction) hides (feature `seal`): the
+    /// [`PendingTurn`](crate::approval::PendingTurn) shows them as the audit line does and
+    /// holds the real ones only sealed, under the key that seals; [`Session::resume`]
+    /// opens them with any of the keys (see [`SealKeys`](crate::approval::SealKeys)). Without
+    /// keys (the default), such a call does not pause: it is answered `blocked`, as where
+    /// nobody can approve, its audit line's `detail` naming this method. Calls no field rule
+    /// reaches into pause as they do without it.
+    ///
+    /// [`Session::resume`]: crate::Session::resume
+    #[cfg(feature = "seal")]
+    pub fn seal_keys(mut self, keys: crate::approval::SealKeys) -> Self {
+        self.settings.seal_keys = Some(keys);
+        self
+    }
+
     /// The default of [`claim_lease`](Self::claim_lease): 15 minutes, above the default
     /// deadlines of a call together (10 s per hook, 5 minutes for an inline approver, 60 s for
     /// the tool).
@@ -490,6 +506,11 @@ impl Settings {
             span_content: self
                 .span_content
                 .then(|| audit.map(|a| a.redaction().clone()).unwrap_or_default()),
+            sealing: Sealing {
+                redaction: audit.map(|a| a.redaction().clone()).unwrap_or_default(),
+                #[cfg(feature = "seal")]
+                keys: self.seal_keys,
+            },
             states,
             limits: self.limits,
             timer: self.timer.unwrap_or_else(|| Arc::new(DefaultTimer)),

@@ -1,31 +1,197 @@
 //! The connections (on the store's runtime): a few pipelined clients for the stores' single
-//! statements, each connected on first use and again after it was lost; the migrations; the
-//! errors, each naming its operation.
+//! statements, each connected on first use and again after it was lost (waiting, within the
+//! connect timeout, for a server that restarts), a statement whose connection was lost sent
+//! again on a new one; the migrations; the errors, each naming its operation.
 
 use std::fmt;
+use std::future::Future;
+use std::io;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use tokio::sync::Mutex;
+use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Row, Statement};
 
 use super::sql;
+use crate::base::future::{BoxFuture, join_all};
 use crate::store::error::StoreError;
 
 /// The schema version this build writes and reads.
-pub(crate) const SCHEMA_VERSION: i32 = 2;
+pub(crate) const SCHEMA_VERSION: i32 = 4;
 
 /// Every migration, in order: its version and its SQL (each applied in one transaction).
 const MIGRATIONS: &[(i32, &str)] = &[
     (1, include_str!("migrations/0001_tables.sql")),
-    (2, include_str!("migrations/0002_inbox.sql")),
+    (2, include_str!("migrations/0002_tokens.sql")),
+    (3, include_str!("migrations/0003_turns.sql")),
+    (4, include_str!("migrations/0004_inbox.sql")),
 ];
 
 /// A `StoreError` for `what` failing with the driver's `e` (its whole chain: the server's
 /// message, code and detail, or the I/O error).
 pub(crate) fn db_error(what: impl fmt::Display, e: &tokio_postgres::Error) -> StoreError {
     StoreError::new(format!("PostgreSQL: {what} failed: {}", describe(e)))
+}
+
+/// Whether `e` says that the connection ended under the statement or the connection attempt:
+/// the server ended the backend (`57P01` `admin_shutdown`: `pg_terminate_backend`, a fast
+/// shutdown or restart; `57P02` `crash_shutdown`: another backend crashed; `57P05`
+/// `idle_session_timeout`), the server cannot take connections now (`57P03`
+/// `cannot_connect_now`: starting up, shutting down, recovering), the driver found the
+/// connection closed (a closed socket, or the connection's task ended on one of the above), or
+/// the socket failed (reset, refused, timed out, a Unix socket missing while the server is down).
+///
+/// What it says of the statement: nothing the store relies on. A backend the server ends
+/// between statements never ran the next one; one ended while its statement runs (SIGTERM is
+/// acted on at the statement's next interrupt check, and held off during the commit) has its
+/// transaction rolled back, so a `57P01` answered in place of a statement's result means it
+/// did not commit. But a socket that closes without a word (a crash, a network cut, a pooler),
+/// or a backend ended while its commit waits for a synchronous standby (committed locally,
+/// the client told nothing), leave the outcome unknown. So every statement the store sends again
+/// is safe to run twice: `sql.rs` says how for each (ARCHITECTURE.md, "Contracts": "What each
+/// store promises").
+pub(crate) fn is_lost(e: &tokio_postgres::Error) -> bool {
+    if let Some(code) = e.code() {
+        return [
+            SqlState::ADMIN_SHUTDOWN,
+            SqlState::CRASH_SHUTDOWN,
+            SqlState::CANNOT_CONNECT_NOW,
+            SqlState::IDLE_SESSION_TIMEOUT,
+        ]
+        .contains(code);
+    }
+    if e.is_closed() {
+        return true;
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<io::Error>() {
+            // A message the driver could not read (`InvalidData`, `InvalidInput`,
+            // `UnexpectedEof` inside a message) is not a lost connection.
+            use io::ErrorKind::*;
+            return matches!(
+                io.kind(),
+                ConnectionRefused
+                    | ConnectionReset
+                    | ConnectionAborted
+                    | NotConnected
+                    | BrokenPipe
+                    | TimedOut
+                    | NotFound
+                    | AddrNotAvailable
+                    | HostUnreachable
+                    | NetworkUnreachable
+                    | NetworkDown
+            );
+        }
+        source = s.source();
+    }
+    false
+}
+
+/// The most times one statement is sent: once, and once more after each lost connection, so a
+/// server that ends every connection at once is not sent the statement for ever.
+const MAX_SENDS: u32 = 16;
+
+/// Whether a statement whose connection was just lost is sent again: when it was sent fewer
+/// than [`MAX_SENDS`] times, and its first loss is less than the connect timeout ago (the
+/// waits of [`opening`] for a restarting server count).
+pub(crate) struct Resends {
+    sends: u32,
+    first_loss: Option<tokio::time::Instant>,
+    window: Duration,
+}
+
+impl Resends {
+    /// For a statement not sent yet, on connections opened with `config`.
+    pub(crate) fn new(config: &Config) -> Resends {
+        Resends {
+            sends: 0,
+            first_loss: None,
+            window: reopen_window(config),
+        }
+    }
+
+    /// Counts one send.
+    pub(crate) fn sent(&mut self) {
+        self.sends += 1;
+    }
+
+    /// The last send's connection was lost: whether to send it again.
+    pub(crate) fn again(&mut self) -> bool {
+        let first = *self
+            .first_loss
+            .get_or_insert_with(tokio::time::Instant::now);
+        self.sends < MAX_SENDS && first.elapsed() < self.window
+    }
+}
+
+/// The first wait before opening a connection again after the server refused it as
+/// unavailable ([`is_lost`]); doubled after each refusal, up to [`MAX_REOPEN_WAIT`].
+const MIN_REOPEN_WAIT: Duration = Duration::from_millis(10);
+const MAX_REOPEN_WAIT: Duration = Duration::from_millis(500);
+
+/// A step of opening a connection that failed: its error, and whether it was the server being
+/// unavailable ([`is_lost`]), which is worth waiting out.
+pub(crate) struct OpenFailed {
+    error: StoreError,
+    lost: bool,
+}
+
+impl OpenFailed {
+    /// `what` failed with the driver's `e`.
+    pub(crate) fn new(what: &str, e: &tokio_postgres::Error) -> OpenFailed {
+        OpenFailed {
+            error: db_error(what, e),
+            lost: is_lost(e),
+        }
+    }
+
+    /// The error, naming the step that failed.
+    pub(crate) fn into_error(self) -> StoreError {
+        self.error
+    }
+}
+
+/// Runs `attempt` (opening a connection and making it ready) until it succeeds, fails for a
+/// reason other than an unavailable server ([`is_lost`]), or `window` has passed since the
+/// first try (so a restart, which refuses connections for a moment, is waited out); a zero
+/// `window` tries once.
+///
+/// # Errors
+/// The last attempt's failure, naming its step (and, when the window ran out, how long it
+/// waited).
+pub(crate) async fn opening<T, F, Fut>(window: Duration, mut attempt: F) -> Result<T, OpenFailed>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, OpenFailed>>,
+{
+    let deadline = tokio::time::Instant::now() + window;
+    let mut wait = MIN_REOPEN_WAIT;
+    loop {
+        let failed = match attempt().await {
+            Ok(ready) => return Ok(ready),
+            Err(failed) => failed,
+        };
+        if !failed.lost || window.is_zero() {
+            return Err(failed);
+        }
+        if tokio::time::Instant::now() + wait > deadline {
+            return Err(OpenFailed {
+                error: StoreError::new(format!(
+                    "{} (the server was unavailable for the whole connect timeout, {} ms)",
+                    failed.error.message(),
+                    window.as_millis()
+                )),
+                lost: true,
+            });
+        }
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(MAX_REOPEN_WAIT);
+    }
 }
 
 /// The driver's error with every source, the server's code and detail included.
@@ -63,20 +229,52 @@ pub(crate) struct Statements {
 }
 
 impl Statements {
-    async fn prepare(client: &Client) -> Result<Statements, tokio_postgres::Error> {
+    /// Prepares every statement, all sent at once (one round trip, so a connection opened
+    /// again after a loss is ready soon).
+    async fn prepare(client: &Client) -> Result<Statements, OpenFailed> {
+        let texts = [
+            sql::CLAIM_INSERT,
+            sql::CLAIM_SEEN,
+            sql::ANSWERED,
+            sql::FORGET,
+            sql::INTERRUPT,
+            sql::PUT,
+            sql::TAKE,
+            sql::RESUMED,
+            sql::PUT_BACK,
+            sql::WAITING,
+            sql::LINES_AFTER,
+            sql::LINE_AT,
+        ];
+        let what = "preparing the statements";
+        let prepares: Vec<BoxFuture<'_, Result<Statement, tokio_postgres::Error>>> = texts
+            .iter()
+            .map(|text| Box::pin(client.prepare(text)) as BoxFuture<'_, _>)
+            .collect();
+        let mut prepared = Vec::with_capacity(texts.len());
+        for result in join_all(prepares).await {
+            prepared.push(result.map_err(|e| OpenFailed::new(what, &e))?);
+        }
+        let mut next = prepared.into_iter();
+        let mut take = || {
+            next.next().ok_or_else(|| OpenFailed {
+                error: StoreError::new("PostgreSQL: preparing the statements: one is missing"),
+                lost: false,
+            })
+        };
         Ok(Statements {
-            claim_insert: client.prepare(sql::CLAIM_INSERT).await?,
-            claim_seen: client.prepare(sql::CLAIM_SEEN).await?,
-            answered: client.prepare(sql::ANSWERED).await?,
-            forget: client.prepare(sql::FORGET).await?,
-            interrupt: client.prepare(sql::INTERRUPT).await?,
-            put: client.prepare(sql::PUT).await?,
-            take: client.prepare(sql::TAKE).await?,
-            resumed: client.prepare(sql::RESUMED).await?,
-            put_back: client.prepare(sql::PUT_BACK).await?,
-            waiting: client.prepare(sql::WAITING).await?,
-            lines_after: client.prepare(sql::LINES_AFTER).await?,
-            line_at: client.prepare(sql::LINE_AT).await?,
+            claim_insert: take()?,
+            claim_seen: take()?,
+            answered: take()?,
+            forget: take()?,
+            interrupt: take()?,
+            put: take()?,
+            take: take()?,
+            resumed: take()?,
+            put_back: take()?,
+            waiting: take()?,
+            lines_after: take()?,
+            line_at: take()?,
         })
     }
 }
@@ -87,13 +285,13 @@ pub(crate) struct Conn {
     pub(crate) st: Statements,
 }
 
-/// Opens a connection (its driving task spawned on the current runtime, which must be the
-/// store's).
-pub(crate) async fn open(config: &Config) -> Result<Client, StoreError> {
+/// Opens a connection, one attempt (its driving task spawned on the current runtime, which
+/// must be the store's).
+pub(crate) async fn open(config: &Config) -> Result<Client, OpenFailed> {
     let (client, connection) = config
         .connect(NoTls)
         .await
-        .map_err(|e| db_error("connecting", &e))?;
+        .map_err(|e| OpenFailed::new("connecting", &e))?;
     tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::warn!(target: "toolgate::memory", error = %describe(&e),
@@ -222,6 +420,10 @@ pub(crate) struct Pool {
     durable_answers: bool,
     /// Whether [`start`](Self::start) applies the migrations (else it only checks the schema).
     migrate: bool,
+    /// Set when an opening waited the whole connect timeout for an unavailable server in vain,
+    /// cleared when a connection opens: meanwhile each opening tries once, so a server that
+    /// stays down fails each call at once instead of making every queued call wait in turn.
+    gave_up: AtomicBool,
 }
 
 /// A statement's parameters.
@@ -236,6 +438,15 @@ pub(crate) enum Lane {
     Answers,
 }
 
+/// How long a connection opened again after a loss may wait for an unavailable server: the
+/// connect timeout of `config` (the builder always sets one).
+pub(crate) fn reopen_window(config: &Config) -> Duration {
+    config
+        .get_connect_timeout()
+        .copied()
+        .unwrap_or(Duration::from_secs(10))
+}
+
 impl Pool {
     /// A pool of `n` (at least 1) shared connections and the answers' one, none open yet.
     pub(crate) fn new(config: Config, n: usize, durable_answers: bool, migrate: bool) -> Pool {
@@ -245,6 +456,7 @@ impl Pool {
             next: AtomicUsize::new(0),
             durable_answers,
             migrate,
+            gave_up: AtomicBool::new(false),
         }
     }
 
@@ -253,16 +465,19 @@ impl Pool {
         &self.config
     }
 
-    /// Opens the first connection and migrates through it (at `connect`).
+    /// Opens the first connection and migrates through it (at `connect`: one attempt, so
+    /// settings that cannot work fail at once).
     pub(crate) async fn start(&self) -> Result<(), StoreError> {
-        let mut client = open(&self.config).await?;
+        let mut client = open(&self.config).await.map_err(OpenFailed::into_error)?;
         if self.migrate {
             migrate(&mut client).await?;
         } else {
             check_schema(&client).await?;
         }
-        let conn = with_statements(client).await?;
-        *self.slots[0].lock().await = Some(Arc::new(conn));
+        let st = Statements::prepare(&client)
+            .await
+            .map_err(OpenFailed::into_error)?;
+        *self.slots[0].lock().await = Some(Arc::new(Conn { client, st }));
         Ok(())
     }
 
@@ -275,32 +490,55 @@ impl Pool {
         }
     }
 
-    /// An open connection of slot `i`: the one kept, or a new one when it was lost.
-    async fn conn(&self, i: usize) -> Result<(Arc<Conn>, bool), StoreError> {
+    /// An open connection of slot `i`: the one kept, or a new one when there is none or it was
+    /// lost (waiting, within the connect timeout, for a server that is unavailable now).
+    async fn conn(&self, i: usize) -> Result<Arc<Conn>, StoreError> {
         let mut slot = self.slots[i].lock().await;
         if let Some(conn) = &*slot
             && !conn.client.is_closed()
         {
-            return Ok((Arc::clone(conn), false));
+            return Ok(Arc::clone(conn));
         }
         *slot = None;
-        let client = open(&self.config).await?;
-        if i == self.slots.len() - 1 && !self.durable_answers {
-            client
-                .batch_execute("SET synchronous_commit TO off")
-                .await
-                .map_err(|e| db_error("setting the answers' connection", &e))?;
-        }
-        let conn = Arc::new(with_statements(client).await?);
+        let answers = i == self.slots.len() - 1 && !self.durable_answers;
+        let window = if self.gave_up.load(Ordering::Relaxed) {
+            Duration::ZERO
+        } else {
+            reopen_window(&self.config)
+        };
+        let opened = opening(window, || async {
+            let client = open(&self.config).await?;
+            if answers {
+                client
+                    .batch_execute("SET synchronous_commit TO off")
+                    .await
+                    .map_err(|e| OpenFailed::new("setting the answers' connection", &e))?;
+            }
+            let st = Statements::prepare(&client).await?;
+            Ok(Conn { client, st })
+        })
+        .await;
+        self.gave_up
+            .store(opened.as_ref().is_err_and(|f| f.lost), Ordering::Relaxed);
+        let conn = Arc::new(opened.map_err(OpenFailed::into_error)?);
         *slot = Some(Arc::clone(&conn));
-        Ok((conn, true))
+        Ok(conn)
+    }
+
+    /// Forgets `conn`, found lost, unless slot `i` already holds another.
+    async fn discard(&self, i: usize, conn: &Arc<Conn>) {
+        let mut slot = self.slots[i].lock().await;
+        if slot.as_ref().is_some_and(|kept| Arc::ptr_eq(kept, conn)) {
+            *slot = None;
+        }
     }
 
     /// Runs `statement` (chosen from a connection's statements) with `params` on a connection
-    /// of `lane` and returns its rows. A connection found lost (the server restarted, a network
-    /// cut) is opened again and the statement sent once more, when the connection was not new:
-    /// each statement is safe to send twice (a claim sent twice finds its own claim in
-    /// progress, never runs the call).
+    /// of `lane` and returns its rows. When the statement's connection is lost ([`is_lost`]:
+    /// the backend terminated, the server restarting, a closed socket), before, while or after
+    /// the server ran it, the statement is sent again on a new connection ([`Resends`] says
+    /// how many times): every statement given here is safe to run twice (`sql.rs`
+    /// says why for each; a claim or a take recognizes its own row by its token).
     pub(crate) async fn query(
         &self,
         lane: Lane,
@@ -309,26 +547,15 @@ impl Pool {
         params: Params<'_>,
     ) -> Result<Vec<Row>, StoreError> {
         let i = self.slot(lane);
-        let (conn, fresh) = self.conn(i).await?;
-        match conn.client.query(statement(&conn.st), params).await {
-            Ok(rows) => Ok(rows),
-            Err(_) if !fresh && conn.client.is_closed() => {
-                drop(conn);
-                let (conn, _) = self.conn(i).await?;
-                conn.client
-                    .query(statement(&conn.st), params)
-                    .await
-                    .map_err(|e| db_error(what, &e))
+        let mut resends = Resends::new(&self.config);
+        loop {
+            let conn = self.conn(i).await?;
+            resends.sent();
+            match conn.client.query(statement(&conn.st), params).await {
+                Ok(rows) => return Ok(rows),
+                Err(e) if is_lost(&e) && resends.again() => self.discard(i, &conn).await,
+                Err(e) => return Err(db_error(what, &e)),
             }
-            Err(e) => Err(db_error(what, &e)),
         }
     }
-}
-
-/// `client` with its statements prepared.
-async fn with_statements(client: Client) -> Result<Conn, StoreError> {
-    let st = Statements::prepare(&client)
-        .await
-        .map_err(|e| db_error("preparing the statements", &e))?;
-    Ok(Conn { client, st })
 }

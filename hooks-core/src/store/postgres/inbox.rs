@@ -35,7 +35,7 @@ use crate::inbox::{
 };
 use crate::store::{StoreError, StoreFuture};
 
-use super::conn::{db_error, open};
+use super::conn::{OpenFailed, db_error, open};
 use super::inbox_sql as q;
 use super::{PostgresStore, lease_secs, sql};
 
@@ -89,7 +89,7 @@ impl Conns {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
         let mut slot = Arc::clone(&self.slots[i]).lock_owned().await;
         if slot.as_ref().is_none_or(|c| c.client.is_closed()) {
-            let client = open(&self.config).await?;
+            let client = open(&self.config).await.map_err(OpenFailed::into_error)?;
             *slot = Some(Conn {
                 client,
                 prepared: HashMap::new(),
@@ -613,7 +613,8 @@ async fn take_on(
         conn.statement(&q::calls_of()).await?,
         conn.statement(sql::COMMIT).await?,
     ];
-    let take: [&(dyn ToSql + Sync); 2] = [&fingerprint, &lease];
+    let token = super::held::token();
+    let take: [&(dyn ToSql + Sync); 3] = [&fingerprint, &lease, &token];
     let c = &conn.client;
     let first: Vec<Rows<'_>> = vec![
         Box::pin(c.query(&st[0], &[])),

@@ -1,5 +1,5 @@
 //! The inbox's statements on PostgreSQL (feature `inbox`; the tables of
-//! `migrations/0002_inbox.sql`; `put`'s rows are written by `sql::PUT`). Instants are the
+//! `migrations/0004_inbox.sql`; `put`'s rows are written by `sql::PUT`). Instants are the
 //! server's clock (`now()`, the start of the statement's transaction), cut to whole
 //! milliseconds; they are read back as milliseconds since the Unix epoch.
 
@@ -59,7 +59,8 @@ SELECT 1 / count(*) FROM written";
 
 /// The oldest open turn of fingerprint `$1` that is ready (each call decided, or its expiry
 /// passed) and takeable (waiting, or taken with its lease ended), taken for `$2` seconds in the
-/// same statement; a turn locked by a decision in flight (or another taker) is skipped.
+/// same statement (with a token `$3` of its own, so no other take's put back matches it); a turn
+/// locked by a decision in flight (or another taker) is skipped.
 pub(super) const TAKE_READY: &str = "WITH pick AS (
     SELECT p.session_id, p.turn_id FROM toolgate_inbox_turns t
     JOIN toolgate_pending p ON p.session_id = t.session_id AND p.turn_id = t.turn_id
@@ -70,7 +71,8 @@ pub(super) const TAKE_READY: &str = "WITH pick AS (
     FOR UPDATE OF p SKIP LOCKED
 )
 UPDATE toolgate_pending p
-SET state = 'taken', lease_until = now() + make_interval(secs => $2::float8)
+SET state = 'taken', lease_until = now() + make_interval(secs => $2::float8),
+    take_token = $3::int8
 FROM pick WHERE p.session_id = pick.session_id AND p.turn_id = pick.turn_id
 RETURNING p.session_id, p.turn_id, p.turn";
 

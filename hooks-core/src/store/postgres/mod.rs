@@ -33,9 +33,32 @@
 //! 200 µs; BENCHMARKS.md, "PostgreSQL"). The stores' statements share a few pipelined
 //! connections ([`PostgresStoreBuilder::connections`], 2 by default), the answers have one of
 //! their own (its commits do not wait for the flush: see below), and the audit writer one for
-//! its transactions. A connection that is lost is opened again at the next call
-//! (a statement that found its connection lost is sent once more on a new one); a server that
-//! cannot be reached answers each call with a [`StoreError`], and nothing panics.
+//! its transactions. A server that cannot be reached answers each call with a [`StoreError`],
+//! and nothing panics.
+//!
+//! # A dropped connection
+//!
+//! A connection the server drops (a restart, a failover, `pg_terminate_backend`, a pooler
+//! closing idle connections: `57P01`, `57P02`, `57P03`, `57P05`, a closed or reset socket)
+//! costs a call nothing. The statement whose connection was lost is sent again on a new
+//! connection, once per lost connection (at most 16 sends, and only within the connect timeout
+//! after the first loss), and the audit writer writes its batch again at once; a new
+//! connection that the server refuses for a moment (restarting: `57P03`, or its socket gone) is
+//! tried again, after a wait growing from 10 ms to 500 ms, for up to the connect timeout
+//! ([`PostgresStoreBuilder::connect_timeout`], 10 s by default). A server unavailable for the
+//! whole connect timeout fails the call (nothing runs: `CallError::Store`), and the calls after
+//! it try once each, failing at once, until a connection opens again.
+//!
+//! Whether the server ran a statement whose connection was lost cannot always be known (the
+//! socket may close after the commit, before the answer), so each statement is safe to run
+//! twice (`store/postgres/sql.rs` says why for each): a claim's insert and a take carry a token
+//! the row keeps, so their second send recognizes the row the first made and answers claimed
+//! (or taken) instead of "in progress"; a release that forgets a call and a put back carry the
+//! same token, so their second send never frees a claim or take another worker made in between;
+//! an answer, an interruption and a resume change only a row still in progress (or taken), which
+//! stays final once changed; an audit batch's lines each carry their writer's id and number, so
+//! a batch written again after its commit adds no line. No call runs twice, and the chain has
+//! one line per call.
 //!
 //! # Tables and statements
 //!
@@ -47,16 +70,19 @@
 //!
 //! | operation | statement |
 //! |---|---|
-//! | `claim` | `INSERT … ON CONFLICT DO NOTHING RETURNING`; when it inserted nothing, one statement that marks the row interrupted when it is in progress and its lease ended by the server's clock (`UPDATE … WHERE state = 'in_progress' AND lease_until < now() RETURNING`) and answers the row |
-//! | `answered`, `release` | `UPDATE` (or `DELETE`) `… WHERE state = 'in_progress'` (`answered` on the answers' connection) |
+//! | `claim` | `INSERT … ON CONFLICT DO NOTHING RETURNING`, with the claim's token; when it inserted nothing, one statement that marks the row interrupted when it is in progress and its lease ended by the server's clock (`UPDATE … WHERE state = 'in_progress' AND lease_until < now() RETURNING`) and answers the row |
+//! | `answered`, `release` | `UPDATE` (or `DELETE`, with the claim's token) `… WHERE state = 'in_progress'` (`answered` on the answers' connection) |
 //! | `abandon` | `release`, spawned on the store's runtime (never blocks) |
 //! | `put` | `INSERT … ON CONFLICT DO NOTHING` |
-//! | `take` | `UPDATE … WHERE state = 'waiting' OR (state = 'taken' AND lease_until < now()) RETURNING`, so exactly one caller wins, with the row's state read in the same statement |
-//! | `resumed`, `put_back` | `UPDATE … WHERE state = 'taken'` |
+//! | `take` | `UPDATE … WHERE state = 'waiting' OR (state = 'taken' AND lease_until < now()) RETURNING`, so exactly one caller wins, with the row's state read in the same statement (and the take's token: its own row is taken again) |
+//! | `resumed`, `put_back` | `UPDATE … WHERE state = 'taken'` (`put_back` with the take's token) |
 //! | `waiting` | `SELECT … WHERE state = 'waiting' ORDER BY place` |
 //!
-//! Keys: (`session_id`, `tool_use_id`) and (`session_id`, `turn_id`). Leases are kept by the
-//! server's clock, so the workers' clocks never matter.
+//! Keys: (`session_id`, `tool_use_id`, `apart`) and (`session_id`, `turn_id`); a call's row
+//! also holds its `turn`, and `apart` is `''` for the session's first call with the id, the
+//! turn for a later turn's call that reuses it ("Turns" in the [store docs](super): a claim of
+//! a later turn's call takes two more statements, the same two, on the row kept apart).
+//! Leases are kept by the server's clock, so the workers' clocks never matter.
 //!
 //! # What it promises at a crash
 //!
@@ -78,6 +104,7 @@
 
 mod audit;
 mod conn;
+mod held;
 #[cfg(feature = "inbox")]
 mod inbox;
 #[cfg(feature = "inbox")]
@@ -98,10 +125,11 @@ use crate::audit::outcome::Outcome;
 use crate::content::message::ToolResult;
 
 use super::{
-    AnswerStore, CallKey, Claim, InputDigest, PendingStore, Remembered, StoreError, StoreFuture,
-    Taken,
+    AnswerStore, BesideFirst, CallKey, Claim, InputDigest, PendingStore, Remembered, StoreError,
+    StoreFuture, Taken, beside_first,
 };
-use conn::{Lane, Pool, Statements};
+use conn::{Lane, Pool};
+use held::{Held, Kind};
 use runtime::Runtime;
 
 pub use audit::{
@@ -131,6 +159,7 @@ struct Shared {
     #[cfg(feature = "inbox")]
     inbox: OnceLock<Arc<inbox::Conns>>,
     pool: Arc<Pool>,
+    held: Arc<Held>,
     runtime: Runtime,
 }
 
@@ -192,7 +221,10 @@ impl PostgresStoreBuilder {
     }
 
     /// How long opening a connection may take before it fails (default 10 s; a
-    /// `connect_timeout` in the settings wins).
+    /// `connect_timeout` in the settings wins); also how long a connection opened again after
+    /// one was lost waits for a server that refuses it for a moment (restarting), and how long
+    /// after a statement's first lost connection it is still sent again (see [A dropped
+    /// connection](self#a-dropped-connection)).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
@@ -242,6 +274,7 @@ impl PostgresStoreBuilder {
                 #[cfg(feature = "inbox")]
                 inbox: OnceLock::new(),
                 pool,
+                held: Arc::default(),
                 runtime,
             }),
         })
@@ -295,6 +328,10 @@ impl PostgresStore {
         Arc::clone(&self.shared.pool)
     }
 
+    fn held(&self) -> Arc<Held> {
+        Arc::clone(&self.shared.held)
+    }
+
     /// Runs one operation's work on the store's runtime.
     fn run<'a, T: Send + 'static>(
         &'a self,
@@ -311,11 +348,13 @@ impl fmt::Debug for PostgresStore {
     }
 }
 
-/// An operation and its key, as errors name them: `claim of "toolu_1" in session "s"`.
+/// An operation and its key, as errors name them: `claim of "toolu_1" in session "s"`, with
+/// `of turn "chatcmpl-1"` after the id for a call of a turn.
 struct Op {
     what: &'static str,
     session_id: String,
     id: String,
+    turn: String,
 }
 
 impl Op {
@@ -324,6 +363,15 @@ impl Op {
             what,
             session_id: session_id.to_owned(),
             id: id.to_owned(),
+            turn: String::new(),
+        }
+    }
+
+    /// The operation `what` on `key`.
+    fn of(what: &'static str, key: CallKey<'_>) -> Op {
+        Op {
+            turn: key.turn.to_owned(),
+            ..Op::new(what, key.session_id, key.tool_use_id)
         }
     }
 
@@ -335,11 +383,11 @@ impl Op {
 
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} of {:?} in session {:?}",
-            self.what, self.id, self.session_id
-        )
+        write!(f, "{} of {:?}", self.what, self.id)?;
+        if !self.turn.is_empty() {
+            write!(f, " of turn {:?}", self.turn)?;
+        }
+        write!(f, " in session {:?}", self.session_id)
     }
 }
 
@@ -378,50 +426,121 @@ fn remembered(row: &Row) -> Result<Remembered, String> {
     }
 }
 
-/// Claims `op`'s key: see [`AnswerStore::claim`] and the module docs.
+/// Claims `op`'s key with a token of its own (kept in `held` while the claim holds): see
+/// [`AnswerStore::claim`] and the module docs. The session's first call with the id first;
+/// then, by the rule of "Turns" in the store docs, that row, the row kept apart for the key's
+/// turn (claimed the same way), or [`Claim::OtherTurn`].
 async fn claim(
     pool: Arc<Pool>,
+    held: Arc<Held>,
     op: Op,
     digest: InputDigest,
     lease: Duration,
 ) -> Result<Claim, StoreError> {
-    let (session_id, id) = (&op.session_id, &op.id);
+    let unreadable = |e: String| op.error(format_args!("the row is unreadable: {e}"));
+    let token = held::token();
+    let claimed = |held: &Held| {
+        held.keep(Kind::Claim, &op.session_id, &op.id, &op.turn, token);
+        Ok(Claim::Claimed)
+    };
+    let Some(first) = claim_row(&pool, &op, "", digest, lease, token).await? else {
+        return claimed(&held);
+    };
+    let (first_turn, running) = first_call(&first).map_err(unreadable)?;
+    match beside_first(&op.turn, &first_turn, running) {
+        BesideFirst::Same => remembered(&first).map(Claim::Seen).map_err(unreadable),
+        BesideFirst::Other { in_progress } => Ok(Claim::OtherTurn { in_progress }),
+        BesideFirst::Apart => match claim_row(&pool, &op, &op.turn, digest, lease, token).await? {
+            None => claimed(&held),
+            Some(apart) => remembered(&apart).map(Claim::Seen).map_err(unreadable),
+        },
+    }
+}
+
+/// Claims the row `apart` of `op`'s key with `token` ([`sql::CLAIM_INSERT`], then
+/// [`sql::CLAIM_SEEN`]): `None` when it inserted the row, or found it in progress with its own
+/// token (the insert was sent, and committed, before its connection was lost, and sent again);
+/// else the row as the second statement answered it.
+async fn claim_row(
+    pool: &Pool,
+    op: &Op,
+    apart: &str,
+    digest: InputDigest,
+    lease: Duration,
+    token: i64,
+) -> Result<Option<Row>, StoreError> {
+    let (session_id, id, turn) = (&op.session_id, &op.id, &op.turn);
     let digest = &digest.0[..];
     let lease = lease_secs(lease);
     // Released between the insert and the read (rare): claimed again, a few times at most.
     for _ in 0..8 {
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] =
+            [session_id, id, &digest, &lease, &apart, turn, &token];
         let inserted = pool
-            .query(
-                Lane::Shared,
-                &op,
-                |st| &st.claim_insert,
-                &[session_id, id, &digest, &lease],
-            )
+            .query(Lane::Shared, op, |st| &st.claim_insert, &params)
             .await?;
         if !inserted.is_empty() {
-            return Ok(Claim::Claimed);
+            return Ok(None);
         }
         let rows = pool
-            .query(Lane::Shared, &op, |st| &st.claim_seen, &[session_id, id])
+            .query(
+                Lane::Shared,
+                op,
+                |st| &st.claim_seen,
+                &[session_id, id, &apart],
+            )
             .await?;
-        if let Some(row) = rows.first() {
-            return remembered(row)
-                .map(Claim::Seen)
-                .map_err(|e| op.error(format_args!("the row is unreadable: {e}")));
+        if let Some(row) = rows.into_iter().next() {
+            let own = own_claim(&row, token)
+                .map_err(|e| op.error(format_args!("the row is unreadable: {e}")))?;
+            return Ok((!own).then_some(row));
         }
     }
     Err(op.error("the key kept being released by another worker while it was claimed"))
 }
 
-/// Releases `op`'s key: forgotten, or interrupted when its tool started.
-async fn release(pool: Arc<Pool>, op: Op, tool_started: bool) -> Result<(), StoreError> {
-    let statement: fn(&Statements) -> &tokio_postgres::Statement = if tool_started {
-        |st| &st.interrupt
-    } else {
-        |st| &st.forget
-    };
-    pool.query(Lane::Shared, &op, statement, &[&op.session_id, &op.id])
+/// Whether a row of [`sql::CLAIM_SEEN`] is the claim of `token`'s own, in progress (its sixth
+/// column is the token of the claim that made it).
+fn own_claim(row: &Row, token: i64) -> Result<bool, String> {
+    let made_by: Option<i64> = row.try_get(5).map_err(|e| e.to_string())?;
+    let state: String = row.try_get(1).map_err(|e| e.to_string())?;
+    Ok(made_by == Some(token) && state == "in_progress")
+}
+
+/// The turn of a row of [`sql::CLAIM_SEEN`] (its fifth column), and whether it is in progress.
+fn first_call(row: &Row) -> Result<(String, bool), String> {
+    let turn: String = row.try_get(4).map_err(|e| e.to_string())?;
+    let state: String = row.try_get(1).map_err(|e| e.to_string())?;
+    Ok((turn, state == "in_progress"))
+}
+
+/// Releases `op`'s key: forgotten (only the claim of this store's token, when it has one), or
+/// interrupted when its tool started.
+async fn release(
+    pool: Arc<Pool>,
+    held: Arc<Held>,
+    op: Op,
+    tool_started: bool,
+) -> Result<(), StoreError> {
+    let token = held.end(Kind::Claim, &op.session_id, &op.id, &op.turn);
+    let (session_id, id, turn) = (&op.session_id, &op.id, &op.turn);
+    if tool_started {
+        pool.query(
+            Lane::Shared,
+            &op,
+            |st| &st.interrupt,
+            &[session_id, id, turn],
+        )
         .await?;
+    } else {
+        pool.query(
+            Lane::Shared,
+            &op,
+            |st| &st.forget,
+            &[session_id, id, turn, &token],
+        )
+        .await?;
+    }
     Ok(())
 }
 
@@ -432,8 +551,8 @@ impl AnswerStore for PostgresStore {
         digest: InputDigest,
         lease: Duration,
     ) -> StoreFuture<'a, Result<Claim, StoreError>> {
-        let op = Op::new("claim", key.session_id, key.tool_use_id);
-        self.run("claim", claim(self.pool(), op, digest, lease))
+        let op = Op::of("claim", key);
+        self.run("claim", claim(self.pool(), self.held(), op, digest, lease))
     }
 
     fn answered<'a>(
@@ -442,15 +561,18 @@ impl AnswerStore for PostgresStore {
         outcome: Outcome,
         result: &'a ToolResult,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
-        let op = Op::new("answered", key.session_id, key.tool_use_id);
+        let op = Op::of("answered", key);
         let text = serde_json::to_string(result);
         let pool = self.pool();
+        self.shared
+            .held
+            .end(Kind::Claim, key.session_id, key.tool_use_id, key.turn);
         self.run("answered", async move {
             let text =
                 text.map_err(|e| op.error(format_args!("the result does not serialize: {e}")))?;
             let outcome = outcome.as_str();
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-                [&op.session_id, &op.id, &outcome, &text];
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
+                [&op.session_id, &op.id, &outcome, &text, &op.turn];
             pool.query(Lane::Answers, &op, |st| &st.answered, &params)
                 .await?;
             Ok(())
@@ -462,18 +584,21 @@ impl AnswerStore for PostgresStore {
         key: CallKey<'a>,
         tool_started: bool,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
-        let op = Op::new("release", key.session_id, key.tool_use_id);
-        self.run("release", release(self.pool(), op, tool_started))
+        let op = Op::of("release", key);
+        self.run(
+            "release",
+            release(self.pool(), self.held(), op, tool_started),
+        )
     }
 
     /// Spawns the [`release`](AnswerStore::release) on the store's runtime and returns at once;
     /// a release that fails is logged (`tracing` target `toolgate::memory`), and the claim then
     /// lapses with its lease.
     fn abandon(&self, key: CallKey<'_>, tool_started: bool) {
-        let op = Op::new("release", key.session_id, key.tool_use_id);
-        let pool = self.pool();
+        let op = Op::of("release", key);
+        let (pool, held) = (self.pool(), self.held());
         self.runtime().handle().spawn(async move {
-            if let Err(e) = release(pool, op, tool_started).await {
+            if let Err(e) = release(pool, held, op, tool_started).await {
                 tracing::error!(target: "toolgate::memory", error = %e,
                     "an abandoned call's claim could not be released; it lapses with its lease");
             }
@@ -540,18 +665,23 @@ impl PendingStore for PostgresStore {
         lease: Duration,
     ) -> StoreFuture<'a, Result<Taken, StoreError>> {
         let op = Op::new("take", session_id, turn_id);
-        let pool = self.pool();
+        let (pool, held) = (self.pool(), self.held());
         self.run("take", async move {
             let lease = lease_secs(lease);
+            let token = held::token();
             let rows = pool
                 .query(
                     Lane::Shared,
                     &op,
                     |st| &st.take,
-                    &[&op.session_id, &op.id, &lease],
+                    &[&op.session_id, &op.id, &lease, &token],
                 )
                 .await?;
-            taken(&rows, &op)
+            let taken = taken(&rows, &op)?;
+            if matches!(taken, Taken::Turn(_)) {
+                held.keep(Kind::Take, &op.session_id, &op.id, "", token);
+            }
+            Ok(taken)
         })
     }
 
@@ -564,6 +694,7 @@ impl PendingStore for PostgresStore {
         let op = Op::new("resumed", session_id, turn_id);
         let answer = answer.to_string();
         let pool = self.pool();
+        self.shared.held.end(Kind::Take, session_id, turn_id, "");
         self.run("resumed", async move {
             pool.query(
                 Lane::Shared,
@@ -583,12 +714,13 @@ impl PendingStore for PostgresStore {
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         let op = Op::new("put_back", session_id, turn_id);
         let pool = self.pool();
+        let token = self.shared.held.end(Kind::Take, session_id, turn_id, "");
         self.run("put_back", async move {
             pool.query(
                 Lane::Shared,
                 &op,
                 |st| &st.put_back,
-                &[&op.session_id, &op.id],
+                &[&op.session_id, &op.id, &token],
             )
             .await?;
             Ok(())

@@ -1,6 +1,12 @@
 //! Every statement the PostgreSQL stores run, each one atomic step (ARCHITECTURE.md,
 //! "Contracts": "What each store promises"). Leases are compared with the server's clock
 //! (`now()`, the start of the statement's transaction), never a worker's.
+//!
+//! Each statement of an operation is safe to send twice: one whose connection is lost is sent
+//! again on a new connection, and the server may have run (and committed) the first (the
+//! answer lost with the socket). Each says below why running it twice does what running it once
+//! does; a claim and a take carry a token, drawn at random by the caller, that the row keeps, so
+//! a second send recognizes the row the first made.
 
 /// The advisory lock class of toolgate's locks (`"tool"` in ASCII); the second key is
 /// [`MIGRATION_LOCK`], or the chain's number for an audit append.
@@ -23,46 +29,64 @@ pub(crate) const SCHEMA_VERSION: &str = "SELECT COALESCE(max(version), 0) FROM t
 /// Records a migration as applied (in its transaction).
 pub(crate) const RECORD_VERSION: &str = "INSERT INTO toolgate_schema (version) VALUES ($1)";
 
-/// A claim's first step: insert the call as in progress until its lease ends, or nothing when
-/// the key exists (then [`CLAIM_SEEN`]). A row returned: claimed.
+/// A claim's first step: insert the row (`$5`: `apart`, `''` for the session's first call with
+/// the id; `$6`: the call's turn) as in progress until its lease ends, with the claim's token
+/// `$7`, or nothing when the row exists (then [`CLAIM_SEEN`]). A row returned: claimed. Sent
+/// twice, the second inserts nothing, and [`CLAIM_SEEN`] finds the row in progress with this
+/// claim's token: claimed.
 pub(crate) const CLAIM_INSERT: &str = "INSERT INTO toolgate_answers
-    (session_id, tool_use_id, digest, state, lease_until)
-VALUES ($1::text, $2::text, $3::bytea, 'in_progress', now() + make_interval(secs => $4::float8))
-ON CONFLICT (session_id, tool_use_id) DO NOTHING
+    (session_id, tool_use_id, apart, turn, digest, state, lease_until, claim_token)
+VALUES ($1::text, $2::text, $5::text, $6::text, $3::bytea, 'in_progress',
+        now() + make_interval(secs => $4::float8), $7::int8)
+ON CONFLICT (session_id, tool_use_id, apart) DO NOTHING
 RETURNING true";
 
-/// A claim that inserted nothing: in one statement, a row in progress whose lease ended is
-/// marked interrupted (the `UPDATE`, which waits for a concurrent change of the row and then
-/// looks again), and the row is answered: the interrupted one, or the row as the statement
+/// A claim that inserted nothing: in one statement, the row (`$3`: `apart`) in progress whose
+/// lease ended is marked interrupted (the `UPDATE`, which waits for a concurrent change of the
+/// row and then looks again), and the row is answered, with its turn and the token of the claim
+/// that made it (the caller's own: claimed): the interrupted one, or the row as the statement
 /// found it. No row: it was released between the two statements, and the claim starts again.
+/// Sent twice, the second finds the row the first left (an interrupted row stays so).
 pub(crate) const CLAIM_SEEN: &str = "WITH lapsed AS (
     UPDATE toolgate_answers SET state = 'interrupted', lease_until = NULL, finished_at = now()
-    WHERE session_id = $1::text AND tool_use_id = $2::text
+    WHERE session_id = $1::text AND tool_use_id = $2::text AND apart = $3::text
       AND state = 'in_progress' AND lease_until < now()
-    RETURNING digest, state, outcome, result
+    RETURNING digest, state, outcome, result, turn, claim_token
 )
-SELECT digest, state, outcome, result FROM lapsed
+SELECT digest, state, outcome, result, turn, claim_token FROM lapsed
 UNION ALL
-SELECT digest, state, outcome, result FROM toolgate_answers
-WHERE session_id = $1::text AND tool_use_id = $2::text AND NOT EXISTS (SELECT FROM lapsed)";
+SELECT digest, state, outcome, result, turn, claim_token FROM toolgate_answers
+WHERE session_id = $1::text AND tool_use_id = $2::text AND apart = $3::text
+  AND NOT EXISTS (SELECT FROM lapsed)";
 
-/// `answered`: only a call still in progress becomes answered.
+/// `answered`: only the call of turn `$5` (the first call's row or the one kept apart: at most
+/// one is that turn's) still in progress becomes answered. Sent twice, the second changes
+/// nothing: an answered row stays so, and no other claim can hold the row in between (it is
+/// free again only after a [`FORGET`], which comes instead of an answer).
 pub(crate) const ANSWERED: &str = "UPDATE toolgate_answers
 SET state = 'answered', outcome = $3::text, result = $4::text, lease_until = NULL,
     finished_at = now()
-WHERE session_id = $1::text AND tool_use_id = $2::text AND state = 'in_progress'";
+WHERE session_id = $1::text AND tool_use_id = $2::text AND turn = $5::text
+  AND state = 'in_progress'";
 
-/// `release` of a call whose tool did not start: forgotten, if still in progress.
+/// `release` of a call (of turn `$3`) whose tool did not start: forgotten, if still in progress
+/// and made by the claim of token `$4` (NULL: whichever claim). Sent twice, the second must not
+/// forget another claim of the row made in between (its call would then run alongside a
+/// third): the token keeps it to the caller's own row.
 pub(crate) const FORGET: &str = "DELETE FROM toolgate_answers
-WHERE session_id = $1::text AND tool_use_id = $2::text AND state = 'in_progress'";
+WHERE session_id = $1::text AND tool_use_id = $2::text AND turn = $3::text
+  AND state = 'in_progress' AND ($4::int8 IS NULL OR claim_token = $4::int8)";
 
-/// `release` of a call whose tool started: interrupted, if still in progress.
+/// `release` of a call (of turn `$3`) whose tool started: interrupted, if still in progress.
+/// Sent twice, the second changes nothing (an interrupted row stays so).
 pub(crate) const INTERRUPT: &str = "UPDATE toolgate_answers
 SET state = 'interrupted', lease_until = NULL, finished_at = now()
-WHERE session_id = $1::text AND tool_use_id = $2::text AND state = 'in_progress'";
+WHERE session_id = $1::text AND tool_use_id = $2::text AND turn = $3::text
+  AND state = 'in_progress'";
 
-/// `put`: a turn kept under a key already kept is left as it is. In the same statement, a turn
-/// newly kept gets the inbox's rows (`migrations/0002_inbox.sql`): its own (`$4` user, `$5`
+/// `put`: a turn kept under a key already kept is left as it is. Sent twice, the second finds
+/// the first's row and leaves it (and writes no inbox row). In the same statement, a turn newly
+/// kept gets the inbox's rows (`migrations/0004_inbox.sql`): its own (`$4` user, `$5`
 /// fingerprint, expiring `$6` milliseconds from now, `$8` calls waiting) and one per waiting
 /// call (`$7`, a JSON array of `store/waiting.rs`'s rows), in every build.
 pub(crate) const PUT: &str = "WITH kept AS (
@@ -87,14 +111,18 @@ FROM kept, json_to_recordset($7::text::json) AS c(tool_use_id text, position int
      asked_by text, rules text, digest text, summary text, input text)";
 
 /// `take`: in one statement, a waiting turn (or one whose take's lease ended) becomes this
-/// caller's (`what` = `turn`, with the turn); else the row's state and answer as the statement
-/// found them (`waiting` or `taken`: another caller took it; `resumed`: its answer); no row:
-/// missing. Of any number of callers at once, exactly one `UPDATE` changes the row.
+/// caller's, with its token `$4` (`what` = `turn`, with the turn); else the row's state and
+/// answer as the statement found them (`waiting` or `taken`: another caller took it;
+/// `resumed`: its answer); no row: missing. Of any number of callers at once, exactly one
+/// `UPDATE` changes the row. Sent twice, the second finds the turn taken with its own token and
+/// takes it again (its lease from now): the turn, not "another caller took it".
 pub(crate) const TAKE: &str = "WITH taken AS (
     UPDATE toolgate_pending
-    SET state = 'taken', lease_until = now() + make_interval(secs => $3::float8)
+    SET state = 'taken', lease_until = now() + make_interval(secs => $3::float8),
+        take_token = $4::int8
     WHERE session_id = $1::text AND turn_id = $2::text
-      AND (state = 'waiting' OR (state = 'taken' AND lease_until < now()))
+      AND (state = 'waiting'
+           OR (state = 'taken' AND (lease_until < now() OR take_token = $4::int8)))
     RETURNING turn
 )
 SELECT 'turn' AS what, turn AS body FROM taken
@@ -102,17 +130,21 @@ UNION ALL
 SELECT state, answer FROM toolgate_pending
 WHERE session_id = $1::text AND turn_id = $2::text AND NOT EXISTS (SELECT FROM taken)";
 
-/// `resumed`: only a taken turn becomes resumed, with its answer.
+/// `resumed`: only a taken turn becomes resumed, with its answer. Sent twice, the second
+/// changes nothing (a resumed turn stays so).
 pub(crate) const RESUMED: &str = "UPDATE toolgate_pending
 SET state = 'resumed', answer = $3::text, lease_until = NULL
 WHERE session_id = $1::text AND turn_id = $2::text AND state = 'taken'";
 
-/// `put_back`: only a taken turn waits again.
+/// `put_back`: only a turn taken by the take of token `$3` (NULL: whichever take) waits again.
+/// Sent twice, the second must not put back a take made in between by another caller (a third
+/// would then resume the turn alongside it): the token keeps it to the caller's own take.
 pub(crate) const PUT_BACK: &str = "UPDATE toolgate_pending
 SET state = 'waiting', lease_until = NULL
-WHERE session_id = $1::text AND turn_id = $2::text AND state = 'taken'";
+WHERE session_id = $1::text AND turn_id = $2::text AND state = 'taken'
+  AND ($3::int8 IS NULL OR take_token = $3::int8)";
 
-/// `waiting`: the session's waiting turns, oldest first.
+/// `waiting`: the session's waiting turns, oldest first (a read: safe to send twice).
 pub(crate) const WAITING: &str = "SELECT turn FROM toolgate_pending
 WHERE session_id = $1::text AND state = 'waiting' ORDER BY place";
 
@@ -130,7 +162,8 @@ pub(crate) const LOCK_CHAIN: &str = "SELECT pg_advisory_xact_lock($1::int4, $2::
 /// with a `,` after its last member (as the files write it), and the server adds `"prev":"…"}`
 /// with the SHA-256 of the chain's last line and its `\n` (64 zeros for the first line), at
 /// `seq` one past it. `$3`, `$4`: the writer and the line's number in its queue; a line already
-/// written (a batch written again after its commit's answer was lost) is not written twice.
+/// written (a batch written again after its connection was lost, its commit's outcome unknown)
+/// is not written twice.
 pub(crate) const APPEND: &str = "WITH last AS (
     SELECT seq, line FROM toolgate_audit WHERE chain = $1::text ORDER BY seq DESC LIMIT 1
 )
@@ -144,10 +177,11 @@ SELECT $1::text,
 ON CONFLICT (writer_id, writer_n) DO NOTHING";
 
 /// Up to `$3` lines of chain `$1` after `seq` `$2`, in order (a verification or an export
-/// reads a chain in such pages).
+/// reads a chain in such pages; a read: safe to send twice).
 pub(crate) const LINES_AFTER: &str = "SELECT seq, line FROM toolgate_audit
 WHERE chain = $1::text AND seq > $2::int8 ORDER BY seq LIMIT $3::int8";
 
-/// The line at position `$2` (0-based, in `seq` order) of chain `$1`.
+/// The line at position `$2` (0-based, in `seq` order) of chain `$1` (a read: safe to send
+/// twice).
 pub(crate) const LINE_AT: &str = "SELECT line FROM toolgate_audit
 WHERE chain = $1::text ORDER BY seq OFFSET $2::int8 LIMIT 1";

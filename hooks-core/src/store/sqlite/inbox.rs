@@ -1,5 +1,5 @@
 //! [`SqliteStore`] as an [`InboxStore`] (feature `inbox`): the tables of schema version 2
-//! (`migrations/0002_inbox.sql`). Every write is one `BEGIN IMMEDIATE` transaction, which takes
+//! (`migrations/0003_inbox.sql`). Every write is one `BEGIN IMMEDIATE` transaction, which takes
 //! the file's write lock before it reads, so what it reads is what it changes: a decision reads
 //! the call's row, judges it with the rules every store shares (`inbox/judge.rs`) and writes it
 //! back with a conditional `UPDATE … WHERE state = 'waiting' AND digest = ?`, the idempotency

@@ -1,4 +1,4 @@
--- Schema version 2: the approval inbox (its statements are in `store/sqlite/inbox.rs`).
+-- Schema version 3: the approval inbox (its statements are in `store/sqlite/inbox.rs`).
 -- Applied by `SqliteStore::open` in one transaction, recorded in `toolgate_schema`.
 -- Instants are integers: milliseconds since the Unix epoch by SQLite's clock (`unixepoch`,
 -- the wall clock of the process running the statement).

@@ -1,10 +1,14 @@
 //! `toolgate audit stats DIR`: counts per outcome, rule, tool and user.
 
+mod print;
+
 use std::io::Write;
 
 use clap::ArgMatches;
-use toolgate_core::audit::report::{Figures, ReportOptions, Trail, stats_json, stats_text};
+use toolgate_core::audit::report::{Figures, ReportOptions};
+use toolgate_core::audit::{Trail, printable_json};
 
+use crate::stats::print::{stats_json, stats_text};
 use crate::tail::filter;
 use crate::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, fail, source};
 
@@ -34,7 +38,7 @@ pub(crate) fn run(m: &ArgMatches, out: &mut dyn Write, err: &mut dyn Write) -> u
     }
     let figures = Figures::of(&trail, &ReportOptions::default());
     let text = if m.get_flag("json") {
-        format!("{}\n", stats_json(&figures))
+        format!("{}\n", printable_json(&stats_json(&figures).to_string()))
     } else {
         stats_text(&figures)
     };

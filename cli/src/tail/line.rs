@@ -1,26 +1,23 @@
 //! One readable line per call, and the filters `toolgate audit tail` applies.
 
-use crate::audit::outcome::Outcome;
-use crate::audit::record::AuditRecord;
-use crate::base::time::Rfc3339;
+use toolgate_core::audit::{AuditRecord, Outcome, Rfc3339, printable};
 
 /// Which lines to show: every field set must match (exactly); an empty filter shows every line.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TailFilter {
+pub(crate) struct TailFilter {
     /// The outcome, snake_case (`blocked`).
-    pub outcome: Option<String>,
+    pub(crate) outcome: Option<String>,
     /// The context's user id.
-    pub user: Option<String>,
+    pub(crate) user: Option<String>,
     /// The tool name.
-    pub tool: Option<String>,
+    pub(crate) tool: Option<String>,
     /// The session id.
-    pub session: Option<String>,
+    pub(crate) session: Option<String>,
 }
 
 impl TailFilter {
     /// Whether `record` passes every set field.
-    pub fn matches(&self, record: &AuditRecord) -> bool {
+    pub(crate) fn matches(&self, record: &AuditRecord) -> bool {
         let is = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
         is(&self.outcome, record.outcome.as_str())
             && is(&self.user, &record.user_id)
@@ -43,23 +40,6 @@ fn sgr(outcome: Outcome) -> Option<&'static str> {
         | Outcome::ToolTimeout => Some("31"),
         _ => None,
     }
-}
-
-/// `text` safe to print on a terminal: every control character (C0, DEL, C1: an escape
-/// sequence a hostile tool name or user id could carry) written as `\u{1b}`.
-pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if c.is_control() {
-            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
 }
 
 /// A duration in µs in the unit that reads best: `850 µs`, `12.3 ms`, `2.40 s`.
@@ -85,13 +65,15 @@ fn rule_of(record: &AuditRecord) -> Option<&str> {
 /// user (and tier), duration, then the rule, the person who decided and the session, each only
 /// when there is one; `(replay)` on a replayed answer. With `colour`, the outcome is wrapped in
 /// an SGR colour (ECMA-48) and reset; the text is otherwise the same. Every string of the line
-/// is printable: control characters are written as `\u{1b}`, so a hostile name
-/// cannot move the cursor or recolour the terminal.
+/// is [`printable`](toolgate_core::audit::printable): control characters, line separators and
+/// bidirectional formatting characters are written as `\u{1b}`, `\u{2028}`, so a hostile name
+/// can neither start a second line nor move the cursor, recolour the terminal or reorder the
+/// line.
 ///
 /// ```text
 /// 2026-11-24T15:40:00Z blocked           prepare_case_file  user u_004 (free)  14 µs  rule support_agent::policy::premium_only  session sess_free_02
 /// ```
-pub fn tail_line(record: &AuditRecord, colour: bool) -> String {
+pub(crate) fn tail_line(record: &AuditRecord, colour: bool) -> String {
     let outcome = record.outcome.as_str();
     let padded = format!("{outcome:<17}");
     let shown = match sgr(record.outcome) {

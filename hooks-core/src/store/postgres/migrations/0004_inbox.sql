@@ -1,4 +1,4 @@
--- toolgate's tables, schema version 2: the approval inbox. `PostgresStore::connect` applies it
+-- toolgate's tables, schema version 4: the approval inbox. `PostgresStore::connect` applies it
 -- once per database, in one transaction, under the advisory lock (1953460076, 0), and records it
 -- in `toolgate_schema`. Its statements are in `store/postgres/inbox.rs` (and `put` in `sql.rs`).
 --

@@ -1,4 +1,21 @@
-//! What a trail's lines add up to: the counts, the people in the loop, the distributions.
+//! What an audit trail's lines add up to (feature `audit-report`): [`Figures`], the counts per
+//! outcome, day, rule, tool and customer, the people in the loop (who approved or declined what,
+//! how long each waited, what still waits and when it expires), the latency distributions, the
+//! halts and the token usage, computed from a [`Trail`] against [`ReportOptions`].
+//!
+//! You need it to count an audit trail from your own code; the `toolgate` command's report and
+//! stats (`toolgate audit report|stats`) are these figures, drawn as a page or printed as tables
+//! or JSON by the command itself.
+//!
+//! ```no_run
+//! use toolgate_core::audit::Trail;
+//! use toolgate_core::audit::report::{Figures, ReportOptions};
+//!
+//! let trail = Trail::read_dir("data/audit")?;
+//! let figures = Figures::of(&trail, &ReportOptions::default());
+//! println!("{} calls, {} blocked", figures.calls, figures.outcomes.get("blocked").unwrap_or(&0));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -9,7 +26,7 @@ use crate::approval::ask::Asked;
 use crate::audit::hook_run::HookOutcome;
 use crate::audit::outcome::Outcome;
 use crate::audit::record::AuditRecord;
-use crate::audit::report::read::Trail;
+use crate::audit::trail::Trail;
 use crate::base::time::Rfc3339;
 use crate::dispatch::builder::DispatcherBuilder;
 

@@ -1,6 +1,9 @@
 //! `toolgate audit tail DIR`: one readable line per call, the last N first, then (with
 //! `--follow`) every line appended.
 
+mod follow;
+mod line;
+
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -8,12 +11,11 @@ use std::time::Duration;
 
 use clap::ArgMatches;
 use serde_json::Value;
-use toolgate_core::audit::AUDIT_LOG_FILE;
-use toolgate_core::audit::report::{
-    TailFilter, TrailError, chain_files, parse_call_line, tail_line,
-};
+use toolgate_core::audit::{AUDIT_LOG_FILE, chain_files, parse_call_line, printable_json};
 
-use crate::follow::Follower;
+use crate::database;
+use crate::tail::follow::{Follower, torn};
+use crate::tail::line::{TailFilter, tail_line};
 use crate::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, fail, source};
 
 /// How often `--follow` looks for new lines.
@@ -22,12 +24,12 @@ const POLL: Duration = Duration::from_millis(200);
 /// The `--outcome`, `--user`, `--tool` and `--session` filters.
 pub(crate) fn filter(m: &ArgMatches) -> TailFilter {
     let get = |name: &str| m.get_one::<String>(name).cloned();
-    let mut f = TailFilter::default();
-    f.outcome = get("outcome");
-    f.user = get("user");
-    f.tool = get("tool");
-    f.session = get("session");
-    f
+    TailFilter {
+        outcome: get("outcome"),
+        user: get("user"),
+        tool: get("tool"),
+        session: get("session"),
+    }
 }
 
 /// How one line is shown.
@@ -38,17 +40,21 @@ struct Show {
 }
 
 impl Show {
-    /// The text to print for `line` (no `\n`), when it passes the filter.
+    /// The text to print for `line` (no `\n`), when it passes the filter: the readable line,
+    /// or with `--json` the line's JSON through `printable_json` (the same value, with no
+    /// control character, line separator or bidirectional formatting character raw, as a line
+    /// written before the audit line escaped U+2028 and U+2029 may hold them).
     ///
     /// # Errors
     /// Why the line is not an audit line.
     fn line(&self, line: &[u8]) -> Result<Option<String>, String> {
+        let as_json = || printable_json(&String::from_utf8_lossy(line)).into_owned();
         match parse_call_line(line)? {
             Some(record) if !self.filter.matches(&record) => Ok(None),
             Some(record) if !self.json => Ok(Some(tail_line(&record, self.colour))),
-            Some(_) => Ok(Some(String::from_utf8_lossy(line).into_owned())),
-            // An outcome this toolgate does not know: the line as written, filtered by its
-            // members.
+            Some(_) => Ok(Some(as_json())),
+            // An outcome this toolgate does not know: the line as written (through
+            // `printable_json`), filtered by its members.
             None => {
                 let value: Value = serde_json::from_slice(line).map_err(|e| e.to_string())?;
                 let member = |k: &str| value.get(k).and_then(Value::as_str).unwrap_or_default();
@@ -59,12 +65,7 @@ impl Show {
                     && is(&f.user, member("user_id"))
                     && is(&f.tool, member("tool"))
                     && is(&f.session, member("session_id"));
-                Ok(keep.then(|| {
-                    let text = String::from_utf8_lossy(line);
-                    text.chars()
-                        .map(|c| if c.is_control() { '?' } else { c })
-                        .collect()
-                }))
+                Ok(keep.then(as_json))
             }
         }
     }
@@ -90,7 +91,7 @@ pub(crate) fn run(m: &ArgMatches, out: &mut dyn Write, err: &mut dyn Write) -> u
             format!(
                 "{}: --follow reads a folder's live file; a database is shown as it is now \
                  (without --follow)",
-                source::shown(&url)
+                database::shown(&url)
             ),
             EXIT_BAD_INPUT,
         );
@@ -109,7 +110,17 @@ pub(crate) fn run(m: &ArgMatches, out: &mut dyn Write, err: &mut dyn Write) -> u
     let mut last: VecDeque<String> = VecDeque::new();
     let live = dir.join(AUDIT_LOG_FILE);
     let mut follower = None;
-    for path in chain_files(&dir, AUDIT_LOG_FILE) {
+    let files = match chain_files(&dir, AUDIT_LOG_FILE) {
+        Ok(files) => files,
+        Err(e) => {
+            return fail(
+                err,
+                format!("cannot read `{}`: {e}", dir.display()),
+                EXIT_BAD_INPUT,
+            );
+        }
+    };
+    for path in files {
         let is_live = path == live;
         let result = if is_live && follow {
             // The live file is read by the follower, which keeps its place for what comes.
@@ -155,15 +166,6 @@ pub(crate) fn run(m: &ArgMatches, out: &mut dyn Write, err: &mut dyn Write) -> u
             return EXIT_OK;
         }
     }
-}
-
-/// The sentence for a last line with no `\n`, as the library says it.
-pub(crate) fn torn(path: &Path, line: u64) -> String {
-    TrailError::TornLine {
-        path: path.to_path_buf(),
-        line,
-    }
-    .to_string()
 }
 
 fn at(path: &Path, n: u64, problem: &str) -> String {
