@@ -135,3 +135,16 @@ fn the_command_serves_the_page_and_signs_a_person_in() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[test]
+fn a_database_that_cannot_be_reached_is_named_without_its_password() {
+    let s = Scratch::new("inbox-db");
+    let policy = s.path().join("policy.toml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("postgres://agent:s3cret-pw@127.0.0.1:{port}/agent?connect_timeout=2");
+    let (code, out, err) = toolgate(&["inbox", &url, "--policy", policy.to_str().unwrap()]);
+    assert_eq!((code, out.as_str()), (2, ""));
+    assert!(err.starts_with(&format!("toolgate: error: postgres://agent:***@127.0.0.1:{port}/agent")), "{err}");
+    assert!(!err.contains("s3cret-pw"), "{err}");
+}
