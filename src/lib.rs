@@ -812,9 +812,6 @@
 // docs (its `macro_support` module), which generated code reaches through `__private` alone.
 #[cfg(feature = "claude-code")]
 pub use toolgate_core::claude_code;
-/// The approval inbox's page (feature `inbox-http`): the `toolgate-inbox` crate.
-#[cfg(feature = "inbox-http")]
-pub use toolgate_inbox as inbox_http;
 #[cfg(feature = "mcp")]
 pub use toolgate_core::mcp;
 #[cfg(feature = "tower")]
@@ -824,6 +821,9 @@ pub use toolgate_core::{
     Session, State, ToolError, ToolResult, ToolUse, approval, audit, block_on, content, dispatch,
     provider, store,
 };
+/// The approval inbox's page (feature `inbox-http`): the `toolgate-inbox` crate.
+#[cfg(feature = "inbox-http")]
+pub use toolgate_inbox as inbox_http;
 pub use toolgate_macros::{post_hook, pre_hook, stop_hook, tool};
 
 /// Not public API: what the macros' generated code reaches. Free to change in any release.

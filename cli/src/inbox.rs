@@ -48,7 +48,9 @@ fn setup(m: &ArgMatches, source: &Source) -> Result<toolgate_inbox::Listening, S
         .unwrap_or("127.0.0.1:8080")
         .parse()
         .map_err(|_| "--listen: expected an address and a port, as 127.0.0.1:8080".to_owned())?;
-    let policy_path = m.get_one::<PathBuf>("policy").expect("clap requires --policy");
+    let policy_path = m
+        .get_one::<PathBuf>("policy")
+        .expect("clap requires --policy");
     let policy = toolgate_inbox::read_policy(policy_path).map_err(|e| format!("--policy {e}"))?;
     let auth = auth(m)?;
     // Refused before the store is opened: no address other than loopback without a sign-in.
@@ -66,7 +68,11 @@ fn setup(m: &ArgMatches, source: &Source) -> Result<toolgate_inbox::Listening, S
 
 /// Who signs in: `--tokens`, `--trusted-proxy`, or the one local person.
 fn auth(m: &ArgMatches) -> Result<Auth, String> {
-    let proxies: Vec<&String> = m.get_many::<String>("trusted-proxy").into_iter().flatten().collect();
+    let proxies: Vec<&String> = m
+        .get_many::<String>("trusted-proxy")
+        .into_iter()
+        .flatten()
+        .collect();
     match (m.get_one::<PathBuf>("tokens"), proxies.is_empty()) {
         (Some(_), false) => Err("--tokens and --trusted-proxy: give one".to_owned()),
         (Some(path), true) => Tokens::read(path)
@@ -108,7 +114,11 @@ fn auth(m: &ArgMatches) -> Result<Auth, String> {
 /// `--new-token ID [--group G]…`: the token (shown once) and its tokens-file entry.
 fn new_token(m: &ArgMatches, id: &str, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     if id.trim().is_empty() || id.chars().any(char::is_control) {
-        return fail(err, "--new-token: the id must be printable, non-empty text", EXIT_BAD_INPUT);
+        return fail(
+            err,
+            "--new-token: the id must be printable, non-empty text",
+            EXIT_BAD_INPUT,
+        );
     }
     let (token, hash) = match toolgate_inbox::new_token() {
         Ok(t) => t,

@@ -136,13 +136,22 @@ impl Http {
         http
     }
 
-    fn send(&mut self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
+    fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, String, String) {
         let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\n", self.host);
         for (k, v) in headers {
             req.push_str(&format!("{k}: {v}\r\n"));
         }
         req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
-        self.stream.get_mut().write_all(req.as_bytes()).expect("sent");
+        self.stream
+            .get_mut()
+            .write_all(req.as_bytes())
+            .expect("sent");
         let mut head = String::new();
         loop {
             let mut line = String::new();
@@ -152,10 +161,18 @@ impl Http {
             }
             head.push_str(&line);
         }
-        let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let status = head
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
         let length: usize = head
             .lines()
-            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned()))
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length:")
+                    .map(|v| v.trim().to_owned())
+            })
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
         let mut body = vec![0; length];
@@ -169,7 +186,11 @@ impl Http {
     }
 
     fn decide(&mut self, body: &str, key: &str) -> (u16, String, String) {
-        let (cookie, csrf, origin) = (self.cookie.clone(), self.csrf.clone(), format!("http://{}", self.host));
+        let (cookie, csrf, origin) = (
+            self.cookie.clone(),
+            self.csrf.clone(),
+            format!("http://{}", self.host),
+        );
         self.send(
             "POST",
             "/api/decide",
@@ -198,7 +219,10 @@ fn cookie(head: &str, name: &str) -> String {
 /// Serves the page over `store` on 127.0.0.1 from a thread; its address.
 fn serve(store: &PostgresStore) -> SocketAddr {
     let store: Arc<dyn InboxStore> = Arc::new(store.clone());
-    let inbox = Inbox::builder(store).policy(policy()).build().expect("the store audits");
+    let inbox = Inbox::builder(store)
+        .policy(policy())
+        .build()
+        .expect("the store audits");
     let page = InboxPage::builder(Arc::new(inbox), Auth::Tokens(tokens()));
     let listening = toolgate_inbox::bind(page, "127.0.0.1:0".parse().unwrap()).expect("bound");
     let addr = listening.addr();
@@ -216,9 +240,14 @@ struct Floor {
 
 impl Floor {
     fn new(settings: &str, rows: i64) -> Floor {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         let (client, update) = rt.block_on(async {
-            let (client, connection) = tokio_postgres::connect(settings, tokio_postgres::NoTls).await.unwrap();
+            let (client, connection) = tokio_postgres::connect(settings, tokio_postgres::NoTls)
+                .await
+                .unwrap();
             tokio::spawn(connection);
             client
                 .batch_execute(&format!(
@@ -239,7 +268,12 @@ impl Floor {
                 .unwrap();
             (client, update)
         });
-        Floor { rt, client, update, next: 0 }
+        Floor {
+            rt,
+            client,
+            update,
+            next: 0,
+        }
     }
 
     fn run(&mut self, n: usize) -> f64 {
@@ -247,7 +281,10 @@ impl Floor {
         for _ in 0..n {
             self.next += 1;
             let id = self.next;
-            let rows = self.rt.block_on(self.client.query(&self.update, &[&id, &"d", &"lead"])).unwrap();
+            let rows = self
+                .rt
+                .block_on(self.client.query(&self.update, &[&id, &"d", &"lead"]))
+                .unwrap();
             assert_eq!(rows.len(), 1, "a waiting row is updated");
         }
         start.elapsed().as_secs_f64() * 1e6 / n as f64
@@ -295,7 +332,9 @@ fn figure(name: &str, value: f64) {
 /// The process `serve_10k_peak_mib` measures: the page over the database of the URL in
 /// `TOOLGATE_INBOX_BENCH_SERVE`, as `toolgate inbox` serves it; prints its address.
 fn serve_child(url: &str) -> ! {
-    let inbox = Source::parse(url).inbox(policy(), None).expect("the store opens");
+    let inbox = Source::parse(url)
+        .inbox(policy(), None)
+        .expect("the store opens");
     let page = InboxPage::builder(Arc::new(inbox), Auth::Tokens(tokens()));
     let listening = toolgate_inbox::bind(page, "127.0.0.1:0".parse().unwrap()).expect("bound");
     println!("{}", listening.addr());
@@ -312,14 +351,21 @@ fn peak_memory(url: &str, turns: usize) -> f64 {
         .spawn()
         .expect("the serving process");
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let addr: SocketAddr = line.trim().parse().expect("its address");
     let mut http = Http::connect(addr);
     // Two live-update streams stay open while the person reads every page of the list.
     let streams: Vec<TcpStream> = (0..2)
         .map(|_| {
             let mut s = TcpStream::connect(addr).unwrap();
-            write!(s, "GET /events?tool=refund HTTP/1.1\r\nHost: {addr}\r\nCookie: {}\r\n\r\n", http.cookie).unwrap();
+            write!(
+                s,
+                "GET /events?tool=refund HTTP/1.1\r\nHost: {addr}\r\nCookie: {}\r\n\r\n",
+                http.cookie
+            )
+            .unwrap();
             s
         })
         .collect();
@@ -369,7 +415,11 @@ fn main() {
     let mut query = all.clone();
     while calls.len() < to_decide {
         let page = toolgate_core::block_on(store.list(&query)).expect("listed");
-        calls.extend(page.calls.into_iter().map(|c| (c.tool_use_id, c.input_digest)));
+        calls.extend(
+            page.calls
+                .into_iter()
+                .map(|c| (c.tool_use_id, c.input_digest)),
+        );
         match page.next {
             Some(next) => query = all.clone().after(next),
             None => break,

@@ -172,7 +172,9 @@ impl Tokens {
         for (n, p) in tokens.people.iter().enumerate() {
             let n = n + 1;
             if p.id.trim().is_empty() || p.id.chars().any(char::is_control) {
-                return Err(format!("person {n}: `id` must be printable, non-empty text"));
+                return Err(format!(
+                    "person {n}: `id` must be printable, non-empty text"
+                ));
             }
             let hex = p.token_sha256.len() == 64
                 && p.token_sha256
@@ -271,7 +273,11 @@ pub(crate) struct Sessions {
 impl Sessions {
     /// A session for the person whose token is `token`: its id (for the cookie), or `None` when
     /// no person has that token.
-    pub(crate) fn sign_in(&self, tokens: &Tokens, token: &str) -> Result<Option<String>, PageError> {
+    pub(crate) fn sign_in(
+        &self,
+        tokens: &Tokens,
+        token: &str,
+    ) -> Result<Option<String>, PageError> {
         let Some(person) = tokens.find(token) else {
             return Ok(None);
         };
@@ -332,7 +338,9 @@ mod tests {
     #[test]
     fn a_tokens_file_with_a_mistake_is_refused_naming_it() {
         let h = "a".repeat(64);
-        assert!(Tokens::parse(&format!("[[person]]\nid = \"x\"\ntoken_sha256 = \"{h}\"\n")).is_ok());
+        assert!(
+            Tokens::parse(&format!("[[person]]\nid = \"x\"\ntoken_sha256 = \"{h}\"\n")).is_ok()
+        );
         let err = Tokens::parse(&format!(
             "[[person]]\nid = \"x\"\ntoken = \"{h}\"\ntoken_sha256 = \"{h}\"\n"
         ))

@@ -53,9 +53,7 @@ async fn record(
     let (inbox, identity) = (Arc::clone(inbox), who.identity.clone());
     blocking(move || toolgate_core::block_on(inbox.decide(&identity, request)))
         .await
-        .unwrap_or_else(|e| {
-            Err(DecideError::Store(toolgate_core::store::StoreError::new(e)))
-        })
+        .unwrap_or_else(|e| Err(DecideError::Store(toolgate_core::store::StoreError::new(e))))
 }
 
 /// `POST /decide`.
@@ -130,7 +128,15 @@ pub(crate) async fn form(State(app): State<Arc<App>>, req: Request) -> Response 
                  {error}"
             );
             let notice = notice(&tool_use_id, &choice_name, message, sent);
-            return render(&app, &who, &session_id, &turn_id, Some(&notice), StatusCode::INTERNAL_SERVER_ERROR).await;
+            return render(
+                &app,
+                &who,
+                &session_id,
+                &turn_id,
+                Some(&notice),
+                StatusCode::INTERNAL_SERVER_ERROR,
+            )
+            .await;
         }
         Err(e) => return crate::pages::store_failed(Some(&who), &e.to_string()),
     };
@@ -138,11 +144,16 @@ pub(crate) async fn form(State(app): State<Arc<App>>, req: Request) -> Response 
     let mut n = notice(&tool_use_id, &choice_name, refused_text(&refusal), sent);
     match &refusal {
         Refusal::InvalidEdit { problems } => n.problems = problems.clone(),
-        Refusal::BadRequest { problem } if choice_name == "decline" && problem.contains("reason") => {
+        Refusal::BadRequest { problem }
+            if choice_name == "decline" && problem.contains("reason") =>
+        {
             n.reason_missing = true;
         }
         Refusal::UnknownTurn { .. } => {
-            return text(StatusCode::NOT_FOUND, "refused: no such paused turn is kept in the store");
+            return text(
+                StatusCode::NOT_FOUND,
+                "refused: no such paused turn is kept in the store",
+            );
         }
         _ => {}
     }
@@ -201,8 +212,9 @@ async fn edited(
         }
         let value = match kind(tool.as_ref(), member) {
             Kind::Text => Value::String(text.clone()),
-            Kind::Json => serde_json::from_str(text.trim())
-                .unwrap_or_else(|_| Value::String(text.clone())),
+            Kind::Json => {
+                serde_json::from_str(text.trim()).unwrap_or_else(|_| Value::String(text.clone()))
+            }
         };
         input.insert(member.to_owned(), value);
     }
@@ -288,13 +300,21 @@ pub(crate) async fn api(State(app): State<Arc<App>>, req: Request) -> Response {
         Err(_) => {
             return json_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
-                &format!("the body is over this inbox's bound of {} bytes", app.body_limit),
+                &format!(
+                    "the body is over this inbox's bound of {} bytes",
+                    app.body_limit
+                ),
             );
         }
     };
     let sent: ApiRequest = match serde_json::from_slice(&bytes) {
         Ok(r) => r,
-        Err(e) => return json_error(StatusCode::BAD_REQUEST, &format!("the body is not a decision: {e}")),
+        Err(e) => {
+            return json_error(
+                StatusCode::BAD_REQUEST,
+                &format!("the body is not a decision: {e}"),
+            );
+        }
     };
     let choice = match sent.choice {
         ApiChoice::Approve => Choice::Approve,
@@ -303,7 +323,12 @@ pub(crate) async fn api(State(app): State<Arc<App>>, req: Request) -> Response {
         },
         ApiChoice::Edit => match sent.input {
             Some(input) => Choice::Edit { input },
-            None => return json_error(StatusCode::BAD_REQUEST, "an edit needs `input`, the new input"),
+            None => {
+                return json_error(
+                    StatusCode::BAD_REQUEST,
+                    "an edit needs `input`, the new input",
+                );
+            }
         },
     };
     let mut request = DecisionRequest::new(

@@ -113,7 +113,11 @@ async fn watch(
     tx: mpsc::Sender<Bytes>,
 ) {
     let mut last = Instant::now();
-    if tx.send(Bytes::from_static(b"retry: 2000\n\n")).await.is_err() {
+    if tx
+        .send(Bytes::from_static(b"retry: 2000\n\n"))
+        .await
+        .is_err()
+    {
         return;
     }
     loop {
@@ -144,7 +148,10 @@ async fn watch(
 /// The `call` event of `key`: its state and the sentence the page shows.
 fn call_event(key: &Key, state: &str, text: &str) -> (&'static str, String) {
     let key = crate::pages::call_key(&key.0, &key.1, &key.2);
-    ("call", json!({"key": key, "state": state, "text": text}).to_string())
+    (
+        "call",
+        json!({"key": key, "state": state, "text": text}).to_string(),
+    )
 }
 
 /// The events of the watched calls of `turn` (`None`: no longer kept) that changed; those are
@@ -188,7 +195,11 @@ fn changes_in(
 }
 
 async fn read_turn(app: &App, session_id: &str, turn_id: &str) -> Result<Option<InboxTurn>, ()> {
-    let (inbox, s, t) = (Arc::clone(&app.inbox), session_id.to_owned(), turn_id.to_owned());
+    let (inbox, s, t) = (
+        Arc::clone(&app.inbox),
+        session_id.to_owned(),
+        turn_id.to_owned(),
+    );
     match blocking(move || toolgate_core::block_on(inbox.turn(&s, &t))).await {
         Ok(Ok(turn)) => Ok(turn),
         _ => Err(()),
@@ -221,7 +232,16 @@ async fn list_changes(
     let now: HashMap<Key, &InboxCall> = page
         .calls
         .iter()
-        .map(|c| ((c.session_id.clone(), c.turn_id.clone(), c.tool_use_id.clone()), c))
+        .map(|c| {
+            (
+                (
+                    c.session_id.clone(),
+                    c.turn_id.clone(),
+                    c.tool_use_id.clone(),
+                ),
+                c,
+            )
+        })
         .collect();
     let mut turns: BTreeMap<(String, String), ()> = BTreeMap::new();
     for (key, digest) in watched.iter() {
@@ -242,7 +262,11 @@ async fn list_changes(
         .calls
         .iter()
         .filter(|c| {
-            let key = (c.session_id.clone(), c.turn_id.clone(), c.tool_use_id.clone());
+            let key = (
+                c.session_id.clone(),
+                c.turn_id.clone(),
+                c.tool_use_id.clone(),
+            );
             !watched.contains_key(&key) && watched.len() < MAX_WATCHED
         })
         .cloned()
@@ -250,7 +274,11 @@ async fn list_changes(
     // A later page (after a cursor) shows what it showed; new calls are the first page's.
     if !added.is_empty() && filters.after.is_none() {
         for c in &added {
-            let key = (c.session_id.clone(), c.turn_id.clone(), c.tool_use_id.clone());
+            let key = (
+                c.session_id.clone(),
+                c.turn_id.clone(),
+                c.tool_use_id.clone(),
+            );
             watched.insert(key, c.input_digest.clone());
         }
         let html = rows(&added, SystemTime::now());

@@ -62,7 +62,10 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next)
 fn refusal(app: &App, req: &Request) -> Option<Response> {
     let method = req.method();
     if method != Method::GET && method != Method::HEAD && method != Method::POST {
-        let mut r = text(StatusCode::METHOD_NOT_ALLOWED, "this inbox takes GET and POST only");
+        let mut r = text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "this inbox takes GET and POST only",
+        );
         r.headers_mut()
             .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD, POST"));
         return Some(r);
@@ -72,7 +75,11 @@ fn refusal(app: &App, req: &Request) -> Option<Response> {
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .map(str::to_ascii_lowercase)
-        .or_else(|| req.uri().authority().map(|a| a.as_str().to_ascii_lowercase()));
+        .or_else(|| {
+            req.uri()
+                .authority()
+                .map(|a| a.as_str().to_ascii_lowercase())
+        });
     if !host.is_some_and(|h| app.hosts.contains(&h)) {
         return Some(text(
             StatusCode::MISDIRECTED_REQUEST,

@@ -51,21 +51,42 @@ impl Driver {
             .spawn()
             .unwrap();
         let addr = format!("127.0.0.1:{port}").parse().unwrap();
-        let client = Client { addr, cookie: None, csrf: None, host: format!("127.0.0.1:{port}") };
+        let client = Client {
+            addr,
+            cookie: None,
+            csrf: None,
+            host: format!("127.0.0.1:{port}"),
+        };
         let start = Instant::now();
         while std::net::TcpStream::connect(addr).is_err() {
-            assert!(start.elapsed() < Duration::from_secs(20), "chromedriver did not start");
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "chromedriver did not start"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         Driver { child, client }
     }
 
     fn call(&self, method: &str, path: &str, body: &Value) -> Value {
-        let text = if method == "GET" { String::new() } else { body.to_string() };
-        let a = self.client.send(method, path, &[("Content-Type", "application/json")], text.as_bytes());
+        let text = if method == "GET" {
+            String::new()
+        } else {
+            body.to_string()
+        };
+        let a = self.client.send(
+            method,
+            path,
+            &[("Content-Type", "application/json")],
+            text.as_bytes(),
+        );
         let v: Value = serde_json::from_str(&a.body).unwrap_or_else(|e| panic!("{e}: {a:?}"));
         if std::env::var_os("TOOLGATE_WEBDRIVER_TRACE").is_some() {
-            eprintln!("{:?} {method} {path} -> {}", std::time::SystemTime::now(), a.status);
+            eprintln!(
+                "{:?} {method} {path} -> {}",
+                std::time::SystemTime::now(),
+                a.status
+            );
         }
         assert!(a.status == 200, "WebDriver {method} {path}: {v}");
         v["value"].clone()
@@ -86,7 +107,10 @@ impl Driver {
             }
         }}});
         let v = self.call("POST", "/session", &caps);
-        Browser { driver: self, id: v["sessionId"].as_str().unwrap().to_owned() }
+        Browser {
+            driver: self,
+            id: v["sessionId"].as_str().unwrap().to_owned(),
+        }
     }
 }
 
@@ -105,13 +129,17 @@ struct Browser<'a> {
 
 impl Drop for Browser<'_> {
     fn drop(&mut self) {
-        let _ = self.driver.client.send("DELETE", &format!("/session/{}", self.id), &[], b"");
+        let _ = self
+            .driver
+            .client
+            .send("DELETE", &format!("/session/{}", self.id), &[], b"");
     }
 }
 
 impl Browser<'_> {
     fn call(&self, method: &str, path: &str, body: Value) -> Value {
-        self.driver.call(method, &format!("/session/{}{path}", self.id), &body)
+        self.driver
+            .call(method, &format!("/session/{}{path}", self.id), &body)
     }
 
     fn open(&self, url: &str) {
@@ -119,7 +147,11 @@ impl Browser<'_> {
     }
 
     fn find(&self, css: &str) -> String {
-        let v = self.call("POST", "/element", json!({"using": "css selector", "value": css}));
+        let v = self.call(
+            "POST",
+            "/element",
+            json!({"using": "css selector", "value": css}),
+        );
         v[ELEMENT]
             .as_str()
             .unwrap_or_else(|| panic!("no element {css}: {v}"))
@@ -127,10 +159,14 @@ impl Browser<'_> {
     }
 
     fn count(&self, css: &str) -> usize {
-        self.call("POST", "/elements", json!({"using": "css selector", "value": css}))
-            .as_array()
-            .unwrap()
-            .len()
+        self.call(
+            "POST",
+            "/elements",
+            json!({"using": "css selector", "value": css}),
+        )
+        .as_array()
+        .unwrap()
+        .len()
     }
 
     fn click(&self, css: &str) {
@@ -141,12 +177,19 @@ impl Browser<'_> {
     fn clear_and_type(&self, css: &str, text: &str) {
         let e = self.find(css);
         self.call("POST", &format!("/element/{e}/clear"), json!({}));
-        self.call("POST", &format!("/element/{e}/value"), json!({"text": text}));
+        self.call(
+            "POST",
+            &format!("/element/{e}/value"),
+            json!({"text": text}),
+        );
     }
 
     fn text(&self, css: &str) -> String {
         let e = self.find(css);
-        self.call("GET", &format!("/element/{e}/text"), json!({})).as_str().unwrap().to_owned()
+        self.call("GET", &format!("/element/{e}/text"), json!({}))
+            .as_str()
+            .unwrap()
+            .to_owned()
     }
 
     fn script(&self, js: &str) -> Value {
@@ -154,23 +197,35 @@ impl Browser<'_> {
     }
 
     fn url(&self) -> String {
-        self.call("GET", "/url", json!({})).as_str().unwrap().to_owned()
+        self.call("GET", "/url", json!({}))
+            .as_str()
+            .unwrap()
+            .to_owned()
     }
 
     fn resize(&self, width: u32) {
-        self.call("POST", "/window/rect", json!({"width": width, "height": 900}));
+        self.call(
+            "POST",
+            "/window/rect",
+            json!({"width": width, "height": 900}),
+        );
     }
 
     fn screenshot(&self) -> Vec<u8> {
         let b64 = self.call("GET", "/screenshot", json!({}));
-        base64::engine::general_purpose::STANDARD.decode(b64.as_str().unwrap()).unwrap()
+        base64::engine::general_purpose::STANDARD
+            .decode(b64.as_str().unwrap())
+            .unwrap()
     }
 
     /// Waits (up to 15 s) until `js` returns true.
     fn wait_for(&self, what: &str, js: &str) {
         let start = Instant::now();
         while self.script(js) != json!(true) {
-            assert!(start.elapsed() < Duration::from_secs(15), "waited for {what}");
+            assert!(
+                start.elapsed() < Duration::from_secs(15),
+                "waited for {what}"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -179,7 +234,10 @@ impl Browser<'_> {
         self.open(&format!("{base}/sign-in"));
         self.clear_and_type("#token", &support::token(name));
         self.click("form.sign-in button[type=submit]");
-        self.wait_for("the list after signing in", "return location.pathname === '/' && !!document.querySelector('table.calls')");
+        self.wait_for(
+            "the list after signing in",
+            "return location.pathname === '/' && !!document.querySelector('table.calls')",
+        );
     }
 }
 
@@ -222,7 +280,10 @@ fn ink(png_bytes: &[u8]) -> (usize, usize) {
 fn people_decide_in_a_real_browser_and_see_each_other_decide_without_a_reload() {
     let w = World::sqlite("browser");
     let refund = |order: &str, cents: u64| json!({"order_id": order, "amount_cents": cents});
-    w.pause("s_web", &[("t_web", "issue_refund", refund("o_1002", 25_000))]);
+    w.pause(
+        "s_web",
+        &[("t_web", "issue_refund", refund("o_1002", 25_000))],
+    );
     w.pause(
         "s_web2",
         &[
@@ -241,7 +302,10 @@ fn people_decide_in_a_real_browser_and_see_each_other_decide_without_a_reload() 
     let row = "tr.call[data-key='[\"s_web\",\"t_web\",\"t_web\"]']";
     assert_eq!(ann.count(row), 1);
     let text = ann.text(row);
-    assert!(text.contains("support::ask: refunds above 20 000 cents need a person"), "{text}");
+    assert!(
+        text.contains("support::ask: refunds above 20 000 cents need a person"),
+        "{text}"
+    );
     assert!(text.contains("order_id=\"o_1002\""), "{text}");
 
     // Bob has the same turn open.
@@ -252,8 +316,14 @@ fn people_decide_in_a_real_browser_and_see_each_other_decide_without_a_reload() 
     // Ann approves it: it leaves her list.
     ann.open(&format!("{base}/turn?session=s_web&turn=t_web"));
     ann.click("#call-t_web form.approve button[type=submit]");
-    ann.wait_for("the turn page again", "return location.hash === '#call-t_web' && !!document.querySelector('#call-t_web.closed')");
-    assert!(ann.text("#call-t_web .state").starts_with("approved by ann at "));
+    ann.wait_for(
+        "the turn page again",
+        "return location.hash === '#call-t_web' && !!document.querySelector('#call-t_web.closed')",
+    );
+    assert!(
+        ann.text("#call-t_web .state")
+            .starts_with("approved by ann at ")
+    );
     ann.open(&format!("{base}/"));
     assert_eq!(ann.count(row), 0, "the approved call left the list");
 
@@ -263,31 +333,52 @@ fn people_decide_in_a_real_browser_and_see_each_other_decide_without_a_reload() 
         "const s = document.querySelector('#call-t_web'); return s.classList.contains('closed') && s.querySelector('.state').textContent.startsWith('approved by ann at ')",
     );
     assert_eq!(bob.count("#call-t_web form.approve"), 0);
-    assert!(bob.text("#call-t_web .decided-elsewhere").starts_with("Decided elsewhere: approved by ann at "));
-    assert_eq!(bob.script("return performance.getEntriesByType('navigation').length"), json!(1));
+    assert!(
+        bob.text("#call-t_web .decided-elsewhere")
+            .starts_with("Decided elsewhere: approved by ann at ")
+    );
+    assert_eq!(
+        bob.script("return performance.getEntriesByType('navigation').length"),
+        json!(1)
+    );
 
     // An edit with a wrong type is refused, the problem next to its field.
     ann.open(&format!("{base}/turn?session=s_web2&turn=t_web2"));
     ann.click("#call-t_web2 details.edit summary");
     ann.clear_and_type("#call-t_web2-edit-1", "lots");
     ann.click("#call-t_web2 form.edit button[type=submit]");
-    ann.wait_for("the refused edit", "return !!document.querySelector('#call-t_web2-edit-1-problem')");
+    ann.wait_for(
+        "the refused edit",
+        "return !!document.querySelector('#call-t_web2-edit-1-problem')",
+    );
     assert_eq!(
         ann.text("#call-t_web2-edit-1-problem"),
         "amount_cents: expected an integer ≥ 0, found the string \"lots\""
     );
-    assert_eq!(ann.script("return document.activeElement.id"), json!("call-t_web2-edit-1"));
+    assert_eq!(
+        ann.script("return document.activeElement.id"),
+        json!("call-t_web2-edit-1")
+    );
     assert_eq!(w.call("s_web2", "t_web2", "t_web2")["state"], "waiting");
 
     // Declining without a reason is refused, the problem next to the reason.
     ann.click("#call-t_web3 form.decline button[type=submit]");
-    ann.wait_for("the refused decline", "return !!document.querySelector('#call-t_web3-reason-problem')");
-    assert_eq!(ann.text("#call-t_web3-reason-problem"), "A decline needs a reason: the model reads it.");
+    ann.wait_for(
+        "the refused decline",
+        "return !!document.querySelector('#call-t_web3-reason-problem')",
+    );
+    assert_eq!(
+        ann.text("#call-t_web3-reason-problem"),
+        "A decline needs a reason: the model reads it."
+    );
     assert_eq!(w.call("s_web2", "t_web2", "t_web3")["state"], "waiting");
 
     // A call added while the list is open appears in it.
     bob.open(&format!("{base}/"));
-    w.pause("s_web4", &[("t_web4", "issue_refund", refund("o_1005", 40_000))]);
+    w.pause(
+        "s_web4",
+        &[("t_web4", "issue_refund", refund("o_1005", 40_000))],
+    );
     bob.wait_for("the new call", "return !!document.querySelector(\"tr.call[data-key='[\\\"s_web4\\\",\\\"t_web4\\\",\\\"t_web4\\\"]']\")");
 
     // At a desktop's width and a phone's: not blank, nothing overflowing.
@@ -297,7 +388,10 @@ fn people_decide_in_a_real_browser_and_see_each_other_decide_without_a_reload() 
         for (name, path) in [("list", "/"), ("turn", "/turn?session=s_web2&turn=t_web2")] {
             ann.open(&format!("{base}{path}"));
             let inner = ann.script("return window.innerWidth");
-            assert!(inner.as_u64().unwrap() <= u64::from(width), "{inner} at {width}");
+            assert!(
+                inner.as_u64().unwrap() <= u64::from(width),
+                "{inner} at {width}"
+            );
             assert_eq!(ann.script(OVERFLOW), json!(""), "{name} at {width} px");
             let png = ann.screenshot();
             std::fs::write(shots.0.join(format!("{name}-{width}.png")), &png).unwrap();

@@ -27,7 +27,11 @@ fn postgres(name: &str) -> World {
     let db = Arc::new(std::sync::Mutex::new((db, sql)));
     w.count_lines = Some(Box::new(move || {
         let held = db.lock().unwrap();
-        usize::try_from(held.1.int("SELECT count(*) FROM toolgate_audit WHERE chain = 'decisions'")).unwrap()
+        usize::try_from(
+            held.1
+                .int("SELECT count(*) FROM toolgate_audit WHERE chain = 'decisions'"),
+        )
+        .unwrap()
     }));
     w
 }
@@ -80,7 +84,10 @@ fn snapshot(w: &World, session: &str, turn: &str, call: &str) -> (Value, usize) 
 }
 
 fn two_people_at_the_same_moment_one_wins_the_other_is_told_who(w: World) {
-    w.pause("s_race", &[("t_race", "issue_refund", refund("o_race", 25_000))]);
+    w.pause(
+        "s_race",
+        &[("t_race", "issue_refund", refund("o_race", 25_000))],
+    );
     let b = body(&w, "s_race", "t_race", "t_race", "approve");
     let people = [w.signed_in("ann"), w.signed_in("bob")];
     let barrier = Arc::new(Barrier::new(2));
@@ -111,13 +118,22 @@ fn two_people_at_the_same_moment_one_wins_the_other_is_told_who(w: World) {
     assert_eq!(refused["state"], "approved");
     assert_eq!(
         refused["detail"],
-        format!("already approved by {winner} at {}", refused["at"].as_str().unwrap())
+        format!(
+            "already approved by {winner} at {}",
+            refused["at"].as_str().unwrap()
+        )
     );
-    assert_eq!(w.call("s_race", "t_race", "t_race")["decided"]["by"], winner.as_str());
+    assert_eq!(
+        w.call("s_race", "t_race", "t_race")["decided"]["by"],
+        winner.as_str()
+    );
 }
 
 fn one_idempotency_key_sent_twice_gets_the_first_answer(w: World) {
-    w.pause("s_key", &[("t_key", "issue_refund", refund("o_key", 25_000))]);
+    w.pause(
+        "s_key",
+        &[("t_key", "issue_refund", refund("o_key", 25_000))],
+    );
     let ann = w.signed_in("ann");
     let b = body(&w, "s_key", "t_key", "t_key", "approve");
     let first = ann.decide(&b, Some("click-1"));
@@ -135,22 +151,37 @@ fn one_idempotency_key_sent_twice_gets_the_first_answer(w: World) {
     decline["choice"] = json!("decline");
     decline["reason"] = json!("no");
     let reused = ann.decide(&decline, Some("click-1"));
-    assert_eq!((reused.status, reused.json()["refused"].clone()), (409, json!("key_reused")));
+    assert_eq!(
+        (reused.status, reused.json()["refused"].clone()),
+        (409, json!("key_reused"))
+    );
     assert_eq!(w.call("s_key", "t_key", "t_key")["state"], "approved");
 }
 
 fn a_decision_after_the_expiry_is_refused_and_the_turn_resumes_it_as_expired(w: World) {
-    w.pause_by(&w.hasty, "s_late", &[("t_late", "issue_refund", refund("o_late", 25_000))]);
+    w.pause_by(
+        &w.hasty,
+        "s_late",
+        &[("t_late", "issue_refund", refund("o_late", 25_000))],
+    );
     let ann = w.signed_in("ann");
     let b = body(&w, "s_late", "t_late", "t_late", "approve");
     std::thread::sleep(Duration::from_secs(2));
     let late = ann.decide(&b, None);
     assert_eq!(late.status, 409, "{late:?}");
     assert_eq!(late.json()["refused"], "expired");
-    assert!(late.json()["detail"].as_str().unwrap().ends_with("before a decision came: it will not run"));
-    let ready = toolgate_core::block_on(w.store.take_ready(&w.hasty.fingerprint(), Duration::from_secs(60)))
-        .unwrap()
-        .expect("the turn is ready: its only call expired");
+    assert!(
+        late.json()["detail"]
+            .as_str()
+            .unwrap()
+            .ends_with("before a decision came: it will not run")
+    );
+    let ready = toolgate_core::block_on(
+        w.store
+            .take_ready(&w.hasty.fingerprint(), Duration::from_secs(60)),
+    )
+    .unwrap()
+    .expect("the turn is ready: its only call expired");
     assert_eq!(ready.expired, ["t_late"]);
     let session = w.hasty.session(w.context("s_late"));
     let answer = toolgate_core::block_on(session.resume_ready(w.store.as_ref(), &ready)).unwrap();
@@ -163,7 +194,10 @@ fn a_decision_after_the_expiry_is_refused_and_the_turn_resumes_it_as_expired(w: 
 }
 
 fn a_decision_for_a_digest_the_call_no_longer_has_is_refused(w: World) {
-    w.pause("s_dig", &[("t_dig", "issue_refund", refund("o_dig", 25_000))]);
+    w.pause(
+        "s_dig",
+        &[("t_dig", "issue_refund", refund("o_dig", 25_000))],
+    );
     let ann = w.signed_in("ann");
     let mut b = body(&w, "s_dig", "t_dig", "t_dig", "approve");
     let shown = b["input_digest"].as_str().unwrap().to_owned();
@@ -174,11 +208,18 @@ fn a_decision_for_a_digest_the_call_no_longer_has_is_refused(w: World) {
     assert_eq!(stale.json()["refused"], "input_changed");
     assert_eq!(stale.json()["now"], shown.as_str());
     assert_eq!(snapshot(&w, "s_dig", "t_dig", "t_dig").0, before.0);
-    assert_eq!(w.decision_count(), before.1 + 1, "the refused attempt is one audit line");
+    assert_eq!(
+        w.decision_count(),
+        before.1 + 1,
+        "the refused attempt is one audit line"
+    );
 }
 
 fn the_requester_may_not_decide_their_own_call_whatever_the_body_says(w: World) {
-    w.pause("s_own", &[("t_own", "issue_refund", refund("o_own", 25_000))]);
+    w.pause(
+        "s_own",
+        &[("t_own", "issue_refund", refund("o_own", 25_000))],
+    );
     let customer = w.signed_in("u_001");
     let b = body(&w, "s_own", "t_own", "t_own", "approve");
     let before = snapshot(&w, "s_own", "t_own", "t_own");
@@ -194,17 +235,33 @@ fn the_requester_may_not_decide_their_own_call_whatever_the_body_says(w: World) 
     forged["decided_by"] = json!("ann");
     let f = customer.decide(&forged, None);
     assert_eq!(f.status, 400, "{f:?}");
-    assert!(f.json()["error"].as_str().unwrap().contains("unknown field `decided_by`"), "{f:?}");
+    assert!(
+        f.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field `decided_by`"),
+        "{f:?}"
+    );
     // carol is signed in, and no rule lets her approve.
     let carol = w.signed_in("carol").decide(&b, None);
-    assert_eq!((carol.status, carol.json()["refused"].clone()), (403, json!("not_allowed")));
+    assert_eq!(
+        (carol.status, carol.json()["refused"].clone()),
+        (403, json!("not_allowed"))
+    );
     let after = snapshot(&w, "s_own", "t_own", "t_own");
     assert_eq!(after.0, before.0);
-    assert_eq!(after.1, before.1 + 2, "two refused attempts, two lines; the malformed one none");
+    assert_eq!(
+        after.1,
+        before.1 + 2,
+        "two refused attempts, two lines; the malformed one none"
+    );
 }
 
 fn forged_and_unauthenticated_posts_are_refused_and_change_nothing(w: World) {
-    w.pause("s_csrf", &[("t_csrf", "issue_refund", refund("o_csrf", 25_000))]);
+    w.pause(
+        "s_csrf",
+        &[("t_csrf", "issue_refund", refund("o_csrf", 25_000))],
+    );
     let ann = w.signed_in("ann");
     let b = body(&w, "s_csrf", "t_csrf", "t_csrf", "approve").to_string();
     let before = snapshot(&w, "s_csrf", "t_csrf", "t_csrf");
@@ -212,14 +269,64 @@ fn forged_and_unauthenticated_posts_are_refused_and_change_nothing(w: World) {
     let json_ct = ("Content-Type", "application/json");
     let own = ann.origin();
     let cases: Vec<(&str, Client, Vec<(&str, String)>, u16)> = vec![
-        ("cross-origin", ann.clone(), vec![("Origin", "http://evil.example".into()), ("X-CSRF-Token", csrf.clone())], 403),
-        ("no origin", ann.clone(), vec![("X-CSRF-Token", csrf.clone())], 403),
-        ("origin null", ann.clone(), vec![("Origin", "null".into()), ("X-CSRF-Token", csrf.clone())], 403),
+        (
+            "cross-origin",
+            ann.clone(),
+            vec![
+                ("Origin", "http://evil.example".into()),
+                ("X-CSRF-Token", csrf.clone()),
+            ],
+            403,
+        ),
+        (
+            "no origin",
+            ann.clone(),
+            vec![("X-CSRF-Token", csrf.clone())],
+            403,
+        ),
+        (
+            "origin null",
+            ann.clone(),
+            vec![("Origin", "null".into()), ("X-CSRF-Token", csrf.clone())],
+            403,
+        ),
         ("no token", ann.clone(), vec![("Origin", own.clone())], 403),
-        ("wrong token", ann.clone(), vec![("Origin", own.clone()), ("X-CSRF-Token", "f".repeat(64))], 403),
-        ("no session", w.client(), vec![("Origin", own.clone()), ("X-CSRF-Token", csrf.clone())], 401),
-        ("wrong host", Client { host: "evil.example:80".into(), ..ann.clone() }, vec![("Origin", own.clone()), ("X-CSRF-Token", csrf.clone())], 421),
-        ("rebinding host", Client { host: format!("attacker.example:{}", ann.addr.port()), ..ann.clone() }, vec![("Origin", format!("http://attacker.example:{}", ann.addr.port())), ("X-CSRF-Token", csrf.clone())], 421),
+        (
+            "wrong token",
+            ann.clone(),
+            vec![("Origin", own.clone()), ("X-CSRF-Token", "f".repeat(64))],
+            403,
+        ),
+        (
+            "no session",
+            w.client(),
+            vec![("Origin", own.clone()), ("X-CSRF-Token", csrf.clone())],
+            401,
+        ),
+        (
+            "wrong host",
+            Client {
+                host: "evil.example:80".into(),
+                ..ann.clone()
+            },
+            vec![("Origin", own.clone()), ("X-CSRF-Token", csrf.clone())],
+            421,
+        ),
+        (
+            "rebinding host",
+            Client {
+                host: format!("attacker.example:{}", ann.addr.port()),
+                ..ann.clone()
+            },
+            vec![
+                (
+                    "Origin",
+                    format!("http://attacker.example:{}", ann.addr.port()),
+                ),
+                ("X-CSRF-Token", csrf.clone()),
+            ],
+            421,
+        ),
     ];
     for (what, client, headers, status) in cases {
         let mut h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -227,26 +334,53 @@ fn forged_and_unauthenticated_posts_are_refused_and_change_nothing(w: World) {
         let a = client.send("POST", "/api/decide", &h, b.as_bytes());
         assert_eq!(a.status, status, "{what}: {a:?}");
         assert_eq!(a.header("access-control-allow-origin"), None, "{what}");
-        assert_eq!(snapshot(&w, "s_csrf", "t_csrf", "t_csrf"), before, "{what} changed nothing");
+        assert_eq!(
+            snapshot(&w, "s_csrf", "t_csrf", "t_csrf"),
+            before,
+            "{what} changed nothing"
+        );
     }
     // The form route too: a form from another site, or without its token.
     let fields = |csrf: &str| {
-        vec![("csrf", csrf.to_owned()), ("session_id", "s_csrf".into()), ("turn_id", "t_csrf".into()),
-             ("tool_use_id", "t_csrf".into()), ("input_digest", before.0["input_digest"].as_str().unwrap().into()),
-             ("choice", "approve".into())]
+        vec![
+            ("csrf", csrf.to_owned()),
+            ("session_id", "s_csrf".into()),
+            ("turn_id", "t_csrf".into()),
+            ("tool_use_id", "t_csrf".into()),
+            (
+                "input_digest",
+                before.0["input_digest"].as_str().unwrap().into(),
+            ),
+            ("choice", "approve".into()),
+        ]
     };
     let form = |f: Vec<(&str, String)>| -> String {
-        form_urlencoded::Serializer::new(String::new()).extend_pairs(f).finish()
+        form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(f)
+            .finish()
     };
     let ct = ("Content-Type", "application/x-www-form-urlencoded");
-    let a = ann.send("POST", "/decide", &[("Origin", "http://evil.example"), ct], form(fields(&csrf)).as_bytes());
+    let a = ann.send(
+        "POST",
+        "/decide",
+        &[("Origin", "http://evil.example"), ct],
+        form(fields(&csrf)).as_bytes(),
+    );
     assert_eq!(a.status, 403, "{a:?}");
-    let a = ann.send("POST", "/decide", &[("Origin", &own), ct], form(fields("")).as_bytes());
+    let a = ann.send(
+        "POST",
+        "/decide",
+        &[("Origin", &own), ct],
+        form(fields("")).as_bytes(),
+    );
     assert_eq!(a.status, 403, "{a:?}");
     assert_eq!(snapshot(&w, "s_csrf", "t_csrf", "t_csrf"), before);
     // The pages: the exact policy, no CORS, no caching; no page without a session.
     let page = ann.get("/");
-    assert_eq!(page.header("content-security-policy"), Some(CONTENT_SECURITY_POLICY));
+    assert_eq!(
+        page.header("content-security-policy"),
+        Some(CONTENT_SECURITY_POLICY)
+    );
     assert_eq!(
         CONTENT_SECURITY_POLICY,
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
@@ -254,10 +388,24 @@ fn forged_and_unauthenticated_posts_are_refused_and_change_nothing(w: World) {
     );
     assert_eq!(page.header("x-frame-options"), Some("DENY"));
     assert_eq!(page.header("cache-control"), Some("no-store"));
-    let pre = ann.send("OPTIONS", "/api/decide", &[("Origin", "http://evil.example"), ("Access-Control-Request-Method", "POST")], b"");
-    assert_eq!((pre.status, pre.header("access-control-allow-origin")), (405, None));
+    let pre = ann.send(
+        "OPTIONS",
+        "/api/decide",
+        &[
+            ("Origin", "http://evil.example"),
+            ("Access-Control-Request-Method", "POST"),
+        ],
+        b"",
+    );
+    assert_eq!(
+        (pre.status, pre.header("access-control-allow-origin")),
+        (405, None)
+    );
     let anon = w.client().get("/");
-    assert_eq!((anon.status, anon.header("location")), (303, Some("/sign-in")));
+    assert_eq!(
+        (anon.status, anon.header("location")),
+        (303, Some("/sign-in"))
+    );
     let anon = w.client().get(&support_turn("s_csrf", "t_csrf"));
     assert_eq!(anon.status, 303);
     assert!(!anon.body.contains("o_csrf"));
@@ -265,7 +413,11 @@ fn forged_and_unauthenticated_posts_are_refused_and_change_nothing(w: World) {
     let mut fresh = w.client();
     fresh.sign_in(&support::token("bob"));
     let set = w.client().get("/sign-in");
-    assert!(set.header("set-cookie").unwrap().ends_with("; Path=/; HttpOnly; SameSite=Strict"));
+    assert!(
+        set.header("set-cookie")
+            .unwrap()
+            .ends_with("; Path=/; HttpOnly; SameSite=Strict")
+    );
     let list = fresh.get("/");
     assert!(!list.body.contains(&support::token("bob")));
     assert!(!list.body.contains(fresh.cookie.as_deref().unwrap()));
@@ -276,44 +428,81 @@ fn support_turn(session: &str, turn: &str) -> String {
 }
 
 fn bad_bodies_and_unknown_ids_get_a_clear_error_and_change_nothing(w: World) {
-    w.pause("s_bad", &[("t_bad", "issue_refund", refund("o_bad", 25_000))]);
+    w.pause(
+        "s_bad",
+        &[("t_bad", "issue_refund", refund("o_bad", 25_000))],
+    );
     let ann = w.signed_in("ann");
     let good = body(&w, "s_bad", "t_bad", "t_bad", "approve");
     let before = snapshot(&w, "s_bad", "t_bad", "t_bad");
     let raw = |bytes: &[u8], ct: &str| {
         let origin = ann.origin();
         let csrf = ann.csrf.clone().unwrap();
-        ann.send("POST", "/api/decide", &[("Origin", &origin), ("Content-Type", ct), ("X-CSRF-Token", &csrf)], bytes)
+        ann.send(
+            "POST",
+            "/api/decide",
+            &[
+                ("Origin", &origin),
+                ("Content-Type", ct),
+                ("X-CSRF-Token", &csrf),
+            ],
+            bytes,
+        )
     };
     let big = raw(&vec![b' '; 16 * 1024 + 1], "application/json");
     assert_eq!(big.status, 413, "{big:?}");
     let broken = raw(b"{\"session_id\": ", "application/json");
     assert_eq!(broken.status, 400);
-    assert!(broken.json()["error"].as_str().unwrap().starts_with("the body is not a decision: EOF while parsing"), "{broken:?}");
+    assert!(
+        broken.json()["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("the body is not a decision: EOF while parsing"),
+        "{broken:?}"
+    );
     let not_json = raw(b"choice=approve", "application/x-www-form-urlencoded");
     assert_eq!(not_json.status, 415);
     let mut unknown_turn = good.clone();
     unknown_turn["turn_id"] = json!("t_nope");
     let a = ann.decide(&unknown_turn, None);
-    assert_eq!((a.status, a.json()["refused"].clone()), (404, json!("unknown_turn")));
+    assert_eq!(
+        (a.status, a.json()["refused"].clone()),
+        (404, json!("unknown_turn"))
+    );
     let mut unknown_call = good.clone();
     unknown_call["tool_use_id"] = json!("t_nope");
     let a = ann.decide(&unknown_call, None);
-    assert_eq!((a.status, a.json()["refused"].clone()), (404, json!("unknown_call")));
+    assert_eq!(
+        (a.status, a.json()["refused"].clone()),
+        (404, json!("unknown_call"))
+    );
     let mut empty = good.clone();
     empty["session_id"] = json!("");
     let a = ann.decide(&empty, None);
-    assert_eq!((a.status, a.json()["detail"].clone()), (400, json!("the request is not valid: `session_id` is empty")));
+    assert_eq!(
+        (a.status, a.json()["detail"].clone()),
+        (
+            400,
+            json!("the request is not valid: `session_id` is empty")
+        )
+    );
     let mut wrong_type = good.clone();
     wrong_type["choice"] = json!("aprove");
     assert_eq!(ann.decide(&wrong_type, None).status, 400);
     let long_key = "k".repeat(201);
     let a = ann.decide(&good, Some(&long_key));
-    assert_eq!((a.status, a.json()["refused"].clone()), (400, json!("bad_request")));
+    assert_eq!(
+        (a.status, a.json()["refused"].clone()),
+        (400, json!("bad_request"))
+    );
     // Pages: an unknown turn, a bad cursor.
     assert_eq!(ann.get(&support_turn("s_bad", "t_nope")).status, 404);
     assert_eq!(ann.get("/?after=zzz").status, 400);
-    assert_eq!(snapshot(&w, "s_bad", "t_bad", "t_bad"), before, "nothing changed, no line");
+    assert_eq!(
+        snapshot(&w, "s_bad", "t_bad", "t_bad"),
+        before,
+        "nothing changed, no line"
+    );
 }
 
 fn a_decision_lands_on_the_call_it_names_among_parallel_calls(w: World) {
@@ -322,46 +511,85 @@ fn a_decision_lands_on_the_call_it_names_among_parallel_calls(w: World) {
         &[
             ("t_par1", "issue_refund", refund("o_par1", 25_000)),
             ("t_par2", "issue_refund", refund("o_par2", 30_000)),
-            ("t_par3", "wire_transfer", json!({"to": "acct_9", "amount_cents": 500})),
+            (
+                "t_par3",
+                "wire_transfer",
+                json!({"to": "acct_9", "amount_cents": 500}),
+            ),
         ],
     );
     let ann = w.signed_in("ann");
     // The list shows every call of the turn, in one group.
     let list = ann.get("/");
     for id in ["t_par1", "t_par2", "t_par3"] {
-        assert!(list.body.contains(&format!("&quot;{id}&quot;]")), "{id} listed");
+        assert!(
+            list.body.contains(&format!("&quot;{id}&quot;]")),
+            "{id} listed"
+        );
     }
     assert!(list.body.contains("3 calls waiting"), "{}", list.body);
     // The turn's page has one set of forms per call; the second call's approval lands on it.
     let page = ann.get(&support_turn("s_par", "t_par1"));
     assert_eq!(page.body.matches("class=\"decide approve\"").count(), 3);
-    let d2 = w.call("s_par", "t_par1", "t_par2")["input_digest"].as_str().unwrap().to_owned();
+    let d2 = w.call("s_par", "t_par1", "t_par2")["input_digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let csrf = ann.csrf.clone().unwrap();
-    let a = ann.post_form("/decide", &[("csrf", &csrf), ("session_id", "s_par"), ("turn_id", "t_par1"),
-        ("tool_use_id", "t_par2"), ("input_digest", &d2), ("choice", "approve"), ("idempotency_key", "f-1")]);
+    let a = ann.post_form(
+        "/decide",
+        &[
+            ("csrf", &csrf),
+            ("session_id", "s_par"),
+            ("turn_id", "t_par1"),
+            ("tool_use_id", "t_par2"),
+            ("input_digest", &d2),
+            ("choice", "approve"),
+            ("idempotency_key", "f-1"),
+        ],
+    );
     assert_eq!(a.status, 303, "{a:?}");
-    assert_eq!(a.header("location"), Some("/turn?session=s_par&turn=t_par1#call-t_par2"));
+    assert_eq!(
+        a.header("location"),
+        Some("/turn?session=s_par&turn=t_par1#call-t_par2")
+    );
     assert_eq!(w.call("s_par", "t_par1", "t_par1")["state"], "waiting");
     assert_eq!(w.call("s_par", "t_par1", "t_par2")["state"], "approved");
     assert_eq!(w.call("s_par", "t_par1", "t_par3")["state"], "waiting");
     // The first call's digest does not decide the second.
-    let d1 = w.call("s_par", "t_par1", "t_par1")["input_digest"].as_str().unwrap().to_owned();
+    let d1 = w.call("s_par", "t_par1", "t_par1")["input_digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let mut crossed = body(&w, "s_par", "t_par1", "t_par3", "approve");
     crossed["input_digest"] = json!(d1);
-    assert_eq!(ann.decide(&crossed, None).json()["refused"], "input_changed");
+    assert_eq!(
+        ann.decide(&crossed, None).json()["refused"],
+        "input_changed"
+    );
     // The page shows who decided the second, read-only, and the others' forms.
     let page = ann.get(&support_turn("s_par", "t_par1"));
     assert!(page.body.contains("approved by ann at "), "{}", page.body);
     assert_eq!(page.body.matches("class=\"decide approve\"").count(), 2);
     // The model's input beside what runs, since a rule added a note.
     assert!(page.body.contains("The model&#39;s input") || page.body.contains("The model's input"));
-    assert!(page.body.contains("rewritten by support::note"), "{}", page.body);
+    assert!(
+        page.body.contains("rewritten by support::note"),
+        "{}",
+        page.body
+    );
     let list = ann.get("/");
-    assert!(!list.body.contains("&quot;t_par2&quot;]"), "the decided call left the list");
+    assert!(
+        !list.body.contains("&quot;t_par2&quot;]"),
+        "the decided call left the list"
+    );
 }
 
 fn an_edit_keeps_its_json_types_cannot_rename_the_tool_and_a_deny_still_wins(w: World) {
-    w.pause("s_edit", &[("t_edit", "issue_refund", refund("o_edit", 25_000))]);
+    w.pause(
+        "s_edit",
+        &[("t_edit", "issue_refund", refund("o_edit", 25_000))],
+    );
     let ann = w.signed_in("ann");
     let before = snapshot(&w, "s_edit", "t_edit", "t_edit");
     // A wrong type is refused, every problem listed with its path.
@@ -385,20 +613,36 @@ fn an_edit_keeps_its_json_types_cannot_rename_the_tool_and_a_deny_still_wins(w: 
     // at resume the refund cap (a PreToolUse hook) denies it: a deny still wins.
     let csrf = ann.csrf.clone().unwrap();
     let digest = before.0["input_digest"].as_str().unwrap().to_owned();
-    let a = ann.post_form("/decide", &[("csrf", &csrf), ("session_id", "s_edit"), ("turn_id", "t_edit"),
-        ("tool_use_id", "t_edit"), ("input_digest", &digest), ("choice", "edit"),
-        ("input.order_id", "o_edit"), ("input.amount_cents", "150000"), ("input.note", "checked")]);
+    let a = ann.post_form(
+        "/decide",
+        &[
+            ("csrf", &csrf),
+            ("session_id", "s_edit"),
+            ("turn_id", "t_edit"),
+            ("tool_use_id", "t_edit"),
+            ("input_digest", &digest),
+            ("choice", "edit"),
+            ("input.order_id", "o_edit"),
+            ("input.amount_cents", "150000"),
+            ("input.note", "checked"),
+        ],
+    );
     assert_eq!(a.status, 303, "{a:?}");
     let call = w.call("s_edit", "t_edit", "t_edit");
     assert_eq!(call["state"], "edited");
-    let turn = toolgate_core::block_on(w.store.turn("s_edit", "t_edit")).unwrap().unwrap();
+    let turn = toolgate_core::block_on(w.store.turn("s_edit", "t_edit"))
+        .unwrap()
+        .unwrap();
     assert_eq!(
         turn.call("t_edit").unwrap().edit,
         Some(json!({"order_id": "o_edit", "amount_cents": 150000, "note": "checked"}))
     );
-    let ready = toolgate_core::block_on(w.store.take_ready(&w.dispatcher.fingerprint(), Duration::from_secs(60)))
-        .unwrap()
-        .unwrap();
+    let ready = toolgate_core::block_on(
+        w.store
+            .take_ready(&w.dispatcher.fingerprint(), Duration::from_secs(60)),
+    )
+    .unwrap()
+    .unwrap();
     let session = w.dispatcher.session(w.context("s_edit"));
     let answer = toolgate_core::block_on(session.resume_ready(w.store.as_ref(), &ready)).unwrap();
     let text = serde_json::to_value(answer).unwrap()["content"][0]["content"].clone();
@@ -407,30 +651,70 @@ fn an_edit_keeps_its_json_types_cannot_rename_the_tool_and_a_deny_still_wins(w: 
 }
 
 fn a_two_person_tool_is_not_ready_after_one_approval(w: World) {
-    w.pause("s_two", &[("t_two", "wire_transfer", json!({"to": "acct_1", "amount_cents": 900}))]);
+    w.pause(
+        "s_two",
+        &[(
+            "t_two",
+            "wire_transfer",
+            json!({"to": "acct_1", "amount_cents": 900}),
+        )],
+    );
     let (ann, bob) = (w.signed_in("ann"), w.signed_in("bob"));
     let b = body(&w, "s_two", "t_two", "t_two", "approve");
     let first = ann.decide(&b, None);
-    assert_eq!((first.status, first.json()["state"].clone()), (200, json!("waiting")));
+    assert_eq!(
+        (first.status, first.json()["state"].clone()),
+        (200, json!("waiting"))
+    );
     let lease = Duration::from_secs(60);
-    assert!(toolgate_core::block_on(w.store.take_ready(&w.dispatcher.fingerprint(), lease)).unwrap().is_none());
+    assert!(
+        toolgate_core::block_on(w.store.take_ready(&w.dispatcher.fingerprint(), lease))
+            .unwrap()
+            .is_none()
+    );
     let twice = ann.decide(&b, None);
-    assert_eq!((twice.status, twice.json()["refused"].clone()), (409, json!("already_approved")));
+    assert_eq!(
+        (twice.status, twice.json()["refused"].clone()),
+        (409, json!("already_approved"))
+    );
     // The list says who approved and that a second person is needed.
-    assert!(bob.get("/").body.contains("waiting for a second person (approved by ann)"));
+    assert!(
+        bob.get("/")
+            .body
+            .contains("waiting for a second person (approved by ann)")
+    );
     let second = bob.decide(&b, None);
-    assert_eq!((second.status, second.json()["state"].clone()), (200, json!("approved")));
-    let by: Vec<Value> = second.json()["approvals"].as_array().unwrap().iter().map(|m| m["by"].clone()).collect();
+    assert_eq!(
+        (second.status, second.json()["state"].clone()),
+        (200, json!("approved"))
+    );
+    let by: Vec<Value> = second.json()["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["by"].clone())
+        .collect();
     assert_eq!(by, [json!("ann"), json!("bob")]);
-    assert!(toolgate_core::block_on(w.store.take_ready(&w.dispatcher.fingerprint(), lease)).unwrap().is_some());
+    assert!(
+        toolgate_core::block_on(w.store.take_ready(&w.dispatcher.fingerprint(), lease))
+            .unwrap()
+            .is_some()
+    );
 }
 
 fn eight_workers_racing_for_one_ready_turn_resume_once_and_refund_once(w: World) {
     // The refunds are counted per order id in this binary: one order of this store's own.
     let order = format!("o_fleet_{}", w.dir.0.display());
-    w.pause("s_fleet", &[("t_fleet", "issue_refund", refund(&order, 25_000))]);
+    w.pause(
+        "s_fleet",
+        &[("t_fleet", "issue_refund", refund(&order, 25_000))],
+    );
     let ann = w.signed_in("ann");
-    assert_eq!(ann.decide(&body(&w, "s_fleet", "t_fleet", "t_fleet", "approve"), None).status, 200);
+    assert_eq!(
+        ann.decide(&body(&w, "s_fleet", "t_fleet", "t_fleet", "approve"), None)
+            .status,
+        200
+    );
     let barrier = Arc::new(Barrier::new(8));
     let fingerprint = w.dispatcher.fingerprint();
     let resumed: usize = std::thread::scope(|s| {
@@ -439,10 +723,14 @@ fn eight_workers_racing_for_one_ready_turn_resume_once_and_refund_once(w: World)
                 let (barrier, fingerprint, w) = (Arc::clone(&barrier), fingerprint.clone(), &w);
                 s.spawn(move || {
                     barrier.wait();
-                    let took = toolgate_core::block_on(w.store.take_ready(&fingerprint, Duration::from_secs(60))).unwrap();
+                    let took = toolgate_core::block_on(
+                        w.store.take_ready(&fingerprint, Duration::from_secs(60)),
+                    )
+                    .unwrap();
                     let Some(ready) = took else { return 0 };
                     let session = w.dispatcher.session(w.context("s_fleet"));
-                    toolgate_core::block_on(session.resume_ready(w.store.as_ref(), &ready)).unwrap();
+                    toolgate_core::block_on(session.resume_ready(w.store.as_ref(), &ready))
+                        .unwrap();
                     1
                 })
             })
@@ -454,42 +742,85 @@ fn eight_workers_racing_for_one_ready_turn_resume_once_and_refund_once(w: World)
 }
 
 fn a_form_decline_without_a_reason_is_refused_next_to_its_field(w: World) {
-    w.pause("s_dec", &[("t_dec", "issue_refund", refund("o_dec", 25_000))]);
+    w.pause(
+        "s_dec",
+        &[("t_dec", "issue_refund", refund("o_dec", 25_000))],
+    );
     let ann = w.signed_in("ann");
     let page = ann.get(&support_turn("s_dec", "t_dec"));
     let digest = hidden(&page.body, "input_digest").unwrap();
     let csrf = ann.csrf.clone().unwrap();
     let before = snapshot(&w, "s_dec", "t_dec", "t_dec");
-    let a = ann.post_form("/decide", &[("csrf", &csrf), ("session_id", "s_dec"), ("turn_id", "t_dec"),
-        ("tool_use_id", "t_dec"), ("input_digest", &digest), ("choice", "decline"), ("reason", "  ")]);
+    let a = ann.post_form(
+        "/decide",
+        &[
+            ("csrf", &csrf),
+            ("session_id", "s_dec"),
+            ("turn_id", "t_dec"),
+            ("tool_use_id", "t_dec"),
+            ("input_digest", &digest),
+            ("choice", "decline"),
+            ("reason", "  "),
+        ],
+    );
     assert_eq!(a.status, 400, "{a:?}");
-    assert!(a.body.contains("id=\"call-t_dec-reason-problem\">A decline needs a reason: the model reads it.</p>"), "{}", a.body);
-    assert!(a.body.contains("aria-invalid=\"true\" aria-describedby=\"call-t_dec-reason-problem\""));
+    assert!(
+        a.body.contains(
+            "id=\"call-t_dec-reason-problem\">A decline needs a reason: the model reads it.</p>"
+        ),
+        "{}",
+        a.body
+    );
+    assert!(
+        a.body
+            .contains("aria-invalid=\"true\" aria-describedby=\"call-t_dec-reason-problem\"")
+    );
     assert_eq!(snapshot(&w, "s_dec", "t_dec", "t_dec"), before);
-    let a = ann.post_form("/decide", &[("csrf", &csrf), ("session_id", "s_dec"), ("turn_id", "t_dec"),
-        ("tool_use_id", "t_dec"), ("input_digest", &digest), ("choice", "decline"), ("reason", "the order was cancelled")]);
+    let a = ann.post_form(
+        "/decide",
+        &[
+            ("csrf", &csrf),
+            ("session_id", "s_dec"),
+            ("turn_id", "t_dec"),
+            ("tool_use_id", "t_dec"),
+            ("input_digest", &digest),
+            ("choice", "decline"),
+            ("reason", "the order was cancelled"),
+        ],
+    );
     assert_eq!(a.status, 303);
     let call = w.call("s_dec", "t_dec", "t_dec");
-    assert_eq!((call["state"].clone(), call["reason"].clone()), (json!("declined"), json!("the order was cancelled")));
+    assert_eq!(
+        (call["state"].clone(), call["reason"].clone()),
+        (json!("declined"), json!("the order was cancelled"))
+    );
 }
 
 #[test]
 fn without_authentication_the_page_listens_on_loopback_only() {
     let inbox = Inbox::builder(Arc::new(toolgate_core::store::MemoryPendingStore::new()))
         .policy(Policy::new().allow("me", &[Action::Approve], &["*"]))
-        .decision_log(Arc::new(toolgate_core::approval::inbox::MemoryDecisionLog::new()))
+        .decision_log(Arc::new(
+            toolgate_core::approval::inbox::MemoryDecisionLog::new(),
+        ))
         .build()
         .unwrap();
     let inbox = Arc::new(inbox);
     let local = || InboxPage::builder(Arc::clone(&inbox), Auth::Local(Identity::new("me")));
     for addr in ["0.0.0.0:0", "192.0.2.1:0", "[::]:0"] {
         let err = toolgate_inbox::bind(local(), addr.parse().unwrap()).unwrap_err();
-        assert!(matches!(err, toolgate_inbox::PageError::NotLoopback(_)), "{addr}: {err}");
+        assert!(
+            matches!(err, toolgate_inbox::PageError::NotLoopback(_)),
+            "{addr}: {err}"
+        );
     }
     let ok = toolgate_inbox::bind(local(), "127.0.0.1:0".parse().unwrap()).unwrap();
     assert_eq!(
         ok.page().hosts(),
-        [ok.addr().to_string(), format!("localhost:{}", ok.addr().port())]
+        [
+            ok.addr().to_string(),
+            format!("localhost:{}", ok.addr().port())
+        ]
     );
     // With tokens, any address; every address needs the URL people open.
     let tokens = || InboxPage::builder(Arc::clone(&inbox), Auth::Tokens(support::tokens()));
@@ -507,31 +838,61 @@ fn a_trusted_proxy_header_counts_from_the_proxy_only() {
     let store = Arc::clone(&w.store);
     let inbox = Inbox::builder(store)
         .policy(support::policy())
-        .decision_log(Arc::new(toolgate_core::approval::inbox::DecisionFiles::open(&w.dir.0).unwrap()))
+        .decision_log(Arc::new(
+            toolgate_core::approval::inbox::DecisionFiles::open(&w.dir.0).unwrap(),
+        ))
         .build()
         .unwrap();
     // The proxy is 127.0.0.1: its header is taken.
     let addr = support::serve(InboxPage::builder(
         Arc::new(inbox),
-        Auth::Proxy(toolgate_inbox::ProxyAuth::new(vec!["127.0.0.1".parse().unwrap()])),
+        Auth::Proxy(toolgate_inbox::ProxyAuth::new(vec![
+            "127.0.0.1".parse().unwrap(),
+        ])),
     ));
-    let c = Client { addr, cookie: None, csrf: None, host: addr.to_string() };
-    let page = c.send("GET", "/", &[("X-Forwarded-Email", "ann"), ("X-Forwarded-Groups", "leads, x")], b"");
+    let c = Client {
+        addr,
+        cookie: None,
+        csrf: None,
+        host: addr.to_string(),
+    };
+    let page = c.send(
+        "GET",
+        "/",
+        &[
+            ("X-Forwarded-Email", "ann"),
+            ("X-Forwarded-Groups", "leads, x"),
+        ],
+        b"",
+    );
     assert_eq!(page.status, 200, "{page:?}");
     assert!(page.body.contains("Signed in as <strong>ann</strong>"));
-    assert_eq!(c.send("GET", "/", &[], b"").status, 401, "no header, nobody");
+    assert_eq!(
+        c.send("GET", "/", &[], b"").status,
+        401,
+        "no header, nobody"
+    );
     // Another proxy address: the same header from 127.0.0.1 is refused.
     let other = support::serve(InboxPage::builder(
         Arc::new(
             Inbox::builder(Arc::clone(&w.store))
                 .policy(support::policy())
-                .decision_log(Arc::new(toolgate_core::approval::inbox::MemoryDecisionLog::new()))
+                .decision_log(Arc::new(
+                    toolgate_core::approval::inbox::MemoryDecisionLog::new(),
+                ))
                 .build()
                 .unwrap(),
         ),
-        Auth::Proxy(toolgate_inbox::ProxyAuth::new(vec!["10.9.9.9".parse().unwrap()])),
+        Auth::Proxy(toolgate_inbox::ProxyAuth::new(vec![
+            "10.9.9.9".parse().unwrap(),
+        ])),
     ));
-    let c = Client { addr: other, cookie: None, csrf: None, host: other.to_string() };
+    let c = Client {
+        addr: other,
+        cookie: None,
+        csrf: None,
+        host: other.to_string(),
+    };
     let refused = c.send("GET", "/", &[("X-Forwarded-Email", "ann")], b"");
     assert_eq!(refused.status, 403);
 }

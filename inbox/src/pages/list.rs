@@ -268,7 +268,12 @@ fn row(call: &InboxCall, href: &str, now: SystemTime) -> String {
     } else {
         format!(
             "waiting for a second person (approved by {})",
-            esc(&call.approvals.iter().map(|m| m.by.as_str()).collect::<Vec<_>>().join(", "))
+            esc(&call
+                .approvals
+                .iter()
+                .map(|m| m.by.as_str())
+                .collect::<Vec<_>>()
+                .join(", "))
         )
     };
     format!(
@@ -281,7 +286,11 @@ fn row(call: &InboxCall, href: &str, now: SystemTime) -> String {
          <td data-label=\"Age\"><span class=\"v\">{}</span></td>\
          <td data-label=\"Time left\"><span class=\"v\">{}</span></td>\
          <td data-label=\"Status\"><span class=\"v state\">{status}</span></td></tr>\n",
-        esc(&call_key(&call.session_id, &call.turn_id, &call.tool_use_id)),
+        esc(&call_key(
+            &call.session_id,
+            &call.turn_id,
+            &call.tool_use_id
+        )),
         esc(&call.input_digest),
         esc(href),
         esc(&super::turn::anchor(&call.tool_use_id)),

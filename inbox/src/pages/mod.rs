@@ -220,7 +220,15 @@ mod tests {
         let s = |n| span(Duration::from_secs(n));
         assert_eq!(
             [s(0), s(59), s(60), s(3599), s(3600), s(3660 + 5), s(90_000)],
-            ["0 s", "59 s", "1 min", "59 min", "1 h 00 min", "1 h 01 min", "1 d 1 h"]
+            [
+                "0 s",
+                "59 s",
+                "1 min",
+                "59 min",
+                "1 h 00 min",
+                "1 h 01 min",
+                "1 d 1 h"
+            ]
         );
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
         assert_eq!(left(now, now), "expired");

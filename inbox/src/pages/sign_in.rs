@@ -27,7 +27,10 @@ fn form(app: &App, problem: Option<&str>) -> Result<(String, String), Response> 
     let (invalid, after) = match problem {
         Some(p) => (
             " aria-invalid=\"true\" aria-describedby=\"token-problem\" autofocus",
-            format!("<p class=\"problem\" id=\"token-problem\" role=\"alert\">{}</p>", esc(p)),
+            format!(
+                "<p class=\"problem\" id=\"token-problem\" role=\"alert\">{}</p>",
+                esc(p)
+            ),
         ),
         None => (" autofocus", String::new()),
     };
@@ -72,7 +75,10 @@ pub(crate) async fn page(State(app): State<Arc<App>>, req: Request) -> Response 
 /// `POST /sign-in`: the token's person signed in, or the form again.
 pub(crate) async fn submit(State(app): State<Arc<App>>, req: Request) -> Response {
     let Auth::Tokens(tokens) = &app.auth else {
-        return text(StatusCode::NOT_FOUND, "this inbox has no sign-in: its proxy signs people in");
+        return text(
+            StatusCode::NOT_FOUND,
+            "this inbox has no sign-in: its proxy signs people in",
+        );
     };
     let form_cookie = cookie(req.headers(), SIGN_IN_COOKIE).map(str::to_owned);
     let bytes = match body(req, app.body_limit).await {

@@ -54,14 +54,15 @@ pub(crate) async fn load(
     session_id: &str,
     turn_id: &str,
 ) -> Result<Option<Loaded>, String> {
-    let (inbox, session_id, turn_id) = (
-        Arc::clone(inbox),
-        session_id.to_owned(),
-        turn_id.to_owned(),
-    );
+    let (inbox, session_id, turn_id) =
+        (Arc::clone(inbox), session_id.to_owned(), turn_id.to_owned());
     blocking(move || {
         toolgate_core::block_on(async {
-            let Some(turn) = inbox.turn(&session_id, &turn_id).await.map_err(|e| e.to_string())? else {
+            let Some(turn) = inbox
+                .turn(&session_id, &turn_id)
+                .await
+                .map_err(|e| e.to_string())?
+            else {
                 return Ok(None);
             };
             let store = inbox.store();
@@ -119,7 +120,10 @@ pub(crate) async fn render(
                 esc(turn_id),
                 esc(session_id)
             );
-            return html(StatusCode::NOT_FOUND, layout("No such turn", Some(who), None, &main));
+            return html(
+                StatusCode::NOT_FOUND,
+                layout("No such turn", Some(who), None, &main),
+            );
         }
         Err(e) => return store_failed(Some(who), &e),
     };
@@ -152,7 +156,13 @@ pub(crate) async fn render(
 pub(crate) fn anchor(tool_use_id: &str) -> String {
     let id: String = tool_use_id
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
     format!("call-{id}")
 }
@@ -164,7 +174,9 @@ pub(crate) fn outcome(call: &TurnCall) -> String {
         (Some(mark), state) if state.is_decided() => {
             format!("{} by {} at {}", state, mark.by, when(mark.at))
         }
-        (_, CallState::Expired) => format!("expired at {}: nobody decided in time", when(c.expires_at)),
+        (_, CallState::Expired) => {
+            format!("expired at {}: nobody decided in time", when(c.expires_at))
+        }
         (_, state) => state.to_string(),
     }
 }
@@ -188,7 +200,11 @@ fn section(
         esc(&key),
         esc(&c.input_digest),
         esc(&c.tool),
-        esc(&if waiting { format!("waiting · {}", left(c.expires_at, now)) } else { outcome(call) }),
+        esc(&if waiting {
+            format!("waiting · {}", left(c.expires_at, now))
+        } else {
+            outcome(call)
+        }),
     );
     out.push_str("<dl class=\"facts\">");
     for asked in &c.asked_by {
@@ -225,10 +241,10 @@ fn section(
 /// The input as formatted JSON; the model's beside it when a rule rewrote it; the edit.
 fn inputs(loaded: &Loaded, call: &TurnCall) -> String {
     let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap_or_default();
-    let model = loaded
-        .kept
-        .as_ref()
-        .and_then(|k| k.awaiting().find(|a| a.tool_use_id == call.call.tool_use_id));
+    let model = loaded.kept.as_ref().and_then(|k| {
+        k.awaiting()
+            .find(|a| a.tool_use_id == call.call.tool_use_id)
+    });
     let mut out = String::new();
     match model {
         Some(m) if m.input != call.input => {
@@ -266,12 +282,18 @@ fn history(call: &TurnCall) -> String {
     let c = &call.call;
     let mut items = Vec::new();
     for m in &c.approvals {
-        let what = if call.edit.is_some() && items.is_empty() { "edited and approved" } else { "approved" };
+        let what = if call.edit.is_some() && items.is_empty() {
+            "edited and approved"
+        } else {
+            "approved"
+        };
         items.push(format!(
             "<li>{} {what} at {}{}</li>",
             esc(&m.by),
             when(m.at),
-            m.comment.as_ref().map_or(String::new(), |t| format!(": “{}”", esc(t)))
+            m.comment
+                .as_ref()
+                .map_or(String::new(), |t| format!(": “{}”", esc(t)))
         ));
     }
     if let (Some(m), CallState::Declined) = (&c.decided, c.state) {
@@ -280,7 +302,9 @@ fn history(call: &TurnCall) -> String {
             esc(&m.by),
             when(m.at),
             esc(c.reason.as_deref().unwrap_or("")),
-            m.comment.as_ref().map_or(String::new(), |t| format!(" (comment: “{}”)", esc(t)))
+            m.comment
+                .as_ref()
+                .map_or(String::new(), |t| format!(" (comment: “{}”)", esc(t)))
         ));
     }
     if c.state == CallState::Expired {
@@ -393,7 +417,13 @@ fn actions(
         ));
     }
     if allowed.contains(&Action::Edit) {
-        out.push_str(&edit_form(loaded, call, notice, &hidden("edit"), &comment("edit")));
+        out.push_str(&edit_form(
+            loaded,
+            call,
+            notice,
+            &hidden("edit"),
+            &comment("edit"),
+        ));
     }
     out.push_str("</div>\n");
     out
@@ -454,7 +484,13 @@ fn member_of(path: &str) -> &str {
     path.split(['.', '[']).next().unwrap_or("")
 }
 
-fn edit_form(loaded: &Loaded, call: &TurnCall, notice: Option<&Notice>, hidden: &str, comment: &str) -> String {
+fn edit_form(
+    loaded: &Loaded,
+    call: &TurnCall,
+    notice: Option<&Notice>,
+    hidden: &str,
+    comment: &str,
+) -> String {
     let c = &call.call;
     let a = anchor(&c.tool_use_id);
     let tool = loaded.tools.as_ref().and_then(|t| t.tool(&c.tool));
@@ -486,7 +522,10 @@ fn edit_form(loaded: &Loaded, call: &TurnCall, notice: Option<&Notice>, hidden: 
             Some(sent) => sent.to_owned(),
             None => field_text(k, current.get(name)),
         };
-        let mine: Vec<&EditProblem> = problems.iter().filter(|p| member_of(&p.path) == name && !p.path.is_empty()).collect();
+        let mine: Vec<&EditProblem> = problems
+            .iter()
+            .filter(|p| member_of(&p.path) == name && !p.path.is_empty())
+            .collect();
         let (attrs, after) = if mine.is_empty() {
             (String::new(), String::new())
         } else {
@@ -496,7 +535,11 @@ fn edit_form(loaded: &Loaded, call: &TurnCall, notice: Option<&Notice>, hidden: 
                 format!(" aria-invalid=\"true\" aria-describedby=\"{id}-problem\"{focus}"),
                 format!(
                     "<p class=\"problem\" id=\"{id}-problem\">{}</p>",
-                    esc(&mine.iter().map(|p| problem_text(p)).collect::<Vec<_>>().join("; "))
+                    esc(&mine
+                        .iter()
+                        .map(|p| problem_text(p))
+                        .collect::<Vec<_>>()
+                        .join("; "))
                 ),
             )
         };

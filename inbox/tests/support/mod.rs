@@ -12,9 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolgate_core::approval::inbox::{
-    Action, InboxStore, Policy, PublishedTools,
-};
+use toolgate_core::approval::inbox::{Action, InboxStore, Policy, PublishedTools};
 use toolgate_core::dispatch::{PreHookDef, ToolDef};
 use toolgate_core::{Decision, Dispatcher, HookContext, Reply, ToolUse};
 use toolgate_inbox::{Auth, InboxPage, Tokens};
@@ -76,31 +74,47 @@ pub fn dispatcher_with(ttl: Duration) -> Dispatcher {
             "Sends money.",
             |_env, t: Transfer| Ok(format!("sent {} to {}", t.amount_cents, t.to)),
         ))
-        .pre_hook(PreHookDef::sync("support::note", 1, |_env, call: &ToolUse| {
-            Ok(match call.input.get("note") {
-                None if call.name == "issue_refund" => {
-                    let mut input = call.input.clone();
-                    input["note"] = json!("asked in chat");
-                    Decision::rewrite(input)
-                }
-                _ => Decision::Allow,
-            })
-        }))
-        .pre_hook(PreHookDef::sync("support::refund_cap", 5, |_env, call: &ToolUse| {
-            let amount = call.input.get("amount_cents").and_then(Value::as_u64).unwrap_or(0);
-            Ok(if call.name == "issue_refund" && amount > 100_000 {
-                Decision::deny("refunds above 100 000 cents are not allowed")
-            } else {
-                Decision::Allow
-            })
-        }))
-        .pre_hook(PreHookDef::sync("support::ask", 10, |_env, call: &ToolUse| {
-            Ok(Decision::ask(if call.name == "issue_refund" {
-                "refunds above 20 000 cents need a person"
-            } else {
-                "transfers need two people"
-            }))
-        }))
+        .pre_hook(PreHookDef::sync(
+            "support::note",
+            1,
+            |_env, call: &ToolUse| {
+                Ok(match call.input.get("note") {
+                    None if call.name == "issue_refund" => {
+                        let mut input = call.input.clone();
+                        input["note"] = json!("asked in chat");
+                        Decision::rewrite(input)
+                    }
+                    _ => Decision::Allow,
+                })
+            },
+        ))
+        .pre_hook(PreHookDef::sync(
+            "support::refund_cap",
+            5,
+            |_env, call: &ToolUse| {
+                let amount = call
+                    .input
+                    .get("amount_cents")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                Ok(if call.name == "issue_refund" && amount > 100_000 {
+                    Decision::deny("refunds above 100 000 cents are not allowed")
+                } else {
+                    Decision::Allow
+                })
+            },
+        ))
+        .pre_hook(PreHookDef::sync(
+            "support::ask",
+            10,
+            |_env, call: &ToolUse| {
+                Ok(Decision::ask(if call.name == "issue_refund" {
+                    "refunds above 20 000 cents need a person"
+                } else {
+                    "transfers need two people"
+                }))
+            },
+        ))
         .pending_ttl(ttl)
         .build()
         .expect("the agent builds")
@@ -110,7 +124,11 @@ pub fn dispatcher_with(ttl: Duration) -> Dispatcher {
 /// transfers need two people.
 pub fn policy() -> Policy {
     Policy::new()
-        .allow("group:leads", &[Action::Approve, Action::Edit, Action::Decline], &["*"])
+        .allow(
+            "group:leads",
+            &[Action::Approve, Action::Edit, Action::Decline],
+            &["*"],
+        )
         .two_person("wire_transfer")
 }
 
@@ -203,7 +221,8 @@ impl World {
         for d in [&dispatcher, &hasty] {
             toolgate_core::block_on(store.publish_tools(&PublishedTools::of(d))).unwrap();
         }
-        let mut inbox = toolgate_core::approval::inbox::Inbox::builder(Arc::clone(&store)).policy(policy());
+        let mut inbox =
+            toolgate_core::approval::inbox::Inbox::builder(Arc::clone(&store)).policy(policy());
         if !store.audits_decisions() {
             inbox = inbox.decision_log(Arc::new(
                 toolgate_core::approval::inbox::DecisionFiles::open(&dir.0).unwrap(),
@@ -228,7 +247,8 @@ impl World {
     /// A world on a fresh SQLite file.
     pub fn sqlite(name: &str) -> World {
         let dir = TempDir::new(name);
-        let store = toolgate_core::store::sqlite::SqliteStore::open(dir.0.join("state.sqlite")).unwrap();
+        let store =
+            toolgate_core::store::sqlite::SqliteStore::open(dir.0.join("state.sqlite")).unwrap();
         World::new(Arc::new(store), dir)
     }
 
@@ -244,14 +264,21 @@ impl World {
     }
 
     /// [`pause`](Self::pause) by `dispatcher`.
-    pub fn pause_by(&self, dispatcher: &Dispatcher, session_id: &str, calls: &[(&str, &str, Value)]) {
+    pub fn pause_by(
+        &self,
+        dispatcher: &Dispatcher,
+        session_id: &str,
+        calls: &[(&str, &str, Value)],
+    ) {
         let content: Vec<Value> = calls
             .iter()
             .map(|(id, tool, input)| json!({"type": "tool_use", "id": id, "name": tool, "input": input}))
             .collect();
-        let message = serde_json::from_value(json!({"role": "assistant", "content": content})).unwrap();
+        let message =
+            serde_json::from_value(json!({"role": "assistant", "content": content})).unwrap();
         let session = dispatcher.session(self.context(session_id));
-        let Reply::Pending(turn) = toolgate_core::block_on(session.respond(&message)).unwrap() else {
+        let Reply::Pending(turn) = toolgate_core::block_on(session.respond(&message)).unwrap()
+        else {
             panic!("the turn pauses for a person")
         };
         toolgate_core::block_on(self.store.put(&turn)).unwrap();
@@ -276,7 +303,9 @@ impl World {
 
     /// The store's view of one call (its state, who decided).
     pub fn call(&self, session_id: &str, turn_id: &str, id: &str) -> Value {
-        let turn = toolgate_core::block_on(self.store.turn(session_id, turn_id)).unwrap().unwrap();
+        let turn = toolgate_core::block_on(self.store.turn(session_id, turn_id))
+            .unwrap()
+            .unwrap();
         serde_json::to_value(&turn.call(id).unwrap().call).unwrap()
     }
 
@@ -310,7 +339,10 @@ pub struct Answer {
 impl Answer {
     /// The first header `name` (lowercase).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// The body as JSON.
@@ -353,7 +385,9 @@ impl Client {
         }
         req.push_str("\r\n");
         let mut stream = TcpStream::connect(self.addr).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
         stream.write_all(req.as_bytes()).unwrap();
         let _ = stream.write_all(body);
         parse(&read_answer(&mut stream))
@@ -373,7 +407,10 @@ impl Client {
         self.send(
             "POST",
             path,
-            &[("Origin", &origin), ("Content-Type", "application/x-www-form-urlencoded")],
+            &[
+                ("Origin", &origin),
+                ("Content-Type", "application/x-www-form-urlencoded"),
+            ],
             body.as_bytes(),
         )
     }
@@ -398,7 +435,14 @@ impl Client {
         let form = self.get("/sign-in");
         assert_eq!(form.status, 200, "{form:?}");
         let set = form.header("set-cookie").unwrap().to_owned();
-        let value = set.split(';').next().unwrap().split_once('=').unwrap().1.to_owned();
+        let value = set
+            .split(';')
+            .next()
+            .unwrap()
+            .split_once('=')
+            .unwrap()
+            .1
+            .to_owned();
         let body: String = form_urlencoded::Serializer::new(String::new())
             .extend_pairs([("sign_in", value.as_str()), ("token", token)])
             .finish();
@@ -407,7 +451,11 @@ impl Client {
         let answer = self.send(
             "POST",
             "/sign-in",
-            &[("Origin", &origin), ("Cookie", &cookie), ("Content-Type", "application/x-www-form-urlencoded")],
+            &[
+                ("Origin", &origin),
+                ("Cookie", &cookie),
+                ("Content-Type", "application/x-www-form-urlencoded"),
+            ],
             body.as_bytes(),
         );
         assert_eq!(answer.status, 303, "{answer:?}");
@@ -418,7 +466,8 @@ impl Client {
             .map(|(_, v)| v)
             .find(|v| v.starts_with("toolgate_inbox="))
             .unwrap();
-        self.cookie = Some(session.split(';').next().unwrap()["toolgate_inbox=".len()..].to_owned());
+        self.cookie =
+            Some(session.split(';').next().unwrap()["toolgate_inbox=".len()..].to_owned());
         let list = self.get("/");
         self.csrf = hidden(&list.body, "csrf");
         assert!(self.csrf.is_some(), "{}", list.body);
@@ -465,16 +514,29 @@ fn read_answer(stream: &mut TcpStream) -> Vec<u8> {
 }
 
 fn parse(raw: &[u8]) -> Answer {
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("an HTTP answer");
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("an HTTP answer");
     let head = String::from_utf8_lossy(&raw[..split]).into_owned();
     let mut lines = head.split("\r\n");
-    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
         .collect();
     let mut body = raw[split + 4..].to_vec();
-    if headers.iter().any(|(k, v)| k == "transfer-encoding" && v.contains("chunked")) {
+    if headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"))
+    {
         body = unchunk(&body);
     }
     Answer {
@@ -487,8 +549,11 @@ fn parse(raw: &[u8]) -> Answer {
 fn unchunk(mut data: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     loop {
-        let Some(end) = data.windows(2).position(|w| w == b"\r\n") else { break };
-        let size = usize::from_str_radix(String::from_utf8_lossy(&data[..end]).trim(), 16).unwrap_or(0);
+        let Some(end) = data.windows(2).position(|w| w == b"\r\n") else {
+            break;
+        };
+        let size =
+            usize::from_str_radix(String::from_utf8_lossy(&data[..end]).trim(), 16).unwrap_or(0);
         if size == 0 {
             break;
         }
