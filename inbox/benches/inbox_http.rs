@@ -11,6 +11,9 @@
 //! - `http_decide_us`: one approval through `POST /api/decide` (JSON, CSRF header, idempotency
 //!   key): the request read and checked, `Inbox::decide` on `PostgresStore`, the JSON answer;
 //!   `inbox_decide_over_update` is the per-round ratio (target ≤ 3);
+//! - `library_decide_us`: the same approval through `Inbox::decide` in this process, on the same
+//!   store; `http_decide_over_library` is what the page adds (reading, checking and answering
+//!   the request; the store's blocking threads);
 //! - `http_list_1k_us`, `http_list_10k_us`: `GET /?tool=refund`, the list page (50 rows of HTML)
 //!   with 1 000 and with 10 000 waiting calls (half of them refunds); `inbox_list_10k_over_1k`
 //!   (target ≤ 1.5);
@@ -304,6 +307,29 @@ fn decide(http: &mut Http, calls: &mut impl Iterator<Item = (String, String)>, n
     start.elapsed().as_secs_f64() * 1e6 / n as f64
 }
 
+/// The next `n` approvals through `Inbox::decide` in this process (no HTTP); the time per
+/// decision (µs).
+fn decide_in_process(
+    inbox: &Inbox,
+    calls: &mut impl Iterator<Item = (String, String)>,
+    n: usize,
+) -> f64 {
+    let lead = toolgate_core::approval::inbox::Identity::new("lead@example.com");
+    let start = Instant::now();
+    for (id, digest) in calls.take(n) {
+        let request = toolgate_core::approval::inbox::DecisionRequest::new(
+            format!("sess_{id}"),
+            &id,
+            &id,
+            digest,
+            toolgate_core::approval::inbox::Choice::Approve,
+        )
+        .idempotency_key(format!("key_{id}"));
+        toolgate_core::block_on(inbox.decide(&lead, request)).expect("decided");
+    }
+    start.elapsed().as_secs_f64() * 1e6 / n as f64
+}
+
 /// `n` list pages of the waiting refunds; the time per page (µs).
 fn list(http: &mut Http, n: usize) -> f64 {
     let start = Instant::now();
@@ -403,12 +429,13 @@ fn main() {
         serve_child(&url);
     }
     let bench = std::env::args().any(|a| a == "--bench");
-    let (rounds, decisions, lists) = if bench { (9, 200, 200) } else { (1, 3, 3) };
+    let (rounds, decisions, lists): (usize, usize, usize) =
+        if bench { (9, 200, 200) } else { (1, 5, 5) };
     let (small, large) = if bench { (1_000, 10_000) } else { (120, 240) };
     let began = Instant::now();
     let db = server::database();
     let store = PostgresStore::connect(&db.tcp).expect("the bench's store");
-    let to_decide = 10 + rounds * decisions;
+    let to_decide = 20 + rounds * 2 * decisions.div_ceil(5) * 5;
     fill(&store, "d", to_decide * 2);
     let mut calls = Vec::new();
     let all = Query::waiting().tool("refund").limit(Query::MAX_LIMIT);
@@ -438,18 +465,37 @@ fn main() {
         server::Sql::connect(sql).run("VACUUM ANALYZE");
     }
     let mut decider = Http::connect(serve(&store));
+    let library = Inbox::builder(Arc::new(store.clone()) as Arc<dyn InboxStore>)
+        .policy(policy())
+        .build()
+        .expect("the store audits");
     let mut lister_small = Http::connect(serve(&store_small));
     let mut lister_large = Http::connect(serve(&store_large));
     decide(&mut decider, &mut calls, 10);
+    decide_in_process(&library, &mut calls, 10);
     floor.run(10);
     list(&mut lister_small, 5);
     list(&mut lister_large, 5);
-    let mut rows: [Vec<f64>; 4] = Default::default();
+    // Each round, the sides take turns five operations at a time (a burst of load on the shared
+    // machine falls on every side); a side's figure is its mean per operation in the round.
+    let mut rows: [Vec<f64>; 5] = Default::default();
     for _ in 0..rounds {
-        rows[0].push(floor.run(decisions));
-        rows[1].push(decide(&mut decider, &mut calls, decisions));
-        rows[2].push(list(&mut lister_small, lists));
-        rows[3].push(list(&mut lister_large, lists));
+        let mut sums = [0.0f64; 5];
+        for _ in 0..decisions.div_ceil(5) {
+            sums[0] += floor.run(5);
+            sums[1] += decide(&mut decider, &mut calls, 5);
+            sums[2] += decide_in_process(&library, &mut calls, 5);
+        }
+        for _ in 0..lists.div_ceil(5) {
+            sums[3] += list(&mut lister_small, 5);
+            sums[4] += list(&mut lister_large, 5);
+        }
+        for (row, (sum, n)) in rows.iter_mut().zip(
+            sums.iter()
+                .zip([decisions, decisions, decisions, lists, lists]),
+        ) {
+            row.push(sum / n.div_ceil(5) as f64);
+        }
     }
     let ratio = |a: &[f64], b: &[f64]| -> f64 {
         let r: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
@@ -457,11 +503,18 @@ fn main() {
     };
     figure("update_floor_us", median(&rows[0]));
     figure("http_decide_us", median(&rows[1]));
+    figure("library_decide_us", median(&rows[2]));
     figure("inbox_decide_over_update", ratio(&rows[1], &rows[0]));
-    figure("http_list_1k_us", median(&rows[2]));
-    figure("http_list_10k_us", median(&rows[3]));
-    figure("inbox_list_10k_over_1k", ratio(&rows[3], &rows[2]));
+    figure("http_decide_over_library", ratio(&rows[1], &rows[2]));
+    figure("http_list_1k_us", median(&rows[3]));
+    figure("http_list_10k_us", median(&rows[4]));
+    figure("inbox_list_10k_over_1k", ratio(&rows[4], &rows[3]));
     let url = server::server().url(&db_large.name, "bench-password");
     figure("serve_10k_peak_mib", peak_memory(&url, large));
-    eprintln!("inbox_http bench: {:.1} s", began.elapsed().as_secs_f64());
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    eprintln!(
+        "inbox_http bench: {:.1} s, load average {}",
+        began.elapsed().as_secs_f64(),
+        load.split(' ').take(3).collect::<Vec<_>>().join(" ")
+    );
 }
