@@ -25,7 +25,7 @@
 //! Under `cargo test --all-targets` (no `--bench` argument) it does one small round and checks
 //! only that every side answered, never a time.
 
-#[allow(unreachable_pub, dead_code)]
+#[allow(unreachable_pub)]
 #[path = "../../tests/postgres/server.rs"]
 mod server;
 

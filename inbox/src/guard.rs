@@ -124,7 +124,7 @@ fn origin_ok(app: &App, headers: &HeaderMap) -> bool {
             None => return false,
         },
     };
-    app.origins.iter().any(|o| *o == origin)
+    app.origins.contains(&origin)
 }
 
 /// `scheme://host[:port]` of a URL, lowercase.

@@ -268,7 +268,9 @@ fn forged_and_unauthenticated_posts_are_refused_and_change_nothing(w: World) {
     let csrf = ann.csrf.clone().unwrap();
     let json_ct = ("Content-Type", "application/json");
     let own = ann.origin();
-    let cases: Vec<(&str, Client, Vec<(&str, String)>, u16)> = vec![
+    // What is refused: (what, who sends it, the headers, the status).
+    type Case<'a> = (&'a str, Client, Vec<(&'a str, String)>, u16);
+    let cases: Vec<Case<'_>> = vec![
         (
             "cross-origin",
             ann.clone(),

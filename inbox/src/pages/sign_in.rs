@@ -17,13 +17,9 @@ use crate::guard::{
     signed, text,
 };
 
-fn form(app: &App, problem: Option<&str>) -> Result<(String, String), Response> {
-    let value = random_hex().map_err(|_| {
-        text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "no random numbers from the system: try again",
-        )
-    })?;
+/// The sign-in page and its form's random value (`None`: the system gave no random numbers).
+fn form(problem: Option<&str>) -> Option<(String, String)> {
+    let value = random_hex().ok()?;
     let (invalid, after) = match problem {
         Some(p) => (
             " aria-invalid=\"true\" aria-describedby=\"token-problem\" autofocus",
@@ -44,14 +40,15 @@ fn form(app: &App, problem: Option<&str>) -> Result<(String, String), Response> 
          <p class=\"hint\">Your token was given to you with your place in this inbox's tokens \
          file. It is never shown again, here or anywhere.</p>\n"
     );
-    let _ = app;
-    Ok((layout("Sign in", None, None, &main), value))
+    Some((layout("Sign in", None, None, &main), value))
 }
 
 fn with_form_cookie(app: &App, status: StatusCode, problem: Option<&str>) -> Response {
-    let (page, value) = match form(app, problem) {
-        Ok(f) => f,
-        Err(r) => return r,
+    let Some((page, value)) = form(problem) else {
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no random numbers from the system: try again",
+        );
     };
     let mut r = html(status, page);
     r.headers_mut().append(

@@ -548,10 +548,7 @@ fn parse(raw: &[u8]) -> Answer {
 
 fn unchunk(mut data: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    loop {
-        let Some(end) = data.windows(2).position(|w| w == b"\r\n") else {
-            break;
-        };
+    while let Some(end) = data.windows(2).position(|w| w == b"\r\n") {
         let size =
             usize::from_str_radix(String::from_utf8_lossy(&data[..end]).trim(), 16).unwrap_or(0);
         if size == 0 {
