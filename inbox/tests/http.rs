@@ -898,3 +898,49 @@ fn a_trusted_proxy_header_counts_from_the_proxy_only() {
     let refused = c.send("GET", "/", &[("X-Forwarded-Email", "ann")], b"");
     assert_eq!(refused.status, 403);
 }
+
+#[test]
+fn without_the_tools_schemas_an_edit_is_not_offered_and_is_refused_as_uncheckable() {
+    use toolgate_core::dispatch::{PreHookDef, ToolDef};
+    use toolgate_core::{Decision, Dispatcher, ToolUse};
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Note {
+        /// The text.
+        text: String,
+    }
+    let w = World::sqlite("unpublished");
+    // An agent whose tools nobody published to this store.
+    let other = Dispatcher::builder()
+        .tool(ToolDef::sync(
+            "post_note",
+            "Posts a note.",
+            |_env, n: Note| Ok(n.text),
+        ))
+        .pre_hook(PreHookDef::sync("notes::ask", 1, |_env, _c: &ToolUse| {
+            Ok(Decision::ask("notes need a person"))
+        }))
+        .build()
+        .unwrap();
+    w.pause_by(
+        &other,
+        "s_unpub",
+        &[("t_unpub", "post_note", json!({"text": "hi"}))],
+    );
+    let ann = w.signed_in("ann");
+    let page = ann.get(&support_turn("s_unpub", "t_unpub"));
+    assert!(
+        !page.body.contains("details class=\"edit\""),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("An edit is checked against the tool's input schema, which the agent's workers publish when they start"), "{}", page.body);
+    assert_eq!(page.body.matches("class=\"decide approve\"").count(), 1);
+    let mut edit = body(&w, "s_unpub", "t_unpub", "t_unpub", "edit");
+    edit["input"] = json!({"text": "bye"});
+    let a = ann.decide(&edit, None);
+    assert_eq!(
+        (a.status, a.json()["refused"].clone()),
+        (422, json!("edit_uncheckable"))
+    );
+    assert_eq!(w.call("s_unpub", "t_unpub", "t_unpub")["state"], "waiting");
+}

@@ -416,7 +416,17 @@ fn actions(
             tool = esc(&c.tool),
         ));
     }
-    if allowed.contains(&Action::Edit) {
+    let schema_known = loaded
+        .tools
+        .as_ref()
+        .is_some_and(|t| t.tool(&c.tool).is_some());
+    if allowed.contains(&Action::Edit) && !schema_known {
+        out.push_str(
+            "<p class=\"not-allowed\">An edit is checked against the tool's input schema, which \
+             the agent's workers publish when they start; none has for this version of the \
+             agent yet, so this call can be approved or declined as it is.</p>\n",
+        );
+    } else if allowed.contains(&Action::Edit) {
         out.push_str(&edit_form(
             loaded,
             call,
