@@ -36,7 +36,7 @@ pub(crate) fn esc(text: &str) -> String {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
+            '\'' => out.push_str("&apos;"),
             c => out.push(c),
         }
     }
@@ -210,7 +210,7 @@ mod tests {
     fn text_is_inert_in_a_page() {
         assert_eq!(
             esc("<script>alert('x')</script>&\u{1b}[31m"),
-            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;\\u{1b}[31m"
+            "&lt;script&gt;alert(&apos;x&apos;)&lt;/script&gt;&amp;\\u{1b}[31m"
         );
         assert_eq!(esc_block("a\n<b>\u{7}"), "a\n&lt;b&gt;\\u{7}");
     }
