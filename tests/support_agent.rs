@@ -31,9 +31,7 @@ mod support_agent_ledger;
 
 // The throwaway PostgreSQL server of the `postgres` binary, for the ledger's PostgreSQL books.
 #[cfg(feature = "postgres")]
-#[allow(unreachable_pub)]
-#[path = "postgres/server.rs"]
-mod pg_server;
+use toolgate_test_support::postgres as pg_server;
 
 // The example itself, compiled as a module of this test: the same tools, hooks and CLI.
 #[allow(dead_code)]

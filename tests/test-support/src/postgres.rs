@@ -13,7 +13,6 @@
 //!
 //! A test that restarts its server has one of its own ([`own_server`], a [`Throwaway`]: the
 //! same steps, whatever the variable says), stopped when the test drops it.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, Stdio};
@@ -27,7 +26,7 @@ const NO_SERVER: &str = "the PostgreSQL tests need a server: install PostgreSQL 
      its own), or set TOOLGATE_TEST_DATABASE_URL to a database whose user may create databases";
 
 /// Where the tests' databases live.
-pub(crate) struct Server {
+pub struct Server {
     /// Settings without a database name (one is appended or put in).
     base: Base,
     /// The throwaway server's TCP port on 127.0.0.1, when it is ours.
@@ -49,7 +48,7 @@ static GUARDS: Mutex<Vec<ChildStdin>> = Mutex::new(Vec::new());
 ///
 /// # Panics
 /// When there is none (see [`NO_SERVER`]) or it cannot be started.
-pub(crate) fn server() -> &'static Server {
+pub fn server() -> &'static Server {
     match SERVER.get_or_init(start) {
         Ok(server) => server,
         Err(e) => panic!("{e}"),
@@ -57,13 +56,13 @@ pub(crate) fn server() -> &'static Server {
 }
 
 /// A database made for one test.
-pub(crate) struct TestDb {
+pub struct TestDb {
     /// Its name.
-    pub(crate) name: String,
+    pub name: String,
     /// Connection settings for it (the Unix socket of the throwaway server).
-    pub(crate) settings: String,
+    pub settings: String,
     /// Settings for it over TCP on 127.0.0.1 (the throwaway server), or `settings`.
-    pub(crate) tcp: String,
+    pub tcp: String,
     dropped_at_end: bool,
 }
 
@@ -82,7 +81,7 @@ impl Drop for TestDb {
 }
 
 /// A fresh, empty database.
-pub(crate) fn database() -> TestDb {
+pub fn database() -> TestDb {
     static N: AtomicUsize = AtomicUsize::new(0);
     let server = server();
     let name = format!(
@@ -101,7 +100,7 @@ pub(crate) fn database() -> TestDb {
 
 impl Server {
     /// Settings for database `name`.
-    pub(crate) fn settings(&self, name: &str) -> String {
+    pub fn settings(&self, name: &str) -> String {
         match &self.base {
             Base::KeyValue(kv) => format!("{kv} dbname={name}"),
             Base::Url { authority, query } => format!("{authority}/{name}{query}"),
@@ -110,7 +109,7 @@ impl Server {
 
     /// A `postgres://` URL for database `name` over TCP on loopback with `password` in it (the
     /// throwaway server trusts loopback, so any password logs in), or the variable's URL.
-    pub(crate) fn url(&self, name: &str, password: &str) -> String {
+    pub fn url(&self, name: &str, password: &str) -> String {
         match (self.tcp, &self.base) {
             (Some(port), _) => format!("postgres://toolgate:{password}@127.0.0.1:{port}/{name}"),
             (None, Base::Url { authority, query }) => format!("{authority}/{name}{query}"),
@@ -122,7 +121,7 @@ impl Server {
 
     /// Settings for database `name` over TCP on loopback (the throwaway server), or
     /// [`settings`](Self::settings).
-    pub(crate) fn tcp_settings(&self, name: &str) -> String {
+    pub fn tcp_settings(&self, name: &str) -> String {
         match self.tcp {
             Some(port) => format!("host=127.0.0.1 port={port} user=toolgate dbname={name}"),
             None => self.settings(name),
@@ -147,7 +146,7 @@ fn start() -> Result<Server, String> {
 /// A throwaway server: `initdb` into a temporary folder, `pg_ctl start` on a Unix socket in
 /// that folder and on 127.0.0.1 (a free port). Dropping it stops it and removes its folder; so
 /// does its guard when the process ends first.
-pub(crate) struct Throwaway {
+pub struct Throwaway {
     bin: PathBuf,
     dir: PathBuf,
     owner: Option<&'static str>,
@@ -167,7 +166,7 @@ fn options(dir: &Path, port: u16) -> String {
 /// # Panics
 /// Without PostgreSQL's binaries (`TOOLGATE_TEST_DATABASE_URL` cannot be restarted), or when
 /// the server cannot be started.
-pub(crate) fn own_server() -> Throwaway {
+pub fn own_server() -> Throwaway {
     Throwaway::start().unwrap_or_else(|e| {
         panic!("this test restarts a server of its own, which needs PostgreSQL's binaries: {e}")
     })
@@ -227,7 +226,7 @@ impl Throwaway {
     }
 
     /// Settings for its database `name`.
-    pub(crate) fn settings(&self, name: &str) -> String {
+    pub fn settings(&self, name: &str) -> String {
         format!("{} dbname={name}", self.base())
     }
 
@@ -251,7 +250,7 @@ impl Throwaway {
     ///
     /// # Panics
     /// When `pg_ctl` fails.
-    pub(crate) fn restart(&self) {
+    pub fn restart(&self) {
         self.pg_ctl(&["-m", "fast", "restart"])
             .unwrap_or_else(|e| panic!("{e}"));
     }
@@ -260,7 +259,7 @@ impl Throwaway {
     ///
     /// # Panics
     /// When `pg_ctl` fails.
-    pub(crate) fn stop(&self) {
+    pub fn stop(&self) {
         self.pg_ctl(&["-m", "fast", "stop"])
             .unwrap_or_else(|e| panic!("{e}"));
     }
@@ -269,7 +268,7 @@ impl Throwaway {
     ///
     /// # Panics
     /// When `pg_ctl` fails.
-    pub(crate) fn start_again(&self) {
+    pub fn start_again(&self) {
         self.pg_ctl(&["-o", &options(&self.dir, self.port), "start"])
             .unwrap_or_else(|e| panic!("{e}"));
     }
@@ -418,7 +417,7 @@ fn guard(owner: &Option<&str>, pg_ctl: &Path, data: &Path, dir: &Path) -> Result
 }
 
 /// A TCP port on 127.0.0.1 that was free a moment ago.
-pub(crate) fn free_port() -> Result<u16, String> {
+pub fn free_port() -> Result<u16, String> {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -426,7 +425,7 @@ pub(crate) fn free_port() -> Result<u16, String> {
 }
 
 /// The tests' own SQL (setup, tampering, counting), on a client of their own.
-pub(crate) struct Sql {
+pub struct Sql {
     rt: tokio::runtime::Runtime,
     client: tokio_postgres::Client,
 }
@@ -436,7 +435,7 @@ impl Sql {
     ///
     /// # Panics
     /// When it cannot.
-    pub(crate) fn connect(settings: &str) -> Sql {
+    pub fn connect(settings: &str) -> Sql {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -452,12 +451,12 @@ impl Sql {
     }
 
     /// Runs `text` (statements separated by `;`).
-    pub(crate) fn run(&self, text: &str) {
+    pub fn run(&self, text: &str) {
         self.try_run(text).unwrap_or_else(|e| panic!("{text}: {e}"));
     }
 
     /// Runs `text`; its error as text.
-    pub(crate) fn try_run(&self, text: &str) -> Result<(), String> {
+    pub fn try_run(&self, text: &str) -> Result<(), String> {
         self.rt
             .block_on(self.client.batch_execute(text))
             .map_err(|e| match e.as_db_error() {
@@ -467,7 +466,7 @@ impl Sql {
     }
 
     /// The first column of the first row of `text`, an integer.
-    pub(crate) fn int(&self, text: &str) -> i64 {
+    pub fn int(&self, text: &str) -> i64 {
         let row = self
             .rt
             .block_on(self.client.query_one(text, &[]))
@@ -478,7 +477,7 @@ impl Sql {
     }
 
     /// The rows of `text`, each column as text (`NULL` as `None`).
-    pub(crate) fn rows(&self, text: &str) -> Vec<Vec<Option<String>>> {
+    pub fn rows(&self, text: &str) -> Vec<Vec<Option<String>>> {
         let rows = self
             .rt
             .block_on(self.client.simple_query(text))
