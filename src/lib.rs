@@ -734,8 +734,8 @@
 //! arguments; every failure an `isError` result with the Messages API text), and
 //! `toolgate::mcp::McpGuard` makes a connection to a remote MCP server a
 //! [`ToolCaller`](crate::dispatch::ToolCaller), so a dispatcher puts its hooks in front of it.
-//! `examples/mcp_server.rs` serves the support agent over stdio; the module docs have the table of
-//! results. With `mcp-http`, the same server is rmcp's streamable HTTP service
+//! The support agent's `mcp_server` binary (`examples/support-agent/`) serves its tools over stdio;
+//! the module docs have the table of results. With `mcp-http`, the same server is rmcp's streamable HTTP service
 //! (`McpServer::streamable_http_service`, a tower service for hyper or axum, the identity from what
 //! the host's auth layer put in the request's extensions) and a guard reaches a remote server over
 //! HTTP(S) (`McpGuard::streamable_http`).

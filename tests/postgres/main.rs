@@ -22,8 +22,4 @@ mod fleet;
 mod proxy;
 mod sealed;
 mod stores;
-mod support_agent;
-// Conversations of one customer on one store, shared with the SQLite tests.
-#[path = "../support_agent_ledger/mod.rs"]
-mod support_agent_ledger;
 mod worker;
