@@ -11,8 +11,8 @@
 //! `SOURCE` is the folder an [`AuditLog`](toolgate_core::audit::AuditLog) writes
 //! (`audit_log.jsonl`, `session_summaries.jsonl` and their rotated files) or, with the
 //! `postgres` feature (on by default), a PostgreSQL URL whose database a fleet's
-//! `PostgresAuditSink` writes. Every command reads it with `toolgate_core::audit::report`, the
-//! code the support agent's `--report` and `--verify-audit` run.
+//! `PostgresAuditSink` writes. Every command reads it with `toolgate_core::audit::report`; the
+//! support agent points its operators here for its trail.
 
 mod args;
 #[cfg(feature = "postgres")]

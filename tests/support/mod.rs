@@ -142,12 +142,11 @@ fn declared_features() -> Vec<String> {
 ///
 /// `cargo test --all-targets` builds examples with the test harness (their `main` is not
 /// what runs), and cargo gives tests the path of a `[[bin]]` only, so this runs `cargo build
-/// --example name` with the cargo that runs the tests. It builds into the test run's own
-/// target folder (the parent of `CARGO_TARGET_TMPDIR`; cargo does not hold the folder's lock
-/// while the test binaries run) with this binary's features and profile: every crate the
+/// --example name` with the cargo that runs the tests ([`toolgate_test_support::cargo::build`]:
+/// the test run's own target folder and profile) with this binary's features: every crate the
 /// example needs is then the one the run already built, and only the example is compiled and
 /// linked (other features, or a folder of its own, would build every dependency a second
-/// time). The binary's path is the one cargo reports (`--message-format=json`).
+/// time). The binary's path is the one cargo reports.
 pub(crate) fn example_binary(name: &str) -> PathBuf {
     static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
@@ -165,86 +164,21 @@ pub(crate) fn example_binary(name: &str) -> PathBuf {
         .filter(|(_, on)| *on)
         .map(|(f, _)| *f)
         .collect();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("CARGO_TARGET_TMPDIR is inside the target folder");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = std::process::Command::new(cargo);
-    command
-        .args([
+    let features = format!("--features={}", features.join(","));
+    let messages = toolgate_test_support::cargo::build(
+        &[
             "build",
+            "-p",
+            "toolgate",
             "--example",
             name,
-            "--message-format=json-render-diagnostics",
-        ])
-        .arg("--no-default-features")
-        .arg(format!("--features={}", features.join(",")))
-        .arg("--manifest-path")
-        .arg(root.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(target)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    if !cfg!(debug_assertions) {
-        command.arg("--release");
-    }
-    // The variables cargo sets for a test process, which the run's own cargo did not have: a
-    // build script that watches one (ring's watches `CARGO_MANIFEST_DIR`) would otherwise
-    // rebuild its crate and every crate above it.
-    for (key, _) in std::env::vars_os() {
-        let key = key.to_string_lossy();
-        if key.starts_with("CARGO_PKG_")
-            || [
-                "CARGO_MANIFEST_DIR",
-                "CARGO_MANIFEST_PATH",
-                "CARGO_CRATE_NAME",
-                "CARGO_BIN_NAME",
-                "CARGO_PRIMARY_PACKAGE",
-                "CARGO_TARGET_TMPDIR",
-                "OUT_DIR",
-            ]
-            .contains(&&*key)
-        {
-            command.env_remove(&*key);
-        }
-    }
-    let mut child = command.spawn().expect("cargo runs");
-    // cargo's own lines, kept for a failure; a wait for a lock is shown at once (a run that
-    // blocks says why).
-    let stderr = child.stderr.take().unwrap();
-    let example = name.to_owned();
-    let log = std::thread::spawn(move || {
-        use std::io::{BufRead, Write};
-        let mut log = String::new();
-        for line in std::io::BufReader::new(stderr).lines() {
-            let line = line.unwrap_or_default();
-            if line.trim_start().starts_with("Blocking") {
-                let _ = writeln!(std::io::stderr(), "cargo build --example {example}: {line}");
-            }
-            log.push_str(&line);
-            log.push('\n');
-        }
-        log
-    });
-    let mut stdout = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
-    let status = child.wait().unwrap();
-    let log = log.join().unwrap();
-    assert!(
-        status.success(),
-        "cargo build --example {name} failed:\n{log}"
+            "--no-default-features",
+            &features,
+        ],
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
     );
-    let path = stdout
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .find(|m| {
-            m["reason"] == "compiler-artifact"
-                && m["target"]["name"] == name
-                && m["target"]["kind"] == serde_json::json!(["example"])
-        })
-        .and_then(|m| m["executable"].as_str().map(PathBuf::from))
-        .unwrap_or_else(|| panic!("cargo reported no executable for example {name}:\n{log}"));
+    let path = toolgate_test_support::cargo::executable(&messages, name, "example")
+        .unwrap_or_else(|| panic!("cargo reported no executable for example {name}"));
     built.push((name.to_owned(), path.clone()));
     path
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use toolgate::{
     audit::{AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE},
@@ -16,16 +16,14 @@ use super::approval::{self, ResumeArgs};
 use super::live::{self, LiveArgs};
 use super::otel::{self, Otel};
 use super::output;
-use super::report;
 use super::state::{State, StoreKind};
 use super::transcript::{self, Transcript};
 use super::what_if::{self, RuleChanges};
 
-/// Every transcript replayed as expected (or `--schemas`, `--help`, a chain that verifies).
+/// Every transcript replayed as expected (or `--schemas`, `--help`).
 pub const EXIT_OK: u8 = 0;
 /// The replay finished, but an outcome differed from the transcript's expected one, the agent
-/// halted, or the output could not be written; or `--verify-audit` found a broken chain or
-/// could not read a file.
+/// halted, or the output could not be written.
 pub const EXIT_FAILED: u8 = 1;
 /// Nothing ran: a bad argument, or a transcript that is not JSON or not a transcript.
 pub const EXIT_BAD_INPUT: u8 = 2;
@@ -41,9 +39,7 @@ usage:
   support_agent [--transcript FILE]... [--json] [--out-dir DIR] [--store sqlite|memory]
                 [--database-url URL] [--otel] [--otel-endpoint URL]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
-  support_agent --verify-audit DIR|URL
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
-  support_agent --report DIR|URL
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
                 [--json] [--out-dir DIR] [--store sqlite|memory] [--database-url URL]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
@@ -75,20 +71,11 @@ usage:
   --specialist NAME    with --schemas: refunds (default) or triage
   --provider NAME      with --schemas: anthropic (default), anthropic-strict, openai (Chat
                        Completions), openai-responses, gemini (functionDeclarations entries), mcp
-  --verify-audit DIR   check the hash chain of DIR's audit files (rotated ones included): ok
-                       with the line count and last hash, or the first line edited, deleted,
-                       inserted or reordered; a postgres:// URL: the database's chains, checked
-                       where they are (a read-only connection)
   --what-if FILE       replay a recorded audit_log.jsonl through today's PreToolUse rules
                        (never the tools) and print every call they decide differently: allowed
                        → blocked, blocked → allowed, another rewrite, another blocking hook
   --weekly-refund-limit CENTS
                        with --what-if: try this weekly refund limit instead of 50000 cents
-  --report DIR         write DIR/report.html from DIR's audit files (what `toolgate audit
-                       report` writes): outcomes per day, the people in the loop, each
-                       customer's calls and refunds, each rule's denials and asks per day,
-                       latency per rule and per tool, halts, tokens, the hash chain; a
-                       postgres:// URL: the database's trail, the page in ./report.html
   --resume FILE        finish a turn paused for a person's approval (a replay writes it to
                        OUT-DIR/pending/SESSION/TURN.json) with one decision:
   --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)
@@ -116,10 +103,13 @@ usage:
                        terminal the turn pauses and is written for --resume
   --help               this text
 
-exit codes: 0 all outcomes as expected (or the chain verifies, or every --live message got a
-final answer); 1 an outcome differed (or the agent halted, output failed, the chain is broken,
-the API refused or could not be reached); 2 a bad argument or transcript, or no API key for
---live (nothing was run or written)";
+The audit trail a run writes (DIR's files, or the database of --database-url) is checked and
+drawn by the `toolgate` command: toolgate audit verify DIR|URL, toolgate audit report DIR|URL
+--count-tool issue_refund (docs/toolgate-command.md).
+
+exit codes: 0 all outcomes as expected (or every --live message got a final answer); 1 an
+outcome differed (or the agent halted, output failed, the API refused or could not be reached);
+2 a bad argument or transcript, or no API key for --live (nothing was run or written)";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,10 +118,6 @@ pub enum Command {
     Help,
     /// `--schemas [--specialist NAME] [--provider NAME]`.
     Schemas(Specialist, Provider),
-    /// `--verify-audit DIR`.
-    VerifyAudit(PathBuf),
-    /// `--report DIR`.
-    Report(PathBuf),
     /// `--what-if FILE [--weekly-refund-limit CENTS] [--specialist NAME]`.
     WhatIf(PathBuf, Specialist, RuleChanges),
     /// `--resume FILE …`: finish a paused turn.
@@ -163,9 +149,7 @@ where
     let mut out_dir: Option<PathBuf> = None;
     let mut specialist: Option<Specialist> = None;
     let mut provider: Option<Provider> = None;
-    let mut verify: Option<PathBuf> = None;
     let mut what_if: Option<PathBuf> = None;
-    let mut report: Option<PathBuf> = None;
     let mut weekly_limit: Option<u64> = None;
     let mut resume: Option<PathBuf> = None;
     let mut approve: Option<String> = None;
@@ -231,10 +215,16 @@ where
                     )
                 })?);
             }
-            "--verify-audit" if verify.is_none() => {
-                verify = Some(PathBuf::from(value("--verify-audit")?))
+            "--verify-audit" | "--report" => {
+                let command = if name == "--report" {
+                    "report DIR|URL --count-tool issue_refund"
+                } else {
+                    "verify DIR|URL"
+                };
+                return Err(format!(
+                    "{name} is the toolgate command's: toolgate audit {command}"
+                ));
             }
-            "--report" if report.is_none() => report = Some(PathBuf::from(value("--report")?)),
             "--what-if" if what_if.is_none() => what_if = Some(PathBuf::from(value("--what-if")?)),
             "--weekly-refund-limit" if weekly_limit.is_none() => {
                 let v = value("--weekly-refund-limit")?;
@@ -284,10 +274,8 @@ where
             "--out-dir"
             | "--specialist"
             | "--provider"
-            | "--verify-audit"
             | "--what-if"
             | "--weekly-refund-limit"
-            | "--report"
             | "--resume"
             | "--approve"
             | "--deny"
@@ -325,30 +313,10 @@ where
         stdout: otel,
         endpoint: otel_endpoint,
     };
-    if let Some(dir) = report {
-        if json
-            || schemas
-            || otel.is_on()
-            || store.is_some()
-            || !transcripts.is_empty()
-            || out_dir.is_some()
-            || specialist.is_some()
-            || provider.is_some()
-            || verify.is_some()
-            || what_if.is_some()
-            || weekly_limit.is_some()
-            || resume.is_some()
-        {
-            return Err(
-                "--report DIR reads a folder and runs nothing: it takes no other option".to_owned(),
-            );
-        }
-        return Ok(Command::Report(dir));
-    }
-    if store.is_some() && (what_if.is_some() || verify.is_some() || schemas) {
+    if store.is_some() && (what_if.is_some() || schemas) {
         return Err("--store goes with a replay, --resume or --live".to_owned());
     }
-    if otel.is_on() && (what_if.is_some() || verify.is_some() || schemas) {
+    if otel.is_on() && (what_if.is_some() || schemas) {
         return Err("--otel and --otel-endpoint go with a replay or --live".to_owned());
     }
     if let Some(file) = what_if {
@@ -357,7 +325,6 @@ where
             || !transcripts.is_empty()
             || out_dir.is_some()
             || provider.is_some()
-            || verify.is_some()
             || resume.is_some()
         {
             return Err("--what-if FILE replays an audit log: it takes only \
@@ -377,15 +344,10 @@ where
         return Err("--weekly-refund-limit goes with --what-if".to_owned());
     }
     if let Some(file) = resume {
-        if schemas
-            || otel.is_on()
-            || verify.is_some()
-            || !transcripts.is_empty()
-            || specialist.is_some()
-        {
+        if schemas || otel.is_on() || !transcripts.is_empty() || specialist.is_some() {
             return Err(
                 "--resume finishes a paused turn: it takes no --schemas, --otel, --otel-endpoint, \
-                 --verify-audit, --transcript or --specialist"
+                 --transcript or --specialist"
                     .to_owned(),
             );
         }
@@ -394,10 +356,10 @@ where
         )?));
     }
     if live_flag {
-        if json || schemas || !transcripts.is_empty() || verify.is_some() || provider.is_some() {
+        if json || schemas || !transcripts.is_empty() || provider.is_some() {
             return Err(
-                "--live talks to the model: it takes no --json, --schemas, --transcript, \
-                 --verify-audit or --provider"
+                "--live talks to the model: it takes no --json, --schemas, --transcript or \
+                 --provider"
                     .to_owned(),
             );
         }
@@ -423,22 +385,6 @@ where
     }
     if approve.is_some() || deny.is_some() || reason.is_some() || by.is_some() || now.is_some() {
         return Err("--approve, --deny, --reason, --by and --now go with --resume".to_owned());
-    }
-    if let Some(dir) = verify {
-        if json
-            || schemas
-            || !transcripts.is_empty()
-            || out_dir.is_some()
-            || specialist.is_some()
-            || provider.is_some()
-        {
-            return Err(
-                "--verify-audit DIR reads a folder and runs nothing: it takes no other \
-                        option"
-                    .to_owned(),
-            );
-        }
-        return Ok(Command::VerifyAudit(dir));
     }
     if schemas {
         if json {
@@ -566,8 +512,6 @@ where
                 return EXIT_FAILED;
             }
         },
-        Command::VerifyAudit(dir) => return verify_audit(&dir, out, err),
-        Command::Report(dir) => return report::run(&dir, out, err),
         Command::WhatIf(file, specialist, changes) => {
             return what_if::run(&file, specialist, changes, out, err);
         }
@@ -691,49 +635,6 @@ fn output_failed(err: &mut dyn Write, e: &std::io::Error) -> u8 {
         let _ = writeln!(err, "error: cannot write the output: {e}");
     }
     EXIT_FAILED
-}
-
-/// `--verify-audit DIR`: one line per chain (`NAME: ok, N lines, last hash H`, or `NAME:
-/// broken: …` naming the first line at fault), then a reminder to keep the last hashes. A
-/// `postgres://` URL instead of `DIR`: the same for the database's two chains, checked where
-/// they are.
-fn verify_audit(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    if let Some(url) = super::state::database_url(dir) {
-        let (text, ok) = match super::state::trail::verify(url) {
-            Ok(v) => v,
-            Err(e) => {
-                let _ = writeln!(err, "error: --verify-audit: {e}");
-                return if cfg!(feature = "postgres") {
-                    EXIT_FAILED
-                } else {
-                    EXIT_BAD_INPUT
-                };
-            }
-        };
-        return match out.write_all(text.as_bytes()) {
-            Ok(()) if ok => EXIT_OK,
-            Ok(()) => EXIT_FAILED,
-            Err(e) => output_failed(err, &e),
-        };
-    }
-    let verified = match toolgate::audit::verify_audit_dir(dir) {
-        Ok(v) => v,
-        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
-            let _ = writeln!(err, "error: --verify-audit: {e} (see --help)");
-            return EXIT_BAD_INPUT;
-        }
-        Err(e) => {
-            let _ = writeln!(err, "error: --verify-audit: {e}");
-            return EXIT_FAILED;
-        }
-    };
-    // The same lines as `toolgate audit verify`.
-    let text = toolgate::audit::report::ChainSummary::of(&verified).to_string();
-    match out.write_all(text.as_bytes()) {
-        Ok(()) if verified.is_ok() => EXIT_OK,
-        Ok(()) => EXIT_FAILED,
-        Err(e) => output_failed(err, &e),
-    }
 }
 
 fn replay(

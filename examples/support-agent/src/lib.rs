@@ -23,7 +23,6 @@
 //! - `http.rs`: the Messages API over HTTP (ureq), with its retries;
 //! - `otel.rs`: `--otel` and `--otel-endpoint`, the spans printed by the SDK's stdout exporter or
 //!   sent to a collector over OTLP/HTTP;
-//! - `report.rs`: `--report DIR`, one self-contained HTML page from the audit files;
 //! - `what_if.rs`: `--what-if FILE`, today's rules (or changed ones) over a recorded audit log;
 //! - `cli.rs`: the command line and exit codes;
 //! - `mcp_server.rs` (feature `mcp`): the refunds specialist served over MCP, the
@@ -42,7 +41,6 @@ pub mod live;
 pub mod otel;
 pub mod output;
 pub mod policy;
-pub mod report;
 pub mod seed;
 pub mod state;
 pub mod tools;

@@ -77,6 +77,22 @@ fn os(s: impl Into<OsString>) -> OsString {
     s.into()
 }
 
+/// Runs the `toolgate` command (`cli/`, which checks and draws the trail the agent writes) with
+/// `args`; returns (exit code, stdout, stderr). Its exit codes: 0 done (the chain verifies), 1
+/// the chain is broken or the output could not be written, 2 bad input.
+fn run_toolgate(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
+    let binary = support::cargo::toolgate_command(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let out = std::process::Command::new(binary)
+        .args(args)
+        .output()
+        .expect("the toolgate command runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).expect("utf-8 stdout"),
+        String::from_utf8(out.stderr).expect("utf-8 stderr"),
+    )
+}
+
 /// A session of `specialist` for `user` at `now`, on a fresh agent (fresh ledger).
 fn session(specialist: Specialist, user: &str, tier: &str, now: &str) -> (Agent, Session) {
     let agent = Agent::build(specialist, None).expect("the agent builds");
@@ -1113,18 +1129,16 @@ fn bad_arguments_exit_2() {
             "error: --schemas prints tool definitions and replays nothing: it takes no \
              --transcript or --out-dir (see --help)\n",
         ),
+        // The audit trail is the `toolgate` command's to check and draw.
         (
-            vec!["--verify-audit"],
-            "error: --verify-audit needs a value (see --help)\n",
+            vec!["--verify-audit", "data"],
+            "error: --verify-audit is the toolgate command's: toolgate audit verify DIR|URL \
+             (see --help)\n",
         ),
         (
-            vec!["--verify-audit", "data", "--json"],
-            "error: --verify-audit DIR reads a folder and runs nothing: it takes no other \
-             option (see --help)\n",
-        ),
-        (
-            vec!["--verify-audit=a", "--verify-audit=b"],
-            "error: --verify-audit is given twice (see --help)\n",
+            vec!["--out-dir", "data", "--report=data"],
+            "error: --report is the toolgate command's: toolgate audit report DIR|URL \
+             --count-tool issue_refund (see --help)\n",
         ),
         (
             vec!["--what-if", "a.jsonl", "--json"],
@@ -1143,7 +1157,7 @@ fn bad_arguments_exit_2() {
             vec![
                 "--otel-endpoint",
                 "http://127.0.0.1:4318/v1/traces",
-                "--verify-audit",
+                "--what-if",
                 "d",
             ],
             "error: --otel and --otel-endpoint go with a replay or --live (see --help)\n",
@@ -1185,9 +1199,7 @@ usage:
   support_agent [--transcript FILE]... [--json] [--out-dir DIR] [--store sqlite|memory]
                 [--database-url URL] [--otel] [--otel-endpoint URL]
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
-  support_agent --verify-audit DIR|URL
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
-  support_agent --report DIR|URL
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
                 [--json] [--out-dir DIR] [--store sqlite|memory] [--database-url URL]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
@@ -1219,20 +1231,11 @@ usage:
   --specialist NAME    with --schemas: refunds (default) or triage
   --provider NAME      with --schemas: anthropic (default), anthropic-strict, openai (Chat
                        Completions), openai-responses, gemini (functionDeclarations entries), mcp
-  --verify-audit DIR   check the hash chain of DIR's audit files (rotated ones included): ok
-                       with the line count and last hash, or the first line edited, deleted,
-                       inserted or reordered; a postgres:// URL: the database's chains, checked
-                       where they are (a read-only connection)
   --what-if FILE       replay a recorded audit_log.jsonl through today's PreToolUse rules
                        (never the tools) and print every call they decide differently: allowed
                        → blocked, blocked → allowed, another rewrite, another blocking hook
   --weekly-refund-limit CENTS
                        with --what-if: try this weekly refund limit instead of 50000 cents
-  --report DIR         write DIR/report.html from DIR's audit files (what `toolgate audit
-                       report` writes): outcomes per day, the people in the loop, each
-                       customer's calls and refunds, each rule's denials and asks per day,
-                       latency per rule and per tool, halts, tokens, the hash chain; a
-                       postgres:// URL: the database's trail, the page in ./report.html
   --resume FILE        finish a turn paused for a person's approval (a replay writes it to
                        OUT-DIR/pending/SESSION/TURN.json) with one decision:
   --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)
@@ -1260,16 +1263,19 @@ usage:
                        terminal the turn pauses and is written for --resume
   --help               this text
 
-exit codes: 0 all outcomes as expected (or the chain verifies, or every --live message got a
-final answer); 1 an outcome differed (or the agent halted, output failed, the chain is broken,
-the API refused or could not be reached); 2 a bad argument or transcript, or no API key for
---live (nothing was run or written)
+The audit trail a run writes (DIR's files, or the database of --database-url) is checked and
+drawn by the `toolgate` command: toolgate audit verify DIR|URL, toolgate audit report DIR|URL
+--count-tool issue_refund (docs/toolgate-command.md).
+
+exit codes: 0 all outcomes as expected (or every --live message got a final answer); 1 an
+outcome differed (or the agent halted, output failed, the API refused or could not be reached);
+2 a bad argument or transcript, or no API key for --live (nothing was run or written)
 "
     );
 }
 
 #[test]
-fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line() {
+fn toolgate_audit_verify_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line() {
     let dir = TempDir::new("verify-cli");
     let (code, _, err) = run(&[&os("--out-dir"), &os(dir.path())]);
     assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
@@ -1278,11 +1284,11 @@ fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line
     let (_, last) = support::chained_lines(&calls, support::ZEROS);
     let (_, last_summary) =
         support::chained_lines(&dir.path().join("session_summaries.jsonl"), support::ZEROS);
-    let verify = || run(&[&os("--verify-audit"), &os(dir.path())]);
+    let verify = || run_toolgate(&["audit".as_ref(), "verify".as_ref(), dir.path().as_os_str()]);
     assert_eq!(
         verify(),
         (
-            cli::EXIT_OK,
+            0,
             format!(
                 "audit_log.jsonl: ok, 29 lines, last hash {last}\n\
                  session_summaries.jsonl: ok, 10 lines, last hash {last_summary}\n\
@@ -1311,7 +1317,7 @@ fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line
     assert_eq!(
         verify(),
         (
-            cli::EXIT_OK,
+            0,
             format!(
                 "audit_log.jsonl (2 files): ok, 32 lines, last hash {last}\n\
                  session_summaries.jsonl (2 files): ok, 11 lines, last hash {last_summary}\n\
@@ -1335,7 +1341,7 @@ fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line
     assert_eq!(
         verify(),
         (
-            cli::EXIT_FAILED,
+            1,
             format!(
                 "audit_log.jsonl (2 files): broken: line {} does not follow line {at}: line {at} \
                  was edited, or lines were deleted between them in {}\n\
@@ -1349,13 +1355,15 @@ fn verify_audit_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line
 
     // Not a folder: a bad argument.
     assert_eq!(
-        run(&[&os("--verify-audit"), &os(&calls)]),
+        run_toolgate(&["audit".as_ref(), "verify".as_ref(), calls.as_os_str()]),
         (
-            cli::EXIT_BAD_INPUT,
+            2,
             String::new(),
             format!(
-                "error: --verify-audit: `{}` is not a folder (see --help)\n",
-                calls.display()
+                "toolgate: error: `{}` is a file, not an audit folder: give the folder that \
+                 holds it (`{}`)\n",
+                calls.display(),
+                dir.path().display()
             )
         )
     );
@@ -2969,12 +2977,22 @@ fn the_report_page_shows_the_logs_own_numbers() {
     agent::replay_on(&agent, &t);
     drop((agent, audit));
 
-    let (code, out, err) = run(&[&os("--report"), &os(dir.path())]);
+    // The page the `toolgate` command draws from the agent's folder, its refunds counted per
+    // customer.
     let page_path = dir.path().join("report.html");
+    let (code, out, err) = run_toolgate(&[
+        "audit".as_ref(),
+        "report".as_ref(),
+        dir.path().as_os_str(),
+        "-o".as_ref(),
+        page_path.as_os_str(),
+        "--count-tool".as_ref(),
+        "issue_refund".as_ref(),
+    ]);
     assert_eq!(
         (code, out, err),
         (
-            cli::EXIT_OK,
+            0,
             format!(
                 "report: {} (28 calls, chain verifies)\n",
                 page_path.display()

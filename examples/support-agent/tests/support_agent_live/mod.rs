@@ -1019,7 +1019,7 @@ fn live_options_are_checked_before_anything_runs() {
         ),
         (
             &["--live", "--user", "u_001", "--tier", "free", "--json"],
-            "--live talks to the model: it takes no --json, --schemas, --transcript, --verify-audit or --provider",
+            "--live talks to the model: it takes no --json, --schemas, --transcript or --provider",
         ),
         (
             &[

@@ -8,9 +8,10 @@ use std::process::Command;
 use toolgate::store::postgres::PostgresStore;
 
 use toolgate_test_support::TempDir;
+use toolgate_test_support::cargo::toolgate_command;
 use toolgate_test_support::postgres::{self as server, Sql};
 
-use crate::support_agent_ledger;
+use crate::{run_toolgate, support_agent_ledger};
 
 const PAUSED: &str = "08_large_refund_paused.json";
 const WAITING_ID: &str = "toolu_01Nq8tEcVr2W9gAy4hDj8QxF";
@@ -161,16 +162,17 @@ fn two_workers_on_one_database_replay_every_transcript_and_pay_each_refund_once(
     let verdict = toolgate::block_on(store.audit_sink().verify(None)).unwrap();
     assert!(verdict.is_ok(), "{verdict}");
 
-    // The support agent checks and draws the same trail from the database.
-    let (code, out, err) = agent(&["--verify-audit".as_ref(), url.as_ref()]);
+    // The `toolgate` command checks and draws the same trail from the database.
+    let verify = || run_toolgate(&["audit".as_ref(), "verify".as_ref(), url.as_ref()]);
+    let (code, out, err) = verify();
     assert_eq!(
         (code, out.as_str(), err.as_str()),
         (0, verdict.to_string().as_str(), "")
     );
     let here = TempDir::new("pg-report");
     std::fs::create_dir_all(here.path()).unwrap();
-    let report = Command::new(env!("CARGO_BIN_EXE_support_agent"))
-        .args(["--report", &url])
+    let report = Command::new(toolgate_command(Path::new(env!("CARGO_TARGET_TMPDIR"))))
+        .args(["audit", "report", &url, "--count-tool", "issue_refund"])
         .current_dir(here.path())
         .output()
         .unwrap();
@@ -188,7 +190,7 @@ fn two_workers_on_one_database_replay_every_transcript_and_pay_each_refund_once(
         ),
         (
             Some(0),
-            format!("report: ./report.html ({calls} calls, chain verifies)\n"),
+            format!("report: report.html ({calls} calls, chain verifies)\n"),
             String::new()
         )
     );
@@ -203,7 +205,7 @@ fn two_workers_on_one_database_replay_every_transcript_and_pay_each_refund_once(
     );
     let broken = toolgate::block_on(store.audit_sink().verify(None)).unwrap();
     assert!(!broken.is_ok());
-    let (code, out, err) = agent(&["--verify-audit".as_ref(), url.as_ref()]);
+    let (code, out, err) = verify();
     assert_eq!(
         (code, out.as_str(), err.as_str()),
         (1, broken.to_string().as_str(), "")
