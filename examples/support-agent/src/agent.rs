@@ -1,4 +1,5 @@
-//! The two specialists, built from one registry, and the replay of one transcript through them.
+//! The two specialists (`specialist.rs`), built from one registry, and the replay of one
+//! transcript through them.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,39 +12,12 @@ use toolgate::{
 };
 
 use super::ledger::{EnterError, Ledger, LedgerFailed, Refund};
-use super::output::{CallLine, CallLog};
+use super::observer::{CallLine, CallLog};
 use super::policy::WeeklyRefundLimit;
+use super::specialist::Specialist;
 use super::state::State;
 use super::tools::TicketQueue;
 use super::transcript::Transcript;
-
-/// A specialist: one dispatcher over the agent's registered tools and hooks, with a subset of
-/// the tools. A hook whose tools are all filtered out is not part of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Specialist {
-    /// Every tool but `create_jira_ticket`.
-    Refunds,
-    /// `lookup_user`, `get_order_details`, `search_faq`, `create_jira_ticket`.
-    Triage,
-}
-
-impl Specialist {
-    /// Both, in the order `--help` lists them.
-    pub const ALL: [Specialist; 2] = [Specialist::Refunds, Specialist::Triage];
-
-    /// `refunds` or `triage`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Specialist::Refunds => "refunds",
-            Specialist::Triage => "triage",
-        }
-    }
-
-    /// The specialist with this name.
-    pub fn from_name(name: &str) -> Option<Specialist> {
-        Specialist::ALL.into_iter().find(|s| s.as_str() == name)
-    }
-}
 
 /// One specialist's dispatcher and the state it was given (fresh for every transcript).
 pub struct Agent {

@@ -21,10 +21,11 @@ use toolgate::{
     dispatch::Clock,
 };
 
-use super::agent::{Agent, Specialist};
-use super::cli::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
+use super::agent::Agent;
+use super::exit::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use super::output::call_line;
 use super::seed;
+use super::specialist::Specialist;
 use super::state::{State, StoreKind};
 
 /// Where a replay writes a pending turn: `<out-dir>/pending/<session>/<turn>.json`, the session

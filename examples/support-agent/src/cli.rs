@@ -11,22 +11,16 @@ use toolgate::{
     provider::Provider,
 };
 
-use super::agent::{self, Agent, Specialist};
+use super::agent::{self, Agent};
 use super::approval::{self, ResumeArgs};
+use super::exit::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use super::live::{self, LiveArgs};
 use super::otel::{self, Otel};
 use super::output;
+use super::specialist::Specialist;
 use super::state::{State, StoreKind};
 use super::transcript::{self, Transcript};
 use super::what_if::{self, RuleChanges};
-
-/// Every transcript replayed as expected (or `--schemas`, `--help`).
-pub const EXIT_OK: u8 = 0;
-/// The replay finished, but an outcome differed from the transcript's expected one, the agent
-/// halted, or the output could not be written.
-pub const EXIT_FAILED: u8 = 1;
-/// Nothing ran: a bad argument, or a transcript that is not JSON or not a transcript.
-pub const EXIT_BAD_INPUT: u8 = 2;
 
 /// The default `--out-dir`.
 pub const DEFAULT_OUT_DIR: &str = "data";

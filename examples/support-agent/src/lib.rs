@@ -15,16 +15,19 @@
 //!   file `<out-dir>/state.sqlite` by default, or memory);
 //! - `tools.rs`: the six `#[tool]` functions;
 //! - `policy.rs`: the six `#[pre_hook]` rules;
-//! - `agent.rs`: the two specialists (one registry, filtered) and the replay of a transcript;
+//! - `specialist.rs`: the two specialists, each a subset of the tools;
+//! - `agent.rs`: a specialist built (one registry, filtered) and the replay of a transcript;
 //! - `transcript.rs`: the bundled transcripts, reading and checking a transcript file;
-//! - `output.rs`: the `#[post_hook]` observer and what is printed;
+//! - `observer.rs`: the `#[post_hook]` observer that keeps what happened to each call;
+//! - `output.rs`: what is printed;
 //! - `approval.rs`: pending turns written for a person, and `--resume` with their decision;
 //! - `live.rs`: `--live`, the conversation with the model over the Messages API;
 //! - `http.rs`: the Messages API over HTTP (ureq), with its retries;
 //! - `otel.rs`: `--otel` and `--otel-endpoint`, the spans printed by the SDK's stdout exporter or
 //!   sent to a collector over OTLP/HTTP;
 //! - `what_if.rs`: `--what-if FILE`, today's rules (or changed ones) over a recorded audit log;
-//! - `cli.rs`: the command line and exit codes;
+//! - `cli.rs`: the command line;
+//! - `exit.rs`: the exit codes every mode returns;
 //! - `mcp_server.rs` (feature `mcp`): the refunds specialist served over MCP, the
 //!   `mcp_server` binary's options, server and, with `mcp-http`, its streamable HTTP transport.
 //!
@@ -35,13 +38,16 @@
 pub mod agent;
 pub mod approval;
 pub mod cli;
+pub mod exit;
 pub mod http;
 pub mod ledger;
 pub mod live;
+pub mod observer;
 pub mod otel;
 pub mod output;
 pub mod policy;
 pub mod seed;
+pub mod specialist;
 pub mod state;
 pub mod tools;
 pub mod transcript;

@@ -48,11 +48,12 @@ use toolgate::{
     provider::Provider,
 };
 
-use super::agent::{Agent, Specialist};
-use super::cli::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
+use super::agent::Agent;
+use super::exit::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use super::http::{ApiKey, Client};
 use super::ledger::SHARED_WORLD;
 use super::output;
+use super::specialist::Specialist;
 use super::state::{State, StoreKind};
 
 /// The model asked when `--model` is not given.

@@ -34,7 +34,8 @@ use std::path::PathBuf;
 use toolgate::mcp::McpServer;
 use toolgate::{HookContext, audit::AuditLog};
 
-use super::agent::{Agent, Specialist};
+use super::agent::Agent;
+use super::specialist::Specialist;
 
 /// The usage line printed for a bad command line.
 pub const USAGE: &str = "usage: mcp_server --user USER_ID [--tier TIER] [--session \

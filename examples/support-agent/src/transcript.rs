@@ -41,8 +41,8 @@ use toolgate::{
     content::Role,
 };
 
-use super::agent::Specialist;
 use super::ledger::SHARED_WORLD;
+use super::specialist::Specialist;
 
 /// The bundled transcripts (`transcripts/*.json`, compiled in): name and text.
 pub const BUNDLED: &[(&str, &str)] = &[

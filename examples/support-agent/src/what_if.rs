@@ -18,11 +18,12 @@ use toolgate::{
     dispatch::ChainVerdict,
 };
 
-use super::agent::{Agent, Specialist};
-use super::cli::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
+use super::agent::Agent;
+use super::exit::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use super::ledger::IsoWeek;
 use super::policy::{WEEKLY_REFUND_LIMIT_CENTS, WeeklyRefundLimit};
 use super::seed;
+use super::specialist::Specialist;
 
 /// The rule changes a what-if replay tries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

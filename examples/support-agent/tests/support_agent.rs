@@ -38,11 +38,12 @@ mod support_agent_postgres;
 #[cfg(feature = "postgres")]
 use toolgate_test_support::postgres as pg_server;
 
-use support_agent::agent::{self, Agent, Specialist};
-use support_agent::cli;
+use support_agent::agent::{self, Agent};
 use support_agent::ledger::{IsoWeek, Ledger};
-use support_agent::output::CallLog;
+use support_agent::observer::CallLog;
 use support_agent::policy::in_deploy_window;
+use support_agent::specialist::Specialist;
+use support_agent::{cli, exit};
 use support_agent::{tools, transcript};
 
 // ---------------------------------------------------------------- helpers
@@ -576,7 +577,7 @@ const APPROVAL_TRANSCRIPTS: [&str; 4] = [
 fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are() {
     let dir = TempDir::new("readable");
     let (code, out, err) = run(&[&os("--out-dir"), &os(dir.path())]);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     let call_lines: Vec<&str> = out
         .lines()
         .filter(|l| l.trim_start().starts_with("toolu_"))
@@ -677,7 +678,7 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
         ]
     );
     let (code, out, _) = run(&[&os("--out-dir"), &os(dir.path())]);
-    assert_eq!(code, cli::EXIT_OK);
+    assert_eq!(code, exit::EXIT_OK);
     let lines = json_lines(&dir.path().join("audit_log.jsonl"));
     assert_eq!(lines.len(), 29 + 27);
     let second = &lines[29..];
@@ -720,7 +721,7 @@ fn json_mode_prints_only_the_user_messages_one_json_line_each() {
     assert_eq!(
         (code, err),
         (
-            cli::EXIT_OK,
+            exit::EXIT_OK,
             pending("sess_paused_08", "toolu_01Nq8tEcVr2W9gAy4hDj8QxF")
                 + &pending("sess_expired_09", "toolu_01Or9uFdWs3X0hBz5iEk9RyG")
         )
@@ -778,7 +779,7 @@ fn one_transcript_file_in_json_mode() {
         &os("--json"),
         &os(format!("--out-dir={}", dir.path().display())),
     ]);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     assert_eq!(out.lines().count(), 3);
     let second: Value = serde_json::from_str(out.lines().nth(1).unwrap()).unwrap();
     assert_eq!(
@@ -886,7 +887,7 @@ fn a_bad_transcript_exits_2_with_one_line_before_anything_runs_or_is_written() {
             let mut args = vec![os("--transcript"), os(&file), os("--out-dir"), os(&out_dir)];
             args.extend(extra.map(os));
             let (code, out, err) = run(&args.iter().collect::<Vec<_>>());
-            assert_eq!(code, cli::EXIT_BAD_INPUT, "{problem}");
+            assert_eq!(code, exit::EXIT_BAD_INPUT, "{problem}");
             assert_eq!(out, "", "{problem}");
             let prefix = format!("error: {}: {problem}", file.display());
             assert!(
@@ -907,7 +908,7 @@ fn a_bad_transcript_exits_2_with_one_line_before_anything_runs_or_is_written() {
         &os("--out-dir"),
         &os(&out_dir),
     ]);
-    assert_eq!(code, cli::EXIT_BAD_INPUT);
+    assert_eq!(code, exit::EXIT_BAD_INPUT);
     // The rest of the line is the operating system's text.
     assert!(err.starts_with(&format!("error: {}: cannot be read: ", missing.display())));
     assert!(!out_dir.exists());
@@ -922,7 +923,7 @@ fn an_out_dir_that_is_a_file_exits_1_naming_it_and_writes_nothing() {
     assert_eq!(
         (code, out.as_str(), err),
         (
-            cli::EXIT_FAILED,
+            exit::EXIT_FAILED,
             "",
             format!(
                 "error: --out-dir: cannot use `{}` as the audit folder: it exists and is not a \
@@ -949,7 +950,7 @@ fn an_outcome_other_than_expected_exits_1_after_finishing_the_replay() {
         &os(dir.path()),
     ]);
     let _ = std::fs::remove_file(&file);
-    assert_eq!(code, cli::EXIT_FAILED);
+    assert_eq!(code, exit::EXIT_FAILED);
     assert_eq!(
         err,
         format!(
@@ -979,7 +980,7 @@ fn schemas_prints_each_specialists_tool_definitions_as_one_json_array() {
             .collect()
     };
     let (code, out, err) = run(&[&os("--schemas")]);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     assert_eq!(
         names(&out),
         [
@@ -991,7 +992,7 @@ fn schemas_prints_each_specialists_tool_definitions_as_one_json_array() {
         ]
     );
     let (code, out, _) = run(&[&os("--schemas"), &os("--specialist"), &os("triage")]);
-    assert_eq!(code, cli::EXIT_OK);
+    assert_eq!(code, exit::EXIT_OK);
     assert_eq!(
         names(&out),
         [
@@ -1027,7 +1028,7 @@ fn schemas_prints_each_providers_definitions() {
             &os("--provider"),
             &os(provider),
         ]);
-        assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""), "{provider}");
+        assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""), "{provider}");
         let defs: Value = serde_json::from_str(&out).expect("one JSON array");
         assert_eq!(defs.as_array().unwrap().len(), 4, "{provider}");
         defs.as_array()
@@ -1184,11 +1185,11 @@ fn bad_arguments_exit_2() {
         let (code, out, err) = run(&args.iter().collect::<Vec<_>>());
         assert_eq!(
             (code, out.as_str(), err.as_str()),
-            (cli::EXIT_BAD_INPUT, "", message)
+            (exit::EXIT_BAD_INPUT, "", message)
         );
     }
     let (code, out, err) = run(&[&os("--help")]);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     assert_eq!(
         out,
         "\
@@ -1278,7 +1279,7 @@ outcome differed (or the agent halted, output failed, the API refused or could n
 fn toolgate_audit_verify_says_ok_with_the_counts_and_last_hashes_or_names_the_broken_line() {
     let dir = TempDir::new("verify-cli");
     let (code, _, err) = run(&[&os("--out-dir"), &os(dir.path())]);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     // Two transcripts paused: 20 final lines and 4 that are not.
     let calls = dir.path().join("audit_log.jsonl");
     let (_, last) = support::chained_lines(&calls, support::ZEROS);
@@ -1310,7 +1311,7 @@ fn toolgate_audit_verify_says_ok_with_the_counts_and_last_hashes_or_names_the_br
         &os("--out-dir"),
         &os(dir.path()),
     ]);
-    assert_eq!(code, cli::EXIT_OK);
+    assert_eq!(code, exit::EXIT_OK);
     let (_, last) = support::chained_lines(&calls, &last);
     let (_, last_summary) =
         support::chained_lines(&dir.path().join("session_summaries.jsonl"), &last_summary);
@@ -1431,7 +1432,7 @@ fn the_refunds_specialist_without_the_rules_on_issue_refund_does_not_build() {
             path("tools::issue_refund"),
             path("policy::no_case_files_during_deploy"),
             path("policy::cap_faq_limit"),
-            path("output::record_call"),
+            path("observer::record_call"),
         ])
         .undeclared_effects_are_writes()
         .state(Ledger::default())
@@ -1946,7 +1947,7 @@ fn the_tools_refuse_a_missing_order_themselves_when_no_ownership_hook_ran() {
         .items([
             format!("{}::tools::issue_refund", support_agent::AGENT_PATH),
             format!("{}::policy::weekly_refund_limit", support_agent::AGENT_PATH),
-            format!("{}::output::record_call", support_agent::AGENT_PATH),
+            format!("{}::observer::record_call", support_agent::AGENT_PATH),
         ])
         .state(Ledger::default())
         .state(support_agent::policy::WeeklyRefundLimit::default())
@@ -2202,7 +2203,7 @@ fn control_characters_from_the_model_are_escaped_in_readable_lines() {
         &os(dir.path()),
     ]);
     let _ = std::fs::remove_file(&file);
-    assert_eq!(code, cli::EXIT_OK);
+    assert_eq!(code, exit::EXIT_OK);
     assert!(
         !out.contains('\u{1b}'),
         "no escape character reaches the terminal"
@@ -2242,7 +2243,7 @@ fn line_breaks_and_escapes_from_the_model_stay_inside_one_line_of_every_output()
         &os("--out-dir"),
         &os(dir.path()),
     ]);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     for c in raw {
         assert!(!out.contains(c), "{c:?} raw in {out:?}");
     }
@@ -2291,7 +2292,7 @@ fn line_breaks_and_escapes_from_the_model_stay_inside_one_line_of_every_output()
         &os(json_dir.path()),
     ]);
     let _ = std::fs::remove_file(&file);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     for c in raw {
         assert!(!out.contains(c), "{c:?} raw in {out:?}");
     }
@@ -2331,7 +2332,7 @@ fn a_message_cut_at_max_tokens_prints_no_answer_but_a_note_in_json_mode() {
         &os(dir.path()),
     ]);
     let _ = std::fs::remove_file(&file);
-    assert_eq!(code, cli::EXIT_OK);
+    assert_eq!(code, exit::EXIT_OK);
     // Messages 2 to 4 are answered; the first one, cut off, is not.
     assert_eq!(out.lines().count(), 3);
     assert_eq!(
@@ -2423,7 +2424,7 @@ fn a_transcripts_decisions_resume_its_paused_turns_approved_and_denied() {
             &os("--out-dir"),
             &os(dir.path()),
         ]);
-        assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""), "{name}");
+        assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""), "{name}");
     }
     let asked = format!(
         r#""asked_by":[{{"hook":"support_agent::policy::large_refund_needs_approval","reason":"{APPROVAL_HOOK_REASON_30000}"}}]"#
@@ -2520,7 +2521,7 @@ fn a_paused_turn_is_written_then_resumed_by_a_later_run_with_approve_or_deny() {
             &os("--out-dir"),
             &os(dir.path()),
         ]);
-        assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+        assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
         let file = dir
             .path()
             .join("pending/sess_paused_08/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json");
@@ -2546,7 +2547,7 @@ fn a_paused_turn_is_written_then_resumed_by_a_later_run_with_approve_or_deny() {
         let mut args = vec![os("--resume"), os(&file), os("--out-dir"), os(dir.path())];
         args.extend(decision);
         let (code, out, err) = run(&args.iter().collect::<Vec<_>>());
-        assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+        assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
         let path = hook("large_refund_needs_approval");
         let line = if deny {
             format!(
@@ -2591,7 +2592,7 @@ fn a_paused_turn_is_written_then_resumed_by_a_later_run_with_approve_or_deny() {
 
         // Resuming again finds no file.
         let (code, _, err) = run(&args.iter().collect::<Vec<_>>());
-        assert_eq!(code, cli::EXIT_BAD_INPUT);
+        assert_eq!(code, exit::EXIT_BAD_INPUT);
         assert!(err.starts_with(&format!("error: {}: cannot be read: ", file.display())));
     }
 }
@@ -2616,7 +2617,7 @@ fn a_copy_of_a_pending_file_resumed_again_or_a_second_run_pays_nothing_twice() {
         &os("--out-dir"),
         &os(dir.path()),
     ]);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     let file = dir
         .path()
         .join("pending/sess_paused_08/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json");
@@ -2634,10 +2635,10 @@ fn a_copy_of_a_pending_file_resumed_again_or_a_second_run_pays_nothing_twice() {
         ])
     };
     let (code, _, err) = resume(&file);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     assert_eq!(refunds_of(dir.path(), id), 1);
     let (code, out, err) = resume(&copy);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     assert_eq!(
         out,
         format!(
@@ -2655,7 +2656,7 @@ fn a_copy_of_a_pending_file_resumed_again_or_a_second_run_pays_nothing_twice() {
         &os("--out-dir"),
         &os(dir.path()),
     ]);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     assert_eq!(refunds_of(dir.path(), id), 1);
     assert!(!file.exists(), "nothing paused again");
 
@@ -2670,7 +2671,7 @@ fn a_copy_of_a_pending_file_resumed_again_or_a_second_run_pays_nothing_twice() {
         &os("--store"),
         &os("memory"),
     ]);
-    assert_eq!(code, cli::EXIT_OK);
+    assert_eq!(code, exit::EXIT_OK);
     assert!(!memory.path().join("state.sqlite").exists());
     let paused = memory
         .path()
@@ -2686,7 +2687,7 @@ fn a_copy_of_a_pending_file_resumed_again_or_a_second_run_pays_nothing_twice() {
     assert_eq!(
         (code, err),
         (
-            cli::EXIT_BAD_INPUT,
+            exit::EXIT_BAD_INPUT,
             format!(
                 "error: {}: this turn is not kept in {} (a run with --store memory paused it: \
                  resume it with --store memory)\n",
@@ -2705,7 +2706,7 @@ fn a_copy_of_a_pending_file_resumed_again_or_a_second_run_pays_nothing_twice() {
         &os("--store"),
         &os("memory"),
     ]);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     assert_eq!(refunds_of(memory.path(), id), 1);
 }
 
@@ -2718,7 +2719,7 @@ fn an_expired_pending_turn_is_answered_blocked_and_bad_resumes_are_refused() {
         &os("--out-dir"),
         &os(dir.path()),
     ]);
-    assert_eq!(code, cli::EXIT_OK);
+    assert_eq!(code, exit::EXIT_OK);
     let file = dir
         .path()
         .join("pending/sess_expired_09/toolu_01Or9uFdWs3X0hBz5iEk9RyG.json");
@@ -2732,7 +2733,7 @@ fn an_expired_pending_turn_is_answered_blocked_and_bad_resumes_are_refused() {
     assert_eq!(
         resume(&["--approve", "toolu_nope"]),
         (
-            cli::EXIT_BAD_INPUT,
+            exit::EXIT_BAD_INPUT,
             String::new(),
             format!(
                 "error: {}: tool_use \"toolu_nope\" is not waiting for approval in this pending \
@@ -2768,7 +2769,7 @@ fn an_expired_pending_turn_is_answered_blocked_and_bad_resumes_are_refused() {
         assert_eq!(
             run(&args.iter().collect::<Vec<_>>()),
             (
-                cli::EXIT_BAD_INPUT,
+                exit::EXIT_BAD_INPUT,
                 String::new(),
                 format!("error: {message} (see --help)\n")
             )
@@ -2776,7 +2777,7 @@ fn an_expired_pending_turn_is_answered_blocked_and_bad_resumes_are_refused() {
     }
     // More than 24 hours after it paused: answered blocked, whatever the decision.
     let (code, out, err) = resume(&["--approve", id, "--now", "2026-12-03T16:00:01Z", "--json"]);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     let text = "BLOCKED: this call waited for a person's approval longer than 86400 s and \
                 expired; it was not done. Ask the user whether to try it again.";
     assert_eq!(
@@ -2802,7 +2803,7 @@ fn what_if_a_lower_weekly_limit_flips_exactly_the_refunds_past_it() {
     // Record the bundled replays, as a deployment's log would hold them.
     let dir = TempDir::new("what-if");
     let (code, _, err) = run(&[&os("--out-dir"), &os(dir.path())]);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     let log = dir.path().join("audit_log.jsonl");
 
     // Today's rules decide every recorded call as it was decided.
@@ -2810,7 +2811,7 @@ fn what_if_a_lower_weekly_limit_flips_exactly_the_refunds_past_it() {
     assert_eq!(
         (code, out, err),
         (
-            cli::EXIT_OK,
+            exit::EXIT_OK,
             format!(
                 "what-if over {}: today's rules, unchanged\n\
                  25 calls replayed, 4 skipped; 0 flips, 0 undecidable\n",
@@ -2834,7 +2835,7 @@ fn what_if_a_lower_weekly_limit_flips_exactly_the_refunds_past_it() {
     assert_eq!(
         (code, out, err),
         (
-            cli::EXIT_OK,
+            exit::EXIT_OK,
             format!(
                 "what-if over {}: weekly refund limit 30000 cents (today 50000)\n\
                  25 calls replayed, 4 skipped; 2 flips, 0 undecidable\n\
@@ -2889,7 +2890,7 @@ fn what_if_reports_a_file_that_is_not_an_audit_log() {
     assert_eq!(
         (code, out.as_str(), err),
         (
-            cli::EXIT_BAD_INPUT,
+            exit::EXIT_BAD_INPUT,
             "",
             format!(
                 "error: --what-if: `{}` line 1: not an audit line: missing field `session_id` at \
@@ -2900,7 +2901,7 @@ fn what_if_reports_a_file_that_is_not_an_audit_log() {
     );
     let missing = dir.path().join("nothing.jsonl");
     let (code, _, err) = run(&[&os("--what-if"), &os(&missing)]);
-    assert_eq!(code, cli::EXIT_FAILED);
+    assert_eq!(code, exit::EXIT_FAILED);
     assert_eq!(
         err,
         format!(
@@ -2933,7 +2934,7 @@ fn otel_replays_as_usual_while_the_spans_go_to_the_stdout_exporter() {
     assert_eq!(
         (code, out, err),
         (
-            cli::EXIT_OK,
+            exit::EXIT_OK,
             expected.replace(
                 &plain.path().display().to_string(),
                 &dir.path().display().to_string()
@@ -2964,7 +2965,7 @@ fn the_report_page_shows_the_logs_own_numbers() {
     // halt with its detail.
     let dir = TempDir::new("report");
     let (code, _, err) = run(&[&os("--out-dir"), &os(dir.path())]);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     let audit = AuditLog::open(dir.path()).unwrap();
     let broken = toolgate::dispatch::PreHookDef::sync("test::broken_policy", 5, |_env, _call| {
         Err(toolgate::dispatch::HookError::new(
@@ -3169,11 +3170,11 @@ fn no_paused_turn_overwrites_another() {
     // Two sessions whose ids an escaping to `_` would merge: two files, each its own turn.
     assert_eq!(
         replay_text(dir.path(), "a.json", &paused_in("shop/a", ""), &out),
-        cli::EXIT_OK
+        exit::EXIT_OK
     );
     assert_eq!(
         replay_text(dir.path(), "b.json", &paused_in("shop_a", ""), &out),
-        cli::EXIT_OK
+        exit::EXIT_OK
     );
     let turn = "toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json";
     let read = |p: PathBuf| -> Value {
@@ -3189,7 +3190,7 @@ fn no_paused_turn_overwrites_another() {
     // A second turn paused in one session before the first was resumed: both kept.
     assert_eq!(
         replay_text(dir.path(), "c.json", &paused_in("shop_a", "_2"), &out),
-        cli::EXIT_OK
+        exit::EXIT_OK
     );
     let second = read(out.join("pending/shop_a/toolu_01Mp7sDbUq1V8fZx3gCi7PwE_2.json"));
     assert_eq!(second["turn_id"], "toolu_01Mp7sDbUq1V8fZx3gCi7PwE_2");
@@ -3199,7 +3200,7 @@ fn no_paused_turn_overwrites_another() {
     let later = paused_in("shop_a", "").replace("2026-12-01T14:00:00Z", "2026-12-02T09:00:00Z");
     assert_eq!(
         replay_text(dir.path(), "d.json", &later, &out),
-        cli::EXIT_OK
+        exit::EXIT_OK
     );
     assert_eq!(read(out.join("pending/shop_a").join(turn)), underscore);
     assert_eq!(underscore["created_at"], "2026-12-01T14:00:00Z");
@@ -3603,7 +3604,7 @@ fn conversations_in_one_run_on_the_memory_store_share_one_ledger() {
             .collect()
     };
     let (code, out, err) = run(&args.iter().collect::<Vec<_>>());
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     let first = answers(&out);
     assert_eq!(
         first,
@@ -3627,7 +3628,7 @@ fn conversations_in_one_run_on_the_memory_store_share_one_ledger() {
     );
     // Nothing outlives the run: a second run starts from an empty ledger, and pays the same.
     let (code, out, err) = run(&args.iter().collect::<Vec<_>>());
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     assert_eq!(answers(&out), first);
 }
 
@@ -3644,11 +3645,11 @@ fn the_demo_replays_the_same_whatever_else_the_store_paid_and_its_customers_rule
         &os("--out-dir"),
         &os(&out_dir),
     ]);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     // The bundled transcripts declare the demo world: they replay as in a fresh folder, but
     // for the refund ids, which are the store's (the one refund before them took re_0001).
     let (code, out, err) = run(&[&os("--out-dir"), &os(&out_dir)]);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     let call_lines: Vec<&str> = out
         .lines()
         .filter(|l| l.trim_start().starts_with("toolu_"))
@@ -3677,7 +3678,7 @@ fn the_demo_replays_the_same_whatever_else_the_store_paid_and_its_customers_rule
         &os(&out_dir),
         &os("--json"),
     ]);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     assert_eq!(
         serde_json::from_str::<Value>(&out).unwrap(),
         json!({"role": "user", "content": [{
@@ -3721,7 +3722,7 @@ fn the_demo_replays_the_same_whatever_else_the_store_paid_and_its_customers_rule
     assert_eq!(
         (code, out.as_str(), err),
         (
-            cli::EXIT_FAILED,
+            exit::EXIT_FAILED,
             "",
             format!(
                 "error: {}: session sess_paused_08 was replayed in world `demo` before, not \
@@ -3743,7 +3744,7 @@ fn the_demo_replays_the_same_whatever_else_the_store_paid_and_its_customers_rule
     assert_eq!(
         (code, err),
         (
-            cli::EXIT_BAD_INPUT,
+            exit::EXIT_BAD_INPUT,
             format!(
                 "error: {}: context.world: empty (name the world, or leave `world` out for the \
                  shared one, `shop`)\n",

@@ -27,8 +27,9 @@ use super::{
     Client, REMOTE_FAILED, U001, agent_item, allow_all, answer, assert_nothing_audited,
     audit_fields, audit_lines, blocked_order, call, error_result, runtime, summaries,
 };
-use support_agent::agent::{Agent, Specialist};
+use support_agent::agent::Agent;
 use support_agent::mcp_server::{self, http::DemoUser, http::demo_user};
+use support_agent::specialist::Specialist;
 use toolgate_test_support::TempDir;
 
 /// The example's HTTP options: audit folder `audit`.

@@ -32,8 +32,9 @@ mod review;
 
 use support::{HALT_TEXT, TempDir, json_lines};
 
-use support_agent::agent::{Agent, Specialist};
+use support_agent::agent::Agent;
 use support_agent::mcp_server;
+use support_agent::specialist::Specialist;
 
 /// The path of one of the support agent's items.
 fn agent_item(item: &str) -> String {

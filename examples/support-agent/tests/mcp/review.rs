@@ -25,7 +25,8 @@ use super::{
     allow_all, answer, assert_nothing_audited, audit_fields, call, close, connect, guard_over_pipe,
     runtime,
 };
-use support_agent::agent::{Agent, Specialist};
+use support_agent::agent::Agent;
+use support_agent::specialist::Specialist;
 use toolgate_test_support::{PANIC_TEXT, TempDir, tool_timeout_text};
 
 /// An identity function that panics (a host's header parsing gone wrong, on a request the

@@ -12,11 +12,12 @@ use toolgate::{approval::Approval, audit::AuditLog, provider::Provider};
 
 use super::support::{TempDir, json_lines};
 use server::{Expect, KEY, Planned, Request, Seen, Server, check_request};
-use support_agent::agent::{self, Agent, Specialist};
+use support_agent::agent::{self, Agent};
 use support_agent::cli::{self, Command};
 use support_agent::http::{self, ApiKey};
 use support_agent::live::{self, Outside};
 use support_agent::output;
+use support_agent::specialist::Specialist;
 use support_agent::transcript::{self, Transcript};
 
 const MODEL: &str = "claude-sonnet-5";

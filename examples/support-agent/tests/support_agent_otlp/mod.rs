@@ -16,7 +16,7 @@ use prost::Message;
 use serde_json::Value;
 
 use super::support::{TempDir, json_lines};
-use super::{cli, os, run};
+use super::{exit, os, run};
 
 /// One request the receiver got: method, path, content type, body.
 struct Got {
@@ -109,7 +109,7 @@ fn otel_endpoint_sends_every_calls_spans_to_a_collector_over_otlp_http() {
         &os("--otel-endpoint"),
         &os(&url),
     ]);
-    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
 
     let got = got.lock().unwrap();
     assert!(!got.is_empty());
@@ -244,7 +244,7 @@ fn an_unreachable_collector_is_a_warning_naming_it_and_the_run_goes_on() {
         &os(&url),
     ]);
     let (_, expected, _) = run(&[&os("--out-dir"), &os(plain.path())]);
-    assert_eq!(code, cli::EXIT_OK);
+    assert_eq!(code, exit::EXIT_OK);
     assert_eq!(
         out,
         expected.replace(
@@ -370,7 +370,7 @@ fn the_spans_go_to_the_path_the_endpoint_names() {
             &os("--otel-endpoint"),
             &os(&url),
         ]);
-        assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""), "{url}");
+        assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""), "{url}");
         let got = got.lock().unwrap();
         // Every request (a batch of spans; one or more) to that path.
         let mut paths: Vec<&str> = got.iter().map(|g| g.path.as_str()).collect();
