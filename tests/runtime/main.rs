@@ -31,6 +31,7 @@ mod outcomes;
 mod panics;
 mod pause;
 mod pre_tool_use;
+mod quickstart;
 mod replies;
 mod retries;
 mod sealed;
