@@ -143,10 +143,12 @@ fn declared_features() -> Vec<String> {
 /// `cargo test --all-targets` builds examples with the test harness (their `main` is not
 /// what runs), and cargo gives tests the path of a `[[bin]]` only, so this runs `cargo build
 /// --example name` with the cargo that runs the tests ([`toolgate_test_support::cargo::build`]:
-/// the test run's own target folder and profile) with this binary's features: every crate the
-/// example needs is then the one the run already built, and only the example is compiled and
-/// linked (other features, or a folder of its own, would build every dependency a second
-/// time). The binary's path is the one cargo reports.
+/// the test run's own target folder and profile), resolved as the run that built this binary
+/// resolved its crates, so that only the example is compiled and linked (other features, or a
+/// folder of its own, would build every dependency a second time): with every feature of the
+/// root package on, as the README's test command builds it, the whole workspace with every
+/// feature (`toolgate_test_support::cargo::WORKSPACE_RUN`); else the root package alone with
+/// this binary's features. The binary's path is the one cargo reports.
 pub(crate) fn example_binary(name: &str) -> PathBuf {
     static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
@@ -165,8 +167,11 @@ pub(crate) fn example_binary(name: &str) -> PathBuf {
         .map(|(f, _)| *f)
         .collect();
     let features = format!("--features={}", features.join(","));
-    let messages = toolgate_test_support::cargo::build(
-        &[
+    let workspace = toolgate_test_support::cargo::WORKSPACE_RUN;
+    let args: Vec<&str> = if FEATURES.iter().all(|(_, on)| *on) {
+        ["build", workspace[0], workspace[1], "--example", name].to_vec()
+    } else {
+        [
             "build",
             "-p",
             "toolgate",
@@ -174,9 +179,11 @@ pub(crate) fn example_binary(name: &str) -> PathBuf {
             name,
             "--no-default-features",
             &features,
-        ],
-        Path::new(env!("CARGO_TARGET_TMPDIR")),
-    );
+        ]
+        .to_vec()
+    };
+    let messages =
+        toolgate_test_support::cargo::build(&args, Path::new(env!("CARGO_TARGET_TMPDIR")));
     let path = toolgate_test_support::cargo::executable(&messages, name, "example")
         .unwrap_or_else(|| panic!("cargo reported no executable for example {name}"));
     built.push((name.to_owned(), path.clone()));

@@ -78,11 +78,24 @@ fn os(s: impl Into<OsString>) -> OsString {
     s.into()
 }
 
+/// The `toolgate` command's binary, built as the run that built this test resolved its crates
+/// (every feature of this package on: the README's test command).
+fn toolgate_command() -> PathBuf {
+    support::cargo::toolgate_command(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        cfg!(all(
+            feature = "postgres",
+            feature = "mcp",
+            feature = "mcp-http"
+        )),
+    )
+}
+
 /// Runs the `toolgate` command (`cli/`, which checks and draws the trail the agent writes) with
 /// `args`; returns (exit code, stdout, stderr). Its exit codes: 0 done (the chain verifies), 1
 /// the chain is broken or the output could not be written, 2 bad input.
 fn run_toolgate(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
-    let binary = support::cargo::toolgate_command(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let binary = toolgate_command();
     let out = std::process::Command::new(binary)
         .args(args)
         .output()

@@ -6,12 +6,25 @@
 //! example, or another package's binary, is built here. The build goes into the folder the
 //! test run builds in (the parent of the test's `CARGO_TARGET_TMPDIR`; cargo does not hold the
 //! folder's lock while the test binaries run) with the test's profile, so the crates it needs
-//! are the ones the run already built whenever the build resolves the same features.
+//! are the ones the run already built whenever the build resolves the same features: a build
+//! of one package alone resolves the features of the crates it shares with the others
+//! (tokio, toolgate-core, hyper, …) differently from a run of the whole workspace, and compiles
+//! them, and what stands on them, a second time. So a test built with every feature of its
+//! package on, as the README's test command builds it (`cargo test --workspace --all-targets
+//! --all-features`), builds with [`WORKSPACE_RUN`], which resolves as that command does (the
+//! whole workspace, every feature, the dev-dependencies: a target that needs them is
+//! selected); nothing is then compiled again but the binary itself, when it is not built yet. A
+//! test built otherwise builds the one package, which is what a run of one package resolves.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde_json::Value;
+
+/// The selection that resolves the crates as the README's test command does: every workspace
+/// package, every feature (followed by the targets to build, one of them an example or a test,
+/// so the dev-dependencies count as they count in a test run).
+pub const WORKSPACE_RUN: [&str; 2] = ["--workspace", "--all-features"];
 
 /// Runs `cargo ARGS --message-format=json-render-diagnostics` on the workspace (release when
 /// the calling test is not a debug build), into the test run's target folder (the parent of
@@ -107,16 +120,15 @@ pub fn executable(messages: &[Value], name: &str, kind: &str) -> Option<PathBuf>
 /// The `toolgate` command's binary (`cli/`, `toolgate audit verify|report|tail|stats`), built
 /// once per test binary (`target_tmpdir` is the calling test's `CARGO_TARGET_TMPDIR`).
 ///
-/// It is the binary cargo builds for the command's own integration tests, built as the
-/// README's test command builds it: `cargo test --workspace --all-features --no-run --test
-/// commands` resolves the workspace's features and dev-dependencies as `cargo test --workspace
-/// --all-targets --all-features` does, so in that run nothing is compiled again (a build of the
-/// command alone would resolve fewer features and compile toolgate-core, tokio and what stands
-/// on them a second time); run on its own, a test compiles what is missing once.
+/// `workspace_run`: the calling test was built with every feature of its package, as the
+/// README's test command builds it. Then the binary is the one cargo builds for the command's
+/// own integration tests in that run (`cargo test --workspace --all-features --no-run --test
+/// commands`: nothing compiled again); else the command's package alone (`cargo build -p
+/// toolgate-cli --bin toolgate`).
 ///
 /// # Panics
 /// When the build fails, or cargo reports no `toolgate` executable.
-pub fn toolgate_command(target_tmpdir: &Path) -> PathBuf {
+pub fn toolgate_command(target_tmpdir: &Path, workspace_run: bool) -> PathBuf {
     static BUILT: Mutex<Option<PathBuf>> = Mutex::new(None);
     let mut built = BUILT
         .lock()
@@ -124,17 +136,20 @@ pub fn toolgate_command(target_tmpdir: &Path) -> PathBuf {
     if let Some(path) = &*built {
         return path.clone();
     }
-    let messages = build(
-        &[
+    let args: Vec<&str> = if workspace_run {
+        [
             "test",
-            "--workspace",
-            "--all-features",
+            WORKSPACE_RUN[0],
+            WORKSPACE_RUN[1],
             "--no-run",
             "--test",
             "commands",
-        ],
-        target_tmpdir,
-    );
+        ]
+        .to_vec()
+    } else {
+        ["build", "-p", "toolgate-cli", "--bin", "toolgate"].to_vec()
+    };
+    let messages = build(&args, target_tmpdir);
     let path = executable(&messages, "toolgate", "bin")
         .expect("cargo reports the toolgate command's executable");
     *built = Some(path.clone());

@@ -8,10 +8,9 @@ use std::process::Command;
 use toolgate::store::postgres::PostgresStore;
 
 use toolgate_test_support::TempDir;
-use toolgate_test_support::cargo::toolgate_command;
 use toolgate_test_support::postgres::{self as server, Sql};
 
-use crate::{run_toolgate, support_agent_ledger};
+use crate::{run_toolgate, support_agent_ledger, toolgate_command};
 
 const PAUSED: &str = "08_large_refund_paused.json";
 const WAITING_ID: &str = "toolu_01Nq8tEcVr2W9gAy4hDj8QxF";
@@ -171,7 +170,7 @@ fn two_workers_on_one_database_replay_every_transcript_and_pay_each_refund_once(
     );
     let here = TempDir::new("pg-report");
     std::fs::create_dir_all(here.path()).unwrap();
-    let report = Command::new(toolgate_command(Path::new(env!("CARGO_TARGET_TMPDIR"))))
+    let report = Command::new(toolgate_command())
         .args(["audit", "report", &url, "--count-tool", "issue_refund"])
         .current_dir(here.path())
         .output()
