@@ -59,3 +59,10 @@ pub mod mcp_server;
 /// The module path every tool, hook and observer of the agent is registered under: the
 /// specialists are built from it (`Dispatcher::builder().registered_under(AGENT_PATH)`).
 pub const AGENT_PATH: &str = module_path!();
+
+/// `docs/opentelemetry.md`'s code (a host's OTLP exporter), compiled as a doctest with this
+/// package's dependencies (`cargo test --doc`): toolgate depends on no exporter, this package
+/// does.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/opentelemetry.md")]
+pub struct OpenTelemetryGuide;
