@@ -308,7 +308,7 @@ const RESULTS: &[(&str, bool, &str)] = &[
 ];
 
 /// The readable line of each tool_use of the bundled transcripts, in order, as
-/// `cargo run --example support_agent` prints it (hook paths under `support_agent::policy`).
+/// `cargo run -p toolgate-support-agent` prints it (hook paths under `support_agent::policy`).
 const READABLE_LINES: &[&str] = &[
     r#"   toolu_01u8jzPde0IgxLd6GncfBAep  lookup_user {"user_id":"u_001"} | allowed, ok | {"user_id":"u_001","tier":"premium","orders":["o_1001","o_1002"]}"#,
     r#"   toolu_01AjIhKtJ0RlgLKOmxgJTeKd  get_order_details {"order_id":"o_1001"} | allowed, ok | {"order_id":"o_1001","user_id":"u_001","amount_cents":2599,"refunded_cents":0}"#,
