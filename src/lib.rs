@@ -816,8 +816,8 @@ pub use toolgate_core::mcp;
 pub use toolgate_core::tower;
 pub use toolgate_core::{
     BuildError, CallError, Decision, Dispatcher, Halt, HookContext, Message, Reply, RespondError,
-    Session, State, ToolError, ToolResult, ToolUse, approval, audit, block_on, content, dispatch,
-    provider, store,
+    Rewrite, Session, State, ToolError, ToolResult, ToolUse, approval, audit, block_on, content,
+    dispatch, provider, store,
 };
 pub use toolgate_macros::{post_hook, pre_hook, stop_hook, tool};
 
@@ -833,10 +833,11 @@ pub mod __private {
     #[doc(no_inline)]
     pub use toolgate_core::macro_support::{
         BoxFuture, Boxable, BoxableKind, DisplayKind, Displayed, Env, ErrorOf, HasSchema, Inject,
-        IntoDecision, IntoObserved, IntoTypedDecision, Listed, ListedError, ListedKind, NoSchema,
-        NotATool, OkOfPlain, OkOfResult, OutputProbe, Registration, RegistrationKind, Returned,
-        SplitPlain, SplitResult, StateKey, ToolFunction, ToolRef, ToolResultContent, TypeProbe,
-        assert_input, output_content, output_text, with_output_schema,
+        IntoDecision, IntoObserved, IntoTypedDecision, Listed, ListedError, ListedKind, MayRefuse,
+        NoSchema, NotATool, OkOfPlain, OkOfResult, OutputProbe, RefusalProbe, Registration,
+        RegistrationKind, Returned, RewritesOnly, SplitPlain, SplitResult, StateKey, ToolFunction,
+        ToolRef, ToolResultContent, TypeProbe, assert_input, output_content, output_text,
+        with_output_schema,
     };
     pub use toolgate_core::{
         Decision, ToolError, ToolUse,

@@ -1439,6 +1439,7 @@ fn the_refunds_specialist_without_the_rules_on_issue_refund_does_not_build() {
             tool: "issue_refund".into(),
             path: path("tools::issue_refund"),
             declared: true,
+            only_rewritten_by: vec![],
         }]
     );
     assert_eq!(
@@ -1446,8 +1447,8 @@ fn the_refunds_specialist_without_the_rules_on_issue_refund_does_not_build() {
         format!(
             "the dispatcher cannot be built (1 problem):\n- tool `issue_refund` ({}) writes \
              (`effect = \"write\"`), but no PreToolUse hook of this dispatcher guards it: add a \
-             #[pre_hook] whose `tools` names it, or say why it needs none with #[tool(effect = \
-             \"write\", unguarded = \"…\")] (ToolDef::unguarded)",
+             #[pre_hook] that returns `Decision` and whose `tools` names it, or say why it needs \
+             none with #[tool(effect = \"write\", unguarded = \"…\")] (ToolDef::unguarded)",
             path("tools::issue_refund")
         )
     );

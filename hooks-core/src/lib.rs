@@ -102,7 +102,7 @@ pub use dispatch::builder::BuildError;
 pub use dispatch::dispatcher::Dispatcher;
 pub use error::{CallError, Halt, RespondError, ToolError};
 pub use hook::context::HookContext;
-pub use hook::decision::Decision;
+pub use hook::decision::{Decision, Rewrite};
 pub use hook::state::State;
 pub use session::Session;
 pub use session::reply::Reply;

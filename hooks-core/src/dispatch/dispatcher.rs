@@ -375,10 +375,14 @@ impl ToolCaller for Dispatcher {
                 Value::Object(effect.mcp_annotations()),
             );
             if effect.is_write() {
+                // The hooks that guard it: those that can deny or ask (a rewrite-only hook
+                // guards nothing).
                 let chain: Vec<&str> = tool
                     .chain
                     .iter()
-                    .map(|&h| self.inner.pre_hooks[h].path.as_ref())
+                    .map(|&h| &self.inner.pre_hooks[h])
+                    .filter(|h| h.refuses)
+                    .map(|h| h.path.as_ref())
                     .collect();
                 let reason = match &tool.unguarded {
                     Some(reason) if chain.is_empty() => reason.to_string(),
