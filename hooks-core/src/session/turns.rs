@@ -149,8 +149,9 @@ impl Session {
         }
         let blocks = self.run_turn(&uses, false).await?;
         let calls: Vec<Option<&Value>> = turn.items.iter().map(|&v| Some(v)).collect();
-        Ok(self.finish_turn(format, &turn.items, blocks, |results| {
+        let reply = self.finish_turn(format, &turn.items, blocks, |results| {
             answer_items(format, &calls, &results).unwrap_or_default()
-        }))
+        });
+        self.keep_paused(reply).await
     }
 }
