@@ -69,6 +69,7 @@
 //! - [The audit trail][guide-audit-trail]: the log, sinks, redaction, hash chain, what-if.
 //! - [OpenTelemetry spans][guide-opentelemetry]: one GenAI span per call, one child per hook run.
 //! - [The support agent][guide-support-agent]: the example's options, live mode, its files.
+//! - [Testing your rules][guide-testing-your-rules]: recorded turns replayed in a `#[test]`.
 //! - [Tests and reliability checks][guide-testing]: the test binaries, property tests, fuzzing.
 //!
 //! [guide-tools]: https://github.com/toolgate/toolgate/blob/main/docs/tools.md
@@ -86,6 +87,7 @@
 //! [guide-audit-trail]: https://github.com/toolgate/toolgate/blob/main/docs/audit-trail.md
 //! [guide-opentelemetry]: https://github.com/toolgate/toolgate/blob/main/docs/opentelemetry.md
 //! [guide-support-agent]: https://github.com/toolgate/toolgate/blob/main/docs/support-agent.md
+//! [guide-testing-your-rules]: https://github.com/toolgate/toolgate/blob/main/docs/testing-your-rules.md
 //! [guide-testing]: https://github.com/toolgate/toolgate/blob/main/docs/testing.md
 //!
 //! # The life of one tool call
@@ -817,7 +819,7 @@ pub use toolgate_core::tower;
 pub use toolgate_core::{
     BuildError, CallError, Decision, Dispatcher, Halt, HookContext, Message, Reply, RespondError,
     Rewrite, Session, State, ToolError, ToolResult, ToolUse, approval, audit, block_on, content,
-    dispatch, provider, store,
+    dispatch, provider, store, testing,
 };
 pub use toolgate_macros::{post_hook, pre_hook, stop_hook, tool};
 
@@ -906,6 +908,9 @@ mod guides {
 
     #[doc = include_str!("../docs/testing.md")]
     pub struct Testing;
+
+    #[doc = include_str!("../docs/testing-your-rules.md")]
+    pub struct TestingYourRules;
 
     #[doc = include_str!("../docs/toolgate-command.md")]
     pub struct ToolgateCommand;

@@ -70,6 +70,7 @@
 //! | `audit/` | what a call and a session came to (records, outcomes, hook runs), the audit log, its sinks, redaction, the hash chain, what-if replays |
 //! | `schema/` | canonical schemas, start-up schema checks, the walk that explains an invalid input |
 //! | `provider/` | the tool definitions of each API and their calls and results |
+//! | `testing/` | your rules tested: recorded turns replayed through your dispatcher, each call's outcome |
 //! | `tower.rs`, `mcp/`, `claude_code/` | host adapters (features `tower`, `mcp`, `claude-code`) |
 //! | `macro_support.rs` | what the macros' generated code calls (not public API) |
 #![forbid(unsafe_code)]
@@ -90,6 +91,7 @@ pub mod provider;
 pub(crate) mod schema;
 mod session;
 pub mod store;
+pub mod testing;
 mod texts;
 #[cfg(feature = "tower")]
 pub mod tower;

@@ -36,6 +36,7 @@ mod retries;
 mod sealed;
 mod session;
 mod stores;
+mod testing;
 #[cfg(feature = "tower")]
 mod tower_layers;
 mod tracing_channels;
