@@ -21,6 +21,7 @@ mod context;
 mod deadlines;
 mod effects;
 mod errors;
+mod feature_paths;
 mod hook_runs;
 mod ids;
 mod invalid_input;
