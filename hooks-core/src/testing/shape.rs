@@ -85,13 +85,15 @@ fn found(value: &Value) -> String {
 pub(super) fn api_of(turn: &Value) -> Result<TurnFormat, ReplayError> {
     let has = |key: &str| turn.get(key).is_some();
     let role = turn.get("role").and_then(Value::as_str);
-    let format = if has("candidates") || turn.pointer("/content/parts").is_some() {
+    let gemini = has("candidates")
+        || turn.pointer("/content/parts").is_some()
+        || (role == Some("model") && has("parts"));
+    let chat = has("choices")
+        || (has("message") && has("finish_reason"))
+        || (role == Some("assistant") && has("tool_calls"));
+    let format = if gemini {
         TurnFormat::Gemini
-    } else if role == Some("model") && has("parts") {
-        TurnFormat::Gemini
-    } else if has("choices") || (has("message") && has("finish_reason")) {
-        TurnFormat::OpenaiChat
-    } else if role == Some("assistant") && has("tool_calls") {
+    } else if chat {
         TurnFormat::OpenaiChat
     } else if turn.get("output").is_some_and(Value::is_array) {
         TurnFormat::OpenaiResponses
@@ -113,10 +115,11 @@ pub(super) fn api_of(turn: &Value) -> Result<TurnFormat, ReplayError> {
 
 /// Whether this build reads `format`'s calls.
 fn built(format: TurnFormat) -> bool {
+    let (openai, gemini) = (cfg!(feature = "openai"), cfg!(feature = "gemini"));
     match format {
-        TurnFormat::OpenaiChat | TurnFormat::OpenaiResponses => cfg!(feature = "openai"),
-        TurnFormat::Gemini => cfg!(feature = "gemini"),
-        _ => true,
+        TurnFormat::AnthropicMessages => true,
+        TurnFormat::OpenaiChat | TurnFormat::OpenaiResponses => openai,
+        TurnFormat::Gemini => gemini,
     }
 }
 
