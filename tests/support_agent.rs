@@ -302,7 +302,7 @@ const READABLE_LINES: &[&str] = &[
     r#"   toolu_01Jm4pAyRn8S5cWu0dZf4MtB  issue_refund {"order_id":"o_1002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, approved by lead@shop.example, allowed, ok | {"refund_id":"re_0002","order_id":"o_1002","amount_cents":30000,"refunded_total_cents":30000,"status":"issued"…"#,
     r#"   toolu_01Kn5qBzSo9T6dXv1eAg5NuC  get_order_details {"order_id":"o_3002"} | allowed, ok | {"order_id":"o_3002","user_id":"u_007","amount_cents":30000,"refunded_cents":0}"#,
     r#"   toolu_01Lo6rCaTp0U7eYw2fBh6OvD  issue_refund {"order_id":"o_3002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
-    r#"   toolu_01Lo6rCaTp0U7eYw2fBh6OvD  issue_refund {"order_id":"o_3002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, denied by lead@shop.example, blocked by support_agent::policy::large_refund_needs_approval | BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label f…"#,
+    r#"   toolu_01Lo6rCaTp0U7eYw2fBh6OvD  issue_refund {"order_id":"o_3002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, denied by lead@shop.example, blocked | BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label f…"#,
     r#"   toolu_01Mp7sDbUq1V8fZx3gCi7PwE  get_order_details {"order_id":"o_1002"} | allowed, ok | {"order_id":"o_1002","user_id":"u_001","amount_cents":45000,"refunded_cents":30000}"#,
     r#"   toolu_01Nq8tEcVr2W9gAy4hDj8QxF  issue_refund {"order_id":"o_1002","amount_cents":25000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
     r#"   toolu_01Or9uFdWs3X0hBz5iEk9RyG  issue_refund {"order_id":"o_3001","amount_cents":45000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
@@ -2542,7 +2542,7 @@ fn a_paused_turn_is_written_then_resumed_by_a_later_run_with_approve_or_deny() {
         let path = hook("large_refund_needs_approval");
         let line = if deny {
             format!(
-                r#"   {id}  issue_refund {{"order_id":"o_1002","amount_cents":25000}} | asked by {path}, denied by operator, blocked by {path} | BLOCKED: a person declined this call: refund the 250 as store credit instead."#
+                r#"   {id}  issue_refund {{"order_id":"o_1002","amount_cents":25000}} | asked by {path}, denied by operator, blocked | BLOCKED: a person declined this call: refund the 250 as store credit instead."#
             )
         } else {
             format!(
@@ -3043,10 +3043,14 @@ fn the_report_page_shows_the_logs_own_numbers() {
                 None => rules.push((hook, 1, denied)),
             }
         }
-        // Blocked with no hook run on the line (a paused call that expired, or was declined,
-        // at resume): a denial of the hook that blocked it.
-        if l["outcome"] == "blocked" && runs(l).is_empty() {
-            let hook = l["blocked_by"].as_str().unwrap().to_owned();
+        // Blocked with no hook run on the line and a hook at fault (a paused call that expired
+        // at resume): a denial of that hook. A call a person declined names no hook: the
+        // person's decline is no rule's denial.
+        if l["outcome"] == "blocked"
+            && runs(l).is_empty()
+            && let Some(hook) = l["blocked_by"].as_str()
+        {
+            let hook = hook.to_owned();
             match rules.iter_mut().find(|r| r.0 == hook) {
                 Some(r) => {
                     r.1 += 1;

@@ -435,7 +435,7 @@ fn tail_filters_and_json_print_the_matching_lines_as_written() {
     assert_eq!(
         out,
         "\
-2026-11-25T11:00:00Z awaiting_approval issue_refund  user u_007 (premium)  127 µs  rule support_agent::policy::large_refund_needs_approval  session sess_deny_07
+2026-11-25T11:00:00Z awaiting_approval issue_refund  user u_007 (premium)  127 µs  asked by support_agent::policy::large_refund_needs_approval  session sess_deny_07
 2026-11-25T11:03:05.5Z blocked           issue_refund  user u_007 (premium)  18 µs  rule support_agent::policy::large_refund_needs_approval  declined by lead@shop.example  session sess_deny_07
 "
     );
