@@ -276,7 +276,9 @@ impl Session {
     /// resume across processes, and the one to use whenever a store keeps the turn. A session
     /// opened on the store ([`Dispatcher::session_on`](crate::Dispatcher::session_on)) kept the
     /// turn when it paused; the turn id is [`PendingTurn::turn_id`], the id of its first
-    /// `tool_use` (what [`PendingStore::waiting`] lists). The turn is taken by one atomic step, so of any number of callers (threads, worker processes) resuming one
+    /// `tool_use` (what [`PendingStore::waiting`] lists). This session's context is the one the
+    /// resumed calls' chains decide on: build it with the facts the rules read (the tier, the
+    /// extensions), as the session that paused had them. The turn is taken by one atomic step, so of any number of callers (threads, worker processes) resuming one
     /// turn at once exactly one runs it: the others get [`ResumeError::BeingResumed`] while it
     /// runs, and its answer once it is done (a later call too). A resume refused before
     /// anything ran, or halted, puts the turn back to wait; one that finished keeps its answer
