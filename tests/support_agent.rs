@@ -302,7 +302,7 @@ const READABLE_LINES: &[&str] = &[
     r#"   toolu_01Jm4pAyRn8S5cWu0dZf4MtB  issue_refund {"order_id":"o_1002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, approved by lead@shop.example, allowed, ok | {"refund_id":"re_0002","order_id":"o_1002","amount_cents":30000,"refunded_total_cents":30000,"status":"issued"…"#,
     r#"   toolu_01Kn5qBzSo9T6dXv1eAg5NuC  get_order_details {"order_id":"o_3002"} | allowed, ok | {"order_id":"o_3002","user_id":"u_007","amount_cents":30000,"refunded_cents":0}"#,
     r#"   toolu_01Lo6rCaTp0U7eYw2fBh6OvD  issue_refund {"order_id":"o_3002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
-    r#"   toolu_01Lo6rCaTp0U7eYw2fBh6OvD  issue_refund {"order_id":"o_3002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, denied by lead@shop.example, blocked by support_agent::policy::large_refund_needs_approval | BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label f…"#,
+    r#"   toolu_01Lo6rCaTp0U7eYw2fBh6OvD  issue_refund {"order_id":"o_3002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, denied by lead@shop.example, blocked | BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label f…"#,
     r#"   toolu_01Mp7sDbUq1V8fZx3gCi7PwE  get_order_details {"order_id":"o_1002"} | allowed, ok | {"order_id":"o_1002","user_id":"u_001","amount_cents":45000,"refunded_cents":30000}"#,
     r#"   toolu_01Nq8tEcVr2W9gAy4hDj8QxF  issue_refund {"order_id":"o_1002","amount_cents":25000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
     r#"   toolu_01Or9uFdWs3X0hBz5iEk9RyG  issue_refund {"order_id":"o_3001","amount_cents":45000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
@@ -1435,6 +1435,7 @@ fn the_refunds_specialist_without_the_rules_on_issue_refund_does_not_build() {
             tool: "issue_refund".into(),
             path: path("tools::issue_refund"),
             declared: true,
+            only_rewritten_by: vec![],
         }]
     );
     assert_eq!(
@@ -1442,8 +1443,8 @@ fn the_refunds_specialist_without_the_rules_on_issue_refund_does_not_build() {
         format!(
             "the dispatcher cannot be built (1 problem):\n- tool `issue_refund` ({}) writes \
              (`effect = \"write\"`), but no PreToolUse hook of this dispatcher guards it: add a \
-             #[pre_hook] whose `tools` names it, or say why it needs none with #[tool(effect = \
-             \"write\", unguarded = \"…\")] (ToolDef::unguarded)",
+             #[pre_hook] that returns `Decision` and whose `tools` names it, or say why it needs \
+             none with #[tool(effect = \"write\", unguarded = \"…\")] (ToolDef::unguarded)",
             path("tools::issue_refund")
         )
     );
@@ -2451,7 +2452,7 @@ fn a_transcripts_decisions_resume_its_paused_turns_approved_and_denied() {
                 r#"{{{c07},"tool_use_id":"toolu_01Lo6rCaTp0U7eYw2fBh6OvD","tool":"issue_refund","input":{{"order_id":"o_3002","amount_cents":30000}},"outcome":"awaiting_approval","is_error":false,"content":"","duration_us":0,{refund_runs},{asked},"final":false,"prev":"…"}}"#
             ),
             format!(
-                r#"{{{c07},"tool_use_id":"toolu_01Lo6rCaTp0U7eYw2fBh6OvD","tool":"issue_refund","input":{{"order_id":"o_3002","amount_cents":30000}},"outcome":"blocked","is_error":true,"content":"BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label first.","duration_us":0,"blocked_by":"support_agent::policy::large_refund_needs_approval","detail":"a person declined the call (asked by `support_agent::policy::large_refund_needs_approval`: {APPROVAL_HOOK_REASON_30000})",{asked},"denied_by":"lead@shop.example","prev":"…"}}"#
+                r#"{{{c07},"tool_use_id":"toolu_01Lo6rCaTp0U7eYw2fBh6OvD","tool":"issue_refund","input":{{"order_id":"o_3002","amount_cents":30000}},"outcome":"blocked","is_error":true,"content":"BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label first.","duration_us":0,"detail":"a person declined the call (asked by `support_agent::policy::large_refund_needs_approval`: {APPROVAL_HOOK_REASON_30000})",{asked},"denied_by":"lead@shop.example","prev":"…"}}"#
             ),
         ]
     );
@@ -2537,7 +2538,7 @@ fn a_paused_turn_is_written_then_resumed_by_a_later_run_with_approve_or_deny() {
         let path = hook("large_refund_needs_approval");
         let line = if deny {
             format!(
-                r#"   {id}  issue_refund {{"order_id":"o_1002","amount_cents":25000}} | asked by {path}, denied by operator, blocked by {path} | BLOCKED: a person declined this call: refund the 250 as store credit instead."#
+                r#"   {id}  issue_refund {{"order_id":"o_1002","amount_cents":25000}} | asked by {path}, denied by operator, blocked | BLOCKED: a person declined this call: refund the 250 as store credit instead."#
             )
         } else {
             format!(

@@ -56,7 +56,8 @@
 //! root) is the map: its "Parts" table names every file and folder of this crate's `src` and
 //! what each owns (CI checks that it does), then the life of one call file by file, and the
 //! contracts a change must keep. Shared types sit low and no file imports one that imports it
-//! back.#![forbid(unsafe_code)]
+//! back.
+#![forbid(unsafe_code)]
 
 pub mod approval;
 pub mod audit;
@@ -74,6 +75,7 @@ pub mod provider;
 pub(crate) mod schema;
 mod session;
 pub mod store;
+pub mod testing;
 mod texts;
 #[cfg(feature = "tower")]
 pub mod tower;
@@ -86,7 +88,7 @@ pub use dispatch::builder::BuildError;
 pub use dispatch::dispatcher::Dispatcher;
 pub use error::{CallError, Halt, RespondError, ToolError};
 pub use hook::context::HookContext;
-pub use hook::decision::Decision;
+pub use hook::decision::{Decision, Rewrite};
 pub use hook::state::State;
 pub use session::Session;
 pub use session::reply::Reply;

@@ -21,6 +21,7 @@ mod context;
 mod deadlines;
 mod effects;
 mod errors;
+mod feature_paths;
 mod hook_runs;
 mod ids;
 mod invalid_input;
@@ -37,6 +38,7 @@ mod retries;
 mod sealed;
 mod session;
 mod stores;
+mod testing;
 #[cfg(feature = "tower")]
 mod tower_layers;
 mod tracing_channels;
