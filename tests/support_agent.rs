@@ -1080,6 +1080,15 @@ fn bad_arguments_exit_2() {
             "error: --json takes no value (see --help)\n",
         ),
         (
+            vec!["--once"],
+            "error: --once goes with --worker (see --help)\n",
+        ),
+        (
+            vec!["--worker", "--json"],
+            "error: --worker takes only --once, --out-dir, --store and --database-url (see \
+             --help)\n",
+        ),
+        (
             vec!["--json", "--json"],
             "error: --json is given twice (see --help)\n",
         ),
@@ -1191,6 +1200,7 @@ usage:
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
                 [--json] [--out-dir DIR] [--store sqlite|memory] [--database-url URL]
+  support_agent --worker [--once] [--out-dir DIR] [--store sqlite] [--database-url URL]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
                 [--model NAME] [--base-url URL] [--max-turns N] [--max-tokens N] [--by WHO]
                 [--out-dir DIR] [--store sqlite|memory] [--database-url URL] [--otel]
@@ -1238,6 +1248,10 @@ usage:
   --deny ID            decline the waiting tool_use ID, with --reason TEXT for the model
   --now TIME           the resuming session's clock, RFC 3339 (default: when the turn paused);
                        a turn older than 24 hours expires and its calls are answered blocked
+  --worker             resume the turns people decided in the store's approval inbox, as they
+                       become ready (each waiting call decided, or expired: the model is told
+                       so); one worker of a fleet resumes each turn. Polls until stopped
+  --once               with --worker: resume what is ready now, then exit
   --live               talk to the model over the Messages API (key from ANTHROPIC_API_KEY):
                        each call prints its line and writes its audit line, as in a replay;
                        the summary counts the tokens used
@@ -2483,6 +2497,7 @@ fn paused_08_pending() -> Value {
         "turn_id": "msg_01Be8qNh1CgXrZ5wPu2lTdEe", "turn": "msg_01Be8qNh1CgXrZ5wPu2lTdEe",
         "session_id": "sess_paused_08", "user_id": "u_001",
         "fingerprint": fingerprint, "created_at": "2026-12-01T14:00:00Z",
+        "pending_ttl_ms": 86_400_000,
         "blocks": [
             {"state": "answered", "result": {
                 "type": "tool_result", "tool_use_id": "toolu_01Mp7sDbUq1V8fZx3gCi7PwE",
@@ -2582,6 +2597,90 @@ fn a_paused_turn_is_written_then_resumed_by_a_later_run_with_approve_or_deny() {
         assert_eq!(code, cli::EXIT_BAD_INPUT);
         assert!(err.starts_with(&format!("error: {}: cannot be read: ", file.display())));
     }
+}
+
+#[test]
+fn a_worker_resumes_the_turns_people_decided_in_the_inbox_of_its_store_once() {
+    use toolgate::approval::inbox::{
+        Action, Choice, DecisionRequest, Identity, Inbox, MemoryDecisionLog, Policy, Query,
+    };
+    use toolgate::store::sqlite::SqliteStore;
+    let dir = TempDir::new("worker");
+    let (code, _, err) = run(&[
+        &os("--transcript"),
+        &os(fixture("08_large_refund_paused.json")),
+        &os("--out-dir"),
+        &os(dir.path()),
+    ]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    let worker = [
+        os("--worker"),
+        os("--once"),
+        os("--out-dir"),
+        os(dir.path()),
+    ];
+    let worker: Vec<&OsString> = worker.iter().collect();
+    // Nothing is ready while the refund waits for a person.
+    assert_eq!(run(&worker), (cli::EXIT_OK, String::new(), String::new()));
+    let store = Arc::new(SqliteStore::open(dir.join("state.sqlite")).unwrap());
+    let inbox = Inbox::builder(store)
+        .policy(Policy::new().allow("lead@shop.example", &[Action::Approve], &["issue_refund"]))
+        .decision_log(Arc::new(MemoryDecisionLog::new()))
+        .build()
+        .unwrap();
+    let call = toolgate::block_on(inbox.list(&Query::waiting()))
+        .unwrap()
+        .calls
+        .remove(0);
+    assert_eq!(
+        (
+            call.session_id.as_str(),
+            call.tool.as_str(),
+            call.summary.as_str()
+        ),
+        (
+            "sess_paused_08",
+            "issue_refund",
+            r#"order_id="o_1002", amount_cents=25000"#
+        ),
+        "the paused refund is in the inbox of the agent's store"
+    );
+    let request = DecisionRequest::new(
+        &call.session_id,
+        &call.turn_id,
+        &call.tool_use_id,
+        &call.input_digest,
+        Choice::Approve,
+    );
+    toolgate::block_on(inbox.decide(&Identity::new("lead@shop.example"), request)).unwrap();
+    let (code, out, err) = run(&worker);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    let (id, path) = (
+        "toolu_01Nq8tEcVr2W9gAy4hDj8QxF",
+        hook("large_refund_needs_approval"),
+    );
+    assert_eq!(
+        out,
+        format!(
+            "== resumed turn msg_01Be8qNh1CgXrZ5wPu2lTdEe of session sess_paused_08\n   user \
+             u_001 (premium), specialist refunds\n   {id}  issue_refund \
+             {{\"order_id\":\"o_1002\",\"amount_cents\":25000}} | asked by {path}, approved by \
+             lead@shop.example, allowed, ok | {{\"refund_id\":\"re_0001\",\"order_id\":\"o_1002\",\
+             \"amount_cents\":25000,\"refunded_total_cents\":25000,\"status\":\"issued\"…\n   \
+             summary: calls 1; outcomes ok 1; tools issue_refund 1; observer errors 0\n"
+        )
+    );
+    assert_eq!(refunds_of(dir.path(), id), 1);
+    // Resumed once: a second worker finds nothing.
+    assert_eq!(run(&worker), (cli::EXIT_OK, String::new(), String::new()));
+    assert_eq!(refunds_of(dir.path(), id), 1);
+    let memory = [os("--worker"), os("--store"), os("memory")];
+    let (code, _, err) = run(&memory.iter().collect::<Vec<_>>());
+    assert_eq!(code, cli::EXIT_BAD_INPUT);
+    assert!(
+        err.starts_with("error: --worker resumes turns kept in a store"),
+        "{err}"
+    );
 }
 
 /// The `ok` refund lines of an audit log for `id`.

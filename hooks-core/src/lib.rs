@@ -68,6 +68,11 @@ pub mod content;
 pub mod dispatch;
 mod error;
 mod hook;
+// Public as `approval::inbox` (the facade re-exports `approval` whole, so the feature reaches
+// `toolgate::approval::inbox` with no facade feature in between).
+#[cfg(feature = "inbox")]
+#[doc(hidden)]
+pub mod inbox;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod pipeline;

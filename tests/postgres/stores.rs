@@ -48,7 +48,7 @@ fn four_workers_connecting_at_once_apply_the_migrations_once() {
         versions,
         "each migration applied once"
     );
-    assert_eq!(PostgresStore::SCHEMA_VERSION, 3);
+    assert_eq!(PostgresStore::SCHEMA_VERSION, 4);
 }
 
 /// Schema version 1, as a build of that version applied it.
@@ -78,7 +78,8 @@ fn a_version_1_database_is_migrated_and_its_answers_replay_as_calls_without_a_tu
         [
             [Some("1".to_owned())],
             [Some("2".to_owned())],
-            [Some("3".to_owned())]
+            [Some("3".to_owned())],
+            [Some("4".to_owned())]
         ]
     );
     let lease = std::time::Duration::from_secs(60);
@@ -332,7 +333,8 @@ fn a_database_at_schema_version_1_is_migrated_and_keeps_its_rows() {
         [
             [Some("1".to_owned())],
             [Some("2".to_owned())],
-            [Some("3".to_owned())]
+            [Some("3".to_owned())],
+            [Some("4".to_owned())]
         ]
     );
     let lease = std::time::Duration::from_secs(60);

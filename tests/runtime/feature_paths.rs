@@ -63,6 +63,9 @@ paths! {
     "seal" item toolgate::approval::SealKey;
     "seal" item toolgate::approval::SealKeys;
     "seal" value toolgate::dispatch::DispatcherBuilder::seal_keys;
+    "inbox" item toolgate::approval::inbox::Inbox;
+    "inbox" item toolgate::approval::inbox::InboxStore;
+    "inbox" item toolgate::approval::inbox::Policy;
     "sqlite" item toolgate::store::sqlite::SqliteStore;
     "sqlite" value toolgate::Dispatcher::session_on::<toolgate::store::sqlite::SqliteStore>;
     "postgres" item toolgate::store::postgres::PostgresStore;

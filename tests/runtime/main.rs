@@ -24,6 +24,7 @@ mod errors;
 mod feature_paths;
 mod hook_runs;
 mod ids;
+mod inbox;
 mod invalid_input;
 mod limits;
 mod observers;

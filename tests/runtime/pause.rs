@@ -249,7 +249,7 @@ fn stored(format: TurnFormat, fp: &str) -> Value {
         "format": 2, "turn_format": format.as_str(), "turn_id": turn_name(format),
         "turn": turn_name(format),
         "session_id": "sess_ask", "user_id": "u_001", "fingerprint": fp,
-        "created_at": "2026-11-24T10:15:00Z", "blocks": blocks
+        "created_at": "2026-11-24T10:15:00Z", "pending_ttl_ms": 86_400_000, "blocks": blocks
     })
 }
 

@@ -240,10 +240,10 @@ fn a_file_written_by_a_newer_schema_is_refused_at_open() {
     let dir = TempDir::new("sqlite-newer");
     let file = dir.join("store.sqlite3");
     drop(SqliteStore::open(&file).unwrap());
-    assert_eq!(SqliteStore::SCHEMA_VERSION, 2);
+    assert_eq!(SqliteStore::SCHEMA_VERSION, 3);
     let db = rusqlite::Connection::open(&file).unwrap();
     db.execute(
-        "INSERT INTO toolgate_schema (version, applied_at) VALUES (3, 0)",
+        "INSERT INTO toolgate_schema (version, applied_at) VALUES (4, 0)",
         [],
     )
     .unwrap();
@@ -253,7 +253,7 @@ fn a_file_written_by_a_newer_schema_is_refused_at_open() {
         refused.to_string(),
         format!(
             "the store failed: the SQLite file {} was written by a newer toolgate (schema \
-             version 3); this build knows up to 2",
+             version 4); this build knows up to 3",
             file.display()
         )
     );
@@ -476,7 +476,7 @@ fn processes_opening_one_new_file_at_once_apply_its_schema_once() {
             .map(Result::unwrap)
             .collect()
     };
-    assert_eq!(versions, vec![1, 2]);
+    assert_eq!(versions, vec![1, 2, 3]);
 }
 
 /// Schema version 1, as a build of that version wrote it.
@@ -512,7 +512,7 @@ fn a_version_1_file_is_migrated_and_its_answers_replay_as_calls_without_a_turn()
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(versions, [1, 2]);
+    assert_eq!(versions, [1, 2, 3]);
     let digest = InputDigest([5; 32]);
     let old = CallKey::new("sess_sqlite", "toolu_old");
     assert_eq!(

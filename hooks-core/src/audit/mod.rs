@@ -68,6 +68,10 @@ use files::JsonlFiles;
 pub const AUDIT_LOG_FILE: &str = "audit_log.jsonl";
 /// The file name of the per-session log inside the audit folder.
 pub const SESSION_SUMMARIES_FILE: &str = "session_summaries.jsonl";
+/// The file name of the people's decisions inside the audit folder: one line per decision and
+/// per refused attempt of the approval inbox (feature `inbox`), a hash chain of its own, so the
+/// per-call log keeps exactly one final line per `tool_use`.
+pub const DECISIONS_FILE: &str = "decisions.jsonl";
 
 struct LogInner {
     files: Option<JsonlFiles>,

@@ -2,6 +2,8 @@
 //! checked, each answer remembered so a retry runs nothing twice) and ends with the Stop hooks
 //! and a [`SessionSummary`].
 
+#[cfg(feature = "inbox")]
+mod inbox;
 pub(crate) mod reply;
 pub(crate) mod respond;
 pub(crate) mod resume;

@@ -166,6 +166,7 @@ impl Session {
             user_id: self.context.user_id().to_owned(),
             fingerprint: self.inner.fingerprint(),
             created_at: self.context.now(),
+            pending_ttl: Some(self.inner.pending_ttl),
             blocks,
         })
     }

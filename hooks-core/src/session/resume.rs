@@ -113,6 +113,22 @@ impl Session {
                 tool_use_id: a.tool_use_id.clone(),
             });
         }
+        self.resume_with(pending, decisions, &|_| expired, ttl)
+            .await
+    }
+
+    /// The waiting calls of `pending` ended by `decisions`, or as expired (`ttl` in the model's
+    /// text) where `expired` says so, and the whole turn answered in its API's shape: the hidden
+    /// fields given back and an edit's real values restored before anything runs, the calls
+    /// claimed in the turn they came from (a resend of that turn after the resume is answered
+    /// from memory). The checks of [`resume`](Self::resume) are the caller's.
+    pub(super) async fn resume_with(
+        &self,
+        pending: &PendingTurn,
+        decisions: &Decisions,
+        expired: &(dyn Fn(&AwaitingCall) -> bool + Sync),
+        ttl: Duration,
+    ) -> Result<Resumed, ResumeError> {
         // The hidden fields given back, before anything runs (`approval/seal.rs`).
         let blocks = self.opened_blocks(pending)?;
         let edits = restored_edits(pending, &blocks, decisions);
@@ -120,37 +136,18 @@ impl Session {
             let id = waiting.tool_use_id.as_str();
             let edited = edits.iter().find(|(e, _)| *e == id).map(|(_, a)| a);
             match edited.or_else(|| decisions.get(id)) {
-                _ if expired => Resolution::Expired { ttl },
+                _ if expired(waiting) => Resolution::Expired { ttl },
                 Some(decision) => Resolution::Decided(decision),
-                // Checked above: a turn that has not expired has every decision.
+                // Checked by the caller: a call that has not expired has a decision.
                 None => Resolution::Unapproved,
             }
         };
-        // Its calls are claimed in the turn they came from, so a resend of that turn after
-        // the resume is answered from memory.
         let turn = pending
             .turn
             .as_deref()
             .map_or(TurnName::ById, TurnName::Named);
         let content = self.resume_blocks(&blocks, turn, &resolution).await?;
-        let message = Message::user(content);
-        Ok(match pending.turn_format {
-            TurnFormat::AnthropicMessages => Resumed::Message(message),
-            format => {
-                let results: Vec<ToolResult> = message
-                    .content
-                    .into_iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::ToolResult(r) => Some(r),
-                        _ => None,
-                    })
-                    .collect();
-                let calls: Vec<Option<&Value>> =
-                    pending.blocks.iter().map(PendingBlock::call).collect();
-                // Checked before anything ran: this build gives this format's answers.
-                Resumed::Items(answer_items(format, &calls, &results).unwrap_or_default())
-            }
-        })
+        Ok(resumed_answer(pending, content))
     }
 
     /// The blocks of a pending turn (`turn`) in order: an answered one keeps its answer, a
@@ -375,7 +372,7 @@ impl Session {
     }
 
     /// The refusals found before anything runs (see [`resume`](Self::resume)).
-    fn check_pending(
+    pub(super) fn check_pending(
         &self,
         pending: &PendingTurn,
         decisions: &Decisions,
@@ -492,6 +489,28 @@ impl Session {
                 self.not_run_all(&[&call], texts::NOT_RUN_AFTER_HALT).await;
                 ToolResult::error(&a.tool_use_id, texts::not_run(texts::NOT_RUN_AFTER_HALT))
             }
+        }
+    }
+}
+
+/// A resumed turn's answer in its API's shape, from the answers of its blocks in order.
+fn resumed_answer(pending: &PendingTurn, content: Vec<ContentBlock>) -> Resumed {
+    let message = Message::user(content);
+    match pending.turn_format {
+        TurnFormat::AnthropicMessages => Resumed::Message(message),
+        format => {
+            let results: Vec<ToolResult> = message
+                .content
+                .into_iter()
+                .filter_map(|b| match b {
+                    ContentBlock::ToolResult(r) => Some(r),
+                    _ => None,
+                })
+                .collect();
+            let calls: Vec<Option<&Value>> =
+                pending.blocks.iter().map(PendingBlock::call).collect();
+            // Checked before anything ran: this build gives this format's answers.
+            Resumed::Items(answer_items(format, &calls, &results).unwrap_or_default())
         }
     }
 }

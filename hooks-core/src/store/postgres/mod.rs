@@ -105,6 +105,10 @@
 mod audit;
 mod conn;
 mod held;
+#[cfg(feature = "inbox")]
+mod inbox;
+#[cfg(feature = "inbox")]
+mod inbox_sql;
 mod runtime;
 mod sql;
 
@@ -151,6 +155,9 @@ pub struct PostgresStore {
 /// task then drains it), the runtime last (it waits for the drain, then stops).
 struct Shared {
     audit: OnceLock<Arc<audit::Writer>>,
+    /// The approval inbox's connections (feature `inbox`), made at its first use.
+    #[cfg(feature = "inbox")]
+    inbox: OnceLock<Arc<inbox::Conns>>,
     pool: Arc<Pool>,
     held: Arc<Held>,
     runtime: Runtime,
@@ -264,6 +271,8 @@ impl PostgresStoreBuilder {
         Ok(PostgresStore {
             shared: Arc::new(Shared {
                 audit: OnceLock::new(),
+                #[cfg(feature = "inbox")]
+                inbox: OnceLock::new(),
                 pool,
                 held: Arc::default(),
                 runtime,
@@ -624,17 +633,27 @@ impl PendingStore for PostgresStore {
     fn put<'a>(&'a self, turn: &'a PendingTurn) -> StoreFuture<'a, Result<(), StoreError>> {
         let op = Op::new("put", &turn.session_id, &turn.turn_id);
         let text = serde_json::to_string(turn);
+        // The inbox's rows of its waiting calls, written by the same statement.
+        let rows = crate::store::waiting::waiting_rows(turn);
+        let waiting = i32::try_from(rows.len()).unwrap_or(i32::MAX);
+        let rows = serde_json::to_string(&rows).unwrap_or_else(|_| "[]".to_owned());
+        let ttl_ms = turn.ttl().as_millis() as f64;
+        let (user, fingerprint) = (turn.user_id.clone(), turn.fingerprint.clone());
         let pool = self.pool();
         self.run("put", async move {
             let text =
                 text.map_err(|e| op.error(format_args!("the turn does not serialize: {e}")))?;
-            pool.query(
-                Lane::Shared,
-                &op,
-                |st| &st.put,
-                &[&op.session_id, &op.id, &text],
-            )
-            .await?;
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
+                &op.session_id,
+                &op.id,
+                &text,
+                &user,
+                &fingerprint,
+                &ttl_ms,
+                &rows,
+                &waiting,
+            ];
+            pool.query(Lane::Shared, &op, |st| &st.put, &params).await?;
             Ok(())
         })
     }

@@ -9,7 +9,9 @@ pub use verify::{AuditHeads, ChainHead, HeadCheck, PostgresChain, PostgresVerifi
 pub(crate) use writer::Writer;
 
 use super::PostgresStore;
-use crate::audit::{AUDIT_LOG_FILE, AuditRecord, AuditSink, SESSION_SUMMARIES_FILE, SummaryRecord};
+use crate::audit::{
+    AUDIT_LOG_FILE, AuditRecord, AuditSink, DECISIONS_FILE, SESSION_SUMMARIES_FILE, SummaryRecord,
+};
 use crate::error::HookError;
 use crate::store::error::StoreError;
 use std::fmt;
@@ -25,6 +27,10 @@ pub(crate) enum Chain {
     Calls,
     /// `session_summaries`: one line per session.
     Sessions,
+    /// `decisions`: one line per decision of the approval inbox (and per refused attempt),
+    /// appended by the inbox in each decision's own transaction (feature `inbox`), never queued
+    /// here; verified and exported with the others.
+    Decisions,
 }
 
 impl Chain {
@@ -32,6 +38,7 @@ impl Chain {
         match self {
             Chain::Calls => "audit_log",
             Chain::Sessions => "session_summaries",
+            Chain::Decisions => "decisions",
         }
     }
 
@@ -40,6 +47,7 @@ impl Chain {
         match self {
             Chain::Calls => 1,
             Chain::Sessions => 2,
+            Chain::Decisions => 3,
         }
     }
 
@@ -47,6 +55,7 @@ impl Chain {
         match self {
             Chain::Calls => AUDIT_LOG_FILE,
             Chain::Sessions => SESSION_SUMMARIES_FILE,
+            Chain::Decisions => DECISIONS_FILE,
         }
     }
 

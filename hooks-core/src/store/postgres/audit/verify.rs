@@ -18,8 +18,8 @@ use std::sync::Arc;
 const PAGE: i64 = 1000;
 
 impl PostgresAuditSink {
-    /// Verifies both chains in the database (`audit_log`, `session_summaries`), with the audit
-    /// files' verifier's rules and code: each chain read in `seq` order from its start
+    /// Verifies the chains in the database (`audit_log`, `session_summaries`, `decisions`), with
+    /// the audit files' verifier's rules and code: each chain read in `seq` order from its start
     /// ([`CHAIN_START`]), `ok` with its line count and last hash, or the first line edited,
     /// deleted, inserted or reordered (line numbers count from 1 in the chain, as in the export
     /// of [`export_jsonl`](Self::export_jsonl); the break's `file` is
@@ -50,10 +50,11 @@ impl PostgresAuditSink {
         })
     }
 
-    /// Writes both chains to `dir` (created if missing) as the audit files: `audit_log.jsonl`
-    /// and `session_summaries.jsonl`, each row's line and its `\n`, in `seq` order, byte for
-    /// byte, so the files' verifier ([`verify_audit_dir`](crate::audit::verify_audit_dir))
-    /// checks them. Returns the number of lines written to each (calls, sessions).
+    /// Writes the chains to `dir` (created if missing) as the audit files: `audit_log.jsonl`,
+    /// `session_summaries.jsonl` and, when the inbox wrote any, `decisions.jsonl`, each row's
+    /// line and its `\n`, in `seq` order, byte for byte, so the files' verifier
+    /// ([`verify_audit_dir`](crate::audit::verify_audit_dir)) checks them. Returns the number
+    /// of lines written to the first two (calls, sessions).
     ///
     /// # Errors
     /// A [`StoreError`] when the database cannot be read, or a file cannot be made; a file
@@ -95,13 +96,15 @@ pub struct ChainHead {
     pub last_hash: String,
 }
 
-/// The heads of both chains ([`PostgresVerification::heads`]).
+/// The heads of the chains ([`PostgresVerification::heads`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditHeads {
     /// `audit_log`'s.
     pub calls: ChainHead,
     /// `session_summaries`'.
     pub sessions: ChainHead,
+    /// `decisions`' (the approval inbox's; 0 lines and [`CHAIN_START`] where it has none).
+    pub decisions: ChainHead,
 }
 
 /// Whether a kept [`ChainHead`] still holds.
@@ -201,15 +204,22 @@ pub struct PostgresVerification {
     pub calls: PostgresChain,
     /// `session_summaries`.
     pub sessions: PostgresChain,
+    /// `decisions` (the approval inbox's people's decisions).
+    pub decisions: PostgresChain,
 }
 
-/// One line per chain, each with its `\n`, then, when both verify, the reminder a folder's check
-/// ends with too ([`KEEP_LAST_HASHES`](crate::audit::KEEP_LAST_HASHES)): what `toolgate audit
-/// verify postgres://…` prints.
+/// One line per chain, each with its `\n` (`decisions` only when it has lines or breaks), then,
+/// when every chain verifies, the reminder a folder's check ends with too
+/// ([`KEEP_LAST_HASHES`](crate::audit::KEEP_LAST_HASHES)): what `toolgate audit verify
+/// postgres://…` prints.
 impl fmt::Display for PostgresVerification {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{}", self.calls)?;
         writeln!(f, "{}", self.sessions)?;
+        let empty = matches!(self.decisions.status, ChainStatus::Ok { lines: 0, .. });
+        if !empty || !self.decisions.is_ok() {
+            writeln!(f, "{}", self.decisions)?;
+        }
         if self.is_ok() {
             writeln!(f, "{KEEP_LAST_HASHES}")?;
         }
@@ -218,16 +228,17 @@ impl fmt::Display for PostgresVerification {
 }
 
 impl PostgresVerification {
-    /// Whether both chains verify and their kept heads (if any) hold.
+    /// Whether every chain verifies and its kept head (if any) holds.
     pub fn is_ok(&self) -> bool {
-        self.calls.is_ok() && self.sessions.is_ok()
+        self.calls.is_ok() && self.sessions.is_ok() && self.decisions.is_ok()
     }
 
-    /// Both heads, to keep for the next verification, when both chains verify.
+    /// The heads, to keep for the next verification, when every chain verifies.
     pub fn heads(&self) -> Option<AuditHeads> {
         Some(AuditHeads {
             calls: self.calls.head()?,
             sessions: self.sessions.head()?,
+            decisions: self.decisions.head()?,
         })
     }
 }
@@ -269,7 +280,12 @@ impl Reader {
     fn verify(&self, kept: Option<&AuditHeads>) -> Result<PostgresVerification, StoreError> {
         let calls = self.verify_chain(Chain::Calls, kept.map(|k| &k.calls))?;
         let sessions = self.verify_chain(Chain::Sessions, kept.map(|k| &k.sessions))?;
-        Ok(PostgresVerification { calls, sessions })
+        let decisions = self.verify_chain(Chain::Decisions, kept.map(|k| &k.decisions))?;
+        Ok(PostgresVerification {
+            calls,
+            sessions,
+            decisions,
+        })
     }
 
     fn verify_chain(
@@ -340,33 +356,49 @@ impl Reader {
     }
 
     fn export(&self, dir: &Path) -> Result<(u64, u64), StoreError> {
-        let failed = |e: io::Error, path: &Path| {
-            StoreError::new(format!("PostgreSQL: export to `{}`: {e}", path.display()))
-        };
-        std::fs::create_dir_all(dir).map_err(|e| failed(e, dir))?;
-        let mut counts = [0u64; 2];
-        for (i, chain) in [Chain::Calls, Chain::Sessions].into_iter().enumerate() {
-            let path = dir.join(chain.file());
-            let file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .map_err(|e| failed(e, &path))?;
-            let mut out = BufWriter::new(file);
-            let mut lines = self.lines(chain);
-            let mut line = Vec::new();
-            while lines.next_line(&mut line).map_err(|e| failed(e, &path))? {
-                out.write_all(&line).map_err(|e| failed(e, &path))?;
-                line.clear();
-                counts[i] += 1;
-            }
-            out.into_inner()
-                .map_err(|e| failed(e.into_error(), &path))?
-                .sync_all()
-                .map_err(|e| failed(e, &path))?;
-        }
-        Ok((counts[0], counts[1]))
+        std::fs::create_dir_all(dir).map_err(|e| export_failed(e, dir))?;
+        let calls = self.export_chain(Chain::Calls, dir)?;
+        let sessions = self.export_chain(Chain::Sessions, dir)?;
+        self.export_chain(Chain::Decisions, dir)?;
+        Ok((calls, sessions))
     }
+
+    /// Writes `chain` to its file in `dir`; the `decisions` chain only when it has a line (a
+    /// folder without an inbox has no `decisions.jsonl`). Returns its number of lines.
+    fn export_chain(&self, chain: Chain, dir: &Path) -> Result<u64, StoreError> {
+        let path = dir.join(chain.file());
+        let failed = |e: io::Error| export_failed(e, &path);
+        let mut lines = self.lines(chain);
+        let mut line = Vec::new();
+        let first = lines.next_line(&mut line).map_err(failed)?;
+        if !first && chain == Chain::Decisions {
+            return Ok(0);
+        }
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(failed)?;
+        let mut out = BufWriter::new(file);
+        let mut count = 0;
+        let mut more = first;
+        while more {
+            out.write_all(&line).map_err(failed)?;
+            line.clear();
+            count += 1;
+            more = lines.next_line(&mut line).map_err(failed)?;
+        }
+        out.into_inner()
+            .map_err(|e| failed(e.into_error()))?
+            .sync_all()
+            .map_err(failed)?;
+        Ok(count)
+    }
+}
+
+/// An export that failed at `path`.
+fn export_failed(e: io::Error, path: &Path) -> StoreError {
+    StoreError::new(format!("PostgreSQL: export to `{}`: {e}", path.display()))
 }
 
 /// A chain's lines from the database, in `seq` order, each with its `\n`, a page at a time.
