@@ -21,7 +21,9 @@
 //! threads waited for a core: a busy machine); `respond_e2e_over_handwritten` (message text → parse
 //! → respond → answer text, against the same by hand: `ratios/e2e.rs`);
 //! `batch4_reads_over_one_call` and `batch_mixed_over_sum` (tools awaiting 20 ms each, several in
-//! one message: see `ratios/batch.rs`).
+//! one message: see `ratios/batch.rs`); `call_future_bytes` and `respond_future_bytes` (the size
+//! of `Session::call`'s and `Session::respond`'s futures, 4 hooks + observer: `size_of_val` of a
+//! future never polled, printed first, before a `--profile` run too).
 
 #[path = "ratios/batch.rs"]
 mod batch;
@@ -122,6 +124,23 @@ fn main() {
         &s_audit_unchained,
     ] {
         assert_eq!(result_text(poll_ready(s.call(&call))), EXPECTED);
+    }
+
+    // The size of a call's future and of a message's (4 hooks + observer, a default session):
+    // a future is moved whole each time it is awaited, and `poll_ready` moves it once more.
+    // Created, measured, dropped unpolled (nothing runs).
+    figure(
+        "call_future_bytes",
+        std::mem::size_of_val(&s_hooks.call(&call)) as f64,
+    );
+    {
+        let mut text = e2e::FreshText::new();
+        let message: toolgate::Message =
+            serde_json::from_str(text.next()).expect("a valid message");
+        figure(
+            "respond_future_bytes",
+            std::mem::size_of_val(&s_hooks.respond(&message)) as f64,
+        );
     }
 
     // The end-to-end sides answer the same text.

@@ -369,8 +369,10 @@ pub enum CallError {
     /// than the Messages API's pattern, so an empty id is the one it refuses.)
     #[error("the tool_use id is empty, so no tool_result could answer it; nothing was run")]
     EmptyId,
-    /// An earlier attempt with this id and this input is still running (a retry raced it):
-    /// nothing was run. Wait for that attempt, then retry: its answer is replayed.
+    /// An earlier attempt with this id and this input is still running (a retry raced it), or,
+    /// for a later turn that reuses the id, the earlier turn's call with it still runs: nothing
+    /// was run. Wait for that attempt, then retry: its answer is replayed (a later turn's call
+    /// then runs as its own).
     #[error(
         "tool_use {tool_use_id:?} is still being answered by an earlier attempt; nothing was \
          run twice: wait for it, then retry to get its answer"
@@ -387,6 +389,23 @@ pub enum CallError {
          tool_use id names one call, so nothing was run"
     )]
     IdReused {
+        /// The id.
+        tool_use_id: String,
+    },
+    /// This session used this id before, and one of the two calls came without its model
+    /// response's id (a message without its `id`, a Chat Completions choice passed without its
+    /// completion, [`Session::call`](crate::Session::call)): it may be a resend of the same call
+    /// or a later turn's call that reuses the id (OpenAI-compatible servers number a turn's
+    /// calls: `functions.get_time:0`), which nothing tells apart. Nothing was run, and no other
+    /// turn's answer was given. Give every turn its response's id: pass the response as the API
+    /// returned it (ARCHITECTURE.md, "Contracts": "Ids and retries").
+    #[error(
+        "tool_use {tool_use_id:?} was used before in this session, and one of the two calls came \
+         without its model response's id, so a resend of the same call cannot be told from a \
+         later turn that reuses the id; nothing was run: pass each response as the API returned \
+         it, with its `id`"
+    )]
+    IdRecycled {
         /// The id.
         tool_use_id: String,
     },
@@ -429,9 +448,10 @@ pub enum RespondError {
     /// A block of the turn gave no answer (see [`CallError`]):
     /// - [`CallError::Halt`]: a PreToolUse hook could not decide; the halt's answer covers every
     ///   `tool_use` of the turn (`BLOCKED:` for the failed one, `Not run:` after it);
-    /// - [`CallError::InProgress`], [`CallError::IdReused`], [`CallError::Store`]: the answer
-    ///   memory refused the block; the blocks before it were answered and are remembered, the
-    ///   rest did not start. Retry the turn: the answered blocks are replayed.
+    /// - [`CallError::InProgress`], [`CallError::IdReused`], [`CallError::IdRecycled`],
+    ///   [`CallError::Store`]: the answer memory refused the block; the blocks before it were
+    ///   answered and are remembered, the rest did not start. Retry the turn (with its response
+    ///   id, after [`CallError::IdRecycled`]): the answered blocks are replayed.
     ///
     /// Never [`CallError::EmptyId`]: a turn's ids are checked first ([`RespondError::Id`]).
     #[error(transparent)]
@@ -490,6 +510,26 @@ pub enum RespondError {
     /// `respond` answers assistant messages only.
     #[error("respond answers assistant messages; this message's role is user")]
     NotAssistant,
+    /// The turn paused for a person's approval, and the store of paused turns the session was
+    /// opened on ([`Session::with_pending_store`](crate::Session::with_pending_store),
+    /// [`Dispatcher::session_on`](crate::Dispatcher::session_on)) could not keep it. The calls
+    /// that needed no approval were answered and are remembered; the waiting ones did not run
+    /// (their audit lines say `awaiting_approval`). Retry the message once the store is back:
+    /// the answered calls are replayed, the waiting ones pause again and the turn is kept.
+    #[error(
+        "the turn {turn_id:?} of session {session_id:?} paused for a person's approval, but the \
+         session's store of paused turns could not keep it: {}; retry the message once the \
+         store is back (the answered calls are replayed, the waiting ones pause again)",
+        error.message()
+    )]
+    NotKept {
+        /// The session's id.
+        session_id: String,
+        /// The paused turn's id.
+        turn_id: String,
+        /// The store's error.
+        error: StoreError,
+    },
 }
 
 impl RespondError {

@@ -69,8 +69,8 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 ///   operator detail), so a layer outside can record what happened.
 /// - `Error`: [`CallError`], as from [`Session::call`]: a PreToolUse hook could not decide
 ///   ([`CallError::Halt`]), or the session's answer memory refused the id (empty, in progress,
-///   reused with another input; a retry of an answered id is answered from memory, with its
-///   remembered outcome).
+///   reused with another input, used by a whole turn of the session; a retry of an answered id
+///   is answered from memory, with its remembered outcome).
 /// - `Future`: `'static` and `Send` (it holds the session in an `Arc`), as tower's layers and
 ///   spawned tasks need.
 /// - [`poll_ready`](Service::poll_ready): always ready (see the module docs, "Backpressure").

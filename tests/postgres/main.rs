@@ -19,6 +19,7 @@ mod audit;
 mod cuts;
 mod drops;
 mod fleet;
+mod inbox;
 mod proxy;
 mod sealed;
 mod stores;

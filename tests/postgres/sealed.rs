@@ -76,12 +76,12 @@ fn a_hidden_field_is_in_no_row_and_the_resumed_tool_gets_it() {
     // A worker without the key: refused, nothing runs, the turn waits again.
     let store = Arc::new(PostgresStore::connect(&db.settings).unwrap());
     let decisions = Decisions::builder()
-        .approve("toolu_big", "lead")
+        .approve_any_input("toolu_big", "lead")
         .build()
         .unwrap();
     let keyless = sealed::dispatcher(AuditLog::builder().sink(store.audit_sink()), &paid, None);
     let session = keyless.session_with_store(ctx(), store.clone());
-    let refused = toolgate::block_on(session.resume_from(&*store, "toolu_small", &decisions));
+    let refused = toolgate::block_on(session.resume_from(&*store, "msg_sealed", &decisions));
     assert_eq!(
         refused.unwrap_err().to_string(),
         "the input of tool_use \"toolu_big\" has fields the audit log's redaction hides, and \
@@ -103,7 +103,7 @@ fn a_hidden_field_is_in_no_row_and_the_resumed_tool_gets_it() {
         Some(sealed::keys()),
     );
     let session = d.session_with_store(ctx(), store.clone());
-    let resumed = toolgate::block_on(session.resume_from(&*store, "toolu_small", &decisions));
+    let resumed = toolgate::block_on(session.resume_from(&*store, "msg_sealed", &decisions));
     assert_eq!(
         serde_json::to_value(resumed.unwrap()).unwrap(),
         sealed::resumed_answer()

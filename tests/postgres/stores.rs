@@ -1,7 +1,8 @@
 //! `PostgresStore` alone: the conformance suite every store passes; migrations applied once by
-//! four workers connecting at once; a database of schema version 1 migrated, its rows kept; a
-//! schema newer than the build refused at connect; a store unreachable at claim time runs
-//! nothing, and a lost connection is opened again.
+//! four workers connecting at once; a database of schema version 1 migrated, its rows kept and
+//! its answers replayed as calls without a turn; a schema newer than the build refused at
+//! connect; a store unreachable at claim time runs nothing, and a lost connection is opened
+//! again; a session on the store keeps the turn it pauses for another worker to resume.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
@@ -46,6 +47,62 @@ fn four_workers_connecting_at_once_apply_the_migrations_once() {
         sql.rows("SELECT version FROM toolgate_schema ORDER BY version"),
         versions,
         "each migration applied once"
+    );
+    assert_eq!(PostgresStore::SCHEMA_VERSION, 4);
+}
+
+/// Schema version 1, as a build of that version applied it.
+const VERSION_1: &str =
+    include_str!("../../hooks-core/src/store/postgres/migrations/0001_tables.sql");
+
+#[test]
+fn a_version_1_database_is_migrated_and_its_answers_replay_as_calls_without_a_turn() {
+    use toolgate::store::{AnswerStore, CallKey, Claim, InputDigest, Remembered};
+    let db = server::database();
+    let sql = Sql::connect(&db.settings);
+    sql.run(
+        "CREATE TABLE toolgate_schema (version integer PRIMARY KEY, \
+         applied_at timestamptz NOT NULL DEFAULT now())",
+    );
+    sql.run(VERSION_1);
+    sql.run("INSERT INTO toolgate_schema (version) VALUES (1)");
+    let result = toolgate::ToolResult::text("toolu_old", "refunded 900 on o_2");
+    sql.run(&format!(
+        "INSERT INTO toolgate_answers (session_id, tool_use_id, digest, state, outcome, result) \
+         VALUES ('s_old', 'toolu_old', decode(repeat('05', 32), 'hex'), 'answered', 'ok', '{}')",
+        serde_json::to_string(&result).unwrap()
+    ));
+    let store = PostgresStore::connect(&db.settings).unwrap();
+    assert_eq!(
+        sql.rows("SELECT version FROM toolgate_schema ORDER BY version"),
+        [
+            [Some("1".to_owned())],
+            [Some("2".to_owned())],
+            [Some("3".to_owned())],
+            [Some("4".to_owned())]
+        ]
+    );
+    let lease = std::time::Duration::from_secs(60);
+    let digest = InputDigest([5; 32]);
+    let old = CallKey::new("s_old", "toolu_old");
+    assert_eq!(
+        toolgate::block_on(store.claim(old, digest, lease)).unwrap(),
+        Claim::Seen(Remembered::Answered {
+            digest,
+            outcome: toolgate::audit::Outcome::Ok,
+            result,
+        }),
+        "the answer of version 1 is replayed to a call without a turn"
+    );
+    let named = CallKey::in_turn("s_old", "chatcmpl-1", "toolu_old");
+    assert_eq!(
+        toolgate::block_on(store.claim(named, digest, lease)).unwrap(),
+        Claim::OtherTurn { in_progress: false },
+        "and a call of a turn cannot be told from it"
+    );
+    assert_eq!(
+        sql.rows("SELECT turn, apart FROM toolgate_answers"),
+        [[Some(String::new()), Some(String::new())]]
     );
 }
 
@@ -233,10 +290,7 @@ fn a_read_only_connection_reads_the_trail_and_the_server_refuses_its_writes() {
     let verdict = toolgate::block_on(operator.audit_sink().verify(None)).unwrap();
     assert!(verdict.is_ok(), "{verdict}");
     assert_eq!(verdict.heads().unwrap().calls.lines, 1);
-    let key = CallKey {
-        session_id: "s_2",
-        tool_use_id: "toolu_2",
-    };
+    let key = CallKey::new("s_2", "toolu_2");
     let refused = toolgate::block_on(operator.claim(
         key,
         InputDigest([0; 32]),
@@ -276,7 +330,12 @@ fn a_database_at_schema_version_1_is_migrated_and_keeps_its_rows() {
     let store = PostgresStore::connect(&db.settings).unwrap();
     assert_eq!(
         sql.rows("SELECT version FROM toolgate_schema ORDER BY version"),
-        [[Some("1".to_owned())], [Some("2".to_owned())]]
+        [
+            [Some("1".to_owned())],
+            [Some("2".to_owned())],
+            [Some("3".to_owned())],
+            [Some("4".to_owned())]
+        ]
     );
     let lease = std::time::Duration::from_secs(60);
     let digest = InputDigest([7; 32]);
@@ -289,4 +348,55 @@ fn a_database_at_schema_version_1_is_migrated_and_keeps_its_rows() {
         toolgate::block_on(store.claim(CallKey::new("s_old", "toolu_2"), digest, lease)).unwrap(),
         Claim::Claimed
     );
+}
+
+#[test]
+fn a_session_on_the_store_keeps_its_paused_turn_for_another_worker_to_resume() {
+    let db = server::database();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let ran = Arc::clone(&runs);
+    let d = Dispatcher::builder()
+        .tool(ToolDef::sync(
+            "refund",
+            "Refunds an order.",
+            move |_env, _: Order| {
+                ran.fetch_add(1, Ordering::SeqCst);
+                Ok(String::from("refunded"))
+            },
+        ))
+        .pre_hook(PreHookDef::sync("app::ask", 10, |_env, _call: &ToolUse| {
+            Ok(Decision::ask("every refund needs a person"))
+        }))
+        .build()
+        .unwrap();
+    let context = || HookContext::builder("u_1", "sess_kept").build();
+    let message: toolgate::Message = serde_json::from_value(json!({
+        "role": "assistant", "stop_reason": "tool_use", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "refund", "input": {"order_id": "o_1"}}]
+    }))
+    .unwrap();
+    // The agent's worker: its session on the store keeps the turn; it puts nothing itself.
+    let agent = Arc::new(PostgresStore::connect(&db.settings).unwrap());
+    let session = d.session_on(context(), agent.clone());
+    let reply = toolgate::block_on(session.respond(&message)).unwrap();
+    assert!(matches!(reply, toolgate::Reply::Pending(_)), "{reply:?}");
+    drop(session);
+    // Another worker, its own connection: the person's approval of what the store shows.
+    let other = Arc::new(PostgresStore::connect(&db.settings).unwrap());
+    let turns = toolgate::block_on(toolgate::store::PendingStore::waiting(&*other, "sess_kept"));
+    let turns = turns.unwrap();
+    assert_eq!(turns.len(), 1);
+    let call = turns[0].awaiting().next().unwrap();
+    let decisions = toolgate::approval::Decisions::builder()
+        .approve(call, "lead")
+        .build()
+        .unwrap();
+    let worker = d.session_on(context(), other.clone());
+    let answer = toolgate::block_on(worker.resume_from(&*other, "toolu_1", &decisions));
+    assert_eq!(
+        serde_json::to_value(answer.unwrap()).unwrap(),
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "refunded"}]})
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
 }

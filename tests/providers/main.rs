@@ -13,6 +13,7 @@ mod fixtures_anthropic;
 mod options;
 mod provider_rules;
 mod providers;
+mod recycled_ids;
 mod results;
 mod strict_limits;
 mod turns;

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate::{
-    Dispatcher, HookContext, Reply, RespondError, Session,
+    CallError, Dispatcher, HookContext, Reply, RespondError, Session,
     audit::{AuditLog, Outcome},
     content::IdRule,
     dispatch::ToolDef,
@@ -120,13 +120,26 @@ fn an_openai_choice_is_answered_whole_and_a_length_cut_one_runs_nothing() {
                    "content": "sent to maria@example.com"}),
         ])
     );
-    // The choice alone reads the same (and its ids are answered from memory now).
-    let choice = &completion["choices"][0];
+    // The completion sent again is answered from memory. The choice alone has no completion
+    // id: nothing tells it from a later turn that reuses the call ids, so it is refused.
     assert_eq!(
-        toolgate::block_on(w.session.respond_openai_choice(choice)).unwrap(),
+        toolgate::block_on(w.session.respond_openai_choice(&completion)).unwrap(),
         reply
     );
+    let choice = &completion["choices"][0];
+    let err = toolgate::block_on(w.session.respond_openai_choice(choice)).unwrap_err();
+    assert!(
+        matches!(&err, RespondError::Call(CallError::IdRecycled { tool_use_id })
+            if tool_use_id == "call_Lq8Vn2Rt6Yx0Pz4Mk7Bw1Jd"),
+        "{err:?}"
+    );
     assert_eq!(w.ran.lock().unwrap().len(), 3);
+    // In a session of its own, the choice alone reads the same.
+    let fresh = world();
+    assert_eq!(
+        toolgate::block_on(fresh.session.respond_openai_choice(choice)).unwrap(),
+        reply
+    );
 
     let cut = fixture("openai/chat_completion_length.json");
     let err = toolgate::block_on(w.session.respond_openai_choice(&cut)).unwrap_err();

@@ -350,7 +350,8 @@ fn an_input_that_is_not_an_object_is_masked_whole_by_its_tools_field_rules() {
         ]
     );
     let text = std::fs::read_to_string(dir.join("audit_log.jsonl")).unwrap();
-    assert!(!text.contains("4242"), "{text}");
+    // Two groups of the card: a bare "4242" can turn up inside a line's `prev` hash.
+    assert!(!text.contains("4242 4242"), "{text}");
 }
 
 #[test]

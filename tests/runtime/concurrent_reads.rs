@@ -528,7 +528,7 @@ fn an_ask_in_a_reads_chain_pauses_that_block_and_the_other_reads_run() {
     );
     assert_eq!(world.max_running.load(Ordering::SeqCst), 2);
     let decisions = Decisions::builder()
-        .approve("toolu_2", "lead")
+        .approve_any_input("toolu_2", "lead")
         .build()
         .unwrap();
     let answer = toolgate::block_on(s.resume(&pending, &decisions)).unwrap();
@@ -556,7 +556,8 @@ fn a_retried_message_of_reads_runs_nothing_twice() {
     let world = Arc::new(World::default());
     let dir = TempDir::new("reads-retry");
     let s = builder(&world, &dir).build().unwrap().session(ctx());
-    let message = assistant(
+    let message = crate::support::assistant_with_id(
+        "msg_01",
         json!([
             lookup("toolu_1", "o1", 2, Some("o2")),
             lookup("toolu_2", "o2", 2, None),
@@ -636,8 +637,8 @@ fn approved_reads_resume_together_in_tool_use_order() {
     );
     assert!(world.finished.lock().unwrap().is_empty());
     let decisions = Decisions::builder()
-        .approve("toolu_1", "lead")
-        .approve("toolu_2", "lead")
+        .approve_any_input("toolu_1", "lead")
+        .approve_any_input("toolu_2", "lead")
         .build()
         .unwrap();
     let answer = toolgate::block_on(s.resume(&pending, &decisions)).unwrap();

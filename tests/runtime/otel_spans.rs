@@ -431,8 +431,10 @@ fn a_dropped_call_and_a_failing_tool_end_their_spans_with_an_outcome_and_no_secr
         ]
     );
     let everything: String = spans.iter().map(|s| format!("{s:?}")).collect();
+    // The card, or two of its groups: a bare "4242" can turn up inside a span's nanosecond
+    // timestamps or ids (seen: `988424205`), which would be a false alarm.
     assert!(
-        !everything.contains("4242"),
+        !everything.contains(CARD) && !everything.contains("4242 4242"),
         "a span carries the card: {everything}"
     );
 

@@ -35,7 +35,8 @@ const FORMATS: [TurnFormat; 4] = [
 ];
 
 /// Two refunds in one turn of `format`: `toolu_1` (900 cents, no approval needed) and `toolu_2`
-/// (25 000 cents, a person must approve); each API's own shape, the same ids.
+/// (25 000 cents, a person must approve); each API's own shape, the same ids, the response's
+/// id as [`turn_name`] gives it.
 fn turn(format: TurnFormat) -> Value {
     let args = |order: &str, cents: u32| json!({"order_id": order, "amount_cents": cents});
     let calls = [
@@ -44,19 +45,19 @@ fn turn(format: TurnFormat) -> Value {
     ];
     match format {
         TurnFormat::AnthropicMessages => json!({
-            "role": "assistant", "stop_reason": "tool_use",
+            "id": "msg_1", "role": "assistant", "stop_reason": "tool_use",
             "content": calls.iter().map(|(id, input)| json!(
                 {"type": "tool_use", "id": id, "name": "refund", "input": input}
             )).collect::<Vec<_>>()
         }),
-        TurnFormat::OpenaiChat => json!({
+        TurnFormat::OpenaiChat => json!({"id": "chatcmpl-1", "choices": [{
             "index": 0, "finish_reason": "tool_calls",
             "message": {"role": "assistant", "content": null,
                 "tool_calls": calls.iter().map(|(id, input)| json!(
                     {"id": id, "type": "function",
                      "function": {"name": "refund", "arguments": input.to_string()}}
                 )).collect::<Vec<_>>()}
-        }),
+        }]}),
         TurnFormat::OpenaiResponses => json!({
             "id": "resp_1", "status": "completed",
             "output": calls.iter().map(|(id, input)| json!(
@@ -69,6 +70,17 @@ fn turn(format: TurnFormat) -> Value {
             "content": {"role": "model",
                 "parts": gemini_calls(&calls)}
         }),
+        other => panic!("no turn for {other:?}"),
+    }
+}
+
+/// The id of the model response of [`turn`]'s `format`: the turn's name when it pauses.
+fn turn_name(format: TurnFormat) -> &'static str {
+    match format {
+        TurnFormat::AnthropicMessages => "msg_1",
+        TurnFormat::OpenaiChat => "chatcmpl-1",
+        TurnFormat::OpenaiResponses => "resp_1",
+        TurnFormat::Gemini => "gemini-0",
         other => panic!("no turn for {other:?}"),
     }
 }
@@ -234,9 +246,10 @@ fn stored(format: TurnFormat, fp: &str) -> Value {
         }
     }
     json!({
-        "format": 2, "turn_format": format.as_str(), "turn_id": "toolu_1",
+        "format": 2, "turn_format": format.as_str(), "turn_id": turn_name(format),
+        "turn": turn_name(format),
         "session_id": "sess_ask", "user_id": "u_001", "fingerprint": fp,
-        "created_at": "2026-11-24T10:15:00Z", "blocks": blocks
+        "created_at": "2026-11-24T10:15:00Z", "pending_ttl_ms": 86_400_000, "blocks": blocks
     })
 }
 
@@ -354,7 +367,6 @@ fn a_denial_at_resume_blocks_the_call_with_the_persons_reason() {
                 json!({"order_id": "o_2", "amount_cents": 25000}),
                 "2026-11-24T10:16:00Z",
                 json!({"outcome": "blocked", "is_error": true, "content": text,
-                       "blocked_by": "app::large_refund",
                        "detail": "a person declined the call (asked by `app::large_refund`: \
                                   refunds above 20000 cents need a person's approval)",
                        "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}],
@@ -834,10 +846,10 @@ fn a_call_decided_twice_is_refused_whatever_the_order_and_nothing_runs() {
     }
     // The builder refuses the same, whatever the decisions.
     let built = Decisions::builder()
-        .approve("toolu_a", "lead")
-        .approve("toolu_b", "lead")
+        .approve_any_input("toolu_a", "lead")
+        .approve_any_input("toolu_b", "lead")
         .deny("toolu_b", "lead", "no.")
-        .approve("toolu_c", "lead")
+        .approve_any_input("toolu_c", "lead")
         .build()
         .unwrap_err();
     assert_eq!(built.to_string(), twice);
@@ -1146,9 +1158,12 @@ fn the_same_input_with_its_keys_reordered_is_refused_never_run_twice() {
     let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
     let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
     let session = d.session(ctx("sess_ask", "u_001", at_start()));
-    let small = refunds_message(&[("toolu_1", "o_1", 900)]);
+    // The same response sent again (its id `msg_1`), its input's keys reordered.
+    let mut small = refunds_message(&[("toolu_1", "o_1", 900)]);
+    small.extra.insert("id".to_owned(), json!("msg_1"));
     toolgate::block_on(session.respond(&small)).unwrap();
-    let reordered = support::assistant(
+    let reordered = support::assistant_with_id(
+        "msg_1",
         json!([{"type": "tool_use", "id": "toolu_1", "name": "refund",
                 "input": {"amount_cents": 900, "order_id": "o_1"}}]),
         "tool_use",
@@ -1271,4 +1286,93 @@ fn at_resume_a_rule_that_now_denies_blocks_the_approved_call() {
             (0, Vec::<Value>::new())
         );
     }
+}
+
+#[test]
+fn every_api_turn_paused_in_a_session_on_a_store_is_kept_there_and_resumed_from_it() {
+    for format in FORMATS {
+        let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+        let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+        let turns = Arc::new(toolgate::store::MemoryPendingStore::new());
+        let session = d
+            .session(ctx("sess_ask", "u_001", at_start()))
+            .with_pending_store(turns.clone());
+        let Reply::Pending(pending) = respond(format, &session) else {
+            panic!("{format:?}: the large refund waits for a person");
+        };
+        let kept = toolgate::block_on(toolgate::store::PendingStore::waiting(&*turns, "sess_ask"));
+        assert_eq!(kept.unwrap(), vec![pending.clone()], "{format:?}");
+        let call = pending.awaiting().next().unwrap();
+        assert_eq!(call.input_digest, digest_o2());
+        let decisions = Decisions::builder().approve(call, "lead").build().unwrap();
+        let worker = d.session(ctx("sess_ask", "u_001", later(60)));
+        let answer = toolgate::block_on(worker.resume_from(&*turns, turn_name(format), &decisions));
+        assert_eq!(
+            answered(answer.unwrap()),
+            expected(
+                format,
+                json!([
+                    {"type": "tool_result", "tool_use_id": "toolu_1",
+                     "content": "refunded 900 on o_1"},
+                    {"type": "tool_result", "tool_use_id": "toolu_2",
+                     "content": "refunded 25000 on o_2"},
+                ])
+            ),
+            "{format:?}"
+        );
+        assert_eq!(runs.load(Ordering::SeqCst), 2, "{format:?}");
+    }
+}
+
+#[test]
+fn a_call_a_person_declined_is_recorded_as_theirs_and_the_asking_hook_as_the_asker() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+    let pending = pause(&d, TurnFormat::AnthropicMessages);
+    let deny = Approval::deny("lead@example.com", "the order was already refunded.");
+    resume(&d, &pending, later(60), vec![("toolu_2", deny)]).unwrap();
+    let records: Vec<toolgate::audit::AuditRecord> = lines
+        .take()
+        .into_iter()
+        .map(|l| serde_json::from_value(l).unwrap())
+        .collect();
+    let [_small, asked, declined] = records.as_slice() else {
+        panic!("three lines: {records:?}");
+    };
+    // The pause's line, then the final one: declined by the person; the hook only asked, and
+    // denied nothing.
+    assert_eq!(asked.outcome, toolgate::audit::Outcome::AwaitingApproval);
+    assert_eq!(asked.asked_by, declined.asked_by);
+    assert_eq!(declined.outcome, toolgate::audit::Outcome::Blocked);
+    assert_eq!(declined.blocked_by, None);
+    assert_eq!(declined.denied_by.as_deref(), Some("lead@example.com"));
+    assert_eq!(
+        declined.asked_by,
+        vec![toolgate::approval::Asked {
+            hook: "app::large_refund".into(),
+            reason: LARGE_ASK.into(),
+        }]
+    );
+    // `toolgate audit tail` prints the hook as the asker, then who declined: the command's
+    // own tests (cli/tests/commands.rs) pin that line.
+    // The report: the person's decline, never a denial by the hook that asked.
+    let mut trail = toolgate::audit::Trail::default();
+    for (n, r) in records.iter().enumerate() {
+        let mut line = Vec::new();
+        r.write_json(&mut line);
+        trail
+            .push_call_line(&line, std::path::Path::new("audit_log.jsonl"), n as u64 + 1)
+            .unwrap();
+    }
+    let options = toolgate::audit::report::ReportOptions::default();
+    let figures = toolgate::audit::report::Figures::of(&trail, &options);
+    let denials = figures.rules.get("app::large_refund").map(|r| r.denials);
+    assert_eq!(denials.unwrap_or(0), 0, "{:?}", figures.rules);
+    assert_eq!(figures.decided.len(), 1);
+    assert_eq!(
+        figures.decided[0].resolution,
+        toolgate::audit::report::Resolution::Declined {
+            by: "lead@example.com".into()
+        }
+    );
 }

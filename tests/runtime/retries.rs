@@ -23,7 +23,9 @@ use toolgate::{
     },
 };
 
-use crate::support::{HALT_TEXT, NOT_RUN_HALT, TempDir, assistant, json_lines, poll_once};
+use crate::support::{
+    HALT_TEXT, NOT_RUN_HALT, TempDir, assistant, assistant_with_id, json_lines, poll_once,
+};
 
 /// The text of an email.
 #[derive(Deserialize, JsonSchema)]
@@ -143,7 +145,9 @@ fn a_retried_message_is_answered_from_memory_and_runs_nothing_twice() {
     let world = Arc::new(World::default());
     let dir = TempDir::new("retry-same");
     let s = dispatcher(&world, &dir).session(ctx());
-    let message = assistant(
+    // The same response sent twice: its id, `msg_01`, says so.
+    let message = assistant_with_id(
+        "msg_01",
         json!([email("toolu_1", "invoice"), email("toolu_2", "receipt")]),
         "tool_use",
     );
@@ -195,7 +199,8 @@ fn after_a_halt_a_retry_replays_the_answered_blocks_and_runs_the_rest() {
     let dir = TempDir::new("retry-halt");
     let d = dispatcher(&world, &dir);
     let s = d.session(ctx());
-    let message = assistant(
+    let message = assistant_with_id(
+        "msg_01",
         json!([
             {"type": "tool_use", "id": "toolu_r", "name": "slow_refund", "input": {"text": "o_1"}},
             email("toolu_a", "first"),
@@ -275,15 +280,29 @@ fn an_id_reused_with_another_input_is_refused_and_nothing_runs() {
              tool_use id names one call, so nothing was run"
         );
     }
-    // Through respond: the message is refused at that block.
-    let message = assistant(json!([email("toolu_1", "refund 500")]), "tool_use");
+    // Through respond: the same response (`msg_01`) sent again with another input is refused
+    // at that block.
+    let message = assistant_with_id("msg_01", json!([email("toolu_9", "invoice")]), "tool_use");
+    toolgate::block_on(s.respond(&message)).unwrap();
+    let message = assistant_with_id(
+        "msg_01",
+        json!([email("toolu_9", "refund 500")]),
+        "tool_use",
+    );
     let err = toolgate::block_on(s.respond(&message)).unwrap_err();
     assert!(
-        matches!(err, RespondError::Call(CallError::IdReused { .. })),
+        matches!(&err, RespondError::Call(CallError::IdReused { tool_use_id })
+            if tool_use_id == "toolu_9"),
         "{err}"
     );
-    assert_eq!(*world.sent.lock().unwrap(), ["invoice"]);
-    assert_eq!(lines(&dir), [line("toolu_1", "ok", "sent: invoice", false)]);
+    assert_eq!(*world.sent.lock().unwrap(), ["invoice", "invoice"]);
+    assert_eq!(
+        lines(&dir),
+        [
+            line("toolu_1", "ok", "sent: invoice", false),
+            line("toolu_9", "ok", "sent: invoice", false)
+        ]
+    );
 }
 
 #[test]
@@ -305,13 +324,16 @@ fn a_concurrent_duplicate_is_refused_as_in_progress_then_replayed() {
         "tool_use \"toolu_r\" is still being answered by an earlier attempt; nothing was run \
          twice: wait for it, then retry to get its answer"
     );
-    let message = assistant(
+    // A message that reuses the id, from a call that had no response id: nothing tells a
+    // resend from a later turn's call, so it is refused (ARCHITECTURE.md, "Ids and retries").
+    let message = assistant_with_id(
+        "msg_01",
         json!([{"type": "tool_use", "id": "toolu_r", "name": "slow_refund", "input": {"text": "o_1"}}]),
         "tool_use",
     );
     assert!(matches!(
         toolgate::block_on(s.respond(&message)),
-        Err(RespondError::Call(CallError::InProgress { tool_use_id })) if tool_use_id == "toolu_r"
+        Err(RespondError::Call(CallError::IdRecycled { tool_use_id })) if tool_use_id == "toolu_r"
     ));
     world.open.store(true, Ordering::SeqCst);
     let done = poll_once(first.as_mut()).expect("the gate is open");

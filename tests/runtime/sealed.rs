@@ -120,10 +120,10 @@ fn a_hidden_field_is_in_no_byte_of_the_paused_turn_and_the_resumed_tool_gets_it(
     let later = sealed::dispatcher(files(&dir), &later_paid, Some(sealed::keys()));
     let session = later.session(ctx());
     assert_eq!(
-        turn.turn_id, "toolu_small",
-        "a turn is named by its first call"
+        turn.turn_id, "msg_sealed",
+        "a turn is named by its response's id"
     );
-    let resumed = toolgate::block_on(session.resume_from(&*store, "toolu_small", &approved(&turn)));
+    let resumed = toolgate::block_on(session.resume_from(&*store, "msg_sealed", &approved(&turn)));
     assert_eq!(answer(resumed.unwrap()), sealed::resumed_answer());
     assert_eq!(
         later_paid.inputs(),
@@ -131,7 +131,7 @@ fn a_hidden_field_is_in_no_byte_of_the_paused_turn_and_the_resumed_tool_gets_it(
         "the real PIN and token"
     );
     let Taken::Resumed(kept) =
-        toolgate::block_on(store.take(sealed::SESSION, "toolu_small", Duration::from_secs(600)))
+        toolgate::block_on(store.take(sealed::SESSION, "msg_sealed", Duration::from_secs(600)))
             .unwrap()
     else {
         panic!("the turn's answer is kept");
@@ -184,7 +184,7 @@ fn refused(turn: &PendingTurn, keys: Option<SealKeys>) -> String {
     let paid = Paid::default();
     let d = sealed::dispatcher(files(&dir), &paid, keys);
     let decisions = Decisions::builder()
-        .approve("toolu_big", "lead")
+        .approve_any_input("toolu_big", "lead")
         .build()
         .unwrap();
     let e = toolgate::block_on(d.session(ctx()).resume(turn, &decisions)).unwrap_err();
@@ -268,7 +268,7 @@ fn a_resume_that_cannot_give_the_hidden_fields_back_refuses_and_runs_nothing() {
     );
     let moved = tampered(&turn, |big| big["tool_use_id"] = json!("toolu_other"));
     let decisions = Decisions::builder()
-        .approve("toolu_other", "lead")
+        .approve_any_input("toolu_other", "lead")
         .build()
         .unwrap();
     let e = toolgate::block_on(
@@ -307,7 +307,7 @@ fn a_resume_that_cannot_give_the_hidden_fields_back_refuses_and_runs_nothing() {
             .resume(
                 &garbage,
                 &Decisions::builder()
-                    .approve("toolu_big", "l")
+                    .approve_any_input("toolu_big", "l")
                     .build()
                     .unwrap(),
             ),
@@ -537,7 +537,8 @@ fn a_paused_call_blocked_by_a_later_halt_is_replayed_not_refused_on_retry() {
         .seal_keys(sealed::keys())
         .build()
         .unwrap();
-    let message = support::assistant(
+    let message = support::assistant_with_id(
+        "msg_halt",
         json!([
             {"type": "tool_use", "id": "toolu_big", "name": "pay",
              "input": sealed::sent("o_1", 25000)},

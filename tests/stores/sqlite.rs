@@ -1,8 +1,11 @@
 //! `SqliteStore` (feature `sqlite`): the conformance suite on a fresh file; a reopened file keeps
-//! its answers and its paused turns; a schema newer than the build is refused at open; a kept turn
+//! its answers and its paused turns; a schema newer than the build is refused at open, a file of
+//! schema version 1 migrated with its answers; a kept turn
 //! cut short is refused at every take; a paused turn resumed at once by two processes, and by
-//! eight threads with a connection each, runs its refund once; a call whose process was killed
-//! while its tool ran is answered as interrupted after the lease and never run again.
+//! eight threads with a connection each, runs its refund once; a turn paused in one process by a
+//! session on the store (no `put`) is approved as the store shows it and resumed in another; a
+//! call whose process was killed while its tool ran is answered as interrupted after the lease
+//! and never run again.
 //!
 //! The two-process tests run this test binary again as child processes: [`worker`], an ignored
 //! test selected with `--ignored --exact sqlite::worker`, does the job named by
@@ -133,7 +136,7 @@ fn ctx() -> HookContext {
 
 fn approved() -> Decisions {
     Decisions::builder()
-        .approve("toolu_big", "lead")
+        .approve_any_input("toolu_big", "lead")
         .build()
         .unwrap()
 }
@@ -145,13 +148,18 @@ fn done() -> Value {
     ]})
 }
 
-/// Pauses the large refund in a session on `store` and keeps the turn there.
-fn pause_large_refund(d: &Dispatcher, store: &Arc<SqliteStore>) {
-    let message = support::assistant(
+/// The assistant message asking for the large refund.
+fn large_refund_message() -> toolgate::Message {
+    support::assistant(
         json!([{"type": "tool_use", "id": "toolu_big", "name": "refund",
                 "input": {"order_id": "o_1", "amount_cents": 25000}}]),
         "tool_use",
-    );
+    )
+}
+
+/// Pauses the large refund in a session on `store` and keeps the turn there.
+fn pause_large_refund(d: &Dispatcher, store: &Arc<SqliteStore>) {
+    let message = large_refund_message();
     let session = d.session_with_store(ctx(), store.clone());
     let Reply::Pending(turn) = toolgate::block_on(session.respond(&message)).unwrap() else {
         panic!("the refund waits for a person");
@@ -232,10 +240,10 @@ fn a_file_written_by_a_newer_schema_is_refused_at_open() {
     let dir = TempDir::new("sqlite-newer");
     let file = dir.join("store.sqlite3");
     drop(SqliteStore::open(&file).unwrap());
-    assert_eq!(SqliteStore::SCHEMA_VERSION, 1);
+    assert_eq!(SqliteStore::SCHEMA_VERSION, 3);
     let db = rusqlite::Connection::open(&file).unwrap();
     db.execute(
-        "INSERT INTO toolgate_schema (version, applied_at) VALUES (3, 0)",
+        "INSERT INTO toolgate_schema (version, applied_at) VALUES (4, 0)",
         [],
     )
     .unwrap();
@@ -245,7 +253,7 @@ fn a_file_written_by_a_newer_schema_is_refused_at_open() {
         refused.to_string(),
         format!(
             "the store failed: the SQLite file {} was written by a newer toolgate (schema \
-             version 3); this build knows up to 1",
+             version 4); this build knows up to 3",
             file.display()
         )
     );
@@ -403,11 +411,11 @@ fn a_hidden_field_is_in_no_row_or_file_and_the_resumed_tool_gets_it() {
     let audit = || AuditLog::builder().dir(&dir);
     let keyless = sealed::dispatcher(audit(), &paid, None);
     let decisions = Decisions::builder()
-        .approve("toolu_big", "lead")
+        .approve_any_input("toolu_big", "lead")
         .build()
         .unwrap();
     let session = keyless.session_with_store(ctx(), store.clone());
-    let refused = toolgate::block_on(session.resume_from(&*store, "toolu_small", &decisions));
+    let refused = toolgate::block_on(session.resume_from(&*store, "msg_sealed", &decisions));
     assert_eq!(
         outcome(refused),
         Err(
@@ -424,7 +432,7 @@ fn a_hidden_field_is_in_no_row_or_file_and_the_resumed_tool_gets_it() {
     // With it: the real values reach the tool.
     let d = sealed::dispatcher(audit(), &paid, Some(sealed::keys()));
     let session = d.session_with_store(ctx(), store.clone());
-    let resumed = toolgate::block_on(session.resume_from(&*store, "toolu_small", &decisions));
+    let resumed = toolgate::block_on(session.resume_from(&*store, "msg_sealed", &decisions));
     assert_eq!(outcome(resumed), Ok(sealed::resumed_answer()));
     assert_eq!(
         paid.inputs(),
@@ -468,7 +476,68 @@ fn processes_opening_one_new_file_at_once_apply_its_schema_once() {
             .map(Result::unwrap)
             .collect()
     };
-    assert_eq!(versions, vec![1]);
+    assert_eq!(versions, vec![1, 2, 3]);
+}
+
+/// Schema version 1, as a build of that version wrote it.
+const VERSION_1: &str =
+    include_str!("../../hooks-core/src/store/sqlite/migrations/0001_calls_and_turns.sql");
+
+#[test]
+fn a_version_1_file_is_migrated_and_its_answers_replay_as_calls_without_a_turn() {
+    let dir = TempDir::new("sqlite-v1");
+    let file = dir.join("store.sqlite3");
+    let result = ToolResult::text("toolu_old", "refunded 900 on o_2");
+    {
+        let db = rusqlite::Connection::open(&file).unwrap();
+        db.execute_batch(VERSION_1).unwrap();
+        db.execute_batch(
+            "CREATE TABLE toolgate_schema (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL);
+             INSERT INTO toolgate_schema (version, applied_at) VALUES (1, 0);",
+        )
+        .unwrap();
+        db.execute(
+            "INSERT INTO toolgate_calls (session_id, tool_use_id, digest, state, outcome, result) \
+             VALUES ('sess_sqlite', 'toolu_old', ?1, 'answered', 'ok', ?2)",
+            rusqlite::params![&[5u8; 32][..], serde_json::to_string(&result).unwrap()],
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(&file).unwrap();
+    let db = rusqlite::Connection::open(&file).unwrap();
+    let versions: Vec<i64> = db
+        .prepare("SELECT version FROM toolgate_schema ORDER BY version")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(versions, [1, 2, 3]);
+    let digest = InputDigest([5; 32]);
+    let old = CallKey::new("sess_sqlite", "toolu_old");
+    assert_eq!(
+        toolgate::block_on(store.claim(old, digest, LONG)).unwrap(),
+        Claim::Seen(toolgate::store::Remembered::Answered {
+            digest,
+            outcome: toolgate::audit::Outcome::Ok,
+            result,
+        }),
+        "the answer of version 1 is replayed to a call without a turn"
+    );
+    let named = CallKey::in_turn("sess_sqlite", "msg_1", "toolu_old");
+    assert_eq!(
+        toolgate::block_on(store.claim(named, digest, LONG)).unwrap(),
+        Claim::OtherTurn { in_progress: false },
+        "and a call of a turn cannot be told from it"
+    );
+    let rows: Vec<(String, String)> = db
+        .prepare("SELECT turn, apart FROM toolgate_calls")
+        .unwrap()
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows, [(String::new(), String::new())]);
 }
 
 #[test]
@@ -593,6 +662,46 @@ fn a_turn_resumed_by_two_processes_at_once_runs_once() {
     assert_eq!(refunds_in(&file), 1);
 }
 
+#[test]
+fn a_turn_paused_in_one_process_is_kept_by_its_session_and_resumed_in_another_as_approved() {
+    let dir = TempDir::new("sqlite-kept");
+    let file = dir.join("store.sqlite3");
+    let out = dir.join("pause-worker");
+    // The agent's process: a session on the store pauses the refund, and exits.
+    let child = spawn_worker("pause", &file, &out);
+    assert_eq!(finish(child, &out), "paused\ntoolu_big");
+    assert_eq!(refunds_in(&file), 0);
+    // The approval page's process (this one): the store lists the waiting call as paused.
+    let store = Arc::new(SqliteStore::open(&file).unwrap());
+    let turns = toolgate::block_on(store.waiting("sess_sqlite")).unwrap();
+    assert_eq!(turns.len(), 1);
+    let call = turns[0].awaiting().next().unwrap();
+    assert_eq!(
+        (call.tool_use_id.as_str(), call.name.as_str(), &call.input),
+        (
+            "toolu_big",
+            "refund",
+            &json!({"order_id": "o_1", "amount_cents": 25000})
+        )
+    );
+    let decisions = Decisions::builder().approve(call, "lead").build().unwrap();
+    // A worker session resumes it from the store, the approval bound to what was shown.
+    let d = refunds(&file, LONG, Then::Answer);
+    let worker = d.session_on(ctx(), store.clone());
+    let answer = toolgate::block_on(worker.resume_from(&*store, &turns[0].turn_id, &decisions));
+    assert_eq!(outcome(answer), Ok(done()));
+    assert_eq!(refunds_in(&file), 1);
+    // Resumed once: the store answers a second resume with the first answer, nothing runs.
+    let again = toolgate::block_on(worker.resume_from(&*store, "toolu_big", &decisions));
+    assert_eq!(outcome(again), Ok(done()));
+    assert_eq!(refunds_in(&file), 1);
+    assert!(
+        toolgate::block_on(store.waiting("sess_sqlite"))
+            .unwrap()
+            .is_empty()
+    );
+}
+
 /// The lease of the call the crash worker claims: what the parent lets run out.
 const CRASH_LEASE: Duration = Duration::from_millis(500);
 
@@ -641,7 +750,8 @@ fn crash_call() -> ToolUse {
 
 /// A child process's job, selected by `TOOLGATE_SQLITE_WORKER`: `resume` (open the file,
 /// report ready, wait for a line on standard input, resume the large refund, report what it
-/// got) or `crash` (run a refund whose tool never returns, for the parent to kill).
+/// got), `pause` (pause the large refund in a session on the store, report its turn id) or
+/// `crash` (run a refund whose tool never returns, for the parent to kill).
 #[test]
 #[ignore = "a worker the two-process tests start as a child process; alone it does nothing"]
 fn worker() {
@@ -663,6 +773,17 @@ fn worker() {
             let report = match outcome(toolgate::block_on(resumed)) {
                 Ok(answer) => format!("ok\n{answer}"),
                 Err(error) => format!("err\n{error}"),
+            };
+            std::fs::write(&out, report).unwrap();
+        }
+        "pause" => {
+            // A session on the store pauses the large refund; the process puts nothing itself.
+            let d = refunds(&file, LONG, Then::Answer);
+            let session = d.session_on(ctx(), store.clone());
+            let reply = toolgate::block_on(session.respond(&large_refund_message())).unwrap();
+            let report = match reply {
+                Reply::Pending(turn) => format!("paused\n{}", turn.turn_id),
+                other => format!("not paused\n{other:?}"),
             };
             std::fs::write(&out, report).unwrap();
         }

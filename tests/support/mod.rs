@@ -58,6 +58,15 @@ pub(crate) fn assistant(blocks: Value, stop_reason: &str) -> toolgate::Message {
     .unwrap()
 }
 
+/// An assistant message as the Messages API returns it: with the response's `id` (`msg_…`),
+/// which a resend of the same response carries too.
+pub(crate) fn assistant_with_id(id: &str, blocks: Value, stop_reason: &str) -> toolgate::Message {
+    serde_json::from_value(serde_json::json!({
+        "id": id, "role": "assistant", "content": blocks, "stop_reason": stop_reason
+    }))
+    .unwrap()
+}
+
 /// Reads a fixture under `tests/fixtures/`.
 pub(crate) fn fixture(rel: &str) -> Value {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -106,7 +115,7 @@ pub(crate) fn optional_fields_nullable(mut schema: Value) -> Value {
 
 /// The root package's features, each with whether this test binary was built with it. The
 /// list is checked against `Cargo.toml`'s `[features]` by [`example_binary`].
-const FEATURES: [(&str, bool); 13] = [
+const FEATURES: [(&str, bool); 14] = [
     ("tokio", cfg!(feature = "tokio")),
     ("full-validation", cfg!(feature = "full-validation")),
     ("tower", cfg!(feature = "tower")),
@@ -118,6 +127,7 @@ const FEATURES: [(&str, bool); 13] = [
     ("mcp", cfg!(feature = "mcp")),
     ("mcp-http", cfg!(feature = "mcp-http")),
     ("seal", cfg!(feature = "seal")),
+    ("inbox", cfg!(feature = "inbox")),
     ("sqlite", cfg!(feature = "sqlite")),
     ("postgres", cfg!(feature = "postgres")),
 ];

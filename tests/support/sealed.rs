@@ -181,7 +181,8 @@ pub(crate) fn sent(order: &str, cents: u64) -> Value {
 
 /// The turn: `toolu_small` (900 cents, runs at once) and `toolu_big` (25 000 cents, waits).
 pub(crate) fn message() -> Message {
-    super::assistant(
+    super::assistant_with_id(
+        "msg_sealed",
         json!([
             {"type": "tool_use", "id": "toolu_small", "name": "pay", "input": sent("o_0", 900)},
             {"type": "tool_use", "id": "toolu_big", "name": "pay", "input": sent("o_1", 25000)}

@@ -17,7 +17,7 @@ use std::time::SystemTime;
 
 use toolgate::{
     HookContext,
-    approval::{Approval, Decisions, PendingTurn, ResumeError},
+    approval::{Approval, AwaitingCall, Decisions, PendingTurn, ResumeError},
     dispatch::Clock,
 };
 
@@ -29,7 +29,7 @@ use super::specialist::Specialist;
 use super::state::{State, StoreKind};
 
 /// Where a replay writes a pending turn: `<out-dir>/pending/<session>/<turn>.json`, the session
-/// id and the turn id (its first call's id) each written by [`file_name`], which is one-to-one,
+/// id and the turn id (its message's id) each written by [`file_name`], which is one-to-one,
 /// so two sessions or two turns never share a file.
 pub fn pending_path(out_dir: &Path, session_id: &str, turn_id: &str) -> PathBuf {
     out_dir
@@ -197,14 +197,22 @@ pub fn resume(args: &ResumeArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8
         .tier(customer.tier)
         .clock(Clock::fixed(args.now.unwrap_or(pending.created_at)))
         .build();
-    let decision = match &args.deny_reason {
-        None => Approval::approve(args.by.clone()),
-        Some(reason) => Approval::deny(args.by.clone(), reason.clone()),
-    };
-    let decisions = Decisions::builder()
-        .decide(args.tool_use_id.clone(), decision)
-        .build()
-        .expect("one decision names one id");
+    // An approval names the input the person was shown: the file's waiting call, by its
+    // digest (an id that is not waiting is refused by the resume, naming it).
+    let waiting = pending
+        .awaiting()
+        .find(|a| a.tool_use_id == args.tool_use_id);
+    let decisions = match (&args.deny_reason, waiting) {
+        (Some(reason), _) => {
+            Decisions::builder().deny(args.tool_use_id.clone(), args.by.clone(), reason.clone())
+        }
+        (None, Some(waiting)) => Decisions::builder().approve(waiting, args.by.clone()),
+        (None, None) => {
+            Decisions::builder().approve_any_input(args.tool_use_id.clone(), args.by.clone())
+        }
+    }
+    .build()
+    .expect("one decision names one id");
     let session = state.session(&agent.dispatcher, context);
     // With a store, the store's copy is the one resumed, once: a copy of the file resumed again
     // (by a retry, a second operator, another worker) gets the first resume's answer.
@@ -286,4 +294,17 @@ pub fn resume(args: &ResumeArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8
 
 fn agent_name(index: usize) -> &'static str {
     Specialist::ALL[index].as_str()
+}
+
+/// `approval` bound to the input the person was shown: an approval that names no input gets
+/// `waiting`'s digest (a resume whose input has changed since is then refused); any other
+/// decision as it is.
+pub(crate) fn shown(approval: Approval, waiting: &AwaitingCall) -> Approval {
+    match approval {
+        Approval::Approve {
+            by,
+            input_digest: None,
+        } => Approval::approve_digest(by, waiting.input_digest.clone()),
+        other => other,
+    }
 }

@@ -21,6 +21,7 @@ use super::specialist::Specialist;
 use super::state::{State, StoreKind};
 use super::transcript::{self, Transcript};
 use super::what_if::{self, RuleChanges};
+use super::worker::{self, WorkerArgs};
 
 /// The default `--out-dir`.
 pub const DEFAULT_OUT_DIR: &str = "data";
@@ -36,6 +37,7 @@ usage:
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
                 [--json] [--out-dir DIR] [--store sqlite|memory] [--database-url URL]
+  support_agent --worker [--once] [--out-dir DIR] [--store sqlite] [--database-url URL]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
                 [--model NAME] [--base-url URL] [--max-turns N] [--max-tokens N] [--by WHO]
                 [--out-dir DIR] [--store sqlite|memory] [--database-url URL] [--otel]
@@ -77,6 +79,10 @@ usage:
   --deny ID            decline the waiting tool_use ID, with --reason TEXT for the model
   --now TIME           the resuming session's clock, RFC 3339 (default: when the turn paused);
                        a turn older than 24 hours expires and its calls are answered blocked
+  --worker             resume the turns people decided in the store's approval inbox, as they
+                       become ready (each waiting call decided, or expired: the model is told
+                       so); one worker of a fleet resumes each turn. Polls until stopped
+  --once               with --worker: resume what is ready now, then exit
   --live               talk to the model over the Messages API (key from ANTHROPIC_API_KEY):
                        each call prints its line and writes its audit line, as in a replay;
                        the summary counts the tokens used
@@ -116,6 +122,8 @@ pub enum Command {
     WhatIf(PathBuf, Specialist, RuleChanges),
     /// `--resume FILE …`: finish a paused turn.
     Resume(ResumeArgs),
+    /// `--worker [--once] …`: resume the turns the inbox found ready.
+    Worker(WorkerArgs),
     /// `--live …`.
     Live(LiveArgs, Otel),
     /// Replay transcripts.
@@ -158,6 +166,8 @@ where
     let mut schemas = false;
     let mut help = false;
     let mut live_flag = false;
+    let mut worker_flag = false;
+    let mut once = false;
     let mut said: Vec<String> = Vec::new();
     // --live's single-valued options, by name.
     let mut live_opts: BTreeMap<&'static str, String> = BTreeMap::new();
@@ -293,6 +303,8 @@ where
                 live_opts.insert(key, value(key)?.to_string_lossy().into_owned());
             }
             "--live" => live_flag = flag(live_flag)?,
+            "--worker" => worker_flag = flag(worker_flag)?,
+            "--once" => once = flag(once)?,
             "--json" => json = flag(json)?,
             "--otel" => otel = flag(otel)?,
             "--schemas" => schemas = flag(schemas)?,
@@ -336,6 +348,30 @@ where
     }
     if weekly_limit.is_some() {
         return Err("--weekly-refund-limit goes with --what-if".to_owned());
+    }
+    if worker_flag {
+        return worker_args(WorkerOptions {
+            once,
+            out_dir,
+            store,
+            others: json
+                || schemas
+                || otel.is_on()
+                || live_flag
+                || resume.is_some()
+                || !transcripts.is_empty()
+                || specialist.is_some()
+                || provider.is_some()
+                || approve.is_some()
+                || deny.is_some()
+                || by.is_some()
+                || now.is_some()
+                || !said.is_empty()
+                || !live_opts.is_empty(),
+        });
+    }
+    if once {
+        return Err("--once goes with --worker".to_owned());
     }
     if let Some(file) = resume {
         if schemas || otel.is_on() || !transcripts.is_empty() || specialist.is_some() {
@@ -414,6 +450,27 @@ where
         store: store.unwrap_or_default(),
         otel,
     })
+}
+
+/// What `--worker` was given.
+struct WorkerOptions {
+    once: bool,
+    out_dir: Option<PathBuf>,
+    store: Option<StoreKind>,
+    /// Any option of another mode.
+    others: bool,
+}
+
+/// The arguments of `--worker`: `--once`, `--out-dir`, `--store sqlite` or `--database-url`.
+fn worker_args(o: WorkerOptions) -> Result<Command, String> {
+    if o.others {
+        return Err("--worker takes only --once, --out-dir, --store and --database-url".to_owned());
+    }
+    Ok(Command::Worker(WorkerArgs {
+        out_dir: o.out_dir.unwrap_or_else(|| PathBuf::from(DEFAULT_OUT_DIR)),
+        store: o.store.unwrap_or_default(),
+        once: o.once,
+    }))
 }
 
 /// A UTF-8 value (arguments were checked to be UTF-8).
@@ -510,6 +567,7 @@ where
             return what_if::run(&file, specialist, changes, out, err);
         }
         Command::Resume(args) => return approval::resume(&args, out, err),
+        Command::Worker(args) => return worker::run(&args, out, err),
         Command::Live(args, otel) => {
             return traced(&otel, err, |err| live::run(args, out, err));
         }

@@ -21,6 +21,8 @@
 //! - `observer.rs`: the `#[post_hook]` observer that keeps what happened to each call;
 //! - `output.rs`: what is printed;
 //! - `approval.rs`: pending turns written for a person, and `--resume` with their decision;
+//! - `worker.rs`: `--worker`, the turns people decided in the store's approval inbox resumed as
+//!   they become ready;
 //! - `live.rs`: `--live`, the conversation with the model over the Messages API;
 //! - `http.rs`: the Messages API over HTTP (ureq), with its retries;
 //! - `otel.rs`: `--otel` and `--otel-endpoint`, the spans printed by the SDK's stdout exporter or
@@ -52,6 +54,7 @@ pub mod state;
 pub mod tools;
 pub mod transcript;
 pub mod what_if;
+pub mod worker;
 
 #[cfg(feature = "mcp")]
 pub mod mcp_server;

@@ -15,6 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use toolgate::approval::inbox::InboxStore;
 use toolgate::audit::AuditLog;
 use toolgate::store::sqlite::SqliteStore;
 use toolgate::store::{AnswerStore, PendingStore};
@@ -211,6 +212,17 @@ impl State {
 
     /// Where paused turns are kept, besides their files; `None` in memory.
     pub fn pending(&self) -> Option<&dyn PendingStore> {
+        match self {
+            State::Memory(_) => None,
+            #[cfg(feature = "postgres")]
+            State::Postgres { store, .. } => Some(store.as_ref()),
+            State::Sqlite { store, .. } => Some(store.as_ref()),
+        }
+    }
+
+    /// The same store as the approval inbox's (its paused turns' waiting calls, the people's
+    /// decisions, the ready turns); `None` in memory.
+    pub fn inbox(&self) -> Option<&dyn InboxStore> {
         match self {
             State::Memory(_) => None,
             #[cfg(feature = "postgres")]

@@ -330,7 +330,7 @@ const READABLE_LINES: &[&str] = &[
     r#"   toolu_01Jm4pAyRn8S5cWu0dZf4MtB  issue_refund {"order_id":"o_1002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, approved by lead@shop.example, allowed, ok | {"refund_id":"re_0002","order_id":"o_1002","amount_cents":30000,"refunded_total_cents":30000,"status":"issued"…"#,
     r#"   toolu_01Kn5qBzSo9T6dXv1eAg5NuC  get_order_details {"order_id":"o_3002"} | allowed, ok | {"order_id":"o_3002","user_id":"u_007","amount_cents":30000,"refunded_cents":0}"#,
     r#"   toolu_01Lo6rCaTp0U7eYw2fBh6OvD  issue_refund {"order_id":"o_3002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
-    r#"   toolu_01Lo6rCaTp0U7eYw2fBh6OvD  issue_refund {"order_id":"o_3002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, denied by lead@shop.example, blocked by support_agent::policy::large_refund_needs_approval | BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label f…"#,
+    r#"   toolu_01Lo6rCaTp0U7eYw2fBh6OvD  issue_refund {"order_id":"o_3002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, denied by lead@shop.example, blocked | BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label f…"#,
     r#"   toolu_01Mp7sDbUq1V8fZx3gCi7PwE  get_order_details {"order_id":"o_1002"} | allowed, ok | {"order_id":"o_1002","user_id":"u_001","amount_cents":45000,"refunded_cents":30000}"#,
     r#"   toolu_01Nq8tEcVr2W9gAy4hDj8QxF  issue_refund {"order_id":"o_1002","amount_cents":25000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
     r#"   toolu_01Or9uFdWs3X0hBz5iEk9RyG  issue_refund {"order_id":"o_3001","amount_cents":45000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
@@ -1108,6 +1108,15 @@ fn bad_arguments_exit_2() {
             "error: --json takes no value (see --help)\n",
         ),
         (
+            vec!["--once"],
+            "error: --once goes with --worker (see --help)\n",
+        ),
+        (
+            vec!["--worker", "--json"],
+            "error: --worker takes only --once, --out-dir, --store and --database-url (see \
+             --help)\n",
+        ),
+        (
             vec!["--json", "--json"],
             "error: --json is given twice (see --help)\n",
         ),
@@ -1216,6 +1225,7 @@ usage:
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
                 [--json] [--out-dir DIR] [--store sqlite|memory] [--database-url URL]
+  support_agent --worker [--once] [--out-dir DIR] [--store sqlite] [--database-url URL]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
                 [--model NAME] [--base-url URL] [--max-turns N] [--max-tokens N] [--by WHO]
                 [--out-dir DIR] [--store sqlite|memory] [--database-url URL] [--otel]
@@ -1257,6 +1267,10 @@ usage:
   --deny ID            decline the waiting tool_use ID, with --reason TEXT for the model
   --now TIME           the resuming session's clock, RFC 3339 (default: when the turn paused);
                        a turn older than 24 hours expires and its calls are answered blocked
+  --worker             resume the turns people decided in the store's approval inbox, as they
+                       become ready (each waiting call decided, or expired: the model is told
+                       so); one worker of a fleet resumes each turn. Polls until stopped
+  --once               with --worker: resume what is ready now, then exit
   --live               talk to the model over the Messages API (key from ANTHROPIC_API_KEY):
                        each call prints its line and writes its audit line, as in a replay;
                        the summary counts the tokens used
@@ -1459,6 +1473,7 @@ fn the_refunds_specialist_without_the_rules_on_issue_refund_does_not_build() {
             tool: "issue_refund".into(),
             path: path("tools::issue_refund"),
             declared: true,
+            only_rewritten_by: vec![],
         }]
     );
     assert_eq!(
@@ -1466,8 +1481,8 @@ fn the_refunds_specialist_without_the_rules_on_issue_refund_does_not_build() {
         format!(
             "the dispatcher cannot be built (1 problem):\n- tool `issue_refund` ({}) writes \
              (`effect = \"write\"`), but no PreToolUse hook of this dispatcher guards it: add a \
-             #[pre_hook] whose `tools` names it, or say why it needs none with #[tool(effect = \
-             \"write\", unguarded = \"…\")] (ToolDef::unguarded)",
+             #[pre_hook] that returns `Decision` and whose `tools` names it, or say why it needs \
+             none with #[tool(effect = \"write\", unguarded = \"…\")] (ToolDef::unguarded)",
             path("tools::issue_refund")
         )
     );
@@ -2478,7 +2493,7 @@ fn a_transcripts_decisions_resume_its_paused_turns_approved_and_denied() {
                 r#"{{{c07},"tool_use_id":"toolu_01Lo6rCaTp0U7eYw2fBh6OvD","tool":"issue_refund","input":{{"order_id":"o_3002","amount_cents":30000}},"outcome":"awaiting_approval","is_error":false,"content":"","duration_us":0,{refund_runs},{asked},"final":false,"prev":"…"}}"#
             ),
             format!(
-                r#"{{{c07},"tool_use_id":"toolu_01Lo6rCaTp0U7eYw2fBh6OvD","tool":"issue_refund","input":{{"order_id":"o_3002","amount_cents":30000}},"outcome":"blocked","is_error":true,"content":"BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label first.","duration_us":0,"blocked_by":"support_agent::policy::large_refund_needs_approval","detail":"a person declined the call (asked by `support_agent::policy::large_refund_needs_approval`: {APPROVAL_HOOK_REASON_30000})",{asked},"denied_by":"lead@shop.example","prev":"…"}}"#
+                r#"{{{c07},"tool_use_id":"toolu_01Lo6rCaTp0U7eYw2fBh6OvD","tool":"issue_refund","input":{{"order_id":"o_3002","amount_cents":30000}},"outcome":"blocked","is_error":true,"content":"BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label first.","duration_us":0,"detail":"a person declined the call (asked by `support_agent::policy::large_refund_needs_approval`: {APPROVAL_HOOK_REASON_30000})",{asked},"denied_by":"lead@shop.example","prev":"…"}}"#
             ),
         ]
     );
@@ -2506,9 +2521,10 @@ fn paused_08_pending() -> Value {
         .fingerprint();
     json!({
         "format": 2, "turn_format": "anthropic_messages",
-        "turn_id": "toolu_01Mp7sDbUq1V8fZx3gCi7PwE",
+        "turn_id": "msg_01Be8qNh1CgXrZ5wPu2lTdEe", "turn": "msg_01Be8qNh1CgXrZ5wPu2lTdEe",
         "session_id": "sess_paused_08", "user_id": "u_001",
         "fingerprint": fingerprint, "created_at": "2026-12-01T14:00:00Z",
+        "pending_ttl_ms": 86_400_000,
         "blocks": [
             {"state": "answered", "result": {
                 "type": "tool_result", "tool_use_id": "toolu_01Mp7sDbUq1V8fZx3gCi7PwE",
@@ -2537,7 +2553,7 @@ fn a_paused_turn_is_written_then_resumed_by_a_later_run_with_approve_or_deny() {
         assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
         let file = dir
             .path()
-            .join("pending/sess_paused_08/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json");
+            .join("pending/sess_paused_08/msg_01Be8qNh1CgXrZ5wPu2lTdEe.json");
         let written: Value =
             serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         assert_eq!(written, paused_08_pending());
@@ -2564,7 +2580,7 @@ fn a_paused_turn_is_written_then_resumed_by_a_later_run_with_approve_or_deny() {
         let path = hook("large_refund_needs_approval");
         let line = if deny {
             format!(
-                r#"   {id}  issue_refund {{"order_id":"o_1002","amount_cents":25000}} | asked by {path}, denied by operator, blocked by {path} | BLOCKED: a person declined this call: refund the 250 as store credit instead."#
+                r#"   {id}  issue_refund {{"order_id":"o_1002","amount_cents":25000}} | asked by {path}, denied by operator, blocked | BLOCKED: a person declined this call: refund the 250 as store credit instead."#
             )
         } else {
             format!(
@@ -2610,6 +2626,90 @@ fn a_paused_turn_is_written_then_resumed_by_a_later_run_with_approve_or_deny() {
     }
 }
 
+#[test]
+fn a_worker_resumes_the_turns_people_decided_in_the_inbox_of_its_store_once() {
+    use toolgate::approval::inbox::{
+        Action, Choice, DecisionRequest, Identity, Inbox, MemoryDecisionLog, Policy, Query,
+    };
+    use toolgate::store::sqlite::SqliteStore;
+    let dir = TempDir::new("worker");
+    let (code, _, err) = run(&[
+        &os("--transcript"),
+        &os(fixture("08_large_refund_paused.json")),
+        &os("--out-dir"),
+        &os(dir.path()),
+    ]);
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
+    let worker = [
+        os("--worker"),
+        os("--once"),
+        os("--out-dir"),
+        os(dir.path()),
+    ];
+    let worker: Vec<&OsString> = worker.iter().collect();
+    // Nothing is ready while the refund waits for a person.
+    assert_eq!(run(&worker), (exit::EXIT_OK, String::new(), String::new()));
+    let store = Arc::new(SqliteStore::open(dir.join("state.sqlite")).unwrap());
+    let inbox = Inbox::builder(store)
+        .policy(Policy::new().allow("lead@shop.example", &[Action::Approve], &["issue_refund"]))
+        .decision_log(Arc::new(MemoryDecisionLog::new()))
+        .build()
+        .unwrap();
+    let call = toolgate::block_on(inbox.list(&Query::waiting()))
+        .unwrap()
+        .calls
+        .remove(0);
+    assert_eq!(
+        (
+            call.session_id.as_str(),
+            call.tool.as_str(),
+            call.summary.as_str()
+        ),
+        (
+            "sess_paused_08",
+            "issue_refund",
+            r#"order_id="o_1002", amount_cents=25000"#
+        ),
+        "the paused refund is in the inbox of the agent's store"
+    );
+    let request = DecisionRequest::new(
+        &call.session_id,
+        &call.turn_id,
+        &call.tool_use_id,
+        &call.input_digest,
+        Choice::Approve,
+    );
+    toolgate::block_on(inbox.decide(&Identity::new("lead@shop.example"), request)).unwrap();
+    let (code, out, err) = run(&worker);
+    assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
+    let (id, path) = (
+        "toolu_01Nq8tEcVr2W9gAy4hDj8QxF",
+        hook("large_refund_needs_approval"),
+    );
+    assert_eq!(
+        out,
+        format!(
+            "== resumed turn msg_01Be8qNh1CgXrZ5wPu2lTdEe of session sess_paused_08\n   user \
+             u_001 (premium), specialist refunds\n   {id}  issue_refund \
+             {{\"order_id\":\"o_1002\",\"amount_cents\":25000}} | asked by {path}, approved by \
+             lead@shop.example, allowed, ok | {{\"refund_id\":\"re_0001\",\"order_id\":\"o_1002\",\
+             \"amount_cents\":25000,\"refunded_total_cents\":25000,\"status\":\"issued\"…\n   \
+             summary: calls 1; outcomes ok 1; tools issue_refund 1; observer errors 0\n"
+        )
+    );
+    assert_eq!(refunds_of(dir.path(), id), 1);
+    // Resumed once: a second worker finds nothing.
+    assert_eq!(run(&worker), (exit::EXIT_OK, String::new(), String::new()));
+    assert_eq!(refunds_of(dir.path(), id), 1);
+    let memory = [os("--worker"), os("--store"), os("memory")];
+    let (code, _, err) = run(&memory.iter().collect::<Vec<_>>());
+    assert_eq!(code, exit::EXIT_BAD_INPUT);
+    assert!(
+        err.starts_with("error: --worker resumes turns kept in a store"),
+        "{err}"
+    );
+}
+
 /// The `ok` refund lines of an audit log for `id`.
 fn refunds_of(dir: &Path, id: &str) -> usize {
     json_lines(&dir.join("audit_log.jsonl"))
@@ -2633,7 +2733,7 @@ fn a_copy_of_a_pending_file_resumed_again_or_a_second_run_pays_nothing_twice() {
     assert_eq!((code, err.as_str()), (exit::EXIT_OK, ""));
     let file = dir
         .path()
-        .join("pending/sess_paused_08/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json");
+        .join("pending/sess_paused_08/msg_01Be8qNh1CgXrZ5wPu2lTdEe.json");
     let copy = dir.path().join("copy.json");
     std::fs::copy(&file, &copy).unwrap();
     let id = "toolu_01Nq8tEcVr2W9gAy4hDj8QxF";
@@ -2688,7 +2788,7 @@ fn a_copy_of_a_pending_file_resumed_again_or_a_second_run_pays_nothing_twice() {
     assert!(!memory.path().join("state.sqlite").exists());
     let paused = memory
         .path()
-        .join("pending/sess_paused_08/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json");
+        .join("pending/sess_paused_08/msg_01Be8qNh1CgXrZ5wPu2lTdEe.json");
     let (code, _, err) = run(&[
         &os("--resume"),
         &os(&paused),
@@ -2735,7 +2835,7 @@ fn an_expired_pending_turn_is_answered_blocked_and_bad_resumes_are_refused() {
     assert_eq!(code, exit::EXIT_OK);
     let file = dir
         .path()
-        .join("pending/sess_expired_09/toolu_01Or9uFdWs3X0hBz5iEk9RyG.json");
+        .join("pending/sess_expired_09/msg_01Cf9rOi2DhYsA6xQv3mUeFf.json");
     let id = "toolu_01Or9uFdWs3X0hBz5iEk9RyG";
     let resume = |more: &[&str]| {
         let mut args = vec![os("--resume"), os(&file), os("--out-dir"), os(dir.path())];
@@ -3075,10 +3175,14 @@ fn the_report_page_shows_the_logs_own_numbers() {
                 None => rules.push((hook, 1, denied)),
             }
         }
-        // Blocked with no hook run on the line (a paused call that expired, or was declined,
-        // at resume): a denial of the hook that blocked it.
-        if l["outcome"] == "blocked" && runs(l).is_empty() {
-            let hook = l["blocked_by"].as_str().unwrap().to_owned();
+        // Blocked with no hook run on the line and a hook at fault (a paused call that expired
+        // at resume): a denial of that hook. A call a person declined names no hook: the
+        // person's decline is no rule's denial.
+        if l["outcome"] == "blocked"
+            && runs(l).is_empty()
+            && let Some(hook) = l["blocked_by"].as_str()
+        {
+            let hook = hook.to_owned();
             match rules.iter_mut().find(|r| r.0 == hook) {
                 Some(r) => {
                     r.1 += 1;
@@ -3147,13 +3251,15 @@ fn the_report_page_shows_the_logs_own_numbers() {
 }
 
 /// The paused transcript of `08_large_refund_paused.json`, in session `session_id`, with its
-/// tool_use ids given `suffix` (another turn of the same conversation when it is not empty).
+/// message id and tool_use ids given `suffix` (another turn of the same conversation when it is
+/// not empty).
 fn paused_in(session_id: &str, suffix: &str) -> String {
     let text = std::fs::read_to_string(fixture("08_large_refund_paused.json")).unwrap();
     let mut v: Value = serde_json::from_str(&text).unwrap();
     v["context"]["session_id"] = json!(session_id);
     let mut text = v.to_string();
     for id in [
+        "msg_01Be8qNh1CgXrZ5wPu2lTdEe",
         "toolu_01Mp7sDbUq1V8fZx3gCi7PwE",
         "toolu_01Nq8tEcVr2W9gAy4hDj8QxF",
     ] {
@@ -3189,7 +3295,7 @@ fn no_paused_turn_overwrites_another() {
         replay_text(dir.path(), "b.json", &paused_in("shop_a", ""), &out),
         exit::EXIT_OK
     );
-    let turn = "toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json";
+    let turn = "msg_01Be8qNh1CgXrZ5wPu2lTdEe.json";
     let read = |p: PathBuf| -> Value {
         serde_json::from_str(
             &std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
@@ -3205,8 +3311,8 @@ fn no_paused_turn_overwrites_another() {
         replay_text(dir.path(), "c.json", &paused_in("shop_a", "_2"), &out),
         exit::EXIT_OK
     );
-    let second = read(out.join("pending/shop_a/toolu_01Mp7sDbUq1V8fZx3gCi7PwE_2.json"));
-    assert_eq!(second["turn_id"], "toolu_01Mp7sDbUq1V8fZx3gCi7PwE_2");
+    let second = read(out.join("pending/shop_a/msg_01Be8qNh1CgXrZ5wPu2lTdEe_2.json"));
+    assert_eq!(second["turn_id"], "msg_01Be8qNh1CgXrZ5wPu2lTdEe_2");
     assert_eq!(read(out.join("pending/shop_a").join(turn)), underscore);
     // The same turn paused again (a second run of the same message): its file is kept as it
     // was first written, so the time it first paused (its expiry) does not move.
@@ -3236,9 +3342,9 @@ fn no_paused_turn_overwrites_another() {
     assert_eq!(
         files,
         [
-            "shop%2Fa/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json",
-            "shop_a/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json",
-            "shop_a/toolu_01Mp7sDbUq1V8fZx3gCi7PwE_2.json",
+            "shop%2Fa/msg_01Be8qNh1CgXrZ5wPu2lTdEe.json",
+            "shop_a/msg_01Be8qNh1CgXrZ5wPu2lTdEe.json",
+            "shop_a/msg_01Be8qNh1CgXrZ5wPu2lTdEe_2.json",
         ]
     );
 }

@@ -11,7 +11,9 @@ use crate::content::message::{ContentBlock, Message, TextBlock};
 /// `stop_sequence` and `usage`; sent back in a request's `messages`, the API refuses them
 /// (`messages.1.id: Extra inputs are not permitted`). [`push_response`](Self::push_response)
 /// keeps the response's `role` and `content` only, its blocks unchanged (`tool_use` ids,
-/// `thinking` signatures and `cache_control` included), as [`Message::request_turn`] does.
+/// `thinking` signatures and `cache_control` included), as [`Message::request_turn`] does. Give
+/// [`Session::respond`](crate::Session::respond) the response, not this copy: the response's
+/// `id` names its turn in the answer memory (ARCHITECTURE.md, "Contracts": "Ids and retries").
 ///
 /// Serializes as the array itself: `[{"role": "user", "content": […]}, {"role": "assistant",
 /// "content": […]}, …]`.

@@ -6,80 +6,82 @@ use crate::base::panic::{CatchUnwind, catch};
 use crate::base::timer::Raced;
 use crate::content::message::ToolUse;
 use crate::hook::erased::Args;
-use crate::hook::state::Env;
+use crate::pipeline::call::{Call, Resolution, Resumed};
+use crate::pipeline::chain::ChainState;
 use crate::pipeline::inner::{Inner, ToolEntry};
 
-use super::chain::Rewrites;
 use super::verdict::Verdict;
-use super::{Resolution, Resumed};
 
 impl Inner {
-    /// A person's approval of a call whose chain asked for it (`rewrites.asks`): the approver's
-    /// answer, raced against the approval deadline; with no approver, `Pause` when `may_pause`
-    /// (a `respond`), else a refusal (`blocked`: nobody can approve, fail closed). An edited
-    /// input is a rewrite (recorded as by [`APPROVER`]): validated, then the chain runs again on
-    /// it, the approval covering that input; a later rewrite that asks again goes back to the
-    /// approver.
-    #[allow(clippy::too_many_arguments)]
+    /// A person's approval of `call`, whose chain asked for it (`call.chain.asks`): the
+    /// approver's answer, raced against the approval deadline; with no approver, `Pause` when
+    /// the call's mode may pause (a `respond`), else a refusal (`blocked`: nobody can approve,
+    /// fail closed). An edited input is a rewrite (recorded as by [`APPROVER`]): validated, then
+    /// the chain runs again on it, the approval covering that input; a later rewrite that asks
+    /// again goes back to the approver.
     pub(super) async fn approve<'a>(
         &'a self,
         tool: &'a ToolEntry,
-        env: Env<'a>,
-        call: &'a ToolUse,
-        current: &'a ToolUse,
         mut args: Args,
-        rewrites: &mut Rewrites<'a>,
-        may_pause: bool,
+        call: &mut Call<'a>,
     ) -> Result<Approved, Verdict<'a>> {
+        let (env, tool_use, may_pause) = (call.env, call.tool_use, call.mode.may_pause());
+        let current = call.recorded.normalized();
+        let span = &call.span;
+        let state = &mut call.chain;
         loop {
             let Some(approver) = &self.approver else {
                 return if may_pause {
                     Ok(Approved::Pause)
                 } else {
-                    Err(Verdict::needs_approval(&rewrites.asks))
+                    Err(Verdict::needs_approval(&state.asks))
                 };
             };
-            let view = rewrites.call.as_deref().unwrap_or(current);
+            let view = state.call.as_deref().unwrap_or(current);
             let request = ApprovalRequest {
-                call,
+                call: tool_use,
                 input: &view.input,
-                asked: &rewrites.asks,
+                asked: &state.asks,
                 context: env.context(),
             };
             let fut = match catch(|| approver.approve(request)) {
                 Ok(fut) => fut,
-                Err(p) => return Err(Verdict::approval_failed(&rewrites.asks, p)),
+                Err(p) => return Err(Verdict::approval_failed(&state.asks, p)),
             };
             let answer = match self.race(CatchUnwind(fut), self.approval_timeout).await {
                 Raced::Done(Ok(answer)) => answer,
-                Raced::Done(Err(p)) => return Err(Verdict::approval_failed(&rewrites.asks, p)),
+                Raced::Done(Err(p)) => return Err(Verdict::approval_failed(&state.asks, p)),
                 Raced::TimedOut => {
                     let deadline = self.approval_timeout.unwrap_or_default();
-                    return Err(Verdict::approval_timeout(&rewrites.asks, deadline));
+                    return Err(Verdict::approval_timeout(&state.asks, deadline));
                 }
                 Raced::TimerFailed(p) => {
                     let why = format!("the dispatcher's timer panicked: {p}");
-                    return Err(Verdict::approval_failed(&rewrites.asks, why));
+                    return Err(Verdict::approval_failed(&state.asks, why));
                 }
             };
             match answer {
                 Approval::Approve { by, .. } => {
-                    rewrites.approved_by = Some(by);
+                    state.person().approved_by = Some(by);
                     return Ok(Approved::Run(args));
                 }
                 Approval::Deny { by, reason } => {
-                    rewrites.denied_by = Some(by);
-                    return Err(Verdict::declined(&rewrites.asks, &reason));
+                    state.person().denied_by = Some(by);
+                    return Err(Verdict::declined(&state.asks, &reason));
                 }
                 Approval::Edit { by, input } => {
-                    rewrites.approved_by = Some(by);
-                    rewrites.approved.push(input.clone());
-                    if input != view.input {
+                    let edited = input != view.input;
+                    let person = state.person();
+                    person.approved_by = Some(by);
+                    person.approved.push(input.clone());
+                    if edited {
                         // No hook produced it: every hook of the chain decides on it.
-                        args = self.rewrite(tool, APPROVER, None, current, input, rewrites)?;
-                        args = self.run_chain(tool, env, current, args, rewrites).await?;
+                        args = self.rewrite(tool, APPROVER, None, current, input, state)?;
+                        args = self
+                            .run_chain(tool, env, current, args, state, span)
+                            .await?;
                     }
-                    if !rewrites.needs_approval(current) {
+                    if !state.needs_approval(current) {
                         return Ok(Approved::Run(args));
                     }
                 }
@@ -99,28 +101,28 @@ impl Inner {
         current: &ToolUse,
         resumed: &Resumed<'a>,
         mut args: Args,
-        rewrites: &mut Rewrites<'a>,
+        state: &mut ChainState<'a>,
     ) -> Result<Args, Verdict<'a>> {
         let waiting = resumed.awaiting;
         let approval = match resumed.resolution {
             Resolution::Decided(a @ (Approval::Approve { .. } | Approval::Edit { .. })) => a,
             refused => {
                 // Not run: the record shows the call as it paused.
-                rewrites
+                state
                     .by
                     .extend(waiting.rewritten_by.iter().map(String::as_str));
                 if waiting.effective_input != current.input {
                     let call = current.with_input(waiting.effective_input.clone());
-                    rewrites.call = Some(Box::new(call));
+                    state.call = Some(Box::new(call));
                 }
-                rewrites.asks = waiting.asked_by.clone();
+                state.asks = waiting.asked_by.clone();
                 return Err(match refused {
                     Resolution::Decided(Approval::Deny { by, reason }) => {
-                        rewrites.denied_by = Some(by.clone());
-                        Verdict::declined(&rewrites.asks, reason)
+                        state.person().denied_by = Some(by.clone());
+                        Verdict::declined(&state.asks, reason)
                     }
-                    Resolution::Expired { ttl } => Verdict::expired(&rewrites.asks, ttl),
-                    _ => Verdict::needs_approval(&rewrites.asks),
+                    Resolution::Expired { ttl } => Verdict::expired(&state.asks, ttl),
+                    _ => Verdict::needs_approval(&state.asks),
                 });
             }
         };
@@ -129,7 +131,7 @@ impl Inner {
                 Some((last, before)) => (last.as_str(), before),
                 None => (APPROVER, &[][..]),
             };
-            rewrites.by.extend(before.iter().map(String::as_str));
+            state.by.extend(before.iter().map(String::as_str));
             // The hook of the chain that made the last rewrite; none when the approver did.
             let producer = if last == APPROVER {
                 None
@@ -143,20 +145,23 @@ impl Inner {
                 producer,
                 current,
                 waiting.effective_input.clone(),
-                rewrites,
+                state,
             )?;
         }
-        rewrites.approved_by = Some(approval.by().to_owned());
+        state.person().approved_by = Some(approval.by().to_owned());
         match approval {
             Approval::Edit { input, .. } => {
-                rewrites.approved.push(input.clone());
-                let view = rewrites.call.as_deref().unwrap_or(current);
+                state.person().approved.push(input.clone());
+                let view = state.call.as_deref().unwrap_or(current);
                 if *input != view.input {
                     let edited = input.clone();
-                    args = self.rewrite(tool, APPROVER, None, current, edited, rewrites)?;
+                    args = self.rewrite(tool, APPROVER, None, current, edited, state)?;
                 }
             }
-            _ => rewrites.approved.push(waiting.effective_input.clone()),
+            _ => state
+                .person()
+                .approved
+                .push(waiting.effective_input.clone()),
         }
         Ok(args)
     }

@@ -29,33 +29,34 @@ impl Inner {
     /// Runs the tool's PreToolUse chain in order on `current` (ARCHITECTURE.md, "Contracts": "The
     /// PreToolUse chain and rewrites"): the tool runs only with an input every hook of its chain
     /// either allowed or produced. A `Rewrite` to a new input starts a new pass over the chain
-    /// with it, from its first hook, that skips the rewriter (`rewrites.producer`): the hooks
+    /// with it, from its first hook, that skips the rewriter (`state.producer`): the hooks
     /// before it decide again, the hooks after it see the new input, and the rewriter is not
     /// asked about the input it produced itself (so a rewrite that changes the input every time,
     /// a prefix, a default appended, applies once). A `Rewrite` equal to the input the hook saw
-    /// counts as `Allow`. An `Ask` goes on to the next hook and is kept in `rewrites.asks` (those
+    /// counts as `Allow`. An `Ask` goes on to the next hook and is kept in `state.asks` (those
     /// of the last pass only: a rewrite starts them afresh). `Ok` with the arguments the tool runs
     /// with when every hook but the producer allowed (or asked) in one pass; `Err` when one
     /// denied, could not decide, rewrote the input into an invalid one, or the rewrites did not
-    /// settle (see [`Inner::rewrite`]).
+    /// settle (see [`Inner::rewrite`]). Each hook run is spanned under `call_span`.
     pub(super) async fn run_chain<'a>(
         &'a self,
         tool: &'a ToolEntry,
         env: Env<'a>,
-        current: &'a ToolUse,
+        current: &ToolUse,
         mut args: Args,
-        rewrites: &mut Rewrites<'a>,
+        state: &mut ChainState<'a>,
+        call_span: &tracing::Span,
     ) -> Result<Args, Verdict<'a>> {
         'pass: loop {
-            rewrites.asks.clear();
+            state.asks.clear();
             for &h in tool.chain.iter() {
-                if rewrites.producer == Some(h) {
+                if state.producer == Some(h) {
                     // It produced the input: it decided on it when it rewrote.
                     continue;
                 }
                 let hook = &self.pre_hooks[h];
-                let view = rewrites.call.as_deref().unwrap_or(current);
-                let span = span::hook_span(&rewrites.runs.call_span, &hook.path);
+                let view = state.call.as_deref().unwrap_or(current);
+                let span = span::hook_span(call_span, &hook.path);
                 // A sync hook answers inline: no nested future on the common path. The hook
                 // borrows the arguments (a typed hook reads them) only until it has answered.
                 let decided = {
@@ -69,25 +70,25 @@ impl Inner {
                 };
                 match decided {
                     Ok(Decision::Allow) => {
-                        rewrites.runs.push(&hook.path, HookOutcome::Allow, &span);
+                        state.runs.push(&hook.path, HookOutcome::Allow, &span);
                     }
                     Ok(Decision::Rewrite(input)) if input == view.input => {
-                        rewrites.runs.push(&hook.path, HookOutcome::Allow, &span);
+                        state.runs.push(&hook.path, HookOutcome::Allow, &span);
                     }
                     Ok(Decision::Rewrite(input)) => {
-                        rewrites.runs.push(&hook.path, HookOutcome::Rewrite, &span);
-                        args = self.rewrite(tool, &hook.path, Some(h), current, input, rewrites)?;
+                        state.runs.push(&hook.path, HookOutcome::Rewrite, &span);
+                        args = self.rewrite(tool, &hook.path, Some(h), current, input, state)?;
                         // The new input's checks are not the next hook's time.
-                        rewrites.runs.restart();
+                        state.runs.restart();
                         continue 'pass;
                     }
                     Ok(Decision::Deny { reason, instead }) => {
-                        rewrites.runs.push(&hook.path, HookOutcome::Deny, &span);
+                        state.runs.push(&hook.path, HookOutcome::Deny, &span);
                         return Err(Verdict::blocked(&hook.path, &reason, instead.as_deref()));
                     }
                     Ok(Decision::Ask { reason }) => {
-                        rewrites.runs.push(&hook.path, HookOutcome::Ask, &span);
-                        rewrites.asks.push(Asked {
+                        state.runs.push(&hook.path, HookOutcome::Ask, &span);
+                        state.asks.push(Asked {
                             hook: hook.path.to_string(),
                             reason,
                         });
@@ -97,7 +98,7 @@ impl Inner {
                             HookFailure::Failed(_) => HookOutcome::Failed,
                             HookFailure::TimedOut(_) => HookOutcome::Timeout,
                         };
-                        rewrites.runs.push(&hook.path, decision, &span);
+                        state.runs.push(&hook.path, decision, &span);
                         return Err(Verdict::hook_failed(&hook.path, failure));
                     }
                 }
@@ -123,15 +124,15 @@ impl Inner {
         producer: Option<usize>,
         call: &ToolUse,
         input: Value,
-        rewrites: &mut Rewrites<'a>,
+        state: &mut ChainState<'a>,
     ) -> Result<Args, Verdict<'a>> {
-        rewrites.by.push(by);
-        if let Some(since) = rewrites.had(call, &input) {
-            let cycle = &rewrites.by[since..];
-            return Err(Verdict::chain_looped(by, &rewrites.by, cycle));
+        state.by.push(by);
+        if let Some(since) = state.had(call, &input) {
+            let cycle = &state.by[since..];
+            return Err(Verdict::chain_looped(by, &state.by, cycle));
         }
-        if rewrites.by.len() > MAX_REWRITES {
-            return Err(Verdict::chain_unsettled(by, &rewrites.by, MAX_REWRITES));
+        if state.by.len() > MAX_REWRITES {
+            return Err(Verdict::chain_unsettled(by, &state.by, MAX_REWRITES));
         }
         let refused = |Refused(m)| Problems::one(Problem::here(m));
         let checked = match &input {
@@ -143,12 +144,12 @@ impl Inner {
         match checked {
             Ok(args) => {
                 let new = Box::new(call.with_input(input));
-                if let Some(previous) = rewrites.call.replace(new) {
+                if let Some(previous) = state.call.replace(new) {
                     // The rewrite before this one produced it.
-                    let produced_by = rewrites.by.len() - 2;
-                    rewrites.earlier.push((previous.input, produced_by));
+                    let produced_by = state.by.len() - 2;
+                    state.earlier.push((previous.input, produced_by));
                 }
-                rewrites.producer = producer;
+                state.producer = producer;
                 Ok(args)
             }
             Err(problems) => Err(Verdict::invalid_rewrite(&tool.name, by, &problems)),
@@ -177,13 +178,13 @@ impl Inner {
 /// `hook_failed` (ARCHITECTURE.md, "Contracts": "The PreToolUse chain and rewrites").
 const MAX_REWRITES: usize = 8;
 
-/// The PreToolUse rewrites of one call: the call with the last rewritten input (boxed: this
-/// lives in every call future and is rarely set) and the hook that produced it, the inputs of
-/// the rewrites before it (to tell a loop, and who made it), and the hooks that rewrote, in
-/// order; and its approval: the asks of the chain's last pass, the inputs a person approved,
-/// who approved or declined. Empty, it allocates nothing.
+/// What the PreToolUse chain and a person made of one call (step 4), all of which its record
+/// shows: the rewrites (the call with the last rewritten input, boxed: this lives in every
+/// call future and is rarely set; the hook that produced it; the inputs of the rewrites before
+/// it, to tell a loop and who made it; the hooks that rewrote, in order), the asks of the
+/// chain's last pass, a person's answer, and the hook runs. Empty, it allocates nothing.
 #[derive(Default)]
-pub(crate) struct Rewrites<'a> {
+pub(crate) struct ChainState<'a> {
     pub(super) call: Option<Box<ToolUse>>,
     /// The index in `Inner::pre_hooks` of the hook that produced the input in `call`: the
     /// chain's next pass skips it. `None` before any rewrite, or after a person's edit.
@@ -193,15 +194,13 @@ pub(crate) struct Rewrites<'a> {
     pub(super) earlier: Vec<(Value, usize)>,
     pub(super) by: Vec<&'a str>,
     pub(super) asks: Vec<Asked>,
-    /// Inputs a person approved: an ask on one of them passes.
-    pub(crate) approved: Vec<Value>,
-    pub(super) approved_by: Option<String>,
-    pub(super) denied_by: Option<String>,
+    /// A person's answer (boxed: most calls ask nobody, and this lives in every call future).
+    pub(super) person: Option<Box<PersonsAnswer>>,
     /// The hooks that ran, with their decisions and durations (kept only when read).
     pub(crate) runs: HookRuns<'a>,
 }
 
-impl Rewrites<'_> {
+impl ChainState<'_> {
     /// Whether the call already had `input` (its own, or an earlier rewrite's; the current one
     /// is never asked about: a rewrite to it is an allow): the index in `by` of the first
     /// rewrite after it, the loop's first, or `None`.
@@ -219,17 +218,42 @@ impl Rewrites<'_> {
     pub(super) fn needs_approval(&self, current: &ToolUse) -> bool {
         !self.asks.is_empty() && {
             let effective = self.call.as_deref().unwrap_or(current);
-            !self.approved.contains(&effective.input)
+            !self
+                .person
+                .as_ref()
+                .is_some_and(|a| a.approved.contains(&effective.input))
         }
     }
+
+    /// A person's answer, to be filled in (empty when there was none).
+    pub(super) fn person(&mut self) -> &mut PersonsAnswer {
+        self.person.get_or_insert_default()
+    }
+
+    /// Who approved the call, if a person did.
+    pub(super) fn approved_by(&self) -> Option<&str> {
+        self.person.as_ref()?.approved_by.as_deref()
+    }
+
+    /// Who declined the call, if a person did.
+    pub(super) fn denied_by(&self) -> Option<&str> {
+        self.person.as_ref()?.denied_by.as_deref()
+    }
+}
+
+/// A person's answer to a call's asks: the inputs they approved, who approved or declined.
+#[derive(Default)]
+pub(super) struct PersonsAnswer {
+    /// Inputs a person approved: an ask on one of them passes.
+    pub(super) approved: Vec<Value>,
+    pub(super) approved_by: Option<String>,
+    pub(super) denied_by: Option<String>,
 }
 
 /// The PreToolUse hooks one call ran, in order, with their decisions and durations: kept only
 /// when someone reads them (an audit log, `record_hook_runs`, or the call's span is enabled);
 /// off (the default), it allocates nothing and reads no clock.
 pub(crate) struct HookRuns<'a> {
-    /// The call's span (disabled when nobody listens): each hook run gets a child.
-    pub(super) call_span: tracing::Span,
     /// When the last run ended (the chain's start before the first); `None` when runs are not
     /// kept.
     pub(super) last: Option<Instant>,
@@ -240,7 +264,6 @@ impl Default for HookRuns<'_> {
     /// Keeps nothing (no chain ran, or it runs without records and spans).
     fn default() -> Self {
         HookRuns {
-            call_span: tracing::Span::none(),
             last: None,
             list: Vec::new(),
         }
@@ -254,7 +277,6 @@ impl<'a> HookRuns<'a> {
     pub(super) fn new(on: bool, chain: usize, call_span: &tracing::Span) -> Self {
         let on = (on || !call_span.is_disabled()) && chain > 0;
         HookRuns {
-            call_span: call_span.clone(),
             last: on.then(Instant::now),
             list: if on {
                 Vec::with_capacity(chain)

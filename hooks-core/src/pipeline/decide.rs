@@ -20,9 +20,9 @@ use crate::schema::check::FieldCheck;
 use crate::schema::{canonicalize, closed_form};
 use crate::texts::{Problem, Problems};
 
-use super::Rewrites;
 use super::validate::validate;
 use super::verdict::Verdict;
+use crate::pipeline::chain::ChainState;
 
 impl Inner {
     /// What the PreToolUse chain decides about `call` for the session `context` describes.
@@ -77,18 +77,18 @@ impl Inner {
             Ok(a) => a,
             Err(problems) => return Verdict::invalid(&tool.name, &problems).into_refusal(&[]),
         };
-        let mut rewrites = Rewrites::default();
+        let mut state = ChainState::default();
         match self
-            .run_chain(tool, env, current, args, &mut rewrites)
+            .run_chain(tool, env, current, args, &mut state, &tracing::Span::none())
             .await
         {
             Ok(_args) => {
-                let rewritten_by = rewrites.by.iter().map(|p| (*p).to_owned()).collect();
-                let input = match rewrites.call {
+                let rewritten_by = state.by.iter().map(|p| (*p).to_owned()).collect();
+                let input = match state.call {
                     Some(rewritten) => rewritten.input,
                     None => current.input.clone(),
                 };
-                if rewrites.asks.is_empty() {
+                if state.asks.is_empty() {
                     ChainVerdict::Allow {
                         input,
                         rewritten_by,
@@ -97,11 +97,11 @@ impl Inner {
                     ChainVerdict::Ask {
                         input,
                         rewritten_by,
-                        asked_by: rewrites.asks,
+                        asked_by: state.asks,
                     }
                 }
             }
-            Err(verdict) => verdict.into_refusal(&rewrites.by),
+            Err(verdict) => verdict.into_refusal(&state.by),
         }
     }
 

@@ -1,10 +1,12 @@
 //! The life of one tool call (ARCHITECTURE.md, "The life of one call"): normalize → look up →
 //! validate → PreToolUse chain → tool → PostToolUse observers. Exactly one `tool_result` comes out
-//! of every `tool_use`, or a [`Halt`] carrying one. [`Inner::run_call`] reads as that life; how a
-//! call ends is in `verdict.rs`, what the observers see and the record of a dropped call in
-//! `observe.rs`.
+//! of every `tool_use`, or a [`Halt`] carrying one. [`Inner::run_call_in`] reads as that life:
+//! one [`Call`] (`call.rs`: what a call carries from start to end, and the record of a dropped
+//! one) built once, then the steps that take it; how a call ends is in `verdict.rs`, what the
+//! observers see in `observe.rs`.
 
 mod approve;
+mod call;
 mod chain;
 pub(crate) mod chain_verdict;
 mod decide;
@@ -19,12 +21,8 @@ pub(crate) mod stats;
 mod validate;
 mod verdict;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use serde_json::Value;
-
-use crate::approval::ask::Approval;
-use crate::approval::pending::AwaitingCall;
 use crate::audit::outcome::{CallRecord, Outcome};
 use crate::base::future::{BoxFuture, Invoke};
 use crate::base::panic::{CatchUnwind, catch};
@@ -36,16 +34,14 @@ use crate::hook::context::HookContext;
 use crate::hook::erased::Args;
 use crate::hook::state::Env;
 use crate::pipeline::inner::{Backend, Inner, ToolEntry};
-use crate::pipeline::limits::Limits;
-use crate::pipeline::normalize::{Normalized, Refused, check_bounds, normalize};
+use crate::pipeline::normalize::Refused;
 use crate::pipeline::stats::Stats;
 use crate::texts::{self, Problem, Problems};
 
 use approve::Approved;
+use call::Call;
+pub(crate) use call::{Kept, Memory, Mode, Progress, Resolution, Resumed};
 use chain::HookRuns;
-pub(crate) use chain::Rewrites;
-use observe::CancelGuard;
-pub(crate) use observe::{Kept, Memory, Progress};
 use validate::validate;
 use verdict::{Answer, Verdict};
 
@@ -67,209 +63,135 @@ impl Inner {
     /// [`run_call`](Self::run_call) in a [`Mode`]: what happens to a call that needs a
     /// person's approval when the dispatcher has no approver, or a paused call resumed.
     ///
-    /// The life of one call (ARCHITECTURE.md, "The life of one call"): steps 1 to 5 decide how
-    /// it ends ([`steps`](Self::steps)), step 6 answers it and shows the observers its record
-    /// ([`finish_call`](Self::finish_call)). A guard armed from the start records the call as
-    /// `cancelled` if the host drops it on the way.
+    /// The life of one call (ARCHITECTURE.md, "The life of one call"): [`Call::new`] normalizes
+    /// and looks up (steps 1 and 2), [`steps`](Self::steps) decide how it ends (3 to 5),
+    /// [`finish_call`](Self::finish_call) answers it and shows the observers its record (6).
+    /// The [`Call`] is armed from the start: dropped on the way, it records itself `cancelled`.
     pub(crate) async fn run_call_in<'a>(
         &'a self,
         context: &'a HookContext,
         stats: Option<&'a Stats>,
-        call: &'a ToolUse,
+        tool_use: &'a ToolUse,
         progress: Option<&'a Progress<'a>>,
         mode: Mode<'_, 'a>,
     ) -> Result<CallAnswer, Halt> {
-        let started = Instant::now();
-        let span = span::call_span(context, call);
-        let env = Env::new(context, &self.states);
         // 1. Normalize. 2. Look up: before the refusal is answered, so the summary's `tools`
         // counts every call of a known tool, an input refused at normalization included.
-        let recorded = Recorded::new(call, &self.limits);
-        let found = self.find(&call.name);
-        let input = recorded.input(call);
-        let mut guard = CancelGuard::new(self, env, stats, call, input, found, started);
-        guard.progress = progress;
-        guard.span = Some(&span);
-        let mut rewrites = Rewrites::default();
-        let mut awaiting = None;
-        let verdict = self
-            .steps(
-                env,
-                call,
-                &recorded,
-                found,
-                &mode,
-                &span,
-                &mut guard,
-                &mut rewrites,
-                &mut awaiting,
-            )
-            .await;
-        let ended = Ended {
-            verdict,
-            rewrites,
-            awaiting,
-            started,
-        };
-        self.finish_call(env, stats, call, input, found, mode, &span, guard, ended)
-            .await
+        let mut call = Call::new(self, context, stats, tool_use, progress, mode);
+        call.span = span::call_span(context, tool_use);
+        let verdict = self.steps(&mut call).await;
+        // Made here, not in `finish_call`: an argument of an async fn is held twice in its
+        // future, and this is the largest value of step 6.
+        let mut answer = self.answer(&call, verdict);
+        self.finish_call(&mut call, &mut answer).await;
+        answer.into_answer()
     }
 
-    /// Steps 1 to 5 of a call: the normalized input, the tool, the validated arguments (a
-    /// resumed call primed with its approved input), the PreToolUse chain and a person's
-    /// approval when a hook asked, then the tool. The verdict of the first step that ends the
-    /// call; `awaiting` gets what a pending turn keeps of a call that paused.
-    #[allow(clippy::too_many_arguments)]
-    async fn steps<'a>(
-        &'a self,
-        env: Env<'a>,
-        call: &'a ToolUse,
-        recorded: &'a Recorded<'a>,
-        found: Option<usize>,
-        mode: &Mode<'_, 'a>,
-        span: &tracing::Span,
-        guard: &mut CancelGuard<'_>,
-        rewrites: &mut Rewrites<'a>,
-        awaiting: &mut Option<AwaitingCall>,
-    ) -> Verdict<'a> {
-        let current: &ToolUse = match &recorded.normalized {
-            Ok(c) => c,
-            Err(Refused(msg)) => {
-                let problem = Problems::one(Problem::here(msg.clone()));
-                return Verdict::invalid(&call.name, &problem);
-            }
-        };
-        let Some(index) = found else {
-            return Verdict::unknown(&call.name, &self.available);
+    /// Steps 3 to 5 of `call` (its input normalized and its tool looked up): the validated
+    /// arguments (a resumed call primed with its approved input), the PreToolUse chain and a
+    /// person's approval when a hook asked, then the tool. The verdict of the first step that
+    /// ends the call; a call that paused leaves what a pending turn keeps of it in its mode's
+    /// slot.
+    async fn steps<'a>(&'a self, call: &mut Call<'a>) -> Verdict<'a> {
+        if let Some(Refused(msg)) = call.recorded.refused() {
+            let problem = Problems::one(Problem::here(msg.clone()));
+            return Verdict::invalid(&call.tool_use.name, &problem);
+        }
+        let Some(index) = call.tool else {
+            return Verdict::unknown(&call.tool_use.name, &self.available);
         };
         let tool = &self.tools[index];
+        let current = call.recorded.normalized();
         // 3. Validate.
         let args = match validate(tool, &current.input) {
             Ok(a) => a,
             Err(problems) => return Verdict::invalid(&tool.name, &problems),
         };
         // A resumed call starts from its effective input, approved.
-        let args = match mode {
-            Mode::Resume(r) => match self.prime(tool, current, r, args, rewrites) {
+        let args = match &call.mode {
+            Mode::Resume(r) => match self.prime(tool, current, r, args, &mut call.chain) {
                 Ok(a) => a,
                 Err(verdict) => return verdict,
             },
             _ => args,
         };
         // 4. The PreToolUse chain, then a person's approval when a hook asked for it.
-        rewrites.runs = HookRuns::new(self.hook_runs, tool.chain.len(), span);
-        let mut args = match self.run_chain(tool, env, current, args, rewrites).await {
+        call.chain.runs = HookRuns::new(self.hook_runs, tool.chain.len(), &call.span);
+        let chain = self.run_chain(tool, call.env, current, args, &mut call.chain, &call.span);
+        let mut args = match chain.await {
             Ok(a) => a,
             Err(verdict) => return verdict,
         };
-        if rewrites.needs_approval(current) {
+        if call.chain.needs_approval(current) {
             // Boxed: the rare path's state would otherwise enlarge every call's future
             // (moved, whole, at each `.await` above it).
-            let may_pause = mode.may_pause();
-            let approval =
-                Box::pin(self.approve(tool, env, call, current, args, rewrites, may_pause));
-            match approval.await {
+            match Box::pin(self.approve(tool, args, call)).await {
                 Ok(Approved::Run(a)) => args = a,
                 Ok(Approved::Pause) => {
-                    return match self.paused(env, current, rewrites) {
-                        Ok(waiting) => {
-                            *awaiting = Some(waiting);
-                            Verdict::awaiting()
-                        }
-                        Err(why) => Verdict::cannot_pause(&rewrites.asks, why),
+                    return match call.pause() {
+                        Ok(()) => Verdict::awaiting(),
+                        Err(why) => Verdict::cannot_pause(&call.chain.asks, why),
                     };
                 }
                 Err(verdict) => return verdict,
             }
         }
-        // 5. The tool.
-        guard.tool_starts();
-        let view = rewrites.call.as_deref().unwrap_or(current);
-        match self.start_tool(tool, env, view, args) {
+        // 5. The tool, with the input the chain settled on.
+        call.tool_starts();
+        let current = call.recorded.normalized();
+        let view = call.chain.call.as_deref().unwrap_or(current);
+        match self.start_tool(tool, call.env, view, args) {
             Started::Done(verdict) => verdict,
             Started::Local(fut) => self.await_local_tool(tool, fut).await,
             Started::Caller(fut) => self.await_caller(tool, fut).await,
         }
     }
 
-    /// Step 6 of a call: a block run with other reads of its message lets the next one start,
-    /// the verdict becomes the `tool_result` and the record, the span records how it ended, a
-    /// paused call hands its state to the pending turn, and the PostToolUse observers see the
-    /// record (in `tool_use` order among the reads of a message); then the guard is disarmed.
-    #[allow(clippy::too_many_arguments)]
-    async fn finish_call<'a>(
-        &'a self,
-        env: Env<'a>,
-        stats: Option<&'a Stats>,
-        call: &'a ToolUse,
-        input: &'a Value,
-        found: Option<usize>,
-        mode: Mode<'_, 'a>,
-        span: &tracing::Span,
-        mut guard: CancelGuard<'_>,
-        ended: Ended<'a>,
-    ) -> Result<CallAnswer, Halt> {
-        let Ended {
-            verdict,
-            rewrites,
-            awaiting,
-            started,
-        } = ended;
-        // A block run with other reads of its message lets the next one start: its tool
-        // started (in `steps`), or it was answered without one (a halt excepted: nothing after
-        // it starts).
-        let slot = guard.progress.and_then(Progress::slot);
-        if let Some(slot) = &slot
+    /// Step 6 of `call`, ended by `verdict`: a block run with other reads of its message lets
+    /// the next one start, and the verdict becomes the answer (the `tool_result`, cut to its
+    /// bound).
+    fn answer<'a>(&self, call: &Call<'a>, verdict: Verdict<'a>) -> Answer<'a> {
+        // Its tool started (in `steps`), or it was answered without one (a halt excepted:
+        // nothing after it starts).
+        if let Some(slot) = call.progress.and_then(Progress::slot)
             && !verdict.halts()
         {
             slot.release();
         }
-        let mut answer = Answer::new(call, verdict, self.limits.max_result_bytes);
-        if let Some(progress) = guard.progress {
+        Answer::new(call.tool_use, verdict, self.limits.max_result_bytes)
+    }
+
+    /// Step 6 of `call`, after [`answer`](Self::answer): the answer is remembered, the record
+    /// made, the span records how it ended, and the PostToolUse observers see the record (in
+    /// `tool_use` order among the reads of a message); then the call is finished (disarmed).
+    async fn finish_call<'a>(&'a self, call: &mut Call<'a>, answer: &mut Answer<'a>) {
+        if let Some(progress) = call.progress {
             // Remembered before anyone sees it: a retry from now on is a replay, and an answer
             // the memory could not keep is on the audit line.
-            remember(&mut answer, progress).await;
+            remember(answer, progress).await;
         }
-        let record = answer.record(call, input, &rewrites, started.elapsed());
-        if !span.is_disabled() {
-            span::finish(span, env.context(), &record, self.span_content.as_ref());
+        let slot = call.progress.and_then(Progress::slot);
+        call.stage = "while the observers ran";
+        let record = call.record(answer);
+        if !call.span.is_disabled() {
+            span::finish(
+                &call.span,
+                call.env.context(),
+                &record,
+                self.span_content.as_ref(),
+            );
         }
-        if let (Mode::Pause(slot), Some(awaiting)) = (mode, awaiting) {
-            *slot = Some(awaiting);
-        }
-        guard.stage = "while the observers ran";
         if let Some(slot) = &slot {
             // Observers and audit lines follow `tool_use` order.
             slot.turn_to_observe().await;
         }
         if self.observers_sync {
-            self.observe_sync(env, stats, &record, self.observers_for(found));
+            let list = self.observers_for(call.tool);
+            self.observe_sync(call.env, call.stats, &record, list);
         } else {
-            self.observe(env, stats, &record, &mut guard).await;
+            self.observe(call, &record).await;
         }
-        guard.finish(answer.outcome);
-        answer.into_answer()
-    }
-
-    /// What a pending turn keeps of a call that pauses: its inputs as the audit line shows
-    /// them, the fields the audit log's redaction hides sealed (`approval/seal.rs`).
-    ///
-    /// # Errors
-    /// The operator's detail when the call cannot pause without keeping a hidden field in
-    /// clear (no seal key, or a build without the `seal` feature).
-    fn paused(
-        &self,
-        env: Env<'_>,
-        current: &ToolUse,
-        rewrites: &Rewrites<'_>,
-    ) -> Result<AwaitingCall, String> {
-        let effective = rewrites.call.as_deref().unwrap_or(current);
-        let mut waiting =
-            AwaitingCall::new(current, &effective.input, &rewrites.asks, &rewrites.by);
-        let ctx = env.context();
-        self.sealing
-            .seal(&mut waiting, ctx.session_id(), ctx.user_id())?;
-        Ok(waiting)
+        call.finish(answer.outcome);
     }
 
     /// Starts the tool: a sync tool's verdict is ready at once; an async one is a future to await.
@@ -339,15 +261,11 @@ impl Inner {
         &self,
         context: &HookContext,
         stats: Option<&Stats>,
-        call: &ToolUse,
+        tool_use: &ToolUse,
     ) {
-        let recorded = Recorded::new(call, &self.limits);
-        let env = Env::new(context, &self.states);
-        let tool = self.find(&call.name);
-        let input = recorded.input(call);
-        let mut guard = CancelGuard::new(self, env, stats, call, input, tool, Instant::now());
-        guard.stage = "before it started, while an earlier block of its message ran";
-        drop(guard);
+        let mut call = Call::new(self, context, stats, tool_use, None, Mode::Block);
+        call.stage = "before it started, while an earlier block of its message ran";
+        drop(call);
     }
 
     /// Answers a block that is not run (`max_tokens`, or after a halt): observers see it with
@@ -356,20 +274,21 @@ impl Inner {
         &self,
         context: &HookContext,
         stats: Option<&Stats>,
-        call: &ToolUse,
+        tool_use: &ToolUse,
         why: &str,
     ) -> ToolResult {
-        let started = Instant::now();
-        let env = Env::new(context, &self.states);
-        let tool = self.find(&call.name);
-        let recorded = Recorded::new(call, &self.limits);
-        let input = recorded.input(call);
-        let mut guard = CancelGuard::new(self, env, stats, call, input, tool, started);
-        let result = ToolResult::error(call.id.clone(), texts::not_run(why));
-        let record = CallRecord::not_run(call, input, &result, started.elapsed());
-        self.observe(env, stats, &record, &mut guard).await;
-        guard.finish(Outcome::NotRun);
-        result
+        // Boxed, as `replay`: a rare path, whose state (the call, its record) would otherwise
+        // enlarge the future of every call that may take it.
+        Box::pin(async move {
+            let mut call = Call::new(self, context, stats, tool_use, None, Mode::Block);
+            let result = ToolResult::error(tool_use.id.clone(), texts::not_run(why));
+            let input = call.recorded.input();
+            let record = CallRecord::not_run(tool_use, input, &result, call.started.elapsed());
+            self.observe(&call, &record).await;
+            call.finish(Outcome::NotRun);
+            result
+        })
+        .await
     }
 
     /// Answers a block again from the session's memory (`replay`): nothing runs, observers see
@@ -379,35 +298,28 @@ impl Inner {
         &self,
         context: &HookContext,
         stats: Option<&Stats>,
-        call: &ToolUse,
+        tool_use: &ToolUse,
         outcome: Outcome,
         result: &ToolResult,
         detail: &str,
     ) {
-        let started = Instant::now();
-        let env = Env::new(context, &self.states);
-        let tool = self.find(&call.name);
-        let recorded = Recorded::new(call, &self.limits);
-        let input = recorded.input(call);
-        let mut guard = CancelGuard::new(self, env, stats, call, input, tool, started);
-        guard.replay = true;
-        let record = CallRecord {
-            detail: Some(detail),
-            replay: true,
-            ..CallRecord::new(call, input, outcome, Some(result), started.elapsed())
-        };
-        self.observe(env, stats, &record, &mut guard).await;
-        guard.finish(outcome);
+        // Boxed: a rare path (a retry), whose state (the call, its record) would otherwise
+        // enlarge the future of every call, which holds this one where an id was seen before.
+        Box::pin(async move {
+            let mut call = Call::new(self, context, stats, tool_use, None, Mode::Block);
+            call.replay = true;
+            let input = call.recorded.input();
+            let duration = call.started.elapsed();
+            let record = CallRecord {
+                detail: Some(detail),
+                replay: true,
+                ..CallRecord::new(tool_use, input, outcome, Some(result), duration)
+            };
+            self.observe(&call, &record).await;
+            call.finish(outcome);
+        })
+        .await
     }
-}
-
-/// How steps 1 to 5 ended a call, for step 6: the verdict, the chain's rewrites and approval,
-/// what a paused call keeps, and when the call started.
-struct Ended<'a> {
-    verdict: Verdict<'a>,
-    rewrites: Rewrites<'a>,
-    awaiting: Option<AwaitingCall>,
-    started: Instant,
 }
 
 /// A tool started: done already (sync), or a future to await (async).
@@ -415,79 +327,6 @@ enum Started<'a> {
     Done(Verdict<'static>),
     Local(BoxFuture<'a, Result<ToolResultContent, ToolError>>),
     Caller(BoxFuture<'a, Result<CallAnswer, Halt>>),
-}
-
-/// What happens to a call that needs a person's approval when the dispatcher has no approver.
-pub(crate) enum Mode<'m, 'a> {
-    /// It is blocked (`Session::call`, a wrapped dispatcher): nobody can approve it here.
-    Block,
-    /// It pauses (`Session::respond`): its tool does not run, observers see it as
-    /// `awaiting_approval` (not final), the slot receives what a pending turn keeps of it, and
-    /// the answer (outcome `awaiting_approval`, a result with no content) is not for the model.
-    Pause(&'m mut Option<AwaitingCall>),
-    /// It was paused and a person approved it: it resumes (see `Inner::prime`); an ask about
-    /// an input nobody approved is then blocked.
-    Resume(Resumed<'a>),
-}
-
-impl Mode<'_, '_> {
-    fn may_pause(&self) -> bool {
-        matches!(self, Mode::Pause(_))
-    }
-}
-
-/// A paused call and how it ends.
-pub(crate) struct Resumed<'a> {
-    pub(crate) awaiting: &'a AwaitingCall,
-    pub(crate) resolution: Resolution<'a>,
-}
-
-/// How a paused call ends.
-#[derive(Clone, Copy)]
-pub(crate) enum Resolution<'a> {
-    /// A person's decision: approved (it runs, its chain first), edited, or declined
-    /// (`blocked`).
-    Decided(&'a Approval),
-    /// The pending turn outlived its time to live: `blocked`, not run.
-    Expired { ttl: Duration },
-    /// The turn cannot wait for it (a later block halted): `blocked`, as where nobody can
-    /// approve.
-    Unapproved,
-}
-
-/// The input a record (and the audit line) shows: the normalized input; the raw one when it
-/// could not be normalized; a short note instead of an input refused for its size or depth, so
-/// a huge or deeply nested input is never copied into the log (nor walked without bound).
-struct Recorded<'a> {
-    normalized: Result<Normalized<'a>, Refused>,
-    omitted: Option<Value>,
-}
-
-impl<'a> Recorded<'a> {
-    fn new(call: &'a ToolUse, limits: &Limits) -> Self {
-        let normalized = normalize(call, limits);
-        let omitted = match &normalized {
-            Ok(_) => None,
-            Err(_) => check_bounds(&call.input, limits).err().map(|_| {
-                Value::String(format!(
-                    "[input not recorded: over the input limits ({} bytes, {} levels)]",
-                    limits.max_input_bytes, limits.max_input_depth
-                ))
-            }),
-        };
-        Recorded {
-            normalized,
-            omitted,
-        }
-    }
-
-    fn input(&'a self, call: &'a ToolUse) -> &'a Value {
-        match (&self.normalized, &self.omitted) {
-            (Ok(c), _) => &c.input,
-            (Err(_), Some(note)) => note,
-            (Err(_), None) => &call.input,
-        }
-    }
 }
 
 /// Records a final answer in the answer memory the call's claim is in, telling `progress` how it

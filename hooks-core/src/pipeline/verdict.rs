@@ -17,8 +17,6 @@ use crate::pipeline::chain_verdict::ChainVerdict;
 use crate::pipeline::limits::cut_content;
 use crate::texts::{self, Problems};
 
-use super::Rewrites;
-
 /// How the call ended, before it becomes a `tool_result`.
 pub(super) struct Verdict<'a> {
     outcome: Outcome,
@@ -293,13 +291,18 @@ impl<'a> Verdict<'a> {
         )
     }
 
-    /// A person declined the call.
+    /// A person declined the call: `blocked`, by nobody's hook. The record names the person
+    /// (`denied_by`, set by the caller) and the hooks that only asked (`asked_by`); no hook
+    /// denied it, so `blocked_by` is absent and no report counts the decline as a hook's denial.
     pub(super) fn declined(asks: &[Asked], reason: &str) -> Self {
-        Verdict::refused_approval(
-            asks,
-            texts::declined(reason),
-            format!("a person declined the call ({})", asked_list(asks)),
-        )
+        Verdict {
+            blocked_by: None,
+            ..Verdict::refused_approval(
+                asks,
+                texts::declined(reason),
+                format!("a person declined the call ({})", asked_list(asks)),
+            )
+        }
     }
 
     /// The approver gave no answer within `deadline`: a denial.
@@ -455,11 +458,8 @@ impl<'a> Answer<'a> {
         }
     }
 
-    /// The record observers see: `input` as recorded, the rewrites (`effective_input`, the hooks
-    /// that rewrote), the hooks that ran and the approval (who asked, approved or declined). A
-    /// paused call (`awaiting_approval`) has no result yet.
-    #[inline]
     /// Whether a PreToolUse hook could not decide: the agent halts, and this is no answer.
+    #[inline]
     pub(super) fn halts(&self) -> bool {
         self.halt
     }
@@ -477,24 +477,20 @@ impl<'a> Answer<'a> {
         });
     }
 
+    /// The answer's part of the record observers see of `call` (its input as recorded, how
+    /// long it took): the outcome, the result (none for a paused call, `awaiting_approval`:
+    /// not final), the hook at fault, the operator detail, the size of a cut content.
     pub(super) fn record<'r>(
         &'r self,
         call: &'r ToolUse,
         input: &'r Value,
-        rewrites: &'r Rewrites<'_>,
         duration: Duration,
     ) -> CallRecord<'r> {
         let result = self.outcome.is_final().then_some(&self.result);
         CallRecord {
-            effective_input: rewrites.call.as_ref().map(|r| &r.input),
-            hooks: &rewrites.runs.list,
             blocked_by: self.blocked_by.as_deref(),
-            rewritten_by: &rewrites.by,
             detail: self.detail.as_deref(),
             content_bytes: self.content_bytes,
-            asked_by: &rewrites.asks,
-            approved_by: rewrites.approved_by.as_deref(),
-            denied_by: rewrites.denied_by.as_deref(),
             ..CallRecord::new(call, input, self.outcome, result, duration)
         }
     }

@@ -441,6 +441,7 @@ pub(crate) fn candidate_turn(candidate: &Value, turn: usize) -> Result<Turn<'_>,
     let truncated = (stop_reason.as_deref() == Some("MAX_TOKENS"))
         .then(|| "finishReason: \"MAX_TOKENS\"".to_owned());
     Ok(Turn {
+        id: Some(std::borrow::Cow::Owned(format!("gemini-{turn}"))),
         uses,
         items,
         stop_reason,

@@ -357,8 +357,12 @@ fn object<'a>(v: &'a Value, what: &'static str) -> Result<&'a Map<String, Value>
 #[cfg(any(feature = "openai", feature = "gemini"))]
 /// One whole turn of another API, read for a session's entry point
 /// ([`Session::respond_openai_choice`](crate::Session::respond_openai_choice), …): its calls,
-/// why it stopped, and whether it was cut at its output limit.
+/// its model response's id, why it stopped, and whether it was cut at its output limit.
 pub(crate) struct Turn<'a> {
+    /// The model response's id, which a resend of it carries too: a chat completion's `id`, a
+    /// Response's `id`, `gemini-{turn}` for a Gemini candidate; `None` when there is none (a
+    /// Chat Completions choice passed without its completion).
+    pub(crate) id: Option<Cow<'a, str>>,
     /// The calls, in order.
     pub(crate) uses: Vec<ToolUse>,
     /// The call items as the API sent them, in the same order (Gemini's answer echoes them).

@@ -418,6 +418,14 @@ pub fn tool_uses(message: &Value) -> Result<Vec<ToolUse>, ConvertError> {
 /// call's `arguments` may be cut off).
 pub(crate) fn choice_turn(choice: &Value) -> Result<Turn<'_>, ConvertError> {
     const CHOICE: &str = "an OpenAI chat completion choice";
+    // A choice has no id of its own: the completion's `id` names the turn.
+    let id = match choice.get("choices") {
+        Some(_) => choice
+            .get("id")
+            .and_then(Value::as_str)
+            .map(std::borrow::Cow::Borrowed),
+        None => None,
+    };
     let obj = object(the_one(choice, "choices", CHOICE)?, CHOICE)?;
     let message = obj
         .get("message")
@@ -426,6 +434,7 @@ pub(crate) fn choice_turn(choice: &Value) -> Result<Turn<'_>, ConvertError> {
     let truncated =
         (stop_reason.as_deref() == Some("length")).then(|| "finish_reason: \"length\"".to_owned());
     Ok(Turn {
+        id,
         uses: tool_uses(message)?,
         items: Vec::new(),
         stop_reason,

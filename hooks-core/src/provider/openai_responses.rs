@@ -174,6 +174,10 @@ pub(crate) fn response_turn(response: &Value) -> Result<Turn<'_>, ConvertError> 
             .map(|n| format!("function_call item {} has status: \"incomplete\"", n + 1))
     };
     Ok(Turn {
+        id: obj
+            .get("id")
+            .and_then(Value::as_str)
+            .map(std::borrow::Cow::Borrowed),
         uses,
         items,
         stop_reason,

@@ -2,6 +2,8 @@
 //! checked, each answer remembered so a retry runs nothing twice) and ends with the Stop hooks
 //! and a [`SessionSummary`].
 
+#[cfg(feature = "inbox")]
+mod inbox;
 pub(crate) mod reply;
 pub(crate) mod respond;
 pub(crate) mod resume;
@@ -32,7 +34,7 @@ use crate::pipeline::{Kept, Memory, Mode, Progress};
 use crate::store::digest::InputDigest;
 use crate::store::error::StoreError;
 use crate::store::memory::MemoryAnswerStore;
-use crate::store::{AnswerStore, CallKey, Claim, Remembered, StoreFuture};
+use crate::store::{AnswerStore, CallKey, Claim, PendingStore, Remembered, StoreFuture};
 use crate::texts;
 
 /// One conversation: every `tool_use` of it goes through [`call`](Self::call) or
@@ -47,6 +49,9 @@ pub struct Session {
     context: HookContext,
     stats: Stats,
     store: Store,
+    /// Where a paused turn is kept when `respond` pauses it (`None`: the host keeps the
+    /// [`PendingTurn`](crate::approval::PendingTurn) value itself).
+    turns: Option<Arc<dyn PendingStore>>,
     started_at: SystemTime,
     /// What the host added with `add_usage` (not on the per-call path).
     usage: Mutex<Usage>,
@@ -109,6 +114,40 @@ impl Store {
     }
 }
 
+/// The turn a call came from, as the answer memory tells a resend of a call from a later
+/// turn's call that reuses its `tool_use` id (ARCHITECTURE.md, "Contracts": "Ids and retries").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TurnName<'a> {
+    /// [`Session::call`], or a paused turn that had no response id, resumed: the `tool_use` id
+    /// alone names the call, so an id seen before is a retry, answered from memory.
+    ById,
+    /// A whole turn whose model response came without its id: an id this session saw before
+    /// may be a resend or a later turn's reuse, which nothing tells apart, so it is refused
+    /// ([`CallError::IdRecycled`]) rather than answered with another turn's result.
+    Unnamed,
+    /// A whole turn named by its model response's id (`msg_…`, `chatcmpl-…`, `resp_…`, or
+    /// `gemini-{turn}`): a resend carries the same.
+    Named(&'a str),
+}
+
+impl<'a> TurnName<'a> {
+    /// The turn as the answer memory's key holds it ([`CallKey::turn`]): `""` for none.
+    pub(crate) fn key(self) -> &'a str {
+        match self {
+            TurnName::Named(turn) => turn,
+            TurnName::ById | TurnName::Unnamed => "",
+        }
+    }
+
+    /// The whole turn of a response whose id is `id` (`None`, or `""`: none).
+    pub(crate) fn of_response(id: Option<&'a str>) -> Self {
+        match id {
+            Some(id) if !id.is_empty() => TurnName::Named(id),
+            _ => TurnName::Unnamed,
+        }
+    }
+}
+
 impl Session {
     /// A session on `inner` (what [`Dispatcher::session`](crate::Dispatcher::session) and
     /// [`Dispatcher::session_with_store`](crate::Dispatcher::session_with_store) open): its
@@ -130,10 +169,30 @@ impl Session {
             context,
             stats,
             store,
+            turns: None,
             started_at,
             usage: Mutex::new(Usage::default()),
             summary: OnceLock::new(),
         }
+    }
+
+    /// The session, keeping the turns it pauses in `store`: when a whole-turn entry point
+    /// ([`respond`](Self::respond), and the OpenAI and Gemini ones) pauses a turn for a person,
+    /// the session [`put`](PendingStore::put)s it into `store` before it answers
+    /// [`Reply::Pending`](crate::Reply::Pending) (one atomic step that never overwrites a turn
+    /// already kept under its session id and turn id, so a retried message that pauses again
+    /// changes nothing), and any session of the same conversation, in this process or another
+    /// one sharing the store, finishes it with [`resume_from`](Self::resume_from). The host
+    /// still gets the [`PendingTurn`](crate::approval::PendingTurn) in the reply, to show it.
+    ///
+    /// [`Dispatcher::session_on`](crate::Dispatcher::session_on) opens a session whose answer
+    /// memory and paused turns are one store (SQLite, PostgreSQL); this method gives a session a
+    /// store of paused turns of its own, such as a
+    /// [`MemoryPendingStore`](crate::store::MemoryPendingStore) that every session of one
+    /// process shares.
+    pub fn with_pending_store(mut self, store: Arc<dyn PendingStore>) -> Self {
+        self.turns = Some(store);
+        self
     }
 
     /// The session's trusted context.
@@ -151,6 +210,11 @@ impl Session {
     /// answered with an `is_error` result saying it is not run again. `call` serves every API
     /// (MCP request ids, OpenAI call ids), so the only id it refuses is an empty one.
     ///
+    /// A call has no turn here: its id alone names it, so a caller whose model server numbers
+    /// each turn's calls (`functions.get_time:0` in every turn) passes whole turns instead
+    /// ([`respond_openai_choice`](Self::respond_openai_choice) with the completion, …), whose
+    /// response id keeps the turns apart (ARCHITECTURE.md, "Contracts": "Ids and retries").
+    ///
     /// Dropping the future before it finishes records the call as `cancelled`.
     ///
     /// # Errors
@@ -160,6 +224,8 @@ impl Session {
     /// - [`CallError::EmptyId`] for an empty id (audited as `not_run`);
     /// - [`CallError::InProgress`] while an earlier attempt with this id runs;
     /// - [`CallError::IdReused`] when this id was seen with another input;
+    /// - [`CallError::IdRecycled`] when a whole turn of this session (which has a turn) used this
+    ///   id: nothing tells whether this is the same call;
     /// - [`CallError::Store`] when the session's [`AnswerStore`] failed.
     pub async fn call(&self, call: &ToolUse) -> Result<ToolResult, CallError> {
         self.call_answer(call).await.map(|answer| answer.result)
@@ -179,17 +245,20 @@ impl Session {
     /// [`call`](Self::call) for an id already checked: claimed in the memory first, so a
     /// retry, even a concurrent one, never runs it twice.
     async fn remembered_call(&self, call: &ToolUse) -> Result<CallAnswer, CallError> {
-        self.remembered_call_in(call, Mode::Block, None).await
+        self.remembered_call_in(call, TurnName::ById, Mode::Block, None)
+            .await
     }
 
-    /// [`remembered_call`](Self::remembered_call) in a [`Mode`]. A call that pauses
-    /// (`awaiting_approval`) is not an answer: the memory forgets its claim, so a retry of the
-    /// message asks again (nothing ran) and its resumed answer is the one remembered.
+    /// [`remembered_call`](Self::remembered_call) of a call of `turn`, in a [`Mode`]. A call
+    /// that pauses (`awaiting_approval`) is not an answer: the memory forgets its claim, so a
+    /// retry of the message asks again (nothing ran) and its resumed answer is the one
+    /// remembered.
     ///
     /// `slot`: the block's place among the reads of its message run together (`pipeline/order.rs`).
     pub(crate) async fn remembered_call_in(
         &self,
         call: &ToolUse,
+        turn: TurnName<'_>,
         mode: Mode<'_, '_>,
         slot: Option<Slot<'_>>,
     ) -> Result<CallAnswer, CallError> {
@@ -208,16 +277,10 @@ impl Session {
         };
         let call = normalized.as_deref().unwrap_or(call);
         let digest = self.store.digest(&call.input, inner.limits.max_input_depth);
-        let key = CallKey::new(self.context.session_id(), &call.id);
-        match self.store.claim(key, digest, inner.claim_lease).await {
-            Ok(Claim::Claimed) => {}
-            Ok(Claim::Seen(seen)) => return self.seen(call, digest, seen, slot).await,
-            Err(error) => {
-                return Err(CallError::Store {
-                    tool_use_id: call.id.clone(),
-                    error,
-                });
-            }
+        let key = CallKey::in_turn(self.context.session_id(), turn.key(), &call.id);
+        let claimed = self.store.claim(key, digest, inner.claim_lease).await;
+        if let Some(seen) = remembered_or_refused(claimed, key, turn)? {
+            return self.seen(call, digest, seen, slot).await;
         }
         let memory = Memory {
             store: self.store.as_dyn(),
@@ -388,6 +451,36 @@ impl Session {
         }
         summary.observer_errors = self.stats.observer_errors.load(Ordering::Relaxed);
         summary
+    }
+}
+
+/// What the memory's answer to the claim of `key`, a call of `turn`, leaves to do: `None` when
+/// the call was claimed (it runs now), what the memory remembers of it when that answers it (a
+/// replay, or a refusal by [`Session::seen`]), or why it is refused at once.
+fn remembered_or_refused(
+    claimed: Result<Claim, StoreError>,
+    key: CallKey<'_>,
+    turn: TurnName<'_>,
+) -> Result<Option<Remembered>, CallError> {
+    let tool_use_id = || key.tool_use_id.to_owned();
+    match claimed {
+        Ok(Claim::Claimed) => Ok(None),
+        // A turn without its response's id: whether this is a resend or a later turn reusing
+        // the id, nothing tells.
+        Ok(Claim::Seen(_)) if turn == TurnName::Unnamed => Err(CallError::IdRecycled {
+            tool_use_id: tool_use_id(),
+        }),
+        Ok(Claim::Seen(seen)) => Ok(Some(seen)),
+        Ok(Claim::OtherTurn { in_progress: true }) => Err(CallError::InProgress {
+            tool_use_id: tool_use_id(),
+        }),
+        Ok(_) => Err(CallError::IdRecycled {
+            tool_use_id: tool_use_id(),
+        }),
+        Err(error) => Err(CallError::Store {
+            tool_use_id: tool_use_id(),
+            error,
+        }),
     }
 }
 

@@ -19,7 +19,7 @@ use crate::pipeline::{Mode, Resolution};
 use crate::session::reply::Reply;
 use crate::texts;
 
-use super::Session;
+use super::{Session, TurnName};
 
 /// How one block of a group ended: its answer (and, when it paused, what a pending turn keeps
 /// of it), a refusal or halt, or `None` when it never started (a block before it halted).
@@ -35,9 +35,13 @@ impl Session {
     /// A message without `tool_use` blocks (`end_turn`, `stop_sequence`, `refusal`,
     /// `pause_turn`, or `max_tokens` on a text) gets [`Reply::NothingToRun`] with its
     /// `stop_reason`: nothing runs, and nothing is audited. Every id must match the Messages
-    /// API's pattern `^[a-zA-Z0-9_-]+$` and be unique in the message; a block whose id this
-    /// session answered before is answered from memory (see [`call`](Self::call)), so a host
-    /// retrying a message runs nothing twice.
+    /// API's pattern `^[a-zA-Z0-9_-]+$` and be unique in the message. The message's `id`
+    /// (`msg_…`, as the API returns it) names its turn: a block this session answered in the
+    /// same turn is answered from memory (see [`call`](Self::call)), so a host resending a
+    /// message runs nothing twice, on any worker sharing the store; a later message that reuses
+    /// a block's id is another turn, whose call runs. A message without an `id` has no turn: an
+    /// id this session saw before is refused ([`CallError::IdRecycled`]), since nothing tells a
+    /// resend from a later turn (ARCHITECTURE.md, "Contracts": "Ids and retries").
     ///
     /// Consecutive blocks whose tools are declared read-only run concurrently, at most
     /// [`max_concurrent_reads`](crate::dispatch::DispatcherBuilder::max_concurrent_reads) at once
@@ -59,9 +63,10 @@ impl Session {
     /// - [`RespondError::Call`] with [`CallError::Halt`] when a PreToolUse hook failed: later
     ///   blocks are not run, and the halt's answer covers every block (`BLOCKED:` for the
     ///   failed one, `Not run:` after it);
-    /// - [`RespondError::Call`] with [`CallError::InProgress`], [`CallError::IdReused`] or
-    ///   [`CallError::Store`] for a block the memory refuses: the blocks before it were answered
-    ///   and are remembered, the rest are not started; retry the message;
+    /// - [`RespondError::Call`] with [`CallError::InProgress`], [`CallError::IdReused`],
+    ///   [`CallError::IdRecycled`] or [`CallError::Store`] for a block the memory refuses: the
+    ///   blocks before it were answered and are remembered, the rest are not started; retry the
+    ///   message (with its `id`, for [`CallError::IdRecycled`]);
     /// - [`RespondError::NotAssistant`] for a user message.
     pub async fn respond(&self, message: &Message) -> Result<Reply, RespondError> {
         if message.role != Role::Assistant {
@@ -88,17 +93,44 @@ impl Session {
             }
             _ => {}
         }
-        let blocks = self.run_turn(&uses, true).await?;
-        Ok(self.finish_turn(TurnFormat::AnthropicMessages, &[], blocks, results_message))
+        let id = message.extra.get("id").and_then(Value::as_str);
+        let turn = TurnName::of_response(id);
+        let blocks = self.run_turn(&uses, turn, true).await?;
+        let format = TurnFormat::AnthropicMessages;
+        let reply = self.finish_turn(format, turn, &[], blocks, results_message);
+        self.keep_paused(reply).await
+    }
+
+    /// A paused turn `put` into the session's store of paused turns, when it has one
+    /// ([`with_pending_store`](Self::with_pending_store)), before the reply is given: one
+    /// atomic step that never overwrites a turn already kept under the same key (a retried
+    /// message pausing again). Any other reply, or a session with no such store, as it is.
+    ///
+    /// # Errors
+    /// [`RespondError::NotKept`] when the store cannot keep the turn.
+    pub(crate) async fn keep_paused<T>(&self, reply: Reply<T>) -> Result<Reply<T>, RespondError> {
+        let (Some(store), Reply::Pending(turn)) = (&self.turns, &reply) else {
+            return Ok(reply);
+        };
+        match store.put(turn).await {
+            Ok(()) => Ok(reply),
+            Err(error) => Err(RespondError::NotKept {
+                session_id: turn.session_id.clone(),
+                turn_id: turn.turn_id.clone(),
+                error,
+            }),
+        }
     }
 
     /// The reply of a turn whose calls all ran or paused: the answer, made of the results by
     /// `answer` in the API's shape, or, when a call waits for a person, the [`PendingTurn`]
-    /// (its `turn_format`, and `items`, the calls as the API sent them, kept for an API whose
+    /// (its `turn_format`, its turn, named by the response's id when it has one, else by its
+    /// first call's id, and `items`, the calls as the API sent them, kept for an API whose
     /// answer echoes them).
     pub(crate) fn finish_turn<T>(
         &self,
         turn_format: TurnFormat,
+        turn: TurnName<'_>,
         items: &[&Value],
         blocks: Vec<PendingBlock>,
         answer: impl FnOnce(Vec<ToolResult>) -> T,
@@ -121,25 +153,32 @@ impl Session {
                 block.keep_call(item);
             }
         }
+        let (turn_id, turn) = match turn {
+            TurnName::Named(name) => (name.to_owned(), Some(name.to_owned())),
+            TurnName::ById | TurnName::Unnamed => (blocks[0].tool_use_id().to_owned(), None),
+        };
         Reply::Pending(PendingTurn {
             format: PENDING_TURN_FORMAT,
             turn_format,
-            turn_id: blocks[0].tool_use_id().to_owned(),
+            turn_id,
+            turn,
             session_id: self.context.session_id().to_owned(),
             user_id: self.context.user_id().to_owned(),
             fingerprint: self.inner.fingerprint(),
             created_at: self.context.now(),
+            pending_ttl: Some(self.inner.pending_ttl),
             blocks,
         })
     }
 
     /// Runs the calls of one message or turn in order, after checking their ids (the Messages
-    /// API's pattern when `pattern` holds): one result per call, or why not. A call that needs
-    /// a person's approval when the dispatcher has no approver pauses
-    /// (`PendingBlock::AwaitingApproval`).
+    /// API's pattern when `pattern` holds), each claimed in the answer memory as a call of
+    /// `turn`: one result per call, or why not. A call that needs a person's approval when the
+    /// dispatcher has no approver pauses (`PendingBlock::AwaitingApproval`).
     pub(crate) async fn run_turn(
         &self,
         uses: &[&ToolUse],
+        turn: TurnName<'_>,
         pattern: bool,
     ) -> Result<Vec<PendingBlock>, RespondError> {
         if let Err(e) = ids::check(uses, pattern) {
@@ -166,13 +205,15 @@ impl Session {
                 }
             }
             let (one, many) = if end - i > 1 {
-                let outcomes = self.run_reads(uses, i..end, &pending.order, max).await;
+                let outcomes = self
+                    .run_reads(uses, turn, i..end, &pending.order, max)
+                    .await;
                 (None, outcomes)
             } else {
                 pending.order.started.store(i + 1, Ordering::SeqCst);
                 let mut paused = None;
                 let mode = Mode::Pause(&mut paused);
-                let answer = self.remembered_call_in(uses[i], mode, None).await;
+                let answer = self.remembered_call_in(uses[i], turn, mode, None).await;
                 (Some(Some(answer.map(|a| (a, paused)))), Vec::new())
             };
             let mut outcomes = one.into_iter().chain(many);
@@ -199,7 +240,9 @@ impl Session {
                 let later = outcomes.by_ref().take(end - j - 1);
                 // Boxed, as every rare path here: its state is twice a call's, and the turn's
                 // future is moved whole at each `.await` above it.
-                let halted = Box::pin(self.halted(uses, j, halt, results, later, &pending.order));
+                debug_assert_eq!(results.len(), j, "one result per block before the halt");
+                let halted = self.halted(uses, turn, halt, results, later, &pending.order);
+                let halted = Box::pin(halted);
                 return Err(RespondError::from(halted.await));
             }
             i = end;
@@ -207,30 +250,35 @@ impl Session {
         Ok(results)
     }
 
-    /// The answer of a message whose block `at` halted: the blocks before it as answered (a
-    /// paused one ends `blocked`: the turn cannot wait), its `BLOCKED:` result, then each later
-    /// block: its own answer when it had already started (a read run with it, see `pipeline/order.rs`;
-    /// named in [`Halt::ran_after`]), else `Not run:` (audited as `not_run`).
+    /// The answer of a message of `turn` whose block after the `before` ones halted: the
+    /// blocks before it as answered (a paused one ends `blocked`: the turn cannot wait), its
+    /// `BLOCKED:` result, then each later block: its own answer when it had already started (a
+    /// read run with it, see `pipeline/order.rs`; named in [`Halt::ran_after`]), else `Not
+    /// run:` (audited as `not_run`).
     async fn halted(
         &self,
         uses: &[&ToolUse],
-        at: usize,
+        turn: TurnName<'_>,
         mut halt: Halt,
         before: Vec<PendingBlock>,
         later: impl Iterator<Item = ReadOutcome>,
         order: &TurnOrder,
     ) -> Halt {
-        halt.index += before.len();
+        let at = before.len();
+        halt.index += at;
         let mut content = Vec::with_capacity(uses.len());
         for block in before {
-            content.push(ContentBlock::ToolResult(self.unpaused(block).await));
+            content.push(ContentBlock::ToolResult(self.unpaused(block, turn).await));
         }
         content.append(&mut halt.answer.content);
         let mut later = later;
         for (j, rest) in uses.iter().enumerate().skip(at + 1) {
             let ran = match later.next().flatten() {
                 Some(Ok((CallAnswer { result, .. }, paused))) => Some(match paused {
-                    Some(waiting) => self.unpaused(PendingBlock::AwaitingApproval(waiting)).await,
+                    Some(waiting) => {
+                        let waiting = PendingBlock::AwaitingApproval(waiting);
+                        self.unpaused(waiting, turn).await
+                    }
                     None => result,
                 }),
                 Some(Err(CallError::Halt(mut other))) => match other.answer.content.pop() {
@@ -262,9 +310,9 @@ impl Session {
         halt
     }
 
-    /// A block's result when its turn cannot pause (a later block halted): a paused block ends
-    /// `blocked` with a final record (nobody can approve it now).
-    async fn unpaused(&self, block: PendingBlock) -> ToolResult {
+    /// A block's result when its turn (`turn`) cannot pause (a later block halted): a paused
+    /// block ends `blocked` with a final record (nobody can approve it now).
+    async fn unpaused(&self, block: PendingBlock, turn: TurnName<'_>) -> ToolResult {
         match block {
             PendingBlock::Answered { result, .. } => result,
             PendingBlock::AwaitingApproval(waiting) => {
@@ -279,7 +327,7 @@ impl Session {
                     Err(_) => return PendingBlock::AwaitingApproval(waiting).into_result(),
                 };
                 let run = real.as_ref().unwrap_or(&waiting);
-                match self.resume_call(run, Resolution::Unapproved).await {
+                match self.resume_call(run, turn, Resolution::Unapproved).await {
                     Ok(result) => result,
                     Err(_) => PendingBlock::AwaitingApproval(waiting).into_result(),
                 }
@@ -312,11 +360,12 @@ impl Session {
             .is_some_and(|e| e.is_read_only())
     }
 
-    /// Runs the blocks `range` of `uses` (all read-only) together, at most `max` at once, with
-    /// the gates of this module; one outcome per block, in order.
+    /// Runs the blocks `range` of `uses` (all read-only, calls of `turn`) together, at most
+    /// `max` at once, with the gates of this module; one outcome per block, in order.
     pub(crate) async fn run_reads(
         &self,
         uses: &[&ToolUse],
+        turn: TurnName<'_>,
         range: Range<usize>,
         order: &TurnOrder,
         max: usize,
@@ -326,7 +375,7 @@ impl Session {
             async move {
                 let mut paused = None;
                 let mode = Mode::Pause(&mut paused);
-                let answer = self.remembered_call_in(call, mode, Some(slot)).await;
+                let answer = self.remembered_call_in(call, turn, mode, Some(slot)).await;
                 answer.map(|a| (a, paused))
             }
         })

@@ -4,15 +4,18 @@
 //! limit runs nothing (as the Messages API's `max_tokens` does in
 //! [`Session::respond`]), each call audited as `not_run`.
 //!
-//! | entry point | takes | cut when | ids | answer items |
-//! |---|---|---|---|---|
-//! | [`Session::respond_openai_choice`] | a choice (or a chat completion with one) | `finish_reason: "length"` | non-empty, unique | `role: "tool"` messages ([`openai::tool_message`]) |
-//! | [`Session::respond_openai_response`] | a Response | `status: "incomplete"` on it or on a `function_call` item | `call_id` non-empty, unique | `function_call_output` items ([`openai_responses::function_call_output`]) |
-//! | [`Session::respond_gemini_candidate`] | a candidate (or a response with one) | `finishReason: "MAX_TOKENS"` | unique; absent → `gemini-{turn}-{i}` | `functionResponse` parts ([`gemini::function_response`]) |
+//! | entry point | takes | cut when | ids | the turn's name | answer items |
+//! |---|---|---|---|---|---|
+//! | [`Session::respond_openai_choice`] | a choice (or a chat completion with one) | `finish_reason: "length"` | non-empty, unique | the completion's `id` (`chatcmpl-…`); none for a choice alone | `role: "tool"` messages ([`openai::tool_message`]) |
+//! | [`Session::respond_openai_response`] | a Response | `status: "incomplete"` on it or on a `function_call` item | `call_id` non-empty, unique | its `id` (`resp_…`) | `function_call_output` items ([`openai_responses::function_call_output`]) |
+//! | [`Session::respond_gemini_candidate`] | a candidate (or a response with one) | `finishReason: "MAX_TOKENS"` | unique; absent → `gemini-{turn}-{i}` | `gemini-{turn}`, from the host's turn number | `functionResponse` parts ([`gemini::function_response`]) |
 //!
-//! Everything else is [`Session::respond`]'s: calls run in order, each id remembered (a retried
-//! turn runs nothing twice), a call that asks for a person pauses the turn
-//! ([`Reply::Pending`], resumed by [`Session::resume`] into this API's answer items), a halt
+//! Everything else is [`Session::respond`]'s: calls run in order, each id remembered in the
+//! turn's name (a resent turn runs nothing twice; a later turn that reuses a call id, as vLLM's
+//! `functions.get_time:0`, is a new call; a turn without a name that reuses one is refused,
+//! [`CallError::IdRecycled`](crate::CallError::IdRecycled)), a call that asks for a person
+//! pauses the turn ([`Reply::Pending`], resumed by [`Session::resume`] into this API's answer
+//! items), a halt
 //! answers every call (its [`Halt::answer`](crate::Halt::answer) holds Messages API
 //! `tool_result` blocks: convert each with the same function as above).
 
@@ -26,9 +29,9 @@ use crate::provider::Turn;
 use crate::provider::gemini;
 #[cfg(feature = "openai")]
 use crate::provider::{openai, openai_responses};
-use crate::session::Session;
 use crate::session::reply::Reply;
 use crate::session::respond::answer_items;
+use crate::session::{Session, TurnName};
 use crate::texts;
 
 /// What an API's truncation error names.
@@ -46,6 +49,12 @@ impl Session {
     /// message per tool call, in order ([`openai::tool_message`]), to append after the
     /// assistant message. A choice without tool calls gets [`Reply::NothingToRun`] with its
     /// `finish_reason`.
+    ///
+    /// Pass the whole completion: its `id` names the turn, so a resend of it is answered from
+    /// memory and a later completion's call with the same id (vLLM numbers a turn's calls:
+    /// `functions.get_time:0`) runs as a new call. A choice alone has no id: a call id this
+    /// session saw before is refused ([`CallError::IdRecycled`](crate::CallError::IdRecycled)),
+    /// a resend included.
     ///
     /// # Errors
     /// [`RespondError::Truncated`] when `finish_reason` is `"length"` and the message has tool
@@ -74,6 +83,10 @@ impl Session {
     /// ([`openai_responses::function_call_output`]), for the next request's `input`. A response
     /// without `function_call` items gets [`Reply::NothingToRun`] with its `status`.
     ///
+    /// Its `id` names the turn, as the completion's does for
+    /// [`respond_openai_choice`](Self::respond_openai_choice); a Response without one has no
+    /// turn.
+    ///
     /// # Errors
     /// [`RespondError::Truncated`] when the response's `status` is `"incomplete"` (its
     /// `incomplete_details.reason` is named), or a `function_call` item's is, and it has calls:
@@ -96,9 +109,10 @@ impl Session {
     /// Answers one Gemini candidate: `{"content": {"role": "model", "parts": [{"functionCall":
     /// {"name": …, "args": {…}}}, …]}, "finishReason": "STOP"}` (or a `GenerateContentResponse`
     /// with exactly one candidate). `turn` is the candidate's turn in the host's history (the
-    /// same number when the host retries it): a call without an id gets the id
-    /// `gemini-{turn}-{i}` (`i`: its position among the candidate's calls, from 0), so a retry
-    /// is answered from the session's memory and a later turn's call is a new call.
+    /// same number when the host retries it), and names it, `gemini-{turn}`: a retry is
+    /// answered from the session's memory and a later turn's call is a new call, even when
+    /// Gemini's call ids recur. A call without an id gets the id `gemini-{turn}-{i}` (`i`: its
+    /// position among the candidate's calls, from 0).
     ///
     /// [`Reply::Answer`] holds one `{"functionResponse": {"name": …, "response": {"output": …}}}`
     /// part per call, in order ([`gemini::function_response`]; `id` only when Gemini gave one),
@@ -147,10 +161,12 @@ impl Session {
                 tool_uses: uses.len(),
             });
         }
-        let blocks = self.run_turn(&uses, false).await?;
+        let name = TurnName::of_response(turn.id.as_deref());
+        let blocks = self.run_turn(&uses, name, false).await?;
         let calls: Vec<Option<&Value>> = turn.items.iter().map(|&v| Some(v)).collect();
-        Ok(self.finish_turn(format, &turn.items, blocks, |results| {
+        let reply = self.finish_turn(format, name, &turn.items, blocks, |results| {
             answer_items(format, &calls, &results).unwrap_or_default()
-        }))
+        });
+        self.keep_paused(reply).await
     }
 }

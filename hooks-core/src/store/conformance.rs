@@ -57,7 +57,11 @@ type Racer<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Every rule of [`AnswerStore`], in order: a claim, a second claim, an answer and its replay,
 /// a release before and after the tool started, a lease that runs out, the same `tool_use` id
-/// in two sessions, and sixteen claims of one key racing (exactly one wins).
+/// in two sessions, sixteen claims of one key racing (exactly one wins), and the turns ("Turns"
+/// in the [store docs](super)): one id in two turns is two calls, each replayed in its own
+/// turn; a later turn waits while the first call runs, and is kept apart once it lapsed; a
+/// call without a turn beside one with a turn is refused either way round; sixteen claims of a
+/// later turn racing.
 ///
 /// # Panics
 /// At the first rule the store breaks, with the step's name.
@@ -67,6 +71,9 @@ pub async fn answer_store(store: &dyn AnswerStore) {
     leases(store).await;
     sessions_apart(store).await;
     racing_claims(store).await;
+    turns_apart(store).await;
+    turns_in_progress(store).await;
+    turns_unknown(store).await;
 }
 
 async fn claims_and_answers(store: &dyn AnswerStore) {
@@ -235,6 +242,173 @@ async fn racing_claims(store: &dyn AnswerStore) {
     }
 }
 
+/// One `tool_use` id in two turns is two calls, each answered, released and replayed in its
+/// own turn; a third turn's racing claims: one wins.
+async fn turns_apart(store: &dyn AnswerStore) {
+    let session = fresh_session("turns");
+    let id = "functions.get_time:0";
+    let first = CallKey::in_turn(&session, "chatcmpl-1", id);
+    let later = CallKey::in_turn(&session, "chatcmpl-2", id);
+    assert_eq!(
+        store.claim(first, digest(1), LONG).await.unwrap(),
+        Claim::Claimed
+    );
+    let one = ToolResult::text(id, "12:00");
+    store.answered(first, Outcome::Ok, &one).await.unwrap();
+    assert_eq!(
+        store.claim(later, digest(1), LONG).await.unwrap(),
+        Claim::Claimed,
+        "a later turn's call with the same id and input is a new call"
+    );
+    assert_eq!(
+        store.claim(later, digest(1), LONG).await.unwrap(),
+        Claim::Seen(Remembered::InProgress { digest: digest(1) }),
+        "the later turn's call is in progress under its own turn"
+    );
+    let two = ToolResult::text(id, "12:05");
+    store.answered(later, Outcome::Ok, &two).await.unwrap();
+    let answered = |result: &ToolResult| {
+        Claim::Seen(Remembered::Answered {
+            digest: digest(1),
+            outcome: Outcome::Ok,
+            result: result.clone(),
+        })
+    };
+    assert_eq!(
+        store.claim(first, digest(1), LONG).await.unwrap(),
+        answered(&one),
+        "the first turn replays its own answer"
+    );
+    assert_eq!(
+        store.claim(later, digest(1), LONG).await.unwrap(),
+        answered(&two),
+        "the later turn replays its own answer, not the first's"
+    );
+    // A later turn's release acts on its own call only.
+    let third = CallKey::in_turn(&session, "chatcmpl-3", id);
+    assert_eq!(
+        store.claim(third, digest(2), LONG).await.unwrap(),
+        Claim::Claimed,
+        "a later turn's call with another input is a new call"
+    );
+    store.release(third, true).await.unwrap();
+    assert_eq!(
+        store.claim(third, digest(2), LONG).await.unwrap(),
+        Claim::Seen(Remembered::Interrupted { digest: digest(2) }),
+        "a later turn's call released after its tool started is interrupted"
+    );
+    assert_eq!(
+        store.claim(first, digest(1), LONG).await.unwrap(),
+        answered(&one),
+        "releasing a later turn's call leaves the first turn's answer"
+    );
+    let fourth = CallKey::in_turn(&session, "chatcmpl-4", id);
+    let claims = (0..16)
+        .map(|_| Box::pin(store.claim(fourth, digest(3), LONG)) as Racer<'_, _>)
+        .collect();
+    let won = join_all(claims)
+        .await
+        .into_iter()
+        .filter(|c| matches!(c, Ok(Claim::Claimed)))
+        .count();
+    assert_eq!(won, 1, "of sixteen claims of a later turn racing, one wins");
+}
+
+/// While the first call with an id runs, a later turn's call is refused as in progress and
+/// nothing is recorded: released, the first call's place is the later turn's; once a first
+/// call lapsed, a later turn's call is kept apart.
+async fn turns_in_progress(store: &dyn AnswerStore) {
+    let session = fresh_session("turns-running");
+    let first = CallKey::in_turn(&session, "resp_1", "call_0");
+    let later = CallKey::in_turn(&session, "resp_2", "call_0");
+    assert_eq!(
+        store.claim(first, digest(1), LONG).await.unwrap(),
+        Claim::Claimed
+    );
+    assert_eq!(
+        store.claim(later, digest(1), LONG).await.unwrap(),
+        Claim::OtherTurn { in_progress: true },
+        "a later turn's call waits while the first call with its id runs"
+    );
+    store.release(first, false).await.unwrap();
+    assert_eq!(
+        store.claim(later, digest(1), LONG).await.unwrap(),
+        Claim::Claimed,
+        "the first call released before its tool started: the later turn's call is the first"
+    );
+    assert_eq!(
+        store.claim(first, digest(1), LONG).await.unwrap(),
+        Claim::OtherTurn { in_progress: true },
+        "and the earlier turn's retry waits for it in turn"
+    );
+    store.release(later, true).await.unwrap();
+    assert_eq!(
+        store.claim(first, digest(1), LONG).await.unwrap(),
+        Claim::Claimed,
+        "once that call is interrupted, the earlier turn's call is kept apart"
+    );
+    assert_eq!(
+        store.claim(later, digest(1), LONG).await.unwrap(),
+        Claim::Seen(Remembered::Interrupted { digest: digest(1) }),
+        "the interrupted call stays its turn's"
+    );
+    let lapsing = CallKey::in_turn(&session, "resp_1", "call_1");
+    let after = CallKey::in_turn(&session, "resp_2", "call_1");
+    assert_eq!(
+        store.claim(lapsing, digest(4), SHORT).await.unwrap(),
+        Claim::Claimed
+    );
+    sleep(SHORT * 3).await;
+    assert_eq!(
+        store.claim(after, digest(4), LONG).await.unwrap(),
+        Claim::Claimed,
+        "a first call whose lease ran out is interrupted, and a later turn's call kept apart"
+    );
+    assert_eq!(
+        store.claim(lapsing, digest(4), LONG).await.unwrap(),
+        Claim::Seen(Remembered::Interrupted { digest: digest(4) }),
+        "the lapsed first call is interrupted"
+    );
+}
+
+/// A call without a turn and one with a turn on one id, either way round: the store cannot
+/// tell a resend from a new call, and records nothing.
+async fn turns_unknown(store: &dyn AnswerStore) {
+    let session = fresh_session("turns-unknown");
+    let bare = CallKey::new(&session, "toolu_1");
+    let named = CallKey::in_turn(&session, "msg_1", "toolu_1");
+    assert_eq!(
+        store.claim(bare, digest(1), LONG).await.unwrap(),
+        Claim::Claimed
+    );
+    let result = ToolResult::text("toolu_1", "done");
+    store.answered(bare, Outcome::Ok, &result).await.unwrap();
+    assert_eq!(
+        store.claim(named, digest(1), LONG).await.unwrap(),
+        Claim::OtherTurn { in_progress: false },
+        "a call with a turn beside one without"
+    );
+    let bare = CallKey::new(&session, "toolu_2");
+    let named = CallKey::in_turn(&session, "msg_1", "toolu_2");
+    assert_eq!(
+        store.claim(named, digest(2), LONG).await.unwrap(),
+        Claim::Claimed
+    );
+    assert_eq!(
+        store.claim(bare, digest(2), LONG).await.unwrap(),
+        Claim::OtherTurn { in_progress: false },
+        "a call without a turn beside one with a turn, in progress or not"
+    );
+    // The refused claims changed nothing.
+    store.answered(bare, Outcome::Ok, &result).await.unwrap();
+    store.release(bare, true).await.unwrap();
+    assert_eq!(
+        store.claim(named, digest(2), LONG).await.unwrap(),
+        Claim::Seen(Remembered::InProgress { digest: digest(2) }),
+        "an answer or a release without the turn leaves the turn's call as it was"
+    );
+}
+
 /// A paused turn of `session`, named `turn_id`, with one waiting call.
 fn turn(session: &str, turn_id: &str) -> PendingTurn {
     let waiting = crate::approval::pending::AwaitingCall::new(
@@ -247,10 +421,12 @@ fn turn(session: &str, turn_id: &str) -> PendingTurn {
         format: PENDING_TURN_FORMAT,
         turn_format: TurnFormat::AnthropicMessages,
         turn_id: turn_id.to_owned(),
+        turn: None,
         session_id: session.to_owned(),
         user_id: "u_conformance".to_owned(),
         fingerprint: "0".repeat(64),
         created_at: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_515_300),
+        pending_ttl: Some(Duration::from_secs(24 * 3600)),
         blocks: vec![PendingBlock::AwaitingApproval(waiting)],
     }
 }

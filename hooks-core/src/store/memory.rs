@@ -12,7 +12,10 @@ use crate::base::decimal::decimal;
 use crate::base::local::with_reused;
 use crate::content::message::{ToolResult, ToolResultContent};
 
-use super::{AnswerStore, CallKey, Claim, InputDigest, Remembered, StoreError, StoreFuture};
+use super::{
+    AnswerStore, BesideFirst, CallKey, Claim, InputDigest, Remembered, StoreError, StoreFuture,
+    beside_first,
+};
 
 /// The in-memory [`AnswerStore`] every session gets by default: a map behind a mutex, bounded.
 /// One store may serve many sessions of one process ([`CallKey`] keeps them apart); it lives
@@ -46,6 +49,9 @@ struct State {
     order: VecDeque<Arc<str>>,
     /// The counted bytes of the finished entries.
     bytes: usize,
+    /// Whether a call was ever forgotten past the caps: a session's first call with an id may
+    /// then be gone while a later turn's call with the id is kept (see `claim_in`).
+    forgot: bool,
 }
 
 /// One call: its digest and what became of it. An answer is kept without its id (the map's key
@@ -54,6 +60,9 @@ struct Entry {
     digest: InputDigest,
     state: Stored,
     bytes: usize,
+    /// The turn of a session's first call with its id (`None`: no turn). A later turn's call
+    /// kept apart has its turn in its key, and `None` here.
+    turn: Option<Box<str>>,
 }
 
 enum Stored {
@@ -68,22 +77,41 @@ enum Stored {
     Interrupted,
 }
 
-/// The bytes a key counts for: its session's id and its `tool_use` id.
+/// The bytes a key counts for: its session's id, its `tool_use` id and its turn.
 fn key_bytes(key: CallKey<'_>) -> usize {
-    key.session_id.len() + key.tool_use_id.len()
+    key.session_id.len() + key.tool_use_id.len() + key.turn.len()
 }
 
-/// Writes the map's key of `key` to `out`: the session's id, its length first, then the
-/// `tool_use` id, so two different keys never write the same text.
-fn write_text_key(key: CallKey<'_>, out: &mut String) {
+/// Writes the map's key of the session's first call with `key`'s id to `out`: the session's
+/// id, its length first and `:` after it, then the `tool_use` id (`8:sess_123toolu_1`); and,
+/// when `key` has a turn, after it, the key of that turn's call kept apart ("Turns" in the
+/// module docs): the same with `;` after the length, the `tool_use` id's length and `:` before
+/// it, and the turn after it (`8;sess_1237:toolu_1chatcmpl-2`). The character after the first
+/// number tells the two apart, and the lengths make each one-to-one. Answers where the second
+/// begins (the end, when there is none).
+fn write_text_key(key: CallKey<'_>, out: &mut String) -> usize {
     out.reserve(key_bytes(key) + 21);
-    // The length in decimal digits, without the formatting machinery (this runs twice a call).
+    // The lengths in decimal digits, without the formatting machinery (this runs twice a call).
     let mut digits = [0; 20];
-    let digits = decimal(key.session_id.len() as u64, &mut digits);
-    out.extend(digits.iter().map(|&d| char::from(d)));
+    let session = decimal(key.session_id.len() as u64, &mut digits);
+    out.extend(session.iter().map(|&d| char::from(d)));
     out.push(':');
     out.push_str(key.session_id);
     out.push_str(key.tool_use_id);
+    let first = out.len();
+    if !key.turn.is_empty() {
+        out.reserve(first + key.turn.len() + 21);
+        out.extend(session.iter().map(|&d| char::from(d)));
+        out.push(';');
+        out.push_str(key.session_id);
+        let mut digits = [0; 20];
+        let id = decimal(key.tool_use_id.len() as u64, &mut digits);
+        out.extend(id.iter().map(|&d| char::from(d)));
+        out.push(':');
+        out.push_str(key.tool_use_id);
+        out.push_str(key.turn);
+    }
+    first
 }
 
 thread_local! {
@@ -92,15 +120,32 @@ thread_local! {
     static KEY_TEXT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
 }
 
-/// Runs `f` with the map's key of `key` (see [`write_text_key`]), written into the thread's
+/// The map's keys of one [`CallKey`]: the session's first call with its id, and the key's turn
+/// kept apart (the same text when the key has no turn).
+#[derive(Clone, Copy)]
+struct Texts<'t> {
+    first: &'t str,
+    apart: &'t str,
+}
+
+/// Runs `f` with the map's keys of `key` (see [`write_text_key`]), written into the thread's
 /// reused buffer; into a fresh one when that is in use further up the stack or already gone (a
 /// session dropped by another thread-local's destructor at thread exit). A buffer grown past
 /// 64 KiB by a long key is not kept.
-fn with_text_key<R>(key: CallKey<'_>, f: impl FnOnce(&str) -> R) -> R {
+fn with_text_key<R>(key: CallKey<'_>, f: impl FnOnce(Texts<'_>) -> R) -> R {
     with_reused(&KEY_TEXT, |buf| {
         buf.clear();
-        write_text_key(key, buf);
-        let out = f(buf);
+        let first = write_text_key(key, buf);
+        let texts = if first == buf.len() {
+            Texts {
+                first: buf,
+                apart: buf,
+            }
+        } else {
+            let (first, apart) = buf.split_at(first);
+            Texts { first, apart }
+        };
+        let out = f(texts);
         if buf.capacity() > 64 << 10 {
             *buf = String::new();
         }
@@ -167,12 +212,15 @@ impl MemoryAnswerStore {
         self.len() == 0
     }
 
-    /// What it remembers of `key`.
+    /// What it remembers of `key` (the call of `key.turn`, in whichever row it is kept:
+    /// "Turns" in the [module docs](super)).
     pub fn get(&self, key: CallKey<'_>) -> Option<Remembered> {
-        with_text_key(key, |text| {
-            self.lock()
+        with_text_key(key, |texts| {
+            let state = self.lock();
+            let row = state.row_of(key, texts)?;
+            state
                 .entries
-                .get(text)
+                .get(row)
                 .map(|e| e.remembered(key.tool_use_id))
         })
     }
@@ -186,35 +234,64 @@ impl MemoryAnswerStore {
     /// then evicts past the caps. A key not in progress is left alone.
     fn finish(&self, key: CallKey<'_>, content: usize, state: Stored) {
         let size = key_bytes(key) + content + Self::ENTRY_OVERHEAD;
-        with_text_key(key, |text| self.finish_text(text, size, state));
+        with_text_key(key, |texts| {
+            let mut guard = self.lock();
+            // The first call's row, in one lookup, when it is this turn's (every
+            // `Session::call`); else this turn's call is kept apart, if anywhere.
+            if let Err(state) = self.finish_row(&mut guard, key, texts.first, true, size, state)
+                && !key.turn.is_empty()
+            {
+                let _ = self.finish_row(&mut guard, key, texts.apart, false, size, state);
+            }
+        });
     }
 
-    /// [`finish`](Self::finish) by the map's key.
-    fn finish_text(&self, key: &str, size: usize, state: Stored) {
-        let mut guard = self.lock();
+    /// Finishes the row `text` (`first`: the first call's row, else one kept apart) as `state`
+    /// when it is in progress and `key`'s turn's (the first call's row of another turn, or no
+    /// row, gives `state` back), then evicts.
+    fn finish_row(
+        &self,
+        guard: &mut State,
+        key: CallKey<'_>,
+        text: &str,
+        first: bool,
+        size: usize,
+        state: Stored,
+    ) -> Result<(), Stored> {
         let State {
             entries,
             order,
             bytes,
-        } = &mut *guard;
+            forgot,
+        } = guard;
         // One lookup here and one per eviction: each hashes the key.
-        let Some((shared, entry)) = entries.get_key_value_mut(key) else {
-            return;
+        let Some((shared, entry)) = entries.get_key_value_mut(text) else {
+            return Err(state);
         };
-        if !matches!(entry.state, Stored::InProgress(_)) {
-            return;
+        if first && entry.turn.as_deref().unwrap_or("") != key.turn {
+            return Err(state);
         }
-        finish_entry(shared, entry, size, state, order, bytes);
-        self.evict(entries, order, bytes);
+        if matches!(entry.state, Stored::InProgress(_)) {
+            finish_entry(shared, entry, size, state, order, bytes);
+            self.evict(entries, order, bytes, forgot);
+        }
+        Ok(())
     }
 
     /// Forgets the oldest finished calls while either cap is passed, the latest always kept.
-    fn evict(&self, entries: &mut Entries, order: &mut VecDeque<Arc<str>>, bytes: &mut usize) {
+    fn evict(
+        &self,
+        entries: &mut Entries,
+        order: &mut VecDeque<Arc<str>>,
+        bytes: &mut usize,
+        forgot: &mut bool,
+    ) {
         while order.len() > 1 && (order.len() > self.max_entries || *bytes > self.max_bytes) {
             if let Some(old) = order.pop_front()
                 && let Some(e) = entries.remove(&old)
             {
                 *bytes -= e.bytes;
+                *forgot = true;
             }
         }
     }
@@ -226,16 +303,170 @@ impl MemoryAnswerStore {
             self.finish(key, 0, Stored::Interrupted);
             return;
         }
-        with_text_key(key, |text| {
+        with_text_key(key, |texts| {
             let mut state = self.lock();
+            let Some(row) = state.row_of(key, texts) else {
+                return;
+            };
             if state
                 .entries
-                .get(text)
+                .get(row)
                 .is_some_and(|e| matches!(e.state, Stored::InProgress(_)))
             {
-                state.entries.remove(text);
+                state.entries.remove(row);
             }
         });
+    }
+
+    /// The claim of `key` (see [`AnswerStore::claim`] and "Turns" in the module docs). The
+    /// common case takes one lookup: the session's first call with the id is this turn's, or
+    /// there is none (and no later turn's call can be kept without it); the others go to
+    /// [`claim_beside`](Self::claim_beside).
+    fn claim_in(&self, key: CallKey<'_>, texts: Texts<'_>, new: New) -> Claim {
+        let now = new.now;
+        let mut guard = self.lock();
+        let State {
+            entries,
+            order,
+            bytes,
+            forgot,
+        } = &mut *guard;
+        // Looked up by the reused text, hashed once; a new call's key is allocated once, as
+        // the map's (and later the eviction queue's) shared `Arc<str>`.
+        match entries.entry_ref(texts.first) {
+            hashbrown::hash_map::EntryRef::Occupied(mut slot)
+                if slot.get().turn.as_deref().unwrap_or("") == key.turn =>
+            {
+                let shared = Arc::clone(slot.key());
+                let (claim, lapsed) = seen_row(&shared, slot.get_mut(), key, now, order, bytes);
+                if lapsed {
+                    // Finished now, so counted against the caps like any answer.
+                    self.evict(entries, order, bytes, forgot);
+                }
+                return claim;
+            }
+            hashbrown::hash_map::EntryRef::Vacant(slot) if key.turn.is_empty() || !*forgot => {
+                slot.insert_with_key(Arc::from(texts.first), new.entry(key.turn));
+                return Claim::Claimed;
+            }
+            _ => {}
+        }
+        self.claim_beside(&mut guard, key, texts, new)
+    }
+
+    /// [`claim_in`](Self::claim_in) when the session's first call with the id is another
+    /// turn's, or was forgotten past the caps while this key has a turn: then this turn's
+    /// call kept apart is looked for first, since it outlives the first call.
+    fn claim_beside(
+        &self,
+        state: &mut State,
+        key: CallKey<'_>,
+        texts: Texts<'_>,
+        new: New,
+    ) -> Claim {
+        let now = new.now;
+        let Some(first) = state.entries.get(texts.first) else {
+            let text = if state.entries.contains_key(texts.apart) {
+                texts.apart
+            } else {
+                texts.first
+            };
+            let turn = if text == texts.first { key.turn } else { "" };
+            return self.seen_or_claim(state, key, text, new.entry(turn), now);
+        };
+        let owner = first.turn.as_deref().unwrap_or("");
+        let running = matches!(first.state, Stored::InProgress(until) if until > now);
+        let beside = beside_first(key.turn, owner, running);
+        // A first call whose lease ran out is interrupted, as its own claim would find it.
+        self.lapse(state, key, texts.first, now);
+        match beside {
+            BesideFirst::Same => {
+                self.seen_or_claim(state, key, texts.first, new.entry(key.turn), now)
+            }
+            BesideFirst::Apart => self.seen_or_claim(state, key, texts.apart, new.entry(""), now),
+            BesideFirst::Other { in_progress } => Claim::OtherTurn { in_progress },
+        }
+    }
+
+    /// The row `text`: seen (a claim whose lease ran out is finished as interrupted first), or,
+    /// when absent, `new` inserted in progress.
+    fn seen_or_claim(
+        &self,
+        state: &mut State,
+        key: CallKey<'_>,
+        text: &str,
+        new: Entry,
+        now: Instant,
+    ) -> Claim {
+        let State {
+            entries,
+            order,
+            bytes,
+            forgot,
+        } = state;
+        match entries.entry_ref(text) {
+            hashbrown::hash_map::EntryRef::Occupied(mut slot) => {
+                let shared = Arc::clone(slot.key());
+                let (claim, lapsed) = seen_row(&shared, slot.get_mut(), key, now, order, bytes);
+                if lapsed {
+                    self.evict(entries, order, bytes, forgot);
+                }
+                claim
+            }
+            hashbrown::hash_map::EntryRef::Vacant(slot) => {
+                slot.insert_with_key(Arc::from(text), new);
+                Claim::Claimed
+            }
+        }
+    }
+
+    /// Finishes the row `text` as interrupted when it is in progress and its lease ran out.
+    fn lapse(&self, state: &mut State, key: CallKey<'_>, text: &str, now: Instant) {
+        let State {
+            entries,
+            order,
+            bytes,
+            forgot,
+        } = state;
+        let Some((shared, e)) = entries.get_key_value_mut(text) else {
+            return;
+        };
+        let shared = Arc::clone(shared);
+        if seen_row(&shared, e, key, now, order, bytes).1 {
+            self.evict(entries, order, bytes, forgot);
+        }
+    }
+}
+
+/// What a claim finds in the row `e` (keyed `shared`), and whether its lease had run out: a
+/// claim in progress past its lease is finished as interrupted first (its worker never
+/// answered: it may have run, so it never runs again).
+fn seen_row(
+    shared: &Arc<str>,
+    e: &mut Entry,
+    key: CallKey<'_>,
+    now: Instant,
+    order: &mut VecDeque<Arc<str>>,
+    bytes: &mut usize,
+) -> (Claim, bool) {
+    let lapsed = matches!(e.state, Stored::InProgress(until) if until <= now);
+    if lapsed {
+        let size = key_bytes(key) + MemoryAnswerStore::ENTRY_OVERHEAD;
+        finish_entry(shared, e, size, Stored::Interrupted, order, bytes);
+    }
+    (Claim::Seen(e.remembered(key.tool_use_id)), lapsed)
+}
+
+impl State {
+    /// The map's key of the row that keeps the call of `key`'s turn: the session's first call
+    /// with the id when it is of that turn, else the row kept apart for the turn (none for a
+    /// key without a turn).
+    fn row_of<'t>(&self, key: CallKey<'_>, texts: Texts<'t>) -> Option<&'t str> {
+        match self.entries.get(texts.first) {
+            Some(first) if first.turn.as_deref().unwrap_or("") == key.turn => Some(texts.first),
+            _ if key.turn.is_empty() => None,
+            _ => Some(texts.apart),
+        }
     }
 }
 
@@ -280,48 +511,12 @@ impl AnswerStore for MemoryAnswerStore {
         digest: InputDigest,
         lease: Duration,
     ) -> StoreFuture<'a, Result<Claim, StoreError>> {
-        let now = Instant::now();
-        let claim = with_text_key(key, |text| {
-            let mut guard = self.lock();
-            let State {
-                entries,
-                order,
-                bytes,
-            } = &mut *guard;
-            // Looked up by the reused text, hashed once; a new call's key is allocated once, as
-            // the map's (and later the eviction queue's) shared `Arc<str>`.
-            match entries.entry_ref(text) {
-                hashbrown::hash_map::EntryRef::Occupied(mut slot) => {
-                    let shared = Arc::clone(slot.key());
-                    let e = slot.get_mut();
-                    let lapsed = matches!(e.state, Stored::InProgress(until) if until <= now);
-                    if lapsed {
-                        // Its worker never answered: it may have run, so it never runs again.
-                        let size = key_bytes(key) + Self::ENTRY_OVERHEAD;
-                        finish_entry(&shared, e, size, Stored::Interrupted, order, bytes);
-                    }
-                    let seen = Claim::Seen(e.remembered(key.tool_use_id));
-                    if lapsed {
-                        // Finished now, so counted against the caps like any answer.
-                        self.evict(entries, order, bytes);
-                    }
-                    seen
-                }
-                hashbrown::hash_map::EntryRef::Vacant(slot) => {
-                    slot.insert_with_key(
-                        Arc::from(text),
-                        Entry {
-                            digest,
-                            state: Stored::InProgress(
-                                now.checked_add(lease).unwrap_or(now + FOREVER),
-                            ),
-                            bytes: 0,
-                        },
-                    );
-                    Claim::Claimed
-                }
-            }
-        });
+        let new = New {
+            digest,
+            lease,
+            now: Instant::now(),
+        };
+        let claim = with_text_key(key, |texts| self.claim_in(key, texts, new));
         StoreFuture::ready(Ok(claim))
     }
 
@@ -357,6 +552,29 @@ impl AnswerStore for MemoryAnswerStore {
     }
 }
 
+/// What a claim records of a new call, made into its [`Entry`] only when one is inserted.
+#[derive(Clone, Copy)]
+struct New {
+    digest: InputDigest,
+    lease: Duration,
+    now: Instant,
+}
+
+impl New {
+    /// The entry of the new call, in progress until its lease ends: the first call of its id
+    /// keeps `turn` (`""`: none); one kept apart has its turn in its key, and is given `""`.
+    #[inline]
+    fn entry(self, turn: &str) -> Entry {
+        let now = self.now;
+        Entry {
+            digest: self.digest,
+            state: Stored::InProgress(now.checked_add(self.lease).unwrap_or(now + FOREVER)),
+            bytes: 0,
+            turn: (!turn.is_empty()).then(|| Box::from(turn)),
+        }
+    }
+}
+
 /// A lease no claim outlives (about 30 years): what a lease too long to add to now becomes.
 const FOREVER: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
 
@@ -373,7 +591,12 @@ fn content_bytes(content: Option<&ToolResultContent>) -> usize {
 mod tests {
     use std::time::Duration;
 
-    use super::{AnswerStore, CallKey, Claim, InputDigest, MemoryAnswerStore, write_text_key};
+    use crate::audit::outcome::Outcome;
+    use crate::content::message::ToolResult;
+
+    use super::{
+        AnswerStore, CallKey, Claim, InputDigest, MemoryAnswerStore, Remembered, write_text_key,
+    };
 
     #[test]
     fn claims_that_lapse_are_counted_against_the_caps() {
@@ -382,10 +605,7 @@ mod tests {
         let store = MemoryAnswerStore::with_caps(2, 1 << 20);
         let ids: Vec<String> = (0..50).map(|i| format!("toolu_{i}")).collect();
         fn key(id: &str) -> CallKey<'_> {
-            CallKey {
-                session_id: "s",
-                tool_use_id: id,
-            }
+            CallKey::new("s", id)
         }
         for id in &ids {
             let claim = crate::block_on(store.claim(key(id), InputDigest([1; 32]), Duration::ZERO));
@@ -402,28 +622,73 @@ mod tests {
         assert!(store.get(key("toolu_47")).is_none());
     }
 
-    fn text(session_id: &str, tool_use_id: &str) -> String {
+    #[test]
+    fn a_later_turns_call_is_found_when_the_first_call_was_forgotten() {
+        // The first call with the id is the oldest entry: past the caps it goes first, and the
+        // later turn's call, kept apart, must still be found (else a resend of that turn would
+        // take the first call's place and run again).
+        let store = MemoryAnswerStore::with_caps(2, 1 << 20);
+        let first = CallKey::in_turn("s", "chatcmpl-1", "functions.get_time:0");
+        let later = CallKey::in_turn("s", "chatcmpl-2", "functions.get_time:0");
+        let digest = InputDigest([7; 32]);
+        let claim = |key| crate::block_on(store.claim(key, digest, Duration::from_secs(60)));
+        let answer = |key, text: &str| {
+            let result = ToolResult::text("functions.get_time:0", text);
+            crate::block_on(store.answered(key, Outcome::Ok, &result)).unwrap();
+            result
+        };
+        assert_eq!(claim(first).unwrap(), Claim::Claimed);
+        answer(first, "12:00");
+        assert_eq!(claim(later).unwrap(), Claim::Claimed);
+        let two = answer(later, "12:05");
+        let other = CallKey::new("s", "toolu_other");
+        assert_eq!(claim(other).unwrap(), Claim::Claimed);
+        answer(other, "other");
+        assert_eq!(store.get(first), None, "the first call was forgotten");
+        let replay = Claim::Seen(Remembered::Answered {
+            digest,
+            outcome: Outcome::Ok,
+            result: two,
+        });
+        assert_eq!(
+            claim(later).unwrap(),
+            replay,
+            "the later turn's answer is replayed"
+        );
+        assert_eq!(store.len(), 2);
+    }
+
+    fn text(session_id: &str, tool_use_id: &str, turn: &str) -> (String, usize) {
         let mut out = String::from("left over");
         out.clear();
-        write_text_key(
-            CallKey {
-                session_id,
-                tool_use_id,
-            },
-            &mut out,
-        );
-        out
+        let first = write_text_key(CallKey::in_turn(session_id, turn, tool_use_id), &mut out);
+        (out, first)
     }
 
     #[test]
-    fn the_key_text_is_the_session_ids_length_the_session_id_then_the_tool_use_id() {
-        assert_eq!(text("", "toolu_1"), "0:toolu_1");
-        assert_eq!(text("s", "t"), "1:st");
-        assert_eq!(text("sess_123", ""), "8:sess_123");
+    fn the_key_text_is_the_session_ids_length_the_session_id_the_tool_use_id_then_the_turns() {
+        assert_eq!(text("", "toolu_1", ""), ("0:toolu_1".to_owned(), 9));
+        assert_eq!(text("s", "t", ""), ("1:st".to_owned(), 4));
+        assert_eq!(text("sess_123", "", ""), ("8:sess_123".to_owned(), 10));
         let long = "x".repeat(1234);
-        assert_eq!(text(&long, "t"), format!("1234:{long}t"));
-        assert_eq!(text("abcdefghij", "t"), "10:abcdefghijt");
-        // Two keys whose texts would run together without the length stay apart.
-        assert_ne!(text("a1", "x"), text("a", "1x"));
+        assert_eq!(text(&long, "t", "").0, format!("1234:{long}t"));
+        assert_eq!(text("abcdefghij", "t", "").0, "10:abcdefghijt");
+        // With a turn: the first call's key, then the key of the turn's call kept apart.
+        assert_eq!(
+            text("s", "functions.get_time:0", "chatcmpl-2"),
+            (
+                "1:sfunctions.get_time:01;s20:functions.get_time:0chatcmpl-2".to_owned(),
+                23
+            )
+        );
+        // Keys whose texts would run together without the lengths stay apart.
+        assert_ne!(text("a1", "x", "").0, text("a", "1x", "").0);
+        let apart = |s, id, turn| {
+            let (t, first) = text(s, id, turn);
+            t[first..].to_owned()
+        };
+        assert_ne!(apart("s", "a", "bc"), apart("s", "ab", "c"));
+        // A first call's key never reads as one kept apart: `:` against `;`.
+        assert_ne!(text("s", "1;s1:ab", "").0, apart("s", "a", "b"));
     }
 }

@@ -12,11 +12,14 @@
 //! # The answer memory, per call
 //!
 //! How a [`Session`](crate::Session) uses an [`AnswerStore`] (ARCHITECTURE.md, "Contracts": "Ids
-//! and retries"), each call keyed by its session's id and its `tool_use` id ([`CallKey`]):
+//! and retries"), each call keyed by its session's id, its `tool_use` id and its turn
+//! ([`CallKey`]):
 //!
 //! 1. [`claim`](AnswerStore::claim) the key with the input's digest and a lease: one atomic
 //!    insert-if-absent. [`Claim::Claimed`]: the key is new and now in progress until the lease
-//!    ends; the call runs. [`Claim::Seen`]: the key was seen before, and nothing runs:
+//!    ends; the call runs. [`Claim::OtherTurn`]: the id is another turn's, and this call cannot
+//!    be told apart from it (below): nothing runs. [`Claim::Seen`]: the key was seen before,
+//!    and nothing runs:
 //!    - answered ([`Remembered::Answered`]) with the same input: the remembered `tool_result` is
 //!      the answer (a *replay*: observers see it with `replay: true`, counts leave it out);
 //!    - still in progress ([`Remembered::InProgress`]): refused as in progress, an error the
@@ -38,6 +41,31 @@
 //! So a call runs at most once, always (a write tool is never run twice, whatever dies when),
 //! and exactly once when no process dies while it runs.
 //!
+//! # Turns
+//!
+//! A `tool_use` id names a call within its model response only: OpenAI-compatible servers
+//! (vLLM, Kimi, gpt-oss) number a turn's calls, so `functions.get_time:0` comes again, with
+//! the same input or another, in a later turn. A call's key therefore holds its turn
+//! ([`CallKey::turn`]): the model response's id, which a resend of the same response carries
+//! too, on any worker. Every store keeps the calls of one session's `tool_use` id this way:
+//!
+//! - the session's first call with the id is kept under (`session_id`, `tool_use_id`), with its
+//!   turn; a claim of the same turn is a claim of that row (a replay, a refusal, …, as above);
+//! - a call of another turn, both with a turn, once that first call is finished (answered or
+//!   interrupted; a claim finds one whose lease ran out interrupted), is kept apart under
+//!   (`session_id`, `tool_use_id`, `turn`): a new call, whose resends find it there. While the
+//!   first call is in progress, such a claim is [`Claim::OtherTurn`] `{ in_progress: true }`
+//!   and records nothing: a call in progress may yet be released and its place taken by
+//!   another turn, and a turn's call must never be in two rows;
+//! - a call without a turn beside one with a turn, either way round, is
+//!   [`Claim::OtherTurn`] `{ in_progress: false }`: the one may be a resend of the other (a
+//!   message sent once with its `id` and once without), so nothing is recorded and nothing runs.
+//!
+//! [`answered`](AnswerStore::answered), [`release`](AnswerStore::release) and
+//! [`abandon`](AnswerStore::abandon) act on the one row whose turn is the key's, whichever of
+//! the two it is. A store that forgets calls (the in-memory one past its caps) looks for a later
+//! turn's row before it gives that turn the first call's place.
+//!
 //! A host's store receives [`InputDigest::of`], the stable SHA-256 of the input's JSON text.
 //! The default store of `Dispatcher::session`, which nobody outside the session can read, is
 //! given a cheaper key instead (SipHash keyed at random per session); its answers, replays and
@@ -47,11 +75,15 @@ pub mod conformance;
 pub(crate) mod digest;
 pub(crate) mod error;
 pub(crate) mod memory;
+#[cfg(feature = "inbox")]
+mod memory_inbox;
 pub(crate) mod pending;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+#[cfg(any(feature = "inbox", feature = "sqlite", feature = "postgres"))]
+pub(crate) mod waiting;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -70,23 +102,67 @@ pub use error::StoreError;
 pub use memory::MemoryAnswerStore;
 pub use pending::MemoryPendingStore;
 
-/// One call in a store that many sessions and processes share: the session's id and the
-/// `tool_use` id (ids are unique within a conversation only, so never the `tool_use` id alone).
+/// One call in a store that many sessions and processes share: the session's id, the
+/// `tool_use` id, and the turn the call came from. A `tool_use` id is unique within one model
+/// response only (OpenAI-compatible servers number a turn's calls, so `functions.get_time:0`
+/// comes again in a later turn), so a call is never named by its id alone: see "Turns" in the
+/// [module docs](self).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CallKey<'a> {
     /// The session's id ([`HookContext::session_id`](crate::HookContext::session_id)).
     pub session_id: &'a str,
     /// The `tool_use` id.
     pub tool_use_id: &'a str,
+    /// The turn the call came from: the id of the model response that holds it (`msg_…`,
+    /// `chatcmpl-…`, `resp_…`, or `gemini-3` for the Gemini candidate of turn 3), or `""` for a
+    /// call that came without one ([`Session::call`](crate::Session::call), a message without
+    /// its `id`).
+    pub turn: &'a str,
 }
 
 impl<'a> CallKey<'a> {
-    /// The key of `tool_use_id` in `session_id`.
+    /// The key of `tool_use_id` in `session_id`, from no turn (`turn: ""`): what
+    /// [`Session::call`](crate::Session::call) uses.
     pub fn new(session_id: &'a str, tool_use_id: &'a str) -> Self {
+        CallKey::in_turn(session_id, "", tool_use_id)
+    }
+
+    /// The key of `tool_use_id` in `session_id`, from the turn `turn` (the model response's id).
+    pub fn in_turn(session_id: &'a str, turn: &'a str, tool_use_id: &'a str) -> Self {
         CallKey {
             session_id,
             tool_use_id,
+            turn,
         }
+    }
+}
+
+/// What a claim of a call of `turn` makes of the session's first call with its `tool_use` id,
+/// found of turn `first` (in progress or not): the rule every store follows ("Turns" in the
+/// module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BesideFirst {
+    /// The same turn: that row is this call's.
+    Same,
+    /// Another turn, both with one, and the first call finished: this call is kept apart.
+    Apart,
+    /// [`Claim::OtherTurn`].
+    Other {
+        /// The first call is still in progress.
+        in_progress: bool,
+    },
+}
+
+/// The rule of [`BesideFirst`].
+pub(crate) fn beside_first(turn: &str, first: &str, first_in_progress: bool) -> BesideFirst {
+    if turn == first {
+        BesideFirst::Same
+    } else if turn.is_empty() || first.is_empty() {
+        BesideFirst::Other { in_progress: false }
+    } else if first_in_progress {
+        BesideFirst::Other { in_progress: true }
+    } else {
+        BesideFirst::Apart
     }
 }
 
@@ -139,6 +215,15 @@ pub enum Claim {
     /// The key was present: what the store knows of it (a claim whose lease had run out is
     /// now [`Remembered::Interrupted`], changed by this claim; nothing else was changed).
     Seen(Remembered),
+    /// The session's first call with this `tool_use` id came from another turn, and this call
+    /// cannot be kept apart from it: nothing was recorded ("Turns" in the module docs).
+    /// `in_progress`: that call is still running (once it is finished, a call of a later turn
+    /// is kept apart: retry then); otherwise one of the two came without a turn, so this one
+    /// may be a resend of it or a new call, and the store cannot tell.
+    OtherTurn {
+        /// Whether the first call is still in progress.
+        in_progress: bool,
+    },
 }
 
 /// The future of a store method: ready at once (an in-memory store: no allocation) or a boxed
@@ -192,7 +277,8 @@ pub trait AnswerStore: Send + Sync {
     /// Atomically: when `key` is absent, record it as in progress with `digest` until `lease`
     /// from now, and answer [`Claim::Claimed`]; when it is in progress and its lease has run
     /// out, record it as [`Remembered::Interrupted`] and answer that; otherwise change nothing
-    /// and answer [`Claim::Seen`] with what is recorded.
+    /// and answer [`Claim::Seen`] with what is recorded. Which row is the key's, and when the
+    /// answer is [`Claim::OtherTurn`] instead: "Turns" in the module docs.
     ///
     /// # Errors
     /// [`StoreError`] when the store cannot answer: the call is then not run.

@@ -236,7 +236,7 @@ fn a_turn_paused_by_one_worker_is_resumed_once_by_any_other() {
     assert_eq!((code, err.as_str()), (0, ""));
     let file = a
         .path()
-        .join("pending/sess_paused_08/toolu_01Mp7sDbUq1V8fZx3gCi7PwE.json");
+        .join("pending/sess_paused_08/msg_01Be8qNh1CgXrZ5wPu2lTdEe.json");
     assert!(file.exists(), "the paused turn is written for a person");
     assert_eq!(refunds(&sql), 0);
     // Worker B resumes a copy of the file (the file is only the operator's handle: the turn is

@@ -27,44 +27,48 @@ pub(crate) fn token() -> i64 {
 /// What is held: claims, or takes.
 #[derive(Clone, Copy)]
 pub(crate) enum Kind {
-    /// A claim of a call ((session id, `tool_use` id)).
+    /// A claim of a call ((session id, `tool_use` id, turn): a later turn's call that reuses an
+    /// id is another row, which another claim may hold at the same time).
     Claim,
-    /// A take of a paused turn ((session id, turn id)).
+    /// A take of a paused turn ((session id, turn id), with `""` as the third part).
     Take,
 }
 
 /// The tokens of the claims and takes held, by key.
 #[derive(Default)]
 pub(crate) struct Held {
-    claims: Mutex<HashMap<(String, String), i64>>,
-    takes: Mutex<HashMap<(String, String), i64>>,
+    claims: Mutex<HashMap<(String, String, String), i64>>,
+    takes: Mutex<HashMap<(String, String, String), i64>>,
 }
 
 impl Held {
-    fn map(&self, kind: Kind) -> &Mutex<HashMap<(String, String), i64>> {
+    fn map(&self, kind: Kind) -> &Mutex<HashMap<(String, String, String), i64>> {
         match kind {
             Kind::Claim => &self.claims,
             Kind::Take => &self.takes,
         }
     }
 
-    /// Keeps `token` as the holder of (`session_id`, `id`).
-    pub(crate) fn keep(&self, kind: Kind, session_id: &str, id: &str, token: i64) {
+    /// Keeps `token` as the holder of (`session_id`, `id`, `turn`).
+    pub(crate) fn keep(&self, kind: Kind, session_id: &str, id: &str, turn: &str, token: i64) {
         let mut map = self
             .map(kind)
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         if map.len() < MAX_HELD {
-            map.insert((session_id.to_owned(), id.to_owned()), token);
+            map.insert(
+                (session_id.to_owned(), id.to_owned(), turn.to_owned()),
+                token,
+            );
         }
     }
 
-    /// The token of (`session_id`, `id`), no longer kept (`None`: not kept).
-    pub(crate) fn end(&self, kind: Kind, session_id: &str, id: &str) -> Option<i64> {
+    /// The token of (`session_id`, `id`, `turn`), no longer kept (`None`: not kept).
+    pub(crate) fn end(&self, kind: Kind, session_id: &str, id: &str, turn: &str) -> Option<i64> {
         let mut map = self
             .map(kind)
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        map.remove(&(session_id.to_owned(), id.to_owned()))
+        map.remove(&(session_id.to_owned(), id.to_owned(), turn.to_owned()))
     }
 }

@@ -78,8 +78,11 @@
 //! | `resumed`, `put_back` | `UPDATE … WHERE state = 'taken'` (`put_back` with the take's token) |
 //! | `waiting` | `SELECT … WHERE state = 'waiting' ORDER BY place` |
 //!
-//! Keys: (`session_id`, `tool_use_id`) and (`session_id`, `turn_id`). Leases are kept by the
-//! server's clock, so the workers' clocks never matter.
+//! Keys: (`session_id`, `tool_use_id`, `apart`) and (`session_id`, `turn_id`); a call's row
+//! also holds its `turn`, and `apart` is `''` for the session's first call with the id, the
+//! turn for a later turn's call that reuses it ("Turns" in the [store docs](super): a claim of
+//! a later turn's call takes two more statements, the same two, on the row kept apart).
+//! Leases are kept by the server's clock, so the workers' clocks never matter.
 //!
 //! # What it promises at a crash
 //!
@@ -102,6 +105,10 @@
 mod audit;
 mod conn;
 mod held;
+#[cfg(feature = "inbox")]
+mod inbox;
+#[cfg(feature = "inbox")]
+mod inbox_sql;
 mod runtime;
 mod sql;
 
@@ -118,8 +125,8 @@ use crate::audit::outcome::Outcome;
 use crate::content::message::ToolResult;
 
 use super::{
-    AnswerStore, CallKey, Claim, InputDigest, PendingStore, Remembered, StoreError, StoreFuture,
-    Taken,
+    AnswerStore, BesideFirst, CallKey, Claim, InputDigest, PendingStore, Remembered, StoreError,
+    StoreFuture, Taken, beside_first,
 };
 use conn::{Lane, Pool};
 use held::{Held, Kind};
@@ -148,6 +155,9 @@ pub struct PostgresStore {
 /// task then drains it), the runtime last (it waits for the drain, then stops).
 struct Shared {
     audit: OnceLock<Arc<audit::Writer>>,
+    /// The approval inbox's connections (feature `inbox`), made at its first use.
+    #[cfg(feature = "inbox")]
+    inbox: OnceLock<Arc<inbox::Conns>>,
     pool: Arc<Pool>,
     held: Arc<Held>,
     runtime: Runtime,
@@ -261,6 +271,8 @@ impl PostgresStoreBuilder {
         Ok(PostgresStore {
             shared: Arc::new(Shared {
                 audit: OnceLock::new(),
+                #[cfg(feature = "inbox")]
+                inbox: OnceLock::new(),
                 pool,
                 held: Arc::default(),
                 runtime,
@@ -336,11 +348,13 @@ impl fmt::Debug for PostgresStore {
     }
 }
 
-/// An operation and its key, as errors name them: `claim of "toolu_1" in session "s"`.
+/// An operation and its key, as errors name them: `claim of "toolu_1" in session "s"`, with
+/// `of turn "chatcmpl-1"` after the id for a call of a turn.
 struct Op {
     what: &'static str,
     session_id: String,
     id: String,
+    turn: String,
 }
 
 impl Op {
@@ -349,6 +363,15 @@ impl Op {
             what,
             session_id: session_id.to_owned(),
             id: id.to_owned(),
+            turn: String::new(),
+        }
+    }
+
+    /// The operation `what` on `key`.
+    fn of(what: &'static str, key: CallKey<'_>) -> Op {
+        Op {
+            turn: key.turn.to_owned(),
+            ..Op::new(what, key.session_id, key.tool_use_id)
         }
     }
 
@@ -360,11 +383,11 @@ impl Op {
 
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} of {:?} in session {:?}",
-            self.what, self.id, self.session_id
-        )
+        write!(f, "{} of {:?}", self.what, self.id)?;
+        if !self.turn.is_empty() {
+            write!(f, " of turn {:?}", self.turn)?;
+        }
+        write!(f, " in session {:?}", self.session_id)
     }
 }
 
@@ -404,7 +427,9 @@ fn remembered(row: &Row) -> Result<Remembered, String> {
 }
 
 /// Claims `op`'s key with a token of its own (kept in `held` while the claim holds): see
-/// [`AnswerStore::claim`] and the module docs.
+/// [`AnswerStore::claim`] and the module docs. The session's first call with the id first;
+/// then, by the rule of "Turns" in the store docs, that row, the row kept apart for the key's
+/// turn (claimed the same way), or [`Claim::OtherTurn`].
 async fn claim(
     pool: Arc<Pool>,
     held: Arc<Held>,
@@ -412,49 +437,81 @@ async fn claim(
     digest: InputDigest,
     lease: Duration,
 ) -> Result<Claim, StoreError> {
-    let (session_id, id) = (&op.session_id, &op.id);
+    let unreadable = |e: String| op.error(format_args!("the row is unreadable: {e}"));
+    let token = held::token();
+    let claimed = |held: &Held| {
+        held.keep(Kind::Claim, &op.session_id, &op.id, &op.turn, token);
+        Ok(Claim::Claimed)
+    };
+    let Some(first) = claim_row(&pool, &op, "", digest, lease, token).await? else {
+        return claimed(&held);
+    };
+    let (first_turn, running) = first_call(&first).map_err(unreadable)?;
+    match beside_first(&op.turn, &first_turn, running) {
+        BesideFirst::Same => remembered(&first).map(Claim::Seen).map_err(unreadable),
+        BesideFirst::Other { in_progress } => Ok(Claim::OtherTurn { in_progress }),
+        BesideFirst::Apart => match claim_row(&pool, &op, &op.turn, digest, lease, token).await? {
+            None => claimed(&held),
+            Some(apart) => remembered(&apart).map(Claim::Seen).map_err(unreadable),
+        },
+    }
+}
+
+/// Claims the row `apart` of `op`'s key with `token` ([`sql::CLAIM_INSERT`], then
+/// [`sql::CLAIM_SEEN`]): `None` when it inserted the row, or found it in progress with its own
+/// token (the insert was sent, and committed, before its connection was lost, and sent again);
+/// else the row as the second statement answered it.
+async fn claim_row(
+    pool: &Pool,
+    op: &Op,
+    apart: &str,
+    digest: InputDigest,
+    lease: Duration,
+    token: i64,
+) -> Result<Option<Row>, StoreError> {
+    let (session_id, id, turn) = (&op.session_id, &op.id, &op.turn);
     let digest = &digest.0[..];
     let lease = lease_secs(lease);
-    let token = held::token();
     // Released between the insert and the read (rare): claimed again, a few times at most.
     for _ in 0..8 {
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] =
+            [session_id, id, &digest, &lease, &apart, turn, &token];
         let inserted = pool
+            .query(Lane::Shared, op, |st| &st.claim_insert, &params)
+            .await?;
+        if !inserted.is_empty() {
+            return Ok(None);
+        }
+        let rows = pool
             .query(
                 Lane::Shared,
-                &op,
-                |st| &st.claim_insert,
-                &[session_id, id, &digest, &lease, &token],
+                op,
+                |st| &st.claim_seen,
+                &[session_id, id, &apart],
             )
             .await?;
-        if inserted.is_empty() {
-            let rows = pool
-                .query(Lane::Shared, &op, |st| &st.claim_seen, &[session_id, id])
-                .await?;
-            let Some(row) = rows.first() else {
-                continue;
-            };
-            let seen = seen(row, token)
+        if let Some(row) = rows.into_iter().next() {
+            let own = own_claim(&row, token)
                 .map_err(|e| op.error(format_args!("the row is unreadable: {e}")))?;
-            if let Some(remembered) = seen {
-                return Ok(Claim::Seen(remembered));
-            }
-            // This claim's own row: its insert was committed, its answer lost with its
-            // connection, and the insert sent again found it.
+            return Ok((!own).then_some(row));
         }
-        held.keep(Kind::Claim, session_id, id, token);
-        return Ok(Claim::Claimed);
     }
     Err(op.error("the key kept being released by another worker while it was claimed"))
 }
 
-/// What a row of [`sql::CLAIM_SEEN`] says to the claim of `token`: `None` when the row is that
-/// claim's own, in progress (its insert was sent, and committed, before its connection was
-/// lost: claimed); else what is remembered.
-fn seen(row: &Row, token: i64) -> Result<Option<Remembered>, String> {
-    let remembered = remembered(row)?;
-    let made_by: Option<i64> = row.try_get(4).map_err(|e| e.to_string())?;
-    let own = made_by == Some(token) && matches!(remembered, Remembered::InProgress { .. });
-    Ok((!own).then_some(remembered))
+/// Whether a row of [`sql::CLAIM_SEEN`] is the claim of `token`'s own, in progress (its sixth
+/// column is the token of the claim that made it).
+fn own_claim(row: &Row, token: i64) -> Result<bool, String> {
+    let made_by: Option<i64> = row.try_get(5).map_err(|e| e.to_string())?;
+    let state: String = row.try_get(1).map_err(|e| e.to_string())?;
+    Ok(made_by == Some(token) && state == "in_progress")
+}
+
+/// The turn of a row of [`sql::CLAIM_SEEN`] (its fifth column), and whether it is in progress.
+fn first_call(row: &Row) -> Result<(String, bool), String> {
+    let turn: String = row.try_get(4).map_err(|e| e.to_string())?;
+    let state: String = row.try_get(1).map_err(|e| e.to_string())?;
+    Ok((turn, state == "in_progress"))
 }
 
 /// Releases `op`'s key: forgotten (only the claim of this store's token, when it has one), or
@@ -465,13 +522,14 @@ async fn release(
     op: Op,
     tool_started: bool,
 ) -> Result<(), StoreError> {
-    let token = held.end(Kind::Claim, &op.session_id, &op.id);
+    let token = held.end(Kind::Claim, &op.session_id, &op.id, &op.turn);
+    let (session_id, id, turn) = (&op.session_id, &op.id, &op.turn);
     if tool_started {
         pool.query(
             Lane::Shared,
             &op,
             |st| &st.interrupt,
-            &[&op.session_id, &op.id],
+            &[session_id, id, turn],
         )
         .await?;
     } else {
@@ -479,7 +537,7 @@ async fn release(
             Lane::Shared,
             &op,
             |st| &st.forget,
-            &[&op.session_id, &op.id, &token],
+            &[session_id, id, turn, &token],
         )
         .await?;
     }
@@ -493,7 +551,7 @@ impl AnswerStore for PostgresStore {
         digest: InputDigest,
         lease: Duration,
     ) -> StoreFuture<'a, Result<Claim, StoreError>> {
-        let op = Op::new("claim", key.session_id, key.tool_use_id);
+        let op = Op::of("claim", key);
         self.run("claim", claim(self.pool(), self.held(), op, digest, lease))
     }
 
@@ -503,18 +561,18 @@ impl AnswerStore for PostgresStore {
         outcome: Outcome,
         result: &'a ToolResult,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
-        let op = Op::new("answered", key.session_id, key.tool_use_id);
+        let op = Op::of("answered", key);
         let text = serde_json::to_string(result);
         let pool = self.pool();
         self.shared
             .held
-            .end(Kind::Claim, key.session_id, key.tool_use_id);
+            .end(Kind::Claim, key.session_id, key.tool_use_id, key.turn);
         self.run("answered", async move {
             let text =
                 text.map_err(|e| op.error(format_args!("the result does not serialize: {e}")))?;
             let outcome = outcome.as_str();
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-                [&op.session_id, &op.id, &outcome, &text];
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
+                [&op.session_id, &op.id, &outcome, &text, &op.turn];
             pool.query(Lane::Answers, &op, |st| &st.answered, &params)
                 .await?;
             Ok(())
@@ -526,7 +584,7 @@ impl AnswerStore for PostgresStore {
         key: CallKey<'a>,
         tool_started: bool,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
-        let op = Op::new("release", key.session_id, key.tool_use_id);
+        let op = Op::of("release", key);
         self.run(
             "release",
             release(self.pool(), self.held(), op, tool_started),
@@ -537,7 +595,7 @@ impl AnswerStore for PostgresStore {
     /// a release that fails is logged (`tracing` target `toolgate::memory`), and the claim then
     /// lapses with its lease.
     fn abandon(&self, key: CallKey<'_>, tool_started: bool) {
-        let op = Op::new("release", key.session_id, key.tool_use_id);
+        let op = Op::of("release", key);
         let (pool, held) = (self.pool(), self.held());
         self.runtime().handle().spawn(async move {
             if let Err(e) = release(pool, held, op, tool_started).await {
@@ -575,17 +633,27 @@ impl PendingStore for PostgresStore {
     fn put<'a>(&'a self, turn: &'a PendingTurn) -> StoreFuture<'a, Result<(), StoreError>> {
         let op = Op::new("put", &turn.session_id, &turn.turn_id);
         let text = serde_json::to_string(turn);
+        // The inbox's rows of its waiting calls, written by the same statement.
+        let rows = crate::store::waiting::waiting_rows(turn);
+        let waiting = i32::try_from(rows.len()).unwrap_or(i32::MAX);
+        let rows = serde_json::to_string(&rows).unwrap_or_else(|_| "[]".to_owned());
+        let ttl_ms = turn.ttl().as_millis() as f64;
+        let (user, fingerprint) = (turn.user_id.clone(), turn.fingerprint.clone());
         let pool = self.pool();
         self.run("put", async move {
             let text =
                 text.map_err(|e| op.error(format_args!("the turn does not serialize: {e}")))?;
-            pool.query(
-                Lane::Shared,
-                &op,
-                |st| &st.put,
-                &[&op.session_id, &op.id, &text],
-            )
-            .await?;
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
+                &op.session_id,
+                &op.id,
+                &text,
+                &user,
+                &fingerprint,
+                &ttl_ms,
+                &rows,
+                &waiting,
+            ];
+            pool.query(Lane::Shared, &op, |st| &st.put, &params).await?;
             Ok(())
         })
     }
@@ -611,7 +679,7 @@ impl PendingStore for PostgresStore {
                 .await?;
             let taken = taken(&rows, &op)?;
             if matches!(taken, Taken::Turn(_)) {
-                held.keep(Kind::Take, &op.session_id, &op.id, token);
+                held.keep(Kind::Take, &op.session_id, &op.id, "", token);
             }
             Ok(taken)
         })
@@ -626,7 +694,7 @@ impl PendingStore for PostgresStore {
         let op = Op::new("resumed", session_id, turn_id);
         let answer = answer.to_string();
         let pool = self.pool();
-        self.shared.held.end(Kind::Take, session_id, turn_id);
+        self.shared.held.end(Kind::Take, session_id, turn_id, "");
         self.run("resumed", async move {
             pool.query(
                 Lane::Shared,
@@ -646,7 +714,7 @@ impl PendingStore for PostgresStore {
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         let op = Op::new("put_back", session_id, turn_id);
         let pool = self.pool();
-        let token = self.shared.held.end(Kind::Take, session_id, turn_id);
+        let token = self.shared.held.end(Kind::Take, session_id, turn_id, "");
         self.run("put_back", async move {
             pool.query(
                 Lane::Shared,

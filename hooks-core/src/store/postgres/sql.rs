@@ -29,61 +29,86 @@ pub(crate) const SCHEMA_VERSION: &str = "SELECT COALESCE(max(version), 0) FROM t
 /// Records a migration as applied (in its transaction).
 pub(crate) const RECORD_VERSION: &str = "INSERT INTO toolgate_schema (version) VALUES ($1)";
 
-/// A claim's first step: insert the call as in progress until its lease ends, with the claim's
-/// token `$5`, or nothing when the key exists (then [`CLAIM_SEEN`]). A row returned: claimed.
-/// Sent twice, the second inserts nothing, and [`CLAIM_SEEN`] finds the row in progress with
-/// this claim's token: claimed.
+/// A claim's first step: insert the row (`$5`: `apart`, `''` for the session's first call with
+/// the id; `$6`: the call's turn) as in progress until its lease ends, with the claim's token
+/// `$7`, or nothing when the row exists (then [`CLAIM_SEEN`]). A row returned: claimed. Sent
+/// twice, the second inserts nothing, and [`CLAIM_SEEN`] finds the row in progress with this
+/// claim's token: claimed.
 pub(crate) const CLAIM_INSERT: &str = "INSERT INTO toolgate_answers
-    (session_id, tool_use_id, digest, state, lease_until, claim_token)
-VALUES ($1::text, $2::text, $3::bytea, 'in_progress', now() + make_interval(secs => $4::float8),
-        $5::int8)
-ON CONFLICT (session_id, tool_use_id) DO NOTHING
+    (session_id, tool_use_id, apart, turn, digest, state, lease_until, claim_token)
+VALUES ($1::text, $2::text, $5::text, $6::text, $3::bytea, 'in_progress',
+        now() + make_interval(secs => $4::float8), $7::int8)
+ON CONFLICT (session_id, tool_use_id, apart) DO NOTHING
 RETURNING true";
 
-/// A claim that inserted nothing: in one statement, a row in progress whose lease ended is
-/// marked interrupted (the `UPDATE`, which waits for a concurrent change of the row and then
-/// looks again), and the row is answered: the interrupted one, or the row as the statement
-/// found it, with the token of the claim that made it (the caller's own: claimed). No row: it
-/// was released between the two statements, and the claim starts again. Sent twice, the second
-/// finds the row the first left (an interrupted row stays so).
+/// A claim that inserted nothing: in one statement, the row (`$3`: `apart`) in progress whose
+/// lease ended is marked interrupted (the `UPDATE`, which waits for a concurrent change of the
+/// row and then looks again), and the row is answered, with its turn and the token of the claim
+/// that made it (the caller's own: claimed): the interrupted one, or the row as the statement
+/// found it. No row: it was released between the two statements, and the claim starts again.
+/// Sent twice, the second finds the row the first left (an interrupted row stays so).
 pub(crate) const CLAIM_SEEN: &str = "WITH lapsed AS (
     UPDATE toolgate_answers SET state = 'interrupted', lease_until = NULL, finished_at = now()
-    WHERE session_id = $1::text AND tool_use_id = $2::text
+    WHERE session_id = $1::text AND tool_use_id = $2::text AND apart = $3::text
       AND state = 'in_progress' AND lease_until < now()
-    RETURNING digest, state, outcome, result, claim_token
+    RETURNING digest, state, outcome, result, turn, claim_token
 )
-SELECT digest, state, outcome, result, claim_token FROM lapsed
+SELECT digest, state, outcome, result, turn, claim_token FROM lapsed
 UNION ALL
-SELECT digest, state, outcome, result, claim_token FROM toolgate_answers
-WHERE session_id = $1::text AND tool_use_id = $2::text AND NOT EXISTS (SELECT FROM lapsed)";
+SELECT digest, state, outcome, result, turn, claim_token FROM toolgate_answers
+WHERE session_id = $1::text AND tool_use_id = $2::text AND apart = $3::text
+  AND NOT EXISTS (SELECT FROM lapsed)";
 
-/// `answered`: only a call still in progress becomes answered. Sent twice, the second changes
-/// nothing: an answered row stays so, and no other claim can hold the key in between (the key
-/// is free again only after a [`FORGET`], which comes instead of an answer).
+/// `answered`: only the call of turn `$5` (the first call's row or the one kept apart: at most
+/// one is that turn's) still in progress becomes answered. Sent twice, the second changes
+/// nothing: an answered row stays so, and no other claim can hold the row in between (it is
+/// free again only after a [`FORGET`], which comes instead of an answer).
 pub(crate) const ANSWERED: &str = "UPDATE toolgate_answers
 SET state = 'answered', outcome = $3::text, result = $4::text, lease_until = NULL,
     finished_at = now()
-WHERE session_id = $1::text AND tool_use_id = $2::text AND state = 'in_progress'";
+WHERE session_id = $1::text AND tool_use_id = $2::text AND turn = $5::text
+  AND state = 'in_progress'";
 
-/// `release` of a call whose tool did not start: forgotten, if still in progress and made by the
-/// claim of token `$3` (NULL: whichever claim). Sent twice, the second must not forget another
-/// claim of the key made in between (its call would then run alongside a third): the token
-/// keeps it to the caller's own row.
+/// `release` of a call (of turn `$3`) whose tool did not start: forgotten, if still in progress
+/// and made by the claim of token `$4` (NULL: whichever claim). Sent twice, the second must not
+/// forget another claim of the row made in between (its call would then run alongside a
+/// third): the token keeps it to the caller's own row.
 pub(crate) const FORGET: &str = "DELETE FROM toolgate_answers
-WHERE session_id = $1::text AND tool_use_id = $2::text AND state = 'in_progress'
-  AND ($3::int8 IS NULL OR claim_token = $3::int8)";
+WHERE session_id = $1::text AND tool_use_id = $2::text AND turn = $3::text
+  AND state = 'in_progress' AND ($4::int8 IS NULL OR claim_token = $4::int8)";
 
-/// `release` of a call whose tool started: interrupted, if still in progress. Sent twice, the
-/// second changes nothing (an interrupted row stays so).
+/// `release` of a call (of turn `$3`) whose tool started: interrupted, if still in progress.
+/// Sent twice, the second changes nothing (an interrupted row stays so).
 pub(crate) const INTERRUPT: &str = "UPDATE toolgate_answers
 SET state = 'interrupted', lease_until = NULL, finished_at = now()
-WHERE session_id = $1::text AND tool_use_id = $2::text AND state = 'in_progress'";
+WHERE session_id = $1::text AND tool_use_id = $2::text AND turn = $3::text
+  AND state = 'in_progress'";
 
 /// `put`: a turn kept under a key already kept is left as it is. Sent twice, the second finds
-/// the first's row and leaves it.
-pub(crate) const PUT: &str = "INSERT INTO toolgate_pending (session_id, turn_id, turn, state)
-VALUES ($1::text, $2::text, $3::text, 'waiting')
-ON CONFLICT (session_id, turn_id) DO NOTHING";
+/// the first's row and leaves it (and writes no inbox row). In the same statement, a turn newly
+/// kept gets the inbox's rows (`migrations/0004_inbox.sql`): its own (`$4` user, `$5`
+/// fingerprint, expiring `$6` milliseconds from now, `$8` calls waiting) and one per waiting
+/// call (`$7`, a JSON array of `store/waiting.rs`'s rows), in every build.
+pub(crate) const PUT: &str = "WITH kept AS (
+    INSERT INTO toolgate_pending (session_id, turn_id, turn, state)
+    VALUES ($1::text, $2::text, $3::text, 'waiting')
+    ON CONFLICT (session_id, turn_id) DO NOTHING
+    RETURNING session_id, turn_id, date_trunc('milliseconds', now()) AS at
+), turn AS (
+    INSERT INTO toolgate_inbox_turns
+        (session_id, turn_id, user_id, fingerprint, expires_at, waiting)
+    SELECT session_id, turn_id, $4::text, $5::text,
+           at + $6::float8 * interval '1 millisecond', $8::int4
+    FROM kept WHERE $8::int4 > 0
+)
+INSERT INTO toolgate_inbox_calls
+    (session_id, turn_id, tool_use_id, position, tool, asked_by, rules, user_id, fingerprint,
+     created_at, expires_at, state, digest, summary, input)
+SELECT kept.session_id, kept.turn_id, c.tool_use_id, c.position, c.tool, c.asked_by, c.rules,
+       $4::text, $5::text, kept.at, kept.at + $6::float8 * interval '1 millisecond', 'waiting',
+       c.digest, c.summary, c.input
+FROM kept, json_to_recordset($7::text::json) AS c(tool_use_id text, position int4, tool text,
+     asked_by text, rules text, digest text, summary text, input text)";
 
 /// `take`: in one statement, a waiting turn (or one whose take's lease ended) becomes this
 /// caller's, with its token `$4` (`what` = `turn`, with the turn); else the row's state and

@@ -8,35 +8,40 @@ use crate::audit::outcome::Outcome;
 use crate::content::message::ToolResult;
 use crate::store::digest::InputDigest;
 use crate::store::error::StoreError;
-use crate::store::{AnswerStore, CallKey, Claim, Remembered, StoreFuture};
+use crate::store::{
+    AnswerStore, BesideFirst, CallKey, Claim, Remembered, StoreFuture, beside_first,
+};
 
 use super::{Failure, SqliteStore, lease_end, now_millis};
 
-/// A new key, in progress until `?4`; nothing when the key is there.
-const INSERT: &str = "INSERT INTO toolgate_calls (session_id, tool_use_id, digest, state, \
-     lease_until) VALUES (?1, ?2, ?3, 'in_progress', ?4) \
-     ON CONFLICT (session_id, tool_use_id) DO NOTHING";
+/// A new row (`?3`: `apart`, `?4`: `turn`), in progress until `?6`; nothing when the row is
+/// there.
+const INSERT: &str = "INSERT INTO toolgate_calls (session_id, tool_use_id, apart, turn, digest, \
+     state, lease_until) VALUES (?1, ?2, ?3, ?4, ?5, 'in_progress', ?6) \
+     ON CONFLICT (session_id, tool_use_id, apart) DO NOTHING";
 
-/// A claim whose lease ended (at `?3` or before) with no answer: interrupted.
+/// A row in progress whose lease ended (at `?4` or before) with no answer: interrupted.
 const LAPSE: &str = "UPDATE toolgate_calls SET state = 'interrupted', lease_until = NULL \
-     WHERE session_id = ?1 AND tool_use_id = ?2 AND state = 'in_progress' AND lease_until <= ?3";
+     WHERE session_id = ?1 AND tool_use_id = ?2 AND apart = ?3 AND state = 'in_progress' \
+     AND lease_until <= ?4";
 
-/// What is recorded of a key.
-const READ: &str = "SELECT digest, state, outcome, result FROM toolgate_calls \
-     WHERE session_id = ?1 AND tool_use_id = ?2";
+/// What a row records.
+const READ: &str = "SELECT digest, state, outcome, result, turn FROM toolgate_calls \
+     WHERE session_id = ?1 AND tool_use_id = ?2 AND apart = ?3";
 
-/// A claim answered with outcome `?3` and the `tool_result` JSON `?4`.
+/// The call of turn `?3` (the first call's row, or the one kept apart: at most one is), if in
+/// progress, answered with outcome `?4` and the `tool_result` JSON `?5`.
 const ANSWER: &str = "UPDATE toolgate_calls \
-     SET state = 'answered', lease_until = NULL, outcome = ?3, result = ?4 \
-     WHERE session_id = ?1 AND tool_use_id = ?2 AND state = 'in_progress'";
+     SET state = 'answered', lease_until = NULL, outcome = ?4, result = ?5 \
+     WHERE session_id = ?1 AND tool_use_id = ?2 AND turn = ?3 AND state = 'in_progress'";
 
-/// A claim released before its tool started: forgotten.
+/// The call of turn `?3`, released before its tool started: forgotten.
 const FORGET: &str = "DELETE FROM toolgate_calls \
-     WHERE session_id = ?1 AND tool_use_id = ?2 AND state = 'in_progress'";
+     WHERE session_id = ?1 AND tool_use_id = ?2 AND turn = ?3 AND state = 'in_progress'";
 
-/// A claim released after its tool started: interrupted.
+/// The call of turn `?3`, released after its tool started: interrupted.
 const INTERRUPT: &str = "UPDATE toolgate_calls SET state = 'interrupted', lease_until = NULL \
-     WHERE session_id = ?1 AND tool_use_id = ?2 AND state = 'in_progress'";
+     WHERE session_id = ?1 AND tool_use_id = ?2 AND turn = ?3 AND state = 'in_progress'";
 
 /// One row of `toolgate_calls`, as read.
 struct Row {
@@ -44,18 +49,23 @@ struct Row {
     state: String,
     outcome: Option<String>,
     result: Option<String>,
+    turn: String,
 }
 
 /// `claim`'s words for a key in a message.
 fn describe(action: &str, key: CallKey<'_>) -> String {
-    format!(
-        "{action} tool_use {:?} of session {:?}",
-        key.tool_use_id, key.session_id
-    )
+    let mut text = format!("{action} tool_use {:?}", key.tool_use_id);
+    if !key.turn.is_empty() {
+        text.push_str(&format!(" of turn {:?}", key.turn));
+    }
+    text.push_str(&format!(" of session {:?}", key.session_id));
+    text
 }
 
-/// The claim, in one `BEGIN IMMEDIATE` transaction: the insert; when it inserted nothing, the
-/// lapsed-lease rule, then the row. The clock is read once the write lock is held, so a wait for
+/// The claim, in one `BEGIN IMMEDIATE` transaction: the session's first call with the id (the
+/// insert; when it inserted nothing, the lapsed-lease rule, then the row); then, by the rule of
+/// "Turns" in the store docs, that row, the row kept apart for the key's turn (claimed the same
+/// way), or [`Claim::OtherTurn`]. The clock is read once the write lock is held, so a wait for
 /// the lock does not age the lease.
 fn claim(
     connection: &mut Connection,
@@ -65,33 +75,49 @@ fn claim(
 ) -> Result<Claim, Failure> {
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let now = now_millis();
-    let (session, id) = (key.session_id, key.tool_use_id);
-    let inserted = tx.execute(
-        INSERT,
-        params![session, id, &digest.0[..], lease_end(now, lease)],
-    )?;
-    if inserted == 1 {
-        tx.commit()?;
-        return Ok(Claim::Claimed);
-    }
-    tx.execute(LAPSE, params![session, id, now])?;
-    let row = tx
-        .query_row(READ, params![session, id], |row| {
-            Ok(Row {
-                digest: row.get(0)?,
-                state: row.get(1)?,
-                outcome: row.get(2)?,
-                result: row.get(3)?,
+    let row = |apart: &str| -> Result<Option<Row>, Failure> {
+        let (session, id, turn) = (key.session_id, key.tool_use_id, key.turn);
+        let until = lease_end(now, lease);
+        let inserted = tx.execute(
+            INSERT,
+            params![session, id, apart, turn, &digest.0[..], until],
+        )?;
+        if inserted == 1 {
+            return Ok(None);
+        }
+        tx.execute(LAPSE, params![session, id, apart, now])?;
+        let row = tx
+            .query_row(READ, params![session, id, apart], |row| {
+                Ok(Row {
+                    digest: row.get(0)?,
+                    state: row.get(1)?,
+                    outcome: row.get(2)?,
+                    result: row.get(3)?,
+                    turn: row.get(4)?,
+                })
             })
-        })
-        .optional()?;
-    tx.commit()?;
-    let row = row.ok_or_else(|| {
-        // The insert found the key and the same transaction read it: only a table changed by
+            .optional()?;
+        // The insert found the row and the same transaction read it: only a table changed by
         // hand gets here.
-        Failure::Data("the row the insert conflicted with is gone".to_owned())
-    })?;
-    remembered(row, id).map(Claim::Seen)
+        row.map(Some)
+            .ok_or_else(|| Failure::Data("the row the insert conflicted with is gone".to_owned()))
+    };
+    let claimed = match row("")? {
+        None => Claim::Claimed,
+        Some(first) => {
+            let running = first.state == "in_progress";
+            match beside_first(key.turn, &first.turn, running) {
+                BesideFirst::Same => Claim::Seen(remembered(first, key.tool_use_id)?),
+                BesideFirst::Other { in_progress } => Claim::OtherTurn { in_progress },
+                BesideFirst::Apart => match row(key.turn)? {
+                    None => Claim::Claimed,
+                    Some(apart) => Claim::Seen(remembered(apart, key.tool_use_id)?),
+                },
+            }
+        }
+    };
+    tx.commit()?;
+    Ok(claimed)
 }
 
 /// What a row says of its call.
@@ -130,7 +156,7 @@ fn remembered(row: Row, tool_use_id: &str) -> Result<Remembered, Failure> {
 /// as it is.
 fn release(connection: &Connection, key: CallKey<'_>, tool_started: bool) -> Result<(), Failure> {
     let sql = if tool_started { INTERRUPT } else { FORGET };
-    connection.execute(sql, params![key.session_id, key.tool_use_id])?;
+    connection.execute(sql, params![key.session_id, key.tool_use_id, key.turn])?;
     Ok(())
 }
 
@@ -155,7 +181,8 @@ impl AnswerStore for SqliteStore {
             |c| {
                 let json = serde_json::to_string(result)
                     .map_err(|e| Failure::Data(format!("the result is not JSON: {e}")))?;
-                let params = params![key.session_id, key.tool_use_id, outcome.as_str(), json];
+                let (session, id, turn) = (key.session_id, key.tool_use_id, key.turn);
+                let params = params![session, id, turn, outcome.as_str(), json];
                 c.execute(ANSWER, params)?;
                 Ok(())
             },

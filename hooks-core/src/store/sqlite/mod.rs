@@ -122,9 +122,13 @@
 //!
 //! Created at [`open`](SqliteStore::open) by migrations the crate carries, each one SQL text
 //! applied in a transaction and recorded in `toolgate_schema (version INTEGER PRIMARY KEY,
-//! applied_at INTEGER)`. Schema version 1:
+//! applied_at INTEGER)`. Schema version 2 (version 1's calls table had neither `turn` nor
+//! `apart`; its rows are migrated as first calls without a turn):
 //!
-//! - `toolgate_calls`, keyed by `(session_id, tool_use_id)`: `digest` (the 32 bytes of the
+//! - `toolgate_calls`, keyed by `(session_id, tool_use_id, apart)`: `turn` (the turn the call
+//!   came from, the model response's id, `''` for none), `apart` (`''` for the session's first
+//!   call with the id; for a later turn's call that reuses it, that turn: "Turns" in the
+//!   [store docs](super)), `digest` (the 32 bytes of the
 //!   [`InputDigest`](super::InputDigest), a BLOB), `state` (`in_progress`, `answered`,
 //!   `interrupted`), `lease_until` (milliseconds since the epoch, while in progress), `outcome`
 //!   (snake_case, as on the audit line) and `result` (the `tool_result` block as JSON text)
@@ -134,6 +138,12 @@
 //!   JSON text), `state` (`waiting`, `taken`, `resumed`), `lease_until` (while taken), `answer`
 //!   (the resumed turn's answer as JSON text).
 //!
+//! Schema version 3 adds the approval inbox's tables (`migrations/0003_inbox.sql`): every
+//! `put` writes, in its transaction and in every build, one `toolgate_inbox_calls` row per
+//! waiting call and one `toolgate_inbox_turns` row (`waiting.rs`); the inbox (feature `inbox`,
+//! `inbox.rs`) reads them, records decisions on them, keeps idempotency keys in
+//! `toolgate_inbox_keys` and published tools in `toolgate_inbox_tools`.
+//!
 //! Nothing is ever deleted but a released claim: the file grows by one row per answered call
 //! (its result included: at most the dispatcher's `max_result_bytes`, 256 KiB by default) and
 //! per paused turn. Delete a conversation's rows once no retry of it can come
@@ -141,8 +151,11 @@
 //! a retry of a deleted call runs it again.
 
 mod answers;
+#[cfg(feature = "inbox")]
+mod inbox;
 mod schema;
 mod turns;
+mod waiting;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -174,7 +187,7 @@ impl SqliteStore {
     /// write lock before it leaves the claim to lapse with its lease: 250 ms.
     pub const ABANDON_BUSY_TIMEOUT: Duration = Duration::from_millis(250);
 
-    /// The schema version this build writes and reads: 1. A file at a lower version is
+    /// The schema version this build writes and reads: 3. A file at a lower version is
     /// migrated at [`open`](Self::open); one at a higher version is refused.
     pub const SCHEMA_VERSION: u32 = schema::VERSION;
 
@@ -189,7 +202,7 @@ impl SqliteStore {
     /// A [`StoreError`] naming the file when it cannot be opened or created (a missing folder,
     /// no permission, not an SQLite file), when WAL mode cannot be turned on, when a migration
     /// fails, or when the file's schema is newer than this build knows: `the SQLite file <path>
-    /// was written by a newer toolgate (schema version 3); this build knows up to 1`.
+    /// was written by a newer toolgate (schema version 4); this build knows up to 3`.
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
         let path = path.as_ref().to_path_buf();
         let failed = |e: Failure| {

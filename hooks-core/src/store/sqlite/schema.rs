@@ -5,7 +5,11 @@ use rusqlite::{Connection, TransactionBehavior};
 use super::{Failure, now_millis};
 
 /// The migrations, in order: the one at index `i` brings a file from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_calls_and_turns.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/0001_calls_and_turns.sql"),
+    include_str!("migrations/0002_turns.sql"),
+    include_str!("migrations/0003_inbox.sql"),
+];
 
 /// The schema version this build writes: the number of migrations it carries.
 pub(super) const VERSION: u32 = MIGRATIONS.len() as u32;

@@ -1,4 +1,5 @@
-//! [`SqliteStore`] as a [`PendingStore`]: the table `toolgate_pending_turns`.
+//! [`SqliteStore`] as a [`PendingStore`]: the table `toolgate_pending_turns` (and, in a put's
+//! transaction, the inbox's rows of the turn's waiting calls: `waiting.rs`).
 
 use std::time::Duration;
 
@@ -102,7 +103,12 @@ impl PendingStore for SqliteStore {
             |c| {
                 let json = serde_json::to_string(turn)
                     .map_err(|e| Failure::Data(format!("the turn is not JSON: {e}")))?;
-                c.execute(PUT, params![turn.session_id, turn.turn_id, json])?;
+                // The turn and the inbox's rows of its waiting calls, in one transaction.
+                let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                if tx.execute(PUT, params![turn.session_id, turn.turn_id, json])? == 1 {
+                    super::waiting::index(&tx, turn)?;
+                }
+                tx.commit()?;
                 Ok(())
             },
         ))
