@@ -441,7 +441,7 @@ fn tail_filters_and_json_print_the_matching_lines_as_written() {
     assert_eq!(
         out,
         "\
-2026-11-25T11:00:00Z awaiting_approval issue_refund  user u_007 (premium)  127 µs  rule support_agent::policy::large_refund_needs_approval  session sess_deny_07
+2026-11-25T11:00:00Z awaiting_approval issue_refund  user u_007 (premium)  127 µs  asked by support_agent::policy::large_refund_needs_approval  session sess_deny_07
 2026-11-25T11:03:05.5Z blocked           issue_refund  user u_007 (premium)  18 µs  rule support_agent::policy::large_refund_needs_approval  declined by lead@shop.example  session sess_deny_07
 "
     );
@@ -939,5 +939,64 @@ fn tail_stats_report_and_errors_print_model_text_with_no_raw_line_break_or_escap
             s.path().join("audit_log.jsonl").display()
         )),
         "{err}"
+    );
+}
+
+/// A call a person declined: `tail` names the hook that only asked and the person who declined,
+/// never the hook as the one that blocked it (its line has no `blocked_by`).
+#[test]
+fn tail_names_the_hook_that_asked_and_the_person_who_declined() {
+    let s = Scratch::new("declined");
+    let asked = json!([{"hook": "app::large_refund", "reason": "refunds above 20000 cents"}]);
+    let line = |ts: &str, outcome: &str, more: Value| {
+        let mut v = json!({
+            "ts": ts, "session_id": "sess_ask", "user_id": "u_001", "tool_use_id": "toolu_2",
+            "tool": "refund", "input": {"order_id": "o_1", "amount_cents": 25000},
+            "outcome": outcome, "is_error": outcome != "awaiting_approval", "content": "",
+            "duration_us": 0, "asked_by": asked
+        });
+        v.as_object_mut()
+            .unwrap()
+            .extend(more.as_object().unwrap().clone());
+        v
+    };
+    let records = [
+        line(
+            "2026-11-24T10:15:00Z",
+            "awaiting_approval",
+            json!({"final": false}),
+        ),
+        line(
+            "2026-11-24T10:16:00Z",
+            "blocked",
+            json!({"denied_by": "lead@example.com"}),
+        ),
+    ];
+    let mut prev = "0".repeat(64);
+    let mut text = String::new();
+    for record in &records {
+        let object = serde_json::to_string(record).unwrap();
+        let line = format!(
+            "{},\"prev\":\"{prev}\"}}\n",
+            object.strip_suffix('}').unwrap()
+        );
+        prev = Sha256::digest(line.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        text.push_str(&line);
+    }
+    std::fs::write(s.path().join("audit_log.jsonl"), text).unwrap();
+    let (code, out, err) = toolgate(&["audit", "tail", &dir_arg(&s)]);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (
+            0,
+            "2026-11-24T10:15:00Z awaiting_approval refund  user u_001  0 µs  asked by \
+             app::large_refund  session sess_ask\n\
+             2026-11-24T10:16:00Z blocked           refund  user u_001  0 µs  asked by \
+             app::large_refund  declined by lead@example.com  session sess_ask\n",
+            ""
+        )
     );
 }

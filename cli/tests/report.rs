@@ -231,9 +231,14 @@ fn per_rule_per_day(kept: &[&Value], put: &mut impl FnMut(String, String)) {
             days.entry((run["hook"].as_str().unwrap().into(), day.clone()))
                 .or_default()[slot] += 1;
         }
-        if l["outcome"] == "blocked" && runs(l).is_empty() {
-            days.entry((l["blocked_by"].as_str().unwrap().into(), day))
-                .or_default()[0] += 1;
+        // Blocked with no hook run on the line and a hook at fault (a paused call that expired
+        // at resume): a denial of that hook. A call a person declined names no hook: the
+        // person's decline is no rule's denial.
+        if l["outcome"] == "blocked"
+            && runs(l).is_empty()
+            && let Some(hook) = l["blocked_by"].as_str()
+        {
+            days.entry((hook.into(), day)).or_default()[0] += 1;
         }
     }
     for ((rule, day), [deny, ask]) in days {

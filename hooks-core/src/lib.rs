@@ -80,6 +80,7 @@ pub mod provider;
 pub(crate) mod schema;
 mod session;
 pub mod store;
+pub mod testing;
 mod texts;
 #[cfg(feature = "tower")]
 pub mod tower;
@@ -92,7 +93,7 @@ pub use dispatch::builder::BuildError;
 pub use dispatch::dispatcher::Dispatcher;
 pub use error::{CallError, Halt, RespondError, ToolError};
 pub use hook::context::HookContext;
-pub use hook::decision::Decision;
+pub use hook::decision::{Decision, Rewrite};
 pub use hook::state::State;
 pub use session::Session;
 pub use session::reply::Reply;

@@ -1,7 +1,7 @@
 //! The approval inbox's page over HTTP, BENCHMARKS.md ("The approval inbox's page"):
 //!
 //! `cargo bench -p toolgate-inbox --all-features --bench inbox_http` starts a throwaway
-//! PostgreSQL server (as the tests do: `tests/postgres/server.rs`), reached over TCP on
+//! PostgreSQL server (as the tests do: `toolgate_test_support::postgres`), reached over TCP on
 //! 127.0.0.1 with `synchronous_commit` on, serves the page on 127.0.0.1 (a person signed in by
 //! token; one kept-alive HTTP/1.1 connection, as a browser's), and prints one `NAME VALUE` line
 //! per figure, sides interleaved round by round, medians of the rounds:
@@ -25,10 +25,6 @@
 //! Under `cargo test --all-targets` (no `--bench` argument) it does one small round and checks
 //! only that every side answered, never a time.
 
-#[allow(unreachable_pub)]
-#[path = "../../tests/postgres/server.rs"]
-mod server;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
@@ -41,6 +37,7 @@ use toolgate_core::approval::inbox::{Action, Inbox, InboxStore, Policy, Query};
 use toolgate_core::store::PendingStore;
 use toolgate_core::store::postgres::PostgresStore;
 use toolgate_inbox::{Auth, InboxPage, Source, Tokens};
+use toolgate_test_support::postgres as server;
 
 /// The person of the bench: her token and its tokens file.
 const TOKEN: &str = "tgi_bench_lead";

@@ -1,13 +1,9 @@
 //! The page over HTTP, each test on an SQLite file and on a fresh database of the throwaway
-//! PostgreSQL server (`tests/postgres/server.rs` of the root package): races, refusals, bad
+//! PostgreSQL server (`toolgate_test_support::postgres`, the workspace's tests' own): races, refusals, bad
 //! input. Every refusal asserts its status and that nothing changed in the store (the call as the
 //! store shows it, and the count of decision lines).
 
 mod support;
-
-#[allow(unreachable_pub)]
-#[path = "../../tests/postgres/server.rs"]
-mod server;
 
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
@@ -17,6 +13,7 @@ use support::{Answer, Client, TempDir, World, hidden, refunds};
 use toolgate_core::approval::inbox::{Action, Identity, Inbox, Policy};
 use toolgate_core::store::postgres::PostgresStore;
 use toolgate_inbox::{Auth, CONTENT_SECURITY_POLICY, InboxPage};
+use toolgate_test_support::postgres as server;
 
 /// A world on a fresh PostgreSQL database.
 fn postgres(name: &str) -> World {

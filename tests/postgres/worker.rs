@@ -305,7 +305,7 @@ async fn resume(
     let d = agent::dispatcher(ledger, lease, Some(log));
     let session = d.session_with_store(agent::context(session), Arc::new(store.clone()));
     let decisions = Decisions::builder()
-        .approve(turn_id, "lead")
+        .approve_any_input(turn_id, "lead")
         .build()
         .unwrap();
     std::fs::write(ready, b"").unwrap();

@@ -2,8 +2,10 @@
 //! its answers and its paused turns; a schema newer than the build is refused at open, a file of
 //! schema version 1 migrated with its answers; a kept turn
 //! cut short is refused at every take; a paused turn resumed at once by two processes, and by
-//! eight threads with a connection each, runs its refund once; a call whose process was killed
-//! while its tool ran is answered as interrupted after the lease and never run again.
+//! eight threads with a connection each, runs its refund once; a turn paused in one process by a
+//! session on the store (no `put`) is approved as the store shows it and resumed in another; a
+//! call whose process was killed while its tool ran is answered as interrupted after the lease
+//! and never run again.
 //!
 //! The two-process tests run this test binary again as child processes: [`worker`], an ignored
 //! test selected with `--ignored --exact sqlite::worker`, does the job named by
@@ -134,7 +136,7 @@ fn ctx() -> HookContext {
 
 fn approved() -> Decisions {
     Decisions::builder()
-        .approve("toolu_big", "lead")
+        .approve_any_input("toolu_big", "lead")
         .build()
         .unwrap()
 }
@@ -146,13 +148,18 @@ fn done() -> Value {
     ]})
 }
 
-/// Pauses the large refund in a session on `store` and keeps the turn there.
-fn pause_large_refund(d: &Dispatcher, store: &Arc<SqliteStore>) {
-    let message = support::assistant(
+/// The assistant message asking for the large refund.
+fn large_refund_message() -> toolgate::Message {
+    support::assistant(
         json!([{"type": "tool_use", "id": "toolu_big", "name": "refund",
                 "input": {"order_id": "o_1", "amount_cents": 25000}}]),
         "tool_use",
-    );
+    )
+}
+
+/// Pauses the large refund in a session on `store` and keeps the turn there.
+fn pause_large_refund(d: &Dispatcher, store: &Arc<SqliteStore>) {
+    let message = large_refund_message();
     let session = d.session_with_store(ctx(), store.clone());
     let Reply::Pending(turn) = toolgate::block_on(session.respond(&message)).unwrap() else {
         panic!("the refund waits for a person");
@@ -404,7 +411,7 @@ fn a_hidden_field_is_in_no_row_or_file_and_the_resumed_tool_gets_it() {
     let audit = || AuditLog::builder().dir(&dir);
     let keyless = sealed::dispatcher(audit(), &paid, None);
     let decisions = Decisions::builder()
-        .approve("toolu_big", "lead")
+        .approve_any_input("toolu_big", "lead")
         .build()
         .unwrap();
     let session = keyless.session_with_store(ctx(), store.clone());
@@ -655,6 +662,46 @@ fn a_turn_resumed_by_two_processes_at_once_runs_once() {
     assert_eq!(refunds_in(&file), 1);
 }
 
+#[test]
+fn a_turn_paused_in_one_process_is_kept_by_its_session_and_resumed_in_another_as_approved() {
+    let dir = TempDir::new("sqlite-kept");
+    let file = dir.join("store.sqlite3");
+    let out = dir.join("pause-worker");
+    // The agent's process: a session on the store pauses the refund, and exits.
+    let child = spawn_worker("pause", &file, &out);
+    assert_eq!(finish(child, &out), "paused\ntoolu_big");
+    assert_eq!(refunds_in(&file), 0);
+    // The approval page's process (this one): the store lists the waiting call as paused.
+    let store = Arc::new(SqliteStore::open(&file).unwrap());
+    let turns = toolgate::block_on(store.waiting("sess_sqlite")).unwrap();
+    assert_eq!(turns.len(), 1);
+    let call = turns[0].awaiting().next().unwrap();
+    assert_eq!(
+        (call.tool_use_id.as_str(), call.name.as_str(), &call.input),
+        (
+            "toolu_big",
+            "refund",
+            &json!({"order_id": "o_1", "amount_cents": 25000})
+        )
+    );
+    let decisions = Decisions::builder().approve(call, "lead").build().unwrap();
+    // A worker session resumes it from the store, the approval bound to what was shown.
+    let d = refunds(&file, LONG, Then::Answer);
+    let worker = d.session_on(ctx(), store.clone());
+    let answer = toolgate::block_on(worker.resume_from(&*store, &turns[0].turn_id, &decisions));
+    assert_eq!(outcome(answer), Ok(done()));
+    assert_eq!(refunds_in(&file), 1);
+    // Resumed once: the store answers a second resume with the first answer, nothing runs.
+    let again = toolgate::block_on(worker.resume_from(&*store, "toolu_big", &decisions));
+    assert_eq!(outcome(again), Ok(done()));
+    assert_eq!(refunds_in(&file), 1);
+    assert!(
+        toolgate::block_on(store.waiting("sess_sqlite"))
+            .unwrap()
+            .is_empty()
+    );
+}
+
 /// The lease of the call the crash worker claims: what the parent lets run out.
 const CRASH_LEASE: Duration = Duration::from_millis(500);
 
@@ -703,7 +750,8 @@ fn crash_call() -> ToolUse {
 
 /// A child process's job, selected by `TOOLGATE_SQLITE_WORKER`: `resume` (open the file,
 /// report ready, wait for a line on standard input, resume the large refund, report what it
-/// got) or `crash` (run a refund whose tool never returns, for the parent to kill).
+/// got), `pause` (pause the large refund in a session on the store, report its turn id) or
+/// `crash` (run a refund whose tool never returns, for the parent to kill).
 #[test]
 #[ignore = "a worker the two-process tests start as a child process; alone it does nothing"]
 fn worker() {
@@ -725,6 +773,17 @@ fn worker() {
             let report = match outcome(toolgate::block_on(resumed)) {
                 Ok(answer) => format!("ok\n{answer}"),
                 Err(error) => format!("err\n{error}"),
+            };
+            std::fs::write(&out, report).unwrap();
+        }
+        "pause" => {
+            // A session on the store pauses the large refund; the process puts nothing itself.
+            let d = refunds(&file, LONG, Then::Answer);
+            let session = d.session_on(ctx(), store.clone());
+            let reply = toolgate::block_on(session.respond(&large_refund_message())).unwrap();
+            let report = match reply {
+                Reply::Pending(turn) => format!("paused\n{}", turn.turn_id),
+                other => format!("not paused\n{other:?}"),
             };
             std::fs::write(&out, report).unwrap();
         }

@@ -324,7 +324,7 @@ fn a_file_at_schema_version_1_is_migrated_and_its_kept_turn_is_not_listed_but_re
     assert_eq!((shown.user_id.as_str(), shown.calls.len()), ("u_001", 0));
     let session = d.session_with_store(context("sess_old"), store.clone());
     let approved = Decisions::builder()
-        .approve("toolu_old", "lead")
+        .approve_any_input("toolu_old", "lead")
         .build()
         .unwrap();
     let answer = toolgate::block_on(session.resume_from(store.as_ref(), "toolu_old", &approved));

@@ -287,7 +287,7 @@ fn decided(h: &mut String, f: &Figures) {
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td data-k=\"decision:{id}\">{}</td>\
              <td class=\"n\" data-k=\"waited:{id}\">{}</td></tr>",
             ts(d.asked_at),
-            esc(&d.tool),
+            esc(&d.name),
             esc(&d.user_id),
             asked_text(&d.asked_by),
             decision,
@@ -321,7 +321,7 @@ fn waiting(h: &mut String, f: &Figures) {
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
              <td data-k=\"expires:{id}\">{}{}</td></tr>",
             ts(w.since),
-            esc(&w.tool),
+            esc(&w.name),
             esc(&w.user_id),
             esc(&w.session_id),
             asked_text(&w.asked_by),
@@ -523,7 +523,7 @@ fn halts(h: &mut String, f: &Figures) {
              <td>{}</td></tr>",
             ts(r.ts),
             esc(&r.session_id),
-            esc(&r.tool),
+            esc(&r.name),
             r.outcome,
             esc(r.blocked_by.as_deref().unwrap_or("")),
             esc(r.detail.as_deref().unwrap_or(""))

@@ -21,7 +21,7 @@ impl TailFilter {
         let is = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
         is(&self.outcome, record.outcome.as_str())
             && is(&self.user, &record.user_id)
-            && is(&self.tool, &record.tool)
+            && is(&self.tool, &record.name)
             && is(&self.session, &record.session_id)
     }
 }
@@ -51,14 +51,19 @@ pub(crate) fn duration_text(us: u64) -> String {
     }
 }
 
-/// The rule a line is about: the hook that blocked or failed it, else the first that asked,
-/// else the last that rewrote it.
-fn rule_of(record: &AuditRecord) -> Option<&str> {
-    record
-        .blocked_by
-        .as_deref()
-        .or_else(|| record.asked_by.first().map(|a| a.hook.as_str()))
-        .or_else(|| record.rewritten_by.last().map(String::as_str))
+/// The rule a line is about, and how it reads: the hook that blocked or failed it (`rule`),
+/// else the first that asked a person (`asked by`: it only asked; who decided follows), else
+/// the last that rewrote it (`rule`).
+fn rule_of(record: &AuditRecord) -> Option<(&'static str, &str)> {
+    let blocked = record.blocked_by.as_deref().map(|h| ("rule", h));
+    let asked = || {
+        record
+            .asked_by
+            .first()
+            .map(|a| ("asked by", a.hook.as_str()))
+    };
+    let rewrote = || record.rewritten_by.last().map(|h| ("rule", h.as_str()));
+    blocked.or_else(asked).or_else(rewrote)
 }
 
 /// One line (no `\n`) for `record`: time, outcome (padded to the longest outcome's width), tool,
@@ -85,7 +90,7 @@ pub(crate) fn tail_line(record: &AuditRecord, colour: bool) -> String {
     let mut line = format!(
         "{} {shown} {}  user {}",
         Rfc3339(record.ts),
-        printable(&record.tool),
+        printable(&record.name),
         printable(&record.user_id)
     );
     if let Some(tier) = &record.tier {
@@ -93,8 +98,10 @@ pub(crate) fn tail_line(record: &AuditRecord, colour: bool) -> String {
     }
     line.push_str("  ");
     line.push_str(&duration_text(record.duration_us));
-    if let Some(rule) = rule_of(record) {
-        line.push_str("  rule ");
+    if let Some((label, rule)) = rule_of(record) {
+        line.push_str("  ");
+        line.push_str(label);
+        line.push(' ');
         line.push_str(&printable(rule));
     }
     if let Some(by) = &record.approved_by {

@@ -305,8 +305,9 @@ impl PendingBlock {
 pub struct AwaitingCall {
     /// The `tool_use` id.
     pub tool_use_id: String,
-    /// The tool's name.
-    pub tool: String,
+    /// The tool's name, as [`ToolUse::name`] (`tool` in JSON, as on the call's audit line).
+    #[serde(rename = "tool")]
+    pub name: String,
     /// The input as the model sent it, normalized (what the audit line's `input` shows).
     pub input: Value,
     /// The input after the PreToolUse rewrites: what the tool runs with once approved.
@@ -338,7 +339,7 @@ impl AwaitingCall {
     ) -> Self {
         AwaitingCall {
             tool_use_id: call.id.clone(),
-            tool: call.name.clone(),
+            name: call.name.clone(),
             input: call.input.clone(),
             effective_input: effective_input.clone(),
             input_digest: input_digest(effective_input),
@@ -363,7 +364,7 @@ impl AwaitingCall {
 
     /// The `tool_use` block as the model sent it (normalized).
     pub(crate) fn call(&self) -> ToolUse {
-        ToolUse::new(&self.tool_use_id, &self.tool, self.input.clone())
+        ToolUse::new(&self.tool_use_id, &self.name, self.input.clone())
     }
 }
 
@@ -470,8 +471,17 @@ pub enum ResumeError {
         actual: String,
     },
     /// [`Session::resume_from`](crate::Session::resume_from): no turn of this session is kept
-    /// under that turn id.
-    #[error("no paused turn {turn_id:?} of session {session_id:?} is kept in the store")]
+    /// under that turn id. A turn is kept when the session that paused it was opened on the
+    /// store ([`Dispatcher::session_on`](crate::Dispatcher::session_on),
+    /// [`Session::with_pending_store`](crate::Session::with_pending_store)) or the host
+    /// [`put`](crate::store::PendingStore::put) it; the session ids and the turn id must be the
+    /// paused turn's ([`PendingTurn::session_id`], [`PendingTurn::turn_id`]).
+    #[error(
+        "no paused turn {turn_id:?} of session {session_id:?} is kept in this store: check that \
+         the session that paused it was opened on this store (Dispatcher::session_on, or \
+         Session::with_pending_store), and that this session's id and the turn id (the id of \
+         the turn's first tool_use) are the paused turn's"
+    )]
     NoSuchTurn {
         /// The session's id.
         session_id: String,

@@ -51,12 +51,12 @@ impl AuditRecord {
     ///
     /// // A line separator from the model: escaped, where serde_json writes it raw.
     /// let mut record = record;
-    /// record.tool = "search\u{2028}faq".to_owned();
+    /// record.name = "search\u{2028}faq".to_owned();
     /// let mut out = Vec::new();
     /// record.write_json(&mut out);
     /// let text = String::from_utf8(out)?;
     /// assert!(text.contains(r#""tool":"search\u2028faq""#));
-    /// assert_eq!(serde_json::from_str::<AuditRecord>(&text)?.tool, "search\u{2028}faq");
+    /// assert_eq!(serde_json::from_str::<AuditRecord>(&text)?.name, "search\u{2028}faq");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write_json(&self, out: &mut Vec<u8>) {
@@ -70,10 +70,14 @@ impl AuditRecord {
             out.extend_from_slice(b",\"tier\":");
             write_str(out, tier);
         }
+        if !self.extensions.is_empty() {
+            out.extend_from_slice(b",\"extensions\":");
+            write_extensions(out, &self.extensions);
+        }
         out.extend_from_slice(b",\"tool_use_id\":");
         write_str(out, &self.tool_use_id);
         out.extend_from_slice(b",\"tool\":");
-        write_str(out, &self.tool);
+        write_str(out, &self.name);
         out.extend_from_slice(b",\"input\":");
         write_value(out, &self.input);
         out.extend_from_slice(b",\"outcome\":\"");
@@ -130,6 +134,21 @@ impl AuditRecord {
         }
         out.push(b'}');
     }
+}
+
+/// The context's extensions the host marked for the line, as one JSON object in the order they
+/// were marked: `{"role":"maintainer"}`.
+fn write_extensions(out: &mut Vec<u8>, extensions: &serde_json::Map<String, Value>) {
+    out.push(b'{');
+    for (i, (name, value)) in extensions.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, name);
+        out.push(b':');
+        write_value(out, value);
+    }
+    out.push(b'}');
 }
 
 impl SummaryRecord {

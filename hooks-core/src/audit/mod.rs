@@ -34,6 +34,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde::Serialize;
+use serde_json::Value;
+
 pub use crate::base::time::Rfc3339;
 pub use chain::CHAIN_START;
 #[cfg(any(feature = "audit-verify", feature = "audit-report"))]
@@ -56,6 +59,7 @@ pub use what_if::{Change, Flip, WhatIf};
 use crate::base::local::with_reused;
 use crate::base::panic::catch;
 use crate::error::HookError;
+use crate::hook::context::Extensions;
 use crate::hook::definitions::{PostHookDef, StopHookDef};
 use crate::hook::state::Env;
 use files::JsonlFiles;
@@ -73,6 +77,31 @@ struct LogInner {
     files: Option<JsonlFiles>,
     sinks: Vec<Box<dyn AuditSink>>,
     redaction: Redaction,
+    extensions: Vec<RecordedExtension>,
+}
+
+/// A context extension the audit line records: its name on the line, and how its value is
+/// read from a context's extensions and written as JSON.
+#[derive(Clone)]
+struct RecordedExtension {
+    name: String,
+    read: fn(&Extensions) -> Option<Value>,
+}
+
+impl RecordedExtension {
+    /// The extension of type `T`, recorded as `name`: its `Serialize` JSON, or, should that
+    /// fail, a string saying so (a line is never lost to it).
+    fn of<T: Serialize + Send + Sync + 'static>(name: String) -> Self {
+        RecordedExtension {
+            name,
+            read: |extensions| {
+                let value = extensions.get::<T>()?;
+                Some(serde_json::to_value(value).unwrap_or_else(|e| {
+                    Value::String(format!("<this extension does not serialize: {e}>"))
+                }))
+            },
+        }
+    }
 }
 
 /// The built-in audit log (opt-in): give it to
@@ -136,8 +165,8 @@ struct LogInner {
 ///    several threads and several processes writing to one folder keep one chain and never
 ///    interleave. (A file system without locks is written without them.)
 ///
-/// `verify_audit_dir` (feature `audit-verify`) checks these rules (`support_agent --verify-audit
-/// DIR` prints what it finds): `ok` with the line count and the last hash, or the first line that
+/// `verify_audit_dir` (feature `audit-verify`) checks these rules (`toolgate audit verify DIR`
+/// prints what it finds): `ok` with the line count and the last hash, or the first line that
 /// was edited, deleted, inserted or reordered. Deleting lines from the end of the newest file
 /// leaves a shorter chain that verifies: only a last hash kept elsewhere (another system, a signed
 /// message) catches that.
@@ -233,6 +262,11 @@ impl AuditLog {
                 }
                 None => slot.insert(AuditRecord::new(ctx, r)),
             };
+            for e in &self.inner.extensions {
+                if let Some(value) = (e.read)(ctx.extensions()) {
+                    record.extensions.insert(e.name.clone(), value);
+                }
+            }
             let result = self.write_record(record);
             if record.held_bytes() > MAX_HELD_BYTES {
                 *slot = None;
@@ -325,6 +359,7 @@ pub struct AuditLogBuilder {
     dir: Option<PathBuf>,
     sinks: Vec<Box<dyn AuditSink>>,
     redaction: Redaction,
+    extensions: Vec<RecordedExtension>,
 }
 
 impl AuditLogBuilder {
@@ -346,6 +381,71 @@ impl AuditLogBuilder {
         self
     }
 
+    /// Records the context's extension of type `T` on every line of a session whose context
+    /// has one ([`HookContextBuilder::extension`](crate::dispatch::HookContextBuilder::extension)),
+    /// as the member `name` of the line's `extensions` object, its value as `T` serializes:
+    /// `"extensions": {"role": "maintainer"}`. A rule that decides on a trusted fact the host
+    /// put in the context (a role, a region) then leaves that fact in the trail beside the
+    /// decision. Lines are written in the order the extensions were added; a second `T` under
+    /// one `name` replaces the first. Redaction does not apply to them: record only facts that
+    /// may be kept as long as the trail.
+    ///
+    /// ```
+    /// use toolgate_core::audit::{AuditLog, AuditRecord, AuditSink};
+    /// use toolgate_core::dispatch::{PreHookDef, ToolDef};
+    /// use toolgate_core::{Decision, Dispatcher, HookContext, ToolUse};
+    ///
+    /// #[derive(serde::Serialize)]
+    /// #[serde(rename_all = "snake_case")]
+    /// enum Role { Maintainer, Triager }
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Close {
+    ///     /// The issue.
+    ///     number: u64,
+    /// }
+    ///
+    /// # #[derive(Clone, Default)] struct Lines(std::sync::Arc<std::sync::Mutex<Vec<AuditRecord>>>);
+    /// # impl AuditSink for Lines {
+    /// #     fn record(&self, r: &AuditRecord) -> Result<(), toolgate_core::dispatch::HookError> {
+    /// #         self.0.lock().unwrap().push(r.clone()); Ok(())
+    /// #     }
+    /// # }
+    /// # let lines = Lines::default();
+    /// let log = AuditLog::builder()
+    ///     # .sink(lines.clone())
+    ///     .record_extension::<Role>("role")
+    ///     .build()?;
+    /// let dispatcher = Dispatcher::builder()
+    ///     .tool(ToolDef::sync("close_issue", "Closes an issue.", |_env, c: Close| {
+    ///         Ok(format!("closed #{}", c.number))
+    ///     }))
+    ///     .pre_hook(PreHookDef::sync("app::maintainers_close", 10, |env, _call: &ToolUse| {
+    ///         Ok(match env.context().extensions().get::<Role>() {
+    ///             Some(Role::Maintainer) => Decision::Allow,
+    ///             _ => Decision::deny("only maintainers close issues."),
+    ///         })
+    ///     }))
+    ///     .audit_log(log)
+    ///     .build()?;
+    /// let context = HookContext::builder("octocat", "sess_1").extension(Role::Maintainer).build();
+    /// let call = ToolUse::new("toolu_1", "close_issue", serde_json::json!({"number": 7}));
+    /// toolgate_core::block_on(dispatcher.session(context).call(&call))?;
+    /// # let line = lines.0.lock().unwrap()[0].clone();
+    /// // The line: {…, "user_id": "octocat", "extensions": {"role": "maintainer"}, …}
+    /// assert_eq!(line.extensions["role"], "maintainer");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn record_extension<T: Serialize + Send + Sync + 'static>(
+        mut self,
+        name: impl Into<String>,
+    ) -> Self {
+        let name = name.into();
+        self.extensions.retain(|e| e.name != name);
+        self.extensions.push(RecordedExtension::of::<T>(name));
+        self
+    }
+
     /// Opens the folder's files and builds the log.
     ///
     /// # Errors
@@ -364,6 +464,7 @@ impl AuditLogBuilder {
                 files,
                 sinks: self.sinks,
                 redaction: self.redaction,
+                extensions: self.extensions,
             }),
         })
     }

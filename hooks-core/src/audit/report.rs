@@ -181,8 +181,8 @@ pub struct Decided {
     pub session_id: String,
     /// The context's user id.
     pub user_id: String,
-    /// The tool.
-    pub tool: String,
+    /// The tool's name (the line's `tool`).
+    pub name: String,
     /// The `tool_use` id.
     pub tool_use_id: String,
     /// The hooks that asked, with their reasons.
@@ -209,8 +209,8 @@ pub struct Waiting {
     pub session_id: String,
     /// The context's user id.
     pub user_id: String,
-    /// The tool.
-    pub tool: String,
+    /// The tool's name (the line's `tool`).
+    pub name: String,
     /// The `tool_use` id.
     pub tool_use_id: String,
     /// The hooks that asked, with their reasons.
@@ -327,12 +327,12 @@ impl Figures {
             .entry(outcome.to_owned())
             .or_default() += 1;
         let blocked = r.outcome == Outcome::Blocked;
-        let tool = self.tools.entry(r.tool.clone()).or_default();
+        let tool = self.tools.entry(r.name.clone()).or_default();
         tool.calls += 1;
         tool.blocked += u64::from(blocked);
         samples
             .tools
-            .entry(r.tool.clone())
+            .entry(r.name.clone())
             .or_default()
             .push(r.duration_us);
         self.count_user(r, blocked, waited);
@@ -385,8 +385,8 @@ impl Figures {
         user.calls += 1;
         user.blocked += u64::from(blocked);
         user.waited += u64::from(waited || r.approved_by.is_some() || r.denied_by.is_some());
-        if r.outcome == Outcome::Ok && self.count_tools.contains(&r.tool) {
-            *user.counted.entry(r.tool.clone()).or_default() += 1;
+        if r.outcome == Outcome::Ok && self.count_tools.contains(&r.name) {
+            *user.counted.entry(r.name.clone()).or_default() += 1;
         }
     }
 
@@ -442,7 +442,7 @@ fn decided(asked: Option<&AuditRecord>, last: &AuditRecord) -> Decided {
         decided_at: last.ts,
         session_id: last.session_id.clone(),
         user_id: last.user_id.clone(),
-        tool: last.tool.clone(),
+        name: last.name.clone(),
         tool_use_id: last.tool_use_id.clone(),
         asked_by,
         resolution,
@@ -458,7 +458,7 @@ fn waiting(r: &AuditRecord, options: &ReportOptions) -> Waiting {
         expired: expires_at < options.now,
         session_id: r.session_id.clone(),
         user_id: r.user_id.clone(),
-        tool: r.tool.clone(),
+        name: r.name.clone(),
         tool_use_id: r.tool_use_id.clone(),
         asked_by: r.asked_by.clone(),
     }

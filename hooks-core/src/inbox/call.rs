@@ -203,7 +203,7 @@ impl InboxTurn {
     }
 }
 
-/// Where a page ends, to ask for the next one ([`Page::next`], [`Query::after`]). Its text
+/// Where a page ends, to ask for the next one ([`Page::next`](super::Page::next), [`Query::after`](super::Query::after)). Its text
 /// (`c` and a number, `c1042`) goes into a page's link and back ([`Cursor::from_str`]); a
 /// cursor someone edited only moves the page, it shows nothing a list would not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -106,24 +106,10 @@
 //!   they saw, their comment, what came of it. A request naming no known turn or call, or a
 //!   malformed one, changes nothing and writes no line.
 //!
-//! # Files
+//! # Where things live
 //!
-//! | file | what it holds |
-//! |---|---|
-//! | `mod.rs` | this page, the names |
-//! | `call.rs` | [`InboxCall`], [`CallState`], [`Mark`], [`InboxTurn`], [`TurnCall`], [`TurnState`], [`Cursor`] |
-//! | `query.rs` | [`Query`], [`Order`], [`Page`] |
-//! | `decide.rs` | [`DecisionRequest`], [`Choice`], [`Decided`], [`Refusal`], [`DecideError`], [`Attempt`], [`Recorded`] |
-//! | `policy.rs` | [`Policy`], [`Rule`], [`Action`], [`Identity`], [`NotAllowed`] |
-//! | `store.rs` | [`InboxStore`], [`ReadyTurn`], [`PublishedTools`], [`ToolSchema`] |
-//! | `judge.rs` | the rules of one decision on one call, for the stores that judge in Rust |
-//! | `edit.rs` | an edit checked against the tool's schema |
-//! | `line.rs` | [`DecisionLine`], [`DecisionLog`], [`DecisionFiles`], [`MemoryDecisionLog`] |
-//! | `facade.rs` | [`Inbox`], [`InboxBuilder`] |
-//! | `conformance.rs` | [`conformance::inbox_store`]: the tests every inbox store passes |
-//!
-//! Each store's statements are beside the store: `store/memory_inbox.rs`,
-//! `store/sqlite/inbox.rs`, `store/postgres/inbox.rs`.
+//! ARCHITECTURE.md, "Parts": `inbox/` names each file; each store's statements are beside the
+//! store (`store/memory_inbox.rs`, `store/sqlite/inbox.rs`, `store/postgres/inbox.rs`).
 
 pub(crate) mod call;
 pub mod conformance;

@@ -32,6 +32,15 @@ impl Session {
     /// turn, the user message of `tool_result` blocks; for OpenAI Chat, `tool` messages; for
     /// OpenAI Responses, `function_call_output` items; for Gemini, `functionResponse` parts.
     ///
+    /// **For one process.** A turn resumed from a value the host holds runs at most once only
+    /// within one answer memory: this session's, or an [`AnswerStore`](crate::store::AnswerStore)
+    /// shared with the other sessions that resume it. Two processes (or two sessions with
+    /// memories of their own) each resuming their copy of one turn each run its calls. An agent
+    /// of several processes, or one that must survive a restart, opens its sessions on a shared
+    /// store ([`Dispatcher::session_on`](crate::Dispatcher::session_on)), which keeps the turn
+    /// when it pauses, and resumes with [`resume_from`](Self::resume_from), which takes it from
+    /// the store so that one resume runs it.
+    ///
     /// The session must have the pending turn's session id and user id, and run on a
     /// dispatcher with the same [`fingerprint`](crate::Dispatcher::fingerprint) (in this process
     /// or another: the pending turn is plain JSON). A waiting call whose fields the audit log
@@ -189,7 +198,7 @@ impl Session {
     /// any other waiting call alone.
     fn waiting_group_end(&self, blocks: &[PendingBlock], start: usize) -> usize {
         let waiting_read = |i: usize| match blocks.get(i) {
-            Some(PendingBlock::AwaitingApproval(a)) => self.is_read(&a.tool),
+            Some(PendingBlock::AwaitingApproval(a)) => self.is_read(&a.name),
             _ => false,
         };
         let mut end = start + 1;
@@ -272,8 +281,13 @@ impl Session {
         halt
     }
 
-    /// [`resume`](Self::resume) of the turn `turn_id` of this session kept in `store`, taken by
-    /// one atomic step, so of any number of callers (threads, worker processes) resuming one
+    /// [`resume`](Self::resume) of the turn `turn_id` of this session kept in `store`: the safe
+    /// resume across processes, and the one to use whenever a store keeps the turn. A session
+    /// opened on the store ([`Dispatcher::session_on`](crate::Dispatcher::session_on)) kept the
+    /// turn when it paused; the turn id is [`PendingTurn::turn_id`], the id of its first
+    /// `tool_use` (what [`PendingStore::waiting`] lists). This session's context is the one the
+    /// resumed calls' chains decide on: build it with the facts the rules read (the tier, the
+    /// extensions), as the session that paused had them. The turn is taken by one atomic step, so of any number of callers (threads, worker processes) resuming one
     /// turn at once exactly one runs it: the others get [`ResumeError::BeingResumed`] while it
     /// runs, and its answer once it is done (a later call too). A resume refused before
     /// anything ran, or halted, puts the turn back to wait; one that finished keeps its answer

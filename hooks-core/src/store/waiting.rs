@@ -48,7 +48,7 @@ pub(crate) fn waiting_rows(turn: &PendingTurn) -> Vec<WaitingRow> {
             PendingBlock::AwaitingApproval(a) => Some(WaitingRow {
                 tool_use_id: a.tool_use_id.clone(),
                 position: u32::try_from(i).unwrap_or(u32::MAX),
-                tool: a.tool.clone(),
+                tool: a.name.clone(),
                 asked_by: serde_json::to_string(&a.asked_by).unwrap_or_else(|_| "[]".to_owned()),
                 rules: rules_text(&a.asked_by),
                 digest: a.input_digest.clone(),
