@@ -208,49 +208,7 @@ fn inbox() -> Command {
                 .value_parser(value_parser!(PathBuf))
                 .help("Who may approve, edit or decline which tools (TOML; docs/inbox.md)"),
         )
-        .arg(
-            Arg::new("tokens")
-                .long("tokens")
-                .value_name("FILE")
-                .value_parser(value_parser!(PathBuf))
-                .help("Sign in with per-person tokens: the tokens file (TOML of [[person]])"),
-        )
-        .arg(
-            Arg::new("trusted-proxy")
-                .long("trusted-proxy")
-                .value_name("IP")
-                .action(ArgAction::Append)
-                .help("Take the identity from a reverse proxy's header, from this address only (repeatable)"),
-        )
-        .arg(
-            Arg::new("identity-header")
-                .long("identity-header")
-                .value_name("NAME")
-                .requires("trusted-proxy")
-                .help("The proxy's header with the person's id (default X-Forwarded-Email)"),
-        )
-        .arg(
-            Arg::new("groups-header")
-                .long("groups-header")
-                .value_name("NAME")
-                .requires("trusted-proxy")
-                .help("The proxy's header with their groups, comma-separated (default X-Forwarded-Groups)"),
-        )
-        .arg(
-            Arg::new("local-user")
-                .long("local-user")
-                .value_name("ID")
-                .conflicts_with_all(["tokens", "trusted-proxy"])
-                .help("Without sign-in: who decides (default: $USER)"),
-        )
-        .arg(
-            Arg::new("local-group")
-                .long("local-group")
-                .value_name("GROUP")
-                .action(ArgAction::Append)
-                .conflicts_with_all(["tokens", "trusted-proxy"])
-                .help("Without sign-in: a group of the local person (repeatable)"),
-        )
+        .args(sign_in_args())
         .arg(
             Arg::new("public-url")
                 .long("public-url")
@@ -264,27 +222,68 @@ fn inbox() -> Command {
                 .value_parser(value_parser!(PathBuf))
                 .help("An SQLite store's decisions.jsonl goes here (default: the file's folder)"),
         )
-        .arg(
-            Arg::new("new-token")
-                .long("new-token")
-                .value_name("ID")
-                .conflicts_with_all(["tokens", "trusted-proxy", "local-user"])
-                .help("Print a new sign-in token for ID and its entry for the tokens file, then exit"),
-        )
-        .arg(
-            Arg::new("group")
-                .long("group")
-                .value_name("GROUP")
-                .action(ArgAction::Append)
-                .requires("new-token")
-                .help("With --new-token: a group of the person (repeatable)"),
-        )
+        .args(new_token_args())
         .after_help(format!(
             "Examples:\n  toolgate inbox --new-token lead@example.com --group support-leads >> tokens.toml\n  \
              toolgate inbox data/state.sqlite --listen 127.0.0.1:8080 --tokens tokens.toml --policy policy.toml\n  \
              toolgate inbox postgres://inbox@db/agent --listen 10.0.0.5:8080 --trusted-proxy 10.0.0.2 \
              --public-url https://inbox.example.com --policy policy.toml\n\n{EXIT_CODES}"
         ))
+}
+
+/// How people sign in to `toolgate inbox`: tokens, a trusted proxy's headers, or the one local
+/// person.
+fn sign_in_args() -> [Arg; 6] {
+    [
+        Arg::new("tokens")
+            .long("tokens")
+            .value_name("FILE")
+            .value_parser(value_parser!(PathBuf))
+            .help("Sign in with per-person tokens: the tokens file (TOML of [[person]])"),
+        Arg::new("trusted-proxy")
+            .long("trusted-proxy")
+            .value_name("IP")
+            .action(ArgAction::Append)
+            .help("Take the identity from a reverse proxy's header, from this address only (repeatable)"),
+        Arg::new("identity-header")
+            .long("identity-header")
+            .value_name("NAME")
+            .requires("trusted-proxy")
+            .help("The proxy's header with the person's id (default X-Forwarded-Email)"),
+        Arg::new("groups-header")
+            .long("groups-header")
+            .value_name("NAME")
+            .requires("trusted-proxy")
+            .help("The proxy's header with their groups, comma-separated (default X-Forwarded-Groups)"),
+        Arg::new("local-user")
+            .long("local-user")
+            .value_name("ID")
+            .conflicts_with_all(["tokens", "trusted-proxy"])
+            .help("Without sign-in: who decides (default: $USER)"),
+        Arg::new("local-group")
+            .long("local-group")
+            .value_name("GROUP")
+            .action(ArgAction::Append)
+            .conflicts_with_all(["tokens", "trusted-proxy"])
+            .help("Without sign-in: a group of the local person (repeatable)"),
+    ]
+}
+
+/// `toolgate inbox --new-token ID [--group GROUP]...`: a new sign-in token and its entry.
+fn new_token_args() -> [Arg; 2] {
+    [
+        Arg::new("new-token")
+            .long("new-token")
+            .value_name("ID")
+            .conflicts_with_all(["tokens", "trusted-proxy", "local-user"])
+            .help("Print a new sign-in token for ID and its entry for the tokens file, then exit"),
+        Arg::new("group")
+            .long("group")
+            .value_name("GROUP")
+            .action(ArgAction::Append)
+            .requires("new-token")
+            .help("With --new-token: a group of the person (repeatable)"),
+    ]
 }
 
 /// The whole command tree.
