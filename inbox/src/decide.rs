@@ -200,7 +200,7 @@ async fn edited(
         .map_err(|e| crate::pages::store_failed(None, &e))?;
     let tool = loaded.as_ref().and_then(|l| {
         let call = l.turn.call(tool_use_id)?;
-        l.tools.as_ref()?.tool(&call.call.tool).cloned()
+        l.tools.as_ref()?.tool(&call.call.name).cloned()
     });
     let mut input = Map::new();
     for (name, text) in sent {

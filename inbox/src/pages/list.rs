@@ -294,7 +294,7 @@ fn row(call: &InboxCall, href: &str, now: SystemTime) -> String {
         esc(&call.input_digest),
         esc(href),
         esc(&super::turn::anchor(&call.tool_use_id)),
-        esc(&call.tool),
+        esc(&call.name),
         esc(&call.summary),
         asked.join("<br>"),
         esc(&call.user_id),

@@ -199,7 +199,7 @@ fn section(
         if waiting { "" } else { " closed" },
         esc(&key),
         esc(&c.input_digest),
-        esc(&c.tool),
+        esc(&c.name),
         esc(&if waiting {
             format!("waiting · {}", left(c.expires_at, now))
         } else {
@@ -376,7 +376,7 @@ fn actions(
     };
     let mut out = format!("<div class=\"actions\" id=\"{a}-actions\">\n");
     if allowed.contains(&Action::Approve) {
-        let needs = app.inbox.policy().approvals_needed(&c.tool);
+        let needs = app.inbox.policy().approvals_needed(&c.name);
         let label = if needs > 1 && c.approvals.is_empty() {
             "Approve (first of two people)"
         } else {
@@ -388,7 +388,7 @@ fn actions(
              class=\"primary\">{label}</button></form>\n",
             hidden("approve"),
             comment("approve"),
-            tool = esc(&c.tool),
+            tool = esc(&c.name),
         ));
     }
     if allowed.contains(&Action::Decline) {
@@ -413,13 +413,13 @@ fn actions(
             hidden("decline"),
             esc_block(&sent("reason", "decline")),
             comment("decline"),
-            tool = esc(&c.tool),
+            tool = esc(&c.name),
         ));
     }
     let schema_known = loaded
         .tools
         .as_ref()
-        .is_some_and(|t| t.tool(&c.tool).is_some());
+        .is_some_and(|t| t.tool(&c.name).is_some());
     if allowed.contains(&Action::Edit) && !schema_known {
         out.push_str(
             "<p class=\"not-allowed\">An edit is checked against the tool's input schema, which \
@@ -503,7 +503,7 @@ fn edit_form(
 ) -> String {
     let c = &call.call;
     let a = anchor(&c.tool_use_id);
-    let tool = loaded.tools.as_ref().and_then(|t| t.tool(&c.tool));
+    let tool = loaded.tools.as_ref().and_then(|t| t.tool(&c.name));
     let current = call.edit.as_ref().unwrap_or(&call.input);
     let notice = notice.filter(|n| n.choice == "edit");
     let problems: &[EditProblem] = notice.map_or(&[], |n| &n.problems);
@@ -584,7 +584,7 @@ fn edit_form(
          {hidden}<p class=\"hint\">An empty field leaves the member out. The tool stays {t}; its \
          rules decide on the edited input again when the turn resumes.</p>{fields}{comment}\
          <button type=\"submit\">Approve with this input</button></form></details>\n",
-        t = esc(&c.tool),
+        t = esc(&c.name),
     )
 }
 
