@@ -22,7 +22,7 @@ use toolgate::{
     audit::AuditLog,
     dispatch::{Effect, PreHookDef, ToolDef},
     store::sqlite::SqliteStore,
-    store::{AnswerStore, CallKey, Claim, InputDigest, PendingStore, conformance},
+    store::{AnswerStore, CallKey, Claim, InputDigest, PendingStore, Token, conformance},
 };
 
 use crate::support::sealed::{self, Paid};
@@ -233,10 +233,10 @@ fn a_file_written_by_a_newer_schema_is_refused_at_open() {
     let dir = TempDir::new("sqlite-newer");
     let file = dir.join("store.sqlite3");
     drop(SqliteStore::open(&file).unwrap());
-    assert_eq!(SqliteStore::SCHEMA_VERSION, 2);
+    assert_eq!(SqliteStore::SCHEMA_VERSION, 3);
     let db = rusqlite::Connection::open(&file).unwrap();
     db.execute(
-        "INSERT INTO toolgate_schema (version, applied_at) VALUES (3, 0)",
+        "INSERT INTO toolgate_schema (version, applied_at) VALUES (4, 0)",
         [],
     )
     .unwrap();
@@ -246,7 +246,7 @@ fn a_file_written_by_a_newer_schema_is_refused_at_open() {
         refused.to_string(),
         format!(
             "the store failed: the SQLite file {} was written by a newer toolgate (schema \
-             version 3); this build knows up to 2",
+             version 4); this build knows up to 3",
             file.display()
         )
     );
@@ -269,7 +269,8 @@ fn a_failure_names_the_operation_and_the_file() {
     let db = rusqlite::Connection::open(&file).unwrap();
     db.execute_batch("DROP TABLE toolgate_calls").unwrap();
     let key = CallKey::new("sess_1", "toolu_1");
-    let failed = toolgate::block_on(store.claim(key, InputDigest([0; 32]), LONG)).unwrap_err();
+    let failed = toolgate::block_on(store.claim(key, Token::draw(), InputDigest([0; 32]), LONG))
+        .unwrap_err();
     assert_eq!(
         failed.to_string(),
         format!(
@@ -454,7 +455,8 @@ fn processes_opening_one_new_file_at_once_apply_its_schema_once() {
                     let store = SqliteStore::open(file).unwrap();
                     let id = format!("toolu_{n}");
                     let key = CallKey::new("sess_fresh", &id);
-                    toolgate::block_on(store.claim(key, InputDigest([1; 32]), LONG)).unwrap()
+                    toolgate::block_on(store.claim(key, Token::draw(), InputDigest([1; 32]), LONG))
+                        .unwrap()
                 })
             })
             .collect();
@@ -469,7 +471,7 @@ fn processes_opening_one_new_file_at_once_apply_its_schema_once() {
             .map(Result::unwrap)
             .collect()
     };
-    assert_eq!(versions, vec![1, 2]);
+    assert_eq!(versions, vec![1, 2, 3]);
 }
 
 /// Schema version 1, as a build of that version wrote it.
@@ -505,11 +507,11 @@ fn a_version_1_file_is_migrated_and_its_answers_replay_as_calls_without_a_turn()
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(versions, [1, 2]);
+    assert_eq!(versions, [1, 2, 3]);
     let digest = InputDigest([5; 32]);
     let old = CallKey::new("sess_sqlite", "toolu_old");
     assert_eq!(
-        toolgate::block_on(store.claim(old, digest, LONG)).unwrap(),
+        toolgate::block_on(store.claim(old, Token::draw(), digest, LONG)).unwrap(),
         Claim::Seen(toolgate::store::Remembered::Answered {
             digest,
             outcome: toolgate::audit::Outcome::Ok,
@@ -519,7 +521,7 @@ fn a_version_1_file_is_migrated_and_its_answers_replay_as_calls_without_a_turn()
     );
     let named = CallKey::in_turn("sess_sqlite", "msg_1", "toolu_old");
     assert_eq!(
-        toolgate::block_on(store.claim(named, digest, LONG)).unwrap(),
+        toolgate::block_on(store.claim(named, Token::draw(), digest, LONG)).unwrap(),
         Claim::OtherTurn { in_progress: false },
         "and a call of a turn cannot be told from it"
     );
@@ -681,7 +683,7 @@ fn a_call_whose_process_was_killed_while_its_tool_ran_is_never_run_again() {
     let other = SqliteStore::open(&file).unwrap();
     let key = CallKey::new("sess_sqlite", "toolu_crash");
     let digest = InputDigest::of(&crash_call().input, 32);
-    let seen = toolgate::block_on(other.claim(key, digest, LONG)).unwrap();
+    let seen = toolgate::block_on(other.claim(key, Token::draw(), digest, LONG)).unwrap();
     assert_eq!(
         seen,
         Claim::Seen(toolgate::store::Remembered::Interrupted { digest })

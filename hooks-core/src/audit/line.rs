@@ -125,6 +125,17 @@ impl AuditRecord {
             out.extend_from_slice(b",\"denied_by\":");
             write_str(out, by);
         }
+        if let Some(lease) = &self.lease {
+            out.extend_from_slice(b",\"lease\":{\"lease_ms\":");
+            write_u64(out, lease.lease_ms);
+            out.extend_from_slice(b",\"renew_every_ms\":");
+            write_u64(out, lease.renew_every_ms);
+            out.extend_from_slice(b",\"renewals\":");
+            write_u64(out, lease.renewals);
+            out.extend_from_slice(b",\"renewals_failed\":");
+            write_u64(out, lease.renewals_failed);
+            out.push(b'}');
+        }
         if !self.is_final {
             out.extend_from_slice(b",\"final\":false");
         }

@@ -48,7 +48,7 @@ use std::sync::Arc;
 pub use crate::base::time::Rfc3339;
 pub use chain::CHAIN_START;
 pub use hook_run::{HookOutcome, HookRun};
-pub use outcome::{CallRecord, Outcome, SessionSummary};
+pub use outcome::{CallRecord, LeaseRecord, Outcome, SessionSummary};
 pub use printable::{printable, printable_json};
 pub use record::{AuditRecord, SummaryRecord};
 pub use redact::{InvalidPointer, REDACTED, Redaction, mask_card_numbers, mask_emails};
