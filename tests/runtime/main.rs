@@ -24,6 +24,7 @@ mod errors;
 mod hook_runs;
 mod ids;
 mod invalid_input;
+mod leases;
 mod limits;
 mod observers;
 mod otel_spans;

@@ -12,6 +12,7 @@
 //!   driver for cancellation tests, and JSON strategies for property tests.
 #![allow(dead_code)]
 
+pub(crate) mod leases;
 pub(crate) mod official;
 pub(crate) mod sealed;
 

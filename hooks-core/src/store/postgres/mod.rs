@@ -567,6 +567,23 @@ fn holder(rows: &[Row], token: i64) -> Result<Option<Found>, String> {
     })
 }
 
+/// A renewal of `n` claims (or takes), as errors name it.
+struct Renewal {
+    claims: bool,
+    n: usize,
+}
+
+impl fmt::Display for Renewal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.n, self.claims) {
+            (1, true) => f.write_str("renewing the lease of a claim"),
+            (1, false) => f.write_str("renewing the lease of a take"),
+            (n, true) => write!(f, "renewing the leases of {n} claims"),
+            (n, false) => write!(f, "renewing the leases of {n} takes"),
+        }
+    }
+}
+
 /// Renews `batch` (on the renewer thread) with one statement sent through the store's runtime
 /// (`handle`): which of its entries the store still holds under their tokens.
 fn renew(pool: &Arc<Pool>, handle: &Handle, batch: &Batch) -> Result<Vec<bool>, StoreError> {
@@ -593,11 +610,10 @@ fn renew(pool: &Arc<Pool>, handle: &Handle, batch: &Batch) -> Result<Vec<bool>, 
         tokens.push(token.as_i64());
     }
     let (claims, lease) = (batch.claims, lease_secs(batch.lease));
-    let op = Op::new(
-        "renew",
-        "(the held ones)",
-        &format!("{} leases", tokens.len()),
-    );
+    let op = Renewal {
+        claims,
+        n: tokens.len(),
+    };
     let pool = Arc::clone(pool);
     let sent = tokens.clone();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -617,7 +633,7 @@ fn renew(pool: &Arc<Pool>, handle: &Handle, batch: &Batch) -> Result<Vec<bool>, 
             rows.iter()
                 .map(|row| row.try_get::<_, i64>(0))
                 .collect::<Result<Vec<i64>, _>>()
-                .map_err(|e| op.error(format_args!("a row is unreadable: {e}")))
+                .map_err(|e| StoreError::new(format!("PostgreSQL: {op}: a row is unreadable: {e}")))
         });
         let _ = tx.send(renewed);
     });

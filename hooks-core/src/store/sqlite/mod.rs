@@ -465,7 +465,10 @@ impl Shared {
         } else {
             RENEW_TAKES
         };
-        let what = || format!("renew {} leases", batch.items.len());
+        let what = || match batch.items.len() {
+            1 => "renew a lease".to_owned(),
+            n => format!("renew {n} leases"),
+        };
         let renewed: Vec<i64> = self.run(what, |c| {
             let mut statement = c.prepare(sql)?;
             let params = rusqlite::params![list, lease_ms(batch.lease)];
