@@ -210,6 +210,7 @@ fn resume_race(processes: usize) {
                 worker: w as i32,
                 session: "sess_resume".to_owned(),
                 turn_id: turn.turn_id.clone(),
+                lease_ms: 15_000,
                 ready: dir.join(format!("ready{w}")),
                 go: go.clone(),
                 out: dir.join(format!("resume{w}.out")),

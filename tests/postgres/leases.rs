@@ -4,7 +4,9 @@
 //! answered once, its claim renewed by the store's thread; a worker whose store is cut off (a
 //! proxy drops its connection and refuses new ones) loses its claim, a retry answers the call
 //! interrupted, and once the store is back its late answer is refused: its host gets the store's
-//! answer, and the chain has one final line for the call; four workers killed at random during
+//! answer, and the chain has one final line for the call; a paused turn resumed by a live
+//! worker for five leases is never taken from it, and one whose resumer was killed is taken
+//! again once its lease ends (its call answered interrupted); four workers killed at random during
 //! two thousand refunds, then every call retried: each has its refund or "interrupted", none ran
 //! twice, none was paid without an answer beyond the interrupted ones.
 
@@ -15,8 +17,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
+use toolgate::approval::{Decisions, PendingTurn, ResumeError};
+use toolgate::store::PendingStore;
 use toolgate::store::postgres::PostgresStore;
-use toolgate::{CallError, Session, ToolUse};
+use toolgate::{CallError, Reply, Session, ToolUse};
 
 use crate::agent::{self, Ledger};
 use crate::fleet::{audit_lines, verify_chains, wait_for};
@@ -249,6 +253,116 @@ fn a_worker_cut_off_from_the_database_loses_its_claim_and_its_late_answer_is_ref
         "{detail}"
     );
     assert_eq!(line["lease"]["renewals_failed"], 1);
+}
+
+/// A refund of 25 000 cents by the gated tool `hold` (`o_resumed`), paused for a person by the
+/// parent and kept in its store.
+fn paused(parent: &Parent) -> PendingTurn {
+    let session = parent.session("sess_lease");
+    let message = crate::support::assistant(
+        json!([{"type": "tool_use", "id": "toolu_resumed", "name": "hold",
+                "input": {"order_id": "o_resumed", "amount_cents": 25000}}]),
+        "tool_use",
+    );
+    let Reply::Pending(turn) = toolgate::block_on(session.respond(&message)).unwrap() else {
+        panic!("the refund waits for a person");
+    };
+    toolgate::block_on(parent.store.put(&turn)).unwrap();
+    turn
+}
+
+/// A worker resuming `turn` at once, its takes and claims lasting `lease_ms`.
+fn resumer(db: &TestDb, dir: &Path, turn: &PendingTurn, lease_ms: u64) -> Child {
+    let go = dir.join("go");
+    std::fs::write(&go, "").unwrap();
+    let job = Job::Resume {
+        db: db.settings.clone(),
+        worker: 1,
+        session: "sess_lease".to_owned(),
+        turn_id: turn.turn_id.clone(),
+        lease_ms,
+        ready: dir.join("ready"),
+        go,
+        out: dir.join("resume.out"),
+    };
+    worker::spawn(&job, dir, "resume")
+}
+
+/// The parent's resume of `turn`, approved.
+fn resume(parent: &Parent, turn: &PendingTurn) -> Result<Value, ResumeError> {
+    let session = parent.session("sess_lease");
+    let decisions = Decisions::builder()
+        .approve("toolu_resumed", "lead")
+        .build()
+        .unwrap();
+    let resumed = session.resume_from(&parent.store, &turn.turn_id, &decisions);
+    toolgate::block_on(resumed).map(|r| serde_json::to_value(r).unwrap())
+}
+
+/// The resumed turn's answer when its call answered `content` (`is_error`: `error`).
+fn resumed_with(content: &str, error: bool) -> Value {
+    let mut result = json!({"type": "tool_result", "tool_use_id": "toolu_resumed",
+        "content": content});
+    if error {
+        result["is_error"] = json!(true);
+    }
+    json!({"role": "user", "content": [result]})
+}
+
+#[test]
+fn a_turn_resumed_by_a_live_worker_for_five_leases_is_never_taken_from_it() {
+    let db = server::database();
+    let sql = Sql::connect(&db.settings);
+    agent::make_ledger(&sql);
+    let dir = TempDir::new("pg-resume-held");
+    let parent = Parent::new(&db, Duration::from_millis(LEASE_MS));
+    let turn = paused(&parent);
+    let child = resumer(&db, &dir, &turn, LEASE_MS);
+    wait_for(|| agent::runs_in_gate(&dir, "o_resumed") == 1);
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_millis(LEASE_MS));
+        let e = resume(&parent, &turn).unwrap_err();
+        assert!(
+            matches!(e, ResumeError::BeingResumed { .. }),
+            "a resume while the live one runs, past its lease: {e}"
+        );
+    }
+    std::fs::write(dir.join("o_resumed"), "").unwrap();
+    worker::finish(child, "resume");
+    let done = resumed_with("refunded 25000 on o_resumed", false);
+    let got = std::fs::read_to_string(dir.join("resume.out")).unwrap();
+    let got: Value = serde_json::from_str(got.strip_prefix("answer:").unwrap()).unwrap();
+    assert_eq!(got, done);
+    assert_eq!(resume(&parent, &turn).unwrap(), done, "its answer is kept");
+    assert_eq!(agent::runs_in_gate(&dir, "o_resumed"), 1, "resumed once");
+}
+
+#[test]
+fn a_turn_whose_resumer_was_killed_is_taken_again_once_its_lease_ends() {
+    let db = server::database();
+    let sql = Sql::connect(&db.settings);
+    agent::make_ledger(&sql);
+    let dir = TempDir::new("pg-resume-killed");
+    // Renewed until the kill: the parent's resume right after it comes within the lease.
+    let lease = Duration::from_millis(1500);
+    let parent = Parent::new(&db, lease);
+    let turn = paused(&parent);
+    let mut child = resumer(&db, &dir, &turn, 1500);
+    wait_for(|| agent::runs_in_gate(&dir, "o_resumed") == 1);
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    let e = resume(&parent, &turn).unwrap_err();
+    assert!(
+        matches!(e, ResumeError::BeingResumed { .. }),
+        "within the lease: {e}"
+    );
+    std::thread::sleep(lease + lease / 3);
+    assert_eq!(
+        resume(&parent, &turn).unwrap(),
+        resumed_with(NOT_RUN_AGAIN, true),
+        "taken again: its call, whose tool started in the killed worker, is interrupted"
+    );
+    assert_eq!(agent::runs_in_gate(&dir, "o_resumed"), 1, "never run again");
 }
 
 /// The chaos test's calls: refunds whose run is recorded 3 ms before they answer.

@@ -51,12 +51,14 @@ pub(crate) enum Job {
         out: PathBuf,
     },
     /// Resumes `turn_id` once, at the same moment as the other workers (each writes `ready`,
-    /// then waits for `go`); writes what it got to `out`.
+    /// then waits for `go`), its takes and claims lasting `lease_ms`; writes what it got to
+    /// `out`.
     Resume {
         db: String,
         worker: i32,
         session: String,
         turn_id: String,
+        lease_ms: u64,
         ready: PathBuf,
         go: PathBuf,
         out: PathBuf,
@@ -164,10 +166,22 @@ fn entry() {
             worker,
             session,
             turn_id,
+            lease_ms,
             ready,
             go,
             out,
-        } => rt.block_on(resume(&db, worker, &session, &turn_id, (&ready, &go), &out)),
+        } => {
+            let lease = Duration::from_millis(lease_ms);
+            let files = (ready.as_path(), go.as_path());
+            rt.block_on(resume(
+                &db,
+                (worker, lease),
+                &session,
+                &turn_id,
+                files,
+                &out,
+            ));
+        }
         Job::Block {
             db,
             worker,
@@ -335,7 +349,7 @@ async fn run_one(
 
 async fn resume(
     db: &str,
-    worker: i32,
+    (worker, lease): (i32, Duration),
     session: &str,
     turn_id: &str,
     (ready, go): (&Path, &Path),
@@ -343,7 +357,6 @@ async fn resume(
 ) {
     let (store, sink, log) = connect(db);
     let ledger = Ledger::connect(db, worker).await;
-    let lease = toolgate::dispatch::DispatcherBuilder::DEFAULT_CLAIM_LEASE;
     let d = agent::dispatcher(ledger, lease, Some(log));
     let session = d.session_with_store(agent::context(session), Arc::new(store.clone()));
     let decisions = Decisions::builder()
