@@ -10,9 +10,10 @@
 //!   `claim_lease`) over the same call with them off (the store wrapped so that it does not
 //!   renew: the claim made with `fixed_claim_lease`, never held, as before claims were
 //!   renewed): `memory_on_over_off` (a `MemoryAnswerStore` sessions share),
-//!   `sqlite_on_over_off`, `postgres_on_over_off`, and `postgres_fleet4_off_over_on`, the calls
-//!   per second of four worker threads (each with its own store and connections, as worker
-//!   processes have) off over on; target ≤ 1.05 for each;
+//!   `sqlite_on_over_off`, `postgres_on_over_off`, and `postgres_fleet4_off_over_on`: a fleet
+//!   of four worker threads (each with its own store and connections, as worker processes
+//!   have), two with renewals off and two on, all at once, the calls per second of the side off
+//!   over the side on; target ≤ 1.05 for each;
 //! - how long a dead worker's calls wait, with the defaults (`claim_lease` 15 s, renewed every
 //!   5 s): a worker process (this binary again) claims a call whose write tool never returns and
 //!   is killed (SIGKILL) once the tool runs; this process then retries the call every 50 ms
@@ -20,7 +21,9 @@
 //!   median and the longest of three kills each (target ≤ 30 s; 15 minutes before claims were
 //!   renewed).
 //!
-//! Under `cargo test --all-targets` (no `--bench` argument) it does one small round, with a
+//! `… -- cost` gives the cost figures alone; `--profile memory_on N` (or `memory_off`) makes `N`
+//! short calls on a shared in-memory store and nothing else, for `valgrind --tool=callgrind`. Under `cargo test --all-targets` (no `--bench`
+//! argument) it does one small round, with a
 //! 300 ms lease for the recovery, and checks only that every side answered and the killed
 //! worker's call is answered interrupted, never a time.
 
@@ -112,10 +115,16 @@ fn on_over_off(name: &str, store: Arc<dyn AnswerStore>, rounds: usize, n: usize)
     let (mut i_on, mut i_off) = (Ids::new("on"), Ids::new("off"));
     calls(&on, &mut i_on, n.min(50));
     calls(&off, &mut i_off, n.min(50));
+    // The sides in turn, which one first alternating round by round.
     let ratios: Vec<f64> = (0..rounds)
-        .map(|_| {
-            let a = calls(&on, &mut i_on, n);
-            let b = calls(&off, &mut i_off, n);
+        .map(|round| {
+            let (a, b) = if round % 2 == 0 {
+                let a = calls(&on, &mut i_on, n);
+                (a, calls(&off, &mut i_off, n))
+            } else {
+                let b = calls(&off, &mut i_off, n);
+                (calls(&on, &mut i_on, n), b)
+            };
             a / b
         })
         .collect();
@@ -124,14 +133,17 @@ fn on_over_off(name: &str, store: Arc<dyn AnswerStore>, rounds: usize, n: usize)
     median(&ratios)
 }
 
-/// Four worker threads on the database `settings`, each with its own store (renewals `on` or
-/// off), `n` calls each, started together; calls per second.
-fn fleet(settings: &str, on: bool, n: usize, round: usize) -> f64 {
-    let barrier = Barrier::new(5);
-    let (start, ends) = std::thread::scope(|s| {
+/// Four worker threads on the database `settings`, each with its own store, two with renewals
+/// on and two off (which ones alternating by `round`), `n` calls each, all started together, so
+/// that both sides share whatever else the machine does: the calls per second of the side with
+/// renewals off, and on (the sum of each side's workers').
+fn fleet(settings: &str, n: usize, round: usize) -> (f64, f64) {
+    let barrier = Barrier::new(4);
+    let rates: Vec<(bool, f64)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..4)
             .map(|w| {
                 let barrier = &barrier;
+                let on = (w + round) % 2 == 0;
                 s.spawn(move || {
                     let store = PostgresStore::connect(settings).expect("the worker's store");
                     let store: Arc<dyn AnswerStore> = if on {
@@ -140,23 +152,20 @@ fn fleet(settings: &str, on: bool, n: usize, round: usize) -> f64 {
                         Arc::new(Fixed(Arc::new(store)))
                     };
                     let d = dispatcher(None);
-                    let label = format!("f{on}_{w}_{round}");
+                    let label = format!("f{w}_{round}");
                     let ctx = HookContext::builder("u_1", label.clone()).build();
                     let session = d.session_with_store(ctx, store);
                     let mut ids = Ids::new(label);
+                    calls(&session, &mut ids, 5);
                     barrier.wait();
-                    calls(&session, &mut ids, n);
-                    Instant::now()
+                    (on, 1e6 / calls(&session, &mut ids, n))
                 })
             })
             .collect();
-        barrier.wait();
-        let start = Instant::now();
-        let ends: Vec<Instant> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-        (start, ends)
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let last = ends.into_iter().max().expect("one worker");
-    (4 * n) as f64 / last.duration_since(start).as_secs_f64()
+    let side = |on: bool| rates.iter().filter(|r| r.0 == on).map(|r| r.1).sum::<f64>();
+    (side(false), side(true))
 }
 
 /// The call the recovery's worker makes, and whose retry this process waits to be answered.
@@ -258,9 +267,29 @@ fn figure(name: &str, value: f64) {
     println!("{name} {value:.3}");
 }
 
+/// `--profile SIDE N`: `N` short calls on a shared in-memory store with renewals on
+/// (`memory_on`) or off (`memory_off`), and nothing else, for an instruction count
+/// (`valgrind --tool=callgrind`, the difference of two `N`).
+fn profile(side: &str, n: usize) {
+    let store: Arc<dyn AnswerStore> = Arc::new(toolgate::store::MemoryAnswerStore::new());
+    let store: Arc<dyn AnswerStore> = match side {
+        "memory_on" => store,
+        "memory_off" => Arc::new(Fixed(store)),
+        other => panic!("no side {other:?}"),
+    };
+    let d = dispatcher(None);
+    let session = d.session_with_store(HookContext::builder("u_1", "profile").build(), store);
+    let mut ids = Ids::new("p");
+    calls(&session, &mut ids, n);
+}
+
 fn main() {
     if let Ok(job) = std::env::var(WORKER) {
         return worker(&job);
+    }
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--profile") {
+        return profile(&args[at + 1], args[at + 2].parse().unwrap());
     }
     let bench = std::env::args().any(|a| a == "--bench");
     let began = Instant::now();
@@ -288,11 +317,18 @@ fn main() {
         "postgres_on_over_off",
         on_over_off("postgres", store_of("postgres", &db.tcp), rounds, db_n),
     );
-    let (fleet_rounds, fleet_n) = if bench { (5, 500) } else { (1, 5) };
+    let (fleet_rounds, fleet_n) = if bench { (10, 500) } else { (1, 5) };
     let ratios: Vec<f64> = (0..fleet_rounds)
-        .map(|round| fleet(&db.tcp, false, fleet_n, round) / fleet(&db.tcp, true, fleet_n, round))
+        .map(|round| {
+            let (off, on) = fleet(&db.tcp, fleet_n, round);
+            eprintln!("fleet round {round}: off {off:.0}/s, on {on:.0}/s");
+            off / on
+        })
         .collect();
     figure("postgres_fleet4_off_over_on", median(&ratios));
+    if std::env::args().any(|a| a == "cost") {
+        return;
+    }
     let (kills, lease) = if bench {
         (3, None)
     } else {

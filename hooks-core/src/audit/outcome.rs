@@ -25,7 +25,7 @@ use crate::content::usage::Usage;
 /// | `invalid_input` | no | true | a message naming the field path and what was expected |
 /// | `unknown_tool` | no | true | a message naming the tool and the available tools |
 /// | `hook_failed`, `hook_timeout` | no | true, in the `Halt`'s answer | `BLOCKED: ` |
-/// | `not_run` | no | true, where an answer is given | a message saying why |
+/// | `not_run` | no (a refused answer: yes) | true, where an answer is given | a message saying why |
 /// | `cancelled` | maybe | no answer (the host dropped the call) | – |
 /// | `awaiting_approval` | not yet | no answer yet: the turn is paused ([`PendingTurn`](crate::approval::PendingTurn)) | – |
 ///
@@ -62,7 +62,10 @@ pub enum Outcome {
     HookTimeout,
     /// The block was not run: an earlier block halted, the message hit `max_tokens` (or
     /// another API's turn its output limit), an id of the message breaks the API's rules, or
-    /// (on a `replay` record) its first attempt was cancelled after the tool started.
+    /// (on a `replay` record) its first attempt was cancelled after the tool started. Also the
+    /// answer of a call whose tool did run but whose answer the answer memory refused (its
+    /// claim's lease ran out and a retry took the call over): the call's answer is the store's,
+    /// interrupted, and the record's `detail` says what the tool had answered.
     NotRun,
     /// The host dropped the call before it finished.
     Cancelled,

@@ -96,6 +96,16 @@ enum HoldInner {
     Renewed { registry: Arc<Registry>, id: u64 },
     /// Kept without renewals (a store in this process's memory), `end` run when dropped.
     Kept(Mutex<Option<Box<dyn FnOnce() + Send>>>),
+    /// Kept by this crate's in-memory answer store, which `by` tells to let the claim of
+    /// `token` go when dropped: nothing allocated (a shared in-memory store's calls are a few
+    /// microseconds).
+    InMemory { by: Arc<dyn Unhold>, token: Token },
+}
+
+/// What lets a claim an in-memory store keeps held go ([`HoldInner::InMemory`]).
+pub(crate) trait Unhold: Send + Sync {
+    /// The claim of `token` is no longer held.
+    fn unhold(&self, token: Token);
 }
 
 impl Hold {
@@ -106,6 +116,13 @@ impl Hold {
     pub fn kept(end: impl FnOnce() + Send + 'static) -> Hold {
         Hold {
             inner: HoldInner::Kept(Mutex::new(Some(Box::new(end)))),
+        }
+    }
+
+    /// A hold of this crate's in-memory answer store (see [`HoldInner::InMemory`]).
+    pub(crate) fn in_memory(by: Arc<dyn Unhold>, token: Token) -> Hold {
+        Hold {
+            inner: HoldInner::InMemory { by, token },
         }
     }
 
@@ -121,7 +138,7 @@ impl Hold {
                     lost: e.lost.clone(),
                 })
                 .unwrap_or_default(),
-            HoldInner::Kept(_) => HoldStatus::default(),
+            HoldInner::Kept(_) | HoldInner::InMemory { .. } => HoldStatus::default(),
         }
     }
 }
@@ -138,6 +155,7 @@ impl Drop for Hold {
                     end();
                 }
             }
+            HoldInner::InMemory { by, token } => by.unhold(*token),
         }
     }
 }

@@ -12,6 +12,7 @@ use crate::base::decimal::decimal;
 use crate::base::local::with_reused;
 use crate::content::message::{ToolResult, ToolResultContent};
 
+use super::lease::Unhold;
 use super::{
     AnswerStore, BesideFirst, CallKey, Claim, Found, Hold, InputDigest, Remembered, StoreError,
     StoreFuture, Token, beside_first, fenced,
@@ -32,9 +33,9 @@ use super::{
 /// message has blocks). Calls in progress are never evicted.
 ///
 /// A claim [`hold`](AnswerStore::hold) keeps (a call running in this process) does not lapse
-/// while the hold exists, and its lease starts again when the hold is dropped: the store lives
-/// in the memory of the process that holds the claim, so it needs no renewals (a process that
-/// dies takes the store with it).
+/// while the hold exists: the store lives in the memory of the process that holds the claim, so
+/// it needs no renewals (a process that dies takes the store with it). Once the hold is dropped
+/// the claim's lease counts from the claim again.
 pub struct MemoryAnswerStore {
     max_entries: usize,
     max_bytes: usize,
@@ -57,7 +58,13 @@ struct State {
     /// Whether a call was ever forgotten past the caps: a session's first call with an id may
     /// then be gone while a later turn's call with the id is kept (see `claim_in`).
     forgot: bool,
+    /// The tokens of the claims held now ([`AnswerStore::hold`]): a claim whose token is here
+    /// does not lapse.
+    held: Held,
 }
+
+/// The tokens of the claims held.
+type Held = hashbrown::HashSet<Token, foldhash::fast::RandomState>;
 
 /// One call: its digest, the token of the claim that made it, and what became of it. An answer
 /// is kept without its id (the map's key holds it), so remembering a call copies nothing.
@@ -72,12 +79,9 @@ struct Entry {
 }
 
 enum Stored {
-    /// Claimed until the instant its lease ends; held (its call running in this process:
-    /// [`AnswerStore::hold`]), it does not lapse.
-    InProgress {
-        until: Instant,
-        held: bool,
-    },
+    /// Claimed until the instant its lease ends (held, its call running in this process:
+    /// [`AnswerStore::hold`], it does not lapse: `State::held`).
+    InProgress(Instant),
     Answered {
         outcome: Outcome,
         content: Option<ToolResultContent>,
@@ -167,7 +171,7 @@ impl Entry {
     fn remembered(&self, tool_use_id: &str) -> Remembered {
         let digest = self.digest;
         match &self.state {
-            Stored::InProgress { .. } => Remembered::InProgress { digest },
+            Stored::InProgress(_) => Remembered::InProgress { digest },
             Stored::Answered {
                 outcome,
                 content,
@@ -287,6 +291,7 @@ impl MemoryAnswerStore {
             order,
             bytes,
             forgot,
+            ..
         } = guard;
         // One lookup here and one per eviction: each hashes the key.
         let Some((shared, entry)) = entries.get_key_value_mut(text) else {
@@ -297,7 +302,7 @@ impl MemoryAnswerStore {
         }
         let found = match (&entry.state, &state) {
             (_, _) if entry.token != row.token => Found::OtherClaim,
-            (Stored::InProgress { .. }, _) => {
+            (Stored::InProgress(_), _) => {
                 finish_entry(shared, entry, row.size, state, order, bytes);
                 self.evict(entries, order, bytes, forgot);
                 return Ok(Ok(()));
@@ -343,30 +348,9 @@ impl MemoryAnswerStore {
             if state
                 .entries
                 .get(row)
-                .is_some_and(|e| e.token == token && matches!(e.state, Stored::InProgress { .. }))
+                .is_some_and(|e| e.token == token && matches!(e.state, Stored::InProgress(_)))
             {
                 state.entries.remove(row);
-            }
-        });
-    }
-
-    /// Marks the claim of `key` made with `token`, if it is still in progress, held (its lease
-    /// does not run out) or, `held` false, no longer held, its lease then `lease` from now.
-    fn set_held(state: &Mutex<State>, key: CallKey<'_>, token: Token, held: bool, lease: Duration) {
-        with_text_key(key, |texts| {
-            let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
-            let Some(row) = state.row_of(key, texts) else {
-                return;
-            };
-            if let Some(e) = state.entries.get_mut(row)
-                && e.token == token
-                && let Stored::InProgress { until, held: was } = &mut e.state
-            {
-                *was = held;
-                if !held {
-                    let now = Instant::now();
-                    *until = now.checked_add(lease).unwrap_or(now + FOREVER);
-                }
             }
         });
     }
@@ -383,6 +367,7 @@ impl MemoryAnswerStore {
             order,
             bytes,
             forgot,
+            held,
         } = &mut *guard;
         // Looked up by the reused text, hashed once; a new call's key is allocated once, as
         // the map's (and later the eviction queue's) shared `Arc<str>`.
@@ -391,7 +376,8 @@ impl MemoryAnswerStore {
                 if slot.get().turn.as_deref().unwrap_or("") == key.turn =>
             {
                 let shared = Arc::clone(slot.key());
-                let (claim, lapsed) = seen_row(&shared, slot.get_mut(), key, now, order, bytes);
+                let (claim, lapsed) =
+                    seen_row(&shared, slot.get_mut(), (key, now, held), order, bytes);
                 if lapsed {
                     // Finished now, so counted against the caps like any answer.
                     self.evict(entries, order, bytes, forgot);
@@ -428,7 +414,7 @@ impl MemoryAnswerStore {
             return self.seen_or_claim(state, key, text, new.entry(turn), now);
         };
         let owner = first.turn.as_deref().unwrap_or("");
-        let running = first.state.running(now);
+        let running = first.running(now, &state.held);
         let beside = beside_first(key.turn, owner, running);
         // A first call whose lease ran out is interrupted, as its own claim would find it.
         self.lapse(state, key, texts.first, now);
@@ -456,11 +442,13 @@ impl MemoryAnswerStore {
             order,
             bytes,
             forgot,
+            held,
         } = state;
         match entries.entry_ref(text) {
             hashbrown::hash_map::EntryRef::Occupied(mut slot) => {
                 let shared = Arc::clone(slot.key());
-                let (claim, lapsed) = seen_row(&shared, slot.get_mut(), key, now, order, bytes);
+                let (claim, lapsed) =
+                    seen_row(&shared, slot.get_mut(), (key, now, held), order, bytes);
                 if lapsed {
                     self.evict(entries, order, bytes, forgot);
                 }
@@ -480,12 +468,13 @@ impl MemoryAnswerStore {
             order,
             bytes,
             forgot,
+            held,
         } = state;
         let Some((shared, e)) = entries.get_key_value_mut(text) else {
             return;
         };
         let shared = Arc::clone(shared);
-        if seen_row(&shared, e, key, now, order, bytes).1 {
+        if seen_row(&shared, e, (key, now, held), order, bytes).1 {
             self.evict(entries, order, bytes, forgot);
         }
     }
@@ -497,12 +486,11 @@ impl MemoryAnswerStore {
 fn seen_row(
     shared: &Arc<str>,
     e: &mut Entry,
-    key: CallKey<'_>,
-    now: Instant,
+    (key, now, held): (CallKey<'_>, Instant, &Held),
     order: &mut VecDeque<Arc<str>>,
     bytes: &mut usize,
 ) -> (Claim, bool) {
-    let lapsed = matches!(e.state, Stored::InProgress { .. }) && !e.state.running(now);
+    let lapsed = matches!(e.state, Stored::InProgress(_)) && !e.running(now, held);
     if lapsed {
         let size = key_bytes(key) + MemoryAnswerStore::ENTRY_OVERHEAD;
         finish_entry(shared, e, size, Stored::Interrupted, order, bytes);
@@ -523,10 +511,10 @@ impl State {
     }
 }
 
-impl Stored {
-    /// Whether a claim is in progress and its lease running at `now` (or it is held).
-    fn running(&self, now: Instant) -> bool {
-        matches!(*self, Stored::InProgress { until, held } if held || until > now)
+impl Entry {
+    /// Whether its claim is in progress and its lease running at `now`, or it is `held`.
+    fn running(&self, now: Instant, held: &Held) -> bool {
+        matches!(self.state, Stored::InProgress(until) if until > now || held.contains(&self.token))
     }
 }
 
@@ -627,20 +615,23 @@ impl AnswerStore for MemoryAnswerStore {
         true
     }
 
-    /// Marks the claim held: it does not lapse until the hold is dropped, its lease then
-    /// `lease` from that instant. Nothing is renewed (the status counts no renewal).
-    fn hold(&self, key: CallKey<'_>, token: Token, lease: Duration) -> Option<Hold> {
-        MemoryAnswerStore::set_held(&self.state, key, token, true, lease);
-        let state = Arc::clone(&self.state);
-        let (session_id, tool_use_id, turn) = (
-            key.session_id.to_owned(),
-            key.tool_use_id.to_owned(),
-            key.turn.to_owned(),
-        );
-        Some(Hold::kept(move || {
-            let key = CallKey::in_turn(&session_id, &turn, &tool_use_id);
-            MemoryAnswerStore::set_held(&state, key, token, false, lease);
-        }))
+    /// Marks the claim of `token` held: it does not lapse until the hold is dropped (then its
+    /// lease counts from the claim again: a call that ran past it lapses at once). Nothing is
+    /// renewed (the status counts no renewal), and nothing is looked up: the claim's token
+    /// goes to the set of the held ones.
+    fn hold(&self, _key: CallKey<'_>, token: Token, _lease: Duration) -> Option<Hold> {
+        self.lock().held.insert(token);
+        let by: Arc<dyn Unhold> = self.state.clone();
+        Some(Hold::in_memory(by, token))
+    }
+}
+
+impl Unhold for Mutex<State> {
+    fn unhold(&self, token: Token) {
+        self.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .held
+            .remove(&token);
     }
 }
 
@@ -662,10 +653,7 @@ impl New {
         Entry {
             digest: self.digest,
             token: self.token,
-            state: Stored::InProgress {
-                until: now.checked_add(self.lease).unwrap_or(now + FOREVER),
-                held: false,
-            },
+            state: Stored::InProgress(now.checked_add(self.lease).unwrap_or(now + FOREVER)),
             bytes: 0,
             turn: (!turn.is_empty()).then(|| Box::from(turn)),
         }

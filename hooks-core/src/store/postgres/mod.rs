@@ -36,6 +36,14 @@
 //! its transactions. A server that cannot be reached answers each call with a [`StoreError`],
 //! and nothing panics.
 //!
+//! A claim (a take) a session [`hold`](AnswerStore::hold)s while its call runs is renewed by one
+//! more thread (`toolgate-postgres-renew`, started at the first hold): every third of the lease
+//! it sends one statement for every claim due, through the runtime thread, which extends the
+//! lease (by the server's clock) of each claim still in progress under its token and answers the
+//! tokens it extended; a claim not among them was taken over, and a statement that fails (the
+//! server unreachable past the connect timeout) ends the renewals of its claims. A call that
+//! ends within one interval renews nothing.
+//!
 //! # A dropped connection
 //!
 //! A connection the server drops (a restart, a failover, `pg_terminate_backend`, a pooler
@@ -71,11 +79,13 @@
 //! | operation | statement |
 //! |---|---|
 //! | `claim` | `INSERT … ON CONFLICT DO NOTHING RETURNING`, with the claim's token; when it inserted nothing, one statement that marks the row interrupted when it is in progress and its lease ended by the server's clock (`UPDATE … WHERE state = 'in_progress' AND lease_until < now() RETURNING`) and answers the row |
-//! | `answered`, `release` | `UPDATE` (or `DELETE`, with the claim's token) `… WHERE state = 'in_progress'` (`answered` on the answers' connection) |
+//! | `answered` | `UPDATE … WHERE state = 'in_progress' AND claim_token = $6 RETURNING`, or, when it changed nothing, the row's state and token in the same statement (a row answered under the token: not refused; else [`StoreError::fenced`]); on the answers' connection |
+//! | `release` | `UPDATE` (or `DELETE`) `… WHERE state = 'in_progress' AND claim_token = $4` |
+//! | renewal | `UPDATE … FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[]) … WHERE state = 'in_progress' AND claim_token = token RETURNING claim_token`: every claim due, one statement (takes: the same on the turns) |
 //! | `abandon` | `release`, spawned on the store's runtime (never blocks) |
 //! | `put` | `INSERT … ON CONFLICT DO NOTHING` |
 //! | `take` | `UPDATE … WHERE state = 'waiting' OR (state = 'taken' AND lease_until < now()) RETURNING`, so exactly one caller wins, with the row's state read in the same statement (and the take's token: its own row is taken again) |
-//! | `resumed`, `put_back` | `UPDATE … WHERE state = 'taken'` (`put_back` with the take's token) |
+//! | `resumed`, `put_back` | `UPDATE … WHERE state = 'taken' AND take_token = $n` (`resumed` answers, as `answered` does, the row when it changed nothing) |
 //! | `waiting` | `SELECT … WHERE state = 'waiting' ORDER BY place` |
 //!
 //! Keys: (`session_id`, `tool_use_id`, `apart`) and (`session_id`, `turn_id`); a call's row
@@ -88,8 +98,9 @@
 //!
 //! A claim is committed and flushed (durable) before the tool runs, so no crash of a worker or
 //! of the server makes a call run twice. A worker killed while a call runs leaves the call in
-//! progress until its lease ([`claim_lease`](crate::dispatch::DispatcherBuilder::claim_lease))
-//! ends; a retry after it is answered as interrupted and never run again. An answer is
+//! progress until its lease ([`claim_lease`](crate::dispatch::DispatcherBuilder::claim_lease),
+//! 15 s by default) ends, counted from its last renewal; a retry after it is answered as
+//! interrupted and never run again. An answer is
 //! committed before [`answered`](AnswerStore::answered) returns, and seen by every worker at
 //! once, but by default without waiting for the server's WAL flush: it becomes durable at the
 //! server's next synchronous commit (the next claim of any worker), or within 3 ×
