@@ -13,7 +13,9 @@
 //!   `sqlite_on_over_off`, `postgres_on_over_off`, and `postgres_fleet4_off_over_on`: a fleet
 //!   of four worker threads (each with its own store and connections, as worker processes
 //!   have), two with renewals off and two on, all at once, the calls per second of the side off
-//!   over the side on; target ≤ 1.05 for each;
+//!   over the side on; target ≤ 1.05 for each; and `hold_ns_sqlite`, `hold_ns_postgres`, what
+//!   the on side does beyond the off side for such a call, alone: a hold made and dropped (its
+//!   claim registered with the store's renewer and taken out again), nanoseconds;
 //! - how long a dead worker's calls wait, with the defaults (`claim_lease` 15 s, renewed every
 //!   5 s): a worker process (this binary again) claims a call whose write tool never returns and
 //!   is killed (SIGKILL) once the tool runs; this process then retries the call every 50 ms
@@ -131,6 +133,20 @@ fn on_over_off(name: &str, store: Arc<dyn AnswerStore>, rounds: usize, n: usize)
     let stats = d.lease_stats();
     assert_eq!(stats.renewals, 0, "a short call renews nothing");
     median(&ratios)
+}
+
+/// What holding a claim costs a call that ends within one interval: `n` holds of `store` made
+/// and dropped (registered with its renewer and taken out again, nothing renewed); the time
+/// per hold (ns).
+fn holds(store: &dyn AnswerStore, n: usize) -> f64 {
+    let lease = DispatcherBuilder::DEFAULT_CLAIM_LEASE;
+    let key = CallKey::new("sess_holds", "toolu_holds");
+    drop(store.hold(key, Token::draw(), lease));
+    let start = Instant::now();
+    for _ in 0..n {
+        drop(store.hold(key, Token::draw(), lease));
+    }
+    start.elapsed().as_secs_f64() * 1e9 / n as f64
 }
 
 /// Four worker threads on the database `settings`, each with its own store, two with renewals
@@ -317,6 +333,13 @@ fn main() {
         "postgres_on_over_off",
         on_over_off("postgres", store_of("postgres", &db.tcp), rounds, db_n),
     );
+    let n = if bench { 200_000 } else { 10 };
+    let hold_ns = |store: Arc<dyn AnswerStore>| {
+        let rounds: Vec<f64> = (0..5).map(|_| holds(&*store, n)).collect();
+        median(&rounds)
+    };
+    figure("hold_ns_sqlite", hold_ns(store_of("sqlite", file)));
+    figure("hold_ns_postgres", hold_ns(store_of("postgres", &db.tcp)));
     let (fleet_rounds, fleet_n) = if bench { (10, 500) } else { (1, 5) };
     let ratios: Vec<f64> = (0..fleet_rounds)
         .map(|round| {

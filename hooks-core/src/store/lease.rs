@@ -10,14 +10,14 @@
 //! interrupted) ends the renewals of that claim: the worker then holds nothing, and the store
 //! refuses its late answer by its token ([`StoreError::is_fenced`]).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::StoreError;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) use registry::{Batch, Held, Registry, spawn};
 
 /// The token of one claim in an [`AnswerStore`](super::AnswerStore) (or one take in a
 /// [`PendingStore`](super::PendingStore)): drawn by the claimer for each claim with
@@ -93,6 +93,7 @@ pub struct Hold {
 
 enum HoldInner {
     /// Renewed by the store's renewer.
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
     Renewed { registry: Arc<Registry>, id: u64 },
     /// Kept without renewals (a store in this process's memory), `end` run when dropped.
     Kept(Mutex<Option<Box<dyn FnOnce() + Send>>>),
@@ -129,15 +130,8 @@ impl Hold {
     /// What became of it so far: the renewals made, and why they stopped if one failed.
     pub fn status(&self) -> HoldStatus {
         match &self.inner {
-            HoldInner::Renewed { registry, id } => registry
-                .lock()
-                .entries
-                .get(id)
-                .map(|e| HoldStatus {
-                    renewals: e.renewals,
-                    lost: e.lost.clone(),
-                })
-                .unwrap_or_default(),
+            #[cfg(any(feature = "sqlite", feature = "postgres"))]
+            HoldInner::Renewed { registry, id } => registry.status(*id),
             HoldInner::Kept(_) | HoldInner::InMemory { .. } => HoldStatus::default(),
         }
     }
@@ -146,9 +140,8 @@ impl Hold {
 impl Drop for Hold {
     fn drop(&mut self) {
         match &mut self.inner {
-            HoldInner::Renewed { registry, id } => {
-                registry.lock().entries.remove(id);
-            }
+            #[cfg(any(feature = "sqlite", feature = "postgres"))]
+            HoldInner::Renewed { registry, id } => registry.forget(*id),
             HoldInner::Kept(end) => {
                 let end = end.get_mut().unwrap_or_else(PoisonError::into_inner).take();
                 if let Some(end) = end {
@@ -168,260 +161,290 @@ impl fmt::Debug for Hold {
     }
 }
 
-/// What a held entry holds: a claim of a call, or a take of a paused turn.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Held {
-    /// A claim of (session id, `tool_use` id, turn).
-    Claim {
-        session_id: String,
-        tool_use_id: String,
-        turn: String,
-    },
-    /// A take of (session id, turn id).
-    Take { session_id: String, turn_id: String },
-}
+/// The renewer of the database stores (features `sqlite`, `postgres`): what is held, and the
+/// thread that renews it.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod registry {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+    use std::time::{Duration, Instant};
 
-/// The entries of one batch: all claims or all takes, all of one lease.
-pub(crate) struct Batch {
-    /// Whether they are claims (else takes).
-    pub(crate) claims: bool,
-    /// The lease each is renewed to, from now by the store's clock.
-    pub(crate) lease: Duration,
-    /// What each holds, with its token.
-    pub(crate) items: Vec<(Held, Token)>,
-    ids: Vec<u64>,
-}
+    use super::{Hold, HoldInner, HoldStatus, Token, renew_every};
+    use crate::store::StoreError;
 
-/// The most entries one renewal statement carries.
-const MAX_BATCH: usize = 1000;
-
-/// How long the renewer waits, at most, before it looks again (shortened to half the shortest
-/// renewal interval a hold brought).
-const IDLE: Duration = Duration::from_secs(1);
-
-/// One held claim or take.
-struct Entry {
-    held: Held,
-    token: Token,
-    lease: Duration,
-    every: Duration,
-    /// One interval after it was held or last renewed.
-    due: Instant,
-    renewals: u64,
-    lost: Option<String>,
-}
-
-impl Entry {
-    /// When it may be renewed with a batch: half an interval before it is due, so that the
-    /// claims held within one half interval are renewed together, in one statement, whatever
-    /// the instant each was held at (renewing early only moves the lease's end later).
-    fn ripe(&self) -> Instant {
-        self.due - self.every / 2
-    }
-}
-
-#[derive(Default)]
-struct Live {
-    entries: HashMap<u64, Entry>,
-    next: u64,
-    /// How long the renewer waits when nothing is due sooner: half the shortest interval of a
-    /// hold so far ([`IDLE`] before any), so a new hold is never due before it looks again.
-    idle: Option<Duration>,
-    stopped: bool,
-}
-
-/// The claims and takes a store holds, and what renews them: a store keeps one, starts its
-/// renewer ([`spawn`]) at its first hold, and [`stop`](Self::stop)s it when it is dropped.
-#[derive(Default)]
-pub(crate) struct Registry {
-    live: Mutex<Live>,
-    wake: Condvar,
-}
-
-impl Registry {
-    fn lock(&self) -> MutexGuard<'_, Live> {
-        // Nothing panics while holding it; a poisoned lock still holds valid entries.
-        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    /// What a held entry holds: a claim of a call, or a take of a paused turn.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub(crate) enum Held {
+        /// A claim of (session id, `tool_use` id, turn).
+        Claim {
+            session_id: String,
+            tool_use_id: String,
+            turn: String,
+        },
+        /// A take of (session id, turn id).
+        Take { session_id: String, turn_id: String },
     }
 
-    /// Holds `held` (claimed with `token` for `lease`): renewed from one interval from now
-    /// until the returned [`Hold`] is dropped.
-    pub(crate) fn hold(self: &Arc<Self>, held: Held, token: Token, lease: Duration) -> Hold {
-        let every = renew_every(lease);
-        let mut live = self.lock();
-        let id = live.next;
-        live.next += 1;
-        live.entries.insert(
-            id,
-            Entry {
-                held,
-                token,
-                lease,
-                every,
-                due: Instant::now() + every,
-                renewals: 0,
-                lost: None,
-            },
-        );
-        let idle = (every / 2).max(Duration::from_millis(1));
-        if live.idle.is_none_or(|was| idle < was) {
-            // The renewer may be waiting longer than this hold allows: it looks again now.
-            live.idle = Some(idle);
+    /// The entries of one batch: all claims or all takes, all of one lease.
+    pub(crate) struct Batch {
+        /// Whether they are claims (else takes).
+        pub(crate) claims: bool,
+        /// The lease each is renewed to, from now by the store's clock.
+        pub(crate) lease: Duration,
+        /// What each holds, with its token.
+        pub(crate) items: Vec<(Held, Token)>,
+        ids: Vec<u64>,
+    }
+
+    /// The most entries one renewal statement carries.
+    const MAX_BATCH: usize = 1000;
+
+    /// How long the renewer waits, at most, before it looks again (shortened to half the shortest
+    /// renewal interval a hold brought).
+    const IDLE: Duration = Duration::from_secs(1);
+
+    /// One held claim or take.
+    struct Entry {
+        held: Held,
+        token: Token,
+        lease: Duration,
+        every: Duration,
+        /// One interval after it was held or last renewed.
+        due: Instant,
+        renewals: u64,
+        lost: Option<String>,
+    }
+
+    impl Entry {
+        /// When it may be renewed with a batch: half an interval before it is due, so that the
+        /// claims held within one half interval are renewed together, in one statement, whatever
+        /// the instant each was held at (renewing early only moves the lease's end later).
+        fn ripe(&self) -> Instant {
+            self.due - self.every / 2
+        }
+    }
+
+    #[derive(Default)]
+    struct Live {
+        entries: HashMap<u64, Entry>,
+        next: u64,
+        /// How long the renewer waits when nothing is due sooner: half the shortest interval of a
+        /// hold so far ([`IDLE`] before any), so a new hold is never due before it looks again.
+        idle: Option<Duration>,
+        stopped: bool,
+    }
+
+    /// The claims and takes a store holds, and what renews them: a store keeps one, starts its
+    /// renewer ([`spawn`]) at its first hold, and [`stop`](Self::stop)s it when it is dropped.
+    #[derive(Default)]
+    pub(crate) struct Registry {
+        live: Mutex<Live>,
+        wake: Condvar,
+    }
+
+    impl Registry {
+        fn lock(&self) -> MutexGuard<'_, Live> {
+            // Nothing panics while holding it; a poisoned lock still holds valid entries.
+            self.live.lock().unwrap_or_else(PoisonError::into_inner)
+        }
+
+        /// What became of the hold `id` so far (a hold no longer kept: nothing).
+        pub(super) fn status(&self, id: u64) -> HoldStatus {
+            self.lock()
+                .entries
+                .get(&id)
+                .map(|e| HoldStatus {
+                    renewals: e.renewals,
+                    lost: e.lost.clone(),
+                })
+                .unwrap_or_default()
+        }
+
+        /// The hold `id` was dropped: renewed no more.
+        pub(super) fn forget(&self, id: u64) {
+            self.lock().entries.remove(&id);
+        }
+
+        /// Holds `held` (claimed with `token` for `lease`): renewed from one interval from now
+        /// until the returned [`Hold`] is dropped.
+        pub(crate) fn hold(self: &Arc<Self>, held: Held, token: Token, lease: Duration) -> Hold {
+            let every = renew_every(lease);
+            let mut live = self.lock();
+            let id = live.next;
+            live.next += 1;
+            live.entries.insert(
+                id,
+                Entry {
+                    held,
+                    token,
+                    lease,
+                    every,
+                    due: Instant::now() + every,
+                    renewals: 0,
+                    lost: None,
+                },
+            );
+            let idle = (every / 2).max(Duration::from_millis(1));
+            if live.idle.is_none_or(|was| idle < was) {
+                // The renewer may be waiting longer than this hold allows: it looks again now.
+                live.idle = Some(idle);
+                self.wake.notify_all();
+            }
+            drop(live);
+            Hold {
+                inner: HoldInner::Renewed {
+                    registry: Arc::clone(self),
+                    id,
+                },
+            }
+        }
+
+        /// Stops the renewer (the store is dropped): it returns at its next look.
+        pub(crate) fn stop(&self) {
+            self.lock().stopped = true;
             self.wake.notify_all();
         }
-        drop(live);
-        Hold {
-            inner: HoldInner::Renewed {
-                registry: Arc::clone(self),
-                id,
-            },
-        }
-    }
 
-    /// Stops the renewer (the store is dropped): it returns at its next look.
-    pub(crate) fn stop(&self) {
-        self.lock().stopped = true;
-        self.wake.notify_all();
-    }
-
-    /// The renewer's loop, on a thread of its own: waits until an entry is due, renews the due
-    /// ones with `renew` (one call per batch, which answers for each entry in order whether the
-    /// store still holds it under its token), and again, until [`stop`](Self::stop).
-    pub(crate) fn run(&self, mut renew: impl FnMut(&Batch) -> Result<Vec<bool>, StoreError>) {
-        while let Some((batches, sent)) = self.next_batches() {
-            for batch in &batches {
-                let outcome = renew(batch);
-                self.settle(batch, sent, outcome);
-            }
-        }
-    }
-
-    /// Waits until entries are due, and answers them in batches with the instant they were
-    /// found due; `None` once stopped.
-    fn next_batches(&self) -> Option<(Vec<Batch>, Instant)> {
-        let mut live = self.lock();
-        loop {
-            if live.stopped {
-                return None;
-            }
-            let now = Instant::now();
-            let batches = due(&live, now);
-            if !batches.is_empty() {
-                return Some((batches, now));
-            }
-            let next = live
-                .entries
-                .values()
-                .filter(|e| e.lost.is_none())
-                .map(|e| e.due)
-                .min();
-            let idle = live.idle.unwrap_or(IDLE);
-            let wait = next.map_or(idle, |t| t.saturating_duration_since(now).min(idle));
-            live = self
-                .wake
-                .wait_timeout(live, wait)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-    }
-
-    /// Records what the renewal of `batch`, sent at `sent`, came to.
-    fn settle(&self, batch: &Batch, sent: Instant, outcome: Result<Vec<bool>, StoreError>) {
-        let mut live = self.lock();
-        for (i, id) in batch.ids.iter().enumerate() {
-            let Some(e) = live.entries.get_mut(id) else {
-                // Dropped meanwhile: its call ended.
-                continue;
-            };
-            match &outcome {
-                Ok(held) if held.get(i) == Some(&true) => {
-                    e.renewals += 1;
-                    e.due = sent + e.every;
+        /// The renewer's loop, on a thread of its own: waits until an entry is due, renews the due
+        /// ones with `renew` (one call per batch, which answers for each entry in order whether the
+        /// store still holds it under its token), and again, until [`stop`](Self::stop).
+        pub(crate) fn run(&self, mut renew: impl FnMut(&Batch) -> Result<Vec<bool>, StoreError>) {
+            while let Some((batches, sent)) = self.next_batches() {
+                for batch in &batches {
+                    let outcome = renew(batch);
+                    self.settle(batch, sent, outcome);
                 }
-                Ok(_) => e.lost = Some(TAKEN_OVER.to_owned()),
-                Err(error) => e.lost = Some(error.to_string()),
             }
-            if let Some(lost) = &e.lost {
-                tracing::warn!(target: "toolgate::memory", held = ?e.held, error = %lost,
-                    "a lease could not be renewed; it is renewed no more and lapses");
+        }
+
+        /// Waits until entries are due, and answers them in batches with the instant they were
+        /// found due; `None` once stopped.
+        fn next_batches(&self) -> Option<(Vec<Batch>, Instant)> {
+            let mut live = self.lock();
+            loop {
+                if live.stopped {
+                    return None;
+                }
+                let now = Instant::now();
+                let batches = due(&live, now);
+                if !batches.is_empty() {
+                    return Some((batches, now));
+                }
+                let next = live
+                    .entries
+                    .values()
+                    .filter(|e| e.lost.is_none())
+                    .map(|e| e.due)
+                    .min();
+                let idle = live.idle.unwrap_or(IDLE);
+                let wait = next.map_or(idle, |t| t.saturating_duration_since(now).min(idle));
+                live = self
+                    .wake
+                    .wait_timeout(live, wait)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+        }
+
+        /// Records what the renewal of `batch`, sent at `sent`, came to.
+        fn settle(&self, batch: &Batch, sent: Instant, outcome: Result<Vec<bool>, StoreError>) {
+            let mut live = self.lock();
+            for (i, id) in batch.ids.iter().enumerate() {
+                let Some(e) = live.entries.get_mut(id) else {
+                    // Dropped meanwhile: its call ended.
+                    continue;
+                };
+                match &outcome {
+                    Ok(held) if held.get(i) == Some(&true) => {
+                        e.renewals += 1;
+                        e.due = sent + e.every;
+                    }
+                    Ok(_) => e.lost = Some(TAKEN_OVER.to_owned()),
+                    Err(error) => e.lost = Some(error.to_string()),
+                }
+                if let Some(lost) = &e.lost {
+                    tracing::warn!(target: "toolgate::memory", held = ?e.held, error = %lost,
+                        "a lease could not be renewed; it is renewed no more and lapses");
+                }
             }
         }
     }
-}
 
-/// Why a renewal found nothing to renew.
-const TAKEN_OVER: &str = "the store no longer holds it under this claim's token: its lease ran \
-     out and another worker took it over";
+    /// Why a renewal found nothing to renew.
+    const TAKEN_OVER: &str = "the store no longer holds it under this claim's token: its lease ran \
+         out and another worker took it over";
 
-/// The entries of `live` to renew at `now`: once one is due, every one that is ripe (not
-/// lost), in batches of one kind and one lease.
-fn due(live: &Live, now: Instant) -> Vec<Batch> {
-    let mut batches: Vec<Batch> = Vec::new();
-    if !live
-        .entries
-        .values()
-        .any(|e| e.lost.is_none() && e.due <= now)
-    {
-        return batches;
+    /// The entries of `live` to renew at `now`: once one is due, every one that is ripe (not
+    /// lost), in batches of one kind and one lease.
+    fn due(live: &Live, now: Instant) -> Vec<Batch> {
+        let mut batches: Vec<Batch> = Vec::new();
+        if !live
+            .entries
+            .values()
+            .any(|e| e.lost.is_none() && e.due <= now)
+        {
+            return batches;
+        }
+        let mut ids: Vec<&u64> = live
+            .entries
+            .iter()
+            .filter(|(_, e)| e.lost.is_none() && e.ripe() <= now)
+            .map(|(id, _)| id)
+            .collect();
+        // In the order they were held: a batch's statement then reads its rows in a stable order.
+        ids.sort_unstable();
+        for id in ids {
+            let e = &live.entries[id];
+            let claims = matches!(e.held, Held::Claim { .. });
+            let open = batches
+                .iter_mut()
+                .find(|b| b.claims == claims && b.lease == e.lease && b.ids.len() < MAX_BATCH);
+            let batch = match open {
+                Some(b) => b,
+                None => {
+                    batches.push(Batch {
+                        claims,
+                        lease: e.lease,
+                        items: Vec::new(),
+                        ids: Vec::new(),
+                    });
+                    batches.last_mut().expect("just pushed")
+                }
+            };
+            batch.items.push((e.held.clone(), e.token));
+            batch.ids.push(*id);
+        }
+        batches
     }
-    let mut ids: Vec<&u64> = live
-        .entries
-        .iter()
-        .filter(|(_, e)| e.lost.is_none() && e.ripe() <= now)
-        .map(|(id, _)| id)
-        .collect();
-    // In the order they were held: a batch's statement then reads its rows in a stable order.
-    ids.sort_unstable();
-    for id in ids {
-        let e = &live.entries[id];
-        let claims = matches!(e.held, Held::Claim { .. });
-        let open = batches
-            .iter_mut()
-            .find(|b| b.claims == claims && b.lease == e.lease && b.ids.len() < MAX_BATCH);
-        let batch = match open {
-            Some(b) => b,
-            None => {
-                batches.push(Batch {
-                    claims,
-                    lease: e.lease,
-                    items: Vec::new(),
-                    ids: Vec::new(),
-                });
-                batches.last_mut().expect("just pushed")
-            }
-        };
-        batch.items.push((e.held.clone(), e.token));
-        batch.ids.push(*id);
+
+    /// Starts the renewer of `registry` on a thread named `name`, renewing with `renew`; it runs
+    /// until [`Registry::stop`].
+    ///
+    /// # Errors
+    /// When the thread cannot be started (out of resources): the holds are then not renewed, and
+    /// their claims lapse with their leases.
+    pub(crate) fn spawn(
+        name: &str,
+        registry: &Arc<Registry>,
+        renew: impl FnMut(&Batch) -> Result<Vec<bool>, StoreError> + Send + 'static,
+    ) -> Result<(), StoreError> {
+        let registry = Arc::clone(registry);
+        std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(move || registry.run(renew))
+            .map(drop)
+            .map_err(|e| StoreError::new(format!("cannot start the store's renewer thread: {e}")))
     }
-    batches
 }
 
-/// Starts the renewer of `registry` on a thread named `name`, renewing with `renew`; it runs
-/// until [`Registry::stop`].
-///
-/// # Errors
-/// When the thread cannot be started (out of resources): the holds are then not renewed, and
-/// their claims lapse with their leases.
-pub(crate) fn spawn(
-    name: &str,
-    registry: &Arc<Registry>,
-    renew: impl FnMut(&Batch) -> Result<Vec<bool>, StoreError> + Send + 'static,
-) -> Result<(), StoreError> {
-    let registry = Arc::clone(registry);
-    std::thread::Builder::new()
-        .name(name.to_owned())
-        .spawn(move || registry.run(renew))
-        .map(drop)
-        .map_err(|e| StoreError::new(format!("cannot start the store's renewer thread: {e}")))
-}
-
-#[cfg(test)]
+#[cfg(all(test, any(feature = "sqlite", feature = "postgres")))]
 mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::{Duration, Instant};
 
-    use super::{Held, Registry, StoreError, Token, renew_every, spawn};
+    use super::{Held, Registry, Token, renew_every, spawn};
+    use crate::store::StoreError;
 
     fn claim(id: &str) -> Held {
         Held::Claim {
