@@ -329,26 +329,15 @@ pub(crate) struct Progress<'t> {
     recorded: AtomicU8,
 }
 
-/// The answer memory a call's claim is in, its key there and the claim: its token, its lease,
-/// and the hold that keeps it alive while the call runs (a store that renews).
+/// The answer memory a call's claim is in, its key there and the claim: its token, and the hold
+/// that keeps it alive while the call runs (a store that renews: its lease is the dispatcher's
+/// `claim_lease`).
 #[derive(Clone, Copy)]
 pub(crate) struct Memory<'t> {
     pub(crate) store: &'t dyn AnswerStore,
     pub(crate) key: CallKey<'t>,
     pub(crate) token: Token,
-    pub(crate) lease: Duration,
     pub(crate) hold: Option<&'t Hold>,
-}
-
-impl Memory<'_> {
-    /// What the record shows of the claim's lease: when its store held it and anything came
-    /// of that (renewals, a renewal that failed, or `fenced`: its answer refused).
-    pub(crate) fn lease_record(&self, fenced: bool) -> Option<LeaseRecord> {
-        let status = self.hold?.status();
-        let failed = u64::from(status.lost.is_some());
-        (status.renewals > 0 || failed > 0 || fenced)
-            .then(|| LeaseRecord::new(self.lease, renew_every(self.lease), status.renewals, failed))
-    }
 }
 
 /// Whether the answer memory recorded a call's answer.
@@ -401,9 +390,16 @@ impl<'t> Progress<'t> {
         self.slot
     }
 
-    /// What the record shows of the call's claim ([`Memory::lease_record`]).
-    pub(crate) fn lease_record(&self) -> Option<LeaseRecord> {
-        self.memory?.lease_record(self.recorded() == Kept::Fenced)
+    /// What the record shows of the call's claim, held with `lease`: when its store held it
+    /// and anything came of that (renewals, a renewal that failed, or its answer refused).
+    #[inline]
+    pub(crate) fn lease_record(&self, lease: Duration) -> Option<LeaseRecord> {
+        let hold = self.memory.as_ref()?.hold?;
+        let status = hold.status();
+        let failed = u64::from(status.lost.is_some());
+        let fenced = self.recorded() == Kept::Fenced;
+        (status.renewals > 0 || failed > 0 || fenced)
+            .then(|| LeaseRecord::new(lease, renew_every(lease), status.renewals, failed))
     }
 
     /// Whether the tool (or wrapped caller) was started.

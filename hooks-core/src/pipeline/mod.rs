@@ -173,7 +173,7 @@ impl Inner {
         let slot = call.progress.and_then(Progress::slot);
         call.stage = "while the observers ran";
         let mut record = call.record(answer);
-        record.lease = call.progress.and_then(Progress::lease_record);
+        record.lease = call.progress.and_then(|p| p.lease_record(self.claim_lease));
         if !call.span.is_disabled() {
             span::finish(
                 &call.span,

@@ -276,18 +276,19 @@ impl Session {
         let call = normalized.as_deref().unwrap_or(call);
         let digest = self.store.digest(&call.input, inner.limits.max_input_depth);
         let key = CallKey::in_turn(self.context.session_id(), turn.key(), &call.id);
-        let (token, lease) = (Token::draw(), self.store.lease(inner));
-        let claimed = self.store.claim(key, token, digest, lease).await;
-        if let Some(seen) = remembered_or_refused(claimed, key, turn)? {
+        let token = Token::draw();
+        let claimed = self
+            .store
+            .claim(key, token, digest, self.store.lease(inner));
+        if let Some(seen) = remembered_or_refused(claimed.await, key, turn)? {
             return self.seen(call, digest, seen, slot).await;
         }
         // Renewed by the store while the call runs (dropped last: after the release below).
-        let hold = self.store.hold(key, token, lease);
+        let hold = self.store.hold(key, token, self.store.lease(inner));
         let memory = Memory {
             store: self.store.as_dyn(),
             key,
             token,
-            lease,
             hold: hold.as_ref(),
         };
         let progress = Progress::new(slot, Some(memory));
@@ -495,6 +496,7 @@ fn remembered_or_refused(
 
 /// Counts, in the dispatcher's lease stats, how the claim `hold` kept while its call ran ended
 /// (nothing where the store does not renew), its answer `fenced` or not.
+#[inline]
 pub(crate) fn count_hold(inner: &Inner, hold: Option<&Hold>, fenced: bool) {
     match hold {
         Some(hold) => inner.leases.record(&hold.status(), fenced),

@@ -14,7 +14,9 @@ use std::fmt;
 /// each store promises").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreError {
-    message: String,
+    /// Boxed text (two words, not a `String`'s three): every call's future holds the result
+    /// of an answer it records.
+    message: Box<str>,
     fenced: bool,
 }
 
@@ -22,7 +24,7 @@ impl StoreError {
     /// An error with `message` (operator-only: never shown to the model).
     pub fn new(message: impl fmt::Display) -> Self {
         StoreError {
-            message: message.to_string(),
+            message: message.to_string().into_boxed_str(),
             fenced: false,
         }
     }
@@ -34,7 +36,7 @@ impl StoreError {
     /// (operator-only).
     pub fn fenced(message: impl fmt::Display) -> Self {
         StoreError {
-            message: message.to_string(),
+            message: message.to_string().into_boxed_str(),
             fenced: true,
         }
     }

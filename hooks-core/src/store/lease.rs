@@ -13,7 +13,7 @@
 use std::fmt;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -96,7 +96,7 @@ enum HoldInner {
     #[cfg(any(feature = "sqlite", feature = "postgres"))]
     Renewed { registry: Arc<Registry>, id: u64 },
     /// Kept without renewals (a store in this process's memory), `end` run when dropped.
-    Kept(Mutex<Option<Box<dyn FnOnce() + Send>>>),
+    Kept(Option<Box<dyn FnOnce() + Send + Sync>>),
     /// Kept by this crate's in-memory answer store, which `by` tells to let the claim of
     /// `token` go when dropped: nothing allocated (a shared in-memory store's calls are a few
     /// microseconds).
@@ -114,9 +114,9 @@ impl Hold {
     /// that holds them (the process that would renew is the one that keeps the lease): its
     /// lease does not run out while the hold exists, and `end` starts it again when the hold
     /// is dropped (see [`MemoryAnswerStore`](super::MemoryAnswerStore)).
-    pub fn kept(end: impl FnOnce() + Send + 'static) -> Hold {
+    pub fn kept(end: impl FnOnce() + Send + Sync + 'static) -> Hold {
         Hold {
-            inner: HoldInner::Kept(Mutex::new(Some(Box::new(end)))),
+            inner: HoldInner::Kept(Some(Box::new(end))),
         }
     }
 
@@ -143,8 +143,7 @@ impl Drop for Hold {
             #[cfg(any(feature = "sqlite", feature = "postgres"))]
             HoldInner::Renewed { registry, id } => registry.forget(*id),
             HoldInner::Kept(end) => {
-                let end = end.get_mut().unwrap_or_else(PoisonError::into_inner).take();
-                if let Some(end) = end {
+                if let Some(end) = end.take() {
                     end();
                 }
             }

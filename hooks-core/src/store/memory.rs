@@ -259,7 +259,7 @@ impl MemoryAnswerStore {
     ) -> Result<(), StoreError> {
         let size = key_bytes(key) + content + Self::ENTRY_OVERHEAD;
         let row = Row { key, token, size };
-        with_text_key(key, |texts| {
+        let done = with_text_key(key, |texts| {
             let mut guard = self.lock();
             // The first call's row, in one lookup, when it is this turn's (every
             // `Session::call`); else this turn's call is kept apart, if anywhere.
@@ -267,17 +267,19 @@ impl MemoryAnswerStore {
                 Ok(done) => done,
                 Err(state) if !key.turn.is_empty() => self
                     .finish_row(&mut guard, row, texts.apart, false, state)
-                    .unwrap_or_else(|_| Err(fenced(key, Found::Nothing))),
-                Err(_) => Err(fenced(key, Found::Nothing)),
+                    .unwrap_or(Err(Found::Nothing)),
+                Err(_) => Err(Found::Nothing),
             }
-        })
+        });
+        // The refusal's text is made here, outside the lock, and only for a refusal.
+        done.map_err(|found| fenced(key, found))
     }
 
     /// Finishes the row `text` (`first`: the first call's row, else one kept apart) as `state`
     /// when it is in progress under `row`'s token and of `row`'s turn, then evicts. The first
     /// call's row of another turn, or no row, gives `state` back; a row of the turn that is
-    /// not in progress under the token is a refusal (an answer sent again under the token that
-    /// answered it excepted).
+    /// not in progress under the token is a refusal, with what was found (an answer sent again
+    /// under the token that answered it excepted).
     fn finish_row(
         &self,
         guard: &mut State,
@@ -285,7 +287,7 @@ impl MemoryAnswerStore {
         text: &str,
         first: bool,
         state: Stored,
-    ) -> Result<Result<(), StoreError>, Stored> {
+    ) -> Result<Result<(), Found>, Stored> {
         let State {
             entries,
             order,
@@ -311,7 +313,7 @@ impl MemoryAnswerStore {
             (Stored::Answered { .. }, _) => Found::Answered,
             (Stored::Interrupted, _) => Found::Interrupted,
         };
-        Ok(Err(fenced(row.key, found)))
+        Ok(Err(found))
     }
 
     /// Forgets the oldest finished calls while either cap is passed, the latest always kept.
