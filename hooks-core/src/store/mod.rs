@@ -245,8 +245,8 @@ pub enum Remembered {
         result: ToolResult,
     },
     /// Not answered, and never to be run again: the host dropped the call after its tool had
-    /// started, or the claim's lease ran out with no answer (its worker died, or ran past the
-    /// lease): it may have taken effect.
+    /// started, or the claim's lease ran out with no answer (its worker died, or could not
+    /// renew it, or ran past a lease nothing renewed): it may have taken effect.
     Interrupted {
         /// The digest it was claimed with.
         digest: InputDigest,
