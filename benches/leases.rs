@@ -159,7 +159,7 @@ fn fleet(settings: &str, n: usize, round: usize) -> (f64, f64) {
         let handles: Vec<_> = (0..4)
             .map(|w| {
                 let barrier = &barrier;
-                let on = (w + round) % 2 == 0;
+                let on = (w + round).is_multiple_of(2);
                 s.spawn(move || {
                     let store = PostgresStore::connect(settings).expect("the worker's store");
                     let store: Arc<dyn AnswerStore> = if on {

@@ -9,7 +9,8 @@
    items (`use child::Item`). A child naming its parent's items is no import: a parent declaring
    a child is how Rust nests modules. A circle is a strongly connected set of more than one file;
    each is printed with the edges that tie it.
-2. ARCHITECTURE.md's "Parts" table is the map of `hooks-core/src`, and the map is true: every
+2. ARCHITECTURE.md's "Parts" table is the map of `hooks-core/src` (and "The macros" the map of
+   `hooks-macros/src`, file by file), and the maps are true: every
    file and folder there is named in the row of its part (a part is a top-level file or folder,
    named in a row's first cell; a file below it by its name or its path from the part; a
    `mod.rs` by its folder; a non-Rust file by its folder or a glob such as `migrations/*.sql`),
@@ -218,7 +219,12 @@ def map_problems(root):
     by_part = {}
     for parts, names in rows:
         for p in parts:
-            by_part[p.rstrip("/")] = names
+            part = p.rstrip("/")
+            # In a row of several parts, `mcp/server.rs` names the part `mcp/`'s `server.rs`.
+            row_parts = [q.rstrip("/") for q in parts]
+            own = {n[len(part) + 1:] for n in names if n.startswith(part + "/")}
+            plain = {n for n in names if not any(n.startswith(q + "/") for q in row_parts)}
+            by_part[part] = plain | own
     for top in sorted(os.listdir(src)):
         if top in ("lib.rs",):
             continue
@@ -254,13 +260,30 @@ def map_problems(root):
                 existing.update({rel, x})
                 if x in dirnames:
                     existing.update({rel + "/", x + "/"})
-        siblings = {q for q, qn in by_part.items() if qn is names}
         for n in sorted(names):
-            if n.rstrip("/") in siblings:
+            if n.rstrip("/") in by_part:
                 continue
             looks_like_file = re.fullmatch(r"[\w./-]+(\.rs|/)", n) and "::" not in n
             if looks_like_file and n not in existing and n.rstrip("/") != part:
                 problems.append(f"ARCHITECTURE.md's Parts row of `{part}/` names `{n}`, which is not in {MAPPED}/{part}/")
+    return problems
+
+
+def macros_problems(root):
+    """Every file of hooks-macros/src in ARCHITECTURE.md's "The macros" table, and only those."""
+    with open(os.path.join(root, "ARCHITECTURE.md"), encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r"^## The macros\n(.*?)^## ", text, re.S | re.M)
+    if not m:
+        return ["ARCHITECTURE.md has no \"## The macros\" section"]
+    named = set(re.findall(r"^\| `([^`]+)` \|", m.group(1), re.M))
+    src = os.path.join(root, "hooks-macros/src")
+    files = set()
+    for dirpath, _, filenames in os.walk(src):
+        for f in filenames:
+            files.add(os.path.relpath(os.path.join(dirpath, f), src))
+    problems = [f"hooks-macros/src/{f}: ARCHITECTURE.md's \"The macros\" does not name it" for f in sorted(files - named)]
+    problems += [f"ARCHITECTURE.md's \"The macros\" names `{n}`, which hooks-macros/src does not have" for n in sorted(named - files)]
     return problems
 
 
@@ -270,6 +293,7 @@ def main():
     for crate in CRATES:
         out += circles(os.path.join(root, crate))
     out += map_problems(root)
+    out += macros_problems(root)
     for line in out:
         print(line)
     print(f"layout: {'ok' if not out else 'problems above'}")

@@ -69,6 +69,7 @@
 //! - [The audit trail][guide-audit-trail]: the log, sinks, redaction, hash chain, what-if.
 //! - [OpenTelemetry spans][guide-opentelemetry]: one GenAI span per call, one child per hook run.
 //! - [The support agent][guide-support-agent]: the example's options, live mode, its files.
+//! - [Testing your rules][guide-testing-your-rules]: recorded turns replayed in a `#[test]`.
 //! - [Tests and reliability checks][guide-testing]: the test binaries, property tests, fuzzing.
 //!
 //! [guide-tools]: https://github.com/toolgate/toolgate/blob/main/docs/tools.md
@@ -86,6 +87,7 @@
 //! [guide-audit-trail]: https://github.com/toolgate/toolgate/blob/main/docs/audit-trail.md
 //! [guide-opentelemetry]: https://github.com/toolgate/toolgate/blob/main/docs/opentelemetry.md
 //! [guide-support-agent]: https://github.com/toolgate/toolgate/blob/main/docs/support-agent.md
+//! [guide-testing-your-rules]: https://github.com/toolgate/toolgate/blob/main/docs/testing-your-rules.md
 //! [guide-testing]: https://github.com/toolgate/toolgate/blob/main/docs/testing.md
 //!
 //! # The life of one tool call
@@ -398,7 +400,9 @@
 //!
 //! - `#[pre_hook(order = N)]`, `#[pre_hook(order = N, tools = [a, b::c])]`: parameters are
 //!   `&HookContext`, `&ToolUse` and `State<T>` (any subset, any order); returns [`Decision`] or
-//!   `Result<Decision, E: Display>` (an `Err` halts the agent); sync or async (`timeout_ms = N`
+//!   `Result<Decision, E: Display>` (an `Err` halts the agent), or, for a hook that only
+//!   rewrites and never refuses, [`Rewrite`] (`Keep`, `To(input)`; such a hook guards no write
+//!   tool at `build()`); sync or async (`timeout_ms = N`
 //!   sets an async hook's deadline instead of the dispatcher's, 10 s by default; **a sync hook
 //!   cannot be cut short**, so a hook that waits on the network should be async). `order` is
 //!   required; equal orders run by the function's full path. `tools` names `#[tool]`
@@ -456,12 +460,17 @@
 //!   [`DispatcherBuilder::approval_timeout`](crate::dispatch::DispatcherBuilder::approval_timeout)
 //!   (5 minutes by default; no answer is a denial).
 //! - **Durable pause**: without one, [`Session::respond`] answers the other blocks and returns
-//!   [`Reply::Pending`]; the [`PendingTurn`](crate::approval::PendingTurn) is JSON the host stores,
-//!   and [`Session::resume`] (in any process, same session and user, same
-//!   [`Dispatcher::fingerprint`]) finishes it with the person's
+//!   [`Reply::Pending`] with the [`PendingTurn`](crate::approval::PendingTurn). A session opened
+//!   on a store ([`Dispatcher::session_on`] with `SqliteStore` or `PostgresStore`,
+//!   [`Session::with_pending_store`]) has already kept it there; a person decides on the calls
+//!   [`PendingStore::waiting`](crate::store::PendingStore::waiting) lists, approving each as shown
+//!   ([`DecisionsBuilder::approve`](crate::approval::DecisionsBuilder::approve) binds the
+//!   approval to its input digest), and [`Session::resume_from`] (in any process, same session
+//!   and user, same [`Dispatcher::fingerprint`]) finishes it once with the person's
 //!   [`Decisions`](crate::approval::Decisions), one per waiting call (an id decided twice is
-//!   refused). Every API's whole turns pause the same way: an OpenAI or Gemini turn resumes into
-//!   that API's answer items.
+//!   refused). Without a store the host keeps the turn's JSON and [`Session::resume`] finishes
+//!   it, once-only within one process's answer memory. Every API's whole turns pause the same
+//!   way: an OpenAI or Gemini turn resumes into that API's answer items.
 //!
 //! [`Session::call`] cannot pause: without an approver such a call is `blocked` (fail closed).
 //!
@@ -788,22 +797,25 @@
 //! # Cargo features
 //!
 //! All off by default, so a default build compiles the dispatcher, the hooks, every provider's
-//! tool definitions, MCP's conversions and the audit log, and nothing else:
+//! tool definitions, MCP's conversions, the audit log and `toolgate::testing`, and nothing
+//! else. Each item is named by its full path (a test compiles each one with its feature):
 //!
 //! | feature | what it adds |
 //! |---|---|
-//! | `tokio` | `TokioTimer`: deadlines on tokio's time driver |
-//! | `full-validation` | JSON Schema validation by `boon` (meta-schemas with regular expressions at `build()`, every keyword of a wrapped caller's schema) |
-//! | `tower` | `toolgate::tower`: a session as a `Service<ToolUse>`, the hooks as a `Layer` |
-//! | `claude-code` | `toolgate::claude_code`: the rules as a Claude Code command hook |
-//! | `audit-verify` | `verify_audit_dir`, `verify_audit_file`: the audit files' hash chain checked (the files are chained without it) |
-//! | `audit-report` | `toolgate::audit::report`: an audit trail read back, its figures, the self-contained HTML report, counts as text or JSON, one readable line per call (what the `toolgate` command shows) |
-//! | `openai` | OpenAI's calls in and results out (`provider::openai`, `provider::openai_responses`: `tool_use`, `tool_uses`, `tool_message`, `function_call_output`), `Session::respond_openai_choice` and `respond_openai_response` |
-//! | `gemini` | Gemini's calls in and results out (`provider::gemini::{tool_use, function_response}`), `Session::respond_gemini_candidate` |
-//! | `mcp` | `toolgate::mcp`: a dispatcher as an MCP server over stdio (rmcp), and a guard in front of a remote MCP server |
-//! | `mcp-http` | `mcp` over streamable HTTP: `McpServer::streamable_http_service` (a tower service for hyper or axum), `McpCaller::http_request`, `McpGuard::streamable_http` (reqwest, rustls on ring) |
-//! | `seal` | `approval::{SealKey, SealKeys}`, `DispatcherBuilder::seal_keys`: the fields the audit log's redaction hides are sealed (AES-SIV, RustCrypto's `aes-siv`) in a paused turn and given back at resume; without it such a call is blocked, not paused |
-//! | `sqlite` | `toolgate::store::sqlite::SqliteStore`: the answer memory and the paused turns in one SQLite file that sessions and processes share, each committed write surviving a crash (rusqlite, SQLite compiled in) |
+//! | `tokio` | `toolgate::dispatch::TokioTimer`: deadlines on tokio's time driver (tokio with its `time` feature) |
+//! | `full-validation` | JSON Schema validation by `boon`: meta-schemas with regular expressions at `build()`, every keyword of a wrapped caller's schema (no item of its own) |
+//! | `tower` | `toolgate::tower::{HooksLayer, SessionService}`: the hooks as a `Layer` in front of any `Service<ToolUse>`, a session as a `Service<ToolUse>` |
+//! | `claude-code` | `toolgate::claude_code::ClaudeCodeHook`: the rules as a Claude Code command hook (`examples/claude_code_hook.rs`) |
+//! | `audit-verify` | `toolgate::audit::{verify_audit_dir, verify_audit_file}`: the audit files' hash chain checked (the files are chained without it) |
+//! | `audit-report` | `toolgate::audit::{Trail, TrailError, parse_call_line, read_call_lines}` and `toolgate::audit::report::Figures`: an audit trail read back and what it adds up to (counts, the people in the loop, latency distributions); the `toolgate` command draws them as its page, tables and lines |
+//! | `openai` | OpenAI's calls in and results out: `toolgate::provider::openai::{tool_use, tool_uses, tool_message}`, `toolgate::provider::openai_responses::{tool_use, tool_uses, function_call_output}`, whole turns with `toolgate::Session::{respond_openai_choice, respond_openai_response}` (definitions need no feature) |
+//! | `gemini` | Gemini's calls in and results out: `toolgate::provider::gemini::{tool_use, function_response}`, whole turns with `toolgate::Session::respond_gemini_candidate` (definitions need no feature) |
+//! | `mcp` | `toolgate::mcp::{McpServer, McpGuard}`: a dispatcher as an MCP server over stdio (rmcp 3.11), a guard in front of a remote MCP server; your crate runs them on a tokio runtime (`tokio` with `rt`) |
+//! | `mcp-http` | `mcp` over streamable HTTP: `toolgate::mcp::McpServer::streamable_http_service` (a tower service for hyper or axum), `toolgate::mcp::McpCaller::http_request`, `toolgate::mcp::McpGuard::streamable_http` (reqwest, rustls on ring) |
+//! | `seal` | `toolgate::approval::{SealKey, SealKeys}`, `toolgate::dispatch::DispatcherBuilder::seal_keys`: the fields the audit log's redaction hides are sealed (AES-SIV, RustCrypto's `aes-siv`) in a paused turn and given back at resume; without it such a call is blocked, not paused |
+//! | `inbox` | `toolgate::approval::inbox::{Inbox, InboxStore, Policy}`: the approval inbox over the paused-turn stores: waiting calls listed and filtered, a person's decision recorded once and atomically under a policy (who may approve, edit or decline; never the requester; two people where a tool needs them), ready turns resumed once across a fleet, every attempt an audit line |
+//! | `sqlite` | `toolgate::store::sqlite::SqliteStore`: the answer memory and the paused turns in one SQLite file that sessions and processes share (`toolgate::Dispatcher::session_on`), each committed write surviving a crash (rusqlite, SQLite compiled in) |
+//! | `postgres` | `toolgate::store::postgres::{PostgresStore, PostgresAuditSink}`: the answer memory, the paused turns and the audit chain in PostgreSQL, so worker processes sharing a database are one agent (tokio-postgres) |
 #![forbid(unsafe_code)]
 
 // The public names, one by one: a glob would also re-export what toolgate-core hides from its
@@ -816,8 +828,8 @@ pub use toolgate_core::mcp;
 pub use toolgate_core::tower;
 pub use toolgate_core::{
     BuildError, CallError, Decision, Dispatcher, Halt, HookContext, Message, Reply, RespondError,
-    Session, State, ToolError, ToolResult, ToolUse, approval, audit, block_on, content, dispatch,
-    provider, store,
+    Rewrite, Session, State, ToolError, ToolResult, ToolUse, approval, audit, block_on, content,
+    dispatch, provider, store, testing,
 };
 pub use toolgate_macros::{post_hook, pre_hook, stop_hook, tool};
 
@@ -833,10 +845,11 @@ pub mod __private {
     #[doc(no_inline)]
     pub use toolgate_core::macro_support::{
         BoxFuture, Boxable, BoxableKind, DisplayKind, Displayed, Env, ErrorOf, HasSchema, Inject,
-        IntoDecision, IntoObserved, IntoTypedDecision, Listed, ListedError, ListedKind, NoSchema,
-        NotATool, OkOfPlain, OkOfResult, OutputProbe, Registration, RegistrationKind, Returned,
-        SplitPlain, SplitResult, StateKey, ToolFunction, ToolRef, ToolResultContent, TypeProbe,
-        assert_input, output_content, output_text, with_output_schema,
+        IntoDecision, IntoObserved, IntoTypedDecision, Listed, ListedError, ListedKind, MayRefuse,
+        NoSchema, NotATool, OkOfPlain, OkOfResult, OutputProbe, RefusalProbe, Registration,
+        RegistrationKind, Returned, RewritesOnly, SplitPlain, SplitResult, StateKey, ToolFunction,
+        ToolRef, ToolResultContent, TypeProbe, assert_input, output_content, output_text,
+        with_output_schema,
     };
     pub use toolgate_core::{
         Decision, ToolError, ToolUse,
@@ -905,6 +918,9 @@ mod guides {
 
     #[doc = include_str!("../docs/testing.md")]
     pub struct Testing;
+
+    #[doc = include_str!("../docs/testing-your-rules.md")]
+    pub struct TestingYourRules;
 
     #[doc = include_str!("../docs/toolgate-command.md")]
     pub struct ToolgateCommand;

@@ -302,7 +302,7 @@ const READABLE_LINES: &[&str] = &[
     r#"   toolu_01Jm4pAyRn8S5cWu0dZf4MtB  issue_refund {"order_id":"o_1002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, approved by lead@shop.example, allowed, ok | {"refund_id":"re_0002","order_id":"o_1002","amount_cents":30000,"refunded_total_cents":30000,"status":"issued"…"#,
     r#"   toolu_01Kn5qBzSo9T6dXv1eAg5NuC  get_order_details {"order_id":"o_3002"} | allowed, ok | {"order_id":"o_3002","user_id":"u_007","amount_cents":30000,"refunded_cents":0}"#,
     r#"   toolu_01Lo6rCaTp0U7eYw2fBh6OvD  issue_refund {"order_id":"o_3002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
-    r#"   toolu_01Lo6rCaTp0U7eYw2fBh6OvD  issue_refund {"order_id":"o_3002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, denied by lead@shop.example, blocked by support_agent::policy::large_refund_needs_approval | BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label f…"#,
+    r#"   toolu_01Lo6rCaTp0U7eYw2fBh6OvD  issue_refund {"order_id":"o_3002","amount_cents":30000} | asked by support_agent::policy::large_refund_needs_approval, denied by lead@shop.example, blocked | BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label f…"#,
     r#"   toolu_01Mp7sDbUq1V8fZx3gCi7PwE  get_order_details {"order_id":"o_1002"} | allowed, ok | {"order_id":"o_1002","user_id":"u_001","amount_cents":45000,"refunded_cents":30000}"#,
     r#"   toolu_01Nq8tEcVr2W9gAy4hDj8QxF  issue_refund {"order_id":"o_1002","amount_cents":25000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
     r#"   toolu_01Or9uFdWs3X0hBz5iEk9RyG  issue_refund {"order_id":"o_3001","amount_cents":45000} | asked by support_agent::policy::large_refund_needs_approval, awaiting approval | "#,
@@ -1080,6 +1080,15 @@ fn bad_arguments_exit_2() {
             "error: --json takes no value (see --help)\n",
         ),
         (
+            vec!["--once"],
+            "error: --once goes with --worker (see --help)\n",
+        ),
+        (
+            vec!["--worker", "--json"],
+            "error: --worker takes only --once, --out-dir, --store and --database-url (see \
+             --help)\n",
+        ),
+        (
             vec!["--json", "--json"],
             "error: --json is given twice (see --help)\n",
         ),
@@ -1189,9 +1198,9 @@ usage:
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR|URL
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
-  support_agent --report DIR|URL
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
                 [--json] [--out-dir DIR] [--store sqlite|memory] [--database-url URL]
+  support_agent --worker [--once] [--out-dir DIR] [--store sqlite] [--database-url URL]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
                 [--model NAME] [--base-url URL] [--max-turns N] [--max-tokens N] [--by WHO]
                 [--out-dir DIR] [--store sqlite|memory] [--database-url URL] [--otel]
@@ -1230,11 +1239,8 @@ usage:
                        → blocked, blocked → allowed, another rewrite, another blocking hook
   --weekly-refund-limit CENTS
                        with --what-if: try this weekly refund limit instead of 50000 cents
-  --report DIR         write DIR/report.html from DIR's audit files (what `toolgate audit
-                       report` writes): outcomes per day, the people in the loop, each
-                       customer's calls and refunds, each rule's denials and asks per day,
-                       latency per rule and per tool, halts, tokens, the hash chain; a
-                       postgres:// URL: the database's trail, the page in ./report.html
+  --report DIR         gone: the HTML report is `toolgate audit report DIR` (the `toolgate`
+                       command: cargo install --path cli); this flag prints that command line
   --resume FILE        finish a turn paused for a person's approval (a replay writes it to
                        OUT-DIR/pending/SESSION/TURN.json) with one decision:
   --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)
@@ -1242,6 +1248,10 @@ usage:
   --deny ID            decline the waiting tool_use ID, with --reason TEXT for the model
   --now TIME           the resuming session's clock, RFC 3339 (default: when the turn paused);
                        a turn older than 24 hours expires and its calls are answered blocked
+  --worker             resume the turns people decided in the store's approval inbox, as they
+                       become ready (each waiting call decided, or expired: the model is told
+                       so); one worker of a fleet resumes each turn. Polls until stopped
+  --once               with --worker: resume what is ready now, then exit
   --live               talk to the model over the Messages API (key from ANTHROPIC_API_KEY):
                        each call prints its line and writes its audit line, as in a replay;
                        the summary counts the tokens used
@@ -1439,6 +1449,7 @@ fn the_refunds_specialist_without_the_rules_on_issue_refund_does_not_build() {
             tool: "issue_refund".into(),
             path: path("tools::issue_refund"),
             declared: true,
+            only_rewritten_by: vec![],
         }]
     );
     assert_eq!(
@@ -1446,8 +1457,8 @@ fn the_refunds_specialist_without_the_rules_on_issue_refund_does_not_build() {
         format!(
             "the dispatcher cannot be built (1 problem):\n- tool `issue_refund` ({}) writes \
              (`effect = \"write\"`), but no PreToolUse hook of this dispatcher guards it: add a \
-             #[pre_hook] whose `tools` names it, or say why it needs none with #[tool(effect = \
-             \"write\", unguarded = \"…\")] (ToolDef::unguarded)",
+             #[pre_hook] that returns `Decision` and whose `tools` names it, or say why it needs \
+             none with #[tool(effect = \"write\", unguarded = \"…\")] (ToolDef::unguarded)",
             path("tools::issue_refund")
         )
     );
@@ -2455,7 +2466,7 @@ fn a_transcripts_decisions_resume_its_paused_turns_approved_and_denied() {
                 r#"{{{c07},"tool_use_id":"toolu_01Lo6rCaTp0U7eYw2fBh6OvD","tool":"issue_refund","input":{{"order_id":"o_3002","amount_cents":30000}},"outcome":"awaiting_approval","is_error":false,"content":"","duration_us":0,{refund_runs},{asked},"final":false,"prev":"…"}}"#
             ),
             format!(
-                r#"{{{c07},"tool_use_id":"toolu_01Lo6rCaTp0U7eYw2fBh6OvD","tool":"issue_refund","input":{{"order_id":"o_3002","amount_cents":30000}},"outcome":"blocked","is_error":true,"content":"BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label first.","duration_us":0,"blocked_by":"support_agent::policy::large_refund_needs_approval","detail":"a person declined the call (asked by `support_agent::policy::large_refund_needs_approval`: {APPROVAL_HOOK_REASON_30000})",{asked},"denied_by":"lead@shop.example","prev":"…"}}"#
+                r#"{{{c07},"tool_use_id":"toolu_01Lo6rCaTp0U7eYw2fBh6OvD","tool":"issue_refund","input":{{"order_id":"o_3002","amount_cents":30000}},"outcome":"blocked","is_error":true,"content":"BLOCKED: a person declined this call: the items have not been returned yet; send the customer a return label first.","duration_us":0,"detail":"a person declined the call (asked by `support_agent::policy::large_refund_needs_approval`: {APPROVAL_HOOK_REASON_30000})",{asked},"denied_by":"lead@shop.example","prev":"…"}}"#
             ),
         ]
     );
@@ -2486,6 +2497,7 @@ fn paused_08_pending() -> Value {
         "turn_id": "msg_01Be8qNh1CgXrZ5wPu2lTdEe", "turn": "msg_01Be8qNh1CgXrZ5wPu2lTdEe",
         "session_id": "sess_paused_08", "user_id": "u_001",
         "fingerprint": fingerprint, "created_at": "2026-12-01T14:00:00Z",
+        "pending_ttl_ms": 86_400_000,
         "blocks": [
             {"state": "answered", "result": {
                 "type": "tool_result", "tool_use_id": "toolu_01Mp7sDbUq1V8fZx3gCi7PwE",
@@ -2541,7 +2553,7 @@ fn a_paused_turn_is_written_then_resumed_by_a_later_run_with_approve_or_deny() {
         let path = hook("large_refund_needs_approval");
         let line = if deny {
             format!(
-                r#"   {id}  issue_refund {{"order_id":"o_1002","amount_cents":25000}} | asked by {path}, denied by operator, blocked by {path} | BLOCKED: a person declined this call: refund the 250 as store credit instead."#
+                r#"   {id}  issue_refund {{"order_id":"o_1002","amount_cents":25000}} | asked by {path}, denied by operator, blocked | BLOCKED: a person declined this call: refund the 250 as store credit instead."#
             )
         } else {
             format!(
@@ -2585,6 +2597,90 @@ fn a_paused_turn_is_written_then_resumed_by_a_later_run_with_approve_or_deny() {
         assert_eq!(code, cli::EXIT_BAD_INPUT);
         assert!(err.starts_with(&format!("error: {}: cannot be read: ", file.display())));
     }
+}
+
+#[test]
+fn a_worker_resumes_the_turns_people_decided_in_the_inbox_of_its_store_once() {
+    use toolgate::approval::inbox::{
+        Action, Choice, DecisionRequest, Identity, Inbox, MemoryDecisionLog, Policy, Query,
+    };
+    use toolgate::store::sqlite::SqliteStore;
+    let dir = TempDir::new("worker");
+    let (code, _, err) = run(&[
+        &os("--transcript"),
+        &os(fixture("08_large_refund_paused.json")),
+        &os("--out-dir"),
+        &os(dir.path()),
+    ]);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    let worker = [
+        os("--worker"),
+        os("--once"),
+        os("--out-dir"),
+        os(dir.path()),
+    ];
+    let worker: Vec<&OsString> = worker.iter().collect();
+    // Nothing is ready while the refund waits for a person.
+    assert_eq!(run(&worker), (cli::EXIT_OK, String::new(), String::new()));
+    let store = Arc::new(SqliteStore::open(dir.join("state.sqlite")).unwrap());
+    let inbox = Inbox::builder(store)
+        .policy(Policy::new().allow("lead@shop.example", &[Action::Approve], &["issue_refund"]))
+        .decision_log(Arc::new(MemoryDecisionLog::new()))
+        .build()
+        .unwrap();
+    let call = toolgate::block_on(inbox.list(&Query::waiting()))
+        .unwrap()
+        .calls
+        .remove(0);
+    assert_eq!(
+        (
+            call.session_id.as_str(),
+            call.tool.as_str(),
+            call.summary.as_str()
+        ),
+        (
+            "sess_paused_08",
+            "issue_refund",
+            r#"order_id="o_1002", amount_cents=25000"#
+        ),
+        "the paused refund is in the inbox of the agent's store"
+    );
+    let request = DecisionRequest::new(
+        &call.session_id,
+        &call.turn_id,
+        &call.tool_use_id,
+        &call.input_digest,
+        Choice::Approve,
+    );
+    toolgate::block_on(inbox.decide(&Identity::new("lead@shop.example"), request)).unwrap();
+    let (code, out, err) = run(&worker);
+    assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
+    let (id, path) = (
+        "toolu_01Nq8tEcVr2W9gAy4hDj8QxF",
+        hook("large_refund_needs_approval"),
+    );
+    assert_eq!(
+        out,
+        format!(
+            "== resumed turn msg_01Be8qNh1CgXrZ5wPu2lTdEe of session sess_paused_08\n   user \
+             u_001 (premium), specialist refunds\n   {id}  issue_refund \
+             {{\"order_id\":\"o_1002\",\"amount_cents\":25000}} | asked by {path}, approved by \
+             lead@shop.example, allowed, ok | {{\"refund_id\":\"re_0001\",\"order_id\":\"o_1002\",\
+             \"amount_cents\":25000,\"refunded_total_cents\":25000,\"status\":\"issued\"…\n   \
+             summary: calls 1; outcomes ok 1; tools issue_refund 1; observer errors 0\n"
+        )
+    );
+    assert_eq!(refunds_of(dir.path(), id), 1);
+    // Resumed once: a second worker finds nothing.
+    assert_eq!(run(&worker), (cli::EXIT_OK, String::new(), String::new()));
+    assert_eq!(refunds_of(dir.path(), id), 1);
+    let memory = [os("--worker"), os("--store"), os("memory")];
+    let (code, _, err) = run(&memory.iter().collect::<Vec<_>>());
+    assert_eq!(code, cli::EXIT_BAD_INPUT);
+    assert!(
+        err.starts_with("error: --worker resumes turns kept in a store"),
+        "{err}"
+    );
 }
 
 /// The `ok` refund lines of an audit log for `id`.
@@ -2937,180 +3033,40 @@ fn otel_replays_as_usual_while_the_spans_go_to_the_stdout_exporter() {
 
 // ---------------------------------------------------------------- the report
 
-/// Every `data-k="KEY">VALUE<` of a page, in order.
-fn page_figures(page: &str) -> Vec<(String, String)> {
-    page.split("data-k=\"")
-        .skip(1)
-        .map(|rest| {
-            let (key, rest) = rest.split_once('"').unwrap();
-            let value = rest.split_once('>').unwrap().1.split_once('<').unwrap().0;
-            (key.to_owned(), value.to_owned())
-        })
-        .collect()
-}
-
 #[test]
-fn the_report_page_shows_the_logs_own_numbers() {
-    // The bundled replays, then transcript 03 on an agent whose extra policy cannot decide: a
-    // halt with its detail.
+fn report_names_the_toolgate_command_that_draws_the_page_and_writes_nothing() {
+    // The page is the `toolgate` command's (cli/src/report/); its figures are checked against
+    // the recorded trail of these same replays by the command's own tests (cli/tests/report.rs).
     let dir = TempDir::new("report");
     let (code, _, err) = run(&[&os("--out-dir"), &os(dir.path())]);
     assert_eq!((code, err.as_str()), (cli::EXIT_OK, ""));
-    let audit = AuditLog::open(dir.path()).unwrap();
-    let broken = toolgate::dispatch::PreHookDef::sync("test::broken_policy", 5, |_env, _call| {
-        Err(toolgate::dispatch::HookError::new(
-            "policy store unreachable",
-        ))
-    });
-    let agent =
-        Agent::build_with(Specialist::Refunds, Some(&audit), |b| b.pre_hook(broken)).unwrap();
-    let t = transcript::load(&fixture("03_parallel_batch.json")).unwrap();
-    agent::replay_on(&agent, &t);
-    drop((agent, audit));
-
     let (code, out, err) = run(&[&os("--report"), &os(dir.path())]);
-    let page_path = dir.path().join("report.html");
+    let d = dir.path().display();
     assert_eq!(
         (code, out, err),
         (
-            cli::EXIT_OK,
+            cli::EXIT_BAD_INPUT,
+            String::new(),
             format!(
-                "report: {} (28 calls, chain verifies)\n",
-                page_path.display()
-            ),
-            String::new()
+                "error: --report: the report is the `toolgate` command's now: toolgate audit \
+                 report {d} -o {d}/report.html --count-tool issue_refund (cargo install --path \
+                 cli; docs/toolgate-command.md)\n"
+            )
         )
     );
-    let page = std::fs::read_to_string(&page_path).unwrap();
-    // Self-contained: no script, nothing fetched at view time.
-    for absent in ["<script", "src=", "href=", "@import", "url("] {
-        assert!(!page.contains(absent), "{absent}");
-    }
-
-    // The numbers, recomputed here from the log's own lines.
-    // A paused call's line (`"final": false`) is left out: its final line comes at resume.
-    let all = json_lines(&dir.path().join("audit_log.jsonl"));
-    let lines: Vec<Value> = all
-        .iter()
-        .filter(|l| l.get("final") != Some(&json!(false)))
-        .cloned()
-        .collect();
-    assert_eq!(all.len() - lines.len(), 4);
-    let mut want: Vec<(String, String)> = vec![
-        ("calls".into(), lines.len().to_string()),
-        ("sessions".into(), "11".into()),
-        ("left_out".into(), "4".into()),
-        ("chain".into(), "verifies".into()),
-    ];
-    let count = |keep: &dyn Fn(&Value) -> bool| lines.iter().filter(|l| keep(l)).count();
-    let mut outcomes: Vec<&str> = lines
-        .iter()
-        .map(|l| l["outcome"].as_str().unwrap())
-        .collect();
-    outcomes.sort();
-    outcomes.dedup();
-    let mut days: Vec<&str> = lines
-        .iter()
-        .map(|l| &l["ts"].as_str().unwrap()[..10])
-        .collect();
-    days.sort();
-    days.dedup();
-    for day in &days {
-        for o in &outcomes {
-            let n = count(&|l| &l["ts"].as_str().unwrap()[..10] == *day && l["outcome"] == *o);
-            want.push((format!("day:{day}:{o}"), n.to_string()));
-        }
-    }
-    for o in &outcomes {
-        want.push((
-            format!("outcome:{o}"),
-            count(&|l| l["outcome"] == *o).to_string(),
-        ));
-    }
-    // Rules, most denials first, then by name.
-    let runs = |l: &Value| l["hooks"].as_array().cloned().unwrap_or_default();
-    let mut rules: Vec<(String, usize, usize)> = Vec::new();
-    for l in &lines {
-        for run in runs(l) {
-            let hook = run["hook"].as_str().unwrap().to_owned();
-            let denied = usize::from(run["decision"] == "deny");
-            match rules.iter_mut().find(|r| r.0 == hook) {
-                Some(r) => {
-                    r.1 += 1;
-                    r.2 += denied;
-                }
-                None => rules.push((hook, 1, denied)),
-            }
-        }
-        // Blocked with no hook run on the line (a paused call that expired, or was declined,
-        // at resume): a denial of the hook that blocked it.
-        if l["outcome"] == "blocked" && runs(l).is_empty() {
-            let hook = l["blocked_by"].as_str().unwrap().to_owned();
-            match rules.iter_mut().find(|r| r.0 == hook) {
-                Some(r) => {
-                    r.1 += 1;
-                    r.2 += 1;
-                }
-                None => rules.push((hook, 1, 1)),
-            }
-        }
-    }
-    rules.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
-    for (hook, n, denied) in &rules {
-        want.push((format!("rule_runs:{hook}"), n.to_string()));
-        want.push((format!("rule_denials:{hook}"), denied.to_string()));
-    }
-    let mut tools: Vec<&str> = lines.iter().map(|l| l["tool"].as_str().unwrap()).collect();
-    tools.sort();
-    tools.dedup();
-    for tool in &tools {
-        want.push((
-            format!("tool_calls:{tool}"),
-            count(&|l| l["tool"] == *tool).to_string(),
-        ));
-        want.push((
-            format!("tool_blocked:{tool}"),
-            count(&|l| l["tool"] == *tool && l["outcome"] == "blocked").to_string(),
-        ));
-    }
-    want.push((
-        "halts".into(),
-        count(&|l| l["outcome"] == "hook_failed").to_string(),
-    ));
-    want.push(("tokens".into(), "none recorded: the host writes no ".into()));
-    let shown: Vec<(String, String)> = page_figures(&page)
-        .into_iter()
-        .filter(|(k, _)| {
-            // The families recomputed here; the rest (people, customers, latency) are checked
-            // key by key against the log by the `toolgate` command's report tests.
-            let family = k.split(':').next().unwrap_or_default();
-            [
-                "calls",
-                "sessions",
-                "left_out",
-                "chain",
-                "day",
-                "outcome",
-                "rule_runs",
-                "rule_denials",
-                "tool_calls",
-                "tool_blocked",
-                "halts",
-                "tokens",
-            ]
-            .contains(&family)
-        })
-        .collect();
-    // The page lists rules most denials first, then by name (as recomputed above).
-    assert_eq!(shown, want);
-    // The halt's row: when, session, tool, outcome, hook and the operator's detail.
-    assert!(page.contains(
-        "<tr><td data-label=\"when (UTC)\">2026-11-25<wbr>T09:00:00Z</td>\
-         <td data-label=\"session\">sess_parallel_03</td><td data-label=\"tool\">lookup_user</td>\
-         <td data-label=\"outcome\">hook_failed</td>\
-         <td data-label=\"hook\"><code>test::broken_policy</code></td>\
-         <td data-label=\"detail\">policy store unreachable</td></tr>"
-    ));
+    assert!(!dir.path().join("report.html").exists());
+    // A database's URL is not repeated: it may hold a password.
+    let (code, out, err) = run(&[&os("--report"), &os("postgres://agent:pw-secret@db/agent")]);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (
+            cli::EXIT_BAD_INPUT,
+            "",
+            "error: --report: the report is the `toolgate` command's now: toolgate audit report \
+             URL -o report.html --count-tool issue_refund (cargo install --path cli; \
+             docs/toolgate-command.md)\n"
+        )
+    );
 }
 
 /// The paused transcript of `08_large_refund_paused.json`, in session `session_id`, with its

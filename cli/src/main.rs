@@ -11,13 +11,23 @@
 //! `SOURCE` is the folder an [`AuditLog`](toolgate_core::audit::AuditLog) writes
 //! (`audit_log.jsonl`, `session_summaries.jsonl` and their rotated files) or, with the
 //! `postgres` feature (on by default), a PostgreSQL URL whose database a fleet's
-//! `PostgresAuditSink` writes. Every command reads it with `toolgate_core::audit::report`, the
-//! code the support agent's `--report` and `--verify-audit` run.
+//! `PostgresAuditSink` writes. Every command reads it with the library
+//! (`toolgate_core::audit::{Trail, verify_audit_dir}`, `audit::report::Figures`) and shows it
+//! itself: the page, the tables, the lines are the command's.
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `main.rs` | the entry: the subcommand run, the exit codes, the one way an error is printed |
+//! | `args.rs` | the command tree (clap's builder API), the completion scripts |
+//! | `source.rs` | `SOURCE`: an audit folder, checked, or a database exported to a temporary one |
+//! | `database.rs` | a fleet's database: its URL as it may be shown, the read-only connection (feature `postgres`) |
+//! | `verify.rs` | `audit verify`: the chain check, one line per chain, a progress bar on a long trail |
+//! | `report/` | `audit report`: the command (`mod.rs`), the page (`html.rs`), its charts (`svg.rs`), text made safe for it (`escape.rs`) |
+//! | `stats/` | `audit stats`: the command (`mod.rs`), the counts as aligned tables or JSON (`print.rs`) |
+//! | `tail/` | `audit tail`: the command (`mod.rs`), one readable line per call and the filters (`line.rs`), a file followed as `tail -F` does (`follow.rs`) |
 
 mod args;
-#[cfg(feature = "postgres")]
 mod database;
-mod follow;
 mod report;
 mod source;
 mod stats;

@@ -7,8 +7,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use clap::ArgMatches;
-use toolgate_core::audit::report::chain_files;
-use toolgate_core::audit::{AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE};
+use toolgate_core::audit::{AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE, chain_files};
 
 /// The `SOURCE` argument: a database URL, or a path.
 pub(crate) enum Source {
@@ -26,24 +25,6 @@ pub(crate) fn source(m: &ArgMatches) -> Source {
             Source::Database(url.to_owned())
         }
         _ => Source::Folder(PathBuf::from(given)),
-    }
-}
-
-/// `url` as it may be shown: its password, if any, as `***` (`postgres://agent:***@db/agent`).
-pub(crate) fn shown(url: &str) -> String {
-    #[cfg(feature = "postgres")]
-    return toolgate_core::store::postgres::shown_settings(url);
-    // Without the feature a URL is only ever named in the refusal: hide the password there too.
-    #[cfg(not(feature = "postgres"))]
-    match url
-        .split_once("://")
-        .map(|(scheme, rest)| (scheme, rest.split_once('@')))
-    {
-        Some((scheme, Some((user_info, host)))) if user_info.contains(':') => {
-            let user = user_info.split_once(':').map_or(user_info, |(u, _)| u);
-            format!("{scheme}://{user}:***@{host}")
-        }
-        _ => url.to_owned(),
     }
 }
 
@@ -89,7 +70,7 @@ pub(crate) fn input(m: &ArgMatches) -> Result<Input, String> {
 #[cfg(feature = "postgres")]
 fn export(url: &str) -> Result<Input, String> {
     use std::time::{SystemTime, UNIX_EPOCH};
-    let label = shown(url);
+    let label = crate::database::shown(url);
     let store = crate::database::connect(url)?;
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -107,17 +88,7 @@ fn export(url: &str) -> Result<Input, String> {
 
 #[cfg(not(feature = "postgres"))]
 fn export(url: &str) -> Result<Input, String> {
-    Err(without_postgres(url))
-}
-
-/// The sentence for a database URL given to a build without PostgreSQL.
-#[cfg_attr(feature = "postgres", allow(dead_code))]
-pub(crate) fn without_postgres(url: &str) -> String {
-    format!(
-        "{}: this toolgate was built without PostgreSQL (cargo install --path cli --features \
-         postgres)",
-        shown(url)
-    )
+    Err(crate::database::without_postgres(url))
 }
 
 fn check(dir: &Path) -> Result<(), String> {
@@ -139,9 +110,10 @@ fn check(dir: &Path) -> Result<(), String> {
             ))
         }
         Ok(_) => {
-            if chain_files(dir, AUDIT_LOG_FILE).is_empty()
-                && chain_files(dir, SESSION_SUMMARIES_FILE).is_empty()
-            {
+            let listed = |name| {
+                chain_files(dir, name).map_err(|e| format!("cannot read `{}`: {e}", dir.display()))
+            };
+            if listed(AUDIT_LOG_FILE)?.is_empty() && listed(SESSION_SUMMARIES_FILE)?.is_empty() {
                 return Err(format!(
                     "`{}` holds no audit files ({AUDIT_LOG_FILE}, {SESSION_SUMMARIES_FILE}): is it \
                      the audit folder?",

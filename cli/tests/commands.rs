@@ -12,6 +12,12 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use support::{Scratch, command, counted, fixture, json_lines, rule_counts, toolgate};
+use toolgate_core::audit::{
+    AUDIT_LOG_FILE, AuditLog, SESSION_SUMMARIES_FILE, Trail, TrailError, chain_files,
+    verify_audit_dir,
+};
+use toolgate_core::dispatch::sync_caller;
+use toolgate_core::{Dispatcher, HookContext, ToolUse};
 
 fn last_hash(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap();
@@ -435,7 +441,7 @@ fn tail_filters_and_json_print_the_matching_lines_as_written() {
     assert_eq!(
         out,
         "\
-2026-11-25T11:00:00Z awaiting_approval issue_refund  user u_007 (premium)  127 µs  rule support_agent::policy::large_refund_needs_approval  session sess_deny_07
+2026-11-25T11:00:00Z awaiting_approval issue_refund  user u_007 (premium)  127 µs  asked by support_agent::policy::large_refund_needs_approval  session sess_deny_07
 2026-11-25T11:03:05.5Z blocked           issue_refund  user u_007 (premium)  18 µs  rule support_agent::policy::large_refund_needs_approval  declined by lead@shop.example  session sess_deny_07
 "
     );
@@ -548,6 +554,205 @@ fn tail_follow_shows_appended_lines_a_line_written_in_two_parts_and_the_file_aft
     assert!(child.try_wait().unwrap().is_none());
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+// ---------------------------------------------------------------- the chain's files
+
+/// A dispatcher whose one tool, `echo`, answers its input's `n`, writing to `log`.
+fn echo_dispatcher(log: AuditLog) -> Dispatcher {
+    let echo = sync_caller(
+        vec![
+            json!({"name": "echo", "description": "Echoes n.", "input_schema": {
+            "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}),
+        ],
+        |_context, call| Ok(call.input["n"].to_string()),
+    );
+    Dispatcher::builder()
+        .wrap(echo)
+        .audit_log(log)
+        .build()
+        .unwrap()
+}
+
+/// Calls `echo` with `n` in a session `s_rot` of its own: one audit line, `toolu_{n}`, and the
+/// session's summary line when it is dropped.
+fn echo(d: &Dispatcher, n: i64) {
+    let session = d.session(HookContext::builder("u_rot", "s_rot").build());
+    let answer = toolgate_core::block_on(session.call(&ToolUse::new(
+        format!("toolu_{n}"),
+        "echo",
+        json!({"n": n}),
+    )))
+    .unwrap();
+    assert_eq!(answer.content_text(), n.to_string());
+}
+
+/// The `tool_use_id`s of the JSON lines `tail --json` printed.
+fn ids(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["tool_use_id"].to_string())
+        .collect()
+}
+
+#[test]
+fn audit_log_01_and_plus_1_are_no_part_of_the_chain_for_the_writer_the_verifier_the_trail_and_tail_follow()
+ {
+    // Two names a lenient number parser reads as rotated file 1, each with a line (an ok call of
+    // its own, first in its file) that would join the trail if either were read as part of it.
+    let s = Scratch::new("stray-rotations");
+    let strays = ["audit_log.01.jsonl", "audit_log.+1.jsonl"];
+    for name in strays {
+        let stray = format!(
+            "{{\"ts\":\"2026-11-24T09:00:00Z\",\"session_id\":\"s_stray\",\"user_id\":\"u_stray\",\
+             \"tool_use_id\":\"toolu_{name}\",\"tool\":\"echo\",\"input\":{{\"n\":0}},\
+             \"outcome\":\"ok\",\"is_error\":false,\"content\":\"0\",\"duration_us\":1,\
+             \"prev\":\"{}\"}}\n",
+            "0".repeat(64)
+        );
+        std::fs::write(s.path().join(name), stray).unwrap();
+    }
+    // The writer: two calls (two sessions, each with its summary line), a rotation, a third.
+    let log = AuditLog::open(s.path()).unwrap();
+    let d = echo_dispatcher(log.clone());
+    echo(&d, 1);
+    echo(&d, 2);
+    let rotated = s.path().join("audit_log.1.jsonl");
+    let summaries = [
+        s.path().join("session_summaries.1.jsonl"),
+        s.path().join(SESSION_SUMMARIES_FILE),
+    ];
+    assert_eq!(
+        log.rotate().unwrap(),
+        vec![rotated.clone(), summaries[0].clone()]
+    );
+    echo(&d, 3);
+    let live = s.path().join(AUDIT_LOG_FILE);
+    let first_of_live: Value = serde_json::from_str(
+        std::fs::read_to_string(&live)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(first_of_live["prev"], json!(last_hash(&rotated)));
+
+    // The one rule, and every reader of it.
+    assert_eq!(
+        chain_files(s.path(), AUDIT_LOG_FILE).unwrap(),
+        vec![rotated.clone(), live.clone()]
+    );
+    let verified = verify_audit_dir(s.path()).unwrap();
+    assert_eq!(verified.calls.files, vec![rotated.clone(), live.clone()]);
+    assert_eq!(
+        verified.calls.status.to_string(),
+        format!("ok, 3 lines, last hash {}", last_hash(&live))
+    );
+    let trail = Trail::read_dir(s.path()).unwrap();
+    assert_eq!(
+        trail.files,
+        [&[rotated.clone(), live.clone()][..], &summaries[..]].concat()
+    );
+    let read: Vec<&str> = trail.calls.iter().map(|r| r.tool_use_id.as_str()).collect();
+    assert_eq!(read, ["toolu_1", "toolu_2", "toolu_3"]);
+
+    let mut child = command(&["audit", "tail", &dir_arg(&s), "-f", "-n", "100", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rx = lines_of(child.stdout.take().unwrap());
+    let shown: Vec<String> = (0..3).map(|_| next_line(&rx)).collect();
+    assert_eq!(ids(&shown), ["\"toolu_1\"", "\"toolu_2\"", "\"toolu_3\""]);
+    // Followed through a second rotation: the writer's next file is audit_log.2.jsonl.
+    assert_eq!(
+        log.rotate().unwrap(),
+        vec![
+            s.path().join("audit_log.2.jsonl"),
+            s.path().join("session_summaries.2.jsonl")
+        ]
+    );
+    echo(&d, 4);
+    assert_eq!(ids(&[next_line(&rx)]), ["\"toolu_4\""]);
+    assert!(rx.recv_timeout(Duration::from_millis(500)).is_err());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The stray files are as they were: nothing read them as the chain's, nothing wrote them.
+    for name in strays {
+        assert_eq!(
+            std::fs::read_to_string(s.path().join(name))
+                .unwrap()
+                .lines()
+                .count(),
+            1
+        );
+    }
+}
+
+#[test]
+fn a_folder_that_cannot_be_listed_is_an_error_not_an_empty_trail() {
+    // Made unreadable in ways that hold for root too (a mode-000 folder does not): a path that
+    // is a file, a dangling symlink, and a folder whose live file is a dangling symlink.
+    let s = Scratch::with_fixture("unlistable");
+    let file = s.path().join(AUDIT_LOG_FILE);
+    let dangling = s.path().join("gone");
+    std::os::unix::fs::symlink(s.path().join("nowhere"), &dangling).unwrap();
+    for (path, kind) in [
+        (&file, std::io::ErrorKind::NotADirectory),
+        (&dangling, std::io::ErrorKind::NotFound),
+    ] {
+        let e = chain_files(path, AUDIT_LOG_FILE).unwrap_err();
+        assert_eq!(e.kind(), kind, "{}", path.display());
+        assert!(matches!(Trail::read_dir(path), Err(TrailError::NotAFolder(p)) if p == *path));
+        assert_eq!(
+            verify_audit_dir(path).unwrap_err().kind(),
+            std::io::ErrorKind::NotADirectory
+        );
+    }
+    let (code, out, err) = toolgate(&["audit", "tail", dangling.to_str().unwrap()]);
+    assert_eq!(
+        (code, out.as_str(), err),
+        (
+            2,
+            "",
+            format!("toolgate: error: `{}` does not exist\n", dangling.display())
+        )
+    );
+
+    // The live file a dangling symlink beside a rotated file: the chain names it, and every
+    // reader says it cannot be read.
+    let folder = Scratch::new("dangling-live");
+    std::fs::copy(&file, folder.path().join("audit_log.1.jsonl")).unwrap();
+    let live = folder.path().join(AUDIT_LOG_FILE);
+    std::os::unix::fs::symlink(folder.path().join("nowhere"), &live).unwrap();
+    assert_eq!(
+        chain_files(folder.path(), AUDIT_LOG_FILE).unwrap(),
+        vec![folder.path().join("audit_log.1.jsonl"), live.clone()]
+    );
+    let sentence = format!(
+        "cannot read `{}`: No such file or directory (os error 2)",
+        live.display()
+    );
+    assert_eq!(
+        verify_audit_dir(folder.path()).unwrap_err().to_string(),
+        sentence
+    );
+    assert_eq!(
+        Trail::read_dir(folder.path()).unwrap_err().to_string(),
+        sentence
+    );
+    for command in ["verify", "tail", "stats", "report"] {
+        let (code, out, err) = toolgate(
+            &["audit", command, &dir_arg(&folder), "-o", "-"]
+                [..if command == "report" { 5 } else { 3 }],
+        );
+        assert_eq!(
+            (code, out.as_str(), err.as_str()),
+            (2, "", format!("toolgate: error: {sentence}\n").as_str()),
+            "{command}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------- text from the model
@@ -734,5 +939,64 @@ fn tail_stats_report_and_errors_print_model_text_with_no_raw_line_break_or_escap
             s.path().join("audit_log.jsonl").display()
         )),
         "{err}"
+    );
+}
+
+/// A call a person declined: `tail` names the hook that only asked and the person who declined,
+/// never the hook as the one that blocked it (its line has no `blocked_by`).
+#[test]
+fn tail_names_the_hook_that_asked_and_the_person_who_declined() {
+    let s = Scratch::new("declined");
+    let asked = json!([{"hook": "app::large_refund", "reason": "refunds above 20000 cents"}]);
+    let line = |ts: &str, outcome: &str, more: Value| {
+        let mut v = json!({
+            "ts": ts, "session_id": "sess_ask", "user_id": "u_001", "tool_use_id": "toolu_2",
+            "tool": "refund", "input": {"order_id": "o_1", "amount_cents": 25000},
+            "outcome": outcome, "is_error": outcome != "awaiting_approval", "content": "",
+            "duration_us": 0, "asked_by": asked
+        });
+        v.as_object_mut()
+            .unwrap()
+            .extend(more.as_object().unwrap().clone());
+        v
+    };
+    let records = [
+        line(
+            "2026-11-24T10:15:00Z",
+            "awaiting_approval",
+            json!({"final": false}),
+        ),
+        line(
+            "2026-11-24T10:16:00Z",
+            "blocked",
+            json!({"denied_by": "lead@example.com"}),
+        ),
+    ];
+    let mut prev = "0".repeat(64);
+    let mut text = String::new();
+    for record in &records {
+        let object = serde_json::to_string(record).unwrap();
+        let line = format!(
+            "{},\"prev\":\"{prev}\"}}\n",
+            object.strip_suffix('}').unwrap()
+        );
+        prev = Sha256::digest(line.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        text.push_str(&line);
+    }
+    std::fs::write(s.path().join("audit_log.jsonl"), text).unwrap();
+    let (code, out, err) = toolgate(&["audit", "tail", &dir_arg(&s)]);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (
+            0,
+            "2026-11-24T10:15:00Z awaiting_approval refund  user u_001  0 µs  asked by \
+             app::large_refund  session sess_ask\n\
+             2026-11-24T10:16:00Z blocked           refund  user u_001  0 µs  asked by \
+             app::large_refund  declined by lead@example.com  session sess_ask\n",
+            ""
+        )
     );
 }

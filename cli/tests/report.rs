@@ -231,9 +231,14 @@ fn per_rule_per_day(kept: &[&Value], put: &mut impl FnMut(String, String)) {
             days.entry((run["hook"].as_str().unwrap().into(), day.clone()))
                 .or_default()[slot] += 1;
         }
-        if l["outcome"] == "blocked" && runs(l).is_empty() {
-            days.entry((l["blocked_by"].as_str().unwrap().into(), day))
-                .or_default()[0] += 1;
+        // Blocked with no hook run on the line and a hook at fault (a paused call that expired
+        // at resume): a denial of that hook. A call a person declined names no hook: the
+        // person's decline is no rule's denial.
+        if l["outcome"] == "blocked"
+            && runs(l).is_empty()
+            && let Some(hook) = l["blocked_by"].as_str()
+        {
+            days.entry((hook.into(), day)).or_default()[0] += 1;
         }
     }
     for ((rule, day), [deny, ask]) in days {
@@ -346,6 +351,55 @@ fn every_figure_of_the_page_is_the_logs_own() {
     ));
     // A hostile tool name is text, not markup.
     assert!(page.contains(">\\u{1b}[2J\\u{1b}[31mrm_rf</td>") && !page.contains('\u{1b}'));
+    // The halt's row: when, session, tool, outcome, hook and the operator's detail.
+    assert!(page.contains(
+        "<tr><td data-label=\"when (UTC)\">2026-11-28<wbr>T09:00:00Z</td>\
+         <td data-label=\"session\">sess_halt_11</td><td data-label=\"tool\">lookup_user</td>\
+         <td data-label=\"outcome\">hook_failed</td>\
+         <td data-label=\"hook\"><code>ops::policy_store</code></td>\
+         <td data-label=\"detail\">policy store unreachable: connection refused</td></tr>"
+    ));
+}
+
+#[test]
+fn a_trail_whose_summaries_carry_no_usage_says_no_tokens_were_recorded() {
+    // The recorded trail without its last summary line, the one with `usage` (a chain cut at
+    // its end still verifies).
+    let s = Scratch::with_fixture("report-no-usage");
+    let path = s.path().join("session_summaries.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let kept: String = text.lines().take(10).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, kept).unwrap();
+    let out = s.path().join("report.html");
+    let (code, stdout, err) = toolgate(&[
+        "audit",
+        "report",
+        s.path().to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--count-tool",
+        "issue_refund",
+        "--now",
+        NOW,
+    ]);
+    assert_eq!(
+        (code, stdout, err),
+        (
+            0,
+            format!("report: {} (28 calls, chain verifies)\n", out.display()),
+            String::new()
+        )
+    );
+    let page = std::fs::read_to_string(&out).unwrap();
+    let lines = json_lines(&s.path().join("audit_log.jsonl"));
+    let summaries = json_lines(&path);
+    assert!(summaries.iter().all(|l| l.get("usage").is_none()));
+    let mut want: BTreeMap<String, String> = expected(&lines, &summaries)
+        .into_iter()
+        .map(|(k, v)| (esc(&k), esc(&v)))
+        .collect();
+    want.insert("tokens".into(), "none recorded: the host writes no ".into());
+    assert_eq!(page_figures(&page), want);
 }
 
 #[test]

@@ -310,7 +310,10 @@ fn decided(transcript: &Transcript, pending: &PendingTurn) -> Option<Decisions> 
     let mut decisions = Decisions::builder();
     for waiting in pending.awaiting() {
         let decision = transcript.approvals.get(&waiting.tool_use_id)?;
-        decisions = decisions.decide(waiting.tool_use_id.clone(), decision.clone());
+        decisions = decisions.decide(
+            waiting.tool_use_id.clone(),
+            super::approval::shown(decision.clone(), waiting),
+        );
     }
     // Each waiting id once: the builder cannot see an id twice.
     decisions.build().ok()

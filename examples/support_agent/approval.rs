@@ -17,7 +17,7 @@ use std::time::SystemTime;
 
 use toolgate::{
     HookContext,
-    approval::{Approval, Decisions, PendingTurn, ResumeError},
+    approval::{Approval, AwaitingCall, Decisions, PendingTurn, ResumeError},
     dispatch::Clock,
 };
 
@@ -196,14 +196,22 @@ pub(crate) fn resume(args: &ResumeArgs, out: &mut dyn Write, err: &mut dyn Write
         .tier(customer.tier)
         .clock(Clock::fixed(args.now.unwrap_or(pending.created_at)))
         .build();
-    let decision = match &args.deny_reason {
-        None => Approval::approve(args.by.clone()),
-        Some(reason) => Approval::deny(args.by.clone(), reason.clone()),
-    };
-    let decisions = Decisions::builder()
-        .decide(args.tool_use_id.clone(), decision)
-        .build()
-        .expect("one decision names one id");
+    // An approval names the input the person was shown: the file's waiting call, by its
+    // digest (an id that is not waiting is refused by the resume, naming it).
+    let waiting = pending
+        .awaiting()
+        .find(|a| a.tool_use_id == args.tool_use_id);
+    let decisions = match (&args.deny_reason, waiting) {
+        (Some(reason), _) => {
+            Decisions::builder().deny(args.tool_use_id.clone(), args.by.clone(), reason.clone())
+        }
+        (None, Some(waiting)) => Decisions::builder().approve(waiting, args.by.clone()),
+        (None, None) => {
+            Decisions::builder().approve_any_input(args.tool_use_id.clone(), args.by.clone())
+        }
+    }
+    .build()
+    .expect("one decision names one id");
     let session = state.session(&agent.dispatcher, context);
     // With a store, the store's copy is the one resumed, once: a copy of the file resumed again
     // (by a retry, a second operator, another worker) gets the first resume's answer.
@@ -285,4 +293,17 @@ pub(crate) fn resume(args: &ResumeArgs, out: &mut dyn Write, err: &mut dyn Write
 
 fn agent_name(index: usize) -> &'static str {
     Specialist::ALL[index].as_str()
+}
+
+/// `approval` bound to the input the person was shown: an approval that names no input gets
+/// `waiting`'s digest (a resume whose input has changed since is then refused); any other
+/// decision as it is.
+pub(crate) fn shown(approval: Approval, waiting: &AwaitingCall) -> Approval {
+    match approval {
+        Approval::Approve {
+            by,
+            input_digest: None,
+        } => Approval::approve_digest(by, waiting.input_digest.clone()),
+        other => other,
+    }
 }

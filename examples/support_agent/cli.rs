@@ -20,6 +20,7 @@ use super::report;
 use super::state::{State, StoreKind};
 use super::transcript::{self, Transcript};
 use super::what_if::{self, RuleChanges};
+use super::worker::{self, WorkerArgs};
 
 /// Every transcript replayed as expected (or `--schemas`, `--help`, a chain that verifies).
 pub(crate) const EXIT_OK: u8 = 0;
@@ -43,9 +44,9 @@ usage:
   support_agent --schemas [--specialist refunds|triage] [--provider NAME]
   support_agent --verify-audit DIR|URL
   support_agent --what-if FILE [--weekly-refund-limit CENTS] [--specialist refunds|triage]
-  support_agent --report DIR|URL
   support_agent --resume FILE (--approve ID [--by WHO] | --deny ID --reason TEXT) [--now TIME]
                 [--json] [--out-dir DIR] [--store sqlite|memory] [--database-url URL]
+  support_agent --worker [--once] [--out-dir DIR] [--store sqlite] [--database-url URL]
   support_agent --live --user ID --tier free|premium [--say TEXT]... [--specialist NAME]
                 [--model NAME] [--base-url URL] [--max-turns N] [--max-tokens N] [--by WHO]
                 [--out-dir DIR] [--store sqlite|memory] [--database-url URL] [--otel]
@@ -84,11 +85,8 @@ usage:
                        → blocked, blocked → allowed, another rewrite, another blocking hook
   --weekly-refund-limit CENTS
                        with --what-if: try this weekly refund limit instead of 50000 cents
-  --report DIR         write DIR/report.html from DIR's audit files (what `toolgate audit
-                       report` writes): outcomes per day, the people in the loop, each
-                       customer's calls and refunds, each rule's denials and asks per day,
-                       latency per rule and per tool, halts, tokens, the hash chain; a
-                       postgres:// URL: the database's trail, the page in ./report.html
+  --report DIR         gone: the HTML report is `toolgate audit report DIR` (the `toolgate`
+                       command: cargo install --path cli); this flag prints that command line
   --resume FILE        finish a turn paused for a person's approval (a replay writes it to
                        OUT-DIR/pending/SESSION/TURN.json) with one decision:
   --approve ID         approve the waiting tool_use ID (its rules run again, then the tool)
@@ -96,6 +94,10 @@ usage:
   --deny ID            decline the waiting tool_use ID, with --reason TEXT for the model
   --now TIME           the resuming session's clock, RFC 3339 (default: when the turn paused);
                        a turn older than 24 hours expires and its calls are answered blocked
+  --worker             resume the turns people decided in the store's approval inbox, as they
+                       become ready (each waiting call decided, or expired: the model is told
+                       so); one worker of a fleet resumes each turn. Polls until stopped
+  --once               with --worker: resume what is ready now, then exit
   --live               talk to the model over the Messages API (key from ANTHROPIC_API_KEY):
                        each call prints its line and writes its audit line, as in a replay;
                        the summary counts the tokens used
@@ -136,6 +138,8 @@ pub(crate) enum Command {
     WhatIf(PathBuf, Specialist, RuleChanges),
     /// `--resume FILE …`: finish a paused turn.
     Resume(ResumeArgs),
+    /// `--worker [--once] …`: resume the turns the inbox found ready.
+    Worker(WorkerArgs),
     /// `--live …`.
     Live(LiveArgs, Otel),
     /// Replay transcripts.
@@ -180,6 +184,8 @@ where
     let mut schemas = false;
     let mut help = false;
     let mut live_flag = false;
+    let mut worker_flag = false;
+    let mut once = false;
     let mut said: Vec<String> = Vec::new();
     // --live's single-valued options, by name.
     let mut live_opts: BTreeMap<&'static str, String> = BTreeMap::new();
@@ -311,6 +317,8 @@ where
                 live_opts.insert(key, value(key)?.to_string_lossy().into_owned());
             }
             "--live" => live_flag = flag(live_flag)?,
+            "--worker" => worker_flag = flag(worker_flag)?,
+            "--once" => once = flag(once)?,
             "--json" => json = flag(json)?,
             "--otel" => otel = flag(otel)?,
             "--schemas" => schemas = flag(schemas)?,
@@ -375,6 +383,31 @@ where
     }
     if weekly_limit.is_some() {
         return Err("--weekly-refund-limit goes with --what-if".to_owned());
+    }
+    if worker_flag {
+        return worker_args(WorkerOptions {
+            once,
+            out_dir,
+            store,
+            others: json
+                || schemas
+                || otel.is_on()
+                || live_flag
+                || resume.is_some()
+                || verify.is_some()
+                || !transcripts.is_empty()
+                || specialist.is_some()
+                || provider.is_some()
+                || approve.is_some()
+                || deny.is_some()
+                || by.is_some()
+                || now.is_some()
+                || !said.is_empty()
+                || !live_opts.is_empty(),
+        });
+    }
+    if once {
+        return Err("--once goes with --worker".to_owned());
     }
     if let Some(file) = resume {
         if schemas
@@ -476,6 +509,27 @@ where
     })
 }
 
+/// What `--worker` was given.
+struct WorkerOptions {
+    once: bool,
+    out_dir: Option<PathBuf>,
+    store: Option<StoreKind>,
+    /// Any option of another mode.
+    others: bool,
+}
+
+/// The arguments of `--worker`: `--once`, `--out-dir`, `--store sqlite` or `--database-url`.
+fn worker_args(o: WorkerOptions) -> Result<Command, String> {
+    if o.others {
+        return Err("--worker takes only --once, --out-dir, --store and --database-url".to_owned());
+    }
+    Ok(Command::Worker(WorkerArgs {
+        out_dir: o.out_dir.unwrap_or_else(|| PathBuf::from(DEFAULT_OUT_DIR)),
+        store: o.store.unwrap_or_default(),
+        once: o.once,
+    }))
+}
+
 /// A UTF-8 value (arguments were checked to be UTF-8).
 fn text(v: OsString) -> String {
     v.to_string_lossy().into_owned()
@@ -567,11 +621,12 @@ where
             }
         },
         Command::VerifyAudit(dir) => return verify_audit(&dir, out, err),
-        Command::Report(dir) => return report::run(&dir, out, err),
+        Command::Report(dir) => return report::run(&dir, err),
         Command::WhatIf(file, specialist, changes) => {
             return what_if::run(&file, specialist, changes, out, err);
         }
         Command::Resume(args) => return approval::resume(&args, out, err),
+        Command::Worker(args) => return worker::run(&args, out, err),
         Command::Live(args, otel) => {
             return traced(&otel, err, |err| live::run(args, out, err));
         }
@@ -728,7 +783,7 @@ fn verify_audit(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         }
     };
     // The same lines as `toolgate audit verify`.
-    let text = toolgate::audit::report::ChainSummary::of(&verified).to_string();
+    let text = verified.to_string();
     match out.write_all(text.as_bytes()) {
         Ok(()) if verified.is_ok() => EXIT_OK,
         Ok(()) => EXIT_FAILED,

@@ -524,6 +524,7 @@ impl Live<'_> {
                 "   = {}",
                 decided_line(&waiting.tool_use_id, &approval)
             )?;
+            let approval = super::approval::shown(approval, waiting);
             decisions = decisions.decide(waiting.tool_use_id.clone(), approval);
         }
         // One question per waiting call, each id once: the decisions cannot name an id twice.
@@ -562,7 +563,7 @@ pub(crate) fn waiting_line(waiting: &AwaitingCall) -> String {
     format!(
         "? {} {} waits for a person: {}",
         printable(&waiting.tool_use_id),
-        printable(&waiting.tool),
+        printable(&waiting.name),
         printable(&reasons.join("; "))
     )
 }
@@ -572,7 +573,7 @@ pub(crate) fn waiting_line(waiting: &AwaitingCall) -> String {
 pub(crate) fn question(waiting: &AwaitingCall) -> String {
     format!(
         "approve {} {}? y = approve, n REASON = decline: ",
-        printable(&waiting.tool),
+        printable(&waiting.name),
         printable(&waiting.effective_input.to_string())
     )
 }

@@ -19,11 +19,14 @@
 //! - `transcript.rs`: the bundled transcripts, reading and checking a transcript file;
 //! - `output.rs`: the `#[post_hook]` observer and what is printed;
 //! - `approval.rs`: pending turns written for a person, and `--resume` with their decision;
+//! - `worker.rs`: `--worker`, the turns people decided in the store's approval inbox resumed as
+//!   they become ready;
 //! - `live.rs`: `--live`, the conversation with the model over the Messages API;
 //! - `http.rs`: the Messages API over HTTP (ureq), with its retries;
 //! - `otel.rs`: `--otel` and `--otel-endpoint`, the spans printed by the SDK's stdout exporter or
 //!   sent to a collector over OTLP/HTTP;
-//! - `report.rs`: `--report DIR`, one self-contained HTML page from the audit files;
+//! - `report.rs`: `--report DIR`, which names the `toolgate audit report` command line that
+//!   draws the page;
 //! - `what_if.rs`: `--what-if FILE`, today's rules (or changed ones) over a recorded audit log;
 //! - `cli.rs`: the command line and exit codes.
 //!
@@ -45,6 +48,7 @@ pub(crate) mod state;
 pub(crate) mod tools;
 pub(crate) mod transcript;
 pub(crate) mod what_if;
+pub(crate) mod worker;
 
 use std::process::ExitCode;
 

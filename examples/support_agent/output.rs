@@ -140,6 +140,8 @@ pub(crate) fn decision(line: &CallLine) -> String {
         Outcome::Ok | Outcome::ToolError | Outcome::Panicked | Outcome::ToolTimeout => {
             write!(out, "allowed, {outcome}")
         }
+        // A person declined it (named above): no hook denied it.
+        Outcome::Blocked if line.denied_by.is_some() => write!(out, "blocked"),
         Outcome::Blocked => write!(out, "blocked by {hook}"),
         Outcome::HookFailed | Outcome::HookTimeout => {
             write!(out, "failed, {outcome} in {hook} (agent halted)")

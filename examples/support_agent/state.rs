@@ -15,6 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use toolgate::approval::inbox::InboxStore;
 use toolgate::audit::AuditLog;
 use toolgate::store::sqlite::SqliteStore;
 use toolgate::store::{AnswerStore, PendingStore};
@@ -222,6 +223,17 @@ impl State {
         }
     }
 
+    /// The same store as the approval inbox's (its paused turns' waiting calls, the people's
+    /// decisions, the ready turns); `None` in memory.
+    pub(crate) fn inbox(&self) -> Option<&dyn InboxStore> {
+        match self {
+            State::Memory(_) => None,
+            #[cfg(feature = "postgres")]
+            State::Postgres { store, .. } => Some(store.as_ref()),
+            State::Sqlite { store, .. } => Some(store.as_ref()),
+        }
+    }
+
     /// The state file, when there is one.
     pub(crate) fn file(&self) -> Option<&Path> {
         match self {
@@ -263,13 +275,11 @@ pub(crate) fn database_url(arg: &Path) -> Option<&str> {
         .filter(|a| a.starts_with("postgres://") || a.starts_with("postgresql://"))
 }
 
-/// A read-only look at a fleet's audit trail (`--verify-audit URL`, `--report URL`): connects
+/// A read-only look at a fleet's audit trail (`--verify-audit URL`): connects
 /// read-only (the server refuses any write; nothing migrated) with one connection, the
 /// database's answer naming the URL with its password hidden.
 #[cfg(feature = "postgres")]
 pub(crate) mod trail {
-    use std::path::Path;
-
     use toolgate::store::postgres::{PostgresAuditSink, PostgresStore, shown_settings};
 
     fn sink(url: &str) -> Result<PostgresAuditSink, String> {
@@ -291,33 +301,17 @@ pub(crate) mod trail {
             .map_err(|e| format!("{}: {e}", shown_settings(url)))?;
         Ok((verdict.to_string(), verdict.is_ok()))
     }
-
-    /// Writes the database's chains to `dir` as the JSONL files a folder holds.
-    ///
-    /// # Errors
-    /// The sentence to print.
-    pub(crate) fn export(url: &str, dir: &Path) -> Result<(), String> {
-        toolgate::block_on(sink(url)?.export_jsonl(dir))
-            .map(|_lines| ())
-            .map_err(|e| format!("{}: {e}", shown_settings(url)))
-    }
 }
 
 /// Without the `postgres` feature a database URL is refused, naming the feature.
 #[cfg(not(feature = "postgres"))]
 pub(crate) mod trail {
-    use std::path::Path;
-
     pub(crate) fn verify(_url: &str) -> Result<(String, bool), String> {
-        Err(super::NO_POSTGRES_TRAIL.to_owned())
-    }
-
-    pub(crate) fn export(_url: &str, _dir: &Path) -> Result<(), String> {
         Err(super::NO_POSTGRES_TRAIL.to_owned())
     }
 }
 
-/// What `--verify-audit URL` and `--report URL` say in a build without the `postgres` feature.
+/// What `--verify-audit URL` says in a build without the `postgres` feature.
 #[cfg_attr(feature = "postgres", allow(dead_code))]
 pub(crate) const NO_POSTGRES_TRAIL: &str = "a database's audit trail needs the postgres \
      feature: cargo run --features postgres --example support_agent -- --verify-audit URL";

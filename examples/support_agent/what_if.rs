@@ -92,7 +92,7 @@ pub(crate) fn replay_file(
 /// Records the refund of a line whose `issue_refund` ran (`ok`), with the input the tool got,
 /// in the week of the line's `ts`.
 fn rebuild_ledger(agent: &Agent, record: &AuditRecord) {
-    if record.tool != "issue_refund" || record.outcome != Outcome::Ok || record.replay {
+    if record.name != "issue_refund" || record.outcome != Outcome::Ok || record.replay {
         return;
     }
     let input = record.effective_input.as_ref().unwrap_or(&record.input);
@@ -189,7 +189,7 @@ pub(crate) fn render(path: &Path, changes: RuleChanges, found: &Findings) -> Str
             toolgate::audit::Rfc3339(record.ts),
             record.session_id,
             record.tool_use_id,
-            record.tool,
+            record.name,
             input
         );
         text.push_str(&printable(&line));

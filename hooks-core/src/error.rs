@@ -510,6 +510,26 @@ pub enum RespondError {
     /// `respond` answers assistant messages only.
     #[error("respond answers assistant messages; this message's role is user")]
     NotAssistant,
+    /// The turn paused for a person's approval, and the store of paused turns the session was
+    /// opened on ([`Session::with_pending_store`](crate::Session::with_pending_store),
+    /// [`Dispatcher::session_on`](crate::Dispatcher::session_on)) could not keep it. The calls
+    /// that needed no approval were answered and are remembered; the waiting ones did not run
+    /// (their audit lines say `awaiting_approval`). Retry the message once the store is back:
+    /// the answered calls are replayed, the waiting ones pause again and the turn is kept.
+    #[error(
+        "the turn {turn_id:?} of session {session_id:?} paused for a person's approval, but the \
+         session's store of paused turns could not keep it: {}; retry the message once the \
+         store is back (the answered calls are replayed, the waiting ones pause again)",
+        error.message()
+    )]
+    NotKept {
+        /// The session's id.
+        session_id: String,
+        /// The paused turn's id.
+        turn_id: String,
+        /// The store's error.
+        error: StoreError,
+    },
 }
 
 impl RespondError {

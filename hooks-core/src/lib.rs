@@ -52,26 +52,11 @@
 //!
 //! # Where things live
 //!
-//! One folder per part, in the order a call meets them; `ARCHITECTURE.md` (at the repository's
-//! root) says what each owns, the life of one call file by file, and the contracts a change must
-//! keep. Shared types sit low and no file imports one that imports it back.
-//!
-//! | folder | what it holds |
-//! |---|---|
-//! | `base/` | the bottom: futures ready at once, caught panics, timers and deadlines, RFC 3339 timestamps, one stable sort |
-//! | `texts.rs`, `error.rs` | every text the model reads; the errors a host matches |
-//! | `content/` | the Messages API wire shapes (`tool_use`, `tool_result`, messages), a tool's output, ids, the conversation, token usage |
-//! | `hook/` | what a tool or hook is: definitions, the trusted context, state, decisions, effects, wrapped callers |
-//! | `dispatch/` | the dispatcher: the builder and its start-up checks, what it tells the host |
-//! | `pipeline/` | one call: normalize, look up, validate, the PreToolUse chain, approval, the tool, the observers; the order of a message's blocks |
-//! | `session/` | a conversation: calls through the answer memory, whole turns of every API, resuming a paused turn, the Stop hooks |
-//! | `approval/` | a person's approval: asks, decisions, the approver, paused turns |
-//! | `store/` | the answer memory: the trait, the in-memory store, the input digest, the SQLite store (feature `sqlite`) |
-//! | `audit/` | what a call and a session came to (records, outcomes, hook runs), the audit log, its sinks, redaction, the hash chain, what-if replays |
-//! | `schema/` | canonical schemas, start-up schema checks, the walk that explains an invalid input |
-//! | `provider/` | the tool definitions of each API and their calls and results |
-//! | `tower.rs`, `mcp/`, `claude_code/` | host adapters (features `tower`, `mcp`, `claude-code`) |
-//! | `macro_support.rs` | what the macros' generated code calls (not public API) |
+//! One folder per part, in the order a call meets them. `ARCHITECTURE.md` (at the repository's
+//! root) is the map: its "Parts" table names every file and folder of this crate's `src` and
+//! what each owns (CI checks that it does), then the life of one call file by file, and the
+//! contracts a change must keep. Shared types sit low and no file imports one that imports it
+//! back.
 #![forbid(unsafe_code)]
 
 pub mod approval;
@@ -83,6 +68,11 @@ pub mod content;
 pub mod dispatch;
 mod error;
 mod hook;
+// Public as `approval::inbox` (the facade re-exports `approval` whole, so the feature reaches
+// `toolgate::approval::inbox` with no facade feature in between).
+#[cfg(feature = "inbox")]
+#[doc(hidden)]
+pub mod inbox;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod pipeline;
@@ -90,6 +80,7 @@ pub mod provider;
 pub(crate) mod schema;
 mod session;
 pub mod store;
+pub mod testing;
 mod texts;
 #[cfg(feature = "tower")]
 pub mod tower;
@@ -102,7 +93,7 @@ pub use dispatch::builder::BuildError;
 pub use dispatch::dispatcher::Dispatcher;
 pub use error::{CallError, Halt, RespondError, ToolError};
 pub use hook::context::HookContext;
-pub use hook::decision::Decision;
+pub use hook::decision::{Decision, Rewrite};
 pub use hook::state::State;
 pub use session::Session;
 pub use session::reply::Reply;

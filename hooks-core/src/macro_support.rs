@@ -8,7 +8,7 @@ use std::marker::PhantomData;
 
 use crate::error::{HookError, Noted, ToolError};
 use crate::hook::context::HookContext;
-use crate::hook::decision::Decision;
+use crate::hook::decision::{Decision, Rewrite};
 use crate::hook::definitions::ToolDef;
 use crate::hook::state::State;
 
@@ -22,7 +22,7 @@ pub use crate::hook::state::{Env, StateKey};
 #[diagnostic::on_unimplemented(
     message = "a PreToolUse hook must return `Decision` or `Result<Decision, E>`, not `{Self}`",
     label = "this return type is not `Decision` or `Result<Decision, E: Display>`",
-    note = "return `Decision::Allow`, `Decision::deny(…)`, `Decision::ask(…)` (a person decides) or `Decision::Rewrite(…)`; return `Err(e)` when the hook cannot decide (the agent halts)"
+    note = "return `Decision::Allow`, `Decision::deny(…)`, `Decision::ask(…)` (a person decides) or `Decision::Rewrite(…)`; a hook that only rewrites returns `Rewrite` (`Rewrite::Keep`, `Rewrite::To(…)`); return `Err(e)` when the hook cannot decide (the agent halts)"
 )]
 pub trait IntoDecision {
     /// Converts the hook's return value.
@@ -38,6 +38,18 @@ impl IntoDecision for Decision {
 impl<E: Display> IntoDecision for Result<Decision, E> {
     fn into_decision(self) -> Result<Decision, HookError> {
         self.map_err(HookError::new)
+    }
+}
+
+impl IntoDecision for Rewrite {
+    fn into_decision(self) -> Result<Decision, HookError> {
+        Ok(self.into())
+    }
+}
+
+impl<E: Display> IntoDecision for Result<Rewrite, E> {
+    fn into_decision(self) -> Result<Decision, HookError> {
+        self.map(Decision::from).map_err(HookError::new)
     }
 }
 
@@ -62,6 +74,68 @@ impl<I> IntoTypedDecision<I> for Decision<I> {
 impl<I, E: Display> IntoTypedDecision<I> for Result<Decision<I>, E> {
     fn into_typed_decision(self) -> Result<Decision<I>, HookError> {
         self.map_err(HookError::new)
+    }
+}
+
+impl<I> IntoTypedDecision<I> for Rewrite<I> {
+    fn into_typed_decision(self) -> Result<Decision<I>, HookError> {
+        Ok(self.into())
+    }
+}
+
+impl<I, E: Display> IntoTypedDecision<I> for Result<Rewrite<I>, E> {
+    fn into_typed_decision(self) -> Result<Decision<I>, HookError> {
+        self.map(Decision::from).map_err(HookError::new)
+    }
+}
+
+/// Whether a PreToolUse hook whose return type is `R` can refuse a call, read at compile time
+/// by method resolution (no bound on `R`, so a wrong return type is reported once, by
+/// [`IntoDecision`]): `RefusalProbe::<R>::new().can_refuse()` with [`RewritesOnly`] and
+/// [`MayRefuse`] in scope is `false` for [`Rewrite`] and `Result<Rewrite, E>`, `true` for
+/// everything else. A hook that cannot refuse is no write tool's guard at `build()`.
+pub struct RefusalProbe<R>(PhantomData<fn() -> R>);
+
+impl<R> RefusalProbe<R> {
+    /// The probe of `R`.
+    pub fn new() -> Self {
+        RefusalProbe(PhantomData)
+    }
+}
+
+impl<R> Default for RefusalProbe<R> {
+    fn default() -> Self {
+        RefusalProbe::new()
+    }
+}
+
+/// The preferred `can_refuse` of [`RefusalProbe`]: the hook returns a [`Rewrite`].
+pub trait RewritesOnly {
+    /// `false`: the hook keeps or replaces the input, never denies or asks.
+    fn can_refuse(self) -> bool;
+}
+
+impl<I> RewritesOnly for RefusalProbe<Rewrite<I>> {
+    fn can_refuse(self) -> bool {
+        false
+    }
+}
+
+impl<I, E> RewritesOnly for RefusalProbe<Result<Rewrite<I>, E>> {
+    fn can_refuse(self) -> bool {
+        false
+    }
+}
+
+/// The fallback `can_refuse` of [`RefusalProbe`]: any other return type (a [`Decision`]).
+pub trait MayRefuse {
+    /// `true`.
+    fn can_refuse(self) -> bool;
+}
+
+impl<R> MayRefuse for &RefusalProbe<R> {
+    fn can_refuse(self) -> bool {
+        true
     }
 }
 

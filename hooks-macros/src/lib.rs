@@ -12,22 +12,7 @@
 //!
 //! # Where things live
 //!
-//! | file | what |
-//! |---|---|
-//! | `lib.rs` | the four attribute entry points |
-//! | `ctxt.rs` | `Ctxt`: gathers an item's errors, insists on being checked |
-//! | `func.rs` | a hand parser for the function item (no syn `full`), and the checks every tool and hook shares (not generic, not `const`, `timeout_ms` needs `async`) |
-//! | `args.rs` | attribute arguments (`key = value`, flags) parsed with `syn::meta::parser` |
-//! | `doc.rs` | doc comment text: descriptions of tools and parameters |
-//! | `params.rs` | telling injected parameters (`&HookContext`, `State<T>`, a hook's subject) from model arguments, by type |
-//! | `companion.rs` | the constant and name guard `#[tool]` puts beside its function, and how a hook's `tools = [...]` finds them |
-//! | `codegen.rs` | generated pieces tools and hooks share: the registered path, injection, deadlines |
-//! | `tool/mod.rs` | `#[tool]`: parse → check → `ctxt.check()` → expand or fall back |
-//! | `tool/check.rs` | `ToolSpec` and the checks that build it |
-//! | `tool/expand.rs` | the tool's expansion (argument struct, call, registration) and its fallback |
-//! | `hook/mod.rs` | the three hook attributes: `Kind`, parse → check → `ctxt.check()` → expand or fall back |
-//! | `hook/check.rs` | `HookSpec` and the checks that build it |
-//! | `hook/expand.rs` | a hook's expansion (call, matcher, registration) and its fallback |
+//! ARCHITECTURE.md, "The macros", names each file and what it holds.
 
 mod args;
 mod codegen;

@@ -179,7 +179,7 @@ fn a_take_the_server_committed_whose_answer_was_lost_is_the_callers_turn() {
     let turn = paused(&store, &d, "sess_take");
     let session = d.session_with_store(context("sess_take"), Arc::new(store.clone()));
     let decisions = Decisions::builder()
-        .approve("toolu_big", "lead")
+        .approve_any_input("toolu_big", "lead")
         .build()
         .unwrap();
     proxy.cut_at("SELECT 1");

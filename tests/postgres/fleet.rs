@@ -225,7 +225,7 @@ fn resume_race(processes: usize) {
     }
     check_resumes(&sql, &dir, processes, &turn.turn_id);
     let decisions = Decisions::builder()
-        .approve("toolu_big", "lead")
+        .approve_any_input("toolu_big", "lead")
         .build()
         .unwrap();
     let later = toolgate::block_on(session.resume_from(&store, &turn.turn_id, &decisions));

@@ -16,6 +16,7 @@ mod audit;
 mod cuts;
 mod drops;
 mod fleet;
+mod inbox;
 mod leases;
 mod proxy;
 mod sealed;

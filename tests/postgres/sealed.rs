@@ -76,7 +76,7 @@ fn a_hidden_field_is_in_no_row_and_the_resumed_tool_gets_it() {
     // A worker without the key: refused, nothing runs, the turn waits again.
     let store = Arc::new(PostgresStore::connect(&db.settings).unwrap());
     let decisions = Decisions::builder()
-        .approve("toolu_big", "lead")
+        .approve_any_input("toolu_big", "lead")
         .build()
         .unwrap();
     let keyless = sealed::dispatcher(AuditLog::builder().sink(store.audit_sink()), &paid, None);

@@ -2,7 +2,7 @@
 //! four workers connecting at once; a database of schema version 1 migrated, its rows kept and
 //! its answers replayed as calls without a turn; a schema newer than the build refused at
 //! connect; a store unreachable at claim time runs nothing, and a lost connection is opened
-//! again.
+//! again; a session on the store keeps the turn it pauses for another worker to resume.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
@@ -48,7 +48,7 @@ fn four_workers_connecting_at_once_apply_the_migrations_once() {
         versions,
         "each migration applied once"
     );
-    assert_eq!(PostgresStore::SCHEMA_VERSION, 3);
+    assert_eq!(PostgresStore::SCHEMA_VERSION, 4);
 }
 
 /// Schema version 1, as a build of that version applied it.
@@ -78,7 +78,8 @@ fn a_version_1_database_is_migrated_and_its_answers_replay_as_calls_without_a_tu
         [
             [Some("1".to_owned())],
             [Some("2".to_owned())],
-            [Some("3".to_owned())]
+            [Some("3".to_owned())],
+            [Some("4".to_owned())]
         ]
     );
     let lease = std::time::Duration::from_secs(60);
@@ -336,7 +337,8 @@ fn a_database_at_schema_version_1_is_migrated_and_keeps_its_rows() {
         [
             [Some("1".to_owned())],
             [Some("2".to_owned())],
-            [Some("3".to_owned())]
+            [Some("3".to_owned())],
+            [Some("4".to_owned())]
         ]
     );
     let lease = std::time::Duration::from_secs(60);
@@ -350,4 +352,55 @@ fn a_database_at_schema_version_1_is_migrated_and_keeps_its_rows() {
         claim(&store, CallKey::new("s_old", "toolu_2"), digest, lease),
         Claim::Claimed
     );
+}
+
+#[test]
+fn a_session_on_the_store_keeps_its_paused_turn_for_another_worker_to_resume() {
+    let db = server::database();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let ran = Arc::clone(&runs);
+    let d = Dispatcher::builder()
+        .tool(ToolDef::sync(
+            "refund",
+            "Refunds an order.",
+            move |_env, _: Order| {
+                ran.fetch_add(1, Ordering::SeqCst);
+                Ok(String::from("refunded"))
+            },
+        ))
+        .pre_hook(PreHookDef::sync("app::ask", 10, |_env, _call: &ToolUse| {
+            Ok(Decision::ask("every refund needs a person"))
+        }))
+        .build()
+        .unwrap();
+    let context = || HookContext::builder("u_1", "sess_kept").build();
+    let message: toolgate::Message = serde_json::from_value(json!({
+        "role": "assistant", "stop_reason": "tool_use", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "refund", "input": {"order_id": "o_1"}}]
+    }))
+    .unwrap();
+    // The agent's worker: its session on the store keeps the turn; it puts nothing itself.
+    let agent = Arc::new(PostgresStore::connect(&db.settings).unwrap());
+    let session = d.session_on(context(), agent.clone());
+    let reply = toolgate::block_on(session.respond(&message)).unwrap();
+    assert!(matches!(reply, toolgate::Reply::Pending(_)), "{reply:?}");
+    drop(session);
+    // Another worker, its own connection: the person's approval of what the store shows.
+    let other = Arc::new(PostgresStore::connect(&db.settings).unwrap());
+    let turns = toolgate::block_on(toolgate::store::PendingStore::waiting(&*other, "sess_kept"));
+    let turns = turns.unwrap();
+    assert_eq!(turns.len(), 1);
+    let call = turns[0].awaiting().next().unwrap();
+    let decisions = toolgate::approval::Decisions::builder()
+        .approve(call, "lead")
+        .build()
+        .unwrap();
+    let worker = d.session_on(context(), other.clone());
+    let answer = toolgate::block_on(worker.resume_from(&*other, "toolu_1", &decisions));
+    assert_eq!(
+        serde_json::to_value(answer.unwrap()).unwrap(),
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "refunded"}]})
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
 }

@@ -73,6 +73,16 @@ pub(crate) enum Job {
         warmup: Vec<CallSpec>,
         call: CallSpec,
     },
+    /// Takes one ready turn from the inbox (feature `inbox`) at the same moment as the other
+    /// workers (each writes `ready`, then waits for `go`) and resumes it; writes `answer:JSON`,
+    /// or `none` when another worker took it, to `out`.
+    ResumeReady {
+        db: String,
+        worker: i32,
+        ready: PathBuf,
+        go: PathBuf,
+        out: PathBuf,
+    },
     /// Retries `call` until it is no longer in progress; writes the first attempt's answer and
     /// the last one to `out`, a line each.
     Retry {
@@ -198,6 +208,13 @@ fn entry() {
             call,
             out,
         } => rt.block_on(retry(&db, worker, &session, lease_ms, call, &out)),
+        Job::ResumeReady {
+            db,
+            worker,
+            ready,
+            go,
+            out,
+        } => rt.block_on(resume_ready(&db, worker, (&ready, &go), &out)),
         Job::Hold {
             db,
             store,
@@ -360,7 +377,7 @@ async fn resume(
     let d = agent::dispatcher(ledger, lease, Some(log));
     let session = d.session_with_store(agent::context(session), Arc::new(store.clone()));
     let decisions = Decisions::builder()
-        .approve(turn_id, "lead")
+        .approve_any_input(turn_id, "lead")
         .build()
         .unwrap();
     std::fs::write(ready, b"").unwrap();
@@ -372,6 +389,37 @@ async fn resume(
         Err(e) => format!("error:{e}"),
     };
     session.end();
+    sink.flush().await.expect("the audit lines are written");
+    std::fs::write(out, got).unwrap();
+}
+
+/// Takes a ready turn of the inbox and resumes it in the turn's session.
+async fn resume_ready(db: &str, worker: i32, (ready, go): (&Path, &Path), out: &Path) {
+    use toolgate::approval::inbox::InboxStore;
+    let (store, sink, log) = connect(db);
+    let ledger = Ledger::connect(db, worker).await;
+    let lease = toolgate::dispatch::DispatcherBuilder::DEFAULT_CLAIM_LEASE;
+    let d = agent::dispatcher(ledger, lease, Some(log));
+    std::fs::write(ready, b"").unwrap();
+    while !go.exists() {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let taken = store.take_ready(&d.fingerprint(), lease).await.unwrap();
+    let got = match taken {
+        None => "none".to_owned(),
+        Some(turn) => {
+            let session = d.session_with_store(
+                agent::context(&turn.turn.session_id),
+                Arc::new(store.clone()),
+            );
+            let answer = session.resume_ready(&store, &turn).await;
+            session.end();
+            match answer {
+                Ok(answer) => format!("answer:{}", serde_json::to_string(&answer).unwrap()),
+                Err(e) => format!("error:{e}"),
+            }
+        }
+    };
     sink.flush().await.expect("the audit lines are written");
     std::fs::write(out, got).unwrap();
 }

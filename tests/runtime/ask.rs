@@ -350,7 +350,6 @@ fn an_approver_that_declines_blocks_the_call_with_its_reason() {
             input,
             json!({
                 "outcome": "blocked", "is_error": true, "content": text,
-                "blocked_by": "app::large_refund",
                 "detail": "a person declined the call (asked by `app::large_refund`: refunds \
                            above 20000 cents need a person's approval)",
                 "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}],

@@ -91,6 +91,88 @@ fn lines_have_the_documented_fields() {
     );
 }
 
+/// A trusted fact a rule decides on: the user's role in the project.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Role {
+    Maintainer,
+}
+
+/// Another: where the user is, with a structure of its own.
+#[derive(serde::Serialize)]
+struct Region {
+    code: &'static str,
+    eu: bool,
+}
+
+/// A fact the host keeps in the context and does not record.
+struct ApiToken(#[allow(dead_code)] &'static str);
+
+#[test]
+fn the_context_extensions_the_log_records_are_on_the_line_by_name_and_only_those() {
+    let dir = support::TempDir::new("audit-extensions");
+    let log = AuditLog::builder()
+        .dir(&dir)
+        .record_extension::<Role>("role")
+        .record_extension::<Region>("region")
+        .build()
+        .unwrap();
+    let d = dispatcher(log);
+    // One thread: the log refills one record per thread, so a session without the facts after
+    // one with them shows whether they are cleared.
+    let sessions = [
+        ("sess_all", true, true),
+        ("sess_none", false, false),
+        ("sess_region", false, true),
+    ];
+    for (session, role, region) in sessions {
+        let mut ctx = HookContext::builder("octocat", session)
+            .tier("premium")
+            .clock(Clock::fixed(at(1_795_515_300)))
+            .extension(ApiToken("ghp_secret"));
+        if role {
+            ctx = ctx.extension(Role::Maintainer);
+        }
+        if region {
+            ctx = ctx.extension(Region {
+                code: "de",
+                eu: true,
+            });
+        }
+        let s = d.session(ctx.build());
+        toolgate::block_on(s.call(&ToolUse::new("toolu_1", "add", json!({"a": 1, "b": 2}))))
+            .unwrap();
+        s.end();
+    }
+    let (lines, _) = support::chained_lines(&dir.join("audit_log.jsonl"), support::ZEROS);
+    let line = |session: &str, extensions: &str| {
+        format!(
+            r#"{{"ts":"2026-11-24T10:15:00Z","session_id":"{session}","user_id":"octocat","tier":"premium",{extensions}"tool_use_id":"toolu_1","tool":"add","input":{{"a":1,"b":2}},"outcome":"ok","is_error":false,"content":"3","duration_us":0,"prev":"…"}}"#
+        )
+    };
+    assert_eq!(
+        lines,
+        [
+            line(
+                "sess_all",
+                r#""extensions":{"role":"maintainer","region":{"code":"de","eu":true}},"#
+            ),
+            line("sess_none", ""),
+            line(
+                "sess_region",
+                r#""extensions":{"region":{"code":"de","eu":true}},"#
+            ),
+        ]
+    );
+    // Read back as records: the same facts, by name.
+    let records: Vec<AuditRecord> = support::json_lines(&dir.join("audit_log.jsonl"))
+        .into_iter()
+        .map(|l| serde_json::from_value(l).unwrap())
+        .collect();
+    assert_eq!(records[0].extensions["role"], "maintainer");
+    assert!(records[1].extensions.is_empty());
+}
+
 #[test]
 fn the_context_tier_is_on_the_line_after_the_user_and_absent_without_one() {
     let dir = support::TempDir::new("audit-tier");

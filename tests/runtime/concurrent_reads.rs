@@ -528,7 +528,7 @@ fn an_ask_in_a_reads_chain_pauses_that_block_and_the_other_reads_run() {
     );
     assert_eq!(world.max_running.load(Ordering::SeqCst), 2);
     let decisions = Decisions::builder()
-        .approve("toolu_2", "lead")
+        .approve_any_input("toolu_2", "lead")
         .build()
         .unwrap();
     let answer = toolgate::block_on(s.resume(&pending, &decisions)).unwrap();
@@ -637,8 +637,8 @@ fn approved_reads_resume_together_in_tool_use_order() {
     );
     assert!(world.finished.lock().unwrap().is_empty());
     let decisions = Decisions::builder()
-        .approve("toolu_1", "lead")
-        .approve("toolu_2", "lead")
+        .approve_any_input("toolu_1", "lead")
+        .approve_any_input("toolu_2", "lead")
         .build()
         .unwrap();
     let answer = toolgate::block_on(s.resume(&pending, &decisions)).unwrap();

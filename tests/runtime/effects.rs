@@ -51,14 +51,15 @@ fn a_write_tool_without_a_hook_is_a_build_error_naming_it() {
             tool: "refund".into(),
             path: "app::refund".into(),
             declared: true,
+            only_rewritten_by: vec![],
         }]
     );
     assert_eq!(
         err.to_string(),
         "the dispatcher cannot be built (1 problem):\n- tool `refund` (app::refund) writes \
          (`effect = \"write\"`), but no PreToolUse hook of this dispatcher guards it: add a \
-         #[pre_hook] whose `tools` names it, or say why it needs none with #[tool(effect = \
-         \"write\", unguarded = \"…\")] (ToolDef::unguarded)"
+         #[pre_hook] that returns `Decision` and whose `tools` names it, or say why it needs none \
+         with #[tool(effect = \"write\", unguarded = \"…\")] (ToolDef::unguarded)"
     );
 }
 
@@ -75,6 +76,7 @@ fn a_hook_on_another_tool_does_not_guard_a_write_tool() {
             tool: "refund".into(),
             path: "app::refund".into(),
             declared: true,
+            only_rewritten_by: vec![],
         }]
     );
 }
@@ -158,14 +160,15 @@ fn undeclared_effects_count_as_writes_only_when_the_builder_says_so() {
             tool: "refund".into(),
             path: "app::refund".into(),
             declared: false,
+            only_rewritten_by: vec![],
         }]
     );
     assert_eq!(
         problems[0].to_string(),
         "tool `refund` (app::refund) declares no effect, which this builder counts as a write \
          (undeclared_effects_are_writes), but no PreToolUse hook of this dispatcher guards it: \
-         add a #[pre_hook] whose `tools` names it, or say why it needs none with #[tool(effect = \
-         \"write\", unguarded = \"…\")] (ToolDef::unguarded)"
+         add a #[pre_hook] that returns `Decision` and whose `tools` names it, or say why it needs none \
+         with #[tool(effect = \"write\", unguarded = \"…\")] (ToolDef::unguarded)"
     );
 
     let guarded = Dispatcher::builder()
@@ -202,6 +205,7 @@ fn a_wrapped_caller_declares_effects_in_mcp_annotations() {
             tool: "delete_file".into(),
             path: "<wrapped caller #0>::delete_file".into(),
             declared: true,
+            only_rewritten_by: vec![],
         }]
     );
 
@@ -246,6 +250,7 @@ fn a_wrapped_caller_declares_effects_in_mcp_annotations() {
             tool: "delete_file".into(),
             path: "<wrapped caller #0>::delete_file".into(),
             declared: false,
+            only_rewritten_by: vec![],
         }]
     );
 }
@@ -367,6 +372,7 @@ fn the_macro_declares_effects_and_reasons() {
             tool: "give_refund".into(),
             path: format!("{path}::give_refund"),
             declared: true,
+            only_rewritten_by: vec![],
         }]
     );
 }
@@ -391,6 +397,7 @@ fn an_undeclared_registered_tool_counts_as_a_write_when_asked() {
             tool: "undeclared_ping".into(),
             path: path.into(),
             declared: false,
+            only_rewritten_by: vec![],
         }]
     );
 }

@@ -21,8 +21,10 @@ mod context;
 mod deadlines;
 mod effects;
 mod errors;
+mod feature_paths;
 mod hook_runs;
 mod ids;
+mod inbox;
 mod invalid_input;
 mod leases;
 mod limits;
@@ -38,6 +40,7 @@ mod retries;
 mod sealed;
 mod session;
 mod stores;
+mod testing;
 #[cfg(feature = "tower")]
 mod tower_layers;
 mod tracing_channels;

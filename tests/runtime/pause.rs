@@ -249,7 +249,7 @@ fn stored(format: TurnFormat, fp: &str) -> Value {
         "format": 2, "turn_format": format.as_str(), "turn_id": turn_name(format),
         "turn": turn_name(format),
         "session_id": "sess_ask", "user_id": "u_001", "fingerprint": fp,
-        "created_at": "2026-11-24T10:15:00Z", "blocks": blocks
+        "created_at": "2026-11-24T10:15:00Z", "pending_ttl_ms": 86_400_000, "blocks": blocks
     })
 }
 
@@ -367,7 +367,6 @@ fn a_denial_at_resume_blocks_the_call_with_the_persons_reason() {
                 json!({"order_id": "o_2", "amount_cents": 25000}),
                 "2026-11-24T10:16:00Z",
                 json!({"outcome": "blocked", "is_error": true, "content": text,
-                       "blocked_by": "app::large_refund",
                        "detail": "a person declined the call (asked by `app::large_refund`: \
                                   refunds above 20000 cents need a person's approval)",
                        "asked_by": [{"hook": "app::large_refund", "reason": LARGE_ASK}],
@@ -847,10 +846,10 @@ fn a_call_decided_twice_is_refused_whatever_the_order_and_nothing_runs() {
     }
     // The builder refuses the same, whatever the decisions.
     let built = Decisions::builder()
-        .approve("toolu_a", "lead")
-        .approve("toolu_b", "lead")
+        .approve_any_input("toolu_a", "lead")
+        .approve_any_input("toolu_b", "lead")
         .deny("toolu_b", "lead", "no.")
-        .approve("toolu_c", "lead")
+        .approve_any_input("toolu_c", "lead")
         .build()
         .unwrap_err();
     assert_eq!(built.to_string(), twice);
@@ -1287,4 +1286,93 @@ fn at_resume_a_rule_that_now_denies_blocks_the_approved_call() {
             (0, Vec::<Value>::new())
         );
     }
+}
+
+#[test]
+fn every_api_turn_paused_in_a_session_on_a_store_is_kept_there_and_resumed_from_it() {
+    for format in FORMATS {
+        let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+        let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+        let turns = Arc::new(toolgate::store::MemoryPendingStore::new());
+        let session = d
+            .session(ctx("sess_ask", "u_001", at_start()))
+            .with_pending_store(turns.clone());
+        let Reply::Pending(pending) = respond(format, &session) else {
+            panic!("{format:?}: the large refund waits for a person");
+        };
+        let kept = toolgate::block_on(toolgate::store::PendingStore::waiting(&*turns, "sess_ask"));
+        assert_eq!(kept.unwrap(), vec![pending.clone()], "{format:?}");
+        let call = pending.awaiting().next().unwrap();
+        assert_eq!(call.input_digest, digest_o2());
+        let decisions = Decisions::builder().approve(call, "lead").build().unwrap();
+        let worker = d.session(ctx("sess_ask", "u_001", later(60)));
+        let answer = toolgate::block_on(worker.resume_from(&*turns, turn_name(format), &decisions));
+        assert_eq!(
+            answered(answer.unwrap()),
+            expected(
+                format,
+                json!([
+                    {"type": "tool_result", "tool_use_id": "toolu_1",
+                     "content": "refunded 900 on o_1"},
+                    {"type": "tool_result", "tool_use_id": "toolu_2",
+                     "content": "refunded 25000 on o_2"},
+                ])
+            ),
+            "{format:?}"
+        );
+        assert_eq!(runs.load(Ordering::SeqCst), 2, "{format:?}");
+    }
+}
+
+#[test]
+fn a_call_a_person_declined_is_recorded_as_theirs_and_the_asking_hook_as_the_asker() {
+    let (runs, lines) = (Arc::new(AtomicUsize::new(0)), Lines::default());
+    let d = dispatcher(&runs, &lines, vec![large_refund()], |b| b);
+    let pending = pause(&d, TurnFormat::AnthropicMessages);
+    let deny = Approval::deny("lead@example.com", "the order was already refunded.");
+    resume(&d, &pending, later(60), vec![("toolu_2", deny)]).unwrap();
+    let records: Vec<toolgate::audit::AuditRecord> = lines
+        .take()
+        .into_iter()
+        .map(|l| serde_json::from_value(l).unwrap())
+        .collect();
+    let [_small, asked, declined] = records.as_slice() else {
+        panic!("three lines: {records:?}");
+    };
+    // The pause's line, then the final one: declined by the person; the hook only asked, and
+    // denied nothing.
+    assert_eq!(asked.outcome, toolgate::audit::Outcome::AwaitingApproval);
+    assert_eq!(asked.asked_by, declined.asked_by);
+    assert_eq!(declined.outcome, toolgate::audit::Outcome::Blocked);
+    assert_eq!(declined.blocked_by, None);
+    assert_eq!(declined.denied_by.as_deref(), Some("lead@example.com"));
+    assert_eq!(
+        declined.asked_by,
+        vec![toolgate::approval::Asked {
+            hook: "app::large_refund".into(),
+            reason: LARGE_ASK.into(),
+        }]
+    );
+    // `toolgate audit tail` prints the hook as the asker, then who declined: the command's
+    // own tests (cli/tests/commands.rs) pin that line.
+    // The report: the person's decline, never a denial by the hook that asked.
+    let mut trail = toolgate::audit::Trail::default();
+    for (n, r) in records.iter().enumerate() {
+        let mut line = Vec::new();
+        r.write_json(&mut line);
+        trail
+            .push_call_line(&line, std::path::Path::new("audit_log.jsonl"), n as u64 + 1)
+            .unwrap();
+    }
+    let options = toolgate::audit::report::ReportOptions::default();
+    let figures = toolgate::audit::report::Figures::of(&trail, &options);
+    let denials = figures.rules.get("app::large_refund").map(|r| r.denials);
+    assert_eq!(denials.unwrap_or(0), 0, "{:?}", figures.rules);
+    assert_eq!(figures.decided.len(), 1);
+    assert_eq!(
+        figures.decided[0].resolution,
+        toolgate::audit::report::Resolution::Declined {
+            by: "lead@example.com".into()
+        }
+    );
 }

@@ -187,7 +187,7 @@ fn refused(turn: &PendingTurn, keys: Option<SealKeys>) -> String {
     let paid = Paid::default();
     let d = sealed::dispatcher(files(&dir), &paid, keys);
     let decisions = Decisions::builder()
-        .approve("toolu_big", "lead")
+        .approve_any_input("toolu_big", "lead")
         .build()
         .unwrap();
     let e = toolgate::block_on(d.session(ctx()).resume(turn, &decisions)).unwrap_err();
@@ -271,7 +271,7 @@ fn a_resume_that_cannot_give_the_hidden_fields_back_refuses_and_runs_nothing() {
     );
     let moved = tampered(&turn, |big| big["tool_use_id"] = json!("toolu_other"));
     let decisions = Decisions::builder()
-        .approve("toolu_other", "lead")
+        .approve_any_input("toolu_other", "lead")
         .build()
         .unwrap();
     let e = toolgate::block_on(
@@ -310,7 +310,7 @@ fn a_resume_that_cannot_give_the_hidden_fields_back_refuses_and_runs_nothing() {
             .resume(
                 &garbage,
                 &Decisions::builder()
-                    .approve("toolu_big", "l")
+                    .approve_any_input("toolu_big", "l")
                     .build()
                     .unwrap(),
             ),

@@ -6,3 +6,4 @@
 mod support;
 
 mod sqlite;
+mod sqlite_inbox;

@@ -2,13 +2,15 @@
 //! its answers and its paused turns; a schema newer than the build is refused at open, a file of
 //! schema version 1 migrated with its answers; a kept turn
 //! cut short is refused at every take; a paused turn resumed at once by two processes, and by
-//! eight threads with a connection each, runs its refund once; a call whose process was killed
-//! while its tool ran is in progress for a retry within its short lease, answered as interrupted
-//! after it, and never run again; a live call held five leases (a sync tool and an async one, the
-//! worker's context clock fixed or an hour off) is never interrupted, its claim renewed by the
-//! store's thread; a worker frozen past its lease (SIGSTOP: its renewals do not come) has its
-//! call answered interrupted by a retry, and once thawed its late answer is refused: its host gets
-//! the store's answer, and the audit trail has one final line for the call.
+//! eight threads with a connection each, runs its refund once; a turn paused in one process by a
+//! session on the store (no `put`) is approved as the store shows it and resumed in another; a
+//! call whose process was killed while its tool ran is in progress for a retry within its short
+//! lease, answered as interrupted after it, and never run again; a live call held five leases (a
+//! sync tool and an async one, the worker's context clock fixed or an hour off) is never
+//! interrupted, its claim renewed by the store's thread; a worker cut off from the file (another
+//! process holds its write lock past the busy timeout, so its renewal fails) has its call
+//! answered interrupted by a retry, and its late answer is refused: its host gets the store's
+//! answer, and the audit trail has one final line for the call.
 //!
 //! The two-process tests run this test binary again as child processes: [`worker`], an ignored
 //! test selected with `--ignored --exact sqlite::worker`, does the job named by
@@ -211,7 +213,7 @@ fn ctx() -> HookContext {
 
 fn approved() -> Decisions {
     Decisions::builder()
-        .approve("toolu_big", "lead")
+        .approve_any_input("toolu_big", "lead")
         .build()
         .unwrap()
 }
@@ -223,13 +225,18 @@ fn done() -> Value {
     ]})
 }
 
-/// Pauses the large refund in a session on `store` and keeps the turn there.
-fn pause_large_refund(d: &Dispatcher, store: &Arc<SqliteStore>) {
-    let message = support::assistant(
+/// The assistant message asking for the large refund.
+fn large_refund_message() -> toolgate::Message {
+    support::assistant(
         json!([{"type": "tool_use", "id": "toolu_big", "name": "refund",
                 "input": {"order_id": "o_1", "amount_cents": 25000}}]),
         "tool_use",
-    );
+    )
+}
+
+/// Pauses the large refund in a session on `store` and keeps the turn there.
+fn pause_large_refund(d: &Dispatcher, store: &Arc<SqliteStore>) {
+    let message = large_refund_message();
     let session = d.session_with_store(ctx(), store.clone());
     let Reply::Pending(turn) = toolgate::block_on(session.respond(&message)).unwrap() else {
         panic!("the refund waits for a person");
@@ -310,10 +317,10 @@ fn a_file_written_by_a_newer_schema_is_refused_at_open() {
     let dir = TempDir::new("sqlite-newer");
     let file = dir.join("store.sqlite3");
     drop(SqliteStore::open(&file).unwrap());
-    assert_eq!(SqliteStore::SCHEMA_VERSION, 3);
+    assert_eq!(SqliteStore::SCHEMA_VERSION, 4);
     let db = rusqlite::Connection::open(&file).unwrap();
     db.execute(
-        "INSERT INTO toolgate_schema (version, applied_at) VALUES (4, 0)",
+        "INSERT INTO toolgate_schema (version, applied_at) VALUES (5, 0)",
         [],
     )
     .unwrap();
@@ -323,7 +330,7 @@ fn a_file_written_by_a_newer_schema_is_refused_at_open() {
         refused.to_string(),
         format!(
             "the store failed: the SQLite file {} was written by a newer toolgate (schema \
-             version 4); this build knows up to 3",
+             version 5); this build knows up to 4",
             file.display()
         )
     );
@@ -482,7 +489,7 @@ fn a_hidden_field_is_in_no_row_or_file_and_the_resumed_tool_gets_it() {
     let audit = || AuditLog::builder().dir(&dir);
     let keyless = sealed::dispatcher(audit(), &paid, None);
     let decisions = Decisions::builder()
-        .approve("toolu_big", "lead")
+        .approve_any_input("toolu_big", "lead")
         .build()
         .unwrap();
     let session = keyless.session_with_store(ctx(), store.clone());
@@ -548,7 +555,7 @@ fn processes_opening_one_new_file_at_once_apply_its_schema_once() {
             .map(Result::unwrap)
             .collect()
     };
-    assert_eq!(versions, vec![1, 2, 3]);
+    assert_eq!(versions, vec![1, 2, 3, 4]);
 }
 
 /// Schema version 1, as a build of that version wrote it.
@@ -584,7 +591,7 @@ fn a_version_1_file_is_migrated_and_its_answers_replay_as_calls_without_a_turn()
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(versions, [1, 2, 3]);
+    assert_eq!(versions, [1, 2, 3, 4]);
     let digest = InputDigest([5; 32]);
     let old = CallKey::new("sess_sqlite", "toolu_old");
     assert_eq!(
@@ -732,6 +739,46 @@ fn a_turn_resumed_by_two_processes_at_once_runs_once() {
     let later = toolgate::block_on(session.resume_from(&*store, "toolu_big", &approved()));
     assert_eq!(outcome(later), Ok(done()));
     assert_eq!(refunds_in(&file), 1);
+}
+
+#[test]
+fn a_turn_paused_in_one_process_is_kept_by_its_session_and_resumed_in_another_as_approved() {
+    let dir = TempDir::new("sqlite-kept");
+    let file = dir.join("store.sqlite3");
+    let out = dir.join("pause-worker");
+    // The agent's process: a session on the store pauses the refund, and exits.
+    let child = spawn_worker("pause", &file, &out);
+    assert_eq!(finish(child, &out), "paused\ntoolu_big");
+    assert_eq!(refunds_in(&file), 0);
+    // The approval page's process (this one): the store lists the waiting call as paused.
+    let store = Arc::new(SqliteStore::open(&file).unwrap());
+    let turns = toolgate::block_on(store.waiting("sess_sqlite")).unwrap();
+    assert_eq!(turns.len(), 1);
+    let call = turns[0].awaiting().next().unwrap();
+    assert_eq!(
+        (call.tool_use_id.as_str(), call.name.as_str(), &call.input),
+        (
+            "toolu_big",
+            "refund",
+            &json!({"order_id": "o_1", "amount_cents": 25000})
+        )
+    );
+    let decisions = Decisions::builder().approve(call, "lead").build().unwrap();
+    // A worker session resumes it from the store, the approval bound to what was shown.
+    let d = refunds(&file, LONG, Then::Answer);
+    let worker = d.session_on(ctx(), store.clone());
+    let answer = toolgate::block_on(worker.resume_from(&*store, &turns[0].turn_id, &decisions));
+    assert_eq!(outcome(answer), Ok(done()));
+    assert_eq!(refunds_in(&file), 1);
+    // Resumed once: the store answers a second resume with the first answer, nothing runs.
+    let again = toolgate::block_on(worker.resume_from(&*store, "toolu_big", &decisions));
+    assert_eq!(outcome(again), Ok(done()));
+    assert_eq!(refunds_in(&file), 1);
+    assert!(
+        toolgate::block_on(store.waiting("sess_sqlite"))
+            .unwrap()
+            .is_empty()
+    );
 }
 
 /// The lease of the call the crash worker claims: what the parent lets run out. Renewed every
@@ -987,8 +1034,9 @@ fn hold_worker(file: &Path, out: &Path, store: &Arc<SqliteStore>) {
 
 /// A child process's job, selected by `TOOLGATE_SQLITE_WORKER`: `resume` (open the file,
 /// report ready, wait for a line on standard input, resume the large refund, report what it
-/// got), `crash` (run a refund whose tool never returns, for the parent to kill) or `hold` (run
-/// a refund whose tool answers when the parent says so, [`hold_worker`]).
+/// got), `pause` (pause the large refund in a session on the store, report its turn id),
+/// `crash` (run a refund whose tool never returns, for the parent to kill) or `hold` (run a
+/// refund whose tool answers when the parent says so, [`hold_worker`]).
 #[test]
 #[ignore = "a worker the two-process tests start as a child process; alone it does nothing"]
 fn worker() {
@@ -1010,6 +1058,17 @@ fn worker() {
             let report = match outcome(toolgate::block_on(resumed)) {
                 Ok(answer) => format!("ok\n{answer}"),
                 Err(error) => format!("err\n{error}"),
+            };
+            std::fs::write(&out, report).unwrap();
+        }
+        "pause" => {
+            // A session on the store pauses the large refund; the process puts nothing itself.
+            let d = refunds(&file, LONG, Then::Answer);
+            let session = d.session_on(ctx(), store.clone());
+            let reply = toolgate::block_on(session.respond(&large_refund_message())).unwrap();
+            let report = match reply {
+                Reply::Pending(turn) => format!("paused\n{}", turn.turn_id),
+                other => format!("not paused\n{other:?}"),
             };
             std::fs::write(&out, report).unwrap();
         }

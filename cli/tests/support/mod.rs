@@ -140,10 +140,12 @@ pub fn rule_counts(lines: &[&Value]) -> std::collections::BTreeMap<String, [u64;
                 _ => {}
             }
         }
-        if l["outcome"] == "blocked" && runs(l).is_empty() {
-            let r = rules
-                .entry(l["blocked_by"].as_str().unwrap().to_owned())
-                .or_default();
+        // A call a person declined names no hook: the person's decline is no rule's denial.
+        if l["outcome"] == "blocked"
+            && runs(l).is_empty()
+            && let Some(hook) = l["blocked_by"].as_str()
+        {
+            let r = rules.entry(hook.to_owned()).or_default();
             r[0] += 1;
             r[1] += 1;
         }

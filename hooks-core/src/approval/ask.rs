@@ -62,7 +62,14 @@ pub enum Approval {
 }
 
 impl Approval {
-    /// `Approve` by `by`, for the input held (no digest check).
+    /// `Approve` by `by`, naming no input: what an inline [`Approver`] answers about the call in
+    /// front of it (its input cannot change while it waits). In a paused turn's
+    /// [`Decisions`](super::Decisions) it approves whatever input the turn holds, unchecked:
+    /// there, approve what the person was shown with
+    /// [`DecisionsBuilder::approve`](super::DecisionsBuilder::approve) (or
+    /// [`approve_digest`](Self::approve_digest)), and write
+    /// [`DecisionsBuilder::approve_any_input`](super::DecisionsBuilder::approve_any_input) when
+    /// no input is meant.
     pub fn approve(by: impl Into<String>) -> Self {
         Approval::Approve {
             by: by.into(),
@@ -71,7 +78,10 @@ impl Approval {
     }
 
     /// `Approve` by `by` of the input whose digest is `input_digest` (64 lowercase hex
-    /// characters, as [`AwaitingCall::input_digest`](crate::approval::AwaitingCall::input_digest)).
+    /// characters, as [`AwaitingCall::input_digest`](crate::approval::AwaitingCall::input_digest)):
+    /// a paused call approved as the person was shown it; a resume whose input has another
+    /// digest is refused. [`DecisionsBuilder::approve`](super::DecisionsBuilder::approve) takes
+    /// the digest from the waiting call.
     pub fn approve_digest(by: impl Into<String>, input_digest: impl Into<String>) -> Self {
         Approval::Approve {
             by: by.into(),

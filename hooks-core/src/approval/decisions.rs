@@ -7,7 +7,7 @@ use std::fmt;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use super::Approval;
+use super::{Approval, AwaitingCall};
 
 /// The decisions a person made about the waiting calls of one [`PendingTurn`](super::PendingTurn),
 /// at most one per `tool_use` id: what [`Session::resume`](crate::Session::resume) takes.
@@ -19,8 +19,10 @@ use super::Approval;
 /// silently: approve-then-deny would run the call a person also declined.)
 ///
 /// JSON: an object whose keys are `tool_use` ids and whose values are [`Approval`]s,
-/// `{"toolu_2": {"decision": "approve", "by": "lead@example.com"}, "toolu_3": {"decision":
-/// "deny", "by": "lead@example.com", "reason": "the order was already refunded"}}`.
+/// `{"toolu_2": {"decision": "approve", "by": "lead@example.com", "input_digest": "f7ad…(64
+/// hex)"}, "toolu_3": {"decision": "deny", "by": "lead@example.com", "reason": "the order was
+/// already refunded"}}`. An approval without `input_digest` approves whatever input the turn
+/// holds: give the digest of the input the person was shown.
 ///
 /// At resume, every waiting call of a turn that has not expired needs a decision
 /// ([`ResumeError::Undecided`](super::ResumeError::Undecided) names the first without one, and
@@ -29,18 +31,28 @@ use super::Approval;
 /// needs none (its waiting calls are answered `blocked`).
 ///
 /// ```
-/// use toolgate_core::approval::{Approval, Decisions};
+/// use toolgate_core::approval::{Approval, AwaitingCall, Decisions};
 ///
+/// // A waiting call as a paused turn (or `PendingStore::waiting`) shows it to the person.
+/// let refund: AwaitingCall = serde_json::from_value(serde_json::json!({
+///     "tool_use_id": "toolu_2", "tool": "issue_refund",
+///     "input": {"order_id": "o_1", "amount_cents": 25000},
+///     "effective_input": {"order_id": "o_1", "amount_cents": 25000},
+///     "input_digest": "f7ad74ecaa3335bc7760abe56317c13907e609ce171d60552b3d28889a6b69cc",
+///     "asked_by": [{"hook": "app::large_refund", "reason": "above 20000 cents"}]
+/// })).unwrap();
 /// let decisions = Decisions::builder()
-///     .approve("toolu_2", "lead@example.com")
+///     .approve(&refund, "lead@example.com")
 ///     .deny("toolu_3", "lead@example.com", "the order was already refunded")
 ///     .build()
 ///     .unwrap();
-/// assert_eq!(decisions.get("toolu_2"), Some(&Approval::approve("lead@example.com")));
+/// // The approval names the input the person saw.
+/// assert_eq!(decisions.get("toolu_2"),
+///     Some(&Approval::approve_digest("lead@example.com", &refund.input_digest)));
 ///
 /// // Two decisions for one id, in the builder or in JSON: refused, naming the id.
 /// let twice = Decisions::builder()
-///     .approve("toolu_2", "lead@example.com")
+///     .approve(&refund, "lead@example.com")
 ///     .deny("toolu_2", "lead@example.com", "no")
 ///     .build();
 /// assert_eq!(twice.unwrap_err().to_string(),
@@ -133,8 +145,24 @@ impl DecisionsBuilder {
         self
     }
 
-    /// [`Approval::approve`] by `by` for `tool_use_id`.
-    pub fn approve(self, tool_use_id: impl Into<String>, by: impl Into<String>) -> Self {
+    /// `by` approves the waiting call `call` as the person was shown it: its `tool_use` id,
+    /// bound to its [`input_digest`](AwaitingCall::input_digest)
+    /// ([`Approval::approve_digest`]). Resuming a turn whose input for that call has another
+    /// digest (changed since the person saw it) is refused
+    /// ([`ResumeError::DigestMismatch`](super::ResumeError::DigestMismatch)) and nothing runs.
+    /// Get `call` from the turn the person was shown:
+    /// [`PendingStore::waiting`](crate::store::PendingStore::waiting) lists a session's
+    /// paused turns, each with its [`awaiting`](super::PendingTurn::awaiting) calls.
+    pub fn approve(self, call: &AwaitingCall, by: impl Into<String>) -> Self {
+        let approval = Approval::approve_digest(by, call.input_digest.clone());
+        self.decide(call.tool_use_id.clone(), approval)
+    }
+
+    /// `by` approves `tool_use_id` whatever input the paused turn holds for it
+    /// ([`Approval::approve`], no digest): the explicit spelling, for a host that checks the
+    /// input itself or approves without showing it. [`approve`](Self::approve) binds the
+    /// approval to the input the person saw.
+    pub fn approve_any_input(self, tool_use_id: impl Into<String>, by: impl Into<String>) -> Self {
         self.decide(tool_use_id, Approval::approve(by))
     }
 

@@ -3,7 +3,7 @@
 //! resumed later, possibly in another process, with [`Session::resume`](crate::Session::resume);
 //! and [`ResumeError`], why a resume was refused.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -107,6 +107,7 @@ impl Resumed {
 /// {"format": 2, "turn_format": "anthropic_messages", "turn_id": "msg_01A", "turn": "msg_01A",
 ///  "session_id": "sess_1", "user_id": "u_001",
 ///  "fingerprint": "5f0c…(64 hex)", "created_at": "2026-11-24T10:15:00Z",
+///  "pending_ttl_ms": 86400000,
 ///  "blocks": [
 ///   {"state": "answered", "result": {"type": "tool_result", "tool_use_id": "toolu_1", "content": "…"}},
 ///   {"state": "awaiting_approval", "tool_use_id": "toolu_2", "tool": "issue_refund",
@@ -134,6 +135,11 @@ impl Resumed {
 ///   with another one refuses the turn.
 /// - `created_at`: when it paused, by the session's context clock (RFC 3339); it expires after
 ///   the resuming dispatcher's [`pending_ttl`](crate::dispatch::DispatcherBuilder::pending_ttl).
+/// - `pending_ttl_ms`: the pausing dispatcher's `pending_ttl`, in milliseconds: how long a
+///   store that keeps the turn lets its calls wait for a decision, counted by the store's own
+///   clock from when it kept the turn (the inbox, feature `inbox`: a decision after it is
+///   refused as expired, and the call resumes as expired). Absent in a turn written before it
+///   was added: 24 hours.
 /// - `input_digest`: the SHA-256 of `effective_input`'s JSON text as serde_json writes it,
 ///   compact (lowercase hex); for a call with `sealed`, of that text, a newline (`\n`) and the
 ///   `sealed` string. Object keys keep their order in this build (serde_json's
@@ -178,11 +184,55 @@ pub struct PendingTurn {
     /// When the turn paused (the context's clock).
     #[serde(with = "crate::base::time::as_rfc3339")]
     pub created_at: SystemTime,
+    /// The pausing dispatcher's
+    /// [`pending_ttl`](crate::dispatch::DispatcherBuilder::pending_ttl) (`pending_ttl_ms` in
+    /// JSON, whole milliseconds): how long a store keeping the turn lets its calls wait, by the
+    /// store's clock. `None` in a turn written before the field was added (a store then uses
+    /// [`DEFAULT_PENDING_TTL`](crate::dispatch::DispatcherBuilder::DEFAULT_PENDING_TTL)).
+    #[serde(
+        default,
+        rename = "pending_ttl_ms",
+        skip_serializing_if = "Option::is_none",
+        with = "ttl_ms"
+    )]
+    pub pending_ttl: Option<Duration>,
     /// One entry per `tool_use` block, in order.
     pub blocks: Vec<PendingBlock>,
 }
 
+/// `pending_ttl_ms`: a duration as whole milliseconds.
+mod ttl_ms {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        ttl: &Option<Duration>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match ttl {
+            Some(d) => s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.map(Duration::from_millis))
+    }
+}
+
 impl PendingTurn {
+    /// How long a store keeping this turn lets its calls wait: its
+    /// [`pending_ttl`](Self::pending_ttl), or 24 hours for a turn written without one.
+    pub fn ttl(&self) -> Duration {
+        // `DispatcherBuilder::DEFAULT_PENDING_TTL`, written out: this file sits below the
+        // dispatcher (a test checks they agree).
+        self.pending_ttl
+            .unwrap_or(Duration::from_secs(24 * 60 * 60))
+    }
+
     /// The calls waiting for a decision, in `tool_use` order.
     pub fn awaiting(&self) -> impl Iterator<Item = &AwaitingCall> {
         self.blocks.iter().filter_map(|b| match b {
@@ -255,8 +305,9 @@ impl PendingBlock {
 pub struct AwaitingCall {
     /// The `tool_use` id.
     pub tool_use_id: String,
-    /// The tool's name.
-    pub tool: String,
+    /// The tool's name, as [`ToolUse::name`] (`tool` in JSON, as on the call's audit line).
+    #[serde(rename = "tool")]
+    pub name: String,
     /// The input as the model sent it, normalized (what the audit line's `input` shows).
     pub input: Value,
     /// The input after the PreToolUse rewrites: what the tool runs with once approved.
@@ -288,7 +339,7 @@ impl AwaitingCall {
     ) -> Self {
         AwaitingCall {
             tool_use_id: call.id.clone(),
-            tool: call.name.clone(),
+            name: call.name.clone(),
             input: call.input.clone(),
             effective_input: effective_input.clone(),
             input_digest: input_digest(effective_input),
@@ -313,7 +364,7 @@ impl AwaitingCall {
 
     /// The `tool_use` block as the model sent it (normalized).
     pub(crate) fn call(&self) -> ToolUse {
-        ToolUse::new(&self.tool_use_id, &self.tool, self.input.clone())
+        ToolUse::new(&self.tool_use_id, &self.name, self.input.clone())
     }
 }
 
@@ -420,8 +471,17 @@ pub enum ResumeError {
         actual: String,
     },
     /// [`Session::resume_from`](crate::Session::resume_from): no turn of this session is kept
-    /// under that turn id.
-    #[error("no paused turn {turn_id:?} of session {session_id:?} is kept in the store")]
+    /// under that turn id. A turn is kept when the session that paused it was opened on the
+    /// store ([`Dispatcher::session_on`](crate::Dispatcher::session_on),
+    /// [`Session::with_pending_store`](crate::Session::with_pending_store)) or the host
+    /// [`put`](crate::store::PendingStore::put) it; the session ids and the turn id must be the
+    /// paused turn's ([`PendingTurn::session_id`], [`PendingTurn::turn_id`]).
+    #[error(
+        "no paused turn {turn_id:?} of session {session_id:?} is kept in this store: check that \
+         the session that paused it was opened on this store (Dispatcher::session_on, or \
+         Session::with_pending_store), and that this session's id and the turn id (the id of \
+         the turn's first tool_use) are the paused turn's"
+    )]
     NoSuchTurn {
         /// The session's id.
         session_id: String,

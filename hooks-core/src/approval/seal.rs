@@ -74,7 +74,7 @@ impl Sealing {
     /// Whether a field rule reaches into one of the call's inputs.
     fn hides(&self, call: &AwaitingCall) -> bool {
         let r = &self.redaction;
-        r.reaches(&call.tool, &call.input) || r.reaches(&call.tool, &call.effective_input)
+        r.reaches(&call.name, &call.input) || r.reaches(&call.name, &call.effective_input)
     }
 
     /// Makes `call` (made with the real inputs) fit to keep: when a field rule reaches into its
@@ -96,16 +96,16 @@ impl Sealing {
         // A rule's own mask is the host's code: a panic in it blocks the call.
         let (input, effective_input) = catch(|| {
             let mut input = call.input.clone();
-            self.redaction.mask_input(&call.tool, &mut input);
+            self.redaction.mask_input(&call.name, &mut input);
             let mut effective_input = call.effective_input.clone();
-            self.redaction.mask_input(&call.tool, &mut effective_input);
+            self.redaction.mask_input(&call.name, &mut effective_input);
             (input, effective_input)
         })
         .map_err(|p| {
             format!(
                 "the audit log's redaction panicked on the input of tool `{}`: {p}; it cannot \
                  pause for a person",
-                call.tool
+                call.name
             )
         })?;
         let shown = Shown {
@@ -259,7 +259,7 @@ impl Shown<'_> {
             self.session_id.as_bytes().to_vec(),
             self.user_id.as_bytes().to_vec(),
             self.call.tool_use_id.as_bytes().to_vec(),
-            self.call.tool.as_bytes().to_vec(),
+            self.call.name.as_bytes().to_vec(),
             serde_json::to_vec(self.input).unwrap_or_default(),
             serde_json::to_vec(self.effective_input).unwrap_or_default(),
         ]
@@ -269,7 +269,7 @@ impl Shown<'_> {
     fn hidden(&self) -> String {
         format!(
             "the input of tool `{}` has fields the audit log's redaction hides",
-            self.call.tool
+            self.call.name
         )
     }
 }

@@ -60,37 +60,69 @@ pub(crate) fn parse_hex(text: &str) -> Option<Hash> {
     Some(out)
 }
 
-/// The rotated files of `name` in `dir` (`audit_log.N.jsonl` for `audit_log.jsonl`), sorted by
-/// `N`. Names that do not parse as such are not part of the chain.
-pub(crate) fn rotated_files(dir: &Path, name: &str) -> io::Result<Vec<(u64, PathBuf)>> {
-    let (stem, ext) = name.rsplit_once('.').unwrap_or((name, ""));
-    let mut found = Vec::new();
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(found),
+/// The files of one chain in the audit folder `dir`, oldest first: the rotated files of `name`
+/// by their number, then `name` itself when the folder holds it (`audit_log.1.jsonl`,
+/// `audit_log.2.jsonl`, `audit_log.jsonl` for [`AUDIT_LOG_FILE`](crate::audit::AUDIT_LOG_FILE)).
+///
+/// A rotated file is `STEM.N.EXT` where `N` is a number written in decimal digits only, with no
+/// sign and no leading zero (`audit_log.1.jsonl`, `audit_log.12.jsonl`), at most
+/// `u64::MAX`: the names [`AuditLog::rotate`](crate::audit::AuditLog::rotate) gives. Any other
+/// name (`audit_log.01.jsonl`, `audit_log.+1.jsonl`, `audit_log.1.jsonl.gz`) is no part of the
+/// chain. The writer (which number comes next, which file a new one follows), the verifier and
+/// the trail's readers all take the chain from this rule, so they never disagree on it. The
+/// live file is part of the chain when the folder holds an entry of its name, whatever it is:
+/// one that cannot be opened (a dangling symlink) is then named by the reader that fails to
+/// read it, never skipped.
+///
+/// # Errors
+/// The folder's listing cannot be read (it does not exist, is not a folder, or the system
+/// refuses it), or the live file's entry cannot be looked at: the [`io::Error`], never an empty
+/// chain.
+#[cfg(any(feature = "audit-verify", feature = "audit-report"))]
+pub fn chain_files(dir: &Path, name: &str) -> io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = rotated_files(dir, name)?
+        .into_iter()
+        .map(|(_, path)| path)
+        .collect();
+    let live = dir.join(name);
+    match std::fs::symlink_metadata(&live) {
+        Ok(_) => files.push(live),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
-    };
-    for entry in entries {
+    }
+    Ok(files)
+}
+
+/// The rotated files of `name` in `dir`, sorted by their number (the rule of `chain_files`).
+///
+/// # Errors
+/// The folder's listing cannot be read.
+pub(crate) fn rotated_files(dir: &Path, name: &str) -> io::Result<Vec<(u64, PathBuf)>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let file_name = entry.file_name();
-        let Some(file_name) = file_name.to_str() else {
+        let Some(n) = file_name.to_str().and_then(|f| rotation_number(f, name)) else {
             continue;
         };
-        let n = file_name
-            .strip_prefix(stem)
-            .and_then(|r| r.strip_prefix('.'))
-            .and_then(|r| r.strip_suffix(ext))
-            .and_then(|r| r.strip_suffix('.'))
-            .filter(|n| {
-                !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()) && !n.starts_with('0')
-            })
-            .and_then(|n| n.parse::<u64>().ok());
-        if let Some(n) = n {
-            found.push((n, entry.path()));
-        }
+        found.push((n, entry.path()));
     }
     crate::base::sort::sort_by(&mut found, |a, b| a.cmp(b));
     Ok(found)
+}
+
+/// `N` of a rotated file's name `STEM.N.EXT` for the chain `STEM.EXT`: decimal digits only, no
+/// sign, no leading zero.
+fn rotation_number(file_name: &str, name: &str) -> Option<u64> {
+    let (stem, ext) = name.rsplit_once('.').unwrap_or((name, ""));
+    file_name
+        .strip_prefix(stem)?
+        .strip_prefix('.')?
+        .strip_suffix(ext)?
+        .strip_suffix('.')
+        .filter(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()) && !n.starts_with('0'))?
+        .parse()
+        .ok()
 }
 
 /// Where a file's last line starts and its hash (its `\n` included), given its `len`; and
@@ -368,6 +400,40 @@ fn write_once(mut file: &File, line: &[u8]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rotated_file_is_numbered_in_plain_decimal() {
+        let n = |file: &str| rotation_number(file, "audit_log.jsonl");
+        assert_eq!(n("audit_log.1.jsonl"), Some(1));
+        assert_eq!(n("audit_log.12.jsonl"), Some(12));
+        assert_eq!(
+            n("audit_log.18446744073709551615.jsonl"),
+            Some(18_446_744_073_709_551_615)
+        );
+        for other in [
+            "audit_log.jsonl",
+            "audit_log.01.jsonl",
+            "audit_log.+1.jsonl",
+            "audit_log.-1.jsonl",
+            "audit_log.0.jsonl",
+            "audit_log..jsonl",
+            "audit_log. 1.jsonl",
+            "audit_log.1 .jsonl",
+            "audit_log.1.jsonl.gz",
+            "audit_log.1.json",
+            "audit_log1.jsonl",
+            "audit_log.x.jsonl",
+            "audit_log.\u{661}.jsonl",
+            "audit_log.18446744073709551616.jsonl",
+            "session_summaries.1.jsonl",
+        ] {
+            assert_eq!(n(other), None, "{other}");
+        }
+        assert_eq!(
+            rotation_number("session_summaries.3.jsonl", "session_summaries.jsonl"),
+            Some(3)
+        );
+    }
 
     #[test]
     fn hex_round_trips() {

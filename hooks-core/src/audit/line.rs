@@ -52,12 +52,12 @@ impl AuditRecord {
     ///
     /// // A line separator from the model: escaped, where serde_json writes it raw.
     /// let mut record = record;
-    /// record.tool = "search\u{2028}faq".to_owned();
+    /// record.name = "search\u{2028}faq".to_owned();
     /// let mut out = Vec::new();
     /// record.write_json(&mut out);
     /// let text = String::from_utf8(out)?;
     /// assert!(text.contains(r#""tool":"search\u2028faq""#));
-    /// assert_eq!(serde_json::from_str::<AuditRecord>(&text)?.tool, "search\u{2028}faq");
+    /// assert_eq!(serde_json::from_str::<AuditRecord>(&text)?.name, "search\u{2028}faq");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write_json(&self, out: &mut Vec<u8>) {
@@ -71,10 +71,22 @@ impl AuditRecord {
             out.extend_from_slice(b",\"tier\":");
             write_str(out, tier);
         }
+        if !self.extensions.is_empty() {
+            out.extend_from_slice(b",\"extensions\":{");
+            for (i, (name, value)) in self.extensions.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(out, name);
+                out.push(b':');
+                write_value(out, value);
+            }
+            out.push(b'}');
+        }
         out.extend_from_slice(b",\"tool_use_id\":");
         write_str(out, &self.tool_use_id);
         out.extend_from_slice(b",\"tool\":");
-        write_str(out, &self.tool);
+        write_str(out, &self.name);
         out.extend_from_slice(b",\"input\":");
         write_value(out, &self.input);
         out.extend_from_slice(b",\"outcome\":\"");

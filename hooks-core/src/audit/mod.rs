@@ -3,26 +3,13 @@
 //! every Stop hook sees ([`SessionSummary`]), and [`AuditLog`], the built-in observer and Stop
 //! hook that turns every `tool_use` and every session into an audit record, redacts it and hands
 //! it to the sinks (the hash-chained JSONL files by default); the chain's check (feature
-//! `audit-verify`) and what-if replays of a recorded log against today's rules ([`WhatIf`]).
+//! `audit-verify`), the trail read back and what it adds up to (feature `audit-report`), and
+//! what-if replays of a recorded log against today's rules ([`WhatIf`]).
 //!
 //! You need it to write an observer or a Stop hook, keep an audit trail, check one, or ask what
 //! today's rules would have done to yesterday's calls.
 //!
-//! | file | what it holds |
-//! |---|---|
-//! | `mod.rs` | [`AuditLog`], [`AuditLogBuilder`]: the observer and Stop hook, delivery to the sinks |
-//! | `record.rs` | [`AuditRecord`], [`SummaryRecord`]: what every sink receives, the JSON of a line; a record refilled in place |
-//! | `line.rs` | [`AuditRecord::write_json`], [`SummaryRecord::write_json`]: a line's JSON, serde_json's but for the line breaks and C1 controls it escapes (one record, one line, for every reader); the record's by hand, a word-at-a-time escaper |
-//! | `printable.rs` | [`printable`], [`printable_json`]: the one rule for showing a person text from the model |
-//! | `sink.rs` | [`AuditSink`] |
-//! | `redact.rs` | [`Redaction`], [`mask_card_numbers`], [`mask_emails`] |
-//! | `chain.rs` | the hash chain's rule and the writer that keeps it (lock, reopen, rotation) |
-//! | `files.rs` | the default sink: `audit_log.jsonl` and `session_summaries.jsonl` |
-//! | `verify.rs` | feature `audit-verify`: `verify_audit_dir`, `verify_audit_file` |
-//! | `outcome.rs` | [`Outcome`], [`CallRecord`], [`SessionSummary`]: what observers and Stop hooks see |
-//! | `hook_run.rs` | [`HookRun`], [`HookOutcome`]: one run of a PreToolUse hook |
-//! | `what_if.rs` | [`WhatIf`], [`Flip`], [`Change`]: a recorded call against today's rules |
-//! | `report/` | feature `audit-report`: [`report`], the trail read back: figures, the HTML report, stats, tail lines |
+//! Where each piece is: ARCHITECTURE.md, "Parts": `audit/`.
 
 pub(crate) mod chain;
 mod files;
@@ -35,6 +22,8 @@ mod redact;
 #[cfg(feature = "audit-report")]
 pub mod report;
 mod sink;
+#[cfg(feature = "audit-report")]
+mod trail;
 #[cfg(feature = "audit-verify")]
 pub(crate) mod verify;
 pub(crate) mod what_if;
@@ -45,24 +34,32 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde::Serialize;
+use serde_json::Value;
+
 pub use crate::base::time::Rfc3339;
 pub use chain::CHAIN_START;
+#[cfg(any(feature = "audit-verify", feature = "audit-report"))]
+pub use chain::chain_files;
 pub use hook_run::{HookOutcome, HookRun};
 pub use outcome::{CallRecord, LeaseRecord, Outcome, SessionSummary};
 pub use printable::{printable, printable_json};
 pub use record::{AuditRecord, SummaryRecord};
 pub use redact::{InvalidPointer, REDACTED, Redaction, mask_card_numbers, mask_emails};
 pub use sink::AuditSink;
+#[cfg(feature = "audit-report")]
+pub use trail::{Trail, TrailError, parse_call_line, read_call_lines};
 #[cfg(feature = "audit-verify")]
 pub use verify::{
-    AuditVerification, ChainBreak, ChainProblem, ChainStatus, ChainVerification, verify_audit_dir,
-    verify_audit_dir_with_progress, verify_audit_file,
+    AuditVerification, ChainBreak, ChainProblem, ChainStatus, ChainVerification, KEEP_LAST_HASHES,
+    verify_audit_dir, verify_audit_dir_with_progress, verify_audit_file,
 };
 pub use what_if::{Change, Flip, WhatIf};
 
 use crate::base::local::with_reused;
 use crate::base::panic::catch;
 use crate::error::HookError;
+use crate::hook::context::Extensions;
 use crate::hook::definitions::{PostHookDef, StopHookDef};
 use crate::hook::state::Env;
 use files::JsonlFiles;
@@ -71,11 +68,40 @@ use files::JsonlFiles;
 pub const AUDIT_LOG_FILE: &str = "audit_log.jsonl";
 /// The file name of the per-session log inside the audit folder.
 pub const SESSION_SUMMARIES_FILE: &str = "session_summaries.jsonl";
+/// The file name of the people's decisions inside the audit folder: one line per decision and
+/// per refused attempt of the approval inbox (feature `inbox`), a hash chain of its own, so the
+/// per-call log keeps exactly one final line per `tool_use`.
+pub const DECISIONS_FILE: &str = "decisions.jsonl";
 
 struct LogInner {
     files: Option<JsonlFiles>,
     sinks: Vec<Box<dyn AuditSink>>,
     redaction: Redaction,
+    extensions: Vec<RecordedExtension>,
+}
+
+/// A context extension the audit line records: its name on the line, and how its value is
+/// read from a context's extensions and written as JSON.
+#[derive(Clone)]
+struct RecordedExtension {
+    name: String,
+    read: fn(&Extensions) -> Option<Value>,
+}
+
+impl RecordedExtension {
+    /// The extension of type `T`, recorded as `name`: its `Serialize` JSON, or, should that
+    /// fail, a string saying so (a line is never lost to it).
+    fn of<T: Serialize + Send + Sync + 'static>(name: String) -> Self {
+        RecordedExtension {
+            name,
+            read: |extensions| {
+                let value = extensions.get::<T>()?;
+                Some(serde_json::to_value(value).unwrap_or_else(|e| {
+                    Value::String(format!("<this extension does not serialize: {e}>"))
+                }))
+            },
+        }
+    }
 }
 
 /// The built-in audit log (opt-in): give it to
@@ -123,8 +149,10 @@ struct LogInner {
 /// 2. `prev` is the SHA-256 of the bytes of the line before it in the same file, **including**
 ///    that line's `\n` (`sed -n 7p audit_log.jsonl | sha256sum` prints line 8's `prev`).
 /// 3. The first line of a file carries the hash of the last line of the file it follows: the
-///    newest rotated file of the same name in the folder (`audit_log.N.jsonl`, largest `N`), or
-///    [`CHAIN_START`] (64 zeros) when there is none. Each file name is its own chain.
+///    newest rotated file of the same name in the folder (`audit_log.N.jsonl`, largest `N`, `N`
+///    in decimal with no sign and no leading zero: the rule of `chain_files`, features
+///    `audit-verify` and `audit-report`), or [`CHAIN_START`] (64 zeros) when there is none.
+///    Each file name is its own chain.
 /// 4. A file opened again (another process, a new `AuditLog`) continues from its last line,
 ///    read back and hashed. A last line cut short by a crash (no `\n`) is ended with one before
 ///    the next line; it stays damaged, and the verifier reports it.
@@ -234,6 +262,11 @@ impl AuditLog {
                 }
                 None => slot.insert(AuditRecord::new(ctx, r)),
             };
+            for e in &self.inner.extensions {
+                if let Some(value) = (e.read)(ctx.extensions()) {
+                    record.extensions.insert(e.name.clone(), value);
+                }
+            }
             let result = self.write_record(record);
             if record.held_bytes() > MAX_HELD_BYTES {
                 *slot = None;
@@ -326,6 +359,7 @@ pub struct AuditLogBuilder {
     dir: Option<PathBuf>,
     sinks: Vec<Box<dyn AuditSink>>,
     redaction: Redaction,
+    extensions: Vec<RecordedExtension>,
 }
 
 impl AuditLogBuilder {
@@ -347,6 +381,71 @@ impl AuditLogBuilder {
         self
     }
 
+    /// Records the context's extension of type `T` on every line of a session whose context
+    /// has one ([`HookContextBuilder::extension`](crate::dispatch::HookContextBuilder::extension)),
+    /// as the member `name` of the line's `extensions` object, its value as `T` serializes:
+    /// `"extensions": {"role": "maintainer"}`. A rule that decides on a trusted fact the host
+    /// put in the context (a role, a region) then leaves that fact in the trail beside the
+    /// decision. Lines are written in the order the extensions were added; a second `T` under
+    /// one `name` replaces the first. Redaction does not apply to them: record only facts that
+    /// may be kept as long as the trail.
+    ///
+    /// ```
+    /// use toolgate_core::audit::{AuditLog, AuditRecord, AuditSink};
+    /// use toolgate_core::dispatch::{PreHookDef, ToolDef};
+    /// use toolgate_core::{Decision, Dispatcher, HookContext, ToolUse};
+    ///
+    /// #[derive(serde::Serialize)]
+    /// #[serde(rename_all = "snake_case")]
+    /// enum Role { Maintainer, Triager }
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Close {
+    ///     /// The issue.
+    ///     number: u64,
+    /// }
+    ///
+    /// # #[derive(Clone, Default)] struct Lines(std::sync::Arc<std::sync::Mutex<Vec<AuditRecord>>>);
+    /// # impl AuditSink for Lines {
+    /// #     fn record(&self, r: &AuditRecord) -> Result<(), toolgate_core::dispatch::HookError> {
+    /// #         self.0.lock().unwrap().push(r.clone()); Ok(())
+    /// #     }
+    /// # }
+    /// # let lines = Lines::default();
+    /// let log = AuditLog::builder()
+    ///     # .sink(lines.clone())
+    ///     .record_extension::<Role>("role")
+    ///     .build()?;
+    /// let dispatcher = Dispatcher::builder()
+    ///     .tool(ToolDef::sync("close_issue", "Closes an issue.", |_env, c: Close| {
+    ///         Ok(format!("closed #{}", c.number))
+    ///     }))
+    ///     .pre_hook(PreHookDef::sync("app::maintainers_close", 10, |env, _call: &ToolUse| {
+    ///         Ok(match env.context().extensions().get::<Role>() {
+    ///             Some(Role::Maintainer) => Decision::Allow,
+    ///             _ => Decision::deny("only maintainers close issues."),
+    ///         })
+    ///     }))
+    ///     .audit_log(log)
+    ///     .build()?;
+    /// let context = HookContext::builder("octocat", "sess_1").extension(Role::Maintainer).build();
+    /// let call = ToolUse::new("toolu_1", "close_issue", serde_json::json!({"number": 7}));
+    /// toolgate_core::block_on(dispatcher.session(context).call(&call))?;
+    /// # let line = lines.0.lock().unwrap()[0].clone();
+    /// // The line: {…, "user_id": "octocat", "extensions": {"role": "maintainer"}, …}
+    /// assert_eq!(line.extensions["role"], "maintainer");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn record_extension<T: Serialize + Send + Sync + 'static>(
+        mut self,
+        name: impl Into<String>,
+    ) -> Self {
+        let name = name.into();
+        self.extensions.retain(|e| e.name != name);
+        self.extensions.push(RecordedExtension::of::<T>(name));
+        self
+    }
+
     /// Opens the folder's files and builds the log.
     ///
     /// # Errors
@@ -365,6 +464,7 @@ impl AuditLogBuilder {
                 files,
                 sinks: self.sinks,
                 redaction: self.redaction,
+                extensions: self.extensions,
             }),
         })
     }

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::approval::ask::Asked;
 use crate::audit::hook_run::HookRun;
@@ -33,6 +33,7 @@ use crate::hook::context::HookContext;
 /// | `ts` | string, RFC 3339 UTC | always: the context's clock when the record was made |
 /// | `session_id`, `user_id` | string | always: from the host's [`HookContext`] |
 /// | `tier` | string | when the context has one |
+/// | `extensions` | object | the context has extensions the audit log records ([`AuditLogBuilder::record_extension`](crate::audit::AuditLogBuilder::record_extension)): each by its name, its value as JSON (`{"role": "maintainer"}`), so the facts a rule decided on are in the trail |
 /// | `tool_use_id`, `tool` | string | always: as the model sent them |
 /// | `input` | JSON | always: after normalization (see [`CallRecord::input`]) |
 /// | `outcome` | string | always: an [`Outcome`] in snake_case |
@@ -70,10 +71,18 @@ pub struct AuditRecord {
     /// The context's tier, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<String>,
+    /// The context's extensions the audit log was told to record
+    /// ([`AuditLogBuilder::record_extension`](crate::audit::AuditLogBuilder::record_extension)),
+    /// by the name given there, in that order: `{"role": "maintainer", "region": "eu"}`. Only
+    /// those the session's context has; absent when none.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub extensions: Map<String, Value>,
     /// The `tool_use` block's id.
     pub tool_use_id: String,
-    /// The tool name the model sent.
-    pub tool: String,
+    /// The tool name the model sent, as [`ToolUse::name`](crate::ToolUse::name) (`tool` on the
+    /// line, beside `tool_use_id`).
+    #[serde(rename = "tool")]
+    pub name: String,
     /// The input after normalization (see [`CallRecord::input`]).
     pub input: Value,
     /// How the call ended.
@@ -145,8 +154,9 @@ impl AuditRecord {
             session_id: String::new(),
             user_id: String::new(),
             tier: None,
+            extensions: Map::new(),
             tool_use_id: String::new(),
-            tool: String::new(),
+            name: String::new(),
             input: Value::Null,
             outcome: call.outcome,
             is_error: false,
@@ -179,8 +189,10 @@ impl AuditRecord {
         assign_str(&mut self.session_id, ctx.session_id());
         assign_str(&mut self.user_id, ctx.user_id());
         assign_opt(&mut self.tier, ctx.tier());
+        // Filled by the audit log after this, from the extensions it records.
+        self.extensions.clear();
         assign_str(&mut self.tool_use_id, &call.call.id);
-        assign_str(&mut self.tool, &call.call.name);
+        assign_str(&mut self.name, &call.call.name);
         assign_value(&mut self.input, call.input);
         self.outcome = call.outcome;
         self.is_error = call.result.is_some_and(|r| r.is_error);
@@ -238,6 +250,11 @@ impl AuditRecord {
             + self.detail.as_ref().map_or(0, String::capacity)
             + text_bytes(&self.input)
             + self.effective_input.as_ref().map_or(0, text_bytes)
+            + self
+                .extensions
+                .iter()
+                .map(|(k, v)| 16 + k.capacity() + text_bytes(v))
+                .sum::<usize>()
     }
 }
 

@@ -143,7 +143,7 @@ impl Redaction {
     /// Applies every rule to `record`, in the order given (what an
     /// [`AuditLog`](crate::audit::AuditLog) does before its sinks see the record).
     pub fn apply(&self, record: &mut AuditRecord) {
-        for rule in self.fields_of(&record.tool) {
+        for rule in self.fields_of(&record.name) {
             rule.mask(&mut record.input);
             if let Some(effective) = &mut record.effective_input {
                 rule.mask(effective);

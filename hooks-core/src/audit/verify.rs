@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::audit::chain::{Hash, hash, hex_string, parse_hex, rotated_files};
-use crate::audit::{AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE};
+use crate::audit::chain::{Hash, chain_files, hash, hex_string, parse_hex};
+use crate::audit::{AUDIT_LOG_FILE, DECISIONS_FILE, SESSION_SUMMARIES_FILE};
 
 /// What [`verify_audit_dir`] found: one [`ChainVerification`] per file name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,12 +20,59 @@ pub struct AuditVerification {
     pub calls: ChainVerification,
     /// `session_summaries.jsonl` and its rotated files.
     pub sessions: ChainVerification,
+    /// `decisions.jsonl` (the approval inbox's decisions, feature `inbox`) and its rotated
+    /// files: an empty chain in a folder that has none.
+    pub decisions: ChainVerification,
 }
 
 impl AuditVerification {
-    /// Whether both chains verify.
+    /// Whether every chain verifies.
     pub fn is_ok(&self) -> bool {
-        self.calls.status.is_ok() && self.sessions.status.is_ok()
+        self.calls.status.is_ok() && self.sessions.status.is_ok() && self.decisions.status.is_ok()
+    }
+
+    /// One line per chain, without `\n`: the live file's name, the number of files when there
+    /// are several, then the verdict: `audit_log.jsonl (3 files): ok, 15 lines, last hash 3f…`,
+    /// or `audit_log.jsonl: broken: line 8 does not follow line 7: …` naming the first line at
+    /// fault. `decisions.jsonl`'s line only where the folder has one (an approval inbox wrote
+    /// it).
+    pub fn lines(&self) -> Vec<String> {
+        let decisions =
+            (!self.decisions.files.is_empty()).then_some((DECISIONS_FILE, &self.decisions));
+        [
+            (AUDIT_LOG_FILE, &self.calls),
+            (SESSION_SUMMARIES_FILE, &self.sessions),
+        ]
+        .into_iter()
+        .chain(decisions)
+        .map(|(name, chain)| {
+            let files = match chain.files.len() {
+                0 | 1 => String::new(),
+                n => format!(" ({n} files)"),
+            };
+            let verdict = if chain.status.is_ok() { "" } else { "broken: " };
+            format!("{name}{files}: {verdict}{}", chain.status)
+        })
+        .collect()
+    }
+}
+
+/// What an operator is told after a chain verifies: the check cannot see lines deleted from
+/// the end of the last file without a last hash kept elsewhere.
+pub const KEEP_LAST_HASHES: &str = "keep the last hashes elsewhere: lines deleted from the end of \
+                                    a file can only be caught against them";
+
+/// The [`lines`](AuditVerification::lines), each with its `\n`, then [`KEEP_LAST_HASHES`] when
+/// every chain verifies: what `toolgate audit verify DIR` prints.
+impl fmt::Display for AuditVerification {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for line in self.lines() {
+            writeln!(f, "{line}")?;
+        }
+        if self.is_ok() {
+            writeln!(f, "{KEEP_LAST_HASHES}")?;
+        }
+        Ok(())
     }
 }
 
@@ -167,10 +214,11 @@ impl fmt::Display for ChainBreak {
     }
 }
 
-/// Verifies the audit folder `dir`: `audit_log.jsonl` and `session_summaries.jsonl`, each with its
-/// rotated files (`audit_log.1.jsonl`, `audit_log.2.jsonl`, …, oldest first), as one chain per name
-/// that starts from [`CHAIN_START`](crate::audit::CHAIN_START). A name with no file at all is an
-/// empty chain (`ok`, 0 lines).
+/// Verifies the audit folder `dir`: `audit_log.jsonl`, `session_summaries.jsonl` and
+/// `decisions.jsonl` (the approval inbox's), each with its rotated files (`audit_log.1.jsonl`,
+/// `audit_log.2.jsonl`, …, oldest first), as one chain per name that starts from
+/// [`CHAIN_START`](crate::audit::CHAIN_START). A name with no file at all is an empty chain
+/// (`ok`, 0 lines).
 ///
 /// The rule checked is written in the [audit module](crate::audit::AuditLog#the-hash-chain). Each
 /// file is read once, line by line (a second time where a chain breaks, to say how).
@@ -203,19 +251,12 @@ pub fn verify_audit_dir_with_progress(
     Ok(AuditVerification {
         calls: verify_name(dir, AUDIT_LOG_FILE, progress)?,
         sessions: verify_name(dir, SESSION_SUMMARIES_FILE, progress)?,
+        decisions: verify_name(dir, DECISIONS_FILE, progress)?,
     })
 }
 
 fn verify_name(dir: &Path, name: &str, progress: &dyn Fn(u64)) -> io::Result<ChainVerification> {
-    let mut files: Vec<PathBuf> = rotated_files(dir, name)
-        .map_err(|e| named(e, dir))?
-        .into_iter()
-        .map(|(_, p)| p)
-        .collect();
-    let live = dir.join(name);
-    if live.exists() {
-        files.push(live);
-    }
+    let files = chain_files(dir, name).map_err(|e| named(e, dir))?;
     let mut start = [0u8; 32];
     let mut lines = 0;
     for file in &files {

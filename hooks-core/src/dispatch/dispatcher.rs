@@ -21,7 +21,7 @@ use crate::pipeline::inner::Inner;
 use crate::pipeline::stats::LeaseStats;
 use crate::provider::{DefinitionOptions, NonStrictTool, Provider, SchemaError, apply_options};
 use crate::session::Session;
-use crate::store::AnswerStore;
+use crate::store::{AnswerStore, PendingStore};
 
 /// Turns `tool_use` blocks into `tool_result` blocks through the PreToolUse chain, the tool and
 /// the PostToolUse observers, for many sessions at once.
@@ -335,7 +335,7 @@ impl Dispatcher {
         let context = what_if::context_of(record);
         let call = ToolUse::new(
             record.tool_use_id.clone(),
-            record.tool.clone(),
+            record.name.clone(),
             record.input.clone(),
         );
         let now = self.inner.pre_tool_use(&context, &call).await;
@@ -376,10 +376,14 @@ impl ToolCaller for Dispatcher {
                 Value::Object(effect.mcp_annotations()),
             );
             if effect.is_write() {
+                // The hooks that guard it: those that can deny or ask (a rewrite-only hook
+                // guards nothing).
                 let chain: Vec<&str> = tool
                     .chain
                     .iter()
-                    .map(|&h| self.inner.pre_hooks[h].path.as_ref())
+                    .map(|&h| &self.inner.pre_hooks[h])
+                    .filter(|h| h.refuses)
+                    .map(|h| h.path.as_ref())
                     .collect();
                 let reason = match &tool.unguarded {
                     Some(reason) if chain.is_empty() => reason.to_string(),
@@ -432,5 +436,32 @@ impl Dispatcher {
     /// conversation only.
     pub fn session_with_store(&self, context: HookContext, store: Arc<dyn AnswerStore>) -> Session {
         Session::new(Arc::clone(&self.inner), context, Some(store))
+    }
+
+    /// Opens a session on one `store` that keeps both the answer memory and the turns paused for
+    /// a person: `store::sqlite::SqliteStore` (feature `sqlite`) or
+    /// `store::postgres::PostgresStore` (feature `postgres`), which every session and worker
+    /// process of the agent shares. What it promises:
+    ///
+    /// - a retried call, in any session or process on the store, runs nothing twice
+    ///   ([`session_with_store`](Self::session_with_store));
+    /// - a turn that pauses ([`Reply::Pending`](crate::Reply::Pending)) is already kept in the
+    ///   store when `respond` returns ([`Session::with_pending_store`]): the host does not `put`
+    ///   it, and any session of the same session id and user, in this process or another, on a
+    ///   dispatcher of the same [`fingerprint`](Self::fingerprint), finishes it with
+    ///   [`Session::resume_from`] once, however many workers try at once.
+    ///
+    /// A person's decisions are bound to the inputs they were shown: list the waiting calls with
+    /// [`PendingStore::waiting`](crate::store::PendingStore::waiting) and approve each with
+    /// [`DecisionsBuilder::approve`](crate::approval::DecisionsBuilder::approve), which carries
+    /// its input digest (see the [approval guide]).
+    ///
+    /// [approval guide]: https://github.com/toolgate/toolgate/blob/main/docs/approval.md
+    pub fn session_on<S>(&self, context: HookContext, store: Arc<S>) -> Session
+    where
+        S: AnswerStore + PendingStore + 'static,
+    {
+        let answers: Arc<dyn AnswerStore> = store.clone();
+        Session::new(Arc::clone(&self.inner), context, Some(answers)).with_pending_store(store)
     }
 }

@@ -115,3 +115,39 @@ impl<I> Decision<I> {
         }
     }
 }
+
+/// What a **rewrite-only** PreToolUse hook returns: keep the input, or replace it. Such a hook
+/// (a label normalizer, a default filled in, a limit capped) can never refuse a call, so it is
+/// no write tool's guard: `build()` counts as a guard only a hook that can deny or ask, one that
+/// returns [`Decision`] (ARCHITECTURE.md, "Contracts": "Failing closed"). Declaring it in the
+/// return type says so where the compiler and `build()` both see it.
+///
+/// `Keep` is an allow; `To(input)` is a [`Decision::Rewrite`], authorized again by every other
+/// hook of the chain like any rewrite. `I` is the input as JSON (a hook that takes `&ToolUse`)
+/// or a typed hook's input type `T` (a hook that takes `&T`).
+///
+/// ```
+/// use toolgate_core::{Decision, Rewrite};
+///
+/// let kept: Decision = Rewrite::Keep.into();
+/// assert_eq!(kept, Decision::Allow);
+/// let lowered: Decision<&str> = Rewrite::To("bug").into();
+/// assert_eq!(lowered, Decision::Rewrite("bug"));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[must_use = "a Rewrite does nothing unless the hook returns it"]
+pub enum Rewrite<I = Value> {
+    /// Keep the input as it is (the chain goes on, as on `Decision::Allow`).
+    Keep,
+    /// Replace the input with this one (as `Decision::Rewrite`).
+    To(I),
+}
+
+impl<I> From<Rewrite<I>> for Decision<I> {
+    fn from(rewrite: Rewrite<I>) -> Self {
+        match rewrite {
+            Rewrite::Keep => Decision::Allow,
+            Rewrite::To(input) => Decision::Rewrite(input),
+        }
+    }
+}

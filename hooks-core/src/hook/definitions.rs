@@ -420,6 +420,9 @@ pub struct PreHookDef {
     pub(crate) timeout: Option<Duration>,
     /// A typed hook's input type (`None`: the hook takes `&ToolUse` only).
     pub(crate) input: Option<InputType>,
+    /// Whether the hook can deny or ask, and so guard a write tool (`false`: it only rewrites,
+    /// [`rewrites_only`](Self::rewrites_only)).
+    pub(crate) refuses: bool,
     pub(crate) imp: PreHookFn,
 }
 
@@ -441,6 +444,7 @@ impl PreHookDef {
             states: Vec::new(),
             timeout: None,
             input: None,
+            refuses: true,
             imp,
         }
     }
@@ -561,6 +565,25 @@ impl PreHookDef {
     pub fn timeout(mut self, deadline: Duration) -> Self {
         self.timeout = Some(deadline);
         self
+    }
+
+    /// Declares that the hook only rewrites: it never denies or asks (a label normalizer, a
+    /// default filled in). Such a hook guards no write tool: `build()` does not count it as
+    /// the PreToolUse hook every `write` tool needs, and names the tool
+    /// ([`BuildProblem::UnguardedWrite`](crate::dispatch::BuildProblem::UnguardedWrite)) when it
+    /// is the only hook that matches. A `#[pre_hook]` that returns
+    /// [`Rewrite`](crate::Rewrite) is declared so by the macro; by hand, return
+    /// `Ok(rewrite.into())` and call this. (Should the hook deny or ask all the same, the chain
+    /// obeys it: the declaration only keeps it from counting as a guard.)
+    pub fn rewrites_only(mut self) -> Self {
+        self.refuses = false;
+        self
+    }
+
+    /// Whether the hook can deny or ask, and so guard a write tool: `false` after
+    /// [`rewrites_only`](Self::rewrites_only).
+    pub fn can_refuse(&self) -> bool {
+        self.refuses
     }
 
     /// The hook's order.

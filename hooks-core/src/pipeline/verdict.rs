@@ -292,13 +292,18 @@ impl<'a> Verdict<'a> {
         )
     }
 
-    /// A person declined the call.
+    /// A person declined the call: `blocked`, by nobody's hook. The record names the person
+    /// (`denied_by`, set by the caller) and the hooks that only asked (`asked_by`); no hook
+    /// denied it, so `blocked_by` is absent and no report counts the decline as a hook's denial.
     pub(super) fn declined(asks: &[Asked], reason: &str) -> Self {
-        Verdict::refused_approval(
-            asks,
-            texts::declined(reason),
-            format!("a person declined the call ({})", asked_list(asks)),
-        )
+        Verdict {
+            blocked_by: None,
+            ..Verdict::refused_approval(
+                asks,
+                texts::declined(reason),
+                format!("a person declined the call ({})", asked_list(asks)),
+            )
+        }
     }
 
     /// The approver gave no answer within `deadline`: a denial.

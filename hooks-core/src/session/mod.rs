@@ -2,6 +2,8 @@
 //! checked, each answer remembered so a retry runs nothing twice) and ends with the Stop hooks
 //! and a [`SessionSummary`].
 
+#[cfg(feature = "inbox")]
+mod inbox;
 pub(crate) mod reply;
 pub(crate) mod respond;
 pub(crate) mod resume;
@@ -32,7 +34,9 @@ use crate::pipeline::{Kept, Memory, Mode, Progress};
 use crate::store::digest::InputDigest;
 use crate::store::error::StoreError;
 use crate::store::memory::MemoryAnswerStore;
-use crate::store::{AnswerStore, CallKey, Claim, Hold, Remembered, StoreFuture, Token};
+use crate::store::{
+    AnswerStore, CallKey, Claim, Hold, PendingStore, Remembered, StoreFuture, Token,
+};
 use crate::texts;
 
 /// One conversation: every `tool_use` of it goes through [`call`](Self::call) or
@@ -47,6 +51,9 @@ pub struct Session {
     context: HookContext,
     stats: Stats,
     store: Store,
+    /// Where a paused turn is kept when `respond` pauses it (`None`: the host keeps the
+    /// [`PendingTurn`](crate::approval::PendingTurn) value itself).
+    turns: Option<Arc<dyn PendingStore>>,
     started_at: SystemTime,
     /// What the host added with `add_usage` (not on the per-call path).
     usage: Mutex<Usage>,
@@ -187,10 +194,30 @@ impl Session {
             context,
             stats,
             store,
+            turns: None,
             started_at,
             usage: Mutex::new(Usage::default()),
             summary: OnceLock::new(),
         }
+    }
+
+    /// The session, keeping the turns it pauses in `store`: when a whole-turn entry point
+    /// ([`respond`](Self::respond), and the OpenAI and Gemini ones) pauses a turn for a person,
+    /// the session [`put`](PendingStore::put)s it into `store` before it answers
+    /// [`Reply::Pending`](crate::Reply::Pending) (one atomic step that never overwrites a turn
+    /// already kept under its session id and turn id, so a retried message that pauses again
+    /// changes nothing), and any session of the same conversation, in this process or another
+    /// one sharing the store, finishes it with [`resume_from`](Self::resume_from). The host
+    /// still gets the [`PendingTurn`](crate::approval::PendingTurn) in the reply, to show it.
+    ///
+    /// [`Dispatcher::session_on`](crate::Dispatcher::session_on) opens a session whose answer
+    /// memory and paused turns are one store (SQLite, PostgreSQL); this method gives a session a
+    /// store of paused turns of its own, such as a
+    /// [`MemoryPendingStore`](crate::store::MemoryPendingStore) that every session of one
+    /// process shares.
+    pub fn with_pending_store(mut self, store: Arc<dyn PendingStore>) -> Self {
+        self.turns = Some(store);
+        self
     }
 
     /// The session's trusted context.

@@ -46,9 +46,17 @@ pub enum Reply<T = Message> {
     /// A PreToolUse hook asked for a person's approval of a call and the dispatcher has no
     /// approver ([`Decision::Ask`](crate::Decision::Ask)): the turn is paused. The blocks that
     /// needed no approval were answered (and audited); the waiting calls did not run (audited
-    /// `awaiting_approval`, not final). Store the [`PendingTurn`], show its
-    /// [`awaiting`](PendingTurn::awaiting) calls to a person, then finish the turn with
-    /// [`Session::resume`](crate::Session::resume): it answers the whole turn in its API's shape.
+    /// `awaiting_approval`, not final).
+    ///
+    /// Who keeps the [`PendingTurn`]: a session opened on a store
+    /// ([`Dispatcher::session_on`](crate::Dispatcher::session_on),
+    /// [`Session::with_pending_store`](crate::Session::with_pending_store)) has already put it
+    /// there when this is returned: a person decides on its [`awaiting`](PendingTurn::awaiting)
+    /// calls (as [`PendingStore::waiting`](crate::store::PendingStore::waiting) lists them, in
+    /// any process), and [`Session::resume_from`](crate::Session::resume_from) finishes it
+    /// once. A session with no store leaves it to the host: keep it (its JSON), then finish it
+    /// with [`Session::resume`](crate::Session::resume), once-only within one process's answer
+    /// memory. Either answers the whole turn in its API's shape.
     /// Every whole-turn entry point pauses the same way ([`Session::respond`](crate::Session::respond)
     /// and the OpenAI and Gemini ones); [`Session::call`](crate::Session::call), one block and
     /// no turn, cannot pause, and blocks such a call.

@@ -97,7 +97,29 @@ impl Session {
         let turn = TurnName::of_response(id);
         let blocks = self.run_turn(&uses, turn, true).await?;
         let format = TurnFormat::AnthropicMessages;
-        Ok(self.finish_turn(format, turn, &[], blocks, results_message))
+        let reply = self.finish_turn(format, turn, &[], blocks, results_message);
+        self.keep_paused(reply).await
+    }
+
+    /// A paused turn `put` into the session's store of paused turns, when it has one
+    /// ([`with_pending_store`](Self::with_pending_store)), before the reply is given: one
+    /// atomic step that never overwrites a turn already kept under the same key (a retried
+    /// message pausing again). Any other reply, or a session with no such store, as it is.
+    ///
+    /// # Errors
+    /// [`RespondError::NotKept`] when the store cannot keep the turn.
+    pub(crate) async fn keep_paused<T>(&self, reply: Reply<T>) -> Result<Reply<T>, RespondError> {
+        let (Some(store), Reply::Pending(turn)) = (&self.turns, &reply) else {
+            return Ok(reply);
+        };
+        match store.put(turn).await {
+            Ok(()) => Ok(reply),
+            Err(error) => Err(RespondError::NotKept {
+                session_id: turn.session_id.clone(),
+                turn_id: turn.turn_id.clone(),
+                error,
+            }),
+        }
     }
 
     /// The reply of a turn whose calls all ran or paused: the answer, made of the results by
@@ -144,6 +166,7 @@ impl Session {
             user_id: self.context.user_id().to_owned(),
             fingerprint: self.inner.fingerprint(),
             created_at: self.context.now(),
+            pending_ttl: Some(self.inner.pending_ttl),
             blocks,
         })
     }

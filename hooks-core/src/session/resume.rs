@@ -32,6 +32,15 @@ impl Session {
     /// turn, the user message of `tool_result` blocks; for OpenAI Chat, `tool` messages; for
     /// OpenAI Responses, `function_call_output` items; for Gemini, `functionResponse` parts.
     ///
+    /// **For one process.** A turn resumed from a value the host holds runs at most once only
+    /// within one answer memory: this session's, or an [`AnswerStore`](crate::store::AnswerStore)
+    /// shared with the other sessions that resume it. Two processes (or two sessions with
+    /// memories of their own) each resuming their copy of one turn each run its calls. An agent
+    /// of several processes, or one that must survive a restart, opens its sessions on a shared
+    /// store ([`Dispatcher::session_on`](crate::Dispatcher::session_on)), which keeps the turn
+    /// when it pauses, and resumes with [`resume_from`](Self::resume_from), which takes it from
+    /// the store so that one resume runs it.
+    ///
     /// The session must have the pending turn's session id and user id, and run on a
     /// dispatcher with the same [`fingerprint`](crate::Dispatcher::fingerprint) (in this process
     /// or another: the pending turn is plain JSON). A waiting call whose fields the audit log
@@ -104,6 +113,22 @@ impl Session {
                 tool_use_id: a.tool_use_id.clone(),
             });
         }
+        self.resume_with(pending, decisions, &|_| expired, ttl)
+            .await
+    }
+
+    /// The waiting calls of `pending` ended by `decisions`, or as expired (`ttl` in the model's
+    /// text) where `expired` says so, and the whole turn answered in its API's shape: the hidden
+    /// fields given back and an edit's real values restored before anything runs, the calls
+    /// claimed in the turn they came from (a resend of that turn after the resume is answered
+    /// from memory). The checks of [`resume`](Self::resume) are the caller's.
+    pub(super) async fn resume_with(
+        &self,
+        pending: &PendingTurn,
+        decisions: &Decisions,
+        expired: &(dyn Fn(&AwaitingCall) -> bool + Sync),
+        ttl: Duration,
+    ) -> Result<Resumed, ResumeError> {
         // The hidden fields given back, before anything runs (`approval/seal.rs`).
         let blocks = self.opened_blocks(pending)?;
         let edits = restored_edits(pending, &blocks, decisions);
@@ -111,37 +136,18 @@ impl Session {
             let id = waiting.tool_use_id.as_str();
             let edited = edits.iter().find(|(e, _)| *e == id).map(|(_, a)| a);
             match edited.or_else(|| decisions.get(id)) {
-                _ if expired => Resolution::Expired { ttl },
+                _ if expired(waiting) => Resolution::Expired { ttl },
                 Some(decision) => Resolution::Decided(decision),
-                // Checked above: a turn that has not expired has every decision.
+                // Checked by the caller: a call that has not expired has a decision.
                 None => Resolution::Unapproved,
             }
         };
-        // Its calls are claimed in the turn they came from, so a resend of that turn after
-        // the resume is answered from memory.
         let turn = pending
             .turn
             .as_deref()
             .map_or(TurnName::ById, TurnName::Named);
         let content = self.resume_blocks(&blocks, turn, &resolution).await?;
-        let message = Message::user(content);
-        Ok(match pending.turn_format {
-            TurnFormat::AnthropicMessages => Resumed::Message(message),
-            format => {
-                let results: Vec<ToolResult> = message
-                    .content
-                    .into_iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::ToolResult(r) => Some(r),
-                        _ => None,
-                    })
-                    .collect();
-                let calls: Vec<Option<&Value>> =
-                    pending.blocks.iter().map(PendingBlock::call).collect();
-                // Checked before anything ran: this build gives this format's answers.
-                Resumed::Items(answer_items(format, &calls, &results).unwrap_or_default())
-            }
-        })
+        Ok(resumed_answer(pending, content))
     }
 
     /// The blocks of a pending turn (`turn`) in order: an answered one keeps its answer, a
@@ -192,7 +198,7 @@ impl Session {
     /// any other waiting call alone.
     fn waiting_group_end(&self, blocks: &[PendingBlock], start: usize) -> usize {
         let waiting_read = |i: usize| match blocks.get(i) {
-            Some(PendingBlock::AwaitingApproval(a)) => self.is_read(&a.tool),
+            Some(PendingBlock::AwaitingApproval(a)) => self.is_read(&a.name),
             _ => false,
         };
         let mut end = start + 1;
@@ -275,8 +281,13 @@ impl Session {
         halt
     }
 
-    /// [`resume`](Self::resume) of the turn `turn_id` of this session kept in `store`, taken by
-    /// one atomic step, so of any number of callers (threads, worker processes) resuming one
+    /// [`resume`](Self::resume) of the turn `turn_id` of this session kept in `store`: the safe
+    /// resume across processes, and the one to use whenever a store keeps the turn. A session
+    /// opened on the store ([`Dispatcher::session_on`](crate::Dispatcher::session_on)) kept the
+    /// turn when it paused; the turn id is [`PendingTurn::turn_id`], the id of its first
+    /// `tool_use` (what [`PendingStore::waiting`] lists). This session's context is the one the
+    /// resumed calls' chains decide on: build it with the facts the rules read (the tier, the
+    /// extensions), as the session that paused had them. The turn is taken by one atomic step, so of any number of callers (threads, worker processes) resuming one
     /// turn at once exactly one runs it: the others get [`ResumeError::BeingResumed`] while it
     /// runs, and its answer once it is done (a later call too). A resume refused before
     /// anything ran, or halted, puts the turn back to wait; one that finished keeps its answer
@@ -384,7 +395,7 @@ impl Session {
     }
 
     /// The refusals found before anything runs (see [`resume`](Self::resume)).
-    fn check_pending(
+    pub(super) fn check_pending(
         &self,
         pending: &PendingTurn,
         decisions: &Decisions,
@@ -501,6 +512,28 @@ impl Session {
                 self.not_run_all(&[&call], texts::NOT_RUN_AFTER_HALT).await;
                 ToolResult::error(&a.tool_use_id, texts::not_run(texts::NOT_RUN_AFTER_HALT))
             }
+        }
+    }
+}
+
+/// A resumed turn's answer in its API's shape, from the answers of its blocks in order.
+fn resumed_answer(pending: &PendingTurn, content: Vec<ContentBlock>) -> Resumed {
+    let message = Message::user(content);
+    match pending.turn_format {
+        TurnFormat::AnthropicMessages => Resumed::Message(message),
+        format => {
+            let results: Vec<ToolResult> = message
+                .content
+                .into_iter()
+                .filter_map(|b| match b {
+                    ContentBlock::ToolResult(r) => Some(r),
+                    _ => None,
+                })
+                .collect();
+            let calls: Vec<Option<&Value>> =
+                pending.blocks.iter().map(PendingBlock::call).collect();
+            // Checked before anything ran: this build gives this format's answers.
+            Resumed::Items(answer_items(format, &calls, &results).unwrap_or_default())
         }
     }
 }

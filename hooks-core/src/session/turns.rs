@@ -164,10 +164,9 @@ impl Session {
         let name = TurnName::of_response(turn.id.as_deref());
         let blocks = self.run_turn(&uses, name, false).await?;
         let calls: Vec<Option<&Value>> = turn.items.iter().map(|&v| Some(v)).collect();
-        Ok(
-            self.finish_turn(format, name, &turn.items, blocks, |results| {
-                answer_items(format, &calls, &results).unwrap_or_default()
-            }),
-        )
+        let reply = self.finish_turn(format, name, &turn.items, blocks, |results| {
+            answer_items(format, &calls, &results).unwrap_or_default()
+        });
+        self.keep_paused(reply).await
     }
 }

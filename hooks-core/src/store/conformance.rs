@@ -536,6 +536,7 @@ fn turn(session: &str, turn_id: &str) -> PendingTurn {
         user_id: "u_conformance".to_owned(),
         fingerprint: "0".repeat(64),
         created_at: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_515_300),
+        pending_ttl: Some(Duration::from_secs(24 * 3600)),
         blocks: vec![PendingBlock::AwaitingApproval(waiting)],
     }
 }

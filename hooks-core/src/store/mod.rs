@@ -84,11 +84,15 @@ pub(crate) mod digest;
 pub(crate) mod error;
 pub(crate) mod lease;
 pub(crate) mod memory;
+#[cfg(feature = "inbox")]
+mod memory_inbox;
 pub(crate) mod pending;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+#[cfg(any(feature = "inbox", feature = "sqlite", feature = "postgres"))]
+pub(crate) mod waiting;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::approval::pending::PendingTurn;
+#[cfg(feature = "inbox")]
+use crate::inbox::judge::CallRow;
 
 use super::{Found, Hold, PendingStore, StoreError, StoreFuture, Taken, Token, fenced_take};
 
@@ -16,25 +18,54 @@ use super::{Found, Hold, PendingStore, StoreError, StoreFuture, Taken, Token, fe
 /// and dies with the process: for turns that must outlive a restart, use a database store. A
 /// take [`hold`](PendingStore::hold) keeps does not lapse while the hold exists (as
 /// [`MemoryAnswerStore`](super::MemoryAnswerStore)'s claims).
+///
+/// With the `inbox` feature it is an [`InboxStore`](crate::approval::inbox::InboxStore) too
+/// (`store/memory_inbox.rs`): `put` indexes the turn's waiting calls under the same lock.
 #[derive(Default)]
 pub struct MemoryPendingStore {
-    turns: Arc<Mutex<Turns>>,
+    pub(super) turns: Arc<Mutex<Turns>>,
 }
 
 #[derive(Default)]
-struct Turns {
-    by_key: HashMap<(String, String), Kept>,
+pub(super) struct Turns {
+    pub(super) by_key: HashMap<(String, String), Kept>,
     /// How many turns were ever put: each one's place, for `waiting`'s order.
     next: u64,
+    /// The inbox's index of waiting calls, its idempotency keys and published tools.
+    #[cfg(feature = "inbox")]
+    pub(super) inbox: Index,
 }
 
-struct Kept {
-    turn: PendingTurn,
-    place: u64,
-    state: State,
+pub(super) struct Kept {
+    pub(super) turn: PendingTurn,
+    pub(super) place: u64,
+    pub(super) state: State,
+    /// The `seq` of each of its waiting calls in [`Index::calls`], in order.
+    #[cfg(feature = "inbox")]
+    pub(super) calls: Vec<u64>,
+    /// Not yet resumed through the inbox
+    /// ([`InboxStore::finished`](crate::approval::inbox::InboxStore::finished)).
+    #[cfg(feature = "inbox")]
+    pub(super) open: bool,
 }
 
-enum State {
+/// The inbox's part of the store: every waiting call's row by its `seq` (the list's order),
+/// the answers kept under idempotency keys (with the digest of the request each came with),
+/// and the tools published under each fingerprint (their JSON).
+#[cfg(feature = "inbox")]
+#[derive(Default)]
+pub(super) struct Index {
+    pub(super) calls: std::collections::BTreeMap<u64, CallRow>,
+    pub(super) next_seq: u64,
+    pub(super) keys: HashMap<String, (String, KeptAnswer)>,
+    pub(super) tools: HashMap<String, Value>,
+}
+
+/// An answer kept under an idempotency key.
+#[cfg(feature = "inbox")]
+pub(super) type KeptAnswer = Result<crate::inbox::decide::Decided, crate::inbox::decide::Refusal>;
+
+pub(super) enum State {
     Waiting,
     /// Taken by a resume (`token`) until `until`; held (the resume running in this process:
     /// [`PendingStore::hold`]), it does not lapse.
@@ -56,7 +87,7 @@ impl MemoryPendingStore {
         MemoryPendingStore::default()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Turns> {
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Turns> {
         lock(&self.turns)
     }
 }
@@ -102,8 +133,34 @@ impl fmt::Debug for MemoryPendingStore {
     }
 }
 
-fn key(session_id: &str, turn_id: &str) -> (String, String) {
+pub(super) fn key(session_id: &str, turn_id: &str) -> (String, String) {
     (session_id.to_owned(), turn_id.to_owned())
+}
+
+/// Indexes the waiting calls of `turn`, just kept: one row each, kept now by this process's
+/// clock, expiring after the turn's ttl.
+#[cfg(feature = "inbox")]
+fn index(turns: &mut Turns, turn: &PendingTurn) {
+    use crate::inbox::judge::TurnOf;
+    let now = crate::inbox::call::now_ms();
+    let ttl = i64::try_from(turn.ttl().as_millis()).unwrap_or(i64::MAX);
+    let of = TurnOf {
+        session_id: &turn.session_id,
+        turn_id: &turn.turn_id,
+        user_id: &turn.user_id,
+        fingerprint: &turn.fingerprint,
+    };
+    let mut seqs = Vec::new();
+    for row in super::waiting::waiting_rows(turn) {
+        turns.inbox.next_seq += 1;
+        let seq = turns.inbox.next_seq;
+        let call = CallRow::waiting(&of, row, seq, now, now.saturating_add(ttl));
+        turns.inbox.calls.insert(seq, call);
+        seqs.push(seq);
+    }
+    if let Some(kept) = turns.by_key.get_mut(&key(&turn.session_id, &turn.turn_id)) {
+        kept.calls = seqs;
+    }
 }
 
 impl PendingStore for MemoryPendingStore {
@@ -116,8 +173,14 @@ impl PendingStore for MemoryPendingStore {
                 turn: turn.clone(),
                 place,
                 state: State::Waiting,
+                #[cfg(feature = "inbox")]
+                calls: Vec::new(),
+                #[cfg(feature = "inbox")]
+                open: true,
             });
             turns.next += 1;
+            #[cfg(feature = "inbox")]
+            index(&mut turns, turn);
         }
         StoreFuture::ready(Ok(()))
     }

@@ -29,15 +29,19 @@ pub(crate) fn hook(spec: &HookSpec) -> TokenStream {
         Kind::Post => quote!(PostHook),
         Kind::Stop => quote!(StopHook),
     };
+    let refusal = refusal(spec, &p);
     quote! {
         #func
 
         const _: () = {
             fn __toolgate_make() -> #def {
-                #make
-                #matcher
-                #timeout
-                #(#states)*
+                let __def = {
+                    #make
+                    #matcher
+                    #timeout
+                    #(#states)*
+                };
+                #refusal
             }
             #p::inventory::submit! {
                 #p::Registration {
@@ -47,6 +51,26 @@ pub(crate) fn hook(spec: &HookSpec) -> TokenStream {
             }
         };
     }
+}
+
+/// A PreToolUse hook whose return type cannot refuse a call (`Rewrite`, read by the probe at
+/// compile time) is declared `rewrites_only`: no write tool's guard. Every other definition as
+/// made.
+fn refusal(spec: &HookSpec, p: &TokenStream) -> TokenStream {
+    let syn::ReturnType::Type(_, ret) = &spec.func.output else {
+        return quote!(__def);
+    };
+    if spec.kind != Kind::Pre {
+        return quote!(__def);
+    }
+    quote! {{
+        use #p::{MayRefuse as _, RewritesOnly as _};
+        if #p::RefusalProbe::<#ret>::new().can_refuse() {
+            __def
+        } else {
+            __def.rewrites_only()
+        }
+    }}
 }
 
 /// For a hook with errors: the function (so the rest of the crate and IDEs still see it) and the

@@ -366,8 +366,9 @@ pub(super) fn check_hooks(
     }
 }
 
-/// Step 11: every `write` tool is guarded by a PreToolUse hook this dispatcher kept (one
-/// matching every tool counts), or says why it needs none, in words. With
+/// Step 11: every `write` tool is guarded by a PreToolUse hook this dispatcher kept that can
+/// deny or ask (one matching every tool counts; one that only rewrites, `rewrites_only`, does
+/// not), or says why it needs none, in words. With
 /// `undeclared_effects_are_writes`, a tool whose effect is undeclared becomes `write` here.
 pub(super) fn check_guarded_writes(
     candidates: &mut [Candidate],
@@ -391,11 +392,16 @@ pub(super) fn check_guarded_writes(
                 });
             }
             Some(_) => {}
-            None if pre.iter().any(|h| h.matcher.matches(&c.name)) => {}
+            None if pre.iter().any(|h| h.refuses && h.matcher.matches(&c.name)) => {}
             None => problems.push(BuildProblem::UnguardedWrite {
                 tool: c.name.to_string(),
                 path: c.path.to_string(),
                 declared,
+                only_rewritten_by: pre
+                    .iter()
+                    .filter(|h| h.matcher.matches(&c.name))
+                    .map(|h| h.path.to_string())
+                    .collect(),
             }),
         }
     }

@@ -5,13 +5,10 @@
 //! collector, so the error lists every problem; the dispatcher is assembled only when none was
 //! found.
 //!
-//! | file | what it holds |
-//! |---|---|
-//! | `mod.rs` | the builder, its settings and setters, `build()` (the steps in order), the settings resolved into the dispatcher's |
-//! | `sources.rs` | steps 1 to 3: the items the sources select and the hand-built ones, the candidate tools (from definitions and wrapped callers), the tool filters |
-//! | `checks.rs` | steps 4 to 11: each kept tool's schema, name, description and input examples (those checked as calls by `dispatch/examples.rs`), duplicate names, strict mode; the hooks' matchers, typed inputs, which hooks are kept, their states; guarded writes |
-//! | `assemble.rs` | step 12: the dispatcher's tables (tools, chains, observers, definitions) |
-//! | `problems.rs` | [`BuildProblem`], [`BuildError`], the collector |
+//! The steps sit in files by what they do (ARCHITECTURE.md, "Parts": `dispatch/`): the items and
+//! candidate tools (`sources.rs`, steps 1 to 3), the start-up checks (`checks.rs`, steps 4 to
+//! 11), the dispatcher's tables (`assemble.rs`, step 12), and the problems they find
+//! (`problems.rs`).
 
 mod assemble;
 mod checks;

@@ -169,13 +169,17 @@ pub enum BuildProblem {
     /// A `write` tool (declared so, or undeclared under
     /// [`DispatcherBuilder::undeclared_effects_are_writes`](crate::dispatch::DispatcherBuilder::undeclared_effects_are_writes))
     /// that no PreToolUse hook of this dispatcher guards and that does not say why it needs none.
+    /// A guard is a hook that can deny or ask: one that only rewrites (it returns
+    /// [`Rewrite`](crate::Rewrite), or is declared
+    /// [`rewrites_only`](crate::dispatch::PreHookDef::rewrites_only)) can never refuse a call.
     #[error(
-        "tool `{tool}` ({path}) {}, but no PreToolUse hook of this dispatcher guards it: add a \
-         #[pre_hook] whose `tools` names it, or say why it needs none with \
-         #[tool(effect = \"write\", unguarded = \"…\")] (ToolDef::unguarded)",
+        "tool `{tool}` ({path}) {}, but no PreToolUse hook of this dispatcher guards it{}: add a \
+         #[pre_hook] that returns `Decision` and whose `tools` names it, or say why it needs \
+         none with #[tool(effect = \"write\", unguarded = \"…\")] (ToolDef::unguarded)",
         if *declared { "writes (`effect = \"write\"`)" } else {
             "declares no effect, which this builder counts as a write (undeclared_effects_are_writes)"
-        }
+        },
+        rewriters_text(only_rewritten_by)
     )]
     UnguardedWrite {
         /// The tool's name.
@@ -184,6 +188,9 @@ pub enum BuildProblem {
         path: String,
         /// Whether the tool declared `write` (`false`: undeclared, counted as a write).
         declared: bool,
+        /// The hooks that match the tool but only rewrite (they cannot refuse, so none guards
+        /// it), by full path; empty when no hook matches it.
+        only_rewritten_by: Vec<String>,
     },
     /// A `write` tool whose reason for needing no guard is blank.
     #[error(
@@ -330,5 +337,25 @@ impl<'b> Problems<'b> {
                 problems: self.found,
             })
         }
+    }
+}
+
+/// What [`BuildProblem::UnguardedWrite`] says of the hooks that match a write tool but only
+/// rewrite: `` (`app::normalize` only rewrites: it returns `Rewrite`, so it can never refuse a
+/// call)``, or nothing when there are none.
+fn rewriters_text(hooks: &[String]) -> String {
+    match hooks {
+        [] => String::new(),
+        [one] => format!(
+            " (`{one}` matches it but only rewrites: it returns `Rewrite`, so it can never refuse \
+             a call)"
+        ),
+        many => format!(
+            " ({} match it but only rewrite: they return `Rewrite`, so none can refuse a call)",
+            many.iter()
+                .map(|h| format!("`{h}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }

@@ -43,15 +43,8 @@
 //! many), and takes at most [`MAX_STEPS`] steps (a schema of many nested alternatives could take
 //! more; the report then says it is incomplete).
 //!
-//! # Files
-//!
-//! | file | what it holds |
-//! |---|---|
-//! | `mod.rs` | [`problems`] and its [`Report`]; the walker: where its problems go, a schema's references and in-place subschemas (`allOf`, `not`, `if`), a value's own `enum`, `const` and `type` |
-//! | `alternatives.rs` | `anyOf` and `oneOf`, and which alternative explains a value that matches none |
-//! | `keywords.rs` | the keywords of a string, an array and an object |
-//! | `numbers.rs` | the keywords of a number, integers compared exactly, JSON equality, a type's description |
-//! | `tests.rs` | the walk's unit tests |
+//! `anyOf`/`oneOf` are in `alternatives.rs`, the string, array and object keywords in
+//! `keywords.rs`, numbers in `numbers.rs` (ARCHITECTURE.md, "Parts": `schema/`).
 
 mod alternatives;
 mod keywords;

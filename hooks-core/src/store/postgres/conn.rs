@@ -20,13 +20,14 @@ use crate::base::future::{BoxFuture, join_all};
 use crate::store::error::StoreError;
 
 /// The schema version this build writes and reads.
-pub(crate) const SCHEMA_VERSION: i32 = 3;
+pub(crate) const SCHEMA_VERSION: i32 = 4;
 
 /// Every migration, in order: its version and its SQL (each applied in one transaction).
 const MIGRATIONS: &[(i32, &str)] = &[
     (1, include_str!("migrations/0001_tables.sql")),
     (2, include_str!("migrations/0002_tokens.sql")),
     (3, include_str!("migrations/0003_turns.sql")),
+    (4, include_str!("migrations/0004_inbox.sql")),
 ];
 
 /// A `StoreError` for `what` failing with the driver's `e` (its whole chain: the server's

@@ -115,6 +115,10 @@
 
 mod audit;
 mod conn;
+#[cfg(feature = "inbox")]
+mod inbox;
+#[cfg(feature = "inbox")]
+mod inbox_sql;
 mod runtime;
 mod sql;
 
@@ -163,6 +167,9 @@ pub struct PostgresStore {
 /// stopped before any of them (`Drop`).
 struct Shared {
     audit: OnceLock<Arc<audit::Writer>>,
+    /// The approval inbox's connections (feature `inbox`), made at its first use.
+    #[cfg(feature = "inbox")]
+    inbox: OnceLock<Arc<inbox::Conns>>,
     pool: Arc<Pool>,
     /// The claims and takes held, renewed by the renewer thread once started.
     registry: Arc<Registry>,
@@ -284,6 +291,8 @@ impl PostgresStoreBuilder {
         Ok(PostgresStore {
             shared: Arc::new(Shared {
                 audit: OnceLock::new(),
+                #[cfg(feature = "inbox")]
+                inbox: OnceLock::new(),
                 pool,
                 registry: Arc::default(),
                 renewer: OnceLock::new(),
@@ -769,17 +778,27 @@ impl PendingStore for PostgresStore {
     fn put<'a>(&'a self, turn: &'a PendingTurn) -> StoreFuture<'a, Result<(), StoreError>> {
         let op = Op::new("put", &turn.session_id, &turn.turn_id);
         let text = serde_json::to_string(turn);
+        // The inbox's rows of its waiting calls, written by the same statement.
+        let rows = crate::store::waiting::waiting_rows(turn);
+        let waiting = i32::try_from(rows.len()).unwrap_or(i32::MAX);
+        let rows = serde_json::to_string(&rows).unwrap_or_else(|_| "[]".to_owned());
+        let ttl_ms = turn.ttl().as_millis() as f64;
+        let (user, fingerprint) = (turn.user_id.clone(), turn.fingerprint.clone());
         let pool = self.pool();
         self.run("put", async move {
             let text =
                 text.map_err(|e| op.error(format_args!("the turn does not serialize: {e}")))?;
-            pool.query(
-                Lane::Shared,
-                &op,
-                |st| &st.put,
-                &[&op.session_id, &op.id, &text],
-            )
-            .await?;
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
+                &op.session_id,
+                &op.id,
+                &text,
+                &user,
+                &fingerprint,
+                &ttl_ms,
+                &rows,
+                &waiting,
+            ];
+            pool.query(Lane::Shared, &op, |st| &st.put, &params).await?;
             Ok(())
         })
     }

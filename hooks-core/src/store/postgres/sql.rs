@@ -123,10 +123,30 @@ WHERE p.session_id = h.session_id AND p.turn_id = h.turn_id
 RETURNING p.take_token";
 
 /// `put`: a turn kept under a key already kept is left as it is. Sent twice, the second finds
-/// the first's row and leaves it.
-pub(crate) const PUT: &str = "INSERT INTO toolgate_pending (session_id, turn_id, turn, state)
-VALUES ($1::text, $2::text, $3::text, 'waiting')
-ON CONFLICT (session_id, turn_id) DO NOTHING";
+/// the first's row and leaves it (and writes no inbox row). In the same statement, a turn newly
+/// kept gets the inbox's rows (`migrations/0004_inbox.sql`): its own (`$4` user, `$5`
+/// fingerprint, expiring `$6` milliseconds from now, `$8` calls waiting) and one per waiting
+/// call (`$7`, a JSON array of `store/waiting.rs`'s rows), in every build.
+pub(crate) const PUT: &str = "WITH kept AS (
+    INSERT INTO toolgate_pending (session_id, turn_id, turn, state)
+    VALUES ($1::text, $2::text, $3::text, 'waiting')
+    ON CONFLICT (session_id, turn_id) DO NOTHING
+    RETURNING session_id, turn_id, date_trunc('milliseconds', now()) AS at
+), turn AS (
+    INSERT INTO toolgate_inbox_turns
+        (session_id, turn_id, user_id, fingerprint, expires_at, waiting)
+    SELECT session_id, turn_id, $4::text, $5::text,
+           at + $6::float8 * interval '1 millisecond', $8::int4
+    FROM kept WHERE $8::int4 > 0
+)
+INSERT INTO toolgate_inbox_calls
+    (session_id, turn_id, tool_use_id, position, tool, asked_by, rules, user_id, fingerprint,
+     created_at, expires_at, state, digest, summary, input)
+SELECT kept.session_id, kept.turn_id, c.tool_use_id, c.position, c.tool, c.asked_by, c.rules,
+       $4::text, $5::text, kept.at, kept.at + $6::float8 * interval '1 millisecond', 'waiting',
+       c.digest, c.summary, c.input
+FROM kept, json_to_recordset($7::text::json) AS c(tool_use_id text, position int4, tool text,
+     asked_by text, rules text, digest text, summary text, input text)";
 
 /// `take`: in one statement, a waiting turn (or one whose take's lease ended) becomes this
 /// caller's, with its token `$4` (`what` = `turn`, with the turn); else the row's state and

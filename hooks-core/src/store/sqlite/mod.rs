@@ -142,9 +142,9 @@
 //!
 //! Created at [`open`](SqliteStore::open) by migrations the crate carries, each one SQL text
 //! applied in a transaction and recorded in `toolgate_schema (version INTEGER PRIMARY KEY,
-//! applied_at INTEGER)`. Schema version 3 (version 1's calls table had neither `turn` nor
-//! `apart`; its rows are migrated as first calls without a turn; version 2's rows have no
-//! token, which no claim's matches):
+//! applied_at INTEGER)`. Schema version 4 (version 1's calls table had neither `turn` nor
+//! `apart`; its rows are migrated as first calls without a turn; the rows of versions up to 3
+//! have no token, which no claim's matches):
 //!
 //! - `toolgate_calls`, keyed by `(session_id, tool_use_id, apart)`: `turn` (the turn the call
 //!   came from, the model response's id, `''` for none), `apart` (`''` for the session's first
@@ -161,6 +161,12 @@
 //!   `take_token` (the token of the take that holds or resumed it), `answer` (the resumed
 //!   turn's answer as JSON text).
 //!
+//! Schema version 3 added the approval inbox's tables (`migrations/0003_inbox.sql`): every
+//! `put` writes, in its transaction and in every build, one `toolgate_inbox_calls` row per
+//! waiting call and one `toolgate_inbox_turns` row (`waiting.rs`); the inbox (feature `inbox`,
+//! `inbox.rs`) reads them, records decisions on them, keeps idempotency keys in
+//! `toolgate_inbox_keys` and published tools in `toolgate_inbox_tools`.
+//!
 //! Nothing is ever deleted but a released claim: the file grows by one row per answered call
 //! (its result included: at most the dispatcher's `max_result_bytes`, 256 KiB by default) and
 //! per paused turn. Delete a conversation's rows once no retry of it can come
@@ -168,8 +174,11 @@
 //! a retry of a deleted call runs it again.
 
 mod answers;
+#[cfg(feature = "inbox")]
+mod inbox;
 mod schema;
 mod turns;
+mod waiting;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -210,7 +219,7 @@ impl SqliteStore {
     /// write lock before it leaves the claim to lapse with its lease: 250 ms.
     pub const ABANDON_BUSY_TIMEOUT: Duration = Duration::from_millis(250);
 
-    /// The schema version this build writes and reads: 3. A file at a lower version is
+    /// The schema version this build writes and reads: 4. A file at a lower version is
     /// migrated at [`open`](Self::open); one at a higher version is refused.
     pub const SCHEMA_VERSION: u32 = schema::VERSION;
 
@@ -225,7 +234,7 @@ impl SqliteStore {
     /// A [`StoreError`] naming the file when it cannot be opened or created (a missing folder,
     /// no permission, not an SQLite file), when WAL mode cannot be turned on, when a migration
     /// fails, or when the file's schema is newer than this build knows: `the SQLite file <path>
-    /// was written by a newer toolgate (schema version 4); this build knows up to 3`.
+    /// was written by a newer toolgate (schema version 5); this build knows up to 4`.
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
         let path = path.as_ref().to_path_buf();
         let failed = |e: Failure| {

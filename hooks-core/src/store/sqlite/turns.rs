@@ -1,4 +1,5 @@
-//! [`SqliteStore`] as a [`PendingStore`]: the table `toolgate_pending_turns`.
+//! [`SqliteStore`] as a [`PendingStore`]: the table `toolgate_pending_turns` (and, in a put's
+//! transaction, the inbox's rows of the turn's waiting calls: `waiting.rs`).
 
 use std::time::Duration;
 
@@ -108,7 +109,12 @@ impl PendingStore for SqliteStore {
             |c| {
                 let json = serde_json::to_string(turn)
                     .map_err(|e| Failure::Data(format!("the turn is not JSON: {e}")))?;
-                c.execute(PUT, params![turn.session_id, turn.turn_id, json])?;
+                // The turn and the inbox's rows of its waiting calls, in one transaction.
+                let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                if tx.execute(PUT, params![turn.session_id, turn.turn_id, json])? == 1 {
+                    super::waiting::index(&tx, turn)?;
+                }
+                tx.commit()?;
                 Ok(())
             },
         ))
@@ -200,16 +206,26 @@ fn resumed(
     token: Token,
     answer: &Value,
 ) -> Result<Option<Found>, Failure> {
-    let token = token.as_i64();
-    let params = params![session_id, turn_id, answer.to_string(), token];
+    let params = params![session_id, turn_id, answer.to_string(), token.as_i64()];
     if connection.execute(RESUMED, params)? == 1 {
         return Ok(None);
     }
+    taker(connection, (session_id, turn_id), token)
+}
+
+/// What holds the turn when a resume under `token` changed nothing: `None` when it was resumed
+/// under that very token (an answer sent again), else what the store found.
+pub(super) fn taker(
+    connection: &Connection,
+    (session_id, turn_id): (&str, &str),
+    token: Token,
+) -> Result<Option<Found>, Failure> {
     let taker: Option<(String, Option<i64>)> = connection
         .query_row(TAKER, params![session_id, turn_id], |row| {
             Ok((row.get(0)?, row.get(1)?))
         })
         .optional()?;
+    let token = token.as_i64();
     Ok(match taker {
         None => Some(Found::Nothing),
         Some((state, by)) if state == "resumed" && by == Some(token) => None,

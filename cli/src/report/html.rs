@@ -7,11 +7,12 @@
 use std::fmt::Write as _;
 use std::time::SystemTime;
 
-use crate::audit::report::chain::ChainSummary;
-use crate::audit::report::escape::esc;
-use crate::audit::report::figures::{Distribution, Figures, Resolution};
-use crate::audit::report::svg;
-use crate::base::time::Rfc3339;
+use toolgate_core::approval::Asked;
+use toolgate_core::audit::report::{Distribution, Figures, Resolution};
+use toolgate_core::audit::{AuditVerification, Rfc3339};
+
+use crate::report::escape::esc;
+use crate::report::svg;
 
 /// How many halts the page lists, newest first.
 const LATEST_HALTS: usize = 10;
@@ -108,7 +109,11 @@ fn end_table(h: &mut String, t: Table) {
 
 /// The page for `figures`, read from `source` (a folder's path, a database's name); `chain` is
 /// the chain check, when one ran.
-pub fn render_html(source: &str, figures: &Figures, chain: Option<&ChainSummary>) -> String {
+pub(crate) fn render_html(
+    source: &str,
+    figures: &Figures,
+    chain: Option<&AuditVerification>,
+) -> String {
     let mut h = String::with_capacity(64 * 1024);
     let _ = writeln!(
         h,
@@ -129,7 +134,7 @@ pub fn render_html(source: &str, figures: &Figures, chain: Option<&ChainSummary>
     h
 }
 
-fn header(h: &mut String, source: &str, f: &Figures, chain: Option<&ChainSummary>) {
+fn header(h: &mut String, source: &str, f: &Figures, chain: Option<&AuditVerification>) {
     let _ = writeln!(
         h,
         "<h1>Audit report</h1>\n<p>From <code>{}</code>: <b data-k=\"calls\">{}</b> calls in \
@@ -150,10 +155,10 @@ fn header(h: &mut String, source: &str, f: &Figures, chain: Option<&ChainSummary
     let _ = write!(
         h,
         "<h2>Hash chain</h2>\n<p class=\"{}\" data-k=\"chain\">{}</p><ul>",
-        if chain.ok { "ok" } else { "bad" },
-        if chain.ok { "verifies" } else { "broken" }
+        if chain.is_ok() { "ok" } else { "bad" },
+        if chain.is_ok() { "verifies" } else { "broken" }
     );
-    for line in &chain.lines {
+    for line in &chain.lines() {
         let _ = write!(h, "<li><code>{}</code></li>", esc(line));
     }
     h.push_str("</ul>\n");
@@ -242,7 +247,7 @@ fn people(h: &mut String, f: &Figures) {
     waiting(h, f);
 }
 
-fn asked_text(asked: &[crate::approval::ask::Asked]) -> String {
+fn asked_text(asked: &[Asked]) -> String {
     let parts: Vec<String> = asked
         .iter()
         .map(|a| format!("<code>{}</code>: {}", esc(&a.hook), esc(&a.reason)))
@@ -274,13 +279,15 @@ fn decided(h: &mut String, f: &Figures) {
             Resolution::Declined { by } => format!("declined by {}", esc(by)),
             Resolution::Expired => "expired unanswered".to_owned(),
             Resolution::Other { outcome } => format!("no decision ({outcome})"),
+            // A way of ending a later toolgate counts and this command does not know yet.
+            _ => "no decision".to_owned(),
         };
         let _ = writeln!(
             h,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td data-k=\"decision:{id}\">{}</td>\
              <td class=\"n\" data-k=\"waited:{id}\">{}</td></tr>",
             ts(d.asked_at),
-            esc(&d.tool),
+            esc(&d.name),
             esc(&d.user_id),
             asked_text(&d.asked_by),
             decision,
@@ -314,7 +321,7 @@ fn waiting(h: &mut String, f: &Figures) {
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
              <td data-k=\"expires:{id}\">{}{}</td></tr>",
             ts(w.since),
-            esc(&w.tool),
+            esc(&w.name),
             esc(&w.user_id),
             esc(&w.session_id),
             asked_text(&w.asked_by),
@@ -516,7 +523,7 @@ fn halts(h: &mut String, f: &Figures) {
              <td>{}</td></tr>",
             ts(r.ts),
             esc(&r.session_id),
-            esc(&r.tool),
+            esc(&r.name),
             r.outcome,
             esc(r.blocked_by.as_deref().unwrap_or("")),
             esc(r.detail.as_deref().unwrap_or(""))

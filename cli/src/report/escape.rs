@@ -1,7 +1,7 @@
 //! Text made safe for the page: HTML's five special characters, and the characters
 //! [`printable`] escapes.
 
-use crate::audit::printable::printable;
+use toolgate_core::audit::printable;
 
 /// `text` through [`printable`] (control characters, line separators and bidirectional
 /// formatting characters written as `\u{1b}`, as `toolgate audit tail` writes them: a hostile

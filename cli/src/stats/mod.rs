@@ -1,11 +1,14 @@
 //! `toolgate audit stats DIR`: counts per outcome, rule, tool and user.
 
+mod print;
+
 use std::io::Write;
 
 use clap::ArgMatches;
-use toolgate_core::audit::printable_json;
-use toolgate_core::audit::report::{Figures, ReportOptions, Trail, stats_json, stats_text};
+use toolgate_core::audit::report::{Figures, ReportOptions};
+use toolgate_core::audit::{Trail, printable_json};
 
+use crate::stats::print::{stats_json, stats_text};
 use crate::tail::filter;
 use crate::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, fail, source};
 

@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::audit::report::escape::esc;
-use crate::audit::report::figures::Distribution;
+use toolgate_core::audit::report::Distribution;
+
+use crate::report::escape::esc;
 
 /// The fill colour of an outcome.
 pub(crate) fn colour(outcome: &str) -> &'static str {

@@ -4,8 +4,8 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
-use crate::audit::printable::printable;
-use crate::audit::report::figures::Figures;
+use toolgate_core::audit::printable;
+use toolgate_core::audit::report::Figures;
 
 /// Rows of cells; the first row is the header. A column of numbers aligns right, any other
 /// left; every cell is [printable](printable) first.
@@ -51,7 +51,7 @@ fn aligned(out: &mut String, rows: &[Vec<String>]) {
 /// blocked      6
 /// ok          17
 /// ```
-pub fn stats_text(f: &Figures) -> String {
+pub(crate) fn stats_text(f: &Figures) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -116,7 +116,7 @@ pub fn stats_text(f: &Figures) -> String {
 }
 
 /// The counts as one JSON object (names as written: print it through
-/// [`printable_json`](crate::audit::printable_json), as `toolgate audit stats --json` does):
+/// [`printable_json`](toolgate_core::audit::printable_json), as `toolgate audit stats --json` does):
 ///
 /// ```json
 /// {"calls":28,"sessions":11,"left_out":4,
@@ -127,7 +127,7 @@ pub fn stats_text(f: &Figures) -> String {
 /// ```
 ///
 /// `tier` is `null` for a user whose lines carry none.
-pub fn stats_json(f: &Figures) -> Value {
+pub(crate) fn stats_json(f: &Figures) -> Value {
     let rules: Map<String, Value> = f
         .rules
         .iter()

@@ -6,7 +6,16 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use crate::tail::torn;
+use toolgate_core::audit::TrailError;
+
+/// The sentence for a last line with no `\n`, as the library says it.
+pub(crate) fn torn(path: &Path, line: u64) -> String {
+    TrailError::TornLine {
+        path: path.to_path_buf(),
+        line,
+    }
+    .to_string()
+}
 
 /// Which file a path names: device and inode on Unix; elsewhere no identity (a rotation is then
 /// seen only as a shorter file).

@@ -1,4 +1,21 @@
-//! What a trail's lines add up to: the counts, the people in the loop, the distributions.
+//! What an audit trail's lines add up to (feature `audit-report`): [`Figures`], the counts per
+//! outcome, day, rule, tool and customer, the people in the loop (who approved or declined what,
+//! how long each waited, what still waits and when it expires), the latency distributions, the
+//! halts and the token usage, computed from a [`Trail`] against [`ReportOptions`].
+//!
+//! You need it to count an audit trail from your own code; the `toolgate` command's report and
+//! stats (`toolgate audit report|stats`) are these figures, drawn as a page or printed as tables
+//! or JSON by the command itself.
+//!
+//! ```no_run
+//! use toolgate_core::audit::Trail;
+//! use toolgate_core::audit::report::{Figures, ReportOptions};
+//!
+//! let trail = Trail::read_dir("data/audit")?;
+//! let figures = Figures::of(&trail, &ReportOptions::default());
+//! println!("{} calls, {} blocked", figures.calls, figures.outcomes.get("blocked").unwrap_or(&0));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -9,7 +26,7 @@ use crate::approval::ask::Asked;
 use crate::audit::hook_run::HookOutcome;
 use crate::audit::outcome::Outcome;
 use crate::audit::record::AuditRecord;
-use crate::audit::report::read::Trail;
+use crate::audit::trail::Trail;
 use crate::base::time::Rfc3339;
 use crate::dispatch::builder::DispatcherBuilder;
 
@@ -164,8 +181,8 @@ pub struct Decided {
     pub session_id: String,
     /// The context's user id.
     pub user_id: String,
-    /// The tool.
-    pub tool: String,
+    /// The tool's name (the line's `tool`).
+    pub name: String,
     /// The `tool_use` id.
     pub tool_use_id: String,
     /// The hooks that asked, with their reasons.
@@ -192,8 +209,8 @@ pub struct Waiting {
     pub session_id: String,
     /// The context's user id.
     pub user_id: String,
-    /// The tool.
-    pub tool: String,
+    /// The tool's name (the line's `tool`).
+    pub name: String,
     /// The `tool_use` id.
     pub tool_use_id: String,
     /// The hooks that asked, with their reasons.
@@ -310,12 +327,12 @@ impl Figures {
             .entry(outcome.to_owned())
             .or_default() += 1;
         let blocked = r.outcome == Outcome::Blocked;
-        let tool = self.tools.entry(r.tool.clone()).or_default();
+        let tool = self.tools.entry(r.name.clone()).or_default();
         tool.calls += 1;
         tool.blocked += u64::from(blocked);
         samples
             .tools
-            .entry(r.tool.clone())
+            .entry(r.name.clone())
             .or_default()
             .push(r.duration_us);
         self.count_user(r, blocked, waited);
@@ -368,8 +385,8 @@ impl Figures {
         user.calls += 1;
         user.blocked += u64::from(blocked);
         user.waited += u64::from(waited || r.approved_by.is_some() || r.denied_by.is_some());
-        if r.outcome == Outcome::Ok && self.count_tools.contains(&r.tool) {
-            *user.counted.entry(r.tool.clone()).or_default() += 1;
+        if r.outcome == Outcome::Ok && self.count_tools.contains(&r.name) {
+            *user.counted.entry(r.name.clone()).or_default() += 1;
         }
     }
 
@@ -425,7 +442,7 @@ fn decided(asked: Option<&AuditRecord>, last: &AuditRecord) -> Decided {
         decided_at: last.ts,
         session_id: last.session_id.clone(),
         user_id: last.user_id.clone(),
-        tool: last.tool.clone(),
+        name: last.name.clone(),
         tool_use_id: last.tool_use_id.clone(),
         asked_by,
         resolution,
@@ -441,7 +458,7 @@ fn waiting(r: &AuditRecord, options: &ReportOptions) -> Waiting {
         expired: expires_at < options.now,
         session_id: r.session_id.clone(),
         user_id: r.user_id.clone(),
-        tool: r.tool.clone(),
+        name: r.name.clone(),
         tool_use_id: r.tool_use_id.clone(),
         asked_by: r.asked_by.clone(),
     }

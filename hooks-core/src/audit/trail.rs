@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::audit::chain::chain_files;
 use crate::audit::outcome::Outcome;
 use crate::audit::record::AuditRecord;
 use crate::audit::{AUDIT_LOG_FILE, SESSION_SUMMARIES_FILE};
@@ -43,9 +44,9 @@ pub enum TrailError {
     /// The folder holds neither `audit_log.jsonl` nor `session_summaries.jsonl` (nor a rotated
     /// file of either): most likely not the audit folder.
     NoAuditFiles(PathBuf),
-    /// A file could not be read.
+    /// A file, or the folder's listing, could not be read.
     Read {
-        /// The file.
+        /// The file, or the folder.
         path: PathBuf,
         /// The error the system gave.
         source: io::Error,
@@ -107,51 +108,29 @@ impl std::error::Error for TrailError {
     }
 }
 
-/// The files of one chain in `dir`, oldest first: `NAME.1.jsonl`, `NAME.2.jsonl`, …, `NAME`
-/// (the files [`AuditLog::rotate`](crate::audit::AuditLog::rotate) leaves), for `name`
-/// [`AUDIT_LOG_FILE`] or [`SESSION_SUMMARIES_FILE`]; the files that exist
-/// only (none for a folder that cannot be read).
-pub fn chain_files(dir: &Path, name: &str) -> Vec<PathBuf> {
-    let stem = name.trim_end_matches(".jsonl");
-    let mut rotated: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let file = e.file_name().into_string().ok()?;
-            let n = file
-                .strip_prefix(stem)?
-                .strip_prefix('.')?
-                .strip_suffix(".jsonl")?
-                .parse()
-                .ok()?;
-            Some((n, e.path()))
-        })
-        .collect();
-    rotated.sort();
-    let mut files: Vec<PathBuf> = rotated.into_iter().map(|(_, p)| p).collect();
-    let live = dir.join(name);
-    if live.is_file() {
-        files.push(live);
-    }
-    files
-}
-
 impl Trail {
     /// Reads the audit folder `dir`: `audit_log.jsonl` and `session_summaries.jsonl`, each
-    /// with its rotated files, oldest first. Blank lines are skipped.
+    /// with its rotated files, oldest first ([`chain_files`]: the chain's own rule, the one
+    /// the writer and the verifier follow). Blank lines are skipped.
     ///
     /// # Errors
-    /// [`TrailError::NotAFolder`], [`TrailError::NoAuditFiles`], [`TrailError::Read`];
-    /// [`TrailError::BadLine`] for the first line that is not JSON or not an audit line;
-    /// [`TrailError::TornLine`] when a file's last line has no `\n`.
+    /// [`TrailError::NotAFolder`]; [`TrailError::Read`] naming the folder when its listing
+    /// cannot be read (never an empty trail), or naming a file that cannot be read;
+    /// [`TrailError::NoAuditFiles`]; [`TrailError::BadLine`] for the first line that is not
+    /// JSON or not an audit line; [`TrailError::TornLine`] when a file's last line has no `\n`.
     pub fn read_dir(dir: impl AsRef<Path>) -> Result<Trail, TrailError> {
         let dir = dir.as_ref();
         if !dir.is_dir() {
             return Err(TrailError::NotAFolder(dir.to_path_buf()));
         }
-        let calls = chain_files(dir, AUDIT_LOG_FILE);
-        let summaries = chain_files(dir, SESSION_SUMMARIES_FILE);
+        let listed = |name| {
+            chain_files(dir, name).map_err(|source| TrailError::Read {
+                path: dir.to_path_buf(),
+                source,
+            })
+        };
+        let calls = listed(AUDIT_LOG_FILE)?;
+        let summaries = listed(SESSION_SUMMARIES_FILE)?;
         if calls.is_empty() && summaries.is_empty() {
             return Err(TrailError::NoAuditFiles(dir.to_path_buf()));
         }

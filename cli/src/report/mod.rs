@@ -1,13 +1,18 @@
 //! `toolgate audit report DIR`: the HTML page.
 
+mod escape;
+mod html;
+mod svg;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::ArgMatches;
-use toolgate_core::audit::report::{ChainSummary, Figures, ReportOptions, Trail, render_html};
-use toolgate_core::audit::{Rfc3339, verify_audit_dir};
+use toolgate_core::audit::report::{Figures, ReportOptions};
+use toolgate_core::audit::{Rfc3339, Trail, verify_audit_dir};
 
+use crate::report::html::render_html;
 use crate::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, fail, source};
 
 fn options(m: &ArgMatches) -> Result<ReportOptions, String> {
@@ -39,7 +44,7 @@ pub(crate) fn run(m: &ArgMatches, out: &mut dyn Write, err: &mut dyn Write) -> u
     };
     // A database's chains are checked on their export, byte for byte the database's lines.
     let chain = match verify_audit_dir(dir) {
-        Ok(v) => ChainSummary::of(&v),
+        Ok(v) => v,
         Err(e) => return fail(err, e, EXIT_BAD_INPUT),
     };
     let figures = Figures::of(&trail, &options);
@@ -66,7 +71,7 @@ pub(crate) fn run(m: &ArgMatches, out: &mut dyn Write, err: &mut dyn Write) -> u
         "report: {} ({} calls, chain {})",
         output.display(),
         figures.calls,
-        if chain.ok { "verifies" } else { "broken" }
+        if chain.is_ok() { "verifies" } else { "broken" }
     );
     if m.get_flag("open")
         && let Err(e) = open(&output)

@@ -1,8 +1,8 @@
--- Schema version 3: the token of the claim (the take) that made or holds a row, so the store
+-- Schema version 4: the token of the claim (the take) that made or holds a row, so the store
 -- acts only for the claim that holds a call now: an answer, a release or a renewal of a claim
 -- whose lease ran out and was taken over (its call marked interrupted by another claim) finds
--- no row of its token and changes nothing, and the answer is refused. Rows of version 2 have
--- none (NULL), which no claim's token matches.
+-- no row of its token and changes nothing, and the answer is refused. Rows of earlier versions
+-- have none (NULL), which no claim's token matches.
 --
 -- From this version the leases (`lease_until`, milliseconds since the Unix epoch) are set and
 -- compared by SQLite's own clock in SQL (`unixepoch('subsec')`), never a time a process passes.

@@ -1,31 +1,27 @@
 //! One readable line per call, and the filters `toolgate audit tail` applies.
 
-use crate::audit::outcome::Outcome;
-use crate::audit::printable::printable;
-use crate::audit::record::AuditRecord;
-use crate::base::time::Rfc3339;
+use toolgate_core::audit::{AuditRecord, Outcome, Rfc3339, printable};
 
 /// Which lines to show: every field set must match (exactly); an empty filter shows every line.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TailFilter {
+pub(crate) struct TailFilter {
     /// The outcome, snake_case (`blocked`).
-    pub outcome: Option<String>,
+    pub(crate) outcome: Option<String>,
     /// The context's user id.
-    pub user: Option<String>,
+    pub(crate) user: Option<String>,
     /// The tool name.
-    pub tool: Option<String>,
+    pub(crate) tool: Option<String>,
     /// The session id.
-    pub session: Option<String>,
+    pub(crate) session: Option<String>,
 }
 
 impl TailFilter {
     /// Whether `record` passes every set field.
-    pub fn matches(&self, record: &AuditRecord) -> bool {
+    pub(crate) fn matches(&self, record: &AuditRecord) -> bool {
         let is = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
         is(&self.outcome, record.outcome.as_str())
             && is(&self.user, &record.user_id)
-            && is(&self.tool, &record.tool)
+            && is(&self.tool, &record.name)
             && is(&self.session, &record.session_id)
     }
 }
@@ -55,21 +51,26 @@ pub(crate) fn duration_text(us: u64) -> String {
     }
 }
 
-/// The rule a line is about: the hook that blocked or failed it, else the first that asked,
-/// else the last that rewrote it.
-fn rule_of(record: &AuditRecord) -> Option<&str> {
-    record
-        .blocked_by
-        .as_deref()
-        .or_else(|| record.asked_by.first().map(|a| a.hook.as_str()))
-        .or_else(|| record.rewritten_by.last().map(String::as_str))
+/// The rule a line is about, and how it reads: the hook that blocked or failed it (`rule`),
+/// else the first that asked a person (`asked by`: it only asked; who decided follows), else
+/// the last that rewrote it (`rule`).
+fn rule_of(record: &AuditRecord) -> Option<(&'static str, &str)> {
+    let blocked = record.blocked_by.as_deref().map(|h| ("rule", h));
+    let asked = || {
+        record
+            .asked_by
+            .first()
+            .map(|a| ("asked by", a.hook.as_str()))
+    };
+    let rewrote = || record.rewritten_by.last().map(|h| ("rule", h.as_str()));
+    blocked.or_else(asked).or_else(rewrote)
 }
 
 /// One line (no `\n`) for `record`: time, outcome (padded to the longest outcome's width), tool,
 /// user (and tier), duration, then the rule, the person who decided and the session, each only
 /// when there is one; `(replay)` on a replayed answer. With `colour`, the outcome is wrapped in
 /// an SGR colour (ECMA-48) and reset; the text is otherwise the same. Every string of the line
-/// is [`printable`](crate::audit::printable): control characters, line separators and
+/// is [`printable`](toolgate_core::audit::printable): control characters, line separators and
 /// bidirectional formatting characters are written as `\u{1b}`, `\u{2028}`, so a hostile name
 /// can neither start a second line nor move the cursor, recolour the terminal or reorder the
 /// line.
@@ -77,7 +78,7 @@ fn rule_of(record: &AuditRecord) -> Option<&str> {
 /// ```text
 /// 2026-11-24T15:40:00Z blocked           prepare_case_file  user u_004 (free)  14 µs  rule support_agent::policy::premium_only  session sess_free_02
 /// ```
-pub fn tail_line(record: &AuditRecord, colour: bool) -> String {
+pub(crate) fn tail_line(record: &AuditRecord, colour: bool) -> String {
     let outcome = record.outcome.as_str();
     let padded = format!("{outcome:<17}");
     let shown = match sgr(record.outcome) {
@@ -89,7 +90,7 @@ pub fn tail_line(record: &AuditRecord, colour: bool) -> String {
     let mut line = format!(
         "{} {shown} {}  user {}",
         Rfc3339(record.ts),
-        printable(&record.tool),
+        printable(&record.name),
         printable(&record.user_id)
     );
     if let Some(tier) = &record.tier {
@@ -97,8 +98,10 @@ pub fn tail_line(record: &AuditRecord, colour: bool) -> String {
     }
     line.push_str("  ");
     line.push_str(&duration_text(record.duration_us));
-    if let Some(rule) = rule_of(record) {
-        line.push_str("  rule ");
+    if let Some((label, rule)) = rule_of(record) {
+        line.push_str("  ");
+        line.push_str(label);
+        line.push(' ');
         line.push_str(&printable(rule));
     }
     if let Some(by) = &record.approved_by {

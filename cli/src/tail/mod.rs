@@ -1,6 +1,9 @@
 //! `toolgate audit tail DIR`: one readable line per call, the last N first, then (with
 //! `--follow`) every line appended.
 
+mod follow;
+mod line;
+
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -8,12 +11,11 @@ use std::time::Duration;
 
 use clap::ArgMatches;
 use serde_json::Value;
-use toolgate_core::audit::report::{
-    TailFilter, TrailError, chain_files, parse_call_line, tail_line,
-};
-use toolgate_core::audit::{AUDIT_LOG_FILE, printable_json};
+use toolgate_core::audit::{AUDIT_LOG_FILE, chain_files, parse_call_line, printable_json};
 
-use crate::follow::Follower;
+use crate::database;
+use crate::tail::follow::{Follower, torn};
+use crate::tail::line::{TailFilter, tail_line};
 use crate::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, fail, source};
 
 /// How often `--follow` looks for new lines.
@@ -22,12 +24,12 @@ const POLL: Duration = Duration::from_millis(200);
 /// The `--outcome`, `--user`, `--tool` and `--session` filters.
 pub(crate) fn filter(m: &ArgMatches) -> TailFilter {
     let get = |name: &str| m.get_one::<String>(name).cloned();
-    let mut f = TailFilter::default();
-    f.outcome = get("outcome");
-    f.user = get("user");
-    f.tool = get("tool");
-    f.session = get("session");
-    f
+    TailFilter {
+        outcome: get("outcome"),
+        user: get("user"),
+        tool: get("tool"),
+        session: get("session"),
+    }
 }
 
 /// How one line is shown.
@@ -89,7 +91,7 @@ pub(crate) fn run(m: &ArgMatches, out: &mut dyn Write, err: &mut dyn Write) -> u
             format!(
                 "{}: --follow reads a folder's live file; a database is shown as it is now \
                  (without --follow)",
-                source::shown(&url)
+                database::shown(&url)
             ),
             EXIT_BAD_INPUT,
         );
@@ -108,7 +110,17 @@ pub(crate) fn run(m: &ArgMatches, out: &mut dyn Write, err: &mut dyn Write) -> u
     let mut last: VecDeque<String> = VecDeque::new();
     let live = dir.join(AUDIT_LOG_FILE);
     let mut follower = None;
-    for path in chain_files(&dir, AUDIT_LOG_FILE) {
+    let files = match chain_files(&dir, AUDIT_LOG_FILE) {
+        Ok(files) => files,
+        Err(e) => {
+            return fail(
+                err,
+                format!("cannot read `{}`: {e}", dir.display()),
+                EXIT_BAD_INPUT,
+            );
+        }
+    };
+    for path in files {
         let is_live = path == live;
         let result = if is_live && follow {
             // The live file is read by the follower, which keeps its place for what comes.
@@ -154,15 +166,6 @@ pub(crate) fn run(m: &ArgMatches, out: &mut dyn Write, err: &mut dyn Write) -> u
             return EXIT_OK;
         }
     }
-}
-
-/// The sentence for a last line with no `\n`, as the library says it.
-pub(crate) fn torn(path: &Path, line: u64) -> String {
-    TrailError::TornLine {
-        path: path.to_path_buf(),
-        line,
-    }
-    .to_string()
 }
 
 fn at(path: &Path, n: u64, problem: &str) -> String {
