@@ -2,7 +2,7 @@
 //! and `inbox` (the tests' dev-dependency turns `inbox` on):
 //!
 //! `cargo bench --bench inbox --features postgres` starts a throwaway server (as the tests do:
-//! `tests/postgres/server.rs`), reaches it over TCP on 127.0.0.1, `synchronous_commit` on (the
+//! `toolgate_test_support::postgres`), reaches it over TCP on 127.0.0.1, `synchronous_commit` on (the
 //! default), and prints one `NAME VALUE` line per figure, the two sides of each ratio taking
 //! turns five operations at a time, medians of the rounds' ratios:
 //!
@@ -23,9 +23,6 @@
 //! Under `cargo test --all-targets` (no `--bench` argument) it does one small round and checks
 //! only that every side answered, never a time.
 
-#[path = "../tests/postgres/server.rs"]
-mod server;
-
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -36,6 +33,7 @@ use toolgate::approval::inbox::{
 };
 use toolgate::store::PendingStore;
 use toolgate::store::postgres::PostgresStore;
+use toolgate_test_support::postgres as server;
 
 /// A paused turn `id` of one waiting call of `tool`, as a session writes it.
 fn turn(id: &str, tool: &str) -> PendingTurn {

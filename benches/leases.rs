@@ -1,7 +1,7 @@
 //! The lease figures of BENCHMARKS.md ("Leases"), features `sqlite` and `postgres`:
 //!
 //! `cargo bench --bench leases --features sqlite,postgres` starts a throwaway PostgreSQL server
-//! (as the tests do: `tests/postgres/server.rs`, reached over TCP on 127.0.0.1), works in a
+//! (as the tests do: `toolgate_test_support::postgres`, reached over TCP on 127.0.0.1), works in a
 //! temporary folder for SQLite, and prints one `NAME VALUE` line per figure:
 //!
 //! - what renewing costs a call shorter than one renewal interval (a read tool that answers at
@@ -29,8 +29,6 @@
 //! 300 ms lease for the recovery, and checks only that every side answered and the killed
 //! worker's call is answered interrupted, never a time.
 
-#[path = "../tests/postgres/server.rs"]
-mod server;
 #[path = "stores/side.rs"]
 mod store_side;
 
@@ -47,6 +45,7 @@ use toolgate::store::postgres::PostgresStore;
 use toolgate::store::sqlite::SqliteStore;
 use toolgate::store::{AnswerStore, CallKey, Claim, InputDigest, StoreError, StoreFuture, Token};
 use toolgate::{CallError, Dispatcher, HookContext, Session, ToolResult, ToolUse};
+use toolgate_test_support::postgres as server;
 
 /// The worker's job: `sqlite FILE` or `postgres SETTINGS`; unset, this is the bench.
 const WORKER: &str = "TOOLGATE_LEASE_BENCH_WORKER";

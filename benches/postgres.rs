@@ -1,7 +1,7 @@
 //! The PostgreSQL figures of BENCHMARKS.md ("PostgreSQL"), feature `postgres`:
 //!
 //! `cargo bench --bench postgres --features postgres` starts a throwaway server (as the tests
-//! do: `tests/postgres/server.rs`), reaches it over TCP on 127.0.0.1, `synchronous_commit` on
+//! do: `toolgate_test_support::postgres`), reaches it over TCP on 127.0.0.1, `synchronous_commit` on
 //! (the default), and prints one `NAME VALUE` line per figure, sides interleaved round by
 //! round, medians of the rounds:
 //!
@@ -25,8 +25,6 @@
 //! Under `cargo test --all-targets` (no `--bench` argument) it does one small round and checks
 //! only that every side answered and the audit chain verifies, never a time.
 
-#[path = "../tests/postgres/server.rs"]
-mod server;
 #[path = "stores/side.rs"]
 mod store_side;
 
@@ -34,6 +32,7 @@ use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
 use toolgate::audit::AuditLog;
+use toolgate_test_support::postgres as server;
 
 use store_side::{ANSWER, Ids, dispatcher, median};
 use toolgate::store::postgres::{PostgresAuditSink, PostgresStore};

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The layout's two checks, run by .ci/run (exit 1 when either fails):
+"""The layout's checks, run by .ci/run (exit 1 when any fails):
 
 1. No circle of file imports in the crates a reader navigates by file: `hooks-core/src`,
    `hooks-macros/src`, `cli/src`. Each `.rs` file is one module (`pipeline/mod.rs` is
@@ -15,6 +15,8 @@
    named in a row's first cell; a file below it by its name or its path from the part; a
    `mod.rs` by its folder; a non-Rust file by its folder or a glob such as `migrations/*.sql`),
    and every `.rs` file or folder a row names exists in that part.
+3. No function of `hooks-core/src`, `hooks-macros/src` or `cli/src` longer than 80 lines (from
+   its `fn` line to its closing brace): a longer one is cut into steps that each have a name.
 
 usage: python3 scripts/layout.py [REPO_ROOT]
 """
@@ -287,6 +289,53 @@ def macros_problems(root):
     return problems
 
 
+MAX_FN_LINES = 80
+
+
+def long_functions(root):
+    """Every function over MAX_FN_LINES lines in CRATES, as `path:line: fn name is N lines`."""
+    found = []
+    fn_line = re.compile(r"\s*(pub(\([^)]*\))?\s+)?(const\s+)?(async\s+)?fn\s+(\w+)")
+    for crate in CRATES:
+        src = os.path.join(root, crate)
+        for dirpath, _, filenames in os.walk(src):
+            for f in sorted(filenames):
+                if not f.endswith(".rs"):
+                    continue
+                path = os.path.join(dirpath, f)
+                with open(path, encoding="utf-8") as fh:
+                    lines = fh.read().split("\n")
+                for i, line in enumerate(lines):
+                    m = fn_line.match(line)
+                    if not m:
+                        continue
+                    end = body_end(lines, i)
+                    if end is not None and end - i + 1 > MAX_FN_LINES:
+                        rel = os.path.relpath(path, root)
+                        found.append(f"{rel}:{i + 1}: fn {m.group(5)} is {end - i + 1} lines (at most {MAX_FN_LINES})")
+    return found
+
+
+def body_end(lines, start):
+    """The line of the brace that closes the function starting at `start` (None for a
+    declaration without a body); strings, characters and line comments are skipped."""
+    depth, opened = 0, False
+    for j in range(start, len(lines)):
+        code = re.sub(r'"(\\.|[^"\\])*"', '""', lines[j])
+        code = re.sub(r"'(\\.|[^'\\])'", "''", code).split("//")[0]
+        for ch in code:
+            if ch == "{":
+                depth += 1
+                opened = True
+            elif ch == "}":
+                depth -= 1
+            elif ch == ";" and not opened and depth == 0:
+                return None
+        if opened and depth == 0:
+            return j
+    return None
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
     out = []
@@ -294,6 +343,7 @@ def main():
         out += circles(os.path.join(root, crate))
     out += map_problems(root)
     out += macros_problems(root)
+    out += long_functions(root)
     for line in out:
         print(line)
     print(f"layout: {'ok' if not out else 'problems above'}")

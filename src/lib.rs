@@ -743,8 +743,8 @@
 //! arguments; every failure an `isError` result with the Messages API text), and
 //! `toolgate::mcp::McpGuard` makes a connection to a remote MCP server a
 //! [`ToolCaller`](crate::dispatch::ToolCaller), so a dispatcher puts its hooks in front of it.
-//! `examples/mcp_server.rs` serves the support agent over stdio; the module docs have the table of
-//! results. With `mcp-http`, the same server is rmcp's streamable HTTP service
+//! The support agent's `mcp_server` binary (`examples/support-agent/`) serves its tools over stdio;
+//! the module docs have the table of results. With `mcp-http`, the same server is rmcp's streamable HTTP service
 //! (`McpServer::streamable_http_service`, a tower service for hyper or axum, the identity from what
 //! the host's auth layer put in the request's extensions) and a guard reaches a remote server over
 //! HTTP(S) (`McpGuard::streamable_http`).
@@ -864,7 +864,8 @@ pub mod __private {
 pub struct ReadmeDoctests;
 
 /// The guides' examples (`docs/*.md`), one item per page, compiled and run as doctests
-/// (`cargo test --doc`).
+/// (`cargo test --doc`). `docs/opentelemetry.md` is the support agent's (its code needs an OTLP
+/// exporter, which the support agent's package depends on and this one does not).
 #[cfg(doctest)]
 mod guides {
     #[doc = include_str!("../docs/tools.md")]
@@ -909,9 +910,6 @@ mod guides {
 
     #[doc = include_str!("../docs/audit-trail.md")]
     pub struct AuditTrail;
-
-    #[doc = include_str!("../docs/opentelemetry.md")]
-    pub struct Opentelemetry;
 
     #[doc = include_str!("../docs/support-agent.md")]
     pub struct SupportAgent;

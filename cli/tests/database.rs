@@ -5,13 +5,9 @@
 
 mod support;
 
-#[allow(unreachable_pub)]
-#[path = "../../tests/postgres/server.rs"]
-mod server;
-
-use server::Sql;
 use support::{Scratch, fixture, toolgate};
 use toolgate_core::store::postgres::PostgresStore;
+use toolgate_test_support::postgres::{self as server, Sql};
 
 /// A password that must never be printed.
 const SECRET: &str = "s3cret-pw";

@@ -1,6 +1,6 @@
 //! PostgreSQL (feature `postgres`): `PostgresStore` and `PostgresAuditSink` against a real
-//! server (a throwaway one this binary starts, or `TOOLGATE_TEST_DATABASE_URL`; `server.rs`),
-//! a fresh database per test. Worker processes are this binary run again (`worker.rs`), each
+//! server (a throwaway one this binary starts, or `TOOLGATE_TEST_DATABASE_URL`:
+//! `toolgate_test_support::postgres`), a fresh database per test. Worker processes are this binary run again (`worker.rs`), each
 //! connecting to the test's database on its own, so the fleet, the resume races and the killed
 //! worker are real processes sharing one database.
 //!
@@ -11,6 +11,9 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+// The throwaway server, shared with the other packages' tests and benches/postgres.rs.
+use toolgate_test_support::postgres as server;
+
 mod agent;
 mod audit;
 mod cuts;
@@ -20,10 +23,5 @@ mod inbox;
 mod leases;
 mod proxy;
 mod sealed;
-mod server;
 mod stores;
-mod support_agent;
-// Conversations of one customer on one store, shared with the SQLite tests.
-#[path = "../support_agent_ledger/mod.rs"]
-mod support_agent_ledger;
 mod worker;

@@ -34,6 +34,7 @@ mod outcomes;
 mod panics;
 mod pause;
 mod pre_tool_use;
+mod quickstart;
 mod recycled_ids;
 mod replies;
 mod retries;

@@ -1,8 +1,10 @@
 //! Test support, one module for every test binary (`mod support;` beside a binary's root file,
 //! `#[path = "../support/mod.rs"] mod support;` in a binary's folder):
 //!
-//! - the texts the model reads for a halt, a panic, a call not run and a tool timeout;
-//! - temporary folders, audit-log readers, assistant messages and fixtures;
+//! - what every test of the workspace shares, from the `toolgate-test-support` crate
+//!   (`tests/test-support/`): the texts the model reads for a halt, a panic, a call not run and
+//!   a tool timeout, scratch folders and audit-log readers;
+//! - assistant messages and fixtures;
 //! - the six published tools as `#[tool]` functions ([`official`]);
 //! - a paused call whose input has fields the audit log hides, for every store's sealed-input
 //!   tests ([`sealed`]);
@@ -10,7 +12,8 @@
 //! - for the reliability tests (properties, deadlines, limits, concurrency, trusted context):
 //!   test timers that need no runtime, a quiet panic hook for injected faults, a one-poll
 //!   driver for cancellation tests, and JSON strategies for property tests.
-#![allow(dead_code)]
+// Each test binary uses part of this module.
+#![allow(dead_code, unused_imports)]
 
 pub(crate) mod leases;
 pub(crate) mod official;
@@ -19,7 +22,6 @@ pub(crate) mod sealed;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -27,247 +29,12 @@ use std::time::Duration;
 use serde_json::Value;
 use toolgate::dispatch::{BoxFuture, Timer};
 
-// ================================================================ texts, files, messages
+pub(crate) use toolgate_test_support::{
+    HALT_TEXT, LineReader, NOT_RUN_HALT, NOT_RUN_MAX_TOKENS, PANIC_TEXT, TempDir, ZEROS,
+    chained_lines, json_lines, sha256_hex, tool_timeout_text, zero_durations,
+};
 
-/// The answer the model reads when a PreToolUse hook could not decide (a `Halt`'s `BLOCKED:`).
-pub(crate) const HALT_TEXT: &str = "BLOCKED: this call was not run because a policy check could \
-     not be completed. Do not retry it; tell the user this action is unavailable right now.";
-
-/// The answer for a tool that panicked.
-pub(crate) const PANIC_TEXT: &str = "Error: the tool failed unexpectedly. The details were \
-     logged for the operator; retrying the same call will not help.";
-
-/// The answer for a block after a halted one in the same message.
-pub(crate) const NOT_RUN_HALT: &str = "Not run: an earlier call in this message was stopped \
-     because a policy check could not be completed.";
-
-/// The answer (seen by observers) for each block of a message cut at `max_tokens`.
-pub(crate) const NOT_RUN_MAX_TOKENS: &str = "Not run: the assistant message stopped at \
-     max_tokens, so this tool_use may be cut off.";
-
-/// The answer for a tool cut at its deadline of `ms` milliseconds.
-pub(crate) fn tool_timeout_text(ms: u64) -> String {
-    format!(
-        "Error: the tool did not finish within its deadline of {ms} ms and was stopped. Try \
-         again later, or with a smaller request."
-    )
-}
-
-/// A folder under the system temp dir, fresh and empty, unique per call, removed on drop.
-pub(crate) struct TempDir(PathBuf);
-
-impl TempDir {
-    /// A new, empty folder whose name contains `label`.
-    pub(crate) fn new(label: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "toolgate-test-{label}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        TempDir(dir)
-    }
-
-    /// The folder.
-    pub(crate) fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl std::ops::Deref for TempDir {
-    type Target = Path;
-
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl AsRef<Path> for TempDir {
-    fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A reader of JSON-lines files in another language, as a program of its own would read an
-/// audit file: each splits the file into lines its own way and parses each line as JSON.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LineReader {
-    /// Python 3's `str.splitlines`, which ends a line at `\n`, `\r`, `\r\n`, `\v`, `\f`,
-    /// `\x1c`, `\x1d`, `\x1e`, `\x85`, U+2028 and U+2029 (`python3 -c`).
-    PythonSplitlines,
-    /// Node's `readline` over a file stream (`crlfDelay: Infinity`), the line reader of Node's
-    /// documentation (`node -e`).
-    NodeReadline,
-    /// A JavaScript reader that splits the text on ECMAScript's line terminators (`\r\n`, `\n`,
-    /// `\r`, U+2028, U+2029: what `^` and `$` of a regular expression with the `m` flag stop at)
-    /// (`node -e`).
-    JavaScriptLineTerminators,
-}
-
-impl LineReader {
-    /// All three.
-    pub(crate) const ALL: [LineReader; 3] = [
-        LineReader::PythonSplitlines,
-        LineReader::NodeReadline,
-        LineReader::JavaScriptLineTerminators,
-    ];
-
-    /// Each line `self` reads from `path`, parsed as JSON by the reader's own parser. A line
-    /// that does not parse (a record cut in two by a character the reader ends lines at) fails
-    /// the test with the reader's message; so does a missing `python3` or `node`: these tests
-    /// need both (CI installs them), and never skip.
-    pub(crate) fn read(self, path: &Path) -> Vec<Value> {
-        const PYTHON: &str = "import json, sys\n\
-            text = open(sys.argv[1], encoding='utf-8', newline='').read()\n\
-            print(json.dumps([json.loads(line) for line in text.splitlines()]))";
-        const READLINE: &str = "const fs = require('fs'), readline = require('readline');\n\
-            const lines = readline.createInterface({input: fs.createReadStream(process.argv[1], \
-            {encoding: 'utf8'}), crlfDelay: Infinity});\n\
-            const out = [];\n\
-            lines.on('line', (line) => out.push(JSON.parse(line)));\n\
-            lines.on('close', () => process.stdout.write(JSON.stringify(out)));";
-        const TERMINATORS: &str = "const text = require('fs').readFileSync(process.argv[1], 'utf8');\n\
-            const lines = text.split(/\\r\\n|[\\n\\r\\u2028\\u2029]/);\n\
-            if (lines[lines.length - 1] === '') lines.pop();\n\
-            process.stdout.write(JSON.stringify(lines.map((line) => JSON.parse(line))));";
-        let (program, script) = match self {
-            LineReader::PythonSplitlines => ("python3", PYTHON),
-            LineReader::NodeReadline => ("node", READLINE),
-            LineReader::JavaScriptLineTerminators => ("node", TERMINATORS),
-        };
-        let flag = if program == "python3" { "-c" } else { "-e" };
-        let output = std::process::Command::new(program)
-            .arg(flag)
-            .arg(script)
-            .arg(path)
-            .output()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "`{program}` could not be run ({e}): this test reads the audit file as \
-                     {self:?} does and needs {program} installed (CI installs it)"
-                )
-            });
-        assert!(
-            output.status.success(),
-            "{self:?} could not read {} as JSON lines: {}",
-            path.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-            panic!(
-                "{self:?} printed no JSON array ({e}): {}",
-                String::from_utf8_lossy(&output.stdout)
-            )
-        })
-    }
-}
-
-/// The JSON lines of a file, each parsed (a line that does not parse fails the test: a torn or
-/// interleaved line; so does a last line without its newline). A missing file has no lines.
-pub(crate) fn json_lines(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    assert!(
-        text.is_empty() || text.ends_with('\n'),
-        "{} does not end with a newline",
-        path.display()
-    );
-    text.lines()
-        .enumerate()
-        .map(|(i, line)| {
-            serde_json::from_str(line).unwrap_or_else(|e| {
-                panic!(
-                    "line {} of {} is not JSON ({e}): {line:?}",
-                    i + 1,
-                    path.display()
-                )
-            })
-        })
-        .collect()
-}
-
-/// The SHA-256 of `bytes` in lowercase hex (the tests' own, to check the audit chain against).
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// 64 zeros: the `prev` of a chain's first line.
-pub(crate) const ZEROS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
-
-/// The lines of a chained audit file, checked and made comparable: every line ends with
-/// `,"prev":"…"}` whose value is the SHA-256 of the line before it, `\n` included (`start` for
-/// the first line), recomputed here; each line is returned without its `\n`, with `prev`'s
-/// value replaced by `…` and `duration_us` (a measured time) by 0, so the rest can be compared
-/// as exact text. Returns the lines and the hash of the last line (`start` when there is none).
-pub(crate) fn chained_lines(path: &Path, start: &str) -> (Vec<String>, String) {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    assert!(
-        text.is_empty() || text.ends_with('\n'),
-        "{}",
-        path.display()
-    );
-    let mut expected = start.to_owned();
-    let mut out = Vec::new();
-    for (i, line) in text.split_inclusive('\n').enumerate() {
-        let body = line.strip_suffix('\n').unwrap();
-        let (rest, prev) = body
-            .rsplit_once(",\"prev\":\"")
-            .unwrap_or_else(|| panic!("line {} has no prev: {body}", i + 1));
-        assert_eq!(
-            prev,
-            format!("{expected}\"}}"),
-            "line {} of {}",
-            i + 1,
-            path.display()
-        );
-        expected = sha256_hex(line.as_bytes());
-        out.push(format!("{},\"prev\":\"…\"}}", zero_duration(rest)));
-    }
-    (out, expected)
-}
-
-/// Every `"duration_us":N` (the call's, and each hook run's in `hooks`) with N replaced by 0.
-fn zero_duration(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut rest = line;
-    while let Some((before, after)) = rest.split_once("\"duration_us\":") {
-        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
-        assert!(digits > 0, "duration_us is an integer: {line}");
-        out.push_str(before);
-        out.push_str("\"duration_us\":0");
-        rest = &after[digits..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// A parsed audit line (or record) with its measured times set to 0: `duration_us`, and each
-/// `hooks[].duration_us`.
-#[allow(dead_code)]
-pub(crate) fn zero_durations(v: &mut Value) {
-    if let Some(d) = v.get_mut("duration_us") {
-        *d = Value::from(0);
-    }
-    if let Some(Value::Array(runs)) = v.get_mut("hooks") {
-        for run in runs {
-            if let Some(d) = run.get_mut("duration_us") {
-                *d = Value::from(0);
-            }
-        }
-    }
-}
-
+// ================================================================ messages, fixtures
 /// The `Halt` a call must end in (a test fails on any other answer).
 pub(crate) fn halt_of(r: Result<toolgate::ToolResult, toolgate::CallError>) -> toolgate::Halt {
     match r {
@@ -386,12 +153,13 @@ fn declared_features() -> Vec<String> {
 ///
 /// `cargo test --all-targets` builds examples with the test harness (their `main` is not
 /// what runs), and cargo gives tests the path of a `[[bin]]` only, so this runs `cargo build
-/// --example name` with the cargo that runs the tests. It builds into the test run's own
-/// target folder (the parent of `CARGO_TARGET_TMPDIR`; cargo does not hold the folder's lock
-/// while the test binaries run) with this binary's features and profile: every crate the
-/// example needs is then the one the run already built, and only the example is compiled and
-/// linked (other features, or a folder of its own, would build every dependency a second
-/// time). The binary's path is the one cargo reports (`--message-format=json`).
+/// --example name` with the cargo that runs the tests ([`toolgate_test_support::cargo::build`]:
+/// the test run's own target folder and profile), resolved as the run that built this binary
+/// resolved its crates, so that only the example is compiled and linked (other features, or a
+/// folder of its own, would build every dependency a second time): with every feature of the
+/// root package on, as the README's test command builds it, the whole workspace with every
+/// feature (`toolgate_test_support::cargo::WORKSPACE_RUN`); else the root package alone with
+/// this binary's features. The binary's path is the one cargo reports.
 pub(crate) fn example_binary(name: &str) -> PathBuf {
     static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
@@ -409,86 +177,26 @@ pub(crate) fn example_binary(name: &str) -> PathBuf {
         .filter(|(_, on)| *on)
         .map(|(f, _)| *f)
         .collect();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("CARGO_TARGET_TMPDIR is inside the target folder");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = std::process::Command::new(cargo);
-    command
-        .args([
+    let features = format!("--features={}", features.join(","));
+    let workspace = toolgate_test_support::cargo::WORKSPACE_RUN;
+    let args: Vec<&str> = if FEATURES.iter().all(|(_, on)| *on) {
+        ["build", workspace[0], workspace[1], "--example", name].to_vec()
+    } else {
+        [
             "build",
+            "-p",
+            "toolgate",
             "--example",
             name,
-            "--message-format=json-render-diagnostics",
-        ])
-        .arg("--no-default-features")
-        .arg(format!("--features={}", features.join(",")))
-        .arg("--manifest-path")
-        .arg(root.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(target)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    if !cfg!(debug_assertions) {
-        command.arg("--release");
-    }
-    // The variables cargo sets for a test process, which the run's own cargo did not have: a
-    // build script that watches one (ring's watches `CARGO_MANIFEST_DIR`) would otherwise
-    // rebuild its crate and every crate above it.
-    for (key, _) in std::env::vars_os() {
-        let key = key.to_string_lossy();
-        if key.starts_with("CARGO_PKG_")
-            || [
-                "CARGO_MANIFEST_DIR",
-                "CARGO_MANIFEST_PATH",
-                "CARGO_CRATE_NAME",
-                "CARGO_BIN_NAME",
-                "CARGO_PRIMARY_PACKAGE",
-                "CARGO_TARGET_TMPDIR",
-                "OUT_DIR",
-            ]
-            .contains(&&*key)
-        {
-            command.env_remove(&*key);
-        }
-    }
-    let mut child = command.spawn().expect("cargo runs");
-    // cargo's own lines, kept for a failure; a wait for a lock is shown at once (a run that
-    // blocks says why).
-    let stderr = child.stderr.take().unwrap();
-    let example = name.to_owned();
-    let log = std::thread::spawn(move || {
-        use std::io::{BufRead, Write};
-        let mut log = String::new();
-        for line in std::io::BufReader::new(stderr).lines() {
-            let line = line.unwrap_or_default();
-            if line.trim_start().starts_with("Blocking") {
-                let _ = writeln!(std::io::stderr(), "cargo build --example {example}: {line}");
-            }
-            log.push_str(&line);
-            log.push('\n');
-        }
-        log
-    });
-    let mut stdout = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
-    let status = child.wait().unwrap();
-    let log = log.join().unwrap();
-    assert!(
-        status.success(),
-        "cargo build --example {name} failed:\n{log}"
-    );
-    let path = stdout
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .find(|m| {
-            m["reason"] == "compiler-artifact"
-                && m["target"]["name"] == name
-                && m["target"]["kind"] == serde_json::json!(["example"])
-        })
-        .and_then(|m| m["executable"].as_str().map(PathBuf::from))
-        .unwrap_or_else(|| panic!("cargo reported no executable for example {name}:\n{log}"));
+            "--no-default-features",
+            &features,
+        ]
+        .to_vec()
+    };
+    let messages =
+        toolgate_test_support::cargo::build(&args, Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let path = toolgate_test_support::cargo::executable(&messages, name, "example")
+        .unwrap_or_else(|| panic!("cargo reported no executable for example {name}"));
     built.push((name.to_owned(), path.clone()));
     path
 }

@@ -146,12 +146,24 @@ pub(crate) fn run(m: &ArgMatches, out: &mut dyn Write, err: &mut dyn Write) -> u
         return EXIT_OK;
     }
     let _ = out.flush();
-    let mut follower = follower.unwrap_or_else(|| Follower::new(&live));
+    let follower = follower.unwrap_or_else(|| Follower::new(&live));
+    follow_live(follower, &show, &live, out, err)
+}
+
+/// `--follow`: prints the lines appended to the live file from now on, until the file cannot be
+/// read (exit 2) or the reader goes away (`| head`: exit 0).
+fn follow_live(
+    mut follower: Follower,
+    show: &Show,
+    live: &Path,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
     loop {
         std::thread::sleep(POLL);
         let mut printed = Ok(());
         let polled = follower.poll(|line, n| {
-            if let Some(text) = show.line(line).map_err(|e| at(&live, n, &e))?
+            if let Some(text) = show.line(line).map_err(|e| at(live, n, &e))?
                 && printed.is_ok()
             {
                 printed = writeln!(out, "{text}");

@@ -2,7 +2,7 @@
 //! recorded trail.
 //!
 //! The recorded trail (`tests/fixtures/audit/`) is the support agent's bundled replays
-//! (`cargo run --example support_agent -- --out-dir DIR`), its resumed calls' final lines moved
+//! (`cargo run -p toolgate-support-agent -- --out-dir DIR`), its resumed calls' final lines moved
 //! later (an approval 12 min 30 s after its pause, a decline 3 min 5.5 s after), then five lines
 //! added, the chain carried on: a halt (`hook_failed`, with its operator detail) and its replay,
 //! a line of an outcome this build does not know (`escalated`), an unknown tool whose name

@@ -72,16 +72,8 @@ impl AuditRecord {
             write_str(out, tier);
         }
         if !self.extensions.is_empty() {
-            out.extend_from_slice(b",\"extensions\":{");
-            for (i, (name, value)) in self.extensions.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(out, name);
-                out.push(b':');
-                write_value(out, value);
-            }
-            out.push(b'}');
+            out.extend_from_slice(b",\"extensions\":");
+            write_extensions(out, &self.extensions);
         }
         out.extend_from_slice(b",\"tool_use_id\":");
         write_str(out, &self.tool_use_id);
@@ -159,6 +151,21 @@ fn write_lease(out: &mut Vec<u8>, lease: &LeaseRecord) {
     write_u64(out, lease.renewals);
     out.extend_from_slice(b",\"renewals_failed\":");
     write_u64(out, lease.renewals_failed);
+    out.push(b'}');
+}
+
+/// The context's extensions the host marked for the line, as one JSON object in the order they
+/// were marked: `{"role":"maintainer"}`.
+fn write_extensions(out: &mut Vec<u8>, extensions: &serde_json::Map<String, Value>) {
+    out.push(b'{');
+    for (i, (name, value)) in extensions.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, name);
+        out.push(b':');
+        write_value(out, value);
+    }
     out.push(b'}');
 }
 

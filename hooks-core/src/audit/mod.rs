@@ -165,8 +165,8 @@ impl RecordedExtension {
 ///    several threads and several processes writing to one folder keep one chain and never
 ///    interleave. (A file system without locks is written without them.)
 ///
-/// `verify_audit_dir` (feature `audit-verify`) checks these rules (`support_agent --verify-audit
-/// DIR` prints what it finds): `ok` with the line count and the last hash, or the first line that
+/// `verify_audit_dir` (feature `audit-verify`) checks these rules (`toolgate audit verify DIR`
+/// prints what it finds): `ok` with the line count and the last hash, or the first line that
 /// was edited, deleted, inserted or reordered. Deleting lines from the end of the newest file
 /// leaves a shorter chain that verifies: only a last hash kept elsewhere (another system, a signed
 /// message) catches that.

@@ -795,7 +795,7 @@ async fn racing_deciders(store: &dyn InboxStore) {
 }
 
 /// Eight takers of one ready turn: one gets it; a take within its lease holds it, a finished
-/// turn is never taken again, a take whose lease ran out is taken again.
+/// turn is never taken again, a take whose lease ran out is taken again ([`lapsed_take`]).
 async fn racing_takers(store: &dyn InboxStore) {
     let run = Run::new("takers");
     store.put(&run.refund_turn("toolu_w1", 600)).await.unwrap();
@@ -840,6 +840,13 @@ async fn racing_takers(store: &dyn InboxStore) {
             .state,
         TurnState::Resumed
     );
+    lapsed_take(store, &run).await;
+}
+
+/// A second turn of `run`: a take whose lease ran out (its worker died) is taken again, the
+/// finished turn is not, and the first take's late answer is refused by its token.
+async fn lapsed_take(store: &dyn InboxStore, run: &Run) {
+    let answer = json!({"role": "user", "content": []});
     store.put(&run.refund_turn("toolu_w2", 700)).await.unwrap();
     let d2 = digest_of(&json!({"order_id": "o_toolu_w2", "amount_cents": 700}));
     decided(

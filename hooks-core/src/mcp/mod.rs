@@ -14,8 +14,9 @@
 //! remote server over HTTP(S); the sessions' rule for both of rmcp's modes is on
 //! `streamable_http_service`.
 //!
-//! Serving a dispatcher over stdio, as the user the process was started for (the
-//! `examples/mcp_server.rs` program does this with the support agent's tools and rules):
+//! Serving a dispatcher over stdio, as the user the process was started for (the support
+//! agent's `mcp_server` program, `examples/support-agent/src/bin/mcp_server.rs`, does this with
+//! its tools and rules):
 //!
 //! ```no_run
 //! # async fn run(dispatcher: toolgate_core::Dispatcher) -> Result<(), Box<dyn std::error::Error>> {
