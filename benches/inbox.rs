@@ -2,7 +2,7 @@
 //! and `inbox` (the tests' dev-dependency turns `inbox` on):
 //!
 //! `cargo bench --bench inbox --features postgres` starts a throwaway server (as the tests do:
-//! `tests/postgres/server.rs`), reaches it over TCP on 127.0.0.1, `synchronous_commit` on (the
+//! `toolgate_test_support::postgres`), reaches it over TCP on 127.0.0.1, `synchronous_commit` on (the
 //! default), and prints one `NAME VALUE` line per figure, the two sides of each ratio taking
 //! turns five operations at a time, medians of the rounds' ratios:
 //!

@@ -139,7 +139,7 @@
 //! | `invalid_input` | no | true | a message naming the field path and what was expected |
 //! | `unknown_tool` | no | true | a message naming the tool and the available tools |
 //! | `hook_failed`, `hook_timeout` | no | true, in the `Halt`'s answer | `BLOCKED: ` |
-//! | `not_run` | no | true, where an answer is given | a message saying why (`Not run: …`) |
+//! | `not_run` | no (a refused answer: yes) | true, where an answer is given | a message saying why (`Not run: …`) |
 //! | `cancelled` | maybe | no answer (the host dropped the call) | – |
 //! | `awaiting_approval` | not yet | no answer yet: the turn paused for a person ([`Reply::Pending`]); not final, its final record comes at [`Session::resume`] | – |
 //!

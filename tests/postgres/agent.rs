@@ -5,7 +5,12 @@
 //!
 //! `refund`'s order id says how it runs: `o_slow_…` waits (after recording its run) until the
 //! retry of its call has been tried (a row in `retried`), so that retry finds it in progress;
-//! `o_block_…` never returns (it is killed).
+//! `o_block_…` never returns (it is killed); `o_chaos_…` answers 3 ms after its run is recorded,
+//! so that a worker killed at random is often killed between the two.
+//!
+//! `hold` (async) and `hold_sync` (a sync tool, blocking its thread) are the lease tests' write
+//! tools: each run creates a file `<order_id>.ran-<pid>` in the folder `TOOLGATE_PG_GATE`
+//! names, then waits until a file `<order_id>` is there (the test says when).
 
 use std::time::Duration;
 
@@ -113,6 +118,11 @@ fn refund(env: Env<'_>, r: Refund) -> BoxFuture<'_, Result<String, ToolError>> {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
         }
+        if r.order_id.starts_with("o_chaos") {
+            // Paid, not yet answered, for a while: where a kill leaves a refund the store
+            // holds as interrupted.
+            tokio::time::sleep(Duration::from_millis(3)).await;
+        }
         if r.order_id.starts_with("o_block") {
             std::future::pending::<()>().await;
         }
@@ -123,10 +133,53 @@ fn refund(env: Env<'_>, r: Refund) -> BoxFuture<'_, Result<String, ToolError>> {
     })
 }
 
+/// The folder of the gate files (`TOOLGATE_PG_GATE`).
+fn gate() -> std::path::PathBuf {
+    std::path::PathBuf::from(std::env::var_os("TOOLGATE_PG_GATE").expect("TOOLGATE_PG_GATE"))
+}
+
+/// Records a run of `order_id` in the gate folder: the file `<order_id>.ran-<pid>`.
+fn ran(order_id: &str) {
+    let file = gate().join(format!("{order_id}.ran-{}", std::process::id()));
+    std::fs::write(file, "").unwrap();
+}
+
+/// The runs of `order_id` recorded in the gate folder `dir`, in every process.
+pub(crate) fn runs_in_gate(dir: &std::path::Path, order_id: &str) -> usize {
+    let prefix = format!("{order_id}.ran-");
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            name.to_string_lossy().starts_with(&prefix)
+        })
+        .count()
+}
+
+fn hold(_env: Env<'_>, r: Refund) -> BoxFuture<'_, Result<String, ToolError>> {
+    Box::pin(async move {
+        ran(&r.order_id);
+        while !gate().join(&r.order_id).exists() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Ok(format!("refunded {} on {}", r.amount_cents, r.order_id))
+    })
+}
+
+fn hold_sync(_env: Env<'_>, r: Refund) -> Result<String, ToolError> {
+    ran(&r.order_id);
+    while !gate().join(&r.order_id).exists() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(format!("refunded {} on {}", r.amount_cents, r.order_id))
+}
+
 /// The agent, its ledger client given, claims lasting `lease`, with `log` when given.
 pub(crate) fn dispatcher(ledger: Ledger, lease: Duration, log: Option<AuditLog>) -> Dispatcher {
     let mut builder = Dispatcher::builder()
         .tool(ToolDef::new_async("refund", "Refunds an order.", refund).effect(Effect::write()))
+        .tool(ToolDef::new_async("hold", "Refunds, when let.", hold).effect(Effect::write()))
+        .tool(ToolDef::sync("hold_sync", "Refunds, when let.", hold_sync).effect(Effect::write()))
         .tool(
             ToolDef::sync("lookup", "Looks an order up.", |_env, l: Lookup| {
                 Ok(format!("order {} is open", l.order_id))

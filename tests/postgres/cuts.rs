@@ -13,7 +13,9 @@ use toolgate::approval::Decisions;
 use toolgate::audit::AuditLog;
 use toolgate::dispatch::{Effect, PreHookDef, ToolDef};
 use toolgate::store::postgres::{PostgresAuditSink, PostgresStore};
-use toolgate::store::{AnswerStore, CallKey, Claim, InputDigest, PendingStore, Remembered, Taken};
+use toolgate::store::{
+    AnswerStore, CallKey, Claim, InputDigest, PendingStore, Remembered, Taken, Token,
+};
 use toolgate::{Decision, Dispatcher, HookContext, Reply, ToolUse};
 
 use crate::proxy::Proxy;
@@ -199,8 +201,9 @@ fn a_release_sent_again_never_forgets_the_claim_another_worker_made_in_between()
     let other = PostgresStore::connect(&db.settings).unwrap();
     let key = CallKey::new("sess_forget", "toolu_1");
     let digest = InputDigest([7; 32]);
+    let token = Token::draw();
     assert_eq!(
-        toolgate::block_on(cut.claim(key, digest, LONG)).unwrap(),
+        toolgate::block_on(cut.claim(key, token, digest, LONG)).unwrap(),
         Claim::Claimed
     );
     proxy.cut_at("DELETE 1");
@@ -209,10 +212,10 @@ fn a_release_sent_again_never_forgets_the_claim_another_worker_made_in_between()
         // The call halted before its tool started: its claim is released. The release's
         // delete commits, its answer is cut, and it is sent again once the key was claimed
         // anew by a retry on another worker.
-        let release = s.spawn(|| toolgate::block_on(cut.release(key, false)));
+        let release = s.spawn(|| toolgate::block_on(cut.release(key, token, false)));
         proxy.wait_cuts(1);
         assert_eq!(
-            toolgate::block_on(other.claim(key, digest, LONG)).unwrap(),
+            toolgate::block_on(other.claim(key, Token::draw(), digest, LONG)).unwrap(),
             Claim::Claimed,
             "the released key is claimed by the retry"
         );
@@ -220,7 +223,7 @@ fn a_release_sent_again_never_forgets_the_claim_another_worker_made_in_between()
         release.join().unwrap().expect("the release is done");
     });
     assert_eq!(
-        toolgate::block_on(other.claim(key, digest, LONG)).unwrap(),
+        toolgate::block_on(other.claim(key, Token::draw(), digest, LONG)).unwrap(),
         Claim::Seen(Remembered::InProgress { digest }),
         "the retry's claim still holds: a third attempt does not run"
     );
@@ -235,17 +238,18 @@ fn a_put_back_sent_again_never_frees_the_take_another_worker_made_in_between() {
     let runs = Arc::new(AtomicUsize::new(0));
     let turn = paused(&other, &counting(&runs, None), "sess_put_back");
     let (session_id, turn_id) = (turn.session_id.as_str(), turn.turn_id.as_str());
+    let token = Token::draw();
     assert_eq!(
-        toolgate::block_on(cut.take(session_id, turn_id, LONG)).unwrap(),
+        toolgate::block_on(cut.take(session_id, turn_id, token, LONG)).unwrap(),
         Taken::Turn(turn.clone())
     );
     proxy.cut_at("UPDATE 1");
     proxy.hold_after_cut();
     std::thread::scope(|s| {
-        let put_back = s.spawn(|| toolgate::block_on(cut.put_back(session_id, turn_id)));
+        let put_back = s.spawn(|| toolgate::block_on(cut.put_back(session_id, turn_id, token)));
         proxy.wait_cuts(1);
         assert_eq!(
-            toolgate::block_on(other.take(session_id, turn_id, LONG)).unwrap(),
+            toolgate::block_on(other.take(session_id, turn_id, Token::draw(), LONG)).unwrap(),
             Taken::Turn(turn.clone()),
             "the turn put back is taken by another worker"
         );
@@ -253,7 +257,7 @@ fn a_put_back_sent_again_never_frees_the_take_another_worker_made_in_between() {
         put_back.join().unwrap().expect("the put back is done");
     });
     assert_eq!(
-        toolgate::block_on(other.take(session_id, turn_id, LONG)).unwrap(),
+        toolgate::block_on(other.take(session_id, turn_id, Token::draw(), LONG)).unwrap(),
         Taken::Resuming,
         "the other worker's take still holds: a third does not resume the turn"
     );

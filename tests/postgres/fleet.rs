@@ -1,7 +1,8 @@
 //! Real processes sharing one database are one agent: a fleet of four workers answering 2 000
 //! calls, a fifth retried on another worker (some while the first attempt still runs); one
 //! paused turn resumed by 2 and by 8 processes at once; a worker killed (SIGKILL) inside a
-//! write tool, its call retried on another worker after the lease.
+//! write tool, its call retried on another worker: in progress within the lease its store
+//! renewed until the kill, interrupted after it.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -43,7 +44,7 @@ fn spec(i: usize) -> CallSpec {
 }
 
 /// The audit lines of `chain` as JSON.
-fn audit_lines(sql: &Sql, chain: &str) -> Vec<Value> {
+pub(crate) fn audit_lines(sql: &Sql, chain: &str) -> Vec<Value> {
     sql.rows(&format!(
         "SELECT convert_from(line, 'UTF8') FROM toolgate_audit WHERE chain = '{chain}' ORDER BY seq"
     ))
@@ -53,7 +54,7 @@ fn audit_lines(sql: &Sql, chain: &str) -> Vec<Value> {
 }
 
 /// Verifies the database's chains, which must hold.
-fn verify_chains(db: &TestDb) {
+pub(crate) fn verify_chains(db: &TestDb) {
     let store = PostgresStore::connect(&db.settings).unwrap();
     let verdict = toolgate::block_on(store.audit_sink().verify(None)).unwrap();
     assert!(verdict.is_ok(), "{}\n{}", verdict.calls, verdict.sessions);
@@ -209,6 +210,7 @@ fn resume_race(processes: usize) {
                 worker: w as i32,
                 session: "sess_resume".to_owned(),
                 turn_id: turn.turn_id.clone(),
+                lease_ms: 15_000,
                 ready: dir.join(format!("ready{w}")),
                 go: go.clone(),
                 out: dir.join(format!("resume{w}.out")),
@@ -265,7 +267,7 @@ fn check_resumes(sql: &Sql, dir: &Path, processes: usize, turn_id: &str) {
 }
 
 /// Waits (polling, bounded) until `ready`.
-fn wait_for(mut ready: impl FnMut() -> bool) {
+pub(crate) fn wait_for(mut ready: impl FnMut() -> bool) {
     for _ in 0..6000 {
         if ready() {
             return;
@@ -291,7 +293,9 @@ fn a_worker_killed_inside_a_write_tool_is_answered_as_interrupted_and_never_run_
     let sql = Sql::connect(&db.settings);
     agent::make_ledger(&sql);
     let dir = TempDir::new("pg-kill");
-    let lease_ms = 600;
+    // Renewed every second until the kill: the retry, a process started after it, comes
+    // within the lease.
+    let lease_ms = 3000;
     let call = CallSpec {
         id: "toolu_block".to_owned(),
         order_id: "o_block_1".to_owned(),
@@ -333,9 +337,10 @@ fn a_worker_killed_inside_a_write_tool_is_answered_as_interrupted_and_never_run_
     worker::finish(worker::spawn(&job, &dir, "retry"), "retry");
     assert_eq!(
         std::fs::read_to_string(&out).unwrap(),
-        "answer:Not run: this call was interrupted earlier while the tool ran, so it may or may \
-         not have taken effect, and it is not run again. Check whether it took effect before \
-         making the call again."
+        "in_progress\nanswer:Not run: this call was interrupted earlier while the tool ran, so \
+         it may or may not have taken effect, and it is not run again. Check whether it took \
+         effect before making the call again.",
+        "in progress within the lease, interrupted after it"
     );
     assert_eq!(
         sql.int("SELECT count(*) FROM ledger WHERE order_id = 'o_block_1'"),

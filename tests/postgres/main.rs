@@ -20,6 +20,7 @@ mod cuts;
 mod drops;
 mod fleet;
 mod inbox;
+mod leases;
 mod proxy;
 mod sealed;
 mod stores;

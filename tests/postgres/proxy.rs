@@ -4,7 +4,8 @@
 //! once the statement's transaction has committed (the tag and `ReadyForQuery` leave together,
 //! after the commit), so the client is left with a statement the server ran and an answer it
 //! never gets: the unknown outcome a crash or a network cut leaves. After a cut, new connections
-//! can be held (accepted, not yet forwarded) until the test lets them through.
+//! can be held (accepted, not yet forwarded) or refused (closed at once: the database out of
+//! reach) until the test lets them through.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -83,6 +84,9 @@ struct State {
     /// Whether connections opened after a cut wait until [`Proxy::let_through`].
     hold_after_cut: bool,
     holding: bool,
+    /// Whether connections opened after a cut are closed at once until [`Proxy::let_through`].
+    refuse_after_cut: bool,
+    refusing: bool,
 }
 
 /// The proxy: listening on 127.0.0.1 until the test process ends.
@@ -141,11 +145,19 @@ impl Proxy {
         self.state.0.lock().unwrap().hold_after_cut = true;
     }
 
+    /// Connections opened after the next cut are closed at once (the database out of reach)
+    /// until [`let_through`](Self::let_through).
+    pub(crate) fn refuse_after_cut(&self) {
+        self.state.0.lock().unwrap().refuse_after_cut = true;
+    }
+
     /// Lets the held connections (and every later one) through.
     pub(crate) fn let_through(&self) {
         let mut state = self.state.0.lock().unwrap();
         state.hold_after_cut = false;
         state.holding = false;
+        state.refuse_after_cut = false;
+        state.refusing = false;
         self.state.1.notify_all();
     }
 
@@ -170,6 +182,10 @@ fn accept(listener: &TcpListener, upstream: &Upstream, state: &Arc<(Mutex<State>
             let mut s = state.0.lock().unwrap();
             while s.holding {
                 s = state.1.wait(s).unwrap();
+            }
+            if s.refusing {
+                // Closed before a byte of the server's.
+                continue;
             }
         }
         let Ok(server) = Socket::connect(upstream) else {
@@ -216,6 +232,7 @@ fn answers(mut server: Socket, mut client: Socket, state: &(Mutex<State>, Condva
                 s.armed = None;
                 s.cuts += 1;
                 s.holding = s.hold_after_cut;
+                s.refusing = s.refuse_after_cut;
                 state.1.notify_all();
                 drop(s);
                 server.shutdown();

@@ -9,8 +9,8 @@ use std::sync::{Arc, Barrier};
 
 use serde_json::json;
 use toolgate::dispatch::{PreHookDef, ToolDef};
-use toolgate::store::conformance;
 use toolgate::store::postgres::PostgresStore;
+use toolgate::store::{Token, conformance};
 use toolgate::{CallError, Decision, Dispatcher, HookContext, ToolUse};
 
 use crate::server::{self, Sql};
@@ -86,7 +86,7 @@ fn a_version_1_database_is_migrated_and_its_answers_replay_as_calls_without_a_tu
     let digest = InputDigest([5; 32]);
     let old = CallKey::new("s_old", "toolu_old");
     assert_eq!(
-        toolgate::block_on(store.claim(old, digest, lease)).unwrap(),
+        toolgate::block_on(store.claim(old, Token::draw(), digest, lease)).unwrap(),
         Claim::Seen(Remembered::Answered {
             digest,
             outcome: toolgate::audit::Outcome::Ok,
@@ -96,7 +96,7 @@ fn a_version_1_database_is_migrated_and_its_answers_replay_as_calls_without_a_tu
     );
     let named = CallKey::in_turn("s_old", "chatcmpl-1", "toolu_old");
     assert_eq!(
-        toolgate::block_on(store.claim(named, digest, lease)).unwrap(),
+        toolgate::block_on(store.claim(named, Token::draw(), digest, lease)).unwrap(),
         Claim::OtherTurn { in_progress: false },
         "and a call of a turn cannot be told from it"
     );
@@ -293,6 +293,7 @@ fn a_read_only_connection_reads_the_trail_and_the_server_refuses_its_writes() {
     let key = CallKey::new("s_2", "toolu_2");
     let refused = toolgate::block_on(operator.claim(
         key,
+        Token::draw(),
         InputDigest([0; 32]),
         std::time::Duration::from_secs(60),
     ))
@@ -313,6 +314,9 @@ fn a_database_at_schema_version_1_is_migrated_and_keeps_its_rows() {
     use toolgate::store::{AnswerStore, CallKey, Claim, InputDigest, Remembered};
     let db = server::database();
     let sql = Sql::connect(&db.settings);
+    let claim = |store: &PostgresStore, key, digest, lease| {
+        toolgate::block_on(store.claim(key, Token::draw(), digest, lease)).unwrap()
+    };
     // What a build of schema version 1 left: its tables, and a claim whose worker died.
     sql.run(
         "CREATE TABLE toolgate_schema (
@@ -340,12 +344,12 @@ fn a_database_at_schema_version_1_is_migrated_and_keeps_its_rows() {
     let lease = std::time::Duration::from_secs(60);
     let digest = InputDigest([7; 32]);
     assert_eq!(
-        toolgate::block_on(store.claim(CallKey::new("s_old", "toolu_1"), digest, lease)).unwrap(),
+        claim(&store, CallKey::new("s_old", "toolu_1"), digest, lease),
         Claim::Seen(Remembered::Interrupted { digest }),
         "the old claim, its lease over, is interrupted: no token of a new claim matches it"
     );
     assert_eq!(
-        toolgate::block_on(store.claim(CallKey::new("s_old", "toolu_2"), digest, lease)).unwrap(),
+        claim(&store, CallKey::new("s_old", "toolu_2"), digest, lease),
         Claim::Claimed
     );
 }

@@ -28,7 +28,7 @@ pub(crate) struct CallSpec {
 }
 
 impl CallSpec {
-    fn tool_use(&self) -> toolgate::ToolUse {
+    pub(crate) fn tool_use(&self) -> toolgate::ToolUse {
         match self.cents {
             Some(cents) => agent::refund_call(&self.id, &self.order_id, cents),
             None => agent::lookup_call(&self.id, &self.order_id),
@@ -51,12 +51,14 @@ pub(crate) enum Job {
         out: PathBuf,
     },
     /// Resumes `turn_id` once, at the same moment as the other workers (each writes `ready`,
-    /// then waits for `go`); writes what it got to `out`.
+    /// then waits for `go`), its takes and claims lasting `lease_ms`; writes what it got to
+    /// `out`.
     Resume {
         db: String,
         worker: i32,
         session: String,
         turn_id: String,
+        lease_ms: u64,
         ready: PathBuf,
         go: PathBuf,
         out: PathBuf,
@@ -81,13 +83,42 @@ pub(crate) enum Job {
         go: PathBuf,
         out: PathBuf,
     },
-    /// Retries `call` until it is no longer in progress; writes the answer to `out`.
+    /// Retries `call` until it is no longer in progress; writes the first attempt's answer and
+    /// the last one to `out`, a line each.
     Retry {
         db: String,
         worker: i32,
         session: String,
         lease_ms: u64,
         call: CallSpec,
+        out: PathBuf,
+    },
+    /// Runs `call` of the gated tool `tool` (`hold`, `hold_sync`: `agent.rs`) with claims of
+    /// `lease_ms`, its store connected with `store` (the test database, or a proxy in front of
+    /// it) and a connect timeout of `connect_timeout_ms`, its context clock `clock` (`system`,
+    /// `fixed`, `skewed`); creates `<out>.lost` when a renewal of its claim fails; writes its
+    /// host's answer and its lease stats (held, renewed, renewals, failed, fenced) to `out`.
+    Hold {
+        db: String,
+        store: String,
+        connect_timeout_ms: u64,
+        worker: i32,
+        session: String,
+        lease_ms: u64,
+        tool: String,
+        clock: String,
+        call: CallSpec,
+        out: PathBuf,
+    },
+    /// Runs `calls` one after another, each again while it is in progress (as a host would),
+    /// appending every attempt's answer to `out` as it comes (`{"id", "got"}` lines): the
+    /// chaos test kills and starts it again at random.
+    Chaos {
+        db: String,
+        worker: i32,
+        session: String,
+        lease_ms: u64,
+        calls: Vec<CallSpec>,
         out: PathBuf,
     },
 }
@@ -100,6 +131,7 @@ pub(crate) fn spawn(job: &Job, dir: &Path, name: &str) -> Child {
         .args(["worker::entry", "--exact", "--ignored", "--nocapture"])
         .args(["--test-threads", "1"])
         .env("TOOLGATE_PG_WORKER", &path)
+        .env("TOOLGATE_PG_GATE", dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -144,10 +176,22 @@ fn entry() {
             worker,
             session,
             turn_id,
+            lease_ms,
             ready,
             go,
             out,
-        } => rt.block_on(resume(&db, worker, &session, &turn_id, (&ready, &go), &out)),
+        } => {
+            let lease = Duration::from_millis(lease_ms);
+            let files = (ready.as_path(), go.as_path());
+            rt.block_on(resume(
+                &db,
+                (worker, lease),
+                &session,
+                &turn_id,
+                files,
+                &out,
+            ));
+        }
         Job::Block {
             db,
             worker,
@@ -171,6 +215,35 @@ fn entry() {
             go,
             out,
         } => rt.block_on(resume_ready(&db, worker, (&ready, &go), &out)),
+        Job::Hold {
+            db,
+            store,
+            connect_timeout_ms,
+            worker,
+            session,
+            lease_ms,
+            tool,
+            clock,
+            call,
+            out,
+        } => {
+            let at = Held {
+                store,
+                connect_timeout: Duration::from_millis(connect_timeout_ms),
+                lease: Duration::from_millis(lease_ms),
+                tool,
+                clock,
+            };
+            rt.block_on(held(&db, worker, &session, at, call, &out));
+        }
+        Job::Chaos {
+            db,
+            worker,
+            session,
+            lease_ms,
+            calls,
+            out,
+        } => rt.block_on(chaos(&db, worker, &session, lease_ms, calls, &out)),
     }
 }
 
@@ -293,7 +366,7 @@ async fn run_one(
 
 async fn resume(
     db: &str,
-    worker: i32,
+    (worker, lease): (i32, Duration),
     session: &str,
     turn_id: &str,
     (ready, go): (&Path, &Path),
@@ -301,7 +374,6 @@ async fn resume(
 ) {
     let (store, sink, log) = connect(db);
     let ledger = Ledger::connect(db, worker).await;
-    let lease = toolgate::dispatch::DispatcherBuilder::DEFAULT_CLAIM_LEASE;
     let d = agent::dispatcher(ledger, lease, Some(log));
     let session = d.session_with_store(agent::context(session), Arc::new(store.clone()));
     let decisions = Decisions::builder()
@@ -383,15 +455,114 @@ async fn retry(db: &str, worker: i32, session: &str, lease_ms: u64, call: CallSp
     let d = agent::dispatcher(ledger, Duration::from_millis(lease_ms), Some(log));
     let session = d.session_with_store(agent::context(session), Arc::new(store));
     let tool_use = call.tool_use();
-    let mut got = String::new();
+    let first = outcome(&session.call(&tool_use).await);
+    let mut got = first.clone();
     for _ in 0..3000 {
-        got = outcome(&session.call(&tool_use).await);
         if got != "in_progress" {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
+        got = outcome(&session.call(&tool_use).await);
     }
     session.end();
     sink.flush().await.expect("the audit lines are written");
-    std::fs::write(out, got).unwrap();
+    std::fs::write(out, format!("{first}\n{got}")).unwrap();
+}
+
+/// How a `Hold` worker runs.
+struct Held {
+    store: String,
+    connect_timeout: Duration,
+    lease: Duration,
+    tool: String,
+    clock: String,
+}
+
+/// The context of `session` with the clock `clock`: `system`, `fixed` (2020-01-01) or `skewed`
+/// (an hour ahead of the machine's). The store's clock judges leases, never this one.
+pub(crate) fn context_at(session: &str, clock: &str) -> toolgate::HookContext {
+    let clock = match clock {
+        "system" => toolgate::dispatch::Clock::System,
+        "fixed" => toolgate::dispatch::Clock::fixed(
+            std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_577_836_800),
+        ),
+        "skewed" => toolgate::dispatch::Clock::Custom(Arc::new(|| {
+            std::time::SystemTime::now() + Duration::from_secs(3600)
+        })),
+        other => panic!("no clock {other:?}"),
+    };
+    toolgate::HookContext::builder("u_fleet", session)
+        .clock(clock)
+        .build()
+}
+
+async fn held(db: &str, worker: i32, session: &str, at: Held, call: CallSpec, out: &Path) {
+    crate::support::leases::mark_when_a_renewal_fails(&out.with_extension("lost"));
+    let store = PostgresStore::builder(&at.store)
+        .connect_timeout(at.connect_timeout)
+        .connect()
+        .expect("the worker's store connects");
+    // The audit lines go straight to the database, whatever happens to the store's path.
+    let (_audit, sink, log) = connect(db);
+    let ledger = Ledger::connect(db, worker).await;
+    let d = agent::dispatcher(ledger, at.lease, Some(log));
+    let session = d.session_with_store(context_at(session, &at.clock), Arc::new(store));
+    let tool_use = toolgate::ToolUse::new(
+        &call.id,
+        &at.tool,
+        serde_json::json!({"order_id": call.order_id, "amount_cents": call.cents}),
+    );
+    let got = outcome(&session.call(&tool_use).await);
+    session.end();
+    sink.flush().await.expect("the audit lines are written");
+    let s = d.lease_stats();
+    let stats = [s.held, s.renewed, s.renewals, s.renewals_failed, s.fenced];
+    let stats: Vec<String> = stats.iter().map(u64::to_string).collect();
+    std::fs::write(out, format!("{got}\n{}", stats.join(" "))).unwrap();
+}
+
+/// One attempt of the chaos test, as a worker appends it.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Tried {
+    pub(crate) id: String,
+    pub(crate) got: String,
+}
+
+async fn chaos(
+    db: &str,
+    worker: i32,
+    session: &str,
+    lease_ms: u64,
+    calls: Vec<CallSpec>,
+    out: &Path,
+) {
+    use std::io::Write as _;
+    let (store, sink, log) = connect(db);
+    let ledger = Ledger::connect(db, worker).await;
+    let d = agent::dispatcher(ledger, Duration::from_millis(lease_ms), Some(log));
+    let session = d.session_with_store(agent::context(session), Arc::new(store));
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(out)
+        .unwrap();
+    for call in &calls {
+        let tool_use = call.tool_use();
+        loop {
+            let got = outcome(&session.call(&tool_use).await);
+            let tried = Tried {
+                id: call.id.clone(),
+                got,
+            };
+            // One write per line: a kill leaves whole lines (and at most a torn last one).
+            let line = serde_json::to_string(&tried).unwrap() + "\n";
+            file.write_all(line.as_bytes()).unwrap();
+            if tried.got != "in_progress" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    session.end();
+    sink.flush().await.expect("the audit lines are written");
 }

@@ -151,6 +151,7 @@ fn record() -> impl Strategy<Value = Value> {
         proptest::collection::vec((text(), text()), 0..3),
         proptest::option::of(text()),
         proptest::option::of(text()),
+        proptest::option::of((any::<u64>(), any::<u64>(), any::<u64>(), 0u64..2)),
         any::<bool>(),
     );
     (head, tail).prop_map(|(head, tail)| {
@@ -178,6 +179,7 @@ fn record() -> impl Strategy<Value = Value> {
             asked_by,
             approved_by,
             denied_by,
+            lease,
             is_final,
         ) = tail;
         let mut m = Map::new();
@@ -225,6 +227,13 @@ fn record() -> impl Strategy<Value = Value> {
         }
         if let Some(by) = denied_by {
             m.insert("denied_by".into(), json!(by));
+        }
+        if let Some((lease_ms, renew_every_ms, renewals, renewals_failed)) = lease {
+            m.insert(
+                "lease".into(),
+                json!({"lease_ms": lease_ms, "renew_every_ms": renew_every_ms,
+                       "renewals": renewals, "renewals_failed": renewals_failed}),
+            );
         }
         m.insert("final".into(), json!(is_final));
         Value::Object(m)

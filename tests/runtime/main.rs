@@ -26,6 +26,7 @@ mod hook_runs;
 mod ids;
 mod inbox;
 mod invalid_input;
+mod leases;
 mod limits;
 mod observers;
 mod otel_spans;

@@ -22,7 +22,7 @@ use toolgate::{
     dispatch::ToolDef,
     store::{
         AnswerStore, CallKey, Claim, InputDigest, MemoryAnswerStore, MemoryPendingStore,
-        PendingStore, sqlite::SqliteStore,
+        PendingStore, Token, sqlite::SqliteStore,
     },
 };
 
@@ -244,7 +244,8 @@ fn a_later_turn_waits_while_the_first_turns_call_with_the_id_is_in_progress() {
     let s = clock_dispatcher(&runs, &dir).session_with_store(ctx(), store.clone());
     // The first turn's call is claimed (as a worker running it holds it) and not answered.
     let first = CallKey::in_turn("sess_recycled", "msg_01A", "toolu_time_0");
-    let claim = toolgate::block_on(store.claim(first, InputDigest([1; 32]), Duration::MAX));
+    let token = Token::draw();
+    let claim = toolgate::block_on(store.claim(first, token, InputDigest([1; 32]), Duration::MAX));
     assert_eq!(claim.unwrap(), Claim::Claimed);
     let later = assistant_with_id("msg_01B", get_time("toolu_time_0", json!({})), "tool_use");
     let e = toolgate::block_on(s.respond(&later)).unwrap_err();
@@ -255,7 +256,8 @@ fn a_later_turn_waits_while_the_first_turns_call_with_the_id_is_in_progress() {
     );
     // Once it is answered, the later turn's call runs as its own.
     let answer = ToolResult::text("toolu_time_0", "11:55 UTC");
-    toolgate::block_on(store.answered(first, toolgate::audit::Outcome::Ok, &answer)).unwrap();
+    let answered = store.answered(first, token, toolgate::audit::Outcome::Ok, &answer);
+    toolgate::block_on(answered).unwrap();
     assert_eq!(text(toolgate::block_on(s.respond(&later))), "12:00 UTC");
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
@@ -393,30 +395,33 @@ impl AnswerStore for IgnoresTurns {
     fn claim<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         digest: InputDigest,
         lease: Duration,
     ) -> toolgate::store::StoreFuture<'a, Result<Claim, toolgate::store::StoreError>> {
-        self.0
-            .claim(CallKey::new(key.session_id, key.tool_use_id), digest, lease)
+        let key = CallKey::new(key.session_id, key.tool_use_id);
+        self.0.claim(key, token, digest, lease)
     }
 
     fn answered<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         outcome: toolgate::audit::Outcome,
         result: &'a ToolResult,
     ) -> toolgate::store::StoreFuture<'a, Result<(), toolgate::store::StoreError>> {
         let key = CallKey::new(key.session_id, key.tool_use_id);
-        self.0.answered(key, outcome, result)
+        self.0.answered(key, token, outcome, result)
     }
 
     fn release<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         tool_started: bool,
     ) -> toolgate::store::StoreFuture<'a, Result<(), toolgate::store::StoreError>> {
         let key = CallKey::new(key.session_id, key.tool_use_id);
-        self.0.release(key, tool_started)
+        self.0.release(key, token, tool_started)
     }
 }
 

@@ -19,7 +19,7 @@ use toolgate::{
     dispatch::{BoxFuture, Env, HookError, PreHookDef, ToolDef},
     store::{
         AnswerStore, CallKey, Claim, InputDigest, MemoryAnswerStore, Remembered, StoreError,
-        StoreFuture,
+        StoreFuture, Token,
     },
 };
 
@@ -486,6 +486,7 @@ impl AnswerStore for HostStore {
     fn claim<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         digest: InputDigest,
         lease: Duration,
     ) -> StoreFuture<'a, Result<Claim, StoreError>> {
@@ -494,29 +495,31 @@ impl AnswerStore for HostStore {
             return StoreFuture::ready(Err(StoreError::new("connection refused (db-7:5432)")));
         }
         // A real database answers later: exercise the boxed path.
-        let claim = self.inner.claim(key, digest, lease);
+        let claim = self.inner.claim(key, token, digest, lease);
         StoreFuture::boxed(claim)
     }
 
     fn answered<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         outcome: Outcome,
         result: &'a ToolResult,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
-        self.inner.answered(key, outcome, result)
+        self.inner.answered(key, token, outcome, result)
     }
 
     fn release<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         tool_started: bool,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
-        self.inner.release(key, tool_started)
+        self.inner.release(key, token, tool_started)
     }
 
-    fn abandon(&self, key: CallKey<'_>, tool_started: bool) {
-        self.inner.abandon(key, tool_started)
+    fn abandon(&self, key: CallKey<'_>, token: Token, tool_started: bool) {
+        self.inner.abandon(key, token, tool_started)
     }
 }
 

@@ -130,10 +130,13 @@ fn a_hidden_field_is_in_no_byte_of_the_paused_turn_and_the_resumed_tool_gets_it(
         [sealed::real("o_1", 25000)],
         "the real PIN and token"
     );
-    let Taken::Resumed(kept) =
-        toolgate::block_on(store.take(sealed::SESSION, "msg_sealed", Duration::from_secs(600)))
-            .unwrap()
-    else {
+    let Taken::Resumed(kept) = toolgate::block_on(store.take(
+        sealed::SESSION,
+        "msg_sealed",
+        toolgate::store::Token::draw(),
+        Duration::from_secs(600),
+    ))
+    .unwrap() else {
         panic!("the turn's answer is kept");
     };
     assert_eq!(kept, sealed::resumed_answer());

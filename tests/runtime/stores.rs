@@ -16,7 +16,7 @@ use toolgate::{
     dispatch::{PreHookDef, ToolDef},
     store::{
         AnswerStore, CallKey, InputDigest, MemoryAnswerStore, MemoryPendingStore, PendingStore,
-        StoreError, conformance,
+        StoreError, Token, conformance,
     },
 };
 
@@ -186,7 +186,8 @@ fn a_claim_whose_worker_died_is_answered_as_interrupted_and_never_run_again() {
     // A worker claimed the call, then died before it answered (nothing releases the claim).
     let digest = InputDigest::of(&call.input, 32);
     let key = CallKey::new("sess_stores", "toolu_1");
-    let claimed = toolgate::block_on(store.claim(key, digest, Duration::from_millis(100)));
+    let token = toolgate::store::Token::draw();
+    let claimed = toolgate::block_on(store.claim(key, token, digest, Duration::from_millis(100)));
     assert_eq!(claimed.unwrap(), toolgate::store::Claim::Claimed);
     let session = d.session_with_store(ctx(), store.clone());
     // Within the lease, a retry on another worker is refused as in progress.
@@ -221,15 +222,17 @@ impl AnswerStore for LostAfterRun {
     fn claim<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         digest: InputDigest,
         lease: Duration,
     ) -> toolgate::store::StoreFuture<'a, Result<toolgate::store::Claim, StoreError>> {
-        self.0.claim(key, digest, lease)
+        self.0.claim(key, token, digest, lease)
     }
 
     fn answered<'a>(
         &'a self,
         _key: CallKey<'a>,
+        _token: Token,
         _outcome: toolgate::audit::Outcome,
         _result: &'a ToolResult,
     ) -> toolgate::store::StoreFuture<'a, Result<(), StoreError>> {
@@ -239,9 +242,10 @@ impl AnswerStore for LostAfterRun {
     fn release<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         tool_started: bool,
     ) -> toolgate::store::StoreFuture<'a, Result<(), StoreError>> {
-        self.0.release(key, tool_started)
+        self.0.release(key, token, tool_started)
     }
 }
 
@@ -425,6 +429,7 @@ impl PendingStore for Down {
         &'a self,
         _session_id: &'a str,
         _turn_id: &'a str,
+        _token: Token,
         _lease: Duration,
     ) -> toolgate::store::StoreFuture<'a, Result<toolgate::store::Taken, StoreError>> {
         toolgate::store::StoreFuture::ready(Ok(toolgate::store::Taken::Missing))
@@ -434,6 +439,7 @@ impl PendingStore for Down {
         &'a self,
         _session_id: &'a str,
         _turn_id: &'a str,
+        _token: Token,
         _answer: &'a serde_json::Value,
     ) -> toolgate::store::StoreFuture<'a, Result<(), StoreError>> {
         toolgate::store::StoreFuture::ready(Ok(()))
@@ -443,6 +449,7 @@ impl PendingStore for Down {
         &'a self,
         _session_id: &'a str,
         _turn_id: &'a str,
+        _token: Token,
     ) -> toolgate::store::StoreFuture<'a, Result<(), StoreError>> {
         toolgate::store::StoreFuture::ready(Ok(()))
     }

@@ -4,8 +4,13 @@
 //! cut short is refused at every take; a paused turn resumed at once by two processes, and by
 //! eight threads with a connection each, runs its refund once; a turn paused in one process by a
 //! session on the store (no `put`) is approved as the store shows it and resumed in another; a
-//! call whose process was killed while its tool ran is answered as interrupted after the lease
-//! and never run again.
+//! call whose process was killed while its tool ran is in progress for a retry within its short
+//! lease, answered as interrupted after it, and never run again; a live call held five leases (a
+//! sync tool and an async one, the worker's context clock fixed or an hour off) is never
+//! interrupted, its claim renewed by the store's thread; a worker cut off from the file (another
+//! process holds its write lock past the busy timeout, so its renewal fails) has its call
+//! answered interrupted by a retry, and its late answer is refused: its host gets the store's
+//! answer, and the audit trail has one final line for the call.
 //!
 //! The two-process tests run this test binary again as child processes: [`worker`], an ignored
 //! test selected with `--ignored --exact sqlite::worker`, does the job named by
@@ -24,7 +29,7 @@ use toolgate::{
     audit::AuditLog,
     dispatch::{Effect, PreHookDef, ToolDef},
     store::sqlite::SqliteStore,
-    store::{AnswerStore, CallKey, Claim, InputDigest, PendingStore, conformance},
+    store::{AnswerStore, CallKey, Claim, InputDigest, PendingStore, Token, conformance},
 };
 
 use crate::support::sealed::{self, Paid};
@@ -39,8 +44,11 @@ const NOT_RUN_AGAIN: &str = "Not run: this call was interrupted earlier while th
 const BEING_RESUMED: &str = "the paused turn \"toolu_big\" is being resumed by another caller; \
      nothing was run: ask again once it is done to get its answer";
 
-/// The worker's job (`resume`, `crash`); unset, the worker does nothing.
+/// The worker's job (`resume`, `crash`, `hold`); unset, the worker does nothing.
 const JOB: &str = "TOOLGATE_SQLITE_WORKER";
+/// The `hold` worker's tool (`refund` or `refund_async`) and context clock (`system`, `fixed`:
+/// 2020-01-01, `skewed`: an hour ahead), as `TOOL CLOCK`.
+const HOLD: &str = "TOOLGATE_SQLITE_HOLD";
 /// The SQLite file the worker opens.
 const FILE: &str = "TOOLGATE_SQLITE_FILE";
 /// Where the worker reports: `<OUT>.ready` once it is set up, `<OUT>` what it got.
@@ -78,6 +86,7 @@ fn refunds_in(file: &Path) -> i64 {
 }
 
 /// How the refund tool ends once its refund is in the ledger.
+#[derive(Clone)]
 enum Then {
     /// It answers.
     Answer,
@@ -86,35 +95,101 @@ enum Then {
     AnswerLate,
     /// It creates this file and never returns (a worker to kill).
     Hang(PathBuf),
+    /// It creates `<path>.started`, then answers once `path` exists (the test says when).
+    Wait(PathBuf),
+}
+
+impl Then {
+    /// Ends as `self` says, blocking the thread (the sync tool's way).
+    fn end(&self) {
+        match self {
+            Then::Answer => {}
+            Then::AnswerLate => std::thread::sleep(Duration::from_millis(200)),
+            Then::Hang(marker) => {
+                std::fs::write(marker, "started").unwrap();
+                loop {
+                    std::thread::park();
+                }
+            }
+            Then::Wait(go) => {
+                std::fs::write(go.with_extension("started"), "").unwrap();
+                while !go.exists() {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+        }
+    }
 }
 
 /// A refund tool that writes the ledger in `file`, then ends as `then` says, behind a rule that
 /// asks a person about refunds above 20 000 cents; claims and takes last `lease`.
 fn refunds(file: &Path, lease: Duration, then: Then) -> Dispatcher {
+    refunds_with(file, lease, then, None)
+}
+
+/// Records a refund in the ledger of `file`.
+fn pay(file: &Path, r: &Refund) {
+    ledger(file)
+        .execute(
+            "INSERT INTO ledger (order_id, amount_cents, pid) VALUES (?1, ?2, ?3)",
+            (&r.order_id, r.amount_cents as i64, std::process::id()),
+        )
+        .unwrap();
+}
+
+/// What `refund_async` pays into and how it ends (the dispatcher's state).
+struct AsyncRefund {
+    file: PathBuf,
+    then: Then,
+}
+
+/// The async refund: the same refund, paid and ended on another thread while the call's
+/// future waits (polled by the dispatcher's timer).
+fn refund_async(
+    env: toolgate::dispatch::Env<'_>,
+    r: Refund,
+) -> toolgate::dispatch::BoxFuture<'_, Result<String, toolgate::ToolError>> {
+    let state = env
+        .state::<AsyncRefund>()
+        .map(|s| (s.file.clone(), s.then.clone()));
+    Box::pin(async move {
+        let (file, then) = state.map_err(toolgate::ToolError::internal)?;
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let set = Arc::clone(&done);
+        let order = format!("refunded {} on {}", r.amount_cents, r.order_id);
+        std::thread::spawn(move || {
+            pay(&file, &r);
+            then.end();
+            set.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            futures_timer::Delay::new(Duration::from_millis(5)).await;
+        }
+        Ok(order)
+    })
+}
+
+/// [`refunds`], with `refund_async` too, writing its audit lines to `audit` when given.
+fn refunds_with(file: &Path, lease: Duration, then: Then, audit: Option<&Path>) -> Dispatcher {
+    let state = AsyncRefund {
+        file: file.to_path_buf(),
+        then: then.clone(),
+    };
     let file = file.to_path_buf();
-    Dispatcher::builder()
+    let mut builder = Dispatcher::builder()
         .tool(
             ToolDef::sync("refund", "Refunds an order.", move |_env, r: Refund| {
-                ledger(&file)
-                    .execute(
-                        "INSERT INTO ledger (order_id, amount_cents, pid) VALUES (?1, ?2, ?3)",
-                        (&r.order_id, r.amount_cents as i64, std::process::id()),
-                    )
-                    .unwrap();
-                match &then {
-                    Then::Answer => {}
-                    Then::AnswerLate => std::thread::sleep(Duration::from_millis(200)),
-                    Then::Hang(marker) => {
-                        std::fs::write(marker, "started").unwrap();
-                        loop {
-                            std::thread::park();
-                        }
-                    }
-                }
+                pay(&file, &r);
+                then.end();
                 Ok(format!("refunded {} on {}", r.amount_cents, r.order_id))
             })
             .effect(Effect::write()),
         )
+        .tool(
+            ToolDef::new_async("refund_async", "Refunds an order.", refund_async)
+                .effect(Effect::write()),
+        )
+        .state(state)
         .pre_hook(PreHookDef::sync(
             "app::large_refund",
             10,
@@ -125,9 +200,11 @@ fn refunds(file: &Path, lease: Duration, then: Then) -> Dispatcher {
                 })
             },
         ))
-        .claim_lease(lease)
-        .build()
-        .unwrap()
+        .claim_lease(lease);
+    if let Some(dir) = audit {
+        builder = builder.audit_log(AuditLog::builder().dir(dir).build().unwrap());
+    }
+    builder.build().unwrap()
 }
 
 fn ctx() -> HookContext {
@@ -240,10 +317,10 @@ fn a_file_written_by_a_newer_schema_is_refused_at_open() {
     let dir = TempDir::new("sqlite-newer");
     let file = dir.join("store.sqlite3");
     drop(SqliteStore::open(&file).unwrap());
-    assert_eq!(SqliteStore::SCHEMA_VERSION, 3);
+    assert_eq!(SqliteStore::SCHEMA_VERSION, 4);
     let db = rusqlite::Connection::open(&file).unwrap();
     db.execute(
-        "INSERT INTO toolgate_schema (version, applied_at) VALUES (4, 0)",
+        "INSERT INTO toolgate_schema (version, applied_at) VALUES (5, 0)",
         [],
     )
     .unwrap();
@@ -253,7 +330,7 @@ fn a_file_written_by_a_newer_schema_is_refused_at_open() {
         refused.to_string(),
         format!(
             "the store failed: the SQLite file {} was written by a newer toolgate (schema \
-             version 4); this build knows up to 3",
+             version 5); this build knows up to 4",
             file.display()
         )
     );
@@ -276,7 +353,8 @@ fn a_failure_names_the_operation_and_the_file() {
     let db = rusqlite::Connection::open(&file).unwrap();
     db.execute_batch("DROP TABLE toolgate_calls").unwrap();
     let key = CallKey::new("sess_1", "toolu_1");
-    let failed = toolgate::block_on(store.claim(key, InputDigest([0; 32]), LONG)).unwrap_err();
+    let failed = toolgate::block_on(store.claim(key, Token::draw(), InputDigest([0; 32]), LONG))
+        .unwrap_err();
     assert_eq!(
         failed.to_string(),
         format!(
@@ -461,7 +539,8 @@ fn processes_opening_one_new_file_at_once_apply_its_schema_once() {
                     let store = SqliteStore::open(file).unwrap();
                     let id = format!("toolu_{n}");
                     let key = CallKey::new("sess_fresh", &id);
-                    toolgate::block_on(store.claim(key, InputDigest([1; 32]), LONG)).unwrap()
+                    toolgate::block_on(store.claim(key, Token::draw(), InputDigest([1; 32]), LONG))
+                        .unwrap()
                 })
             })
             .collect();
@@ -476,7 +555,7 @@ fn processes_opening_one_new_file_at_once_apply_its_schema_once() {
             .map(Result::unwrap)
             .collect()
     };
-    assert_eq!(versions, vec![1, 2, 3]);
+    assert_eq!(versions, vec![1, 2, 3, 4]);
 }
 
 /// Schema version 1, as a build of that version wrote it.
@@ -512,11 +591,11 @@ fn a_version_1_file_is_migrated_and_its_answers_replay_as_calls_without_a_turn()
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(versions, [1, 2, 3]);
+    assert_eq!(versions, [1, 2, 3, 4]);
     let digest = InputDigest([5; 32]);
     let old = CallKey::new("sess_sqlite", "toolu_old");
     assert_eq!(
-        toolgate::block_on(store.claim(old, digest, LONG)).unwrap(),
+        toolgate::block_on(store.claim(old, Token::draw(), digest, LONG)).unwrap(),
         Claim::Seen(toolgate::store::Remembered::Answered {
             digest,
             outcome: toolgate::audit::Outcome::Ok,
@@ -526,7 +605,7 @@ fn a_version_1_file_is_migrated_and_its_answers_replay_as_calls_without_a_turn()
     );
     let named = CallKey::in_turn("sess_sqlite", "msg_1", "toolu_old");
     assert_eq!(
-        toolgate::block_on(store.claim(named, digest, LONG)).unwrap(),
+        toolgate::block_on(store.claim(named, Token::draw(), digest, LONG)).unwrap(),
         Claim::OtherTurn { in_progress: false },
         "and a call of a turn cannot be told from it"
     );
@@ -702,8 +781,9 @@ fn a_turn_paused_in_one_process_is_kept_by_its_session_and_resumed_in_another_as
     );
 }
 
-/// The lease of the call the crash worker claims: what the parent lets run out.
-const CRASH_LEASE: Duration = Duration::from_millis(500);
+/// The lease of the call the crash worker claims: what the parent lets run out. Renewed every
+/// third of it while the worker lives, so a retry right after the kill is within it.
+const CRASH_LEASE: Duration = Duration::from_millis(1500);
 
 #[test]
 fn a_call_whose_process_was_killed_while_its_tool_ran_is_never_run_again() {
@@ -717,10 +797,16 @@ fn a_call_whose_process_was_killed_while_its_tool_ran_is_never_run_again() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(refunds_in(&file), 1);
-    std::thread::sleep(CRASH_LEASE * 3);
-    // After the lease, a retry here is answered as interrupted, and nothing runs, ever.
     let d = refunds(&file, LONG, Then::Answer);
     let session = d.session_with_store(ctx(), store.clone());
+    // Within the lease (renewed until the kill), a retry on another worker is in progress.
+    let early = toolgate::block_on(session.call(&crash_call())).unwrap_err();
+    assert!(
+        matches!(early, toolgate::CallError::InProgress { .. }),
+        "{early}"
+    );
+    std::thread::sleep(CRASH_LEASE + CRASH_LEASE / 3);
+    // After it, a retry here is answered as interrupted, and nothing runs, ever.
     for _ in 0..2 {
         let result = toolgate::block_on(session.call(&crash_call())).unwrap();
         assert_eq!(result, ToolResult::error("toolu_crash", NOT_RUN_AGAIN));
@@ -728,7 +814,7 @@ fn a_call_whose_process_was_killed_while_its_tool_ran_is_never_run_again() {
     let other = SqliteStore::open(&file).unwrap();
     let key = CallKey::new("sess_sqlite", "toolu_crash");
     let digest = InputDigest::of(&crash_call().input, 32);
-    let seen = toolgate::block_on(other.claim(key, digest, LONG)).unwrap();
+    let seen = toolgate::block_on(other.claim(key, Token::draw(), digest, LONG)).unwrap();
     assert_eq!(
         seen,
         Claim::Seen(toolgate::store::Remembered::Interrupted { digest })
@@ -740,6 +826,182 @@ fn a_call_whose_process_was_killed_while_its_tool_ran_is_never_run_again() {
     );
 }
 
+/// The lease of the `hold` worker's claim: its tool runs five of them and more.
+const HOLD_LEASE: Duration = Duration::from_millis(300);
+
+/// The `hold` worker's call of `tool`.
+fn held_call(tool: &str) -> ToolUse {
+    ToolUse::new(
+        "toolu_held",
+        tool,
+        json!({"order_id": "o_held", "amount_cents": 700}),
+    )
+}
+
+/// The context of a worker whose clock is `clock` (`system`, `fixed`: 2020-01-01, `skewed`: an
+/// hour ahead of the machine's): the store's clock judges leases, never this one.
+fn ctx_at(clock: &str) -> HookContext {
+    let clock = match clock {
+        "system" => toolgate::dispatch::Clock::System,
+        "fixed" => toolgate::dispatch::Clock::fixed(
+            std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_577_836_800),
+        ),
+        "skewed" => toolgate::dispatch::Clock::Custom(Arc::new(|| {
+            std::time::SystemTime::now() + Duration::from_secs(3600)
+        })),
+        other => panic!("no clock {other:?}"),
+    };
+    HookContext::builder("u_001", "sess_sqlite")
+        .clock(clock)
+        .build()
+}
+
+/// What a `hold` worker reported: its host's answer (or error), and its dispatcher's lease
+/// stats (held, renewed, renewals, renewals failed, fenced).
+struct Held {
+    got: String,
+    stats: [u64; 5],
+}
+
+/// Starts the `hold` worker on `tool` with `clock`, reporting to `out`, and waits until its
+/// tool runs (its refund in the ledger).
+fn start_held(file: &Path, out: &Path, tool: &str, clock: &str) -> Child {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "sqlite::worker", "--test-threads=1"])
+        .env(JOB, "hold")
+        .env(HOLD, format!("{tool} {clock}"))
+        .env(FILE, file)
+        .env(OUT, out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&out.with_extension("started"), &mut child);
+    child
+}
+
+/// Lets the `hold` worker's tool answer, and reads its report once it exited.
+fn finish_held(child: Child, out: &Path) -> Held {
+    std::fs::write(out.with_extension("go"), "").unwrap();
+    let report = finish(child, out);
+    let (got, stats) = report.rsplit_once('\n').expect("two lines");
+    let stats: Vec<u64> = stats.split(' ').map(|n| n.parse().unwrap()).collect();
+    Held {
+        got: got.to_owned(),
+        stats: stats.try_into().unwrap(),
+    }
+}
+
+/// A call held five leases in a worker process (its tool `tool`, its context clock `clock`):
+/// retried meanwhile from this process, it is in progress every time; then answered once, its
+/// claim renewed by the store's thread, and the retry replays that answer.
+fn held_five_leases(tool: &str, clock: &str) {
+    let dir = TempDir::new("sqlite-held");
+    let file = dir.join("store.sqlite3");
+    let store = Arc::new(SqliteStore::open(&file).unwrap());
+    let out = dir.join("held");
+    let child = start_held(&file, &out, tool, clock);
+    let d = refunds_with(&file, HOLD_LEASE, Then::Answer, Some(&dir.join("audit")));
+    let session = d.session_with_store(ctx(), store.clone());
+    let call = held_call(tool);
+    for _ in 0..5 {
+        std::thread::sleep(HOLD_LEASE);
+        let retry = toolgate::block_on(session.call(&call)).unwrap_err();
+        assert!(
+            matches!(retry, toolgate::CallError::InProgress { .. }),
+            "a retry while the live call runs, past its lease: {retry}"
+        );
+    }
+    let held = finish_held(child, &out);
+    assert_eq!(held.got, "refunded 700 on o_held");
+    let [count, renewed, renewals, failed, fenced] = held.stats;
+    // Five leases passed while it ran: its claim was renewed at least four times, or a retry
+    // would have found it lapsed.
+    assert_eq!((count, renewed, failed, fenced), (1, 1, 0, 0));
+    assert!(renewals >= 4, "{renewals} renewals");
+    let replay = toolgate::block_on(session.call(&call)).unwrap();
+    assert_eq!(replay.content_text(), "refunded 700 on o_held");
+    assert_eq!(refunds_in(&file), 1, "answered once");
+    let lines = crate::support::json_lines(&dir.join("audit").join("audit_log.jsonl"));
+    let finals: Vec<&Value> = lines.iter().filter(|l| l.get("replay").is_none()).collect();
+    assert_eq!(finals.len(), 1, "{lines:?}");
+    assert_eq!(finals[0]["outcome"], "ok");
+    assert_eq!(
+        finals[0]["lease"],
+        json!({"lease_ms": 300, "renew_every_ms": 100, "renewals": renewals,
+               "renewals_failed": 0})
+    );
+}
+
+#[test]
+fn a_sync_tool_held_five_leases_is_never_interrupted_whatever_the_workers_clock() {
+    held_five_leases("refund", "skewed");
+}
+
+#[test]
+fn an_async_tool_held_five_leases_is_never_interrupted_whatever_the_workers_clock() {
+    held_five_leases("refund_async", "fixed");
+}
+
+#[test]
+fn a_worker_cut_off_from_its_file_loses_its_claim_and_its_late_answer_is_refused() {
+    let dir = TempDir::new("sqlite-fenced");
+    let file = dir.join("store.sqlite3");
+    let store = Arc::new(SqliteStore::open(&file).unwrap());
+    let out = dir.join("held");
+    let child = start_held(&file, &out, "refund", "system");
+    // Another process holds the file's write lock: the worker's next renewal waits the busy
+    // timeout and fails, and it renews no more.
+    let lock = rusqlite::Connection::open(&file).unwrap();
+    lock.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let lost = out.with_extension("lost");
+    let bound = Instant::now() + Duration::from_secs(120);
+    while !lost.exists() {
+        assert!(Instant::now() < bound, "the worker's renewal never failed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    lock.execute_batch("ROLLBACK").unwrap();
+    // Its lease ran out long ago: a retry here answers the call interrupted.
+    let d = refunds_with(&file, HOLD_LEASE, Then::Answer, Some(&dir.join("audit")));
+    let session = d.session_with_store(ctx(), store.clone());
+    let call = held_call("refund");
+    let interrupted = ToolResult::error("toolu_held", NOT_RUN_AGAIN);
+    assert_eq!(
+        toolgate::block_on(session.call(&call)).unwrap(),
+        interrupted
+    );
+    // The worker's tool answers now: the store refuses its answer, and its host gets the
+    // store's, as every retry does.
+    let held = finish_held(child, &out);
+    assert_eq!(held.got, NOT_RUN_AGAIN);
+    let [count, _, _, failed, fenced] = held.stats;
+    assert_eq!((count, failed, fenced), (1, 1, 1));
+    assert_eq!(refunds_in(&file), 1, "the refund ran once");
+    let lines = crate::support::json_lines(&dir.join("audit").join("audit_log.jsonl"));
+    let finals: Vec<&Value> = lines.iter().filter(|l| l.get("replay").is_none()).collect();
+    assert_eq!(finals.len(), 1, "one final line for the call: {lines:?}");
+    assert_eq!(finals[0]["outcome"], "not_run");
+    assert_eq!(finals[0]["content"], NOT_RUN_AGAIN);
+    assert_eq!(
+        finals[0]["detail"],
+        format!(
+            "the tool ran (outcome ok), but its renewal failed (the store failed: could not \
+             renew a lease in the SQLite file {}: database is locked), and the store refused \
+             it: tool_use \"toolu_held\" of session \"sess_sqlite\" is no longer held by this \
+             claim (the store holds it as interrupted: this claim's lease ran out and a retry \
+             took the call over), so its answer is not recorded: the store holds the call as \
+             interrupted, and that is its answer, here as to every retry; the tool's answer was \
+             \"refunded 700 on o_held\"",
+            file.display()
+        )
+    );
+    assert_eq!(finals[0]["lease"]["renewals_failed"], 1);
+    let replays: Vec<&Value> = lines.iter().filter(|l| l.get("replay").is_some()).collect();
+    assert_eq!(replays.len(), 1, "the retry's answer, marked a replay");
+    assert_eq!(replays[0]["outcome"], "not_run");
+}
+
 fn crash_call() -> ToolUse {
     ToolUse::new(
         "toolu_crash",
@@ -748,10 +1010,33 @@ fn crash_call() -> ToolUse {
     )
 }
 
+/// The `hold` worker: runs the held call (`TOOLGATE_SQLITE_HOLD`) whose tool answers once the
+/// parent says so, marking when a renewal of its claim failed; reports its host's answer and
+/// its lease stats.
+fn hold_worker(file: &Path, out: &Path, store: &Arc<SqliteStore>) {
+    crate::support::leases::mark_when_a_renewal_fails(&out.with_extension("lost"));
+    let hold = std::env::var(HOLD).unwrap();
+    let (tool, clock) = hold.split_once(' ').unwrap();
+    let then = Then::Wait(out.with_extension("go"));
+    let audit = out.parent().unwrap().join("audit");
+    let d = refunds_with(file, HOLD_LEASE, then, Some(&audit));
+    let session = d.session_with_store(ctx_at(clock), store.clone());
+    let got = match toolgate::block_on(session.call(&held_call(tool))) {
+        Ok(result) => result.content_text().into_owned(),
+        Err(e) => format!("error: {e}"),
+    };
+    session.end();
+    let s = d.lease_stats();
+    let stats = [s.held, s.renewed, s.renewals, s.renewals_failed, s.fenced];
+    let stats: Vec<String> = stats.iter().map(u64::to_string).collect();
+    std::fs::write(out, format!("{got}\n{}", stats.join(" "))).unwrap();
+}
+
 /// A child process's job, selected by `TOOLGATE_SQLITE_WORKER`: `resume` (open the file,
 /// report ready, wait for a line on standard input, resume the large refund, report what it
-/// got), `pause` (pause the large refund in a session on the store, report its turn id) or
-/// `crash` (run a refund whose tool never returns, for the parent to kill).
+/// got), `pause` (pause the large refund in a session on the store, report its turn id),
+/// `crash` (run a refund whose tool never returns, for the parent to kill) or `hold` (run a
+/// refund whose tool answers when the parent says so, [`hold_worker`]).
 #[test]
 #[ignore = "a worker the two-process tests start as a child process; alone it does nothing"]
 fn worker() {
@@ -793,6 +1078,7 @@ fn worker() {
             let _ = toolgate::block_on(session.call(&crash_call()));
             unreachable!("the tool never returns");
         }
+        "hold" => hold_worker(&file, &out, &store),
         other => panic!("no worker job {other:?}"),
     }
 }

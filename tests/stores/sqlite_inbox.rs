@@ -312,7 +312,7 @@ fn a_file_at_schema_version_1_is_migrated_and_its_kept_turn_is_not_listed_but_re
             .map(Result::unwrap)
             .collect()
     };
-    assert_eq!(versions, [1, 2, 3]);
+    assert_eq!(versions, [1, 2, 3, 4]);
     let page = inbox(store.clone());
     assert_eq!(
         toolgate::block_on(page.list(&Query::all())).unwrap().calls,

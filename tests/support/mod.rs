@@ -15,6 +15,7 @@
 // Each test binary uses part of this module.
 #![allow(dead_code, unused_imports)]
 
+pub(crate) mod leases;
 pub(crate) mod official;
 pub(crate) mod sealed;
 

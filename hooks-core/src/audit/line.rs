@@ -26,6 +26,7 @@ use serde_json::Value;
 
 use crate::approval::ask::Asked;
 use crate::audit::hook_run::HookRun;
+use crate::audit::outcome::LeaseRecord;
 use crate::audit::record::{AuditRecord, SummaryRecord};
 use crate::base::decimal::decimal;
 use crate::base::time::{Rfc3339, SecondText};
@@ -129,11 +130,28 @@ impl AuditRecord {
             out.extend_from_slice(b",\"denied_by\":");
             write_str(out, by);
         }
+        if let Some(lease) = &self.lease {
+            write_lease(out, lease);
+        }
         if !self.is_final {
             out.extend_from_slice(b",\"final\":false");
         }
         out.push(b'}');
     }
+}
+
+/// The `lease` member, with its comma: `,"lease":{"lease_ms":…,"renew_every_ms":…,
+/// "renewals":…,"renewals_failed":…}` (serde_json's bytes: numbers only).
+fn write_lease(out: &mut Vec<u8>, lease: &LeaseRecord) {
+    out.extend_from_slice(b",\"lease\":{\"lease_ms\":");
+    write_u64(out, lease.lease_ms);
+    out.extend_from_slice(b",\"renew_every_ms\":");
+    write_u64(out, lease.renew_every_ms);
+    out.extend_from_slice(b",\"renewals\":");
+    write_u64(out, lease.renewals);
+    out.extend_from_slice(b",\"renewals_failed\":");
+    write_u64(out, lease.renewals_failed);
+    out.push(b'}');
 }
 
 /// The context's extensions the host marked for the line, as one JSON object in the order they

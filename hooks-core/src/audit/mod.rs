@@ -42,7 +42,7 @@ pub use chain::CHAIN_START;
 #[cfg(any(feature = "audit-verify", feature = "audit-report"))]
 pub use chain::chain_files;
 pub use hook_run::{HookOutcome, HookRun};
-pub use outcome::{CallRecord, Outcome, SessionSummary};
+pub use outcome::{CallRecord, LeaseRecord, Outcome, SessionSummary};
 pub use printable::{printable, printable_json};
 pub use record::{AuditRecord, SummaryRecord};
 pub use redact::{InvalidPointer, REDACTED, Redaction, mask_card_numbers, mask_emails};

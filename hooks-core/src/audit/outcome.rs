@@ -25,7 +25,7 @@ use crate::content::usage::Usage;
 /// | `invalid_input` | no | true | a message naming the field path and what was expected |
 /// | `unknown_tool` | no | true | a message naming the tool and the available tools |
 /// | `hook_failed`, `hook_timeout` | no | true, in the `Halt`'s answer | `BLOCKED: ` |
-/// | `not_run` | no | true, where an answer is given | a message saying why |
+/// | `not_run` | no (a refused answer: yes) | true, where an answer is given | a message saying why |
 /// | `cancelled` | maybe | no answer (the host dropped the call) | – |
 /// | `awaiting_approval` | not yet | no answer yet: the turn is paused ([`PendingTurn`](crate::approval::PendingTurn)) | – |
 ///
@@ -62,7 +62,10 @@ pub enum Outcome {
     HookTimeout,
     /// The block was not run: an earlier block halted, the message hit `max_tokens` (or
     /// another API's turn its output limit), an id of the message breaks the API's rules, or
-    /// (on a `replay` record) its first attempt was cancelled after the tool started.
+    /// (on a `replay` record) its first attempt was cancelled after the tool started. Also the
+    /// answer of a call whose tool did run but whose answer the answer memory refused (its
+    /// claim's lease ran out and a retry took the call over): the call's answer is the store's,
+    /// interrupted, and the record's `detail` says what the tool had answered.
     NotRun,
     /// The host dropped the call before it finished.
     Cancelled,
@@ -176,6 +179,47 @@ pub struct CallRecord<'a> {
     pub approved_by: Option<&'a str>,
     /// Who declined the call, when it needed approval and was declined (`blocked`).
     pub denied_by: Option<&'a str>,
+    /// The call's claim in the answer memory, when its store renewed it while the call ran and
+    /// anything came of that: renewals made, one that failed, or an answer refused because
+    /// the claim no longer held the call (`None` for a call that ended within one renewal
+    /// interval, and for a store that does not renew).
+    pub lease: Option<LeaseRecord>,
+}
+
+/// How a call's claim was kept alive while it ran ([`CallRecord::lease`]; the audit line's
+/// `lease`: `{"lease_ms": 15000, "renew_every_ms": 5000, "renewals": 3, "renewals_failed": 0}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LeaseRecord {
+    /// The claim's lease, milliseconds: how long it holds after a renewal (the dispatcher's
+    /// `claim_lease`).
+    pub lease_ms: u64,
+    /// How often it was renewed, milliseconds (a third of the lease).
+    pub renew_every_ms: u64,
+    /// The renewals the store made.
+    pub renewals: u64,
+    /// The renewals that failed (0 or 1: the first failure ends them): the store unreachable,
+    /// or the claim taken over (its lease ran out and a retry marked the call interrupted).
+    pub renewals_failed: u64,
+}
+
+impl LeaseRecord {
+    /// A claim of `lease`, renewed every `renew_every`, `renewals` times, `renewals_failed`
+    /// failures.
+    pub(crate) fn new(
+        lease: Duration,
+        renew_every: Duration,
+        renewals: u64,
+        renewals_failed: u64,
+    ) -> LeaseRecord {
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        LeaseRecord {
+            lease_ms: ms(lease),
+            renew_every_ms: ms(renew_every),
+            renewals,
+            renewals_failed,
+        }
+    }
 }
 
 // Made by the pipeline only: observers read records, they never build one.
@@ -206,6 +250,7 @@ impl<'a> CallRecord<'a> {
             asked_by: &[],
             approved_by: None,
             denied_by: None,
+            lease: None,
         }
     }
 

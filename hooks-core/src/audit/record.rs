@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::approval::ask::Asked;
 use crate::audit::hook_run::HookRun;
-use crate::audit::outcome::{CallRecord, Outcome, SessionSummary};
+use crate::audit::outcome::{CallRecord, LeaseRecord, Outcome, SessionSummary};
 use crate::hook::context::HookContext;
 
 /// One `tool_use` as the audit trail keeps it: owned, so a sink can keep it or send it to another
@@ -50,6 +50,7 @@ use crate::hook::context::HookContext;
 /// | `asked_by` | array of `{"hook", "reason"}` | PreToolUse hooks asked for a person's approval ([`Decision::Ask`](crate::Decision::Ask)) |
 /// | `approved_by` | string | the call needed approval and was approved: who approved |
 /// | `denied_by` | string | the call needed approval and was declined: who declined |
+/// | `lease` | `{"lease_ms", "renew_every_ms", "renewals", "renewals_failed"}` | the call's claim was renewed while it ran, a renewal failed, or its answer was refused because the claim no longer held the call ([`LeaseRecord`]) |
 /// | `final` | `false` | the line is not the call's last: outcome `awaiting_approval` (the turn paused); its final line comes when the turn is resumed. Absent on final lines |
 ///
 /// Counts and reports read final lines only (one per `tool_use`): skip lines with
@@ -123,6 +124,9 @@ pub struct AuditRecord {
     /// Who declined the call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub denied_by: Option<String>,
+    /// How the call's claim was kept alive while it ran ([`CallRecord::lease`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<LeaseRecord>,
     /// `false` on a line that is not the call's last (`awaiting_approval`); serialized only
     /// then.
     #[serde(
@@ -168,6 +172,7 @@ impl AuditRecord {
             asked_by: Vec::new(),
             approved_by: None,
             denied_by: None,
+            lease: None,
             is_final: true,
         };
         // One place fills every member: a record built here and one refilled are the same.
@@ -234,6 +239,7 @@ impl AuditRecord {
         );
         assign_opt(&mut self.approved_by, call.approved_by);
         assign_opt(&mut self.denied_by, call.denied_by);
+        self.lease = call.lease;
         self.is_final = call.outcome.is_final();
     }
 

@@ -18,6 +18,7 @@ use crate::hook::context::HookContext;
 use crate::hook::effect::Effect;
 use crate::pipeline::chain_verdict::ChainVerdict;
 use crate::pipeline::inner::Inner;
+use crate::pipeline::stats::LeaseStats;
 use crate::provider::{DefinitionOptions, NonStrictTool, Provider, SchemaError, apply_options};
 use crate::session::Session;
 use crate::store::{AnswerStore, PendingStore};
@@ -407,6 +408,17 @@ impl ToolCaller for Dispatcher {
 }
 
 impl Dispatcher {
+    /// How this dispatcher's claims in the answer memory (and takes of paused turns) were kept
+    /// alive while their calls ran, since it was built: its leases and renewal interval, how
+    /// many claims were held and renewed, the renewals made, those that failed, and the
+    /// answers refused because their claim no longer held the call ([`LeaseStats`]).
+    pub fn lease_stats(&self) -> LeaseStats {
+        let inner = &self.inner;
+        inner
+            .leases
+            .stats(inner.claim_lease, inner.fixed_claim_lease)
+    }
+
     /// Opens a session (one conversation) with the host's trusted `context`. It remembers the
     /// `tool_use` ids it answers in a [`MemoryAnswerStore`](crate::store::MemoryAnswerStore) with
     /// the default caps, each input by a hash keyed at random for this session (SipHash-1-3 of the

@@ -28,4 +28,5 @@ pub use crate::hook::effect::Effect;
 pub use crate::hook::state::{Env, MissingState, StateKey};
 pub use crate::pipeline::chain_verdict::ChainVerdict;
 pub use crate::pipeline::limits::{Limits, MAX_RESULT_BLOCKS};
+pub use crate::pipeline::stats::LeaseStats;
 pub use builder::{BuildProblem, DispatcherBuilder};

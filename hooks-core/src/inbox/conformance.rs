@@ -795,7 +795,7 @@ async fn racing_deciders(store: &dyn InboxStore) {
 }
 
 /// Eight takers of one ready turn: one gets it; a take within its lease holds it, a finished
-/// turn is never taken again, a take whose lease ran out is taken again.
+/// turn is never taken again, a take whose lease ran out is taken again ([`lapsed_take`]).
 async fn racing_takers(store: &dyn InboxStore) {
     let run = Run::new("takers");
     store.put(&run.refund_turn("toolu_w1", 600)).await.unwrap();
@@ -826,8 +826,9 @@ async fn racing_takers(store: &dyn InboxStore) {
     let shown = store.turn(&run.session, "toolu_w1").await.unwrap().unwrap();
     assert_eq!(shown.state, TurnState::Resuming);
     let answer = json!({"role": "user", "content": []});
+    let winner = takes.iter().flatten().next().expect("one take");
     store
-        .finished(&run.session, "toolu_w1", &answer)
+        .finished(&run.session, "toolu_w1", winner.token, &answer)
         .await
         .unwrap();
     assert_eq!(
@@ -839,6 +840,13 @@ async fn racing_takers(store: &dyn InboxStore) {
             .state,
         TurnState::Resumed
     );
+    lapsed_take(store, &run).await;
+}
+
+/// A second turn of `run`: a take whose lease ran out (its worker died) is taken again, the
+/// finished turn is not, and the first take's late answer is refused by its token.
+async fn lapsed_take(store: &dyn InboxStore, run: &Run) {
+    let answer = json!({"role": "user", "content": []});
     store.put(&run.refund_turn("toolu_w2", 700)).await.unwrap();
     let d2 = digest_of(&json!({"order_id": "o_toolu_w2", "amount_cents": 700}));
     decided(
@@ -863,8 +871,24 @@ async fn racing_takers(store: &dyn InboxStore) {
         .unwrap()
         .expect("its lease ran out");
     assert_eq!(
-        again, taken,
+        (&again.turn, &again.decisions, &again.expired),
+        (&taken.turn, &taken.decisions, &taken.expired),
         "a take whose lease ran out (its worker died) is taken again"
+    );
+    let late = store
+        .finished(&run.session, "toolu_w2", taken.token, &answer)
+        .await
+        .expect_err("the first take's late answer");
+    assert!(late.is_fenced(), "refused by its token: {late}");
+    assert_eq!(
+        store
+            .turn(&run.session, "toolu_w2")
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
+        TurnState::Resuming,
+        "and the turn stays the second take's"
     );
     assert_eq!(
         store.take_ready(&fresh("fingerprint"), LONG).await.unwrap(),
@@ -879,7 +903,11 @@ async fn outside_the_inbox(store: &dyn InboxStore) {
     let run = Run::new("outside");
     store.put(&run.refund_turn("toolu_o1", 800)).await.unwrap();
     let d = digest_of(&json!({"order_id": "o_toolu_o1", "amount_cents": 800}));
-    store.take(&run.session, "toolu_o1", LONG).await.unwrap();
+    let token = crate::store::Token::draw();
+    store
+        .take(&run.session, "toolu_o1", token, LONG)
+        .await
+        .unwrap();
     let attempt = run.attempt("alice", "toolu_o1", "toolu_o1", &d, Choice::Approve);
     assert_eq!(
         refused(store, &attempt).await,
@@ -891,7 +919,10 @@ async fn outside_the_inbox(store: &dyn InboxStore) {
         ids(&run.list(store, Query::waiting()).await),
         Vec::<&str>::new()
     );
-    store.put_back(&run.session, "toolu_o1").await.unwrap();
+    store
+        .put_back(&run.session, "toolu_o1", token)
+        .await
+        .unwrap();
     assert_eq!(ids(&run.list(store, Query::waiting()).await), ["toolu_o1"]);
     assert_eq!(decided(store, &attempt).await.state, CallState::Approved);
 }

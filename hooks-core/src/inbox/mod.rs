@@ -100,7 +100,10 @@
 //!   still wins).
 //! - **Ready turns resume once.** A turn is ready when each of its waiting calls is decided or
 //!   expired; [`InboxStore::take_ready`] gives it to exactly one worker of a fleet (with a
-//!   lease, as [`PendingStore::take`](crate::store::PendingStore::take)), with its decisions.
+//!   lease and a token, as [`PendingStore::take`](crate::store::PendingStore::take)), with its
+//!   decisions; [`Session::resume_ready`](crate::Session::resume_ready) holds the take while it
+//!   resumes (a store that renews keeps it alive), and its answer is refused if the take was
+//!   lost meanwhile.
 //! - **Audit.** Every decision and every refused attempt (not allowed, expired, input changed,
 //!   already decided, …) is a [`DecisionLine`] of the `decisions` chain: who, when, the digest
 //!   they saw, their comment, what came of it. A request naming no known turn or call, or a

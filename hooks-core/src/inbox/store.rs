@@ -11,7 +11,7 @@ use crate::approval::decisions::Decisions;
 use crate::approval::pending::PendingTurn;
 use crate::dispatch::dispatcher::Dispatcher;
 use crate::pipeline::inner::Backend;
-use crate::store::{PendingStore, StoreError, StoreFuture};
+use crate::store::{PendingStore, StoreError, StoreFuture, Token};
 
 use super::call::InboxTurn;
 use super::decide::{Attempt, Recorded};
@@ -31,15 +31,30 @@ pub struct ReadyTurn {
     /// The `tool_use` ids of the calls nobody decided before their expiry, in order: each
     /// resumes as expired (not run; the model reads that it expired).
     pub expired: Vec<String>,
+    /// The take's token ([`Token`]): the resume holds the take under it, and its answer is
+    /// recorded under it ([`InboxStore::finished`]).
+    pub token: Token,
+    /// The take's lease: how long it holds from its last renewal (a store that renews keeps it
+    /// alive while the resume runs).
+    pub lease: Duration,
 }
 
 impl ReadyTurn {
-    /// A ready turn: `turn`, its `decisions`, and the ids of its `expired` calls.
-    pub fn new(turn: PendingTurn, decisions: Decisions, expired: Vec<String>) -> ReadyTurn {
+    /// A ready turn: `turn`, its `decisions`, and the ids of its `expired` calls, taken under
+    /// `token` for `lease`.
+    pub fn new(
+        turn: PendingTurn,
+        decisions: Decisions,
+        expired: Vec<String>,
+        token: Token,
+        lease: Duration,
+    ) -> ReadyTurn {
         ReadyTurn {
             turn,
             decisions,
             expired,
+            token,
+            lease,
         }
     }
 }
@@ -162,8 +177,9 @@ pub trait InboxStore: PendingStore {
 
     /// Takes, oldest first, one turn of the dispatcher `fingerprint` whose waiting calls are
     /// all decided or expired (and that no one resumed, or whose take's lease ran out), for
-    /// `lease`: exactly one of any number of callers gets it; its undecided calls are recorded
-    /// as expired in the same step. `None`: no turn is ready.
+    /// `lease`, under a [`Token`] the store draws for the take ([`ReadyTurn::token`]): exactly
+    /// one of any number of callers gets it; its undecided calls are recorded as expired in the
+    /// same step. `None`: no turn is ready.
     ///
     /// # Errors
     /// [`StoreError`] when the store cannot answer: nothing is taken.
@@ -173,19 +189,22 @@ pub trait InboxStore: PendingStore {
         lease: Duration,
     ) -> StoreFuture<'a, Result<Option<ReadyTurn>, StoreError>>;
 
-    /// The taken turn was resumed into `answer`: as [`PendingStore::resumed`], and it leaves
-    /// the inbox's ready turns, in one step.
+    /// The turn taken under `token` was resumed into `answer`: as [`PendingStore::resumed`],
+    /// and it leaves the inbox's ready turns, in one step.
     ///
     /// # Errors
-    /// [`StoreError`] when it cannot be recorded (the turn is taken again after the lease and
-    /// the answer memory replays its answers).
+    /// [`StoreError::fenced`] when the take of `token` no longer holds the turn (its lease ran
+    /// out and another worker took it): nothing changes. Another [`StoreError`] when it cannot
+    /// be recorded (the turn is taken again after the lease and the answer memory replays its
+    /// answers).
     fn finished<'a>(
         &'a self,
         session_id: &'a str,
         turn_id: &'a str,
+        token: Token,
         answer: &'a Value,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
-        self.resumed(session_id, turn_id, answer)
+        self.resumed(session_id, turn_id, token, answer)
     }
 
     /// Keeps `tools` under their fingerprint (published again, they replace what was kept: the

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::approval::ask::Approval;
 use crate::approval::pending::AwaitingCall;
-use crate::audit::outcome::{CallRecord, Outcome};
+use crate::audit::outcome::{CallRecord, LeaseRecord, Outcome};
 use crate::content::message::ToolUse;
 use crate::hook::context::HookContext;
 use crate::hook::state::Env;
@@ -22,7 +22,7 @@ use crate::pipeline::normalize::{Normalized, Refused, check_bounds, normalize};
 use crate::pipeline::order::Slot;
 use crate::pipeline::stats::Stats;
 use crate::pipeline::verdict::Answer;
-use crate::store::{AnswerStore, CallKey};
+use crate::store::{AnswerStore, CallKey, Hold, Token, renew_every};
 
 use super::span;
 
@@ -329,11 +329,15 @@ pub(crate) struct Progress<'t> {
     recorded: AtomicU8,
 }
 
-/// The answer memory a call's claim is in, and its key there.
+/// The answer memory a call's claim is in, its key there and the claim: its token, and the hold
+/// that keeps it alive while the call runs (a store that renews: its lease is the dispatcher's
+/// `claim_lease`).
 #[derive(Clone, Copy)]
 pub(crate) struct Memory<'t> {
     pub(crate) store: &'t dyn AnswerStore,
     pub(crate) key: CallKey<'t>,
+    pub(crate) token: Token,
+    pub(crate) hold: Option<&'t Hold>,
 }
 
 /// Whether the answer memory recorded a call's answer.
@@ -345,6 +349,9 @@ pub(crate) enum Kept {
     Yes = 1,
     /// The store failed: the audit line says so, and the claim is to be released.
     Failed = 2,
+    /// The store refused it: the claim no longer held the call (its lease ran out and a retry
+    /// took it over), so the call's answer is the one the store holds, interrupted.
+    Fenced = 3,
 }
 
 impl<'t> Progress<'t> {
@@ -368,6 +375,7 @@ impl<'t> Progress<'t> {
         match self.recorded.load(Ordering::Relaxed) {
             1 => Kept::Yes,
             2 => Kept::Failed,
+            3 => Kept::Fenced,
             _ => Kept::No,
         }
     }
@@ -380,6 +388,18 @@ impl<'t> Progress<'t> {
     /// The call's place among the reads of its message run together, if it is one.
     pub(crate) fn slot(&self) -> Option<Slot<'t>> {
         self.slot
+    }
+
+    /// What the record shows of the call's claim, held with `lease`: when its store held it
+    /// and anything came of that (renewals, a renewal that failed, or its answer refused).
+    #[inline]
+    pub(crate) fn lease_record(&self, lease: Duration) -> Option<LeaseRecord> {
+        let hold = self.memory.as_ref()?.hold?;
+        let status = hold.status();
+        let failed = u64::from(status.lost.is_some());
+        let fenced = self.recorded() == Kept::Fenced;
+        (status.renewals > 0 || failed > 0 || fenced)
+            .then(|| LeaseRecord::new(lease, renew_every(lease), status.renewals, failed))
     }
 
     /// Whether the tool (or wrapped caller) was started.

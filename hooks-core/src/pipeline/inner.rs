@@ -18,6 +18,7 @@ use crate::hook::erased::ErasedTool;
 use crate::hook::state::StateMap;
 use crate::pipeline::limits::Limits;
 use crate::pipeline::name_index::NameIndex;
+use crate::pipeline::stats::LeaseCounters;
 use crate::provider::{Provider, Rendered, SchemaError, ToolSource, render};
 use crate::schema::check::FieldCheck;
 
@@ -118,9 +119,14 @@ pub(crate) struct Inner {
     pub(crate) pending_ttl: Duration,
     /// How many read-only blocks of one message run at once (`order.rs`); at least 1.
     pub(crate) max_concurrent_reads: usize,
-    /// How long a call's claim in the answer memory holds before a retry may take it for
-    /// interrupted.
+    /// How long a call's claim (a resume's take) holds in a store that renews it while the
+    /// call runs, from its last renewal: how long a dead worker's calls wait.
     pub(crate) claim_lease: Duration,
+    /// How long a claim (a take) holds in a store that does not renew it, and in a session's
+    /// own memory: above the longest call.
+    pub(crate) fixed_claim_lease: Duration,
+    /// How the claims and takes were kept alive, counted as each ends.
+    pub(crate) leases: LeaseCounters,
     /// `"a, b, c"`, for unknown-tool messages.
     pub(crate) available: String,
     /// Definitions per target (by `Provider::index`), rendered on first use.

@@ -172,7 +172,8 @@ impl Inner {
         }
         let slot = call.progress.and_then(Progress::slot);
         call.stage = "while the observers ran";
-        let record = call.record(answer);
+        let mut record = call.record(answer);
+        record.lease = call.progress.and_then(|p| p.lease_record(self.claim_lease));
         if !call.span.is_disabled() {
             span::finish(
                 &call.span,
@@ -330,8 +331,10 @@ enum Started<'a> {
 }
 
 /// Records a final answer in the answer memory the call's claim is in, telling `progress` how it
-/// went; a store that fails adds its error to the answer's operator detail (the model still
-/// gets the answer).
+/// went. A store that fails adds its error to the answer's operator detail (the model still gets
+/// the answer); a store that refuses it (the claim no longer held the call: its lease ran out
+/// and a retry took it over) keeps what it holds, and the answer becomes that: interrupted, as
+/// every retry is answered ("Contracts": "What each store promises").
 async fn remember(answer: &mut Answer<'_>, progress: &Progress<'_>) {
     let Some(memory) = progress.memory() else {
         return;
@@ -341,12 +344,21 @@ async fn remember(answer: &mut Answer<'_>, progress: &Progress<'_>) {
         return;
     }
     // The store copies what it keeps (a persistent one only serializes it).
-    match memory
+    let recorded = memory
         .store
-        .answered(memory.key, answer.outcome, answer.result())
-        .await
-    {
+        .answered(memory.key, memory.token, answer.outcome, answer.result())
+        .await;
+    match recorded {
         Ok(()) => progress.set_recorded(Kept::Yes),
+        Err(e) if e.is_fenced() => {
+            let lost = memory.hold.and_then(|h| h.status().lost);
+            tracing::error!(target: "toolgate::memory", tool_use_id = %memory.key.tool_use_id,
+                error = %e, renewal = lost.as_deref().unwrap_or("none failed"),
+                "the answer was refused: the claim no longer held the call, which the store \
+                 holds as interrupted");
+            answer.fenced(&e, lost.as_deref());
+            progress.set_recorded(Kept::Fenced);
+        }
         Err(e) => {
             tracing::error!(target: "toolgate::memory", tool_use_id = %memory.key.tool_use_id,
                 error = %e, "the answer could not be remembered; a retry is not run again");

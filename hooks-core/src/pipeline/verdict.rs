@@ -15,6 +15,7 @@ use crate::error::{Halt, ToolError};
 use crate::hook::answer::CallAnswer;
 use crate::pipeline::chain_verdict::ChainVerdict;
 use crate::pipeline::limits::cut_content;
+use crate::store::StoreError;
 use crate::texts::{self, Problems};
 
 /// How the call ended, before it becomes a `tool_result`.
@@ -475,6 +476,29 @@ impl<'a> Answer<'a> {
             Some(d) => format!("{d}; {more}"),
             None => more.to_owned(),
         });
+    }
+
+    /// The store refused this answer (`refusal`): the call's claim no longer held it, its lease
+    /// run out (`lost`: why its renewals stopped, when one failed) and a retry took it over,
+    /// so the store holds the call as interrupted. The answer becomes that one, `not_run` with
+    /// the text every retry gets, and the tool's own answer goes to the operator detail: the
+    /// model never reads an answer the store does not hold.
+    pub(super) fn fenced(&mut self, refusal: &StoreError, lost: Option<&str>) {
+        let ran = self.outcome;
+        let given = self.result.content_text();
+        let why = match lost {
+            Some(lost) => format!("its renewal failed ({lost}), and "),
+            None => String::new(),
+        };
+        self.add_detail(&format!(
+            "the tool ran (outcome {ran}), but {why}{refusal}: the store holds the call as \
+             interrupted, and that is its answer, here as to every retry; the tool's answer \
+             was {given:?}"
+        ));
+        self.outcome = Outcome::NotRun;
+        self.result.content = Some(ToolResultContent::Text(texts::NOT_RUN_AGAIN.to_owned()));
+        self.result.is_error = true;
+        self.content_bytes = None;
     }
 
     /// The answer's part of the record observers see of `call` (its input as recorded, how

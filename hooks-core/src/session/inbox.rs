@@ -5,7 +5,8 @@ use std::collections::HashSet;
 
 use crate::approval::pending::{AwaitingCall, ResumeError, Resumed};
 use crate::inbox::{InboxStore, ReadyTurn};
-use crate::session::Session;
+use crate::session::{Session, count_hold};
+use crate::store::StoreError;
 
 impl Session {
     /// Resumes a turn taken from the inbox ([`Inbox::take_ready`](crate::approval::inbox::Inbox::take_ready)),
@@ -19,9 +20,13 @@ impl Session {
     ///
     /// The session is the turn's: its session id and user id, on a dispatcher with the turn's
     /// fingerprint (a worker builds one per turn, with the trusted context it keeps for that
-    /// user). When the resume finishes, its answer is kept in `store`
-    /// ([`InboxStore::finished`]): a later take of the turn gets it, and the turn leaves the
-    /// ready turns. When it is refused or halts, the turn stays taken until the take's lease
+    /// user). While it runs, a store that renews keeps the take alive
+    /// ([`PendingStore::hold`](crate::store::PendingStore::hold), for the take's
+    /// [`lease`](ReadyTurn::lease)), so no other worker takes a live resume's turn. When the
+    /// resume finishes, its answer is kept in `store` under the take's
+    /// [`token`](ReadyTurn::token) ([`InboxStore::finished`]; a take that was lost meanwhile is
+    /// refused, and the answer kept is the resume's that holds the turn): a later take of the
+    /// turn gets it, and the turn leaves the ready turns. When it is refused or halts, the turn stays taken until the take's lease
     /// ends, then is taken again (the answer memory replays whatever it had answered, so
     /// nothing runs twice): a worker never spins on a turn it cannot finish.
     ///
@@ -45,17 +50,27 @@ impl Session {
             });
         }
         let is_expired = |waiting: &AwaitingCall| expired.contains(waiting.tool_use_id.as_str());
+        let (session_id, turn_id) = (&pending.session_id, &pending.turn_id);
+        // Renewed by the store while the resumed calls run.
+        let hold = if store.renews() {
+            store.hold(session_id, turn_id, ready.token, ready.lease)
+        } else {
+            None
+        };
         let answer = self
             .resume_with(pending, &ready.decisions, &is_expired, pending.ttl())
             .await?;
         let kept = serde_json::to_value(&answer).unwrap_or_default();
-        if let Err(e) = store
-            .finished(&pending.session_id, &pending.turn_id, &kept)
-            .await
-        {
+        let finished = store
+            .finished(session_id, turn_id, ready.token, &kept)
+            .await;
+        let fenced = finished.as_ref().is_err_and(StoreError::is_fenced);
+        count_hold(&self.inner, hold.as_ref(), fenced);
+        if let Err(e) = finished {
             tracing::error!(target: "toolgate::memory", turn_id = %pending.turn_id, error = %e,
                 "the inbox's store could not record the resumed turn's answer; the turn is \
-                 taken again once its lease ends, and the answer memory replays its answers");
+                 taken again once its lease ends (at once, when another worker holds it), and \
+                 the answer memory replays its answers");
         }
         Ok(answer)
     }

@@ -34,7 +34,9 @@ use crate::pipeline::{Kept, Memory, Mode, Progress};
 use crate::store::digest::InputDigest;
 use crate::store::error::StoreError;
 use crate::store::memory::MemoryAnswerStore;
-use crate::store::{AnswerStore, CallKey, Claim, PendingStore, Remembered, StoreFuture};
+use crate::store::{
+    AnswerStore, CallKey, Claim, Hold, PendingStore, Remembered, StoreFuture, Token,
+};
 use crate::texts;
 
 /// One conversation: every `tool_use` of it goes through [`call`](Self::call) or
@@ -59,11 +61,12 @@ pub struct Session {
 }
 
 /// The session's answer memory: the default in-memory store (called directly, its inputs
-/// remembered by a keyed hash, [`InputDigest::keyed`]: its keys never leave the session), or the
-/// host's (given the documented SHA-256 [`InputDigest::of`]).
+/// remembered by a keyed hash, [`InputDigest::keyed`]: its keys never leave the session, and
+/// its claims are never renewed: nothing outside the session can find them), or the host's
+/// (given the documented SHA-256 [`InputDigest::of`]), and whether that one renews its claims.
 enum Store {
     Memory(MemoryAnswerStore, RandomState),
-    Host(Arc<dyn AnswerStore>),
+    Host(Arc<dyn AnswerStore>, bool),
 }
 
 impl Store {
@@ -71,37 +74,56 @@ impl Store {
     fn digest(&self, input: &Value, max_depth: usize) -> InputDigest {
         match self {
             Store::Memory(_, keys) => InputDigest::keyed(input, max_depth, keys),
-            Store::Host(_) => InputDigest::of(input, max_depth),
+            Store::Host(..) => InputDigest::of(input, max_depth),
+        }
+    }
+
+    /// The lease a claim is made with: the renewed one where the store renews, else the fixed
+    /// one, above the longest call.
+    fn lease(&self, inner: &Inner) -> Duration {
+        match self {
+            Store::Host(_, true) => inner.claim_lease,
+            _ => inner.fixed_claim_lease,
         }
     }
 
     fn claim<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         digest: InputDigest,
         lease: Duration,
     ) -> StoreFuture<'a, Result<Claim, StoreError>> {
         match self {
-            Store::Memory(m, _) => m.claim(key, digest, lease),
-            Store::Host(h) => h.claim(key, digest, lease),
+            Store::Memory(m, _) => m.claim(key, token, digest, lease),
+            Store::Host(h, _) => h.claim(key, token, digest, lease),
+        }
+    }
+
+    /// The claim kept alive while its call runs, where the store renews.
+    fn hold(&self, key: CallKey<'_>, token: Token, lease: Duration) -> Option<Hold> {
+        match self {
+            Store::Host(h, true) => h.hold(key, token, lease),
+            _ => None,
         }
     }
 
     fn release<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         tool_started: bool,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         match self {
-            Store::Memory(m, _) => m.release(key, tool_started),
-            Store::Host(h) => h.release(key, tool_started),
+            Store::Memory(m, _) => m.release(key, token, tool_started),
+            Store::Host(h, _) => h.release(key, token, tool_started),
         }
     }
 
-    fn abandon(&self, key: CallKey<'_>, tool_started: bool) {
+    fn abandon(&self, key: CallKey<'_>, token: Token, tool_started: bool) {
         match self {
-            Store::Memory(m, _) => m.abandon(key, tool_started),
-            Store::Host(h) => h.abandon(key, tool_started),
+            Store::Memory(m, _) => m.abandon(key, token, tool_started),
+            Store::Host(h, _) => h.abandon(key, token, tool_started),
         }
     }
 
@@ -109,7 +131,7 @@ impl Store {
     fn as_dyn(&self) -> &dyn AnswerStore {
         match self {
             Store::Memory(m, _) => m,
-            Store::Host(h) => &**h,
+            Store::Host(h, _) => &**h,
         }
     }
 }
@@ -161,7 +183,10 @@ impl Session {
         let stats = Stats::new(inner.tools.len());
         let started_at = context.now();
         let store = match store {
-            Some(host) => Store::Host(host),
+            Some(host) => {
+                let renews = host.renews();
+                Store::Host(host, renews)
+            }
             None => Store::Memory(MemoryAnswerStore::new(), RandomState::new()),
         };
         Session {
@@ -278,18 +303,26 @@ impl Session {
         let call = normalized.as_deref().unwrap_or(call);
         let digest = self.store.digest(&call.input, inner.limits.max_input_depth);
         let key = CallKey::in_turn(self.context.session_id(), turn.key(), &call.id);
-        let claimed = self.store.claim(key, digest, inner.claim_lease).await;
-        if let Some(seen) = remembered_or_refused(claimed, key, turn)? {
+        let token = Token::draw();
+        let claimed = self
+            .store
+            .claim(key, token, digest, self.store.lease(inner));
+        if let Some(seen) = remembered_or_refused(claimed.await, key, turn)? {
             return self.seen(call, digest, seen, slot).await;
         }
+        // Renewed by the store while the call runs (dropped last: after the release below).
+        let hold = self.store.hold(key, token, self.store.lease(inner));
         let memory = Memory {
             store: self.store.as_dyn(),
             key,
+            token,
+            hold: hold.as_ref(),
         };
         let progress = Progress::new(slot, Some(memory));
         let mut claimed = Claimed {
             store: &self.store,
             key,
+            token,
             progress: &progress,
             armed: true,
         };
@@ -302,23 +335,27 @@ impl Session {
                 mode,
             )
             .await;
+        let fenced = progress.recorded() == Kept::Fenced;
         let answer = match answer {
             Ok(answer) => answer,
             Err(halt) => {
                 // Not answered: a retry runs it (or, if a wrapped caller's tool had started, it
                 // is interrupted).
                 claimed.release().await;
+                count_hold(inner, hold.as_ref(), fenced);
                 return Err(CallError::Halt(halt));
             }
         };
         match progress.recorded() {
-            // Remembered by the pipeline before its observers saw the record.
-            Kept::Yes => claimed.armed = false,
+            // Remembered by the pipeline before its observers saw the record; or refused, the
+            // store holding the call as interrupted (its answer, given instead).
+            Kept::Yes | Kept::Fenced => claimed.armed = false,
             // Paused for a person (not an answer; its tool did not start), or an answer the
             // store could not keep (the audit line says so): released, interrupted if its
             // tool started, when the store can still record that.
             Kept::No | Kept::Failed => claimed.release().await,
         }
+        count_hold(inner, hold.as_ref(), fenced);
         Ok(answer)
     }
 
@@ -484,12 +521,24 @@ fn remembered_or_refused(
     }
 }
 
+/// Counts, in the dispatcher's lease stats, how the claim `hold` kept while its call ran ended
+/// (nothing where the store does not renew), its answer `fenced` or not.
+#[inline]
+pub(crate) fn count_hold(inner: &Inner, hold: Option<&Hold>, fenced: bool) {
+    match hold {
+        Some(hold) => inner.leases.record(&hold.status(), fenced),
+        None if fenced => inner.leases.fenced(),
+        None => {}
+    }
+}
+
 /// A claimed call not yet answered. Released (forgotten, so a retry runs it, or interrupted
 /// when its tool had started) on every path the session controls; dropped while armed (the host
 /// dropped the call future), it is abandoned, the store's synchronous best effort.
 struct Claimed<'a> {
     store: &'a Store,
     key: CallKey<'a>,
+    token: Token,
     progress: &'a Progress<'a>,
     armed: bool,
 }
@@ -501,7 +550,7 @@ impl Claimed<'_> {
     async fn release(&mut self) {
         self.armed = false;
         let started = self.progress.tool_started();
-        if let Err(e) = self.store.release(self.key, started).await {
+        if let Err(e) = self.store.release(self.key, self.token, started).await {
             tracing::error!(target: "toolgate::memory", tool_use_id = %self.key.tool_use_id,
                 error = %e, "the claim could not be released; it lapses with its lease");
         }
@@ -511,7 +560,8 @@ impl Claimed<'_> {
 impl Drop for Claimed<'_> {
     fn drop(&mut self) {
         if self.armed {
-            self.store.abandon(self.key, self.progress.tool_started());
+            self.store
+                .abandon(self.key, self.token, self.progress.tool_started());
         }
     }
 }

@@ -18,9 +18,9 @@ use crate::error::{CallError, Halt};
 use crate::pipeline::order::{Slot, TurnOrder, join_blocks};
 use crate::pipeline::{Mode, Resolution, Resumed as Resuming};
 use crate::session::respond::answer_items;
-use crate::session::{Session, TurnName};
+use crate::session::{Session, TurnName, count_hold};
 use crate::store::error::StoreError;
-use crate::store::{PendingStore, Taken};
+use crate::store::{PendingStore, Taken, Token};
 use crate::texts;
 
 impl Session {
@@ -291,10 +291,17 @@ impl Session {
     /// turn at once exactly one runs it: the others get [`ResumeError::BeingResumed`] while it
     /// runs, and its answer once it is done (a later call too). A resume refused before
     /// anything ran, or halted, puts the turn back to wait; one that finished keeps its answer
-    /// in the store. A caller that dies while it holds the turn (a worker killed) holds it
-    /// until the dispatcher's [`claim_lease`](crate::dispatch::DispatcherBuilder::claim_lease)
-    /// ends; the next caller then resumes it, and the answer memory replays what the first
-    /// had answered, never running a call twice.
+    /// in the store. A store that renews ([`PendingStore::renews`]: the SQLite and PostgreSQL
+    /// stores, [`MemoryPendingStore`](crate::store::MemoryPendingStore)) keeps the take alive
+    /// while the resumed calls run, so a live resume's turn is never taken from it, and a
+    /// caller that dies while it holds the turn (a worker killed) holds it until the
+    /// dispatcher's [`claim_lease`](crate::dispatch::DispatcherBuilder::claim_lease) ends, from
+    /// its last renewal (in a store that does not renew, the
+    /// [`fixed_claim_lease`](crate::dispatch::DispatcherBuilder::fixed_claim_lease)); the next
+    /// caller then resumes it, and the answer memory replays what the first had answered,
+    /// never running a call twice. A resume whose take was lost meanwhile (a renewal failed
+    /// and another caller took the turn) still answers with its calls' answers, which are the
+    /// answer memory's; the store keeps the answer of the resume that holds the turn.
     ///
     /// # Errors
     /// [`ResumeError::NoSuchTurn`], [`ResumeError::BeingResumed`], [`ResumeError::Store`] (the
@@ -306,8 +313,15 @@ impl Session {
         decisions: &Decisions,
     ) -> Result<Resumed, ResumeError> {
         let session_id = self.context().session_id();
+        let inner = &self.inner;
+        let token = Token::draw();
+        let lease = if store.renews() {
+            inner.claim_lease
+        } else {
+            inner.fixed_claim_lease
+        };
         let taken = store
-            .take(session_id, turn_id, self.inner.claim_lease)
+            .take(session_id, turn_id, token, lease)
             .await
             .map_err(ResumeError::Store)?;
         let turn = match taken {
@@ -325,18 +339,27 @@ impl Session {
                 });
             }
         };
+        // Renewed by the store while the resumed calls run.
+        let hold = if store.renews() {
+            store.hold(session_id, turn_id, token, lease)
+        } else {
+            None
+        };
         let result = self.resume(&turn, decisions).await;
         let recorded = match &result {
             Ok(answer) => {
                 let answer = serde_json::to_value(answer).unwrap_or_default();
-                store.resumed(session_id, turn_id, &answer).await
+                store.resumed(session_id, turn_id, token, &answer).await
             }
-            Err(_) => store.put_back(session_id, turn_id).await,
+            Err(_) => store.put_back(session_id, turn_id, token).await,
         };
+        let fenced = recorded.as_ref().is_err_and(StoreError::is_fenced);
+        count_hold(inner, hold.as_ref(), fenced);
         if let Err(e) = recorded {
             tracing::error!(target: "toolgate::memory", turn_id, error = %e,
                 "the pending turn's store could not record how its resume ended; the turn is \
-                 taken again once its lease ends, and the answer memory replays its answers");
+                 taken again once its lease ends (at once, when another resume holds it), and \
+                 the answer memory replays its answers");
         }
         result
     }

@@ -12,9 +12,10 @@ use crate::base::decimal::decimal;
 use crate::base::local::with_reused;
 use crate::content::message::{ToolResult, ToolResultContent};
 
+use super::lease::Unhold;
 use super::{
-    AnswerStore, BesideFirst, CallKey, Claim, InputDigest, Remembered, StoreError, StoreFuture,
-    beside_first,
+    AnswerStore, BesideFirst, CallKey, Claim, Found, Hold, InputDigest, Remembered, StoreError,
+    StoreFuture, Token, beside_first, fenced,
 };
 
 /// The in-memory [`AnswerStore`] every session gets by default: a map behind a mutex, bounded.
@@ -30,10 +31,15 @@ use super::{
 /// is always kept. A call forgotten that way is run again if it is retried: keep the caps above
 /// what a retry reaches back to (a retry of the last message needs as many entries as the
 /// message has blocks). Calls in progress are never evicted.
+///
+/// A claim [`hold`](AnswerStore::hold) keeps (a call running in this process) does not lapse
+/// while the hold exists: the store lives in the memory of the process that holds the claim, so
+/// it needs no renewals (a process that dies takes the store with it). Once the hold is dropped
+/// the claim's lease counts from the claim again.
 pub struct MemoryAnswerStore {
     max_entries: usize,
     max_bytes: usize,
-    state: Mutex<State>,
+    state: Arc<Mutex<State>>,
 }
 
 /// The map of calls by key text.
@@ -52,12 +58,19 @@ struct State {
     /// Whether a call was ever forgotten past the caps: a session's first call with an id may
     /// then be gone while a later turn's call with the id is kept (see `claim_in`).
     forgot: bool,
+    /// The tokens of the claims held now ([`AnswerStore::hold`]): a claim whose token is here
+    /// does not lapse.
+    held: Held,
 }
 
-/// One call: its digest and what became of it. An answer is kept without its id (the map's key
-/// holds it), so remembering a call copies nothing.
+/// The tokens of the claims held.
+type Held = hashbrown::HashSet<Token, foldhash::fast::RandomState>;
+
+/// One call: its digest, the token of the claim that made it, and what became of it. An answer
+/// is kept without its id (the map's key holds it), so remembering a call copies nothing.
 struct Entry {
     digest: InputDigest,
+    token: Token,
     state: Stored,
     bytes: usize,
     /// The turn of a session's first call with its id (`None`: no turn). A later turn's call
@@ -66,7 +79,8 @@ struct Entry {
 }
 
 enum Stored {
-    /// Claimed until the instant its lease ends.
+    /// Claimed until the instant its lease ends (held, its call running in this process:
+    /// [`AnswerStore::hold`], it does not lapse: `State::held`).
     InProgress(Instant),
     Answered {
         outcome: Outcome,
@@ -198,7 +212,7 @@ impl MemoryAnswerStore {
         MemoryAnswerStore {
             max_entries,
             max_bytes,
-            state: Mutex::new(State::default()),
+            state: Arc::new(Mutex::new(State::default())),
         }
     }
 
@@ -230,52 +244,76 @@ impl MemoryAnswerStore {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Marks the call of `key`, in progress, finished as `state`, counting `content` bytes,
-    /// then evicts past the caps. A key not in progress is left alone.
-    fn finish(&self, key: CallKey<'_>, content: usize, state: Stored) {
+    /// Marks the call of `key`, in progress under `token`, finished as `state`, counting
+    /// `content` bytes, then evicts past the caps.
+    ///
+    /// # Errors
+    /// [`StoreError::fenced`] when the call is not in progress under `token` (an answer already
+    /// recorded under it excepted), and nothing changes.
+    fn finish(
+        &self,
+        key: CallKey<'_>,
+        token: Token,
+        content: usize,
+        state: Stored,
+    ) -> Result<(), StoreError> {
         let size = key_bytes(key) + content + Self::ENTRY_OVERHEAD;
-        with_text_key(key, |texts| {
+        let row = Row { key, token, size };
+        let done = with_text_key(key, |texts| {
             let mut guard = self.lock();
             // The first call's row, in one lookup, when it is this turn's (every
             // `Session::call`); else this turn's call is kept apart, if anywhere.
-            if let Err(state) = self.finish_row(&mut guard, key, texts.first, true, size, state)
-                && !key.turn.is_empty()
-            {
-                let _ = self.finish_row(&mut guard, key, texts.apart, false, size, state);
+            match self.finish_row(&mut guard, row, texts.first, true, state) {
+                Ok(done) => done,
+                Err(state) if !key.turn.is_empty() => self
+                    .finish_row(&mut guard, row, texts.apart, false, state)
+                    .unwrap_or(Err(Found::Nothing)),
+                Err(_) => Err(Found::Nothing),
             }
         });
+        // The refusal's text is made here, outside the lock, and only for a refusal.
+        done.map_err(|found| fenced(key, found))
     }
 
     /// Finishes the row `text` (`first`: the first call's row, else one kept apart) as `state`
-    /// when it is in progress and `key`'s turn's (the first call's row of another turn, or no
-    /// row, gives `state` back), then evicts.
+    /// when it is in progress under `row`'s token and of `row`'s turn, then evicts. The first
+    /// call's row of another turn, or no row, gives `state` back; a row of the turn that is
+    /// not in progress under the token is a refusal, with what was found (an answer sent again
+    /// under the token that answered it excepted).
     fn finish_row(
         &self,
         guard: &mut State,
-        key: CallKey<'_>,
+        row: Row<'_>,
         text: &str,
         first: bool,
-        size: usize,
         state: Stored,
-    ) -> Result<(), Stored> {
+    ) -> Result<Result<(), Found>, Stored> {
         let State {
             entries,
             order,
             bytes,
             forgot,
+            ..
         } = guard;
         // One lookup here and one per eviction: each hashes the key.
         let Some((shared, entry)) = entries.get_key_value_mut(text) else {
             return Err(state);
         };
-        if first && entry.turn.as_deref().unwrap_or("") != key.turn {
+        if first && entry.turn.as_deref().unwrap_or("") != row.key.turn {
             return Err(state);
         }
-        if matches!(entry.state, Stored::InProgress(_)) {
-            finish_entry(shared, entry, size, state, order, bytes);
-            self.evict(entries, order, bytes, forgot);
-        }
-        Ok(())
+        let found = match (&entry.state, &state) {
+            (_, _) if entry.token != row.token => Found::OtherClaim,
+            (Stored::InProgress(_), _) => {
+                finish_entry(shared, entry, row.size, state, order, bytes);
+                self.evict(entries, order, bytes, forgot);
+                return Ok(Ok(()));
+            }
+            (Stored::Answered { .. }, Stored::Answered { .. }) => return Ok(Ok(())),
+            (Stored::Answered { .. }, _) => Found::Answered,
+            (Stored::Interrupted, _) => Found::Interrupted,
+        };
+        Ok(Err(found))
     }
 
     /// Forgets the oldest finished calls while either cap is passed, the latest always kept.
@@ -296,11 +334,12 @@ impl MemoryAnswerStore {
         }
     }
 
-    /// Forgets the call of `key` if it is still in progress (a retry then runs it), or, when
-    /// its tool started, keeps it as interrupted.
-    fn forget(&self, key: CallKey<'_>, tool_started: bool) {
+    /// Forgets the call of `key` if it is still in progress under `token` (a retry then runs
+    /// it), or, when its tool started, keeps it as interrupted.
+    fn forget(&self, key: CallKey<'_>, token: Token, tool_started: bool) {
         if tool_started {
-            self.finish(key, 0, Stored::Interrupted);
+            // A claim no longer in progress under the token is left as it is.
+            let _ = self.finish(key, token, 0, Stored::Interrupted);
             return;
         }
         with_text_key(key, |texts| {
@@ -311,7 +350,7 @@ impl MemoryAnswerStore {
             if state
                 .entries
                 .get(row)
-                .is_some_and(|e| matches!(e.state, Stored::InProgress(_)))
+                .is_some_and(|e| e.token == token && matches!(e.state, Stored::InProgress(_)))
             {
                 state.entries.remove(row);
             }
@@ -330,6 +369,7 @@ impl MemoryAnswerStore {
             order,
             bytes,
             forgot,
+            held,
         } = &mut *guard;
         // Looked up by the reused text, hashed once; a new call's key is allocated once, as
         // the map's (and later the eviction queue's) shared `Arc<str>`.
@@ -338,7 +378,8 @@ impl MemoryAnswerStore {
                 if slot.get().turn.as_deref().unwrap_or("") == key.turn =>
             {
                 let shared = Arc::clone(slot.key());
-                let (claim, lapsed) = seen_row(&shared, slot.get_mut(), key, now, order, bytes);
+                let (claim, lapsed) =
+                    seen_row(&shared, slot.get_mut(), (key, now, held), order, bytes);
                 if lapsed {
                     // Finished now, so counted against the caps like any answer.
                     self.evict(entries, order, bytes, forgot);
@@ -375,7 +416,7 @@ impl MemoryAnswerStore {
             return self.seen_or_claim(state, key, text, new.entry(turn), now);
         };
         let owner = first.turn.as_deref().unwrap_or("");
-        let running = matches!(first.state, Stored::InProgress(until) if until > now);
+        let running = first.running(now, &state.held);
         let beside = beside_first(key.turn, owner, running);
         // A first call whose lease ran out is interrupted, as its own claim would find it.
         self.lapse(state, key, texts.first, now);
@@ -403,11 +444,13 @@ impl MemoryAnswerStore {
             order,
             bytes,
             forgot,
+            held,
         } = state;
         match entries.entry_ref(text) {
             hashbrown::hash_map::EntryRef::Occupied(mut slot) => {
                 let shared = Arc::clone(slot.key());
-                let (claim, lapsed) = seen_row(&shared, slot.get_mut(), key, now, order, bytes);
+                let (claim, lapsed) =
+                    seen_row(&shared, slot.get_mut(), (key, now, held), order, bytes);
                 if lapsed {
                     self.evict(entries, order, bytes, forgot);
                 }
@@ -427,12 +470,13 @@ impl MemoryAnswerStore {
             order,
             bytes,
             forgot,
+            held,
         } = state;
         let Some((shared, e)) = entries.get_key_value_mut(text) else {
             return;
         };
         let shared = Arc::clone(shared);
-        if seen_row(&shared, e, key, now, order, bytes).1 {
+        if seen_row(&shared, e, (key, now, held), order, bytes).1 {
             self.evict(entries, order, bytes, forgot);
         }
     }
@@ -444,12 +488,11 @@ impl MemoryAnswerStore {
 fn seen_row(
     shared: &Arc<str>,
     e: &mut Entry,
-    key: CallKey<'_>,
-    now: Instant,
+    (key, now, held): (CallKey<'_>, Instant, &Held),
     order: &mut VecDeque<Arc<str>>,
     bytes: &mut usize,
 ) -> (Claim, bool) {
-    let lapsed = matches!(e.state, Stored::InProgress(until) if until <= now);
+    let lapsed = matches!(e.state, Stored::InProgress(_)) && !e.running(now, held);
     if lapsed {
         let size = key_bytes(key) + MemoryAnswerStore::ENTRY_OVERHEAD;
         finish_entry(shared, e, size, Stored::Interrupted, order, bytes);
@@ -468,6 +511,21 @@ impl State {
             _ => Some(texts.apart),
         }
     }
+}
+
+impl Entry {
+    /// Whether its claim is in progress and its lease running at `now`, or it is `held`.
+    fn running(&self, now: Instant, held: &Held) -> bool {
+        matches!(self.state, Stored::InProgress(until) if until > now || held.contains(&self.token))
+    }
+}
+
+/// A row to finish: its key, the token it must be in progress under, the bytes it will count.
+#[derive(Clone, Copy)]
+struct Row<'k> {
+    key: CallKey<'k>,
+    token: Token,
+    size: usize,
 }
 
 /// Counts a finished entry: its state, its bytes, its place in the eviction order.
@@ -508,11 +566,13 @@ impl AnswerStore for MemoryAnswerStore {
     fn claim<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         digest: InputDigest,
         lease: Duration,
     ) -> StoreFuture<'a, Result<Claim, StoreError>> {
         let new = New {
             digest,
+            token,
             lease,
             now: Instant::now(),
         };
@@ -523,6 +583,7 @@ impl AnswerStore for MemoryAnswerStore {
     fn answered<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         outcome: Outcome,
         result: &'a ToolResult,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
@@ -534,21 +595,45 @@ impl AnswerStore for MemoryAnswerStore {
             is_error: result.is_error,
             extra: result.extra.clone(),
         };
-        self.finish(key, size, state);
-        StoreFuture::ready(Ok(()))
+        StoreFuture::ready(self.finish(key, token, size, state))
     }
 
     fn release<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         tool_started: bool,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
-        self.forget(key, tool_started);
+        self.forget(key, token, tool_started);
         StoreFuture::ready(Ok(()))
     }
 
-    fn abandon(&self, key: CallKey<'_>, tool_started: bool) {
-        self.forget(key, tool_started);
+    fn abandon(&self, key: CallKey<'_>, token: Token, tool_started: bool) {
+        self.forget(key, token, tool_started);
+    }
+
+    /// `true`: a hold keeps the claim from lapsing (see the type's docs).
+    fn renews(&self) -> bool {
+        true
+    }
+
+    /// Marks the claim of `token` held: it does not lapse until the hold is dropped (then its
+    /// lease counts from the claim again: a call that ran past it lapses at once). Nothing is
+    /// renewed (the status counts no renewal), and nothing is looked up: the claim's token
+    /// goes to the set of the held ones.
+    fn hold(&self, _key: CallKey<'_>, token: Token, _lease: Duration) -> Option<Hold> {
+        self.lock().held.insert(token);
+        let by: Arc<dyn Unhold> = self.state.clone();
+        Some(Hold::in_memory(by, token))
+    }
+}
+
+impl Unhold for Mutex<State> {
+    fn unhold(&self, token: Token) {
+        self.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .held
+            .remove(&token);
     }
 }
 
@@ -556,6 +641,7 @@ impl AnswerStore for MemoryAnswerStore {
 #[derive(Clone, Copy)]
 struct New {
     digest: InputDigest,
+    token: Token,
     lease: Duration,
     now: Instant,
 }
@@ -568,6 +654,7 @@ impl New {
         let now = self.now;
         Entry {
             digest: self.digest,
+            token: self.token,
             state: Stored::InProgress(now.checked_add(self.lease).unwrap_or(now + FOREVER)),
             bytes: 0,
             turn: (!turn.is_empty()).then(|| Box::from(turn)),
@@ -595,7 +682,8 @@ mod tests {
     use crate::content::message::ToolResult;
 
     use super::{
-        AnswerStore, CallKey, Claim, InputDigest, MemoryAnswerStore, Remembered, write_text_key,
+        AnswerStore, CallKey, Claim, InputDigest, MemoryAnswerStore, Remembered, Token,
+        write_text_key,
     };
 
     #[test]
@@ -608,12 +696,22 @@ mod tests {
             CallKey::new("s", id)
         }
         for id in &ids {
-            let claim = crate::block_on(store.claim(key(id), InputDigest([1; 32]), Duration::ZERO));
+            let claim = crate::block_on(store.claim(
+                key(id),
+                Token::draw(),
+                InputDigest([1; 32]),
+                Duration::ZERO,
+            ));
             assert!(matches!(claim, Ok(Claim::Claimed)));
         }
         assert_eq!(store.len(), 0, "claims in progress are not finished calls");
         for id in &ids {
-            let claim = crate::block_on(store.claim(key(id), InputDigest([1; 32]), Duration::ZERO));
+            let claim = crate::block_on(store.claim(
+                key(id),
+                Token::draw(),
+                InputDigest([1; 32]),
+                Duration::ZERO,
+            ));
             assert!(matches!(claim, Ok(Claim::Seen(_))), "{id}");
         }
         assert_eq!(store.len(), 2);
@@ -631,10 +729,12 @@ mod tests {
         let first = CallKey::in_turn("s", "chatcmpl-1", "functions.get_time:0");
         let later = CallKey::in_turn("s", "chatcmpl-2", "functions.get_time:0");
         let digest = InputDigest([7; 32]);
-        let claim = |key| crate::block_on(store.claim(key, digest, Duration::from_secs(60)));
+        // One token for the claims of every key (a token names a claim of one key).
+        let token = Token::draw();
+        let claim = |key| crate::block_on(store.claim(key, token, digest, Duration::from_secs(60)));
         let answer = |key, text: &str| {
             let result = ToolResult::text("functions.get_time:0", text);
-            crate::block_on(store.answered(key, Outcome::Ok, &result)).unwrap();
+            crate::block_on(store.answered(key, token, Outcome::Ok, &result)).unwrap();
             result
         };
         assert_eq!(claim(first).unwrap(), Claim::Claimed);

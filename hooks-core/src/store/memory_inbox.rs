@@ -12,7 +12,7 @@ use crate::inbox::{
     Attempt, CallState, InboxStore, InboxTurn, Order, Page, PublishedTools, Query, ReadyTurn,
     Recorded, Refusal, TurnState, from_ms, now_ms,
 };
-use crate::store::{StoreError, StoreFuture};
+use crate::store::{Found, StoreError, StoreFuture, Token, fenced_take};
 
 use super::pending::{Kept, MemoryPendingStore, State, Turns, key};
 
@@ -20,8 +20,8 @@ use super::pending::{Kept, MemoryPendingStore, State, Turns, key};
 fn turn_state(kept: &Kept) -> TurnState {
     match kept.state {
         State::Waiting => TurnState::Waiting,
-        State::Taken(_) => TurnState::Resuming,
-        State::Resumed(_) => TurnState::Resumed,
+        State::Taken { .. } => TurnState::Resuming,
+        State::Resumed { .. } => TurnState::Resumed,
     }
 }
 
@@ -158,8 +158,8 @@ fn take_ready(turns: &mut Turns, fingerprint: &str, lease: Duration) -> Option<R
     let (now, instant) = (now_ms(), Instant::now());
     let takeable = |k: &Kept| match k.state {
         State::Waiting => true,
-        State::Taken(until) => until <= instant,
-        State::Resumed(_) => false,
+        State::Taken { until, held, .. } => !held && until <= instant,
+        State::Resumed { .. } => false,
     };
     let found = turns
         .by_key
@@ -169,7 +169,12 @@ fn take_ready(turns: &mut Turns, fingerprint: &str, lease: Duration) -> Option<R
         .min_by_key(|(_, k)| k.place)
         .map(|(key, _)| key.clone())?;
     let kept = turns.by_key.get_mut(&found)?;
-    kept.state = State::Taken(instant.checked_add(lease).unwrap_or(instant));
+    let token = Token::draw();
+    kept.state = State::Taken {
+        until: instant.checked_add(lease).unwrap_or(instant),
+        token,
+        held: false,
+    };
     let (turn, seqs) = (kept.turn.clone(), kept.calls.clone());
     let mut decisions = Decisions::new();
     let mut expired = Vec::new();
@@ -188,7 +193,7 @@ fn take_ready(turns: &mut Turns, fingerprint: &str, lease: Duration) -> Option<R
             None => expired.push(row.tool_use_id.clone()),
         }
     }
-    Some(ReadyTurn::new(turn, decisions, expired))
+    Some(ReadyTurn::new(turn, decisions, expired, token, lease))
 }
 
 impl InboxStore for MemoryPendingStore {
@@ -220,15 +225,29 @@ impl InboxStore for MemoryPendingStore {
         &'a self,
         session_id: &'a str,
         turn_id: &'a str,
+        token: Token,
         answer: &'a Value,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
-        if let Some(kept) = self.lock().by_key.get_mut(&key(session_id, turn_id))
-            && matches!(kept.state, State::Taken(_))
-        {
-            kept.state = State::Resumed(answer.clone());
-            kept.open = false;
-        }
-        StoreFuture::ready(Ok(()))
+        let mut turns = self.lock();
+        let found = match turns.by_key.get_mut(&key(session_id, turn_id)) {
+            Some(kept) => match &kept.state {
+                State::Taken { token: holder, .. } if *holder == token => {
+                    kept.state = State::Resumed {
+                        answer: answer.clone(),
+                        token,
+                    };
+                    kept.open = false;
+                    return StoreFuture::ready(Ok(()));
+                }
+                State::Resumed { token: holder, .. } if *holder == token => {
+                    return StoreFuture::ready(Ok(()));
+                }
+                State::Resumed { .. } => Found::Answered,
+                State::Taken { .. } | State::Waiting => Found::OtherClaim,
+            },
+            None => Found::Nothing,
+        };
+        StoreFuture::ready(Err(fenced_take(session_id, turn_id, found)))
     }
 
     fn publish_tools<'a>(

@@ -15,11 +15,11 @@
 //! and retries"), each call keyed by its session's id, its `tool_use` id and its turn
 //! ([`CallKey`]):
 //!
-//! 1. [`claim`](AnswerStore::claim) the key with the input's digest and a lease: one atomic
-//!    insert-if-absent. [`Claim::Claimed`]: the key is new and now in progress until the lease
-//!    ends; the call runs. [`Claim::OtherTurn`]: the id is another turn's, and this call cannot
-//!    be told apart from it (below): nothing runs. [`Claim::Seen`]: the key was seen before,
-//!    and nothing runs:
+//! 1. [`claim`](AnswerStore::claim) the key with the input's digest, a [`Token`] drawn for this
+//!    claim, and a lease: one atomic insert-if-absent. [`Claim::Claimed`]: the key is new and
+//!    now in progress under this token until the lease ends; the call runs. [`Claim::OtherTurn`]:
+//!    the id is another turn's, and this call cannot be told apart from it (below): nothing
+//!    runs. [`Claim::Seen`]: the key was seen before, and nothing runs:
 //!    - answered ([`Remembered::Answered`]) with the same input: the remembered `tool_result` is
 //!      the answer (a *replay*: observers see it with `replay: true`, counts leave it out);
 //!    - still in progress ([`Remembered::InProgress`]): refused as in progress, an error the
@@ -28,8 +28,16 @@
 //!      started, or the claim's lease ran out before an answer came, as when the worker running
 //!      it died): answered with an error saying the call was interrupted and is not run again;
 //!    - any of these with another input: refused as an id reused with another input.
-//! 2. When the call was answered: [`answered`](AnswerStore::answered) with its outcome and
-//!    `tool_result`. When it was not (a halt, a pause for a person):
+//! 2. While the call runs: [`hold`](AnswerStore::hold) the claim, when the store
+//!    [`renews`](AnswerStore::renews): the store renews its lease every third of it, by its own
+//!    clock, until the [`Hold`] is dropped, so a lease can be short (seconds: how long a dead
+//!    worker's calls wait) and a call still run as long as its deadlines allow. A store that
+//!    does not renew is given a lease above the longest call instead (the dispatcher's
+//!    `fixed_claim_lease`).
+//! 3. When the call was answered: [`answered`](AnswerStore::answered) with the claim's token,
+//!    its outcome and `tool_result`; a claim that no longer holds the call (its lease ran out
+//!    and a retry took it over) is refused ([`StoreError::is_fenced`]), and the call's answer is
+//!    the one the store holds. When it was not (a halt, a pause for a person):
 //!    [`release`](AnswerStore::release), so a retry runs it; a call whose tool had started is
 //!    kept as interrupted instead, never run again. A call future the host drops is
 //!    [`abandon`](AnswerStore::abandon)ed the same way, at once where the store can (in memory),
@@ -74,6 +82,7 @@
 pub mod conformance;
 pub(crate) mod digest;
 pub(crate) mod error;
+pub(crate) mod lease;
 pub(crate) mod memory;
 #[cfg(feature = "inbox")]
 mod memory_inbox;
@@ -99,6 +108,7 @@ use crate::content::message::ToolResult;
 
 pub use digest::InputDigest;
 pub use error::StoreError;
+pub use lease::{Hold, HoldStatus, Token, renew_every};
 pub use memory::MemoryAnswerStore;
 pub use pending::MemoryPendingStore;
 
@@ -166,6 +176,58 @@ pub(crate) fn beside_first(turn: &str, first: &str, first_in_progress: bool) -> 
     }
 }
 
+/// What a store found where a claim's (or a take's) token no longer holds its call: why it
+/// refuses to record ([`fenced`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// The call is interrupted: the claim's lease ran out and a retry took it over.
+    Interrupted,
+    /// Another claim (take) holds it, or made it.
+    OtherClaim,
+    /// Another claim answered it (a turn: another resume resumed it).
+    Answered,
+    /// Nothing is kept under the key.
+    Nothing,
+}
+
+/// The refusal of what a claim of `key` sent when the store found `found` instead.
+pub(crate) fn fenced(key: CallKey<'_>, found: Found) -> StoreError {
+    let holds = match found {
+        Found::Interrupted => {
+            "the store holds it as interrupted: this claim's lease ran out and a retry took the \
+             call over"
+        }
+        Found::OtherClaim => "another claim holds it",
+        Found::Answered => "another claim answered it",
+        Found::Nothing => "the store keeps no claim of it",
+    };
+    let mut what = format!("tool_use {:?}", key.tool_use_id);
+    if !key.turn.is_empty() {
+        what.push_str(&format!(" of turn {:?}", key.turn));
+    }
+    StoreError::fenced(format!(
+        "{what} of session {:?} is no longer held by this claim ({holds}), so its answer is not \
+         recorded",
+        key.session_id
+    ))
+}
+
+/// The refusal of what a take of the paused turn `turn_id` of `session_id` sent when the store
+/// found `found` instead.
+pub(crate) fn fenced_take(session_id: &str, turn_id: &str, found: Found) -> StoreError {
+    let holds = match found {
+        Found::Interrupted | Found::OtherClaim => {
+            "its lease ran out and another resume took the turn"
+        }
+        Found::Answered => "another resume resumed it",
+        Found::Nothing => "the store keeps no take of it",
+    };
+    StoreError::fenced(format!(
+        "the paused turn {turn_id:?} of session {session_id:?} is no longer held by this take \
+         ({holds}), so its answer is not recorded"
+    ))
+}
+
 /// What a store knows of a call it has seen.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -187,8 +249,8 @@ pub enum Remembered {
         result: ToolResult,
     },
     /// Not answered, and never to be run again: the host dropped the call after its tool had
-    /// started, or the claim's lease ran out with no answer (its worker died, or ran past the
-    /// lease): it may have taken effect.
+    /// started, or the claim's lease ran out with no answer (its worker died, or could not
+    /// renew it, or ran past a lease nothing renewed): it may have taken effect.
     Interrupted {
         /// The digest it was claimed with.
         digest: InputDigest,
@@ -272,39 +334,59 @@ impl<T> Future for StoreFuture<'_, T> {
 /// Each method is one atomic step in the store (one statement or one transaction in a
 /// database, never a read then a write): two attempts racing on one key see one
 /// [`Claim::Claimed`] between them, and an answer or a release changes only a claim still in
-/// progress. [`conformance::answer_store`] checks all of it.
+/// progress under the token it was made with. [`conformance::answer_store`] checks all of it.
+///
+/// # A store of your own
+///
+/// Implement [`claim`](Self::claim), [`answered`](Self::answered) and
+/// [`release`](Self::release) (and [`abandon`](Self::abandon) where a store can release
+/// without waiting). Keep each claim's [`Token`] with its row and act only on the claim that
+/// holds it; refuse an answer whose token no longer holds the call with
+/// [`StoreError::fenced`]. [`renews`](Self::renews) and [`hold`](Self::hold) are optional: by
+/// default a store does not renew, and a session then claims with the dispatcher's
+/// `fixed_claim_lease` (15 minutes by default), which must stay above your longest call (its
+/// hooks', approver's and tool's deadlines together); a worker that dies then holds its calls
+/// that long. A store that renews lets the short `claim_lease` (15 s by default) be the wait.
 pub trait AnswerStore: Send + Sync {
-    /// Atomically: when `key` is absent, record it as in progress with `digest` until `lease`
-    /// from now, and answer [`Claim::Claimed`]; when it is in progress and its lease has run
-    /// out, record it as [`Remembered::Interrupted`] and answer that; otherwise change nothing
-    /// and answer [`Claim::Seen`] with what is recorded. Which row is the key's, and when the
-    /// answer is [`Claim::OtherTurn`] instead: "Turns" in the module docs.
+    /// Atomically: when `key` is absent, record it as in progress with `digest` under `token`
+    /// until `lease` from now (by the store's clock), and answer [`Claim::Claimed`]; when it
+    /// is in progress and its lease has run out, record it as [`Remembered::Interrupted`] and
+    /// answer that; otherwise change nothing and answer [`Claim::Seen`] with what is recorded.
+    /// Which row is the key's, and when the answer is [`Claim::OtherTurn`] instead: "Turns" in
+    /// the module docs. `token` is drawn for this claim ([`Token::draw`]); a database store
+    /// that sends the claim again after a lost connection finds its own row by it and answers
+    /// [`Claim::Claimed`].
     ///
     /// # Errors
     /// [`StoreError`] when the store cannot answer: the call is then not run.
     fn claim<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         digest: InputDigest,
         lease: Duration,
     ) -> StoreFuture<'a, Result<Claim, StoreError>>;
 
-    /// The claimed call of `key` was answered with `result` (`outcome` says how): record it as
-    /// [`Remembered::Answered`], keeping its digest. A key not in progress is left as it is (a
-    /// claim that ran past its lease and was marked interrupted stays so).
+    /// The call of `key`, claimed with `token`, was answered with `result` (`outcome` says
+    /// how): record it as [`Remembered::Answered`], keeping its digest. The same answer sent
+    /// again with the same token (after a lost connection) is not an error.
     ///
     /// # Errors
-    /// [`StoreError`] when it cannot be recorded (the host still gets the answer).
+    /// [`StoreError::fenced`] when the claim of `token` no longer holds the call: its lease
+    /// ran out and another claim marked it interrupted (or holds it): what the store holds is
+    /// left as it is, and that is the call's answer. Another [`StoreError`] when it cannot be
+    /// recorded (the host still gets the answer).
     fn answered<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         outcome: Outcome,
         result: &'a ToolResult,
     ) -> StoreFuture<'a, Result<(), StoreError>>;
 
-    /// The claimed call of `key` was not answered: forget it (a retry runs it), or, when
-    /// `tool_started`, record it as [`Remembered::Interrupted`]. A key not in progress is left
-    /// as it is.
+    /// The call of `key`, claimed with `token`, was not answered: forget it (a retry runs it),
+    /// or, when `tool_started`, record it as [`Remembered::Interrupted`]. A key not in progress
+    /// under `token` is left as it is.
     ///
     /// # Errors
     /// [`StoreError`] when it cannot be recorded: the claim then lapses with its lease, after
@@ -312,6 +394,7 @@ pub trait AnswerStore: Send + Sync {
     fn release<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         tool_started: bool,
     ) -> StoreFuture<'a, Result<(), StoreError>>;
 
@@ -320,8 +403,25 @@ pub trait AnswerStore: Send + Sync {
     /// with its lease (a retry within it is refused as in progress, after it answered as
     /// interrupted). An in-memory store releases at once; a database store may queue the
     /// write.
-    fn abandon(&self, key: CallKey<'_>, tool_started: bool) {
-        let _ = (key, tool_started);
+    fn abandon(&self, key: CallKey<'_>, token: Token, tool_started: bool) {
+        let _ = (key, token, tool_started);
+    }
+
+    /// Whether this store renews a claim's lease while its call runs ([`hold`](Self::hold)).
+    /// The default, `false`: this store does not renew, so a session claims with the
+    /// dispatcher's `fixed_claim_lease`, which must stay above the longest call.
+    fn renews(&self) -> bool {
+        false
+    }
+
+    /// Keeps the claim of `key` made with `token` (for `lease`) alive until the returned
+    /// [`Hold`] is dropped: the store renews its lease to `lease` from now, by its own clock,
+    /// every third of it ([`renew_every`]), on a thread of its own (never on the caller's: a
+    /// sync tool blocks it). A renewal that fails, or finds the claim taken over, ends the
+    /// renewals ([`Hold::status`]). `None` (the default) when the store does not renew.
+    fn hold(&self, key: CallKey<'_>, token: Token, lease: Duration) -> Option<Hold> {
+        let _ = (key, token, lease);
+        None
     }
 }
 
@@ -348,7 +448,10 @@ pub enum Taken {
 /// Each method is one atomic step in the store: [`put`](Self::put) never overwrites a kept turn,
 /// and of any number of callers [`take`](Self::take)-ing one turn at once exactly one gets
 /// [`Taken::Turn`]. [`conformance::pending_store`] checks it.
-/// [`Session::resume_from`](crate::Session::resume_from) uses these steps.
+/// [`Session::resume_from`](crate::Session::resume_from) uses these steps. As with the answer
+/// memory, a take carries a [`Token`], and a store that renews ([`renews`](Self::renews),
+/// [`hold`](Self::hold)) keeps a take alive while its resume runs; by default it does not, and
+/// a take holds for the dispatcher's `fixed_claim_lease`.
 pub trait PendingStore: Send + Sync {
     /// Keeps `turn` under (`turn.session_id`, `turn.turn_id`). A turn already kept under that
     /// key (the same message paused again, by a retry) is left as it is, its `created_at`, and
@@ -359,7 +462,9 @@ pub trait PendingStore: Send + Sync {
     fn put<'a>(&'a self, turn: &'a PendingTurn) -> StoreFuture<'a, Result<(), StoreError>>;
 
     /// Takes the turn of (`session_id`, `turn_id`) to resume it, atomically: a waiting turn (or
-    /// one whose take's lease has run out) becomes this caller's until `lease` from now.
+    /// one whose take's lease has run out, by the store's clock) becomes this caller's, under
+    /// `token`, until `lease` from now. A take sent again with the token of the take that holds
+    /// the turn (after a lost connection) takes it again.
     ///
     /// # Errors
     /// [`StoreError`] when the store cannot answer: nothing is resumed.
@@ -367,24 +472,29 @@ pub trait PendingStore: Send + Sync {
         &'a self,
         session_id: &'a str,
         turn_id: &'a str,
+        token: Token,
         lease: Duration,
     ) -> StoreFuture<'a, Result<Taken, StoreError>>;
 
-    /// The taken turn was resumed into `answer` (the [`Resumed`](crate::approval::Resumed) as
-    /// JSON): kept, so a later take answers [`Taken::Resumed`].
+    /// The turn taken with `token` was resumed into `answer` (the
+    /// [`Resumed`](crate::approval::Resumed) as JSON): kept, so a later take answers
+    /// [`Taken::Resumed`]. The same sent again with the same token is not an error.
     ///
     /// # Errors
-    /// [`StoreError`] when it cannot be recorded (the calls' answers are in the answer memory
-    /// all the same, so a resume after the take's lease replays them).
+    /// [`StoreError::fenced`] when the take of `token` no longer holds the turn (its lease ran
+    /// out and another resume took it): nothing changes. Another [`StoreError`] when it cannot
+    /// be recorded. Either way the calls' answers are in the answer memory, so the resume that
+    /// holds the turn replays them.
     fn resumed<'a>(
         &'a self,
         session_id: &'a str,
         turn_id: &'a str,
+        token: Token,
         answer: &'a Value,
     ) -> StoreFuture<'a, Result<(), StoreError>>;
 
-    /// The taken turn was not resumed (refused before anything ran, or a hook halted it):
-    /// waiting again.
+    /// The turn taken with `token` was not resumed (refused before anything ran, or a hook
+    /// halted it): waiting again. A turn not taken under `token` is left as it is.
     ///
     /// # Errors
     /// [`StoreError`] when it cannot be recorded: the turn is taken again after the lease.
@@ -392,6 +502,7 @@ pub trait PendingStore: Send + Sync {
         &'a self,
         session_id: &'a str,
         turn_id: &'a str,
+        token: Token,
     ) -> StoreFuture<'a, Result<(), StoreError>>;
 
     /// The turns of `session_id` still waiting (not taken, not resumed), oldest first.
@@ -402,4 +513,18 @@ pub trait PendingStore: Send + Sync {
         &'a self,
         session_id: &'a str,
     ) -> StoreFuture<'a, Result<Vec<PendingTurn>, StoreError>>;
+
+    /// Whether this store renews a take's lease while its resume runs ([`hold`](Self::hold)).
+    /// The default, `false`: a session then takes with the dispatcher's `fixed_claim_lease`.
+    fn renews(&self) -> bool {
+        false
+    }
+
+    /// Keeps the take of (`session_id`, `turn_id`) made with `token` (for `lease`) alive until
+    /// the returned [`Hold`] is dropped, as [`AnswerStore::hold`] does a claim. `None` (the
+    /// default) when the store does not renew.
+    fn hold(&self, session_id: &str, turn_id: &str, token: Token, lease: Duration) -> Option<Hold> {
+        let _ = (session_id, turn_id, token, lease);
+        None
+    }
 }

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -11,17 +11,19 @@ use crate::approval::pending::PendingTurn;
 #[cfg(feature = "inbox")]
 use crate::inbox::judge::CallRow;
 
-use super::{PendingStore, StoreError, StoreFuture, Taken};
+use super::{Found, Hold, PendingStore, StoreError, StoreFuture, Taken, Token, fenced_take};
 
 /// The in-memory [`PendingStore`]: a map behind a mutex, unbounded (a turn stays until it is
 /// resumed; a host that never resumes some should use a database store and clean it). It lives
-/// and dies with the process: for turns that must outlive a restart, use a database store.
+/// and dies with the process: for turns that must outlive a restart, use a database store. A
+/// take [`hold`](PendingStore::hold) keeps does not lapse while the hold exists (as
+/// [`MemoryAnswerStore`](super::MemoryAnswerStore)'s claims).
 ///
 /// With the `inbox` feature it is an [`InboxStore`](crate::approval::inbox::InboxStore) too
 /// (`store/memory_inbox.rs`): `put` indexes the turn's waiting calls under the same lock.
 #[derive(Default)]
 pub struct MemoryPendingStore {
-    pub(super) turns: Mutex<Turns>,
+    pub(super) turns: Arc<Mutex<Turns>>,
 }
 
 #[derive(Default)]
@@ -65,9 +67,18 @@ pub(super) type KeptAnswer = Result<crate::inbox::decide::Decided, crate::inbox:
 
 pub(super) enum State {
     Waiting,
-    /// Taken by a resume until this instant.
-    Taken(Instant),
-    Resumed(Value),
+    /// Taken by a resume (`token`) until `until`; held (the resume running in this process:
+    /// [`PendingStore::hold`]), it does not lapse.
+    Taken {
+        until: Instant,
+        token: Token,
+        held: bool,
+    },
+    /// Resumed by the take of `token` into this answer.
+    Resumed {
+        answer: Value,
+        token: Token,
+    },
 }
 
 impl MemoryPendingStore {
@@ -77,10 +88,41 @@ impl MemoryPendingStore {
     }
 
     pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Turns> {
-        // Nothing here panics while holding the lock; a poisoned lock still holds valid data.
-        self.turns.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.turns)
     }
 }
+
+fn lock(turns: &Mutex<Turns>) -> std::sync::MutexGuard<'_, Turns> {
+    // Nothing here panics while holding the lock; a poisoned lock still holds valid data.
+    turns.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Marks the take of (`session_id`, `turn_id`) made with `token`, if it still holds the turn,
+/// held, or, `held` false, no longer held, its lease then `lease` from now.
+fn set_held(
+    turns: &Mutex<Turns>,
+    (session_id, turn_id): (&str, &str),
+    token: Token,
+    held: bool,
+    lease: Duration,
+) {
+    if let Some(kept) = lock(turns).by_key.get_mut(&key(session_id, turn_id))
+        && let State::Taken {
+            until,
+            token: holder,
+            held: was,
+        } = &mut kept.state
+        && *holder == token
+    {
+        *was = held;
+        if !held {
+            let now = Instant::now();
+            *until = now.checked_add(lease).unwrap_or(now);
+        }
+    }
+}
+
+impl MemoryPendingStore {}
 
 impl fmt::Debug for MemoryPendingStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -147,6 +189,7 @@ impl PendingStore for MemoryPendingStore {
         &'a self,
         session_id: &'a str,
         turn_id: &'a str,
+        token: Token,
         lease: Duration,
     ) -> StoreFuture<'a, Result<Taken, StoreError>> {
         let now = Instant::now();
@@ -154,10 +197,18 @@ impl PendingStore for MemoryPendingStore {
         let taken = match turns.by_key.get_mut(&key(session_id, turn_id)) {
             None => Taken::Missing,
             Some(kept) => match &kept.state {
-                State::Resumed(answer) => Taken::Resumed(answer.clone()),
-                State::Taken(until) if *until > now => Taken::Resuming,
-                State::Waiting | State::Taken(_) => {
-                    kept.state = State::Taken(now.checked_add(lease).unwrap_or(now));
+                State::Resumed { answer, .. } => Taken::Resumed(answer.clone()),
+                State::Taken {
+                    until,
+                    token: holder,
+                    held,
+                } if *holder != token && (*held || *until > now) => Taken::Resuming,
+                State::Waiting | State::Taken { .. } => {
+                    kept.state = State::Taken {
+                        until: now.checked_add(lease).unwrap_or(now),
+                        token,
+                        held: false,
+                    };
                     Taken::Turn(kept.turn.clone())
                 }
             },
@@ -169,23 +220,38 @@ impl PendingStore for MemoryPendingStore {
         &'a self,
         session_id: &'a str,
         turn_id: &'a str,
+        token: Token,
         answer: &'a Value,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
-        if let Some(kept) = self.lock().by_key.get_mut(&key(session_id, turn_id))
-            && matches!(kept.state, State::Taken(_))
-        {
-            kept.state = State::Resumed(answer.clone());
-        }
-        StoreFuture::ready(Ok(()))
+        let mut turns = self.lock();
+        let found = match turns.by_key.get_mut(&key(session_id, turn_id)) {
+            Some(kept) => match &kept.state {
+                State::Taken { token: holder, .. } if *holder == token => {
+                    kept.state = State::Resumed {
+                        answer: answer.clone(),
+                        token,
+                    };
+                    return StoreFuture::ready(Ok(()));
+                }
+                State::Resumed { token: holder, .. } if *holder == token => {
+                    return StoreFuture::ready(Ok(()));
+                }
+                State::Resumed { .. } => Found::Answered,
+                State::Taken { .. } | State::Waiting => Found::OtherClaim,
+            },
+            None => Found::Nothing,
+        };
+        StoreFuture::ready(Err(fenced_take(session_id, turn_id, found)))
     }
 
     fn put_back<'a>(
         &'a self,
         session_id: &'a str,
         turn_id: &'a str,
+        token: Token,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         if let Some(kept) = self.lock().by_key.get_mut(&key(session_id, turn_id))
-            && matches!(kept.state, State::Taken(_))
+            && matches!(kept.state, State::Taken { token: holder, .. } if holder == token)
         {
             kept.state = State::Waiting;
         }
@@ -205,5 +271,21 @@ impl PendingStore for MemoryPendingStore {
             .collect();
         crate::base::sort::sort_by(&mut waiting, |a, b| a.place.cmp(&b.place));
         StoreFuture::ready(Ok(waiting.into_iter().map(|k| k.turn.clone()).collect()))
+    }
+
+    /// `true`: a hold keeps the take from lapsing (see the type's docs).
+    fn renews(&self) -> bool {
+        true
+    }
+
+    /// Marks the take held: it does not lapse until the hold is dropped, its lease then
+    /// `lease` from that instant.
+    fn hold(&self, session_id: &str, turn_id: &str, token: Token, lease: Duration) -> Option<Hold> {
+        set_held(&self.turns, (session_id, turn_id), token, true, lease);
+        let turns = Arc::clone(&self.turns);
+        let (session_id, turn_id) = (session_id.to_owned(), turn_id.to_owned());
+        Some(Hold::kept(move || {
+            set_held(&turns, (&session_id, &turn_id), token, false, lease);
+        }))
     }
 }

@@ -105,6 +105,8 @@ pub(super) fn assemble(
         pending_ttl: DispatcherBuilder::DEFAULT_PENDING_TTL,
         max_concurrent_reads: DispatcherBuilder::DEFAULT_MAX_CONCURRENT_READS,
         claim_lease: DispatcherBuilder::DEFAULT_CLAIM_LEASE,
+        fixed_claim_lease: DispatcherBuilder::DEFAULT_FIXED_CLAIM_LEASE,
+        leases: Default::default(),
         available,
         rendered: Default::default(),
     }

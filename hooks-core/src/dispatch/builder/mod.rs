@@ -98,6 +98,7 @@ struct Settings {
     pending_ttl: Option<Duration>,
     max_concurrent_reads: Option<usize>,
     claim_lease: Option<Duration>,
+    fixed_claim_lease: Option<Duration>,
     #[cfg(feature = "seal")]
     seal_keys: Option<crate::approval::SealKeys>,
 }
@@ -386,15 +387,38 @@ impl DispatcherBuilder {
     /// The default of [`max_concurrent_reads`](Self::max_concurrent_reads): 8.
     pub const DEFAULT_MAX_CONCURRENT_READS: usize = 8;
 
-    /// Sets how long a call's claim in the answer memory holds (default
-    /// [`DEFAULT_CLAIM_LEASE`](Self::DEFAULT_CLAIM_LEASE), 15 minutes). A retry of a call whose
+    /// Sets how long a call's claim in the answer memory holds after its last renewal, in a
+    /// store that renews it while the call runs ([`AnswerStore::renews`]: the SQLite and
+    /// PostgreSQL stores, a shared [`MemoryAnswerStore`]; default
+    /// [`DEFAULT_CLAIM_LEASE`](Self::DEFAULT_CLAIM_LEASE), 15 s). The store renews it every
+    /// third of it, by its own clock, on a thread of its own, while the call's hooks, approver
+    /// and tool run, so a call may take as long as its deadlines allow. A retry of a call whose
     /// claim is within its lease is refused as in progress; past it with no answer (the worker
-    /// running it died), the retry is answered as interrupted and the call is never run again.
-    /// Keep it above the longest a call can take (its hooks' and tool's deadlines, an inline
-    /// approver's): a call still running past its lease is never run twice, but a retry may be
-    /// told it was interrupted while it still runs.
+    /// running it died, or could not reach the store to renew), the retry is answered as
+    /// interrupted and the call is never run again; a late answer of the worker that lost it
+    /// is refused by the store, and that worker answers its host as the store does. So this is
+    /// how long a dead worker's calls wait (from its last renewal). Turns taken by
+    /// [`Session::resume_from`](crate::Session::resume_from) are held the same way. Keep it a
+    /// few times the store's worst latency: a renewal that fails stops the renewals.
+    ///
+    /// [`AnswerStore::renews`]: crate::store::AnswerStore::renews
+    /// [`MemoryAnswerStore`]: crate::store::MemoryAnswerStore
     pub fn claim_lease(mut self, lease: Duration) -> Self {
         self.settings.claim_lease = Some(lease);
+        self
+    }
+
+    /// Sets how long a call's claim (a resume's take) holds where nothing renews it: in a
+    /// store that does not renew ([`AnswerStore::renews`] `false`, the default of a store of
+    /// your own) and in a session's own memory (default
+    /// [`DEFAULT_FIXED_CLAIM_LEASE`](Self::DEFAULT_FIXED_CLAIM_LEASE), 15 minutes). Keep it
+    /// above the longest a call can take (its hooks' and tool's deadlines, an inline
+    /// approver's): a call still running past its lease is never run twice, but a retry may be
+    /// told it was interrupted while it still runs.
+    ///
+    /// [`AnswerStore::renews`]: crate::store::AnswerStore::renews
+    pub fn fixed_claim_lease(mut self, lease: Duration) -> Self {
+        self.settings.fixed_claim_lease = Some(lease);
         self
     }
 
@@ -414,10 +438,14 @@ impl DispatcherBuilder {
         self
     }
 
-    /// The default of [`claim_lease`](Self::claim_lease): 15 minutes, above the default
-    /// deadlines of a call together (10 s per hook, 5 minutes for an inline approver, 60 s for
-    /// the tool).
-    pub const DEFAULT_CLAIM_LEASE: Duration = Duration::from_secs(15 * 60);
+    /// The default of [`claim_lease`](Self::claim_lease): 15 s, renewed every 5 s: a dead
+    /// worker's calls are answerable elsewhere 15 s after its last renewal.
+    pub const DEFAULT_CLAIM_LEASE: Duration = Duration::from_secs(15);
+
+    /// The default of [`fixed_claim_lease`](Self::fixed_claim_lease): 15 minutes, above the
+    /// default deadlines of a call together (10 s per hook, 5 minutes for an inline approver,
+    /// 60 s for the tool).
+    pub const DEFAULT_FIXED_CLAIM_LEASE: Duration = Duration::from_secs(15 * 60);
 
     /// Checks everything and builds the dispatcher.
     ///
@@ -523,6 +551,9 @@ impl Settings {
                 .max_concurrent_reads
                 .unwrap_or(B::DEFAULT_MAX_CONCURRENT_READS),
             claim_lease: self.claim_lease.unwrap_or(B::DEFAULT_CLAIM_LEASE),
+            fixed_claim_lease: self
+                .fixed_claim_lease
+                .unwrap_or(B::DEFAULT_FIXED_CLAIM_LEASE),
             ..tables
         }
     }

@@ -224,6 +224,8 @@ pub(crate) struct Statements {
     pub(crate) resumed: Statement,
     pub(crate) put_back: Statement,
     pub(crate) waiting: Statement,
+    pub(crate) renew_claims: Statement,
+    pub(crate) renew_takes: Statement,
     pub(crate) lines_after: Statement,
     pub(crate) line_at: Statement,
 }
@@ -243,6 +245,8 @@ impl Statements {
             sql::RESUMED,
             sql::PUT_BACK,
             sql::WAITING,
+            sql::RENEW_CLAIMS,
+            sql::RENEW_TAKES,
             sql::LINES_AFTER,
             sql::LINE_AT,
         ];
@@ -273,6 +277,8 @@ impl Statements {
             resumed: take()?,
             put_back: take()?,
             waiting: take()?,
+            renew_claims: take()?,
+            renew_takes: take()?,
             lines_after: take()?,
             line_at: take()?,
         })

@@ -33,11 +33,11 @@ use crate::inbox::{
     Attempt, CallState, DecisionLine, InboxStore, InboxTurn, Order, Page, PublishedTools, Query,
     ReadyTurn, Recorded, Refusal, TurnState, from_ms,
 };
-use crate::store::{StoreError, StoreFuture};
+use crate::store::{StoreError, StoreFuture, Token, fenced_take};
 
 use super::conn::{OpenFailed, db_error, open};
 use super::inbox_sql as q;
-use super::{PostgresStore, lease_secs, sql};
+use super::{PostgresStore, holder, lease_secs, sql};
 
 /// How many connections the inbox keeps (each holds one transaction at a time).
 const CONNECTIONS: usize = 2;
@@ -577,9 +577,15 @@ async fn take_ready(
     fingerprint: String,
     lease: Duration,
 ) -> Result<Option<ReadyTurn>, StoreError> {
+    let token = Token::draw();
     let taken = conns
         .in_transaction("taking a ready turn", |conn| {
-            Box::pin(take_on(conn, fingerprint, lease_secs(lease)))
+            Box::pin(take_on(
+                conn,
+                fingerprint,
+                lease_secs(lease),
+                token.as_i64(),
+            ))
         })
         .await?;
     let Some((json, rows)) = taken else {
@@ -598,13 +604,14 @@ async fn take_ready(
             None => expired.push(call.tool_use_id.clone()),
         }
     }
-    Ok(Some(ReadyTurn::new(turn, decisions, expired)))
+    Ok(Some(ReadyTurn::new(turn, decisions, expired, token, lease)))
 }
 
 async fn take_on(
     conn: &mut Conn,
     fingerprint: String,
     lease: f64,
+    token: i64,
 ) -> Result<Option<(String, Vec<Row>)>, tokio_postgres::Error> {
     let st = [
         conn.statement(sql::BEGIN).await?,
@@ -613,7 +620,6 @@ async fn take_on(
         conn.statement(&q::calls_of()).await?,
         conn.statement(sql::COMMIT).await?,
     ];
-    let token = super::held::token();
     let take: [&(dyn ToSql + Sync); 3] = [&fingerprint, &lease, &token];
     let c = &conn.client;
     let first: Vec<Rows<'_>> = vec![
@@ -708,20 +714,28 @@ impl InboxStore for PostgresStore {
         &'a self,
         session_id: &'a str,
         turn_id: &'a str,
+        token: Token,
         answer: &'a Value,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         let params: Vec<Box<dyn ToSql + Sync + Send>> = vec![
             Box::new(session_id.to_owned()),
             Box::new(turn_id.to_owned()),
             Box::new(answer.to_string()),
+            Box::new(token.as_i64()),
         ];
-        let work = one(
-            self.inbox(),
-            "recording a resumed turn",
-            q::FINISHED,
-            params,
-        );
-        self.run("inbox finished", async move { work.await.map(drop) })
+        let what = "recording a resumed turn";
+        let work = one(self.inbox(), what, q::FINISHED, params);
+        let (session_id, turn_id) = (session_id.to_owned(), turn_id.to_owned());
+        self.run("inbox finished", async move {
+            let rows = work.await?;
+            match holder(&rows, token.as_i64()) {
+                Ok(None) => Ok(()),
+                Ok(Some(found)) => Err(fenced_take(&session_id, &turn_id, found)),
+                Err(e) => Err(StoreError::new(format!(
+                    "PostgreSQL: {what}: the row is unreadable: {e}"
+                ))),
+            }
+        })
     }
 
     fn publish_tools<'a>(

@@ -98,14 +98,23 @@ FROM toolgate_pending p LEFT JOIN toolgate_inbox_turns t
   ON t.session_id = p.session_id AND t.turn_id = p.turn_id
 WHERE p.session_id = $1::text AND p.turn_id = $2::text";
 
-/// A taken turn resumed, with its answer, and no longer open.
+/// A turn taken under the take of token `$4` resumed, with its answer, and no longer open;
+/// the statement answers `recorded`, or, when it changed nothing, the row's state and its
+/// take's token (no row: none), as `RESUMED` does. Sent twice, the second finds the turn
+/// resumed under its own token.
 pub(super) const FINISHED: &str = "WITH resumed AS (
     UPDATE toolgate_pending SET state = 'resumed', answer = $3::text, lease_until = NULL
     WHERE session_id = $1::text AND turn_id = $2::text AND state = 'taken'
+      AND take_token = $4::int8
     RETURNING session_id
+), closed AS (
+    UPDATE toolgate_inbox_turns SET open = false
+    WHERE session_id = $1::text AND turn_id = $2::text AND EXISTS (SELECT FROM resumed)
 )
-UPDATE toolgate_inbox_turns SET open = false
-WHERE session_id = $1::text AND turn_id = $2::text AND EXISTS (SELECT FROM resumed)";
+SELECT 'recorded'::text AS state, $4::int8 AS take_token FROM resumed
+UNION ALL
+SELECT state, take_token FROM toolgate_pending
+WHERE session_id = $1::text AND turn_id = $2::text AND NOT EXISTS (SELECT FROM resumed)";
 
 /// Tools published under a fingerprint (published again, they replace what was kept).
 pub(super) const PUBLISH: &str = "INSERT INTO toolgate_inbox_tools (fingerprint, tools)

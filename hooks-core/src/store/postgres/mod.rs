@@ -36,6 +36,14 @@
 //! its transactions. A server that cannot be reached answers each call with a [`StoreError`],
 //! and nothing panics.
 //!
+//! A claim (a take) a session [`hold`](AnswerStore::hold)s while its call runs is renewed by one
+//! more thread (`toolgate-postgres-renew`, started at the first hold): every third of the lease
+//! it sends one statement for every claim due, through the runtime thread, which extends the
+//! lease (by the server's clock) of each claim still in progress under its token and answers the
+//! tokens it extended; a claim not among them was taken over, and a statement that fails (the
+//! server unreachable past the connect timeout) ends the renewals of its claims. A call that
+//! ends within one interval renews nothing.
+//!
 //! # A dropped connection
 //!
 //! A connection the server drops (a restart, a failover, `pg_terminate_backend`, a pooler
@@ -71,11 +79,13 @@
 //! | operation | statement |
 //! |---|---|
 //! | `claim` | `INSERT … ON CONFLICT DO NOTHING RETURNING`, with the claim's token; when it inserted nothing, one statement that marks the row interrupted when it is in progress and its lease ended by the server's clock (`UPDATE … WHERE state = 'in_progress' AND lease_until < now() RETURNING`) and answers the row |
-//! | `answered`, `release` | `UPDATE` (or `DELETE`, with the claim's token) `… WHERE state = 'in_progress'` (`answered` on the answers' connection) |
+//! | `answered` | `UPDATE … WHERE state = 'in_progress' AND claim_token = $6 RETURNING`, or, when it changed nothing, the row's state and token in the same statement (a row answered under the token: not refused; else [`StoreError::fenced`]); on the answers' connection |
+//! | `release` | `UPDATE` (or `DELETE`) `… WHERE state = 'in_progress' AND claim_token = $4` |
+//! | renewal | `UPDATE … FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[]) … WHERE state = 'in_progress' AND claim_token = token RETURNING claim_token`: every claim due, one statement (takes: the same on the turns) |
 //! | `abandon` | `release`, spawned on the store's runtime (never blocks) |
 //! | `put` | `INSERT … ON CONFLICT DO NOTHING` |
 //! | `take` | `UPDATE … WHERE state = 'waiting' OR (state = 'taken' AND lease_until < now()) RETURNING`, so exactly one caller wins, with the row's state read in the same statement (and the take's token: its own row is taken again) |
-//! | `resumed`, `put_back` | `UPDATE … WHERE state = 'taken'` (`put_back` with the take's token) |
+//! | `resumed`, `put_back` | `UPDATE … WHERE state = 'taken' AND take_token = $n` (`resumed` answers, as `answered` does, the row when it changed nothing) |
 //! | `waiting` | `SELECT … WHERE state = 'waiting' ORDER BY place` |
 //!
 //! Keys: (`session_id`, `tool_use_id`, `apart`) and (`session_id`, `turn_id`); a call's row
@@ -88,8 +98,9 @@
 //!
 //! A claim is committed and flushed (durable) before the tool runs, so no crash of a worker or
 //! of the server makes a call run twice. A worker killed while a call runs leaves the call in
-//! progress until its lease ([`claim_lease`](crate::dispatch::DispatcherBuilder::claim_lease))
-//! ends; a retry after it is answered as interrupted and never run again. An answer is
+//! progress until its lease ([`claim_lease`](crate::dispatch::DispatcherBuilder::claim_lease),
+//! 15 s by default) ends, counted from its last renewal; a retry after it is answered as
+//! interrupted and never run again. An answer is
 //! committed before [`answered`](AnswerStore::answered) returns, and seen by every worker at
 //! once, but by default without waiting for the server's WAL flush: it becomes durable at the
 //! server's next synchronous commit (the next claim of any worker), or within 3 ×
@@ -104,7 +115,6 @@
 
 mod audit;
 mod conn;
-mod held;
 #[cfg(feature = "inbox")]
 mod inbox;
 #[cfg(feature = "inbox")]
@@ -118,18 +128,19 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio::runtime::Handle;
 use tokio_postgres::{Config, Row};
 
 use crate::approval::pending::PendingTurn;
 use crate::audit::outcome::Outcome;
 use crate::content::message::ToolResult;
 
+use super::lease::{self, Batch, Held, Hold, Registry, Token};
 use super::{
-    AnswerStore, BesideFirst, CallKey, Claim, InputDigest, PendingStore, Remembered, StoreError,
-    StoreFuture, Taken, beside_first,
+    AnswerStore, BesideFirst, CallKey, Claim, Found, InputDigest, PendingStore, Remembered,
+    StoreError, StoreFuture, Taken, beside_first, fenced, fenced_take,
 };
 use conn::{Lane, Pool};
-use held::{Held, Kind};
 use runtime::Runtime;
 
 pub use audit::{
@@ -152,15 +163,24 @@ pub struct PostgresStore {
 }
 
 /// What the clones of a store share. Fields drop in order: the audit writer's queue first (its
-/// task then drains it), the runtime last (it waits for the drain, then stops).
+/// task then drains it), the runtime last (it waits for the drain, then stops); the renewer is
+/// stopped before any of them (`Drop`).
 struct Shared {
     audit: OnceLock<Arc<audit::Writer>>,
     /// The approval inbox's connections (feature `inbox`), made at its first use.
     #[cfg(feature = "inbox")]
     inbox: OnceLock<Arc<inbox::Conns>>,
     pool: Arc<Pool>,
-    held: Arc<Held>,
+    /// The claims and takes held, renewed by the renewer thread once started.
+    registry: Arc<Registry>,
+    renewer: OnceLock<()>,
     runtime: Runtime,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.registry.stop();
+    }
 }
 
 /// Settings of a [`PostgresStore`] before it connects: [`PostgresStore::builder`].
@@ -274,7 +294,8 @@ impl PostgresStoreBuilder {
                 #[cfg(feature = "inbox")]
                 inbox: OnceLock::new(),
                 pool,
-                held: Arc::default(),
+                registry: Arc::default(),
+                renewer: OnceLock::new(),
                 runtime,
             }),
         })
@@ -328,8 +349,23 @@ impl PostgresStore {
         Arc::clone(&self.shared.pool)
     }
 
-    fn held(&self) -> Arc<Held> {
-        Arc::clone(&self.shared.held)
+    /// Holds `held` (made with `token`, for `lease`): renewed by the renewer thread
+    /// (`toolgate-postgres-renew`, which sends each batch's statement through the store's
+    /// runtime), started now if it is not running. A thread that cannot start leaves the hold
+    /// unrenewed (its claim lapses with its lease), and `tracing` says so.
+    fn hold_in(&self, held: Held, token: Token, lease: Duration) -> Hold {
+        let shared = &self.shared;
+        shared.renewer.get_or_init(|| {
+            let (pool, handle) = (self.pool(), self.runtime().handle().clone());
+            let started = lease::spawn("toolgate-postgres-renew", &shared.registry, move |b| {
+                renew(&pool, &handle, b)
+            });
+            if let Err(error) = started {
+                tracing::error!(target: "toolgate::memory", %error,
+                    "the PostgreSQL store's claims are not renewed; they lapse with their leases");
+            }
+        });
+        shared.registry.hold(held, token, lease)
     }
 
     /// Runs one operation's work on the store's runtime.
@@ -426,32 +462,28 @@ fn remembered(row: &Row) -> Result<Remembered, String> {
     }
 }
 
-/// Claims `op`'s key with a token of its own (kept in `held` while the claim holds): see
-/// [`AnswerStore::claim`] and the module docs. The session's first call with the id first;
-/// then, by the rule of "Turns" in the store docs, that row, the row kept apart for the key's
-/// turn (claimed the same way), or [`Claim::OtherTurn`].
+/// Claims `op`'s key with the claim's `token`: see [`AnswerStore::claim`] and the module docs.
+/// The session's first call with the id first; then, by the rule of "Turns" in the store docs,
+/// that row, the row kept apart for the key's turn (claimed the same way), or
+/// [`Claim::OtherTurn`].
 async fn claim(
     pool: Arc<Pool>,
-    held: Arc<Held>,
     op: Op,
+    token: Token,
     digest: InputDigest,
     lease: Duration,
 ) -> Result<Claim, StoreError> {
     let unreadable = |e: String| op.error(format_args!("the row is unreadable: {e}"));
-    let token = held::token();
-    let claimed = |held: &Held| {
-        held.keep(Kind::Claim, &op.session_id, &op.id, &op.turn, token);
-        Ok(Claim::Claimed)
-    };
+    let token = token.as_i64();
     let Some(first) = claim_row(&pool, &op, "", digest, lease, token).await? else {
-        return claimed(&held);
+        return Ok(Claim::Claimed);
     };
     let (first_turn, running) = first_call(&first).map_err(unreadable)?;
     match beside_first(&op.turn, &first_turn, running) {
         BesideFirst::Same => remembered(&first).map(Claim::Seen).map_err(unreadable),
         BesideFirst::Other { in_progress } => Ok(Claim::OtherTurn { in_progress }),
         BesideFirst::Apart => match claim_row(&pool, &op, &op.turn, digest, lease, token).await? {
-            None => claimed(&held),
+            None => Ok(Claim::Claimed),
             Some(apart) => remembered(&apart).map(Claim::Seen).map_err(unreadable),
         },
     }
@@ -514,95 +546,208 @@ fn first_call(row: &Row) -> Result<(String, bool), String> {
     Ok((turn, state == "in_progress"))
 }
 
-/// Releases `op`'s key: forgotten (only the claim of this store's token, when it has one), or
-/// interrupted when its tool started.
+/// Releases `op`'s key, claimed with `token`: forgotten, or interrupted when its tool started
+/// (only the row of that claim, still in progress).
 async fn release(
     pool: Arc<Pool>,
-    held: Arc<Held>,
     op: Op,
+    token: Token,
     tool_started: bool,
 ) -> Result<(), StoreError> {
-    let token = held.end(Kind::Claim, &op.session_id, &op.id, &op.turn);
     let (session_id, id, turn) = (&op.session_id, &op.id, &op.turn);
-    if tool_started {
-        pool.query(
-            Lane::Shared,
-            &op,
-            |st| &st.interrupt,
-            &[session_id, id, turn],
-        )
-        .await?;
+    let token = token.as_i64();
+    let statement: fn(&conn::Statements) -> &tokio_postgres::Statement = if tool_started {
+        |st| &st.interrupt
     } else {
-        pool.query(
-            Lane::Shared,
-            &op,
-            |st| &st.forget,
-            &[session_id, id, turn, &token],
-        )
-        .await?;
-    }
+        |st| &st.forget
+    };
+    pool.query(
+        Lane::Shared,
+        &op,
+        statement,
+        &[session_id, id, turn, &token],
+    )
+    .await?;
     Ok(())
+}
+
+/// What the row of [`sql::ANSWERED`] or [`sql::RESUMED`] (state, token) says of the answer
+/// sent under `token`: recorded (`None`), or what the store found instead.
+fn holder(rows: &[Row], token: i64) -> Result<Option<Found>, String> {
+    let Some(row) = rows.first() else {
+        return Ok(Some(Found::Nothing));
+    };
+    let state: String = row.try_get(0).map_err(|e| e.to_string())?;
+    let by: Option<i64> = row.try_get(1).map_err(|e| e.to_string())?;
+    Ok(match state.as_str() {
+        "recorded" => None,
+        _ if by != Some(token) => Some(Found::OtherClaim),
+        "answered" | "resumed" => None,
+        _ => Some(Found::Interrupted),
+    })
+}
+
+/// A renewal of `n` claims (or takes), as errors name it.
+struct Renewal {
+    claims: bool,
+    n: usize,
+}
+
+impl fmt::Display for Renewal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.n, self.claims) {
+            (1, true) => f.write_str("renewing the lease of a claim"),
+            (1, false) => f.write_str("renewing the lease of a take"),
+            (n, true) => write!(f, "renewing the leases of {n} claims"),
+            (n, false) => write!(f, "renewing the leases of {n} takes"),
+        }
+    }
+}
+
+/// Renews `batch` (on the renewer thread) with one statement sent through the store's runtime
+/// (`handle`): which of its entries the store still holds under their tokens.
+fn renew(pool: &Arc<Pool>, handle: &Handle, batch: &Batch) -> Result<Vec<bool>, StoreError> {
+    let (mut sessions, mut ids, mut turns, mut tokens) = (vec![], vec![], vec![], vec![]);
+    for (held, token) in &batch.items {
+        match held {
+            Held::Claim {
+                session_id,
+                tool_use_id,
+                turn,
+            } => {
+                sessions.push(session_id.clone());
+                ids.push(tool_use_id.clone());
+                turns.push(turn.clone());
+            }
+            Held::Take {
+                session_id,
+                turn_id,
+            } => {
+                sessions.push(session_id.clone());
+                ids.push(turn_id.clone());
+            }
+        }
+        tokens.push(token.as_i64());
+    }
+    let (claims, lease) = (batch.claims, lease_secs(batch.lease));
+    let op = Renewal {
+        claims,
+        n: tokens.len(),
+    };
+    let pool = Arc::clone(pool);
+    let sent = tokens.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    handle.spawn(async move {
+        let rows = if claims {
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
+                [&sessions, &ids, &turns, &tokens, &lease];
+            pool.query(Lane::Shared, &op, |st| &st.renew_claims, &params)
+                .await
+        } else {
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+                [&sessions, &ids, &tokens, &lease];
+            pool.query(Lane::Shared, &op, |st| &st.renew_takes, &params)
+                .await
+        };
+        let renewed = rows.and_then(|rows| {
+            rows.iter()
+                .map(|row| row.try_get::<_, i64>(0))
+                .collect::<Result<Vec<i64>, _>>()
+                .map_err(|e| StoreError::new(format!("PostgreSQL: {op}: a row is unreadable: {e}")))
+        });
+        let _ = tx.send(renewed);
+    });
+    let renewed = rx.recv().unwrap_or_else(|_| {
+        Err(StoreError::new(
+            "PostgreSQL: renew: the store's runtime has stopped",
+        ))
+    })?;
+    Ok(sent.iter().map(|t| renewed.contains(t)).collect())
 }
 
 impl AnswerStore for PostgresStore {
     fn claim<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         digest: InputDigest,
         lease: Duration,
     ) -> StoreFuture<'a, Result<Claim, StoreError>> {
         let op = Op::of("claim", key);
-        self.run("claim", claim(self.pool(), self.held(), op, digest, lease))
+        self.run("claim", claim(self.pool(), op, token, digest, lease))
     }
 
     fn answered<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         outcome: Outcome,
         result: &'a ToolResult,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         let op = Op::of("answered", key);
         let text = serde_json::to_string(result);
         let pool = self.pool();
-        self.shared
-            .held
-            .end(Kind::Claim, key.session_id, key.tool_use_id, key.turn);
+        let owned = (
+            key.session_id.to_owned(),
+            key.tool_use_id.to_owned(),
+            key.turn.to_owned(),
+        );
         self.run("answered", async move {
             let text =
                 text.map_err(|e| op.error(format_args!("the result does not serialize: {e}")))?;
-            let outcome = outcome.as_str();
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
-                [&op.session_id, &op.id, &outcome, &text, &op.turn];
-            pool.query(Lane::Answers, &op, |st| &st.answered, &params)
+            let (outcome, token) = (outcome.as_str(), token.as_i64());
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
+                [&op.session_id, &op.id, &outcome, &text, &op.turn, &token];
+            let rows = pool
+                .query(Lane::Answers, &op, |st| &st.answered, &params)
                 .await?;
-            Ok(())
+            match holder(&rows, token) {
+                Ok(None) => Ok(()),
+                Ok(Some(found)) => {
+                    let key = CallKey::in_turn(&owned.0, &owned.2, &owned.1);
+                    Err(fenced(key, found))
+                }
+                Err(e) => Err(op.error(format_args!("the row is unreadable: {e}"))),
+            }
         })
     }
 
     fn release<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         tool_started: bool,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         let op = Op::of("release", key);
-        self.run(
-            "release",
-            release(self.pool(), self.held(), op, tool_started),
-        )
+        self.run("release", release(self.pool(), op, token, tool_started))
     }
 
     /// Spawns the [`release`](AnswerStore::release) on the store's runtime and returns at once;
     /// a release that fails is logged (`tracing` target `toolgate::memory`), and the claim then
     /// lapses with its lease.
-    fn abandon(&self, key: CallKey<'_>, tool_started: bool) {
+    fn abandon(&self, key: CallKey<'_>, token: Token, tool_started: bool) {
         let op = Op::of("release", key);
-        let (pool, held) = (self.pool(), self.held());
+        let pool = self.pool();
         self.runtime().handle().spawn(async move {
-            if let Err(e) = release(pool, held, op, tool_started).await {
+            if let Err(e) = release(pool, op, token, tool_started).await {
                 tracing::error!(target: "toolgate::memory", error = %e,
                     "an abandoned call's claim could not be released; it lapses with its lease");
             }
         });
+    }
+
+    /// `true`: the store's renewer thread renews held claims (see the module docs).
+    fn renews(&self) -> bool {
+        true
+    }
+
+    fn hold(&self, key: CallKey<'_>, token: Token, lease: Duration) -> Option<Hold> {
+        let held = Held::Claim {
+            session_id: key.session_id.to_owned(),
+            tool_use_id: key.tool_use_id.to_owned(),
+            turn: key.turn.to_owned(),
+        };
+        Some(self.hold_in(held, token, lease))
     }
 }
 
@@ -662,13 +807,13 @@ impl PendingStore for PostgresStore {
         &'a self,
         session_id: &'a str,
         turn_id: &'a str,
+        token: Token,
         lease: Duration,
     ) -> StoreFuture<'a, Result<Taken, StoreError>> {
         let op = Op::new("take", session_id, turn_id);
-        let (pool, held) = (self.pool(), self.held());
+        let pool = self.pool();
         self.run("take", async move {
-            let lease = lease_secs(lease);
-            let token = held::token();
+            let (lease, token) = (lease_secs(lease), token.as_i64());
             let rows = pool
                 .query(
                     Lane::Shared,
@@ -677,11 +822,7 @@ impl PendingStore for PostgresStore {
                     &[&op.session_id, &op.id, &lease, &token],
                 )
                 .await?;
-            let taken = taken(&rows, &op)?;
-            if matches!(taken, Taken::Turn(_)) {
-                held.keep(Kind::Take, &op.session_id, &op.id, "", token);
-            }
-            Ok(taken)
+            taken(&rows, &op)
         })
     }
 
@@ -689,21 +830,27 @@ impl PendingStore for PostgresStore {
         &'a self,
         session_id: &'a str,
         turn_id: &'a str,
+        token: Token,
         answer: &'a Value,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         let op = Op::new("resumed", session_id, turn_id);
         let answer = answer.to_string();
         let pool = self.pool();
-        self.shared.held.end(Kind::Take, session_id, turn_id, "");
         self.run("resumed", async move {
-            pool.query(
-                Lane::Shared,
-                &op,
-                |st| &st.resumed,
-                &[&op.session_id, &op.id, &answer],
-            )
-            .await?;
-            Ok(())
+            let token = token.as_i64();
+            let rows = pool
+                .query(
+                    Lane::Shared,
+                    &op,
+                    |st| &st.resumed,
+                    &[&op.session_id, &op.id, &answer, &token],
+                )
+                .await?;
+            match holder(&rows, token) {
+                Ok(None) => Ok(()),
+                Ok(Some(found)) => Err(fenced_take(&op.session_id, &op.id, found)),
+                Err(e) => Err(op.error(format_args!("the row is unreadable: {e}"))),
+            }
         })
     }
 
@@ -711,11 +858,12 @@ impl PendingStore for PostgresStore {
         &'a self,
         session_id: &'a str,
         turn_id: &'a str,
+        token: Token,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         let op = Op::new("put_back", session_id, turn_id);
         let pool = self.pool();
-        let token = self.shared.held.end(Kind::Take, session_id, turn_id, "");
         self.run("put_back", async move {
+            let token = token.as_i64();
             pool.query(
                 Lane::Shared,
                 &op,
@@ -745,6 +893,19 @@ impl PendingStore for PostgresStore {
                 .collect::<Result<Vec<PendingTurn>, String>>()
                 .map_err(|e| op.error(format_args!("a turn is unreadable: {e}")))
         })
+    }
+
+    /// `true`: the store's renewer thread renews held takes (see the module docs).
+    fn renews(&self) -> bool {
+        true
+    }
+
+    fn hold(&self, session_id: &str, turn_id: &str, token: Token, lease: Duration) -> Option<Hold> {
+        let held = Held::Take {
+            session_id: session_id.to_owned(),
+            turn_id: turn_id.to_owned(),
+        };
+        Some(self.hold_in(held, token, lease))
     }
 }
 

@@ -5,8 +5,11 @@
 //! Each statement of an operation is safe to send twice: one whose connection is lost is sent
 //! again on a new connection, and the server may have run (and committed) the first (the
 //! answer lost with the socket). Each says below why running it twice does what running it once
-//! does; a claim and a take carry a token, drawn at random by the caller, that the row keeps, so
-//! a second send recognizes the row the first made.
+//! does; a claim and a take carry a token, drawn by the caller ([`Token`](crate::store::Token)),
+//! that the row keeps, so a second send recognizes the row the first made, and everything that
+//! acts on a claim or a take later (an answer, a release, a renewal, a resume) carries it too
+//! and acts only on a row still held under it: a claim whose lease ran out and was taken over
+//! is fenced off.
 
 /// The advisory lock class of toolgate's locks (`"tool"` in ASCII); the second key is
 /// [`MIGRATION_LOCK`], or the chain's number for an audit append.
@@ -60,29 +63,64 @@ WHERE session_id = $1::text AND tool_use_id = $2::text AND apart = $3::text
   AND NOT EXISTS (SELECT FROM lapsed)";
 
 /// `answered`: only the call of turn `$5` (the first call's row or the one kept apart: at most
-/// one is that turn's) still in progress becomes answered. Sent twice, the second changes
-/// nothing: an answered row stays so, and no other claim can hold the row in between (it is
-/// free again only after a [`FORGET`], which comes instead of an answer).
-pub(crate) const ANSWERED: &str = "UPDATE toolgate_answers
-SET state = 'answered', outcome = $3::text, result = $4::text, lease_until = NULL,
-    finished_at = now()
+/// one is that turn's) still in progress under the claim of token `$6` becomes answered, and
+/// the statement answers `recorded`; else it answers the row's state and the token of the claim
+/// that made it (no row: none), so the caller refuses an answer its claim no longer holds the
+/// call for (taken over: interrupted by another claim). Sent twice, the second finds the row
+/// answered under its own token, which is not refused; no other claim can hold the row in
+/// between (it is free again only after a [`FORGET`], which comes instead of an answer).
+pub(crate) const ANSWERED: &str = "WITH done AS (
+    UPDATE toolgate_answers
+    SET state = 'answered', outcome = $3::text, result = $4::text, lease_until = NULL,
+        finished_at = now()
+    WHERE session_id = $1::text AND tool_use_id = $2::text AND turn = $5::text
+      AND state = 'in_progress' AND claim_token = $6::int8
+    RETURNING true
+)
+SELECT 'recorded'::text AS state, $6::int8 AS claim_token FROM done
+UNION ALL
+SELECT state, claim_token FROM toolgate_answers
 WHERE session_id = $1::text AND tool_use_id = $2::text AND turn = $5::text
-  AND state = 'in_progress'";
+  AND NOT EXISTS (SELECT FROM done)";
 
 /// `release` of a call (of turn `$3`) whose tool did not start: forgotten, if still in progress
-/// and made by the claim of token `$4` (NULL: whichever claim). Sent twice, the second must not
-/// forget another claim of the row made in between (its call would then run alongside a
-/// third): the token keeps it to the caller's own row.
+/// and made by the claim of token `$4`. Sent twice, the second must not forget another claim of
+/// the row made in between (its call would then run alongside a third): the token keeps it to
+/// the caller's own row.
 pub(crate) const FORGET: &str = "DELETE FROM toolgate_answers
 WHERE session_id = $1::text AND tool_use_id = $2::text AND turn = $3::text
-  AND state = 'in_progress' AND ($4::int8 IS NULL OR claim_token = $4::int8)";
+  AND state = 'in_progress' AND claim_token = $4::int8";
 
-/// `release` of a call (of turn `$3`) whose tool started: interrupted, if still in progress.
-/// Sent twice, the second changes nothing (an interrupted row stays so).
+/// `release` of a call (of turn `$3`) whose tool started: interrupted, if still in progress
+/// under the claim of token `$4`. Sent twice, the second changes nothing (an interrupted row
+/// stays so).
 pub(crate) const INTERRUPT: &str = "UPDATE toolgate_answers
 SET state = 'interrupted', lease_until = NULL, finished_at = now()
 WHERE session_id = $1::text AND tool_use_id = $2::text AND turn = $3::text
-  AND state = 'in_progress'";
+  AND state = 'in_progress' AND claim_token = $4::int8";
+
+/// The renewal of many claims in one statement: each row of the arrays (session id `$1`,
+/// `tool_use` id `$2`, turn `$3`, the claim's token `$4`) still in progress under its token has
+/// its lease extended to `$5` seconds from now, by the server's clock; the statement answers the
+/// tokens it extended (a claim missing from them was taken over, or finished). Sent twice, the
+/// second extends the same leases from a later now: what renewing does.
+pub(crate) const RENEW_CLAIMS: &str = "UPDATE toolgate_answers AS a
+SET lease_until = now() + make_interval(secs => $5::float8)
+FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[]) AS h(session_id, tool_use_id, turn, token)
+WHERE a.session_id = h.session_id AND a.tool_use_id = h.tool_use_id AND a.turn = h.turn
+  AND a.state = 'in_progress' AND a.claim_token = h.token
+RETURNING a.claim_token";
+
+/// The renewal of many takes in one statement: each row of the arrays (session id `$1`, turn
+/// id `$2`, the take's token `$3`) still taken under its token has its lease extended to `$4`
+/// seconds from now; the statement answers the tokens it extended. Sent twice: as
+/// [`RENEW_CLAIMS`].
+pub(crate) const RENEW_TAKES: &str = "UPDATE toolgate_pending AS p
+SET lease_until = now() + make_interval(secs => $4::float8)
+FROM unnest($1::text[], $2::text[], $3::int8[]) AS h(session_id, turn_id, token)
+WHERE p.session_id = h.session_id AND p.turn_id = h.turn_id
+  AND p.state = 'taken' AND p.take_token = h.token
+RETURNING p.take_token";
 
 /// `put`: a turn kept under a key already kept is left as it is. Sent twice, the second finds
 /// the first's row and leaves it (and writes no inbox row). In the same statement, a turn newly
@@ -130,19 +168,29 @@ UNION ALL
 SELECT state, answer FROM toolgate_pending
 WHERE session_id = $1::text AND turn_id = $2::text AND NOT EXISTS (SELECT FROM taken)";
 
-/// `resumed`: only a taken turn becomes resumed, with its answer. Sent twice, the second
-/// changes nothing (a resumed turn stays so).
-pub(crate) const RESUMED: &str = "UPDATE toolgate_pending
-SET state = 'resumed', answer = $3::text, lease_until = NULL
-WHERE session_id = $1::text AND turn_id = $2::text AND state = 'taken'";
+/// `resumed`: only a turn taken under the take of token `$4` becomes resumed, with its answer,
+/// and the statement answers `recorded`; else the row's state and its take's token (no row:
+/// none), so the caller refuses a resume whose take was lost. Sent twice, the second finds the
+/// turn resumed under its own token, which is not refused.
+pub(crate) const RESUMED: &str = "WITH done AS (
+    UPDATE toolgate_pending
+    SET state = 'resumed', answer = $3::text, lease_until = NULL
+    WHERE session_id = $1::text AND turn_id = $2::text AND state = 'taken'
+      AND take_token = $4::int8
+    RETURNING true
+)
+SELECT 'recorded'::text AS state, $4::int8 AS take_token FROM done
+UNION ALL
+SELECT state, take_token FROM toolgate_pending
+WHERE session_id = $1::text AND turn_id = $2::text AND NOT EXISTS (SELECT FROM done)";
 
-/// `put_back`: only a turn taken by the take of token `$3` (NULL: whichever take) waits again.
-/// Sent twice, the second must not put back a take made in between by another caller (a third
-/// would then resume the turn alongside it): the token keeps it to the caller's own take.
+/// `put_back`: only a turn taken by the take of token `$3` waits again. Sent twice, the second
+/// must not put back a take made in between by another caller (a third would then resume the
+/// turn alongside it): the token keeps it to the caller's own take.
 pub(crate) const PUT_BACK: &str = "UPDATE toolgate_pending
 SET state = 'waiting', lease_until = NULL
 WHERE session_id = $1::text AND turn_id = $2::text AND state = 'taken'
-  AND ($3::int8 IS NULL OR take_token = $3::int8)";
+  AND take_token = $3::int8";
 
 /// `waiting`: the session's waiting turns, oldest first (a read: safe to send twice).
 pub(crate) const WAITING: &str = "SELECT turn FROM toolgate_pending

@@ -8,40 +8,59 @@ use crate::audit::outcome::Outcome;
 use crate::content::message::ToolResult;
 use crate::store::digest::InputDigest;
 use crate::store::error::StoreError;
+use crate::store::lease::{Held, Hold, Token};
 use crate::store::{
-    AnswerStore, BesideFirst, CallKey, Claim, Remembered, StoreFuture, beside_first,
+    AnswerStore, BesideFirst, CallKey, Claim, Found, Remembered, StoreFuture, beside_first, fenced,
 };
 
-use super::{Failure, SqliteStore, lease_end, now_millis};
+use super::{Failure, SqliteStore, lease_ms, now_ms};
 
-/// A new row (`?3`: `apart`, `?4`: `turn`), in progress until `?6`; nothing when the row is
-/// there.
-const INSERT: &str = "INSERT INTO toolgate_calls (session_id, tool_use_id, apart, turn, digest, \
-     state, lease_until) VALUES (?1, ?2, ?3, ?4, ?5, 'in_progress', ?6) \
-     ON CONFLICT (session_id, tool_use_id, apart) DO NOTHING";
+/// A new row (`?3`: `apart`, `?4`: `turn`), in progress for `?6` milliseconds from now by
+/// SQLite's clock, made by the claim of token `?7`; nothing when the row is there.
+const INSERT: &str = concat!(
+    "INSERT INTO toolgate_calls (session_id, tool_use_id, apart, turn, digest, state, \
+     lease_until, claim_token) VALUES (?1, ?2, ?3, ?4, ?5, 'in_progress', ",
+    now_ms!(),
+    " + ?6, ?7) ON CONFLICT (session_id, tool_use_id, apart) DO NOTHING"
+);
 
-/// A row in progress whose lease ended (at `?4` or before) with no answer: interrupted.
-const LAPSE: &str = "UPDATE toolgate_calls SET state = 'interrupted', lease_until = NULL \
+/// A row in progress whose lease ended (now or before, by SQLite's clock) with no answer:
+/// interrupted.
+const LAPSE: &str = concat!(
+    "UPDATE toolgate_calls SET state = 'interrupted', lease_until = NULL \
      WHERE session_id = ?1 AND tool_use_id = ?2 AND apart = ?3 AND state = 'in_progress' \
-     AND lease_until <= ?4";
+     AND lease_until <= ",
+    now_ms!()
+);
 
 /// What a row records.
 const READ: &str = "SELECT digest, state, outcome, result, turn FROM toolgate_calls \
      WHERE session_id = ?1 AND tool_use_id = ?2 AND apart = ?3";
 
 /// The call of turn `?3` (the first call's row, or the one kept apart: at most one is), if in
-/// progress, answered with outcome `?4` and the `tool_result` JSON `?5`.
+/// progress under the claim of token `?6`, answered with outcome `?4` and the `tool_result`
+/// JSON `?5`.
 const ANSWER: &str = "UPDATE toolgate_calls \
      SET state = 'answered', lease_until = NULL, outcome = ?4, result = ?5 \
-     WHERE session_id = ?1 AND tool_use_id = ?2 AND turn = ?3 AND state = 'in_progress'";
+     WHERE session_id = ?1 AND tool_use_id = ?2 AND turn = ?3 AND state = 'in_progress' \
+     AND claim_token = ?6";
 
-/// The call of turn `?3`, released before its tool started: forgotten.
+/// What holds the call of turn `?3` when an answer changed nothing: its state and the token
+/// of the claim that made it.
+const HOLDER: &str = "SELECT state, claim_token FROM toolgate_calls \
+     WHERE session_id = ?1 AND tool_use_id = ?2 AND turn = ?3";
+
+/// The call of turn `?3`, released by the claim of token `?4` before its tool started:
+/// forgotten.
 const FORGET: &str = "DELETE FROM toolgate_calls \
-     WHERE session_id = ?1 AND tool_use_id = ?2 AND turn = ?3 AND state = 'in_progress'";
+     WHERE session_id = ?1 AND tool_use_id = ?2 AND turn = ?3 AND state = 'in_progress' \
+     AND claim_token = ?4";
 
-/// The call of turn `?3`, released after its tool started: interrupted.
+/// The call of turn `?3`, released by the claim of token `?4` after its tool started:
+/// interrupted.
 const INTERRUPT: &str = "UPDATE toolgate_calls SET state = 'interrupted', lease_until = NULL \
-     WHERE session_id = ?1 AND tool_use_id = ?2 AND turn = ?3 AND state = 'in_progress'";
+     WHERE session_id = ?1 AND tool_use_id = ?2 AND turn = ?3 AND state = 'in_progress' \
+     AND claim_token = ?4";
 
 /// One row of `toolgate_calls`, as read.
 struct Row {
@@ -65,27 +84,27 @@ fn describe(action: &str, key: CallKey<'_>) -> String {
 /// The claim, in one `BEGIN IMMEDIATE` transaction: the session's first call with the id (the
 /// insert; when it inserted nothing, the lapsed-lease rule, then the row); then, by the rule of
 /// "Turns" in the store docs, that row, the row kept apart for the key's turn (claimed the same
-/// way), or [`Claim::OtherTurn`]. The clock is read once the write lock is held, so a wait for
-/// the lock does not age the lease.
+/// way), or [`Claim::OtherTurn`]. SQLite's clock is read by the statements, once the write
+/// lock is held, so a wait for the lock does not age the lease.
 fn claim(
     connection: &mut Connection,
     key: CallKey<'_>,
+    token: Token,
     digest: InputDigest,
     lease: Duration,
 ) -> Result<Claim, Failure> {
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let now = now_millis();
     let row = |apart: &str| -> Result<Option<Row>, Failure> {
         let (session, id, turn) = (key.session_id, key.tool_use_id, key.turn);
-        let until = lease_end(now, lease);
+        let (lease, token) = (lease_ms(lease), token.as_i64());
         let inserted = tx.execute(
             INSERT,
-            params![session, id, apart, turn, &digest.0[..], until],
+            params![session, id, apart, turn, &digest.0[..], lease, token],
         )?;
         if inserted == 1 {
             return Ok(None);
         }
-        tx.execute(LAPSE, params![session, id, apart, now])?;
+        tx.execute(LAPSE, params![session, id, apart])?;
         let row = tx
             .query_row(READ, params![session, id, apart], |row| {
                 Ok(Row {
@@ -152,62 +171,105 @@ fn remembered(row: Row, tool_use_id: &str) -> Result<Remembered, Failure> {
     }
 }
 
-/// A release: forgotten, or interrupted when the tool started; a key not in progress is left
-/// as it is.
-fn release(connection: &Connection, key: CallKey<'_>, tool_started: bool) -> Result<(), Failure> {
+/// A release: forgotten, or interrupted when the tool started; a key not in progress under
+/// `token` is left as it is.
+fn release(
+    connection: &Connection,
+    key: CallKey<'_>,
+    token: Token,
+    tool_started: bool,
+) -> Result<(), Failure> {
     let sql = if tool_started { INTERRUPT } else { FORGET };
-    connection.execute(sql, params![key.session_id, key.tool_use_id, key.turn])?;
+    let (session, id, turn) = (key.session_id, key.tool_use_id, key.turn);
+    connection.execute(sql, params![session, id, turn, token.as_i64()])?;
     Ok(())
+}
+
+/// An answer under `token`: recorded when the call is in progress under it; else `Ok(Some)`
+/// with what the store found instead (an answer already recorded under the token is `None`:
+/// nothing to refuse).
+fn answer(
+    connection: &Connection,
+    key: CallKey<'_>,
+    token: Token,
+    outcome: Outcome,
+    json: &str,
+) -> Result<Option<Found>, Failure> {
+    let (session, id, turn) = (key.session_id, key.tool_use_id, key.turn);
+    let token = token.as_i64();
+    let params = params![session, id, turn, outcome.as_str(), json, token];
+    if connection.execute(ANSWER, params)? == 1 {
+        return Ok(None);
+    }
+    let holder: Option<(String, Option<i64>)> = connection
+        .query_row(HOLDER, params![session, id, turn], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+        .optional()?;
+    Ok(match holder {
+        None => Some(Found::Nothing),
+        Some((_, made_by)) if made_by != Some(token) => Some(Found::OtherClaim),
+        Some((state, _)) if state == "answered" => None,
+        Some(_) => Some(Found::Interrupted),
+    })
 }
 
 impl AnswerStore for SqliteStore {
     fn claim<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         digest: InputDigest,
         lease: Duration,
     ) -> StoreFuture<'a, Result<Claim, StoreError>> {
-        StoreFuture::ready(self.run(|| describe("claim", key), |c| claim(c, key, digest, lease)))
+        StoreFuture::ready(self.run(
+            || describe("claim", key),
+            |c| claim(c, key, token, digest, lease),
+        ))
     }
 
     fn answered<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         outcome: Outcome,
         result: &'a ToolResult,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
-        StoreFuture::ready(self.run(
+        let found = self.run(
             || describe("record the answer of", key),
             |c| {
                 let json = serde_json::to_string(result)
                     .map_err(|e| Failure::Data(format!("the result is not JSON: {e}")))?;
-                let (session, id, turn) = (key.session_id, key.tool_use_id, key.turn);
-                let params = params![session, id, turn, outcome.as_str(), json];
-                c.execute(ANSWER, params)?;
-                Ok(())
+                answer(c, key, token, outcome, &json)
             },
-        ))
+        );
+        StoreFuture::ready(match found {
+            Ok(None) => Ok(()),
+            Ok(Some(found)) => Err(fenced(key, found)),
+            Err(e) => Err(e),
+        })
     }
 
     fn release<'a>(
         &'a self,
         key: CallKey<'a>,
+        token: Token,
         tool_started: bool,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         StoreFuture::ready(self.run(
             || describe("release", key),
-            |c| release(c, key, tool_started),
+            |c| release(c, key, token, tool_started),
         ))
     }
 
     /// The release, at once, waiting at most [`SqliteStore::ABANDON_BUSY_TIMEOUT`] for the
     /// write lock; on failure the claim lapses with its lease, and `tracing` says so.
-    fn abandon(&self, key: CallKey<'_>, tool_started: bool) {
+    fn abandon(&self, key: CallKey<'_>, token: Token, tool_started: bool) {
         let done = self.run(
             || describe("release the dropped call", key),
             |c| {
                 c.busy_timeout(SqliteStore::ABANDON_BUSY_TIMEOUT)?;
-                let released = release(c, key, tool_started);
+                let released = release(c, key, token, tool_started);
                 c.busy_timeout(SqliteStore::BUSY_TIMEOUT)?;
                 released
             },
@@ -217,5 +279,19 @@ impl AnswerStore for SqliteStore {
                 %error, "the dropped call's claim could not be released; it lapses with its \
                 lease (a retry is then answered as interrupted)");
         }
+    }
+
+    /// `true`: the store's renewer thread renews held claims (see the module docs).
+    fn renews(&self) -> bool {
+        true
+    }
+
+    fn hold(&self, key: CallKey<'_>, token: Token, lease: Duration) -> Option<Hold> {
+        let held = Held::Claim {
+            session_id: key.session_id.to_owned(),
+            tool_use_id: key.tool_use_id.to_owned(),
+            turn: key.turn.to_owned(),
+        };
+        Some(self.hold_in(held, token, lease))
     }
 }

@@ -23,8 +23,10 @@ use crate::inbox::{
 use crate::store::StoreFuture;
 use crate::store::error::StoreError;
 
+use super::turns::taker;
 use super::waiting::clock;
-use super::{Failure, SqliteStore, lease_end};
+use super::{Failure, SqliteStore, lease_ms};
+use crate::store::{Token, fenced_take};
 
 /// A call's columns, in [`CallRow`]'s order; `{input}` and `{edit}` are the input's columns, or
 /// `''` and `NULL` for a list, which shows no input.
@@ -60,18 +62,19 @@ const READY: &str = "SELECT t.session_id, t.turn_id FROM toolgate_inbox_turns t 
        AND (p.state = 'waiting' OR (p.state = 'taken' AND p.lease_until <= ?2)) \
      ORDER BY t.seq LIMIT 1";
 
-/// The take of the turn found ready, until `?3`.
-const TAKE: &str = "UPDATE toolgate_pending_turns SET state = 'taken', lease_until = ?3 \
+/// The take of the turn found ready, until `?3`, under the take's token `?4`.
+const TAKE: &str = "UPDATE toolgate_pending_turns \
+     SET state = 'taken', lease_until = ?3, take_token = ?4 \
      WHERE session_id = ?1 AND turn_id = ?2 RETURNING turn";
 
 /// Its calls nobody decided: expired, recorded so no decision lands after the take.
 const EXPIRE: &str = "UPDATE toolgate_inbox_calls SET state = 'expired' \
      WHERE session_id = ?1 AND turn_id = ?2 AND state = 'waiting'";
 
-/// A taken turn resumed, and no longer open.
+/// A turn taken under the token `?4` resumed, and no longer open.
 const RESUMED: &str = "UPDATE toolgate_pending_turns \
      SET state = 'resumed', lease_until = NULL, answer = ?3 \
-     WHERE session_id = ?1 AND turn_id = ?2 AND state = 'taken'";
+     WHERE session_id = ?1 AND turn_id = ?2 AND state = 'taken' AND take_token = ?4";
 const CLOSE: &str =
     "UPDATE toolgate_inbox_turns SET open = 0 WHERE session_id = ?1 AND turn_id = ?2";
 
@@ -393,8 +396,9 @@ fn take_ready(
     let Some((session_id, turn_id)) = found else {
         return Ok(None);
     };
-    let until = lease_end(now, lease);
-    let json: String = tx.query_row(TAKE, params![session_id, turn_id, until], |row| row.get(0))?;
+    let (until, token) = (now.saturating_add(lease_ms(lease)), Token::draw());
+    let take = params![session_id, turn_id, until, token.as_i64()];
+    let json: String = tx.query_row(TAKE, take, |row| row.get(0))?;
     tx.execute(EXPIRE, params![session_id, turn_id])?;
     let rows = calls_of(&tx, &session_id, &turn_id)?;
     // Read before the commit: a turn that does not read back rolls the take back.
@@ -410,21 +414,27 @@ fn take_ready(
             None => expired.push(row.tool_use_id.clone()),
         }
     }
-    Ok(Some(ReadyTurn::new(turn, decisions, expired)))
+    Ok(Some(ReadyTurn::new(turn, decisions, expired, token, lease)))
 }
 
+/// The resume's answer under `token`, and the turn closed, in one transaction; else what the
+/// store found instead of the take (an answer already recorded under the token: `None`).
 fn finished(
     c: &mut Connection,
-    session_id: &str,
-    turn_id: &str,
+    (session_id, turn_id): (&str, &str),
+    token: Token,
     answer: &Value,
-) -> Result<(), Failure> {
+) -> Result<Option<crate::store::Found>, Failure> {
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    if tx.execute(RESUMED, params![session_id, turn_id, answer.to_string()])? == 1 {
+    let resumed = params![session_id, turn_id, answer.to_string(), token.as_i64()];
+    let found = if tx.execute(RESUMED, resumed)? == 1 {
         tx.execute(CLOSE, params![session_id, turn_id])?;
-    }
+        None
+    } else {
+        taker(&tx, (session_id, turn_id), token)?
+    };
     tx.commit()?;
-    Ok(())
+    Ok(found)
 }
 
 impl InboxStore for SqliteStore {
@@ -471,16 +481,22 @@ impl InboxStore for SqliteStore {
         &'a self,
         session_id: &'a str,
         turn_id: &'a str,
+        token: Token,
         answer: &'a Value,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
-        StoreFuture::ready(self.run(
+        let found = self.run(
             || {
                 format!(
                     "record the answer of the paused turn {turn_id:?} of session {session_id:?}"
                 )
             },
-            |c| finished(c, session_id, turn_id, answer),
-        ))
+            |c| finished(c, (session_id, turn_id), token, answer),
+        );
+        StoreFuture::ready(match found {
+            Ok(None) => Ok(()),
+            Ok(Some(found)) => Err(fenced_take(session_id, turn_id, found)),
+            Err(e) => Err(e),
+        })
     }
 
     fn publish_tools<'a>(

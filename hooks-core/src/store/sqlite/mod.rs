@@ -38,7 +38,8 @@
 //! let other = SqliteStore::open(&path)?;
 //! let key = CallKey::new("sess_1", "toolu_1");
 //! let digest = toolgate_core::store::InputDigest::of(&json!({}), 32);
-//! let seen = toolgate_core::block_on(other.claim(key, digest, Duration::from_secs(900)))?;
+//! let token = toolgate_core::store::Token::draw();
+//! let seen = toolgate_core::block_on(other.claim(key, token, digest, Duration::from_secs(900)))?;
 //! assert!(matches!(seen, Claim::Seen(Remembered::Answered { .. })));
 //! # drop((session, store, other));
 //! # std::fs::remove_dir_all(&dir)?;
@@ -57,8 +58,9 @@
 //!   out-of-memory kill) and the machine losing power, provided the disk honours `fsync`;
 //! - a method that did not return (the process died inside it) either committed whole or left
 //!   nothing: never half a claim, never an answer without its digest;
-//! - a call claimed by a process that then died stays in progress until its lease ends, then
-//!   the next claim of it marks it interrupted: it is answered "not run again", never run twice
+//! - a call claimed by a process that then died stays in progress until its lease ends (the
+//!   dispatcher's `claim_lease`, 15 s by default, from the last renewal: below), then the next
+//!   claim of it marks it interrupted: it is answered "not run again", never run twice
 //!   ([`Remembered::Interrupted`](super::Remembered::Interrupted)). A turn taken by a process
 //!   that died is taken again once the take's lease ends, and the answer memory replays what
 //!   the first resume had answered.
@@ -79,10 +81,14 @@
 //! file's write lock before it reads), so two sessions, threads or processes racing on one key
 //! see one winner ([`conformance`](super::conformance) checks it):
 //!
-//! - a claim is `INSERT … ON CONFLICT DO NOTHING`; when it inserted nothing, the same
-//!   transaction marks a row whose lease ended interrupted, then reads the row;
-//! - an answer or a release changes only a row still in progress
-//!   (`UPDATE … WHERE state = 'in_progress'`, `DELETE … WHERE state = 'in_progress'`);
+//! - a claim is `INSERT … ON CONFLICT DO NOTHING`, with the claim's token; when it inserted
+//!   nothing, the same transaction marks a row whose lease ended interrupted, then reads the
+//!   row;
+//! - an answer or a release changes only a row still in progress under the claim's token
+//!   (`UPDATE … WHERE state = 'in_progress' AND claim_token = ?`, `DELETE …` likewise); an
+//!   answer that changed nothing reads the row and is refused
+//!   ([`StoreError::is_fenced`](super::StoreError::is_fenced)) unless it was answered under
+//!   that token;
 //! - a take of a paused turn is one `UPDATE … WHERE state = 'waiting' OR (state = 'taken' AND
 //!   lease_until <= now) RETURNING turn`, so exactly one taker wins; the same transaction then
 //!   reads why a take that lost lost (being resumed, resumed, missing).
@@ -91,6 +97,18 @@
 //! another process waits for it, up to [`SqliteStore::BUSY_TIMEOUT`] (5 s: a toolgate
 //! transaction holds the lock for one `fsync`, milliseconds; a wait that long means a process
 //! holds a transaction open, and the method fails rather than hang).
+//!
+//! # Renewals
+//!
+//! A claim (a take) the session [`hold`](super::AnswerStore::hold)s while its call runs is
+//! renewed every third of its lease by a thread of the store's own (`toolgate-sqlite-renew`,
+//! started at the first hold, stopped when the store is dropped): one `UPDATE … WHERE
+//! (session_id, tool_use_id, turn, claim_token) IN (SELECT … FROM json_each(?))` for every claim
+//! due, which extends only a claim still in progress under its token and answers the tokens it
+//! extended. A claim not among them was taken over (its lease had run out and another process's
+//! claim marked it interrupted) and is renewed no more; a renewal that fails (the file locked
+//! past the busy timeout) stops the renewals too. A call that ends within one interval renews
+//! nothing.
 //!
 //! # Blocking
 //!
@@ -107,11 +125,13 @@
 //!
 //! # The clock
 //!
-//! Leases are instants of the wall clock ([`SystemTime`]), stored as integers, milliseconds since
-//! the Unix epoch (a lease is rounded up to a whole millisecond). The processes sharing a file
-//! run on one machine, so they read one clock and their instants compare; the monotonic clock
-//! would not be moved by NTP or by hand, but its instants mean nothing outside their process. A
-//! step of the wall clock only moves when leases end. One that ends early lets a retry that
+//! Leases are instants of SQLite's own clock, read in SQL by the statement that compares or
+//! sets them (`unixepoch('subsec')`, the machine's wall clock), stored as integers,
+//! milliseconds since the Unix epoch (a lease is rounded up to a whole millisecond). No
+//! process passes its own time, and a session's context clock (fixed in a test, skewed) is
+//! never read: the processes sharing a file run on one machine and read one clock. The
+//! monotonic clock would not be moved by NTP or by hand, but its instants mean nothing outside
+//! their process. A step of the wall clock only moves when leases end. One that ends early lets a retry that
 //! comes meanwhile mark a call still running interrupted: that retry and every later one are
 //! answered "not run again", and the first attempt's answer is not recorded (never run twice,
 //! at worst not replayed). One that ends late makes a retry of a dead worker's call wait
@@ -122,23 +142,26 @@
 //!
 //! Created at [`open`](SqliteStore::open) by migrations the crate carries, each one SQL text
 //! applied in a transaction and recorded in `toolgate_schema (version INTEGER PRIMARY KEY,
-//! applied_at INTEGER)`. Schema version 2 (version 1's calls table had neither `turn` nor
-//! `apart`; its rows are migrated as first calls without a turn):
+//! applied_at INTEGER)`. Schema version 4 (version 1's calls table had neither `turn` nor
+//! `apart`; its rows are migrated as first calls without a turn; the rows of versions up to 3
+//! have no token, which no claim's matches):
 //!
 //! - `toolgate_calls`, keyed by `(session_id, tool_use_id, apart)`: `turn` (the turn the call
 //!   came from, the model response's id, `''` for none), `apart` (`''` for the session's first
 //!   call with the id; for a later turn's call that reuses it, that turn: "Turns" in the
 //!   [store docs](super)), `digest` (the 32 bytes of the
 //!   [`InputDigest`](super::InputDigest), a BLOB), `state` (`in_progress`, `answered`,
-//!   `interrupted`), `lease_until` (milliseconds since the epoch, while in progress), `outcome`
-//!   (snake_case, as on the audit line) and `result` (the `tool_result` block as JSON text)
-//!   once answered. A call released before its tool started is deleted.
+//!   `interrupted`), `lease_until` (milliseconds since the epoch, while in progress),
+//!   `claim_token` (the [`Token`](super::Token) of the claim that made it, as a signed 64-bit
+//!   integer), `outcome` (snake_case, as on the audit line) and `result` (the `tool_result`
+//!   block as JSON text) once answered. A call released before its tool started is deleted.
 //! - `toolgate_pending_turns`, keyed by `(session_id, turn_id)`, ordered by `seq` (the order
 //!   turns were first kept in): `turn` (the [`PendingTurn`](crate::approval::PendingTurn) as
-//!   JSON text), `state` (`waiting`, `taken`, `resumed`), `lease_until` (while taken), `answer`
-//!   (the resumed turn's answer as JSON text).
+//!   JSON text), `state` (`waiting`, `taken`, `resumed`), `lease_until` (while taken),
+//!   `take_token` (the token of the take that holds or resumed it), `answer` (the resumed
+//!   turn's answer as JSON text).
 //!
-//! Schema version 3 adds the approval inbox's tables (`migrations/0003_inbox.sql`): every
+//! Schema version 3 added the approval inbox's tables (`migrations/0003_inbox.sql`): every
 //! `put` writes, in its transaction and in every build, one `toolgate_inbox_calls` row per
 //! waiting call and one `toolgate_inbox_turns` row (`waiting.rs`); the inbox (feature `inbox`,
 //! `inbox.rs`) reads them, records decisions on them, keeps idempotency keys in
@@ -159,12 +182,13 @@ mod waiting;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::Connection;
 
 use crate::store::error::StoreError;
+use crate::store::lease::{self, Batch, Held, Hold, Registry, Token};
 
 /// The answer memory ([`AnswerStore`](super::AnswerStore)) and the paused turns
 /// ([`PendingStore`](super::PendingStore)) in one SQLite file: see the [module
@@ -174,6 +198,14 @@ use crate::store::error::StoreError;
 /// tool_use "toolu_1" of session "sess_1" in the SQLite file /var/lib/agent/agent.sqlite3:
 /// database is locked`); none panics.
 pub struct SqliteStore {
+    shared: Arc<Shared>,
+    /// The claims and takes held, renewed by the renewer thread once started.
+    registry: Arc<Registry>,
+    renewer: OnceLock<()>,
+}
+
+/// What the store and its renewer thread share: the file and its connection.
+struct Shared {
     path: PathBuf,
     connection: Mutex<Connection>,
 }
@@ -187,7 +219,7 @@ impl SqliteStore {
     /// write lock before it leaves the claim to lapse with its lease: 250 ms.
     pub const ABANDON_BUSY_TIMEOUT: Duration = Duration::from_millis(250);
 
-    /// The schema version this build writes and reads: 3. A file at a lower version is
+    /// The schema version this build writes and reads: 4. A file at a lower version is
     /// migrated at [`open`](Self::open); one at a higher version is refused.
     pub const SCHEMA_VERSION: u32 = schema::VERSION;
 
@@ -202,7 +234,7 @@ impl SqliteStore {
     /// A [`StoreError`] naming the file when it cannot be opened or created (a missing folder,
     /// no permission, not an SQLite file), when WAL mode cannot be turned on, when a migration
     /// fails, or when the file's schema is newer than this build knows: `the SQLite file <path>
-    /// was written by a newer toolgate (schema version 4); this build knows up to 3`.
+    /// was written by a newer toolgate (schema version 5); this build knows up to 4`.
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
         let path = path.as_ref().to_path_buf();
         let failed = |e: Failure| {
@@ -231,16 +263,54 @@ impl SqliteStore {
             Err(schema::MigrateError::Failed(e)) => return Err(failed(e)),
         }
         Ok(SqliteStore {
-            path,
-            connection: Mutex::new(connection),
+            shared: Arc::new(Shared {
+                path,
+                connection: Mutex::new(connection),
+            }),
+            registry: Arc::default(),
+            renewer: OnceLock::new(),
         })
     }
 
     /// The file's path, as given to [`open`](Self::open).
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.shared.path
     }
 
+    /// Runs `step` on the connection (see [`Shared::run`]).
+    fn run<T>(
+        &self,
+        what: impl FnOnce() -> String,
+        step: impl FnOnce(&mut Connection) -> Result<T, Failure>,
+    ) -> Result<T, StoreError> {
+        self.shared.run(what, step)
+    }
+
+    /// Holds `held` (made with `token`, for `lease`): renewed by the renewer thread, started
+    /// now if it is not running. A thread that cannot start leaves the hold unrenewed (its
+    /// claim lapses with its lease), and `tracing` says so.
+    fn hold_in(&self, held: Held, token: Token, lease: Duration) -> Hold {
+        self.renewer.get_or_init(|| {
+            let shared = Arc::clone(&self.shared);
+            let started = lease::spawn("toolgate-sqlite-renew", &self.registry, move |batch| {
+                shared.renew(batch)
+            });
+            if let Err(error) = started {
+                tracing::error!(target: "toolgate::memory", %error,
+                    "the SQLite store's claims are not renewed; they lapse with their leases");
+            }
+        });
+        self.registry.hold(held, token, lease)
+    }
+}
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        self.registry.stop();
+    }
+}
+
+impl Shared {
     /// The connection, locked for one method (never held across an await: every method runs
     /// to its end inside the lock).
     fn connection(&self) -> MutexGuard<'_, Connection> {
@@ -271,7 +341,7 @@ impl SqliteStore {
 impl fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SqliteStore")
-            .field("path", &self.path)
+            .field("path", &self.shared.path)
             .field("schema_version", &schema::VERSION)
             .finish_non_exhaustive()
     }
@@ -335,16 +405,89 @@ impl fmt::Display for Failure {
     }
 }
 
-/// Now by the wall clock, in milliseconds since the Unix epoch (0 before it).
+/// Now by the wall clock, in milliseconds since the Unix epoch (0 before it): when a migration
+/// was applied (leases are read from SQLite's clock in SQL, `now_ms!`).
 fn now_millis() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// The instant `lease` after `now` (milliseconds), the lease rounded up to a whole
-/// millisecond, saturating (a lease too long to add never ends).
-fn lease_end(now: i64, lease: Duration) -> i64 {
-    let millis = i64::try_from(lease.as_micros().div_ceil(1000)).unwrap_or(i64::MAX);
-    now.saturating_add(millis)
+/// Now by SQLite's clock, in SQL: milliseconds since the Unix epoch, read by the statement
+/// itself, so no process's clock is passed in.
+macro_rules! now_ms {
+    () => {
+        "CAST(unixepoch('subsec') * 1000 AS INTEGER)"
+    };
+}
+use now_ms;
+
+/// A lease in whole milliseconds, rounded up, at most about 30 years (so that SQLite's clock
+/// plus it stays far from overflowing).
+fn lease_ms(lease: Duration) -> i64 {
+    const MAX: i64 = 30 * 365 * 24 * 3600 * 1000;
+    i64::try_from(lease.as_micros().div_ceil(1000)).map_or(MAX, |ms| ms.min(MAX))
+}
+
+/// The renewal of every claim of a batch, in one statement: the entries as one JSON array of
+/// `[session_id, tool_use_id, turn, token]`, the lease in milliseconds; it answers the tokens
+/// it extended (a claim still in progress under its token).
+const RENEW_CLAIMS: &str = concat!(
+    "UPDATE toolgate_calls SET lease_until = ",
+    now_ms!(),
+    " + ?2 WHERE state = 'in_progress' AND (session_id, tool_use_id, turn, claim_token) IN \
+     (SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?1)) \
+     RETURNING claim_token"
+);
+
+/// The same for takes: `[session_id, turn_id, token]`, a turn still taken under its token.
+const RENEW_TAKES: &str = concat!(
+    "UPDATE toolgate_pending_turns SET lease_until = ",
+    now_ms!(),
+    " + ?2 WHERE state = 'taken' AND (session_id, turn_id, take_token) IN \
+     (SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?1)) \
+     RETURNING take_token"
+);
+
+impl Shared {
+    /// Renews `batch` (on the renewer thread): which of its entries the store still holds
+    /// under their tokens.
+    fn renew(&self, batch: &Batch) -> Result<Vec<bool>, StoreError> {
+        let entries: Vec<serde_json::Value> = batch
+            .items
+            .iter()
+            .map(|(held, token)| match held {
+                Held::Claim {
+                    session_id,
+                    tool_use_id,
+                    turn,
+                } => serde_json::json!([session_id, tool_use_id, turn, token.as_i64()]),
+                Held::Take {
+                    session_id,
+                    turn_id,
+                } => serde_json::json!([session_id, turn_id, token.as_i64()]),
+            })
+            .collect();
+        let list = serde_json::Value::Array(entries).to_string();
+        let sql = if batch.claims {
+            RENEW_CLAIMS
+        } else {
+            RENEW_TAKES
+        };
+        let what = || match batch.items.len() {
+            1 => "renew a lease".to_owned(),
+            n => format!("renew {n} leases"),
+        };
+        let renewed: Vec<i64> = self.run(what, |c| {
+            let mut statement = c.prepare(sql)?;
+            let params = rusqlite::params![list, lease_ms(batch.lease)];
+            let rows = statement.query_map(params, |row| row.get::<_, i64>(0))?;
+            Ok(rows.collect::<Result<Vec<i64>, _>>()?)
+        })?;
+        Ok(batch
+            .items
+            .iter()
+            .map(|(_, token)| renewed.contains(&token.as_i64()))
+            .collect())
+    }
 }

@@ -9,6 +9,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_calls_and_turns.sql"),
     include_str!("migrations/0002_turns.sql"),
     include_str!("migrations/0003_inbox.sql"),
+    include_str!("migrations/0004_tokens.sql"),
 ];
 
 /// The schema version this build writes: the number of migrations it carries.

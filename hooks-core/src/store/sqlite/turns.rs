@@ -8,33 +8,43 @@ use serde_json::Value;
 
 use crate::approval::pending::PendingTurn;
 use crate::store::error::StoreError;
-use crate::store::{PendingStore, StoreFuture, Taken};
+use crate::store::lease::{Held, Hold, Token};
+use crate::store::{Found, PendingStore, StoreFuture, Taken, fenced_take};
 
-use super::{Failure, SqliteStore, lease_end, now_millis};
+use super::{Failure, SqliteStore, lease_ms, now_ms};
 
 /// A turn kept, waiting; nothing when one is kept under its key.
 const PUT: &str = "INSERT INTO toolgate_pending_turns (session_id, turn_id, turn, state) \
      VALUES (?1, ?2, ?3, 'waiting') ON CONFLICT (session_id, turn_id) DO NOTHING";
 
-/// The take: a waiting turn, or one whose take's lease ended (at `?4` or before), becomes this
-/// caller's until `?3`. One statement: of any number of takers, one changes the row.
-const TAKE: &str = "UPDATE toolgate_pending_turns SET state = 'taken', lease_until = ?3 \
-     WHERE session_id = ?1 AND turn_id = ?2 \
-     AND (state = 'waiting' OR (state = 'taken' AND lease_until <= ?4)) \
-     RETURNING turn";
+/// The take: a waiting turn, or one whose take's lease ended (now or before, by SQLite's
+/// clock), or one taken by this very token `?4`, becomes this caller's for `?3` milliseconds.
+/// One statement: of any number of takers, one changes the row.
+const TAKE: &str = concat!(
+    "UPDATE toolgate_pending_turns SET state = 'taken', take_token = ?4, lease_until = ",
+    now_ms!(),
+    " + ?3 WHERE session_id = ?1 AND turn_id = ?2 AND (state = 'waiting' OR (state = 'taken' \
+     AND (take_token = ?4 OR lease_until <= ",
+    now_ms!(),
+    "))) RETURNING turn"
+);
 
 /// Why a take took nothing.
 const STATE: &str = "SELECT state, answer FROM toolgate_pending_turns \
      WHERE session_id = ?1 AND turn_id = ?2";
 
-/// A taken turn resumed into the answer `?3`.
+/// A turn taken by the take of token `?4` resumed into the answer `?3`.
 const RESUMED: &str = "UPDATE toolgate_pending_turns \
      SET state = 'resumed', lease_until = NULL, answer = ?3 \
-     WHERE session_id = ?1 AND turn_id = ?2 AND state = 'taken'";
+     WHERE session_id = ?1 AND turn_id = ?2 AND state = 'taken' AND take_token = ?4";
 
-/// A taken turn waiting again.
+/// What holds a turn when a resumed changed nothing: its state and the take's token.
+const TAKER: &str = "SELECT state, take_token FROM toolgate_pending_turns \
+     WHERE session_id = ?1 AND turn_id = ?2";
+
+/// A turn taken by the take of token `?3` waiting again.
 const PUT_BACK: &str = "UPDATE toolgate_pending_turns SET state = 'waiting', lease_until = NULL \
-     WHERE session_id = ?1 AND turn_id = ?2 AND state = 'taken'";
+     WHERE session_id = ?1 AND turn_id = ?2 AND state = 'taken' AND take_token = ?3";
 
 /// A session's waiting turns, in the order they were first kept.
 const WAITING: &str = "SELECT turn FROM toolgate_pending_turns \
@@ -59,16 +69,12 @@ fn take(
     connection: &mut Connection,
     session_id: &str,
     turn_id: &str,
+    token: Token,
     lease: Duration,
 ) -> Result<Taken, Failure> {
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let now = now_millis();
-    let until = lease_end(now, lease);
-    let won: Option<String> = tx
-        .query_row(TAKE, params![session_id, turn_id, until, now], |row| {
-            row.get(0)
-        })
-        .optional()?;
+    let params = params![session_id, turn_id, lease_ms(lease), token.as_i64()];
+    let won: Option<String> = tx.query_row(TAKE, params, |row| row.get(0)).optional()?;
     let state: Option<(String, Option<String>)> = match won {
         Some(_) => None,
         None => tx
@@ -118,11 +124,12 @@ impl PendingStore for SqliteStore {
         &'a self,
         session_id: &'a str,
         turn_id: &'a str,
+        token: Token,
         lease: Duration,
     ) -> StoreFuture<'a, Result<Taken, StoreError>> {
         StoreFuture::ready(self.run(
             || describe("take", session_id, turn_id),
-            |c| take(c, session_id, turn_id, lease),
+            |c| take(c, session_id, turn_id, token, lease),
         ))
     }
 
@@ -130,26 +137,30 @@ impl PendingStore for SqliteStore {
         &'a self,
         session_id: &'a str,
         turn_id: &'a str,
+        token: Token,
         answer: &'a Value,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
-        StoreFuture::ready(self.run(
+        let found = self.run(
             || describe("record the answer of", session_id, turn_id),
-            |c| {
-                c.execute(RESUMED, params![session_id, turn_id, answer.to_string()])?;
-                Ok(())
-            },
-        ))
+            |c| resumed(c, (session_id, turn_id), token, answer),
+        );
+        StoreFuture::ready(match found {
+            Ok(None) => Ok(()),
+            Ok(Some(found)) => Err(fenced_take(session_id, turn_id, found)),
+            Err(e) => Err(e),
+        })
     }
 
     fn put_back<'a>(
         &'a self,
         session_id: &'a str,
         turn_id: &'a str,
+        token: Token,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         StoreFuture::ready(self.run(
             || describe("put back", session_id, turn_id),
             |c| {
-                c.execute(PUT_BACK, params![session_id, turn_id])?;
+                c.execute(PUT_BACK, params![session_id, turn_id, token.as_i64()])?;
                 Ok(())
             },
         ))
@@ -172,4 +183,53 @@ impl PendingStore for SqliteStore {
             },
         ))
     }
+
+    /// `true`: the store's renewer thread renews held takes (see the module docs).
+    fn renews(&self) -> bool {
+        true
+    }
+
+    fn hold(&self, session_id: &str, turn_id: &str, token: Token, lease: Duration) -> Option<Hold> {
+        let held = Held::Take {
+            session_id: session_id.to_owned(),
+            turn_id: turn_id.to_owned(),
+        };
+        Some(self.hold_in(held, token, lease))
+    }
+}
+
+/// A resume's answer under `token`: recorded when the turn is taken under it; else `Ok(Some)`
+/// with what the store found instead (an answer already recorded under the token is `None`).
+fn resumed(
+    connection: &Connection,
+    (session_id, turn_id): (&str, &str),
+    token: Token,
+    answer: &Value,
+) -> Result<Option<Found>, Failure> {
+    let params = params![session_id, turn_id, answer.to_string(), token.as_i64()];
+    if connection.execute(RESUMED, params)? == 1 {
+        return Ok(None);
+    }
+    taker(connection, (session_id, turn_id), token)
+}
+
+/// What holds the turn when a resume under `token` changed nothing: `None` when it was resumed
+/// under that very token (an answer sent again), else what the store found.
+pub(super) fn taker(
+    connection: &Connection,
+    (session_id, turn_id): (&str, &str),
+    token: Token,
+) -> Result<Option<Found>, Failure> {
+    let taker: Option<(String, Option<i64>)> = connection
+        .query_row(TAKER, params![session_id, turn_id], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+        .optional()?;
+    let token = token.as_i64();
+    Ok(match taker {
+        None => Some(Found::Nothing),
+        Some((state, by)) if state == "resumed" && by == Some(token) => None,
+        Some((state, _)) if state == "resumed" => Some(Found::Answered),
+        Some(_) => Some(Found::OtherClaim),
+    })
 }
