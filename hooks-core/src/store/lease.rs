@@ -432,7 +432,12 @@ mod registry {
             .name(name.to_owned())
             .spawn(move || registry.run(renew))
             .map(drop)
-            .map_err(|e| StoreError::new(format!("cannot start the store's renewer thread: {e}")))
+            .map_err(|e| {
+                StoreError::new(
+                    crate::store::StoreErrorKind::Unavailable,
+                    format!("cannot start the store's renewer thread: {e}"),
+                )
+            })
     }
 }
 
@@ -518,7 +523,10 @@ mod tests {
                     .iter()
                     .map(|(h, _)| *h != claim("lost"))
                     .collect()),
-                _ => Err(StoreError::new("connection refused")),
+                _ => Err(StoreError::new(
+                    crate::store::StoreErrorKind::Unavailable,
+                    "connection refused",
+                )),
             }
         })
         .unwrap();

@@ -12,7 +12,7 @@ use crate::inbox::{
     Attempt, CallState, InboxStore, InboxTurn, Order, Page, PublishedTools, Query, ReadyTurn,
     Recorded, Refusal, TurnState, from_ms, now_ms,
 };
-use crate::store::{Found, StoreError, StoreFuture, Token, fenced_take};
+use crate::store::{Found, StoreError, StoreErrorKind, StoreFuture, Token, fenced_take};
 
 use super::pending::{Kept, MemoryPendingStore, State, Turns, key};
 
@@ -265,10 +265,11 @@ impl InboxStore for MemoryPendingStore {
         fingerprint: &'a str,
     ) -> StoreFuture<'a, Result<Option<PublishedTools>, StoreError>> {
         let kept = self.lock().inbox.tools.get(fingerprint).cloned();
-        StoreFuture::ready(
-            kept.map(serde_json::from_value)
-                .transpose()
-                .map_err(|e| StoreError::new(format!("the published tools do not read back: {e}"))),
-        )
+        StoreFuture::ready(kept.map(serde_json::from_value).transpose().map_err(|e| {
+            StoreError::new(
+                StoreErrorKind::Corrupt,
+                format!("the published tools do not read back: {e}"),
+            )
+        }))
     }
 }
