@@ -176,6 +176,7 @@ fn stats() -> Command {
     ))
 }
 
+#[cfg(feature = "inbox")]
 fn inbox() -> Command {
     Command::new("inbox")
         .about("Serve the approval inbox's page: people decide the paused calls of a store")
@@ -233,6 +234,7 @@ fn inbox() -> Command {
 
 /// How people sign in to `toolgate inbox`: tokens, a trusted proxy's headers, or the one local
 /// person.
+#[cfg(feature = "inbox")]
 fn sign_in_args() -> [Arg; 6] {
     [
         Arg::new("tokens")
@@ -270,6 +272,7 @@ fn sign_in_args() -> [Arg; 6] {
 }
 
 /// `toolgate inbox --new-token ID [--group GROUP]...`: a new sign-in token and its entry.
+#[cfg(feature = "inbox")]
 fn new_token_args() -> [Arg; 2] {
     [
         Arg::new("new-token")
@@ -288,7 +291,7 @@ fn new_token_args() -> [Arg; 2] {
 
 /// The whole command tree.
 pub(crate) fn command() -> Command {
-    Command::new("toolgate")
+    let command = Command::new("toolgate")
         .version(env!("CARGO_PKG_VERSION"))
         .about("Verify, report on, tail and count a toolgate agent's audit trail; serve its approval inbox")
         .subcommand_required(true)
@@ -307,8 +310,10 @@ pub(crate) fn command() -> Command {
                      data/audit -o report.html\n  toolgate audit tail data/audit -f --outcome \
                      blocked\n  toolgate audit stats data/audit --json\n\n{EXIT_CODES}"
                 )),
-        )
-        .subcommand(inbox())
+        );
+    #[cfg(feature = "inbox")]
+    let command = command.subcommand(inbox());
+    command
         .subcommand(
             Command::new("completions")
                 .about("Print a shell completion script")

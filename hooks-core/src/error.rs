@@ -415,7 +415,9 @@ pub enum CallError {
     Store {
         /// The id.
         tool_use_id: String,
-        /// The store's error.
+        /// The store's error (also this error's [`source`](std::error::Error::source), whose
+        /// own source is the driver's error: a host matches on either).
+        #[source]
         error: StoreError,
     },
 }
@@ -527,7 +529,9 @@ pub enum RespondError {
         session_id: String,
         /// The paused turn's id.
         turn_id: String,
-        /// The store's error.
+        /// The store's error (also this error's [`source`](std::error::Error::source), whose
+        /// own source is the driver's error: a host matches on either).
+        #[source]
         error: StoreError,
     },
 }

@@ -53,7 +53,14 @@ async fn record(
     let (inbox, identity) = (Arc::clone(inbox), who.identity.clone());
     blocking(move || toolgate_core::block_on(inbox.decide(&identity, request)))
         .await
-        .unwrap_or_else(|e| Err(DecideError::Store(toolgate_core::store::StoreError::new(e))))
+        .unwrap_or_else(|e| {
+            // The blocking thread did not finish: as a store that did not answer (503, "send it
+            // again with the same key").
+            let kind = toolgate_core::store::StoreErrorKind::Unavailable;
+            Err(DecideError::Store(toolgate_core::store::StoreError::new(
+                kind, e,
+            )))
+        })
 }
 
 /// `POST /decide`.

@@ -124,6 +124,7 @@ fn a_database_with_a_newer_schema_is_refused_at_connect() {
             PostgresStore::SCHEMA_VERSION
         )
     );
+    assert_eq!(e.kind(), toolgate::store::StoreErrorKind::SchemaVersion);
 }
 
 #[test]
@@ -248,6 +249,20 @@ fn a_store_unreachable_at_claim_time_runs_nothing_and_a_lost_connection_is_opene
             .message()
             .starts_with("PostgreSQL: connecting failed: FATAL 55000: database"),
         "{error}"
+    );
+    // The chain a host matches on: the call's error, the store's, the driver's with its
+    // SQLSTATE (55000, the database does not allow connections).
+    assert_eq!(error.kind(), toolgate::store::StoreErrorKind::Unavailable);
+    let store_error = std::error::Error::source(&e)
+        .and_then(|s| s.downcast_ref::<toolgate::store::StoreError>())
+        .expect("the call's source is the store's error");
+    assert_eq!(store_error, error);
+    let driver = std::error::Error::source(store_error)
+        .and_then(|s| s.downcast_ref::<tokio_postgres::Error>())
+        .expect("the store's source is the driver's error");
+    assert_eq!(
+        driver.code(),
+        Some(&tokio_postgres::error::SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE)
     );
     assert_eq!(runs.load(Ordering::SeqCst), 1, "nothing ran");
     // Back: the next call connects again and runs.

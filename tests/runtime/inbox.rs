@@ -475,7 +475,10 @@ impl toolgate::approval::inbox::DecisionLog for Full {
         &'a self,
         _line: &'a toolgate::approval::inbox::DecisionLine,
     ) -> toolgate::store::StoreFuture<'a, Result<(), toolgate::store::StoreError>> {
-        toolgate::store::StoreFuture::ready(Err(toolgate::store::StoreError::new("disk full")))
+        toolgate::store::StoreFuture::ready(Err(toolgate::store::StoreError::new(
+            toolgate::store::StoreErrorKind::Unavailable,
+            "disk full",
+        )))
     }
 }
 

@@ -492,7 +492,10 @@ impl AnswerStore for HostStore {
     ) -> StoreFuture<'a, Result<Claim, StoreError>> {
         self.claims.fetch_add(1, Ordering::SeqCst);
         if self.down.load(Ordering::SeqCst) {
-            return StoreFuture::ready(Err(StoreError::new("connection refused (db-7:5432)")));
+            return StoreFuture::ready(Err(StoreError::new(
+                toolgate::store::StoreErrorKind::Unavailable,
+                "connection refused (db-7:5432)",
+            )));
         }
         // A real database answers later: exercise the boxed path.
         let claim = self.inner.claim(key, token, digest, lease);

@@ -236,7 +236,10 @@ impl AnswerStore for LostAfterRun {
         _outcome: toolgate::audit::Outcome,
         _result: &'a ToolResult,
     ) -> toolgate::store::StoreFuture<'a, Result<(), StoreError>> {
-        toolgate::store::StoreFuture::ready(Err(StoreError::new("connection to db-7:5432 lost")))
+        toolgate::store::StoreFuture::ready(Err(StoreError::new(
+            toolgate::store::StoreErrorKind::Unavailable,
+            "connection to db-7:5432 lost",
+        )))
     }
 
     fn release<'a>(
@@ -421,6 +424,7 @@ impl PendingStore for Down {
         _turn: &'a toolgate::approval::PendingTurn,
     ) -> toolgate::store::StoreFuture<'a, Result<(), StoreError>> {
         toolgate::store::StoreFuture::ready(Err(StoreError::new(
+            toolgate::store::StoreErrorKind::Unavailable,
             "db-7:5432 refused the connection",
         )))
     }

@@ -29,7 +29,10 @@ use toolgate::{
     audit::AuditLog,
     dispatch::{Effect, PreHookDef, ToolDef},
     store::sqlite::SqliteStore,
-    store::{AnswerStore, CallKey, Claim, InputDigest, PendingStore, Token, conformance},
+    store::{
+        AnswerStore, CallKey, Claim, InputDigest, PendingStore, StoreError, StoreErrorKind, Token,
+        conformance,
+    },
 };
 
 use crate::support::sealed::{self, Paid};
@@ -334,6 +337,39 @@ fn a_file_written_by_a_newer_schema_is_refused_at_open() {
             file.display()
         )
     );
+    assert_eq!(refused.kind(), StoreErrorKind::SchemaVersion);
+}
+
+/// The SQLite result code a store error's source carries (its driver's error).
+fn sqlite_code(e: &StoreError) -> Option<rusqlite::ErrorCode> {
+    std::error::Error::source(e)?
+        .downcast_ref::<rusqlite::Error>()?
+        .sqlite_error_code()
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_refused_at_open_as_corrupt() {
+    let dir = TempDir::new("sqlite-not-a-database");
+    let file = dir.join("store.sqlite3");
+    std::fs::write(&file, [0x5a_u8; 4096]).unwrap();
+    let refused = SqliteStore::open(&file).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        format!(
+            "the store failed: could not open the SQLite file {}: file is not a database",
+            file.display()
+        )
+    );
+    assert_eq!(refused.kind(), StoreErrorKind::Corrupt);
+    assert_eq!(
+        sqlite_code(&refused),
+        Some(rusqlite::ErrorCode::NotADatabase)
+    );
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        [0x5a_u8; 4096],
+        "the file is left as it was"
+    );
 }
 
 #[test]
@@ -348,6 +384,8 @@ fn a_failure_names_the_operation_and_the_file() {
             missing.display()
         )
     );
+    assert_eq!(refused.kind(), StoreErrorKind::Unavailable);
+    assert_eq!(sqlite_code(&refused), Some(rusqlite::ErrorCode::CannotOpen));
     let file = dir.join("store.sqlite3");
     let store = SqliteStore::open(&file).unwrap();
     let db = rusqlite::Connection::open(&file).unwrap();
@@ -363,6 +401,12 @@ fn a_failure_names_the_operation_and_the_file() {
             file.display()
         )
     );
+    assert_eq!(
+        failed.kind(),
+        StoreErrorKind::SchemaVersion,
+        "a table missing"
+    );
+    assert_eq!(sqlite_code(&failed), Some(rusqlite::ErrorCode::Unknown));
 }
 
 /// A kept turn whose JSON was cut short (a row written by hand, a copy that stopped half-way) is
@@ -391,6 +435,15 @@ fn a_kept_turn_cut_short_is_refused_at_every_take_and_nothing_runs() {
     );
     for _ in 0..2 {
         let resumed = toolgate::block_on(session.resume_from(&*store, "toolu_big", &approved()));
+        let kind = match &resumed {
+            Err(ResumeError::Store(e)) => Some(e.kind()),
+            _ => None,
+        };
+        assert_eq!(
+            kind,
+            Some(StoreErrorKind::Corrupt),
+            "data that does not read"
+        );
         assert_eq!(outcome(resumed), Err(refused.clone()));
     }
     assert_eq!(refunds_in(&file), 0);

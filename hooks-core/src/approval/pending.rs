@@ -500,9 +500,10 @@ pub enum ResumeError {
         turn_id: String,
     },
     /// [`Session::resume_from`](crate::Session::resume_from): the pending turns' store could
-    /// not answer, so nothing was resumed.
+    /// not answer, so nothing was resumed. The store's error is this error's
+    /// [`source`](std::error::Error::source).
     #[error("the pending turns' store failed: {}", .0.message())]
-    Store(StoreError),
+    Store(#[source] StoreError),
     /// The audit log's redaction hides fields of a waiting call's input, and their real values
     /// cannot be given back (see [`SealProblem`]): the call would run with what the turn
     /// shows in their place, so nothing runs.

@@ -336,8 +336,8 @@ pub enum DecideError {
     #[error("{0}")]
     Refused(Refusal),
     /// The store could not answer: nothing is known to be recorded; sending the same request
-    /// again (with its idempotency key) is safe.
-    #[error("{0}")]
+    /// again (with its idempotency key) is safe. Its text and its source are the store error's.
+    #[error(transparent)]
     Store(StoreError),
     /// The store recorded the answer, and its audit line could not be written (the decision
     /// stands: the call's final audit line at resume names who decided).
@@ -345,7 +345,8 @@ pub enum DecideError {
     Unaudited {
         /// What was recorded.
         answer: Box<Result<Decided, Refusal>>,
-        /// Why the line was not written.
+        /// Why the line was not written (also this error's source).
+        #[source]
         error: StoreError,
     },
 }

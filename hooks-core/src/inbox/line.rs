@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::audit::DECISIONS_FILE;
 use crate::audit::chain::{ChainedFile, hash, hex};
-use crate::store::{StoreError, StoreFuture};
+use crate::store::{StoreError, StoreErrorKind, StoreFuture};
 
 use super::call::CallState;
 use super::decide::{Attempt, Decided, Refusal};
@@ -172,12 +172,12 @@ impl std::fmt::Debug for DecisionFiles {
 
 impl DecisionLog for DecisionFiles {
     fn record<'a>(&'a self, line: &'a DecisionLine) -> StoreFuture<'a, Result<(), StoreError>> {
-        let mut buf = Vec::new();
-        StoreFuture::ready(self.file.append(&line.to_json(), &mut buf).map_err(|e| {
-            StoreError::new(format!(
-                "cannot append to `{}`: {e}",
-                self.file.path().display()
-            ))
+        let (mut object, mut spare) = (line.to_json(), Vec::new());
+        StoreFuture::ready(self.file.append(&mut object, &mut spare).map_err(|e| {
+            StoreError::new(
+                StoreErrorKind::Unavailable,
+                format!("cannot append to `{}`: {e}", self.file.path().display()),
+            )
         }))
     }
 }

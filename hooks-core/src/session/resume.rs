@@ -19,7 +19,7 @@ use crate::pipeline::order::{Slot, TurnOrder, join_blocks};
 use crate::pipeline::{Mode, Resolution, Resumed as Resuming};
 use crate::session::respond::answer_items;
 use crate::session::{Session, TurnName, count_hold};
-use crate::store::error::StoreError;
+use crate::store::error::{StoreError, StoreErrorKind};
 use crate::store::{PendingStore, Taken, Token};
 use crate::texts;
 
@@ -602,9 +602,12 @@ fn resumed_of(answer: Value, turn_id: &str) -> Result<Resumed, ResumeError> {
         other => serde_json::from_value(other)
             .map(Resumed::Message)
             .map_err(|e| {
-                ResumeError::Store(StoreError::new(format!(
-                    "the answer it keeps for turn {turn_id:?} is not a resumed turn's: {e}"
-                )))
+                ResumeError::Store(StoreError::new(
+                    StoreErrorKind::Corrupt,
+                    format!(
+                        "the answer it keeps for turn {turn_id:?} is not a resumed turn's: {e}"
+                    ),
+                ))
             }),
     }
 }

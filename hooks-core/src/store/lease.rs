@@ -184,6 +184,25 @@ mod registry {
         Take { session_id: String, turn_id: String },
     }
 
+    impl Held {
+        /// The claim of `key`.
+        pub(crate) fn claim(key: crate::store::CallKey<'_>) -> Held {
+            Held::Claim {
+                session_id: key.session_id.to_owned(),
+                tool_use_id: key.tool_use_id.to_owned(),
+                turn: key.turn.to_owned(),
+            }
+        }
+
+        /// The take of the turn `turn_id` of session `session_id`.
+        pub(crate) fn take(session_id: &str, turn_id: &str) -> Held {
+            Held::Take {
+                session_id: session_id.to_owned(),
+                turn_id: turn_id.to_owned(),
+            }
+        }
+    }
+
     /// The entries of one batch: all claims or all takes, all of one lease.
     pub(crate) struct Batch {
         /// Whether they are claims (else takes).
@@ -432,7 +451,12 @@ mod registry {
             .name(name.to_owned())
             .spawn(move || registry.run(renew))
             .map(drop)
-            .map_err(|e| StoreError::new(format!("cannot start the store's renewer thread: {e}")))
+            .map_err(|e| {
+                StoreError::new(
+                    crate::store::StoreErrorKind::Unavailable,
+                    format!("cannot start the store's renewer thread: {e}"),
+                )
+            })
     }
 }
 
@@ -518,7 +542,10 @@ mod tests {
                     .iter()
                     .map(|(h, _)| *h != claim("lost"))
                     .collect()),
-                _ => Err(StoreError::new("connection refused")),
+                _ => Err(StoreError::new(
+                    crate::store::StoreErrorKind::Unavailable,
+                    "connection refused",
+                )),
             }
         })
         .unwrap();

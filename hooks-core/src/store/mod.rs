@@ -107,7 +107,7 @@ use crate::base::future::BoxFuture;
 use crate::content::message::ToolResult;
 
 pub use digest::InputDigest;
-pub use error::StoreError;
+pub use error::{StoreError, StoreErrorKind};
 pub use lease::{Hold, HoldStatus, Token, renew_every};
 pub use memory::MemoryAnswerStore;
 pub use pending::MemoryPendingStore;

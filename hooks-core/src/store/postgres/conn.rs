@@ -17,7 +17,7 @@ use tokio_postgres::{Client, Config, NoTls, Row, Statement};
 
 use super::sql;
 use crate::base::future::{BoxFuture, join_all};
-use crate::store::error::StoreError;
+use crate::store::error::{StoreError, StoreErrorKind};
 
 /// The schema version this build writes and reads.
 pub(crate) const SCHEMA_VERSION: i32 = 4;
@@ -30,10 +30,33 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (4, include_str!("migrations/0004_inbox.sql")),
 ];
 
-/// A `StoreError` for `what` failing with the driver's `e` (its whole chain: the server's
-/// message, code and detail, or the I/O error).
-pub(crate) fn db_error(what: impl fmt::Display, e: &tokio_postgres::Error) -> StoreError {
-    StoreError::new(format!("PostgreSQL: {what} failed: {}", describe(e)))
+/// A `StoreError` for `what` failing with the driver's `e`: the message says its whole chain
+/// (the server's message, code and detail, or the I/O error), the kind is [`kind_of`] it, and
+/// `e` is its source.
+pub(crate) fn db_error(what: impl fmt::Display, e: tokio_postgres::Error) -> StoreError {
+    StoreError::new(
+        kind_of(&e),
+        format!("PostgreSQL: {what} failed: {}", describe(&e)),
+    )
+    .with_source(e)
+}
+
+/// The kind of the driver's `e`, by its SQLSTATE class (the PostgreSQL manual, Appendix A):
+/// `42P01` (no such table) and `42703` (no such column) say the schema is another version's;
+/// classes `22` (data exception) and `23` (integrity constraint violation) say the data was
+/// refused; anything else, and an error without a code (a socket, a closed connection, a
+/// timeout), says the server was not there to answer (`08`, `57`, `53`, `40` among them).
+fn kind_of(e: &tokio_postgres::Error) -> StoreErrorKind {
+    let Some(code) = e.code() else {
+        return StoreErrorKind::Unavailable;
+    };
+    if [SqlState::UNDEFINED_TABLE, SqlState::UNDEFINED_COLUMN].contains(code) {
+        return StoreErrorKind::SchemaVersion;
+    }
+    match code.code().get(..2) {
+        Some("22" | "23") => StoreErrorKind::Corrupt,
+        _ => StoreErrorKind::Unavailable,
+    }
 }
 
 /// Whether `e` says that the connection ended under the statement or the connection attempt:
@@ -143,10 +166,10 @@ pub(crate) struct OpenFailed {
 
 impl OpenFailed {
     /// `what` failed with the driver's `e`.
-    pub(crate) fn new(what: &str, e: &tokio_postgres::Error) -> OpenFailed {
+    pub(crate) fn new(what: &str, e: tokio_postgres::Error) -> OpenFailed {
         OpenFailed {
+            lost: is_lost(&e),
             error: db_error(what, e),
-            lost: is_lost(e),
         }
     }
 
@@ -181,9 +204,8 @@ where
         }
         if tokio::time::Instant::now() + wait > deadline {
             return Err(OpenFailed {
-                error: StoreError::new(format!(
-                    "{} (the server was unavailable for the whole connect timeout, {} ms)",
-                    failed.error.message(),
+                error: failed.error.amended(format_args!(
+                    " (the server was unavailable for the whole connect timeout, {} ms)",
                     window.as_millis()
                 )),
                 lost: true,
@@ -257,12 +279,15 @@ impl Statements {
             .collect();
         let mut prepared = Vec::with_capacity(texts.len());
         for result in join_all(prepares).await {
-            prepared.push(result.map_err(|e| OpenFailed::new(what, &e))?);
+            prepared.push(result.map_err(|e| OpenFailed::new(what, e))?);
         }
         let mut next = prepared.into_iter();
         let mut take = || {
             next.next().ok_or_else(|| OpenFailed {
-                error: StoreError::new("PostgreSQL: preparing the statements: one is missing"),
+                error: StoreError::new(
+                    StoreErrorKind::Unavailable,
+                    "PostgreSQL: preparing the statements: one is missing",
+                ),
                 lost: false,
             })
         };
@@ -297,7 +322,7 @@ pub(crate) async fn open(config: &Config) -> Result<Client, OpenFailed> {
     let (client, connection) = config
         .connect(NoTls)
         .await
-        .map_err(|e| OpenFailed::new("connecting", &e))?;
+        .map_err(|e| OpenFailed::new("connecting", e))?;
     tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::warn!(target: "toolgate::memory", error = %describe(&e),
@@ -322,7 +347,7 @@ pub(crate) async fn migrate(client: &mut Client) -> Result<(), StoreError> {
     client
         .batch_execute(&lock)
         .await
-        .map_err(|e| db_error("taking the migration lock", &e))?;
+        .map_err(|e| db_error("taking the migration lock", e))?;
     let result = migrate_locked(client).await;
     let unlock = format!(
         "SELECT pg_advisory_unlock({}, {})",
@@ -332,7 +357,7 @@ pub(crate) async fn migrate(client: &mut Client) -> Result<(), StoreError> {
     let unlocked = client
         .batch_execute(&unlock)
         .await
-        .map_err(|e| db_error("releasing the migration lock", &e));
+        .map_err(|e| db_error("releasing the migration lock", e));
     result.and(unlocked)
 }
 
@@ -346,9 +371,10 @@ pub(crate) async fn check_schema(client: &Client) -> Result<(), StoreError> {
         .query_one(sql::HAS_SCHEMA_TABLE, &[])
         .await
         .and_then(|row| row.try_get(0))
-        .map_err(|e| db_error("reading the schema version", &e))?;
+        .map_err(|e| db_error("reading the schema version", e))?;
     if !exists {
         return Err(StoreError::new(
+            StoreErrorKind::SchemaVersion,
             "PostgreSQL: the database holds no toolgate tables (no toolgate_schema): is it the \
              agent's database?",
         ));
@@ -357,17 +383,20 @@ pub(crate) async fn check_schema(client: &Client) -> Result<(), StoreError> {
         .query_one(sql::SCHEMA_VERSION, &[])
         .await
         .and_then(|row| row.try_get(0))
-        .map_err(|e| db_error("reading the schema version", &e))?;
+        .map_err(|e| db_error("reading the schema version", e))?;
     if found != SCHEMA_VERSION {
-        return Err(StoreError::new(format!(
-            "PostgreSQL: the database's toolgate schema is version {found}, and this build reads \
+        return Err(StoreError::new(
+            StoreErrorKind::SchemaVersion,
+            format!(
+                "PostgreSQL: the database's toolgate schema is version {found}, and this build reads \
              version {SCHEMA_VERSION}: use the toolgate that wrote it{}",
-            if found < SCHEMA_VERSION {
-                ", or let an agent of this build connect once to migrate it"
-            } else {
-                ""
-            }
-        )));
+                if found < SCHEMA_VERSION {
+                    ", or let an agent of this build connect once to migrate it"
+                } else {
+                    ""
+                }
+            ),
+        ));
     }
     Ok(())
 }
@@ -377,38 +406,38 @@ async fn migrate_locked(client: &mut Client) -> Result<(), StoreError> {
         .query_one(sql::HAS_SCHEMA_TABLE, &[])
         .await
         .and_then(|row| row.try_get(0))
-        .map_err(|e| db_error("reading the schema version", &e))?;
+        .map_err(|e| db_error("reading the schema version", e))?;
     if !exists {
         client
             .batch_execute(sql::CREATE_SCHEMA_TABLE)
             .await
-            .map_err(|e| db_error("creating toolgate_schema", &e))?;
+            .map_err(|e| db_error("creating toolgate_schema", e))?;
     }
     let found: i32 = client
         .query_one(sql::SCHEMA_VERSION, &[])
         .await
         .and_then(|row| row.try_get(0))
-        .map_err(|e| db_error("reading the schema version", &e))?;
+        .map_err(|e| db_error("reading the schema version", e))?;
     if found > SCHEMA_VERSION {
-        return Err(StoreError::new(format!(
-            "PostgreSQL: the database's toolgate schema is version {found}, newer than this \
+        return Err(StoreError::new(
+            StoreErrorKind::SchemaVersion,
+            format!(
+                "PostgreSQL: the database's toolgate schema is version {found}, newer than this \
              build's version {SCHEMA_VERSION}: upgrade toolgate to use it (this build would \
              misread its tables), or connect to another database"
-        )));
+            ),
+        ));
     }
     for (version, text) in MIGRATIONS.iter().filter(|(v, _)| *v > found) {
         let what = format!("applying migration {version}");
-        let tx = client
-            .transaction()
-            .await
-            .map_err(|e| db_error(&what, &e))?;
+        let tx = client.transaction().await.map_err(|e| db_error(&what, e))?;
         tx.batch_execute(text)
             .await
-            .map_err(|e| db_error(&what, &e))?;
+            .map_err(|e| db_error(&what, e))?;
         tx.execute(sql::RECORD_VERSION, &[version])
             .await
-            .map_err(|e| db_error(&what, &e))?;
-        tx.commit().await.map_err(|e| db_error(&what, &e))?;
+            .map_err(|e| db_error(&what, e))?;
+        tx.commit().await.map_err(|e| db_error(&what, e))?;
     }
     Ok(())
 }
@@ -518,7 +547,7 @@ impl Pool {
                 client
                     .batch_execute("SET synchronous_commit TO off")
                     .await
-                    .map_err(|e| OpenFailed::new("setting the answers' connection", &e))?;
+                    .map_err(|e| OpenFailed::new("setting the answers' connection", e))?;
             }
             let st = Statements::prepare(&client).await?;
             Ok(Conn { client, st })
@@ -560,7 +589,7 @@ impl Pool {
             match conn.client.query(statement(&conn.st), params).await {
                 Ok(rows) => return Ok(rows),
                 Err(e) if is_lost(&e) && resends.again() => self.discard(i, &conn).await,
-                Err(e) => return Err(db_error(what, &e)),
+                Err(e) => return Err(db_error(what, e)),
             }
         }
     }

@@ -33,7 +33,7 @@ use crate::inbox::{
     Attempt, CallState, DecisionLine, InboxStore, InboxTurn, Order, Page, PublishedTools, Query,
     ReadyTurn, Recorded, Refusal, TurnState, from_ms,
 };
-use crate::store::{StoreError, StoreFuture, Token, fenced_take};
+use crate::store::{StoreError, StoreErrorKind, StoreFuture, Token, fenced_take};
 
 use super::conn::{OpenFailed, db_error, open};
 use super::inbox_sql as q;
@@ -107,7 +107,10 @@ impl Conns {
     ) -> Result<T, StoreError> {
         let mut slot = self.slot().await?;
         let Some(conn) = slot.as_mut() else {
-            return Err(StoreError::new("PostgreSQL: the inbox has no connection"));
+            return Err(StoreError::new(
+                StoreErrorKind::Unavailable,
+                "PostgreSQL: the inbox has no connection",
+            ));
         };
         match work(conn).await {
             Ok(done) => Ok(done),
@@ -115,7 +118,7 @@ impl Conns {
                 if conn.client.batch_execute("ROLLBACK").await.is_err() {
                     *slot = None;
                 }
-                Err(db_error(what, &e))
+                Err(db_error(what, e))
             }
         }
     }
@@ -160,9 +163,9 @@ fn raw_call(row: &Row) -> Result<RawCall, tokio_postgres::Error> {
 /// A row read back as a call, or the store's error naming `what`.
 fn call_of(row: &Row, what: &str) -> Result<CallRow, StoreError> {
     raw_call(row)
-        .map_err(|e| db_error(what, &e))?
+        .map_err(|e| db_error(what, e))?
         .into_call()
-        .map_err(|e| StoreError::new(format!("PostgreSQL: {what}: {e}")))
+        .map_err(|e| StoreError::new(StoreErrorKind::Corrupt, format!("PostgreSQL: {what}: {e}")))
 }
 
 /// A pending turn's state as the inbox shows it.
@@ -171,9 +174,10 @@ fn turn_state(state: &str) -> Result<TurnState, StoreError> {
         "waiting" => Ok(TurnState::Waiting),
         "taken" => Ok(TurnState::Resuming),
         "resumed" => Ok(TurnState::Resumed),
-        other => Err(StoreError::new(format!(
-            "PostgreSQL: a turn's state {other:?} is not one this build knows"
-        ))),
+        other => Err(StoreError::new(
+            StoreErrorKind::Corrupt,
+            format!("PostgreSQL: a turn's state {other:?} is not one this build knows"),
+        )),
     }
 }
 
@@ -249,9 +253,10 @@ fn replay(
         return Ok(Recorded::new(Err(Refusal::KeyReused { key }), at, false));
     }
     let answer = answer_of(&answer).map_err(|e| {
-        StoreError::new(format!(
-            "PostgreSQL: the answer kept under key {key:?}: {e}"
-        ))
+        StoreError::new(
+            StoreErrorKind::Corrupt,
+            format!("PostgreSQL: the answer kept under key {key:?}: {e}"),
+        )
     })?;
     Ok(Recorded::new(answer, at, true))
 }
@@ -264,7 +269,7 @@ async fn kept_after(conn: &mut Conn, attempt: &Attempt, now: i64) -> Result<Reco
     let rows = conn.client.query(&st, &[&key]).await?;
     let Some(row) = rows.first() else {
         let e = format!("PostgreSQL: the key {key:?} was taken and is not kept");
-        return Err(StoreError::new(e).into());
+        return Err(StoreError::new(StoreErrorKind::Unavailable, e).into());
     };
     Ok(replay(attempt, (row.try_get(0)?, row.try_get(1)?), now)?)
 }
@@ -346,14 +351,17 @@ async fn decide(conns: Arc<Conns>, attempt: Attempt) -> Result<Recorded, StoreEr
     let what = "recording a decision";
     let mut slot = conns.slot().await?;
     let Some(conn) = slot.as_mut() else {
-        return Err(StoreError::new("PostgreSQL: the inbox has no connection"));
+        return Err(StoreError::new(
+            StoreErrorKind::Unavailable,
+            "PostgreSQL: the inbox has no connection",
+        ));
     };
     let outcome = decide_on(conn, &conns, &attempt).await;
     if outcome.is_err() && conn.client.batch_execute("ROLLBACK").await.is_err() {
         *slot = None;
     }
     outcome.map_err(|e| match e {
-        Failed::Db(e) => db_error(what, &e),
+        Failed::Db(e) => db_error(what, e),
         Failed::Store(e) => e,
     })
 }
@@ -491,18 +499,21 @@ async fn list(conns: Arc<Conns>, query: Query) -> Result<Page, StoreError> {
     let (sql, args) = list_statement(&query);
     let mut slot = conns.slot().await?;
     let Some(conn) = slot.as_mut() else {
-        return Err(StoreError::new("PostgreSQL: the inbox has no connection"));
+        return Err(StoreError::new(
+            StoreErrorKind::Unavailable,
+            "PostgreSQL: the inbox has no connection",
+        ));
     };
-    let st = conn.statement(&sql).await.map_err(|e| db_error(what, &e))?;
+    let st = conn.statement(&sql).await.map_err(|e| db_error(what, e))?;
     let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a.as_ref() as _).collect();
     let rows = conn
         .client
         .query(&st, &params)
         .await
-        .map_err(|e| db_error(what, &e))?;
+        .map_err(|e| db_error(what, e))?;
     let mut calls = Vec::with_capacity(rows.len());
     for row in &rows {
-        let now: i64 = row.try_get(19).map_err(|e| db_error(what, &e))?;
+        let now: i64 = row.try_get(19).map_err(|e| db_error(what, e))?;
         calls.push(call_of(row, what)?.view(now));
     }
     Ok(Page::of(calls, &query))
@@ -516,9 +527,12 @@ async fn turn(
     let what = "reading a paused turn";
     let mut slot = conns.slot().await?;
     let Some(conn) = slot.as_mut() else {
-        return Err(StoreError::new("PostgreSQL: the inbox has no connection"));
+        return Err(StoreError::new(
+            StoreErrorKind::Unavailable,
+            "PostgreSQL: the inbox has no connection",
+        ));
     };
-    let fail = |e: tokio_postgres::Error| db_error(what, &e);
+    let fail = |e: tokio_postgres::Error| db_error(what, e);
     let (st_turn, st_calls) = (
         conn.statement(q::TURN).await.map_err(fail)?,
         conn.statement(&q::calls_of()).await.map_err(fail)?,
@@ -552,7 +566,9 @@ async fn turn(
         (Some(u), Some(f)) => (u, f),
         _ => {
             let kept: PendingTurn = serde_json::from_str(json.as_deref().unwrap_or_default())
-                .map_err(|e| StoreError::new(format!("PostgreSQL: {what}: {e}")))?;
+                .map_err(|e| {
+                    StoreError::new(StoreErrorKind::Corrupt, format!("PostgreSQL: {what}: {e}"))
+                })?;
             (kept.user_id, kept.fingerprint)
         }
     };
@@ -592,8 +608,12 @@ async fn take_ready(
         return Ok(None);
     };
     let what = "taking a ready turn";
-    let turn: PendingTurn = serde_json::from_str(&json)
-        .map_err(|e| StoreError::new(format!("PostgreSQL: {what}: its turn does not read: {e}")))?;
+    let turn: PendingTurn = serde_json::from_str(&json).map_err(|e| {
+        StoreError::new(
+            StoreErrorKind::Corrupt,
+            format!("PostgreSQL: {what}: its turn does not read: {e}"),
+        )
+    })?;
     let mut decisions = Decisions::new();
     let mut expired = Vec::new();
     for row in &rows {
@@ -662,14 +682,17 @@ async fn one(
 ) -> Result<Vec<Row>, StoreError> {
     let mut slot = conns.slot().await?;
     let Some(conn) = slot.as_mut() else {
-        return Err(StoreError::new("PostgreSQL: the inbox has no connection"));
+        return Err(StoreError::new(
+            StoreErrorKind::Unavailable,
+            "PostgreSQL: the inbox has no connection",
+        ));
     };
-    let st = conn.statement(sql).await.map_err(|e| db_error(what, &e))?;
+    let st = conn.statement(sql).await.map_err(|e| db_error(what, e))?;
     let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref() as _).collect();
     conn.client
         .query(&st, &refs)
         .await
-        .map_err(|e| db_error(what, &e))
+        .map_err(|e| db_error(what, e))
 }
 
 impl PostgresStore {
@@ -731,9 +754,10 @@ impl InboxStore for PostgresStore {
             match holder(&rows, token.as_i64()) {
                 Ok(None) => Ok(()),
                 Ok(Some(found)) => Err(fenced_take(&session_id, &turn_id, found)),
-                Err(e) => Err(StoreError::new(format!(
-                    "PostgreSQL: {what}: the row is unreadable: {e}"
-                ))),
+                Err(e) => Err(StoreError::new(
+                    StoreErrorKind::Corrupt,
+                    format!("PostgreSQL: {what}: the row is unreadable: {e}"),
+                )),
             }
         })
     }
@@ -767,11 +791,12 @@ impl InboxStore for PostgresStore {
             };
             let text: String = row
                 .try_get(0)
-                .map_err(|e| db_error("reading published tools", &e))?;
+                .map_err(|e| db_error("reading published tools", e))?;
             serde_json::from_str(&text).map(Some).map_err(|e| {
-                StoreError::new(format!(
-                    "PostgreSQL: the published tools do not read back: {e}"
-                ))
+                StoreError::new(
+                    StoreErrorKind::Corrupt,
+                    format!("PostgreSQL: the published tools do not read back: {e}"),
+                )
             })
         })
     }

@@ -138,7 +138,7 @@ use crate::content::message::ToolResult;
 use super::lease::{self, Batch, Held, Hold, Registry, Token};
 use super::{
     AnswerStore, BesideFirst, CallKey, Claim, Found, InputDigest, PendingStore, Remembered,
-    StoreError, StoreFuture, Taken, beside_first, fenced, fenced_take,
+    StoreError, StoreErrorKind, StoreFuture, Taken, beside_first, fenced, fenced_take,
 };
 use conn::{Lane, Pool};
 use runtime::Runtime;
@@ -262,9 +262,10 @@ impl PostgresStoreBuilder {
     /// another schema version.
     pub fn connect(self) -> Result<PostgresStore, StoreError> {
         let mut config: Config = self.settings.parse().map_err(|e| {
-            StoreError::new(format!(
-                "PostgreSQL: the connection settings do not parse: {e}"
-            ))
+            StoreError::new(
+                StoreErrorKind::Unavailable,
+                format!("PostgreSQL: the connection settings do not parse: {e}"),
+            )
         })?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(self.connect_timeout);
@@ -411,9 +412,9 @@ impl Op {
         }
     }
 
-    /// A `StoreError` for this operation: `PostgreSQL: OP: MESSAGE`.
-    fn error(&self, message: impl fmt::Display) -> StoreError {
-        StoreError::new(format!("PostgreSQL: {self}: {message}"))
+    /// A `StoreError` of `kind` for this operation: `PostgreSQL: OP: MESSAGE`.
+    fn error(&self, kind: StoreErrorKind, message: impl fmt::Display) -> StoreError {
+        StoreError::new(kind, format!("PostgreSQL: {self}: {message}"))
     }
 }
 
@@ -473,7 +474,12 @@ async fn claim(
     digest: InputDigest,
     lease: Duration,
 ) -> Result<Claim, StoreError> {
-    let unreadable = |e: String| op.error(format_args!("the row is unreadable: {e}"));
+    let unreadable = |e: String| {
+        op.error(
+            StoreErrorKind::Corrupt,
+            format_args!("the row is unreadable: {e}"),
+        )
+    };
     let token = token.as_i64();
     let Some(first) = claim_row(&pool, &op, "", digest, lease, token).await? else {
         return Ok(Claim::Claimed);
@@ -523,12 +529,19 @@ async fn claim_row(
             )
             .await?;
         if let Some(row) = rows.into_iter().next() {
-            let own = own_claim(&row, token)
-                .map_err(|e| op.error(format_args!("the row is unreadable: {e}")))?;
+            let own = own_claim(&row, token).map_err(|e| {
+                op.error(
+                    StoreErrorKind::Corrupt,
+                    format_args!("the row is unreadable: {e}"),
+                )
+            })?;
             return Ok((!own).then_some(row));
         }
     }
-    Err(op.error("the key kept being released by another worker while it was claimed"))
+    Err(op.error(
+        StoreErrorKind::Unavailable,
+        "the key kept being released by another worker while it was claimed",
+    ))
 }
 
 /// Whether a row of [`sql::CLAIM_SEEN`] is the claim of `token`'s own, in progress (its sixth
@@ -653,12 +666,18 @@ fn renew(pool: &Arc<Pool>, handle: &Handle, batch: &Batch) -> Result<Vec<bool>, 
             rows.iter()
                 .map(|row| row.try_get::<_, i64>(0))
                 .collect::<Result<Vec<i64>, _>>()
-                .map_err(|e| StoreError::new(format!("PostgreSQL: {op}: a row is unreadable: {e}")))
+                .map_err(|e| {
+                    StoreError::new(
+                        StoreErrorKind::Corrupt,
+                        format!("PostgreSQL: {op}: a row is unreadable: {e}"),
+                    )
+                })
         });
         let _ = tx.send(renewed);
     });
     let renewed = rx.recv().unwrap_or_else(|_| {
         Err(StoreError::new(
+            StoreErrorKind::Unavailable,
             "PostgreSQL: renew: the store's runtime has stopped",
         ))
     })?;
@@ -693,8 +712,12 @@ impl AnswerStore for PostgresStore {
             key.turn.to_owned(),
         );
         self.run("answered", async move {
-            let text =
-                text.map_err(|e| op.error(format_args!("the result does not serialize: {e}")))?;
+            let text = text.map_err(|e| {
+                op.error(
+                    StoreErrorKind::Corrupt,
+                    format_args!("the result does not serialize: {e}"),
+                )
+            })?;
             let (outcome, token) = (outcome.as_str(), token.as_i64());
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
                 [&op.session_id, &op.id, &outcome, &text, &op.turn, &token];
@@ -707,7 +730,10 @@ impl AnswerStore for PostgresStore {
                     let key = CallKey::in_turn(&owned.0, &owned.2, &owned.1);
                     Err(fenced(key, found))
                 }
-                Err(e) => Err(op.error(format_args!("the row is unreadable: {e}"))),
+                Err(e) => Err(op.error(
+                    StoreErrorKind::Corrupt,
+                    format_args!("the row is unreadable: {e}"),
+                )),
             }
         })
     }
@@ -742,18 +768,18 @@ impl AnswerStore for PostgresStore {
     }
 
     fn hold(&self, key: CallKey<'_>, token: Token, lease: Duration) -> Option<Hold> {
-        let held = Held::Claim {
-            session_id: key.session_id.to_owned(),
-            tool_use_id: key.tool_use_id.to_owned(),
-            turn: key.turn.to_owned(),
-        };
-        Some(self.hold_in(held, token, lease))
+        Some(self.hold_in(Held::claim(key), token, lease))
     }
 }
 
 /// What the row of [`sql::TAKE`] (what, body) says.
 fn taken(rows: &[Row], op: &Op) -> Result<Taken, StoreError> {
-    let unreadable = |e: &dyn fmt::Display| op.error(format_args!("the row is unreadable: {e}"));
+    let unreadable = |e: &dyn fmt::Display| {
+        op.error(
+            StoreErrorKind::Corrupt,
+            format_args!("the row is unreadable: {e}"),
+        )
+    };
     let Some(row) = rows.first() else {
         return Ok(Taken::Missing);
     };
@@ -786,8 +812,12 @@ impl PendingStore for PostgresStore {
         let (user, fingerprint) = (turn.user_id.clone(), turn.fingerprint.clone());
         let pool = self.pool();
         self.run("put", async move {
-            let text =
-                text.map_err(|e| op.error(format_args!("the turn does not serialize: {e}")))?;
+            let text = text.map_err(|e| {
+                op.error(
+                    StoreErrorKind::Corrupt,
+                    format_args!("the turn does not serialize: {e}"),
+                )
+            })?;
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
                 &op.session_id,
                 &op.id,
@@ -849,7 +879,10 @@ impl PendingStore for PostgresStore {
             match holder(&rows, token) {
                 Ok(None) => Ok(()),
                 Ok(Some(found)) => Err(fenced_take(&op.session_id, &op.id, found)),
-                Err(e) => Err(op.error(format_args!("the row is unreadable: {e}"))),
+                Err(e) => Err(op.error(
+                    StoreErrorKind::Corrupt,
+                    format_args!("the row is unreadable: {e}"),
+                )),
             }
         })
     }
@@ -891,7 +924,12 @@ impl PendingStore for PostgresStore {
                     serde_json::from_str(&text).map_err(|e| e.to_string())
                 })
                 .collect::<Result<Vec<PendingTurn>, String>>()
-                .map_err(|e| op.error(format_args!("a turn is unreadable: {e}")))
+                .map_err(|e| {
+                    op.error(
+                        StoreErrorKind::Corrupt,
+                        format_args!("a turn is unreadable: {e}"),
+                    )
+                })
         })
     }
 
@@ -901,11 +939,7 @@ impl PendingStore for PostgresStore {
     }
 
     fn hold(&self, session_id: &str, turn_id: &str, token: Token, lease: Duration) -> Option<Hold> {
-        let held = Held::Take {
-            session_id: session_id.to_owned(),
-            turn_id: turn_id.to_owned(),
-        };
-        Some(self.hold_in(held, token, lease))
+        Some(self.hold_in(Held::take(session_id, turn_id), token, lease))
     }
 }
 

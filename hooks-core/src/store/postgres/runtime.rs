@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
-use crate::store::error::StoreError;
+use crate::store::error::{StoreError, StoreErrorKind};
 
 /// How long the runtime waits, when the store is dropped, for the tasks it was asked to drain
 /// (the audit writer's queued lines) before it stops.
@@ -38,7 +38,12 @@ impl Runtime {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| StoreError::new(format!("cannot start the store's runtime: {e}")))?;
+            .map_err(|e| {
+                StoreError::new(
+                    StoreErrorKind::Unavailable,
+                    format!("cannot start the store's runtime: {e}"),
+                )
+            })?;
         let handle = runtime.handle().clone();
         let (stop, stopped) = oneshot::channel::<()>();
         let drained: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>> = Arc::default();
@@ -59,7 +64,12 @@ impl Runtime {
                 });
                 // Dropping the runtime here cancels what is left and closes the connections.
             })
-            .map_err(|e| StoreError::new(format!("cannot start the store's thread: {e}")))?;
+            .map_err(|e| {
+                StoreError::new(
+                    StoreErrorKind::Unavailable,
+                    format!("cannot start the store's thread: {e}"),
+                )
+            })?;
         Ok(Runtime {
             handle,
             thread: join.thread().id(),
@@ -101,9 +111,10 @@ impl Runtime {
         });
         async move {
             rx.await.unwrap_or_else(|_| {
-                Err(StoreError::new(format!(
-                    "PostgreSQL: {what}: the store's runtime has stopped"
-                )))
+                Err(StoreError::new(
+                    StoreErrorKind::Unavailable,
+                    format!("PostgreSQL: {what}: the store's runtime has stopped"),
+                ))
             })
         }
     }
@@ -116,18 +127,20 @@ impl Runtime {
         work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
         if self.is_current() {
-            return Err(StoreError::new(format!(
-                "PostgreSQL: {what}: cannot wait for the store on its own runtime thread"
-            )));
+            return Err(StoreError::new(
+                StoreErrorKind::Unavailable,
+                format!("PostgreSQL: {what}: cannot wait for the store on its own runtime thread"),
+            ));
         }
         let (tx, rx) = std::sync::mpsc::channel();
         self.handle.spawn(async move {
             let _ = tx.send(work.await);
         });
         rx.recv().unwrap_or_else(|_| {
-            Err(StoreError::new(format!(
-                "PostgreSQL: {what}: the store's runtime has stopped"
-            )))
+            Err(StoreError::new(
+                StoreErrorKind::Unavailable,
+                format!("PostgreSQL: {what}: the store's runtime has stopped"),
+            ))
         })
     }
 }

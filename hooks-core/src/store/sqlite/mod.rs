@@ -187,7 +187,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::Connection;
 
-use crate::store::error::StoreError;
+use crate::store::error::{StoreError, StoreErrorKind};
 use crate::store::lease::{self, Batch, Held, Hold, Registry, Token};
 
 /// The answer memory ([`AnswerStore`](super::AnswerStore)) and the paused turns
@@ -244,8 +244,10 @@ impl SqliteStore {
             let message = message
                 .strip_suffix(&format!(": {shown}"))
                 .unwrap_or(&message);
-            StoreError::new(format_args!(
-                "could not open the SQLite file {shown}: {message}"
+            let kind = e.kind();
+            e.with_source(StoreError::new(
+                kind,
+                format_args!("could not open the SQLite file {shown}: {message}"),
             ))
         };
         let mut connection = Connection::open(&path).map_err(|e| failed(e.into()))?;
@@ -253,12 +255,15 @@ impl SqliteStore {
         match schema::migrate(&mut connection) {
             Ok(()) => {}
             Err(schema::MigrateError::Newer(found)) => {
-                return Err(StoreError::new(format_args!(
-                    "the SQLite file {} was written by a newer toolgate (schema version \
+                return Err(StoreError::new(
+                    StoreErrorKind::SchemaVersion,
+                    format_args!(
+                        "the SQLite file {} was written by a newer toolgate (schema version \
                      {found}); this build knows up to {}",
-                    path.display(),
-                    schema::VERSION
-                )));
+                        path.display(),
+                        schema::VERSION
+                    ),
+                ));
             }
             Err(schema::MigrateError::Failed(e)) => return Err(failed(e)),
         }
@@ -329,11 +334,15 @@ impl Shared {
         step: impl FnOnce(&mut Connection) -> Result<T, Failure>,
     ) -> Result<T, StoreError> {
         step(&mut self.connection()).map_err(|e| {
-            StoreError::new(format_args!(
-                "could not {} in the SQLite file {}: {e}",
-                what(),
-                self.path.display()
-            ))
+            let error = StoreError::new(
+                e.kind(),
+                format_args!(
+                    "could not {} in the SQLite file {}: {e}",
+                    what(),
+                    self.path.display()
+                ),
+            );
+            e.with_source(error)
         })
     }
 }
@@ -393,6 +402,51 @@ enum Failure {
 impl From<rusqlite::Error> for Failure {
     fn from(e: rusqlite::Error) -> Self {
         Failure::Sql(e)
+    }
+}
+
+impl Failure {
+    /// The kind of this failure, by SQLite's primary result code (sqlite.org, "Result and Error
+    /// Codes"): a file that cannot be opened, is busy or locked past the busy timeout, or fails
+    /// to read or write is [`Unavailable`](StoreErrorKind::Unavailable); a constraint, a
+    /// corrupt file, a file that is not a database, a value of the wrong type, and data that
+    /// does not read are [`Corrupt`](StoreErrorKind::Corrupt); a table or a column missing
+    /// (`no such table`, `no such column`: a file of another version) is
+    /// [`SchemaVersion`](StoreErrorKind::SchemaVersion).
+    fn kind(&self) -> StoreErrorKind {
+        use rusqlite::ErrorCode::*;
+        let e = match self {
+            Failure::Data(_) => return StoreErrorKind::Corrupt,
+            Failure::Sql(e) => e,
+        };
+        match e {
+            rusqlite::Error::SqliteFailure(code, message) => match code.code {
+                ConstraintViolation | DatabaseCorrupt | NotADatabase | TypeMismatch => {
+                    StoreErrorKind::Corrupt
+                }
+                Unknown
+                    if message.as_deref().is_some_and(|m| {
+                        m.starts_with("no such table") || m.starts_with("no such column")
+                    }) =>
+                {
+                    StoreErrorKind::SchemaVersion
+                }
+                _ => StoreErrorKind::Unavailable,
+            },
+            rusqlite::Error::FromSqlConversionFailure(..)
+            | rusqlite::Error::IntegralValueOutOfRange(..)
+            | rusqlite::Error::InvalidColumnType(..)
+            | rusqlite::Error::Utf8Error(..) => StoreErrorKind::Corrupt,
+            _ => StoreErrorKind::Unavailable,
+        }
+    }
+
+    /// `error` with the driver's error as its source (a data failure has none).
+    fn with_source(self, error: StoreError) -> StoreError {
+        match self {
+            Failure::Sql(e) => error.with_source(e),
+            Failure::Data(_) => error,
+        }
     }
 }
 

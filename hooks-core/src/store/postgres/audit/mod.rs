@@ -13,7 +13,7 @@ use crate::audit::{
     AUDIT_LOG_FILE, AuditRecord, AuditSink, DECISIONS_FILE, SESSION_SUMMARIES_FILE, SummaryRecord,
 };
 use crate::error::HookError;
-use crate::store::error::StoreError;
+use crate::store::error::{StoreError, StoreErrorKind};
 use std::fmt;
 use std::future::Future;
 use std::path::PathBuf;
@@ -158,16 +158,20 @@ impl PostgresAuditSink {
                         return Ok(());
                     }
                     if s.failures > failures {
-                        return Err(StoreError::new(format!(
-                            "PostgreSQL: flush of the audit queue: {} lines are not written \
+                        return Err(StoreError::new(
+                            StoreErrorKind::Unavailable,
+                            format!(
+                                "PostgreSQL: flush of the audit queue: {} lines are not written \
                              yet, and the last append failed: {}",
-                            target - s.written,
-                            s.error.as_deref().unwrap_or("(no message)")
-                        )));
+                                target - s.written,
+                                s.error.as_deref().unwrap_or("(no message)")
+                            ),
+                        ));
                     }
                 }
                 if status.changed().await.is_err() {
                     return Err(StoreError::new(
+                        StoreErrorKind::Unavailable,
                         "PostgreSQL: flush of the audit queue: the audit writer has stopped",
                     ));
                 }
@@ -182,10 +186,13 @@ impl PostgresAuditSink {
             tokio::time::timeout(timeout, flush)
                 .await
                 .unwrap_or_else(|_| {
-                    Err(StoreError::new(format!(
-                        "PostgreSQL: flush of the audit queue: not written within {} ms",
-                        timeout.as_millis()
-                    )))
+                    Err(StoreError::new(
+                        StoreErrorKind::Unavailable,
+                        format!(
+                            "PostgreSQL: flush of the audit queue: not written within {} ms",
+                            timeout.as_millis()
+                        ),
+                    ))
                 })
         })
     }

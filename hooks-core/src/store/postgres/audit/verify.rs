@@ -5,7 +5,7 @@ use super::super::conn::{Lane, Pool, db_error};
 use super::{Chain, PostgresAuditSink};
 use crate::audit::chain::{CHAIN_START, hash, hex_string, parse_hex};
 use crate::audit::verify::{ChainLines, ChainStatus, KEEP_LAST_HASHES, verify_lines};
-use crate::store::error::StoreError;
+use crate::store::error::{StoreError, StoreErrorKind};
 use std::collections::VecDeque;
 use std::fmt;
 use std::fs::OpenOptions;
@@ -43,9 +43,10 @@ impl PostgresAuditSink {
         self.store.runtime().run("verify", async move {
             let task = handle.spawn_blocking(move || reader.verify(kept.as_ref()));
             task.await.unwrap_or_else(|e| {
-                Err(StoreError::new(format!(
-                    "PostgreSQL: verify: the check failed: {e}"
-                )))
+                Err(StoreError::new(
+                    StoreErrorKind::Unavailable,
+                    format!("PostgreSQL: verify: the check failed: {e}"),
+                ))
             })
         })
     }
@@ -69,9 +70,10 @@ impl PostgresAuditSink {
         self.store.runtime().run("export", async move {
             let task = handle.spawn_blocking(move || reader.export(&dir));
             task.await.unwrap_or_else(|e| {
-                Err(StoreError::new(format!(
-                    "PostgreSQL: export: it failed: {e}"
-                )))
+                Err(StoreError::new(
+                    StoreErrorKind::Unavailable,
+                    format!("PostgreSQL: export: it failed: {e}"),
+                ))
             })
         })
     }
@@ -261,6 +263,7 @@ fn wait<T: Send + 'static>(
     });
     rx.recv().unwrap_or_else(|_| {
         Err(StoreError::new(
+            StoreErrorKind::Unavailable,
             "PostgreSQL: the store's runtime has stopped",
         ))
     })
@@ -294,8 +297,13 @@ impl Reader {
         kept: Option<&ChainHead>,
     ) -> Result<PostgresChain, StoreError> {
         let start = parse_hex(CHAIN_START).unwrap_or_default();
-        let status = verify_lines(&chain.label(), start, || Ok(self.lines(chain)))
-            .map_err(|e| StoreError::new(format!("PostgreSQL: verify: {e}")))?;
+        let status =
+            verify_lines(&chain.label(), start, || Ok(self.lines(chain))).map_err(|e| {
+                StoreError::new(
+                    StoreErrorKind::Unavailable,
+                    format!("PostgreSQL: verify: {e}"),
+                )
+            })?;
         let head = match (&status, kept) {
             (ChainStatus::Ok { lines, last_hash }, Some(kept)) => {
                 self.check_head(chain, *lines, last_hash, kept)?
@@ -338,7 +346,7 @@ impl Reader {
                 rows.first()
                     .map(|r| r.try_get::<_, Vec<u8>>(0))
                     .transpose()
-                    .map_err(|e| db_error(what, &e))
+                    .map_err(|e| db_error(what, e))
                     .map(Option::unwrap_or_default)
             })?;
             let mut text = line;
@@ -398,7 +406,10 @@ impl Reader {
 
 /// An export that failed at `path`.
 fn export_failed(e: io::Error, path: &Path) -> StoreError {
-    StoreError::new(format!("PostgreSQL: export to `{}`: {e}", path.display()))
+    StoreError::new(
+        StoreErrorKind::Unavailable,
+        format!("PostgreSQL: export to `{}`: {e}", path.display()),
+    )
 }
 
 /// A chain's lines from the database, in `seq` order, each with its `\n`, a page at a time.
@@ -427,7 +438,7 @@ impl RowLines<'_> {
             rows.iter()
                 .map(|r| Ok((r.try_get::<_, i64>(0)?, r.try_get::<_, Vec<u8>>(1)?)))
                 .collect::<Result<Vec<_>, tokio_postgres::Error>>()
-                .map_err(|e| db_error(what, &e))
+                .map_err(|e| db_error(what, e))
         })
         .map_err(|e| io::Error::other(e.message().to_owned()))?;
         self.done = (rows.len() as i64) < PAGE;

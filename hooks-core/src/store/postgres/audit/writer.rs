@@ -191,7 +191,7 @@ impl WriterConn {
             };
             let (begin, commit, lock, append) = prepared
                 .await
-                .map_err(|e| OpenFailed::new("preparing the audit statements", &e))?;
+                .map_err(|e| OpenFailed::new("preparing the audit statements", e))?;
             Ok(WriterConn {
                 client,
                 begin,
@@ -267,7 +267,7 @@ async fn append(
             *conn = None;
         }
         if !lost || !resends.again() {
-            return Err(db_error("appending audit lines", &e));
+            return Err(db_error("appending audit lines", e));
         }
     }
 }
