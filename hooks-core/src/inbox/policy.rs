@@ -315,7 +315,7 @@ impl Policy {
         action: Action,
         call: &InboxCall,
     ) -> Result<(), NotAllowed> {
-        self.check_call(who, action, &call.tool, &call.user_id)
+        self.check_call(who, action, &call.name, &call.user_id)
     }
 
     /// [`check`](Self::check) of a call of `tool` made for `user_id`.
