@@ -145,12 +145,16 @@ async fn watch(
     }
 }
 
-/// The `call` event of `key`: its state and the sentence the page shows.
+/// The `call` event of `key`: its state and the sentence the page shows (as [`esc`] shows text:
+/// no line separator or bidirectional formatting character reaches the page raw).
+///
+/// [`esc`]: crate::pages::esc
 fn call_event(key: &Key, state: &str, text: &str) -> (&'static str, String) {
     let key = crate::pages::call_key(&key.0, &key.1, &key.2);
     (
         "call",
-        json!({"key": key, "state": state, "text": text}).to_string(),
+        json!({"key": key, "state": state, "text": toolgate_core::audit::printable(text)})
+            .to_string(),
     )
 }
 
