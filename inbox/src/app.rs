@@ -41,6 +41,9 @@ pub(crate) struct App {
     pub(crate) body_limit: usize,
     pub(crate) poll: Duration,
     pub(crate) page_size: usize,
+    /// The live-update streams that may be open at once (each holds a permit while it lasts).
+    pub(crate) streams: Arc<tokio::sync::Semaphore>,
+    pub(crate) max_streams: usize,
 }
 
 /// An [`InboxPage`] being set up: [`InboxPage::builder`].
@@ -54,6 +57,7 @@ pub struct InboxPageBuilder {
     body_limit: usize,
     poll: Duration,
     page_size: usize,
+    max_streams: usize,
 }
 
 impl InboxPage {
@@ -61,6 +65,9 @@ impl InboxPage {
     pub const DEFAULT_BODY_LIMIT: usize = 64 * 1024;
     /// How often the live updates look at the store by default: every second.
     pub const DEFAULT_POLL: Duration = Duration::from_secs(1);
+    /// How many live-update streams may be open at once by default: 100 (each reads the store
+    /// every poll interval while it is open).
+    pub const DEFAULT_MAX_STREAMS: usize = 100;
 
     /// A page over `inbox`, whose people sign in by `auth`.
     pub fn builder(inbox: Arc<Inbox>, auth: Auth) -> InboxPageBuilder {
@@ -73,6 +80,7 @@ impl InboxPage {
             body_limit: InboxPage::DEFAULT_BODY_LIMIT,
             poll: InboxPage::DEFAULT_POLL,
             page_size: 50,
+            max_streams: InboxPage::DEFAULT_MAX_STREAMS,
         }
     }
 
@@ -170,6 +178,15 @@ impl InboxPageBuilder {
         self
     }
 
+    /// How many live-update streams (`GET /events`) may be open at once, across everyone
+    /// (default [`InboxPage::DEFAULT_MAX_STREAMS`], at least 1): one more is refused with `503`
+    /// until one closes, so tabs or a script left open cannot make the page read the store
+    /// without bound. The pages and their forms work without the live updates.
+    pub fn max_streams(mut self, n: usize) -> InboxPageBuilder {
+        self.max_streams = n.max(1);
+        self
+    }
+
     /// How many calls the list shows a page (default 50, at most 500).
     pub fn page_size(mut self, n: usize) -> InboxPageBuilder {
         self.page_size = n.clamp(1, 500);
@@ -200,6 +217,8 @@ impl InboxPageBuilder {
             body_limit: self.body_limit,
             poll: self.poll,
             page_size: self.page_size,
+            streams: Arc::new(tokio::sync::Semaphore::new(self.max_streams)),
+            max_streams: self.max_streams,
         };
         Ok(InboxPage { app: Arc::new(app) })
     }

@@ -11,6 +11,10 @@
 //!
 //! Polling works on every store alike (a PostgreSQL `LISTEN` would need the library to notify);
 //! the list's read is the same indexed page the list itself reads.
+//!
+//! At most [`max_streams`](crate::InboxPageBuilder::max_streams) streams are open at once (100 by
+//! default); one more is refused with `503` until a page goes away, so the store's reads stay
+//! bounded whatever is left open.
 
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
@@ -93,8 +97,24 @@ pub(crate) async fn stream(State(app): State<Arc<App>>, req: Request) -> Respons
             );
         }
     };
+    let Ok(permit) = Arc::clone(&app.streams).try_acquire_owned() else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            format!(
+                "refused: this inbox has as many live-update streams open as it keeps ({}); the \
+                 page works without them: reload it later\n",
+                app.max_streams
+            ),
+        )
+            .into_response();
+    };
     let (tx, rx) = mpsc::channel(16);
-    tokio::spawn(watch(app, watching, watched, tx));
+    tokio::spawn(async move {
+        watch(app, watching, watched, tx).await;
+        // The stream's place is free once its page has gone.
+        drop(permit);
+    });
     (
         [
             (header::CONTENT_TYPE, "text/event-stream"),

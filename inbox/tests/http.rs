@@ -946,3 +946,71 @@ fn without_the_tools_schemas_an_edit_is_not_offered_and_is_refused_as_uncheckabl
     );
     assert_eq!(w.call("s_unpub", "t_unpub", "t_unpub")["state"], "waiting");
 }
+
+/// Opens `GET /events` as `c` and reads its head; the open connection and the status.
+fn open_events(c: &Client) -> (std::net::TcpStream, u16) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(c.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let cookie = c.cookie.as_deref().unwrap();
+    write!(
+        s,
+        "GET /events HTTP/1.1\r\nHost: {}\r\nCookie: toolgate_inbox={cookie}\r\n\r\n",
+        c.host
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && s.read(&mut byte).unwrap() == 1 {
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (s, status)
+}
+
+#[test]
+fn live_update_streams_are_bounded_and_a_closed_one_frees_its_place() {
+    let w = World::sqlite("streams");
+    let inbox = Inbox::builder(Arc::clone(&w.store))
+        .policy(support::policy())
+        .decision_log(Arc::new(
+            toolgate_core::approval::inbox::MemoryDecisionLog::new(),
+        ))
+        .build()
+        .unwrap();
+    let addr = support::serve(
+        InboxPage::builder(Arc::new(inbox), Auth::Tokens(support::tokens()))
+            .poll_every(Duration::from_millis(50))
+            .max_streams(2),
+    );
+    let mut ann = Client {
+        addr,
+        cookie: None,
+        csrf: None,
+        host: addr.to_string(),
+    };
+    ann.sign_in(&support::token("ann"));
+    let (first, status) = open_events(&ann);
+    assert_eq!(status, 200);
+    let (_second, status) = open_events(&ann);
+    assert_eq!(status, 200);
+    // A third stream, open or left open by a tab, a script or an attacker: refused, and the
+    // pages still answer.
+    let (_third, status) = open_events(&ann);
+    assert_eq!(status, 503);
+    assert_eq!(ann.get("/").status, 200);
+    // The first page goes away: its place is free again once the server sees it gone.
+    drop(first);
+    let mut status = 503;
+    for _ in 0..200 {
+        let (s, got) = open_events(&ann);
+        status = got;
+        if got == 200 {
+            drop(s);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(status, 200, "a closed stream frees its place");
+}
