@@ -383,8 +383,7 @@ mod tests {
 
     #[test]
     fn two_person_star_means_every_tool_as_in_a_rule() {
-        let p: Policy =
-            serde_json::from_str(r#"{"rules": [], "two_person": ["*"]}"#).unwrap();
+        let p: Policy = serde_json::from_str(r#"{"rules": [], "two_person": ["*"]}"#).unwrap();
         assert_eq!(p.approvals_needed("issue_refund"), 2);
         assert_eq!(Policy::new().two_person("*").approvals_needed("x"), 2);
         assert_eq!(Policy::new().two_person("a").approvals_needed("b"), 1);
