@@ -1014,3 +1014,79 @@ fn live_update_streams_are_bounded_and_a_closed_one_frees_its_place() {
     }
     assert_eq!(status, 200, "a closed stream frees its place");
 }
+
+/// What a browser sends for the form field `name` of `html` left as shown: an `<input>`'s value,
+/// or a `<textarea>`'s text with its first line break dropped and its line breaks as CR LF.
+fn as_a_browser_sends(html: &str, name: &str) -> String {
+    let unescape = |t: &str| {
+        t.replace("&quot;", "\"")
+            .replace("&apos;", "'")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&")
+    };
+    let at = html.find(&format!("name=\"{name}\"")).unwrap();
+    let tag_start = html[..at].rfind('<').unwrap();
+    if html[tag_start..].starts_with("<textarea") {
+        let open = at + html[at..].find('>').unwrap() + 1;
+        let close = open + html[open..].find("</textarea>").unwrap();
+        let text = &html[open..close];
+        let text = text.strip_prefix('\n').unwrap_or(text);
+        unescape(text).replace('\n', "\r\n")
+    } else {
+        let marker = "value=\"";
+        let v = at + html[at..].find(marker).unwrap() + marker.len();
+        let end = v + html[v..].find('"').unwrap();
+        unescape(&html[v..end])
+    }
+}
+
+#[test]
+fn a_form_edit_keeps_the_exact_value_of_a_field_left_as_shown() {
+    let w = World::sqlite("roundtrip");
+    // A text field with a line break, a tab and a bidi override (a textarea; the form shows the
+    // last two as escapes, a browser sends its line breaks as CR LF), a JSON field (`note` may
+    // be null) with a line separator.
+    let order = "o_rt\n\tline2\u{202e}";
+    let note = "n\u{2028}1";
+    w.pause(
+        "s_rt",
+        &[(
+            "t_rt",
+            "issue_refund",
+            json!({"order_id": order, "amount_cents": 25_000, "note": note}),
+        )],
+    );
+    let ann = w.signed_in("ann");
+    let page = ann.get(&support_turn("s_rt", "t_rt"));
+    let digest = w.call("s_rt", "t_rt", "t_rt")["input_digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let sent_order = as_a_browser_sends(&page.body, "input.order_id");
+    let sent_note = as_a_browser_sends(&page.body, "input.note");
+    assert_eq!(sent_order, "o_rt\r\n\\u{9}line2\\u{202e}");
+    assert_eq!(sent_note, "\"n\\u{2028}1\"");
+    let a = ann.post_form(
+        "/decide",
+        &[
+            ("csrf", ann.csrf.as_deref().unwrap()),
+            ("session_id", "s_rt"),
+            ("turn_id", "t_rt"),
+            ("tool_use_id", "t_rt"),
+            ("input_digest", &digest),
+            ("choice", "edit"),
+            ("input.order_id", &sent_order),
+            ("input.amount_cents", "30000"),
+            ("input.note", &sent_note),
+        ],
+    );
+    assert_eq!(a.status, 303, "{a:?}");
+    let turn = toolgate_core::block_on(w.store.turn("s_rt", "t_rt"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        turn.call("t_rt").unwrap().edit,
+        Some(json!({"order_id": order, "amount_cents": 30000, "note": note}))
+    );
+}
