@@ -129,7 +129,8 @@ impl InboxPage {
 impl InboxPageBuilder {
     /// The URL people open (`https://inbox.example.com`, `http://127.0.0.1:8080`): its host is
     /// served, its origin is the one POSTs must come from, and with `https` the cookies are
-    /// `Secure`.
+    /// `Secure`. A default port given (`https://inbox.example.com:443`) is also served without
+    /// it, as browsers send it.
     ///
     /// # Errors
     /// [`PageError::Config`] when it is not `http://` or `https://` and a host, with no path
@@ -152,7 +153,14 @@ impl InboxPageBuilder {
         }
         let host = host.to_ascii_lowercase();
         self.secure |= scheme == "https";
-        self.origins.push(format!("{scheme}://{host}"));
+        // Browsers leave the scheme's default port out of `Host` and `Origin`: served both ways.
+        let default_port = if scheme == "https" { ":443" } else { ":80" };
+        if let Some(bare) = host.strip_suffix(default_port) {
+            self.origins.push(format!("{scheme}://{bare}"));
+            self.hosts.push(bare.to_owned());
+        } else {
+            self.origins.push(format!("{scheme}://{host}"));
+        }
         self.hosts.push(host);
         Ok(self)
     }
@@ -221,5 +229,41 @@ impl InboxPageBuilder {
             max_streams: self.max_streams,
         };
         Ok(InboxPage { app: Arc::new(app) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolgate_core::approval::inbox::{Identity, Policy};
+    use toolgate_core::store::MemoryPendingStore;
+
+    fn page(url: &str) -> InboxPage {
+        let inbox = Inbox::builder(Arc::new(MemoryPendingStore::new()))
+            .policy(Policy::new())
+            .decision_log(Arc::new(
+                toolgate_core::approval::inbox::MemoryDecisionLog::new(),
+            ))
+            .build()
+            .unwrap();
+        InboxPage::builder(Arc::new(inbox), Auth::Local(Identity::new("me")))
+            .public_url(url)
+            .unwrap()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_public_url_with_its_default_port_serves_what_browsers_send() {
+        // Browsers leave the default port out of Host and Origin.
+        let p = page("https://Inbox.Example.com:443/");
+        assert_eq!(p.hosts(), ["inbox.example.com", "inbox.example.com:443"]);
+        assert_eq!(p.app.origins, ["https://inbox.example.com"]);
+        let p = page("http://inbox.example.com:80");
+        assert_eq!(p.hosts(), ["inbox.example.com", "inbox.example.com:80"]);
+        assert_eq!(p.app.origins, ["http://inbox.example.com"]);
+        let p = page("https://inbox.example.com:8443");
+        assert_eq!(p.hosts(), ["inbox.example.com:8443"]);
+        assert_eq!(p.app.origins, ["https://inbox.example.com:8443"]);
     }
 }
