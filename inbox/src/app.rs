@@ -41,6 +41,9 @@ pub(crate) struct App {
     pub(crate) body_limit: usize,
     pub(crate) poll: Duration,
     pub(crate) page_size: usize,
+    /// The live-update streams that may be open at once (each holds a permit while it lasts).
+    pub(crate) streams: Arc<tokio::sync::Semaphore>,
+    pub(crate) max_streams: usize,
 }
 
 /// An [`InboxPage`] being set up: [`InboxPage::builder`].
@@ -54,6 +57,7 @@ pub struct InboxPageBuilder {
     body_limit: usize,
     poll: Duration,
     page_size: usize,
+    max_streams: usize,
 }
 
 impl InboxPage {
@@ -61,6 +65,9 @@ impl InboxPage {
     pub const DEFAULT_BODY_LIMIT: usize = 64 * 1024;
     /// How often the live updates look at the store by default: every second.
     pub const DEFAULT_POLL: Duration = Duration::from_secs(1);
+    /// How many live-update streams may be open at once by default: 100 (each reads the store
+    /// every poll interval while it is open).
+    pub const DEFAULT_MAX_STREAMS: usize = 100;
 
     /// A page over `inbox`, whose people sign in by `auth`.
     pub fn builder(inbox: Arc<Inbox>, auth: Auth) -> InboxPageBuilder {
@@ -73,6 +80,7 @@ impl InboxPage {
             body_limit: InboxPage::DEFAULT_BODY_LIMIT,
             poll: InboxPage::DEFAULT_POLL,
             page_size: 50,
+            max_streams: InboxPage::DEFAULT_MAX_STREAMS,
         }
     }
 
@@ -121,7 +129,8 @@ impl InboxPage {
 impl InboxPageBuilder {
     /// The URL people open (`https://inbox.example.com`, `http://127.0.0.1:8080`): its host is
     /// served, its origin is the one POSTs must come from, and with `https` the cookies are
-    /// `Secure`.
+    /// `Secure`. A default port given (`https://inbox.example.com:443`) is also served without
+    /// it, as browsers send it.
     ///
     /// # Errors
     /// [`PageError::Config`] when it is not `http://` or `https://` and a host, with no path
@@ -144,7 +153,14 @@ impl InboxPageBuilder {
         }
         let host = host.to_ascii_lowercase();
         self.secure |= scheme == "https";
-        self.origins.push(format!("{scheme}://{host}"));
+        // Browsers leave the scheme's default port out of `Host` and `Origin`: served both ways.
+        let default_port = if scheme == "https" { ":443" } else { ":80" };
+        if let Some(bare) = host.strip_suffix(default_port) {
+            self.origins.push(format!("{scheme}://{bare}"));
+            self.hosts.push(bare.to_owned());
+        } else {
+            self.origins.push(format!("{scheme}://{host}"));
+        }
         self.hosts.push(host);
         Ok(self)
     }
@@ -167,6 +183,15 @@ impl InboxPageBuilder {
     /// How often the live updates look at the store (default [`InboxPage::DEFAULT_POLL`]).
     pub fn poll_every(mut self, every: Duration) -> InboxPageBuilder {
         self.poll = every.max(Duration::from_millis(50));
+        self
+    }
+
+    /// How many live-update streams (`GET /events`) may be open at once, across everyone
+    /// (default [`InboxPage::DEFAULT_MAX_STREAMS`], at least 1): one more is refused with `503`
+    /// until one closes, so tabs or a script left open cannot make the page read the store
+    /// without bound. The pages and their forms work without the live updates.
+    pub fn max_streams(mut self, n: usize) -> InboxPageBuilder {
+        self.max_streams = n.max(1);
         self
     }
 
@@ -200,7 +225,45 @@ impl InboxPageBuilder {
             body_limit: self.body_limit,
             poll: self.poll,
             page_size: self.page_size,
+            streams: Arc::new(tokio::sync::Semaphore::new(self.max_streams)),
+            max_streams: self.max_streams,
         };
         Ok(InboxPage { app: Arc::new(app) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolgate_core::approval::inbox::{Identity, Policy};
+    use toolgate_core::store::MemoryPendingStore;
+
+    fn page(url: &str) -> InboxPage {
+        let inbox = Inbox::builder(Arc::new(MemoryPendingStore::new()))
+            .policy(Policy::new())
+            .decision_log(Arc::new(
+                toolgate_core::approval::inbox::MemoryDecisionLog::new(),
+            ))
+            .build()
+            .unwrap();
+        InboxPage::builder(Arc::new(inbox), Auth::Local(Identity::new("me")))
+            .public_url(url)
+            .unwrap()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_public_url_with_its_default_port_serves_what_browsers_send() {
+        // Browsers leave the default port out of Host and Origin.
+        let p = page("https://Inbox.Example.com:443/");
+        assert_eq!(p.hosts(), ["inbox.example.com", "inbox.example.com:443"]);
+        assert_eq!(p.app.origins, ["https://inbox.example.com"]);
+        let p = page("http://inbox.example.com:80");
+        assert_eq!(p.hosts(), ["inbox.example.com", "inbox.example.com:80"]);
+        assert_eq!(p.app.origins, ["http://inbox.example.com"]);
+        let p = page("https://inbox.example.com:8443");
+        assert_eq!(p.hosts(), ["inbox.example.com:8443"]);
+        assert_eq!(p.app.origins, ["https://inbox.example.com:8443"]);
     }
 }

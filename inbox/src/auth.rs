@@ -78,7 +78,7 @@ impl ProxyAuth {
     ///
     /// # Errors
     /// The sentence the page answers with: the peer is not the proxy (403), or the header is
-    /// missing or not printable text (401).
+    /// missing, not printable text, or sent more than once, as is the groups header (401).
     pub(crate) fn identity(
         &self,
         peer: Option<IpAddr>,
@@ -88,17 +88,27 @@ impl ProxyAuth {
             Some(ip) if self.peers.contains(&ip) => {}
             _ => return Err((403, "this inbox takes requests from its proxy only")),
         }
-        let text = |name: &str| {
-            headers
+        // A header sent twice (a client's own ahead of the one a proxy appended) is refused:
+        // which one the proxy set cannot be told.
+        let once = |name: &str, why: &'static str| match headers.get_all(name).iter().count() {
+            0 | 1 => Ok(headers
                 .get(name)
-                .map(|v| v.to_str().map(str::trim).map_err(|_| ()))
+                .map(|v| v.to_str().map(str::trim).map_err(|_| ()))),
+            _ => Err((401, why)),
         };
-        let id = match text(&self.identity_header) {
+        let id = match once(
+            &self.identity_header,
+            "the proxy sent its identity header more than once",
+        )? {
             Some(Ok(id)) if !id.is_empty() => id.to_owned(),
             _ => return Err((401, "the proxy sent no identity")),
         };
+        let groups = once(
+            &self.groups_header,
+            "the proxy sent its groups header more than once",
+        )?;
         let mut who = Identity::new(id);
-        if let Some(Ok(groups)) = text(&self.groups_header) {
+        if let Some(Ok(groups)) = groups {
             for g in groups.split(',').map(str::trim).filter(|g| !g.is_empty()) {
                 who = who.in_group(g);
             }
@@ -360,6 +370,34 @@ mod tests {
         assert_eq!(
             Tokens::parse("").unwrap_err(),
             "no [[person]]: nobody could sign in"
+        );
+    }
+
+    #[test]
+    fn a_proxy_header_sent_twice_is_refused_not_read_first_come() {
+        use axum::http::{HeaderMap, HeaderValue};
+        let proxy = ProxyAuth::new(vec!["10.0.0.1".parse().unwrap()]);
+        let peer = Some("10.0.0.1".parse().unwrap());
+        let mut h = HeaderMap::new();
+        h.append("x-forwarded-email", HeaderValue::from_static("ann"));
+        h.append("x-forwarded-groups", HeaderValue::from_static("leads"));
+        assert_eq!(
+            proxy.identity(peer, &h),
+            Ok(Identity::new("ann").in_group("leads"))
+        );
+        // A client's own header ahead of the one the proxy appended: neither is taken.
+        let mut twice = h.clone();
+        twice.insert("x-forwarded-email", HeaderValue::from_static("mallory"));
+        twice.append("x-forwarded-email", HeaderValue::from_static("ann"));
+        assert_eq!(
+            proxy.identity(peer, &twice),
+            Err((401, "the proxy sent its identity header more than once"))
+        );
+        let mut groups = h.clone();
+        groups.append("x-forwarded-groups", HeaderValue::from_static("admins"));
+        assert_eq!(
+            proxy.identity(peer, &groups),
+            Err((401, "the proxy sent its groups header more than once"))
         );
     }
 

@@ -29,7 +29,7 @@ use crate::app::App;
 use crate::auth::Signed;
 use crate::guard::{body, csrf_ok, field, pairs, see_other, signed, text};
 use crate::pages::blocking;
-use crate::pages::turn::{Kind, Notice, anchor, kind, load, render};
+use crate::pages::turn::{Kind, Notice, anchor, kind, load, render, shown_text};
 
 /// The status a refusal is answered with.
 pub(crate) fn status_of(refusal: &Refusal) -> StatusCode {
@@ -205,10 +205,12 @@ async fn edited(
     let loaded = load(&app.inbox, session_id, turn_id)
         .await
         .map_err(|e| crate::pages::store_failed(None, &e))?;
+    let call = loaded.as_ref().and_then(|l| l.turn.call(tool_use_id));
     let tool = loaded.as_ref().and_then(|l| {
-        let call = l.turn.call(tool_use_id)?;
+        let call = call?;
         l.tools.as_ref()?.tool(&call.call.name).cloned()
     });
+    let current = call.map(|c| c.edit.as_ref().unwrap_or(&c.input));
     let mut input = Map::new();
     for (name, text) in sent {
         let Some(member) = name.strip_prefix("input.") else {
@@ -217,7 +219,18 @@ async fn edited(
         if text.is_empty() {
             continue;
         }
-        let value = match kind(tool.as_ref(), member) {
+        // A browser sends a textarea's line breaks as CR LF.
+        let text = text.replace("\r\n", "\n");
+        let k = kind(tool.as_ref(), member);
+        // A field left as the form showed it keeps its value exactly: the form shows escapes
+        // (`\u{9}`, `\u{202e}`) where the value holds the characters.
+        if let Some(was) = current.and_then(|c| c.get(member))
+            && shown_text(k, Some(was)) == text
+        {
+            input.insert(member.to_owned(), was.clone());
+            continue;
+        }
+        let value = match k {
             Kind::Text => Value::String(text.clone()),
             Kind::Json => {
                 serde_json::from_str(text.trim()).unwrap_or_else(|_| Value::String(text.clone()))

@@ -11,6 +11,10 @@
 //!
 //! Polling works on every store alike (a PostgreSQL `LISTEN` would need the library to notify);
 //! the list's read is the same indexed page the list itself reads.
+//!
+//! At most [`max_streams`](crate::InboxPageBuilder::max_streams) streams are open at once (100 by
+//! default); one more is refused with `503` until a page goes away, so the store's reads stay
+//! bounded whatever is left open.
 
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
@@ -93,8 +97,24 @@ pub(crate) async fn stream(State(app): State<Arc<App>>, req: Request) -> Respons
             );
         }
     };
+    let Ok(permit) = Arc::clone(&app.streams).try_acquire_owned() else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            format!(
+                "refused: this inbox has as many live-update streams open as it keeps ({}); the \
+                 page works without them: reload it later\n",
+                app.max_streams
+            ),
+        )
+            .into_response();
+    };
     let (tx, rx) = mpsc::channel(16);
-    tokio::spawn(watch(app, watching, watched, tx));
+    tokio::spawn(async move {
+        watch(app, watching, watched, tx).await;
+        // The stream's place is free once its page has gone.
+        drop(permit);
+    });
     (
         [
             (header::CONTENT_TYPE, "text/event-stream"),
@@ -145,12 +165,16 @@ async fn watch(
     }
 }
 
-/// The `call` event of `key`: its state and the sentence the page shows.
+/// The `call` event of `key`: its state and the sentence the page shows (as [`esc`] shows text:
+/// no line separator or bidirectional formatting character reaches the page raw).
+///
+/// [`esc`]: crate::pages::esc
 fn call_event(key: &Key, state: &str, text: &str) -> (&'static str, String) {
     let key = crate::pages::call_key(&key.0, &key.1, &key.2);
     (
         "call",
-        json!({"key": key, "state": state, "text": text}).to_string(),
+        json!({"key": key, "state": state, "text": toolgate_core::audit::printable(text)})
+            .to_string(),
     )
 }
 

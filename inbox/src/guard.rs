@@ -96,7 +96,7 @@ fn refusal(app: &App, req: &Request) -> Option<Response> {
         ));
     }
     if method == Method::POST {
-        if !origin_ok(app, req.headers()) {
+        if !origin_ok(&app.origins, req.headers()) {
             return Some(text(
                 StatusCode::FORBIDDEN,
                 "refused: a POST must come from this inbox's own pages (its Origin header)",
@@ -114,17 +114,19 @@ fn refusal(app: &App, req: &Request) -> Option<Response> {
     None
 }
 
-/// Whether a POST's `Origin` (or, without one, its `Referer`'s origin) is this page's.
-fn origin_ok(app: &App, headers: &HeaderMap) -> bool {
-    let value = |name| headers.get(name).and_then(|v| v.to_str().ok());
+/// Whether a POST's `Origin` (or, without one, its `Referer`'s origin) is this page's. An
+/// `Origin` that is not text is refused, never passed over for the `Referer`.
+fn origin_ok(origins: &[String], headers: &HeaderMap) -> bool {
+    let value = |name| headers.get(name).map(|v| v.to_str().ok());
     let origin = match value(header::ORIGIN) {
-        Some(o) => o.to_ascii_lowercase(),
-        None => match value(header::REFERER).and_then(origin_of) {
+        Some(Some(o)) => o.to_ascii_lowercase(),
+        Some(None) => return false,
+        None => match value(header::REFERER).flatten().and_then(origin_of) {
             Some(o) => o,
             None => return false,
         },
     };
-    app.origins.contains(&origin)
+    origins.contains(&origin)
 }
 
 /// `scheme://host[:port]` of a URL, lowercase.
@@ -272,6 +274,24 @@ mod tests {
             Some("https://inbox.example.com")
         );
         assert_eq!(origin_of("/relative"), None);
+    }
+
+    #[test]
+    fn an_origin_that_is_not_text_is_refused_not_passed_over_for_the_referer() {
+        let own = vec!["http://127.0.0.1:8080".to_owned()];
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::REFERER,
+            HeaderValue::from_static("http://127.0.0.1:8080/turn"),
+        );
+        assert!(origin_ok(&own, &h), "no Origin: the Referer's");
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_bytes(b"http://evil.example\xff").unwrap(),
+        );
+        assert!(!origin_ok(&own, &h), "an Origin is read, or refused");
+        h.insert(header::ORIGIN, HeaderValue::from_static("null"));
+        assert!(!origin_ok(&own, &h));
     }
 
     #[test]

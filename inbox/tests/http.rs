@@ -946,3 +946,147 @@ fn without_the_tools_schemas_an_edit_is_not_offered_and_is_refused_as_uncheckabl
     );
     assert_eq!(w.call("s_unpub", "t_unpub", "t_unpub")["state"], "waiting");
 }
+
+/// Opens `GET /events` as `c` and reads its head; the open connection and the status.
+fn open_events(c: &Client) -> (std::net::TcpStream, u16) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(c.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let cookie = c.cookie.as_deref().unwrap();
+    write!(
+        s,
+        "GET /events HTTP/1.1\r\nHost: {}\r\nCookie: toolgate_inbox={cookie}\r\n\r\n",
+        c.host
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && s.read(&mut byte).unwrap() == 1 {
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (s, status)
+}
+
+#[test]
+fn live_update_streams_are_bounded_and_a_closed_one_frees_its_place() {
+    let w = World::sqlite("streams");
+    let inbox = Inbox::builder(Arc::clone(&w.store))
+        .policy(support::policy())
+        .decision_log(Arc::new(
+            toolgate_core::approval::inbox::MemoryDecisionLog::new(),
+        ))
+        .build()
+        .unwrap();
+    let addr = support::serve(
+        InboxPage::builder(Arc::new(inbox), Auth::Tokens(support::tokens()))
+            .poll_every(Duration::from_millis(50))
+            .max_streams(2),
+    );
+    let mut ann = Client {
+        addr,
+        cookie: None,
+        csrf: None,
+        host: addr.to_string(),
+    };
+    ann.sign_in(&support::token("ann"));
+    let (first, status) = open_events(&ann);
+    assert_eq!(status, 200);
+    let (_second, status) = open_events(&ann);
+    assert_eq!(status, 200);
+    // A third stream, open or left open by a tab, a script or an attacker: refused, and the
+    // pages still answer.
+    let (_third, status) = open_events(&ann);
+    assert_eq!(status, 503);
+    assert_eq!(ann.get("/").status, 200);
+    // The first page goes away: its place is free again once the server sees it gone.
+    drop(first);
+    let mut status = 503;
+    for _ in 0..200 {
+        let (s, got) = open_events(&ann);
+        status = got;
+        if got == 200 {
+            drop(s);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(status, 200, "a closed stream frees its place");
+}
+
+/// What a browser sends for the form field `name` of `html` left as shown: an `<input>`'s value,
+/// or a `<textarea>`'s text with its first line break dropped and its line breaks as CR LF.
+fn as_a_browser_sends(html: &str, name: &str) -> String {
+    let unescape = |t: &str| {
+        t.replace("&quot;", "\"")
+            .replace("&apos;", "'")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&")
+    };
+    let at = html.find(&format!("name=\"{name}\"")).unwrap();
+    let tag_start = html[..at].rfind('<').unwrap();
+    if html[tag_start..].starts_with("<textarea") {
+        let open = at + html[at..].find('>').unwrap() + 1;
+        let close = open + html[open..].find("</textarea>").unwrap();
+        let text = &html[open..close];
+        let text = text.strip_prefix('\n').unwrap_or(text);
+        unescape(text).replace('\n', "\r\n")
+    } else {
+        let marker = "value=\"";
+        let v = at + html[at..].find(marker).unwrap() + marker.len();
+        let end = v + html[v..].find('"').unwrap();
+        unescape(&html[v..end])
+    }
+}
+
+#[test]
+fn a_form_edit_keeps_the_exact_value_of_a_field_left_as_shown() {
+    let w = World::sqlite("roundtrip");
+    // A text field with a line break, a tab and a bidi override (a textarea; the form shows the
+    // last two as escapes, a browser sends its line breaks as CR LF), a JSON field (`note` may
+    // be null) with a line separator.
+    let order = "o_rt\n\tline2\u{202e}";
+    let note = "n\u{2028}1";
+    w.pause(
+        "s_rt",
+        &[(
+            "t_rt",
+            "issue_refund",
+            json!({"order_id": order, "amount_cents": 25_000, "note": note}),
+        )],
+    );
+    let ann = w.signed_in("ann");
+    let page = ann.get(&support_turn("s_rt", "t_rt"));
+    let digest = w.call("s_rt", "t_rt", "t_rt")["input_digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let sent_order = as_a_browser_sends(&page.body, "input.order_id");
+    let sent_note = as_a_browser_sends(&page.body, "input.note");
+    assert_eq!(sent_order, "o_rt\r\n\\u{9}line2\\u{202e}");
+    assert_eq!(sent_note, "\"n\\u{2028}1\"");
+    let a = ann.post_form(
+        "/decide",
+        &[
+            ("csrf", ann.csrf.as_deref().unwrap()),
+            ("session_id", "s_rt"),
+            ("turn_id", "t_rt"),
+            ("tool_use_id", "t_rt"),
+            ("input_digest", &digest),
+            ("choice", "edit"),
+            ("input.order_id", &sent_order),
+            ("input.amount_cents", "30000"),
+            ("input.note", &sent_note),
+        ],
+    );
+    assert_eq!(a.status, 303, "{a:?}");
+    let turn = toolgate_core::block_on(w.store.turn("s_rt", "t_rt"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        turn.call("t_rt").unwrap().edit,
+        Some(json!({"order_id": order, "amount_cents": 30000, "note": note}))
+    );
+}

@@ -1,7 +1,8 @@
 //! The HTML pages, written by hand (no template engine): every text from the store or the model
 //! goes through [`esc`], the report's rule (`toolgate audit report`): HTML's five special
-//! characters escaped and every control character written as `\u{1b}`, so a hostile tool name
-//! or input stays visible and inert. The layout every page shares, the times as a person reads
+//! characters escaped and every control character, line separator and bidirectional formatting
+//! character written as `\u{1b}` ([`printable`]), so a hostile tool name or input stays
+//! visible, inert and in its order. The layout every page shares, the times as a person reads
 //! them, the style sheet and the script.
 //!
 //! | file | what |
@@ -14,24 +15,23 @@ pub(crate) mod list;
 pub(crate) mod sign_in;
 pub(crate) mod turn;
 
-use std::fmt::Write as _;
 use std::time::{Duration, SystemTime};
 
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use toolgate_core::audit::Rfc3339;
+use toolgate_core::audit::{Rfc3339, printable};
 
 use crate::auth::Signed;
 
-/// `text` safe in HTML text and attribute values: `& < > " '` escaped, each control character
-/// written as `\u{1b}`.
+/// `text` safe in HTML text and attribute values: `& < > " '` escaped, and every character
+/// [`printable`] escapes (a control character, a line or paragraph separator, a bidirectional
+/// formatting character) written as `\u{1b}`, `\u{2028}`, `\u{202e}`: an order id cannot read
+/// backwards, a tool name cannot break its line.
 pub(crate) fn esc(text: &str) -> String {
+    let text = printable(text);
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-            }
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
@@ -213,6 +213,16 @@ mod tests {
             "&lt;script&gt;alert(&apos;x&apos;)&lt;/script&gt;&amp;\\u{1b}[31m"
         );
         assert_eq!(esc_block("a\n<b>\u{7}"), "a\n&lt;b&gt;\\u{7}");
+    }
+
+    #[test]
+    fn line_separators_and_bidi_controls_are_shown_escaped() {
+        // A refund whose order id reads backwards past U+202E, a name that breaks its line.
+        assert_eq!(
+            esc("o_1\u{202e}001\u{2028}x\u{2029}\u{2066}y\u{2069}\u{200f}\u{61c}"),
+            "o_1\\u{202e}001\\u{2028}x\\u{2029}\\u{2066}y\\u{2069}\\u{200f}\\u{61c}"
+        );
+        assert_eq!(esc_block("a\n\u{202e}<b>"), "a\n\\u{202e}&lt;b&gt;");
     }
 
     #[test]

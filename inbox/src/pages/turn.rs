@@ -480,6 +480,17 @@ fn members(tool: Option<&ToolSchema>, input: &Value) -> Vec<String> {
     names
 }
 
+/// The text a form field shows for `value` once the browser has read the page: its
+/// [`field_text`], each line as [`esc`] shows it (`\u{9}`, `\u{202e}` for the characters the
+/// page escapes). A field sent back as this text was left as shown.
+pub(crate) fn shown_text(kind: Kind, value: Option<&Value>) -> String {
+    field_text(kind, value)
+        .split('\n')
+        .map(|line| toolgate_core::audit::printable(line).into_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A member's text in its field.
 fn field_text(kind: Kind, value: Option<&Value>) -> String {
     match (kind, value) {
@@ -560,7 +571,9 @@ fn edit_form(
         let big = value.len() > 60 || value.contains('\n');
         let control = if big {
             format!(
-                "<textarea id=\"{id}\" name=\"input.{n}\" rows=\"3\"{attrs}>{}</textarea>",
+                // The line break after the tag is the one HTML drops: a value's own first line
+                // break stays.
+                "<textarea id=\"{id}\" name=\"input.{n}\" rows=\"3\"{attrs}>\n{}</textarea>",
                 esc_block(&value),
                 n = esc(name)
             )
