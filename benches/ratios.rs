@@ -14,7 +14,11 @@
 //! `allocs_over_limit` (allocations per call, 4 hooks + observer, minus LIMIT's),
 //! `audit_records_per_s` (one thread, through the dispatcher with only the audit log),
 //! `audit_chained_over_unchained` (that dispatcher ÷ the same with the unchained sink of
-//! `common::UnchainedJsonl`: what the hash chain costs per line), `audit_lost_lines` and
+//! `common::UnchainedJsonl`: what the hash chain costs per line), read against
+//! `chain_floor_over_write_floor` (the audit line appended under the file's lock after a look at
+//! its path, as the chain's rules ask, ÷ `write_floor`) and `audit_chain_extra_over_floor_extra`
+//! (the chain's time per line above the unchained sink's ÷ the floor's above `write_floor`: the
+//! share of the chain's cost the kernel work its rules ask for explains), `audit_lost_lines` and
 //! `audit_interleaved_lines` (two threads, one log), and `threads2_over_threads1` (throughput of 2
 //! threads sharing one dispatcher ÷ 1 thread), read against `threads2_cpu_per_call_over_threads1`
 //! (CPU time per call, 2 threads ÷ 1: contention) and `threads2_runqueue_wait_share` (time the 2
@@ -170,6 +174,18 @@ fn main() {
         .append(true)
         .open(audit_dir.0.join("floor.jsonl"))
         .expect("the floor's file");
+    // The chain's floor: the same line appended as the chain's rules 5 and 6 ask of the kernel,
+    // without the hash: the file's lock, a look at what its path names now (`metadata`, which
+    // also reads the file's times, so the next `write` must update them), the `write`, the
+    // unlock (`chain_floor`).
+    // A path as deep as the chained side's (`only/audit_log.jsonl`): the look-up walks as far.
+    let chain_floor_path = audit_dir.0.join("floor").join("audit_log.jsonl");
+    std::fs::create_dir_all(audit_dir.0.join("floor")).expect("the chain floor's folder");
+    let chain_floor_file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&chain_floor_path)
+        .expect("the chain floor's file");
     let (mut t_e2e, mut t_hand) = (e2e::FreshText::new(), e2e::FreshText::new());
     // Past the one checked above.
     t_e2e.next();
@@ -215,6 +231,14 @@ fn main() {
             let written = std::io::Write::write(&mut &floor_file, &floor_line).expect("a write");
             assert_eq!(written, floor_line.len(), "one whole line per write");
         }),
+        Side::new("chain_floor", || {
+            chain_floor_file.lock().expect("the file's lock");
+            keep(std::fs::metadata(&chain_floor_path).expect("the path's file"));
+            let written =
+                std::io::Write::write(&mut &chain_floor_file, &floor_line).expect("a write");
+            assert_eq!(written, floor_line.len(), "one whole line per write");
+            chain_floor_file.unlock().expect("the file's unlock");
+        }),
     ];
 
     // `--profile SIDE N`: run one side N times and stop, for callgrind (instruction counts are
@@ -249,6 +273,7 @@ fn main() {
         "audit_only",
         "audit_unchained",
         "write_floor",
+        "chain_floor",
     ]
     .iter()
     .zip(&ns)
@@ -275,6 +300,19 @@ fn main() {
     figure("respond_e2e_over_handwritten", median_ratio(&ns[5], &ns[6]));
     figure("audit_records_per_s", 1e9 / median(&ns[7]));
     figure("audit_chained_over_unchained", median_ratio(&ns[7], &ns[8]));
+    // What the chain adds per line against what its rules ask of the kernel (the file's lock,
+    // the path's look-up, the time update it brings on the write): the rest is the SHA-256 and
+    // the line's making.
+    figure(
+        "chain_floor_over_write_floor",
+        median_ratio(&ns[10], &ns[9]),
+    );
+    let chain_extra: Vec<f64> = ns[7].iter().zip(&ns[8]).map(|(c, u)| c - u).collect();
+    let floor_extra: Vec<f64> = ns[10].iter().zip(&ns[9]).map(|(c, w)| c - w).collect();
+    figure(
+        "audit_chain_extra_over_floor_extra",
+        median_ratio(&chain_extra, &floor_extra),
+    );
 
     // 2. Allocations per call: deterministic.
     let (a_limit, b_limit) = count_allocs(plan.alloc_calls, || keep(limit(&call.input)));

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use toolgate::{
     BuildError, CallError, Dispatcher, HookContext, Message, Reply, RespondError, Session,
-    approval::{Decisions, PendingTurn, ResumeError},
+    approval::{Approval, AwaitingCall, Decisions, PendingTurn, ResumeError},
     audit::{AuditLog, Outcome, SessionSummary},
     dispatch::{Clock, DispatcherBuilder},
 };
@@ -281,7 +281,7 @@ fn decided(transcript: &Transcript, pending: &PendingTurn) -> Option<Decisions> 
         let decision = transcript.approvals.get(&waiting.tool_use_id)?;
         decisions = decisions.decide(
             waiting.tool_use_id.clone(),
-            super::approval::shown(decision.clone(), waiting),
+            shown(decision.clone(), waiting),
         );
     }
     // Each waiting id once: the builder cannot see an id twice.
@@ -314,4 +314,17 @@ pub fn mismatches(transcript: &Transcript, replay: &SessionReplay) -> Vec<Mismat
             })
         })
         .collect()
+}
+
+/// `approval` bound to the input the person was shown: an approval that names no input gets
+/// `waiting`'s digest (a resume whose input has changed since is then refused); any other
+/// decision as it is.
+pub(crate) fn shown(approval: Approval, waiting: &AwaitingCall) -> Approval {
+    match approval {
+        Approval::Approve {
+            by,
+            input_digest: None,
+        } => Approval::approve_digest(by, waiting.input_digest.clone()),
+        other => other,
+    }
 }

@@ -17,7 +17,7 @@ use std::time::SystemTime;
 
 use toolgate::{
     HookContext,
-    approval::{Approval, AwaitingCall, Decisions, PendingTurn, ResumeError},
+    approval::{Decisions, PendingTurn, ResumeError},
     dispatch::Clock,
 };
 
@@ -294,17 +294,4 @@ pub fn resume(args: &ResumeArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8
 
 fn agent_name(index: usize) -> &'static str {
     Specialist::ALL[index].as_str()
-}
-
-/// `approval` bound to the input the person was shown: an approval that names no input gets
-/// `waiting`'s digest (a resume whose input has changed since is then refused); any other
-/// decision as it is.
-pub(crate) fn shown(approval: Approval, waiting: &AwaitingCall) -> Approval {
-    match approval {
-        Approval::Approve {
-            by,
-            input_digest: None,
-        } => Approval::approve_digest(by, waiting.input_digest.clone()),
-        other => other,
-    }
 }

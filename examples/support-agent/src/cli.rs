@@ -792,5 +792,8 @@ fn replay(
     {
         return output_failed(err, &e);
     }
+    if !json {
+        code = code.max(crate::trail::check_and_draw(&store, &out_dir, out, err));
+    }
     code
 }

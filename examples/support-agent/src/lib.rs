@@ -20,6 +20,8 @@
 //! - `transcript.rs`: the bundled transcripts, reading and checking a transcript file;
 //! - `observer.rs`: the `#[post_hook]` observer that keeps what happened to each call;
 //! - `output.rs`: what is printed;
+//! - `trail.rs`: the end of a replay, its audit trail checked and drawn by the `toolgate`
+//!   command's own code (`audit verify`, `audit report`);
 //! - `approval.rs`: pending turns written for a person, and `--resume` with their decision;
 //! - `worker.rs`: `--worker`, the turns people decided in the store's approval inbox resumed as
 //!   they become ready;
@@ -52,6 +54,7 @@ pub mod seed;
 pub mod specialist;
 pub mod state;
 pub mod tools;
+pub mod trail;
 pub mod transcript;
 pub mod what_if;
 pub mod worker;

@@ -525,7 +525,7 @@ impl Live<'_> {
                 "   = {}",
                 decided_line(&waiting.tool_use_id, &approval)
             )?;
-            let approval = super::approval::shown(approval, waiting);
+            let approval = super::agent::shown(approval, waiting);
             decisions = decisions.decide(waiting.tool_use_id.clone(), approval);
         }
         // One question per waiting call, each id once: the decisions cannot name an id twice.

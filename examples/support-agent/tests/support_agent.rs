@@ -646,20 +646,48 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
             pending("sess_expired_09", "toolu_01Or9uFdWs3X0hBz5iEk9RyG"),
         ]
     );
-    let tail: Vec<&str> = out.lines().rev().take(2).collect();
+    // The end: where the files are, then the trail checked and drawn by the `toolgate`
+    // command's own code, each run under its command line; the hashes it prints are the files'
+    // last lines' (computed here on their own).
+    let mut tail: Vec<&str> = out.lines().rev().take(8).collect();
+    tail.reverse();
+    let (_, calls_hash) =
+        support::chained_lines(&dir.path().join("audit_log.jsonl"), support::ZEROS);
+    let (_, sessions_hash) =
+        support::chained_lines(&dir.path().join("session_summaries.jsonl"), support::ZEROS);
+    let shown = dir.path().display();
     assert_eq!(
         tail,
         [
             format!(
-                "session summaries: {} (10 lines appended, one per session)",
-                dir.path().join("session_summaries.jsonl").display()
+                "audit log: {shown}/audit_log.jsonl (29 lines appended, one per tool_use, and 4 \
+                 not final for calls that waited for approval)"
             ),
             format!(
-                "audit log: {} (29 lines appended, one per tool_use, and 4 not final for calls \
-                 that waited for approval)",
-                dir.path().join("audit_log.jsonl").display()
+                "session summaries: {shown}/session_summaries.jsonl (10 lines appended, one per \
+                 session)"
             ),
+            format!("$ toolgate audit verify {shown}"),
+            format!("audit_log.jsonl: ok, 29 lines, last hash {calls_hash}"),
+            format!("session_summaries.jsonl: ok, 10 lines, last hash {sessions_hash}"),
+            "keep the last hashes elsewhere: lines deleted from the end of a file can only be \
+             caught against them"
+                .to_owned(),
+            format!(
+                "$ toolgate audit report {shown} -o {shown}/report.html --count-tool issue_refund"
+            ),
+            format!("report: {shown}/report.html (25 calls, chain verifies)"),
         ]
+    );
+    let page = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(
+        page.starts_with("<!doctype html>"),
+        "{}",
+        &page[..page.len().min(200)]
+    );
+    assert!(
+        page.contains("issue_refund"),
+        "the refunds counted per customer"
     );
     assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 29);
     assert_eq!(
@@ -704,13 +732,24 @@ fn readable_mode_prints_one_line_per_call_the_summaries_and_where_the_files_are(
         2
     );
     assert_eq!(refunds(), before);
-    assert!(out.ends_with(&format!(
+    assert!(out.contains(&format!(
         "audit log: {} (27 lines appended, one per tool_use, 25 of them answers replayed from the \
          answer memory, and 2 not final for calls that waited for approval)\n\
-         session summaries: {} (10 lines appended, one per session)\n",
+         session summaries: {} (10 lines appended, one per session)\n\
+         $ toolgate audit verify {}\n\
+         audit_log.jsonl: ok, 56 lines, last hash ",
         dir.path().join("audit_log.jsonl").display(),
-        dir.path().join("session_summaries.jsonl").display()
+        dir.path().join("session_summaries.jsonl").display(),
+        dir.path().display()
     )));
+    // The report counts calls, not answers replayed to retries: the same 25.
+    assert!(
+        out.ends_with(&format!(
+            "report: {}/report.html (25 calls, chain verifies)\n",
+            dir.path().display()
+        )),
+        "{out}"
+    );
     assert_eq!(
         json_lines(&dir.path().join("session_summaries.jsonl")).len(),
         20
@@ -3045,17 +3084,68 @@ fn otel_replays_as_usual_while_the_spans_go_to_the_stdout_exporter() {
         &os(plain.path()),
     ]);
     assert_eq!(
-        (code, out, err),
+        (code, hashes_hidden(&out), err),
         (
             exit::EXIT_OK,
-            expected.replace(
+            hashes_hidden(&expected.replace(
                 &plain.path().display().to_string(),
                 &dir.path().display().to_string()
-            ),
+            )),
             String::new()
         )
     );
     assert_eq!(json_lines(&dir.path().join("audit_log.jsonl")).len(), 3);
+}
+
+/// A trail edited between two runs in one folder: the second run appends to it as usual, and its
+/// check, the `toolgate` command's, names the edited line and fails the run (exit 1), while the
+/// page is not written over a trail that does not verify.
+#[test]
+fn a_trail_edited_between_runs_fails_the_next_run_naming_the_line() {
+    let dir = TempDir::new("edited-trail");
+    let transcript = fixture("03_parallel_batch.json");
+    let args = [
+        &os("--transcript"),
+        &os(&transcript),
+        &os("--out-dir"),
+        &os(dir.path()),
+    ];
+    let (code, _, _) = run(&args);
+    assert_eq!(code, exit::EXIT_OK);
+    let file = dir.path().join("audit_log.jsonl");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let edited = text.replacen("\"u_999\"", "\"u_001\"", 1);
+    assert_ne!(edited, text, "the blocked lookup's input was edited");
+    std::fs::write(&file, edited).unwrap();
+    std::fs::remove_file(dir.path().join("report.html")).unwrap();
+    let (code, out, _) = run(&args);
+    assert_eq!(code, exit::EXIT_FAILED);
+    let shown = dir.path().display();
+    assert!(
+        out.ends_with(&format!(
+            "$ toolgate audit verify {shown}\n\
+             audit_log.jsonl: broken: line 2 does not follow line 1: line 1 was edited, or lines \
+             were deleted between them in {shown}/audit_log.jsonl\n\
+             session_summaries.jsonl: ok, 2 lines, last hash {}\n",
+            support::chained_lines(&dir.path().join("session_summaries.jsonl"), support::ZEROS).1
+        )),
+        "{out}"
+    );
+    assert!(
+        !dir.path().join("report.html").exists(),
+        "no page for a broken trail"
+    );
+}
+
+/// `out` with each `last hash HEX` the trail's check prints as `last hash (…)`: two runs'
+/// lines differ in their times, so their hashes do, and nothing else of the output may.
+fn hashes_hidden(out: &str) -> String {
+    out.lines()
+        .map(|line| match line.split_once(", last hash ") {
+            Some((head, hash)) if hash.len() == 64 => format!("{head}, last hash (…)\n"),
+            _ => format!("{line}\n"),
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------- the report

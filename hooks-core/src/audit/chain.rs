@@ -20,6 +20,7 @@ pub const CHAIN_START: &str = "0000000000000000000000000000000000000000000000000
 pub(crate) type Hash = [u8; 32];
 
 /// The SHA-256 of `line` (its `\n` included).
+#[cfg(any(test, feature = "audit-verify"))]
 pub(crate) fn hash(line: &[u8]) -> Hash {
     Sha256::digest(line).into()
 }
@@ -239,12 +240,29 @@ impl ChainedFile {
     }
 
     /// Appends `object` (one serialized JSON object, without a newline) with `"prev"` added as
-    /// its last member, and `\n`: one `write` on the file, under its lock.
-    pub(crate) fn append(&self, object: &[u8], line: &mut Vec<u8>) -> io::Result<()> {
+    /// its last member, and `\n`: one `write` on the file, under its lock. The line is made in
+    /// `object` itself; `spare` holds it only after a torn last line (its `\n` first).
+    ///
+    /// The line's bytes before its `prev` value do not depend on the chain, so they are hashed
+    /// here, before the locks are taken; under them, only the last 67 bytes are (the `prev`
+    /// value, `"}` and `\n`), with the write.
+    pub(crate) fn append(&self, object: &mut Vec<u8>, spare: &mut Vec<u8>) -> io::Result<()> {
+        if object.pop() != Some(b'}') {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "an audit line must be a JSON object",
+            ));
+        }
+        if object.as_slice() != b"{" {
+            object.push(b',');
+        }
+        object.extend_from_slice(b"\"prev\":\"");
+        let mut head = Sha256::new();
+        head.update(&object[..]);
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let open = &mut *open;
         let len = self.lock_current(open)?;
-        let result = self.append_locked(open, len, object, line);
+        let result = self.append_locked(open, len, object, head, spare);
         let _ = open.file.unlock();
         result
     }
@@ -309,52 +327,44 @@ impl ChainedFile {
         )))
     }
 
+    /// Ends `line` (the object up to its `prev` value, hashed into `head`) with the chain's last
+    /// hash and writes it, under the file's lock; `len` is the file's length.
     fn append_locked(
         &self,
         open: &mut Open,
         len: u64,
-        object: &[u8],
         line: &mut Vec<u8>,
+        mut head: Sha256,
+        spare: &mut Vec<u8>,
     ) -> io::Result<()> {
-        line.clear();
+        let mut torn = false;
         if open.end != Some(len) {
             // Another writer, a reopened file, a new file: read the chain's end back.
             open.last = match last_line(&open.file, len)? {
                 None => start_of_new_file(&self.dir, self.name)?,
-                Some((h, true)) => h,
-                Some((h, false)) => {
-                    // A torn last line: end it, so this line starts on its own.
-                    line.push(b'\n');
+                Some((h, ends_with_newline)) => {
+                    torn = !ends_with_newline;
                     h
                 }
             };
         }
-        match object.split_last() {
-            Some((b'}', body)) => {
-                line.extend_from_slice(body);
-                if body != b"{" {
-                    line.push(b',');
-                }
-            }
-            _ => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "an audit line must be a JSON object",
-                ));
-            }
-        }
-        line.extend_from_slice(b"\"prev\":\"");
+        let tail = line.len();
         line.extend_from_slice(&hex(&open.last));
         line.extend_from_slice(b"\"}\n");
-        match write_once(&open.file, line) {
+        head.update(&line[tail..]);
+        let bytes: &[u8] = if torn {
+            // A torn last line: end it, so this line starts on its own (still one write).
+            spare.clear();
+            spare.push(b'\n');
+            spare.extend_from_slice(line);
+            spare
+        } else {
+            line
+        };
+        match write_once(&open.file, bytes) {
             Ok(()) => {
-                let own = if line.first() == Some(&b'\n') {
-                    &line[1..]
-                } else {
-                    &line[..]
-                };
-                open.last = hash(own);
-                open.end = Some(len + line.len() as u64);
+                open.last = head.finalize().into();
+                open.end = Some(len + bytes.len() as u64);
                 Ok(())
             }
             Err(e) => {
@@ -432,6 +442,64 @@ mod tests {
         assert_eq!(
             rotation_number("session_summaries.3.jsonl", "session_summaries.jsonl"),
             Some(3)
+        );
+    }
+
+    /// A fresh folder of its own for a test, removed at the end.
+    struct Folder(PathBuf);
+
+    impl Folder {
+        fn new(tag: &str) -> Folder {
+            let dir =
+                std::env::temp_dir().join(format!("toolgate-chain-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            Folder(dir)
+        }
+    }
+
+    impl Drop for Folder {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn a_line_is_its_object_then_prev_and_a_torn_line_is_ended_first() {
+        let folder = Folder::new("lines");
+        let file = ChainedFile::open(&folder.0, "log.jsonl").unwrap();
+        let (mut object, mut spare) = (Vec::new(), Vec::new());
+        let mut append = |text: &str| {
+            object.clear();
+            object.extend_from_slice(text.as_bytes());
+            file.append(&mut object, &mut spare)
+        };
+        append("{}").unwrap();
+        append(r#"{"a":"}"}"#).unwrap();
+        // Another writer's line, cut short by a crash.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(folder.0.join("log.jsonl"))
+            .unwrap()
+            .write_all(br#"{"torn":"#)
+            .unwrap();
+        append(r#"{"b":2}"#).unwrap();
+        for refused in ["", "[1]", "{\"a\":1} "] {
+            let e = append(refused).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{refused:?}");
+        }
+        append(r#"{"c":3}"#).unwrap();
+
+        let first = format!("{{\"prev\":\"{CHAIN_START}\"}}\n");
+        let prev = |line: &str| hex_string(&hash(line.as_bytes()));
+        let second = format!(r#"{{"a":"}}","prev":"{}"}}"#, prev(&first)) + "\n";
+        let torn = "{\"torn\":\n";
+        let third = format!(r#"{{"b":2,"prev":"{}"}}"#, prev(torn)) + "\n";
+        let fourth = format!(r#"{{"c":3,"prev":"{}"}}"#, prev(&third)) + "\n";
+        let text = std::fs::read_to_string(folder.0.join("log.jsonl")).unwrap();
+        assert_eq!(
+            text.split_inclusive('\n').collect::<Vec<_>>(),
+            [&*first, &*second, torn, &*third, &*fourth]
         );
     }
 

@@ -97,12 +97,13 @@ fn write_failed(file: &ChainedFile, e: &io::Error) -> HookError {
 }
 
 thread_local! {
-    /// Per thread: the record's JSON, and the line made of it.
+    /// Per thread: the record's JSON (made into its line in place), and the line after a torn
+    /// last line.
     static BUFS: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
 /// Serializes a value into a reused per-thread buffer with `write` (outside the file's lock),
-/// then appends it with its `prev` (under the lock).
+/// then appends it with its `prev` (see [`ChainedFile::append`]).
 fn append(
     file: &ChainedFile,
     write: impl FnOnce(&mut Vec<u8>) -> io::Result<()>,

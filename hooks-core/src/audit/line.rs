@@ -409,7 +409,7 @@ fn push_control_escape(out: &mut Vec<u8>, b: u8) {
     out.extend_from_slice(&[b'\\', short]);
 }
 
-/// `\uXXXX`, lowercase hex, as serde_json writes it.
+/// `\u` and four lowercase hex digits, as serde_json writes it.
 fn push_u_escape(out: &mut Vec<u8>, code: u16) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let nibble = |shift: u16| HEX[usize::from((code >> shift) & 0xf)];

@@ -170,8 +170,8 @@ impl std::fmt::Debug for DecisionFiles {
 
 impl DecisionLog for DecisionFiles {
     fn record<'a>(&'a self, line: &'a DecisionLine) -> StoreFuture<'a, Result<(), StoreError>> {
-        let mut buf = Vec::new();
-        StoreFuture::ready(self.file.append(&line.to_json(), &mut buf).map_err(|e| {
+        let (mut object, mut spare) = (line.to_json(), Vec::new());
+        StoreFuture::ready(self.file.append(&mut object, &mut spare).map_err(|e| {
             StoreError::new(
                 StoreErrorKind::Unavailable,
                 format!("cannot append to `{}`: {e}", self.file.path().display()),

@@ -48,7 +48,12 @@ use super::{META_BLOCKED_BY, META_OUTCOME};
 ///   `CallToolResult`) is a `tool_error` whose text says the server did not answer, with rmcp's
 ///   error as the operator detail (on the audit line, never shown to the model).
 ///
-/// Needs a tokio runtime (rmcp's transports run on it).
+/// Needs a tokio runtime (rmcp's transports run on it). Its calls are async, so each one runs
+/// against the dispatcher's tool deadline; give that dispatcher `.timer(TokioTimer)` (feature
+/// `tokio`, `toolgate_core::dispatch::TokioTimer`) so the deadline is a sleep on the same
+/// runtime. The default timer's helper thread is woken twice per call (when the sleep is made
+/// and when it is dropped), which over a loopback HTTP hop is about half or more of what the
+/// guard adds to the call (BENCHMARKS.md, "The MCP guard's hop").
 pub struct McpGuard {
     peer: Peer<RoleClient>,
     definitions: Vec<Value>,

@@ -110,7 +110,8 @@ impl StoreError {
     }
 
     /// The same error (kind and source kept) with `more` after its message: what the caller
-    /// adds about where it failed.
+    /// adds about where it failed (the PostgreSQL store's connect timeout).
+    #[cfg(any(feature = "postgres", test))]
     pub(crate) fn amended(mut self, more: impl fmt::Display) -> Self {
         self.0.message = format!("{}{more}", self.0.message);
         self

@@ -184,6 +184,25 @@ mod registry {
         Take { session_id: String, turn_id: String },
     }
 
+    impl Held {
+        /// The claim of `key`.
+        pub(crate) fn claim(key: crate::store::CallKey<'_>) -> Held {
+            Held::Claim {
+                session_id: key.session_id.to_owned(),
+                tool_use_id: key.tool_use_id.to_owned(),
+                turn: key.turn.to_owned(),
+            }
+        }
+
+        /// The take of the turn `turn_id` of session `session_id`.
+        pub(crate) fn take(session_id: &str, turn_id: &str) -> Held {
+            Held::Take {
+                session_id: session_id.to_owned(),
+                turn_id: turn_id.to_owned(),
+            }
+        }
+    }
+
     /// The entries of one batch: all claims or all takes, all of one lease.
     pub(crate) struct Batch {
         /// Whether they are claims (else takes).

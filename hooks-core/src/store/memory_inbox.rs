@@ -12,9 +12,9 @@ use crate::inbox::{
     Attempt, CallState, InboxStore, InboxTurn, Order, Page, PublishedTools, Query, ReadyTurn,
     Recorded, Refusal, TurnState, from_ms, now_ms,
 };
-use crate::store::{Found, StoreError, StoreErrorKind, StoreFuture, Token, fenced_take};
+use crate::store::{StoreError, StoreErrorKind, StoreFuture, Token, fenced_take};
 
-use super::pending::{Kept, MemoryPendingStore, State, Turns, key};
+use super::pending::{Kept, MemoryPendingStore, State, Turns, key, resume_taken};
 
 /// Where a kept turn stands for the inbox at `now`.
 fn turn_state(kept: &Kept) -> TurnState {
@@ -229,25 +229,18 @@ impl InboxStore for MemoryPendingStore {
         answer: &'a Value,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         let mut turns = self.lock();
-        let found = match turns.by_key.get_mut(&key(session_id, turn_id)) {
-            Some(kept) => match &kept.state {
-                State::Taken { token: holder, .. } if *holder == token => {
-                    kept.state = State::Resumed {
-                        answer: answer.clone(),
-                        token,
-                    };
-                    kept.open = false;
-                    return StoreFuture::ready(Ok(()));
-                }
-                State::Resumed { token: holder, .. } if *holder == token => {
-                    return StoreFuture::ready(Ok(()));
-                }
-                State::Resumed { .. } => Found::Answered,
-                State::Taken { .. } | State::Waiting => Found::OtherClaim,
-            },
-            None => Found::Nothing,
-        };
-        StoreFuture::ready(Err(fenced_take(session_id, turn_id, found)))
+        let mut kept = turns.by_key.get_mut(&key(session_id, turn_id));
+        let resumed = resume_taken(kept.as_deref_mut(), token, answer);
+        if resumed == Ok(true)
+            && let Some(kept) = kept
+        {
+            kept.open = false;
+        }
+        StoreFuture::ready(
+            resumed
+                .map(drop)
+                .map_err(|found| fenced_take(session_id, turn_id, found)),
+        )
     }
 
     fn publish_tools<'a>(

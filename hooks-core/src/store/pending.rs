@@ -224,24 +224,12 @@ impl PendingStore for MemoryPendingStore {
         answer: &'a Value,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
         let mut turns = self.lock();
-        let found = match turns.by_key.get_mut(&key(session_id, turn_id)) {
-            Some(kept) => match &kept.state {
-                State::Taken { token: holder, .. } if *holder == token => {
-                    kept.state = State::Resumed {
-                        answer: answer.clone(),
-                        token,
-                    };
-                    return StoreFuture::ready(Ok(()));
-                }
-                State::Resumed { token: holder, .. } if *holder == token => {
-                    return StoreFuture::ready(Ok(()));
-                }
-                State::Resumed { .. } => Found::Answered,
-                State::Taken { .. } | State::Waiting => Found::OtherClaim,
-            },
-            None => Found::Nothing,
-        };
-        StoreFuture::ready(Err(fenced_take(session_id, turn_id, found)))
+        let kept = turns.by_key.get_mut(&key(session_id, turn_id));
+        StoreFuture::ready(
+            resume_taken(kept, token, answer)
+                .map(drop)
+                .map_err(|found| fenced_take(session_id, turn_id, found)),
+        )
     }
 
     fn put_back<'a>(
@@ -287,5 +275,30 @@ impl PendingStore for MemoryPendingStore {
         Some(Hold::kept(move || {
             set_held(&turns, (&session_id, &turn_id), token, false, lease);
         }))
+    }
+}
+
+/// Records `answer` as the resumed turn's when the take of `token` holds `kept`: `Ok(true)` when
+/// it did now, `Ok(false)` when that take already recorded it (a repeat); otherwise what holds
+/// the turn instead, for [`fenced_take`]. The in-memory stores' `resumed` and `finished`.
+pub(super) fn resume_taken(
+    kept: Option<&mut Kept>,
+    token: Token,
+    answer: &Value,
+) -> Result<bool, Found> {
+    let Some(kept) = kept else {
+        return Err(Found::Nothing);
+    };
+    match &kept.state {
+        State::Taken { token: holder, .. } if *holder == token => {
+            kept.state = State::Resumed {
+                answer: answer.clone(),
+                token,
+            };
+            Ok(true)
+        }
+        State::Resumed { token: holder, .. } if *holder == token => Ok(false),
+        State::Resumed { .. } => Err(Found::Answered),
+        State::Taken { .. } | State::Waiting => Err(Found::OtherClaim),
     }
 }

@@ -768,12 +768,7 @@ impl AnswerStore for PostgresStore {
     }
 
     fn hold(&self, key: CallKey<'_>, token: Token, lease: Duration) -> Option<Hold> {
-        let held = Held::Claim {
-            session_id: key.session_id.to_owned(),
-            tool_use_id: key.tool_use_id.to_owned(),
-            turn: key.turn.to_owned(),
-        };
-        Some(self.hold_in(held, token, lease))
+        Some(self.hold_in(Held::claim(key), token, lease))
     }
 }
 
@@ -944,11 +939,7 @@ impl PendingStore for PostgresStore {
     }
 
     fn hold(&self, session_id: &str, turn_id: &str, token: Token, lease: Duration) -> Option<Hold> {
-        let held = Held::Take {
-            session_id: session_id.to_owned(),
-            turn_id: turn_id.to_owned(),
-        };
-        Some(self.hold_in(held, token, lease))
+        Some(self.hold_in(Held::take(session_id, turn_id), token, lease))
     }
 }
 

@@ -287,11 +287,6 @@ impl AnswerStore for SqliteStore {
     }
 
     fn hold(&self, key: CallKey<'_>, token: Token, lease: Duration) -> Option<Hold> {
-        let held = Held::Claim {
-            session_id: key.session_id.to_owned(),
-            tool_use_id: key.tool_use_id.to_owned(),
-            turn: key.turn.to_owned(),
-        };
-        Some(self.hold_in(held, token, lease))
+        Some(self.hold_in(Held::claim(key), token, lease))
     }
 }

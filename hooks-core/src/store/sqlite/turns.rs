@@ -190,11 +190,7 @@ impl PendingStore for SqliteStore {
     }
 
     fn hold(&self, session_id: &str, turn_id: &str, token: Token, lease: Duration) -> Option<Hold> {
-        let held = Held::Take {
-            session_id: session_id.to_owned(),
-            turn_id: turn_id.to_owned(),
-        };
-        Some(self.hold_in(held, token, lease))
+        Some(self.hold_in(Held::take(session_id, turn_id), token, lease))
     }
 }
 
