@@ -19,19 +19,24 @@ use super::{
     StoreFuture, Token, beside_first, fenced,
 };
 
-/// The in-memory [`AnswerStore`] every session gets by default: a map behind a mutex, bounded.
-/// One store may serve many sessions of one process ([`CallKey`] keeps them apart); it lives
-/// and dies with the process (at a restart, every retried call runs again).
+/// The in-memory [`AnswerStore`] every session gets by default: its calls in rows behind a
+/// mutex, found by their keys' hashes, bounded. One store may serve many sessions of one
+/// process ([`CallKey`] keeps them apart); it lives and dies with the process (at a restart,
+/// every retried call runs again).
 ///
-/// Memory per answered call: its key (session id and `tool_use` id), its 32-byte digest, its `tool_result`'s content (at most
-/// the dispatcher's `max_result_bytes`, 256 KiB by default) and about 100 bytes of
-/// bookkeeping ([`ENTRY_OVERHEAD`](Self::ENTRY_OVERHEAD)). Bounded by two caps, oldest answer
-/// first: at most `max_entries` answered (or cancelled) calls, default
+/// Memory per answered call: its key (session id and `tool_use` id), its 32-byte digest, its
+/// `tool_result`'s content (at most the dispatcher's `max_result_bytes`, 256 KiB by default)
+/// and about 100 bytes of bookkeeping ([`ENTRY_OVERHEAD`](Self::ENTRY_OVERHEAD)). Bounded by
+/// two caps, oldest answer first: at most `max_entries` answered (or cancelled) calls, default
 /// [`DEFAULT_MAX_ENTRIES`](Self::DEFAULT_MAX_ENTRIES) (1 024), and at most `max_bytes` counted
 /// that way, default [`DEFAULT_MAX_BYTES`](Self::DEFAULT_MAX_BYTES) (8 MiB); the latest answer
 /// is always kept. A call forgotten that way is run again if it is retried: keep the caps above
 /// what a retry reaches back to (a retry of the last message needs as many entries as the
 /// message has blocks). Calls in progress are never evicted.
+///
+/// Kept beyond what the caps count, so that a full memory remembers a call without allocating:
+/// the key buffer of each freed row (at most 1 KiB each, as many as the most calls it held at
+/// once), and up to 4 emptied text buffers of forgotten answers (at most 1 KiB each).
 ///
 /// A claim [`hold`](AnswerStore::hold) keeps (a call running in this process) does not lapse
 /// while the hold exists: the store lives in the memory of the process that holds the claim, so
@@ -757,6 +762,66 @@ mod tests {
             "the later turn's answer is replayed"
         );
         assert_eq!(store.len(), 2);
+    }
+
+    #[test]
+    fn reused_buffers_hold_only_the_new_calls_key_and_answer() {
+        // A full memory writes each new key into a freed row's buffer and each new text answer
+        // into a forgotten answer's buffer: what is remembered must be exactly the new call's,
+        // never a rest of the old one (longer texts before shorter, ids of many lengths).
+        let store = MemoryAnswerStore::with_caps(3, 1 << 20);
+        let digest = InputDigest([3; 32]);
+        let answer_of = |i: usize| "x".repeat(200 - i % 150) + &i.to_string();
+        let id_of = |i: usize| format!("toolu_{}", "9".repeat(i % 17) + &i.to_string());
+        for i in 0..300 {
+            let id = id_of(i);
+            let key = CallKey::new("s", &id);
+            let token = Token::draw();
+            let claim = crate::block_on(store.claim(key, token, digest, Duration::from_secs(60)));
+            assert_eq!(claim.unwrap(), Claim::Claimed, "{id}");
+            let result = ToolResult::text(id.clone(), answer_of(i));
+            crate::block_on(store.answered(key, token, Outcome::Ok, &result)).unwrap();
+            for back in 0..3.min(i + 1) {
+                let j = i - back;
+                let id = id_of(j);
+                let seen = store.get(CallKey::new("s", &id));
+                let expected = Remembered::Answered {
+                    digest,
+                    outcome: Outcome::Ok,
+                    result: ToolResult::text(id.clone(), answer_of(j)),
+                };
+                assert_eq!(seen, Some(expected), "{id} after {i}");
+            }
+            if i >= 3 {
+                let gone = id_of(i - 3);
+                assert_eq!(store.get(CallKey::new("s", &gone)), None, "{gone}");
+            }
+        }
+        assert_eq!(store.len(), 3);
+    }
+
+    #[test]
+    fn answers_forgotten_at_once_past_the_byte_cap_keep_at_most_four_buffers() {
+        // One large answer pushes many small ones past the byte cap at once: the memory keeps
+        // the latest, forgets the rest, and holds no more than four emptied buffers.
+        let store = MemoryAnswerStore::with_caps(100, 4_000);
+        let digest = InputDigest([4; 32]);
+        let token = Token::draw();
+        let answer = |id: &str, text: String| {
+            let key = CallKey::new("s", id);
+            let claim = crate::block_on(store.claim(key, token, digest, Duration::from_secs(60)));
+            assert_eq!(claim.unwrap(), Claim::Claimed);
+            let result = ToolResult::text(id, text);
+            crate::block_on(store.answered(key, token, Outcome::Ok, &result)).unwrap();
+        };
+        for i in 0..20 {
+            answer(&format!("toolu_{i}"), format!("answer {i}"));
+        }
+        assert_eq!(store.len(), 20);
+        answer("toolu_big", "y".repeat(3_900));
+        assert_eq!(store.len(), 1, "only the latest answer fits the byte cap");
+        assert!(store.get(CallKey::new("s", "toolu_big")).is_some());
+        assert_eq!(store.lock().spares.len(), super::SPARES);
     }
 
     fn text(session_id: &str, tool_use_id: &str, turn: &str) -> (String, usize) {
