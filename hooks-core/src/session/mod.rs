@@ -280,6 +280,7 @@ impl Session {
     ///
     /// A function returning an `async` block rather than an `async fn`: an `async fn` keeps each
     /// argument twice in its future (as the argument, and as the local it is moved into).
+    #[allow(clippy::manual_async_fn)] // the `async` block is the point: see above
     pub(crate) fn remembered_call_in(
         &self,
         call: &ToolUse,
