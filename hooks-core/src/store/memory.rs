@@ -67,6 +67,10 @@ struct State {
     /// copies (at most [`SPARES`], each of at most [`SPARE_BYTES`] capacity): a full memory
     /// remembers a short text answer without allocating.
     spares: Vec<String>,
+    /// The row the last claim inserted for a key without a turn, with the claim's token: the
+    /// answer that follows it (every `Session::call`) finds it without writing or hashing its
+    /// key (see [`MemoryAnswerStore::last_row`]).
+    last: Option<(RowId, Token)>,
 }
 
 /// How many emptied text buffers a store keeps for the next answers.
@@ -140,6 +144,21 @@ fn write_text_key(key: CallKey<'_>, out: &mut String) -> usize {
         out.push_str(key.turn);
     }
     first
+}
+
+/// Whether `text` is the text [`write_text_key`] writes first for `key` (a key without a turn:
+/// then the whole text), compared part by part.
+fn is_first_text(text: &str, key: CallKey<'_>) -> bool {
+    let mut digits = [0; 20];
+    let length = decimal(key.session_id.len() as u64, &mut digits);
+    let rest = text.as_bytes();
+    let Some(rest) = rest.strip_prefix(length) else {
+        return false;
+    };
+    let Some(rest) = rest.strip_prefix(b":") else {
+        return false;
+    };
+    rest.strip_prefix(key.session_id.as_bytes()) == Some(key.tool_use_id.as_bytes())
 }
 
 thread_local! {
@@ -268,6 +287,16 @@ impl MemoryAnswerStore {
         };
         let size = key_bytes(key) + content + Self::ENTRY_OVERHEAD;
         let row = Row { key, token, size };
+        {
+            let mut guard = self.lock();
+            if let Some(i) = self.last_row(&guard, key, token) {
+                let done = self.finish_at(&mut guard, row, i, true, state);
+                drop(guard);
+                return done
+                    .unwrap_or(Err(Found::Nothing))
+                    .map_err(|f| fenced(key, f));
+            }
+        }
         let done = with_text_key(key, |texts| {
             let mut guard = self.lock();
             let guard = &mut *guard;
@@ -300,6 +329,30 @@ impl MemoryAnswerStore {
     ) -> Option<Result<(), Found>> {
         // One lookup here; an eviction hashes nothing (the row keeps its key's hash).
         let i = guard.rows.find(text)?;
+        self.finish_at(guard, row, i, first, state)
+    }
+
+    /// The row the last claim inserted, when it is the first call's row of `key` (which has no
+    /// turn) claimed under `token`: its key compared part by part with `key`'s text
+    /// ([`write_text_key`]), so nothing is written or hashed. `None`: look it up.
+    fn last_row(&self, state: &State, key: CallKey<'_>, token: Token) -> Option<RowId> {
+        let (i, last) = state.last?;
+        if last != token || !key.turn.is_empty() {
+            return None;
+        }
+        let text = state.rows.key(i)?;
+        is_first_text(text, key).then_some(i)
+    }
+
+    /// [`finish_row`](Self::finish_row) of row `i`.
+    fn finish_at(
+        &self,
+        guard: &mut State,
+        row: Row<'_>,
+        i: RowId,
+        first: bool,
+        state: Finish<'_>,
+    ) -> Option<Result<(), Found>> {
         let entry = guard.rows.value_mut(i);
         if first && entry.turn.as_deref().unwrap_or("") != row.key.turn {
             return None;
@@ -390,7 +443,8 @@ impl MemoryAnswerStore {
                 return claim;
             }
             None if key.turn.is_empty() || !state.forgot => {
-                state.rows.insert(hash, texts.first, new.entry(key.turn));
+                let i = state.rows.insert(hash, texts.first, new.entry(key.turn));
+                state.last = key.turn.is_empty().then_some((i, new.token));
                 return Claim::Claimed;
             }
             _ => {}
@@ -762,6 +816,63 @@ mod tests {
             "the later turn's answer is replayed"
         );
         assert_eq!(store.len(), 2);
+    }
+
+    #[test]
+    fn an_answer_finds_its_own_row_whatever_the_last_claim_was() {
+        // The answer after a claim finds the claimed row without a lookup; every other answer
+        // must still find its own row, and none may land on the row the last claim made: one
+        // token for every claim here, so only the key tells the rows apart.
+        let store = MemoryAnswerStore::with_caps(8, 1 << 20);
+        let token = Token::draw();
+        let digest = InputDigest([5; 32]);
+        let claim = |id| {
+            let key = CallKey::new("s", id);
+            crate::block_on(store.claim(key, token, digest, Duration::from_secs(60))).unwrap()
+        };
+        let answer = |id: &str| {
+            let result = ToolResult::text(id, format!("answer of {id}"));
+            crate::block_on(store.answered(CallKey::new("s", id), token, Outcome::Ok, &result))
+        };
+        let in_progress = Remembered::InProgress { digest };
+        assert_eq!(claim("toolu_a"), Claim::Claimed);
+        assert_eq!(claim("toolu_b"), Claim::Claimed);
+        answer("toolu_a").unwrap();
+        assert_eq!(
+            store.get(CallKey::new("s", "toolu_b")),
+            Some(in_progress.clone())
+        );
+        answer("toolu_b").unwrap();
+        // A claim released (its slot freed, then taken by the next claim): an answer sent for
+        // it afterwards finds nothing, and the row in the slot keeps its claim.
+        assert_eq!(claim("toolu_c"), Claim::Claimed);
+        crate::block_on(store.release(CallKey::new("s", "toolu_c"), token, false)).unwrap();
+        assert_eq!(claim("toolu_d"), Claim::Claimed);
+        assert!(
+            answer("toolu_c").is_err(),
+            "a released claim is not answered"
+        );
+        assert_eq!(store.get(CallKey::new("s", "toolu_c")), None);
+        assert_eq!(store.get(CallKey::new("s", "toolu_d")), Some(in_progress));
+        answer("toolu_d").unwrap();
+        // Ids whose key texts share a beginning with the last claim's.
+        assert_eq!(claim("toolu_e"), Claim::Claimed);
+        assert_eq!(claim("toolu_ee"), Claim::Claimed);
+        answer("toolu_e").unwrap();
+        for id in ["toolu_a", "toolu_b", "toolu_d", "toolu_e"] {
+            let expected = Remembered::Answered {
+                digest,
+                outcome: Outcome::Ok,
+                result: ToolResult::text(id, format!("answer of {id}")),
+            };
+            assert_eq!(store.get(CallKey::new("s", id)), Some(expected), "{id}");
+        }
+        let ee = store.get(CallKey::new("s", "toolu_ee"));
+        assert_eq!(ee, Some(Remembered::InProgress { digest }));
+        // Another session's key with the same id is another row.
+        let other = CallKey::new("t", "toolu_ee");
+        let result = ToolResult::text("toolu_ee", "x");
+        assert!(crate::block_on(store.answered(other, token, Outcome::Ok, &result)).is_err());
     }
 
     #[test]
