@@ -67,10 +67,6 @@ struct State {
     /// copies (at most [`SPARES`], each of at most [`SPARE_BYTES`] capacity): a full memory
     /// remembers a short text answer without allocating.
     spares: Vec<String>,
-    /// The row the last claim inserted for a key without a turn, with the claim's token: the
-    /// answer that follows it (every `Session::call`) finds it without writing or hashing its
-    /// key (see [`MemoryAnswerStore::last_row`]).
-    last: Option<(RowId, Token)>,
 }
 
 /// How many emptied text buffers a store keeps for the next answers.
@@ -144,21 +140,6 @@ fn write_text_key(key: CallKey<'_>, out: &mut String) -> usize {
         out.push_str(key.turn);
     }
     first
-}
-
-/// Whether `text` is the text [`write_text_key`] writes first for `key` (a key without a turn:
-/// then the whole text), compared part by part.
-fn is_first_text(text: &str, key: CallKey<'_>) -> bool {
-    let mut digits = [0; 20];
-    let length = decimal(key.session_id.len() as u64, &mut digits);
-    let rest = text.as_bytes();
-    let Some(rest) = rest.strip_prefix(length) else {
-        return false;
-    };
-    let Some(rest) = rest.strip_prefix(b":") else {
-        return false;
-    };
-    rest.strip_prefix(key.session_id.as_bytes()) == Some(key.tool_use_id.as_bytes())
 }
 
 thread_local! {
@@ -287,16 +268,6 @@ impl MemoryAnswerStore {
         };
         let size = key_bytes(key) + content + Self::ENTRY_OVERHEAD;
         let row = Row { key, token, size };
-        {
-            let mut guard = self.lock();
-            if let Some(i) = self.last_row(&guard, key, token) {
-                let done = self.finish_at(&mut guard, row, i, true, state);
-                drop(guard);
-                return done
-                    .unwrap_or(Err(Found::Nothing))
-                    .map_err(|f| fenced(key, f));
-            }
-        }
         let done = with_text_key(key, |texts| {
             let mut guard = self.lock();
             let guard = &mut *guard;
@@ -329,30 +300,6 @@ impl MemoryAnswerStore {
     ) -> Option<Result<(), Found>> {
         // One lookup here; an eviction hashes nothing (the row keeps its key's hash).
         let i = guard.rows.find(text)?;
-        self.finish_at(guard, row, i, first, state)
-    }
-
-    /// The row the last claim inserted, when it is the first call's row of `key` (which has no
-    /// turn) claimed under `token`: its key compared part by part with `key`'s text
-    /// ([`write_text_key`]), so nothing is written or hashed. `None`: look it up.
-    fn last_row(&self, state: &State, key: CallKey<'_>, token: Token) -> Option<RowId> {
-        let (i, last) = state.last?;
-        if last != token || !key.turn.is_empty() {
-            return None;
-        }
-        let text = state.rows.key(i)?;
-        is_first_text(text, key).then_some(i)
-    }
-
-    /// [`finish_row`](Self::finish_row) of row `i`.
-    fn finish_at(
-        &self,
-        guard: &mut State,
-        row: Row<'_>,
-        i: RowId,
-        first: bool,
-        state: Finish<'_>,
-    ) -> Option<Result<(), Found>> {
         let entry = guard.rows.value_mut(i);
         if first && entry.turn.as_deref().unwrap_or("") != row.key.turn {
             return None;
@@ -443,8 +390,7 @@ impl MemoryAnswerStore {
                 return claim;
             }
             None if key.turn.is_empty() || !state.forgot => {
-                let i = state.rows.insert(hash, texts.first, new.entry(key.turn));
-                state.last = key.turn.is_empty().then_some((i, new.token));
+                state.rows.insert(hash, texts.first, new.entry(key.turn));
                 return Claim::Claimed;
             }
             _ => {}
@@ -820,9 +766,9 @@ mod tests {
 
     #[test]
     fn an_answer_finds_its_own_row_whatever_the_last_claim_was() {
-        // The answer after a claim finds the claimed row without a lookup; every other answer
-        // must still find its own row, and none may land on the row the last claim made: one
-        // token for every claim here, so only the key tells the rows apart.
+        // An answer must find its own row, and none may land on the row the last claim made
+        // (the row a shortcut from a claim to its answer would take): one token for every
+        // claim here, so only the key tells the rows apart.
         let store = MemoryAnswerStore::with_caps(8, 1 << 20);
         let token = Token::draw();
         let digest = InputDigest([5; 32]);

@@ -60,12 +60,6 @@ impl<T> Rows<T> {
         self.find_hashed(self.hash(key), key)
     }
 
-    /// The key of row `i`; `None` when its slot is free.
-    pub(crate) fn key(&self, i: RowId) -> Option<&str> {
-        let slot = self.slots.get(i)?;
-        slot.value.as_ref().map(|_| slot.key.as_str())
-    }
-
     /// The value of row `i`.
     ///
     /// # Panics
