@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The tests, every optional integration included, on a fresh machine: first what the tests
 # start themselves and cannot build with cargo, installed when missing (Debian's headless
-# Chromium for the report's browser test; PostgreSQL's server, whose initdb and pg_ctl the
+# Chromium for the report's and the inbox's browser tests, and its chromedriver, which the
+# inbox's test drives it with over WebDriver; PostgreSQL's server, whose initdb and pg_ctl the
 # PostgreSQL tests run for a throwaway server of their own: Debian keeps them in
 # /usr/lib/postgresql/N/bin, off PATH; python3 and node, which read the audit files as Python's
 # and JavaScript's line readers do); then `cargo test`. Arguments go to `cargo test`.
@@ -9,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then

@@ -814,6 +814,7 @@
 //! | `mcp-http` | `mcp` over streamable HTTP: `toolgate::mcp::McpServer::streamable_http_service` (a tower service for hyper or axum), `toolgate::mcp::McpCaller::http_request`, `toolgate::mcp::McpGuard::streamable_http` (reqwest, rustls on ring) |
 //! | `seal` | `toolgate::approval::{SealKey, SealKeys}`, `toolgate::dispatch::DispatcherBuilder::seal_keys`: the fields the audit log's redaction hides are sealed (AES-SIV, RustCrypto's `aes-siv`) in a paused turn and given back at resume; without it such a call is blocked, not paused |
 //! | `inbox` | `toolgate::approval::inbox::{Inbox, InboxStore, Policy}`: the approval inbox over the paused-turn stores: waiting calls listed and filtered, a person's decision recorded once and atomically under a policy (who may approve, edit or decline; never the requester; two people where a tool needs them), ready turns resumed once across a fleet, every attempt an audit line |
+//! | `inbox-http` | `toolgate::inbox_http::{InboxPage, Tokens, ProxyAuth}`: the approval inbox's page (an axum router, or served on its own address): the waiting calls, each turn's inputs and forms, live updates, sign-in by token or trusted proxy, the policy file; `decided_by` is always the signed-in person |
 //! | `sqlite` | `toolgate::store::sqlite::SqliteStore`: the answer memory and the paused turns in one SQLite file that sessions and processes share (`toolgate::Dispatcher::session_on`), each committed write surviving a crash (rusqlite, SQLite compiled in) |
 //! | `postgres` | `toolgate::store::postgres::{PostgresStore, PostgresAuditSink}`: the answer memory, the paused turns and the audit chain in PostgreSQL, so worker processes sharing a database are one agent (tokio-postgres) |
 #![forbid(unsafe_code)]
@@ -831,6 +832,9 @@ pub use toolgate_core::{
     Rewrite, Session, State, ToolError, ToolResult, ToolUse, approval, audit, block_on, content,
     dispatch, provider, store, testing,
 };
+/// The approval inbox's page (feature `inbox-http`): the `toolgate-inbox` crate.
+#[cfg(feature = "inbox-http")]
+pub use toolgate_inbox as inbox_http;
 pub use toolgate_macros::{post_hook, pre_hook, stop_hook, tool};
 
 /// Not public API: what the macros' generated code reaches. Free to change in any release.
@@ -892,6 +896,10 @@ mod guides {
     #[cfg(feature = "postgres")]
     #[doc = include_str!("../docs/fleet.md")]
     pub struct Fleet;
+
+    #[cfg(feature = "inbox-http")]
+    #[doc = include_str!("../docs/inbox.md")]
+    pub struct Inbox;
 
     #[doc = include_str!("../docs/nested-dispatchers.md")]
     pub struct NestedDispatchers;

@@ -176,11 +176,124 @@ fn stats() -> Command {
     ))
 }
 
+#[cfg(feature = "inbox")]
+fn inbox() -> Command {
+    Command::new("inbox")
+        .about("Serve the approval inbox's page: people decide the paused calls of a store")
+        .long_about(
+            "Serve the approval inbox's page on the store of SOURCE (the SQLite file an agent \
+             keeps its paused turns in, or a PostgreSQL URL): the waiting calls, each turn with \
+             its inputs, and the forms to approve, edit or decline them, for the people the \
+             policy allows. Without --tokens or --trusted-proxy it listens on loopback only, and \
+             every request is the one local person (--local-user).",
+        )
+        .arg(
+            Arg::new("source")
+                .value_name("SOURCE")
+                .help("The agent's SQLite file (its --out-dir's state.sqlite) or a PostgreSQL URL")
+                .required_unless_present("new-token")
+                .value_parser(value_parser!(std::ffi::OsString)),
+        )
+        .arg(
+            Arg::new("listen")
+                .long("listen")
+                .value_name("ADDR")
+                .default_value("127.0.0.1:8080")
+                .help("The address and port to listen on"),
+        )
+        .arg(
+            Arg::new("policy")
+                .long("policy")
+                .value_name("FILE")
+                .required_unless_present("new-token")
+                .value_parser(value_parser!(PathBuf))
+                .help("Who may approve, edit or decline which tools (TOML; docs/inbox.md)"),
+        )
+        .args(sign_in_args())
+        .arg(
+            Arg::new("public-url")
+                .long("public-url")
+                .value_name("URL")
+                .help("The URL people open, when it is not http://ADDR (behind a proxy, https)"),
+        )
+        .arg(
+            Arg::new("audit-dir")
+                .long("audit-dir")
+                .value_name("DIR")
+                .value_parser(value_parser!(PathBuf))
+                .help("An SQLite store's decisions.jsonl goes here (default: the file's folder)"),
+        )
+        .args(new_token_args())
+        .after_help(format!(
+            "Examples:\n  toolgate inbox --new-token lead@example.com --group support-leads >> tokens.toml\n  \
+             toolgate inbox data/state.sqlite --listen 127.0.0.1:8080 --tokens tokens.toml --policy policy.toml\n  \
+             toolgate inbox postgres://inbox@db/agent --listen 10.0.0.5:8080 --trusted-proxy 10.0.0.2 \
+             --public-url https://inbox.example.com --policy policy.toml\n\n{EXIT_CODES}"
+        ))
+}
+
+/// How people sign in to `toolgate inbox`: tokens, a trusted proxy's headers, or the one local
+/// person.
+#[cfg(feature = "inbox")]
+fn sign_in_args() -> [Arg; 6] {
+    [
+        Arg::new("tokens")
+            .long("tokens")
+            .value_name("FILE")
+            .value_parser(value_parser!(PathBuf))
+            .help("Sign in with per-person tokens: the tokens file (TOML of [[person]])"),
+        Arg::new("trusted-proxy")
+            .long("trusted-proxy")
+            .value_name("IP")
+            .action(ArgAction::Append)
+            .help("Take the identity from a reverse proxy's header, from this address only (repeatable)"),
+        Arg::new("identity-header")
+            .long("identity-header")
+            .value_name("NAME")
+            .requires("trusted-proxy")
+            .help("The proxy's header with the person's id (default X-Forwarded-Email)"),
+        Arg::new("groups-header")
+            .long("groups-header")
+            .value_name("NAME")
+            .requires("trusted-proxy")
+            .help("The proxy's header with their groups, comma-separated (default X-Forwarded-Groups)"),
+        Arg::new("local-user")
+            .long("local-user")
+            .value_name("ID")
+            .conflicts_with_all(["tokens", "trusted-proxy"])
+            .help("Without sign-in: who decides (default: $USER)"),
+        Arg::new("local-group")
+            .long("local-group")
+            .value_name("GROUP")
+            .action(ArgAction::Append)
+            .conflicts_with_all(["tokens", "trusted-proxy"])
+            .help("Without sign-in: a group of the local person (repeatable)"),
+    ]
+}
+
+/// `toolgate inbox --new-token ID [--group GROUP]...`: a new sign-in token and its entry.
+#[cfg(feature = "inbox")]
+fn new_token_args() -> [Arg; 2] {
+    [
+        Arg::new("new-token")
+            .long("new-token")
+            .value_name("ID")
+            .conflicts_with_all(["tokens", "trusted-proxy", "local-user"])
+            .help("Print a new sign-in token for ID and its entry for the tokens file, then exit"),
+        Arg::new("group")
+            .long("group")
+            .value_name("GROUP")
+            .action(ArgAction::Append)
+            .requires("new-token")
+            .help("With --new-token: a group of the person (repeatable)"),
+    ]
+}
+
 /// The whole command tree.
 pub(crate) fn command() -> Command {
-    Command::new("toolgate")
+    let command = Command::new("toolgate")
         .version(env!("CARGO_PKG_VERSION"))
-        .about("Verify, report on, tail and count a toolgate agent's audit trail")
+        .about("Verify, report on, tail and count a toolgate agent's audit trail; serve its approval inbox")
         .subcommand_required(true)
         .arg_required_else_help(true)
         .subcommand(
@@ -197,7 +310,10 @@ pub(crate) fn command() -> Command {
                      data/audit -o report.html\n  toolgate audit tail data/audit -f --outcome \
                      blocked\n  toolgate audit stats data/audit --json\n\n{EXIT_CODES}"
                 )),
-        )
+        );
+    #[cfg(feature = "inbox")]
+    let command = command.subcommand(inbox());
+    command
         .subcommand(
             Command::new("completions")
                 .about("Print a shell completion script")

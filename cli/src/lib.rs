@@ -8,6 +8,7 @@
 //! toolgate audit report DIR        the HTML report: outcomes, people in the loop, customers, rules, latency
 //! toolgate audit tail DIR -f       one line per call, following new lines (rotation included)
 //! toolgate audit stats DIR         counts per outcome, rule, tool and user (--json)
+//! toolgate inbox SOURCE --listen ADDR --policy FILE [--tokens FILE]   the approval inbox's page
 //! toolgate completions SHELL       a completion script for bash, zsh, fish, powershell or elvish
 //! ```
 //!
@@ -28,10 +29,13 @@
 //! | `verify.rs` | `audit verify`: the chain check, one line per chain, a progress bar on a long trail |
 //! | `report/` | `audit report`: the command (`mod.rs`), the page (`html.rs`), its charts (`svg.rs`), text made safe for it (`escape.rs`) |
 //! | `stats/` | `audit stats`: the command (`mod.rs`), the counts as aligned tables or JSON (`print.rs`) |
+//! | `inbox.rs` | `inbox`: the approval inbox's page (the crate `toolgate-inbox`) on SOURCE's store, its sign-in tokens (feature `inbox`) |
 //! | `tail/` | `audit tail`: the command (`mod.rs`), one readable line per call and the filters (`line.rs`), a file followed as `tail -F` does (`follow.rs`) |
 
 mod args;
 mod database;
+#[cfg(feature = "inbox")]
+mod inbox;
 mod report;
 mod source;
 mod stats;
@@ -85,6 +89,8 @@ pub fn run(
             Some(("stats", m)) => stats::run(m, out, err),
             _ => unreachable!("clap requires an audit subcommand"),
         },
+        #[cfg(feature = "inbox")]
+        Some(("inbox", m)) => inbox::run(m, out, err),
         Some(("completions", m)) => args::completions(m, out, err),
         _ => unreachable!("clap requires a subcommand"),
     }

@@ -66,6 +66,9 @@ paths! {
     "inbox" item toolgate::approval::inbox::Inbox;
     "inbox" item toolgate::approval::inbox::InboxStore;
     "inbox" item toolgate::approval::inbox::Policy;
+    "inbox-http" item toolgate::inbox_http::InboxPage;
+    "inbox-http" item toolgate::inbox_http::Tokens;
+    "inbox-http" item toolgate::inbox_http::ProxyAuth;
     "sqlite" item toolgate::store::sqlite::SqliteStore;
     "sqlite" value toolgate::Dispatcher::session_on::<toolgate::store::sqlite::SqliteStore>;
     "postgres" item toolgate::store::postgres::PostgresStore;

@@ -116,7 +116,7 @@ pub(crate) fn optional_fields_nullable(mut schema: Value) -> Value {
 
 /// The root package's features, each with whether this test binary was built with it. The
 /// list is checked against `Cargo.toml`'s `[features]` by [`example_binary`].
-const FEATURES: [(&str, bool); 14] = [
+const FEATURES: [(&str, bool); 15] = [
     ("tokio", cfg!(feature = "tokio")),
     ("full-validation", cfg!(feature = "full-validation")),
     ("tower", cfg!(feature = "tower")),
@@ -129,6 +129,7 @@ const FEATURES: [(&str, bool); 14] = [
     ("mcp-http", cfg!(feature = "mcp-http")),
     ("seal", cfg!(feature = "seal")),
     ("inbox", cfg!(feature = "inbox")),
+    ("inbox-http", cfg!(feature = "inbox-http")),
     ("sqlite", cfg!(feature = "sqlite")),
     ("postgres", cfg!(feature = "postgres")),
 ];

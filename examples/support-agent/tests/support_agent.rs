@@ -2701,7 +2701,7 @@ fn a_worker_resumes_the_turns_people_decided_in_the_inbox_of_its_store_once() {
     assert_eq!(
         (
             call.session_id.as_str(),
-            call.tool.as_str(),
+            call.name.as_str(),
             call.summary.as_str()
         ),
         (

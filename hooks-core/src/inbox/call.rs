@@ -103,8 +103,10 @@ pub struct InboxCall {
     pub tool_use_id: String,
     /// The call's place among the turn's blocks, from 0.
     pub position: u32,
-    /// The tool's name (an edit cannot change it).
-    pub tool: String,
+    /// The tool's name, as [`ToolUse::name`](crate::ToolUse::name) (an edit cannot change it;
+    /// `tool` in JSON, as on the call's audit line).
+    #[serde(rename = "tool")]
+    pub name: String,
     /// The PreToolUse hooks that asked for a person, with their reasons, in chain order.
     pub asked_by: Vec<Asked>,
     /// The user on whose behalf the agent made the call (the session's trusted user id): by

@@ -226,7 +226,7 @@ async fn listed_as_kept(store: &dyn InboxStore) {
             first.session_id.as_str(),
             first.turn_id.as_str(),
             first.position,
-            first.tool.as_str()
+            first.name.as_str()
         ),
         (run.session.as_str(), "toolu_l0", 1, "refund"),
         "a call's names and its place in the turn"

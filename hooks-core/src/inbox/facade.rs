@@ -216,7 +216,7 @@ impl Inbox {
                 .await
                 .map_err(DecideError::Store)?,
         };
-        let Some(tool) = published.as_ref().and_then(|p| p.tool(&call.tool)) else {
+        let Some(tool) = published.as_ref().and_then(|p| p.tool(&call.name)) else {
             let fingerprint = call.fingerprint.clone();
             return Ok((Some(edit), Some(Refusal::EditUncheckable { fingerprint })));
         };

@@ -164,7 +164,7 @@ impl CallRow {
             turn_id: self.turn_id.clone(),
             tool_use_id: self.tool_use_id.clone(),
             position: self.position,
-            tool: self.tool.clone(),
+            name: self.tool.clone(),
             asked_by: self.asked_by.clone(),
             user_id: self.user_id.clone(),
             fingerprint: self.fingerprint.clone(),

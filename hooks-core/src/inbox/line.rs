@@ -48,8 +48,10 @@ pub struct DecisionLine {
     pub turn_id: String,
     /// The call.
     pub tool_use_id: String,
-    /// The call's tool.
-    pub tool: String,
+    /// The call's tool's name, as [`ToolUse::name`](crate::ToolUse::name) (`tool` in JSON, as
+    /// on the call's audit line).
+    #[serde(rename = "tool")]
+    pub name: String,
     /// The user the call was made for.
     pub user_id: String,
     /// Who tried (the signed-in identity's id).
@@ -101,7 +103,7 @@ impl DecisionLine {
             session_id: r.session_id.clone(),
             turn_id: r.turn_id.clone(),
             tool_use_id: r.tool_use_id.clone(),
-            tool: tool.to_owned(),
+            name: tool.to_owned(),
             user_id: user_id.to_owned(),
             by: attempt.by.clone(),
             action: attempt.action(),

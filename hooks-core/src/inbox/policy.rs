@@ -236,6 +236,9 @@ impl TryFrom<PolicyFile> for Policy {
     type Error = String;
 
     fn try_from(file: PolicyFile) -> Result<Policy, String> {
+        if file.two_person.iter().any(String::is_empty) {
+            return Err("`two_person` names an empty tool: a name or `*`".to_owned());
+        }
         if let Some(problem) = file
             .rules
             .iter()
@@ -279,7 +282,7 @@ impl Policy {
         self
     }
 
-    /// Calls of `tool` need two different people's approvals.
+    /// Calls of `tool` (a name, or `*` for every tool) need two different people's approvals.
     pub fn two_person(mut self, tool: impl Into<String>) -> Policy {
         self.two_person.insert(tool.into());
         self
@@ -315,7 +318,7 @@ impl Policy {
         action: Action,
         call: &InboxCall,
     ) -> Result<(), NotAllowed> {
-        self.check_call(who, action, &call.tool, &call.user_id)
+        self.check_call(who, action, &call.name, &call.user_id)
     }
 
     /// [`check`](Self::check) of a call of `tool` made for `user_id`.
@@ -341,9 +344,14 @@ impl Policy {
         Ok(())
     }
 
-    /// How many different people must approve a call of `tool`: 2 for a two-person tool, else 1.
+    /// How many different people must approve a call of `tool`: 2 for a two-person tool (named,
+    /// or every tool when `two_person` holds `*`, as a rule's `tools` reads it), else 1.
     pub fn approvals_needed(&self, tool: &str) -> u8 {
-        if self.two_person.contains(tool) { 2 } else { 1 }
+        if self.two_person.contains(tool) || self.two_person.contains("*") {
+            2
+        } else {
+            1
+        }
     }
 }
 
@@ -370,6 +378,20 @@ mod tests {
                                {"who": ["group:"], "may": ["approve"], "tools": ["*"]}]}"#
             ),
             Err("rule 2 names \"group:\" in `who`: an identity id, `group:NAME` or `*`".to_owned())
+        );
+    }
+
+    #[test]
+    fn two_person_star_means_every_tool_as_in_a_rule() {
+        let p: Policy = serde_json::from_str(r#"{"rules": [], "two_person": ["*"]}"#).unwrap();
+        assert_eq!(p.approvals_needed("issue_refund"), 2);
+        assert_eq!(Policy::new().two_person("*").approvals_needed("x"), 2);
+        assert_eq!(Policy::new().two_person("a").approvals_needed("b"), 1);
+        assert_eq!(
+            serde_json::from_str::<Policy>(r#"{"two_person": [""]}"#)
+                .map_err(|e| e.to_string())
+                .unwrap_err(),
+            "`two_person` names an empty tool: a name or `*`"
         );
     }
 
