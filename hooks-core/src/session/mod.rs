@@ -261,102 +261,100 @@ impl Session {
     /// so): what the tower service answers.
     pub(crate) async fn call_answer(&self, call: &ToolUse) -> Result<CallAnswer, CallError> {
         if call.id.is_empty() {
-            self.not_run_all(&[call], texts::NOT_RUN_EMPTY_ID).await;
+            // Boxed: a rare path, whose state would otherwise be in every call's future.
+            Box::pin(self.not_run_all(&[call], texts::NOT_RUN_EMPTY_ID)).await;
             return Err(CallError::EmptyId);
         }
-        self.remembered_call(call).await
-    }
-
-    /// [`call`](Self::call) for an id already checked: claimed in the memory first, so a
-    /// retry, even a concurrent one, never runs it twice.
-    async fn remembered_call(&self, call: &ToolUse) -> Result<CallAnswer, CallError> {
+        // An id checked: claimed in the memory first, so a retry, even a concurrent one, never
+        // runs it twice.
         self.remembered_call_in(call, TurnName::ById, Mode::Block, None)
             .await
     }
 
-    /// [`remembered_call`](Self::remembered_call) of a call of `turn`, in a [`Mode`]. A call
+    /// [`call`](Self::call) of a call of `turn`, its id checked, in a [`Mode`]. A call
     /// that pauses (`awaiting_approval`) is not an answer: the memory forgets its claim, so a
     /// retry of the message asks again (nothing ran) and its resumed answer is the one
     /// remembered.
     ///
     /// `slot`: the block's place among the reads of its message run together (`pipeline/order.rs`).
-    pub(crate) async fn remembered_call_in(
+    ///
+    /// A function returning an `async` block rather than an `async fn`: an `async fn` keeps each
+    /// argument twice in its future (as the argument, and as the local it is moved into).
+    #[allow(clippy::manual_async_fn)] // the `async` block is the point: see above
+    pub(crate) fn remembered_call_in(
         &self,
         call: &ToolUse,
         turn: TurnName<'_>,
         mode: Mode<'_, '_>,
         slot: Option<Slot<'_>>,
-    ) -> Result<CallAnswer, CallError> {
-        let inner = &self.inner;
-        // An input that is not an object (another API's arguments as a JSON string, `null`) is
-        // normalized here, once: the memory then remembers the call by the input it stands for
-        // (a paused call, resumed from its normalized input, is the same call as its retry), and
-        // the pipeline reads the object without parsing it again. One the pipeline will refuse
-        // is remembered as sent.
-        let normalized = match &call.input {
-            Value::Object(_) => None,
-            _ => match normalize(call, &inner.limits) {
-                Ok(Normalized::Owned(n)) => Some(n),
-                _ => None,
-            },
-        };
-        let call = normalized.as_deref().unwrap_or(call);
-        let digest = self.store.digest(&call.input, inner.limits.max_input_depth);
-        let key = CallKey::in_turn(self.context.session_id(), turn.key(), &call.id);
-        let token = Token::draw();
-        let claimed = self
-            .store
-            .claim(key, token, digest, self.store.lease(inner));
-        if let Some(seen) = remembered_or_refused(claimed.await, key, turn)? {
-            return self.seen(call, digest, seen, slot).await;
-        }
-        // Renewed by the store while the call runs (dropped last: after the release below).
-        let hold = self.store.hold(key, token, self.store.lease(inner));
-        let memory = Memory {
-            store: self.store.as_dyn(),
-            key,
-            token,
-            hold: hold.as_ref(),
-        };
-        let progress = Progress::new(slot, Some(memory));
-        let mut claimed = Claimed {
-            store: &self.store,
-            key,
-            token,
-            progress: &progress,
-            armed: true,
-        };
-        let answer = inner
-            .run_call_in(
-                &self.context,
-                Some(&self.stats),
-                call,
-                Some(&progress),
-                mode,
-            )
-            .await;
-        let fenced = progress.recorded() == Kept::Fenced;
-        let answer = match answer {
-            Ok(answer) => answer,
-            Err(halt) => {
-                // Not answered: a retry runs it (or, if a wrapped caller's tool had started, it
-                // is interrupted).
-                claimed.release().await;
-                count_hold(inner, hold.as_ref(), fenced);
-                return Err(CallError::Halt(halt));
+    ) -> impl Future<Output = Result<CallAnswer, CallError>> {
+        async move {
+            let inner = &self.inner;
+            // An input that is not an object (another API's arguments as a JSON string, `null`)
+            // is normalized here, once: the memory then remembers the call by the input it
+            // stands for (a paused call, resumed from its normalized input, is the same call as
+            // its retry), and the pipeline reads the object without parsing it again. One the
+            // pipeline will refuse is remembered as sent.
+            let normalized = match &call.input {
+                Value::Object(_) => None,
+                _ => match normalize(call, &inner.limits) {
+                    Ok(Normalized::Owned(n)) => Some(n),
+                    _ => None,
+                },
+            };
+            let call = normalized.as_deref().unwrap_or(call);
+            let digest = self.store.digest(&call.input, inner.limits.max_input_depth);
+            let key = CallKey::in_turn(self.context.session_id(), turn.key(), &call.id);
+            let token = Token::draw();
+            let claimed = self
+                .store
+                .claim(key, token, digest, self.store.lease(inner));
+            if let Some(seen) = remembered_or_refused(claimed.await, key, turn)? {
+                // Boxed: a replay is rare, and its state would otherwise enlarge every call's
+                // future (moved, whole, at each `.await`).
+                return Box::pin(self.seen(call, digest, seen, slot)).await;
             }
-        };
-        match progress.recorded() {
-            // Remembered by the pipeline before its observers saw the record; or refused, the
-            // store holding the call as interrupted (its answer, given instead).
-            Kept::Yes | Kept::Fenced => claimed.armed = false,
-            // Paused for a person (not an answer; its tool did not start), or an answer the
-            // store could not keep (the audit line says so): released, interrupted if its
-            // tool started, when the store can still record that.
-            Kept::No | Kept::Failed => claimed.release().await,
+            // Renewed by the store while the call runs (dropped last: after the release below).
+            let hold = self.store.hold(key, token, self.store.lease(inner));
+            let memory = Memory {
+                store: self.store.as_dyn(),
+                key,
+                token,
+                hold: hold.as_ref(),
+            };
+            let progress = Progress::new(slot, Some(memory));
+            let mut claimed = Claimed {
+                store: &self.store,
+                key,
+                token,
+                progress: &progress,
+                armed: true,
+            };
+            let answer = inner
+                .run_call_in(
+                    &self.context,
+                    Some(&self.stats),
+                    call,
+                    Some(&progress),
+                    mode,
+                )
+                .await;
+            let recorded = progress.recorded();
+            match (&answer, recorded) {
+                // Remembered by the pipeline before its observers saw the record; or refused, the
+                // store holding the call as interrupted (its answer, given instead).
+                (Ok(_), Kept::Yes | Kept::Fenced) => claimed.armed = false,
+                // A halt (not answered: a retry runs it, or, if a wrapped caller's tool had
+                // started, it is interrupted); paused for a person (not an answer; its tool did not
+                // start), or an answer the store could not keep (the audit line says so): released,
+                // interrupted if its tool started, when the store can still record that. One
+                // `.await` for all of them: the answer is then held across one suspension point,
+                // and shares its bytes in the future with the pipeline's.
+                _ => claimed.release().await,
+            }
+            count_hold(inner, hold.as_ref(), recorded == Kept::Fenced);
+            answer.map_err(CallError::Halt)
         }
-        count_hold(inner, hold.as_ref(), fenced);
-        Ok(answer)
     }
 
     /// Answers an id the memory has seen: a replay of its answer, or a refusal.

@@ -13,24 +13,30 @@ use crate::base::local::with_reused;
 use crate::content::message::{ToolResult, ToolResultContent};
 
 use super::lease::Unhold;
+use super::memory_rows::{RowId, Rows};
 use super::{
     AnswerStore, BesideFirst, CallKey, Claim, Found, Hold, InputDigest, Remembered, StoreError,
     StoreFuture, Token, beside_first, fenced,
 };
 
-/// The in-memory [`AnswerStore`] every session gets by default: a map behind a mutex, bounded.
-/// One store may serve many sessions of one process ([`CallKey`] keeps them apart); it lives
-/// and dies with the process (at a restart, every retried call runs again).
+/// The in-memory [`AnswerStore`] every session gets by default: its calls in rows behind a
+/// mutex, found by their keys' hashes, bounded. One store may serve many sessions of one
+/// process ([`CallKey`] keeps them apart); it lives and dies with the process (at a restart,
+/// every retried call runs again).
 ///
-/// Memory per answered call: its key (session id and `tool_use` id), its 32-byte digest, its `tool_result`'s content (at most
-/// the dispatcher's `max_result_bytes`, 256 KiB by default) and about 100 bytes of
-/// bookkeeping ([`ENTRY_OVERHEAD`](Self::ENTRY_OVERHEAD)). Bounded by two caps, oldest answer
-/// first: at most `max_entries` answered (or cancelled) calls, default
+/// Memory per answered call: its key (session id and `tool_use` id), its 32-byte digest, its
+/// `tool_result`'s content (at most the dispatcher's `max_result_bytes`, 256 KiB by default)
+/// and about 100 bytes of bookkeeping ([`ENTRY_OVERHEAD`](Self::ENTRY_OVERHEAD)). Bounded by
+/// two caps, oldest answer first: at most `max_entries` answered (or cancelled) calls, default
 /// [`DEFAULT_MAX_ENTRIES`](Self::DEFAULT_MAX_ENTRIES) (1 024), and at most `max_bytes` counted
 /// that way, default [`DEFAULT_MAX_BYTES`](Self::DEFAULT_MAX_BYTES) (8 MiB); the latest answer
 /// is always kept. A call forgotten that way is run again if it is retried: keep the caps above
 /// what a retry reaches back to (a retry of the last message needs as many entries as the
 /// message has blocks). Calls in progress are never evicted.
+///
+/// Kept beyond what the caps count, so that a full memory remembers a call without allocating:
+/// the key buffer of each freed row (at most 1 KiB each, as many as the most calls it held at
+/// once), and up to 4 emptied text buffers of forgotten answers (at most 1 KiB each).
 ///
 /// A claim [`hold`](AnswerStore::hold) keeps (a call running in this process) does not lapse
 /// while the hold exists: the store lives in the memory of the process that holds the claim, so
@@ -42,17 +48,13 @@ pub struct MemoryAnswerStore {
     state: Arc<Mutex<State>>,
 }
 
-/// The map of calls by key text.
-type Entries = hashbrown::HashMap<Arc<str>, Entry, foldhash::fast::RandomState>;
-
 #[derive(Default)]
 struct State {
-    /// Keyed by the text of [`write_text_key`], hashed with foldhash seeded at random per map
-    /// (the ids come from the model: an unseeded hash would let crafted ids collide; the map
-    /// holds at most `max_entries` answers and the calls in progress).
-    entries: Entries,
-    /// Finished keys (answered or interrupted), oldest first.
-    order: VecDeque<Arc<str>>,
+    /// The calls, keyed by the text of [`write_text_key`] (at most `max_entries` answers and
+    /// the calls in progress).
+    rows: Rows<Entry>,
+    /// Finished rows (answered or interrupted), oldest first.
+    order: VecDeque<RowId>,
     /// The counted bytes of the finished entries.
     bytes: usize,
     /// Whether a call was ever forgotten past the caps: a session's first call with an id may
@@ -61,13 +63,23 @@ struct State {
     /// The tokens of the claims held now ([`AnswerStore::hold`]): a claim whose token is here
     /// does not lapse.
     held: Held,
+    /// The text buffers of answers forgotten past the caps, emptied, for the next answers'
+    /// copies (at most [`SPARES`], each of at most [`SPARE_BYTES`] capacity): a full memory
+    /// remembers a short text answer without allocating.
+    spares: Vec<String>,
 }
+
+/// How many emptied text buffers a store keeps for the next answers.
+const SPARES: usize = 4;
+/// The largest capacity of a text buffer kept for the next answers (bytes): at most
+/// `SPARES × SPARE_BYTES` (4 KiB) is held beyond what the caps count.
+const SPARE_BYTES: usize = 1 << 10;
 
 /// The tokens of the claims held.
 type Held = hashbrown::HashSet<Token, foldhash::fast::RandomState>;
 
 /// One call: its digest, the token of the claim that made it, and what became of it. An answer
-/// is kept without its id (the map's key holds it), so remembering a call copies nothing.
+/// is kept without its id (the row's key holds it), so remembering a call copies nothing.
 struct Entry {
     digest: InputDigest,
     token: Token,
@@ -86,7 +98,9 @@ enum Stored {
         outcome: Outcome,
         content: Option<ToolResultContent>,
         is_error: bool,
-        extra: serde_json::Map<String, Value>,
+        /// The result's fields beyond the modelled ones, boxed (`None`: none, the usual case):
+        /// a smaller entry is moved and kept for less.
+        extra: Option<Box<serde_json::Map<String, Value>>>,
     },
     Interrupted,
 }
@@ -184,7 +198,7 @@ impl Entry {
                     tool_use_id: tool_use_id.to_owned(),
                     content: content.clone(),
                     is_error: *is_error,
-                    extra: extra.clone(),
+                    extra: extra.as_deref().cloned().unwrap_or_default(),
                 },
             },
             Stored::Interrupted => Remembered::Interrupted { digest },
@@ -232,10 +246,7 @@ impl MemoryAnswerStore {
         with_text_key(key, |texts| {
             let state = self.lock();
             let row = state.row_of(key, texts)?;
-            state
-                .entries
-                .get(row)
-                .map(|e| e.remembered(key.tool_use_id))
+            Some(state.rows.value(row).remembered(key.tool_use_id))
         })
     }
 
@@ -245,30 +256,29 @@ impl MemoryAnswerStore {
     }
 
     /// Marks the call of `key`, in progress under `token`, finished as `state`, counting
-    /// `content` bytes, then evicts past the caps.
+    /// its content's bytes, then evicts past the caps.
     ///
     /// # Errors
     /// [`StoreError::fenced`] when the call is not in progress under `token` (an answer already
     /// recorded under it excepted), and nothing changes.
-    fn finish(
-        &self,
-        key: CallKey<'_>,
-        token: Token,
-        content: usize,
-        state: Stored,
-    ) -> Result<(), StoreError> {
+    fn finish(&self, key: CallKey<'_>, token: Token, state: Finish<'_>) -> Result<(), StoreError> {
+        let content = match state {
+            Finish::Answered(_, result) => content_bytes(result.content.as_ref()),
+            Finish::Interrupted => 0,
+        };
         let size = key_bytes(key) + content + Self::ENTRY_OVERHEAD;
         let row = Row { key, token, size };
         let done = with_text_key(key, |texts| {
             let mut guard = self.lock();
+            let guard = &mut *guard;
             // The first call's row, in one lookup, when it is this turn's (every
             // `Session::call`); else this turn's call is kept apart, if anywhere.
-            match self.finish_row(&mut guard, row, texts.first, true, state) {
-                Ok(done) => done,
-                Err(state) if !key.turn.is_empty() => self
-                    .finish_row(&mut guard, row, texts.apart, false, state)
+            match self.finish_row(guard, row, texts.first, true, state) {
+                Some(done) => done,
+                None if !key.turn.is_empty() => self
+                    .finish_row(guard, row, texts.apart, false, state)
                     .unwrap_or(Err(Found::Nothing)),
-                Err(_) => Err(Found::Nothing),
+                None => Err(Found::Nothing),
             }
         });
         // The refusal's text is made here, outside the lock, and only for a refusal.
@@ -277,59 +287,64 @@ impl MemoryAnswerStore {
 
     /// Finishes the row `text` (`first`: the first call's row, else one kept apart) as `state`
     /// when it is in progress under `row`'s token and of `row`'s turn, then evicts. The first
-    /// call's row of another turn, or no row, gives `state` back; a row of the turn that is
-    /// not in progress under the token is a refusal, with what was found (an answer sent again
-    /// under the token that answered it excepted).
+    /// call's row of another turn, or no row: `None`; a row of the turn that is not in progress
+    /// under the token is a refusal, with what was found (an answer sent again under the token
+    /// that answered it excepted).
     fn finish_row(
         &self,
         guard: &mut State,
         row: Row<'_>,
         text: &str,
         first: bool,
-        state: Stored,
-    ) -> Result<Result<(), Found>, Stored> {
-        let State {
-            entries,
-            order,
-            bytes,
-            forgot,
-            ..
-        } = guard;
-        // One lookup here and one per eviction: each hashes the key.
-        let Some((shared, entry)) = entries.get_key_value_mut(text) else {
-            return Err(state);
-        };
+        state: Finish<'_>,
+    ) -> Option<Result<(), Found>> {
+        // One lookup here; an eviction hashes nothing (the row keeps its key's hash).
+        let i = guard.rows.find(text)?;
+        let entry = guard.rows.value_mut(i);
         if first && entry.turn.as_deref().unwrap_or("") != row.key.turn {
-            return Err(state);
+            return None;
         }
-        let found = match (&entry.state, &state) {
+        let found = match (&entry.state, state) {
             (_, _) if entry.token != row.token => Found::OtherClaim,
             (Stored::InProgress(_), _) => {
-                finish_entry(shared, entry, row.size, state, order, bytes);
-                self.evict(entries, order, bytes, forgot);
-                return Ok(Ok(()));
+                let stored = state.stored(&mut guard.spares);
+                finish_entry(
+                    i,
+                    entry,
+                    row.size,
+                    stored,
+                    &mut guard.order,
+                    &mut guard.bytes,
+                );
+                self.evict(guard);
+                return Some(Ok(()));
             }
-            (Stored::Answered { .. }, Stored::Answered { .. }) => return Ok(Ok(())),
+            (Stored::Answered { .. }, Finish::Answered(..)) => return Some(Ok(())),
             (Stored::Answered { .. }, _) => Found::Answered,
             (Stored::Interrupted, _) => Found::Interrupted,
         };
-        Ok(Err(found))
+        Some(Err(found))
     }
 
     /// Forgets the oldest finished calls while either cap is passed, the latest always kept.
-    fn evict(
-        &self,
-        entries: &mut Entries,
-        order: &mut VecDeque<Arc<str>>,
-        bytes: &mut usize,
-        forgot: &mut bool,
-    ) {
-        while order.len() > 1 && (order.len() > self.max_entries || *bytes > self.max_bytes) {
-            if let Some(old) = order.pop_front()
-                && let Some(e) = entries.remove(&old)
-            {
-                *bytes -= e.bytes;
-                *forgot = true;
+    fn evict(&self, state: &mut State) {
+        while state.order.len() > 1
+            && (state.order.len() > self.max_entries || state.bytes > self.max_bytes)
+        {
+            if let Some(old) = state.order.pop_front() {
+                let e = state.rows.remove(old);
+                state.bytes -= e.bytes;
+                state.forgot = true;
+                if let Stored::Answered {
+                    content: Some(ToolResultContent::Text(mut text)),
+                    ..
+                } = e.state
+                    && state.spares.len() < SPARES
+                    && text.capacity() <= SPARE_BYTES
+                {
+                    text.clear();
+                    state.spares.push(text);
+                }
             }
         }
     }
@@ -339,7 +354,7 @@ impl MemoryAnswerStore {
     fn forget(&self, key: CallKey<'_>, token: Token, tool_started: bool) {
         if tool_started {
             // A claim no longer in progress under the token is left as it is.
-            let _ = self.finish(key, token, 0, Stored::Interrupted);
+            let _ = self.finish(key, token, Finish::Interrupted);
             return;
         }
         with_text_key(key, |texts| {
@@ -347,12 +362,9 @@ impl MemoryAnswerStore {
             let Some(row) = state.row_of(key, texts) else {
                 return;
             };
-            if state
-                .entries
-                .get(row)
-                .is_some_and(|e| e.token == token && matches!(e.state, Stored::InProgress(_)))
-            {
-                state.entries.remove(row);
+            let e = state.rows.value(row);
+            if e.token == token && matches!(e.state, Stored::InProgress(_)) {
+                state.rows.remove(row);
             }
         });
     }
@@ -364,35 +376,26 @@ impl MemoryAnswerStore {
     fn claim_in(&self, key: CallKey<'_>, texts: Texts<'_>, new: New) -> Claim {
         let now = new.now;
         let mut guard = self.lock();
-        let State {
-            entries,
-            order,
-            bytes,
-            forgot,
-            held,
-        } = &mut *guard;
-        // Looked up by the reused text, hashed once; a new call's key is allocated once, as
-        // the map's (and later the eviction queue's) shared `Arc<str>`.
-        match entries.entry_ref(texts.first) {
-            hashbrown::hash_map::EntryRef::Occupied(mut slot)
-                if slot.get().turn.as_deref().unwrap_or("") == key.turn =>
-            {
-                let shared = Arc::clone(slot.key());
-                let (claim, lapsed) =
-                    seen_row(&shared, slot.get_mut(), (key, now, held), order, bytes);
+        let state = &mut *guard;
+        // Hashed once: the lookup, and the insert of a new call (its key written into a freed
+        // slot's buffer: no allocation once the memory is full).
+        let hash = state.rows.hash(texts.first);
+        match state.rows.find_hashed(hash, texts.first) {
+            Some(i) if state.rows.value(i).turn.as_deref().unwrap_or("") == key.turn => {
+                let (claim, lapsed) = state.seen_row(i, key, now);
                 if lapsed {
                     // Finished now, so counted against the caps like any answer.
-                    self.evict(entries, order, bytes, forgot);
+                    self.evict(state);
                 }
                 return claim;
             }
-            hashbrown::hash_map::EntryRef::Vacant(slot) if key.turn.is_empty() || !*forgot => {
-                slot.insert_with_key(Arc::from(texts.first), new.entry(key.turn));
+            None if key.turn.is_empty() || !state.forgot => {
+                state.rows.insert(hash, texts.first, new.entry(key.turn));
                 return Claim::Claimed;
             }
             _ => {}
         }
-        self.claim_beside(&mut guard, key, texts, new)
+        self.claim_beside(state, key, texts, new)
     }
 
     /// [`claim_in`](Self::claim_in) when the session's first call with the id is another
@@ -406,8 +409,8 @@ impl MemoryAnswerStore {
         new: New,
     ) -> Claim {
         let now = new.now;
-        let Some(first) = state.entries.get(texts.first) else {
-            let text = if state.entries.contains_key(texts.apart) {
+        let Some(first) = state.rows.find(texts.first) else {
+            let text = if state.rows.find(texts.apart).is_some() {
                 texts.apart
             } else {
                 texts.first
@@ -415,11 +418,14 @@ impl MemoryAnswerStore {
             let turn = if text == texts.first { key.turn } else { "" };
             return self.seen_or_claim(state, key, text, new.entry(turn), now);
         };
-        let owner = first.turn.as_deref().unwrap_or("");
-        let running = first.running(now, &state.held);
+        let entry = state.rows.value(first);
+        let owner = entry.turn.as_deref().unwrap_or("");
+        let running = entry.running(now, &state.held);
         let beside = beside_first(key.turn, owner, running);
         // A first call whose lease ran out is interrupted, as its own claim would find it.
-        self.lapse(state, key, texts.first, now);
+        if state.seen_row(first, key, now).1 {
+            self.evict(state);
+        }
         match beside {
             BesideFirst::Same => {
                 self.seen_or_claim(state, key, texts.first, new.entry(key.turn), now)
@@ -439,76 +445,52 @@ impl MemoryAnswerStore {
         new: Entry,
         now: Instant,
     ) -> Claim {
-        let State {
-            entries,
-            order,
-            bytes,
-            forgot,
-            held,
-        } = state;
-        match entries.entry_ref(text) {
-            hashbrown::hash_map::EntryRef::Occupied(mut slot) => {
-                let shared = Arc::clone(slot.key());
-                let (claim, lapsed) =
-                    seen_row(&shared, slot.get_mut(), (key, now, held), order, bytes);
+        let hash = state.rows.hash(text);
+        match state.rows.find_hashed(hash, text) {
+            Some(i) => {
+                let (claim, lapsed) = state.seen_row(i, key, now);
                 if lapsed {
-                    self.evict(entries, order, bytes, forgot);
+                    self.evict(state);
                 }
                 claim
             }
-            hashbrown::hash_map::EntryRef::Vacant(slot) => {
-                slot.insert_with_key(Arc::from(text), new);
+            None => {
+                state.rows.insert(hash, text, new);
                 Claim::Claimed
             }
         }
     }
-
-    /// Finishes the row `text` as interrupted when it is in progress and its lease ran out.
-    fn lapse(&self, state: &mut State, key: CallKey<'_>, text: &str, now: Instant) {
-        let State {
-            entries,
-            order,
-            bytes,
-            forgot,
-            held,
-        } = state;
-        let Some((shared, e)) = entries.get_key_value_mut(text) else {
-            return;
-        };
-        let shared = Arc::clone(shared);
-        if seen_row(&shared, e, (key, now, held), order, bytes).1 {
-            self.evict(entries, order, bytes, forgot);
-        }
-    }
-}
-
-/// What a claim finds in the row `e` (keyed `shared`), and whether its lease had run out: a
-/// claim in progress past its lease is finished as interrupted first (its worker never
-/// answered: it may have run, so it never runs again).
-fn seen_row(
-    shared: &Arc<str>,
-    e: &mut Entry,
-    (key, now, held): (CallKey<'_>, Instant, &Held),
-    order: &mut VecDeque<Arc<str>>,
-    bytes: &mut usize,
-) -> (Claim, bool) {
-    let lapsed = matches!(e.state, Stored::InProgress(_)) && !e.running(now, held);
-    if lapsed {
-        let size = key_bytes(key) + MemoryAnswerStore::ENTRY_OVERHEAD;
-        finish_entry(shared, e, size, Stored::Interrupted, order, bytes);
-    }
-    (Claim::Seen(e.remembered(key.tool_use_id)), lapsed)
 }
 
 impl State {
-    /// The map's key of the row that keeps the call of `key`'s turn: the session's first call
-    /// with the id when it is of that turn, else the row kept apart for the turn (none for a
-    /// key without a turn).
-    fn row_of<'t>(&self, key: CallKey<'_>, texts: Texts<'t>) -> Option<&'t str> {
-        match self.entries.get(texts.first) {
-            Some(first) if first.turn.as_deref().unwrap_or("") == key.turn => Some(texts.first),
+    /// What a claim finds in row `i`, and whether its lease had run out: a claim in progress
+    /// past its lease is finished as interrupted first (its worker never answered: it may have
+    /// run, so it never runs again).
+    fn seen_row(&mut self, i: RowId, key: CallKey<'_>, now: Instant) -> (Claim, bool) {
+        let e = self.rows.value_mut(i);
+        let lapsed = matches!(e.state, Stored::InProgress(_)) && !e.running(now, &self.held);
+        if lapsed {
+            let size = key_bytes(key) + MemoryAnswerStore::ENTRY_OVERHEAD;
+            finish_entry(
+                i,
+                e,
+                size,
+                Stored::Interrupted,
+                &mut self.order,
+                &mut self.bytes,
+            );
+        }
+        (Claim::Seen(e.remembered(key.tool_use_id)), lapsed)
+    }
+
+    /// The row that keeps the call of `key`'s turn: the session's first call with the id when
+    /// it is of that turn, else the row kept apart for the turn (none for a key without a
+    /// turn).
+    fn row_of(&self, key: CallKey<'_>, texts: Texts<'_>) -> Option<RowId> {
+        match self.rows.find(texts.first) {
+            Some(i) if self.rows.value(i).turn.as_deref().unwrap_or("") == key.turn => Some(i),
             _ if key.turn.is_empty() => None,
-            _ => Some(texts.apart),
+            _ => self.rows.find(texts.apart),
         }
     }
 }
@@ -528,19 +510,20 @@ struct Row<'k> {
     size: usize,
 }
 
-/// Counts a finished entry: its state, its bytes, its place in the eviction order.
+/// Counts the finished entry of row `i`: its state, its bytes, its place in the eviction
+/// order.
 fn finish_entry(
-    key: &Arc<str>,
+    i: RowId,
     entry: &mut Entry,
     size: usize,
     state: Stored,
-    order: &mut VecDeque<Arc<str>>,
+    order: &mut VecDeque<RowId>,
     bytes: &mut usize,
 ) {
     entry.state = state;
     entry.bytes = size;
     *bytes += size;
-    order.push_back(Arc::clone(key));
+    order.push_back(i);
 }
 
 impl Default for MemoryAnswerStore {
@@ -556,7 +539,7 @@ impl fmt::Debug for MemoryAnswerStore {
             .field("max_entries", &self.max_entries)
             .field("max_bytes", &self.max_bytes)
             .field("remembered", &state.order.len())
-            .field("in_progress", &(state.entries.len() - state.order.len()))
+            .field("in_progress", &(state.rows.len() - state.order.len()))
             .field("bytes", &state.bytes)
             .finish()
     }
@@ -587,15 +570,7 @@ impl AnswerStore for MemoryAnswerStore {
         outcome: Outcome,
         result: &'a ToolResult,
     ) -> StoreFuture<'a, Result<(), StoreError>> {
-        // Kept without its id (the map's key holds it).
-        let size = content_bytes(result.content.as_ref());
-        let state = Stored::Answered {
-            outcome,
-            content: result.content.clone(),
-            is_error: result.is_error,
-            extra: result.extra.clone(),
-        };
-        StoreFuture::ready(self.finish(key, token, size, state))
+        StoreFuture::ready(self.finish(key, token, Finish::Answered(outcome, result)))
     }
 
     fn release<'a>(
@@ -658,6 +633,37 @@ impl New {
             state: Stored::InProgress(now.checked_add(self.lease).unwrap_or(now + FOREVER)),
             bytes: 0,
             turn: (!turn.is_empty()).then(|| Box::from(turn)),
+        }
+    }
+}
+
+/// How a call in progress is finished: answered with its outcome and result, or interrupted.
+#[derive(Clone, Copy)]
+enum Finish<'r> {
+    Answered(Outcome, &'r ToolResult),
+    Interrupted,
+}
+
+impl Finish<'_> {
+    /// What the row keeps: an answer without its id (the row's key holds it), its text copied
+    /// into one of `spares` when there is one (no allocation for a text that fits).
+    fn stored(self, spares: &mut Vec<String>) -> Stored {
+        let Finish::Answered(outcome, result) = self else {
+            return Stored::Interrupted;
+        };
+        let content = match &result.content {
+            Some(ToolResultContent::Text(text)) => {
+                let mut copy = spares.pop().unwrap_or_default();
+                copy.push_str(text);
+                Some(ToolResultContent::Text(copy))
+            }
+            other => other.clone(),
+        };
+        Stored::Answered {
+            outcome,
+            content,
+            is_error: result.is_error,
+            extra: (!result.extra.is_empty()).then(|| Box::new(result.extra.clone())),
         }
     }
 }
@@ -756,6 +762,123 @@ mod tests {
             "the later turn's answer is replayed"
         );
         assert_eq!(store.len(), 2);
+    }
+
+    #[test]
+    fn an_answer_finds_its_own_row_whatever_the_last_claim_was() {
+        // An answer must find its own row, and none may land on the row the last claim made
+        // (the row a shortcut from a claim to its answer would take): one token for every
+        // claim here, so only the key tells the rows apart.
+        let store = MemoryAnswerStore::with_caps(8, 1 << 20);
+        let token = Token::draw();
+        let digest = InputDigest([5; 32]);
+        let claim = |id| {
+            let key = CallKey::new("s", id);
+            crate::block_on(store.claim(key, token, digest, Duration::from_secs(60))).unwrap()
+        };
+        let answer = |id: &str| {
+            let result = ToolResult::text(id, format!("answer of {id}"));
+            crate::block_on(store.answered(CallKey::new("s", id), token, Outcome::Ok, &result))
+        };
+        let in_progress = Remembered::InProgress { digest };
+        assert_eq!(claim("toolu_a"), Claim::Claimed);
+        assert_eq!(claim("toolu_b"), Claim::Claimed);
+        answer("toolu_a").unwrap();
+        assert_eq!(
+            store.get(CallKey::new("s", "toolu_b")),
+            Some(in_progress.clone())
+        );
+        answer("toolu_b").unwrap();
+        // A claim released (its slot freed, then taken by the next claim): an answer sent for
+        // it afterwards finds nothing, and the row in the slot keeps its claim.
+        assert_eq!(claim("toolu_c"), Claim::Claimed);
+        crate::block_on(store.release(CallKey::new("s", "toolu_c"), token, false)).unwrap();
+        assert_eq!(claim("toolu_d"), Claim::Claimed);
+        assert!(
+            answer("toolu_c").is_err(),
+            "a released claim is not answered"
+        );
+        assert_eq!(store.get(CallKey::new("s", "toolu_c")), None);
+        assert_eq!(store.get(CallKey::new("s", "toolu_d")), Some(in_progress));
+        answer("toolu_d").unwrap();
+        // Ids whose key texts share a beginning with the last claim's.
+        assert_eq!(claim("toolu_e"), Claim::Claimed);
+        assert_eq!(claim("toolu_ee"), Claim::Claimed);
+        answer("toolu_e").unwrap();
+        for id in ["toolu_a", "toolu_b", "toolu_d", "toolu_e"] {
+            let expected = Remembered::Answered {
+                digest,
+                outcome: Outcome::Ok,
+                result: ToolResult::text(id, format!("answer of {id}")),
+            };
+            assert_eq!(store.get(CallKey::new("s", id)), Some(expected), "{id}");
+        }
+        let ee = store.get(CallKey::new("s", "toolu_ee"));
+        assert_eq!(ee, Some(Remembered::InProgress { digest }));
+        // Another session's key with the same id is another row.
+        let other = CallKey::new("t", "toolu_ee");
+        let result = ToolResult::text("toolu_ee", "x");
+        assert!(crate::block_on(store.answered(other, token, Outcome::Ok, &result)).is_err());
+    }
+
+    #[test]
+    fn reused_buffers_hold_only_the_new_calls_key_and_answer() {
+        // A full memory writes each new key into a freed row's buffer and each new text answer
+        // into a forgotten answer's buffer: what is remembered must be exactly the new call's,
+        // never a rest of the old one (longer texts before shorter, ids of many lengths).
+        let store = MemoryAnswerStore::with_caps(3, 1 << 20);
+        let digest = InputDigest([3; 32]);
+        let answer_of = |i: usize| "x".repeat(200 - i % 150) + &i.to_string();
+        let id_of = |i: usize| format!("toolu_{}", "9".repeat(i % 17) + &i.to_string());
+        for i in 0..300 {
+            let id = id_of(i);
+            let key = CallKey::new("s", &id);
+            let token = Token::draw();
+            let claim = crate::block_on(store.claim(key, token, digest, Duration::from_secs(60)));
+            assert_eq!(claim.unwrap(), Claim::Claimed, "{id}");
+            let result = ToolResult::text(id.clone(), answer_of(i));
+            crate::block_on(store.answered(key, token, Outcome::Ok, &result)).unwrap();
+            for back in 0..3.min(i + 1) {
+                let j = i - back;
+                let id = id_of(j);
+                let seen = store.get(CallKey::new("s", &id));
+                let expected = Remembered::Answered {
+                    digest,
+                    outcome: Outcome::Ok,
+                    result: ToolResult::text(id.clone(), answer_of(j)),
+                };
+                assert_eq!(seen, Some(expected), "{id} after {i}");
+            }
+            if i >= 3 {
+                let gone = id_of(i - 3);
+                assert_eq!(store.get(CallKey::new("s", &gone)), None, "{gone}");
+            }
+        }
+        assert_eq!(store.len(), 3);
+    }
+
+    #[test]
+    fn answers_forgotten_at_once_past_the_byte_cap_keep_at_most_four_buffers() {
+        // One large answer pushes many small ones past the byte cap at once: the memory keeps
+        // the latest, forgets the rest, and holds no more than four emptied buffers.
+        let store = MemoryAnswerStore::with_caps(100, 4_000);
+        let digest = InputDigest([4; 32]);
+        let token = Token::draw();
+        let answer = |id: &str, text: String| {
+            let key = CallKey::new("s", id);
+            let claim = crate::block_on(store.claim(key, token, digest, Duration::from_secs(60)));
+            assert_eq!(claim.unwrap(), Claim::Claimed);
+            let result = ToolResult::text(id, text);
+            crate::block_on(store.answered(key, token, Outcome::Ok, &result)).unwrap();
+        };
+        for i in 0..20 {
+            answer(&format!("toolu_{i}"), format!("answer {i}"));
+        }
+        assert_eq!(store.len(), 20);
+        answer("toolu_big", "y".repeat(3_900));
+        assert_eq!(store.len(), 1, "only the latest answer fits the byte cap");
+        assert!(store.get(CallKey::new("s", "toolu_big")).is_some());
+        assert_eq!(store.lock().spares.len(), super::SPARES);
     }
 
     fn text(session_id: &str, tool_use_id: &str, turn: &str) -> (String, usize) {

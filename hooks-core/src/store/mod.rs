@@ -86,6 +86,7 @@ pub(crate) mod lease;
 pub(crate) mod memory;
 #[cfg(feature = "inbox")]
 mod memory_inbox;
+mod memory_rows;
 pub(crate) mod pending;
 #[cfg(feature = "postgres")]
 pub mod postgres;
