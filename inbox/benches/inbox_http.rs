@@ -37,6 +37,7 @@ use toolgate_core::approval::inbox::{Action, Inbox, InboxStore, Policy, Query};
 use toolgate_core::store::PendingStore;
 use toolgate_core::store::postgres::PostgresStore;
 use toolgate_inbox::{Auth, InboxPage, Source, Tokens};
+use toolgate_test_support::floor::Floor;
 use toolgate_test_support::postgres as server;
 
 /// The person of the bench: her token and its tokens file.
@@ -228,67 +229,6 @@ fn serve(store: &PostgresStore) -> SocketAddr {
     let addr = listening.addr();
     std::thread::spawn(move || toolgate_inbox::serve_blocking(listening));
     addr
-}
-
-/// The floor: conditional `UPDATE`s of waiting rows on a plain connection.
-struct Floor {
-    rt: tokio::runtime::Runtime,
-    client: tokio_postgres::Client,
-    update: tokio_postgres::Statement,
-    next: i64,
-}
-
-impl Floor {
-    fn new(settings: &str, rows: i64) -> Floor {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let (client, update) = rt.block_on(async {
-            let (client, connection) = tokio_postgres::connect(settings, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            tokio::spawn(connection);
-            client
-                .batch_execute(&format!(
-                    "CREATE TABLE floor (id bigint PRIMARY KEY, state text NOT NULL, \
-                     digest text NOT NULL, expires_at timestamptz NOT NULL, decided_by text);
-                     INSERT INTO floor SELECT n, 'waiting', 'd', now() + interval '1 day' \
-                     FROM generate_series(1, {rows}) AS n"
-                ))
-                .await
-                .unwrap();
-            let update = client
-                .prepare(
-                    "UPDATE floor SET state = 'approved', decided_by = $3 \
-                     WHERE id = $1 AND state = 'waiting' AND digest = $2 AND expires_at > now() \
-                     RETURNING id",
-                )
-                .await
-                .unwrap();
-            (client, update)
-        });
-        Floor {
-            rt,
-            client,
-            update,
-            next: 0,
-        }
-    }
-
-    fn run(&mut self, n: usize) -> f64 {
-        let start = Instant::now();
-        for _ in 0..n {
-            self.next += 1;
-            let id = self.next;
-            let rows = self
-                .rt
-                .block_on(self.client.query(&self.update, &[&id, &"d", &"lead"]))
-                .unwrap();
-            assert_eq!(rows.len(), 1, "a waiting row is updated");
-        }
-        start.elapsed().as_secs_f64() * 1e6 / n as f64
-    }
 }
 
 /// The next `n` approvals over HTTP; the time per decision (µs).

@@ -143,6 +143,18 @@ pub(crate) fn peer(req: &Request) -> Option<IpAddr> {
         .map(|c| c.0.ip())
 }
 
+/// Who is signed in on `req` for a page a person opens: nobody signed in with tokens is sent to
+/// the sign-in page (303); any other refusal is its status and sentence (boxed: the rare path).
+pub(crate) fn signed_page(app: &App, req: &Request) -> Result<Signed, Box<Response>> {
+    match signed(app, req) {
+        Ok(who) => Ok(who),
+        Err((StatusCode::UNAUTHORIZED, _)) if matches!(app.auth, Auth::Tokens(_)) => {
+            Err(Box::new(see_other("/sign-in")))
+        }
+        Err((status, why)) => Err(Box::new(text(status, why))),
+    }
+}
+
 /// Who is signed in on `req`, or why nobody is (the status and the sentence).
 pub(crate) fn signed(app: &App, req: &Request) -> Result<Signed, (StatusCode, &'static str)> {
     match &app.auth {

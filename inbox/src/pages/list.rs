@@ -11,7 +11,7 @@ use toolgate_core::approval::inbox::{Cursor, InboxCall, Query};
 
 use super::{age, blocking, call_key, esc, html, layout, left, store_failed, turn_href, url_value};
 use crate::app::App;
-use crate::guard::{field, pairs, see_other, signed, text};
+use crate::guard::{field, pairs, signed_page, text};
 
 /// The expiry windows the filter offers, in minutes.
 const WINDOWS: [(u64, &str); 4] = [
@@ -124,12 +124,9 @@ impl Filters {
 
 /// `GET /`.
 pub(crate) async fn page(State(app): State<Arc<App>>, req: Request) -> Response {
-    let who = match signed(&app, &req) {
+    let who = match signed_page(&app, &req) {
         Ok(w) => w,
-        Err((StatusCode::UNAUTHORIZED, _)) if matches!(app.auth, crate::Auth::Tokens(_)) => {
-            return see_other("/sign-in");
-        }
-        Err((status, why)) => return text(status, why),
+        Err(refused) => return *refused,
     };
     let query_pairs = pairs(req.uri().query().unwrap_or("").as_bytes());
     let filters = match Filters::of(&query_pairs) {

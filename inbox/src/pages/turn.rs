@@ -19,7 +19,7 @@ use toolgate_core::approval::inbox::{
 use super::{blocking, call_key, esc, esc_block, html, layout, left, store_failed, when};
 use crate::app::App;
 use crate::auth::{Signed, random_hex};
-use crate::guard::{field, pairs, see_other, signed, text};
+use crate::guard::{field, pairs, signed_page, text};
 
 /// What a refused form brings back to its call: the sentence, the edit's problems, and what the
 /// person had typed.
@@ -84,12 +84,9 @@ pub(crate) async fn load(
 
 /// `GET /turn`.
 pub(crate) async fn page(State(app): State<Arc<App>>, req: Request) -> Response {
-    let who = match signed(&app, &req) {
+    let who = match signed_page(&app, &req) {
         Ok(w) => w,
-        Err((StatusCode::UNAUTHORIZED, _)) if matches!(app.auth, crate::Auth::Tokens(_)) => {
-            return see_other("/sign-in");
-        }
-        Err((status, why)) => return text(status, why),
+        Err(refused) => return *refused,
     };
     let q = pairs(req.uri().query().unwrap_or("").as_bytes());
     let (Some(session_id), Some(turn_id)) = (field(&q, "session"), field(&q, "turn")) else {

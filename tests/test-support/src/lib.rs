@@ -6,11 +6,14 @@
 //! - scratch folders ([`TempDir`]) and the audit files read back: JSON lines, the hash chain
 //!   recomputed with the tests' own SHA-256, and the lines as Python's and JavaScript's line
 //!   readers see them ([`LineReader`]);
-//! - a throwaway PostgreSQL server per test binary, a fresh database per test ([`postgres`]);
+//! - a throwaway PostgreSQL server per test binary, a fresh database per test ([`postgres`]),
+//!   and the bare conditional `UPDATE` the approval inbox's benches compare a decision with
+//!   ([`floor`]);
 //! - a workspace binary a test runs as a child process: the `toolgate` command, an example of
 //!   the root package ([`cargo`]).
 
 pub mod cargo;
+pub mod floor;
 pub mod postgres;
 
 use std::path::{Path, PathBuf};
