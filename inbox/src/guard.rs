@@ -22,10 +22,32 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'
      style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; \
      frame-ancestors 'none'; base-uri 'none'";
 
-/// The session cookie's name.
+/// The session cookie's name over plain HTTP (loopback).
 pub(crate) const SESSION_COOKIE: &str = "toolgate_inbox";
-/// The sign-in form's own cookie (a random value the form repeats: no sign-in from elsewhere).
+/// The sign-in form's own cookie over plain HTTP (a random value the form repeats: no sign-in
+/// from elsewhere).
 pub(crate) const SIGN_IN_COOKIE: &str = "toolgate_inbox_sign_in";
+
+/// The session cookie's name: with `Secure` cookies (the page served over https), the
+/// `__Host-` prefixed name, which a browser accepts only from a secure origin, with `Path=/` and
+/// no `Domain` (RFC 6265bis, "The __Host- Prefix"), so a sibling subdomain or a plain-http page
+/// cannot plant a session cookie beside the real one; else [`SESSION_COOKIE`].
+pub(crate) fn session_cookie(secure: bool) -> &'static str {
+    if secure {
+        "__Host-toolgate_inbox"
+    } else {
+        SESSION_COOKIE
+    }
+}
+
+/// The sign-in form's cookie's name, prefixed as [`session_cookie`]'s.
+pub(crate) fn sign_in_cookie(secure: bool) -> &'static str {
+    if secure {
+        "__Host-toolgate_inbox_sign_in"
+    } else {
+        SIGN_IN_COOKIE
+    }
+}
 
 /// The guard: refuses what no handler may see, and sets the security headers on every answer.
 pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
@@ -158,7 +180,7 @@ pub(crate) fn signed_page(app: &App, req: &Request) -> Result<Signed, Box<Respon
 /// Who is signed in on `req`, or why nobody is (the status and the sentence).
 pub(crate) fn signed(app: &App, req: &Request) -> Result<Signed, (StatusCode, &'static str)> {
     match &app.auth {
-        Auth::Tokens(_) => cookie(req.headers(), SESSION_COOKIE)
+        Auth::Tokens(_) => cookie(req.headers(), session_cookie(app.secure_cookies))
             .and_then(|id| app.sessions.find(id))
             .ok_or((StatusCode::UNAUTHORIZED, "sign in first")),
         Auth::Proxy(proxy) => proxy
@@ -315,5 +337,30 @@ mod tests {
         );
         assert_eq!(cookie(&h, SESSION_COOKIE), Some("3"));
         assert_eq!(cookie(&h, "b"), None);
+    }
+
+    #[test]
+    fn secure_cookies_take_the_host_prefix_and_plain_ones_do_not() {
+        assert_eq!(
+            set_cookie(session_cookie(true), "abc", true, false),
+            "__Host-toolgate_inbox=abc; Path=/; HttpOnly; SameSite=Strict; Secure"
+        );
+        assert_eq!(
+            set_cookie(sign_in_cookie(true), "", true, true),
+            "__Host-toolgate_inbox_sign_in=; Path=/; HttpOnly; SameSite=Strict; Secure; Max-Age=0"
+        );
+        assert_eq!(
+            set_cookie(session_cookie(false), "abc", false, false),
+            "toolgate_inbox=abc; Path=/; HttpOnly; SameSite=Strict"
+        );
+        assert_eq!(sign_in_cookie(false), SIGN_IN_COOKIE);
+        // Over https a cookie without the prefix (one a sibling subdomain could set) is not
+        // the session's.
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::COOKIE,
+            HeaderValue::from_static("toolgate_inbox=planted; __Host-toolgate_inbox=real"),
+        );
+        assert_eq!(cookie(&h, session_cookie(true)), Some("real"));
     }
 }

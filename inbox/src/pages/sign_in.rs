@@ -13,7 +13,7 @@ use super::{esc, html, layout};
 use crate::app::App;
 use crate::auth::{Auth, random_hex};
 use crate::guard::{
-    SESSION_COOKIE, SIGN_IN_COOKIE, body, cookie, csrf_ok, field, pairs, see_other, set_cookie,
+    body, cookie, csrf_ok, field, pairs, see_other, session_cookie, set_cookie, sign_in_cookie,
     signed, text,
 };
 
@@ -53,7 +53,12 @@ fn with_form_cookie(app: &App, status: StatusCode, problem: Option<&str>) -> Res
     let mut r = html(status, page);
     r.headers_mut().append(
         header::SET_COOKIE,
-        set_cookie(SIGN_IN_COOKIE, &value, app.secure_cookies, false),
+        set_cookie(
+            sign_in_cookie(app.secure_cookies),
+            &value,
+            app.secure_cookies,
+            false,
+        ),
     );
     r
 }
@@ -77,7 +82,7 @@ pub(crate) async fn submit(State(app): State<Arc<App>>, req: Request) -> Respons
             "this inbox has no sign-in: its proxy signs people in",
         );
     };
-    let form_cookie = cookie(req.headers(), SIGN_IN_COOKIE).map(str::to_owned);
+    let form_cookie = cookie(req.headers(), sign_in_cookie(app.secure_cookies)).map(str::to_owned);
     let bytes = match body(req, app.body_limit).await {
         Ok(b) => b,
         Err(r) => return r,
@@ -101,11 +106,21 @@ pub(crate) async fn submit(State(app): State<Arc<App>>, req: Request) -> Respons
             let h = r.headers_mut();
             h.append(
                 header::SET_COOKIE,
-                set_cookie(SESSION_COOKIE, &id, app.secure_cookies, false),
+                set_cookie(
+                    session_cookie(app.secure_cookies),
+                    &id,
+                    app.secure_cookies,
+                    false,
+                ),
             );
             h.append(
                 header::SET_COOKIE,
-                set_cookie(SIGN_IN_COOKIE, "", app.secure_cookies, true),
+                set_cookie(
+                    sign_in_cookie(app.secure_cookies),
+                    "",
+                    app.secure_cookies,
+                    true,
+                ),
             );
             r
         }
@@ -127,7 +142,7 @@ pub(crate) async fn sign_out(State(app): State<Arc<App>>, req: Request) -> Respo
         Ok(w) if w.session => w,
         _ => return see_other("/sign-in"),
     };
-    let id = cookie(req.headers(), SESSION_COOKIE).map(str::to_owned);
+    let id = cookie(req.headers(), session_cookie(app.secure_cookies)).map(str::to_owned);
     let bytes = match body(req, app.body_limit).await {
         Ok(b) => b,
         Err(r) => return r,
@@ -144,7 +159,12 @@ pub(crate) async fn sign_out(State(app): State<Arc<App>>, req: Request) -> Respo
     let mut r = see_other("/sign-in");
     r.headers_mut().append(
         header::SET_COOKIE,
-        set_cookie(SESSION_COOKIE, "", app.secure_cookies, true),
+        set_cookie(
+            session_cookie(app.secure_cookies),
+            "",
+            app.secure_cookies,
+            true,
+        ),
     );
     r
 }
