@@ -90,6 +90,33 @@ RS
   } > "$dir/src/main.rs"
 }
 
+# The output and argument types of tool number $1, the same in the hand-written crate and the rmcp
+# one: what serde derives and schemars describes.
+record_types() {
+  local i=$1
+  cat <<RS
+
+/// What tool_$i returns.
+#[derive(Serialize)]
+pub struct Out$i {
+    id: String,
+    n: u32,
+    ok: bool,
+}
+
+/// Arguments of tool_$i.
+#[derive(Deserialize, JsonSchema)]
+struct Args$i {
+    /// The record's id.
+    id: String,
+    /// How many to take.
+    n: u32,
+    /// Whether to include closed records.
+    ok: Option<bool>,
+}
+RS
+}
+
 gen_plain() {
   local n=$1 dir=$2
   mkdir -p "$dir/src"
@@ -110,26 +137,8 @@ TOML
     echo 'use serde::{Deserialize, Serialize};'
     echo 'use serde_json::{Value, json};'
     for i in $(seq 0 $((n - 1))); do
+      record_types "$i"
       cat <<RS
-
-/// What tool_$i returns.
-#[derive(Serialize)]
-pub struct Out$i {
-    id: String,
-    n: u32,
-    ok: bool,
-}
-
-/// Arguments of tool_$i.
-#[derive(Deserialize, JsonSchema)]
-struct Args$i {
-    /// The record's id.
-    id: String,
-    /// How many to take.
-    n: u32,
-    /// Whether to include closed records.
-    ok: Option<bool>,
-}
 
 /// Tool number $i: looks a record up by id.
 fn tool_$i(id: String, n: u32, ok: Option<bool>) -> Out$i {
@@ -195,27 +204,7 @@ TOML
     echo 'use schemars::JsonSchema;'
     echo 'use serde::{Deserialize, Serialize};'
     for i in $(seq 0 $((n - 1))); do
-      cat <<RS
-
-/// What tool_$i returns.
-#[derive(Serialize)]
-pub struct Out$i {
-    id: String,
-    n: u32,
-    ok: bool,
-}
-
-/// Arguments of tool_$i.
-#[derive(Deserialize, JsonSchema)]
-struct Args$i {
-    /// The record's id.
-    id: String,
-    /// How many to take.
-    n: u32,
-    /// Whether to include closed records.
-    ok: Option<bool>,
-}
-RS
+      record_types "$i"
     done
     cat <<'RS'
 

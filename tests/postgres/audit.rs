@@ -98,6 +98,12 @@ fn the_database_chain_is_the_files_chain_byte_for_byte_and_exports_to_verifiable
     // An export never overwrites a file.
     let again = toolgate::block_on(sink.export_jsonl(export.join("out"))).unwrap_err();
     assert!(again.message().contains("exists"), "{again}");
+    let io = std::error::Error::source(&again).and_then(|s| s.downcast_ref::<std::io::Error>());
+    assert_eq!(
+        io.map(std::io::Error::kind),
+        Some(std::io::ErrorKind::AlreadyExists),
+        "the I/O error is the refusal's source"
+    );
 }
 
 #[test]

@@ -178,6 +178,7 @@ impl DecisionLog for DecisionFiles {
                 StoreErrorKind::Unavailable,
                 format!("cannot append to `{}`: {e}", self.file.path().display()),
             )
+            .with_source(e)
         }))
     }
 }

@@ -121,13 +121,33 @@ fn two_workers_on_one_database_replay_every_transcript_and_pay_each_refund_once(
     let alone = server::database();
     let alone_url = server::server().url(&alone.name, "worker-secret");
     let c = TempDir::new("pg-worker-alone");
-    let (code, _, err) = agent(&[
+    let (code, out, err) = agent(&[
         "--out-dir".as_ref(),
         c.path().as_os_str(),
         "--database-url".as_ref(),
         alone_url.as_ref(),
     ]);
     assert_eq!((code, err.as_str()), (0, ""));
+    // It ends with the database's trail checked and drawn by the `toolgate` command's code, the
+    // URL (and its password) never printed: the verdict is the library's on that database.
+    let alone_verdict = toolgate::block_on(
+        PostgresStore::connect(&alone.settings)
+            .unwrap()
+            .audit_sink()
+            .verify(None),
+    )
+    .unwrap();
+    let shown = c.path().display();
+    assert!(
+        out.ends_with(&format!(
+            "$ toolgate audit verify DATABASE_URL\n{alone_verdict}\
+             $ toolgate audit report DATABASE_URL -o {shown}/report.html --count-tool \
+             issue_refund\nreport: {shown}/report.html (25 calls, chain verifies)\n"
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("worker-secret"), "{out}");
+    assert!(c.path().join("report.html").exists());
     let ledger = "SELECT world, order_id, amount_cents::text FROM support_agent_ledger \
                   ORDER BY world, order_id, amount_cents";
     if clean {

@@ -404,12 +404,13 @@ impl Reader {
     }
 }
 
-/// An export that failed at `path`.
+/// An export that failed at `path`, the I/O error its source.
 fn export_failed(e: io::Error, path: &Path) -> StoreError {
     StoreError::new(
         StoreErrorKind::Unavailable,
         format!("PostgreSQL: export to `{}`: {e}", path.display()),
     )
+    .with_source(e)
 }
 
 /// A chain's lines from the database, in `seq` order, each with its `\n`, a page at a time.
